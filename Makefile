@@ -1,0 +1,54 @@
+# stitchd — `make run` starts it, `make test` runs every test.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/stitchd
+GOLANGCI_VERSION := v2.15.0
+FUZZTIME ?= 5s
+export STITCHD_AUTH_TOKEN ?= dev-token
+
+.PHONY: all build run test test-go fuzz-short bench lint deps-test tools
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/stitchd
+
+## run: build, find or start Postgres, migrate and serve on 127.0.0.1:8080.
+run: build
+	./$(BIN) serve
+
+## test: every test (race detector on), plus short fuzz runs.
+test: deps-test test-go fuzz-short
+
+test-go:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 12m ./...
+
+fuzz-short:
+	$(GO) test -run='^$$' -fuzz='^FuzzCompile$$' -fuzztime=$(FUZZTIME) ./compiler
+	$(GO) test -run='^$$' -fuzz='^FuzzVerifyToken$$' -fuzztime=$(FUZZTIME) ./callbacks
+	$(GO) test -run='^$$' -fuzz='^FuzzParseCallback$$' -fuzztime=$(FUZZTIME) ./callbacks
+	$(GO) test -run='^$$' -fuzz='^FuzzMergeInputs$$' -fuzztime=$(FUZZTIME) ./engine
+
+## deps-test: what the suite needs beyond Go (PostgreSQL server binaries for
+## the throwaway-cluster fallback when no server runs on 127.0.0.1:5432).
+deps-test:
+	@if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && [ -z "$$DATABASE_URL" ] \
+	  && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then \
+	  echo "installing PostgreSQL server binaries"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql) || \
+	  (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql); \
+	fi
+
+## bench: Go benchmarks (compiler, merge, store hot paths, engine end to end).
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -timeout 30m ./...
+
+## lint: gofmt, go vet, golangci-lint (depguard enforces the layer direction).
+lint: tools
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$$($(GO) env GOPATH)/bin/golangci-lint run ./...
+
+tools:
+	@test -x $$($(GO) env GOPATH)/bin/golangci-lint || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)

@@ -1,0 +1,55 @@
+package callbacks
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/stitchd/stitchd/engine"
+)
+
+// CallbackBody is a decoded worker callback.
+type CallbackBody struct {
+	Status   engine.Status   `json:"status"`
+	Output   json.RawMessage `json:"output,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Progress json.RawMessage `json:"progress,omitempty"`
+}
+
+// DecodeCallback reads and validates a callback body: a JSON object whose
+// status is completed, failed or running. Errors from the reader (such as
+// a body-limit error) are returned as they are.
+func DecodeCallback(r io.Reader) (*CallbackBody, error) {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCallback(raw)
+}
+
+// ParseCallback validates a callback body.
+func ParseCallback(raw []byte) (*CallbackBody, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, errors.New("callback body must be a JSON object")
+	}
+	var b CallbackBody
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&b); err != nil {
+		return nil, fmt.Errorf("malformed callback body: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("malformed callback body: trailing data")
+	}
+	switch b.Status {
+	case engine.StatusCompleted, engine.StatusFailed, engine.StatusRunning:
+	default:
+		return nil, errors.New(`callback status must be "completed", "failed" or "running"`)
+	}
+	if b.Status == engine.StatusCompleted && len(b.Output) == 0 {
+		b.Output = json.RawMessage("null")
+	}
+	return &b, nil
+}

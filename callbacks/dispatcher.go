@@ -1,0 +1,248 @@
+package callbacks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/stitchd/stitchd/engine"
+)
+
+// DispatchStore is what the Dispatcher needs from the outbox.
+type DispatchStore interface {
+	ClaimDispatches(ctx context.Context, ids []string, lease time.Duration) ([]engine.ClaimedDispatch, error)
+	ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]engine.ClaimedDispatch, error)
+}
+
+// DeliveryRecorder records delivery outcomes (engine.Engine).
+type DeliveryRecorder interface {
+	RecordDelivery(ctx context.Context, o engine.DeliveryOutcome) error
+}
+
+// DispatcherConfig configures a Dispatcher.
+type DispatcherConfig struct {
+	Store    DispatchStore
+	Recorder DeliveryRecorder
+	// Secret signs outbound requests (Standard Webhooks).
+	Secret []byte
+	Client *http.Client
+	Clock  engine.Clock
+	Logger *slog.Logger
+	// Workers is the number of concurrent deliveries (default 32).
+	Workers int
+	// PollInterval is how often due rows (retries, rows of dead processes)
+	// are claimed (default 1s).
+	PollInterval time.Duration
+	// Lease is how long a claimed row is ours before another process may
+	// take it over (default 30s; must exceed the request timeout).
+	Lease time.Duration
+	// Backoff computes the delay before try n+1 (default: exponential with
+	// full jitter from 500ms, capped at 60s).
+	Backoff func(try int) time.Duration
+}
+
+// Dispatcher delivers outbox rows: at once when woken after a commit, and
+// by polling for due retries and rows whose claiming process died.
+type Dispatcher struct {
+	cfg    DispatcherConfig
+	queue  chan engine.ClaimedDispatch
+	wake   chan []string
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewDispatcher returns a Dispatcher; call Start.
+func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 32
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 30 * time.Second
+	}
+	if cfg.Client == nil {
+		cfg.Client = NewHTTPClient(10 * time.Second)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = engine.SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = func(try int) time.Duration { return FullJitter(try, 500*time.Millisecond, time.Minute) }
+	}
+	return &Dispatcher{cfg: cfg, queue: make(chan engine.ClaimedDispatch, 4096), wake: make(chan []string, 4096)}
+}
+
+// NewHTTPClient returns the client used for dispatches: a timeout, and
+// redirects are not followed (a redirect is a failed delivery).
+func NewHTTPClient(timeout time.Duration) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	return &http.Client{
+		Timeout:       timeout,
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// FullJitter is exponential backoff with full jitter: a uniform delay in
+// [0, min(max, base·2^(try-1))].
+func FullJitter(try int, base, max time.Duration) time.Duration {
+	d := base
+	for i := 1; i < try && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	return time.Duration(rand.Int64N(int64(d) + 1))
+}
+
+// Wake asks for immediate delivery of freshly committed dispatch rows.
+func (d *Dispatcher) Wake(ids []string) {
+	select {
+	case d.wake <- ids:
+	default: // the poller will find them
+	}
+}
+
+// Start runs the dispatcher until Stop.
+func (d *Dispatcher) Start(ctx context.Context) {
+	ctx, d.cancel = context.WithCancel(ctx)
+	for i := 0; i < d.cfg.Workers; i++ {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case c := <-d.queue:
+					d.deliver(ctx, c)
+				}
+			}
+		}()
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		tick := time.NewTicker(d.cfg.PollInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ids := <-d.wake:
+				d.claim(ctx, func() ([]engine.ClaimedDispatch, error) { return d.cfg.Store.ClaimDispatches(ctx, ids, d.cfg.Lease) })
+			case <-tick.C:
+				d.claim(ctx, func() ([]engine.ClaimedDispatch, error) { return d.cfg.Store.ClaimDue(ctx, 256, d.cfg.Lease) })
+			}
+		}
+	}()
+}
+
+// Stop stops claiming and waits for deliveries in progress.
+func (d *Dispatcher) Stop() {
+	if d.cancel != nil {
+		d.cancel()
+	}
+	d.wg.Wait()
+}
+
+func (d *Dispatcher) claim(ctx context.Context, fn func() ([]engine.ClaimedDispatch, error)) {
+	rows, err := fn()
+	if err != nil {
+		if ctx.Err() == nil {
+			d.cfg.Logger.Warn("error claiming dispatches", "error", err)
+		}
+		return
+	}
+	for _, r := range rows {
+		select {
+		case d.queue <- r:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (d *Dispatcher) deliver(ctx context.Context, c engine.ClaimedDispatch) {
+	code, retryAfter, err := d.post(ctx, c)
+	if ctx.Err() != nil {
+		return // shutting down: the lease expires and a process retries
+	}
+	o := engine.DeliveryOutcome{DispatchID: c.ID, RunID: c.RunID, Key: c.Key, Attempt: c.Attempt, Try: c.Tries, StatusCode: code}
+	if err == nil {
+		o.Delivered = true
+	} else {
+		o.Error = err.Error()
+		if retryable(code) && c.Tries < c.MaxTries {
+			delay := d.cfg.Backoff(c.Tries)
+			if retryAfter > delay {
+				delay = retryAfter
+			}
+			o.RetryInMs = max(delay.Milliseconds(), 1)
+		}
+	}
+	if err := d.cfg.Recorder.RecordDelivery(ctx, o); err != nil && ctx.Err() == nil {
+		d.cfg.Logger.Warn("error recording delivery", "run_id", c.RunID, "node_key", c.Key, "error", err)
+	}
+}
+
+// retryable: connection failures and timeouts (code 0), 408, 425, 429 and 5xx.
+func retryable(code int) bool {
+	return code == 0 || code == 408 || code == 425 || code == 429 || code >= 500
+}
+
+func (d *Dispatcher) post(ctx context.Context, c engine.ClaimedDispatch) (int, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(c.Payload))
+	if err != nil {
+		return -1, 0, fmt.Errorf("invalid worker URL: %w", err)
+	}
+	ts := d.cfg.Clock.Now().Unix()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "stitchd")
+	req.Header.Set("webhook-id", c.ID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", SignWebhook(d.cfg.Secret, c.ID, ts, c.Payload))
+	resp, err := d.cfg.Client.Do(req)
+	if err != nil {
+		var ue interface{ Timeout() bool }
+		if errors.As(err, &ue) && ue.Timeout() {
+			return 0, 0, fmt.Errorf("worker did not answer in time: %w", err)
+		}
+		return 0, 0, fmt.Errorf("worker unreachable: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp.StatusCode, 0, nil
+	}
+	var ra time.Duration
+	if s := resp.Header.Get("Retry-After"); s != "" {
+		if secs, err := strconv.Atoi(s); err == nil && secs >= 0 {
+			ra = time.Duration(secs) * time.Second
+		} else if t, err := http.ParseTime(s); err == nil {
+			ra = t.Sub(d.cfg.Clock.Now())
+		}
+		if ra > time.Hour {
+			ra = time.Hour
+		}
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return resp.StatusCode, ra, fmt.Errorf("worker answered %d (redirects are not followed)", resp.StatusCode)
+	}
+	return resp.StatusCode, ra, fmt.Errorf("worker answered %d", resp.StatusCode)
+}

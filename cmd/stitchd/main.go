@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/store"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	root := newRoot(os.LookupEnv, os.Stdout, os.Stderr)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "stitchd:", err)
+		os.Exit(1)
+	}
+}
+
+// envLookup reads an environment variable (os.LookupEnv, or a map in tests).
+type envLookup func(string) (string, bool)
+
+// setting binds a flag to its environment variable.
+type setting struct {
+	flag, env string
+}
+
+var settings = []setting{
+	{"addr", "STITCHD_ADDR"},
+	{"database-url", "DATABASE_URL"},
+	{"base-url", "STITCHD_BASE_URL"},
+	{"auth-token", "STITCHD_AUTH_TOKEN"},
+	{"log-format", "STITCHD_LOG_FORMAT"},
+	{"log-level", "STITCHD_LOG_LEVEL"},
+	{"body-limit", "STITCHD_BODY_LIMIT"},
+	{"data-dir", "STITCHD_DATA_DIR"},
+}
+
+// applyEnv gives every flag not set on the command line the value of its
+// environment variable, if that is set: flag > environment > default.
+func applyEnv(fs *pflag.FlagSet, env envLookup) error {
+	for _, s := range settings {
+		f := fs.Lookup(s.flag)
+		if f == nil || f.Changed {
+			continue
+		}
+		if v, ok := env(s.env); ok && v != "" {
+			if err := fs.Set(s.flag, v); err != nil {
+				return fmt.Errorf("invalid %s=%q: %w", s.env, v, err)
+			}
+		}
+	}
+	return nil
+}
+
+type options struct {
+	addr, databaseURL, baseURL, authToken string
+	logFormat, logLevel, dataDir          string
+	bodyLimit                             int64
+}
+
+func addServerFlags(fs *pflag.FlagSet, o *options) {
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (env STITCHD_ADDR)")
+	fs.StringVar(&o.databaseURL, "database-url", "", "Postgres URL; empty = local server or a throwaway cluster (env DATABASE_URL)")
+	fs.StringVar(&o.baseURL, "base-url", "", "public URL workers call back on; default http://<addr> (env STITCHD_BASE_URL)")
+	fs.StringVar(&o.authToken, "auth-token", "", "admin API token; empty = a random one, printed at start-up (env STITCHD_AUTH_TOKEN)")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json (env STITCHD_LOG_FORMAT)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error (env STITCHD_LOG_LEVEL)")
+	fs.Int64Var(&o.bodyLimit, "body-limit", 1<<20, "request body limit in bytes (env STITCHD_BODY_LIMIT)")
+	fs.StringVar(&o.dataDir, "data-dir", "", "where a throwaway Postgres cluster lives (env STITCHD_DATA_DIR)")
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("invalid log level %q", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("invalid log format %q (text or json)", format)
+}
+
+func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{Use: "stitchd", Short: "stitchd runs flows drawn on a canvas", SilenceUsage: true, SilenceErrors: true}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+
+	var o options
+	serve := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the stitchd server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags(), env); err != nil {
+				return err
+			}
+			return runServe(cmd.Context(), o, stderr)
+		},
+	}
+	addServerFlags(serve.Flags(), &o)
+
+	var mo options
+	migrate := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply database migrations and exit",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags(), env); err != nil {
+				return err
+			}
+			return runMigrate(cmd.Context(), mo, stderr)
+		},
+	}
+	addServerFlags(migrate.Flags(), &mo)
+
+	ver := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "stitchd", version) },
+	}
+	root.AddCommand(serve, migrate, ver)
+	return root
+}
+
+func (o options) config(log *slog.Logger) app.Config {
+	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
+		AuthToken: o.authToken, BodyLimit: o.bodyLimit, Logger: log, DataDir: o.dataDir}
+}
+
+func runServe(ctx context.Context, o options, stderr io.Writer) error {
+	log, err := newLogger(stderr, o.logFormat, o.logLevel)
+	if err != nil {
+		return err
+	}
+	if o.authToken == "" {
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		o.authToken = hex.EncodeToString(b)
+		log.Warn("no --auth-token / STITCHD_AUTH_TOKEN set; generated one for this process", "auth_token", o.authToken)
+	}
+	a, err := app.New(ctx, o.config(log))
+	if err != nil {
+		return err
+	}
+	if err := a.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return a.Stop(sctx)
+}
+
+func runMigrate(ctx context.Context, o options, stderr io.Writer) error {
+	log, err := newLogger(stderr, o.logFormat, o.logLevel)
+	if err != nil {
+		return err
+	}
+	url, _, err := app.ResolveDatabase(ctx, o.config(log))
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, url, store.Options{MaxOpenConns: 2})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx, log); err != nil {
+		return err
+	}
+	v, err := st.MigrationVersion(ctx)
+	if err != nil {
+		return err
+	}
+	log.Info("database is migrated", "version", v)
+	return nil
+}

@@ -1,0 +1,160 @@
+package compiler
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/stitchd/stitchd/engine"
+)
+
+// Problem codes. They are part of the API (the UI and API clients switch on
+// them); never change one, only add.
+const (
+	// CodeEmptyGraph: the graph has no nodes (path "nodes").
+	CodeEmptyGraph = "empty_graph"
+	// CodeMissingID: a node or edge has an empty id.
+	CodeMissingID = "missing_id"
+	// CodeDuplicateID: two nodes, or two edges, share an id.
+	CodeDuplicateID = "duplicate_id"
+	// CodeUnknownType: a node's type is not in the type table.
+	CodeUnknownType = "unknown_type"
+	// CodeMissingNode: an edge's source or target names no node.
+	CodeMissingNode = "missing_node"
+	// CodeDuplicateEdge: two edges join the same source to the same target.
+	CodeDuplicateEdge = "duplicate_edge"
+	// CodeCycle: the graph has a cycle (self-loops included).
+	CodeCycle = "cycle"
+	// CodeInvalidConfig: a node's (or edge's) data has a wrong shape or value.
+	CodeInvalidConfig = "invalid_config"
+	// CodeInvalidWebhookURL: a Worker's webhookUrl is missing or is not an
+	// absolute http(s) URL with a host.
+	CodeInvalidWebhookURL = "invalid_webhook_url"
+	// CodeMissingArrayPath: a Splitter has no arrayPath.
+	CodeMissingArrayPath = "missing_array_path"
+	// CodeInvalidMapping: an edge's data.mapping is not an object of
+	// non-empty gjson path strings.
+	CodeInvalidMapping = "invalid_mapping"
+	// CodeUnknownSection: an entityMovement targets a section that is not on
+	// the flow's board.
+	CodeUnknownSection = "unknown_section"
+	// CodeNoCollector: a path from a Splitter ends without reaching its
+	// Collector.
+	CodeNoCollector = "no_collector"
+	// CodeMultipleCollectors: the paths from a Splitter reach different
+	// Collectors.
+	CodeMultipleCollectors = "multiple_collectors"
+	// CodeOrphanCollector: a Collector closes no Splitter.
+	CodeOrphanCollector = "orphan_collector"
+	// CodeRegionBoundary: an edge crosses the boundary of a parallel region
+	// other than through its Splitter or Collector (or joins a Splitter
+	// directly to its own Collector).
+	CodeRegionBoundary = "region_boundary"
+	// CodeNestingTooDeep: parallel regions are nested more than
+	// MaxNestingDepth levels deep.
+	CodeNestingTooDeep = "nesting_too_deep"
+	// CodeKeyCollision: a node's id could equal a runtime instance key
+	// (<id>_<i>, <id>_<i>_<j>, …) of a parallel node.
+	CodeKeyCollision = "key_collision"
+	// CodeIsolatedNode (warning): a node has no edges in a graph of several
+	// nodes.
+	CodeIsolatedNode = "isolated_node"
+)
+
+// MaxNestingDepth is the deepest nesting of parallel regions the compiler
+// accepts. It bounds the instance-key length and the size of the Members
+// lists of an execution graph.
+const MaxNestingDepth = 32
+
+// Error is returned by Compile when validation fails. It carries every
+// problem found (not only the first), in a deterministic order: whole-graph
+// problems first, then node problems by node position, then edge problems
+// by edge position. Warnings are not included.
+type Error struct {
+	Problems []engine.Problem
+}
+
+const maxProblemsInMessage = 10
+
+func (e *Error) Error() string {
+	if len(e.Problems) == 0 {
+		return "invalid graph"
+	}
+	var b strings.Builder
+	b.WriteString("invalid graph: ")
+	for i, p := range e.Problems {
+		if i == maxProblemsInMessage {
+			fmt.Fprintf(&b, "; and %d more", len(e.Problems)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(p.Path)
+		b.WriteString(": ")
+		b.WriteString(p.Message)
+	}
+	return b.String()
+}
+
+// problemOrder sorts problems by location (whole graph, nodes by index,
+// edges by index); the stable sort keeps the order in which checks ran for
+// problems at the same location.
+func sortProblems(ps []engine.Problem) {
+	slices.SortStableFunc(ps, func(a, b engine.Problem) int {
+		ka, ia := pathOrder(a.Path)
+		kb, ib := pathOrder(b.Path)
+		if ka != kb {
+			return ka - kb
+		}
+		return ia - ib
+	})
+}
+
+func pathOrder(path string) (kind, index int) {
+	var rest string
+	switch {
+	case strings.HasPrefix(path, "nodes["):
+		kind, rest = 1, path[len("nodes["):]
+	case strings.HasPrefix(path, "edges["):
+		kind, rest = 2, path[len("edges["):]
+	default:
+		return 0, 0
+	}
+	end := strings.IndexByte(rest, ']')
+	if end < 0 {
+		return kind, 0
+	}
+	n, _ := strconv.Atoi(rest[:end])
+	return kind, n
+}
+
+func nodePath(i int) string { return "nodes[" + strconv.Itoa(i) + "]" }
+
+func edgePath(i int) string { return "edges[" + strconv.Itoa(i) + "]" }
+
+// fieldPath appends a key to a path: ".key" when the key is a plain
+// identifier, `["key"]` otherwise.
+func fieldPath(base, key string) string {
+	if isIdentifier(key) {
+		return base + "." + key
+	}
+	q, _ := json.Marshal(key)
+	return base + "[" + string(q) + "]"
+}
+
+func isIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if b == '_' || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (i > 0 && b >= '0' && b <= '9') {
+			continue
+		}
+		return false
+	}
+	return true
+}

@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"context"
+	"errors"
+)
+
+// DeliveryOutcome is the result of one try at delivering a dispatch.
+type DeliveryOutcome struct {
+	DispatchID string
+	RunID      string
+	Key        string
+	Attempt    int
+	Try        int
+	Delivered  bool
+	StatusCode int
+	Error      string
+	// RetryInMs > 0 schedules another try of the same dispatch (same
+	// webhook-id); 0 with Delivered=false gives up and fails the node.
+	RetryInMs int64
+}
+
+// RecordDelivery writes a delivery try to the outbox row and the run's
+// events in one transaction; when the dispatch gives up, the node fails
+// with the last reason.
+func (e *Engine) RecordDelivery(ctx context.Context, o DeliveryOutcome) error {
+	return e.inTx(ctx, o.RunID, func(t *txn) error {
+		if err := t.load(o.RunID); err != nil {
+			return err
+		}
+		u := DispatchUpdate{ID: o.DispatchID, LastError: o.Error}
+		switch {
+		case o.Delivered:
+			u.Status = "delivered"
+		case o.RetryInMs > 0:
+			u.Status, u.RetryInMs = "pending", o.RetryInMs
+		default:
+			u.Status = "failed"
+		}
+		if err := t.tx.UpdateDispatch(t.ctx, u); err != nil {
+			return err
+		}
+		p := map[string]any{"dispatch_id": o.DispatchID, "attempt": o.Attempt, "try": o.Try, "delivered": o.Delivered}
+		if o.StatusCode != 0 {
+			p["status_code"] = o.StatusCode
+		}
+		if o.Error != "" {
+			p["error"] = o.Error
+		}
+		if o.RetryInMs > 0 {
+			p["retry_in_ms"] = o.RetryInMs
+		}
+		t.event(EventDispatchAttempt, o.Key, p)
+		if u.Status != "failed" {
+			return nil
+		}
+		msg := "dispatch failed: " + o.Error
+		st, err := t.transition(&NodeTransition{Key: o.Key, From: StatusRunning,
+			Steps: []Status{StatusFailed}, Attempt: o.Attempt, Error: &msg})
+		if _, ok := IsTransitionError(err); ok {
+			return nil // the node moved on (cancelled, or a callback beat us)
+		} else if err != nil {
+			return err
+		}
+		return t.failed(st, msg, false)
+	})
+}
+
+// errorsIsConflict reports whether err is a conflict or invalid transition.
+func errorsIsConflict(err error) bool {
+	return errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalidTransition)
+}

@@ -1,0 +1,372 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+)
+
+// Config wires an Engine.
+type Config struct {
+	Store    Store
+	Handlers map[NodeType]NodeHandler
+	Minter   CallbackMinter
+	// Waker, if set, is told about dispatch rows after each commit.
+	Waker  Waker
+	NewID  IDGenerator
+	Clock  Clock
+	Logger *slog.Logger
+	// OnCommit, if set, is called after every committed transaction with
+	// what it did (metrics, tests).
+	OnCommit func(CommitInfo)
+}
+
+// CommitInfo summarises one committed engine transaction.
+type CommitInfo struct {
+	RunID       string
+	Events      []NewEvent
+	DispatchIDs []string
+}
+
+// Retrier is implemented by handlers whose nodes retry automatically after
+// a reported failure (Worker). RetryDelayMs reports whether a node that just
+// failed attempt `attempt` gets another, and after how long.
+type Retrier interface {
+	RetryDelayMs(node *Node, attempt int) (delayMs int64, again bool)
+}
+
+// Timeouter is implemented by handlers whose nodes carry a deadline.
+type Timeouter interface {
+	TimeoutSeconds(node *Node) int
+}
+
+// Engine executes runs. It is safe for concurrent use; all coordination
+// between goroutines and processes happens in the database.
+type Engine struct {
+	cfg    Config
+	graphs sync.Map // flow version id → *ExecutionGraph (immutable)
+}
+
+// New returns an Engine.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil || cfg.NewID == nil || cfg.Minter == nil {
+		return nil, errors.New("engine: Store, NewID and Minter are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	for _, t := range []NodeType{NodeTypeWorker, NodeTypeUX, NodeTypeSplitter, NodeTypeCollector} {
+		if cfg.Handlers[t] == nil {
+			return nil, fmt.Errorf("engine: no handler for node type %s", t)
+		}
+	}
+	return &Engine{cfg: cfg}, nil
+}
+
+// Graph returns the execution graph of a flow version, cached in memory
+// (versions are immutable).
+func (e *Engine) Graph(ctx context.Context, versionID string) (*ExecutionGraph, error) {
+	if g, ok := e.graphs.Load(versionID); ok {
+		return g.(*ExecutionGraph), nil
+	}
+	g, err := e.cfg.Store.ExecutionGraph(ctx, versionID)
+	if err != nil {
+		return nil, fmt.Errorf("error loading execution graph of version %s: %w", versionID, err)
+	}
+	e.graphs.Store(versionID, g)
+	return g, nil
+}
+
+// StartRunParams starts a run.
+type StartRunParams struct {
+	FlowID         string
+	VersionID      string
+	Input          json.RawMessage
+	EntityID       *string
+	Trigger        json.RawMessage
+	IdempotencyKey string
+}
+
+// StartRun creates a run pinned to p.VersionID and fires its entry nodes
+// with the run input. With an idempotency key, a repeated call returns the
+// run the first call created and created=false.
+func (e *Engine) StartRun(ctx context.Context, p StartRunParams) (run *Run, created bool, err error) {
+	g, err := e.Graph(ctx, p.VersionID)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(p.Input) == 0 {
+		p.Input = json.RawMessage("{}")
+	}
+	id := e.cfg.NewID()
+	err = e.inTx(ctx, id, func(t *txn) error {
+		if p.IdempotencyKey != "" {
+			existing, err := t.tx.RunByIdempotencyKey(ctx, p.FlowID, p.IdempotencyKey)
+			if err == nil {
+				run = existing
+				return errIdempotentHit
+			} else if !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		r := &Run{ID: id, FlowID: p.FlowID, FlowVersionID: p.VersionID, EntityID: p.EntityID,
+			Status: RunRunning, Trigger: p.Trigger, Input: p.Input}
+		if p.IdempotencyKey != "" {
+			k := p.IdempotencyKey
+			r.IdempotencyKey = &k
+		}
+		for _, tid := range g.TerminalNodes {
+			if g.Nodes[tid].Depth == 0 {
+				r.TerminalsLeft++
+			}
+		}
+		if err := t.tx.InsertRun(ctx, r); err != nil {
+			return err
+		}
+		run = r
+		t.run, t.graph = r, g
+		var rows []NodeState
+		for _, nid := range sortedStatic(g) {
+			n := g.Nodes[nid]
+			rows = append(rows, NodeState{Key: nid, NodeID: nid, Type: n.Type, Index: []int{},
+				Status: StatusPending, PendingParents: len(g.Upstream[nid])})
+		}
+		if err := t.tx.InsertNodes(ctx, id, rows); err != nil {
+			return err
+		}
+		t.event(EventRunStarted, "", map[string]any{"flow_version_id": p.VersionID, "input": p.Input})
+		for _, nid := range g.EntryNodes {
+			if err := t.fire(g.Nodes[nid], nil, p.Input, StatusPending, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errIdempotentHit) {
+		return run, false, nil
+	}
+	if errors.Is(err, ErrConflict) && p.IdempotencyKey != "" {
+		// A concurrent request with the same key won the insert.
+		err = e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+			run, err = tx.RunByIdempotencyKey(ctx, p.FlowID, p.IdempotencyKey)
+			return err
+		})
+		return run, false, err
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return run, true, nil
+}
+
+var errIdempotentHit = errors.New("idempotent hit")
+
+// CallbackParams is a verified worker callback.
+type CallbackParams struct {
+	RunID   string
+	Key     string
+	Attempt int
+	// Status is completed, failed or running (heartbeat).
+	Status Status
+	Output json.RawMessage
+	Error  string
+}
+
+// HandleCallback applies a worker's callback. A repeated identical callback
+// returns nil and changes nothing; a conflicting or stale one returns an
+// error wrapping ErrConflict (or ErrInvalidTransition).
+func (e *Engine) HandleCallback(ctx context.Context, p CallbackParams) error {
+	return e.inTx(ctx, p.RunID, func(t *txn) error {
+		if err := t.load(p.RunID); err != nil {
+			return err
+		}
+		switch p.Status {
+		case StatusRunning:
+			return t.heartbeat(p.Key, p.Attempt)
+		case StatusCompleted:
+			out := p.Output
+			if len(out) == 0 {
+				out = json.RawMessage("null")
+			}
+			st, err := t.transition(&NodeTransition{Key: p.Key, From: StatusRunning,
+				Steps: []Status{StatusCompleted}, Attempt: p.Attempt, Output: out})
+			if err != nil {
+				return t.duplicateOr(err, p)
+			}
+			return t.completed(st)
+		case StatusFailed:
+			msg := p.Error
+			if msg == "" {
+				msg = "worker reported failure"
+			}
+			st, err := t.transition(&NodeTransition{Key: p.Key, From: StatusRunning,
+				Steps: []Status{StatusFailed}, Attempt: p.Attempt, Error: &msg})
+			if err != nil {
+				return t.duplicateOr(err, p)
+			}
+			return t.failed(st, msg, true)
+		default:
+			return fmt.Errorf("%w: callback status must be completed, failed or running", ErrInvalidRequest)
+		}
+	})
+}
+
+// Expire handles a worker node whose deadline passed: it fails attempt and
+// retries it per the node's policy. A node no longer running that attempt
+// is left alone.
+func (e *Engine) Expire(ctx context.Context, runID, key string, attempt int) error {
+	err := e.inTx(ctx, runID, func(t *txn) error {
+		if err := t.load(runID); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("deadline exceeded on attempt %d", attempt)
+		st, err := t.transition(&NodeTransition{Key: key, From: StatusRunning,
+			Steps: []Status{StatusFailed}, Attempt: attempt, Error: &msg})
+		if err != nil {
+			return err
+		}
+		return t.failed(st, msg, true)
+	})
+	if errorsIsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// CompleteUXParams is a person's answer to a UX node.
+type CompleteUXParams struct {
+	RunID  string
+	Key    string
+	Status Status // completed or failed
+	Output json.RawMessage
+	Error  string
+}
+
+// CompleteUX resumes a UX node waiting for a person: waiting_for_user →
+// running → completed (or failed), then walks its edges.
+func (e *Engine) CompleteUX(ctx context.Context, p CompleteUXParams) error {
+	if p.Status != StatusCompleted && p.Status != StatusFailed {
+		return fmt.Errorf("%w: status must be completed or failed", ErrInvalidRequest)
+	}
+	return e.inTx(ctx, p.RunID, func(t *txn) error {
+		if err := t.load(p.RunID); err != nil {
+			return err
+		}
+		cur, err := t.tx.Node(ctx, p.RunID, p.Key)
+		if err != nil {
+			return err
+		}
+		if cur.Type != NodeTypeUX {
+			return fmt.Errorf("%w: node %s is a %s node, not a UX node", ErrInvalidRequest, p.Key, cur.Type)
+		}
+		tr := &NodeTransition{Key: p.Key, From: StatusWaitingForUser,
+			Steps: []Status{StatusRunning, p.Status}}
+		if p.Status == StatusCompleted {
+			tr.Output = p.Output
+			if len(tr.Output) == 0 {
+				tr.Output = json.RawMessage("null")
+			}
+		} else {
+			msg := p.Error
+			if msg == "" {
+				msg = "rejected"
+			}
+			tr.Error = &msg
+		}
+		st, err := t.transition(tr)
+		if err != nil {
+			return err
+		}
+		if p.Status == StatusCompleted {
+			return t.completed(st)
+		}
+		return t.failed(st, *tr.Error, false)
+	})
+}
+
+// RetryNode re-fires a failed node as a new attempt (failed → running).
+func (e *Engine) RetryNode(ctx context.Context, runID, key string) error {
+	return e.inTx(ctx, runID, func(t *txn) error {
+		if err := t.load(runID); err != nil {
+			return err
+		}
+		if t.run.Status == RunCancelled {
+			return fmt.Errorf("%w: run %s is cancelled", ErrConflict, runID)
+		}
+		cur, err := t.tx.Node(ctx, runID, key)
+		if err != nil {
+			return err
+		}
+		if cur.Status != StatusFailed {
+			return &TransitionError{Key: key, Want: StatusFailed, Current: cur}
+		}
+		n := t.graph.Nodes[cur.NodeID]
+		if n == nil {
+			return fmt.Errorf("node %s is not in the run's graph: %w", cur.NodeID, ErrNotFound)
+		}
+		if n.Type == NodeTypeCollector {
+			return t.refireCollector(n, cur)
+		}
+		return t.fire(n, cur.Index, cur.Input, StatusFailed, cur.Attempt)
+	})
+}
+
+// CancelRun cancels a running run: every non-terminal node becomes
+// cancelled and undelivered dispatches are dropped.
+func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
+	var out *Run
+	err := e.inTx(ctx, runID, func(t *txn) error {
+		if err := t.load(runID); err != nil {
+			return err
+		}
+		if t.run.Status != RunRunning && t.run.Status != RunFailed {
+			return fmt.Errorf("%w: run %s is already %s", ErrConflict, runID, t.run.Status)
+		}
+		keys, err := t.tx.CancelNodes(ctx, runID)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			t.event(EventNodeStatus, k, map[string]any{"status": StatusCancelled})
+		}
+		t.run.Status = RunCancelled
+		t.run.ActiveNodes = 0
+		t.finishRun(nil, "cancelled")
+		t.event(EventRunCancelled, "", nil)
+		out = t.run
+		return nil
+	})
+	return out, err
+}
+
+// inTx runs fn in a transaction with a fresh txn, flushes its events and
+// run row, commits, then performs the post-commit side effects.
+func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) error {
+	var t *txn
+	err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		t = &txn{e: e, ctx: ctx, tx: tx}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.flush()
+	})
+	if errors.Is(err, errNoChange) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(t.dispatches) > 0 && e.cfg.Waker != nil {
+		e.cfg.Waker.Wake(t.dispatches)
+	}
+	if e.cfg.OnCommit != nil && t.run != nil {
+		e.cfg.OnCommit(CommitInfo{RunID: t.run.ID, Events: t.events, DispatchIDs: t.dispatches})
+	}
+	return nil
+}

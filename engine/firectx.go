@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// fireCtx implements FireContext for one node instance.
+type fireCtx struct {
+	t       *txn
+	node    *Node
+	key     string
+	idx     []int
+	input   json.RawMessage
+	from    Status
+	attempt int
+	delayMs int64
+	acted   bool
+}
+
+func (f *fireCtx) RunID() string          { return f.t.run.ID }
+func (f *fireCtx) Key() string            { return f.key }
+func (f *fireCtx) Node() *Node            { return f.node }
+func (f *fireCtx) Index() []int           { return f.idx }
+func (f *fireCtx) Input() json.RawMessage { return f.input }
+func (f *fireCtx) Attempt() int           { return f.attempt }
+
+func (f *fireCtx) act() error {
+	if f.acted {
+		return errors.New("a node handler may take only one action per fire")
+	}
+	f.acted = true
+	return nil
+}
+
+// start is the transition every action begins with: a new attempt from
+// the node's current status, storing its input (Collectors keep only their
+// output, which is the same array).
+func (f *fireCtx) start(steps ...Status) *NodeTransition {
+	tr := &NodeTransition{Key: f.key, From: f.from, Steps: steps, NewAttempt: true}
+	if f.node.Type != NodeTypeCollector {
+		tr.Input = f.input
+	}
+	return tr
+}
+
+func (f *fireCtx) Dispatch(req DispatchRequest) error {
+	if err := f.act(); err != nil {
+		return err
+	}
+	t := f.t
+	cb, err := t.e.cfg.Minter.CallbackURL(t.run.ID, f.key, f.attempt)
+	if err != nil {
+		return fmt.Errorf("error minting callback URL: %w", err)
+	}
+	payload, err := json.Marshal(WorkerPayload{RunID: t.run.ID, NodeID: f.key, Config: req.Config,
+		Input: orNull(f.input), CallbackURL: cb, Attempt: f.attempt})
+	if err != nil {
+		return fmt.Errorf("error encoding dispatch payload: %w", err)
+	}
+	tr := f.start(StatusRunning)
+	tr.DeadlineSeconds = req.TimeoutSeconds
+	if req.DelayMs == 0 {
+		req.DelayMs = f.delayMs
+	}
+	if req.DelayMs > 0 {
+		// The deadline counts from the delayed delivery.
+		tr.DeadlineSeconds += int((req.DelayMs + 999) / 1000)
+	}
+	st, err := t.transition(tr)
+	if err != nil {
+		return err
+	}
+	if st.Attempt != f.attempt {
+		return fmt.Errorf("node %s attempt is %d, expected %d: %w", f.key, st.Attempt, f.attempt, ErrConflict)
+	}
+	d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Key: f.key, Attempt: f.attempt, URL: req.URL,
+		Payload: payload, MaxTries: req.MaxTries, DelayMs: req.DelayMs}
+	if err := t.tx.InsertDispatch(t.ctx, d); err != nil {
+		return fmt.Errorf("error writing dispatch for %s: %w", f.key, err)
+	}
+	t.dispatches = append(t.dispatches, d.ID)
+	return nil
+}
+
+func (f *fireCtx) WaitForUser() error {
+	if err := f.act(); err != nil {
+		return err
+	}
+	_, err := f.t.transition(f.start(StatusRunning, StatusWaitingForUser))
+	return err
+}
+
+func (f *fireCtx) Complete(output json.RawMessage) error {
+	if err := f.act(); err != nil {
+		return err
+	}
+	tr := f.start(StatusRunning, StatusCompleted)
+	tr.Output = orNull(output)
+	st, err := f.t.transition(tr)
+	if err != nil {
+		return err
+	}
+	return f.t.completed(st)
+}
+
+func (f *fireCtx) Fail(reason string) error {
+	if err := f.act(); err != nil {
+		return err
+	}
+	tr := f.start(StatusRunning, StatusFailed)
+	tr.Error = &reason
+	st, err := f.t.transition(tr)
+	if err != nil {
+		return err
+	}
+	return f.t.failed(st, reason, false)
+}
+
+func (f *fireCtx) FanOut(items []json.RawMessage) error {
+	if f.node.Type != NodeTypeSplitter {
+		return fmt.Errorf("FanOut called on %s node %s", f.node.Type, f.key)
+	}
+	if err := f.act(); err != nil {
+		return err
+	}
+	arr, err := json.Marshal(items)
+	if err != nil {
+		return fmt.Errorf("error encoding items: %w", err)
+	}
+	tr := f.start(StatusRunning, StatusCompleted)
+	tr.Output = arr
+	st, err := f.t.transition(tr)
+	if err != nil {
+		return err
+	}
+	if err := f.t.completed(st); err != nil {
+		return err
+	}
+	return f.t.fanOut(f.node, f.idx, f.key, items)
+}

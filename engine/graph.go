@@ -1,0 +1,81 @@
+package engine
+
+import "encoding/json"
+
+// NodeType is the canonical name of a node type. Visual graphs match types
+// case-insensitively; the compiler stores the canonical spelling.
+type NodeType string
+
+// The node types stitchd knows. Adding one touches handlers/ and the
+// compiler's type table only.
+const (
+	NodeTypeWorker    NodeType = "Worker"
+	NodeTypeUX        NodeType = "UX"
+	NodeTypeSplitter  NodeType = "Splitter"
+	NodeTypeCollector NodeType = "Collector"
+)
+
+// ExecutionGraph is the lean, validated form of a visual graph that the
+// engine walks. It is produced by compiler.Compile, stored as JSON beside the
+// visual graph in an immutable flow version, and never mutated afterwards.
+type ExecutionGraph struct {
+	// Nodes by id: id, type and config only (no positions or styles).
+	Nodes map[string]*Node `json:"nodes"`
+	// Adjacency maps a node id to its downstream node ids, in edge order.
+	Adjacency map[string][]string `json:"adjacency"`
+	// Upstream maps a node id to its upstream node ids, in edge order.
+	Upstream map[string][]string `json:"upstream"`
+	// EdgeData holds edge mappings keyed "source->target": target input key
+	// → gjson path into the upstream output.
+	EdgeData map[string]map[string]string `json:"edgeData"`
+	// EntryNodes have no inbound edges; sorted.
+	EntryNodes []string `json:"entryNodes"`
+	// TerminalNodes have no outbound edges; sorted.
+	TerminalNodes []string `json:"terminalNodes"`
+	// Regions maps each Splitter id to its parallel region.
+	Regions map[string]*Region `json:"regions"`
+	// Warnings are problems that do not stop the graph from running
+	// (isolated nodes, for example).
+	Warnings []Problem `json:"warnings,omitempty"`
+}
+
+// Node is one node of an execution graph.
+type Node struct {
+	ID     string          `json:"id"`
+	Type   NodeType        `json:"type"`
+	Config json.RawMessage `json:"config"`
+	// Region is the id of the innermost Splitter whose parallel region holds
+	// this node, or "" for a static node.
+	Region string `json:"region,omitempty"`
+	// Depth is the number of parallel regions enclosing the node: 0 for a
+	// static node, 1 inside one Splitter, 2 inside a nested one, ...
+	Depth int `json:"depth"`
+}
+
+// Region is the parallel region of one Splitter: every node strictly
+// between the Splitter and its Collector.
+type Region struct {
+	Splitter  string `json:"splitter"`
+	Collector string `json:"collector"`
+	// Parent is the enclosing Splitter's id, or "" for a top-level region.
+	Parent string `json:"parent,omitempty"`
+	// Members are all nodes strictly inside the region, nested regions
+	// included; sorted.
+	Members []string `json:"members"`
+	// Direct are the members whose innermost region is this one (the nodes
+	// instantiated once per item when this Splitter fires); sorted.
+	Direct []string `json:"direct"`
+}
+
+// Problem is one validation finding about a graph, addressed so that a UI
+// can paint it on the canvas.
+type Problem struct {
+	Code    string `json:"code"`
+	NodeID  string `json:"node_id,omitempty"`
+	EdgeID  string `json:"edge_id,omitempty"`
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// EdgeKey is the key of an edge in ExecutionGraph.EdgeData.
+func EdgeKey(source, target string) string { return source + "->" + target }

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// NodeHandler gives a node type its behaviour. Fire is called inside the
+// transaction in which the node instance became ready (or was retried); it
+// must end by calling exactly one of the FireContext actions.
+type NodeHandler interface {
+	Fire(ctx context.Context, fc FireContext) error
+}
+
+// NodeHandlerFunc adapts a function to NodeHandler.
+type NodeHandlerFunc func(ctx context.Context, fc FireContext) error
+
+// Fire calls f.
+func (f NodeHandlerFunc) Fire(ctx context.Context, fc FireContext) error { return f(ctx, fc) }
+
+// FireContext is what a handler sees of the node it fires and the actions
+// it may take. Each action is one compare-and-set transition from the
+// node's current status (pending on a first fire, failed on a retry).
+type FireContext interface {
+	RunID() string
+	Key() string
+	Node() *Node
+	Index() []int
+	Input() json.RawMessage
+	// Attempt is the attempt number this fire starts (1 on the first fire).
+	Attempt() int
+
+	// Dispatch marks the node running with a deadline of timeoutSeconds
+	// and writes an outbox row delivering the contract payload to url after
+	// the transaction commits.
+	Dispatch(req DispatchRequest) error
+	// WaitForUser marks the node waiting_for_user.
+	WaitForUser() error
+	// Complete marks the node completed with output and walks its edges.
+	Complete(output json.RawMessage) error
+	// Fail marks the node failed with reason.
+	Fail(reason string) error
+	// FanOut completes a Splitter with items and instantiates its parallel
+	// region once per item (Splitter nodes only).
+	FanOut(items []json.RawMessage) error
+}
+
+// DispatchRequest describes a worker dispatch.
+type DispatchRequest struct {
+	URL            string
+	Config         json.RawMessage
+	TimeoutSeconds int
+	MaxTries       int
+	// DelayMs postpones delivery (backoff before an automatic retry).
+	DelayMs int64
+}
+
+// WorkerPayload is the body POSTed to a worker (the public contract).
+type WorkerPayload struct {
+	RunID       string          `json:"runId"`
+	NodeID      string          `json:"nodeId"`
+	Config      json.RawMessage `json:"config"`
+	Input       json.RawMessage `json:"input"`
+	CallbackURL string          `json:"callbackUrl"`
+	Attempt     int             `json:"attempt"`
+}
+
+// CallbackMinter mints the callback URL a worker posts its result to.
+type CallbackMinter interface {
+	CallbackURL(runID, key string, attempt int) (string, error)
+}
+
+// Waker is told, after a commit, which dispatch rows were written so they
+// are delivered at once rather than at the next poll.
+type Waker interface {
+	Wake(dispatchIDs []string)
+}
+
+// IDGenerator returns new unique ids (UUID strings).
+type IDGenerator func() string

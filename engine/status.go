@@ -1,0 +1,90 @@
+package engine
+
+import "fmt"
+
+// Status is a node state's status.
+type Status string
+
+// Node statuses.
+const (
+	StatusPending        Status = "pending"
+	StatusRunning        Status = "running"
+	StatusCompleted      Status = "completed"
+	StatusFailed         Status = "failed"
+	StatusWaitingForUser Status = "waiting_for_user"
+	StatusCancelled      Status = "cancelled"
+)
+
+// RunStatus is a run's status.
+type RunStatus string
+
+// Run statuses.
+const (
+	RunRunning   RunStatus = "running"
+	RunCompleted RunStatus = "completed"
+	RunFailed    RunStatus = "failed"
+	RunCancelled RunStatus = "cancelled"
+)
+
+// AllowedFrom returns the statuses a node may move to dest from. It is the
+// state machine, written as data (sources → destination):
+//
+//	pending          → running
+//	running          → completed | failed | waiting_for_user
+//	failed           → running            (retry)
+//	waiting_for_user → running            (resume)
+//	any non-completed, non-cancelled → cancelled (run cancellation)
+//
+// completed and cancelled are terminal.
+func AllowedFrom(dest Status) []Status {
+	switch dest {
+	case StatusRunning:
+		return []Status{StatusPending, StatusFailed, StatusWaitingForUser}
+	case StatusCompleted, StatusFailed, StatusWaitingForUser:
+		return []Status{StatusRunning}
+	case StatusCancelled:
+		return []Status{StatusPending, StatusRunning, StatusFailed, StatusWaitingForUser}
+	default:
+		return nil
+	}
+}
+
+// CanTransition reports whether from → to is allowed.
+func CanTransition(from, to Status) bool {
+	for _, s := range AllowedFrom(to) {
+		if s == from {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidatePath checks that from → steps[0] → steps[1] … is allowed and
+// returns the statuses the first step may start from, intersected with from.
+func ValidatePath(from []Status, steps []Status) ([]Status, error) {
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("transition has no steps")
+	}
+	var ok []Status
+	for _, f := range from {
+		if CanTransition(f, steps[0]) {
+			ok = append(ok, f)
+		}
+	}
+	if len(ok) == 0 {
+		return nil, fmt.Errorf("%w: %v → %s", ErrInvalidTransition, from, steps[0])
+	}
+	for i := 1; i < len(steps); i++ {
+		if !CanTransition(steps[i-1], steps[i]) {
+			return nil, fmt.Errorf("%w: %s → %s", ErrInvalidTransition, steps[i-1], steps[i])
+		}
+	}
+	return ok, nil
+}
+
+// Active reports whether a node in this status can still make progress on
+// its own (a worker is working, a person may answer).
+func (s Status) Active() bool { return s == StatusRunning || s == StatusWaitingForUser }
+
+// Finished reports whether the run status is final.
+func (s RunStatus) Finished() bool { return s != RunRunning }

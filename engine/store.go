@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Store is what the engine needs from persistence. Implemented by package
+// store over Postgres.
+type Store interface {
+	// InTx runs fn inside one database transaction, committing when fn
+	// returns nil and rolling back otherwise.
+	InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// ExecutionGraph loads the compiled graph of a flow version.
+	ExecutionGraph(ctx context.Context, versionID string) (*ExecutionGraph, error)
+}
+
+// Tx is the set of operations the engine performs inside a transaction.
+// Every method that changes a node's status is a compare-and-set.
+type Tx interface {
+	// LockRun loads a run and locks its row until the transaction ends.
+	// Every transaction touching a run's nodes locks the run first, which
+	// orders concurrent transitions of one run and avoids deadlocks.
+	LockRun(ctx context.Context, runID string) (*Run, error)
+	// RunByIdempotencyKey finds a run of flowID started with key.
+	RunByIdempotencyKey(ctx context.Context, flowID, key string) (*Run, error)
+	// InsertRun creates a run row (ErrConflict on a repeated idempotency key).
+	InsertRun(ctx context.Context, run *Run) error
+	// SaveRun writes the run's status, output, error, counters and event
+	// sequence.
+	SaveRun(ctx context.Context, run *Run) error
+	// InsertNodes creates node-state rows in one statement.
+	InsertNodes(ctx context.Context, runID string, nodes []NodeState) error
+	// Transition applies t as one compare-and-set UPDATE and returns the
+	// updated row. When the row is not in one of t.From (or the attempt does
+	// not match) it returns a *TransitionError holding the current row.
+	Transition(ctx context.Context, t *NodeTransition) (*NodeState, error)
+	// Node loads one node state.
+	Node(ctx context.Context, runID, key string) (*NodeState, error)
+	// AddPending adds delta to pending_parents of each key and returns the
+	// new values with each row's status (UPDATE … RETURNING).
+	AddPending(ctx context.Context, runID string, keys []string, delta int) (map[string]Pending, error)
+	// SetPending sets pending_parents of one key.
+	SetPending(ctx context.Context, runID, key string, n int) error
+	// Outputs loads the outputs of the given keys.
+	Outputs(ctx context.Context, runID string, keys []string) (map[string]json.RawMessage, error)
+	// ItemStates loads every instance of the given nodes whose index starts
+	// with prefix and is one longer, ordered by index.
+	ItemStates(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]NodeState, error)
+	// FirstFailure returns the error of some failed node of the run.
+	FirstFailure(ctx context.Context, runID string) (string, error)
+	// InsertDispatch writes an outbox row.
+	InsertDispatch(ctx context.Context, d *Dispatch) error
+	// UpdateDispatch records a delivery try on an outbox row.
+	UpdateDispatch(ctx context.Context, u DispatchUpdate) error
+	// ExtendDeadline moves a running node's deadline to now()+seconds
+	// (database time) if it is running attempt.
+	ExtendDeadline(ctx context.Context, runID, key string, attempt, seconds int) (bool, error)
+	// CancelNodes moves every non-terminal node of the run to cancelled and
+	// cancels its undelivered dispatches; it returns the keys it changed.
+	CancelNodes(ctx context.Context, runID string) ([]string, error)
+	// AppendEvents inserts events with sequence numbers firstSeq, firstSeq+1, …
+	// and notifies listeners once the transaction commits.
+	AppendEvents(ctx context.Context, runID string, firstSeq int64, events []NewEvent) error
+}
+
+// NodeTransition is one compare-and-set on a node state.
+type NodeTransition struct {
+	RunID string
+	Key   string
+	// From is the status the row must be in.
+	From Status
+	// Steps is the path taken (e.g. running, completed); the row ends in the
+	// last one. Each step is checked against the state machine.
+	Steps []Status
+	// Attempt, when > 0, must match the row's attempt.
+	Attempt int
+	// NewAttempt increments the attempt counter (a new try of the node).
+	NewAttempt bool
+	// Input, Output set those columns when non-nil.
+	Input  json.RawMessage
+	Output json.RawMessage
+	// Error sets the error column (nil clears it).
+	Error *string
+	// DeadlineSeconds sets deadline = now() + seconds when > 0, clears it
+	// otherwise.
+	DeadlineSeconds int
+}
+
+// Final is the status the transition ends in.
+func (t *NodeTransition) Final() Status { return t.Steps[len(t.Steps)-1] }
+
+// TransitionError reports a compare-and-set that matched no row.
+type TransitionError struct {
+	Key     string
+	Want    Status
+	Current *NodeState // nil when the node does not exist
+}
+
+func (e *TransitionError) Error() string {
+	if e.Current == nil {
+		return fmt.Sprintf("node %s does not exist", e.Key)
+	}
+	return fmt.Sprintf("node %s is %s (attempt %d), expected %s", e.Key, e.Current.Status, e.Current.Attempt, e.Want)
+}
+
+func (e *TransitionError) Unwrap() error {
+	if e.Current == nil {
+		return ErrNotFound
+	}
+	return ErrInvalidTransition
+}
+
+// Dispatch is one outbox row: deliver Payload to URL for (run, key, attempt).
+type Dispatch struct {
+	ID       string
+	RunID    string
+	Key      string
+	Attempt  int
+	URL      string
+	Payload  json.RawMessage
+	MaxTries int
+	// DelayMs postpones the first delivery (retry backoff).
+	DelayMs int64
+}
+
+// IsTransitionError reports whether err is a *TransitionError and returns it.
+func IsTransitionError(err error) (*TransitionError, bool) {
+	var te *TransitionError
+	ok := errors.As(err, &te)
+	return te, ok
+}
+
+// Pending is a node's remaining upstream count after AddPending.
+type Pending struct {
+	Remaining int
+	Status    Status
+}
+
+// DispatchUpdate records the outcome of one delivery try on an outbox row.
+type DispatchUpdate struct {
+	ID string
+	// Status is delivered, pending (another try after RetryInMs) or failed.
+	Status    string
+	RetryInMs int64
+	LastError string
+}
+
+// ClaimedDispatch is an outbox row claimed for delivery.
+type ClaimedDispatch struct {
+	ID       string
+	RunID    string
+	Key      string
+	Attempt  int
+	URL      string
+	Payload  json.RawMessage
+	Tries    int // including this one
+	MaxTries int
+}

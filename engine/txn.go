@@ -1,0 +1,533 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// txn is the state of one engine transaction over one run.
+type txn struct {
+	e          *Engine
+	ctx        context.Context
+	tx         Tx
+	run        *Run
+	graph      *ExecutionGraph
+	events     []NewEvent
+	dispatches []string
+	failMsg    string
+}
+
+var errNoChange = errors.New("no change")
+
+func (t *txn) load(runID string) error {
+	r, err := t.tx.LockRun(t.ctx, runID)
+	if err != nil {
+		return fmt.Errorf("error loading run %s: %w", runID, err)
+	}
+	g, err := t.e.Graph(t.ctx, r.FlowVersionID)
+	if err != nil {
+		return err
+	}
+	t.run, t.graph = r, g
+	return nil
+}
+
+func (t *txn) event(typ, key string, payload any) {
+	t.events = append(t.events, NewEvent{Type: typ, Key: key, Payload: payload})
+}
+
+// transition applies one compare-and-set and keeps the run's counters.
+func (t *txn) transition(tr *NodeTransition) (*NodeState, error) {
+	tr.RunID = t.run.ID
+	if _, err := ValidatePath([]Status{tr.From}, tr.Steps); err != nil {
+		return nil, fmt.Errorf("error moving node %s: %w", tr.Key, err)
+	}
+	st, err := t.tx.Transition(t.ctx, tr)
+	if err != nil {
+		return nil, err
+	}
+	final := tr.Final()
+	if tr.From.Active() {
+		t.run.ActiveNodes--
+	}
+	if final.Active() {
+		t.run.ActiveNodes++
+	}
+	if tr.From == StatusFailed {
+		t.run.FailedNodes--
+	}
+	if final == StatusFailed {
+		t.run.FailedNodes++
+	}
+	for _, s := range tr.Steps {
+		p := map[string]any{"status": s, "attempt": st.Attempt, "node_id": st.NodeID}
+		if s == StatusFailed && st.Error != nil {
+			p["error"] = *st.Error
+		}
+		t.event(EventNodeStatus, st.Key, p)
+	}
+	return st, nil
+}
+
+// fire starts node n at index idx with input, from status `from` (pending
+// for a first fire, failed for a retry) as attempt prevAttempt+1.
+func (t *txn) fire(n *Node, idx []int, input json.RawMessage, from Status, prevAttempt int) error {
+	return t.fireDelayed(n, idx, input, from, prevAttempt, 0)
+}
+
+func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status, prevAttempt int, delayMs int64) error {
+	h := t.e.cfg.Handlers[n.Type]
+	if h == nil {
+		return fmt.Errorf("no handler for node type %s", n.Type)
+	}
+	fc := &fireCtx{t: t, node: n, key: InstanceKey(n.ID, idx), idx: idx, input: input,
+		from: from, attempt: prevAttempt + 1, delayMs: delayMs}
+	if err := h.Fire(t.ctx, fc); err != nil {
+		return fmt.Errorf("error firing node %s: %w", fc.key, err)
+	}
+	if !fc.acted {
+		return fmt.Errorf("handler for %s node %s took no action", n.Type, fc.key)
+	}
+	return nil
+}
+
+// completed runs the consequences of a node reaching completed.
+func (t *txn) completed(st *NodeState) error {
+	n := t.graph.Nodes[st.NodeID]
+	if n == nil {
+		return fmt.Errorf("node %s is not in the run's graph: %w", st.NodeID, ErrNotFound)
+	}
+	if n.Depth == 0 && len(t.graph.Adjacency[n.ID]) == 0 {
+		t.run.TerminalsLeft--
+	}
+	if n.Type == NodeTypeSplitter {
+		return nil // FanOut instantiates the region instead of walking.
+	}
+	return t.walk(n, st.Key, st.Index, st.Output)
+}
+
+// failed runs the consequences of a node reaching failed: an automatic
+// retry when allowed, else the enclosing Collector fails too.
+func (t *txn) failed(st *NodeState, msg string, auto bool) error {
+	n := t.graph.Nodes[st.NodeID]
+	if n == nil {
+		return fmt.Errorf("node %s is not in the run's graph: %w", st.NodeID, ErrNotFound)
+	}
+	if auto {
+		if r, ok := t.e.cfg.Handlers[n.Type].(Retrier); ok {
+			if delay, again := r.RetryDelayMs(n, st.Attempt); again {
+				return t.fireDelayed(n, st.Index, st.Input, StatusFailed, st.Attempt, delay)
+			}
+		}
+	}
+	if t.failMsg == "" {
+		t.failMsg = fmt.Sprintf("node %s failed: %s", st.Key, msg)
+	}
+	if n.Depth == 0 || n.Region == "" {
+		return nil
+	}
+	region := t.graph.Regions[n.Region]
+	if region == nil {
+		return nil
+	}
+	coll := t.graph.Nodes[region.Collector]
+	cidx := st.Index[:len(st.Index)-1]
+	cmsg := fmt.Sprintf("item %s failed: %s", st.Key, msg)
+	cst, err := t.transition(&NodeTransition{Key: InstanceKey(coll.ID, cidx), From: StatusPending,
+		Steps: []Status{StatusRunning, StatusFailed}, NewAttempt: true, Error: &cmsg})
+	if te, ok := IsTransitionError(err); ok && te.Current != nil {
+		return nil // already failed (or cancelled)
+	} else if err != nil {
+		return err
+	}
+	return t.failed(cst, cmsg, false)
+}
+
+type target struct {
+	node *Node
+	idx  []int
+	key  string
+}
+
+// walk reads the outbound edges of a completed node and fires every
+// downstream node whose upstream count reached zero in this transaction.
+func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage) error {
+	outs := t.graph.Adjacency[n.ID]
+	if len(outs) == 0 {
+		return nil
+	}
+	targets := make([]target, 0, len(outs))
+	keys := make([]string, 0, len(outs))
+	for _, id := range outs {
+		tn := t.graph.Nodes[id]
+		tidx := idx
+		if tn.Depth < n.Depth {
+			tidx = idx[:len(idx)-1] // the Collector closing n's region
+		}
+		tk := InstanceKey(id, tidx)
+		targets = append(targets, target{node: tn, idx: tidx, key: tk})
+		keys = append(keys, tk)
+	}
+	remaining, err := t.tx.AddPending(t.ctx, t.run.ID, keys, -1)
+	if err != nil {
+		return fmt.Errorf("error counting down successors of %s: %w", key, err)
+	}
+	known := map[string]json.RawMessage{key: output}
+	for _, tg := range targets {
+		p, ok := remaining[tg.key]
+		if !ok || p.Remaining != 0 {
+			continue
+		}
+		if err := t.fireReady(tg, p.Status, known); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fireReady fires a node whose upstream count reached zero.
+func (t *txn) fireReady(tg target, status Status, known map[string]json.RawMessage) error {
+	if tg.node.Type == NodeTypeCollector {
+		return t.fireCollector(tg.node, tg.idx, status, 0)
+	}
+	if status != StatusPending {
+		return nil // cancelled, or already fired
+	}
+	input, err := t.inputFor(tg.node, tg.idx, known)
+	if err != nil {
+		return err
+	}
+	return t.fire(tg.node, tg.idx, input, StatusPending, 0)
+}
+
+// inputFor merges the upstream outputs of node n at index idx.
+func (t *txn) inputFor(n *Node, idx []int, known map[string]json.RawMessage) (json.RawMessage, error) {
+	ups := t.graph.Upstream[n.ID]
+	if len(ups) == 0 {
+		return t.run.Input, nil
+	}
+	keys := make([]string, len(ups))
+	var missing []string
+	for i, u := range ups {
+		un := t.graph.Nodes[u]
+		k := InstanceKey(u, idx[:un.Depth])
+		if un.Type == NodeTypeSplitter && n.Region == u {
+			k = itemKey(k, idx[len(idx)-1])
+			if _, ok := known[k]; !ok {
+				missing = append(missing, InstanceKey(u, idx[:un.Depth]))
+			}
+		} else if _, ok := known[k]; !ok {
+			missing = append(missing, k)
+		}
+		keys[i] = k
+	}
+	if len(missing) > 0 {
+		outs, err := t.tx.Outputs(t.ctx, t.run.ID, missing)
+		if err != nil {
+			return nil, fmt.Errorf("error loading upstream outputs of %s: %w", InstanceKey(n.ID, idx), err)
+		}
+		for k, v := range outs {
+			known[k] = v
+		}
+	}
+	merge := make([]Upstream, len(ups))
+	for i, u := range ups {
+		out, ok := known[keys[i]]
+		if !ok && t.graph.Nodes[u].Type == NodeTypeSplitter && n.Region == u {
+			sk := InstanceKey(u, idx[:t.graph.Nodes[u].Depth])
+			out = json.RawMessage(gjson.GetBytes(known[sk], strconv.Itoa(idx[len(idx)-1])).Raw)
+		}
+		merge[i] = Upstream{NodeID: u, Output: out, Mapping: t.graph.EdgeData[EdgeKey(u, n.ID)]}
+	}
+	if len(merge) == 1 && len(merge[0].Mapping) == 0 && t.graph.Nodes[ups[0]].Type == NodeTypeSplitter {
+		return merge[0].Output, nil // a region's first node gets its item as is
+	}
+	return MergeInputs(merge)
+}
+
+func itemKey(splitterKey string, i int) string { return splitterKey + "#" + strconv.Itoa(i) }
+
+// fanOut instantiates a Splitter's region once per item, in one statement,
+// and fires the instances that depend on the Splitter alone.
+func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) error {
+	region := t.graph.Regions[s.ID]
+	if region == nil {
+		return fmt.Errorf("splitter %s has no region in the graph", s.ID)
+	}
+	coll := t.graph.Nodes[region.Collector]
+	t.event(EventItemsSpawned, skey, map[string]any{"items": len(items)})
+	if len(items) == 0 {
+		return t.fireCollector(coll, sidx, StatusPending, 0)
+	}
+	collKey := InstanceKey(coll.ID, sidx)
+	if err := t.tx.SetPending(t.ctx, t.run.ID, collKey, len(items)*len(t.graph.Upstream[coll.ID])); err != nil {
+		return fmt.Errorf("error arming collector %s: %w", collKey, err)
+	}
+	pending := make(map[string]int, len(region.Direct))
+	for _, m := range region.Direct {
+		c := 0
+		for _, u := range t.graph.Upstream[m] {
+			if u != s.ID {
+				c++
+			}
+		}
+		pending[m] = c
+	}
+	rows := make([]NodeState, 0, len(items)*len(region.Direct))
+	for i := range items {
+		idx := childIndex(sidx, i)
+		for _, m := range region.Direct {
+			rows = append(rows, NodeState{Key: InstanceKey(m, idx), NodeID: m, Type: t.graph.Nodes[m].Type,
+				Index: idx, Status: StatusPending, PendingParents: pending[m]})
+		}
+	}
+	if err := t.tx.InsertNodes(t.ctx, t.run.ID, rows); err != nil {
+		return fmt.Errorf("error creating %d instances of %s: %w", len(rows), s.ID, err)
+	}
+	known := make(map[string]json.RawMessage, len(items))
+	for i, it := range items {
+		known[itemKey(skey, i)] = it
+	}
+	for i := range items {
+		idx := childIndex(sidx, i)
+		for _, m := range region.Direct {
+			if pending[m] != 0 {
+				continue
+			}
+			tg := target{node: t.graph.Nodes[m], idx: idx, key: InstanceKey(m, idx)}
+			if err := t.fireReady(tg, StatusPending, known); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func childIndex(parent []int, i int) []int {
+	idx := make([]int, len(parent)+1)
+	copy(idx, parent)
+	idx[len(parent)] = i
+	return idx
+}
+
+// fireCollector gathers a Collector's items in index order and fires it.
+func (t *txn) fireCollector(c *Node, idx []int, from Status, prevAttempt int) error {
+	if from != StatusPending && from != StatusFailed {
+		return nil
+	}
+	ups := t.graph.Upstream[c.ID]
+	states, err := t.tx.ItemStates(t.ctx, t.run.ID, ups, idx)
+	if err != nil {
+		return fmt.Errorf("error gathering items of %s: %w", InstanceKey(c.ID, idx), err)
+	}
+	byItem := make(map[int]map[string]json.RawMessage)
+	var order []int
+	for _, s := range states {
+		i := s.Index[len(s.Index)-1]
+		m, ok := byItem[i]
+		if !ok {
+			m = make(map[string]json.RawMessage, len(ups))
+			byItem[i] = m
+			order = append(order, i)
+		}
+		m[s.NodeID] = s.Output
+	}
+	sort.Ints(order)
+	items := make([]json.RawMessage, 0, len(order))
+	for _, i := range order {
+		m := byItem[i]
+		if len(ups) == 1 && len(t.graph.EdgeData[EdgeKey(ups[0], c.ID)]) == 0 {
+			items = append(items, orNull(m[ups[0]]))
+			continue
+		}
+		merge := make([]Upstream, len(ups))
+		for j, u := range ups {
+			merge[j] = Upstream{NodeID: u, Output: m[u], Mapping: t.graph.EdgeData[EdgeKey(u, c.ID)]}
+		}
+		v, err := MergeInputs(merge)
+		if err != nil {
+			return err
+		}
+		items = append(items, v)
+	}
+	arr, err := json.Marshal(items)
+	if err != nil {
+		return fmt.Errorf("error encoding collector output: %w", err)
+	}
+	return t.fire(c, idx, arr, from, prevAttempt)
+}
+
+func orNull(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 {
+		return json.RawMessage("null")
+	}
+	return v
+}
+
+func (t *txn) refireCollector(c *Node, cur *NodeState) error {
+	if cur.PendingParents > 0 {
+		return fmt.Errorf("%w: collector %s still waits for %d item(s); retry the failed items instead", ErrConflict, cur.Key, cur.PendingParents)
+	}
+	return t.fireCollector(c, cur.Index, StatusFailed, cur.Attempt)
+}
+
+func (t *txn) heartbeat(key string, attempt int) error {
+	cur, err := t.tx.Node(t.ctx, t.run.ID, key)
+	if err != nil {
+		return err
+	}
+	if cur.Status != StatusRunning || cur.Attempt != attempt {
+		return fmt.Errorf("%w: %v", ErrConflict, &TransitionError{Key: key, Want: StatusRunning, Current: cur})
+	}
+	secs := 0
+	if to, ok := t.e.cfg.Handlers[cur.Type].(Timeouter); ok {
+		secs = to.TimeoutSeconds(t.graph.Nodes[cur.NodeID])
+	}
+	if secs > 0 {
+		if _, err := t.tx.ExtendDeadline(t.ctx, t.run.ID, key, attempt, secs); err != nil {
+			return err
+		}
+	}
+	t.event(EventNodeHeartbeat, key, map[string]any{"attempt": attempt})
+	return nil
+}
+
+// duplicateOr turns a failed compare-and-set on a callback into errNoChange
+// for an identical repeat, or a conflict.
+func (t *txn) duplicateOr(err error, p CallbackParams) error {
+	te, ok := IsTransitionError(err)
+	if !ok {
+		return err
+	}
+	if c := te.Current; c != nil && c.Attempt == p.Attempt && c.Status == p.Status {
+		switch p.Status {
+		case StatusCompleted:
+			if jsonEqual(c.Output, orNull(p.Output)) {
+				return errNoChange
+			}
+		case StatusFailed:
+			if c.Error != nil && (*c.Error == p.Error || (p.Error == "" && *c.Error == "worker reported failure")) {
+				return errNoChange
+			}
+		}
+	}
+	return fmt.Errorf("%w: %v", ErrConflict, te)
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// flush settles the run status and writes events and the run row.
+func (t *txn) flush() error {
+	if t.run == nil {
+		return nil
+	}
+	if err := t.settleRun(); err != nil {
+		return err
+	}
+	if len(t.events) > 0 {
+		if err := t.tx.AppendEvents(t.ctx, t.run.ID, t.run.EventSeq+1, t.events); err != nil {
+			return fmt.Errorf("error appending events of run %s: %w", t.run.ID, err)
+		}
+		t.run.EventSeq += int64(len(t.events))
+	}
+	if err := t.tx.SaveRun(t.ctx, t.run); err != nil {
+		return fmt.Errorf("error saving run %s: %w", t.run.ID, err)
+	}
+	return nil
+}
+
+// settleRun derives the run status from its counters: completed when every
+// terminal node completed; failed when a node failed and nothing can
+// progress; back to running when a retry made progress possible again.
+func (t *txn) settleRun() error {
+	r := t.run
+	if r.Status == RunFailed && (r.ActiveNodes > 0 || r.FailedNodes == 0) {
+		r.Status = RunRunning
+		r.Error = nil
+		r.FinishedAt = nil
+		t.event(EventRunResumed, "", nil)
+	}
+	if r.Status != RunRunning {
+		return nil
+	}
+	switch {
+	case r.TerminalsLeft <= 0:
+		out, err := t.runOutput()
+		if err != nil {
+			return err
+		}
+		r.Status = RunCompleted
+		t.finishRun(out, "")
+		t.event(EventRunCompleted, "", nil)
+	case r.FailedNodes > 0 && r.ActiveNodes == 0:
+		msg := t.failMsg
+		if msg == "" {
+			m, err := t.tx.FirstFailure(t.ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			msg = m
+		}
+		r.Status = RunFailed
+		t.finishRun(nil, msg)
+		t.event(EventRunFailed, "", map[string]any{"error": msg})
+	}
+	return nil
+}
+
+func (t *txn) finishRun(output json.RawMessage, errMsg string) {
+	t.run.Output = output
+	if errMsg != "" {
+		t.run.Error = &errMsg
+	} else {
+		t.run.Error = nil
+	}
+}
+
+// runOutput is the single terminal node's output, or an object keyed by
+// terminal node id when there are several.
+func (t *txn) runOutput() (json.RawMessage, error) {
+	var terms []string
+	for _, id := range t.graph.TerminalNodes {
+		if t.graph.Nodes[id].Depth == 0 {
+			terms = append(terms, id)
+		}
+	}
+	outs, err := t.tx.Outputs(t.ctx, t.run.ID, terms)
+	if err != nil {
+		return nil, fmt.Errorf("error loading terminal outputs of run %s: %w", t.run.ID, err)
+	}
+	if len(terms) == 1 {
+		return orNull(outs[terms[0]]), nil
+	}
+	m := make(map[string]json.RawMessage, len(terms))
+	for _, id := range terms {
+		m[id] = orNull(outs[id])
+	}
+	return json.Marshal(m)
+}
+
+// sortedStatic lists the graph's static (depth 0) node ids, sorted.
+func sortedStatic(g *ExecutionGraph) []string {
+	ids := make([]string, 0, len(g.Nodes))
+	for id, n := range g.Nodes {
+		if n.Depth == 0 {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}

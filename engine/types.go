@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. The store maps database errors onto these in one place;
+// the web layer maps them onto HTTP statuses.
+var (
+	ErrNotFound          = errors.New("not found")
+	ErrInvalidTransition = errors.New("invalid transition")
+	ErrConflict          = errors.New("conflict")
+	ErrInvalidRequest    = errors.New("invalid request")
+	ErrUnavailable       = errors.New("database unavailable")
+)
+
+// Run is one execution of a flow version.
+type Run struct {
+	ID             string          `json:"id"`
+	FlowID         string          `json:"flow_id"`
+	FlowVersionID  string          `json:"flow_version_id"`
+	EntityID       *string         `json:"entity_id"`
+	Status         RunStatus       `json:"status"`
+	Trigger        json.RawMessage `json:"trigger,omitempty"`
+	Input          json.RawMessage `json:"input"`
+	Output         json.RawMessage `json:"output"`
+	Error          *string         `json:"error"`
+	IdempotencyKey *string         `json:"-"`
+	ActiveNodes    int             `json:"-"`
+	FailedNodes    int             `json:"-"`
+	TerminalsLeft  int             `json:"-"`
+	EventSeq       int64           `json:"-"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	FinishedAt     *time.Time      `json:"finished_at"`
+}
+
+// NodeState is one node instance of a run: the node itself for a static
+// node, or one parallel instance (key "<id>_<i>", nested "<id>_<i>_<j>").
+type NodeState struct {
+	RunID          string          `json:"-"`
+	Key            string          `json:"key"`
+	NodeID         string          `json:"node_id"`
+	Type           NodeType        `json:"type"`
+	Index          []int           `json:"index"`
+	Status         Status          `json:"status"`
+	Input          json.RawMessage `json:"input"`
+	Output         json.RawMessage `json:"output"`
+	Error          *string         `json:"error"`
+	Attempt        int             `json:"attempt"`
+	PendingParents int             `json:"-"`
+	Deadline       *time.Time      `json:"deadline,omitempty"`
+	StartedAt      *time.Time      `json:"started_at"`
+	FinishedAt     *time.Time      `json:"finished_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+}
+
+// Event is one entry of a run's append-only audit log.
+type Event struct {
+	ID        int64           `json:"id"`
+	RunID     string          `json:"run_id"`
+	Seq       int64           `json:"seq"`
+	Type      string          `json:"type"`
+	Key       string          `json:"key,omitempty"`
+	Payload   json.RawMessage `json:"payload"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// Event types.
+const (
+	EventRunStarted       = "run.started"
+	EventRunCompleted     = "run.completed"
+	EventRunFailed        = "run.failed"
+	EventRunCancelled     = "run.cancelled"
+	EventRunResumed       = "run.resumed"
+	EventNodeStatus       = "node.status"
+	EventNodeHeartbeat    = "node.heartbeat"
+	EventDispatchAttempt  = "dispatch.attempt"
+	EventEntityMoved      = "entity.moved"
+	EventItemsSpawned     = "node.fanout"
+	EventCallbackRejected = "callback.rejected"
+)
+
+// NewEvent is an event to append inside a transaction; the store assigns
+// its sequence number from the locked run row.
+type NewEvent struct {
+	Type    string
+	Key     string
+	Payload any
+}
+
+// InstanceKey returns the node-state key of node id at index path idx:
+// "score" for a static node, "score_2" or "score_2_0" for parallel ones.
+func InstanceKey(id string, idx []int) string {
+	if len(idx) == 0 {
+		return id
+	}
+	var b strings.Builder
+	b.Grow(len(id) + 4*len(idx))
+	b.WriteString(id)
+	for _, i := range idx {
+		b.WriteByte('_')
+		b.WriteString(strconv.Itoa(i))
+	}
+	return b.String()
+}
+
+// Clock tells the time. The engine core never calls time.Now itself.
+type Clock interface{ Now() time.Time }
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns the current time.
+func (SystemClock) Now() time.Time { return time.Now() }

@@ -1,0 +1,36 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/stitchd/stitchd/engine"
+)
+
+// DefaultMaxItems bounds a Splitter's array unless configured otherwise.
+const DefaultMaxItems = 100_000
+
+// Splitter fans an array out: arrayPath (gjson) into its input selects the
+// items, and its parallel region is instantiated once per item.
+type Splitter struct {
+	// MaxItems bounds the array (0 = DefaultMaxItems).
+	MaxItems int
+}
+
+// Fire extracts the items and fans out, or fails with a clear reason.
+func (s Splitter) Fire(_ context.Context, fc engine.FireContext) error {
+	path := gjson.GetBytes(fc.Node().Config, "arrayPath").String()
+	items, err := engine.ExtractItems(fc.Input(), path)
+	if err != nil {
+		return fc.Fail(err.Error())
+	}
+	limit := s.MaxItems
+	if limit <= 0 {
+		limit = DefaultMaxItems
+	}
+	if len(items) > limit {
+		return fc.Fail("arrayPath " + path + " has more items than the configured maximum")
+	}
+	return fc.FanOut(items)
+}

@@ -1,0 +1,223 @@
+// Package app wires stitchd's concrete parts together — store, engine,
+// handlers, dispatcher, listener, web server — for `stitchd serve` and for
+// the end-to-end tests. It holds no logic of its own beyond start-up and
+// shutdown order.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stitchd/stitchd/callbacks"
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/handlers"
+	"github.com/stitchd/stitchd/store"
+	"github.com/stitchd/stitchd/store/localpg"
+	"github.com/stitchd/stitchd/web"
+)
+
+// Config is stitchd's runtime configuration.
+type Config struct {
+	Addr        string
+	DatabaseURL string
+	// BaseURL is the public URL workers call back on (default http://<addr>).
+	BaseURL   string
+	AuthToken string
+	BodyLimit int64
+	Logger    *slog.Logger
+	// DispatchWorkers is the number of concurrent outbound deliveries.
+	DispatchWorkers int
+	// PollInterval is how often due dispatches and overdue nodes are swept.
+	PollInterval time.Duration
+	// DispatchTimeout bounds one delivery request.
+	DispatchTimeout time.Duration
+	// DataDir holds a throwaway Postgres cluster when no server is found.
+	DataDir string
+}
+
+// App is a running stitchd.
+type App struct {
+	cfg        Config
+	Store      *store.Store
+	Engine     *engine.Engine
+	Dispatcher *callbacks.Dispatcher
+	Hub        *web.Hub
+	Server     *web.Server
+	http       *http.Server
+	listener   net.Listener
+	cluster    *localpg.Cluster
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	// URL is the address the server listens on (http://host:port).
+	URL string
+}
+
+// ResolveDatabase returns the configured URL, or finds/starts a local server.
+func ResolveDatabase(ctx context.Context, cfg Config) (string, *localpg.Cluster, error) {
+	if cfg.DatabaseURL != "" {
+		return cfg.DatabaseURL, nil, nil
+	}
+	return localpg.Resolve(ctx, localpg.Options{DataDir: cfg.DataDir, Logf: func(f string, a ...any) {
+		if cfg.Logger != nil {
+			cfg.Logger.Info(fmt.Sprintf(f, a...))
+		}
+	}})
+}
+
+// New connects, migrates and wires stitchd; call Start to serve.
+func New(ctx context.Context, cfg Config) (*App, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:8080"
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.DispatchTimeout <= 0 {
+		cfg.DispatchTimeout = 10 * time.Second
+	}
+	url, cluster, err := ResolveDatabase(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{cfg: cfg, cluster: cluster}
+	a.Store, err = store.Open(ctx, url, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Store.Migrate(ctx, cfg.Logger); err != nil {
+		a.Store.Close()
+		return nil, err
+	}
+	a.listener, err = net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		a.Store.Close()
+		return nil, fmt.Errorf("error listening on %s: %w", cfg.Addr, err)
+	}
+	a.URL = "http://" + a.listener.Addr().String()
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = a.URL
+	}
+	a.cfg.BaseURL = cfg.BaseURL
+	keys, err := a.Store.CallbackKeys(ctx)
+	if err != nil {
+		return nil, a.closeEarly(err)
+	}
+	var old []callbacks.Key
+	for _, k := range keys[1:] {
+		old = append(old, callbacks.Key{ID: k.ID, Secret: k.Secret})
+	}
+	ring, err := callbacks.NewKeyring(callbacks.Key{ID: keys[0].ID, Secret: keys[0].Secret}, old...)
+	if err != nil {
+		return nil, a.closeEarly(err)
+	}
+	secret, err := a.Store.WebhookSecret(ctx)
+	if err != nil {
+		return nil, a.closeEarly(err)
+	}
+	clock := engine.SystemClock{}
+	var disp *callbacks.Dispatcher
+	a.Engine, err = engine.New(engine.Config{
+		Store:    a.Store,
+		Handlers: handlers.Registry(),
+		Minter:   &callbacks.Minter{Keys: ring, BaseURL: cfg.BaseURL, Clock: clock},
+		Waker:    wakerFunc(func(ids []string) { disp.Wake(ids) }),
+		NewID:    uuid.NewString,
+		Clock:    clock,
+		Logger:   cfg.Logger,
+	})
+	if err != nil {
+		return nil, a.closeEarly(err)
+	}
+	disp = callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Store, Recorder: a.Engine, Secret: secret,
+		Client: callbacks.NewHTTPClient(cfg.DispatchTimeout), Logger: cfg.Logger, Workers: cfg.DispatchWorkers,
+		PollInterval: cfg.PollInterval, Lease: cfg.DispatchTimeout + 20*time.Second})
+	a.Dispatcher = disp
+	a.Hub = web.NewHub()
+	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Hub: a.Hub, AuthToken: cfg.AuthToken,
+		BodyLimit: cfg.BodyLimit, Clock: clock, Logger: cfg.Logger})
+	a.http = &http.Server{Handler: a.Server.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 120 * time.Second}
+	return a, nil
+}
+
+type wakerFunc func([]string)
+
+func (f wakerFunc) Wake(ids []string) { f(ids) }
+
+func (a *App) closeEarly(err error) error {
+	a.listener.Close()
+	a.Store.Close()
+	return err
+}
+
+// Start serves HTTP and runs the dispatcher, the sweeper and the event
+// listener until Stop.
+func (a *App) Start(ctx context.Context) error {
+	ctx, a.cancel = context.WithCancel(ctx)
+	if err := store.Listen(ctx, a.Store.URL(), store.EventsChannel, a.cfg.Logger, a.Hub.Notify); err != nil {
+		return err
+	}
+	a.Dispatcher.Start(ctx)
+	a.wg.Add(2)
+	go func() {
+		defer a.wg.Done()
+		if err := a.http.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.cfg.Logger.Error("http server", "error", err)
+		}
+	}()
+	go func() {
+		defer a.wg.Done()
+		a.sweep(ctx)
+	}()
+	a.cfg.Logger.Info("stitchd listening", "url", a.URL, "base_url", a.cfg.BaseURL)
+	return nil
+}
+
+// sweep fails or retries worker nodes whose deadline passed.
+func (a *App) sweep(ctx context.Context) {
+	t := time.NewTicker(a.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		overdue, err := a.Store.OverdueNodes(ctx, 100)
+		if err != nil {
+			if ctx.Err() == nil {
+				a.cfg.Logger.Warn("sweeper", "error", err)
+			}
+			continue
+		}
+		for _, o := range overdue {
+			if err := a.Engine.Expire(ctx, o.RunID, o.Key, o.Attempt); err != nil && ctx.Err() == nil {
+				a.cfg.Logger.Warn("sweeper: error expiring node", "run_id", o.RunID, "node_key", o.Key, "error", err)
+			}
+		}
+	}
+}
+
+// Stop shuts down gracefully: stop accepting requests, finish in-flight
+// ones, stop the dispatcher and sweeper, close the database.
+func (a *App) Stop(ctx context.Context) error {
+	err := a.http.Shutdown(ctx)
+	if a.cancel != nil {
+		a.cancel()
+	}
+	a.Dispatcher.Stop()
+	a.wg.Wait()
+	a.Store.Close()
+	return err
+}

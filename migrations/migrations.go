@@ -1,0 +1,8 @@
+package migrations
+
+import "embed"
+
+// FS holds the numbered goose SQL migrations.
+//
+//go:embed *.sql
+var FS embed.FS

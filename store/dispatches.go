@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/stitchd/stitchd/engine"
+)
+
+const claimCols = `id::text, run_id::text, key, attempt, url, payload, tries, max_tries`
+
+// ClaimDispatches claims the given pending, due rows for delivery: they
+// become "sending" with a lease of lease; rows another process holds are
+// skipped.
+func (s *Store) ClaimDispatches(ctx context.Context, ids []string, lease time.Duration) ([]engine.ClaimedDispatch, error) {
+	return s.claim(ctx, `SELECT id FROM dispatches WHERE id = ANY(?::uuid[]) AND status = 'pending'
+		AND next_attempt_at <= now() FOR UPDATE SKIP LOCKED`, lease, pq.StringArray(ids))
+}
+
+// ClaimDue claims up to limit rows that are due: pending rows whose time
+// has come, and sending rows whose lease expired (their process died).
+func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]engine.ClaimedDispatch, error) {
+	return s.claim(ctx, `SELECT id FROM dispatches WHERE status IN ('pending', 'sending') AND next_attempt_at <= now()
+		AND (status = 'pending' OR locked_until < now()) ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED`, lease, limit)
+}
+
+func (s *Store) claim(ctx context.Context, sel string, lease time.Duration, arg any) ([]engine.ClaimedDispatch, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`UPDATE dispatches SET status = 'sending', tries = tries + 1,
+		locked_until = now() + make_interval(secs => ?), next_attempt_at = now() + make_interval(secs => ?), updated_at = now()
+		WHERE id IN (`+sel+`) RETURNING `+claimCols, lease.Seconds(), lease.Seconds(), arg).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error claiming dispatches: %w", interpretError(err))
+	}
+	defer rows.Close()
+	var out []engine.ClaimedDispatch
+	for rows.Next() {
+		var d engine.ClaimedDispatch
+		var p []byte
+		if err := rows.Scan(&d.ID, &d.RunID, &d.Key, &d.Attempt, &d.URL, &p, &d.Tries, &d.MaxTries); err != nil {
+			return nil, interpretError(err)
+		}
+		d.Payload = p
+		out = append(out, d)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// DispatchCounts counts outbox rows by status for a run ("" = all runs).
+func (s *Store) DispatchCounts(ctx context.Context, runID string) (map[string]int, error) {
+	q := `SELECT status, count(*) FROM dispatches`
+	args := []any{}
+	if runID != "" {
+		q += ` WHERE run_id = ?`
+		args = append(args, runID)
+	}
+	rows, err := s.db.WithContext(ctx).Raw(q+` GROUP BY status`, args...).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, interpretError(err)
+		}
+		out[st] = n
+	}
+	return out, interpretError(rows.Err())
+}

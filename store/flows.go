@@ -1,0 +1,226 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/stitchd/stitchd/engine"
+)
+
+// Flow is a flow with its current version.
+type Flow struct {
+	ID            string
+	Name          string
+	BoardID       *string
+	VersionID     string
+	VersionNumber int
+	Graph         json.RawMessage // visual graph of the current version
+	Execution     json.RawMessage // execution graph of the current version
+	GraphHash     string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// FlowVersion is one immutable version of a flow.
+type FlowVersion struct {
+	ID        string
+	FlowID    string
+	Number    int
+	Message   string
+	Graph     json.RawMessage
+	Execution json.RawMessage
+	CreatedAt time.Time
+}
+
+// NewVersion is a compiled graph to store as a version.
+type NewVersion struct {
+	ID        string
+	Graph     json.RawMessage
+	Execution json.RawMessage
+	// Hash identifies the canonical visual graph; an update whose hash
+	// equals the current version's creates no version.
+	Hash    string
+	Message string
+}
+
+// CreateFlow stores a flow and its first version.
+func (s *Store) CreateFlow(ctx context.Context, id, name string, boardID *string, v NewVersion) (*Flow, error) {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec(`INSERT INTO flows (id, name, board_id, current_version_id) VALUES (?, ?, ?, ?)`,
+			id, name, boardID, v.ID).Error; err != nil {
+			return err
+		}
+		return insertVersion(tx, id, 1, v)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error creating flow: %w", interpretError(err))
+	}
+	return s.GetFlow(ctx, id)
+}
+
+func insertVersion(tx *gorm.DB, flowID string, number int, v NewVersion) error {
+	return tx.Exec(`INSERT INTO flow_versions (id, flow_id, number, visual_graph, execution_graph, graph_hash, message)
+		VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?, ?)`, v.ID, flowID, number, string(v.Graph), string(v.Execution), v.Hash, v.Message).Error
+}
+
+// UpdateFlowParams changes a flow; nil fields are left alone.
+type UpdateFlowParams struct {
+	Name    *string
+	BoardID *string
+	// ClearBoard unsets the board.
+	ClearBoard bool
+	Version    *NewVersion
+}
+
+// UpdateFlow applies p under the flow's row lock. A version is added only
+// when p.Version's hash differs from the current version's.
+func (s *Store) UpdateFlow(ctx context.Context, id string, p UpdateFlowParams) (*Flow, bool, error) {
+	created := false
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var number int
+		var hash string
+		err := tx.Raw(`SELECT v.number, v.graph_hash FROM flows f JOIN flow_versions v ON v.id = f.current_version_id
+			WHERE f.id = ? AND f.deleted_at IS NULL FOR UPDATE OF f`, id).Row().Scan(&number, &hash)
+		if err != nil {
+			return err
+		}
+		if p.Version != nil && p.Version.Hash != hash {
+			if err := insertVersion(tx, id, number+1, *p.Version); err != nil {
+				return err
+			}
+			if err := tx.Exec(`UPDATE flows SET current_version_id = ? WHERE id = ?`, p.Version.ID, id).Error; err != nil {
+				return err
+			}
+			created = true
+		}
+		if p.Name != nil {
+			if err := tx.Exec(`UPDATE flows SET name = ? WHERE id = ?`, *p.Name, id).Error; err != nil {
+				return err
+			}
+		}
+		if p.BoardID != nil || p.ClearBoard {
+			if err := tx.Exec(`UPDATE flows SET board_id = ? WHERE id = ?`, p.BoardID, id).Error; err != nil {
+				return err
+			}
+		}
+		return tx.Exec(`UPDATE flows SET updated_at = now() WHERE id = ?`, id).Error
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("error updating flow %s: %w", id, interpretError(err))
+	}
+	f, err := s.GetFlow(ctx, id)
+	return f, created, err
+}
+
+const flowCols = `f.id::text, f.name, f.board_id::text, v.id::text, v.number, v.visual_graph, v.execution_graph, v.graph_hash, f.created_at, f.updated_at`
+
+func scanFlow(row scanner) (*Flow, error) {
+	var f Flow
+	var board sql.NullString
+	var g, e []byte
+	if err := row.Scan(&f.ID, &f.Name, &board, &f.VersionID, &f.VersionNumber, &g, &e, &f.GraphHash, &f.CreatedAt, &f.UpdatedAt); err != nil {
+		return nil, interpretError(err)
+	}
+	f.BoardID = nullStr(board)
+	f.Graph, f.Execution = g, e
+	f.CreatedAt, f.UpdatedAt = f.CreatedAt.UTC(), f.UpdatedAt.UTC()
+	return &f, nil
+}
+
+// GetFlow loads a (not deleted) flow with its current version.
+func (s *Store) GetFlow(ctx context.Context, id string) (*Flow, error) {
+	f, err := scanFlow(s.db.WithContext(ctx).Raw(`SELECT `+flowCols+` FROM flows f
+		JOIN flow_versions v ON v.id = f.current_version_id WHERE f.id = ? AND f.deleted_at IS NULL`, id).Row())
+	if err != nil {
+		return nil, fmt.Errorf("error loading flow %s: %w", id, err)
+	}
+	return f, nil
+}
+
+// ListFlows lists flows by name.
+func (s *Store) ListFlows(ctx context.Context) ([]Flow, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT ` + flowCols + ` FROM flows f
+		JOIN flow_versions v ON v.id = f.current_version_id WHERE f.deleted_at IS NULL ORDER BY f.name, f.id`).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error listing flows: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out := []Flow{}
+	for rows.Next() {
+		f, err := scanFlow(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *f)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// DeleteFlow hides a flow; its versions and runs stay for history.
+func (s *Store) DeleteFlow(ctx context.Context, id string) error {
+	res := s.db.WithContext(ctx).Exec(`UPDATE flows SET deleted_at = now() WHERE id = ? AND deleted_at IS NULL`, id)
+	if err := interpretError(res.Error); err != nil {
+		return fmt.Errorf("error deleting flow %s: %w", id, err)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("flow %s: %w", id, engine.ErrNotFound)
+	}
+	return nil
+}
+
+// ListVersions lists a flow's versions, newest first.
+func (s *Store) ListVersions(ctx context.Context, flowID string) ([]FlowVersion, error) {
+	if _, err := s.GetFlow(ctx, flowID); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT id::text, flow_id::text, number, message, created_at FROM flow_versions
+		WHERE flow_id = ? ORDER BY number DESC`, flowID).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error listing versions of flow %s: %w", flowID, interpretError(err))
+	}
+	defer rows.Close()
+	out := []FlowVersion{}
+	for rows.Next() {
+		var v FlowVersion
+		if err := rows.Scan(&v.ID, &v.FlowID, &v.Number, &v.Message, &v.CreatedAt); err != nil {
+			return nil, interpretError(err)
+		}
+		v.CreatedAt = v.CreatedAt.UTC()
+		out = append(out, v)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// GetVersion loads version number of a flow.
+func (s *Store) GetVersion(ctx context.Context, flowID string, number int) (*FlowVersion, error) {
+	var v FlowVersion
+	var g, e []byte
+	err := s.db.WithContext(ctx).Raw(`SELECT v.id::text, v.flow_id::text, v.number, v.message, v.visual_graph, v.execution_graph, v.created_at
+		FROM flow_versions v JOIN flows f ON f.id = v.flow_id
+		WHERE v.flow_id = ? AND v.number = ? AND f.deleted_at IS NULL`, flowID, number).Row().
+		Scan(&v.ID, &v.FlowID, &v.Number, &v.Message, &g, &e, &v.CreatedAt)
+	if err != nil {
+		return nil, fmt.Errorf("error loading version %d of flow %s: %w", number, flowID, interpretError(err))
+	}
+	v.Graph, v.Execution, v.CreatedAt = g, e, v.CreatedAt.UTC()
+	return &v, nil
+}
+
+// ExecutionGraph implements engine.Store.
+func (s *Store) ExecutionGraph(ctx context.Context, versionID string) (*engine.ExecutionGraph, error) {
+	var raw []byte
+	err := s.db.WithContext(ctx).Raw(`SELECT execution_graph FROM flow_versions WHERE id = ?`, versionID).Row().Scan(&raw)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	var g engine.ExecutionGraph
+	if err := json.Unmarshal(raw, &g); err != nil {
+		return nil, fmt.Errorf("error decoding execution graph %s: %w", versionID, err)
+	}
+	return &g, nil
+}

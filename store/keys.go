@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+)
+
+// SigningKey is a stored HMAC key.
+type SigningKey struct {
+	ID        string
+	Secret    []byte
+	CreatedAt time.Time
+}
+
+const webhookKeyID = "whsec"
+
+// CallbackKeys returns the callback keys, newest (current) first, creating
+// the first one when there is none. Every instance sharing the database
+// uses the same keys.
+func (s *Store) CallbackKeys(ctx context.Context) ([]SigningKey, error) {
+	keys, err := s.callbackKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) > 0 {
+		return keys, nil
+	}
+	if _, err := s.RotateCallbackKey(ctx, "cb-1"); err != nil {
+		return nil, err
+	}
+	return s.callbackKeys(ctx)
+}
+
+func (s *Store) callbackKeys(ctx context.Context) ([]SigningKey, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT id, secret, created_at FROM signing_keys
+		WHERE id <> ? AND retired_at IS NULL ORDER BY created_at DESC, id DESC`, webhookKeyID).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error loading callback keys: %w", interpretError(err))
+	}
+	defer rows.Close()
+	var out []SigningKey
+	for rows.Next() {
+		var k SigningKey
+		if err := rows.Scan(&k.ID, &k.Secret, &k.CreatedAt); err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, k)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// RotateCallbackKey adds a new current callback key (older keys still
+// verify until retired). An existing id is left as it is.
+func (s *Store) RotateCallbackKey(ctx context.Context, id string) (*SigningKey, error) {
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	if err := s.db.WithContext(ctx).Exec(`INSERT INTO signing_keys (id, secret) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`,
+		id, secret).Error; err != nil {
+		return nil, fmt.Errorf("error creating callback key: %w", interpretError(err))
+	}
+	return &SigningKey{ID: id, Secret: secret}, nil
+}
+
+// WebhookSecret returns the secret that signs outbound dispatches, creating
+// it on first use.
+func (s *Store) WebhookSecret(ctx context.Context) ([]byte, error) {
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	var out []byte
+	err := s.db.WithContext(ctx).Raw(`WITH ins AS (INSERT INTO signing_keys (id, secret) VALUES (?, ?)
+		ON CONFLICT (id) DO NOTHING RETURNING secret)
+		SELECT secret FROM ins UNION ALL SELECT secret FROM signing_keys WHERE id = ? LIMIT 1`,
+		webhookKeyID, secret, webhookKeyID).Row().Scan(&out)
+	if err != nil {
+		return nil, fmt.Errorf("error loading webhook secret: %w", interpretError(err))
+	}
+	return out, nil
+}

@@ -1,0 +1,300 @@
+// Package localpg finds a PostgreSQL server for stitchd when no database URL
+// is configured: the local server on 127.0.0.1:5432, or else a throwaway
+// cluster started with initdb and pg_ctl under a data directory. It is used
+// by `stitchd serve`/`migrate` and by store/storetest, so that a newcomer and
+// the test suite need nothing installed by hand beyond PostgreSQL itself.
+package localpg
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+)
+
+// ErrNoPostgres is returned when no database can be found or started.
+var ErrNoPostgres = errors.New("no PostgreSQL available: set DATABASE_URL (or --database-url), start a server on 127.0.0.1:5432, or install the PostgreSQL server binaries (Debian: apt-get install postgresql) so stitchd can start its own")
+
+// LocalServerURL is the conventional local server tried before starting a
+// throwaway cluster.
+const LocalServerURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// Options tunes Resolve.
+type Options struct {
+	// DatabaseName is the database to use (created if missing) on the local
+	// or throwaway server. Default "stitchd".
+	DatabaseName string
+	// DataDir is where a throwaway cluster lives. Default: $STITCHD_DATA_DIR,
+	// else ~/.cache/stitchd/pg (or the system temp dir when there is no home).
+	DataDir string
+	// LocalURL overrides LocalServerURL (tests use it to force the fallback).
+	LocalURL string
+	// Logf, if set, receives one line per decision.
+	Logf func(format string, args ...any)
+}
+
+// Cluster is a server started by Resolve; Stop shuts it down.
+type Cluster struct {
+	DataDir string
+	Port    int
+	pgCtl   string
+	cred    *syscall.Credential
+}
+
+// Resolve returns a URL to a stitchd database on the local server at
+// 127.0.0.1:5432 (creating the database if missing), or on a throwaway
+// cluster it starts. The returned cluster is nil when the local server was
+// used; otherwise the caller decides whether to Stop it.
+func Resolve(ctx context.Context, opts Options) (string, *Cluster, error) {
+	if opts.DatabaseName == "" {
+		opts.DatabaseName = "stitchd"
+	}
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	local := opts.LocalURL
+	if local == "" {
+		local = LocalServerURL
+	}
+	if err := ping(ctx, local); err == nil {
+		u, err := EnsureDatabase(ctx, local, opts.DatabaseName)
+		if err != nil {
+			return "", nil, err
+		}
+		logf("using the local PostgreSQL server at %s", hostOf(local))
+		return u, nil, nil
+	}
+	cluster, err := StartCluster(ctx, opts.DataDir)
+	if err != nil {
+		return "", nil, err
+	}
+	logf("started a throwaway PostgreSQL cluster in %s on port %d", cluster.DataDir, cluster.Port)
+	u, err := EnsureDatabase(ctx, cluster.URL("postgres"), opts.DatabaseName)
+	if err != nil {
+		_ = cluster.Stop()
+		return "", nil, err
+	}
+	return u, cluster, nil
+}
+
+// URL returns a connection URL to database name on the cluster.
+func (c *Cluster) URL(name string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.Port, name)
+}
+
+// Stop shuts the cluster down (fast mode) and leaves its data directory.
+func (c *Cluster) Stop() error {
+	cmd := exec.Command(c.pgCtl, "-D", c.DataDir, "-m", "fast", "-w", "stop")
+	setCred(cmd, c.cred)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("error stopping PostgreSQL in %s: %w: %s", c.DataDir, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// EnsureDatabase connects to serverURL, creates database name if it does
+// not exist, and returns the URL of that database.
+func EnsureDatabase(ctx context.Context, serverURL, name string) (string, error) {
+	db, err := sql.Open("pgx", serverURL)
+	if err != nil {
+		return "", fmt.Errorf("error opening %s: %w", hostOf(serverURL), err)
+	}
+	defer db.Close()
+	var exists bool
+	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return "", fmt.Errorf("error checking for database %q: %w", name, err)
+	}
+	if !exists {
+		if _, err := db.ExecContext(ctx, `CREATE DATABASE `+QuoteIdent(name)); err != nil && !strings.Contains(err.Error(), "already exists") {
+			return "", fmt.Errorf("error creating database %q: %w", name, err)
+		}
+	}
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", fmt.Errorf("error parsing database URL: %w", err)
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// QuoteIdent quotes a SQL identifier.
+func QuoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// StartCluster initialises (if needed) and starts a PostgreSQL cluster under
+// dataDir on a free loopback port. When running as root, the server runs as
+// the "postgres" user, as PostgreSQL refuses to run as root.
+func StartCluster(ctx context.Context, dataDir string) (*Cluster, error) {
+	bin, err := findBinDir()
+	if err != nil {
+		return nil, err
+	}
+	if dataDir == "" {
+		dataDir = defaultDataDir()
+	}
+	var cred *syscall.Credential
+	var uid, gid = -1, -1
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf("running as root needs a 'postgres' user to run PostgreSQL: %w", err)
+		}
+		uid, _ = strconv.Atoi(u.Uid)
+		gid, _ = strconv.Atoi(u.Gid)
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("error creating data directory %s: %w", dataDir, err)
+	}
+	if uid >= 0 {
+		if err := chownTree(dataDir, uid, gid); err != nil {
+			return nil, err
+		}
+	}
+	c := &Cluster{DataDir: dataDir, pgCtl: filepath.Join(bin, "pg_ctl"), cred: cred}
+	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); err != nil {
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", dataDir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
+		setCred(cmd, cred)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("error running initdb in %s: %w: %s", dataDir, err, strings.TrimSpace(string(out)))
+		}
+	}
+	// A cluster left running by an earlier process is reused.
+	if port, ok := runningPort(dataDir); ok {
+		c.Port = port
+		if ping(ctx, c.URL("postgres")) == nil {
+			return c, nil
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	c.Port = port
+	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off", port, dataDir)
+	cmd := exec.CommandContext(ctx, c.pgCtl, "-D", dataDir, "-l", filepath.Join(dataDir, "server.log"), "-w", "-t", "60", "-o", opts, "start")
+	setCred(cmd, cred)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("error starting PostgreSQL in %s: %w: %s", dataDir, err, strings.TrimSpace(string(out)))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := ping(ctx, c.URL("postgres")); err == nil {
+			return c, nil
+		} else if time.Now().After(deadline) {
+			return nil, fmt.Errorf("PostgreSQL in %s did not accept connections: %w", dataDir, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func findBinDir() (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if _, err := exec.LookPath("pg_ctl"); err == nil {
+			return filepath.Dir(p), nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	return "", ErrNoPostgres
+}
+
+func versionOf(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("STITCHD_DATA_DIR"); d != "" {
+		return filepath.Join(d, "pg")
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "stitchd", "pg")
+	}
+	return filepath.Join(os.TempDir(), "stitchd-pg")
+}
+
+func runningPort(dataDir string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0, false
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 4 {
+		return 0, false
+	}
+	p, err := strconv.Atoi(strings.TrimSpace(lines[3]))
+	return p, err == nil
+}
+
+func chownTree(dir string, uid, gid int) error {
+	// The parents must be traversable by the postgres user too.
+	for p := filepath.Dir(dir); p != "/" && p != "."; p = filepath.Dir(p) {
+		if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o001 == 0 {
+			_ = os.Chmod(p, st.Mode().Perm()|0o011)
+		}
+	}
+	return filepath.Walk(dir, func(path string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(path, uid, gid); err != nil {
+			return fmt.Errorf("error giving %s to the postgres user: %w", path, err)
+		}
+		return nil
+	})
+}
+
+func setCred(cmd *exec.Cmd, cred *syscall.Credential) {
+	if cred == nil {
+		return
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Env = append(os.Environ(), "HOME=/tmp")
+	cmd.Dir = "/"
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("error finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func ping(ctx context.Context, dsn string) error {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return db.PingContext(ctx)
+}
+
+func hostOf(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil {
+		return u.Host
+	}
+	return "the database"
+}

@@ -1,0 +1,231 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stitchd/stitchd/engine"
+)
+
+// GetRun loads a run and, when withNodes, its node states ordered by key.
+func (s *Store) GetRun(ctx context.Context, id string, withNodes bool) (*engine.Run, []engine.NodeState, error) {
+	r, err := scanRun(s.db.WithContext(ctx).Raw(`SELECT `+runCols+` FROM runs WHERE id = ?`, id).Row())
+	if err != nil {
+		return nil, nil, fmt.Errorf("error loading run %s: %w", id, err)
+	}
+	if !withNodes {
+		return r, nil, nil
+	}
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+nodeCols+` FROM node_states WHERE run_id = ? ORDER BY node_id, idx`, id).Rows()
+	if err != nil {
+		return nil, nil, fmt.Errorf("error loading nodes of run %s: %w", id, interpretError(err))
+	}
+	defer rows.Close()
+	var nodes []engine.NodeState
+	for rows.Next() {
+		n, err := scanNode(rows, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		nodes = append(nodes, *n)
+	}
+	return r, nodes, interpretError(rows.Err())
+}
+
+// RunFilter filters ListRuns.
+type RunFilter struct {
+	FlowID string
+	Status string
+	Limit  int
+	Cursor string
+}
+
+// ListRuns lists runs newest first, keyset-paginated; the returned cursor
+// is empty on the last page.
+func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]engine.Run, string, error) {
+	if f.Limit <= 0 || f.Limit > 500 {
+		f.Limit = 50
+	}
+	where := []string{"true"}
+	args := []any{}
+	if f.FlowID != "" {
+		where = append(where, "flow_id = ?")
+		args = append(args, f.FlowID)
+	}
+	if f.Status != "" {
+		where = append(where, "status = ?")
+		args = append(args, f.Status)
+	}
+	if f.Cursor != "" {
+		ts, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: invalid cursor", engine.ErrInvalidRequest)
+		}
+		where = append(where, "(created_at, id) < (?, ?)")
+		args = append(args, ts, id)
+	}
+	args = append(args, f.Limit+1)
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+runCols+` FROM runs WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY created_at DESC, id DESC LIMIT ?`, args...).Rows()
+	if err != nil {
+		return nil, "", fmt.Errorf("error listing runs: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out := []engine.Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, *r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", interpretError(err)
+	}
+	next := ""
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+		last := out[len(out)-1]
+		next = base64.RawURLEncoding.EncodeToString([]byte(last.CreatedAt.Format(time.RFC3339Nano) + "|" + last.ID))
+	}
+	return out, next, nil
+}
+
+func decodeCursor(c string) (time.Time, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, "", err
+	}
+	ts, id, ok := strings.Cut(string(b), "|")
+	if !ok {
+		return time.Time{}, "", fmt.Errorf("bad cursor")
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	return t, id, err
+}
+
+const eventCols = `id, run_id::text, seq, type, coalesce(key, ''), payload, created_at`
+
+func scanEvents(rows *sql.Rows) ([]engine.Event, error) {
+	defer rows.Close()
+	out := []engine.Event{}
+	for rows.Next() {
+		var e engine.Event
+		var p []byte
+		if err := rows.Scan(&e.ID, &e.RunID, &e.Seq, &e.Type, &e.Key, &p, &e.CreatedAt); err != nil {
+			return nil, interpretError(err)
+		}
+		e.Payload, e.CreatedAt = p, e.CreatedAt.UTC()
+		out = append(out, e)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// RunEvents returns a run's events with seq > afterSeq, in order.
+func (s *Store) RunEvents(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+eventCols+` FROM run_events WHERE run_id = ? AND seq > ?
+		ORDER BY seq LIMIT ?`, runID, afterSeq, limit).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error loading events of run %s: %w", runID, interpretError(err))
+	}
+	return scanEvents(rows)
+}
+
+// EventsAfter returns events of every run with id > afterID, in id order.
+func (s *Store) EventsAfter(ctx context.Context, afterID int64, limit int) ([]engine.Event, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+eventCols+` FROM run_events WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error loading events: %w", interpretError(err))
+	}
+	return scanEvents(rows)
+}
+
+// LastEventID is the id of the newest event (0 when there is none).
+func (s *Store) LastEventID(ctx context.Context) (int64, error) {
+	var id int64
+	err := s.db.WithContext(ctx).Raw(`SELECT coalesce(max(id), 0) FROM run_events`).Row().Scan(&id)
+	return id, interpretError(err)
+}
+
+// Approval is a UX node waiting for a person.
+type Approval struct {
+	RunID        string
+	Key          string
+	NodeID       string
+	FlowID       string
+	Config       json.RawMessage
+	Input        json.RawMessage
+	EntityID     *string
+	WaitingSince time.Time
+}
+
+// Approvals lists every node waiting for a person, oldest first.
+func (s *Store) Approvals(ctx context.Context, limit int) ([]Approval, error) {
+	if limit <= 0 {
+		limit = 500
+	}
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT ns.run_id::text, ns.key, ns.node_id, r.flow_id::text,
+		coalesce(v.execution_graph->'nodes'->ns.node_id->'config', '{}'), ns.input, r.entity_id::text, ns.updated_at
+		FROM node_states ns JOIN runs r ON r.id = ns.run_id JOIN flow_versions v ON v.id = r.flow_version_id
+		WHERE ns.status = 'waiting_for_user' ORDER BY ns.updated_at, ns.run_id, ns.key LIMIT ?`, limit).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error listing approvals: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out := []Approval{}
+	for rows.Next() {
+		var a Approval
+		var cfg, in []byte
+		var ent sql.NullString
+		if err := rows.Scan(&a.RunID, &a.Key, &a.NodeID, &a.FlowID, &cfg, &in, &ent, &a.WaitingSince); err != nil {
+			return nil, interpretError(err)
+		}
+		a.Config, a.Input, a.EntityID, a.WaitingSince = cfg, in, nullStr(ent), a.WaitingSince.UTC()
+		out = append(out, a)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// RunEventsSince returns a run's events whose global id is > afterID, in
+// sequence order.
+func (s *Store) RunEventsSince(ctx context.Context, runID string, afterID int64, limit int) ([]engine.Event, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+eventCols+` FROM run_events WHERE run_id = ? AND id > ?
+		ORDER BY seq LIMIT ?`, runID, afterID, limit).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error loading events of run %s: %w", runID, interpretError(err))
+	}
+	return scanEvents(rows)
+}
+
+// Overdue is a running node past its deadline.
+type Overdue struct {
+	RunID   string
+	Key     string
+	Attempt int
+}
+
+// OverdueNodes lists running nodes whose deadline passed (database time).
+// Rows locked by another sweeper's transaction are skipped; the engine's
+// compare-and-set makes a double sweep harmless anyway.
+func (s *Store) OverdueNodes(ctx context.Context, limit int) ([]Overdue, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT run_id::text, key, attempt FROM node_states
+		WHERE status = 'running' AND deadline < now() ORDER BY deadline LIMIT ? FOR UPDATE SKIP LOCKED`, limit).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error listing overdue nodes: %w", interpretError(err))
+	}
+	defer rows.Close()
+	var out []Overdue
+	for rows.Next() {
+		var o Overdue
+		if err := rows.Scan(&o.RunID, &o.Key, &o.Attempt); err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, o)
+	}
+	return out, interpretError(rows.Err())
+}

@@ -1,0 +1,236 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/migrations"
+)
+
+// Store is stitchd's Postgres store. A Store is bound either to the
+// connection pool or, inside InTx (and in storetest's per-test
+// transactions), to one transaction.
+type Store struct {
+	db  *gorm.DB
+	url string
+}
+
+// Options tunes Open.
+type Options struct {
+	MaxOpenConns int
+}
+
+// Open connects to the database at url.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	db, err := gorm.Open(postgres.Open(url), &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		DisableAutomaticPing:   true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error opening database: %w", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("error opening database: %w", err)
+	}
+	if opts.MaxOpenConns <= 0 {
+		opts.MaxOpenConns = 16
+	}
+	sqlDB.SetMaxOpenConns(opts.MaxOpenConns)
+	sqlDB.SetMaxIdleConns(opts.MaxOpenConns)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	return &Store{db: db, url: url}, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// URL is the database URL the store was opened with.
+func (s *Store) URL() string { return s.url }
+
+// SQLDB is the underlying pool (migrations, listeners).
+func (s *Store) SQLDB() (*sql.DB, error) { return s.db.DB() }
+
+// WithTx returns a Store bound to an open gorm transaction (storetest).
+func WithTx(tx *gorm.DB) *Store { return &Store{db: tx} }
+
+// Gorm exposes the gorm handle (storetest).
+func (s *Store) Gorm() *gorm.DB { return s.db }
+
+// Ping checks the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var one int
+	if err := s.db.WithContext(ctx).Raw(`SELECT 1`).Row().Scan(&one); err != nil {
+		return interpretError(err)
+	}
+	return nil
+}
+
+// Ready reports nil when the database answers and every migration is
+// applied.
+func (s *Store) Ready(ctx context.Context) error {
+	if err := s.Ping(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	p, err := s.provider()
+	if err != nil {
+		return err
+	}
+	pending, err := p.HasPending(ctx)
+	if err != nil {
+		return interpretError(err)
+	}
+	if pending {
+		return fmt.Errorf("%w: migrations pending", engine.ErrUnavailable)
+	}
+	return nil
+}
+
+func (s *Store) provider() (*goose.Provider, error) {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return nil, err
+	}
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return nil, fmt.Errorf("error creating migration lock: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS,
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return nil, fmt.Errorf("error loading migrations: %w", err)
+	}
+	return p, nil
+}
+
+// Migrate applies every pending migration under goose's Postgres session
+// lock, so processes starting at once apply each migration exactly once.
+func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
+	p, err := s.provider()
+	if err != nil {
+		return err
+	}
+	res, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("error migrating database: %w", err)
+	}
+	for _, r := range res {
+		if log != nil {
+			log.Info("applied migration", "version", r.Source.Version, "duration", r.Duration)
+		}
+	}
+	return nil
+}
+
+// MigrateDownAll rolls every migration back (tests).
+func (s *Store) MigrateDownAll(ctx context.Context) error {
+	p, err := s.provider()
+	if err != nil {
+		return err
+	}
+	if _, err := p.DownTo(ctx, 0); err != nil {
+		return fmt.Errorf("error rolling back migrations: %w", err)
+	}
+	return nil
+}
+
+// MigrationVersion returns the database's current migration version.
+func (s *Store) MigrationVersion(ctx context.Context) (int64, error) {
+	p, err := s.provider()
+	if err != nil {
+		return 0, err
+	}
+	return p.GetDBVersion(ctx)
+}
+
+// InTx implements engine.Store.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
+	err := s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
+		return fn(ctx, &pgTx{db: gtx})
+	})
+	return interpretError(err)
+}
+
+// interpretError maps database errors onto engine sentinels. It is the one
+// place that knows Postgres error codes.
+func interpretError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, gorm.ErrRecordNotFound) || errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %w", engine.ErrNotFound, err)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "23505":
+			return fmt.Errorf("%w: %s", engine.ErrConflict, pgErr.Message)
+		case pgErr.Code == "22P02": // invalid input syntax (a malformed uuid)
+			return fmt.Errorf("%w: %s", engine.ErrNotFound, pgErr.Message)
+		case pgErr.Code == "23503":
+			return fmt.Errorf("%w: %s", engine.ErrInvalidRequest, pgErr.Message)
+		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "57P"), pgErr.Code == "53300":
+			return fmt.Errorf("%w: %s", engine.ErrUnavailable, pgErr.Message)
+		}
+		return err
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, context.DeadlineExceeded) ||
+		strings.Contains(err.Error(), "connect: connection refused") || strings.Contains(err.Error(), "failed to connect") {
+		if !errors.Is(err, engine.ErrUnavailable) {
+			return fmt.Errorf("%w: %w", engine.ErrUnavailable, err)
+		}
+	}
+	return err
+}
+
+// intsToText encodes an index path for SQL ("1,2", "" for []).
+func intsToText(idx []int) string {
+	var b strings.Builder
+	for i, v := range idx {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(v))
+	}
+	return b.String()
+}
+
+// textToInts decodes array_to_string(idx, ',').
+func textToInts(s string) []int {
+	if s == "" {
+		return []int{}
+	}
+	parts := strings.Split(s, ",")
+	out := make([]int, len(parts))
+	for i, p := range parts {
+		out[i], _ = strconv.Atoi(p)
+	}
+	return out
+}

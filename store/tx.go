@@ -1,0 +1,364 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lib/pq"
+	"gorm.io/gorm"
+
+	"github.com/stitchd/stitchd/engine"
+)
+
+// pgTx implements engine.Tx over one gorm transaction.
+type pgTx struct{ db *gorm.DB }
+
+var _ engine.Tx = (*pgTx)(nil)
+
+const runCols = `id::text, flow_id::text, flow_version_id::text, entity_id::text, status, trigger, input, output, error,
+	idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(row scanner) (*engine.Run, error) {
+	var r engine.Run
+	var entity, errMsg, idem sql.NullString
+	var trigger, input, output []byte
+	var finished sql.NullTime
+	var status string
+	if err := row.Scan(&r.ID, &r.FlowID, &r.FlowVersionID, &entity, &status, &trigger, &input, &output, &errMsg,
+		&idem, &r.ActiveNodes, &r.FailedNodes, &r.TerminalsLeft, &r.EventSeq, &r.CreatedAt, &r.UpdatedAt, &finished); err != nil {
+		return nil, interpretError(err)
+	}
+	r.Status = engine.RunStatus(status)
+	r.EntityID = nullStr(entity)
+	r.Error = nullStr(errMsg)
+	r.IdempotencyKey = nullStr(idem)
+	r.Trigger, r.Input, r.Output = trigger, input, output
+	if finished.Valid {
+		t := finished.Time.UTC()
+		r.FinishedAt = &t
+	}
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	return &r, nil
+}
+
+func nullStr(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	v := s.String
+	return &v
+}
+
+const nodeCols = `key, node_id, array_to_string(idx, ','), type, status, input, output, error, attempt,
+	pending_parents, deadline, started_at, finished_at, updated_at`
+
+func scanNode(row scanner, runID string) (*engine.NodeState, error) {
+	var n engine.NodeState
+	var idx, typ, status string
+	var input, output []byte
+	var errMsg sql.NullString
+	var deadline, started, finished sql.NullTime
+	if err := row.Scan(&n.Key, &n.NodeID, &idx, &typ, &status, &input, &output, &errMsg, &n.Attempt,
+		&n.PendingParents, &deadline, &started, &finished, &n.UpdatedAt); err != nil {
+		return nil, interpretError(err)
+	}
+	n.RunID = runID
+	n.Index = textToInts(idx)
+	n.Type = engine.NodeType(typ)
+	n.Status = engine.Status(status)
+	n.Input, n.Output = input, output
+	n.Error = nullStr(errMsg)
+	n.Deadline, n.StartedAt, n.FinishedAt = nullTime(deadline), nullTime(started), nullTime(finished)
+	n.UpdatedAt = n.UpdatedAt.UTC()
+	return &n, nil
+}
+
+func nullTime(t sql.NullTime) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	v := t.Time.UTC()
+	return &v
+}
+
+func (t *pgTx) LockRun(ctx context.Context, runID string) (*engine.Run, error) {
+	r, err := scanRun(t.db.WithContext(ctx).Raw(`SELECT `+runCols+` FROM runs WHERE id = ? FOR UPDATE`, runID).Row())
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	return r, nil
+}
+
+func (t *pgTx) RunByIdempotencyKey(ctx context.Context, flowID, key string) (*engine.Run, error) {
+	return scanRun(t.db.WithContext(ctx).Raw(`SELECT `+runCols+` FROM runs WHERE flow_id = ? AND idempotency_key = ?`, flowID, key).Row())
+}
+
+func (t *pgTx) InsertRun(ctx context.Context, r *engine.Run) error {
+	trigger := r.Trigger
+	if len(trigger) == 0 {
+		trigger = json.RawMessage("{}")
+	}
+	row := t.db.WithContext(ctx).Raw(`INSERT INTO runs (id, flow_id, flow_version_id, entity_id, status, trigger, input,
+		idempotency_key, terminals_left) VALUES (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?) RETURNING created_at, updated_at`,
+		r.ID, r.FlowID, r.FlowVersionID, r.EntityID, string(r.Status), string(trigger), string(r.Input),
+		r.IdempotencyKey, r.TerminalsLeft).Row()
+	if err := row.Scan(&r.CreatedAt, &r.UpdatedAt); err != nil {
+		return interpretError(err)
+	}
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	return nil
+}
+
+func (t *pgTx) SaveRun(ctx context.Context, r *engine.Run) error {
+	var finished sql.NullTime
+	row := t.db.WithContext(ctx).Raw(`UPDATE runs SET status = ?, output = ?::jsonb, error = ?, active_nodes = ?,
+		failed_nodes = ?, terminals_left = ?, event_seq = ?, updated_at = now(),
+		finished_at = CASE WHEN ? = 'running' THEN NULL ELSE coalesce(finished_at, now()) END
+		WHERE id = ? RETURNING updated_at, finished_at`,
+		string(r.Status), jsonArg(r.Output), r.Error, r.ActiveNodes, r.FailedNodes, r.TerminalsLeft, r.EventSeq,
+		string(r.Status), r.ID).Row()
+	if err := row.Scan(&r.UpdatedAt, &finished); err != nil {
+		return interpretError(err)
+	}
+	r.UpdatedAt = r.UpdatedAt.UTC()
+	r.FinishedAt = nullTime(finished)
+	return nil
+}
+
+func jsonArg(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+func (t *pgTx) InsertNodes(ctx context.Context, runID string, nodes []engine.NodeState) error {
+	if len(nodes) == 0 {
+		return nil
+	}
+	keys := make([]string, len(nodes))
+	ids := make([]string, len(nodes))
+	idxs := make([]string, len(nodes))
+	types := make([]string, len(nodes))
+	pend := make([]int64, len(nodes))
+	for i, n := range nodes {
+		keys[i], ids[i], idxs[i], types[i], pend[i] = n.Key, n.NodeID, intsToText(n.Index), string(n.Type), int64(n.PendingParents)
+	}
+	err := t.db.WithContext(ctx).Exec(`INSERT INTO node_states (run_id, key, node_id, idx, type, status, pending_parents)
+		SELECT ?, k, n, CASE WHEN i = '' THEN '{}'::int[] ELSE string_to_array(i, ',')::int[] END, ty, 'pending', p
+		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[]) AS u(k, n, i, ty, p)`,
+		runID, pq.StringArray(keys), pq.StringArray(ids), pq.StringArray(idxs), pq.StringArray(types), pq.Int64Array(pend)).Error
+	return interpretError(err)
+}
+
+func (t *pgTx) Transition(ctx context.Context, tr *engine.NodeTransition) (*engine.NodeState, error) {
+	final := string(tr.Final())
+	inc := 0
+	if tr.NewAttempt {
+		inc = 1
+	}
+	setOutput := tr.Output != nil
+	row := t.db.WithContext(ctx).Raw(`UPDATE node_states SET
+		status = ?,
+		attempt = attempt + ?,
+		input = coalesce(?::jsonb, input),
+		output = CASE WHEN ? THEN ?::jsonb WHEN ? THEN NULL ELSE output END,
+		error = ?,
+		deadline = CASE WHEN ? > 0 THEN now() + make_interval(secs => ?) ELSE NULL END,
+		started_at = CASE WHEN ? THEN now() ELSE started_at END,
+		finished_at = CASE WHEN ? IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END,
+		updated_at = now()
+		WHERE run_id = ? AND key = ? AND status = ? AND (? = 0 OR attempt = ?)
+		RETURNING `+nodeCols,
+		final, inc, jsonArg(tr.Input), setOutput, jsonArg(tr.Output), tr.NewAttempt, tr.Error,
+		tr.DeadlineSeconds, tr.DeadlineSeconds, tr.NewAttempt, final,
+		tr.RunID, tr.Key, string(tr.From), tr.Attempt, tr.Attempt).Row()
+	st, err := scanNode(row, tr.RunID)
+	if err == nil {
+		return st, nil
+	}
+	if !isNotFound(err) {
+		return nil, fmt.Errorf("error moving node %s to %s: %w", tr.Key, final, err)
+	}
+	cur, cerr := t.Node(ctx, tr.RunID, tr.Key)
+	if cerr != nil && !isNotFound(cerr) {
+		return nil, cerr
+	}
+	return nil, &engine.TransitionError{Key: tr.Key, Want: tr.From, Current: cur}
+}
+
+func (t *pgTx) Node(ctx context.Context, runID, key string) (*engine.NodeState, error) {
+	st, err := scanNode(t.db.WithContext(ctx).Raw(`SELECT `+nodeCols+` FROM node_states WHERE run_id = ? AND key = ?`, runID, key).Row(), runID)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", key, err)
+	}
+	return st, nil
+}
+
+func (t *pgTx) AddPending(ctx context.Context, runID string, keys []string, delta int) (map[string]engine.Pending, error) {
+	rows, err := t.db.WithContext(ctx).Raw(`UPDATE node_states SET pending_parents = pending_parents + ?
+		WHERE run_id = ? AND key = ANY(?::text[]) RETURNING key, pending_parents, status`,
+		delta, runID, pq.StringArray(keys)).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := make(map[string]engine.Pending, len(keys))
+	for rows.Next() {
+		var k, s string
+		var n int
+		if err := rows.Scan(&k, &n, &s); err != nil {
+			return nil, interpretError(err)
+		}
+		out[k] = engine.Pending{Remaining: n, Status: engine.Status(s)}
+	}
+	return out, interpretError(rows.Err())
+}
+
+func (t *pgTx) SetPending(ctx context.Context, runID, key string, n int) error {
+	return interpretError(t.db.WithContext(ctx).Exec(`UPDATE node_states SET pending_parents = ? WHERE run_id = ? AND key = ?`, n, runID, key).Error)
+}
+
+func (t *pgTx) Outputs(ctx context.Context, runID string, keys []string) (map[string]json.RawMessage, error) {
+	out := make(map[string]json.RawMessage, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := t.db.WithContext(ctx).Raw(`SELECT key, output FROM node_states WHERE run_id = ? AND key = ANY(?::text[])`,
+		runID, pq.StringArray(keys)).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, interpretError(err)
+		}
+		out[k] = v
+	}
+	return out, interpretError(rows.Err())
+}
+
+func (t *pgTx) ItemStates(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]engine.NodeState, error) {
+	p := make([]int64, len(prefix))
+	for i, v := range prefix {
+		p[i] = int64(v)
+	}
+	rows, err := t.db.WithContext(ctx).Raw(`SELECT `+nodeCols+` FROM node_states
+		WHERE run_id = ? AND node_id = ANY(?::text[]) AND cardinality(idx) = ? AND idx[1:?] = ?::int[]
+		ORDER BY idx, node_id`, runID, pq.StringArray(nodeIDs), len(prefix)+1, len(prefix), pq.Int64Array(p)).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var out []engine.NodeState
+	for rows.Next() {
+		st, err := scanNode(rows, runID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *st)
+	}
+	return out, interpretError(rows.Err())
+}
+
+func (t *pgTx) FirstFailure(ctx context.Context, runID string) (string, error) {
+	var msg string
+	err := t.db.WithContext(ctx).Raw(`SELECT 'node ' || key || ' failed: ' || coalesce(error, '') FROM node_states
+		WHERE run_id = ? AND status = 'failed' ORDER BY finished_at, key LIMIT 1`, runID).Row().Scan(&msg)
+	if isNotFound(interpretError(err)) {
+		return "a node failed", nil
+	}
+	return msg, interpretError(err)
+}
+
+func (t *pgTx) InsertDispatch(ctx context.Context, d *engine.Dispatch) error {
+	maxTries := d.MaxTries
+	if maxTries <= 0 {
+		maxTries = 1
+	}
+	return interpretError(t.db.WithContext(ctx).Exec(`INSERT INTO dispatches (id, run_id, key, attempt, url, payload, status,
+		max_tries, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?::jsonb, 'pending', ?, now() + make_interval(secs => ?::float8 / 1000))`,
+		d.ID, d.RunID, d.Key, d.Attempt, d.URL, string(d.Payload), maxTries, d.DelayMs).Error)
+}
+
+func (t *pgTx) ExtendDeadline(ctx context.Context, runID, key string, attempt, seconds int) (bool, error) {
+	res := t.db.WithContext(ctx).Exec(`UPDATE node_states SET deadline = now() + make_interval(secs => ?), updated_at = now()
+		WHERE run_id = ? AND key = ? AND status = 'running' AND attempt = ?`, seconds, runID, key, attempt)
+	return res.RowsAffected == 1, interpretError(res.Error)
+}
+
+func (t *pgTx) CancelNodes(ctx context.Context, runID string) ([]string, error) {
+	from := engine.AllowedFrom(engine.StatusCancelled)
+	fs := make([]string, len(from))
+	for i, s := range from {
+		fs[i] = string(s)
+	}
+	rows, err := t.db.WithContext(ctx).Raw(`UPDATE node_states SET status = 'cancelled', deadline = NULL,
+		finished_at = now(), updated_at = now() WHERE run_id = ? AND status = ANY(?::text[]) RETURNING key`,
+		runID, pq.StringArray(fs)).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return nil, interpretError(err)
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	err = t.db.WithContext(ctx).Exec(`UPDATE dispatches SET status = 'cancelled', updated_at = now()
+		WHERE run_id = ? AND status = 'pending'`, runID).Error
+	return keys, interpretError(err)
+}
+
+func (t *pgTx) AppendEvents(ctx context.Context, runID string, firstSeq int64, events []engine.NewEvent) error {
+	types := make([]string, len(events))
+	keys := make([]string, len(events))
+	payloads := make([]string, len(events))
+	for i, e := range events {
+		types[i], keys[i] = e.Type, e.Key
+		p := e.Payload
+		if p == nil {
+			p = struct{}{}
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			return fmt.Errorf("error encoding %s event: %w", e.Type, err)
+		}
+		payloads[i] = string(b)
+	}
+	var ignored string
+	err := t.db.WithContext(ctx).Raw(`WITH ins AS (
+		INSERT INTO run_events (run_id, seq, type, key, payload)
+		SELECT ?, ? + ord - 1, ty, nullif(k, ''), p::jsonb
+		FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(ty, k, p, ord))
+		SELECT pg_notify(?, ?)::text`, runID, firstSeq, pq.StringArray(types), pq.StringArray(keys),
+		pq.StringArray(payloads), EventsChannel, runID).Row().Scan(&ignored)
+	return interpretError(err)
+}
+
+// EventsChannel is the NOTIFY channel carrying the id of a run with new events.
+const EventsChannel = "stitchd_events"
+
+func isNotFound(err error) bool { return err != nil && errors.Is(err, engine.ErrNotFound) }
+
+func (t *pgTx) UpdateDispatch(ctx context.Context, u engine.DispatchUpdate) error {
+	return interpretError(t.db.WithContext(ctx).Exec(`UPDATE dispatches SET status = ?, last_error = nullif(?, ''),
+		locked_until = NULL, next_attempt_at = now() + make_interval(secs => ?::float8 / 1000), updated_at = now()
+		WHERE id = ?`, u.Status, u.LastError, u.RetryInMs, u.ID).Error)
+}

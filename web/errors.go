@@ -1,0 +1,89 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/stitchd/stitchd/compiler"
+	"github.com/stitchd/stitchd/engine"
+)
+
+// apiError is the contract's error body.
+type apiError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Details any    `json:"details,omitempty"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func errorf(status int, code, msg string) *apiError {
+	return &apiError{Status: status, Code: code, Message: msg}
+}
+
+func badRequest(msg string) *apiError { return errorf(http.StatusBadRequest, "invalid_request", msg) }
+
+var codeByStatus = map[int]string{
+	400: "invalid_request", 401: "unauthorized", 404: "not_found", 405: "invalid_request", 409: "conflict",
+	410: "gone", 413: "payload_too_large", 415: "invalid_request", 422: "invalid_graph", 500: "internal", 503: "unavailable",
+}
+
+// toAPIError maps any error onto the contract's error shape.
+func toAPIError(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var ce *compiler.Error
+	if errors.As(err, &ce) {
+		return &apiError{Status: http.StatusUnprocessableEntity, Code: "invalid_graph",
+			Message: "the graph has " + plural(len(ce.Problems), "problem"), Details: ce.Problems}
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		code := codeByStatus[he.Code]
+		if code == "" {
+			code = "invalid_request"
+		}
+		msg := http.StatusText(he.Code)
+		if m, ok := he.Message.(string); ok {
+			msg = m
+		}
+		if he.Code == http.StatusRequestEntityTooLarge {
+			msg = "request body is larger than the configured limit"
+		}
+		return &apiError{Status: he.Code, Code: code, Message: msg}
+	}
+	switch {
+	case errors.Is(err, engine.ErrInvalidRequest):
+		return errorf(http.StatusBadRequest, "invalid_request", err.Error())
+	case errors.Is(err, engine.ErrNotFound):
+		return errorf(http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, engine.ErrConflict), errors.Is(err, engine.ErrInvalidTransition):
+		return errorf(http.StatusConflict, "conflict", err.Error())
+	case errors.Is(err, engine.ErrUnavailable):
+		return errorf(http.StatusServiceUnavailable, "unavailable", "the database is unavailable; try again")
+	}
+	return errorf(http.StatusInternalServerError, "internal", "internal error")
+}
+
+func plural(n int, w string) string {
+	if n == 1 {
+		return "1 " + w
+	}
+	return itoa(n) + " " + w + "s"
+}
+
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	ae := toAPIError(err)
+	if ae.Status >= 500 {
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "error", err)
+	}
+	_ = c.JSON(ae.Status, map[string]any{"error": ae})
+}

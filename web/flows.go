@@ -1,0 +1,232 @@
+package web
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/stitchd/stitchd/compiler"
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/store"
+)
+
+type flowBody struct {
+	Name    *string         `json:"name"`
+	Graph   json.RawMessage `json:"graph"`
+	Message string          `json:"message"`
+	BoardID *string         `json:"board_id"`
+}
+
+type versionRef struct {
+	ID     string `json:"id"`
+	Number int    `json:"number"`
+}
+
+type flowJSON struct {
+	ID        string           `json:"id"`
+	Name      string           `json:"name"`
+	BoardID   *string          `json:"board_id"`
+	Version   versionRef       `json:"version"`
+	Warnings  []engine.Problem `json:"warnings"`
+	Graph     json.RawMessage  `json:"graph,omitempty"`
+	CreatedAt time.Time        `json:"created_at"`
+	UpdatedAt time.Time        `json:"updated_at"`
+	// VersionCreated tells an update whether it made a new version.
+	VersionCreated *bool `json:"version_created,omitempty"`
+}
+
+func toFlowJSON(f *store.Flow, withGraph bool) flowJSON {
+	out := flowJSON{ID: f.ID, Name: f.Name, BoardID: f.BoardID, Version: versionRef{f.VersionID, f.VersionNumber},
+		Warnings: []engine.Problem{}, CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt}
+	var g engine.ExecutionGraph
+	if json.Unmarshal(f.Execution, &g) == nil && g.Warnings != nil {
+		out.Warnings = g.Warnings
+	}
+	if withGraph {
+		out.Graph = f.Graph
+	}
+	return out
+}
+
+// compileGraph parses and compiles a visual graph, returning the version to
+// store (canonical visual JSON, execution JSON, hash).
+func (s *Server) compileGraph(raw json.RawMessage, message string) (*store.NewVersion, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, badRequest("graph is required")
+	}
+	v, err := compiler.ParseVisual(raw)
+	if err != nil {
+		return nil, badRequest("graph: " + err.Error())
+	}
+	g, err := compiler.Compile(v)
+	if err != nil {
+		return nil, err
+	}
+	canon, err := compiler.Canonical(raw)
+	if err != nil {
+		return nil, badRequest("graph: " + err.Error())
+	}
+	exec, err := json.Marshal(g)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(canon)
+	return &store.NewVersion{ID: uuid.NewString(), Graph: canon, Execution: exec, Hash: hex.EncodeToString(sum[:]), Message: message}, nil
+}
+
+func (s *Server) createFlow(c echo.Context) error {
+	var b flowBody
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	if b.Name == nil || strings.TrimSpace(*b.Name) == "" {
+		return badRequest("name is required")
+	}
+	if b.BoardID != nil && !validUUID(*b.BoardID) {
+		return badRequest("board_id must be a UUID")
+	}
+	v, err := s.compileGraph(b.Graph, b.Message)
+	if err != nil {
+		return err
+	}
+	f, err := s.cfg.Store.CreateFlow(c.Request().Context(), uuid.NewString(), strings.TrimSpace(*b.Name), b.BoardID, *v)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, toFlowJSON(f, true))
+}
+
+func (s *Server) listFlows(c echo.Context) error {
+	fs, err := s.cfg.Store.ListFlows(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]flowJSON, len(fs))
+	for i := range fs {
+		out[i] = toFlowJSON(&fs[i], false)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"flows": out})
+}
+
+func (s *Server) getFlow(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "flow")
+	if err != nil {
+		return err
+	}
+	f, err := s.cfg.Store.GetFlow(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toFlowJSON(f, true))
+}
+
+func (s *Server) updateFlow(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "flow")
+	if err != nil {
+		return err
+	}
+	var raw map[string]json.RawMessage
+	if err := bind(c, &raw); err != nil {
+		return err
+	}
+	var b flowBody
+	if err := bind2(raw, &b); err != nil {
+		return err
+	}
+	p := store.UpdateFlowParams{}
+	if b.Name != nil {
+		n := strings.TrimSpace(*b.Name)
+		if n == "" {
+			return badRequest("name must not be empty")
+		}
+		p.Name = &n
+	}
+	if bv, ok := raw["board_id"]; ok {
+		if string(bv) == "null" {
+			p.ClearBoard = true
+		} else if b.BoardID == nil || !validUUID(*b.BoardID) {
+			return badRequest("board_id must be a UUID or null")
+		} else {
+			p.BoardID = b.BoardID
+		}
+	}
+	if len(b.Graph) > 0 {
+		v, err := s.compileGraph(b.Graph, b.Message)
+		if err != nil {
+			return err
+		}
+		p.Version = v
+	}
+	f, created, err := s.cfg.Store.UpdateFlow(c.Request().Context(), id, p)
+	if err != nil {
+		return err
+	}
+	out := toFlowJSON(f, true)
+	out.VersionCreated = &created
+	return c.JSON(http.StatusOK, out)
+}
+
+func bind2(raw map[string]json.RawMessage, v any) error {
+	b, _ := json.Marshal(raw)
+	if err := json.Unmarshal(b, v); err != nil {
+		return badRequest("malformed body: " + err.Error())
+	}
+	return nil
+}
+
+func (s *Server) deleteFlow(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "flow")
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Store.DeleteFlow(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) listVersions(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "flow")
+	if err != nil {
+		return err
+	}
+	vs, err := s.cfg.Store.ListVersions(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	type vj struct {
+		ID        string    `json:"id"`
+		Number    int       `json:"number"`
+		Message   string    `json:"message"`
+		CreatedAt time.Time `json:"created_at"`
+	}
+	out := make([]vj, len(vs))
+	for i, v := range vs {
+		out[i] = vj{v.ID, v.Number, v.Message, v.CreatedAt}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"versions": out})
+}
+
+func (s *Server) getVersion(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "flow")
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(c.Param("number"))
+	if err != nil || n < 1 {
+		return errorf(http.StatusNotFound, "not_found", "version "+c.Param("number")+" not found")
+	}
+	v, err := s.cfg.Store.GetVersion(c.Request().Context(), id, n)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"id": v.ID, "number": v.Number, "message": v.Message,
+		"graph": v.Graph, "execution_graph": v.Execution, "created_at": v.CreatedAt})
+}

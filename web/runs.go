@@ -1,0 +1,227 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/store"
+)
+
+type runJSON struct {
+	ID            string                      `json:"id"`
+	FlowID        string                      `json:"flow_id"`
+	FlowVersionID string                      `json:"flow_version_id"`
+	Status        engine.RunStatus            `json:"status"`
+	Input         json.RawMessage             `json:"input"`
+	Output        json.RawMessage             `json:"output"`
+	Error         *string                     `json:"error"`
+	EntityID      *string                     `json:"entity_id"`
+	Trigger       json.RawMessage             `json:"trigger,omitempty"`
+	CreatedAt     time.Time                   `json:"created_at"`
+	UpdatedAt     time.Time                   `json:"updated_at"`
+	FinishedAt    *time.Time                  `json:"finished_at"`
+	Nodes         map[string]engine.NodeState `json:"nodes,omitempty"`
+}
+
+func toRunJSON(r *engine.Run, nodes []engine.NodeState, withNodes bool) runJSON {
+	out := runJSON{ID: r.ID, FlowID: r.FlowID, FlowVersionID: r.FlowVersionID, Status: r.Status,
+		Input: nullJSON(r.Input), Output: nullJSON(r.Output), Error: r.Error, EntityID: r.EntityID, Trigger: r.Trigger,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
+	if withNodes {
+		out.Nodes = make(map[string]engine.NodeState, len(nodes))
+		for _, n := range nodes {
+			n.Input, n.Output = nullJSON(n.Input), nullJSON(n.Output)
+			out.Nodes[n.Key] = n
+		}
+	}
+	return out
+}
+
+func nullJSON(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+func (s *Server) startRun(c echo.Context) error {
+	flowID, err := s.pathUUID(c, "id", "flow")
+	if err != nil {
+		return err
+	}
+	var b struct {
+		Input    json.RawMessage `json:"input"`
+		EntityID *string         `json:"entity_id"`
+		Version  *int            `json:"version"`
+	}
+	if c.Request().ContentLength != 0 {
+		if err := bind(c, &b); err != nil {
+			return err
+		}
+	}
+	if b.EntityID != nil && !validUUID(*b.EntityID) {
+		return badRequest("entity_id must be a UUID")
+	}
+	ctx := c.Request().Context()
+	f, err := s.cfg.Store.GetFlow(ctx, flowID)
+	if err != nil {
+		return err
+	}
+	versionID := f.VersionID
+	if b.Version != nil {
+		v, err := s.cfg.Store.GetVersion(ctx, flowID, *b.Version)
+		if err != nil {
+			if errors.Is(err, engine.ErrNotFound) {
+				return badRequest("flow has no version " + strconv.Itoa(*b.Version))
+			}
+			return err
+		}
+		versionID = v.ID
+	}
+	key := strings.TrimSpace(c.Request().Header.Get("Idempotency-Key"))
+	if len(key) > 255 {
+		return badRequest("Idempotency-Key is longer than 255 characters")
+	}
+	run, _, err := s.cfg.Engine.StartRun(ctx, engine.StartRunParams{FlowID: flowID, VersionID: versionID,
+		Input: b.Input, EntityID: b.EntityID, Trigger: json.RawMessage(`{"type":"api"}`), IdempotencyKey: key})
+	if err != nil {
+		return err
+	}
+	r, nodes, err := s.cfg.Store.GetRun(ctx, run.ID, true)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, toRunJSON(r, nodes, true))
+}
+
+func (s *Server) listRuns(c echo.Context) error {
+	f := store.RunFilter{FlowID: c.QueryParam("flow_id"), Status: c.QueryParam("status"), Cursor: c.QueryParam("cursor")}
+	if f.FlowID != "" && !validUUID(f.FlowID) {
+		return badRequest("flow_id must be a UUID")
+	}
+	switch engine.RunStatus(f.Status) {
+	case "", engine.RunRunning, engine.RunCompleted, engine.RunFailed, engine.RunCancelled:
+	default:
+		return badRequest("status must be running, completed, failed or cancelled")
+	}
+	if l := c.QueryParam("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 500 {
+			return badRequest("limit must be between 1 and 500")
+		}
+		f.Limit = n
+	}
+	runs, next, err := s.cfg.Store.ListRuns(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	out := make([]runJSON, len(runs))
+	for i := range runs {
+		out[i] = toRunJSON(&runs[i], nil, false)
+	}
+	var nc *string
+	if next != "" {
+		nc = &next
+	}
+	return c.JSON(http.StatusOK, map[string]any{"runs": out, "next_cursor": nc})
+}
+
+func (s *Server) getRun(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "run")
+	if err != nil {
+		return err
+	}
+	r, nodes, err := s.cfg.Store.GetRun(c.Request().Context(), id, true)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toRunJSON(r, nodes, true))
+}
+
+func (s *Server) cancelRun(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "run")
+	if err != nil {
+		return err
+	}
+	if _, err := s.cfg.Engine.CancelRun(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return s.getRun(c)
+}
+
+func (s *Server) retryNode(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "run")
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Engine.RetryNode(c.Request().Context(), id, c.Param("key")); err != nil {
+		return err
+	}
+	return s.getRun(c)
+}
+
+func (s *Server) completeNode(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "run")
+	if err != nil {
+		return err
+	}
+	var b struct {
+		Status string          `json:"status"`
+		Output json.RawMessage `json:"output"`
+		Error  string          `json:"error"`
+	}
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	if b.Status != "completed" && b.Status != "failed" {
+		return badRequest(`status must be "completed" or "failed"`)
+	}
+	err = s.cfg.Engine.CompleteUX(c.Request().Context(), engine.CompleteUXParams{RunID: id, Key: c.Param("key"),
+		Status: engine.Status(b.Status), Output: b.Output, Error: b.Error})
+	if err != nil {
+		return err
+	}
+	return s.getRun(c)
+}
+
+func (s *Server) approvals(c echo.Context) error {
+	as, err := s.cfg.Store.Approvals(c.Request().Context(), 1000)
+	if err != nil {
+		return err
+	}
+	type aj struct {
+		RunID        string          `json:"run_id"`
+		Key          string          `json:"key"`
+		NodeID       string          `json:"node_id"`
+		FlowID       string          `json:"flow_id"`
+		Label        string          `json:"label"`
+		Prompt       string          `json:"prompt"`
+		Input        json.RawMessage `json:"input"`
+		Entity       any             `json:"entity"`
+		WaitingSince time.Time       `json:"waiting_since"`
+	}
+	out := make([]aj, len(as))
+	for i, a := range as {
+		var cfg struct {
+			Label  string `json:"label"`
+			Prompt string `json:"prompt"`
+		}
+		_ = json.Unmarshal(a.Config, &cfg)
+		if cfg.Label == "" {
+			cfg.Label = a.NodeID
+		}
+		var ent any
+		if a.EntityID != nil {
+			ent = map[string]string{"id": *a.EntityID}
+		}
+		out[i] = aj{a.RunID, a.Key, a.NodeID, a.FlowID, cfg.Label, cfg.Prompt, nullJSON(a.Input), ent, a.WaitingSince}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"approvals": out})
+}

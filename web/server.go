@@ -1,0 +1,145 @@
+package web
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/stitchd/stitchd/callbacks"
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/store"
+)
+
+// Config wires a Server.
+type Config struct {
+	Store     *store.Store
+	Engine    *engine.Engine
+	Keys      *callbacks.Keyring
+	Hub       *Hub
+	AuthToken string
+	// BodyLimit bounds request bodies (default 1 MiB).
+	BodyLimit int64
+	Clock     engine.Clock
+	Logger    *slog.Logger
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg  Config
+	echo *echo.Echo
+	log  *slog.Logger
+}
+
+// New builds the router.
+func New(cfg Config) *Server {
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = 1 << 20
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = engine.SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, echo: echo.New(), log: cfg.Logger}
+	e := s.echo
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(middleware.Recover())
+	e.Use(middleware.BodyLimit(strconv.FormatInt(cfg.BodyLimit, 10) + "B"))
+
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", s.readyz)
+	e.POST("/callbacks/:token", s.callback)
+
+	api := e.Group("/api/v1", s.auth)
+	api.POST("/flows", s.createFlow)
+	api.GET("/flows", s.listFlows)
+	api.GET("/flows/:id", s.getFlow)
+	api.PUT("/flows/:id", s.updateFlow)
+	api.DELETE("/flows/:id", s.deleteFlow)
+	api.GET("/flows/:id/versions", s.listVersions)
+	api.GET("/flows/:id/versions/:number", s.getVersion)
+	api.POST("/flows/:id/runs", s.startRun)
+	api.GET("/runs", s.listRuns)
+	api.GET("/runs/:id", s.getRun)
+	api.POST("/runs/:id/cancel", s.cancelRun)
+	api.POST("/runs/:id/nodes/:key/retry", s.retryNode)
+	api.POST("/runs/:id/nodes/:key/complete", s.completeNode)
+	api.GET("/runs/:id/events", s.runEvents)
+	api.GET("/events", s.allEvents)
+	api.GET("/approvals", s.approvals)
+	return s
+}
+
+// Handler returns the server's http.Handler.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Routes lists the registered routes (method, path).
+func (s *Server) Routes() []*echo.Route { return s.echo.Routes() }
+
+func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
+	want := []byte(s.cfg.AuthToken)
+	return func(c echo.Context) error {
+		h := c.Request().Header.Get("Authorization")
+		tok, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || len(want) == 0 || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), want) != 1 {
+			return errorf(http.StatusUnauthorized, "unauthorized", "missing or invalid API token")
+		}
+		return next(c)
+	}
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
+	defer cancel()
+	if err := s.cfg.Store.Ready(ctx); err != nil {
+		return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": errorf(503, "unavailable", "not ready: "+err.Error())})
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// bind decodes a JSON body strictly enough: malformed JSON is a 400.
+func bind(c echo.Context, v any) error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return he
+		}
+		return badRequest("error reading request body")
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return badRequest("request body must be a JSON object")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return badRequest("malformed JSON: " + err.Error())
+	}
+	return nil
+}
+
+func validUUID(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil && len(s) == 36
+}
+
+func (s *Server) pathUUID(c echo.Context, name, what string) (string, error) {
+	id := c.Param(name)
+	if !validUUID(id) {
+		return "", errorf(http.StatusNotFound, "not_found", what+" "+id+" not found")
+	}
+	return id, nil
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

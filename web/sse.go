@@ -1,0 +1,252 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/stitchd/stitchd/engine"
+)
+
+// Hub fans database notifications (the id of a run with new events) out
+// to SSE subscribers. Feed it from store.Listen.
+type Hub struct {
+	mu   sync.Mutex
+	subs map[*subscriber]struct{}
+}
+
+type subscriber struct {
+	runID string // "" = every run
+	wake  chan struct{}
+	mu    sync.Mutex
+	dirty map[string]struct{}
+	all   bool // a reconnect: anything may have changed
+}
+
+// NewHub returns an empty hub.
+func NewHub() *Hub { return &Hub{subs: map[*subscriber]struct{}{}} }
+
+// Notify tells subscribers that runID has new events ("" = unknown, after
+// a listener reconnect).
+func (h *Hub) Notify(runID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs {
+		if runID != "" && s.runID != "" && s.runID != runID {
+			continue
+		}
+		s.mu.Lock()
+		if runID == "" {
+			s.all = true
+		} else {
+			s.dirty[runID] = struct{}{}
+		}
+		s.mu.Unlock()
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (h *Hub) subscribe(runID string) *subscriber {
+	s := &subscriber{runID: runID, wake: make(chan struct{}, 1), dirty: map[string]struct{}{}}
+	h.mu.Lock()
+	h.subs[s] = struct{}{}
+	h.mu.Unlock()
+	return s
+}
+
+func (h *Hub) unsubscribe(s *subscriber) {
+	h.mu.Lock()
+	delete(h.subs, s)
+	h.mu.Unlock()
+}
+
+func (s *subscriber) take() (map[string]struct{}, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, all := s.dirty, s.all
+	s.dirty, s.all = map[string]struct{}{}, false
+	return d, all
+}
+
+func sseStart(c echo.Context) {
+	h := c.Response().Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	c.Response().WriteHeader(http.StatusOK)
+	c.Response().Flush()
+}
+
+func writeEvent(c echo.Context, id int64, e engine.Event) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(c.Response(), "id: %d\nevent: %s\ndata: %s\n\n", id, e.Type, b); err != nil {
+		return err
+	}
+	return nil
+}
+
+func lastEventID(c echo.Context) int64 {
+	v := c.Request().Header.Get("Last-Event-ID")
+	if v == "" {
+		v = c.QueryParam("last_event_id")
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	if n < 0 {
+		n = 0
+	}
+	return n
+}
+
+// runEvents streams one run's events in order; the SSE id is the event's
+// sequence number within the run, so Last-Event-ID resumes exactly.
+func (s *Server) runEvents(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "run")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, _, err := s.cfg.Store.GetRun(ctx, id, false); err != nil {
+		return err
+	}
+	sub := s.cfg.Hub.subscribe(id)
+	defer s.cfg.Hub.unsubscribe(sub)
+	sseStart(c)
+	after := lastEventID(c)
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	poll := time.NewTicker(5 * time.Second) // safety net if a notification is lost
+	defer poll.Stop()
+	for {
+		for {
+			evs, err := s.cfg.Store.RunEvents(ctx, id, after, 1000)
+			if err != nil {
+				return nil
+			}
+			for _, e := range evs {
+				if err := writeEvent(c, e.Seq, e); err != nil {
+					return nil
+				}
+				after = e.Seq
+			}
+			c.Response().Flush()
+			if len(evs) < 1000 {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-sub.wake:
+			sub.take()
+		case <-poll.C:
+		case <-keepalive.C:
+			if _, err := fmt.Fprint(c.Response(), ": keepalive\n\n"); err != nil {
+				return nil
+			}
+			c.Response().Flush()
+		}
+	}
+}
+
+// allEvents streams every run's events (boards, dashboards). The SSE id is
+// the global event id; each run's events arrive in order.
+func (s *Server) allEvents(c echo.Context) error {
+	ctx := c.Request().Context()
+	sub := s.cfg.Hub.subscribe("")
+	defer s.cfg.Hub.unsubscribe(sub)
+	start := lastEventID(c)
+	if c.Request().Header.Get("Last-Event-ID") == "" && c.QueryParam("last_event_id") == "" {
+		var err error
+		if start, err = s.cfg.Store.LastEventID(ctx); err != nil {
+			return err
+		}
+	}
+	sseStart(c)
+	// Replay what was missed since Last-Event-ID.
+	lastSeq := map[string]int64{}
+	globalAfter := start
+	send := func(evs []engine.Event) error {
+		for _, e := range evs {
+			if e.Seq <= lastSeq[e.RunID] {
+				continue
+			}
+			if err := writeEvent(c, e.ID, e); err != nil {
+				return err
+			}
+			lastSeq[e.RunID] = e.Seq
+		}
+		c.Response().Flush()
+		return nil
+	}
+	catchUp := func() error {
+		for {
+			evs, err := s.cfg.Store.EventsAfter(ctx, globalAfter, 1000)
+			if err != nil {
+				return err
+			}
+			if len(evs) > 0 {
+				globalAfter = evs[len(evs)-1].ID
+			}
+			if err := send(evs); err != nil {
+				return err
+			}
+			if len(evs) < 1000 {
+				return nil
+			}
+		}
+	}
+	if err := catchUp(); err != nil {
+		return nil
+	}
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-keepalive.C:
+			if _, err := fmt.Fprint(c.Response(), ": keepalive\n\n"); err != nil {
+				return nil
+			}
+			c.Response().Flush()
+		case <-sub.wake:
+			dirty, all := sub.take()
+			if all {
+				if catchUp() != nil {
+					return nil
+				}
+				continue
+			}
+			for runID := range dirty {
+				after, seen := lastSeq[runID]
+				var evs []engine.Event
+				var err error
+				if seen {
+					evs, err = s.cfg.Store.RunEvents(ctx, runID, after, 5000)
+				} else {
+					evs, err = s.cfg.Store.RunEventsSince(ctx, runID, start, 5000)
+				}
+				if err != nil || send(evs) != nil {
+					return nil
+				}
+				for _, e := range evs {
+					if e.ID > globalAfter {
+						globalAfter = e.ID
+					}
+				}
+			}
+		}
+	}
+}
