@@ -18,11 +18,18 @@ import (
 // canonical form; any change of value (a moved node, an edited label) gives
 // a different one. Invalid JSON is an error.
 func Canonical(raw []byte) ([]byte, error) {
+	var c canonicalizer
+	return c.canonical(raw)
+}
+
+// canonical is Canonical reusing c's buffers between documents.
+func (c *canonicalizer) canonical(raw []byte) ([]byte, error) {
 	if !json.Valid(raw) {
 		return nil, errors.New("error canonicalizing JSON: invalid JSON")
 	}
-	c := canonicalizer{src: raw}
+	c.src, c.pos, c.depth = raw, 0, 0
 	out := c.value(make([]byte, 0, len(raw)))
+	c.src = nil
 	return out, nil
 }
 

@@ -95,6 +95,7 @@ type cedge struct {
 }
 
 type compiler struct {
+	canon    canonicalizer
 	v        VisualGraph
 	opts     Options
 	sections map[string]struct{}
@@ -127,6 +128,10 @@ func (c *compiler) errorf(code, nodeID, edgeID, path, format string, args ...any
 	})
 }
 
+func (c *compiler) errAt(code, nodeID, edgeID string, at loc, format string, args ...any) {
+	c.errorf(code, nodeID, edgeID, at.String(), format, args...)
+}
+
 func (c *compiler) outEdges(n int32) []int32 { return c.outList[c.outStart[n]:c.outStart[n+1]] }
 func (c *compiler) inEdges(n int32) []int32  { return c.inList[c.inStart[n]:c.inStart[n+1]] }
 
@@ -157,24 +162,21 @@ func (c *compiler) collectNodes() {
 	c.nodes = make([]cnode, 0, len(c.v.Nodes))
 	c.byID = make(map[string]int32, len(c.v.Nodes))
 	for i, vn := range c.v.Nodes {
-		path := nodePath(i)
 		typ, known := canonicalType(vn.Type)
 		if !known {
-			c.errorf(CodeUnknownType, vn.ID, "", path+".type", "node %q has unknown type %q (want Worker, UX, Splitter or Collector)", vn.ID, vn.Type)
+			c.errorf(CodeUnknownType, vn.ID, "", nodePath(i)+".type", "node %q has unknown type %q (want Worker, UX, Splitter or Collector)", vn.ID, vn.Type)
 		}
-		cfg, ok := c.canonicalData(vn.Data, vn.ID, "", path+".data")
+		cfg, ok := c.canonicalData(vn.Data, vn.ID, "", nodeLoc(i).field("data"))
 		if ok && known {
 			c.validateNodeConfig(i, vn.ID, typ, cfg)
 		}
-		switch {
-		case vn.ID == "":
-			c.errorf(CodeMissingID, "", "", path+".id", "node has an empty id")
+		if vn.ID == "" {
+			c.errorf(CodeMissingID, "", "", nodePath(i)+".id", "node has an empty id")
 			continue
-		default:
-			if first, dup := c.byID[vn.ID]; dup {
-				c.errorf(CodeDuplicateID, vn.ID, "", path+".id", "node id %q is already used by %s", vn.ID, nodePath(c.nodes[first].vi))
-				continue
-			}
+		}
+		if first, dup := c.byID[vn.ID]; dup {
+			c.errorf(CodeDuplicateID, vn.ID, "", nodePath(i)+".id", "node id %q is already used by %s", vn.ID, nodePath(c.nodes[first].vi))
+			continue
 		}
 		c.byID[vn.ID] = int32(len(c.nodes))
 		c.nodes = append(c.nodes, cnode{id: vn.ID, vi: i, typ: typ, cfg: cfg})
@@ -183,20 +185,20 @@ func (c *compiler) collectNodes() {
 
 // canonicalData canonicalizes a node's or edge's data, which must be a JSON
 // object or absent/null ({}).
-func (c *compiler) canonicalData(data json.RawMessage, nodeID, edgeID, path string) (json.RawMessage, bool) {
+func (c *compiler) canonicalData(data json.RawMessage, nodeID, edgeID string, at loc) (json.RawMessage, bool) {
 	if len(data) == 0 {
 		return json.RawMessage("{}"), true
 	}
-	cd, err := Canonical(data)
+	cd, err := c.canon.canonical(data)
 	if err != nil {
-		c.errorf(CodeInvalidConfig, nodeID, edgeID, path, "data is not valid JSON")
+		c.errAt(CodeInvalidConfig, nodeID, edgeID, at, "data is not valid JSON")
 		return nil, false
 	}
 	switch {
 	case string(cd) == "null":
 		return json.RawMessage("{}"), true
 	case cd[0] != '{':
-		c.errorf(CodeInvalidConfig, nodeID, edgeID, path, "data must be an object")
+		c.errAt(CodeInvalidConfig, nodeID, edgeID, at, "data must be an object")
 		return nil, false
 	}
 	return cd, true
@@ -207,28 +209,27 @@ func (c *compiler) collectEdges() {
 	edgeIDs := make(map[string]int, len(c.v.Edges))
 	pairs := make(map[[2]int32]int, len(c.v.Edges))
 	for i, ve := range c.v.Edges {
-		path := edgePath(i)
 		if ve.ID == "" {
-			c.errorf(CodeMissingID, "", "", path+".id", "edge %s → %s has an empty id", ve.Source, ve.Target)
+			c.errorf(CodeMissingID, "", "", edgePath(i)+".id", "edge %s → %s has an empty id", ve.Source, ve.Target)
 		} else if first, dup := edgeIDs[ve.ID]; dup {
-			c.errorf(CodeDuplicateID, "", ve.ID, path+".id", "edge id %q is already used by %s", ve.ID, edgePath(first))
+			c.errorf(CodeDuplicateID, "", ve.ID, edgePath(i)+".id", "edge id %q is already used by %s", ve.ID, edgePath(first))
 		} else {
 			edgeIDs[ve.ID] = i
 		}
-		src, srcOK := c.endpoint(ve, ve.Source, path+".source", "source")
-		dst, dstOK := c.endpoint(ve, ve.Target, path+".target", "target")
+		src, srcOK := c.endpoint(ve, ve.Source, i, "source")
+		dst, dstOK := c.endpoint(ve, ve.Target, i, "target")
 		mapping, mapOK := c.edgeMapping(i, ve)
 		if !srcOK || !dstOK || !mapOK {
 			continue
 		}
 		if src == dst {
 			c.hasCycle = true
-			c.errorf(CodeCycle, ve.Source, ve.ID, path, "cycle: %s → %s (edge %q joins a node to itself)", ve.Source, ve.Source, ve.ID)
+			c.errorf(CodeCycle, ve.Source, ve.ID, edgePath(i), "cycle: %s → %s (edge %q joins a node to itself)", ve.Source, ve.Source, ve.ID)
 			continue
 		}
 		pair := [2]int32{src, dst}
 		if first, dup := pairs[pair]; dup {
-			c.errorf(CodeDuplicateEdge, "", ve.ID, path, "edge %q duplicates %s: both join %s → %s", ve.ID, edgePath(first), ve.Source, ve.Target)
+			c.errorf(CodeDuplicateEdge, "", ve.ID, edgePath(i), "edge %q duplicates %s: both join %s → %s", ve.ID, edgePath(first), ve.Source, ve.Target)
 			continue
 		}
 		pairs[pair] = i
@@ -236,14 +237,14 @@ func (c *compiler) collectEdges() {
 	}
 }
 
-func (c *compiler) endpoint(ve VisualEdge, id, path, end string) (int32, bool) {
+func (c *compiler) endpoint(ve VisualEdge, id string, vi int, end string) (int32, bool) {
 	if id == "" {
-		c.errorf(CodeMissingNode, "", ve.ID, path, "edge %q has an empty %s", ve.ID, end)
+		c.errorf(CodeMissingNode, "", ve.ID, edgePath(vi)+"."+end, "edge %q has an empty %s", ve.ID, end)
 		return -1, false
 	}
 	n, ok := c.byID[id]
 	if !ok {
-		c.errorf(CodeMissingNode, "", ve.ID, path, "edge %q: %s node %q does not exist", ve.ID, end, id)
+		c.errorf(CodeMissingNode, "", ve.ID, edgePath(vi)+"."+end, "edge %q: %s node %q does not exist", ve.ID, end, id)
 		return -1, false
 	}
 	return n, true

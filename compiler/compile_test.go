@@ -633,6 +633,13 @@ func TestCompileProblems(t *testing.T) {
 			msg:  `joins the parallel region of splitter "s1" to the parallel region of splitter "s2"`,
 		},
 		{
+			name: "edge from outside into a collector",
+			g: graph(nodes(worker("f"), splitter("s"), worker("a"), collector("c")), edges(
+				edge("e1", "f", "s"), edge("e2", "s", "a"), edge("e3", "a", "c"), edge("e4", "f", "c"))),
+			want: []prob{{compiler.CodeRegionBoundary, "c", "e4", "edges[3]"}},
+			msg:  `collector "c" gathers the parallel region of splitter "s"`,
+		},
+		{
 			name: "splitter joined directly to its collector",
 			g:    graph(nodes(splitter("s"), collector("c")), edges(edge("e1", "s", "c"))),
 			want: []prob{{compiler.CodeRegionBoundary, "s", "e1", "edges[0]"}},

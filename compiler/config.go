@@ -31,19 +31,19 @@ func present(r gjson.Result) bool { return r.Exists() && r.Type != gjson.Null }
 // cfg is a canonical JSON object, so every key occurs once and gjson sees
 // the same value as encoding/json would.
 func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cfg []byte) {
-	base := nodePath(vi) + ".data"
+	base := nodeLoc(vi).field("data")
 	root := gjson.ParseBytes(cfg)
 	switch typ {
 	case engine.NodeTypeWorker:
 		c.checkWebhookURL(id, base, root.Get("webhookUrl"))
 		c.checkTimeout(id, base, root.Get("timeoutSeconds"))
-		c.checkRetry(id, base+".retry", root.Get("retry"))
-		c.checkEntityMovement(id, base+".entityMovement", root.Get("entityMovement"))
+		c.checkRetry(id, base.field("retry"), root.Get("retry"))
+		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
 	case engine.NodeTypeUX:
-		c.checkEntityMovement(id, base+".entityMovement", root.Get("entityMovement"))
+		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
 	case engine.NodeTypeSplitter:
 		if ap := root.Get("arrayPath"); ap.Type != gjson.String || strings.TrimSpace(ap.Str) == "" {
-			c.errorf(CodeMissingArrayPath, id, "", base+".arrayPath", "splitter %q needs a non-empty string arrayPath (a gjson path to the array to split)", id)
+			c.errAt(CodeMissingArrayPath, id, "", base.field("arrayPath"), "splitter %q needs a non-empty string arrayPath (a gjson path to the array to split)", id)
 		}
 		c.rejectEntityMovement(id, base, root)
 	case engine.NodeTypeCollector:
@@ -51,64 +51,64 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 	}
 }
 
-func (c *compiler) checkWebhookURL(id, base string, r gjson.Result) {
-	path := base + ".webhookUrl"
+func (c *compiler) checkWebhookURL(id string, base loc, r gjson.Result) {
+	path := base.field("webhookUrl")
 	switch {
 	case !present(r):
-		c.errorf(CodeInvalidWebhookURL, id, "", path, "worker %q needs a webhookUrl", id)
+		c.errAt(CodeInvalidWebhookURL, id, "", path, "worker %q needs a webhookUrl", id)
 	case r.Type != gjson.String:
-		c.errorf(CodeInvalidWebhookURL, id, "", path, "worker %q: webhookUrl must be a string", id)
+		c.errAt(CodeInvalidWebhookURL, id, "", path, "worker %q: webhookUrl must be a string", id)
 	default:
 		u, err := url.Parse(r.Str)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-			c.errorf(CodeInvalidWebhookURL, id, "", path, "worker %q: webhookUrl %q is not an absolute http or https URL with a host", id, r.Str)
+			c.errAt(CodeInvalidWebhookURL, id, "", path, "worker %q: webhookUrl %q is not an absolute http or https URL with a host", id, r.Str)
 		}
 	}
 }
 
-func (c *compiler) checkTimeout(id, base string, r gjson.Result) {
+func (c *compiler) checkTimeout(id string, base loc, r gjson.Result) {
 	if !present(r) {
 		return
 	}
 	if r.Type != gjson.Number || !(r.Num > 0) || r.Num > maxTimeoutSeconds {
-		c.errorf(CodeInvalidConfig, id, "", base+".timeoutSeconds", "node %q: timeoutSeconds must be a positive number of seconds (at most %.0f), got %s", id, maxTimeoutSeconds, r.Raw)
+		c.errAt(CodeInvalidConfig, id, "", base.field("timeoutSeconds"), "node %q: timeoutSeconds must be a positive number of seconds (at most %.0f), got %s", id, maxTimeoutSeconds, r.Raw)
 	}
 }
 
-func (c *compiler) checkRetry(id, path string, r gjson.Result) {
+func (c *compiler) checkRetry(id string, path loc, r gjson.Result) {
 	if !present(r) {
 		return
 	}
 	if !r.IsObject() {
-		c.errorf(CodeInvalidConfig, id, "", path, "node %q: retry must be an object", id)
+		c.errAt(CodeInvalidConfig, id, "", path, "node %q: retry must be an object", id)
 		return
 	}
 	if m := r.Get("maxAttempts"); present(m) {
 		n, ok := integer(m)
 		if !ok || n < minMaxAttempts || n > maxMaxAttempts {
-			c.errorf(CodeInvalidConfig, id, "", path+".maxAttempts", "node %q: retry.maxAttempts must be an integer from %d to %d, got %s", id, minMaxAttempts, maxMaxAttempts, m.Raw)
+			c.errAt(CodeInvalidConfig, id, "", path.field("maxAttempts"), "node %q: retry.maxAttempts must be an integer from %d to %d, got %s", id, minMaxAttempts, maxMaxAttempts, m.Raw)
 		}
 	}
 	if b := r.Get("backoff"); present(b) {
 		if b.Type != gjson.String || !contains(backoffKinds, b.Str) {
-			c.errorf(CodeInvalidConfig, id, "", path+".backoff", "node %q: retry.backoff must be one of %s, got %s", id, strings.Join(backoffKinds, ", "), b.Raw)
+			c.errAt(CodeInvalidConfig, id, "", path.field("backoff"), "node %q: retry.backoff must be one of %s, got %s", id, strings.Join(backoffKinds, ", "), b.Raw)
 		}
 	}
-	initial, initialOK := c.nonNegative(id, path+".initialDelayMs", "retry.initialDelayMs", r.Get("initialDelayMs"))
-	maxDelay, maxOK := c.nonNegative(id, path+".maxDelayMs", "retry.maxDelayMs", r.Get("maxDelayMs"))
+	initial, initialOK := c.nonNegative(id, path.field("initialDelayMs"), "retry.initialDelayMs", r.Get("initialDelayMs"))
+	maxDelay, maxOK := c.nonNegative(id, path.field("maxDelayMs"), "retry.maxDelayMs", r.Get("maxDelayMs"))
 	if initialOK && maxOK && initial > maxDelay {
-		c.errorf(CodeInvalidConfig, id, "", path+".initialDelayMs", "node %q: retry.initialDelayMs (%v) must not exceed retry.maxDelayMs (%v)", id, initial, maxDelay)
+		c.errAt(CodeInvalidConfig, id, "", path.field("initialDelayMs"), "node %q: retry.initialDelayMs (%v) must not exceed retry.maxDelayMs (%v)", id, initial, maxDelay)
 	}
 }
 
 // nonNegative checks an optional non-negative number; ok reports whether it
 // is present and valid.
-func (c *compiler) nonNegative(id, path, name string, r gjson.Result) (float64, bool) {
+func (c *compiler) nonNegative(id string, path loc, name string, r gjson.Result) (float64, bool) {
 	if !present(r) {
 		return 0, false
 	}
 	if r.Type != gjson.Number || r.Num < 0 || math.IsInf(r.Num, 0) {
-		c.errorf(CodeInvalidConfig, id, "", path, "node %q: %s must be a non-negative number of milliseconds, got %s", id, name, r.Raw)
+		c.errAt(CodeInvalidConfig, id, "", path, "node %q: %s must be a non-negative number of milliseconds, got %s", id, name, r.Raw)
 		return 0, false
 	}
 	return r.Num, true
@@ -135,12 +135,12 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func (c *compiler) checkEntityMovement(id, path string, r gjson.Result) {
+func (c *compiler) checkEntityMovement(id string, path loc, r gjson.Result) {
 	if !present(r) {
 		return
 	}
 	if !r.IsObject() {
-		c.errorf(CodeInvalidConfig, id, "", path, "node %q: entityMovement must be an object", id)
+		c.errAt(CodeInvalidConfig, id, "", path, "node %q: entityMovement must be an object", id)
 		return
 	}
 	for _, key := range [...]string{"onSuccess", "onFailure"} {
@@ -148,38 +148,41 @@ func (c *compiler) checkEntityMovement(id, path string, r gjson.Result) {
 		if !present(a) {
 			continue
 		}
-		apath := path + "." + key
+		apath := path.field(key)
 		if !a.IsObject() {
-			c.errorf(CodeInvalidConfig, id, "", apath, "node %q: entityMovement.%s must be an object", id, key)
+			c.errAt(CodeInvalidConfig, id, "", apath, "node %q: entityMovement.%s must be an object", id, key)
 			continue
 		}
 		switch t := a.Get("targetSectionId"); {
 		case t.Type != gjson.String || t.Str == "":
-			c.errorf(CodeInvalidConfig, id, "", apath+".targetSectionId", "node %q: entityMovement.%s.targetSectionId must be a non-empty string", id, key)
+			c.errAt(CodeInvalidConfig, id, "", apath.field("targetSectionId"), "node %q: entityMovement.%s.targetSectionId must be a non-empty string", id, key)
 		case c.sections != nil:
 			if _, ok := c.sections[t.Str]; !ok {
-				c.errorf(CodeUnknownSection, id, "", apath+".targetSectionId", "node %q: entityMovement.%s.targetSectionId %q is not a section of the flow's board", id, key, t.Str)
+				c.errAt(CodeUnknownSection, id, "", apath.field("targetSectionId"), "node %q: entityMovement.%s.targetSectionId %q is not a section of the flow's board", id, key, t.Str)
 			}
 		}
 		if ca := a.Get("completeAs"); present(ca) && (ca.Type != gjson.String || !contains(completeAsValues, ca.Str)) {
-			c.errorf(CodeInvalidConfig, id, "", apath+".completeAs", "node %q: entityMovement.%s.completeAs must be one of %s, got %s", id, key, strings.Join(completeAsValues, ", "), ca.Raw)
+			c.errAt(CodeInvalidConfig, id, "", apath.field("completeAs"), "node %q: entityMovement.%s.completeAs must be one of %s, got %s", id, key, strings.Join(completeAsValues, ", "), ca.Raw)
 		}
 		if st := a.Get("setEntityType"); present(st) && st.Type != gjson.String {
-			c.errorf(CodeInvalidConfig, id, "", apath+".setEntityType", "node %q: entityMovement.%s.setEntityType must be a string", id, key)
+			c.errAt(CodeInvalidConfig, id, "", apath.field("setEntityType"), "node %q: entityMovement.%s.setEntityType must be a string", id, key)
 		}
 	}
 }
 
-func (c *compiler) rejectEntityMovement(id, base string, root gjson.Result) {
+func (c *compiler) rejectEntityMovement(id string, base loc, root gjson.Result) {
 	if present(root.Get("entityMovement")) {
-		c.errorf(CodeInvalidConfig, id, "", base+".entityMovement", "node %q: entityMovement is only allowed on Worker and UX nodes", id)
+		c.errAt(CodeInvalidConfig, id, "", base.field("entityMovement"), "node %q: entityMovement is only allowed on Worker and UX nodes", id)
 	}
 }
 
 // edgeMapping validates edge vi's data and returns its mapping (nil when it
 // has none). ok is false when the data is invalid.
 func (c *compiler) edgeMapping(vi int, ve VisualEdge) (map[string]string, bool) {
-	base := edgePath(vi) + ".data"
+	if len(ve.Data) == 0 {
+		return nil, true
+	}
+	base := edgeLoc(vi).field("data")
 	cd, ok := c.canonicalData(ve.Data, "", ve.ID, base)
 	if !ok {
 		return nil, false
@@ -188,9 +191,9 @@ func (c *compiler) edgeMapping(vi int, ve VisualEdge) (map[string]string, bool) 
 	if !present(m) {
 		return nil, true
 	}
-	path := base + ".mapping"
+	path := base.field("mapping")
 	if !m.IsObject() {
-		c.errorf(CodeInvalidMapping, "", ve.ID, path, "edge %q: mapping must be an object of target key → gjson path", ve.ID)
+		c.errAt(CodeInvalidMapping, "", ve.ID, path, "edge %q: mapping must be an object of target key → gjson path", ve.ID)
 		return nil, false
 	}
 	var mapping map[string]string
@@ -198,10 +201,10 @@ func (c *compiler) edgeMapping(vi int, ve VisualEdge) (map[string]string, bool) 
 		key := k.String()
 		switch {
 		case key == "":
-			c.errorf(CodeInvalidMapping, "", ve.ID, fieldPath(path, key), "edge %q: mapping has an empty target key", ve.ID)
+			c.errAt(CodeInvalidMapping, "", ve.ID, path.field(key), "edge %q: mapping has an empty target key", ve.ID)
 			ok = false
 		case val.Type != gjson.String || val.Str == "":
-			c.errorf(CodeInvalidMapping, "", ve.ID, fieldPath(path, key), "edge %q: mapping %q must be a non-empty gjson path string, got %s", ve.ID, key, val.Raw)
+			c.errAt(CodeInvalidMapping, "", ve.ID, path.field(key), "edge %q: mapping %q must be a non-empty gjson path string, got %s", ve.ID, key, val.Raw)
 			ok = false
 		default:
 			if mapping == nil {

@@ -99,7 +99,7 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// problemOrder sorts problems by location (whole graph, nodes by index,
+// sortProblems sorts problems by location (whole graph, nodes by index,
 // edges by index); the stable sort keeps the order in which checks ran for
 // problems at the same location.
 func sortProblems(ps []engine.Problem) {
@@ -129,6 +129,33 @@ func pathOrder(path string) (kind, index int) {
 	}
 	n, _ := strconv.Atoi(rest[:end])
 	return kind, n
+}
+
+// loc is a location in the visual graph whose path string is only built
+// when a problem is reported there.
+type loc struct {
+	list   string // "nodes" or "edges"
+	index  int
+	n      int
+	fields [6]string
+}
+
+func nodeLoc(i int) loc { return loc{list: "nodes", index: i} }
+func edgeLoc(i int) loc { return loc{list: "edges", index: i} }
+
+// field returns the location of a field (an object key) of l.
+func (l loc) field(name string) loc {
+	l.fields[l.n] = name
+	l.n++
+	return l
+}
+
+func (l loc) String() string {
+	p := l.list + "[" + strconv.Itoa(l.index) + "]"
+	for _, f := range l.fields[:l.n] {
+		p = fieldPath(p, f)
+	}
+	return p
 }
 
 func nodePath(i int) string { return "nodes[" + strconv.Itoa(i) + "]" }

@@ -161,6 +161,9 @@ func (c *compiler) reportCrossing(e int32, have, want *frame) {
 	h, w := frameBelow(have, common), frameBelow(want, common)
 	var detail string
 	switch {
+	case c.nodes[ce.dst].typ == engine.NodeTypeCollector && want != nil && h == nil:
+		detail = fmt.Sprintf("collector %q gathers the parallel region of splitter %q, so every edge into it must come from inside that region",
+			v, c.nodes[want.splitter].id)
 	case w == nil:
 		detail = fmt.Sprintf("it leaves the parallel region of splitter %q, which %q is not part of, without passing through the region's collector",
 			c.nodes[h.splitter].id, v)

@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestStateMachine(t *testing.T) {
+	t.Parallel()
+	all := []Status{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusWaitingForUser, StatusCancelled}
+	allowed := map[[2]Status]bool{
+		{StatusPending, StatusRunning}:          true,
+		{StatusRunning, StatusCompleted}:        true,
+		{StatusRunning, StatusFailed}:           true,
+		{StatusRunning, StatusWaitingForUser}:   true,
+		{StatusFailed, StatusRunning}:           true,
+		{StatusWaitingForUser, StatusRunning}:   true,
+		{StatusPending, StatusCancelled}:        true,
+		{StatusRunning, StatusCancelled}:        true,
+		{StatusFailed, StatusCancelled}:         true,
+		{StatusWaitingForUser, StatusCancelled}: true,
+	}
+	for _, from := range all {
+		for _, to := range all {
+			require.Equal(t, allowed[[2]Status{from, to}], CanTransition(from, to), "%s → %s", from, to)
+		}
+	}
+	for _, to := range all {
+		require.False(t, CanTransition(StatusCompleted, to), "completed is terminal")
+		require.False(t, CanTransition(StatusCancelled, to), "cancelled is terminal")
+	}
+}
+
+func TestValidatePath(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		from  Status
+		steps []Status
+		ok    bool
+	}{
+		{StatusPending, []Status{StatusRunning, StatusCompleted}, true},
+		{StatusPending, []Status{StatusRunning, StatusWaitingForUser}, true},
+		{StatusWaitingForUser, []Status{StatusRunning, StatusFailed}, true},
+		{StatusFailed, []Status{StatusRunning}, true},
+		{StatusPending, []Status{StatusCompleted}, false},
+		{StatusFailed, []Status{StatusCompleted}, false},
+		{StatusCompleted, []Status{StatusRunning}, false},
+		{StatusPending, []Status{StatusRunning, StatusPending}, false},
+		{StatusPending, nil, false},
+	}
+	for _, tt := range tests {
+		_, err := ValidatePath([]Status{tt.from}, tt.steps)
+		if tt.ok {
+			require.NoError(t, err, "%s → %v", tt.from, tt.steps)
+		} else {
+			require.Error(t, err, "%s → %v", tt.from, tt.steps)
+		}
+	}
+	_, err := ValidatePath([]Status{StatusCompleted}, []Status{StatusRunning})
+	require.True(t, errors.Is(err, ErrInvalidTransition))
+}
+
+func TestMergeInputs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		ups  []Upstream
+		want string
+	}{
+		{"none", nil, `{}`},
+		{"one object", []Upstream{{NodeID: "a", Output: json.RawMessage(`{"x":1}`)}}, `{"x":1}`},
+		{"objects merged, later edges win", []Upstream{
+			{NodeID: "a", Output: json.RawMessage(`{"x":1,"y":1}`)},
+			{NodeID: "b", Output: json.RawMessage(`{"y":2}`)}}, `{"x":1,"y":2}`},
+		{"non-object under node id", []Upstream{
+			{NodeID: "a", Output: json.RawMessage(`"s"`)},
+			{NodeID: "b", Output: json.RawMessage(`[1,2]`)},
+			{NodeID: "c", Output: json.RawMessage(`3`)},
+			{NodeID: "d", Output: json.RawMessage(`false`)}}, `{"a":"s","b":[1,2],"c":3,"d":false}`},
+		{"null output skipped", []Upstream{{NodeID: "a", Output: json.RawMessage(`null`)}, {NodeID: "b"}}, `{}`},
+		{"mapping replaces merge for its edge", []Upstream{
+			{NodeID: "a", Output: json.RawMessage(`{"p":{"q":5},"drop":1}`), Mapping: map[string]string{"v": "p.q", "whole": "@this", "none": "zz"}},
+			{NodeID: "b", Output: json.RawMessage(`{"k":1}`)}}, `{"v":5,"whole":{"p":{"q":5},"drop":1},"k":1}`},
+		{"mapping of array element", []Upstream{
+			{NodeID: "a", Output: json.RawMessage(`[{"n":"x"},{"n":"y"}]`), Mapping: map[string]string{"second": "1.n", "count": "#"}}}, `{"second":"y","count":2}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := MergeInputs(tt.ups)
+			require.NoError(t, err)
+			require.JSONEq(t, tt.want, string(got))
+		})
+	}
+}
+
+func TestExtractItems(t *testing.T) {
+	t.Parallel()
+	items, err := ExtractItems(json.RawMessage(`{"leads":[{"a":1},"b",3]}`), "leads")
+	require.NoError(t, err)
+	require.Equal(t, []json.RawMessage{json.RawMessage(`{"a":1}`), json.RawMessage(`"b"`), json.RawMessage(`3`)}, items)
+	items, err = ExtractItems(json.RawMessage(`{"x":{"y":[]}}`), "x.y")
+	require.NoError(t, err)
+	require.Empty(t, items)
+	_, err = ExtractItems(json.RawMessage(`{"x":1}`), "leads")
+	require.ErrorContains(t, err, "matches nothing")
+	_, err = ExtractItems(json.RawMessage(`{"leads":"abc"}`), "leads")
+	require.ErrorContains(t, err, "is a string, not an array")
+	_, err = ExtractItems(json.RawMessage(`{"leads":{"a":1}}`), "leads")
+	require.ErrorContains(t, err, "is a object, not an array")
+}
+
+func TestInstanceKey(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "score", InstanceKey("score", nil))
+	require.Equal(t, "score", InstanceKey("score", []int{}))
+	require.Equal(t, "score_2", InstanceKey("score", []int{2}))
+	require.Equal(t, "step_2_10_0", InstanceKey("step_2", []int{10, 0}))
+}
+
+func FuzzMergeInputs(f *testing.F) {
+	f.Add([]byte(`{"x":1}`), []byte(`"s"`), "p.q")
+	f.Add([]byte(`[1,2,3]`), []byte(`{"a":{"b":[1]}}`), "@this")
+	f.Add([]byte(`null`), []byte(`{`), "#")
+	f.Fuzz(func(t *testing.T, a, b []byte, path string) {
+		if !json.Valid(a) || !json.Valid(b) {
+			return
+		}
+		out, err := MergeInputs([]Upstream{{NodeID: "a", Output: a}, {NodeID: "b", Output: b, Mapping: map[string]string{"m": path}}})
+		if err != nil {
+			return
+		}
+		var v map[string]any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("merge produced invalid JSON %q: %v", out, err)
+		}
+	})
+}

@@ -1,0 +1,290 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/callbacks"
+	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+const token = "test-token"
+
+// harness is a real stitchd on an isolated database with a real loopback
+// worker.
+type harness struct {
+	t      *testing.T
+	app    *app.App
+	dbURL  string
+	worker *worker
+	client *http.Client
+}
+
+type dispatch struct {
+	Header  http.Header
+	Body    []byte
+	Payload struct {
+		RunID       string          `json:"runId"`
+		NodeID      string          `json:"nodeId"`
+		Config      json.RawMessage `json:"config"`
+		Input       json.RawMessage `json:"input"`
+		CallbackURL string          `json:"callbackUrl"`
+		Attempt     int             `json:"attempt"`
+	}
+}
+
+// worker records every dispatch it receives and answers with status (202
+// unless set).
+type worker struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	got    []dispatch
+	status int
+	notify chan struct{}
+}
+
+func newWorker(t *testing.T) *worker {
+	w := &worker{status: http.StatusAccepted, notify: make(chan struct{}, 1)}
+	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var d dispatch
+		d.Header, d.Body = r.Header.Clone(), b
+		if err := json.Unmarshal(b, &d.Payload); err != nil {
+			rw.WriteHeader(400)
+			return
+		}
+		w.mu.Lock()
+		w.got = append(w.got, d)
+		st := w.status
+		w.mu.Unlock()
+		select {
+		case w.notify <- struct{}{}:
+		default:
+		}
+		rw.WriteHeader(st)
+	}))
+	t.Cleanup(w.srv.Close)
+	return w
+}
+
+func (w *worker) setStatus(s int) { w.mu.Lock(); w.status = s; w.mu.Unlock() }
+
+func (w *worker) all() []dispatch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]dispatch(nil), w.got...)
+}
+
+// waitFor waits until a dispatch for run and key (and attempt, if > 0)
+// arrived.
+func (h *harness) waitDispatch(runID, key string, attempt int) dispatch {
+	h.t.Helper()
+	var found dispatch
+	h.eventually(func() bool {
+		for _, d := range h.worker.all() {
+			if d.Payload.RunID == runID && d.Payload.NodeID == key && (attempt == 0 || d.Payload.Attempt == attempt) {
+				found = d
+				return true
+			}
+		}
+		return false
+	}, "dispatch of %s attempt %d", key, attempt)
+	return found
+}
+
+func (h *harness) dispatchCount(runID, key string) int {
+	n := 0
+	for _, d := range h.worker.all() {
+		if d.Payload.RunID == runID && d.Payload.NodeID == key {
+			n++
+		}
+	}
+	return n
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	_, dbURL := storetest.IsolatedDB(t)
+	ctx := context.Background()
+	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
+		PollInterval: 50 * time.Millisecond, DispatchTimeout: 2 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	require.NoError(t, a.Start(ctx))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.Stop(sctx)
+	})
+	return &harness{t: t, app: a, dbURL: dbURL, worker: newWorker(t), client: &http.Client{Timeout: 30 * time.Second}}
+}
+
+func (h *harness) eventually(cond func() bool, format string, args ...any) {
+	h.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for "+format, args...)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// do sends an API request and decodes the JSON answer into out (if not nil).
+func (h *harness) do(method, path string, body any, out any) int {
+	h.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(h.t, err)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, h.app.URL+path, rd)
+	require.NoError(h.t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := h.client.Do(req)
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && len(b) > 0 {
+		require.NoError(h.t, json.Unmarshal(b, out), "body: %s", b)
+	}
+	return resp.StatusCode
+}
+
+// post sends a raw callback.
+func (h *harness) post(url string, body string) (int, string) {
+	h.t.Helper()
+	resp, err := h.client.Post(url, "application/json", bytes.NewBufferString(body))
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// node is a shorthand for graph nodes in tests.
+func wnode(h *harness, id string, extra ...string) map[string]any {
+	data := map[string]any{"webhookUrl": h.worker.srv.URL + "/" + id, "retry": map[string]any{"maxAttempts": 1}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		var v any
+		if err := json.Unmarshal([]byte(extra[i+1]), &v); err != nil {
+			v = extra[i+1]
+		}
+		data[extra[i]] = v
+	}
+	return map[string]any{"id": id, "type": "Worker", "position": map[string]int{"x": 0, "y": 0}, "data": data}
+}
+
+func node(id, typ string, data map[string]any) map[string]any {
+	if data == nil {
+		data = map[string]any{}
+	}
+	return map[string]any{"id": id, "type": typ, "position": map[string]int{"x": 0, "y": 0}, "data": data}
+}
+
+func edge(src, dst string, mapping map[string]string) map[string]any {
+	e := map[string]any{"id": src + "-" + dst, "source": src, "target": dst}
+	if mapping != nil {
+		e["data"] = map[string]any{"mapping": mapping}
+	}
+	return e
+}
+
+type flowResp struct {
+	ID string `json:"id"`
+}
+
+func (h *harness) createFlow(nodes []map[string]any, edges []map[string]any) string {
+	h.t.Helper()
+	if edges == nil {
+		edges = []map[string]any{}
+	}
+	var f flowResp
+	var raw map[string]any
+	code := h.do("POST", "/api/v1/flows", map[string]any{"name": h.t.Name(), "graph": map[string]any{"nodes": nodes, "edges": edges}}, &raw)
+	require.Equal(h.t, 201, code, "create flow: %v", raw)
+	f.ID = raw["id"].(string)
+	return f.ID
+}
+
+type nodeJSON struct {
+	Key      string          `json:"key"`
+	NodeID   string          `json:"node_id"`
+	Index    []int           `json:"index"`
+	Status   string          `json:"status"`
+	Input    json.RawMessage `json:"input"`
+	Output   json.RawMessage `json:"output"`
+	Error    *string         `json:"error"`
+	Attempt  int             `json:"attempt"`
+	Finished *time.Time      `json:"finished_at"`
+}
+
+type runJSON struct {
+	ID     string              `json:"id"`
+	Status string              `json:"status"`
+	Input  json.RawMessage     `json:"input"`
+	Output json.RawMessage     `json:"output"`
+	Error  *string             `json:"error"`
+	Nodes  map[string]nodeJSON `json:"nodes"`
+}
+
+func (h *harness) startRun(flowID string, input any) runJSON {
+	h.t.Helper()
+	var r runJSON
+	code := h.do("POST", "/api/v1/flows/"+flowID+"/runs", map[string]any{"input": input}, &r)
+	require.Equal(h.t, 201, code)
+	return r
+}
+
+func (h *harness) run(id string) runJSON {
+	h.t.Helper()
+	var r runJSON
+	require.Equal(h.t, 200, h.do("GET", "/api/v1/runs/"+id, nil, &r))
+	return r
+}
+
+func (h *harness) waitRun(id, status string) runJSON {
+	h.t.Helper()
+	var r runJSON
+	h.eventually(func() bool { r = h.run(id); return r.Status == status }, "run %s to be %s (is %s)", id, status, r.Status)
+	return r
+}
+
+func (h *harness) waitNode(runID, key, status string) nodeJSON {
+	h.t.Helper()
+	var n nodeJSON
+	h.eventually(func() bool { n = h.run(runID).Nodes[key]; return n.Status == status }, "node %s to be %s (is %s)", key, status, n.Status)
+	return n
+}
+
+// complete calls back a dispatch with output.
+func (h *harness) complete(d dispatch, output string) {
+	h.t.Helper()
+	code, body := h.post(d.Payload.CallbackURL, fmt.Sprintf(`{"status":"completed","output":%s}`, output))
+	require.Equal(h.t, 200, code, body)
+}
+
+// mint returns a callback URL signed with the server's current key.
+func (h *harness) mint(runID, key string, attempt int, expiry time.Time) string {
+	h.t.Helper()
+	keys, err := h.app.Store.CallbackKeys(context.Background())
+	require.NoError(h.t, err)
+	ring, err := callbacks.NewKeyring(callbacks.Key{ID: keys[0].ID, Secret: keys[0].Secret})
+	require.NoError(h.t, err)
+	return h.app.URL + "/callbacks/" + ring.Mint(callbacks.Claims{RunID: runID, Key: key, Attempt: attempt, Expiry: expiry})
+}
