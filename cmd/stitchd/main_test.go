@@ -1,0 +1,455 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+// mapEnv is a fake environment.
+func mapEnv(m map[string]string) envLookup {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+// configSettings is every setting with its default, a value to set through
+// the environment and another to set with the flag.
+var configSettings = []struct {
+	flag, env          string
+	def, envVal, flagV string
+	get                func(o *options) string
+}{
+	{"addr", "STITCHD_ADDR", "127.0.0.1:8080", "0.0.0.0:9000", "127.0.0.1:7000", func(o *options) string { return o.addr }},
+	{"database-url", "DATABASE_URL", "", "postgres://env@db/env", "postgres://flag@db/flag", func(o *options) string { return o.databaseURL }},
+	{"base-url", "STITCHD_BASE_URL", "", "https://env.example", "https://flag.example", func(o *options) string { return o.baseURL }},
+	{"auth-token", "STITCHD_AUTH_TOKEN", "", "env-token", "flag-token", func(o *options) string { return o.authToken }},
+	{"log-format", "STITCHD_LOG_FORMAT", "text", "json", "text", func(o *options) string { return o.logFormat }},
+	{"log-level", "STITCHD_LOG_LEVEL", "info", "debug", "warn", func(o *options) string { return o.logLevel }},
+	{"body-limit", "STITCHD_BODY_LIMIT", "1048576", "2048", "4096", func(o *options) string { return strconv.FormatInt(o.bodyLimit, 10) }},
+	{"data-dir", "STITCHD_DATA_DIR", "", "/env/pg", "/flag/pg", func(o *options) string { return o.dataDir }},
+}
+
+// TestConfigSettingsComplete keeps configSettings in step with main.go.
+func TestConfigSettingsComplete(t *testing.T) {
+	t.Parallel()
+	want := map[string]string{}
+	for _, s := range settings {
+		want[s.flag] = s.env
+	}
+	got := map[string]string{}
+	for _, s := range configSettings {
+		got[s.flag] = s.env
+	}
+	require.Equal(t, want, got)
+
+	// Every server flag has an environment variable.
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	var o options
+	addServerFlags(fs, &o)
+	fs.VisitAll(func(f *pflag.Flag) {
+		require.Contains(t, want, f.Name, "flag --%s has no environment variable", f.Name)
+	})
+
+	// serve and migrate both take every setting.
+	root := newRoot(mapEnv(nil), io.Discard, io.Discard)
+	for _, name := range []string{"serve", "migrate"} {
+		cmd, _, err := root.Find([]string{name})
+		require.NoError(t, err)
+		require.Equal(t, name, cmd.Name())
+		for _, s := range settings {
+			require.NotNil(t, cmd.Flags().Lookup(s.flag), "%s has no --%s", name, s.flag)
+		}
+	}
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	t.Parallel()
+	for _, s := range configSettings {
+		cases := []struct {
+			name string
+			args []string
+			env  map[string]string
+			want string
+		}{
+			{"default", nil, nil, s.def},
+			{"env over default", nil, map[string]string{s.env: s.envVal}, s.envVal},
+			{"empty env is unset", nil, map[string]string{s.env: ""}, s.def},
+			{"flag over default", []string{"--" + s.flag + "=" + s.flagV}, nil, s.flagV},
+			{"flag over env", []string{"--" + s.flag, s.flagV}, map[string]string{s.env: s.envVal}, s.flagV},
+		}
+		for _, c := range cases {
+			t.Run(s.flag+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+				var o options
+				addServerFlags(fs, &o)
+				require.NoError(t, fs.Parse(c.args))
+				require.NoError(t, applyEnv(fs, mapEnv(c.env)))
+				require.Equal(t, c.want, s.get(&o))
+				// Every other setting keeps its default: no cross-wiring.
+				for _, other := range configSettings {
+					if other.flag != s.flag {
+						require.Equal(t, other.def, other.get(&o), "--%s changed by %s", other.flag, s.env)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestConfigAllFromEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{}
+	for _, s := range configSettings {
+		env[s.env] = s.envVal
+	}
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	var o options
+	addServerFlags(fs, &o)
+	require.NoError(t, fs.Parse([]string{"--addr", "127.0.0.1:1234"}))
+	require.NoError(t, applyEnv(fs, mapEnv(env)))
+	for _, s := range configSettings {
+		want := s.envVal
+		if s.flag == "addr" {
+			want = "127.0.0.1:1234"
+		}
+		require.Equal(t, want, s.get(&o), s.flag)
+	}
+}
+
+func TestConfigInvalidEnv(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"lots", "1.5", "-", "1MiB"} {
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		var o options
+		addServerFlags(fs, &o)
+		require.NoError(t, fs.Parse(nil))
+		err := applyEnv(fs, mapEnv(map[string]string{"STITCHD_BODY_LIMIT": v}))
+		require.Error(t, err, v)
+		require.Contains(t, err.Error(), "STITCHD_BODY_LIMIT", v)
+		require.Contains(t, err.Error(), v)
+	}
+}
+
+// runRoot runs the CLI in process.
+func runRoot(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	root := newRoot(mapEnv(env), &out, &errb)
+	root.SetArgs(args)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err = root.ExecuteContext(ctx)
+	return out.String(), errb.String(), err
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	out, _, err := runRoot(t, nil, "version")
+	require.NoError(t, err)
+	require.Equal(t, "stitchd dev\n", out)
+}
+
+func TestCommandsApplyEnv(t *testing.T) {
+	t.Parallel()
+	_, dbURL := storetest.IsolatedDB(t)
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		wantErr string // "" = success
+	}{
+		{"serve: invalid body limit in env", map[string]string{"STITCHD_BODY_LIMIT": "big"}, []string{"serve"}, "STITCHD_BODY_LIMIT"},
+		{"migrate: invalid body limit in env", map[string]string{"STITCHD_BODY_LIMIT": "big"}, []string{"migrate"}, "STITCHD_BODY_LIMIT"},
+		{"migrate: log format from env", map[string]string{"STITCHD_LOG_FORMAT": "xml", "DATABASE_URL": dbURL}, []string{"migrate"}, "invalid log format"},
+		{"migrate: flag beats invalid env", map[string]string{"STITCHD_LOG_FORMAT": "xml", "STITCHD_BODY_LIMIT": "big"},
+			[]string{"migrate", "--log-format", "json", "--body-limit", "10", "--database-url", dbURL}, ""},
+		{"migrate: database url from env", map[string]string{"DATABASE_URL": dbURL}, []string{"migrate"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, stderr, err := runRoot(t, tt.env, tt.args...)
+			if tt.wantErr == "" {
+				require.NoError(t, err, stderr)
+				require.Contains(t, stderr, "database is migrated")
+				return
+			}
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+}
+
+func TestMigrateFromEnvDatabaseURL(t *testing.T) {
+	t.Parallel()
+	dbURL := storetest.EmptyDB(t)
+	_, stderr, err := runRoot(t, map[string]string{"DATABASE_URL": dbURL, "STITCHD_LOG_FORMAT": "json"}, "migrate")
+	require.NoError(t, err, stderr)
+	require.True(t, strings.HasPrefix(strings.TrimSpace(stderr), "{"), "STITCHD_LOG_FORMAT=json gives JSON logs: %s", stderr)
+	require.Equal(t, map[int64]int{0: 1, 1: 1}, gooseVersions(t, dbURL))
+}
+
+// ---------------------------------------------------------------- binary
+
+// stitchdBinary builds the command into the test's temp dir.
+func stitchdBinary(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	require.NoError(t, err)
+	bin := filepath.Join(t.TempDir(), "stitchd")
+	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// cleanEnv is the environment without stitchd's variables, so that only
+// flags configure the child.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "STITCHD_") || k == "DATABASE_URL" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+func gooseVersions(t *testing.T, dbURL string) map[int64]int {
+	t.Helper()
+	db, err := sql.Open("pgx", dbURL)
+	require.NoError(t, err)
+	defer db.Close()
+	rows, err := db.Query(`SELECT version_id, count(*) FROM goose_db_version GROUP BY version_id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[int64]int{}
+	for rows.Next() {
+		var v int64
+		var n int
+		require.NoError(t, rows.Scan(&v, &n))
+		out[v] = n
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// server is a running `stitchd serve`.
+type server struct {
+	cmd    *exec.Cmd
+	url    string
+	logs   string // path of its stderr
+	exited chan struct{}
+	err    error // Wait's result, once exited is closed
+}
+
+func (s *server) log() string {
+	b, _ := os.ReadFile(s.logs)
+	return string(b)
+}
+
+// startServe starts the binary and waits for /readyz to answer 200.
+func startServe(t *testing.T, bin, dbURL string) *server {
+	t.Helper()
+	addr := freeAddr(t)
+	logs := filepath.Join(t.TempDir(), "stderr.log")
+	lf, err := os.Create(logs)
+	require.NoError(t, err)
+	t.Cleanup(func() { lf.Close() })
+	cmd := exec.Command(bin, "serve", "--addr", addr, "--database-url", dbURL, "--auth-token", "x")
+	cmd.Env = cleanEnv()
+	cmd.Stdout, cmd.Stderr = lf, lf
+	require.NoError(t, cmd.Start())
+	s := &server{cmd: cmd, url: "http://" + addr, logs: logs, exited: make(chan struct{})}
+	go func() {
+		s.err = cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-s.exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-s.exited
+		}
+	})
+
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		resp, err := client.Get(s.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "stitchd not ready within 30s; log:\n%s", s.log())
+		select {
+		case <-s.exited:
+			t.Fatalf("stitchd exited before becoming ready (%v); log:\n%s", s.err, s.log())
+		case <-tick.C:
+		}
+	}
+}
+
+// stop sends SIGTERM and requires a clean exit within 15s.
+func (s *server) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-s.exited:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("stitchd did not exit within 15s of SIGTERM; log:\n%s", s.log())
+	}
+	var ee *exec.ExitError
+	if errors.As(s.err, &ee) {
+		t.Fatalf("stitchd exited with code %d after SIGTERM; log:\n%s", ee.ExitCode(), s.log())
+	}
+	require.NoError(t, s.err, s.log())
+	require.Equal(t, 0, s.cmd.ProcessState.ExitCode())
+}
+
+func httpDo(t *testing.T, method, url, auth, body string) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	r, err := http.NewRequest(method, url, rd)
+	require.NoError(t, err)
+	if auth != "" {
+		r.Header.Set("Authorization", auth)
+	}
+	if body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(r)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func TestBinaryMigrateServeShutdown(t *testing.T) {
+	t.Parallel()
+	bin := stitchdBinary(t)
+	dbURL := storetest.EmptyDB(t)
+
+	// Two concurrent `stitchd migrate` on an empty database both succeed
+	// and apply each migration once.
+	var wg sync.WaitGroup
+	outs := make([][]byte, 2)
+	errs := make([]error, 2)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(bin, "migrate", "--database-url", dbURL)
+			cmd.Env = cleanEnv()
+			outs[i], errs[i] = cmd.CombinedOutput()
+		}()
+	}
+	wg.Wait()
+	for i := range outs {
+		require.NoError(t, errs[i], "migrate #%d: %s", i, outs[i])
+	}
+	require.Equal(t, map[int64]int{0: 1, 1: 1}, gooseVersions(t, dbURL))
+
+	s := startServe(t, bin, dbURL)
+	code, body := httpDo(t, "GET", s.url+"/healthz", "", "")
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = httpDo(t, "GET", s.url+"/api/v1/flows", "", "")
+	require.Equal(t, http.StatusUnauthorized, code, body)
+	code, body = httpDo(t, "GET", s.url+"/api/v1/flows", "Bearer wrong", "")
+	require.Equal(t, http.StatusUnauthorized, code, body)
+	code, body = httpDo(t, "POST", s.url+"/api/v1/flows", "Bearer x",
+		`{"name":"e2e","graph":{"nodes":[{"id":"approve","type":"UX","data":{}}],"edges":[]}}`)
+	require.Equal(t, http.StatusCreated, code, body)
+	code, body = httpDo(t, "GET", s.url+"/api/v1/flows", "Bearer x", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"e2e"`)
+
+	s.stop(t)
+	require.Contains(t, s.log(), "shutting down")
+	// The port is released.
+	l, err := net.Listen("tcp", strings.TrimPrefix(s.url, "http://"))
+	require.NoError(t, err)
+	l.Close()
+}
+
+// TestBinaryShutdownWithOpenStream stops stitchd while a client (a
+// dashboard) holds the event stream open: shutdown must still be clean and
+// prompt.
+func TestBinaryShutdownWithOpenStream(t *testing.T) {
+	t.Parallel()
+	bin := stitchdBinary(t)
+	_, dbURL := storetest.IsolatedDB(t)
+	s := startServe(t, bin, dbURL)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, err := http.NewRequestWithContext(ctx, "GET", s.url+"/api/v1/events", nil)
+	require.NoError(t, err)
+	r.Header.Set("Authorization", "Bearer x")
+	resp, err := http.DefaultClient.Do(r)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("Content-Type"), "text/event-stream")
+	// Drain the stream in the background; it ends when stitchd closes it.
+	streamDone := make(chan struct{})
+	go func() {
+		defer close(streamDone)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+		}
+	}()
+
+	start := time.Now()
+	s.stop(t)
+	t.Logf("stopped in %s", time.Since(start))
+	select {
+	case <-streamDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the event stream was not closed by the shutdown")
+	}
+}

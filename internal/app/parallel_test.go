@@ -1,0 +1,232 @@
+package app_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func splitter(id, path string) map[string]any {
+	return node(id, "Splitter", map[string]any{"arrayPath": path})
+}
+
+func TestSplitterMergesInOrderWhenCallbacksArriveReversed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow(
+		[]map[string]any{splitter("split", "items"), wnode(h, "score"), node("merge", "Collector", nil), node("after", "UX", nil)},
+		[]map[string]any{edge("split", "score", nil), edge("score", "merge", nil), edge("merge", "after", map[string]string{"scores": "@this"})})
+	r := h.startRun(flow, map[string]any{"items": []string{"A", "B", "C"}})
+	var ds []dispatch
+	for i := 0; i < 3; i++ {
+		ds = append(ds, h.waitDispatch(r.ID, fmt.Sprintf("score_%d", i), 1))
+	}
+	require.JSONEq(t, `"A"`, string(ds[0].Payload.Input), "each instance's input is its item")
+	require.JSONEq(t, `"C"`, string(ds[2].Payload.Input))
+	for i := 2; i >= 0; i-- {
+		var item string
+		require.NoError(t, json.Unmarshal(ds[i].Payload.Input, &item))
+		h.complete(ds[i], fmt.Sprintf(`%q`, item+"!"))
+		if i > 0 {
+			require.Equal(t, "pending", h.run(r.ID).Nodes["merge"].Status)
+		}
+	}
+	after := h.waitNode(r.ID, "after", "waiting_for_user")
+	require.JSONEq(t, `{"scores":["A!","B!","C!"]}`, string(after.Input))
+	got := h.run(r.ID)
+	require.JSONEq(t, `["A!","B!","C!"]`, string(got.Nodes["merge"].Output))
+	require.Equal(t, []int{1}, got.Nodes["score_1"].Index)
+	require.Equal(t, 1, got.Nodes["merge"].Attempt)
+}
+
+func TestSplitterChainOfTwoWorkersPerItem(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow(
+		[]map[string]any{splitter("s", "xs"), wnode(h, "first"), wnode(h, "second"), node("c", "Collector", nil)},
+		[]map[string]any{edge("s", "first", nil), edge("first", "second", nil), edge("second", "c", nil)})
+	r := h.startRun(flow, map[string]any{"xs": []int{10, 20}})
+	for i := 0; i < 2; i++ {
+		d := h.waitDispatch(r.ID, fmt.Sprintf("first_%d", i), 1)
+		h.complete(d, fmt.Sprintf(`{"v":%s}`, d.Payload.Input))
+	}
+	for i := 1; i >= 0; i-- {
+		d := h.waitDispatch(r.ID, fmt.Sprintf("second_%d", i), 1)
+		require.JSONEq(t, fmt.Sprintf(`{"v":%d}`, (i+1)*10), string(d.Payload.Input), "later nodes get the previous instance's output")
+		h.complete(d, fmt.Sprintf(`{"done":%d}`, i))
+	}
+	fin := h.waitRun(r.ID, "completed")
+	require.JSONEq(t, `[{"done":0},{"done":1}]`, string(fin.Output))
+}
+
+func TestSplitterUXPerItemAndParallelBranches(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow(
+		[]map[string]any{splitter("s", "xs"), node("ask", "UX", nil), wnode(h, "w"), node("c", "Collector", nil)},
+		[]map[string]any{edge("s", "ask", nil), edge("s", "w", nil), edge("ask", "c", nil), edge("w", "c", nil)})
+	r := h.startRun(flow, map[string]any{"xs": []string{"p", "q"}})
+	for i := 0; i < 2; i++ {
+		k := fmt.Sprintf("ask_%d", i)
+		h.waitNode(r.ID, k, "waiting_for_user")
+		require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/"+k+"/complete",
+			map[string]any{"status": "completed", "output": map[string]any{"answer": i}}, nil))
+		h.complete(h.waitDispatch(r.ID, fmt.Sprintf("w_%d", i), 1), fmt.Sprintf(`{"work":%d}`, i))
+	}
+	fin := h.waitRun(r.ID, "completed")
+	require.JSONEq(t, `[{"answer":0,"work":0},{"answer":1,"work":1}]`, string(fin.Output), "several branches per item are merged per item")
+}
+
+func TestSplitterEmptyArray(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow(
+		[]map[string]any{splitter("s", "xs"), wnode(h, "w"), node("c", "Collector", nil), node("next", "UX", nil)},
+		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil), edge("c", "next", nil)})
+	r := h.startRun(flow, map[string]any{"xs": []int{}})
+	n := h.waitNode(r.ID, "next", "waiting_for_user")
+	require.JSONEq(t, `{"c":[]}`, string(n.Input))
+	require.JSONEq(t, `[]`, string(h.run(r.ID).Nodes["c"].Output))
+}
+
+func TestSplitterBadPathFails(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow(
+		[]map[string]any{splitter("s", "xs"), wnode(h, "w"), node("c", "Collector", nil)},
+		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil)})
+	for input, want := range map[string]string{`{"ys":[1]}`: "matches nothing", `{"xs":"abc"}`: "not an array"} {
+		var in any
+		require.NoError(t, json.Unmarshal([]byte(input), &in))
+		r := h.startRun(flow, in)
+		fin := h.waitRun(r.ID, "failed")
+		require.Contains(t, *fin.Nodes["s"].Error, want)
+		require.Contains(t, *fin.Error, want)
+	}
+}
+
+func TestFailedItemFailsCollectorThenRetryFires(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow(
+		[]map[string]any{splitter("s", "xs"), wnode(h, "w"), node("c", "Collector", nil)},
+		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil)})
+	r := h.startRun(flow, map[string]any{"xs": []int{0, 1, 2}})
+	d1 := h.waitDispatch(r.ID, "w_1", 1)
+	code, _ := h.post(d1.Payload.CallbackURL, `{"status":"failed","error":"bad item"}`)
+	require.Equal(t, 200, code)
+	c := h.waitNode(r.ID, "c", "failed")
+	require.Contains(t, *c.Error, "w_1")
+	require.Equal(t, "running", h.run(r.ID).Status, "other items still run")
+	h.complete(h.waitDispatch(r.ID, "w_0", 1), `"a"`)
+	h.complete(h.waitDispatch(r.ID, "w_2", 1), `"c"`)
+	h.waitRun(r.ID, "failed")
+	// Retrying the collector while an item is missing is refused.
+	require.Equal(t, 409, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/c/retry", nil, nil))
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/w_1/retry", nil, nil))
+	h.complete(h.waitDispatch(r.ID, "w_1", 2), `"b"`)
+	fin := h.waitRun(r.ID, "completed")
+	require.JSONEq(t, `["a","b","c"]`, string(fin.Output))
+	require.Equal(t, "completed", fin.Nodes["c"].Status)
+}
+
+func TestNestedSplitters3x4(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow(
+		[]map[string]any{splitter("outer", "rows"), splitter("inner", "cells"), wnode(h, "cell"),
+			node("rowc", "Collector", nil), node("tablec", "Collector", nil)},
+		[]map[string]any{edge("outer", "inner", nil), edge("inner", "cell", nil), edge("cell", "rowc", nil),
+			edge("rowc", "tablec", nil)})
+	rows := [][]int{}
+	for i := 0; i < 3; i++ {
+		row := []int{}
+		for j := 0; j < 4; j++ {
+			row = append(row, i*10+j)
+		}
+		rows = append(rows, row)
+	}
+	input := map[string]any{"rows": []map[string]any{{"cells": rows[0]}, {"cells": rows[1]}, {"cells": rows[2]}}}
+	r := h.startRun(flow, input)
+	var ds []dispatch
+	for i := 0; i < 3; i++ {
+		for j := 0; j < 4; j++ {
+			ds = append(ds, h.waitDispatch(r.ID, fmt.Sprintf("cell_%d_%d", i, j), 1))
+		}
+	}
+	// Complete in a scrambled order.
+	sort.Slice(ds, func(a, b int) bool { return ds[a].Payload.NodeID > ds[b].Payload.NodeID })
+	for _, d := range ds {
+		var v int
+		require.NoError(t, json.Unmarshal(d.Payload.Input, &v))
+		h.complete(d, fmt.Sprintf("%d", v*2))
+	}
+	fin := h.waitRun(r.ID, "completed")
+	require.JSONEq(t, `[[0,2,4,6],[20,22,24,26],[40,42,44,46]]`, string(fin.Output))
+	require.Equal(t, []int{2, 3}, fin.Nodes["cell_2_3"].Index)
+	require.Equal(t, []int{1}, fin.Nodes["rowc_1"].Index)
+	require.Equal(t, "completed", fin.Nodes["inner_2"].Status)
+}
+
+// Test1000ItemsConcurrentCallbacks: 1,000 items called back from 64
+// goroutines; the collector fires exactly once with every item in order.
+// Repeated 20 times.
+func Test1000ItemsConcurrentCallbacks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	const items, trials, workers = 1000, 20, 64
+	flow := h.createFlow(
+		[]map[string]any{splitter("s", "xs"), wnode(h, "w"), node("c", "Collector", nil)},
+		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil)})
+	xs := make([]int, items)
+	for i := range xs {
+		xs[i] = i
+	}
+	want, _ := json.Marshal(xs)
+	for trial := 0; trial < trials; trial++ {
+		r := h.startRun(flow, map[string]any{"xs": xs})
+		byKey := map[string]dispatch{}
+		h.eventually(func() bool {
+			for _, d := range h.worker.all() {
+				if d.Payload.RunID == r.ID {
+					byKey[d.Payload.NodeID] = d
+				}
+			}
+			return len(byKey) == items
+		}, "%d dispatches", items)
+		jobs := make(chan dispatch)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		bad := 0
+		for g := 0; g < workers; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for d := range jobs {
+					if code, _ := h.post(d.Payload.CallbackURL, fmt.Sprintf(`{"status":"completed","output":%s}`, d.Payload.Input)); code != 200 {
+						mu.Lock()
+						bad++
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		for i := items - 1; i >= 0; i-- {
+			jobs <- byKey[fmt.Sprintf("w_%d", i)]
+		}
+		close(jobs)
+		wg.Wait()
+		require.Zero(t, bad)
+		fin := h.waitRun(r.ID, "completed")
+		require.JSONEq(t, string(want), string(fin.Output), "trial %d", trial)
+		require.Equal(t, 1, fin.Nodes["c"].Attempt)
+		var fired int
+		require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM run_events WHERE run_id = ? AND key = 'c'
+			AND payload->>'status' = 'completed'`, r.ID).Row().Scan(&fired))
+		require.Equal(t, 1, fired, "collector fired exactly once")
+	}
+}
