@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -232,6 +234,16 @@ func TestInterpretError(t *testing.T) {
 			addr := l.Addr().String()
 			require.NoError(t, l.Close())
 			down, err := store.Open(ctx, "postgres://postgres@"+addr+"/x?sslmode=disable&connect_timeout=5", store.Options{})
+			require.NoError(t, err)
+			defer down.Close()
+			_, err = down.GetFlow(ctx, uuid.NewString())
+			return err
+		}, engine.ErrUnavailable},
+		{"connection rejected by the server (database does not exist)", func(ctx context.Context, t *testing.T, _ *store.Store) error {
+			u, err := url.Parse(storetest.ServerURL(t))
+			require.NoError(t, err)
+			u.Path = "/stitchd_no_such_database_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+			down, err := store.Open(ctx, u.String(), store.Options{})
 			require.NoError(t, err)
 			defer down.Close()
 			_, err = down.GetFlow(ctx, uuid.NewString())

@@ -897,6 +897,9 @@ func TestReadyzDatabaseGone(t *testing.T) {
 	// database that no longer exists).
 	requireError(t, http.StatusServiceUnavailable, "unavailable", do(t, h, req{method: "GET", path: "/readyz", noAuth: true}))
 	call(t, h, http.StatusOK, req{method: "GET", path: "/healthz", noAuth: true})
+	// The API reports the database as unavailable too, not as an internal
+	// error.
+	requireError(t, http.StatusServiceUnavailable, "unavailable", do(t, h, req{method: "GET", path: "/api/v1/flows"}))
 }
 
 func TestAPIDatabaseDown(t *testing.T) {
