@@ -91,6 +91,9 @@ type StartRunParams struct {
 	EntityID       *string
 	Trigger        json.RawMessage
 	IdempotencyKey string
+	// Entity, when set, creates or updates (by email) an entity on a board
+	// in the same transaction and attaches it to the run.
+	Entity *EntityUpsert
 }
 
 // StartRun creates a run pinned to p.VersionID and fires its entry nodes
@@ -117,6 +120,13 @@ func (e *Engine) StartRun(ctx context.Context, p StartRunParams) (run *Run, crea
 		}
 		r := &Run{ID: id, FlowID: p.FlowID, FlowVersionID: p.VersionID, EntityID: p.EntityID,
 			Status: RunRunning, Trigger: p.Trigger, Input: p.Input}
+		if p.Entity != nil {
+			eid, err := t.tx.UpsertEntity(ctx, e.cfg.NewID(), *p.Entity)
+			if err != nil {
+				return fmt.Errorf("error saving entity: %w", err)
+			}
+			r.EntityID = &eid
+		}
 		if p.IdempotencyKey != "" {
 			k := p.IdempotencyKey
 			r.IdempotencyKey = &k
@@ -141,6 +151,11 @@ func (e *Engine) StartRun(ctx context.Context, p StartRunParams) (run *Run, crea
 			return err
 		}
 		t.event(EventRunStarted, "", map[string]any{"flow_version_id": p.VersionID, "input": p.Input})
+		if r.EntityID != nil {
+			if err := t.moveEntity(EntityMove{Kind: JourneyRunStarted}); err != nil {
+				return err
+			}
+		}
 		for _, nid := range g.EntryNodes {
 			if err := t.fire(g.Nodes[nid], nil, p.Input, StatusPending, 0); err != nil {
 				return err

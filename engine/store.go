@@ -61,6 +61,13 @@ type Tx interface {
 	// CancelNodes moves every non-terminal node of the run to cancelled and
 	// cancels its undelivered dispatches; it returns the keys it changed.
 	CancelNodes(ctx context.Context, runID string) ([]string, error)
+	// UpsertEntity creates an entity or updates the one with the same email
+	// on the board, returning its id.
+	UpsertEntity(ctx context.Context, id string, e EntityUpsert) (string, error)
+	// MoveEntity moves an entity (when ToSection is set), keeps its current
+	// run and node, and records a journey event; it returns the entity's
+	// board id.
+	MoveEntity(ctx context.Context, m EntityMove) (string, error)
 	// AppendEvents inserts events with sequence numbers firstSeq, firstSeq+1, …
 	// and notifies listeners once the transaction commits.
 	AppendEvents(ctx context.Context, runID string, firstSeq int64, events []NewEvent) error

@@ -107,6 +107,9 @@ func (t *txn) completed(st *NodeState) error {
 	if n.Depth == 0 && len(t.graph.Adjacency[n.ID]) == 0 {
 		t.run.TerminalsLeft--
 	}
+	if err := t.applyMovement(n, st.Key, true); err != nil {
+		return err
+	}
 	if n.Type == NodeTypeSplitter {
 		return nil // FanOut instantiates the region instead of walking.
 	}
@@ -126,6 +129,9 @@ func (t *txn) failed(st *NodeState, msg string, auto bool) error {
 				return t.fireDelayed(n, st.Index, st.Input, StatusFailed, st.Attempt, delay)
 			}
 		}
+	}
+	if err := t.applyMovement(n, st.Key, false); err != nil {
+		return err
 	}
 	if t.failMsg == "" {
 		t.failMsg = fmt.Sprintf("node %s failed: %s", st.Key, msg)
@@ -530,4 +536,39 @@ func sortedStatic(g *ExecutionGraph) []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// applyMovement moves the run's entity per the node's entityMovement, in
+// this transaction.
+func (t *txn) applyMovement(n *Node, key string, success bool) error {
+	if t.run.EntityID == nil {
+		return nil
+	}
+	m := movementOf(n, success)
+	if m == nil {
+		return nil
+	}
+	return t.moveEntity(EntityMove{Kind: JourneyMoved, ToSection: m.TargetSectionID, NodeKey: key,
+		CompleteAs: m.CompleteAs, SetType: m.SetEntityType})
+}
+
+// moveEntity moves the run's entity and records the journey and run events.
+func (t *txn) moveEntity(m EntityMove) error {
+	m.ID, m.EntityID, m.RunID = t.e.cfg.NewID(), *t.run.EntityID, t.run.ID
+	board, err := t.tx.MoveEntity(t.ctx, m)
+	if err != nil {
+		return fmt.Errorf("error moving entity %s: %w", m.EntityID, err)
+	}
+	p := map[string]any{"entity_id": m.EntityID, "board_id": board, "kind": m.Kind}
+	if m.ToSection != "" {
+		p["to_section_id"] = m.ToSection
+	}
+	if m.CompleteAs != "" {
+		p["complete_as"] = m.CompleteAs
+	}
+	if m.SetType != "" {
+		p["entity_type"] = m.SetType
+	}
+	t.event(EventEntityMoved, m.NodeKey, p)
+	return nil
 }

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -680,4 +682,52 @@ func TestListRunsPagination(t *testing.T) {
 
 	_, _, err = st.ListRuns(ctx, store.RunFilter{Cursor: "!!not-a-cursor"})
 	require.ErrorIs(t, err, engine.ErrInvalidRequest)
+}
+
+// TestUpdateFlowConcurrent saves several different graphs of one flow at
+// once (two editors pressing save): every update must succeed and get its
+// own version number.
+func TestUpdateFlowConcurrent(t *testing.T) {
+	t.Parallel()
+	const n = 5
+	ctx := context.Background()
+	st, _ := storetest.IsolatedDB(t)
+	f := createFlow(t, st)
+	versions := make([]store.NewVersion, n)
+	for i := range versions {
+		g := strings.Replace(graphA, `"position":{"x":0,"y":0}`, fmt.Sprintf(`"position":{"x":%d,"y":0}`, i+1), 1)
+		require.NotEqual(t, graphA, g)
+		versions[i] = compileVersion(t, g, fmt.Sprintf("edit %d", i))
+	}
+	errs := make([]error, n)
+	numbers := make([]int, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range versions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			got, created, err := st.UpdateFlow(ctx, f.ID, store.UpdateFlowParams{Version: &versions[i]})
+			errs[i] = err
+			if err == nil && created {
+				numbers[i] = got.VersionNumber
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	seen := map[int]bool{}
+	for i, err := range errs {
+		require.NoError(t, err, "update %d", i)
+		require.NotZero(t, numbers[i], "update %d created no version", i)
+		seen[numbers[i]] = true
+	}
+	require.Len(t, seen, n, "distinct version numbers: %v", numbers)
+	vs, err := st.ListVersions(ctx, f.ID)
+	require.NoError(t, err)
+	require.Len(t, vs, n+1)
+	for i, v := range vs {
+		require.Equal(t, n+1-i, v.Number)
+	}
 }

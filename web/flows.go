@@ -1,9 +1,11 @@
 package web
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -57,7 +59,7 @@ func toFlowJSON(f *store.Flow, withGraph bool) flowJSON {
 
 // compileGraph parses and compiles a visual graph, returning the version to
 // store (canonical visual JSON, execution JSON, hash).
-func (s *Server) compileGraph(raw json.RawMessage, message string) (*store.NewVersion, error) {
+func (s *Server) compileGraph(ctx context.Context, raw json.RawMessage, message string, boardID *string) (*store.NewVersion, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("graph is required")
 	}
@@ -65,7 +67,17 @@ func (s *Server) compileGraph(raw json.RawMessage, message string) (*store.NewVe
 	if err != nil {
 		return nil, badRequest("graph: " + err.Error())
 	}
-	g, err := compiler.Compile(v)
+	var opts compiler.Options
+	if boardID != nil {
+		secs, err := s.cfg.Store.BoardSections(ctx, *boardID)
+		if errors.Is(err, engine.ErrNotFound) {
+			return nil, badRequest("board " + *boardID + " does not exist")
+		} else if err != nil {
+			return nil, err
+		}
+		opts.BoardSections = secs
+	}
+	g, err := compiler.CompileWithOptions(v, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +104,7 @@ func (s *Server) createFlow(c echo.Context) error {
 	if b.BoardID != nil && !validUUID(*b.BoardID) {
 		return badRequest("board_id must be a UUID")
 	}
-	v, err := s.compileGraph(b.Graph, b.Message)
+	v, err := s.compileGraph(c.Request().Context(), b.Graph, b.Message, b.BoardID)
 	if err != nil {
 		return err
 	}
@@ -157,12 +169,29 @@ func (s *Server) updateFlow(c echo.Context) error {
 			p.BoardID = b.BoardID
 		}
 	}
-	if len(b.Graph) > 0 {
-		v, err := s.compileGraph(b.Graph, b.Message)
+	ctx := c.Request().Context()
+	cur, err := s.cfg.Store.GetFlow(ctx, id)
+	if err != nil {
+		return err
+	}
+	board := cur.BoardID
+	if p.ClearBoard {
+		board = nil
+	} else if p.BoardID != nil {
+		board = p.BoardID
+	}
+	graph := b.Graph
+	if len(graph) == 0 && (p.BoardID != nil || p.ClearBoard) {
+		graph = cur.Graph // re-check the current graph against the new board
+	}
+	if len(graph) > 0 {
+		v, err := s.compileGraph(ctx, graph, b.Message, board)
 		if err != nil {
 			return err
 		}
-		p.Version = v
+		if len(b.Graph) > 0 {
+			p.Version = v
+		}
 	}
 	f, created, err := s.cfg.Store.UpdateFlow(c.Request().Context(), id, p)
 	if err != nil {

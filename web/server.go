@@ -62,6 +62,7 @@ func New(cfg Config) *Server {
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
 	e.POST("/callbacks/:token", s.callback)
+	e.POST("/hooks/:slug", s.hook)
 
 	api := e.Group("/api/v1", s.auth)
 	api.POST("/flows", s.createFlow)
@@ -80,6 +81,12 @@ func New(cfg Config) *Server {
 	api.GET("/runs/:id/events", s.runEvents)
 	api.GET("/events", s.allEvents)
 	api.GET("/approvals", s.approvals)
+	api.POST("/boards", s.createBoard)
+	api.GET("/boards/:id", s.getBoard)
+	api.POST("/entities", s.createEntity)
+	api.GET("/entities/:id", s.getEntity)
+	api.POST("/entities/:id/move", s.moveEntity)
+	api.POST("/flows/:id/triggers", s.createTrigger)
 	return s
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,8 +17,10 @@ import (
 // Hub fans database notifications (the id of a run with new events) out
 // to SSE subscribers. Feed it from store.Listen.
 type Hub struct {
-	mu   sync.Mutex
-	subs map[*subscriber]struct{}
+	mu        sync.Mutex
+	subs      map[*subscriber]struct{}
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 type subscriber struct {
@@ -29,7 +32,11 @@ type subscriber struct {
 }
 
 // NewHub returns an empty hub.
-func NewHub() *Hub { return &Hub{subs: map[*subscriber]struct{}{}} }
+func NewHub() *Hub { return &Hub{subs: map[*subscriber]struct{}{}, done: make(chan struct{})} }
+
+// Close ends every open stream (graceful shutdown: http.Server.Shutdown
+// waits for handlers, and a stream never ends on its own).
+func (h *Hub) Close() { h.closeOnce.Do(func() { close(h.done) }) }
 
 // Notify tells subscribers that runID has new events ("" = unknown, after
 // a listener reconnect).
@@ -148,6 +155,8 @@ func (s *Server) runEvents(c echo.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-s.cfg.Hub.done:
+			return nil
 		case <-sub.wake:
 			sub.take()
 		case <-poll.C:
@@ -216,6 +225,8 @@ func (s *Server) allEvents(c echo.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-s.cfg.Hub.done:
+			return nil
 		case <-keepalive.C:
 			if _, err := fmt.Fprint(c.Response(), ": keepalive\n\n"); err != nil {
 				return nil
@@ -230,6 +241,12 @@ func (s *Server) allEvents(c echo.Context) error {
 				continue
 			}
 			for runID := range dirty {
+				if entityID, ok := strings.CutPrefix(runID, "entity:"); ok {
+					if s.sendManualMove(c, entityID) != nil {
+						return nil
+					}
+					continue
+				}
 				after, seen := lastSeq[runID]
 				var evs []engine.Event
 				var err error
@@ -249,4 +266,25 @@ func (s *Server) allEvents(c echo.Context) error {
 			}
 		}
 	}
+}
+
+// sendManualMove streams a manual entity move (which belongs to no run).
+func (s *Server) sendManualMove(c echo.Context, entityID string) error {
+	j, err := s.cfg.Store.LatestJourney(c.Request().Context(), entityID)
+	if err != nil {
+		return nil // the entity is gone: nothing to say
+	}
+	e, err := s.cfg.Store.GetEntity(c.Request().Context(), entityID)
+	if err != nil {
+		return nil
+	}
+	payload, _ := json.Marshal(map[string]any{"entity_id": entityID, "board_id": e.BoardID, "kind": j.Kind,
+		"from_section_id": j.FromSectionID, "to_section_id": j.ToSectionID})
+	ev := engine.Event{Type: engine.EventEntityMoved, Payload: payload, CreatedAt: j.CreatedAt}
+	b, _ := json.Marshal(ev)
+	if _, err := fmt.Fprintf(c.Response(), "event: %s\ndata: %s\n\n", ev.Type, b); err != nil {
+		return err
+	}
+	c.Response().Flush()
+	return nil
 }

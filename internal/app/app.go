@@ -212,6 +212,7 @@ func (a *App) sweep(ctx context.Context) {
 // Stop shuts down gracefully: stop accepting requests, finish in-flight
 // ones, stop the dispatcher and sweeper, close the database.
 func (a *App) Stop(ctx context.Context) error {
+	a.Hub.Close()
 	err := a.http.Shutdown(ctx)
 	if a.cancel != nil {
 		a.cancel()

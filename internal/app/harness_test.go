@@ -288,3 +288,5 @@ func (h *harness) mint(runID, key string, attempt int, expiry time.Time) string 
 	require.NoError(h.t, err)
 	return h.app.URL + "/callbacks/" + ring.Mint(callbacks.Claims{RunID: runID, Key: key, Attempt: attempt, Expiry: expiry})
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Journey event kinds.
+const (
+	JourneyRunStarted = "run_started"
+	JourneyMoved      = "moved"
+	JourneyManualMove = "manual_move"
+	JourneyCreated    = "created"
+)
+
+// Entity is a thing (a lead, a customer, an order) that rides along runs and
+// moves across the sections of a board.
+type Entity struct {
+	ID             string          `json:"id"`
+	BoardID        string          `json:"board_id"`
+	Type           string          `json:"type"`
+	Name           string          `json:"name"`
+	Email          *string         `json:"email"`
+	Metadata       json.RawMessage `json:"metadata"`
+	SectionID      *string         `json:"section_id"`
+	SectionSince   *time.Time      `json:"section_since"`
+	CurrentRunID   *string         `json:"current_run_id"`
+	CurrentNodeKey *string         `json:"current_node_key"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+}
+
+// JourneyEvent records an entity's move.
+type JourneyEvent struct {
+	ID            string    `json:"id"`
+	EntityID      string    `json:"-"`
+	Kind          string    `json:"kind"`
+	FromSectionID *string   `json:"from_section_id"`
+	ToSectionID   *string   `json:"to_section_id"`
+	RunID         *string   `json:"run_id"`
+	NodeKey       *string   `json:"node_key"`
+	CompleteAs    *string   `json:"complete_as"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// EntityUpsert creates an entity, or updates the one with the same email on
+// the same board, as part of starting a run (inbound triggers).
+type EntityUpsert struct {
+	BoardID  string
+	Type     string
+	Name     string
+	Email    string
+	Metadata json.RawMessage
+}
+
+// EntityMove moves an entity inside a transaction and records a journey
+// event. Empty ToSection keeps the section (only run/node bookkeeping).
+type EntityMove struct {
+	ID         string // journey event id
+	EntityID   string
+	Kind       string
+	ToSection  string
+	RunID      string
+	NodeKey    string
+	CompleteAs string
+	SetType    string
+}
+
+// Movement is one side (onSuccess/onFailure) of a node's entityMovement.
+type Movement struct {
+	TargetSectionID string `json:"targetSectionId"`
+	CompleteAs      string `json:"completeAs"`
+	SetEntityType   string `json:"setEntityType"`
+}
+
+// movementOf reads a node's entityMovement for success or failure.
+func movementOf(n *Node, success bool) *Movement {
+	var cfg struct {
+		EntityMovement struct {
+			OnSuccess *Movement `json:"onSuccess"`
+			OnFailure *Movement `json:"onFailure"`
+		} `json:"entityMovement"`
+	}
+	if len(n.Config) == 0 || json.Unmarshal(n.Config, &cfg) != nil {
+		return nil
+	}
+	m := cfg.EntityMovement.OnFailure
+	if success {
+		m = cfg.EntityMovement.OnSuccess
+	}
+	if m == nil || m.TargetSectionID == "" {
+		return nil
+	}
+	return m
+}

@@ -1,0 +1,364 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/stitchd/stitchd/engine"
+)
+
+// Section is a column of a board.
+type Section struct {
+	ID   string
+	Name string
+}
+
+// Board is a board with its ordered sections.
+type Board struct {
+	ID        string
+	Name      string
+	Sections  []Section
+	CreatedAt time.Time
+}
+
+// CreateBoard stores a board and its sections in order.
+func (s *Store) CreateBoard(ctx context.Context, id, name string, sections []Section) (*Board, error) {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec(`INSERT INTO boards (id, name) VALUES (?, ?)`, id, name).Error; err != nil {
+			return err
+		}
+		for i, sec := range sections {
+			if err := tx.Exec(`INSERT INTO sections (board_id, id, name, position) VALUES (?, ?, ?, ?)`, id, sec.ID, sec.Name, i).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error creating board: %w", interpretError(err))
+	}
+	return s.GetBoard(ctx, id)
+}
+
+// GetBoard loads a board and its sections.
+func (s *Store) GetBoard(ctx context.Context, id string) (*Board, error) {
+	var b Board
+	err := s.db.WithContext(ctx).Raw(`SELECT id::text, name, created_at FROM boards WHERE id = ?`, id).Row().Scan(&b.ID, &b.Name, &b.CreatedAt)
+	if err != nil {
+		return nil, fmt.Errorf("error loading board %s: %w", id, interpretError(err))
+	}
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT id, name FROM sections WHERE board_id = ? ORDER BY position`, id).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var sec Section
+		if err := rows.Scan(&sec.ID, &sec.Name); err != nil {
+			return nil, interpretError(err)
+		}
+		b.Sections = append(b.Sections, sec)
+	}
+	return &b, interpretError(rows.Err())
+}
+
+// BoardSections returns the section ids of a board (nil error, empty slice
+// for a board without sections; ErrNotFound for no board).
+func (s *Store) BoardSections(ctx context.Context, id string) ([]string, error) {
+	b, err := s.GetBoard(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(b.Sections))
+	for i, sec := range b.Sections {
+		ids[i] = sec.ID
+	}
+	return ids, nil
+}
+
+const entityCols = `id::text, board_id::text, type, name, email, metadata, section_id, section_since, current_run_id::text,
+	current_node_key, created_at, updated_at`
+
+func scanEntity(row scanner) (*engine.Entity, error) {
+	var e engine.Entity
+	var email, section, run, node sql.NullString
+	var since sql.NullTime
+	var meta []byte
+	if err := row.Scan(&e.ID, &e.BoardID, &e.Type, &e.Name, &email, &meta, &section, &since, &run, &node,
+		&e.CreatedAt, &e.UpdatedAt); err != nil {
+		return nil, interpretError(err)
+	}
+	e.Email, e.SectionID, e.CurrentRunID, e.CurrentNodeKey = nullStr(email), nullStr(section), nullStr(run), nullStr(node)
+	e.SectionSince = nullTime(since)
+	e.Metadata = meta
+	e.CreatedAt, e.UpdatedAt = e.CreatedAt.UTC(), e.UpdatedAt.UTC()
+	return &e, nil
+}
+
+// BoardEntities lists a board's entities by section, oldest in section first.
+func (s *Store) BoardEntities(ctx context.Context, boardID string) ([]engine.Entity, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+entityCols+` FROM entities WHERE board_id = ?
+		ORDER BY section_id, section_since, id`, boardID).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error listing entities of board %s: %w", boardID, interpretError(err))
+	}
+	defer rows.Close()
+	out := []engine.Entity{}
+	for rows.Next() {
+		e, err := scanEntity(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *e)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// SectionStats is the historical time entities spent in a section (moves
+// out of it recorded in the journey).
+type SectionStats struct {
+	SectionID  string
+	Exits      int
+	AvgSeconds float64
+}
+
+// BoardSectionStats computes, per section, how many times entities left it
+// and their average stay, from the journey log.
+func (s *Store) BoardSectionStats(ctx context.Context, boardID string) (map[string]SectionStats, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`WITH j AS (
+		SELECT je.entity_id, je.to_section_id, je.created_at,
+			lead(je.created_at) OVER (PARTITION BY je.entity_id ORDER BY je.created_at, je.id) AS left_at
+		FROM journey_events je JOIN entities e ON e.id = je.entity_id
+		WHERE e.board_id = ? AND je.to_section_id IS NOT NULL)
+		SELECT to_section_id, count(*), coalesce(avg(extract(epoch FROM left_at - created_at)), 0)
+		FROM j WHERE left_at IS NOT NULL GROUP BY to_section_id`, boardID).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error computing section stats: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out := map[string]SectionStats{}
+	for rows.Next() {
+		var st SectionStats
+		if err := rows.Scan(&st.SectionID, &st.Exits, &st.AvgSeconds); err != nil {
+			return nil, interpretError(err)
+		}
+		out[st.SectionID] = st
+	}
+	return out, interpretError(rows.Err())
+}
+
+// NewEntity is an entity to create.
+type NewEntity struct {
+	ID        string
+	BoardID   string
+	Type      string
+	Name      string
+	Email     *string
+	Metadata  json.RawMessage
+	SectionID *string
+}
+
+// CreateEntity stores an entity (in the board's first section unless one
+// is given) and its "created" journey event.
+func (s *Store) CreateEntity(ctx context.Context, e NewEntity, journeyID string) (*engine.Entity, error) {
+	meta := e.Metadata
+	if len(meta) == 0 {
+		meta = json.RawMessage("{}")
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var section sql.NullString
+		if e.SectionID != nil {
+			var ok bool
+			if err := tx.Raw(`SELECT EXISTS (SELECT 1 FROM sections WHERE board_id = ? AND id = ?)`, e.BoardID, *e.SectionID).Row().Scan(&ok); err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("%w: section %q is not on board %s", engine.ErrInvalidRequest, *e.SectionID, e.BoardID)
+			}
+			section = sql.NullString{String: *e.SectionID, Valid: true}
+		} else if err := tx.Raw(`SELECT id FROM sections WHERE board_id = ? ORDER BY position LIMIT 1`, e.BoardID).Row().Scan(&section); err != nil && err != sql.ErrNoRows {
+			return err
+		}
+		if err := tx.Exec(`INSERT INTO entities (id, board_id, type, name, email, metadata, section_id, section_since)
+			VALUES (?, ?, ?, ?, ?, ?::jsonb, ?, now())`, e.ID, e.BoardID, e.Type, e.Name, e.Email, string(meta), section).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`INSERT INTO journey_events (id, entity_id, kind, to_section_id) VALUES (?, ?, 'created', ?)`,
+			journeyID, e.ID, section).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error creating entity: %w", interpretError(err))
+	}
+	return s.GetEntity(ctx, e.ID)
+}
+
+// GetEntity loads an entity.
+func (s *Store) GetEntity(ctx context.Context, id string) (*engine.Entity, error) {
+	e, err := scanEntity(s.db.WithContext(ctx).Raw(`SELECT `+entityCols+` FROM entities WHERE id = ?`, id).Row())
+	if err != nil {
+		return nil, fmt.Errorf("error loading entity %s: %w", id, err)
+	}
+	return e, nil
+}
+
+// Journey lists an entity's journey, oldest first.
+func (s *Store) Journey(ctx context.Context, entityID string) ([]engine.JourneyEvent, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT id::text, kind, from_section_id, to_section_id, run_id::text, node_key,
+		complete_as, created_at FROM journey_events WHERE entity_id = ? ORDER BY created_at, id`, entityID).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error loading journey of %s: %w", entityID, interpretError(err))
+	}
+	defer rows.Close()
+	out := []engine.JourneyEvent{}
+	for rows.Next() {
+		var j engine.JourneyEvent
+		var from, to, run, node, as sql.NullString
+		if err := rows.Scan(&j.ID, &j.Kind, &from, &to, &run, &node, &as, &j.CreatedAt); err != nil {
+			return nil, interpretError(err)
+		}
+		j.FromSectionID, j.ToSectionID, j.RunID, j.NodeKey, j.CompleteAs = nullStr(from), nullStr(to), nullStr(run), nullStr(node), nullStr(as)
+		j.CreatedAt = j.CreatedAt.UTC()
+		out = append(out, j)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// MoveEntityManually moves an entity to a section of its board and records
+// a manual_move journey event; it notifies board listeners.
+func (s *Store) MoveEntityManually(ctx context.Context, entityID, sectionID, journeyID string) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var ok bool
+		if err := tx.Raw(`SELECT EXISTS (SELECT 1 FROM entities e JOIN sections s ON s.board_id = e.board_id
+			WHERE e.id = ? AND s.id = ?)`, entityID, sectionID).Row().Scan(&ok); err != nil {
+			return err
+		}
+		if !ok {
+			if _, err := s.GetEntity(ctx, entityID); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: section %q is not on the entity's board", engine.ErrInvalidRequest, sectionID)
+		}
+		_, err := (&pgTx{db: tx}).MoveEntity(ctx, engine.EntityMove{ID: journeyID, EntityID: entityID,
+			Kind: engine.JourneyManualMove, ToSection: sectionID})
+		if err != nil {
+			return err
+		}
+		return tx.Exec(`SELECT pg_notify(?, ?)`, EventsChannel, "entity:"+entityID).Error
+	})
+	return interpretError(err)
+}
+
+func (t *pgTx) UpsertEntity(ctx context.Context, id string, e engine.EntityUpsert) (string, error) {
+	meta := e.Metadata
+	if len(meta) == 0 {
+		meta = json.RawMessage("{}")
+	}
+	var email any
+	if e.Email != "" {
+		email = e.Email
+	}
+	var out string
+	var inserted bool
+	err := t.db.WithContext(ctx).Raw(`INSERT INTO entities (id, board_id, type, name, email, metadata, section_id, section_since)
+		VALUES (?, ?, ?, ?, ?, ?::jsonb, (SELECT id FROM sections WHERE board_id = ? ORDER BY position LIMIT 1), now())
+		ON CONFLICT (board_id, lower(email)) WHERE email IS NOT NULL
+		DO UPDATE SET name = EXCLUDED.name, metadata = entities.metadata || EXCLUDED.metadata, updated_at = now()
+		RETURNING id::text, (xmax = 0)`, id, e.BoardID, e.Type, e.Name, email, string(meta), e.BoardID).Row().Scan(&out, &inserted)
+	if err != nil {
+		return "", interpretError(err)
+	}
+	if inserted {
+		if err := t.db.WithContext(ctx).Exec(`INSERT INTO journey_events (id, entity_id, kind, to_section_id)
+			SELECT gen_random_uuid(), id, 'created', section_id FROM entities WHERE id = ?`, out).Error; err != nil {
+			return "", interpretError(err)
+		}
+	}
+	return out, nil
+}
+
+func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (string, error) {
+	var from sql.NullString
+	var board string
+	err := t.db.WithContext(ctx).Raw(`UPDATE entities e SET
+		section_id = coalesce(nullif(?, ''), e.section_id),
+		section_since = CASE WHEN ? <> '' AND e.section_id IS DISTINCT FROM ? THEN now() ELSE e.section_since END,
+		type = coalesce(nullif(?, ''), e.type),
+		current_run_id = coalesce(nullif(?, '')::uuid, e.current_run_id),
+		current_node_key = CASE WHEN ? <> '' THEN ? ELSE e.current_node_key END,
+		updated_at = now()
+		FROM (SELECT id, section_id FROM entities WHERE id = ? FOR UPDATE) old
+		WHERE e.id = old.id RETURNING old.section_id, e.board_id::text`,
+		m.ToSection, m.ToSection, m.ToSection, m.SetType, m.RunID, m.NodeKey, m.NodeKey, m.EntityID).Row().Scan(&from, &board)
+	if err != nil {
+		return "", interpretError(err)
+	}
+	if m.Kind == "" {
+		return board, nil
+	}
+	to := from
+	if m.ToSection != "" {
+		to = sql.NullString{String: m.ToSection, Valid: true}
+	}
+	err = t.db.WithContext(ctx).Exec(`INSERT INTO journey_events (id, entity_id, kind, from_section_id, to_section_id, run_id,
+		node_key, complete_as) VALUES (?, ?, ?, ?, ?, nullif(?, '')::uuid, nullif(?, ''), nullif(?, ''))`,
+		m.ID, m.EntityID, m.Kind, from, to, m.RunID, m.NodeKey, m.CompleteAs).Error
+	return board, interpretError(err)
+}
+
+// Trigger is an inbound webhook that starts runs of a flow.
+type Trigger struct {
+	ID        string
+	FlowID    string
+	Slug      string
+	Secret    *string
+	Entity    json.RawMessage
+	CreatedAt time.Time
+}
+
+// CreateTrigger stores a trigger; a taken slug is ErrConflict.
+func (s *Store) CreateTrigger(ctx context.Context, t Trigger) (*Trigger, error) {
+	ent := any(nil)
+	if len(t.Entity) > 0 {
+		ent = string(t.Entity)
+	}
+	err := s.db.WithContext(ctx).Raw(`INSERT INTO triggers (id, flow_id, slug, secret, entity) VALUES (?, ?, ?, ?, ?::jsonb)
+		RETURNING created_at`, t.ID, t.FlowID, t.Slug, t.Secret, ent).Row().Scan(&t.CreatedAt)
+	if err != nil {
+		return nil, fmt.Errorf("error creating trigger %q: %w", t.Slug, interpretError(err))
+	}
+	t.CreatedAt = t.CreatedAt.UTC()
+	return &t, nil
+}
+
+// TriggerBySlug loads a trigger whose flow is not deleted.
+func (s *Store) TriggerBySlug(ctx context.Context, slug string) (*Trigger, error) {
+	var t Trigger
+	var secret sql.NullString
+	var ent []byte
+	err := s.db.WithContext(ctx).Raw(`SELECT t.id::text, t.flow_id::text, t.slug, t.secret, t.entity, t.created_at
+		FROM triggers t JOIN flows f ON f.id = t.flow_id WHERE t.slug = ? AND f.deleted_at IS NULL`, slug).Row().
+		Scan(&t.ID, &t.FlowID, &t.Slug, &secret, &ent, &t.CreatedAt)
+	if err != nil {
+		return nil, fmt.Errorf("error loading trigger %q: %w", slug, interpretError(err))
+	}
+	t.Secret, t.Entity = nullStr(secret), ent
+	return &t, nil
+}
+
+// JourneyEventByEntity returns an entity's newest journey event (for the
+// live board stream after a manual move).
+func (s *Store) LatestJourney(ctx context.Context, entityID string) (*engine.JourneyEvent, error) {
+	js, err := s.Journey(ctx, entityID)
+	if err != nil {
+		return nil, err
+	}
+	if len(js) == 0 {
+		return nil, fmt.Errorf("entity %s has no journey: %w", entityID, engine.ErrNotFound)
+	}
+	return &js[len(js)-1], nil
+}

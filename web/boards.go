@@ -1,0 +1,380 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"github.com/tidwall/gjson"
+
+	"github.com/stitchd/stitchd/callbacks"
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/store"
+)
+
+type sectionJSON struct {
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Entities []entityJSON    `json:"entities"`
+	Count    int             `json:"count"`
+	Stats    sectionStatJSON `json:"stats"`
+}
+
+type sectionStatJSON struct {
+	// AvgCurrentSeconds is the average time the entities now in the
+	// section have spent there.
+	AvgCurrentSeconds float64 `json:"avg_current_seconds"`
+	// Exits and AvgSecondsBeforeExit describe past stays (from journeys).
+	Exits                int     `json:"exits"`
+	AvgSecondsBeforeExit float64 `json:"avg_seconds_before_exit"`
+}
+
+type entityJSON struct {
+	engine.Entity
+	TimeInSectionSeconds float64               `json:"time_in_section_seconds"`
+	Journey              []engine.JourneyEvent `json:"journey,omitempty"`
+}
+
+func (s *Server) toEntityJSON(e engine.Entity) entityJSON {
+	out := entityJSON{Entity: e}
+	if e.SectionSince != nil {
+		out.TimeInSectionSeconds = s.cfg.Clock.Now().Sub(*e.SectionSince).Seconds()
+	}
+	if out.Metadata == nil {
+		out.Metadata = json.RawMessage("{}")
+	}
+	return out
+}
+
+var sectionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
+
+func (s *Server) createBoard(c echo.Context) error {
+	var b struct {
+		Name     string `json:"name"`
+		Sections []struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"sections"`
+	}
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	if strings.TrimSpace(b.Name) == "" {
+		return badRequest("name is required")
+	}
+	seen := map[string]bool{}
+	secs := make([]store.Section, 0, len(b.Sections))
+	for i, sec := range b.Sections {
+		if !sectionIDPattern.MatchString(sec.ID) {
+			return badRequest("sections[" + itoa(i) + "].id must be 1-64 letters, digits, '_', '-', '.', ':'")
+		}
+		if seen[sec.ID] {
+			return badRequest("sections[" + itoa(i) + "].id " + sec.ID + " is repeated")
+		}
+		seen[sec.ID] = true
+		name := sec.Name
+		if name == "" {
+			name = sec.ID
+		}
+		secs = append(secs, store.Section{ID: sec.ID, Name: name})
+	}
+	board, err := s.cfg.Store.CreateBoard(c.Request().Context(), uuid.NewString(), strings.TrimSpace(b.Name), secs)
+	if err != nil {
+		return err
+	}
+	c.Response().Status = http.StatusCreated
+	return s.writeBoard(c, board, http.StatusCreated)
+}
+
+func (s *Server) getBoard(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "board")
+	if err != nil {
+		return err
+	}
+	board, err := s.cfg.Store.GetBoard(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return s.writeBoard(c, board, http.StatusOK)
+}
+
+func (s *Server) writeBoard(c echo.Context, board *store.Board, status int) error {
+	ctx := c.Request().Context()
+	ents, err := s.cfg.Store.BoardEntities(ctx, board.ID)
+	if err != nil {
+		return err
+	}
+	stats, err := s.cfg.Store.BoardSectionStats(ctx, board.ID)
+	if err != nil {
+		return err
+	}
+	bySection := map[string][]entityJSON{}
+	for _, e := range ents {
+		k := ""
+		if e.SectionID != nil {
+			k = *e.SectionID
+		}
+		bySection[k] = append(bySection[k], s.toEntityJSON(e))
+	}
+	secs := make([]sectionJSON, len(board.Sections))
+	for i, sec := range board.Sections {
+		es := bySection[sec.ID]
+		if es == nil {
+			es = []entityJSON{}
+		}
+		st := sectionStatJSON{Exits: stats[sec.ID].Exits, AvgSecondsBeforeExit: stats[sec.ID].AvgSeconds}
+		for _, e := range es {
+			st.AvgCurrentSeconds += e.TimeInSectionSeconds
+		}
+		if len(es) > 0 {
+			st.AvgCurrentSeconds /= float64(len(es))
+		}
+		secs[i] = sectionJSON{ID: sec.ID, Name: sec.Name, Entities: es, Count: len(es), Stats: st}
+	}
+	return c.JSON(status, map[string]any{"id": board.ID, "name": board.Name, "sections": secs, "created_at": board.CreatedAt})
+}
+
+func (s *Server) createEntity(c echo.Context) error {
+	var b struct {
+		BoardID   string          `json:"board_id"`
+		Type      string          `json:"type"`
+		Name      string          `json:"name"`
+		Email     *string         `json:"email"`
+		Metadata  json.RawMessage `json:"metadata"`
+		SectionID *string         `json:"section_id"`
+	}
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	switch {
+	case !validUUID(b.BoardID):
+		return badRequest("board_id must be a UUID")
+	case strings.TrimSpace(b.Type) == "":
+		return badRequest("type is required")
+	case strings.TrimSpace(b.Name) == "":
+		return badRequest("name is required")
+	case len(b.Metadata) > 0 && string(b.Metadata) != "null" && !strings.HasPrefix(strings.TrimSpace(string(b.Metadata)), "{"):
+		return badRequest("metadata must be an object")
+	}
+	if string(b.Metadata) == "null" {
+		b.Metadata = nil
+	}
+	ctx := c.Request().Context()
+	if _, err := s.cfg.Store.GetBoard(ctx, b.BoardID); err != nil {
+		if errors.Is(err, engine.ErrNotFound) {
+			return badRequest("board " + b.BoardID + " does not exist")
+		}
+		return err
+	}
+	e, err := s.cfg.Store.CreateEntity(ctx, store.NewEntity{ID: uuid.NewString(), BoardID: b.BoardID, Type: b.Type,
+		Name: b.Name, Email: b.Email, Metadata: b.Metadata, SectionID: b.SectionID}, uuid.NewString())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, s.toEntityJSON(*e))
+}
+
+func (s *Server) getEntity(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "entity")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	e, err := s.cfg.Store.GetEntity(ctx, id)
+	if err != nil {
+		return err
+	}
+	j, err := s.cfg.Store.Journey(ctx, id)
+	if err != nil {
+		return err
+	}
+	out := s.toEntityJSON(*e)
+	out.Journey = j
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) moveEntity(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "entity")
+	if err != nil {
+		return err
+	}
+	var b struct {
+		SectionID string `json:"section_id"`
+	}
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	if b.SectionID == "" {
+		return badRequest("section_id is required")
+	}
+	if err := s.cfg.Store.MoveEntityManually(c.Request().Context(), id, b.SectionID, uuid.NewString()); err != nil {
+		return err
+	}
+	return s.getEntity(c)
+}
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,99}$`)
+
+func (s *Server) createTrigger(c echo.Context) error {
+	flowID, err := s.pathUUID(c, "id", "flow")
+	if err != nil {
+		return err
+	}
+	var b struct {
+		Slug   string `json:"slug"`
+		Secret string `json:"secret"`
+		Entity *struct {
+			BoardID   string `json:"board_id"`
+			Type      string `json:"type"`
+			NamePath  string `json:"name_path"`
+			EmailPath string `json:"email_path"`
+		} `json:"entity"`
+	}
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	if !slugPattern.MatchString(b.Slug) {
+		return badRequest("slug must be 1-100 lowercase letters, digits, '-' or '_'")
+	}
+	ctx := c.Request().Context()
+	if _, err := s.cfg.Store.GetFlow(ctx, flowID); err != nil {
+		return err
+	}
+	t := store.Trigger{ID: uuid.NewString(), FlowID: flowID, Slug: b.Slug}
+	if b.Secret != "" {
+		t.Secret = &b.Secret
+	}
+	if b.Entity != nil {
+		if !validUUID(b.Entity.BoardID) {
+			return badRequest("entity.board_id must be a UUID")
+		}
+		if strings.TrimSpace(b.Entity.Type) == "" {
+			return badRequest("entity.type is required")
+		}
+		if _, err := s.cfg.Store.GetBoard(ctx, b.Entity.BoardID); err != nil {
+			if errors.Is(err, engine.ErrNotFound) {
+				return badRequest("board " + b.Entity.BoardID + " does not exist")
+			}
+			return err
+		}
+		t.Entity, _ = json.Marshal(b.Entity)
+	}
+	created, err := s.cfg.Store.CreateTrigger(ctx, t)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, map[string]any{"id": created.ID, "flow_id": created.FlowID, "slug": created.Slug,
+		"has_secret": created.Secret != nil, "entity": json.RawMessage(orEmpty(created.Entity)),
+		"url": "/hooks/" + created.Slug, "created_at": created.CreatedAt})
+}
+
+func orEmpty(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// webhookTolerance bounds the age of a signed inbound webhook (replays).
+const webhookTolerance = 5 * time.Minute
+
+// hook is the inbound trigger endpoint: verify, upsert the entity, start a
+// run with the body as input.
+func (s *Server) hook(c echo.Context) error {
+	ctx := c.Request().Context()
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return he
+		}
+		return badRequest("error reading body")
+	}
+	t, err := s.cfg.Store.TriggerBySlug(ctx, c.Param("slug"))
+	if err != nil {
+		return err
+	}
+	if t.Secret != nil {
+		if err := verifyInbound([]byte(*t.Secret), c.Request().Header, body, s.cfg.Clock.Now()); err != nil {
+			return errorf(http.StatusUnauthorized, "unauthorized", "bad signature: "+err.Error())
+		}
+	}
+	if !json.Valid(body) {
+		return badRequest("body must be JSON")
+	}
+	f, err := s.cfg.Store.GetFlow(ctx, t.FlowID)
+	if err != nil {
+		return err
+	}
+	p := engine.StartRunParams{FlowID: f.ID, VersionID: f.VersionID, Input: body,
+		Trigger: mustJSON(map[string]any{"type": "webhook", "slug": t.Slug, "trigger_id": t.ID})}
+	if len(t.Entity) > 0 && string(t.Entity) != "null" {
+		var m struct {
+			BoardID   string `json:"board_id"`
+			Type      string `json:"type"`
+			NamePath  string `json:"name_path"`
+			EmailPath string `json:"email_path"`
+		}
+		_ = json.Unmarshal(t.Entity, &m)
+		up := engine.EntityUpsert{BoardID: m.BoardID, Type: m.Type}
+		if m.EmailPath != "" {
+			up.Email = gjson.GetBytes(body, m.EmailPath).String()
+		}
+		if m.NamePath != "" {
+			up.Name = gjson.GetBytes(body, m.NamePath).String()
+		}
+		if up.Name == "" {
+			up.Name = up.Email
+		}
+		if up.Name == "" {
+			up.Name = m.Type
+		}
+		p.Entity = &up
+	}
+	if k := c.Request().Header.Get("Idempotency-Key"); k != "" {
+		p.IdempotencyKey = "hook:" + k
+	} else if id := c.Request().Header.Get("webhook-id"); id != "" && t.Secret != nil {
+		p.IdempotencyKey = "hook:" + id // a redelivered signed webhook starts no second run
+	}
+	run, _, err := s.cfg.Engine.StartRun(ctx, p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]any{"run_id": run.ID, "entity_id": run.EntityID})
+}
+
+// verifyInbound accepts Standard Webhooks (webhook-id, webhook-timestamp,
+// webhook-signature) or GitHub's X-Hub-Signature-256.
+func verifyInbound(secret []byte, h http.Header, body []byte, now time.Time) error {
+	if sig := h.Get("webhook-signature"); sig != "" {
+		return callbacks.VerifyWebhook(secret, h.Get("webhook-id"), h.Get("webhook-timestamp"), sig, body, now, webhookTolerance)
+	}
+	if sig := h.Get("X-Hub-Signature-256"); sig != "" {
+		hexSig, ok := strings.CutPrefix(sig, "sha256=")
+		want, err := hex.DecodeString(hexSig)
+		if !ok || err != nil {
+			return errors.New("malformed X-Hub-Signature-256")
+		}
+		m := hmac.New(sha256.New, secret)
+		m.Write(body)
+		if !hmac.Equal(want, m.Sum(nil)) {
+			return errors.New("signature mismatch")
+		}
+		return nil
+	}
+	return errors.New("missing webhook-signature or X-Hub-Signature-256")
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
