@@ -36,4 +36,3 @@ func (s *Server) callback(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]any{"status": "accepted"})
 }
-

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -519,6 +521,11 @@ func TestAPIRequestErrors(t *testing.T) {
 		{"list runs: limit not a number", req{method: "GET", path: "/api/v1/runs?limit=ten"}, 400, "invalid_request"},
 		{"list runs: flow_id not a uuid", req{method: "GET", path: "/api/v1/runs?flow_id=abc"}, 400, "invalid_request"},
 		{"list runs: bad cursor", req{method: "GET", path: "/api/v1/runs?cursor=%21%21%21"}, 400, "invalid_request"},
+		{"complete: malformed JSON", req{method: "POST", path: "/api/v1/runs/" + unknown + "/nodes/a/complete", body: `{"status":`}, 400, "invalid_request"},
+		{"start run: Idempotency-Key too long", req{method: "POST", path: fp + "/runs", body: `{}`,
+			header: map[string]string{"Idempotency-Key": strings.Repeat("k", 256)}}, 400, "invalid_request"},
+		{"create: over the default 1 MiB limit", req{method: "POST", path: "/api/v1/flows",
+			body: flowBody(strings.Repeat("n", 1<<20), graphUX, "")}, 413, "payload_too_large"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -582,6 +589,38 @@ func TestBodyLimit(t *testing.T) {
 		}](t, call(t, h, http.StatusOK, req{method: "GET", path: "/api/v1/runs"}))
 		require.Empty(t, runs.Runs)
 	})
+}
+
+func TestFlowWarningsAndSeveralTerminals(t *testing.T) {
+	t.Parallel()
+	st, _ := storetest.IsolatedDB(t)
+	h := newServer(t, st).Handler()
+	// Two unconnected UX nodes: valid, with an isolated-node warning each.
+	f := createFlow(t, h, `{"nodes":[{"id":"a","type":"UX","data":{}},{"id":"b","type":"ux","data":{}}],"edges":[]}`)
+	require.Len(t, f.Warnings, 2, "%+v", f.Warnings)
+	warned := map[string]bool{}
+	for _, w := range f.Warnings {
+		require.NotEmpty(t, w.Code)
+		require.NotEmpty(t, w.Path)
+		require.NotEmpty(t, w.Message)
+		warned[w.NodeID] = true
+	}
+	require.Equal(t, map[string]bool{"a": true, "b": true}, warned)
+	got := decode[flowResp](t, call(t, h, http.StatusOK, req{method: "GET", path: "/api/v1/flows/" + f.ID}))
+	require.Equal(t, f.Warnings, got.Warnings)
+
+	run := startRun(t, h, f.ID, `{"input":{"v":1}}`, nil)
+	require.Equal(t, "waiting_for_user", run.Nodes["a"].Status)
+	require.Equal(t, "waiting_for_user", run.Nodes["b"].Status)
+	rp := "/api/v1/runs/" + run.ID
+	mid := decode[runResp](t, call(t, h, http.StatusOK, req{method: "POST", path: rp + "/nodes/a/complete",
+		body: `{"status":"completed","output":{"from":"a"}}`}))
+	require.Equal(t, "running", mid.Status, "b is still waiting")
+	require.JSONEq(t, `null`, string(mid.Output))
+	done := decode[runResp](t, call(t, h, http.StatusOK, req{method: "POST", path: rp + "/nodes/b/complete",
+		body: `{"status":"completed","output":[1,2]}`}))
+	require.Equal(t, "completed", done.Status)
+	require.JSONEq(t, `{"a":{"from":"a"},"b":[1,2]}`, string(done.Output), "several terminals: keyed by node id")
 }
 
 // ---------------------------------------------------------------- runs
@@ -916,4 +955,85 @@ func TestAPIDatabaseDown(t *testing.T) {
 	requireError(t, http.StatusServiceUnavailable, "unavailable", do(t, h, req{method: "GET", path: "/readyz", noAuth: true}))
 	requireError(t, http.StatusServiceUnavailable, "unavailable", do(t, h, req{method: "GET", path: "/api/v1/flows"}))
 	requireError(t, http.StatusServiceUnavailable, "unavailable", do(t, h, req{method: "GET", path: "/api/v1/flows/" + uuid.NewString()}))
+}
+
+// ---------------------------------------------------------------- concurrency
+
+func TestConcurrentIdempotentStarts(t *testing.T) {
+	t.Parallel()
+	const n = 6
+	st, _ := storetest.IsolatedDB(t)
+	h := newServer(t, st).Handler()
+	f := createFlow(t, h, graphUX)
+	ids := make([]string, n)
+	recs := make([]*httptest.ResponseRecorder, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			hr := httptest.NewRequest("POST", "/api/v1/flows/"+f.ID+"/runs", strings.NewReader(`{"input":{"i":1}}`))
+			hr.Header.Set("Authorization", "Bearer "+token)
+			hr.Header.Set("Idempotency-Key", "same-key")
+			recs[i] = httptest.NewRecorder()
+			h.ServeHTTP(recs[i], hr)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, rec := range recs {
+		require.Equal(t, http.StatusCreated, rec.Code, "request %d: %s", i, rec.Body.String())
+		ids[i] = decode[runResp](t, rec.Body.Bytes()).ID
+	}
+	for i := range ids {
+		require.Equal(t, ids[0], ids[i], "request %d got another run", i)
+	}
+	runs := decode[struct {
+		Runs []runResp `json:"runs"`
+	}](t, call(t, h, http.StatusOK, req{method: "GET", path: "/api/v1/runs?flow_id=" + f.ID}))
+	require.Len(t, runs.Runs, 1)
+	require.Len(t, approvals(t, h), 1, "the entry node fired once")
+}
+
+func TestConcurrentFlowUpdates(t *testing.T) {
+	t.Parallel()
+	const n = 5
+	st, _ := storetest.IsolatedDB(t)
+	h := newServer(t, st).Handler()
+	f := createFlow(t, h, graphUX)
+	recs := make([]*httptest.ResponseRecorder, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			// Each update moves the node somewhere else: n distinct graphs.
+			g := fmt.Sprintf(`{"nodes":[{"id":"approve","type":"UX","position":{"x":%d,"y":0},"data":{}}],"edges":[]}`, i+1)
+			hr := httptest.NewRequest("PUT", "/api/v1/flows/"+f.ID, strings.NewReader(`{"graph":`+g+`}`))
+			hr.Header.Set("Authorization", "Bearer "+token)
+			recs[i] = httptest.NewRecorder()
+			h.ServeHTTP(recs[i], hr)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	numbers := map[int]bool{}
+	for i, rec := range recs {
+		require.Equal(t, http.StatusOK, rec.Code, "update %d: %s", i, rec.Body.String())
+		numbers[decode[flowResp](t, rec.Body.Bytes()).Version.Number] = true
+	}
+	require.Len(t, numbers, n, "each update made its own version: %v", numbers)
+	vs := decode[struct {
+		Versions []versionRef `json:"versions"`
+	}](t, call(t, h, http.StatusOK, req{method: "GET", path: "/api/v1/flows/" + f.ID + "/versions"}))
+	require.Len(t, vs.Versions, n+1)
+	for i, v := range vs.Versions {
+		require.Equal(t, n+1-i, v.Number, "versions are numbered without gaps, newest first")
+	}
+	got := decode[flowResp](t, call(t, h, http.StatusOK, req{method: "GET", path: "/api/v1/flows/" + f.ID}))
+	require.Equal(t, n+1, got.Version.Number)
 }
