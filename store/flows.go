@@ -82,11 +82,16 @@ type UpdateFlowParams struct {
 func (s *Store) UpdateFlow(ctx context.Context, id string, p UpdateFlowParams) (*Flow, bool, error) {
 	created := false
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// Lock the flow row alone, then read its current version: a join
+		// locked FOR UPDATE would be re-checked against the version row a
+		// concurrent save replaced, and match nothing.
 		var number int
-		var hash string
-		err := tx.Raw(`SELECT v.number, v.graph_hash FROM flows f JOIN flow_versions v ON v.id = f.current_version_id
-			WHERE f.id = ? AND f.deleted_at IS NULL FOR UPDATE OF f`, id).Row().Scan(&number, &hash)
-		if err != nil {
+		var hash, current string
+		if err := tx.Raw(`SELECT current_version_id::text FROM flows WHERE id = ? AND deleted_at IS NULL FOR UPDATE`, id).
+			Row().Scan(&current); err != nil {
+			return err
+		}
+		if err := tx.Raw(`SELECT number, graph_hash FROM flow_versions WHERE id = ?`, current).Row().Scan(&number, &hash); err != nil {
 			return err
 		}
 		if p.Version != nil && p.Version.Hash != hash {

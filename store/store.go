@@ -117,7 +117,8 @@ func (s *Store) provider() (*goose.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	locker, err := lock.NewPostgresSessionLocker()
+	// Poll the lock every second (goose's default is 5 s) for up to 5 minutes.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
 	if err != nil {
 		return nil, fmt.Errorf("error creating migration lock: %w", err)
 	}
@@ -185,6 +186,10 @@ func interpretError(err error) error {
 	}
 	if errors.Is(err, gorm.ErrRecordNotFound) || errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: %w", engine.ErrNotFound, err)
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return fmt.Errorf("%w: %w", engine.ErrUnavailable, err)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {

@@ -100,7 +100,8 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	want := []byte(s.cfg.AuthToken)
 	return func(c echo.Context) error {
 		h := c.Request().Header.Get("Authorization")
-		tok, ok := strings.CutPrefix(h, "Bearer ")
+		scheme, tok, ok := strings.Cut(h, " ")
+		ok = ok && strings.EqualFold(scheme, "Bearer")
 		if !ok || len(want) == 0 || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), want) != 1 {
 			return errorf(http.StatusUnauthorized, "unauthorized", "missing or invalid API token")
 		}
@@ -112,7 +113,12 @@ func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
 	defer cancel()
 	if err := s.cfg.Store.Ready(ctx); err != nil {
-		return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": errorf(503, "unavailable", "not ready: "+err.Error())})
+		s.log.Warn("not ready", "error", err)
+		msg := "the database is unreachable"
+		if strings.Contains(err.Error(), "migrations pending") {
+			msg = "database migrations are pending"
+		}
+		return c.JSON(http.StatusServiceUnavailable, map[string]any{"error": errorf(503, "unavailable", msg)})
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }

@@ -177,14 +177,19 @@ func TestVersion(t *testing.T) {
 func TestCommandsApplyEnv(t *testing.T) {
 	t.Parallel()
 	_, dbURL := storetest.IsolatedDB(t)
+	// A database nobody listens on: if a command wrongly went ahead, it
+	// fails fast instead of serving.
+	nowhere := "postgres://postgres@" + freeAddr(t) + "/x?sslmode=disable"
 	tests := []struct {
 		name    string
 		env     map[string]string
 		args    []string
 		wantErr string // "" = success
 	}{
-		{"serve: invalid body limit in env", map[string]string{"STITCHD_BODY_LIMIT": "big"}, []string{"serve"}, "STITCHD_BODY_LIMIT"},
-		{"migrate: invalid body limit in env", map[string]string{"STITCHD_BODY_LIMIT": "big"}, []string{"migrate"}, "STITCHD_BODY_LIMIT"},
+		{"serve: invalid body limit in env", map[string]string{"STITCHD_BODY_LIMIT": "big", "DATABASE_URL": nowhere},
+			[]string{"serve", "--addr", "127.0.0.1:0"}, "STITCHD_BODY_LIMIT"},
+		{"migrate: invalid body limit in env", map[string]string{"STITCHD_BODY_LIMIT": "big", "DATABASE_URL": nowhere},
+			[]string{"migrate"}, "STITCHD_BODY_LIMIT"},
 		{"migrate: log format from env", map[string]string{"STITCHD_LOG_FORMAT": "xml", "DATABASE_URL": dbURL}, []string{"migrate"}, "invalid log format"},
 		{"migrate: flag beats invalid env", map[string]string{"STITCHD_LOG_FORMAT": "xml", "STITCHD_BODY_LIMIT": "big"},
 			[]string{"migrate", "--log-format", "json", "--body-limit", "10", "--database-url", dbURL}, ""},
