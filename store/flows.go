@@ -81,6 +81,7 @@ type UpdateFlowParams struct {
 // when p.Version's hash differs from the current version's.
 func (s *Store) UpdateFlow(ctx context.Context, id string, p UpdateFlowParams) (*Flow, bool, error) {
 	created := false
+	var out *Flow
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// Lock the flow row alone, then read its current version: a join
 		// locked FOR UPDATE would be re-checked against the version row a
@@ -113,13 +114,24 @@ func (s *Store) UpdateFlow(ctx context.Context, id string, p UpdateFlowParams) (
 				return err
 			}
 		}
-		return tx.Exec(`UPDATE flows SET updated_at = now() WHERE id = ?`, id).Error
+		if err := tx.Exec(`UPDATE flows SET updated_at = now() WHERE id = ?`, id).Error; err != nil {
+			return err
+		}
+		// The flow as this transaction left it (a concurrent save may
+		// commit right after).
+		var err error
+		out, err = getFlow(tx, id)
+		return err
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("error updating flow %s: %w", id, interpretError(err))
 	}
-	f, err := s.GetFlow(ctx, id)
-	return f, created, err
+	return out, created, nil
+}
+
+func getFlow(db *gorm.DB, id string) (*Flow, error) {
+	return scanFlow(db.Raw(`SELECT `+flowCols+` FROM flows f
+		JOIN flow_versions v ON v.id = f.current_version_id WHERE f.id = ? AND f.deleted_at IS NULL`, id).Row())
 }
 
 const flowCols = `f.id::text, f.name, f.board_id::text, v.id::text, v.number, v.visual_graph, v.execution_graph, v.graph_hash, f.created_at, f.updated_at`
@@ -139,8 +151,7 @@ func scanFlow(row scanner) (*Flow, error) {
 
 // GetFlow loads a (not deleted) flow with its current version.
 func (s *Store) GetFlow(ctx context.Context, id string) (*Flow, error) {
-	f, err := scanFlow(s.db.WithContext(ctx).Raw(`SELECT `+flowCols+` FROM flows f
-		JOIN flow_versions v ON v.id = f.current_version_id WHERE f.id = ? AND f.deleted_at IS NULL`, id).Row())
+	f, err := getFlow(s.db.WithContext(ctx), id)
 	if err != nil {
 		return nil, fmt.Errorf("error loading flow %s: %w", id, err)
 	}

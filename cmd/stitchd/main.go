@@ -50,6 +50,8 @@ var settings = []setting{
 	{"log-level", "STITCHD_LOG_LEVEL"},
 	{"body-limit", "STITCHD_BODY_LIMIT"},
 	{"data-dir", "STITCHD_DATA_DIR"},
+	{"dispatch-timeout", "STITCHD_DISPATCH_TIMEOUT"},
+	{"poll-interval", "STITCHD_POLL_INTERVAL"},
 }
 
 // applyEnv gives every flag not set on the command line the value of its
@@ -73,6 +75,7 @@ type options struct {
 	addr, databaseURL, baseURL, authToken string
 	logFormat, logLevel, dataDir          string
 	bodyLimit                             int64
+	dispatchTimeout, pollInterval         time.Duration
 }
 
 func addServerFlags(fs *pflag.FlagSet, o *options) {
@@ -84,6 +87,8 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error (env STITCHD_LOG_LEVEL)")
 	fs.Int64Var(&o.bodyLimit, "body-limit", 1<<20, "request body limit in bytes (env STITCHD_BODY_LIMIT)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "where a throwaway Postgres cluster lives (env STITCHD_DATA_DIR)")
+	fs.DurationVar(&o.dispatchTimeout, "dispatch-timeout", 10*time.Second, "timeout of one delivery to a worker (env STITCHD_DISPATCH_TIMEOUT)")
+	fs.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often due retries and overdue nodes are swept (env STITCHD_POLL_INTERVAL)")
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
@@ -146,7 +151,8 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 
 func (o options) config(log *slog.Logger) app.Config {
 	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
-		AuthToken: o.authToken, BodyLimit: o.bodyLimit, Logger: log, DataDir: o.dataDir}
+		AuthToken: o.authToken, BodyLimit: o.bodyLimit, Logger: log, DataDir: o.dataDir,
+		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval}
 }
 
 func runServe(ctx context.Context, o options, stderr io.Writer) error {

@@ -51,6 +51,8 @@ var configSettings = []struct {
 	{"log-level", "STITCHD_LOG_LEVEL", "info", "debug", "warn", func(o *options) string { return o.logLevel }},
 	{"body-limit", "STITCHD_BODY_LIMIT", "1048576", "2048", "4096", func(o *options) string { return strconv.FormatInt(o.bodyLimit, 10) }},
 	{"data-dir", "STITCHD_DATA_DIR", "", "/env/pg", "/flag/pg", func(o *options) string { return o.dataDir }},
+	{"dispatch-timeout", "STITCHD_DISPATCH_TIMEOUT", "10s", "3s", "4s", func(o *options) string { return o.dispatchTimeout.String() }},
+	{"poll-interval", "STITCHD_POLL_INTERVAL", "1s", "250ms", "2s", func(o *options) string { return o.pollInterval.String() }},
 }
 
 // TestConfigSettingsComplete keeps configSettings in step with main.go.

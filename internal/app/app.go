@@ -141,7 +141,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	disp = callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Store, Recorder: a.Engine, Secret: secret,
 		Client: callbacks.NewHTTPClient(cfg.DispatchTimeout), Logger: cfg.Logger, Workers: cfg.DispatchWorkers,
-		PollInterval: cfg.PollInterval, Lease: cfg.DispatchTimeout + 20*time.Second})
+		PollInterval: cfg.PollInterval, Lease: cfg.DispatchTimeout + 5*time.Second})
 	a.Dispatcher = disp
 	a.Hub = web.NewHub()
 	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Hub: a.Hub, AuthToken: cfg.AuthToken,
