@@ -283,7 +283,12 @@ func TestKillAndRecoverWithTwoInstances(t *testing.T) {
 	}
 
 	// Invariants, from the database.
-	want, _ := json.Marshal(xs)
+	// first echoes its item (a number); second gets {"first": item}.
+	wantItems := make([]map[string]int, items)
+	for i := range wantItems {
+		wantItems[i] = map[string]int{"first": i}
+	}
+	want, _ := json.Marshal(wantItems)
 	for _, id := range ids {
 		var out []byte
 		require.NoError(t, db.QueryRow(`SELECT output FROM node_states WHERE run_id = $1 AND key = 'merge'`, id).Scan(&out))
