@@ -24,7 +24,7 @@ type DeliveryOutcome struct {
 // events in one transaction; when the dispatch gives up, the node fails
 // with the last reason.
 func (e *Engine) RecordDelivery(ctx context.Context, o DeliveryOutcome) error {
-	return e.inTx(ctx, o.RunID, func(t *txn) error {
+	return e.submit(ctx, o.RunID, func(t *txn) error {
 		if err := t.load(o.RunID); err != nil {
 			return err
 		}
@@ -37,9 +37,7 @@ func (e *Engine) RecordDelivery(ctx context.Context, o DeliveryOutcome) error {
 		default:
 			u.Status = "failed"
 		}
-		if err := t.tx.UpdateDispatch(t.ctx, u); err != nil {
-			return err
-		}
+		t.dispatchUpdates = append(t.dispatchUpdates, u) // written once, at flush
 		p := map[string]any{"dispatch_id": o.DispatchID, "attempt": o.Attempt, "try": o.Try, "delivered": o.Delivered}
 		if o.StatusCode != 0 {
 			p["status_code"] = o.StatusCode

@@ -48,6 +48,7 @@ type Timeouter interface {
 type Engine struct {
 	cfg    Config
 	graphs sync.Map // flow version id → *ExecutionGraph (immutable)
+	batch  batcher
 }
 
 // New returns an Engine.
@@ -66,7 +67,7 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("engine: no handler for node type %s", t)
 		}
 	}
-	return &Engine{cfg: cfg}, nil
+	return &Engine{cfg: cfg, batch: batcher{queues: map[string]*runQueue{}}}, nil
 }
 
 // Graph returns the execution graph of a flow version, cached in memory
@@ -197,7 +198,7 @@ type CallbackParams struct {
 // returns nil and changes nothing; a conflicting or stale one returns an
 // error wrapping ErrConflict (or ErrInvalidTransition).
 func (e *Engine) HandleCallback(ctx context.Context, p CallbackParams) error {
-	return e.inTx(ctx, p.RunID, func(t *txn) error {
+	return e.submit(ctx, p.RunID, func(t *txn) error {
 		if err := t.load(p.RunID); err != nil {
 			return err
 		}
@@ -236,7 +237,7 @@ func (e *Engine) HandleCallback(ctx context.Context, p CallbackParams) error {
 // retries it per the node's policy. A node no longer running that attempt
 // is left alone.
 func (e *Engine) Expire(ctx context.Context, runID, key string, attempt int) error {
-	err := e.inTx(ctx, runID, func(t *txn) error {
+	err := e.submit(ctx, runID, func(t *txn) error {
 		if err := t.load(runID); err != nil {
 			return err
 		}
@@ -269,11 +270,11 @@ func (e *Engine) CompleteUX(ctx context.Context, p CompleteUXParams) error {
 	if p.Status != StatusCompleted && p.Status != StatusFailed {
 		return fmt.Errorf("%w: status must be completed or failed", ErrInvalidRequest)
 	}
-	return e.inTx(ctx, p.RunID, func(t *txn) error {
+	return e.submit(ctx, p.RunID, func(t *txn) error {
 		if err := t.load(p.RunID); err != nil {
 			return err
 		}
-		cur, err := t.tx.Node(ctx, p.RunID, p.Key)
+		cur, err := t.tx.Node(t.ctx, p.RunID, p.Key)
 		if err != nil {
 			return err
 		}
@@ -365,7 +366,7 @@ func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
 func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) error {
 	var t *txn
 	err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		t = &txn{e: e, ctx: ctx, tx: tx}
+		t = &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}}
 		if err := fn(t); err != nil {
 			return err
 		}

@@ -59,11 +59,17 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 	if err != nil {
 		return fmt.Errorf("error encoding dispatch payload: %w", err)
 	}
-	tr := f.start(StatusRunning)
-	tr.DeadlineSeconds = req.TimeoutSeconds
 	if req.DelayMs == 0 {
 		req.DelayMs = f.delayMs
 	}
+	if f.bulkable() && req.DelayMs == 0 {
+		d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Key: f.key, Attempt: 1, URL: req.URL,
+			Payload: payload, MaxTries: req.MaxTries}
+		t.bulk.add(f, StatusRunning, req.TimeoutSeconds, d)
+		return nil
+	}
+	tr := f.start(StatusRunning)
+	tr.DeadlineSeconds = req.TimeoutSeconds
 	if req.DelayMs > 0 {
 		// The deadline counts from the delayed delivery.
 		tr.DeadlineSeconds += int((req.DelayMs + 999) / 1000)
@@ -87,6 +93,10 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 func (f *fireCtx) WaitForUser() error {
 	if err := f.act(); err != nil {
 		return err
+	}
+	if f.bulkable() {
+		f.t.bulk.add(f, StatusWaitingForUser, 0, nil)
+		return nil
 	}
 	_, err := f.t.transition(f.start(StatusRunning, StatusWaitingForUser))
 	return err
@@ -139,4 +149,10 @@ func (f *fireCtx) FanOut(items []json.RawMessage) error {
 		return err
 	}
 	return f.t.fanOut(f.node, f.idx, f.key, items)
+}
+
+// bulkable reports whether this fire can join the fan-out's bulk start: a
+// first attempt of a pending instance while a Splitter fans out.
+func (f *fireCtx) bulkable() bool {
+	return f.t.bulk != nil && f.from == StatusPending && f.attempt == 1
 }

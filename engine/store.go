@@ -51,10 +51,17 @@ type Tx interface {
 	ItemStates(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]NodeState, error)
 	// FirstFailure returns the error of some failed node of the run.
 	FirstFailure(ctx context.Context, runID string) (string, error)
+	// BulkStart moves many pending nodes to running or waiting_for_user as
+	// their first attempt in one statement (compare-and-set on pending) and
+	// returns how many it moved.
+	BulkStart(ctx context.Context, runID string, starts []BulkStart) (int, error)
+	// InsertDispatches writes many outbox rows in one statement.
+	InsertDispatches(ctx context.Context, ds []*Dispatch) error
 	// InsertDispatch writes an outbox row.
 	InsertDispatch(ctx context.Context, d *Dispatch) error
-	// UpdateDispatch records a delivery try on an outbox row.
-	UpdateDispatch(ctx context.Context, u DispatchUpdate) error
+	// UpdateDispatches records delivery tries on outbox rows, in one
+	// statement.
+	UpdateDispatches(ctx context.Context, us []DispatchUpdate) error
 	// ExtendDeadline moves a running node's deadline to now()+seconds
 	// (database time) if it is running attempt.
 	ExtendDeadline(ctx context.Context, runID, key string, attempt, seconds int) (bool, error)
@@ -165,4 +172,12 @@ type ClaimedDispatch struct {
 	Payload  json.RawMessage
 	Tries    int // including this one
 	MaxTries int
+}
+
+// BulkStart is one node of Tx.BulkStart.
+type BulkStart struct {
+	Key             string
+	Input           json.RawMessage
+	Status          Status // running or waiting_for_user
+	DeadlineSeconds int
 }

@@ -22,11 +22,63 @@ type txn struct {
 	events     []NewEvent
 	dispatches []string
 	failMsg    string
+	// dispatchUpdates are outbox rows' delivery outcomes, written in one
+	// statement at flush.
+	dispatchUpdates []DispatchUpdate
+	// bulk collects first fires of Worker and UX instances while a
+	// Splitter fans out, written with one statement each at the end.
+	bulk *bulkFires
+}
+
+type bulkFires struct {
+	starts     []BulkStart
+	dispatches []*Dispatch
+	nodeIDs    []string
+}
+
+func (b *bulkFires) add(f *fireCtx, status Status, secs int, d *Dispatch) {
+	b.starts = append(b.starts, BulkStart{Key: f.key, Input: f.input, Status: status, DeadlineSeconds: secs})
+	b.nodeIDs = append(b.nodeIDs, f.node.ID)
+	if d != nil {
+		b.dispatches = append(b.dispatches, d)
+	}
+}
+
+// flushBulk writes the collected first fires: one UPDATE for the node
+// states, one INSERT for the outbox rows.
+func (t *txn) flushBulk(b *bulkFires) error {
+	if len(b.starts) == 0 {
+		return nil
+	}
+	n, err := t.tx.BulkStart(t.ctx, t.run.ID, b.starts)
+	if err != nil {
+		return fmt.Errorf("error starting %d instances: %w", len(b.starts), err)
+	}
+	if n != len(b.starts) {
+		return fmt.Errorf("%w: started %d of %d instances", ErrConflict, n, len(b.starts))
+	}
+	if err := t.tx.InsertDispatches(t.ctx, b.dispatches); err != nil {
+		return fmt.Errorf("error writing %d dispatches: %w", len(b.dispatches), err)
+	}
+	t.run.ActiveNodes += len(b.starts)
+	for i, s := range b.starts {
+		t.event(EventNodeStatus, s.Key, map[string]any{"status": StatusRunning, "attempt": 1, "node_id": b.nodeIDs[i]})
+		if s.Status == StatusWaitingForUser {
+			t.event(EventNodeStatus, s.Key, map[string]any{"status": StatusWaitingForUser, "attempt": 1, "node_id": b.nodeIDs[i]})
+		}
+	}
+	for _, d := range b.dispatches {
+		t.dispatches = append(t.dispatches, d.ID)
+	}
+	return nil
 }
 
 var errNoChange = errors.New("no change")
 
 func (t *txn) load(runID string) error {
+	if t.run != nil && t.run.ID == runID {
+		return nil // already locked by this transaction (group commit)
+	}
 	r, err := t.tx.LockRun(t.ctx, runID)
 	if err != nil {
 		return fmt.Errorf("error loading run %s: %w", runID, err)
@@ -301,6 +353,9 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 	for i, it := range items {
 		known[itemKey(skey, i)] = it
 	}
+	outer := t.bulk
+	t.bulk = &bulkFires{}
+	defer func() { t.bulk = outer }()
 	for i := range items {
 		idx := childIndex(sidx, i)
 		for _, m := range region.Direct {
@@ -313,7 +368,7 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 			}
 		}
 	}
-	return nil
+	return t.flushBulk(t.bulk)
 }
 
 func childIndex(parent []int, i int) []int {
@@ -442,6 +497,11 @@ func (t *txn) flush() error {
 	}
 	if err := t.settleRun(); err != nil {
 		return err
+	}
+	if len(t.dispatchUpdates) > 0 {
+		if err := t.tx.UpdateDispatches(t.ctx, t.dispatchUpdates); err != nil {
+			return fmt.Errorf("error recording deliveries: %w", err)
+		}
 	}
 	if len(t.events) > 0 {
 		if err := t.tx.AppendEvents(t.ctx, t.run.ID, t.run.EventSeq+1, t.events); err != nil {

@@ -357,8 +357,58 @@ const EventsChannel = "stitchd_events"
 
 func isNotFound(err error) bool { return err != nil && errors.Is(err, engine.ErrNotFound) }
 
-func (t *pgTx) UpdateDispatch(ctx context.Context, u engine.DispatchUpdate) error {
-	return interpretError(t.db.WithContext(ctx).Exec(`UPDATE dispatches SET status = ?, last_error = nullif(?, ''),
-		locked_until = NULL, next_attempt_at = now() + make_interval(secs => ?::float8 / 1000), updated_at = now()
-		WHERE id = ?`, u.Status, u.LastError, u.RetryInMs, u.ID).Error)
+func (t *pgTx) UpdateDispatches(ctx context.Context, us []engine.DispatchUpdate) error {
+	ids := make([]string, len(us))
+	statuses := make([]string, len(us))
+	errs := make([]string, len(us))
+	delays := make([]int64, len(us))
+	for i, u := range us {
+		ids[i], statuses[i], errs[i], delays[i] = u.ID, u.Status, u.LastError, u.RetryInMs
+	}
+	return interpretError(t.db.WithContext(ctx).Exec(`UPDATE dispatches d SET status = u.st, last_error = nullif(u.err, ''),
+		locked_until = NULL, next_attempt_at = now() + make_interval(secs => u.ms::float8 / 1000), updated_at = now()
+		FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[]) AS u(id, st, err, ms) WHERE d.id = u.id::uuid`,
+		pq.StringArray(ids), pq.StringArray(statuses), pq.StringArray(errs), pq.Int64Array(delays)).Error)
+}
+
+func (t *pgTx) BulkStart(ctx context.Context, runID string, starts []engine.BulkStart) (int, error) {
+	keys := make([]string, len(starts))
+	inputs := make([]string, len(starts))
+	statuses := make([]string, len(starts))
+	secs := make([]int64, len(starts))
+	for i, s := range starts {
+		keys[i], statuses[i], secs[i] = s.Key, string(s.Status), int64(s.DeadlineSeconds)
+		inputs[i] = string(s.Input)
+		if len(s.Input) == 0 {
+			inputs[i] = "null"
+		}
+	}
+	res := t.db.WithContext(ctx).Exec(`UPDATE node_states n SET status = u.st, attempt = n.attempt + 1, input = u.inp::jsonb,
+		deadline = CASE WHEN u.secs > 0 THEN now() + make_interval(secs => u.secs) ELSE NULL END,
+		error = NULL, started_at = now(), finished_at = NULL, updated_at = now()
+		FROM unnest(?::text[], ?::text[], ?::text[], ?::int[]) AS u(k, inp, st, secs)
+		WHERE n.run_id = ? AND n.key = u.k AND n.status = 'pending'`,
+		pq.StringArray(keys), pq.StringArray(inputs), pq.StringArray(statuses), pq.Int64Array(secs), runID)
+	return int(res.RowsAffected), interpretError(res.Error)
+}
+
+func (t *pgTx) InsertDispatches(ctx context.Context, ds []*engine.Dispatch) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	ids := make([]string, len(ds))
+	keys := make([]string, len(ds))
+	urls := make([]string, len(ds))
+	payloads := make([]string, len(ds))
+	attempts := make([]int64, len(ds))
+	tries := make([]int64, len(ds))
+	for i, d := range ds {
+		ids[i], keys[i], urls[i], payloads[i], attempts[i] = d.ID, d.Key, d.URL, string(d.Payload), int64(d.Attempt)
+		tries[i] = int64(max(d.MaxTries, 1))
+	}
+	return interpretError(t.db.WithContext(ctx).Exec(`INSERT INTO dispatches (id, run_id, key, attempt, url, payload, status, max_tries)
+		SELECT u.id::uuid, ?, u.k, u.a, u.url, u.p::jsonb, 'pending', u.mt
+		FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[]) AS u(id, k, a, url, p, mt)`,
+		ds[0].RunID, pq.StringArray(ids), pq.StringArray(keys), pq.Int64Array(attempts), pq.StringArray(urls),
+		pq.StringArray(payloads), pq.Int64Array(tries)).Error)
 }

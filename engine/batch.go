@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Group commit. Every operation on a run locks the run's row, so concurrent
+// operations on one run (a thousand items of a fan-out calling back at
+// once) would commit one after another, each waiting for the previous
+// commit. Instead, operations on a run are queued and a single goroutine per
+// busy run applies everything queued in one transaction, each operation
+// inside a savepoint so that one rejected callback does not undo the others.
+// Operations on different runs proceed in parallel.
+//
+// An operation rejected before it wrote anything (a stale or conflicting
+// callback fails its compare-and-set and writes nothing) is simply left
+// out; one that fails after writing aborts the shared transaction, and every
+// operation of the batch is then retried in a transaction of its own.
+
+// maxBatch bounds how many operations one transaction applies.
+const maxBatch = 512
+
+type opItem struct {
+	op   func(t *txn) error
+	done chan error
+}
+
+type runQueue struct {
+	items   []*opItem
+	running bool
+}
+
+type batcher struct {
+	mu     sync.Mutex
+	queues map[string]*runQueue
+}
+
+// submit applies op to run runID in a (possibly shared) transaction and
+// returns its result once committed.
+func (e *Engine) submit(ctx context.Context, runID string, op func(t *txn) error) error {
+	it := &opItem{op: op, done: make(chan error, 1)}
+	e.batch.mu.Lock()
+	q := e.batch.queues[runID]
+	if q == nil {
+		q = &runQueue{}
+		e.batch.queues[runID] = q
+	}
+	q.items = append(q.items, it)
+	if !q.running {
+		q.running = true
+		go e.drain(runID, q)
+	}
+	e.batch.mu.Unlock()
+	select {
+	case err := <-it.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *Engine) drain(runID string, q *runQueue) {
+	for {
+		e.batch.mu.Lock()
+		items := q.items
+		if len(items) > maxBatch {
+			items, q.items = items[:maxBatch:maxBatch], q.items[maxBatch:]
+		} else {
+			q.items = nil
+		}
+		if len(items) == 0 {
+			q.running = false
+			delete(e.batch.queues, runID)
+			e.batch.mu.Unlock()
+			return
+		}
+		e.batch.mu.Unlock()
+		e.runBatch(runID, items)
+	}
+}
+
+// itemError reports whether an operation's error concerns that operation
+// only (a conflict, a duplicate, bad input), not the transaction.
+func itemError(err error) bool {
+	return errors.Is(err, errNoChange) || errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalidTransition) ||
+		errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidRequest)
+}
+
+func (e *Engine) runBatch(runID string, items []*opItem) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if len(items) == 1 {
+		items[0].done <- e.inTx(ctx, runID, items[0].op)
+		return
+	}
+	results := make([]error, len(items))
+	err := e.inTx(ctx, runID, func(t *txn) error {
+		if err := t.load(runID); err != nil {
+			return err
+		}
+		for i, it := range items {
+			snap := t.snapshot()
+			before := t.tx.(*countingTx).writes
+			err := it.op(t)
+			if err == nil {
+				continue
+			}
+			if !itemError(err) || t.tx.(*countingTx).writes != before {
+				return err
+			}
+			t.restore(snap)
+			if !errors.Is(err, errNoChange) {
+				results[i] = err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		// The shared transaction failed: give each operation its own.
+		for i, it := range items {
+			results[i] = e.inTx(ctx, runID, it.op)
+		}
+	}
+	for i, it := range items {
+		it.done <- results[i]
+	}
+}
+
+type txnSnapshot struct {
+	run             Run
+	events          int
+	dispatches      int
+	dispatchUpdates int
+	failMsg         string
+}
+
+func (t *txn) snapshot() txnSnapshot {
+	return txnSnapshot{run: *t.run, events: len(t.events), dispatches: len(t.dispatches),
+		dispatchUpdates: len(t.dispatchUpdates), failMsg: t.failMsg}
+}
+
+func (t *txn) restore(s txnSnapshot) {
+	*t.run = s.run
+	t.events = t.events[:s.events]
+	t.dispatches = t.dispatches[:s.dispatches]
+	t.dispatchUpdates = t.dispatchUpdates[:s.dispatchUpdates]
+	t.failMsg = s.failMsg
+}
+
+// countingTx counts the writes an operation made, so group commit knows
+// whether a rejected operation left anything behind.
+type countingTx struct {
+	Tx
+	writes int
+}
+
+func (c *countingTx) wrote(err error) error {
+	if err == nil {
+		c.writes++
+	}
+	return err
+}
+
+func (c *countingTx) InsertRun(ctx context.Context, r *Run) error {
+	return c.wrote(c.Tx.InsertRun(ctx, r))
+}
+func (c *countingTx) SaveRun(ctx context.Context, r *Run) error { return c.wrote(c.Tx.SaveRun(ctx, r)) }
+func (c *countingTx) InsertNodes(ctx context.Context, runID string, n []NodeState) error {
+	return c.wrote(c.Tx.InsertNodes(ctx, runID, n))
+}
+func (c *countingTx) Transition(ctx context.Context, t *NodeTransition) (*NodeState, error) {
+	st, err := c.Tx.Transition(ctx, t)
+	return st, c.wrote(err)
+}
+func (c *countingTx) AddPending(ctx context.Context, runID string, keys []string, d int) (map[string]Pending, error) {
+	p, err := c.Tx.AddPending(ctx, runID, keys, d)
+	return p, c.wrote(err)
+}
+func (c *countingTx) SetPending(ctx context.Context, runID, key string, n int) error {
+	return c.wrote(c.Tx.SetPending(ctx, runID, key, n))
+}
+func (c *countingTx) InsertDispatch(ctx context.Context, d *Dispatch) error {
+	return c.wrote(c.Tx.InsertDispatch(ctx, d))
+}
+func (c *countingTx) InsertDispatches(ctx context.Context, ds []*Dispatch) error {
+	return c.wrote(c.Tx.InsertDispatches(ctx, ds))
+}
+func (c *countingTx) UpdateDispatches(ctx context.Context, us []DispatchUpdate) error {
+	return c.wrote(c.Tx.UpdateDispatches(ctx, us))
+}
+func (c *countingTx) BulkStart(ctx context.Context, runID string, s []BulkStart) (int, error) {
+	n, err := c.Tx.BulkStart(ctx, runID, s)
+	return n, c.wrote(err)
+}
+func (c *countingTx) ExtendDeadline(ctx context.Context, runID, key string, attempt, secs int) (bool, error) {
+	ok, err := c.Tx.ExtendDeadline(ctx, runID, key, attempt, secs)
+	return ok, c.wrote(err)
+}
+func (c *countingTx) CancelNodes(ctx context.Context, runID string) ([]string, error) {
+	k, err := c.Tx.CancelNodes(ctx, runID)
+	return k, c.wrote(err)
+}
+func (c *countingTx) UpsertEntity(ctx context.Context, id string, e EntityUpsert) (string, error) {
+	s, err := c.Tx.UpsertEntity(ctx, id, e)
+	return s, c.wrote(err)
+}
+func (c *countingTx) MoveEntity(ctx context.Context, m EntityMove) (string, error) {
+	s, err := c.Tx.MoveEntity(ctx, m)
+	return s, c.wrote(err)
+}
+func (c *countingTx) AppendEvents(ctx context.Context, runID string, seq int64, ev []NewEvent) error {
+	return c.wrote(c.Tx.AppendEvents(ctx, runID, seq, ev))
+}
