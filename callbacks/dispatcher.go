@@ -18,7 +18,6 @@ import (
 
 // DispatchStore is what the Dispatcher needs from the outbox.
 type DispatchStore interface {
-	ClaimDispatches(ctx context.Context, ids []string, lease time.Duration) ([]engine.ClaimedDispatch, error)
 	ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]engine.ClaimedDispatch, error)
 }
 
@@ -49,12 +48,14 @@ type DispatcherConfig struct {
 	Backoff func(try int) time.Duration
 }
 
-// Dispatcher delivers outbox rows: at once when woken after a commit, and
-// by polling for due retries and rows whose claiming process died.
+// Dispatcher delivers outbox rows claimed by this process: the rows a
+// commit wrote already claimed (handed over by Wake), and rows it claims by
+// polling (due retries, rows whose claiming process died).
 type Dispatcher struct {
 	cfg    DispatcherConfig
-	queue  chan engine.ClaimedDispatch
-	wake   chan []string
+	mu     sync.Mutex
+	queue  []engine.ClaimedDispatch // claimed, not yet being delivered
+	signal chan struct{}
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -82,7 +83,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	if cfg.Backoff == nil {
 		cfg.Backoff = func(try int) time.Duration { return FullJitter(try, 500*time.Millisecond, time.Minute) }
 	}
-	return &Dispatcher{cfg: cfg, queue: make(chan engine.ClaimedDispatch, 4096), wake: make(chan []string, 4096)}
+	return &Dispatcher{cfg: cfg, signal: make(chan struct{}, 1)}
 }
 
 // NewHTTPClient returns the client used for dispatches: a timeout, and
@@ -110,12 +111,40 @@ func FullJitter(try int, base, max time.Duration) time.Duration {
 	return time.Duration(rand.Int64N(int64(d) + 1))
 }
 
-// Wake asks for immediate delivery of freshly committed dispatch rows.
-func (d *Dispatcher) Wake(ids []string) {
-	select {
-	case d.wake <- ids:
-	default: // the poller will find them
+// Wake hands over rows claimed for this process. The queue is in memory
+// and unbounded: the rows are claimed, and if this process dies their
+// lease expires and another process delivers them.
+func (d *Dispatcher) Wake(ds []engine.ClaimedDispatch) {
+	if len(ds) == 0 {
+		return
 	}
+	d.mu.Lock()
+	d.queue = append(d.queue, ds...)
+	d.mu.Unlock()
+	d.poke()
+}
+
+func (d *Dispatcher) poke() {
+	select {
+	case d.signal <- struct{}{}:
+	default:
+	}
+}
+
+// next pops a queued row, passing the signal on while rows remain.
+func (d *Dispatcher) next() (engine.ClaimedDispatch, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.queue) == 0 {
+		return engine.ClaimedDispatch{}, false
+	}
+	c := d.queue[0]
+	d.queue[0] = engine.ClaimedDispatch{}
+	d.queue = d.queue[1:]
+	if len(d.queue) > 0 {
+		d.poke()
+	}
+	return c, true
 }
 
 // Start runs the dispatcher until Stop.
@@ -126,11 +155,14 @@ func (d *Dispatcher) Start(ctx context.Context) {
 		go func() {
 			defer d.wg.Done()
 			for {
+				if c, ok := d.next(); ok {
+					d.deliver(ctx, c)
+					continue
+				}
 				select {
 				case <-ctx.Done():
 					return
-				case c := <-d.queue:
-					d.deliver(ctx, c)
+				case <-d.signal:
 				}
 			}
 		}()
@@ -144,11 +176,16 @@ func (d *Dispatcher) Start(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case ids := <-d.wake:
-				d.claim(ctx, func() ([]engine.ClaimedDispatch, error) { return d.cfg.Store.ClaimDispatches(ctx, ids, d.cfg.Lease) })
 			case <-tick.C:
-				d.claim(ctx, func() ([]engine.ClaimedDispatch, error) { return d.cfg.Store.ClaimDue(ctx, 256, d.cfg.Lease) })
 			}
+			rows, err := d.cfg.Store.ClaimDue(ctx, 1000, d.cfg.Lease)
+			if err != nil {
+				if ctx.Err() == nil {
+					d.cfg.Logger.Warn("error claiming dispatches", "error", err)
+				}
+				continue
+			}
+			d.Wake(rows)
 		}
 	}()
 }
@@ -159,23 +196,6 @@ func (d *Dispatcher) Stop() {
 		d.cancel()
 	}
 	d.wg.Wait()
-}
-
-func (d *Dispatcher) claim(ctx context.Context, fn func() ([]engine.ClaimedDispatch, error)) {
-	rows, err := fn()
-	if err != nil {
-		if ctx.Err() == nil {
-			d.cfg.Logger.Warn("error claiming dispatches", "error", err)
-		}
-		return
-	}
-	for _, r := range rows {
-		select {
-		case d.queue <- r:
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 func (d *Dispatcher) deliver(ctx context.Context, c engine.ClaimedDispatch) {

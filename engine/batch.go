@@ -133,12 +133,13 @@ type txnSnapshot struct {
 	run             Run
 	events          int
 	dispatches      int
+	claimed         int
 	dispatchUpdates int
 	failMsg         string
 }
 
 func (t *txn) snapshot() txnSnapshot {
-	return txnSnapshot{run: *t.run, events: len(t.events), dispatches: len(t.dispatches),
+	return txnSnapshot{run: *t.run, events: len(t.events), dispatches: len(t.dispatches), claimed: len(t.claimed),
 		dispatchUpdates: len(t.dispatchUpdates), failMsg: t.failMsg}
 }
 
@@ -146,6 +147,7 @@ func (t *txn) restore(s txnSnapshot) {
 	*t.run = s.run
 	t.events = t.events[:s.events]
 	t.dispatches = t.dispatches[:s.dispatches]
+	t.claimed = t.claimed[:s.claimed]
 	t.dispatchUpdates = t.dispatchUpdates[:s.dispatchUpdates]
 	t.failMsg = s.failMsg
 }

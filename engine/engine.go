@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 )
 
 // Config wires an Engine.
@@ -14,11 +15,17 @@ type Config struct {
 	Store    Store
 	Handlers map[NodeType]NodeHandler
 	Minter   CallbackMinter
-	// Waker, if set, is told about dispatch rows after each commit.
-	Waker  Waker
-	NewID  IDGenerator
-	Clock  Clock
-	Logger *slog.Logger
+	// Waker, if set, is handed the outbox rows each commit claimed for this
+	// process (see ClaimLease).
+	Waker Waker
+	// ClaimLease, when > 0, writes immediately due outbox rows already
+	// claimed by this process for that long, so the dispatcher delivers
+	// them without another transaction; if the process dies, another
+	// claims them once the lease expires.
+	ClaimLease time.Duration
+	NewID      IDGenerator
+	Clock      Clock
+	Logger     *slog.Logger
 	// OnCommit, if set, is called after every committed transaction with
 	// what it did (metrics, tests).
 	OnCommit func(CommitInfo)
@@ -378,8 +385,8 @@ func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) 
 	if err != nil {
 		return err
 	}
-	if len(t.dispatches) > 0 && e.cfg.Waker != nil {
-		e.cfg.Waker.Wake(t.dispatches)
+	if len(t.claimed) > 0 && e.cfg.Waker != nil {
+		e.cfg.Waker.Wake(t.claimed)
 	}
 	if e.cfg.OnCommit != nil && t.run != nil {
 		e.cfg.OnCommit(CommitInfo{RunID: t.run.ID, Events: t.events, DispatchIDs: t.dispatches})

@@ -65,6 +65,7 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 	if f.bulkable() && req.DelayMs == 0 {
 		d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Key: f.key, Attempt: 1, URL: req.URL,
 			Payload: payload, MaxTries: req.MaxTries}
+		t.claim(d)
 		t.bulk.add(f, StatusRunning, req.TimeoutSeconds, d)
 		return nil
 	}
@@ -83,10 +84,11 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 	}
 	d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Key: f.key, Attempt: f.attempt, URL: req.URL,
 		Payload: payload, MaxTries: req.MaxTries, DelayMs: req.DelayMs}
+	t.claim(d)
 	if err := t.tx.InsertDispatch(t.ctx, d); err != nil {
 		return fmt.Errorf("error writing dispatch for %s: %w", f.key, err)
 	}
-	t.dispatches = append(t.dispatches, d.ID)
+	t.noteDispatch(d)
 	return nil
 }
 

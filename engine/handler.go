@@ -70,10 +70,10 @@ type CallbackMinter interface {
 	CallbackURL(runID, key string, attempt int) (string, error)
 }
 
-// Waker is told, after a commit, which dispatch rows were written so they
-// are delivered at once rather than at the next poll.
+// Waker is handed, after a commit, the outbox rows that commit wrote
+// already claimed for this process, so they are delivered at once.
 type Waker interface {
-	Wake(dispatchIDs []string)
+	Wake(ds []ClaimedDispatch)
 }
 
 // IDGenerator returns new unique ids (UUID strings).

@@ -138,6 +138,9 @@ type Dispatch struct {
 	MaxTries int
 	// DelayMs postpones the first delivery (retry backoff).
 	DelayMs int64
+	// ClaimSeconds, when > 0 (and DelayMs is 0), writes the row already
+	// claimed by this process for that long.
+	ClaimSeconds float64
 }
 
 // IsTransitionError reports whether err is a *TransitionError and returns it.

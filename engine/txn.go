@@ -21,6 +21,7 @@ type txn struct {
 	graph      *ExecutionGraph
 	events     []NewEvent
 	dispatches []string
+	claimed    []ClaimedDispatch
 	failMsg    string
 	// dispatchUpdates are outbox rows' delivery outcomes, written in one
 	// statement at flush.
@@ -68,9 +69,25 @@ func (t *txn) flushBulk(b *bulkFires) error {
 		}
 	}
 	for _, d := range b.dispatches {
-		t.dispatches = append(t.dispatches, d.ID)
+		t.noteDispatch(d)
 	}
 	return nil
+}
+
+// claim marks an outbox row as claimed by this process when it is due now.
+func (t *txn) claim(d *Dispatch) {
+	if t.e.cfg.ClaimLease > 0 && d.DelayMs == 0 {
+		d.ClaimSeconds = t.e.cfg.ClaimLease.Seconds()
+	}
+}
+
+// noteDispatch records a written outbox row for after the commit.
+func (t *txn) noteDispatch(d *Dispatch) {
+	t.dispatches = append(t.dispatches, d.ID)
+	if d.ClaimSeconds > 0 {
+		t.claimed = append(t.claimed, ClaimedDispatch{ID: d.ID, RunID: d.RunID, Key: d.Key, Attempt: d.Attempt,
+			URL: d.URL, Payload: d.Payload, Tries: 1, MaxTries: max(d.MaxTries, 1)})
+	}
 }
 
 var errNoChange = errors.New("no change")

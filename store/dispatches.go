@@ -5,20 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lib/pq"
-
 	"github.com/stitchd/stitchd/engine"
 )
 
 const claimCols = `id::text, run_id::text, key, attempt, url, payload, tries, max_tries`
-
-// ClaimDispatches claims the given pending, due rows for delivery: they
-// become "sending" with a lease of lease; rows another process holds are
-// skipped.
-func (s *Store) ClaimDispatches(ctx context.Context, ids []string, lease time.Duration) ([]engine.ClaimedDispatch, error) {
-	return s.claim(ctx, `SELECT id FROM dispatches WHERE id = ANY(?::uuid[]) AND status = 'pending'
-		AND next_attempt_at <= now() FOR UPDATE SKIP LOCKED`, lease, pq.StringArray(ids))
-}
 
 // ClaimDue claims up to limit rows that are due: pending rows whose time
 // has come, and sending rows whose lease expired (their process died).
@@ -28,6 +18,8 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 }
 
 func (s *Store) claim(ctx context.Context, sel string, lease time.Duration, arg any) ([]engine.ClaimedDispatch, error) {
+	// next_attempt_at moves to the lease's end too, so the row is not due
+	// again before another process may take it over.
 	rows, err := s.db.WithContext(ctx).Raw(`UPDATE dispatches SET status = 'sending', tries = tries + 1,
 		locked_until = now() + make_interval(secs => ?), next_attempt_at = now() + make_interval(secs => ?), updated_at = now()
 		WHERE id IN (`+sel+`) RETURNING `+claimCols, lease.Seconds(), lease.Seconds(), arg).Rows()

@@ -281,13 +281,7 @@ func (t *pgTx) FirstFailure(ctx context.Context, runID string) (string, error) {
 }
 
 func (t *pgTx) InsertDispatch(ctx context.Context, d *engine.Dispatch) error {
-	maxTries := d.MaxTries
-	if maxTries <= 0 {
-		maxTries = 1
-	}
-	return interpretError(t.db.WithContext(ctx).Exec(`INSERT INTO dispatches (id, run_id, key, attempt, url, payload, status,
-		max_tries, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?::jsonb, 'pending', ?, now() + make_interval(secs => ?::float8 / 1000))`,
-		d.ID, d.RunID, d.Key, d.Attempt, d.URL, string(d.Payload), maxTries, d.DelayMs).Error)
+	return t.InsertDispatches(ctx, []*engine.Dispatch{d})
 }
 
 func (t *pgTx) ExtendDeadline(ctx context.Context, runID, key string, attempt, seconds int) (bool, error) {
@@ -402,13 +396,22 @@ func (t *pgTx) InsertDispatches(ctx context.Context, ds []*engine.Dispatch) erro
 	payloads := make([]string, len(ds))
 	attempts := make([]int64, len(ds))
 	tries := make([]int64, len(ds))
+	delays := make([]int64, len(ds))
+	claims := make([]float64, len(ds))
 	for i, d := range ds {
 		ids[i], keys[i], urls[i], payloads[i], attempts[i] = d.ID, d.Key, d.URL, string(d.Payload), int64(d.Attempt)
-		tries[i] = int64(max(d.MaxTries, 1))
+		tries[i], delays[i], claims[i] = int64(max(d.MaxTries, 1)), d.DelayMs, d.ClaimSeconds
 	}
-	return interpretError(t.db.WithContext(ctx).Exec(`INSERT INTO dispatches (id, run_id, key, attempt, url, payload, status, max_tries)
-		SELECT u.id::uuid, ?, u.k, u.a, u.url, u.p::jsonb, 'pending', u.mt
-		FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[]) AS u(id, k, a, url, p, mt)`,
+	// A claimed row is written as being sent (first try) by this process
+	// until its lease ends; others wait for the next poll.
+	return interpretError(t.db.WithContext(ctx).Exec(`INSERT INTO dispatches (id, run_id, key, attempt, url, payload, status,
+		max_tries, tries, locked_until, next_attempt_at)
+		SELECT u.id::uuid, ?, u.k, u.a, u.url, u.p::jsonb, CASE WHEN u.c > 0 THEN 'sending' ELSE 'pending' END, u.mt,
+			CASE WHEN u.c > 0 THEN 1 ELSE 0 END,
+			CASE WHEN u.c > 0 THEN now() + make_interval(secs => u.c) END,
+			now() + make_interval(secs => CASE WHEN u.c > 0 THEN u.c ELSE u.ms::float8 / 1000 END)
+		FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[], ?::bigint[], ?::float8[])
+			AS u(id, k, a, url, p, mt, ms, c)`,
 		ds[0].RunID, pq.StringArray(ids), pq.StringArray(keys), pq.Int64Array(attempts), pq.StringArray(urls),
-		pq.StringArray(payloads), pq.Int64Array(tries)).Error)
+		pq.StringArray(payloads), pq.Int64Array(tries), pq.Int64Array(delays), pq.Float64Array(claims)).Error)
 }

@@ -128,13 +128,14 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	clock := engine.SystemClock{}
 	var disp *callbacks.Dispatcher
 	a.Engine, err = engine.New(engine.Config{
-		Store:    a.Store,
-		Handlers: handlers.Registry(),
-		Minter:   &callbacks.Minter{Keys: ring, BaseURL: cfg.BaseURL, Clock: clock},
-		Waker:    wakerFunc(func(ids []string) { disp.Wake(ids) }),
-		NewID:    uuid.NewString,
-		Clock:    clock,
-		Logger:   cfg.Logger,
+		Store:      a.Store,
+		Handlers:   handlers.Registry(),
+		Minter:     &callbacks.Minter{Keys: ring, BaseURL: cfg.BaseURL, Clock: clock},
+		Waker:      wakerFunc(func(ds []engine.ClaimedDispatch) { disp.Wake(ds) }),
+		ClaimLease: cfg.DispatchTimeout + 5*time.Second,
+		NewID:      uuid.NewString,
+		Clock:      clock,
+		Logger:     cfg.Logger,
 	})
 	if err != nil {
 		return nil, a.closeEarly(err)
@@ -151,9 +152,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	return a, nil
 }
 
-type wakerFunc func([]string)
+type wakerFunc func([]engine.ClaimedDispatch)
 
-func (f wakerFunc) Wake(ids []string) { f(ids) }
+func (f wakerFunc) Wake(ds []engine.ClaimedDispatch) { f(ds) }
 
 func (a *App) closeEarly(err error) error {
 	a.listener.Close()
