@@ -134,12 +134,14 @@ type txnSnapshot struct {
 	events          int
 	dispatches      int
 	claimed         int
+	arrivals        int
+	heard           int
 	dispatchUpdates int
 	failMsg         string
 }
 
 func (t *txn) snapshot() txnSnapshot {
-	return txnSnapshot{run: *t.run, events: len(t.events), dispatches: len(t.dispatches), claimed: len(t.claimed),
+	return txnSnapshot{run: *t.run, events: len(t.events), dispatches: len(t.dispatches), claimed: len(t.claimed), arrivals: len(t.arrivals), heard: len(t.heardKeys),
 		dispatchUpdates: len(t.dispatchUpdates), failMsg: t.failMsg}
 }
 
@@ -148,6 +150,8 @@ func (t *txn) restore(s txnSnapshot) {
 	t.events = t.events[:s.events]
 	t.dispatches = t.dispatches[:s.dispatches]
 	t.claimed = t.claimed[:s.claimed]
+	t.arrivals = t.arrivals[:s.arrivals]
+	t.heardKeys, t.heardAttempts = t.heardKeys[:s.heard], t.heardAttempts[:s.heard]
 	t.dispatchUpdates = t.dispatchUpdates[:s.dispatchUpdates]
 	t.failMsg = s.failMsg
 }
@@ -215,4 +219,7 @@ func (c *countingTx) MoveEntity(ctx context.Context, m EntityMove) (string, erro
 }
 func (c *countingTx) AppendEvents(ctx context.Context, runID string, seq int64, ev []NewEvent) error {
 	return c.wrote(c.Tx.AppendEvents(ctx, runID, seq, ev))
+}
+func (c *countingTx) MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) error {
+	return c.wrote(c.Tx.MarkDelivered(ctx, runID, keys, attempts))
 }

@@ -209,6 +209,8 @@ func (e *Engine) HandleCallback(ctx context.Context, p CallbackParams) error {
 		if err := t.load(p.RunID); err != nil {
 			return err
 		}
+		t.heardKeys = append(t.heardKeys, p.Key)
+		t.heardAttempts = append(t.heardAttempts, p.Attempt)
 		switch p.Status {
 		case StatusRunning:
 			return t.heartbeat(p.Key, p.Attempt)

@@ -59,6 +59,9 @@ type Tx interface {
 	InsertDispatches(ctx context.Context, ds []*Dispatch) error
 	// InsertDispatch writes an outbox row.
 	InsertDispatch(ctx context.Context, d *Dispatch) error
+	// MarkDelivered marks the undelivered outbox rows of (key, attempt)
+	// pairs as delivered: a worker's callback proves its dispatch arrived.
+	MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) error
 	// UpdateDispatches records delivery tries on outbox rows, in one
 	// statement.
 	UpdateDispatches(ctx context.Context, us []DispatchUpdate) error

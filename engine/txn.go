@@ -23,6 +23,13 @@ type txn struct {
 	dispatches []string
 	claimed    []ClaimedDispatch
 	failMsg    string
+	// heard are (key, attempt) pairs a worker called back for: their
+	// dispatches arrived.
+	heardKeys     []string
+	heardAttempts []int
+	// arrivals are items that reached their Collector in this transaction;
+	// flush counts them down with one UPDATE … RETURNING per Collector.
+	arrivals []target
 	// dispatchUpdates are outbox rows' delivery outcomes, written in one
 	// statement at flush.
 	dispatchUpdates []DispatchUpdate
@@ -242,13 +249,19 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage) error
 	keys := make([]string, 0, len(outs))
 	for _, id := range outs {
 		tn := t.graph.Nodes[id]
-		tidx := idx
 		if tn.Depth < n.Depth {
-			tidx = idx[:len(idx)-1] // the Collector closing n's region
+			// An item arriving at the Collector closing n's region: counted
+			// down with the other arrivals of this transaction at flush.
+			cidx := idx[:len(idx)-1]
+			t.arrivals = append(t.arrivals, target{node: tn, idx: cidx, key: InstanceKey(id, cidx)})
+			continue
 		}
-		tk := InstanceKey(id, tidx)
-		targets = append(targets, target{node: tn, idx: tidx, key: tk})
+		tk := InstanceKey(id, idx)
+		targets = append(targets, target{node: tn, idx: idx, key: tk})
 		keys = append(keys, tk)
+	}
+	if len(keys) == 0 {
+		return nil
 	}
 	remaining, err := t.tx.AddPending(t.ctx, t.run.ID, keys, -1)
 	if err != nil {
@@ -512,8 +525,16 @@ func (t *txn) flush() error {
 	if t.run == nil {
 		return nil
 	}
+	if err := t.countArrivals(); err != nil {
+		return err
+	}
 	if err := t.settleRun(); err != nil {
 		return err
+	}
+	if len(t.heardKeys) > 0 {
+		if err := t.tx.MarkDelivered(t.ctx, t.run.ID, t.heardKeys, t.heardAttempts); err != nil {
+			return fmt.Errorf("error marking dispatches delivered: %w", err)
+		}
 	}
 	if len(t.dispatchUpdates) > 0 {
 		if err := t.tx.UpdateDispatches(t.ctx, t.dispatchUpdates); err != nil {
@@ -647,5 +668,39 @@ func (t *txn) moveEntity(m EntityMove) error {
 		p["entity_type"] = m.SetType
 	}
 	t.event(EventEntityMoved, m.NodeKey, p)
+	return nil
+}
+
+// countArrivals counts down each Collector by the items that reached it in
+// this transaction, in one UPDATE … RETURNING per Collector, and fires the
+// Collectors that reached zero — exactly one transaction sees zero. Firing
+// a Collector may complete further items (nested regions), so it repeats
+// until nothing arrives.
+func (t *txn) countArrivals() error {
+	for len(t.arrivals) > 0 {
+		arr := t.arrivals
+		t.arrivals = nil
+		count := map[string]int{}
+		var order []target
+		for _, a := range arr {
+			if count[a.key] == 0 {
+				order = append(order, a)
+			}
+			count[a.key]++
+		}
+		for _, tg := range order {
+			remaining, err := t.tx.AddPending(t.ctx, t.run.ID, []string{tg.key}, -count[tg.key])
+			if err != nil {
+				return fmt.Errorf("error counting items of %s: %w", tg.key, err)
+			}
+			p, ok := remaining[tg.key]
+			if !ok || p.Remaining != 0 {
+				continue
+			}
+			if err := t.fireReady(tg, p.Status, nil); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }

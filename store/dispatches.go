@@ -13,6 +13,15 @@ const claimCols = `id::text, run_id::text, key, attempt, url, payload, tries, ma
 // ClaimDue claims up to limit rows that are due: pending rows whose time
 // has come, and sending rows whose lease expired (their process died).
 func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]engine.ClaimedDispatch, error) {
+	// Rows whose attempt is over (the node moved on: completed, failed,
+	// cancelled or retried) are not delivered any more.
+	if err := s.db.WithContext(ctx).Exec(`UPDATE dispatches d SET status = 'cancelled', locked_until = NULL, updated_at = now()
+		WHERE d.status IN ('pending', 'sending') AND d.next_attempt_at <= now()
+		AND (d.status = 'pending' OR d.locked_until < now())
+		AND NOT EXISTS (SELECT 1 FROM node_states n WHERE n.run_id = d.run_id AND n.key = d.key
+			AND n.attempt = d.attempt AND n.status = 'running')`).Error; err != nil {
+		return nil, fmt.Errorf("error retiring stale dispatches: %w", interpretError(err))
+	}
 	return s.claim(ctx, `SELECT id FROM dispatches WHERE status IN ('pending', 'sending') AND next_attempt_at <= now()
 		AND (status = 'pending' OR locked_until < now()) ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED`, lease, limit)
 }

@@ -415,3 +415,14 @@ func (t *pgTx) InsertDispatches(ctx context.Context, ds []*engine.Dispatch) erro
 		ds[0].RunID, pq.StringArray(ids), pq.StringArray(keys), pq.Int64Array(attempts), pq.StringArray(urls),
 		pq.StringArray(payloads), pq.Int64Array(tries), pq.Int64Array(delays), pq.Float64Array(claims)).Error)
 }
+
+func (t *pgTx) MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) error {
+	as := make([]int64, len(attempts))
+	for i, a := range attempts {
+		as[i] = int64(a)
+	}
+	return interpretError(t.db.WithContext(ctx).Exec(`UPDATE dispatches d SET status = 'delivered', locked_until = NULL,
+		updated_at = now() FROM unnest(?::text[], ?::int[]) AS u(k, a)
+		WHERE d.run_id = ? AND d.key = u.k AND d.attempt = u.a AND d.status IN ('pending', 'sending')`,
+		pq.StringArray(keys), pq.Int64Array(as), runID).Error)
+}
