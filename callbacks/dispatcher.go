@@ -19,6 +19,9 @@ import (
 // DispatchStore is what the Dispatcher needs from the outbox.
 type DispatchStore interface {
 	ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]engine.ClaimedDispatch, error)
+	// RenewLease extends the lease of a row still claimed by the same claim
+	// (its tries count unchanged); false when another claim took it over.
+	RenewLease(ctx context.Context, id string, tries int, lease time.Duration) (bool, error)
 }
 
 // DeliveryRecorder records delivery outcomes (engine.Engine).
@@ -54,7 +57,7 @@ type DispatcherConfig struct {
 type Dispatcher struct {
 	cfg    DispatcherConfig
 	mu     sync.Mutex
-	queue  []engine.ClaimedDispatch // claimed, not yet being delivered
+	queue  []queued // claimed, not yet being delivered
 	signal chan struct{}
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -118,10 +121,18 @@ func (d *Dispatcher) Wake(ds []engine.ClaimedDispatch) {
 	if len(ds) == 0 {
 		return
 	}
+	now := d.cfg.Clock.Now()
 	d.mu.Lock()
-	d.queue = append(d.queue, ds...)
+	for _, c := range ds {
+		d.queue = append(d.queue, queued{c: c, at: now})
+	}
 	d.mu.Unlock()
 	d.poke()
+}
+
+type queued struct {
+	c  engine.ClaimedDispatch
+	at time.Time
 }
 
 func (d *Dispatcher) poke() {
@@ -132,19 +143,29 @@ func (d *Dispatcher) poke() {
 }
 
 // next pops a queued row, passing the signal on while rows remain.
-func (d *Dispatcher) next() (engine.ClaimedDispatch, bool) {
+func (d *Dispatcher) next() (queued, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.queue) == 0 {
-		return engine.ClaimedDispatch{}, false
+		return queued{}, false
 	}
-	c := d.queue[0]
-	d.queue[0] = engine.ClaimedDispatch{}
+	q := d.queue[0]
+	d.queue[0] = queued{}
 	d.queue = d.queue[1:]
 	if len(d.queue) > 0 {
 		d.poke()
 	}
-	return c, true
+	return q, true
+}
+
+// stillOurs renews the lease of a row that waited in the queue for half
+// its lease; a row another claim took over meanwhile is not delivered.
+func (d *Dispatcher) stillOurs(ctx context.Context, q queued) bool {
+	if d.cfg.Clock.Now().Sub(q.at) < d.cfg.Lease/2 {
+		return true
+	}
+	ok, err := d.cfg.Store.RenewLease(ctx, q.c.ID, q.c.Tries, d.cfg.Lease)
+	return err == nil && ok
 }
 
 // Start runs the dispatcher until Stop.
@@ -155,8 +176,10 @@ func (d *Dispatcher) Start(ctx context.Context) {
 		go func() {
 			defer d.wg.Done()
 			for {
-				if c, ok := d.next(); ok {
-					d.deliver(ctx, c)
+				if q, ok := d.next(); ok {
+					if d.stillOurs(ctx, q) {
+						d.deliver(ctx, q.c)
+					}
 					continue
 				}
 				select {

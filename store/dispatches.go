@@ -73,3 +73,12 @@ func (s *Store) DispatchCounts(ctx context.Context, runID string) (map[string]in
 	}
 	return out, interpretError(rows.Err())
 }
+
+// RenewLease extends a claimed row's lease if the claim that made tries is
+// still the row's current one.
+func (s *Store) RenewLease(ctx context.Context, id string, tries int, lease time.Duration) (bool, error) {
+	res := s.db.WithContext(ctx).Exec(`UPDATE dispatches SET locked_until = now() + make_interval(secs => ?),
+		next_attempt_at = now() + make_interval(secs => ?), updated_at = now()
+		WHERE id = ? AND status = 'sending' AND tries = ?`, lease.Seconds(), lease.Seconds(), id, tries)
+	return res.RowsAffected == 1, interpretError(res.Error)
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/lib/pq"
@@ -417,12 +418,13 @@ func (t *pgTx) InsertDispatches(ctx context.Context, ds []*engine.Dispatch) erro
 }
 
 func (t *pgTx) MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) error {
-	as := make([]int64, len(attempts))
-	for i, a := range attempts {
-		as[i] = int64(a)
+	pairs := make([]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = k + ":" + strconv.Itoa(attempts[i])
 	}
-	return interpretError(t.db.WithContext(ctx).Exec(`UPDATE dispatches d SET status = 'delivered', locked_until = NULL,
-		updated_at = now() FROM unnest(?::text[], ?::int[]) AS u(k, a)
-		WHERE d.run_id = ? AND d.key = u.k AND d.attempt = u.a AND d.status IN ('pending', 'sending')`,
-		pq.StringArray(keys), pq.Int64Array(as), runID).Error)
+	// key = ANY(…) lets the planner walk the (run_id, key, attempt) index
+	// instead of joining every dispatch row of the run.
+	return interpretError(t.db.WithContext(ctx).Exec(`UPDATE dispatches SET status = 'delivered', locked_until = NULL,
+		updated_at = now() WHERE run_id = ? AND key = ANY(?::text[]) AND status IN ('pending', 'sending')
+		AND key || ':' || attempt = ANY(?::text[])`, runID, pq.StringArray(keys), pq.StringArray(pairs)).Error)
 }
