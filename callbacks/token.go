@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stitchd/stitchd/engine"
@@ -26,22 +27,43 @@ type Key struct {
 }
 
 // Keyring signs with its current key and verifies with any of its keys, so
-// keys can be rotated without invalidating callbacks in flight.
+// keys can be rotated without invalidating callbacks in flight. It is safe
+// for concurrent use; Replace swaps the keys (after a rotation).
 type Keyring struct {
+	mu      sync.RWMutex
 	current Key
 	byID    map[string][]byte
 }
 
 // NewKeyring returns a keyring signing with current and also accepting old.
 func NewKeyring(current Key, old ...Key) (*Keyring, error) {
-	if current.ID == "" || len(current.Secret) < 16 {
-		return nil, errors.New("callback key needs an id and a secret of at least 16 bytes")
-	}
-	k := &Keyring{current: current, byID: map[string][]byte{current.ID: current.Secret}}
-	for _, o := range old {
-		k.byID[o.ID] = o.Secret
+	k := &Keyring{}
+	if err := k.Replace(current, old...); err != nil {
+		return nil, err
 	}
 	return k, nil
+}
+
+// Replace makes current the signing key and current+old the verifying keys.
+func (k *Keyring) Replace(current Key, old ...Key) error {
+	if current.ID == "" || len(current.Secret) < 16 {
+		return errors.New("callback key needs an id and a secret of at least 16 bytes")
+	}
+	byID := map[string][]byte{current.ID: current.Secret}
+	for _, o := range old {
+		byID[o.ID] = o.Secret
+	}
+	k.mu.Lock()
+	k.current, k.byID = current, byID
+	k.mu.Unlock()
+	return nil
+}
+
+// CurrentID is the id of the signing key.
+func (k *Keyring) CurrentID() string {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.current.ID
 }
 
 // Claims are what a callback token asserts.
@@ -56,9 +78,12 @@ var b64 = base64.RawURLEncoding
 
 // Mint returns a token for c: "v1.<kid>.<claims>.<mac>", URL-safe.
 func (k *Keyring) Mint(c Claims) string {
+	k.mu.RLock()
+	cur := k.current
+	k.mu.RUnlock()
 	claims := b64.EncodeToString([]byte(c.RunID + "\n" + c.Key + "\n" + strconv.Itoa(c.Attempt) + "\n" + strconv.FormatInt(c.Expiry.Unix(), 10)))
-	head := "v1." + k.current.ID + "." + claims
-	return head + "." + b64.EncodeToString(mac(k.current.Secret, head))
+	head := "v1." + cur.ID + "." + claims
+	return head + "." + b64.EncodeToString(mac(cur.Secret, head))
 }
 
 // Verify checks a token's MAC and expiry against now. It touches no
@@ -68,7 +93,9 @@ func (k *Keyring) Verify(token string, now time.Time) (Claims, error) {
 	if len(parts) != 4 || parts[0] != "v1" {
 		return Claims{}, ErrTokenInvalid
 	}
+	k.mu.RLock()
 	secret, ok := k.byID[parts[1]]
+	k.mu.RUnlock()
 	if !ok {
 		return Claims{}, ErrTokenInvalid
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/stitchd/stitchd/engine"
 	"time"
 )
 
@@ -81,4 +82,24 @@ func (s *Store) WebhookSecret(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("error loading webhook secret: %w", interpretError(err))
 	}
 	return out, nil
+}
+
+// RetireCallbackKey stops a callback key from verifying (callbacks signed
+// with it get 401). The current key cannot be retired; rotate first.
+func (s *Store) RetireCallbackKey(ctx context.Context, id string) error {
+	keys, err := s.callbackKeys(ctx)
+	if err != nil {
+		return err
+	}
+	if len(keys) > 0 && keys[0].ID == id {
+		return fmt.Errorf("%w: %s is the current key; rotate first", engine.ErrConflict, id)
+	}
+	res := s.db.WithContext(ctx).Exec(`UPDATE signing_keys SET retired_at = now() WHERE id = ? AND id <> ? AND retired_at IS NULL`, id, webhookKeyID)
+	if err := interpretError(res.Error); err != nil {
+		return err
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("callback key %s: %w", id, engine.ErrNotFound)
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -145,7 +146,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "stitchd", version) },
 	}
-	root.AddCommand(serve, migrate, ver)
+	root.AddCommand(serve, migrate, ver, newKeysCmd(env, stderr))
 	return root
 }
 
@@ -203,4 +204,62 @@ func runMigrate(ctx context.Context, o options, stderr io.Writer) error {
 	}
 	log.Info("database is migrated", "version", v)
 	return nil
+}
+
+func newKeysCmd(env envLookup, stderr io.Writer) *cobra.Command {
+	keys := &cobra.Command{Use: "keys", Short: "Manage callback signing keys"}
+	var o options
+	open := func(cmd *cobra.Command) (*store.Store, error) {
+		if err := applyEnv(cmd.Flags(), env); err != nil {
+			return nil, err
+		}
+		log, err := newLogger(stderr, o.logFormat, o.logLevel)
+		if err != nil {
+			return nil, err
+		}
+		url, _, err := app.ResolveDatabase(cmd.Context(), o.config(log))
+		if err != nil {
+			return nil, err
+		}
+		return store.Open(cmd.Context(), url, store.Options{MaxOpenConns: 2})
+	}
+	rotate := &cobra.Command{
+		Use:   "rotate",
+		Short: "Add a new signing key; older keys keep verifying until retired",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if _, err := st.CallbackKeys(cmd.Context()); err != nil {
+				return err
+			}
+			id := "cb-" + strconv.FormatInt(time.Now().Unix(), 10)
+			if _, err := st.RotateCallbackKey(cmd.Context(), id); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), id)
+			return nil
+		},
+	}
+	retire := &cobra.Command{
+		Use:   "retire KEY_ID",
+		Short: "Stop accepting callbacks signed with a key",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			return st.RetireCallbackKey(cmd.Context(), args[0])
+		},
+	}
+	for _, c := range []*cobra.Command{rotate, retire} {
+		addServerFlags(c.Flags(), &o)
+	}
+	keys.AddCommand(rotate, retire)
+	return keys
 }

@@ -41,6 +41,9 @@ type Config struct {
 	DispatchTimeout time.Duration
 	// DataDir holds a throwaway Postgres cluster when no server is found.
 	DataDir string
+	// KeyRefresh is how often callback keys are reloaded from the database,
+	// so a rotation reaches every instance (default 30s).
+	KeyRefresh time.Duration
 }
 
 // App is a running stitchd.
@@ -51,6 +54,7 @@ type App struct {
 	Dispatcher *callbacks.Dispatcher
 	Hub        *web.Hub
 	Server     *web.Server
+	Keys       *callbacks.Keyring
 	http       *http.Server
 	listener   net.Listener
 	cluster    *localpg.Cluster
@@ -109,18 +113,15 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		cfg.BaseURL = a.URL
 	}
 	a.cfg.BaseURL = cfg.BaseURL
-	keys, err := a.Store.CallbackKeys(ctx)
+	cur, old, err := loadKeys(ctx, a.Store)
 	if err != nil {
 		return nil, a.closeEarly(err)
 	}
-	var old []callbacks.Key
-	for _, k := range keys[1:] {
-		old = append(old, callbacks.Key{ID: k.ID, Secret: k.Secret})
-	}
-	ring, err := callbacks.NewKeyring(callbacks.Key{ID: keys[0].ID, Secret: keys[0].Secret}, old...)
+	ring, err := callbacks.NewKeyring(cur, old...)
 	if err != nil {
 		return nil, a.closeEarly(err)
 	}
+	a.Keys = ring
 	secret, err := a.Store.WebhookSecret(ctx)
 	if err != nil {
 		return nil, a.closeEarly(err)
@@ -152,6 +153,43 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	return a, nil
 }
 
+// loadKeys reads the callback keys, newest (signing) first.
+func loadKeys(ctx context.Context, st *store.Store) (callbacks.Key, []callbacks.Key, error) {
+	keys, err := st.CallbackKeys(ctx)
+	if err != nil {
+		return callbacks.Key{}, nil, err
+	}
+	var old []callbacks.Key
+	for _, k := range keys[1:] {
+		old = append(old, callbacks.Key{ID: k.ID, Secret: k.Secret})
+	}
+	return callbacks.Key{ID: keys[0].ID, Secret: keys[0].Secret}, old, nil
+}
+
+// refreshKeys reloads the callback keys periodically (rotation, retirement).
+func (a *App) refreshKeys(ctx context.Context) {
+	every := a.cfg.KeyRefresh
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cur, old, err := loadKeys(ctx, a.Store)
+		if err == nil {
+			err = a.Keys.Replace(cur, old...)
+		}
+		if err != nil && ctx.Err() == nil {
+			a.cfg.Logger.Warn("error reloading callback keys", "error", err)
+		}
+	}
+}
+
 type wakerFunc func([]engine.ClaimedDispatch)
 
 func (f wakerFunc) Wake(ds []engine.ClaimedDispatch) { f(ds) }
@@ -170,7 +208,11 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	a.Dispatcher.Start(ctx)
-	a.wg.Add(2)
+	a.wg.Add(3)
+	go func() {
+		defer a.wg.Done()
+		a.refreshKeys(ctx)
+	}()
 	go func() {
 		defer a.wg.Done()
 		if err := a.http.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -116,13 +116,17 @@ func (h *harness) dispatchCount(runID, key string) int {
 	return n
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T, opts ...func(*app.Config)) *harness {
 	t.Helper()
 	_, dbURL := storetest.IsolatedDB(t)
 	ctx := context.Background()
-	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
+	cfg := app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
 		PollInterval: 50 * time.Millisecond, DispatchTimeout: 2 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a, err := app.New(ctx, cfg)
 	require.NoError(t, err)
 	require.NoError(t, a.Start(ctx))
 	t.Cleanup(func() {
@@ -290,3 +294,9 @@ func (h *harness) mint(runID, key string, attempt int, expiry time.Time) string 
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func newServer(t *testing.T, h http.Handler) string {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}

@@ -1,0 +1,183 @@
+package app_test
+
+import (
+	"context"
+	"strings"
+
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/app"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// scriptedWorker answers dispatches from a script of status codes (then
+// 202), recording each delivery's webhook-id and arrival time.
+type scriptedWorker struct {
+	mu     sync.Mutex
+	script []int
+	header map[string]string
+	ids    []string
+	at     []time.Time
+	n      atomic.Int32
+}
+
+func (h *harness) scripted(t *testing.T, s *scriptedWorker) string {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.ids = append(s.ids, r.Header.Get("webhook-id"))
+		s.at = append(s.at, time.Now())
+		code := 202
+		if len(s.script) > 0 {
+			code, s.script = s.script[0], s.script[1:]
+		}
+		for k, v := range s.header {
+			w.Header().Set(k, v)
+		}
+		s.mu.Unlock()
+		s.n.Add(1)
+		if code == http.StatusFound {
+			w.Header().Set("Location", "http://127.0.0.1:1/elsewhere")
+		}
+		w.WriteHeader(code)
+	})
+	srv := newServer(t, mux)
+	return srv
+}
+
+func TestDeliveryRetriesKeepWebhookID(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	s := &scriptedWorker{script: []int{503, 500}}
+	url := h.scripted(t, s)
+	flow := h.createFlow([]map[string]any{node("a", "Worker", map[string]any{"webhookUrl": url,
+		"retry": map[string]any{"maxAttempts": 3, "initialDelayMs": 10, "maxDelayMs": 50}})}, nil)
+	r := h.startRun(flow, map[string]any{})
+	h.eventually(func() bool { return s.n.Load() == 3 }, "3 delivery tries")
+	s.mu.Lock()
+	require.Equal(t, s.ids[0], s.ids[1], "webhook-id is stable across retries")
+	require.Equal(t, s.ids[0], s.ids[2])
+	s.mu.Unlock()
+	h.eventually(func() bool {
+		var n int
+		_ = h.app.Store.Gorm().Raw(`SELECT count(*) FROM run_events WHERE run_id = ? AND type = 'dispatch.attempt'`, r.ID).Row().Scan(&n)
+		return n == 3
+	}, "3 dispatch.attempt events")
+	require.Equal(t, "running", h.run(r.ID).Nodes["a"].Status, "delivered on the third try")
+}
+
+func TestDeliveryGivesUpWithLastReason(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	s := &scriptedWorker{script: []int{503, 502, 504}}
+	url := h.scripted(t, s)
+	flow := h.createFlow([]map[string]any{node("a", "Worker", map[string]any{"webhookUrl": url,
+		"retry": map[string]any{"maxAttempts": 3, "initialDelayMs": 10, "maxDelayMs": 20}})}, nil)
+	r := h.startRun(flow, map[string]any{})
+	fin := h.waitRun(r.ID, "failed")
+	require.Contains(t, *fin.Nodes["a"].Error, "worker answered 504")
+	require.EqualValues(t, 3, s.n.Load())
+}
+
+func TestDeliveryHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	s := &scriptedWorker{script: []int{429}, header: map[string]string{"Retry-After": "1"}}
+	url := h.scripted(t, s)
+	flow := h.createFlow([]map[string]any{node("a", "Worker", map[string]any{"webhookUrl": url,
+		"retry": map[string]any{"maxAttempts": 2, "initialDelayMs": 1, "maxDelayMs": 5}})}, nil)
+	h.startRun(flow, map[string]any{})
+	h.eventually(func() bool { return s.n.Load() == 2 }, "second try")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.GreaterOrEqual(t, s.at[1].Sub(s.at[0]), 900*time.Millisecond, "Retry-After: 1 waited for")
+}
+
+func TestDeliveryRedirectIsAFailure(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	s := &scriptedWorker{script: []int{http.StatusFound}}
+	url := h.scripted(t, s)
+	flow := h.createFlow([]map[string]any{node("a", "Worker", map[string]any{"webhookUrl": url,
+		"retry": map[string]any{"maxAttempts": 1}})}, nil)
+	r := h.startRun(flow, map[string]any{})
+	fin := h.waitRun(r.ID, "failed")
+	require.Contains(t, *fin.Nodes["a"].Error, "redirects are not followed")
+	require.EqualValues(t, 1, s.n.Load())
+}
+
+func TestDeadlineRetriesThenFails(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	n := wnode(h, "a")
+	n["data"].(map[string]any)["timeoutSeconds"] = 1
+	n["data"].(map[string]any)["retry"] = map[string]any{"maxAttempts": 2, "initialDelayMs": 1, "maxDelayMs": 2}
+	flow := h.createFlow([]map[string]any{n}, nil)
+	r := h.startRun(flow, map[string]any{})
+	d1 := h.waitDispatch(r.ID, "a", 1)
+	// Attempt 1 never calls back: the sweeper expires it and dispatches attempt 2.
+	d2 := h.waitDispatch(r.ID, "a", 2)
+	code, _ := h.post(d1.Payload.CallbackURL, `{"status":"completed","output":{}}`)
+	require.Equal(t, 409, code, "a late callback for the expired attempt is stale")
+	fin := h.waitRun(r.ID, "failed")
+	require.Contains(t, *fin.Nodes["a"].Error, "deadline exceeded on attempt 2")
+	code, _ = h.post(d2.Payload.CallbackURL, `{"status":"completed","output":{}}`)
+	require.Equal(t, 409, code)
+}
+
+func TestHeartbeatExtendsDeadline(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	n := wnode(h, "a")
+	n["data"].(map[string]any)["timeoutSeconds"] = 2
+	flow := h.createFlow([]map[string]any{n}, nil)
+	r := h.startRun(flow, map[string]any{})
+	d := h.waitDispatch(r.ID, "a", 1)
+	start := time.Now()
+	// Heartbeat every 500ms for 3.5s: longer than the 2s timeout.
+	for time.Since(start) < 3500*time.Millisecond {
+		code, _ := h.post(d.Payload.CallbackURL, `{"status":"running","progress":{"t":`+strconv.Itoa(int(time.Since(start).Milliseconds()))+`}}`)
+		require.Equal(t, 200, code)
+		require.Equal(t, "running", h.run(r.ID).Nodes["a"].Status)
+		time.Sleep(500 * time.Millisecond)
+	}
+	h.complete(d, `{"ok":true}`)
+	h.waitRun(r.ID, "completed")
+}
+
+func TestKeyRotation(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *app.Config) { c.KeyRefresh = 50 * time.Millisecond })
+	ctx := context.Background()
+	flow := h.createFlow([]map[string]any{wnode(h, "a")}, nil)
+	r1 := h.startRun(flow, map[string]any{})
+	d1 := h.waitDispatch(r1.ID, "a", 1)
+	oldKID := strings.Split(d1.Payload.CallbackURL[strings.LastIndex(d1.Payload.CallbackURL, "/")+1:], ".")[1]
+
+	_, err := h.app.Store.RotateCallbackKey(ctx, "cb-rotated")
+	require.NoError(t, err)
+	h.eventually(func() bool { return h.app.Keys.CurrentID() == "cb-rotated" }, "keys reloaded")
+	r2 := h.startRun(flow, map[string]any{})
+	d2 := h.waitDispatch(r2.ID, "a", 1)
+	require.Contains(t, d2.Payload.CallbackURL, "/v1.cb-rotated.", "new dispatches are signed with the new key")
+
+	// The current key cannot be retired; an old one can, after which its
+	// tokens are refused before any database work.
+	require.ErrorIs(t, h.app.Store.RetireCallbackKey(ctx, "cb-rotated"), engine.ErrConflict)
+	require.NoError(t, h.app.Store.RetireCallbackKey(ctx, oldKID))
+	h.eventually(func() bool {
+		_, err := h.app.Keys.Verify(d1.Payload.CallbackURL[strings.LastIndex(d1.Payload.CallbackURL, "/")+1:], time.Now())
+		return err != nil
+	}, "old key retired")
+	code, _ := h.post(d1.Payload.CallbackURL, `{"status":"completed","output":{}}`)
+	require.Equal(t, 401, code)
+	require.Equal(t, "running", h.run(r1.ID).Nodes["a"].Status)
+	h.complete(d2, `{}`)
+	h.waitRun(r2.ID, "completed")
+}
