@@ -20,25 +20,27 @@ type DeliveryOutcome struct {
 	RetryInMs int64
 }
 
-// RecordDelivery writes a delivery try to the outbox row and the run's
-// events in one transaction; when the dispatch gives up, the node fails
-// with the last reason.
+// RecordDelivery records a delivery try. A successful one only marks the
+// outbox row delivered — it changes no node state, so it takes no run lock
+// and stays off the path of the worker's callback. A failed try is written
+// to the outbox row and the run's events (dispatch.attempt) in one
+// transaction; when the dispatch gives up, the node fails with the last
+// reason.
 func (e *Engine) RecordDelivery(ctx context.Context, o DeliveryOutcome) error {
+	if o.Delivered {
+		return e.cfg.Store.DispatchDelivered(ctx, o.DispatchID)
+	}
 	return e.submit(ctx, o.RunID, func(t *txn) error {
 		if err := t.load(o.RunID); err != nil {
 			return err
 		}
 		u := DispatchUpdate{ID: o.DispatchID, LastError: o.Error}
-		switch {
-		case o.Delivered:
-			u.Status = "delivered"
-		case o.RetryInMs > 0:
+		u.Status = "failed"
+		if o.RetryInMs > 0 {
 			u.Status, u.RetryInMs = "pending", o.RetryInMs
-		default:
-			u.Status = "failed"
 		}
 		t.dispatchUpdates = append(t.dispatchUpdates, u) // written once, at flush
-		p := map[string]any{"dispatch_id": o.DispatchID, "attempt": o.Attempt, "try": o.Try, "delivered": o.Delivered}
+		p := map[string]any{"dispatch_id": o.DispatchID, "attempt": o.Attempt, "try": o.Try, "delivered": false}
 		if o.StatusCode != 0 {
 			p["status_code"] = o.StatusCode
 		}

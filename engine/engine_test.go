@@ -139,3 +139,17 @@ func FuzzMergeInputs(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkMergeInputs(b *testing.B) {
+	ups := []Upstream{
+		{NodeID: "a", Output: json.RawMessage(`{"lead":{"name":"Ada","email":"ada@example.com"},"score":7,"tags":["x","y"]}`)},
+		{NodeID: "b", Output: json.RawMessage(`"plain"`)},
+		{NodeID: "c", Output: json.RawMessage(`{"enriched":{"company":"Analytical Engines","size":12}}`), Mapping: map[string]string{"company": "enriched.company"}},
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := MergeInputs(ups); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -82,3 +82,9 @@ func (s *Store) RenewLease(ctx context.Context, id string, tries int, lease time
 		WHERE id = ? AND status = 'sending' AND tries = ?`, lease.Seconds(), lease.Seconds(), id, tries)
 	return res.RowsAffected == 1, interpretError(res.Error)
 }
+
+// DispatchDelivered implements engine.Store.
+func (s *Store) DispatchDelivered(ctx context.Context, id string) error {
+	return interpretError(s.db.WithContext(ctx).Exec(`UPDATE dispatches SET status = 'delivered', locked_until = NULL,
+		updated_at = now() WHERE id = ? AND status = 'sending'`, id).Error)
+}

@@ -47,6 +47,16 @@ const (
 // the version to store.
 func compileVersion(t *testing.T, graph, message string) store.NewVersion {
 	t.Helper()
+	return compileVersionMsg(t, graph, message)
+}
+
+// storeNewVersion is store.NewVersion (for the benchmark file).
+type storeNewVersion = store.NewVersion
+
+func compileVersionTB(t testing.TB, graph string) store.NewVersion { return compileVersionMsg(t, graph, "bench") }
+
+func compileVersionMsg(t testing.TB, graph, message string) store.NewVersion {
+	t.Helper()
 	v, err := compiler.ParseVisual([]byte(graph))
 	require.NoError(t, err)
 	g, err := compiler.Compile(v)

@@ -106,7 +106,7 @@ func waitRunDone(b *testing.B, a *app.App, id string) {
 // time from the last callback answered to the collector's completion, and
 // database rows written per item.
 func BenchmarkFanOut(b *testing.B) {
-	for _, items := range []int{1000, 10000} {
+	for _, items := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("items=%d", items), func(b *testing.B) {
 			a, w := benchApp(b)
 			graph := map[string]any{"nodes": []any{

@@ -67,9 +67,15 @@ func TestDeliveryRetriesKeepWebhookID(t *testing.T) {
 	h.eventually(func() bool {
 		var n int
 		_ = h.app.Store.Gorm().Raw(`SELECT count(*) FROM run_events WHERE run_id = ? AND type = 'dispatch.attempt'`, r.ID).Row().Scan(&n)
-		return n == 3
-	}, "3 dispatch.attempt events")
+		return n == 2
+	}, "a dispatch.attempt event for each failed try")
 	require.Equal(t, "running", h.run(r.ID).Nodes["a"].Status, "delivered on the third try")
+	h.eventually(func() bool {
+		var st string
+		var tries int
+		_ = h.app.Store.Gorm().Raw(`SELECT status, tries FROM dispatches WHERE run_id = ?`, r.ID).Row().Scan(&st, &tries)
+		return st == "delivered" && tries == 3
+	}, "the outbox row records the delivery on try 3")
 }
 
 func TestDeliveryGivesUpWithLastReason(t *testing.T) {
