@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -26,6 +27,9 @@ const maxBatch = 512
 type opItem struct {
 	op   func(t *txn) error
 	done chan error
+	// cb is set for worker callbacks: completions in a batch are applied
+	// with one bulk compare-and-set before the operations run.
+	cb *CallbackParams
 }
 
 type runQueue struct {
@@ -41,7 +45,14 @@ type batcher struct {
 // submit applies op to run runID in a (possibly shared) transaction and
 // returns its result once committed.
 func (e *Engine) submit(ctx context.Context, runID string, op func(t *txn) error) error {
-	it := &opItem{op: op, done: make(chan error, 1)}
+	return e.enqueue(ctx, runID, &opItem{op: op, done: make(chan error, 1)})
+}
+
+func (e *Engine) submitCallback(ctx context.Context, p CallbackParams, op func(t *txn) error) error {
+	return e.enqueue(ctx, p.RunID, &opItem{op: op, done: make(chan error, 1), cb: &p})
+}
+
+func (e *Engine) enqueue(ctx context.Context, runID string, it *opItem) error {
 	e.batch.mu.Lock()
 	q := e.batch.queues[runID]
 	if q == nil {
@@ -99,6 +110,9 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 	results := make([]error, len(items))
 	err := e.inTx(ctx, runID, func(t *txn) error {
 		if err := t.load(runID); err != nil {
+			return err
+		}
+		if err := t.bulkComplete(items); err != nil {
 			return err
 		}
 		for i, it := range items {
@@ -222,4 +236,46 @@ func (c *countingTx) AppendEvents(ctx context.Context, runID string, seq int64, 
 }
 func (c *countingTx) MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) error {
 	return c.wrote(c.Tx.MarkDelivered(ctx, runID, keys, attempts))
+}
+
+// bulkComplete applies the completions among a batch's callbacks with one
+// compare-and-set (running → completed for the given attempt). Each
+// callback operation then finds its node already completed (preCompleted)
+// and runs only the consequences; a callback the bulk update did not match
+// (stale, repeated, conflicting) runs its own compare-and-set as usual.
+func (t *txn) bulkComplete(items []*opItem) error {
+	var cs []BulkComplete
+	for _, it := range items {
+		if it.cb != nil && it.cb.Status == StatusCompleted {
+			cs = append(cs, BulkComplete{Key: it.cb.Key, Attempt: it.cb.Attempt, Output: orNull(it.cb.Output)})
+		}
+	}
+	if len(cs) < 2 {
+		return nil
+	}
+	done, err := t.tx.BulkComplete(t.ctx, t.run.ID, cs)
+	if err != nil {
+		return fmt.Errorf("error completing %d nodes: %w", len(cs), err)
+	}
+	t.pre = make(map[string]*NodeState, len(done))
+	for i := range done {
+		t.pre[done[i].Key] = &done[i]
+	}
+	return nil
+}
+
+// preCompleted returns (once) the node the batch's bulk compare-and-set
+// completed for this callback.
+func (t *txn) preCompleted(p CallbackParams) *NodeState {
+	st := t.pre[p.Key]
+	if st == nil || st.Attempt != p.Attempt {
+		return nil
+	}
+	delete(t.pre, p.Key)
+	return st
+}
+
+func (c *countingTx) BulkComplete(ctx context.Context, runID string, cs []BulkComplete) ([]NodeState, error) {
+	st, err := c.Tx.BulkComplete(ctx, runID, cs)
+	return st, c.wrote(err)
 }

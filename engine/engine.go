@@ -205,7 +205,7 @@ type CallbackParams struct {
 // returns nil and changes nothing; a conflicting or stale one returns an
 // error wrapping ErrConflict (or ErrInvalidTransition).
 func (e *Engine) HandleCallback(ctx context.Context, p CallbackParams) error {
-	return e.submit(ctx, p.RunID, func(t *txn) error {
+	return e.submitCallback(ctx, p, func(t *txn) error {
 		if err := t.load(p.RunID); err != nil {
 			return err
 		}
@@ -219,8 +219,13 @@ func (e *Engine) HandleCallback(ctx context.Context, p CallbackParams) error {
 			if len(out) == 0 {
 				out = json.RawMessage("null")
 			}
-			st, err := t.transition(&NodeTransition{Key: p.Key, From: StatusRunning,
-				Steps: []Status{StatusCompleted}, Attempt: p.Attempt, Output: out})
+			tr := &NodeTransition{Key: p.Key, From: StatusRunning, Steps: []Status{StatusCompleted},
+				Attempt: p.Attempt, Output: out}
+			if st := t.preCompleted(p); st != nil { // applied by the batch's bulk compare-and-set
+				t.transitioned(tr, st)
+				return t.completed(st)
+			}
+			st, err := t.transition(tr)
 			if err != nil {
 				return t.duplicateOr(err, p)
 			}

@@ -58,6 +58,10 @@ type Tx interface {
 	// their first attempt in one statement (compare-and-set on pending) and
 	// returns how many it moved.
 	BulkStart(ctx context.Context, runID string, starts []BulkStart) (int, error)
+	// BulkComplete moves running nodes to completed (compare-and-set on
+	// status running and the attempt) in one statement and returns the rows
+	// it moved.
+	BulkComplete(ctx context.Context, runID string, cs []BulkComplete) ([]NodeState, error)
 	// InsertDispatches writes many outbox rows in one statement.
 	InsertDispatches(ctx context.Context, ds []*Dispatch) error
 	// InsertDispatch writes an outbox row.
@@ -189,4 +193,11 @@ type BulkStart struct {
 	Input           json.RawMessage
 	Status          Status // running or waiting_for_user
 	DeadlineSeconds int
+}
+
+// BulkComplete is one node of Tx.BulkComplete.
+type BulkComplete struct {
+	Key     string
+	Attempt int
+	Output  json.RawMessage
 }

@@ -33,6 +33,8 @@ type txn struct {
 	// dispatchUpdates are outbox rows' delivery outcomes, written in one
 	// statement at flush.
 	dispatchUpdates []DispatchUpdate
+	// pre holds nodes a batch's bulk compare-and-set completed, by key.
+	pre map[string]*NodeState
 	// bulk collects first fires of Worker and UX instances while a
 	// Splitter fans out, written with one statement each at the end.
 	bulk *bulkFires
@@ -129,6 +131,13 @@ func (t *txn) transition(tr *NodeTransition) (*NodeState, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.transitioned(tr, st)
+	return st, nil
+}
+
+// transitioned keeps the run's counters and writes the events of an applied
+// transition.
+func (t *txn) transitioned(tr *NodeTransition, st *NodeState) {
 	final := tr.Final()
 	if tr.From.Active() {
 		t.run.ActiveNodes--
@@ -149,7 +158,6 @@ func (t *txn) transition(tr *NodeTransition) (*NodeState, error) {
 		}
 		t.event(EventNodeStatus, st.Key, p)
 	}
-	return st, nil
 }
 
 // fire starts node n at index idx with input, from status `from` (pending

@@ -21,7 +21,7 @@ func (s *Store) GetRun(ctx context.Context, id string, withNodes bool) (*engine.
 	if !withNodes {
 		return r, nil, nil
 	}
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+nodeCols+` FROM node_states WHERE run_id = ? ORDER BY node_id, idx`, id).Rows()
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ? ORDER BY node_id, idx`, id).Rows()
 	if err != nil {
 		return nil, nil, fmt.Errorf("error loading nodes of run %s: %w", id, interpretError(err))
 	}

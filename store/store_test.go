@@ -53,7 +53,9 @@ func compileVersion(t *testing.T, graph, message string) store.NewVersion {
 // storeNewVersion is store.NewVersion (for the benchmark file).
 type storeNewVersion = store.NewVersion
 
-func compileVersionTB(t testing.TB, graph string) store.NewVersion { return compileVersionMsg(t, graph, "bench") }
+func compileVersionTB(t testing.TB, graph string) store.NewVersion {
+	return compileVersionMsg(t, graph, "bench")
+}
 
 func compileVersionMsg(t testing.TB, graph, message string) store.NewVersion {
 	t.Helper()

@@ -56,8 +56,13 @@ func nullStr(s sql.NullString) *string {
 	return &v
 }
 
-const nodeCols = `key, node_id, array_to_string(idx, ','), type, status, input, output, error, attempt,
-	pending_parents, deadline, started_at, finished_at, updated_at`
+// nodeColsAs lists the node_states columns scanNode reads, qualified
+// with alias (e.g. "n.") when an UPDATE joins another relation.
+func nodeColsAs(a string) string {
+	return a + "key, " + a + "node_id, array_to_string(" + a + "idx, ','), " + a + "type, " + a + "status, " +
+		a + "input, " + a + "output, " + a + "error, " + a + "attempt, " + a + "pending_parents, " + a + "deadline, " +
+		a + "started_at, " + a + "finished_at, " + a + "updated_at"
+}
 
 func scanNode(row scanner, runID string) (*engine.NodeState, error) {
 	var n engine.NodeState
@@ -176,7 +181,7 @@ func (t *pgTx) Transition(ctx context.Context, tr *engine.NodeTransition) (*engi
 		finished_at = CASE WHEN ? IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END,
 		updated_at = now()
 		WHERE run_id = ? AND key = ? AND status = ? AND (? = 0 OR attempt = ?)
-		RETURNING `+nodeCols,
+		RETURNING `+nodeColsAs(""),
 		final, inc, jsonArg(tr.Input), setOutput, jsonArg(tr.Output), tr.NewAttempt, tr.Error,
 		tr.DeadlineSeconds, tr.DeadlineSeconds, tr.NewAttempt, final,
 		tr.RunID, tr.Key, string(tr.From), tr.Attempt, tr.Attempt).Row()
@@ -195,7 +200,7 @@ func (t *pgTx) Transition(ctx context.Context, tr *engine.NodeTransition) (*engi
 }
 
 func (t *pgTx) Node(ctx context.Context, runID, key string) (*engine.NodeState, error) {
-	st, err := scanNode(t.db.WithContext(ctx).Raw(`SELECT `+nodeCols+` FROM node_states WHERE run_id = ? AND key = ?`, runID, key).Row(), runID)
+	st, err := scanNode(t.db.WithContext(ctx).Raw(`SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ? AND key = ?`, runID, key).Row(), runID)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", key, err)
 	}
@@ -253,7 +258,7 @@ func (t *pgTx) ItemStates(ctx context.Context, runID string, nodeIDs []string, p
 	for i, v := range prefix {
 		p[i] = int64(v)
 	}
-	rows, err := t.db.WithContext(ctx).Raw(`SELECT `+nodeCols+` FROM node_states
+	rows, err := t.db.WithContext(ctx).Raw(`SELECT `+nodeColsAs("")+` FROM node_states
 		WHERE run_id = ? AND node_id = ANY(?::text[]) AND cardinality(idx) = ? AND idx[1:?] = ?::int[]
 		ORDER BY idx, node_id`, runID, pq.StringArray(nodeIDs), len(prefix)+1, len(prefix), pq.Int64Array(p)).Rows()
 	if err != nil {
@@ -427,4 +432,35 @@ func (t *pgTx) MarkDelivered(ctx context.Context, runID string, keys []string, a
 	return interpretError(t.db.WithContext(ctx).Exec(`UPDATE dispatches SET status = 'delivered', locked_until = NULL,
 		updated_at = now() WHERE run_id = ? AND key = ANY(?::text[]) AND status IN ('pending', 'sending')
 		AND key || ':' || attempt = ANY(?::text[])`, runID, pq.StringArray(keys), pq.StringArray(pairs)).Error)
+}
+
+func (t *pgTx) BulkComplete(ctx context.Context, runID string, cs []engine.BulkComplete) ([]engine.NodeState, error) {
+	keys := make([]string, len(cs))
+	attempts := make([]int64, len(cs))
+	outputs := make([]string, len(cs))
+	for i, c := range cs {
+		keys[i], attempts[i], outputs[i] = c.Key, int64(c.Attempt), string(c.Output)
+	}
+	// DISTINCT ON keeps the first of repeated callbacks for one node; the
+	// others find it completed and are judged one by one.
+	rows, err := t.db.WithContext(ctx).Raw(`UPDATE node_states n SET status = 'completed', output = u.out::jsonb,
+		error = NULL, deadline = NULL, finished_at = now(), updated_at = now()
+		FROM (SELECT DISTINCT ON (k) k, a, out FROM unnest(?::text[], ?::int[], ?::text[]) WITH ORDINALITY AS x(k, a, out, ord)
+			ORDER BY k, ord) u
+		WHERE n.run_id = ? AND n.key = ANY(?::text[]) AND n.key = u.k AND n.status = 'running' AND n.attempt = u.a
+		RETURNING `+nodeColsAs("n."), pq.StringArray(keys), pq.Int64Array(attempts), pq.StringArray(outputs),
+		runID, pq.StringArray(keys)).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := make([]engine.NodeState, 0, len(cs))
+	for rows.Next() {
+		st, err := scanNode(rows, runID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *st)
+	}
+	return out, interpretError(rows.Err())
 }
