@@ -29,6 +29,7 @@ fuzz-short:
 	$(GO) test -run='^$$' -fuzz='^FuzzVerifyToken$$' -fuzztime=$(FUZZTIME) ./callbacks
 	$(GO) test -run='^$$' -fuzz='^FuzzParseCallback$$' -fuzztime=$(FUZZTIME) ./callbacks
 	$(GO) test -run='^$$' -fuzz='^FuzzMergeInputs$$' -fuzztime=$(FUZZTIME) ./engine
+	$(GO) test -run='^$$' -fuzz='^FuzzCheck$$' -fuzztime=$(FUZZTIME) ./internal/jsonlimit
 
 ## deps-test: what the suite needs beyond Go (PostgreSQL server binaries for
 ## the throwaway-cluster fallback when no server runs on 127.0.0.1:5432).

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/jsonlimit"
 )
 
 // CallbackBody is a decoded worker callback.
@@ -34,6 +35,9 @@ func ParseCallback(raw []byte) (*CallbackBody, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, errors.New("callback body must be a JSON object")
+	}
+	if err := jsonlimit.Check(raw, jsonlimit.MaxDepth); err != nil {
+		return nil, err
 	}
 	var b CallbackBody
 	dec := json.NewDecoder(bytes.NewReader(raw))

@@ -145,3 +145,27 @@ func FuzzParseCallback(f *testing.F) {
 		}
 	})
 }
+
+func TestAddressGuard(t *testing.T) {
+	t.Parallel()
+	allow, err := ParseCIDRs("10.1.0.0/16, 127.0.0.1/32")
+	require.NoError(t, err)
+	g := &AddressGuard{DenyPrivate: true, Allow: allow}
+	for addr, ok := range map[string]bool{
+		"93.184.216.34:443": true, "[2606:2800:220:1::1]:80": true,
+		"127.0.0.1:8080": true, "10.1.2.3:80": true, // allowed ranges
+		"127.0.0.2:80": false, "10.2.0.1:80": false, "192.168.1.1:80": false, "172.16.0.1:80": false,
+		"169.254.169.254:80": false, "[::1]:80": false, "[fe80::1]:80": false, "0.0.0.0:80": false,
+		"100.64.0.1:80": false, "[::ffff:192.168.0.1]:80": false, "[fd00::1]:80": false,
+	} {
+		err := g.Check(addr)
+		if ok {
+			require.NoError(t, err, addr)
+		} else {
+			require.ErrorIs(t, err, ErrAddressRefused, addr)
+		}
+	}
+	require.NoError(t, (&AddressGuard{}).Check("127.0.0.1:1"), "off by default")
+	_, err = ParseCIDRs("10.0.0.0/99")
+	require.Error(t, err)
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -75,7 +76,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 		cfg.Lease = 30 * time.Second
 	}
 	if cfg.Client == nil {
-		cfg.Client = NewHTTPClient(10 * time.Second)
+		cfg.Client = NewHTTPClient(10*time.Second, nil)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = engine.SystemClock{}
@@ -91,9 +92,14 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 
 // NewHTTPClient returns the client used for dispatches: a timeout, and
 // redirects are not followed (a redirect is a failed delivery).
-func NewHTTPClient(timeout time.Duration) *http.Client {
+func NewHTTPClient(timeout time.Duration, guard *AddressGuard) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
+	if guard != nil && guard.DenyPrivate {
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: guard.control}
+		tr.DialContext = d.DialContext
+		tr.Proxy = nil // the guard must see the worker's address, not a proxy's
+	}
 	return &http.Client{
 		Timeout:       timeout,
 		Transport:     tr,
@@ -261,6 +267,9 @@ func (d *Dispatcher) post(ctx context.Context, c engine.ClaimedDispatch) (int, t
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
 	req.Header.Set("webhook-signature", SignWebhook(d.cfg.Secret, c.ID, ts, c.Payload))
 	resp, err := d.cfg.Client.Do(req)
+	if err != nil && errors.Is(err, ErrAddressRefused) {
+		return -1, 0, err // not retryable
+	}
 	if err != nil {
 		var ue interface{ Timeout() bool }
 		if errors.As(err, &ue) && ue.Timeout() {

@@ -133,9 +133,8 @@ func FuzzMergeInputs(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var v map[string]any
-		if err := json.Unmarshal(out, &v); err != nil {
-			t.Fatalf("merge produced invalid JSON %q: %v", out, err)
+		if !json.Valid(out) || out[0] != '{' {
+			t.Fatalf("merge produced %q, not a JSON object", out)
 		}
 	})
 }

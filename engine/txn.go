@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -520,12 +521,18 @@ func (t *txn) duplicateOr(err error, p CallbackParams) error {
 	return fmt.Errorf("%w: %v", ErrConflict, te)
 }
 
+// jsonEqual compares two JSON documents semantically (key order and
+// whitespace aside; numbers compared as written, so 1E700 works).
 func jsonEqual(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
+	decode := func(raw json.RawMessage) (any, bool) {
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		var v any
+		return v, d.Decode(&v) == nil
 	}
-	return reflect.DeepEqual(x, y)
+	x, ok1 := decode(a)
+	y, ok2 := decode(b)
+	return ok1 && ok2 && reflect.DeepEqual(x, y)
 }
 
 // flush settles the run status and writes events and the run row.

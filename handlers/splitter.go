@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/tidwall/gjson"
 
@@ -30,7 +31,7 @@ func (s Splitter) Fire(_ context.Context, fc engine.FireContext) error {
 		limit = DefaultMaxItems
 	}
 	if len(items) > limit {
-		return fc.Fail("arrayPath " + path + " has more items than the configured maximum")
+		return fc.Fail(fmt.Sprintf("arrayPath %s has %d items, more than the maximum of %d", path, len(items), limit))
 	}
 	return fc.FanOut(items)
 }

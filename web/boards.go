@@ -18,6 +18,7 @@ import (
 
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/jsonlimit"
 	"github.com/stitchd/stitchd/store"
 )
 
@@ -307,6 +308,9 @@ func (s *Server) hook(c echo.Context) error {
 		if err := verifyInbound([]byte(*t.Secret), c.Request().Header, body, s.cfg.Clock.Now()); err != nil {
 			return errorf(http.StatusUnauthorized, "unauthorized", "bad signature: "+err.Error())
 		}
+	}
+	if err := jsonlimit.Check(body, jsonlimit.MaxDepth); err != nil {
+		return badRequest(err.Error())
 	}
 	if !json.Valid(body) {
 		return badRequest("body must be JSON")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/jsonlimit"
 	"github.com/stitchd/stitchd/store"
 )
 
@@ -135,6 +136,9 @@ func bind(c echo.Context, v any) error {
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return badRequest("request body must be a JSON object")
+	}
+	if err := jsonlimit.Check(body, jsonlimit.MaxDepth); err != nil {
+		return badRequest(err.Error())
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return badRequest("malformed JSON: " + err.Error())

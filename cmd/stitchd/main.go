@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/store"
 )
@@ -53,6 +54,8 @@ var settings = []setting{
 	{"data-dir", "STITCHD_DATA_DIR"},
 	{"dispatch-timeout", "STITCHD_DISPATCH_TIMEOUT"},
 	{"poll-interval", "STITCHD_POLL_INTERVAL"},
+	{"worker-private-addresses", "STITCHD_WORKER_PRIVATE_ADDRESSES"},
+	{"worker-allow-cidrs", "STITCHD_WORKER_ALLOW_CIDRS"},
 }
 
 // applyEnv gives every flag not set on the command line the value of its
@@ -77,6 +80,7 @@ type options struct {
 	logFormat, logLevel, dataDir          string
 	bodyLimit                             int64
 	dispatchTimeout, pollInterval         time.Duration
+	privateAddresses, allowCIDRs          string
 }
 
 func addServerFlags(fs *pflag.FlagSet, o *options) {
@@ -90,6 +94,8 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.dataDir, "data-dir", "", "where a throwaway Postgres cluster lives (env STITCHD_DATA_DIR)")
 	fs.DurationVar(&o.dispatchTimeout, "dispatch-timeout", 10*time.Second, "timeout of one delivery to a worker (env STITCHD_DISPATCH_TIMEOUT)")
 	fs.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often due retries and overdue nodes are swept (env STITCHD_POLL_INTERVAL)")
+	fs.StringVar(&o.privateAddresses, "worker-private-addresses", "allow", "allow or deny worker URLs resolving to loopback, private or link-local addresses (env STITCHD_WORKER_PRIVATE_ADDRESSES)")
+	fs.StringVar(&o.allowCIDRs, "worker-allow-cidrs", "", "comma-separated CIDRs allowed when private addresses are denied (env STITCHD_WORKER_ALLOW_CIDRS)")
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
@@ -161,13 +167,22 @@ func runServe(ctx context.Context, o options, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	allow, err := callbacks.ParseCIDRs(o.allowCIDRs)
+	if err != nil {
+		return fmt.Errorf("--worker-allow-cidrs: %w", err)
+	}
+	if o.privateAddresses != "allow" && o.privateAddresses != "deny" {
+		return fmt.Errorf("--worker-private-addresses must be allow or deny, not %q", o.privateAddresses)
+	}
 	if o.authToken == "" {
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)
 		o.authToken = hex.EncodeToString(b)
 		log.Warn("no --auth-token / STITCHD_AUTH_TOKEN set; generated one for this process", "auth_token", o.authToken)
 	}
-	a, err := app.New(ctx, o.config(log))
+	cfg := o.config(log)
+	cfg.WorkerGuard = &callbacks.AddressGuard{DenyPrivate: o.privateAddresses == "deny", Allow: allow}
+	a, err := app.New(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,8 @@ var configSettings = []struct {
 	{"data-dir", "STITCHD_DATA_DIR", "", "/env/pg", "/flag/pg", func(o *options) string { return o.dataDir }},
 	{"dispatch-timeout", "STITCHD_DISPATCH_TIMEOUT", "10s", "3s", "4s", func(o *options) string { return o.dispatchTimeout.String() }},
 	{"poll-interval", "STITCHD_POLL_INTERVAL", "1s", "250ms", "2s", func(o *options) string { return o.pollInterval.String() }},
+	{"worker-private-addresses", "STITCHD_WORKER_PRIVATE_ADDRESSES", "allow", "deny", "allow", func(o *options) string { return o.privateAddresses }},
+	{"worker-allow-cidrs", "STITCHD_WORKER_ALLOW_CIDRS", "", "10.0.0.0/8", "127.0.0.1/32", func(o *options) string { return o.allowCIDRs }},
 }
 
 // TestConfigSettingsComplete keeps configSettings in step with main.go.

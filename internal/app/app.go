@@ -41,6 +41,9 @@ type Config struct {
 	DispatchTimeout time.Duration
 	// DataDir holds a throwaway Postgres cluster when no server is found.
 	DataDir string
+	// WorkerGuard, when it denies private addresses, refuses dispatches to
+	// loopback, private and link-local workers not in its allow list.
+	WorkerGuard *callbacks.AddressGuard
 	// KeyRefresh is how often callback keys are reloaded from the database,
 	// so a rotation reaches every instance (default 30s).
 	KeyRefresh time.Duration
@@ -142,7 +145,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, a.closeEarly(err)
 	}
 	disp = callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Store, Recorder: a.Engine, Secret: secret,
-		Client: callbacks.NewHTTPClient(cfg.DispatchTimeout), Logger: cfg.Logger, Workers: cfg.DispatchWorkers,
+		Client: callbacks.NewHTTPClient(cfg.DispatchTimeout, cfg.WorkerGuard), Logger: cfg.Logger, Workers: cfg.DispatchWorkers,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchTimeout + 5*time.Second})
 	a.Dispatcher = disp
 	a.Hub = web.NewHub()

@@ -2,8 +2,10 @@ package app_test
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 
+	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/internal/app"
 	"net/http"
@@ -186,4 +188,23 @@ func TestKeyRotation(t *testing.T) {
 	require.Equal(t, "running", h.run(r1.ID).Nodes["a"].Status)
 	h.complete(d2, `{}`)
 	h.waitRun(r2.ID, "completed")
+}
+
+func TestPrivateWorkerAddressesDenied(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *app.Config) { c.WorkerGuard = &callbacks.AddressGuard{DenyPrivate: true} })
+	flow := h.createFlow([]map[string]any{node("a", "Worker", map[string]any{"webhookUrl": h.worker.srv.URL,
+		"retry": map[string]any{"maxAttempts": 3}})}, nil)
+	r := h.startRun(flow, map[string]any{})
+	fin := h.waitRun(r.ID, "failed")
+	require.Contains(t, *fin.Nodes["a"].Error, "worker address refused")
+	require.Empty(t, h.worker.all(), "nothing reached the worker")
+
+	allowed := newHarness(t, func(c *app.Config) {
+		c.WorkerGuard = &callbacks.AddressGuard{DenyPrivate: true, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	})
+	flow = allowed.createFlow([]map[string]any{wnode(allowed, "a")}, nil)
+	r = allowed.startRun(flow, map[string]any{})
+	allowed.complete(allowed.waitDispatch(r.ID, "a", 1), `{}`)
+	allowed.waitRun(r.ID, "completed")
 }
