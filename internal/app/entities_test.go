@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -332,4 +333,34 @@ func Test200EntitiesThroughTrigger(t *testing.T) {
 		counts[s.ID] = s.Count
 	}
 	require.Equal(t, map[string]int{"new": 0, "scored": 0, "won": n / 2, "lost": n / 2}, counts)
+}
+
+func TestBoardMovesStreamLive(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	board := h.createBoard("new", "done")
+	w := wnode(h, "w")
+	w["data"].(map[string]any)["entityMovement"] = movement("done", "", nil)
+	flow := h.createBoardFlow(board, []map[string]any{w}, nil)
+	var e entityJSON
+	require.Equal(t, 201, h.do("POST", "/api/v1/entities", map[string]any{"board_id": board, "type": "lead", "name": "Eve"}, &e))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stream := h.readSSE(ctx, "/api/v1/events", "")
+	var r runJSON
+	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"entity_id": e.ID}, &r))
+	h.complete(h.waitDispatch(r.ID, "w", 1), `{}`)
+	require.Equal(t, 200, h.do("POST", "/api/v1/entities/"+e.ID+"/move", map[string]any{"section_id": "new"}, nil))
+	var moves []string
+	for len(moves) < 3 {
+		select {
+		case ev := <-stream:
+			if ev.typ == "entity.moved" {
+				moves = append(moves, ev.kind+">"+ev.to)
+			}
+		case <-ctx.Done():
+			t.Fatalf("saw moves %v", moves)
+		}
+	}
+	require.Equal(t, []string{"run_started>", "moved>done", "manual_move>new"}, moves)
 }

@@ -17,11 +17,16 @@ type sseEvent struct {
 	id  int64
 	typ string
 	ev  struct {
-		ID   int64  `json:"id"`
-		Seq  int64  `json:"seq"`
-		Type string `json:"type"`
-		Key  string `json:"key"`
+		ID      int64  `json:"id"`
+		Seq     int64  `json:"seq"`
+		Type    string `json:"type"`
+		Key     string `json:"key"`
+		Payload struct {
+			Kind string  `json:"kind"`
+			To   *string `json:"to_section_id"`
+		} `json:"payload"`
 	}
+	kind, to string
 }
 
 // readSSE streams events from path into a channel until ctx ends.
@@ -53,6 +58,10 @@ func (h *harness) readSSE(ctx context.Context, path, lastID string) <-chan sseEv
 			case strings.HasPrefix(line, "data: "):
 				_ = json.Unmarshal([]byte(line[6:]), &cur.ev)
 			case line == "" && cur.typ != "":
+				cur.kind = cur.ev.Payload.Kind
+				if cur.ev.Payload.To != nil {
+					cur.to = *cur.ev.Payload.To
+				}
 				out <- cur
 				cur = sseEvent{}
 			}
