@@ -117,12 +117,14 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 		}
 		for i, it := range items {
 			snap := t.snapshot()
-			before := t.tx.(*countingTx).writes
+			before, pre := t.tx.(*countingTx).writes, len(t.pre)
 			err := it.op(t)
 			if err == nil {
 				continue
 			}
-			if !itemError(err) || t.tx.(*countingTx).writes != before {
+			// An operation may be left out only if it wrote nothing — and
+			// one whose node the bulk compare-and-set already completed did.
+			if !itemError(err) || t.tx.(*countingTx).writes != before || len(t.pre) != pre {
 				return err
 			}
 			t.restore(snap)

@@ -372,3 +372,46 @@ func TestIdempotentStartAndPinnedVersion(t *testing.T) {
 	require.Len(t, r2.Nodes, 2, "current version 2")
 	require.Equal(t, 400, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"version": 9}, nil))
 }
+
+// TestConcurrentDuplicateAndConflictingCallbacks sends 40 callbacks for one
+// node at once — half with one output, half with another — so that they
+// share group-commit batches: one output wins, its repeats get 200, the
+// others 409, and the node completes exactly once.
+func TestConcurrentDuplicateAndConflictingCallbacks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{wnode(h, "a"), wnode(h, "b")}, []map[string]any{edge("a", "b", nil)})
+	for trial := 0; trial < 5; trial++ {
+		r := h.startRun(flow, map[string]any{})
+		d := h.waitDispatch(r.ID, "a", 1)
+		start := make(chan struct{})
+		codes := make([]int, 40)
+		var wg sync.WaitGroup
+		for i := range codes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				codes[i], _ = h.post(d.Payload.CallbackURL, fmt.Sprintf(`{"status":"completed","output":{"v":%d}}`, i%2))
+			}()
+		}
+		close(start)
+		wg.Wait()
+		got := h.run(r.ID).Nodes["a"]
+		var out struct{ V int }
+		require.NoError(t, json.Unmarshal(got.Output, &out))
+		for i, c := range codes {
+			if i%2 == out.V {
+				require.Equal(t, 200, c, "callback %d repeats the winner", i)
+			} else {
+				require.Equal(t, 409, c, "callback %d conflicts with the winner", i)
+			}
+		}
+		var completions int
+		require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM run_events WHERE run_id = ? AND key = 'a'
+			AND payload->>'status' = 'completed'`, r.ID).Row().Scan(&completions))
+		require.Equal(t, 1, completions)
+		h.waitDispatch(r.ID, "b", 1)
+		require.Equal(t, 1, h.dispatchCount(r.ID, "b"))
+	}
+}
