@@ -44,7 +44,7 @@ func newInstantWorker(tb testing.TB) *instantWorker {
 			resp, err := w.client.Post(p.CallbackURL, "application/json",
 				bytes.NewReader([]byte(`{"status":"completed","output":`+string(p.Input)+`}`)))
 			if err == nil {
-				io.Copy(io.Discard, resp.Body)
+				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				w.callbacks.Add(1)
 			}
