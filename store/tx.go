@@ -387,8 +387,8 @@ func (t *pgTx) BulkStart(ctx context.Context, runID string, starts []engine.Bulk
 		deadline = CASE WHEN u.secs > 0 THEN now() + make_interval(secs => u.secs) ELSE NULL END,
 		error = NULL, started_at = now(), finished_at = NULL, updated_at = now()
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::int[]) AS u(k, inp, st, secs)
-		WHERE n.run_id = ? AND n.key = u.k AND n.status = 'pending'`,
-		pq.StringArray(keys), pq.StringArray(inputs), pq.StringArray(statuses), pq.Int64Array(secs), runID)
+		WHERE n.run_id = ? AND n.key = ANY(?::text[]) AND n.key = u.k AND n.status = 'pending'`,
+		pq.StringArray(keys), pq.StringArray(inputs), pq.StringArray(statuses), pq.Int64Array(secs), runID, pq.StringArray(keys))
 	return int(res.RowsAffected), interpretError(res.Error)
 }
 
