@@ -236,8 +236,9 @@ func (c *countingTx) MoveEntity(ctx context.Context, m EntityMove) (string, erro
 func (c *countingTx) AppendEvents(ctx context.Context, runID string, seq int64, ev []NewEvent) error {
 	return c.wrote(c.Tx.AppendEvents(ctx, runID, seq, ev))
 }
-func (c *countingTx) MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) error {
-	return c.wrote(c.Tx.MarkDelivered(ctx, runID, keys, attempts))
+func (c *countingTx) MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) ([]Delivered, error) {
+	d, err := c.Tx.MarkDelivered(ctx, runID, keys, attempts)
+	return d, c.wrote(err)
 }
 
 // bulkComplete applies the completions among a batch's callbacks with one

@@ -22,7 +22,9 @@ type DeliveryOutcome struct {
 
 // RecordDelivery records a delivery try. A successful one only marks the
 // outbox row delivered — it changes no node state, so it takes no run lock
-// and stays off the path of the worker's callback. A failed try is written
+// and stays off the path of the worker's callback; its dispatch.attempt
+// event is written by the transaction of the worker's callback (or of the
+// deadline). A failed try is written
 // to the outbox row and the run's events (dispatch.attempt) in one
 // transaction; when the dispatch gives up, the node fails with the last
 // reason.

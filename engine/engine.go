@@ -255,6 +255,8 @@ func (e *Engine) Expire(ctx context.Context, runID, key string, attempt int) err
 		if err := t.load(runID); err != nil {
 			return err
 		}
+		t.heardKeys = append(t.heardKeys, key) // its delivery, if any, goes into the log now
+		t.heardAttempts = append(t.heardAttempts, attempt)
 		msg := fmt.Sprintf("deadline exceeded on attempt %d", attempt)
 		st, err := t.transition(&NodeTransition{Key: key, From: StatusRunning,
 			Steps: []Status{StatusFailed}, Attempt: attempt, Error: &msg})

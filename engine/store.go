@@ -66,9 +66,10 @@ type Tx interface {
 	InsertDispatches(ctx context.Context, ds []*Dispatch) error
 	// InsertDispatch writes an outbox row.
 	InsertDispatch(ctx context.Context, d *Dispatch) error
-	// MarkDelivered marks the undelivered outbox rows of (key, attempt)
-	// pairs as delivered: a worker's callback proves its dispatch arrived.
-	MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) error
+	// MarkDelivered marks the outbox rows of (key, attempt) pairs as
+	// delivered — a worker's callback proves its dispatch arrived — and
+	// returns those whose delivery is not yet in the run's events.
+	MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) ([]Delivered, error)
 	// UpdateDispatches records delivery tries on outbox rows, in one
 	// statement.
 	UpdateDispatches(ctx context.Context, us []DispatchUpdate) error
@@ -200,4 +201,12 @@ type BulkComplete struct {
 	Key     string
 	Attempt int
 	Output  json.RawMessage
+}
+
+// Delivered is an outbox row whose successful delivery is to be logged.
+type Delivered struct {
+	ID      string
+	Key     string
+	Attempt int
+	Tries   int
 }

@@ -543,13 +543,18 @@ func (t *txn) flush() error {
 	if err := t.countArrivals(); err != nil {
 		return err
 	}
-	if err := t.settleRun(); err != nil {
-		return err
-	}
 	if len(t.heardKeys) > 0 {
-		if err := t.tx.MarkDelivered(t.ctx, t.run.ID, t.heardKeys, t.heardAttempts); err != nil {
+		ds, err := t.tx.MarkDelivered(t.ctx, t.run.ID, t.heardKeys, t.heardAttempts)
+		if err != nil {
 			return fmt.Errorf("error marking dispatches delivered: %w", err)
 		}
+		for _, d := range ds {
+			t.event(EventDispatchAttempt, d.Key, map[string]any{"dispatch_id": d.ID, "attempt": d.Attempt,
+				"try": d.Tries, "delivered": true})
+		}
+	}
+	if err := t.settleRun(); err != nil {
+		return err
 	}
 	if len(t.dispatchUpdates) > 0 {
 		if err := t.tx.UpdateDispatches(t.ctx, t.dispatchUpdates); err != nil {

@@ -120,6 +120,9 @@ CREATE TABLE dispatches (
     next_attempt_at timestamptz NOT NULL DEFAULT now(),
     locked_until    timestamptz,
     last_error      text,
+    -- Whether the successful delivery has been written to the run's events
+    -- (done by the next transaction that holds the run's lock).
+    delivery_logged boolean NOT NULL DEFAULT false,
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now(),
     UNIQUE (run_id, key, attempt)

@@ -422,16 +422,31 @@ func (t *pgTx) InsertDispatches(ctx context.Context, ds []*engine.Dispatch) erro
 		pq.StringArray(payloads), pq.Int64Array(tries), pq.Int64Array(delays), pq.Float64Array(claims)).Error)
 }
 
-func (t *pgTx) MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) error {
+func (t *pgTx) MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) ([]engine.Delivered, error) {
 	pairs := make([]string, len(keys))
 	for i, k := range keys {
 		pairs[i] = k + ":" + strconv.Itoa(attempts[i])
 	}
 	// key = ANY(…) lets the planner walk the (run_id, key, attempt) index
 	// instead of joining every dispatch row of the run.
-	return interpretError(t.db.WithContext(ctx).Exec(`UPDATE dispatches SET status = 'delivered', locked_until = NULL,
-		updated_at = now() WHERE run_id = ? AND key = ANY(?::text[]) AND status IN ('pending', 'sending')
-		AND key || ':' || attempt = ANY(?::text[])`, runID, pq.StringArray(keys), pq.StringArray(pairs)).Error)
+	rows, err := t.db.WithContext(ctx).Raw(`UPDATE dispatches SET status = 'delivered', locked_until = NULL,
+		delivery_logged = true, updated_at = now()
+		WHERE run_id = ? AND key = ANY(?::text[]) AND status IN ('pending', 'sending', 'delivered') AND NOT delivery_logged
+		AND key || ':' || attempt = ANY(?::text[]) RETURNING id::text, key, attempt, tries`,
+		runID, pq.StringArray(keys), pq.StringArray(pairs)).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var out []engine.Delivered
+	for rows.Next() {
+		var d engine.Delivered
+		if err := rows.Scan(&d.ID, &d.Key, &d.Attempt, &d.Tries); err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, d)
+	}
+	return out, interpretError(rows.Err())
 }
 
 func (t *pgTx) BulkComplete(ctx context.Context, runID string, cs []engine.BulkComplete) ([]engine.NodeState, error) {
