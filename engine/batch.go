@@ -148,7 +148,6 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 type txnSnapshot struct {
 	run             Run
 	events          int
-	dispatches      int
 	claimed         int
 	arrivals        int
 	heard           int
@@ -157,14 +156,13 @@ type txnSnapshot struct {
 }
 
 func (t *txn) snapshot() txnSnapshot {
-	return txnSnapshot{run: *t.run, events: len(t.events), dispatches: len(t.dispatches), claimed: len(t.claimed), arrivals: len(t.arrivals), heard: len(t.heardKeys),
+	return txnSnapshot{run: *t.run, events: len(t.events), claimed: len(t.claimed), arrivals: len(t.arrivals), heard: len(t.heardKeys),
 		dispatchUpdates: len(t.dispatchUpdates), failMsg: t.failMsg}
 }
 
 func (t *txn) restore(s txnSnapshot) {
 	*t.run = s.run
 	t.events = t.events[:s.events]
-	t.dispatches = t.dispatches[:s.dispatches]
 	t.claimed = t.claimed[:s.claimed]
 	t.arrivals = t.arrivals[:s.arrivals]
 	t.heardKeys, t.heardAttempts = t.heardKeys[:s.heard], t.heardAttempts[:s.heard]

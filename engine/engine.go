@@ -397,8 +397,5 @@ func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) 
 	if len(t.claimed) > 0 && e.cfg.Waker != nil {
 		e.cfg.Waker.Wake(t.claimed)
 	}
-	if e.cfg.OnCommit != nil && t.run != nil {
-		e.cfg.OnCommit(CommitInfo{RunID: t.run.ID, Events: t.events, DispatchIDs: t.dispatches})
-	}
 	return nil
 }

@@ -12,12 +12,6 @@ type NodeHandler interface {
 	Fire(ctx context.Context, fc FireContext) error
 }
 
-// NodeHandlerFunc adapts a function to NodeHandler.
-type NodeHandlerFunc func(ctx context.Context, fc FireContext) error
-
-// Fire calls f.
-func (f NodeHandlerFunc) Fire(ctx context.Context, fc FireContext) error { return f(ctx, fc) }
-
 // FireContext is what a handler sees of the node it fires and the actions
 // it may take. Each action is one compare-and-set transition from the
 // node's current status (pending on a first fire, failed on a retry).

@@ -15,15 +15,14 @@ import (
 
 // txn is the state of one engine transaction over one run.
 type txn struct {
-	e          *Engine
-	ctx        context.Context
-	tx         Tx
-	run        *Run
-	graph      *ExecutionGraph
-	events     []NewEvent
-	dispatches []string
-	claimed    []ClaimedDispatch
-	failMsg    string
+	e       *Engine
+	ctx     context.Context
+	tx      Tx
+	run     *Run
+	graph   *ExecutionGraph
+	events  []NewEvent
+	claimed []ClaimedDispatch
+	failMsg string
 	// heard are (key, attempt) pairs a worker called back for: their
 	// dispatches arrived.
 	heardKeys     []string
@@ -93,7 +92,6 @@ func (t *txn) claim(d *Dispatch) {
 
 // noteDispatch records a written outbox row for after the commit.
 func (t *txn) noteDispatch(d *Dispatch) {
-	t.dispatches = append(t.dispatches, d.ID)
 	if d.ClaimSeconds > 0 {
 		t.claimed = append(t.claimed, ClaimedDispatch{ID: d.ID, RunID: d.RunID, Key: d.Key, Attempt: d.Attempt,
 			URL: d.URL, Payload: d.Payload, Tries: 1, MaxTries: max(d.MaxTries, 1)})

@@ -49,31 +49,6 @@ func (s *Store) claim(ctx context.Context, sel string, lease time.Duration, arg 
 	return out, interpretError(rows.Err())
 }
 
-// DispatchCounts counts outbox rows by status for a run ("" = all runs).
-func (s *Store) DispatchCounts(ctx context.Context, runID string) (map[string]int, error) {
-	q := `SELECT status, count(*) FROM dispatches`
-	args := []any{}
-	if runID != "" {
-		q += ` WHERE run_id = ?`
-		args = append(args, runID)
-	}
-	rows, err := s.db.WithContext(ctx).Raw(q+` GROUP BY status`, args...).Rows()
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var st string
-		var n int
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, interpretError(err)
-		}
-		out[st] = n
-	}
-	return out, interpretError(rows.Err())
-}
-
 // RenewLease extends a claimed row's lease if the claim that made tries is
 // still the row's current one.
 func (s *Store) RenewLease(ctx context.Context, id string, tries int, lease time.Duration) (bool, error) {
