@@ -209,14 +209,18 @@ type Overdue struct {
 	Attempt int
 }
 
-// OverdueNodes lists running nodes whose deadline passed (database time).
-// Rows locked by another sweeper's transaction are skipped; the engine's
-// compare-and-set makes a double sweep harmless anyway.
+// OverdueNodes claims up to limit running nodes whose deadline passed
+// (database time) for one sweeper: their deadline moves 30 s ahead, so other
+// instances' sweepers skip them meanwhile (SKIP LOCKED for rows being
+// claimed at the same moment). The engine's compare-and-set on the attempt
+// makes a sweep after a crash harmless.
 func (s *Store) OverdueNodes(ctx context.Context, limit int) ([]Overdue, error) {
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT run_id::text, key, attempt FROM node_states
-		WHERE status = 'running' AND deadline < now() ORDER BY deadline LIMIT ? FOR UPDATE SKIP LOCKED`, limit).Rows()
+	rows, err := s.db.WithContext(ctx).Raw(`UPDATE node_states SET deadline = now() + interval '30 seconds'
+		WHERE (run_id, key) IN (SELECT run_id, key FROM node_states WHERE status = 'running' AND deadline < now()
+			ORDER BY deadline LIMIT ? FOR UPDATE SKIP LOCKED)
+		RETURNING run_id::text, key, attempt`, limit).Rows()
 	if err != nil {
-		return nil, fmt.Errorf("error listing overdue nodes: %w", interpretError(err))
+		return nil, fmt.Errorf("error claiming overdue nodes: %w", interpretError(err))
 	}
 	defer rows.Close()
 	var out []Overdue

@@ -92,7 +92,6 @@ func (s *Server) createBoard(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Status = http.StatusCreated
 	return s.writeBoard(c, board, http.StatusCreated)
 }
 
