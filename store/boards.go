@@ -362,3 +362,31 @@ func (s *Store) LatestJourney(ctx context.Context, entityID string) (*engine.Jou
 	}
 	return &js[len(js)-1], nil
 }
+
+// ListBoards lists every board with its ordered sections, by name.
+func (s *Store) ListBoards(ctx context.Context) ([]Board, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT b.id::text, b.name, b.created_at, s.id, s.name
+		FROM boards b LEFT JOIN sections s ON s.board_id = b.id ORDER BY b.name, b.id, s.position`).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error listing boards: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out := []Board{}
+	for rows.Next() {
+		var b Board
+		var secID, secName sql.NullString
+		if err := rows.Scan(&b.ID, &b.Name, &b.CreatedAt, &secID, &secName); err != nil {
+			return nil, interpretError(err)
+		}
+		if len(out) == 0 || out[len(out)-1].ID != b.ID {
+			b.CreatedAt = b.CreatedAt.UTC()
+			b.Sections = []Section{}
+			out = append(out, b)
+		}
+		if secID.Valid {
+			last := &out[len(out)-1]
+			last.Sections = append(last.Sections, Section{ID: secID.String, Name: secName.String})
+		}
+	}
+	return out, interpretError(rows.Err())
+}
