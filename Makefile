@@ -8,12 +8,26 @@ GOLANGCI_VERSION := v2.15.0
 FUZZTIME ?= 30000x
 export STITCHD_AUTH_TOKEN ?= dev-token
 
-.PHONY: all build run test test-go fuzz-short bench lint deps-test tools
+.PHONY: all build ui ui-fresh run test test-go fuzz-short bench lint deps-test tools
 
 all: build
 
-build:
+build: ui-fresh
 	$(GO) build -o $(BIN) ./cmd/stitchd
+
+## ui: rebuild the web UI (web/ui → web/dist, embedded by `go build`).
+ui: web/ui/node_modules/.package-lock.json
+	cd web/ui && npm run build
+
+web/ui/node_modules/.package-lock.json: web/ui/package.json web/ui/package-lock.json
+	cd web/ui && npm ci --no-audit --no-fund
+
+## ui-fresh: rebuild web/dist only when its sources changed (a fresh clone
+## has an up-to-date build committed, so it needs no Node).
+ui-fresh:
+	@if command -v node >/dev/null 2>&1; then \
+	  node web/ui/scripts/source-hash.mjs --check 2>/dev/null || $(MAKE) --no-print-directory ui; \
+	fi
 
 ## run: build, find or start Postgres, migrate and serve on 127.0.0.1:8080.
 run: build

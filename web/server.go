@@ -91,6 +91,9 @@ func New(cfg Config) *Server {
 	api.GET("/entities/:id", s.getEntity)
 	api.POST("/entities/:id/move", s.moveEntity)
 	api.POST("/flows/:id/triggers", s.createTrigger)
+
+	// The web UI: every other GET (web/ui.go).
+	e.GET("/*", s.ui)
 	return s
 }
 

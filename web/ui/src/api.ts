@@ -1,0 +1,264 @@
+// The API client: every call sends the token from sessionStorage as a
+// Bearer header (never in a URL), and errors arrive in the contract's shape.
+
+const TOKEN_KEY = "stitchd.token";
+
+export function getToken(): string | null {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export function setToken(token: string | null) {
+  if (token) sessionStorage.setItem(TOKEN_KEY, token);
+  else sessionStorage.removeItem(TOKEN_KEY);
+  window.dispatchEvent(new Event("stitchd:auth"));
+}
+
+export interface Problem {
+  node_id?: string;
+  edge_id?: string;
+  path: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  status: number;
+  code: string;
+  details: Problem[];
+  constructor(status: number, code: string, message: string, details: Problem[] = []) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+}
+
+// describe turns any failure into a sentence a person understands.
+export function describe(err: unknown): string {
+  if (err instanceof ApiError) {
+    switch (err.code) {
+      case "unauthorized":
+        return "Your session has expired or the token is wrong. Sign in again.";
+      case "unavailable":
+        return "stitchd cannot reach its database right now. Try again in a moment.";
+      case "not_found":
+        return err.message || "Not found.";
+      default:
+        return err.message || `Request failed (${err.status}).`;
+    }
+  }
+  if (err instanceof TypeError) return "Cannot reach the stitchd server. Is it running?";
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+export async function api<T>(method: string, path: string, body?: unknown, token = getToken()): Promise<T> {
+  const headers: Record<string, string> = { Accept: "application/json" };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const res = await fetch(`/api/v1${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  let data: any = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = null;
+    }
+  }
+  if (!res.ok) {
+    const e = data?.error;
+    const err = new ApiError(res.status, e?.code ?? "internal", e?.message ?? res.statusText, e?.details ?? []);
+    if (res.status === 401 && token === getToken()) setToken(null);
+    throw err;
+  }
+  return data as T;
+}
+
+export interface StreamEvent {
+  id: number;
+  run_id: string;
+  seq: number;
+  type: string;
+  key?: string;
+  payload: any;
+  created_at: string;
+}
+
+// stream reads a server-sent event stream with fetch (EventSource cannot
+// send an Authorization header) and reconnects with Last-Event-ID.
+export function stream(path: string, onEvent: (e: StreamEvent) => void, onState?: (live: boolean) => void): () => void {
+  const ctrl = new AbortController();
+  let lastId = "";
+  let stopped = false;
+  const run = async () => {
+    let delay = 500;
+    while (!stopped) {
+      try {
+        const headers: Record<string, string> = { Accept: "text/event-stream" };
+        const token = getToken();
+        if (token) headers.Authorization = `Bearer ${token}`;
+        if (lastId) headers["Last-Event-ID"] = lastId;
+        const res = await fetch(`/api/v1${path}`, { headers, signal: ctrl.signal });
+        if (res.status === 401) {
+          setToken(null);
+          return;
+        }
+        if (!res.ok || !res.body) throw new Error(`stream answered ${res.status}`);
+        onState?.(true);
+        delay = 500;
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value;
+          let idx: number;
+          while ((idx = buf.indexOf("\n\n")) >= 0) {
+            const block = buf.slice(0, idx);
+            buf = buf.slice(idx + 2);
+            let id = "";
+            let data = "";
+            for (const line of block.split("\n")) {
+              if (line.startsWith("id: ")) id = line.slice(4);
+              else if (line.startsWith("data: ")) data += line.slice(6);
+            }
+            if (!data) continue;
+            if (id) lastId = id;
+            try {
+              onEvent(JSON.parse(data));
+            } catch {
+              /* a malformed event is skipped */
+            }
+          }
+        }
+      } catch (err) {
+        if (stopped) return;
+      }
+      onState?.(false);
+      if (stopped) return;
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 10000);
+    }
+  };
+  void run();
+  return () => {
+    stopped = true;
+    ctrl.abort();
+  };
+}
+
+// Types of the public contract (API.md).
+export interface FlowGraph {
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+}
+export interface GraphNode {
+  id: string;
+  type: string;
+  position?: { x: number; y: number };
+  data: Record<string, any>;
+  [k: string]: any;
+}
+export interface GraphEdge {
+  id: string;
+  source: string;
+  target: string;
+  data?: Record<string, any>;
+  [k: string]: any;
+}
+export interface Flow {
+  id: string;
+  name: string;
+  board_id: string | null;
+  version: { id: string; number: number };
+  warnings?: Problem[] | null;
+  graph?: FlowGraph;
+  created_at: string;
+  updated_at: string;
+}
+export interface Version {
+  id: string;
+  number: number;
+  message: string;
+  created_at: string;
+  graph?: FlowGraph;
+}
+export type NodeStatus = "pending" | "running" | "completed" | "failed" | "waiting_for_user" | "cancelled";
+export interface NodeState {
+  key: string;
+  node_id: string;
+  type: string;
+  index: number[];
+  status: NodeStatus;
+  input: any;
+  output: any;
+  error: string | null;
+  attempt: number;
+  started_at: string | null;
+  finished_at: string | null;
+}
+export interface Run {
+  id: string;
+  flow_id: string;
+  flow_version_id: string;
+  status: "running" | "completed" | "failed" | "cancelled";
+  input: any;
+  output: any;
+  error: string | null;
+  entity_id: string | null;
+  created_at: string;
+  finished_at: string | null;
+  nodes?: Record<string, NodeState>;
+}
+export interface Approval {
+  run_id: string;
+  key: string;
+  node_id: string;
+  flow_id: string;
+  label: string;
+  prompt: string;
+  input: any;
+  entity: { id: string; name?: string; email?: string } | null;
+  waiting_since: string;
+}
+export interface Entity {
+  id: string;
+  board_id: string;
+  type: string;
+  name: string;
+  email: string | null;
+  metadata: any;
+  section_id: string | null;
+  current_run_id: string | null;
+  current_node_key: string | null;
+  updated_at: string;
+  time_in_section_seconds?: number;
+  journey?: JourneyEvent[];
+}
+export interface JourneyEvent {
+  id: string;
+  kind: string;
+  from_section_id: string | null;
+  to_section_id: string | null;
+  run_id: string | null;
+  node_key: string | null;
+  complete_as: string | null;
+  created_at: string;
+}
+export interface Section {
+  id: string;
+  name: string;
+  entities: Entity[];
+  count: number;
+  stats: { exits: number; avg_seconds_before_exit: number; avg_current_seconds: number };
+}
+export interface Board {
+  id: string;
+  name: string;
+  sections: Section[];
+}

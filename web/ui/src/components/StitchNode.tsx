@@ -1,0 +1,56 @@
+import { Handle, Position, type NodeProps } from "@xyflow/react";
+import { memo } from "react";
+
+// StitchNode draws one node on the editor canvas and in the run view.
+// data._problems marks compile errors; data._run carries live status:
+// {status, counts: {completed, failed, running, ...}, total} for parallel
+// instances.
+export const StitchNode = memo(function StitchNode({ id, type, data, selected }: NodeProps) {
+  const d = data as Record<string, any>;
+  const problems: string[] = d._problems ?? [];
+  const run = d._run as { status: string; total: number; counts: Record<string, number> } | undefined;
+  const cls = ["snode", `snode-${String(type).toLowerCase()}`];
+  if (selected) cls.push("selected");
+  if (problems.length) cls.push("has-error");
+  if (run) cls.push(`run-${run.status}`);
+  const title = d.label || id;
+  return (
+    <div className={cls.join(" ")} data-node-id={id} data-status={run?.status} title={problems.join("\n") || undefined}>
+      <Handle type="target" position={Position.Left} />
+      <div className="snode-type">{String(type)}</div>
+      <div className="snode-title">{title}</div>
+      {title !== id && <div className="snode-id">{id}</div>}
+      {run && <RunBadge run={run} id={id} />}
+      {problems.length > 0 && (
+        <div className="snode-problem" role="note">
+          ⚠ {problems[0]}
+          {problems.length > 1 ? ` (+${problems.length - 1})` : ""}
+        </div>
+      )}
+      <Handle type="source" position={Position.Right} />
+    </div>
+  );
+});
+
+function RunBadge({ run, id }: { run: { status: string; total: number; counts: Record<string, number> }; id: string }) {
+  const c = run.counts;
+  if (run.total <= 1 && !(run.total === 1 && c._instances)) {
+    return <div className={`snode-status status-${run.status}`}>{run.status.replace(/_/g, " ")}</div>;
+  }
+  const parts: string[] = [];
+  if (c.completed) parts.push(`${c.completed} ✓`);
+  if (c.failed) parts.push(`${c.failed} ✗`);
+  if (c.running) parts.push(`${c.running} running`);
+  if (c.waiting_for_user) parts.push(`${c.waiting_for_user} waiting`);
+  if (c.cancelled) parts.push(`${c.cancelled} cancelled`);
+  return (
+    <div className="snode-counts" aria-label={`${id}: ${run.total} instances`}>
+      <strong>
+        {id} ×{run.total}
+      </strong>
+      : {parts.join(" ") || "pending"}
+    </div>
+  );
+}
+
+export const nodeTypes = { Worker: StitchNode, UX: StitchNode, Splitter: StitchNode, Collector: StitchNode };

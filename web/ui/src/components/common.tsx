@@ -1,0 +1,141 @@
+import { useCallback, useEffect, useRef, useState, type ReactNode } from "react";
+import { describe } from "../api";
+
+export function Spinner({ label = "Loading…" }: { label?: string }) {
+  return (
+    <div className="loading" role="status" aria-live="polite">
+      <span className="spinner" aria-hidden="true" />
+      {label}
+    </div>
+  );
+}
+
+export function ErrorBox({ error, onRetry }: { error: unknown; onRetry?: () => void }) {
+  if (!error) return null;
+  return (
+    <div className="error-box" role="alert">
+      <span>{describe(error)}</span>
+      {onRetry && (
+        <button type="button" className="btn small" onClick={onRetry}>
+          Try again
+        </button>
+      )}
+    </div>
+  );
+}
+
+export function Empty({ title, children }: { title: string; children?: ReactNode }) {
+  return (
+    <div className="empty">
+      <h3>{title}</h3>
+      {children && <div>{children}</div>}
+    </div>
+  );
+}
+
+export function Json({ value, label }: { value: unknown; label?: string }) {
+  if (value === undefined || value === null) return <p className="muted">{label ? `No ${label}.` : "—"}</p>;
+  return (
+    <pre className="json" tabIndex={0} aria-label={label}>
+      {JSON.stringify(value, null, 2)}
+    </pre>
+  );
+}
+
+export function Status({ status }: { status: string }) {
+  return <span className={`status status-${status}`}>{status.replace(/_/g, " ")}</span>;
+}
+
+export function ago(ts: string | null | undefined): string {
+  if (!ts) return "—";
+  const s = Math.max(0, (Date.now() - new Date(ts).getTime()) / 1000);
+  return duration(s) + " ago";
+}
+
+export function duration(seconds: number): string {
+  if (seconds < 60) return `${Math.round(seconds)}s`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)}m`;
+  if (seconds < 86400) return `${(seconds / 3600).toFixed(1)}h`;
+  return `${(seconds / 86400).toFixed(1)}d`;
+}
+
+// useLoad runs a loader and keeps its data, error and loading state;
+// reload() runs it again (quietly, keeping the old data on screen).
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
+  const [data, setData] = useState<T | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [loading, setLoading] = useState(true);
+  const gen = useRef(0);
+  const reload = useCallback(() => {
+    const g = ++gen.current;
+    load().then(
+      (d) => {
+        if (g !== gen.current) return;
+        setData(d);
+        setError(null);
+        setLoading(false);
+      },
+      (e) => {
+        if (g !== gen.current) return;
+        setError(e);
+        setLoading(false);
+      },
+    );
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, deps);
+  useEffect(() => {
+    setLoading(true);
+    setData(null);
+    reload();
+  }, [reload]);
+  return { data, setData, error, loading, reload };
+}
+
+// throttle returns a function that calls fn at most once per ms, trailing.
+export function useThrottled(fn: () => void, ms: number) {
+  const timer = useRef<number | null>(null);
+  const last = useRef(0);
+  const fnRef = useRef(fn);
+  fnRef.current = fn;
+  useEffect(() => () => {
+    if (timer.current) clearTimeout(timer.current);
+  }, []);
+  return useCallback(() => {
+    if (timer.current) return;
+    const wait = Math.max(0, last.current + ms - Date.now());
+    timer.current = window.setTimeout(() => {
+      timer.current = null;
+      last.current = Date.now();
+      fnRef.current();
+    }, wait);
+  }, [ms]);
+}
+
+export function Modal({ title, onClose, children }: { title: string; onClose: () => void; children: ReactNode }) {
+  const ref = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const prev = document.activeElement as HTMLElement | null;
+    ref.current?.querySelector<HTMLElement>("textarea, input, select, button")?.focus();
+    const on = (e: KeyboardEvent) => {
+      if (e.key === "Escape") onClose();
+    };
+    window.addEventListener("keydown", on);
+    return () => {
+      window.removeEventListener("keydown", on);
+      prev?.focus();
+    };
+  }, [onClose]);
+  return (
+    <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
+      <div className="modal" role="dialog" aria-modal="true" aria-label={title} ref={ref}>
+        <div className="modal-head">
+          <h2>{title}</h2>
+          <button type="button" className="btn ghost" aria-label="Close" onClick={onClose}>
+            ×
+          </button>
+        </div>
+        {children}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,521 @@
+import {
+  addEdge,
+  Background,
+  Controls,
+  MiniMap,
+  ReactFlow,
+  ReactFlowProvider,
+  useEdgesState,
+  useNodesState,
+  useReactFlow,
+  type Connection,
+  type Edge,
+} from "@xyflow/react";
+import { useCallback, useEffect, useMemo, useRef, useState, type PointerEvent as RPointerEvent } from "react";
+import { api, ApiError, describe, type Flow, type Problem, type Version } from "../api";
+import { ErrorBox, Spinner } from "../components/common";
+import { nodeTypes } from "../components/StitchNode";
+import { fromCanvas, ID_PREFIX, mappingLabel, nextId, NODE_TYPES, toCanvas, TYPE_HELP, type CanvasNode, type NodeType } from "../graph";
+import { Link, navigate } from "../router";
+import { EdgeSettings, NodeSettings } from "./NodeSettings";
+import { StartRunDialog } from "./StartRun";
+
+interface Props {
+  flowId: string | null;
+  version?: string | null;
+}
+
+export function FlowEditor(props: Props) {
+  return (
+    <ReactFlowProvider>
+      <Editor {...props} />
+    </ReactFlowProvider>
+  );
+}
+
+interface BoardSummary {
+  id: string;
+  name: string;
+  sections: { id: string; name: string }[];
+}
+
+function Editor({ flowId, version }: Props) {
+  const rf = useReactFlow();
+  const wrapper = useRef<HTMLDivElement>(null);
+  const [nodes, setNodes, onNodesChange] = useNodesState<CanvasNode>([]);
+  const [edges, setEdges, onEdgesChange] = useEdgesState<Edge>([]);
+  const [flow, setFlow] = useState<Flow | null>(null);
+  const [name, setName] = useState("Untitled flow");
+  const [boardId, setBoardId] = useState<string>("");
+  const [message, setMessage] = useState("");
+  const [versions, setVersions] = useState<Version[]>([]);
+  const [boards, setBoards] = useState<BoardSummary[] | null>(null);
+  const [problems, setProblems] = useState<Problem[]>([]);
+  const [loading, setLoading] = useState(!!flowId);
+  const [loadError, setLoadError] = useState<unknown>(null);
+  const [saving, setSaving] = useState(false);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [saveError, setSaveError] = useState<string | null>(null);
+  const [dirty, setDirty] = useState(false);
+  const [startOpen, setStartOpen] = useState(false);
+
+  // Load the flow (or one of its versions) and the boards.
+  const load = useCallback(async () => {
+    setLoadError(null);
+    api<{ boards: BoardSummary[] }>("GET", "/boards").then(
+      (b) => setBoards(b.boards ?? []),
+      () => setBoards(null),
+    );
+    if (!flowId) return;
+    setLoading(true);
+    try {
+      const f = await api<Flow>("GET", `/flows/${flowId}`);
+      const vs = await api<{ versions: Version[] }>("GET", `/flows/${flowId}/versions`);
+      let graph = f.graph!;
+      if (version && Number(version) !== f.version.number) {
+        const v = await api<Version>("GET", `/flows/${flowId}/versions/${version}`);
+        graph = v.graph!;
+      }
+      const c = toCanvas(graph);
+      setFlow(f);
+      setName(f.name);
+      setBoardId(f.board_id ?? "");
+      setVersions(vs.versions);
+      setNodes(c.nodes);
+      setEdges(c.edges);
+      setProblems([]);
+      setDirty(false);
+      requestAnimationFrame(() => rf.fitView({ padding: 0.2, maxZoom: 1.2 }));
+    } catch (err) {
+      setLoadError(err);
+    } finally {
+      setLoading(false);
+    }
+  }, [flowId, version, rf, setNodes, setEdges]);
+  useEffect(() => {
+    void load();
+  }, [load]);
+
+  const markDirty = useCallback(() => {
+    setDirty(true);
+    setNotice(null);
+  }, []);
+
+  // Paint compile problems on nodes and edges.
+  const byNode = useMemo(() => {
+    const m: Record<string, string[]> = {};
+    for (const p of problems) if (p.node_id) (m[p.node_id] ??= []).push(p.message);
+    return m;
+  }, [problems]);
+  const byEdge = useMemo(() => {
+    const m: Record<string, string[]> = {};
+    for (const p of problems) if (p.edge_id) (m[p.edge_id] ??= []).push(p.message);
+    return m;
+  }, [problems]);
+  const shownNodes = useMemo(
+    () => nodes.map((n) => (byNode[n.id] ? { ...n, data: { ...n.data, _problems: byNode[n.id] } } : n)),
+    [nodes, byNode],
+  );
+  const shownEdges = useMemo(
+    () =>
+      edges.map((e) =>
+        byEdge[e.id]
+          ? { ...e, className: "edge-error", label: `⚠ ${byEdge[e.id][0]}`, style: { stroke: "var(--bad)", strokeWidth: 2.5 } }
+          : e,
+      ),
+    [edges, byEdge],
+  );
+
+  const selectedNode = nodes.find((n) => n.selected);
+  const selectedEdge = selectedNode ? undefined : edges.find((e) => e.selected);
+
+  const addNode = useCallback(
+    (type: NodeType, screen: { x: number; y: number } | null) => {
+      let at = screen;
+      if (!at) {
+        const r = wrapper.current?.getBoundingClientRect();
+        at = r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : { x: 200, y: 200 };
+        at = { x: at.x + ((nodes.length % 5) - 2) * 24, y: at.y + ((nodes.length % 5) - 2) * 24 };
+      }
+      const pos = rf.screenToFlowPosition(at);
+      const id = nextId(ID_PREFIX[type], new Set(nodes.map((n) => n.id)));
+      const data: Record<string, any> = {};
+      if (type === "Worker") data.webhookUrl = "";
+      if (type === "UX") data.prompt = "";
+      if (type === "Splitter") data.arrayPath = "";
+      setNodes((ns) => [
+        ...ns.map((n) => ({ ...n, selected: false })),
+        { id, type, position: { x: pos.x - 80, y: pos.y - 30 }, data, selected: true },
+      ]);
+      setEdges((es) => es.map((e) => ({ ...e, selected: false })));
+      markDirty();
+    },
+    [nodes, rf, setNodes, setEdges, markDirty],
+  );
+
+  const connect = useCallback(
+    (c: Connection) => {
+      if (!c.source || !c.target || c.source === c.target) return;
+      setEdges((es) => {
+        if (es.some((e) => e.source === c.source && e.target === c.target)) return es;
+        const id = nextId("e", new Set(es.map((e) => e.id)));
+        return addEdge({ ...c, id, data: {} }, es);
+      });
+      markDirty();
+    },
+    [setEdges, markDirty],
+  );
+
+  const save = useCallback(async () => {
+    if (saving) return;
+    setSaving(true);
+    setSaveError(null);
+    setNotice(null);
+    const graph = fromCanvas(nodes, edges);
+    const body: Record<string, any> = { name: name.trim() || "Untitled flow", graph, board_id: boardId || null };
+    if (message.trim()) body.message = message.trim();
+    try {
+      const f = flowId ? await api<Flow>("PUT", `/flows/${flowId}`, body) : await api<Flow>("POST", "/flows", body);
+      setProblems([]);
+      setDirty(false);
+      setMessage("");
+      const changed = !flow || f.version.number !== flow.version.number;
+      setFlow(f);
+      setNotice(changed ? `Saved as version ${f.version.number}.` : `No changes to the graph: still version ${f.version.number}.`);
+      if (!flowId) navigate(`/flows/${f.id}`, true);
+      else {
+        const vs = await api<{ versions: Version[] }>("GET", `/flows/${f.id}/versions`);
+        setVersions(vs.versions);
+        if (version) navigate(`/flows/${f.id}`, true);
+      }
+    } catch (err) {
+      if (err instanceof ApiError && err.code === "invalid_graph") {
+        setProblems(err.details);
+        setSaveError(`The flow was not saved: ${err.details.length} problem${err.details.length === 1 ? "" : "s"} to fix.`);
+      } else setSaveError(describe(err));
+    } finally {
+      setSaving(false);
+    }
+  }, [saving, nodes, edges, name, boardId, message, flowId, flow, version]);
+
+  useEffect(() => {
+    const on = (e: KeyboardEvent) => {
+      if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") {
+        e.preventDefault();
+        void save();
+      }
+    };
+    window.addEventListener("keydown", on);
+    return () => window.removeEventListener("keydown", on);
+  }, [save]);
+
+  const updateNode = useCallback(
+    (id: string, data: Record<string, any>) => {
+      setNodes((ns) => ns.map((n) => (n.id === id ? { ...n, data } : n)));
+      markDirty();
+    },
+    [setNodes, markDirty],
+  );
+  const renameNode = useCallback(
+    (from: string, to: string) => {
+      setNodes((ns) => ns.map((n) => (n.id === from ? { ...n, id: to } : n)));
+      setEdges((es) => es.map((e) => ({ ...e, source: e.source === from ? to : e.source, target: e.target === from ? to : e.target })));
+      setProblems((ps) => ps.map((p) => (p.node_id === from ? { ...p, node_id: to } : p)));
+      markDirty();
+    },
+    [setNodes, setEdges, markDirty],
+  );
+  const deleteNode = useCallback(
+    (id: string) => {
+      setNodes((ns) => ns.filter((n) => n.id !== id));
+      setEdges((es) => es.filter((e) => e.source !== id && e.target !== id));
+      markDirty();
+    },
+    [setNodes, setEdges, markDirty],
+  );
+  const updateEdge = useCallback(
+    (id: string, data: Record<string, any>) => {
+      setEdges((es) => es.map((e) => (e.id === id ? { ...e, data, label: mappingLabel(data) } : e)));
+      markDirty();
+    },
+    [setEdges, markDirty],
+  );
+  const deleteEdge = useCallback(
+    (id: string) => {
+      setEdges((es) => es.filter((e) => e.id !== id));
+      markDirty();
+    },
+    [setEdges, markDirty],
+  );
+  const selectNode = useCallback(
+    (id: string) => {
+      setNodes((ns) => ns.map((n) => ({ ...n, selected: n.id === id })));
+      setEdges((es) => es.map((e) => ({ ...e, selected: false })));
+      const n = rf.getNode(id);
+      if (n) rf.setCenter(n.position.x + 80, n.position.y + 30, { duration: 200, zoom: rf.getZoom() });
+    },
+    [rf, setNodes, setEdges],
+  );
+
+  const board = boards?.find((b) => b.id === boardId);
+  const current = flow?.version.number;
+  const viewing = version ? Number(version) : current;
+
+  if (loading) return <Spinner label="Loading flow…" />;
+  if (loadError)
+    return (
+      <section className="page">
+        <ErrorBox error={loadError} onRetry={load} />
+        <Link to="/flows">Back to flows</Link>
+      </section>
+    );
+
+  return (
+    <section className="editor" aria-label="Flow editor">
+      <div className="editor-bar">
+        <div className="field inline">
+          <label htmlFor="flow-name">Name</label>
+          <input
+            id="flow-name"
+            value={name}
+            onChange={(e) => {
+              setName(e.target.value);
+              markDirty();
+            }}
+          />
+        </div>
+        {boards && (
+          <div className="field inline">
+            <label htmlFor="flow-board">Board</label>
+            <select
+              id="flow-board"
+              value={boardId}
+              onChange={(e) => {
+                setBoardId(e.target.value);
+                markDirty();
+              }}
+            >
+              <option value="">No board</option>
+              {boards.map((b) => (
+                <option key={b.id} value={b.id}>
+                  {b.name}
+                </option>
+              ))}
+            </select>
+          </div>
+        )}
+        <div className="field inline grow">
+          <label htmlFor="flow-message">Change note</label>
+          <input id="flow-message" placeholder="What changed (optional)" value={message} onChange={(e) => setMessage(e.target.value)} />
+        </div>
+        {flowId && versions.length > 0 && (
+          <div className="field inline">
+            <label htmlFor="flow-version">Version</label>
+            <select
+              id="flow-version"
+              value={String(viewing)}
+              onChange={(e) => navigate(Number(e.target.value) === current ? `/flows/${flowId}` : `/flows/${flowId}?version=${e.target.value}`)}
+            >
+              {versions.map((v) => (
+                <option key={v.id} value={v.number}>
+                  v{v.number}
+                  {v.number === current ? " (latest)" : ""}
+                  {v.message ? ` — ${v.message}` : ""}
+                </option>
+              ))}
+            </select>
+          </div>
+        )}
+        <div className="bar-actions">
+          <button type="button" className="btn primary" onClick={() => void save()} disabled={saving} aria-keyshortcuts="Control+S">
+            {saving ? "Saving…" : "Save"}
+          </button>
+          {flowId && (
+            <>
+              <button type="button" className="btn" onClick={() => setStartOpen(true)}>
+                Start run
+              </button>
+              <Link className="btn ghost" to={`/runs?flow_id=${flowId}`}>
+                Runs
+              </Link>
+            </>
+          )}
+        </div>
+      </div>
+      <div className="editor-msgs" aria-live="polite">
+        {viewing !== current && flowId && (
+          <div className="banner">
+            Viewing version {viewing} of {current}. Saving makes this graph the newest version.{" "}
+            <Link to={`/flows/${flowId}`}>Back to the latest</Link>
+          </div>
+        )}
+        {dirty && !saveError && <div className="banner subtle">Unsaved changes.</div>}
+        {notice && <div className="banner ok">{notice}</div>}
+        {saveError && (
+          <div className="error-box" role="alert">
+            {saveError}
+          </div>
+        )}
+        {(flow?.warnings?.length ?? 0) > 0 && !dirty && (
+          <div className="banner warn">
+            {flow!.warnings!.map((w, i) => (
+              <div key={i}>⚠ {w.message}</div>
+            ))}
+          </div>
+        )}
+      </div>
+      <div className="editor-body">
+        <Palette onAdd={addNode} />
+        <div className="canvas" ref={wrapper} aria-label="Canvas">
+          <ReactFlow
+            nodes={shownNodes}
+            edges={shownEdges}
+            nodeTypes={nodeTypes}
+            onNodesChange={(c) => {
+              onNodesChange(c);
+              if (c.some((x) => x.type === "position" || x.type === "remove")) markDirty();
+            }}
+            onEdgesChange={(c) => {
+              onEdgesChange(c);
+              if (c.some((x) => x.type === "remove")) markDirty();
+            }}
+            onConnect={connect}
+            deleteKeyCode={["Backspace", "Delete"]}
+            fitView
+            fitViewOptions={{ padding: 0.2, maxZoom: 1.2 }}
+            proOptions={{ hideAttribution: true }}
+          >
+            <Background gap={16} />
+            <Controls />
+            <MiniMap pannable zoomable className="minimap" />
+          </ReactFlow>
+          {nodes.length === 0 && (
+            <div className="canvas-empty">
+              <p>Drag a step from the palette onto the canvas, or press its button to add it.</p>
+              <p>Connect steps by dragging from a node's right handle to another node's left handle.</p>
+            </div>
+          )}
+        </div>
+        <aside className="side" aria-label="Settings">
+          {selectedNode ? (
+            <NodeSettings
+              key={selectedNode.id}
+              node={selectedNode}
+              nodes={nodes}
+              edges={edges}
+              sections={board?.sections ?? null}
+              onChange={updateNode}
+              onRename={renameNode}
+              onDelete={deleteNode}
+              onConnect={(target) => connect({ source: selectedNode.id, target, sourceHandle: null, targetHandle: null })}
+              problems={problems.filter((p) => p.node_id === selectedNode.id)}
+            />
+          ) : selectedEdge ? (
+            <EdgeSettings
+              key={selectedEdge.id}
+              edge={selectedEdge}
+              onChange={updateEdge}
+              onDelete={deleteEdge}
+              problems={problems.filter((p) => p.edge_id === selectedEdge.id)}
+            />
+          ) : (
+            <div className="side-empty">
+              <h2>Settings</h2>
+              <p className="muted">Select a node or an edge to edit its settings.</p>
+            </div>
+          )}
+          {problems.length > 0 && (
+            <div className="problems" aria-label="Compile problems">
+              <h2>Problems ({problems.length})</h2>
+              <ul>
+                {problems.map((p, i) => (
+                  <li key={i}>
+                    {p.node_id ? (
+                      <button type="button" className="linklike" onClick={() => selectNode(p.node_id!)}>
+                        {p.node_id}
+                      </button>
+                    ) : p.edge_id ? (
+                      <span className="mono">{p.edge_id}</span>
+                    ) : null}
+                    {p.path && <span className="mono muted"> {p.path}</span>} — {p.message}
+                  </li>
+                ))}
+              </ul>
+            </div>
+          )}
+        </aside>
+      </div>
+      {startOpen && flowId && <StartRunDialog flowId={flowId} dirty={dirty} onClose={() => setStartOpen(false)} />}
+    </section>
+  );
+}
+
+// Palette: drag a step onto the canvas with the mouse, touch or pen
+// (pointer events), or press it (click, Enter, Space) to add it in the
+// middle of the view.
+function Palette({ onAdd }: { onAdd: (t: NodeType, at: { x: number; y: number } | null) => void }) {
+  const [ghost, setGhost] = useState<{ type: NodeType; x: number; y: number } | null>(null);
+  const drag = useRef<{ type: NodeType; x: number; y: number; moved: boolean } | null>(null);
+  const suppressClick = useRef(false);
+
+  const down = (type: NodeType) => (e: RPointerEvent<HTMLButtonElement>) => {
+    if (e.button !== 0) return;
+    drag.current = { type, x: e.clientX, y: e.clientY, moved: false };
+    e.currentTarget.setPointerCapture(e.pointerId);
+  };
+  const move = (e: RPointerEvent<HTMLButtonElement>) => {
+    const d = drag.current;
+    if (!d) return;
+    if (!d.moved && Math.hypot(e.clientX - d.x, e.clientY - d.y) < 5) return;
+    d.moved = true;
+    setGhost({ type: d.type, x: e.clientX, y: e.clientY });
+  };
+  const up = (e: RPointerEvent<HTMLButtonElement>) => {
+    const d = drag.current;
+    drag.current = null;
+    setGhost(null);
+    if (!d || !d.moved) return;
+    suppressClick.current = true;
+    const el = document.elementFromPoint(e.clientX, e.clientY);
+    if (el?.closest(".react-flow")) onAdd(d.type, { x: e.clientX, y: e.clientY });
+  };
+
+  return (
+    <div className="palette" aria-label="Palette">
+      <h2>Steps</h2>
+      {NODE_TYPES.map((t) => (
+        <button
+          key={t}
+          type="button"
+          className={`palette-item snode-${t.toLowerCase()}`}
+          data-palette={t}
+          onPointerDown={down(t)}
+          onPointerMove={move}
+          onPointerUp={up}
+          onPointerCancel={() => {
+            drag.current = null;
+            setGhost(null);
+          }}
+          onClick={() => {
+            if (suppressClick.current) {
+              suppressClick.current = false;
+              return;
+            }
+            onAdd(t, null);
+          }}
+          title={TYPE_HELP[t]}
+          aria-label={`Add ${t} step: ${TYPE_HELP[t]}`}
+        >
+          <strong>{t}</strong>
+          <span>{TYPE_HELP[t]}</span>
+        </button>
+      ))}
+      {ghost && (
+        <div className={`palette-ghost snode-${ghost.type.toLowerCase()}`} style={{ left: ghost.x, top: ghost.y }} aria-hidden="true">
+          {ghost.type}
+        </div>
+      )}
+    </div>
+  );
+}
+

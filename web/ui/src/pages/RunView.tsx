@@ -1,0 +1,355 @@
+import { Background, Controls, ReactFlow, ReactFlowProvider, type Edge } from "@xyflow/react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { api, describe, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
+import { ago, ErrorBox, Json, Spinner, Status, useThrottled } from "../components/common";
+import { nodeTypes } from "../components/StitchNode";
+import { toCanvas, type CanvasNode } from "../graph";
+import { Link } from "../router";
+import { Answer } from "./Approvals";
+
+interface Agg {
+  status: string;
+  total: number;
+  counts: Record<string, number>;
+}
+
+// aggregate folds a node's instances into one status and counts.
+function aggregate(states: NodeState[]): Agg {
+  const counts: Record<string, number> = {};
+  let instances = false;
+  for (const s of states) {
+    counts[s.status] = (counts[s.status] ?? 0) + 1;
+    if (s.index?.length) instances = true;
+  }
+  if (instances) counts._instances = 1;
+  const total = states.length;
+  let status = "pending";
+  if (counts.failed) status = "failed";
+  else if (counts.running) status = "running";
+  else if (counts.waiting_for_user) status = "waiting_for_user";
+  else if (total && counts.completed === total) status = "completed";
+  else if (total && counts.cancelled === total) status = "cancelled";
+  else if (counts.completed) status = "running";
+  return { status, total, counts };
+}
+
+export function RunView({ runId }: { runId: string }) {
+  const [run, setRun] = useState<Run | null>(null);
+  const [graph, setGraph] = useState<FlowGraph | null>(null);
+  const [flow, setFlow] = useState<Flow | null>(null);
+  const [version, setVersion] = useState<number | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [live, setLive] = useState(false);
+  const [selected, setSelected] = useState<string | null>(null);
+  const [actionError, setActionError] = useState<string | null>(null);
+  const events = useRef<StreamEvent[]>([]);
+  const [eventCount, setEventCount] = useState(0);
+
+  const fetchRun = useCallback(async () => {
+    try {
+      setRun(await api<Run>("GET", `/runs/${runId}`));
+      setError(null);
+    } catch (err) {
+      setError(err);
+    }
+  }, [runId]);
+
+  useEffect(() => {
+    let cancelled = false;
+    (async () => {
+      try {
+        const r = await api<Run>("GET", `/runs/${runId}`);
+        if (cancelled) return;
+        setRun(r);
+        const [f, vs] = await Promise.all([
+          api<Flow>("GET", `/flows/${r.flow_id}`),
+          api<{ versions: Version[] }>("GET", `/flows/${r.flow_id}/versions`),
+        ]);
+        const v = vs.versions.find((x) => x.id === r.flow_version_id);
+        const full = v ? await api<Version>("GET", `/flows/${r.flow_id}/versions/${v.number}`) : null;
+        if (cancelled) return;
+        setFlow(f);
+        setVersion(v?.number ?? null);
+        setGraph(full?.graph ?? f.graph ?? { nodes: [], edges: [] });
+      } catch (err) {
+        if (!cancelled) setError(err);
+      }
+    })();
+    return () => {
+      cancelled = true;
+    };
+  }, [runId]);
+
+  const size = run?.nodes ? Object.keys(run.nodes).length : 0;
+  const refresh = useThrottled(() => void fetchRun(), Math.min(5000, 250 + size / 5));
+  const bump = useThrottled(() => setEventCount(events.current.length), 250);
+  useEffect(
+    () =>
+      stream(
+        `/runs/${runId}/events`,
+        (e) => {
+          events.current.push(e);
+          if (events.current.length > 50000) events.current.splice(0, 10000);
+          bump();
+          refresh();
+        },
+        setLive,
+      ),
+    [runId, refresh, bump],
+  );
+
+  const byNode = useMemo(() => {
+    const m: Record<string, NodeState[]> = {};
+    for (const s of Object.values(run?.nodes ?? {})) (m[s.node_id] ??= []).push(s);
+    for (const k in m) m[k].sort((a, b) => cmpIndex(a.index, b.index));
+    return m;
+  }, [run]);
+
+  const canvas = useMemo(() => {
+    if (!graph) return null;
+    const c = toCanvas(graph);
+    const nodes: CanvasNode[] = c.nodes.map((n) => ({
+      ...n,
+      draggable: false,
+      connectable: false,
+      selected: n.id === selected,
+      data: { ...n.data, _run: aggregate(byNode[n.id] ?? []) },
+    }));
+    const edges: Edge[] = c.edges.map((e) => {
+      const done = aggregate(byNode[e.source] ?? []).status === "completed";
+      return { ...e, animated: !done && run?.status === "running", className: done ? "edge-done" : undefined };
+    });
+    return { nodes, edges };
+  }, [graph, byNode, selected, run?.status]);
+
+  async function act(fn: () => Promise<unknown>) {
+    setActionError(null);
+    try {
+      await fn();
+      await fetchRun();
+    } catch (err) {
+      setActionError(describe(err));
+    }
+  }
+
+  if (error && !run) return <ErrorBox error={error} onRetry={fetchRun} />;
+  if (!run || !canvas) return <Spinner label="Loading run…" />;
+
+  return (
+    <section className="runview" aria-label="Run">
+      <div className="editor-bar">
+        <div className="run-title">
+          <h1>
+            {flow ? <Link to={`/flows/${flow.id}${version && version !== flow.version.number ? `?version=${version}` : ""}`}>{flow.name}</Link> : "Run"}
+            {version ? <span className="muted"> v{version}</span> : null}
+          </h1>
+          <span className="mono muted">{run.id}</span>
+        </div>
+        <Status status={run.status} />
+        <span className={`live ${live ? "on" : ""}`} aria-live="polite">
+          {live ? "● live" : "○ reconnecting…"}
+        </span>
+        <div className="bar-actions">
+          {run.entity_id && flow?.board_id && (
+            <Link className="btn ghost" to={`/boards/${flow.board_id}?entity=${run.entity_id}`}>
+              Entity
+            </Link>
+          )}
+          {run.status === "running" && (
+            <button type="button" className="btn danger" onClick={() => void act(() => api("POST", `/runs/${run.id}/cancel`))}>
+              Cancel run
+            </button>
+          )}
+        </div>
+      </div>
+      {actionError && (
+        <div className="error-box" role="alert">
+          {actionError}
+        </div>
+      )}
+      {run.error && <div className="error-box">Run failed: {run.error}</div>}
+      <div className="editor-body">
+        <div className="canvas">
+          <ReactFlowProvider>
+            <ReactFlow
+              nodes={canvas.nodes}
+              edges={canvas.edges}
+              nodeTypes={nodeTypes}
+              onNodeClick={(_, n) => setSelected(n.id)}
+              onPaneClick={() => setSelected(null)}
+              nodesDraggable={false}
+              nodesConnectable={false}
+              elementsSelectable
+              fitView
+              fitViewOptions={{ padding: 0.2, maxZoom: 1.2 }}
+              proOptions={{ hideAttribution: true }}
+            >
+              <Background gap={16} />
+              <Controls showInteractive={false} />
+            </ReactFlow>
+          </ReactFlowProvider>
+        </div>
+        <aside className="side" aria-label="Details">
+          {selected ? (
+            <NodeDetail
+              key={selected}
+              nodeId={selected}
+              states={byNode[selected] ?? []}
+              events={events.current}
+              eventCount={eventCount}
+              onRetry={(key) => act(() => api("POST", `/runs/${run.id}/nodes/${encodeURIComponent(key)}/retry`))}
+              runId={run.id}
+              onAnswered={fetchRun}
+            />
+          ) : (
+            <RunSummary run={run} />
+          )}
+        </aside>
+      </div>
+    </section>
+  );
+}
+
+function cmpIndex(a: number[] = [], b: number[] = []) {
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const d = (a[i] ?? -1) - (b[i] ?? -1);
+    if (d) return d;
+  }
+  return 0;
+}
+
+function RunSummary({ run }: { run: Run }) {
+  return (
+    <div className="settings">
+      <h2>Run</h2>
+      <dl className="kv">
+        <dt>Status</dt>
+        <dd>
+          <Status status={run.status} />
+        </dd>
+        <dt>Started</dt>
+        <dd title={run.created_at}>{ago(run.created_at)}</dd>
+        <dt>Finished</dt>
+        <dd title={run.finished_at ?? ""}>{run.finished_at ? ago(run.finished_at) : "—"}</dd>
+      </dl>
+      <p className="muted small">Click a node to see its input, output, attempts and events.</p>
+      <h3>Input</h3>
+      <Json value={run.input} label="input" />
+      <h3>Output</h3>
+      <Json value={run.output} label="output yet" />
+    </div>
+  );
+}
+
+const FILTERS = ["all", "failed", "running", "waiting_for_user", "completed"];
+
+function NodeDetail(props: {
+  nodeId: string;
+  states: NodeState[];
+  events: StreamEvent[];
+  eventCount: number;
+  runId: string;
+  onRetry: (key: string) => Promise<void>;
+  onAnswered: () => void;
+}) {
+  const { nodeId, states, events, runId } = props;
+  const [filter, setFilter] = useState("all");
+  const [key, setKey] = useState<string | null>(states.length === 1 ? states[0].key : null);
+  const shown = states.filter((s) => filter === "all" || s.status === filter);
+  const current = states.find((s) => s.key === key) ?? (states.length === 1 ? states[0] : null);
+  const nodeEvents = current ? events.filter((e) => e.key === current.key) : [];
+  const agg = aggregate(states);
+
+  return (
+    <div className="settings node-detail">
+      <h2>{nodeId}</h2>
+      {states.length === 0 && <p className="muted">This node has not started yet.</p>}
+      {states.length > 1 && (
+        <>
+          <p>
+            {states.length} instances: {agg.counts.completed ?? 0} ✓ {agg.counts.failed ?? 0} ✗ {agg.counts.running ?? 0} running
+          </p>
+          <label htmlFor="inst-filter">Show</label>
+          <select id="inst-filter" value={filter} onChange={(e) => setFilter(e.target.value)}>
+            {FILTERS.map((f) => (
+              <option key={f} value={f}>
+                {f.replace(/_/g, " ")}
+              </option>
+            ))}
+          </select>
+          <ul className="instances" aria-label="Instances">
+            {shown.slice(0, 200).map((s) => (
+              <li key={s.key}>
+                <button type="button" className={`linklike ${s.key === key ? "active" : ""}`} aria-pressed={s.key === key} onClick={() => setKey(s.key)}>
+                  <span className="mono">{s.key}</span> <Status status={s.status} />
+                </button>
+              </li>
+            ))}
+            {shown.length > 200 && <li className="muted">…and {shown.length - 200} more</li>}
+          </ul>
+        </>
+      )}
+      {current && (
+        <div className="instance">
+          <h3 className="mono">{current.key}</h3>
+          <dl className="kv">
+            <dt>Status</dt>
+            <dd>
+              <Status status={current.status} />
+            </dd>
+            <dt>Attempt</dt>
+            <dd>{current.attempt}</dd>
+            <dt>Started</dt>
+            <dd title={current.started_at ?? ""}>{ago(current.started_at)}</dd>
+            <dt>Finished</dt>
+            <dd title={current.finished_at ?? ""}>{current.finished_at ? ago(current.finished_at) : "—"}</dd>
+          </dl>
+          {current.status === "failed" && (
+            <button type="button" className="btn primary" onClick={() => void props.onRetry(current.key)}>
+              Retry {current.key}
+            </button>
+          )}
+          {current.status === "waiting_for_user" && <Answer runId={runId} nodeKey={current.key} onDone={props.onAnswered} />}
+          {current.error && (
+            <>
+              <h3>Error</h3>
+              <pre className="json error-text">{current.error}</pre>
+            </>
+          )}
+          <h3>Input</h3>
+          <Json value={current.input} label="input" />
+          <h3>Output</h3>
+          <Json value={current.output} label="output" />
+          <h3>Events</h3>
+          {nodeEvents.length === 0 ? (
+            <p className="muted">No events yet.</p>
+          ) : (
+            <ol className="events">
+              {nodeEvents.map((e) => (
+                <li key={e.id}>
+                  <span className="muted" title={e.created_at}>
+                    {new Date(e.created_at).toLocaleTimeString()}
+                  </span>{" "}
+                  <strong>{e.type}</strong> {eventSummary(e)}
+                </li>
+              ))}
+            </ol>
+          )}
+        </div>
+      )}
+    </div>
+  );
+}
+
+function eventSummary(e: StreamEvent): string {
+  const p = e.payload ?? {};
+  const parts: string[] = [];
+  if (p.status) parts.push(p.status);
+  if (p.attempt) parts.push(`attempt ${p.attempt}`);
+  if (p.try) parts.push(`try ${p.try}`);
+  if (p.delivered !== undefined) parts.push(p.delivered ? "delivered" : "not delivered");
+  if (p.status_code) parts.push(`HTTP ${p.status_code}`);
+  if (p.error) parts.push(String(p.error));
+  if (p.to_section_id) parts.push(`→ ${p.to_section_id}`);
+  return parts.join(" · ");
+}
