@@ -179,18 +179,27 @@ func StartCluster(ctx context.Context, dataDir string) (*Cluster, error) {
 		return nil, err
 	}
 	c.Port = port
-	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off", port, dataDir)
-	cmd := exec.CommandContext(ctx, c.pgCtl, "-D", dataDir, "-l", filepath.Join(dataDir, "server.log"), "-w", "-t", "60", "-o", opts, "start")
-	setCred(cmd, cred)
+	if err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Start starts a stopped cluster again on its port (a restart after Stop,
+// as chaos and outage tests do) and waits until it accepts connections.
+func (c *Cluster) Start(ctx context.Context) error {
+	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off", c.Port, c.DataDir)
+	cmd := exec.CommandContext(ctx, c.pgCtl, "-D", c.DataDir, "-l", filepath.Join(c.DataDir, "server.log"), "-w", "-t", "60", "-o", opts, "start")
+	setCred(cmd, c.cred)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("error starting PostgreSQL in %s: %w: %s", dataDir, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("error starting PostgreSQL in %s: %w: %s", c.DataDir, err, strings.TrimSpace(string(out)))
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if err := ping(ctx, c.URL("postgres")); err == nil {
-			return c, nil
+			return nil
 		} else if time.Now().After(deadline) {
-			return nil, fmt.Errorf("PostgreSQL in %s did not accept connections: %w", dataDir, err)
+			return fmt.Errorf("PostgreSQL in %s did not accept connections: %w", c.DataDir, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -42,3 +42,27 @@ func TestResolveStartsThrowawayCluster(t *testing.T) {
 	require.Equal(t, cluster.Port, cluster2.Port)
 	require.Equal(t, url, url2)
 }
+
+// TestClusterStartsAgainOnItsPort stops a throwaway cluster and starts it
+// again: same port, same data (the outage and chaos tests rely on it).
+func TestClusterStartsAgainOnItsPort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := StartCluster(ctx, filepath.Join(t.TempDir(), "pg"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Stop() })
+	db, err := sql.Open("pgx", c.URL("postgres"))
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.ExecContext(ctx, `CREATE TABLE kept (v int); INSERT INTO kept VALUES (42)`)
+	require.NoError(t, err)
+
+	port := c.Port
+	require.NoError(t, c.Stop())
+	require.Error(t, db.PingContext(ctx), "the cluster is down")
+	require.NoError(t, c.Start(ctx))
+	require.Equal(t, port, c.Port)
+	var v int
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT v FROM kept`).Scan(&v))
+	require.Equal(t, 42, v)
+}

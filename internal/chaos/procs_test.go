@@ -1,0 +1,185 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const token = "chaos-token"
+
+// stitchdFlags are the serve flags of every instance: short delivery
+// timeout and lease (2 s + 5 s) and a fast sweeper, so that kills and
+// hanging workers are recovered within seconds.
+var stitchdFlags = []string{"--dispatch-timeout", "2s", "--poll-interval", "200ms", "--log-level", "warn"}
+
+// dispatchTimeout matches --dispatch-timeout above.
+const dispatchTimeout = 2 * time.Second
+
+// buildStitchd builds cmd/stitchd into dir, with the race detector if race.
+func buildStitchd(t *testing.T, dir string, race bool) string {
+	t.Helper()
+	bin := filepath.Join(dir, "stitchd")
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	args = append(args, "../../cmd/stitchd")
+	out, err := exec.Command("go", args...).CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// instance is one stitchd process on a fixed address; it can be killed and
+// started again on the same address.
+type instance struct {
+	name   string
+	bin    string
+	addr   string
+	dbURL  string
+	logDir string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	gen    int
+	live   atomic.Bool
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func (in *instance) url() string { return "http://" + in.addr }
+
+// logPath is the log file of the current (or last) process.
+func (in *instance) logPath() string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return filepath.Join(in.logDir, fmt.Sprintf("%s-%d.log", in.name, in.gen))
+}
+
+// start starts the process and waits until /readyz answers 200. A process
+// that exits before it is ready (the database is down) is started again
+// until ctx ends.
+func (in *instance) start(ctx context.Context) error {
+	for {
+		err := in.startOnce(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("error starting %s: %w (last: %v)", in.name, ctx.Err(), err)
+		}
+	}
+}
+
+func (in *instance) startOnce(ctx context.Context) error {
+	in.mu.Lock()
+	in.gen++
+	logf, err := os.Create(filepath.Join(in.logDir, fmt.Sprintf("%s-%d.log", in.name, in.gen)))
+	if err != nil {
+		in.mu.Unlock()
+		return err
+	}
+	args := append([]string{"serve", "--addr", in.addr, "--database-url", in.dbURL, "--auth-token", token}, stitchdFlags...)
+	cmd := exec.Command(in.bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		in.mu.Unlock()
+		logf.Close()
+		return fmt.Errorf("error starting %s: %w", in.name, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	in.cmd, in.exited = cmd, exited
+	in.mu.Unlock()
+
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		select {
+		case <-exited:
+			return fmt.Errorf("%s exited before it was ready: %s", in.name, tail(in.logPath(), 5))
+		default:
+		}
+		if resp, err := client.Get(in.url() + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				in.live.Store(true)
+				return nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			in.kill()
+			return fmt.Errorf("%s not ready in time: %s", in.name, tail(in.logPath(), 5))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (in *instance) kill() {
+	in.live.Store(false)
+	in.mu.Lock()
+	cmd, exited := in.cmd, in.exited
+	in.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+}
+
+// tail returns the last n lines of a file.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// cluster routes requests to a random live instance, as a load balancer
+// would.
+type cluster struct {
+	instances []*instance
+	next      atomic.Uint64
+}
+
+// pick returns a live instance, or nil when none is.
+func (c *cluster) pick() *instance {
+	n := len(c.instances)
+	start := int(c.next.Add(1))
+	for i := 0; i < n; i++ {
+		in := c.instances[(start+i)%n]
+		if in.live.Load() {
+			return in
+		}
+	}
+	return nil
+}

@@ -1,0 +1,493 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/store/localpg"
+)
+
+// The quick form (make test) is the default; make soak passes
+// -chaos.runs=500 -chaos.kills=-1.
+var (
+	flagRuns     = flag.Int("chaos.runs", 50, "runs to start")
+	flagItems    = flag.Int("chaos.items", 50, "splitter items per run")
+	flagKills    = flag.Int("chaos.kills", 1, "SIGKILLs of a stitchd process; -1 kills one every 5–15 s until every run completed")
+	flagInFlight = flag.Int("chaos.inflight", 20, "runs in flight at once")
+	flagRace     = flag.Bool("chaos.race", true, "build stitchd with the race detector")
+)
+
+const (
+	// nodeTimeout is the worker nodes' timeoutSeconds; late callbacks come
+	// after it.
+	nodeTimeout = 20 * time.Second
+	// maxAttempts is the worker nodes' retry.maxAttempts (attempts per node
+	// and delivery tries per attempt).
+	maxAttempts = 6
+	// sweepBound is how far past its deadline a worker attempt may run: the
+	// sweeper claims an overdue node for 30 s, so a sweeper killed between
+	// claiming and expiring delays the expiry by that much, plus slack for
+	// the poll interval and a database restart.
+	sweepBound = 30*time.Second + 10*time.Second
+)
+
+// soak is one chaos soak: two stitchd processes on a throwaway Postgres
+// cluster, a misbehaving worker, and a controller that kills processes and
+// restarts the database while runs flow.
+type soak struct {
+	t      *testing.T
+	runs   int
+	items  int
+	kills  int
+	flight int
+
+	pg     *localpg.Cluster
+	db     *sql.DB
+	cl     *cluster
+	worker *chaosWorker
+	client *http.Client
+	flowID string
+	runIDs []string
+
+	started   atomic.Int64
+	completed atomic.Int64
+
+	nKills, nRestarts, nPGRestarts atomic.Int64
+	api503, apiConnErr             atomic.Int64
+	pgDown                         atomic.Bool
+	pgDowntime                     time.Duration
+
+	mu         sync.Mutex
+	unexpected []string
+	retried    map[[2]string]int
+	reasons    map[string]int
+	maxSampled time.Duration
+}
+
+func (s *soak) fail(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unexpected) < 50 {
+		s.unexpected = append(s.unexpected, fmt.Sprintf(format, args...))
+	}
+}
+
+// TestChaosSoak runs runs of a flow with a splitter (items ways), a chain
+// of two workers per item, a collector and a join with a side branch, on
+// two stitchd processes sharing one throwaway Postgres cluster, against a
+// misbehaving worker; one process is SIGKILLed and restarted (once, or
+// every 5–15 s with -chaos.kills=-1) and Postgres is restarted once. Failed
+// runs (a poisoned item's dispatch gives up per its retry policy) are
+// resumed by retrying the failed node through the API. Every run must
+// complete; the invariants are then checked from the database.
+func TestChaosSoak(t *testing.T) {
+	began := time.Now()
+	s := &soak{t: t, runs: *flagRuns, items: *flagItems, kills: *flagKills, flight: *flagInFlight,
+		client:  &http.Client{Timeout: 20 * time.Second},
+		retried: map[[2]string]int{}, reasons: map[string]int{}}
+	require.Less(t, s.items, 1000, "items are numbered run*1000+i")
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	// Build stitchd and start a cluster of our own at once: this test
+	// restarts Postgres, so it must never use a shared server.
+	var bin string
+	built := make(chan struct{})
+	go func() {
+		defer close(built)
+		bin = buildStitchd(t, dir, *flagRace)
+	}()
+	pg, err := localpg.StartCluster(ctx, filepath.Join(dir, "pg"))
+	require.NoError(t, err)
+	s.pg = pg
+	t.Cleanup(func() { _ = pg.Stop() })
+	dbURL, err := localpg.EnsureDatabase(ctx, pg.URL("postgres"), "stitchd")
+	require.NoError(t, err)
+	s.db, err = sql.Open("pgx", dbURL)
+	require.NoError(t, err)
+	s.db.SetMaxOpenConns(4)
+	defer s.db.Close()
+	<-built
+	if t.Failed() {
+		return
+	}
+	setup := time.Since(began)
+
+	s.cl = &cluster{}
+	for _, name := range []string{"a", "b"} {
+		in := &instance{name: name, bin: bin, addr: freeAddr(t), dbURL: dbURL, logDir: dir}
+		sctx, scancel := context.WithTimeout(ctx, 2*time.Minute)
+		require.NoError(t, in.start(sctx))
+		scancel()
+		s.cl.instances = append(s.cl.instances, in)
+	}
+	t.Cleanup(func() {
+		for _, in := range s.cl.instances {
+			in.kill()
+		}
+	})
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	s.worker, err = newChaosWorker(wctx, s.cl, nodeTimeout)
+	require.NoError(t, err)
+	defer s.worker.close()
+	go s.worker.outages(wctx, func() time.Duration { return 15*time.Second + rand.N(20*time.Second) }, time.Second)
+	go s.monitor(wctx)
+
+	s.createFlow(ctx)
+	chaosDone := make(chan struct{})
+	stop := make(chan struct{})
+	go func() {
+		defer close(chaosDone)
+		s.chaos(ctx, stop)
+	}()
+	s.drive(ctx)
+	close(stop)
+	<-chaosDone
+	flowed := time.Since(began) - setup
+
+	// Late and repeated callbacks still in flight get their answers, and
+	// outbox rows of attempts that ended are retired once their lease ends.
+	waitFor(t, 2*nodeTimeout, "the worker's callbacks to finish", func() bool { return s.worker.pending() == 0 })
+	waitFor(t, 90*time.Second, "every outbox row to be delivered, failed or retired", func() bool {
+		var n int
+		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM dispatches WHERE status IN ('pending', 'sending')`).Scan(&n)
+		return err == nil && n == 0
+	})
+	wcancel()
+
+	require.Empty(t, s.worker.problems(), "the worker saw only answers the contract allows")
+	s.mu.Lock()
+	require.Empty(t, s.unexpected, "the API answered only as the contract allows")
+	s.mu.Unlock()
+	if s.kills >= 0 {
+		require.EqualValues(t, s.kills, s.nKills.Load(), "every planned kill happened")
+	}
+	require.EqualValues(t, 1, s.nPGRestarts.Load(), "Postgres was restarted once")
+
+	f := checkInvariants(t, ctx, s.db, s.runIDs, s.items, nodeTimeout, sweepBound)
+	s.report(f, setup, flowed)
+}
+
+// waitFor polls cond until it holds or within passes.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (w *chaosWorker) pending() int64 {
+	return w.stats.accepted.Load() - w.stats.done.Load()
+}
+
+func (s *soak) workerNode(id string) map[string]any {
+	return map[string]any{"id": id, "type": "Worker", "position": map[string]int{"x": 0, "y": 0},
+		"data": map[string]any{"webhookUrl": s.worker.url() + "/" + id, "timeoutSeconds": int(nodeTimeout.Seconds()),
+			"retry": map[string]any{"maxAttempts": maxAttempts, "initialDelayMs": 200, "maxDelayMs": 2000}}}
+}
+
+func (s *soak) createFlow(ctx context.Context) {
+	n := func(id, typ string, data map[string]any) map[string]any {
+		return map[string]any{"id": id, "type": typ, "position": map[string]int{"x": 0, "y": 0}, "data": data}
+	}
+	e := func(src, dst string, data map[string]any) map[string]any {
+		m := map[string]any{"id": src + "-" + dst, "source": src, "target": dst}
+		if data != nil {
+			m["data"] = data
+		}
+		return m
+	}
+	graph := map[string]any{
+		"nodes": []any{
+			n("split", "Splitter", map[string]any{"arrayPath": "items"}),
+			s.workerNode("first"), s.workerNode("second"),
+			n("merge", "Collector", nil),
+			s.workerNode("side"), s.workerNode("join"),
+		},
+		"edges": []any{
+			e("split", "first", nil), e("first", "second", nil), e("second", "merge", nil),
+			e("merge", "join", map[string]any{"mapping": map[string]string{"items": "@this"}}),
+			e("side", "join", nil),
+		},
+	}
+	var flow struct {
+		ID string `json:"id"`
+	}
+	b := s.call(ctx, "POST", "/api/v1/flows", map[string]any{"name": "chaos soak", "graph": graph}, "", http.StatusCreated)
+	require.NoError(s.t, json.Unmarshal(b, &flow))
+	s.flowID = flow.ID
+}
+
+// call sends an API request to a live instance, retrying connection errors
+// and 503 (an instance or the database is down) until it gets one of ok.
+func (s *soak) call(ctx context.Context, method, path string, body any, idemKey string, ok ...int) []byte {
+	s.t.Helper()
+	raw, err := json.Marshal(body)
+	require.NoError(s.t, err)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		require.False(s.t, time.Now().After(deadline), "%s %s got no answer for 2 minutes", method, path)
+		in := s.cl.pick()
+		if in == nil {
+			time.Sleep(50 * time.Millisecond) // both instances are down
+			continue
+		}
+		req, err := http.NewRequestWithContext(ctx, method, in.url()+path, bytes.NewReader(raw))
+		require.NoError(s.t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		if idemKey != "" {
+			req.Header.Set("Idempotency-Key", idemKey)
+		}
+		resp, err := s.client.Do(req)
+		if err != nil {
+			s.apiConnErr.Add(1)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, c := range ok {
+			if resp.StatusCode == c {
+				return b
+			}
+		}
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			s.api503.Add(1)
+			if !bytes.Contains(b, []byte(`"code":"unavailable"`)) {
+				s.fail("%s %s answered 503 without the contract's error body: %s", method, path, b)
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		s.fail("%s %s answered %d: %s", method, path, resp.StatusCode, b)
+		require.FailNow(s.t, "unexpected answer", "%s %s answered %d: %s", method, path, resp.StatusCode, b)
+	}
+}
+
+func (s *soak) startRun(ctx context.Context, r int) {
+	xs := make([]int, s.items)
+	for i := range xs {
+		xs[i] = r*1000 + i
+	}
+	var run struct {
+		ID string `json:"id"`
+	}
+	// The Idempotency-Key makes a start whose answer was lost (the instance
+	// was killed) safe to send again, to either instance.
+	b := s.call(ctx, "POST", "/api/v1/flows/"+s.flowID+"/runs", map[string]any{"input": map[string]any{"items": xs, "run": r}},
+		fmt.Sprintf("soak-%d", r), http.StatusCreated, http.StatusOK)
+	require.NoError(s.t, json.Unmarshal(b, &run))
+	s.runIDs = append(s.runIDs, run.ID)
+}
+
+var digits = regexp.MustCompile(`\d+`)
+
+// drive starts runs, at most flight at once, resumes failed runs by
+// retrying their failed nodes, and returns when every run completed.
+func (s *soak) drive(ctx context.Context) {
+	deadline := time.Now().Add(time.Duration(s.runs)*3*time.Second + 5*time.Minute)
+	for {
+		var completed int
+		var failed [][3]string
+		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE status = 'completed'`).Scan(&completed)
+		if err == nil {
+			failed, err = s.failedNodes(ctx)
+		}
+		if err == nil { // else the database is restarting
+			s.completed.Store(int64(completed))
+			if completed == s.runs {
+				return
+			}
+			for _, fn := range failed {
+				s.retryNode(ctx, fn[0], fn[1], fn[2])
+			}
+			for len(s.runIDs) < s.runs && len(s.runIDs)-completed < s.flight {
+				s.startRun(ctx, len(s.runIDs))
+				s.started.Store(int64(len(s.runIDs)))
+			}
+		}
+		if time.Now().After(deadline) {
+			var st string
+			_ = s.db.QueryRowContext(ctx, `SELECT string_agg(status || ':' || n, ', ') FROM
+				(SELECT status, count(*) n FROM node_states GROUP BY status) x`).Scan(&st)
+			s.t.Fatalf("%d of %d runs completed in time; node states: %s\nlog a: %s\nlog b: %s", completed, s.runs, st,
+				tail(s.cl.instances[0].logPath(), 20), tail(s.cl.instances[1].logPath(), 20))
+		}
+		time.Sleep(200 * time.Millisecond) // polling the database
+	}
+}
+
+// failedNodes lists (run, key, error) of the failed non-collector nodes of
+// failed runs.
+func (s *soak) failedNodes(ctx context.Context) ([][3]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT n.run_id::text, n.key, coalesce(n.error, '') FROM node_states n
+		JOIN runs r ON r.id = n.run_id WHERE r.status = 'failed' AND n.status = 'failed' AND n.type <> 'Collector'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][3]string
+	for rows.Next() {
+		var f [3]string
+		if err := rows.Scan(&f[0], &f[1], &f[2]); err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+func (s *soak) retryNode(ctx context.Context, runID, key, reason string) {
+	s.mu.Lock()
+	k := [2]string{runID, key}
+	s.retried[k]++
+	n := s.retried[k]
+	s.reasons[digits.ReplaceAllString(reason, "N")]++
+	s.mu.Unlock()
+	require.LessOrEqual(s.t, n, 3, "node %s of run %s failed again and again: %s", key, runID, reason)
+	s.call(ctx, "POST", "/api/v1/runs/"+runID+"/nodes/"+key+"/retry", nil, "", http.StatusOK, http.StatusConflict)
+}
+
+// chaos kills processes and restarts Postgres until stop is closed. With
+// a kill count, kill k happens once (k+1)/(kills+2) of the runs were
+// started; with -1, one process is killed every 5–15 s. Postgres restarts
+// once, when 60% (40% with endless kills) of the runs were started.
+func (s *soak) chaos(ctx context.Context, stop <-chan struct{}) {
+	pgAt := 0.6
+	if s.kills < 0 {
+		pgAt = 0.4
+	}
+	done := 0
+	nextKill := time.Now().Add(5*time.Second + rand.N(10*time.Second))
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		frac := float64(s.started.Load()) / float64(s.runs)
+		switch {
+		case s.nPGRestarts.Load() == 0 && frac >= pgAt && s.completed.Load() < s.started.Load():
+			s.restartPostgres(ctx)
+		case s.kills < 0 && time.Now().After(nextKill):
+			s.killOne(ctx)
+			nextKill = time.Now().Add(5*time.Second + rand.N(10*time.Second))
+		case s.kills > 0 && done < s.kills && frac >= float64(done+1)/float64(s.kills+2) && s.completed.Load() < s.started.Load():
+			s.killOne(ctx)
+			done++
+		}
+	}
+}
+
+func (s *soak) killOne(ctx context.Context) {
+	in := s.cl.instances[rand.IntN(len(s.cl.instances))]
+	in.kill()
+	s.nKills.Add(1)
+	time.Sleep(500*time.Millisecond + rand.N(1500*time.Millisecond)) // down for a while
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := in.start(sctx); err != nil {
+		s.fail("restart after a kill: %v", err)
+		return
+	}
+	s.nRestarts.Add(1)
+}
+
+func (s *soak) restartPostgres(ctx context.Context) {
+	began := time.Now()
+	s.pgDown.Store(true)
+	if err := s.pg.Stop(); err != nil {
+		s.fail("stopping Postgres: %v", err)
+		return
+	}
+	time.Sleep(2 * time.Second) // down for a while
+	if err := s.pg.Start(ctx); err != nil {
+		s.fail("starting Postgres again: %v", err)
+		return
+	}
+	s.pgDown.Store(false)
+	s.pgDowntime = time.Since(began)
+	s.nPGRestarts.Add(1)
+}
+
+// monitor samples how far past its deadline the most overdue running
+// node is.
+func (s *soak) monitor(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+		var secs float64
+		if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(extract(epoch FROM now() - deadline)), 0)::float8
+			FROM node_states WHERE status = 'running' AND deadline < now()`).Scan(&secs); err != nil {
+			continue
+		}
+		s.mu.Lock()
+		if d := time.Duration(secs * float64(time.Second)); d > s.maxSampled {
+			s.maxSampled = d
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *soak) report(f figures, setup, flowed time.Duration) {
+	w := &s.worker.stats
+	var reasons []string
+	s.mu.Lock()
+	for r, n := range s.reasons {
+		reasons = append(reasons, fmt.Sprintf("%dx %q", n, r))
+	}
+	retries := len(s.retried)
+	sampled := s.maxSampled
+	s.mu.Unlock()
+	sort.Strings(reasons)
+	lines := []string{
+		fmt.Sprintf("runs %d (%d items each), all completed; node instances %d; events %d", f.runs, s.items, f.nodes, f.events),
+		fmt.Sprintf("setup (build, initdb) %s; runs flowed in %s", setup.Round(time.Second), flowed.Round(time.Second)),
+		fmt.Sprintf("kills (SIGKILL) %d, restarts %d, Postgres restarts %d (down %s)", s.nKills.Load(), s.nRestarts.Load(),
+			s.nPGRestarts.Load(), s.pgDowntime.Round(100*time.Millisecond)),
+		fmt.Sprintf("worker attempts (= outbox rows) %d, of them retries %d; delivery tries %d; rows failed %d, retired %d",
+			f.workerAttempts, f.retriedAttempts, f.dispatchTries, f.dispatchFailed, f.dispatchCancelled),
+		fmt.Sprintf("attempts failed %d (deadline %d); collectors re-fired after a retried item %d", f.failedAttempts,
+			f.deadlineFailures, f.collectorRefires),
+		fmt.Sprintf("worker saw %d deliveries: %d redeliveries of a webhook-id, accepted %d, 500 %d, 503 %d, 429 %d, hung %d, "+
+			"dropped %d, poisoned %d, listener outages %d", w.deliveries.Load(), w.redeliveries.Load(), w.accepted.Load(),
+			w.a500.Load(), w.a503.Load(), w.a429.Load(), w.hung.Load(), w.hijacked.Load(), w.poisoned.Load(), w.outages.Load()),
+		fmt.Sprintf("callbacks %d (failed %d, heartbeats %d); duplicates %d → 200 unchanged %d, 409 %d; late %d → 409 %d, 200 %d",
+			w.callbacks.Load(), w.failedReported.Load(), w.heartbeats.Load(), w.dupSent.Load(), w.dup200.Load(), w.dup409.Load(),
+			w.lateSent.Load(), w.late409.Load(), w.late200.Load()),
+		fmt.Sprintf("callbacks answered 503 %d, connection errors %d; API 503 %d, connection errors %d",
+			w.cb503.Load(), w.cbConnErr.Load(), s.api503.Load(), s.apiConnErr.Load()),
+		fmt.Sprintf("nodes retried through the API %d: %s", retries, strings.Join(reasons, ", ")),
+		fmt.Sprintf("max time past deadline: %s (events), %s (sampled)", f.maxOverrun.Round(10*time.Millisecond),
+			sampled.Round(10*time.Millisecond)),
+	}
+	s.t.Log("chaos soak report:\n  " + strings.Join(lines, "\n  "))
+}
