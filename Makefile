@@ -29,9 +29,11 @@ ui-fresh:
 	  node web/ui/scripts/source-hash.mjs --check 2>/dev/null || $(MAKE) --no-print-directory ui; \
 	fi
 
-## run: build, find or start Postgres, migrate and serve on 127.0.0.1:8080.
+## run: build, find or start Postgres, migrate, load the Lead qualification
+## demo and serve on 127.0.0.1:8080, with the demo worker on 127.0.0.1:8090
+## in the same process (Ctrl-C stops both).
 run: build
-	./$(BIN) serve
+	./$(BIN) serve --demo
 
 ## test: every test (race detector on), plus short fuzz runs.
 test: deps-test test-go fuzz-short

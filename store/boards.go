@@ -390,3 +390,23 @@ func (s *Store) ListBoards(ctx context.Context) ([]Board, error) {
 	}
 	return out, interpretError(rows.Err())
 }
+
+// ClaimTrigger creates trigger t, or takes its slug over from a trigger
+// whose flow was deleted. A slug in use by a live flow is ErrConflict.
+func (s *Store) ClaimTrigger(ctx context.Context, t Trigger) error {
+	ent := any(nil)
+	if len(t.Entity) > 0 {
+		ent = string(t.Entity)
+	}
+	res := s.db.WithContext(ctx).Exec(`INSERT INTO triggers (id, flow_id, slug, secret, entity) VALUES (?, ?, ?, ?, ?::jsonb)
+		ON CONFLICT (slug) DO UPDATE SET flow_id = EXCLUDED.flow_id, secret = EXCLUDED.secret, entity = EXCLUDED.entity,
+			created_at = now()
+		WHERE triggers.flow_id IN (SELECT id FROM flows WHERE deleted_at IS NOT NULL)`, t.ID, t.FlowID, t.Slug, t.Secret, ent)
+	if err := interpretError(res.Error); err != nil {
+		return fmt.Errorf("error claiming trigger %q: %w", t.Slug, err)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("trigger %q: %w: the slug is in use", t.Slug, engine.ErrConflict)
+	}
+	return nil
+}

@@ -1,12 +1,12 @@
 package web
 
 import (
-	"encoding/base64"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	stitchd "github.com/stitchd/stitchd"
+	"github.com/stitchd/stitchd/callbacks"
 )
 
 // boardSummaryJSON is a board in the list: its sections without entities.
@@ -38,22 +38,13 @@ func (s *Server) listBoards(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"boards": out})
 }
 
-// WebhookSecretPrefix prefixes the webhook secret as shown to people, as
-// Standard Webhooks libraries expect: whsec_<base64 of the key bytes>.
-const WebhookSecretPrefix = "whsec_"
-
-// FormatWebhookSecret renders the key that signs dispatches.
-func FormatWebhookSecret(secret []byte) string {
-	return WebhookSecretPrefix + base64.StdEncoding.EncodeToString(secret)
-}
-
 // webhookSecret returns the secret workers verify dispatch signatures with.
 func (s *Server) webhookSecret(c echo.Context) error {
 	secret, err := s.cfg.Store.WebhookSecret(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]string{"secret": FormatWebhookSecret(secret)})
+	return c.JSON(http.StatusOK, map[string]string{"secret": callbacks.FormatWebhookSecret(secret)})
 }
 
 // openAPI serves the public contract (behind the API token, like every

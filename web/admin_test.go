@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/store/storetest"
-	"github.com/stitchd/stitchd/web"
 )
 
 func TestListBoards(t *testing.T) {
@@ -63,7 +63,10 @@ func TestWebhookSecret(t *testing.T) {
 	want, err := st.WebhookSecret(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, want, raw, "the secret the dispatcher signs with")
-	require.Equal(t, b["secret"], web.FormatWebhookSecret(want))
+	parsed, err := callbacks.ParseWebhookSecret(b["secret"])
+	require.NoError(t, err)
+	require.Equal(t, want, parsed)
+	require.Equal(t, b["secret"], callbacks.FormatWebhookSecret(want))
 	requireError(t, http.StatusUnauthorized, "unauthorized", do(t, h, req{method: "GET", path: "/api/v1/webhook-secret", noAuth: true}))
 }
 

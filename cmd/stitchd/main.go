@@ -60,8 +60,11 @@ var settings = []setting{
 
 // applyEnv gives every flag not set on the command line the value of its
 // environment variable, if that is set: flag > environment > default.
-func applyEnv(fs *pflag.FlagSet, env envLookup) error {
-	for _, s := range settings {
+func applyEnv(fs *pflag.FlagSet, env envLookup) error { return applyEnvFrom(fs, env, settings) }
+
+// applyEnvFrom is applyEnv for another list of settings.
+func applyEnvFrom(fs *pflag.FlagSet, env envLookup, list []setting) error {
+	for _, s := range list {
 		f := fs.Lookup(s.flag)
 		if f == nil || f.Changed {
 			continue
@@ -119,6 +122,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 
 	var o options
+	var do demoOptions
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the stitchd server",
@@ -127,10 +131,14 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 			if err := applyEnv(cmd.Flags(), env); err != nil {
 				return err
 			}
-			return runServe(cmd.Context(), o, stderr)
+			if err := applyEnvFrom(cmd.Flags(), env, demoSettings); err != nil {
+				return err
+			}
+			return runServe(cmd.Context(), o, do, stderr)
 		},
 	}
 	addServerFlags(serve.Flags(), &o)
+	addDemoFlags(serve.Flags(), &do)
 
 	var mo options
 	migrate := &cobra.Command{
@@ -152,7 +160,8 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "stitchd", version) },
 	}
-	root.AddCommand(serve, migrate, ver, newKeysCmd(env, stderr))
+	root.AddCommand(serve, migrate, ver, newKeysCmd(env, stderr), newFlowCmd(env), newRunCmd(env), newApproveCmd(env),
+		newWebhookSecretCmd(env), newWorkerCmd(env, stderr))
 	return root
 }
 
@@ -162,7 +171,7 @@ func (o options) config(log *slog.Logger) app.Config {
 		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval}
 }
 
-func runServe(ctx context.Context, o options, stderr io.Writer) error {
+func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) error {
 	log, err := newLogger(stderr, o.logFormat, o.logLevel)
 	if err != nil {
 		return err
@@ -189,8 +198,18 @@ func runServe(ctx context.Context, o options, stderr io.Writer) error {
 	if err := a.Start(ctx); err != nil {
 		return err
 	}
+	stopDemo := func() {}
+	if do.enabled {
+		if stopDemo, err = startDemo(ctx, a, do, log, stderr); err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			_ = a.Stop(sctx)
+			return err
+		}
+	}
 	<-ctx.Done()
 	log.Info("shutting down")
+	stopDemo()
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return a.Stop(sctx)

@@ -1,0 +1,430 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/client"
+	"github.com/stitchd/stitchd/internal/demo"
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+const cliToken = "cli-token"
+
+// liveServer is a real stitchd (in process, isolated database) with the
+// demo loaded and the demo worker on a loopback port.
+type liveServer struct {
+	app    *app.App
+	env    map[string]string
+	loaded *demo.Loaded
+}
+
+func startLive(t *testing.T) *liveServer {
+	t.Helper()
+	_, dbURL := storetest.IsolatedDB(t)
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: cliToken,
+		PollInterval: 50 * time.Millisecond, DispatchTimeout: 2 * time.Second, Logger: quiet})
+	require.NoError(t, err)
+	require.NoError(t, a.Start(ctx))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.Stop(sctx)
+	})
+	secret, err := a.Store.WebhookSecret(ctx)
+	require.NoError(t, err)
+	w := demo.NewWorker(demo.WorkerConfig{Secret: secret, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, Logger: quiet})
+	ws := httptest.NewServer(w)
+	t.Cleanup(func() { ws.Close(); w.Close() })
+	loaded, err := demo.Load(ctx, a.Store, demo.Options{WorkerURL: ws.URL})
+	require.NoError(t, err)
+	return &liveServer{app: a, loaded: loaded, env: map[string]string{"STITCHD_URL": a.URL, "STITCHD_AUTH_TOKEN": cliToken}}
+}
+
+func (s *liveServer) cli(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	return runRoot(t, s.env, args...)
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+const uxGraph = `{"nodes":[{"id":"approve","type":"UX","data":{"label":"OK?"}}],"edges":[]}`
+
+func TestCLIFlowApplyAndList(t *testing.T) {
+	t.Parallel()
+	s := startLive(t)
+
+	good := writeFile(t, "flow.json", `{"name":"cli-apply","graph":`+uxGraph+`}`)
+	out, _, err := s.cli(t, "flow", "apply", good)
+	require.NoError(t, err)
+	fields := strings.Split(strings.TrimSpace(out), "\t")
+	require.Len(t, fields, 4, out)
+	require.True(t, isUUID(fields[0]), out)
+	require.Equal(t, []string{"version 1", "created", "cli-apply"}, fields[1:])
+	id := fields[0]
+
+	out, _, err = s.cli(t, "flow", "apply", good)
+	require.NoError(t, err)
+	require.Equal(t, id+"\tversion 1\tunchanged\tcli-apply\n", out, "the same file again makes no version")
+
+	changed := writeFile(t, "flow2.json", `{"name":"cli-apply","graph":{"nodes":[{"id":"approve","type":"UX","data":{"label":"Sure?"}}],"edges":[]}}`)
+	out, _, err = s.cli(t, "flow", "apply", changed)
+	require.NoError(t, err)
+	require.Equal(t, id+"\tversion 2\tupdated\tcli-apply\n", out)
+
+	out, _, err = s.cli(t, "flow", "apply", changed, "--json")
+	require.NoError(t, err)
+	var f client.Flow
+	require.NoError(t, json.Unmarshal([]byte(out), &f))
+	require.Equal(t, id, f.ID)
+	require.Equal(t, 2, f.Version.Number)
+
+	out, _, err = s.cli(t, "flow", "list")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out) // header, the demo, cli-apply
+	require.Regexp(t, `^ID\s+NAME\s+VERSION\s+UPDATED$`, lines[0])
+	require.Regexp(t, "(?m)^"+id+`\s+cli-apply\s+2\s`, out)
+	require.Regexp(t, "(?m)^"+s.loaded.FlowID+`\s+Lead qualification\s+1\s`, out)
+}
+
+func TestCLIFlowApplyErrors(t *testing.T) {
+	t.Parallel()
+	s := startLive(t)
+	bad := writeFile(t, "bad.json", `{"name":"broken","graph":{"nodes":[
+		{"id":"fetch","type":"Worker","data":{}},
+		{"id":"split","type":"Splitter","data":{}}],
+		"edges":[{"id":"e1","source":"fetch","target":"nowhere"}]}}`)
+	tests := []struct {
+		name      string
+		args      []string
+		env       map[string]string
+		wantErr   string
+		wantInErr []string // lines of stderr
+	}{
+		{"compile errors", []string{"flow", "apply", bad}, nil, "was refused",
+			[]string{"nodes[0].data.webhookUrl, node fetch: worker \"fetch\" needs a webhookUrl", "nodes[1].data.arrayPath, node split:", "edge e1"}},
+		{"missing file", []string{"flow", "apply", filepath.Join(t.TempDir(), "none.json")}, nil, "no such file", nil},
+		{"not JSON", []string{"flow", "apply", writeFile(t, "x.json", "name: x")}, nil, "not valid JSON", nil},
+		{"no name", []string{"flow", "apply", writeFile(t, "n.json", `{"graph":`+uxGraph+`}`)}, nil, "name is required", nil},
+		{"wrong token", []string{"flow", "list"}, map[string]string{"STITCHD_AUTH_TOKEN": "nope"}, "401", nil},
+		{"token flag beats env", []string{"flow", "list", "--token", "nope"}, nil, "401", nil},
+		{"unknown flow", []string{"run", "start", "no-such-flow"}, nil, `no flow with id or name "no-such-flow"`, nil},
+		{"bad input", []string{"run", "start", "Lead qualification", "--input", "{"}, nil, "--input is not valid JSON", nil},
+		{"unknown run", []string{"run", "get", "00000000-0000-0000-0000-000000000000"}, nil, "404", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{}
+			for k, v := range s.env {
+				env[k] = v
+			}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			_, stderr, err := runRoot(t, env, tt.args...)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.wantErr)
+			for _, w := range tt.wantInErr {
+				require.Contains(t, stderr, w)
+			}
+		})
+	}
+}
+
+func TestCLIRunWatchApprove(t *testing.T) {
+	t.Parallel()
+	s := startLive(t)
+	_, _, err := s.cli(t, "flow", "apply", writeFile(t, "f.json", `{"name":"cli-ux","graph":`+uxGraph+`}`))
+	require.NoError(t, err)
+
+	cases := []struct {
+		name       string
+		approve    []string
+		wantErr    string
+		wantOutput string
+	}{
+		{"approved", []string{"--output", `{"ok":1}`}, "", `output: {"ok":1}`},
+		{"rejected", []string{"--reject", "no budget"}, "failed: no budget", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			out, _, err := s.cli(t, "run", "start", "cli-ux", "--input", `{"who":"ada"}`)
+			require.NoError(t, err)
+			runID := strings.TrimSpace(out)
+			require.True(t, isUUID(runID), out)
+
+			type result struct {
+				out string
+				err error
+			}
+			watched := make(chan result, 1)
+			go func() {
+				o, _, err := runRoot(t, s.env, "run", "watch", runID)
+				watched <- result{o, err}
+			}()
+			waitFor(t, "the approval", func() bool {
+				r, err := (&client.Client{BaseURL: s.app.URL, Token: cliToken}).GetRun(context.Background(), runID)
+				require.NoError(t, err)
+				return r.Nodes["approve"].Status == "waiting_for_user"
+			})
+			out, _, err = s.cli(t, append([]string{"approve", runID, "approve"}, c.approve...)...)
+			require.NoError(t, err)
+			require.Contains(t, out, runID)
+
+			var res result
+			select {
+			case res = <-watched:
+			case <-time.After(20 * time.Second):
+				t.Fatal("run watch did not end with the run")
+			}
+			require.Contains(t, res.out, "run started")
+			require.Contains(t, res.out, "approve with: stitchd approve "+runID+" approve")
+			if c.wantErr != "" {
+				require.Error(t, res.err)
+				require.Contains(t, res.err.Error(), c.wantErr)
+				require.Contains(t, res.out, "run failed")
+				return
+			}
+			require.NoError(t, res.err)
+			require.Contains(t, res.out, "run completed")
+			require.Contains(t, res.out, c.wantOutput)
+
+			out, _, err = s.cli(t, "run", "get", runID)
+			require.NoError(t, err)
+			require.Regexp(t, `status\s+completed`, out)
+			require.Regexp(t, `approve\s+UX\s+completed\s+1`, out)
+
+			// Watching a finished run replays it and ends at once.
+			out, _, err = s.cli(t, "run", "watch", runID)
+			require.NoError(t, err)
+			require.Contains(t, out, "run completed")
+		})
+	}
+}
+
+func TestCLIWatchDemoRun(t *testing.T) {
+	t.Parallel()
+	s := startLive(t)
+	out, _, err := s.cli(t, "run", "start", s.loaded.FlowID, "--input",
+		`{"name":"Ada","email":"ada@example.com","contacts":[{"name":"Ada","title":"CEO"},{"name":"Bob","title":"Intern"}]}`)
+	require.NoError(t, err)
+	runID := strings.TrimSpace(out)
+	done := make(chan error, 1)
+	var watchOut string
+	go func() {
+		o, _, err := runRoot(t, s.env, "run", "watch", runID)
+		watchOut = o
+		done <- err
+	}()
+	waitFor(t, "the approval", func() bool {
+		o, _, err := s.cli(t, "run", "get", runID, "--json")
+		require.NoError(t, err)
+		var r client.Run
+		require.NoError(t, json.Unmarshal([]byte(o), &r))
+		return r.Nodes["approve"].Status == "waiting_for_user"
+	})
+	_, _, err = s.cli(t, "approve", runID, "approve")
+	require.NoError(t, err)
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("run watch did not end")
+	}
+	require.NoError(t, err)
+	for _, want := range []string{"enrich           running", "split            split into 2 items", "score_1          completed",
+		"collect          completed", "qualify          completed", "run completed", `output: {"approved":true}`} {
+		require.Contains(t, watchOut, want)
+	}
+}
+
+func TestCLIWebhookSecret(t *testing.T) {
+	t.Parallel()
+	s := startLive(t)
+	out, _, err := s.cli(t, "webhook-secret")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(out, "whsec_"), out)
+	resp := must(http.NewRequest("GET", s.app.URL+"/api/v1/webhook-secret", nil))
+	resp.Header.Set("Authorization", "Bearer "+cliToken)
+	r, err := http.DefaultClient.Do(resp)
+	require.NoError(t, err)
+	defer r.Body.Close()
+	var b struct {
+		Secret string `json:"secret"`
+	}
+	require.NoError(t, json.NewDecoder(r.Body).Decode(&b))
+	require.Equal(t, b.Secret+"\n", out)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func isUUID(s string) bool {
+	return len(s) == 36 && strings.Count(s, "-") == 4
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestBinaryServeDemo is `make run`: `stitchd serve --demo` loads the demo
+// (once), runs the demo worker in process, a lead fired with curl's request
+// reaches the approval, and SIGTERM stops both.
+func TestBinaryServeDemo(t *testing.T) {
+	t.Parallel()
+	bin := stitchdBinary(t)
+	_, dbURL := storetest.IsolatedDB(t)
+	workerAddr := freeAddr(t)
+	start := func() *server {
+		return startServeArgs(t, bin, dbURL, "--demo", "--demo-worker-addr", workerAddr,
+			"--demo-min-delay", "10ms", "--demo-max-delay", "50ms")
+	}
+	s := start()
+	waitFor(t, "the demo banner", func() bool { return strings.Contains(s.log(), "Fire a lead") })
+	require.Contains(t, s.log(), "created board, flow, trigger")
+
+	code, body := httpDo(t, "POST", s.url+"/hooks/lead", "", `{"name":"Ada Lovelace","email":"ada@example.com","contacts":[{"name":"Ada","title":"CEO"}]}`)
+	require.Equal(t, http.StatusAccepted, code, body)
+	var hook struct {
+		RunID string `json:"run_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &hook))
+	c := &client.Client{BaseURL: s.url, Token: "x"}
+	waitFor(t, "the approval", func() bool {
+		r, err := c.GetRun(context.Background(), hook.RunID)
+		require.NoError(t, err)
+		return r.Nodes["approve"].Status == "waiting_for_user"
+	})
+	require.Contains(t, s.log(), "demo worker: called back")
+	s.stop(t)
+	// The worker's port is released with the server.
+	conn, err := (&net.Dialer{Timeout: time.Second}).Dial("tcp", workerAddr)
+	if err == nil {
+		conn.Close()
+		t.Fatal("the demo worker still listens after SIGTERM")
+	}
+
+	again := start()
+	waitFor(t, "the demo banner", func() bool { return strings.Contains(again.log(), "Fire a lead") })
+	require.Contains(t, again.log(), "(already loaded)")
+	boards := struct {
+		Boards []json.RawMessage `json:"boards"`
+	}{}
+	c.BaseURL = again.url
+	require.NoError(t, c.Do(context.Background(), "GET", "/api/v1/boards", nil, &boards))
+	require.Len(t, boards.Boards, 1)
+	again.stop(t)
+}
+
+// startServeArgs starts `stitchd serve` with extra arguments and waits for
+// /readyz.
+func startServeArgs(t *testing.T, bin, dbURL string, extra ...string) *server {
+	t.Helper()
+	addr := freeAddr(t)
+	logs := filepath.Join(t.TempDir(), "stderr.log")
+	lf, err := os.Create(logs)
+	require.NoError(t, err)
+	t.Cleanup(func() { lf.Close() })
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--database-url", dbURL, "--auth-token", "x"}, extra...)...)
+	cmd.Env = cleanEnv()
+	cmd.Stdout, cmd.Stderr = lf, lf
+	require.NoError(t, cmd.Start())
+	s := &server{cmd: cmd, url: "http://" + addr, logs: logs, exited: make(chan struct{})}
+	go func() {
+		s.err = cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-s.exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-s.exited
+		}
+	})
+	waitFor(t, "stitchd to be ready", func() bool {
+		select {
+		case <-s.exited:
+			t.Fatalf("stitchd exited (%v); log:\n%s", s.err, s.log())
+		default:
+		}
+		resp, err := http.Get(s.url + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return s
+}
+
+// TestVerbSettings: every setting of the demo, worker and client verbs names
+// a flag of its command, and its environment variable sets it.
+func TestVerbSettings(t *testing.T) {
+	t.Parallel()
+	root := newRoot(mapEnv(nil), io.Discard, io.Discard)
+	values := map[string]string{"demo": "true", "demo-worker": "false", "fail-rate": "0.5", "min-delay": "5ms",
+		"max-delay": "7ms", "demo-min-delay": "5ms", "demo-max-delay": "7ms"}
+	tests := []struct {
+		cmd  []string
+		list []setting
+	}{
+		{[]string{"serve"}, demoSettings},
+		{[]string{"worker", "demo"}, workerSettings},
+		{[]string{"flow", "apply"}, clientSettings},
+		{[]string{"flow", "list"}, clientSettings},
+		{[]string{"run", "start"}, clientSettings},
+		{[]string{"run", "get"}, clientSettings},
+		{[]string{"run", "watch"}, clientSettings},
+		{[]string{"approve"}, clientSettings},
+		{[]string{"webhook-secret"}, clientSettings},
+	}
+	for _, tt := range tests {
+		cmd, _, err := root.Find(tt.cmd)
+		require.NoError(t, err)
+		for _, s := range tt.list {
+			f := cmd.Flags().Lookup(s.flag)
+			require.NotNil(t, f, "%v has no --%s", tt.cmd, s.flag)
+			v, ok := values[s.flag]
+			if !ok {
+				v = "from-env-" + s.flag
+			}
+			fs := cmd.Flags()
+			require.NoError(t, applyEnvFrom(fs, mapEnv(map[string]string{s.env: v}), tt.list))
+			require.Equal(t, v, f.Value.String(), "%v --%s from %s", tt.cmd, s.flag, s.env)
+			require.NoError(t, f.Value.Set(f.DefValue))
+		}
+	}
+}

@@ -1,0 +1,448 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/stitchd/stitchd/internal/client"
+)
+
+// clientSettings bind the flags of the verbs that talk to a running server.
+var clientSettings = []setting{
+	{"server", "STITCHD_URL"},
+	{"token", "STITCHD_AUTH_TOKEN"},
+}
+
+type clientOptions struct {
+	server, token string
+	json          bool
+}
+
+func addClientFlags(fs *pflag.FlagSet, o *clientOptions) {
+	fs.StringVar(&o.server, "server", client.DefaultURL, "URL of the stitchd server (env STITCHD_URL)")
+	fs.StringVar(&o.token, "token", "", "API token (env STITCHD_AUTH_TOKEN)")
+	fs.BoolVar(&o.json, "json", false, "print the API's JSON answer instead of a summary")
+}
+
+func (o *clientOptions) client() *client.Client {
+	return &client.Client{BaseURL: o.server, Token: o.token}
+}
+
+// clientCmd builds a verb that talks to a server: flags, environment, then
+// run with a client.
+func clientCmd(env envLookup, cmd *cobra.Command, run func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error) *cobra.Command {
+	o := &clientOptions{}
+	addClientFlags(cmd.Flags(), o)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := applyEnvFrom(cmd.Flags(), env, clientSettings); err != nil {
+			return err
+		}
+		return run(cmd, o.client(), o, args)
+	}
+	return cmd
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
+
+// readArg reads a JSON argument: inline, @file, or - for stdin.
+func readArg(cmd *cobra.Command, v, what string) (json.RawMessage, error) {
+	var b []byte
+	var err error
+	switch {
+	case v == "-":
+		b, err = io.ReadAll(cmd.InOrStdin())
+	case strings.HasPrefix(v, "@"):
+		b, err = os.ReadFile(v[1:])
+	default:
+		b = []byte(v)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error reading %s: %w", what, err)
+	}
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("%s is not valid JSON", what)
+	}
+	return b, nil
+}
+
+func newFlowCmd(env envLookup) *cobra.Command {
+	flow := &cobra.Command{Use: "flow", Short: "Create, update and list flows on a running server"}
+	apply := clientCmd(env, &cobra.Command{
+		Use:   "apply FILE",
+		Short: "Create the flow named in FILE, or update it (a new version only if the graph changed)",
+		Long: "FILE (or - for standard input) is JSON: {\"name\": \"…\", \"graph\": {\"nodes\": […], \"edges\": […]}, \"board_id\"?: \"…\", \"message\"?: \"…\"}.\n" +
+			"Prints the flow id and its current version. A graph the compiler refuses prints every problem and exits 1.",
+		Args: cobra.ExactArgs(1),
+	}, func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
+		src := "@" + args[0]
+		if args[0] == "-" {
+			src = "-"
+		}
+		raw, err := readArg(cmd, src, args[0])
+		if err != nil {
+			return err
+		}
+		var spec client.FlowSpec
+		if err := json.Unmarshal(raw, &spec); err != nil {
+			return fmt.Errorf("%s: %w", args[0], err)
+		}
+		if strings.TrimSpace(spec.Name) == "" {
+			return fmt.Errorf("%s: name is required", args[0])
+		}
+		if len(spec.Graph) == 0 {
+			return fmt.Errorf("%s: graph is required", args[0])
+		}
+		f, created, err := c.ApplyFlow(cmd.Context(), spec)
+		if err != nil {
+			return graphError(cmd.ErrOrStderr(), args[0], err)
+		}
+		if o.json {
+			return printJSON(cmd.OutOrStdout(), f)
+		}
+		what := "created"
+		switch {
+		case created:
+		case f.VersionCreated != nil && *f.VersionCreated:
+			what = "updated"
+		default:
+			what = "unchanged"
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\tversion %d\t%s\t%s\n", f.ID, f.Version.Number, what, f.Name)
+		for _, w := range f.Warnings {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", problemLine(w))
+		}
+		return nil
+	})
+	list := clientCmd(env, &cobra.Command{Use: "list", Short: "List flows", Args: cobra.NoArgs},
+		func(cmd *cobra.Command, c *client.Client, o *clientOptions, _ []string) error {
+			flows, err := c.ListFlows(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"flows": flows})
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tVERSION\tUPDATED")
+			for _, f := range flows {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", f.ID, f.Name, f.Version.Number, f.UpdatedAt.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		})
+	flow.AddCommand(apply, list)
+	return flow
+}
+
+// problemLine renders a compile problem: where, then what.
+func problemLine(p client.Problem) string {
+	var where []string
+	if p.Path != "" {
+		where = append(where, p.Path)
+	}
+	if p.NodeID != "" {
+		where = append(where, "node "+p.NodeID)
+	}
+	if p.EdgeID != "" {
+		where = append(where, "edge "+p.EdgeID)
+	}
+	if len(where) == 0 {
+		return p.Message
+	}
+	return strings.Join(where, ", ") + ": " + p.Message
+}
+
+// graphError prints every problem of a refused graph.
+func graphError(stderr io.Writer, file string, err error) error {
+	var ae *client.Error
+	if errors.As(err, &ae) && ae.Code == "invalid_graph" {
+		fmt.Fprintf(stderr, "%s: %s:\n", file, ae.Message)
+		for _, p := range ae.Details {
+			fmt.Fprintf(stderr, "  %s\n", problemLine(p))
+		}
+		return fmt.Errorf("%s was refused: %s", file, ae.Message)
+	}
+	return err
+}
+
+func newRunCmd(env envLookup) *cobra.Command {
+	run := &cobra.Command{Use: "run", Short: "Start, inspect and watch runs on a running server"}
+	var input string
+	start := clientCmd(env, &cobra.Command{
+		Use:   "start FLOW",
+		Short: "Start a run of FLOW (an id or a name); prints the run id",
+		Args:  cobra.ExactArgs(1),
+	}, func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
+		var in json.RawMessage
+		if input != "" {
+			var err error
+			if in, err = readArg(cmd, input, "--input"); err != nil {
+				return err
+			}
+		}
+		f, err := c.FindFlow(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		r, err := c.StartRun(cmd.Context(), f.ID, in)
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return printJSON(cmd.OutOrStdout(), r)
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), r.ID)
+		return nil
+	})
+	start.Flags().StringVar(&input, "input", "", "the run's input: JSON, @file or - for standard input (default {})")
+
+	get := clientCmd(env, &cobra.Command{Use: "get ID", Short: "Show a run and its nodes", Args: cobra.ExactArgs(1)},
+		func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
+			r, err := c.GetRun(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), r)
+			}
+			return printRun(cmd.OutOrStdout(), r)
+		})
+
+	watch := clientCmd(env, &cobra.Command{
+		Use:   "watch ID",
+		Short: "Follow a run live; exit 0 when it completes, 1 when it fails or is cancelled",
+		Args:  cobra.ExactArgs(1),
+	}, func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
+		return watchRun(cmd.Context(), c, args[0], cmd.OutOrStdout(), o.json)
+	})
+	run.AddCommand(start, get, watch)
+	return run
+}
+
+func printRun(w io.Writer, r *client.Run) error {
+	fmt.Fprintf(w, "run      %s\nflow     %s\nstatus   %s\n", r.ID, r.FlowID, r.Status)
+	if r.Error != nil {
+		fmt.Fprintf(w, "error    %s\n", *r.Error)
+	}
+	fmt.Fprintf(w, "input    %s\n", compact(r.Input))
+	if r.Finished() {
+		fmt.Fprintf(w, "output   %s\n", compact(r.Output))
+	}
+	keys := make([]string, 0, len(r.Nodes))
+	for k := range r.Nodes {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := r.Nodes[keys[i]], r.Nodes[keys[j]]
+		if (a.StartedAt == nil) != (b.StartedAt == nil) {
+			return a.StartedAt != nil
+		}
+		if a.StartedAt != nil && !a.StartedAt.Equal(*b.StartedAt) {
+			return a.StartedAt.Before(*b.StartedAt)
+		}
+		return keys[i] < keys[j]
+	})
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nNODE\tTYPE\tSTATUS\tATTEMPT\tERROR")
+	for _, k := range keys {
+		n := r.Nodes[k]
+		e := ""
+		if n.Error != nil {
+			e = *n.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", k, n.Type, n.Status, n.Attempt, e)
+	}
+	return tw.Flush()
+}
+
+func compact(b json.RawMessage) string {
+	if len(b) == 0 {
+		return "null"
+	}
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return string(b)
+	}
+	out, _ := json.Marshal(v)
+	s := string(out)
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// errRunNotCompleted is returned by watch for a failed or cancelled run.
+type errRunNotCompleted struct{ id, status, reason string }
+
+func (e *errRunNotCompleted) Error() string {
+	if e.reason != "" {
+		return fmt.Sprintf("run %s %s: %s", e.id, e.status, e.reason)
+	}
+	return fmt.Sprintf("run %s %s", e.id, e.status)
+}
+
+// watchRun prints a run's events as they happen until it finishes.
+func watchRun(ctx context.Context, c *client.Client, id string, w io.Writer, asJSON bool) error {
+	var end error
+	err := c.RunEvents(ctx, id, 0, func(e client.Event) error {
+		if asJSON {
+			b, _ := json.Marshal(e)
+			fmt.Fprintln(w, string(b))
+		} else if line := eventLine(id, e); line != "" {
+			fmt.Fprintf(w, "%s  %s\n", e.CreatedAt.Local().Format("15:04:05.000"), line)
+		}
+		switch e.Type {
+		case "run.completed":
+			r, err := c.GetRun(ctx, id)
+			if err != nil {
+				return err
+			}
+			if !asJSON {
+				fmt.Fprintf(w, "output: %s\n", compact(r.Output))
+			}
+			return client.ErrStop
+		case "run.failed", "run.cancelled":
+			var p struct {
+				Error string `json:"error"`
+			}
+			_ = json.Unmarshal(e.Payload, &p)
+			end = &errRunNotCompleted{id: id, status: strings.TrimPrefix(e.Type, "run."), reason: p.Error}
+			return client.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return end
+}
+
+// eventLine renders an event for a person ("" = not worth a line).
+func eventLine(runID string, e client.Event) string {
+	var p map[string]any
+	_ = json.Unmarshal(e.Payload, &p)
+	str := func(k string) string {
+		if v, ok := p[k]; ok && v != nil {
+			return fmt.Sprint(v)
+		}
+		return ""
+	}
+	switch e.Type {
+	case "run.started":
+		return "run started"
+	case "run.completed":
+		return "run completed"
+	case "run.failed":
+		return "run failed: " + str("error")
+	case "run.cancelled":
+		return "run cancelled"
+	case "run.resumed":
+		return "run resumed"
+	case "node.status":
+		s := str("status")
+		line := fmt.Sprintf("%-16s %s", e.Key, s)
+		switch s {
+		case "running":
+			if a := str("attempt"); a != "" && a != "1" {
+				line += " (attempt " + a + ")"
+			}
+		case "failed":
+			line += ": " + str("error")
+		case "waiting_for_user":
+			line += fmt.Sprintf(" — approve with: stitchd approve %s %s", runID, e.Key)
+		}
+		return line
+	case "node.fanout":
+		return fmt.Sprintf("%-16s split into %s items", e.Key, str("items"))
+	case "node.heartbeat":
+		return fmt.Sprintf("%-16s heartbeat", e.Key)
+	case "dispatch.attempt":
+		if p["delivered"] == true {
+			return ""
+		}
+		line := fmt.Sprintf("%-16s delivery failed: %s", e.Key, str("error"))
+		if r := str("retry_in_ms"); r != "" {
+			line += " (retrying in " + r + " ms)"
+		}
+		return line
+	case "entity.moved":
+		if to := str("to_section_id"); to != "" {
+			return fmt.Sprintf("%-16s entity moved to %s", e.Key, to)
+		}
+		return ""
+	case "callback.rejected":
+		return fmt.Sprintf("%-16s callback rejected", e.Key)
+	}
+	return fmt.Sprintf("%-16s %s", e.Key, e.Type)
+}
+
+func newApproveCmd(env envLookup) *cobra.Command {
+	var output, reject string
+	cmd := clientCmd(env, &cobra.Command{
+		Use:   "approve RUN KEY",
+		Short: "Answer a UX node waiting for a person: approve it (with --output) or reject it (--reject REASON)",
+		Args:  cobra.ExactArgs(2),
+	}, func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
+		var out json.RawMessage
+		if output != "" {
+			if reject != "" {
+				return errors.New("--output and --reject exclude each other")
+			}
+			var err error
+			if out, err = readArg(cmd, output, "--output"); err != nil {
+				return err
+			}
+		}
+		r, err := c.CompleteNode(cmd.Context(), args[0], args[1], out, reject)
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return printJSON(cmd.OutOrStdout(), r)
+		}
+		verb := "approved"
+		if reject != "" {
+			verb = "rejected"
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %s; run %s is %s\n", verb, args[1], r.ID, r.Status)
+		return nil
+	})
+	cmd.Flags().StringVar(&output, "output", "", `the node's output: JSON, @file or - (default {"approved": true})`)
+	cmd.Flags().StringVar(&reject, "reject", "", "reject with this reason (the node fails)")
+	return cmd
+}
+
+func newWebhookSecretCmd(env envLookup) *cobra.Command {
+	return clientCmd(env, &cobra.Command{
+		Use:   "webhook-secret",
+		Short: "Print the secret workers verify dispatch signatures with (whsec_…)",
+		Args:  cobra.NoArgs,
+	}, func(cmd *cobra.Command, c *client.Client, o *clientOptions, _ []string) error {
+		s, err := c.WebhookSecret(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return printJSON(cmd.OutOrStdout(), map[string]string{"secret": s})
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), s)
+		return nil
+	})
+}
