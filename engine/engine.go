@@ -33,9 +33,68 @@ type Config struct {
 
 // CommitInfo summarises one committed engine transaction.
 type CommitInfo struct {
-	RunID       string
-	Events      []NewEvent
-	DispatchIDs []string
+	RunID  string
+	Events []NewEvent
+	// Transitions are the node status changes the transaction made, in
+	// order (a UX node firing is two: running, then waiting_for_user).
+	Transitions []TransitionInfo
+	// RunStarted is set when the transaction created the run.
+	RunStarted bool
+	// RunFinished is the status the run settled in (completed, failed or
+	// cancelled) when the transaction finished it, else "".
+	RunFinished RunStatus
+}
+
+// TransitionInfo is one node status change.
+type TransitionInfo struct {
+	Key    string
+	NodeID string
+	// Type is the node's type ("" when the graph does not know the node).
+	Type    NodeType
+	To      Status
+	Attempt int
+	Error   string
+}
+
+// commitInfo summarises the transaction from the events it wrote.
+func (t *txn) commitInfo() CommitInfo {
+	ci := CommitInfo{RunID: t.run.ID, Events: t.events}
+	for _, ev := range t.events {
+		switch ev.Type {
+		case EventRunStarted:
+			ci.RunStarted = true
+		case EventRunCompleted:
+			ci.RunFinished = RunCompleted
+		case EventRunFailed:
+			ci.RunFinished = RunFailed
+		case EventRunCancelled:
+			ci.RunFinished = RunCancelled
+		case EventRunResumed:
+			ci.RunFinished = ""
+		case EventNodeStatus:
+			p, _ := ev.Payload.(map[string]any)
+			ti := TransitionInfo{Key: ev.Key}
+			switch v := p["status"].(type) {
+			case Status:
+				ti.To = v
+			case string:
+				ti.To = Status(v)
+			}
+			ti.NodeID, _ = p["node_id"].(string)
+			ti.Attempt, _ = p["attempt"].(int)
+			ti.Error, _ = p["error"].(string)
+			if ti.NodeID == "" {
+				ti.NodeID = ev.Key // a static node's key is its id
+			}
+			if t.graph != nil {
+				if n := t.graph.Nodes[ti.NodeID]; n != nil {
+					ti.Type = n.Type
+				}
+			}
+			ci.Transitions = append(ci.Transitions, ti)
+		}
+	}
+	return ci
 }
 
 // Retrier is implemented by handlers whose nodes retry automatically after
@@ -396,6 +455,9 @@ func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) 
 	}
 	if len(t.claimed) > 0 && e.cfg.Waker != nil {
 		e.cfg.Waker.Wake(t.claimed)
+	}
+	if e.cfg.OnCommit != nil && t.run != nil && len(t.events) > 0 {
+		e.cfg.OnCommit(t.commitInfo())
 	}
 	return nil
 }

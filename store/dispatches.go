@@ -63,3 +63,25 @@ func (s *Store) DispatchDelivered(ctx context.Context, id string) error {
 	return interpretError(s.db.WithContext(ctx).Exec(`UPDATE dispatches SET status = 'delivered', locked_until = NULL,
 		updated_at = now() WHERE id = ? AND status = 'sending'`, id).Error)
 }
+
+// OutboxDepth counts the dispatches not yet delivered, by status (pending:
+// waiting for their time or a claim; sending: claimed by a process). It
+// reads the partial index of due rows only.
+func (s *Store) OutboxDepth(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT status, count(*) FROM dispatches
+		WHERE status IN ('pending', 'sending') GROUP BY status`).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error counting the outbox: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out := map[string]int64{"pending": 0, "sending": 0}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, interpretError(err)
+		}
+		out[st] = n
+	}
+	return out, interpretError(rows.Err())
+}

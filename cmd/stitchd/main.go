@@ -84,6 +84,8 @@ type options struct {
 	bodyLimit                             int64
 	dispatchTimeout, pollInterval         time.Duration
 	privateAddresses, allowCIDRs          string
+	// otlpEndpoint is OTEL_EXPORTER_OTLP_ENDPOINT (traces; no flag).
+	otlpEndpoint string
 }
 
 func addServerFlags(fs *pflag.FlagSet, o *options) {
@@ -134,6 +136,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 			if err := applyEnvFrom(cmd.Flags(), env, demoSettings); err != nil {
 				return err
 			}
+			o.otlpEndpoint, _ = env("OTEL_EXPORTER_OTLP_ENDPOINT")
 			return runServe(cmd.Context(), o, do, stderr)
 		},
 	}
@@ -168,7 +171,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 func (o options) config(log *slog.Logger) app.Config {
 	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
 		AuthToken: o.authToken, BodyLimit: o.bodyLimit, Logger: log, DataDir: o.dataDir,
-		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval}
+		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, OTLPEndpoint: o.otlpEndpoint, Version: version}
 }
 
 func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) error {

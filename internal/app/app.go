@@ -15,6 +15,8 @@ import (
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/handlers"
+	"github.com/stitchd/stitchd/internal/metrics"
+	"github.com/stitchd/stitchd/internal/tracing"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/localpg"
 	"github.com/stitchd/stitchd/web"
@@ -43,6 +45,11 @@ type Config struct {
 	// KeyRefresh is how often callback keys are reloaded from the database,
 	// so a rotation reaches every instance (default 30s).
 	KeyRefresh time.Duration
+	// OTLPEndpoint, when set, exports traces there over OTLP/HTTP
+	// (OTEL_EXPORTER_OTLP_ENDPOINT); empty starts nothing.
+	OTLPEndpoint string
+	// Version is reported in traces (service.version).
+	Version string
 }
 
 // App is a running stitchd.
@@ -54,11 +61,14 @@ type App struct {
 	Hub        *web.Hub
 	Server     *web.Server
 	Keys       *callbacks.Keyring
-	http       *http.Server
-	listener   net.Listener
-	cluster    *localpg.Cluster
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
+	// Metrics is this process's Prometheus registry, served at GET /metrics.
+	Metrics  *metrics.Metrics
+	tracing  *tracing.Tracing
+	http     *http.Server
+	listener net.Listener
+	cluster  *localpg.Cluster
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 	// URL is the address the server listens on (http://host:port).
 	URL string
 }
@@ -125,6 +135,14 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, a.closeEarly(err)
 	}
+	a.Metrics = metrics.New(a.Store.OutboxDepth, cfg.Logger)
+	a.tracing, err = tracing.Setup(ctx, tracing.Options{Endpoint: cfg.OTLPEndpoint, Version: cfg.Version})
+	if err != nil {
+		return nil, a.closeEarly(err)
+	}
+	if a.tracing != nil {
+		cfg.Logger.Info("exporting traces", "endpoint", cfg.OTLPEndpoint)
+	}
 	clock := engine.SystemClock{}
 	var disp *callbacks.Dispatcher
 	a.Engine, err = engine.New(engine.Config{
@@ -136,20 +154,38 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		NewID:      uuid.NewString,
 		Clock:      clock,
 		Logger:     cfg.Logger,
+		OnCommit:   a.Metrics.OnCommit,
 	})
 	if err != nil {
 		return nil, a.closeEarly(err)
 	}
-	disp = callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Store, Recorder: a.Engine, Secret: secret,
-		Client: callbacks.NewHTTPClient(cfg.DispatchTimeout, cfg.WorkerGuard), Logger: cfg.Logger, Workers: cfg.DispatchWorkers,
+	client := callbacks.NewHTTPClient(cfg.DispatchTimeout, cfg.WorkerGuard)
+	client.Transport = a.tracing.Transport(client.Transport)
+	disp = callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Metrics.DispatchStore(a.Store),
+		Recorder: a.Metrics.Recorder(a.Engine), Secret: secret,
+		Client: client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchTimeout + 5*time.Second})
 	a.Dispatcher = disp
 	a.Hub = web.NewHub()
 	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Hub: a.Hub, AuthToken: cfg.AuthToken,
 		BodyLimit: cfg.BodyLimit, Clock: clock, Logger: cfg.Logger})
-	a.http = &http.Server{Handler: a.Server.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		IdleTimeout: 120 * time.Second}
 	return a, nil
+}
+
+// handler is the API with GET /metrics beside it, callbacks timed, and
+// every request traced when tracing is on.
+func (a *App) handler() http.Handler {
+	api, prom := a.Server.Handler(), a.Metrics.Handler()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			prom.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+	return a.tracing.Middleware(a.Metrics.Middleware(h))
 }
 
 // loadKeys reads the callback keys, newest (signing) first.
@@ -244,9 +280,14 @@ func (a *App) sweep(ctx context.Context) {
 			continue
 		}
 		for _, o := range overdue {
-			if err := a.Engine.Expire(ctx, o.RunID, o.Key, o.Attempt); err != nil && ctx.Err() == nil {
-				a.cfg.Logger.Warn("sweeper: error expiring node", "run_id", o.RunID, "node_key", o.Key, "error", err)
+			if err := a.Engine.Expire(ctx, o.RunID, o.Key, o.Attempt); err != nil {
+				if ctx.Err() == nil {
+					a.cfg.Logger.Warn("sweeper: error expiring node", "run_id", o.RunID, "node_key", o.Key, "error", err)
+				}
+				continue
 			}
+			a.Metrics.SweeperAction("expired", 1)
+			a.cfg.Logger.Info("sweeper: worker node overdue", "run_id", o.RunID, "node_key", o.Key, "attempt", o.Attempt)
 		}
 	}
 }
@@ -261,6 +302,9 @@ func (a *App) Stop(ctx context.Context) error {
 	}
 	a.Dispatcher.Stop()
 	a.wg.Wait()
+	if terr := a.tracing.Shutdown(ctx); terr != nil && err == nil {
+		err = fmt.Errorf("error flushing traces: %w", terr)
+	}
 	a.Store.Close()
 	return err
 }

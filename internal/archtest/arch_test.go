@@ -10,6 +10,10 @@ import (
 
 const mod = "github.com/stitchd/stitchd"
 
+// observability is imported only by internal/metrics (Prometheus) and
+// internal/tracing (OpenTelemetry); the engine core never sees it.
+var observability = []string{"github.com/prometheus", "go.opentelemetry.io"}
+
 // rules: package (relative to the module) → import prefixes it must not use.
 var rules = map[string][]string{
 	"engine":    {"github.com/labstack/echo", "gorm.io", "github.com/lib/pq", "net/http", "github.com/jackc", mod + "/store", mod + "/web", mod + "/callbacks", mod + "/handlers", mod + "/compiler"},
@@ -35,7 +39,17 @@ func TestLayerDirection(t *testing.T) {
 			if (strings.HasPrefix(imp, "gorm.io") || strings.HasPrefix(imp, "github.com/lib/pq")) && !strings.HasPrefix(pkg, "store") {
 				t.Errorf("%s imports %s: only store may import gorm and lib/pq", pkg, imp)
 			}
-			for _, bad := range rules[pkg] {
+			if strings.HasPrefix(imp, "github.com/prometheus/") && pkg != "internal/metrics" {
+				t.Errorf("%s imports %s: only internal/metrics may import Prometheus", pkg, imp)
+			}
+			if strings.HasPrefix(imp, "go.opentelemetry.io/") && pkg != "internal/tracing" {
+				t.Errorf("%s imports %s: only internal/tracing may import OpenTelemetry", pkg, imp)
+			}
+			denied := rules[pkg]
+			if denied != nil {
+				denied = append(denied[:len(denied):len(denied)], observability...)
+			}
+			for _, bad := range denied {
 				if imp == bad || strings.HasPrefix(imp, bad+"/") {
 					t.Errorf("%s must not import %s (DESIGN.md, Layers)", pkg, imp)
 				}

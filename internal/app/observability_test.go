@@ -1,0 +1,155 @@
+package app_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/internal/app"
+)
+
+// scrape reads GET /metrics into series → value ("name{a="x",b="y"}").
+func (h *harness) scrape() map[string]float64 {
+	h.t.Helper()
+	resp, err := h.client.Get(h.app.URL + "/metrics")
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	require.Equal(h.t, http.StatusOK, resp.StatusCode)
+	out := map[string]float64{}
+	line := regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) (\S+)$`)
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		m := line.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[2], 64)
+		require.NoError(h.t, err, sc.Text())
+		out[m[1]] = v
+	}
+	require.NoError(h.t, sc.Err())
+	return out
+}
+
+func TestMetricsAfterRuns(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+
+	// 1. A worker that calls back, then a person approves: completed.
+	ok := h.createFlow([]map[string]any{wnode(h, "fetch"), node("approve", "UX", nil)},
+		[]map[string]any{edge("fetch", "approve", nil)})
+	r1 := h.startRun(ok, map[string]any{"lead": "ada"})
+	h.complete(h.waitDispatch(r1.ID, "fetch", 1), `{"score":1}`)
+	h.waitNode(r1.ID, "approve", "waiting_for_user")
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r1.ID+"/nodes/approve/complete", map[string]any{"status": "completed", "output": map[string]any{}}, nil))
+	h.waitRun(r1.ID, "completed")
+
+	// 2. A worker that answers 503: one retry, then the node gives up.
+	down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) }))
+	flaky := h.createFlow([]map[string]any{node("flaky", "Worker", map[string]any{"webhookUrl": down,
+		"retry": map[string]any{"maxAttempts": 2, "initialDelayMs": 10, "maxDelayMs": 10}})}, nil)
+	r2 := h.startRun(flaky, nil)
+
+	// 3. A worker that never calls back: the sweeper expires it.
+	slow := h.createFlow([]map[string]any{wnode(h, "slow", "timeoutSeconds", "1")}, nil)
+	r3 := h.startRun(slow, nil)
+	h.waitRun(r2.ID, "failed")
+	h.waitRun(r3.ID, "failed")
+
+	m := h.scrape()
+	want := map[string]float64{
+		`stitchd_runs_started_total`:                                      3,
+		`stitchd_runs_finished_total{status="completed"}`:                 1,
+		`stitchd_runs_finished_total{status="failed"}`:                    2,
+		`stitchd_runs_finished_total{status="cancelled"}`:                 0,
+		`stitchd_node_transitions_total{to="waiting_for_user",type="UX"}`: 1,
+		`stitchd_node_transitions_total{to="completed",type="UX"}`:        1,
+		`stitchd_node_transitions_total{to="completed",type="Worker"}`:    1,
+		`stitchd_node_transitions_total{to="running",type="Worker"}`:      3,
+		`stitchd_node_transitions_total{to="failed",type="Worker"}`:       2,
+		`stitchd_dispatch_attempts_total{outcome="failed"}`:               2,
+		`stitchd_dispatch_failures_total{next="retry"}`:                   1,
+		`stitchd_dispatch_failures_total{next="gave_up"}`:                 1,
+		`stitchd_callback_duration_seconds_count{code="200"}`:             1,
+		`stitchd_callback_duration_seconds_bucket{code="200",le="+Inf"}`:  1,
+		`stitchd_outbox_depth{status="pending"}`:                          0,
+		`stitchd_outbox_depth{status="sending"}`:                          0,
+		`stitchd_sweeper_actions_total{action="expired"}`:                 1,
+		`stitchd_node_transitions_total{to="running",type="Splitter"}`:    -1, // never seen: absent
+		`stitchd_dispatch_attempts_total{outcome="delivered"}`:            2,
+		`stitchd_sweeper_actions_total{action="claimed"}`:                 1,
+	}
+	for series, v := range want {
+		got, present := m[series]
+		if v < 0 {
+			require.False(t, present, series)
+			continue
+		}
+		require.True(t, present, "%s is not exposed", series)
+		switch series {
+		case `stitchd_dispatch_attempts_total{outcome="delivered"}`, `stitchd_sweeper_actions_total{action="claimed"}`:
+			require.GreaterOrEqual(t, got, v, series) // a delivery's lease may be taken over on a slow machine
+		default:
+			require.Equal(t, v, got, series)
+		}
+	}
+	require.Greater(t, m[`stitchd_callback_duration_seconds_sum{code="200"}`], 0.0)
+	require.Contains(t, m, "go_goroutines", "Go runtime metrics")
+	require.Contains(t, m, "process_resident_memory_bytes", "process metrics")
+}
+
+// otlpCollector records what an OTLP/HTTP exporter sends.
+type otlpCollector struct {
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func (c *otlpCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	if r.URL.Path == "/v1/traces" {
+		c.mu.Lock()
+		c.bodies = append(c.bodies, b)
+		c.mu.Unlock()
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.WriteHeader(http.StatusOK)
+}
+
+func (c *otlpCollector) all() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bytes.Join(c.bodies, nil)
+}
+
+func TestTracesExportedWhenConfigured(t *testing.T) {
+	t.Parallel()
+	col := &otlpCollector{}
+	endpoint := newServer(t, col)
+	h := newHarness(t, func(c *app.Config) { c.OTLPEndpoint = endpoint })
+	f := h.createFlow([]map[string]any{wnode(h, "fetch")}, nil)
+	r := h.startRun(f, map[string]any{"x": 1})
+	d := h.waitDispatch(r.ID, "fetch", 1)
+	require.Regexp(t, `^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$`, d.Header.Get("traceparent"), "the worker gets the trace context")
+	h.complete(d, `{"ok":true}`)
+	h.waitRun(r.ID, "completed")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, h.app.Stop(ctx)) // flushes the exporter
+	got := col.all()
+	for _, want := range []string{"stitchd", "dispatch", "POST /callbacks/{token}", "POST /api/v1/flows/{id}/runs", "GET /api/v1/runs/{id}"} {
+		require.True(t, bytes.Contains(got, []byte(want)), "no %q in the exported spans", want)
+	}
+	token := d.Payload.CallbackURL[strings.LastIndex(d.Payload.CallbackURL, "/")+1:]
+	require.False(t, bytes.Contains(got, []byte(token)), "a callback token leaked into a span")
+}

@@ -1,0 +1,250 @@
+package metrics
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/stitchd/stitchd/callbacks"
+	"github.com/stitchd/stitchd/engine"
+)
+
+// OutboxDepthFunc counts outbox rows not yet delivered, by status
+// (pending, sending).
+type OutboxDepthFunc func(ctx context.Context) (map[string]int64, error)
+
+// Metrics holds stitchd's series and the registry they are in.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	runsStarted      prometheus.Counter
+	runsFinished     *prometheus.CounterVec
+	nodeTransitions  *prometheus.CounterVec
+	dispatchAttempts *prometheus.CounterVec
+	dispatchFailures *prometheus.CounterVec
+	callbackDuration *prometheus.HistogramVec
+	sweeperActions   *prometheus.CounterVec
+	log              *slog.Logger
+}
+
+// New creates a registry with stitchd's series, Go runtime and process
+// metrics, and an outbox depth gauge that calls depth on every scrape.
+func New(depth OutboxDepthFunc, log *slog.Logger) *Metrics {
+	if log == nil {
+		log = slog.Default()
+	}
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		log:      log,
+		runsStarted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stitchd_runs_started_total", Help: "Runs started by this process."}),
+		runsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stitchd_runs_finished_total",
+			Help: "Runs that reached completed, failed or cancelled in this process (a failed run resumed by a retry may finish again)."},
+			[]string{"status"}),
+		nodeTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stitchd_node_transitions_total", Help: "Node status changes, by node type and destination status."},
+			[]string{"type", "to"}),
+		dispatchAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stitchd_dispatch_attempts_total",
+			Help: "Deliveries to workers tried by this process, by outcome (delivered: 2xx; failed: anything else)."},
+			[]string{"outcome"}),
+		dispatchFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stitchd_dispatch_failures_total",
+			Help: "Failed deliveries to workers, by what follows (retry: tried again later; gave_up: the node failed)."},
+			[]string{"next"}),
+		callbackDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "stitchd_callback_duration_seconds",
+			Help:    "Time to handle a worker callback (POST /callbacks/…), by HTTP status code.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}},
+			[]string{"code"}),
+		sweeperActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stitchd_sweeper_actions_total",
+			Help: "Work found by the periodic sweeps: overdue worker nodes expired, outbox rows claimed for (re)delivery."},
+			[]string{"action"}),
+	}
+	m.Registry.MustRegister(m.runsStarted, m.runsFinished, m.nodeTransitions, m.dispatchAttempts, m.dispatchFailures,
+		m.callbackDuration, m.sweeperActions,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if depth != nil {
+		m.Registry.MustRegister(&outboxCollector{depth: depth, log: log,
+			desc: prometheus.NewDesc("stitchd_outbox_depth", "Outbox rows (dispatches) not yet delivered, by status; read from the database at scrape time.",
+				[]string{"status"}, nil)})
+	}
+	// Every label value known up front shows as 0 rather than missing.
+	for _, s := range []engine.RunStatus{engine.RunCompleted, engine.RunFailed, engine.RunCancelled} {
+		m.runsFinished.WithLabelValues(string(s))
+	}
+	for _, o := range []string{"delivered", "failed"} {
+		m.dispatchAttempts.WithLabelValues(o)
+	}
+	for _, n := range []string{"retry", "gave_up"} {
+		m.dispatchFailures.WithLabelValues(n)
+	}
+	for _, a := range []string{"expired", "claimed"} {
+		m.sweeperActions.WithLabelValues(a)
+	}
+	return m
+}
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// OnCommit counts what a committed engine transaction did
+// (engine.Config.OnCommit) and logs it with run_id and node_key: failures
+// at info level, every other transition and completed runs at debug level.
+func (m *Metrics) OnCommit(ci engine.CommitInfo) {
+	if ci.RunStarted {
+		m.runsStarted.Inc()
+	}
+	if ci.RunFinished != "" {
+		m.runsFinished.WithLabelValues(string(ci.RunFinished)).Inc()
+	}
+	debug := m.log.Enabled(context.Background(), slog.LevelDebug)
+	for _, t := range ci.Transitions {
+		typ := string(t.Type)
+		if typ == "" {
+			typ = "unknown"
+		}
+		m.nodeTransitions.WithLabelValues(typ, string(t.To)).Inc()
+		if t.To == engine.StatusFailed {
+			m.log.Info("node failed", "run_id", ci.RunID, "node_key", t.Key, "type", typ, "attempt", t.Attempt, "error", t.Error)
+		} else if debug {
+			attrs := []any{"run_id", ci.RunID, "node_key", t.Key, "type", typ, "status", t.To, "attempt", t.Attempt}
+			if t.Error != "" {
+				attrs = append(attrs, "error", t.Error)
+			}
+			m.log.Debug("node transition", attrs...)
+		}
+	}
+	switch ci.RunFinished {
+	case "":
+	case engine.RunCompleted:
+		m.log.Debug("run finished", "run_id", ci.RunID, "status", ci.RunFinished)
+	default:
+		m.log.Info("run finished", "run_id", ci.RunID, "status", ci.RunFinished)
+	}
+}
+
+// SweeperAction counts n actions of a sweep ("expired", "claimed").
+func (m *Metrics) SweeperAction(action string, n int) {
+	if n > 0 {
+		m.sweeperActions.WithLabelValues(action).Add(float64(n))
+	}
+}
+
+// Recorder wraps the dispatcher's delivery recorder to count attempts.
+func (m *Metrics) Recorder(inner callbacks.DeliveryRecorder) callbacks.DeliveryRecorder {
+	return &recorder{inner: inner, m: m}
+}
+
+type recorder struct {
+	inner callbacks.DeliveryRecorder
+	m     *Metrics
+}
+
+func (r *recorder) RecordDelivery(ctx context.Context, o engine.DeliveryOutcome) error {
+	if o.Delivered {
+		r.m.dispatchAttempts.WithLabelValues("delivered").Inc()
+	} else {
+		r.m.dispatchAttempts.WithLabelValues("failed").Inc()
+		next := "gave_up"
+		if o.RetryInMs > 0 {
+			next = "retry"
+		}
+		r.m.dispatchFailures.WithLabelValues(next).Inc()
+	}
+	return r.inner.RecordDelivery(ctx, o)
+}
+
+// DispatchStore wraps the dispatcher's store to count the rows its poller
+// claims (due retries, rows whose claiming process died).
+func (m *Metrics) DispatchStore(inner callbacks.DispatchStore) callbacks.DispatchStore {
+	return &dispatchStore{DispatchStore: inner, m: m}
+}
+
+type dispatchStore struct {
+	callbacks.DispatchStore
+	m *Metrics
+}
+
+func (d *dispatchStore) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]engine.ClaimedDispatch, error) {
+	rows, err := d.DispatchStore.ClaimDue(ctx, limit, lease)
+	d.m.SweeperAction("claimed", len(rows))
+	return rows, err
+}
+
+// Middleware times worker callbacks (POST /callbacks/…).
+func (m *Metrics) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/callbacks/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		m.callbackDuration.WithLabelValues(strconv.Itoa(sw.code)).Observe(time.Since(start).Seconds())
+	})
+}
+
+// statusWriter remembers the status code written.
+type statusWriter struct {
+	http.ResponseWriter
+	code    int
+	written bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if !s.written {
+		s.code, s.written = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	s.written = true
+	return s.ResponseWriter.Write(b)
+}
+
+// Flush passes flushes through (server-sent events).
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// outboxCollector reads the outbox depth from the database at scrape time.
+type outboxCollector struct {
+	depth OutboxDepthFunc
+	desc  *prometheus.Desc
+	log   *slog.Logger
+}
+
+func (c *outboxCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	counts, err := c.depth(ctx)
+	if err != nil {
+		c.log.Warn("metrics: error reading the outbox depth", "error", err)
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		return
+	}
+	for _, s := range []string{"pending", "sending"} {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[s]), s)
+	}
+}
