@@ -1,0 +1,203 @@
+// Package examples_test runs every example worker against a real stitchd:
+// a run whose Worker node points at the example completes with the
+// example's output, and a dispatch with a bad signature is refused.
+package examples_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/callbacks"
+	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/client"
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+const token = "examples-token"
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// buildGoWorker compiles examples/go-worker.
+func buildGoWorker(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "go-worker")
+	out, err := exec.Command("go", "build", "-o", bin, "./go-worker").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// logBuffer collects a process's output for failure messages.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startWorker runs an example worker on a free port and waits until it
+// accepts connections.
+func startWorker(t *testing.T, secret string, argv ...string) (url string, logs *logBuffer) {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "STITCHD_WEBHOOK_SECRET="+secret, "ADDR="+addr)
+	logs = &logBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return "http://" + addr, logs
+		}
+		select {
+		case <-exited:
+			t.Fatalf("%v exited before listening:\n%s", argv, logs)
+		default:
+		}
+		require.True(t, time.Now().Before(deadline), "%v did not listen within 30s:\n%s", argv, logs)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestExampleWorkers(t *testing.T) {
+	t.Parallel()
+	_, dbURL := storetest.IsolatedDB(t)
+	ctx := context.Background()
+	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
+		PollInterval: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	require.NoError(t, a.Start(ctx))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.Stop(sctx)
+	})
+	c := &client.Client{BaseURL: a.URL, Token: token}
+	secret, err := c.WebhookSecret(ctx) // as a person would: stitchd webhook-secret
+	require.NoError(t, err)
+
+	python, err := exec.LookPath("python3")
+	require.NoError(t, err, "python3 is needed for the Python example")
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "node is needed for the Node example")
+	workers := []struct {
+		lang string
+		argv func(t *testing.T) []string
+	}{
+		{"go", func(t *testing.T) []string { return []string{buildGoWorker(t)} }},
+		{"python", func(*testing.T) []string { return []string{python, "python-worker/worker.py"} }},
+		{"node", func(*testing.T) []string { return []string{node, "node-worker/worker.js"} }},
+	}
+	for _, w := range workers {
+		t.Run(w.lang, func(t *testing.T) {
+			t.Parallel()
+			url, logs := startWorker(t, secret, w.argv(t)...)
+
+			// A dispatch that is not signed with the secret is refused.
+			for _, bad := range []string{"", callbacks.SignWebhook([]byte("another key, 16+ bytes"), "msg_x", time.Now().Unix(), []byte(`{}`))} {
+				req, err := http.NewRequest("POST", url+"/greet", strings.NewReader(`{}`))
+				require.NoError(t, err)
+				req.Header.Set("webhook-id", "msg_x")
+				req.Header.Set("webhook-timestamp", strconv.FormatInt(time.Now().Unix(), 10))
+				if bad != "" {
+					req.Header.Set("webhook-signature", bad)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "signature %q", bad)
+			}
+
+			graph := fmt.Sprintf(`{"nodes":[{"id":"greet","type":"Worker","data":{"webhookUrl":%q,"timeoutSeconds":30}}],"edges":[]}`, url+"/greet")
+			f, err := c.CreateFlow(ctx, client.FlowSpec{Name: "example " + w.lang, Graph: json.RawMessage(graph)})
+			require.NoError(t, err)
+			for i, name := range []string{"Ada", "Grace"} {
+				r, err := c.StartRun(ctx, f.ID, json.RawMessage(`{"name":"`+name+`"}`))
+				require.NoError(t, err)
+				deadline := time.Now().Add(30 * time.Second)
+				for !r.Finished() {
+					require.True(t, time.Now().Before(deadline), "run %d did not finish; worker log:\n%s", i, logs)
+					time.Sleep(20 * time.Millisecond)
+					r, err = c.GetRun(ctx, r.ID)
+					require.NoError(t, err)
+				}
+				require.Equal(t, "completed", r.Status, "worker log:\n%s", logs)
+				var out struct {
+					Worker   string `json:"worker"`
+					Greeting string `json:"greeting"`
+					Node     string `json:"node"`
+					Attempt  int    `json:"attempt"`
+				}
+				require.NoError(t, json.Unmarshal(r.Output, &out), string(r.Output))
+				require.Equal(t, w.lang, out.Worker)
+				require.Equal(t, "Hello, "+name+"!", out.Greeting)
+				require.Equal(t, "greet", out.Node)
+				require.Equal(t, 1, out.Attempt)
+			}
+			// The worker sent a heartbeat before its result.
+			var events []client.Event
+			runs := struct {
+				Runs []client.Run `json:"runs"`
+			}{}
+			require.NoError(t, c.Do(ctx, "GET", "/api/v1/runs?flow_id="+f.ID, nil, &runs))
+			require.Len(t, runs.Runs, 2)
+			require.NoError(t, c.RunEvents(ctx, runs.Runs[0].ID, 0, func(e client.Event) error {
+				events = append(events, e)
+				if e.Type == "run.completed" {
+					return client.ErrStop
+				}
+				return nil
+			}))
+			var types []string
+			for _, e := range events {
+				types = append(types, e.Type)
+			}
+			require.Contains(t, types, "node.heartbeat")
+		})
+	}
+}
