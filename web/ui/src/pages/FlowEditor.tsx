@@ -54,7 +54,12 @@ function Editor({ flowId, version }: Props) {
   const [loading, setLoading] = useState(!!flowId);
   const [loadError, setLoadError] = useState<unknown>(null);
   const [saving, setSaving] = useState(false);
-  const [notice, setNotice] = useState<string | null>(null);
+  // A flow just created arrives here under its new URL with its notice.
+  const [notice, setNotice] = useState<string | null>(() => {
+    const flash = sessionStorage.getItem("stitchd.flash");
+    sessionStorage.removeItem("stitchd.flash");
+    return flash;
+  });
   const [saveError, setSaveError] = useState<string | null>(null);
   const [dirty, setDirty] = useState(false);
   const [startOpen, setStartOpen] = useState(false);
@@ -85,13 +90,12 @@ function Editor({ flowId, version }: Props) {
       setEdges(c.edges);
       setProblems([]);
       setDirty(false);
-      requestAnimationFrame(() => rf.fitView({ padding: 0.2, maxZoom: 1.2 }));
     } catch (err) {
       setLoadError(err);
     } finally {
       setLoading(false);
     }
-  }, [flowId, version, rf, setNodes, setEdges]);
+  }, [flowId, version, setNodes, setEdges]);
   useEffect(() => {
     void load();
   }, [load]);
@@ -182,7 +186,10 @@ function Editor({ flowId, version }: Props) {
       const changed = !flow || f.version.number !== flow.version.number;
       setFlow(f);
       setNotice(changed ? `Saved as version ${f.version.number}.` : `No changes to the graph: still version ${f.version.number}.`);
-      if (!flowId) navigate(`/flows/${f.id}`, true);
+      if (!flowId) {
+        sessionStorage.setItem("stitchd.flash", `Created; saved as version ${f.version.number}.`);
+        navigate(`/flows/${f.id}`, true);
+      }
       else {
         const vs = await api<{ versions: Version[] }>("GET", `/flows/${f.id}/versions`);
         setVersions(vs.versions);
@@ -381,7 +388,7 @@ function Editor({ flowId, version }: Props) {
             }}
             onConnect={connect}
             deleteKeyCode={["Backspace", "Delete"]}
-            fitView
+            fitView={!!flowId}
             fitViewOptions={{ padding: 0.2, maxZoom: 1.2 }}
             proOptions={{ hideAttribution: true }}
           >

@@ -30,7 +30,7 @@ export function SignIn() {
 
   return (
     <div className="signin">
-      <form className="card signin-card" onSubmit={submit} aria-labelledby="signin-title">
+      <form className="card signin-card" method="post" onSubmit={submit} aria-labelledby="signin-title">
         <div className="brand big">
           <span className="logo" aria-hidden="true" /> stitchd
         </div>

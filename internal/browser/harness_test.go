@@ -1,0 +1,263 @@
+package browser_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+const token = "browser-token"
+
+// stack is a real stitchd, a loopback worker and a Chromium tab.
+type stack struct {
+	t      *testing.T
+	url    string
+	worker *worker
+	ctx    context.Context // the tab
+	shots  string
+}
+
+// worker answers every dispatch with 202 and calls back after delay with
+// {"status":"completed","output":{...input, "scored_by": nodeId}}, or
+// fails when the input has "fail": true.
+type worker struct {
+	srv      *httptest.Server
+	delay    time.Duration
+	received atomic.Int64
+}
+
+func newWorker(t *testing.T, delay time.Duration) *worker {
+	w := &worker{delay: delay}
+	client := &http.Client{Timeout: 10 * time.Second}
+	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var p struct {
+			NodeID      string          `json:"nodeId"`
+			Input       json.RawMessage `json:"input"`
+			CallbackURL string          `json:"callbackUrl"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			rw.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.received.Add(1)
+		rw.WriteHeader(http.StatusAccepted)
+		go func() {
+			time.Sleep(w.delay) // a worker that takes a moment, as real ones do
+			var in map[string]any
+			_ = json.Unmarshal(p.Input, &in)
+			body := map[string]any{"status": "completed", "output": map[string]any{"scored_by": p.NodeID, "score": 42}}
+			if in != nil && in["fail"] == true {
+				body = map[string]any{"status": "failed", "error": "this item is marked to fail"}
+			}
+			b, _ := json.Marshal(body)
+			resp, err := client.Post(p.CallbackURL, "application/json", bytes.NewReader(b))
+			if err == nil {
+				_ = resp.Body.Close()
+			}
+		}()
+	}))
+	t.Cleanup(w.srv.Close)
+	return w
+}
+
+// chromium finds Debian's Chromium; `make test` installs it. A missing
+// browser fails the test: browser tests never skip.
+func chromium(t *testing.T) string {
+	for _, p := range []string{os.Getenv("CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if p != "" {
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+		}
+	}
+	p, err := exec.LookPath("chromium")
+	require.NoError(t, err, "Chromium is not installed: `make test` installs it (apt-get install chromium)")
+	return p
+}
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	_, dbURL := storetest.IsolatedDB(t)
+	ctx := context.Background()
+	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
+		PollInterval: 50 * time.Millisecond, DispatchTimeout: 5 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	require.NoError(t, a.Start(ctx))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.Stop(sctx)
+	})
+
+	// Chromium's helpers may still write to its profile as it exits, so the
+	// profile is removed best-effort rather than with t.TempDir.
+	profile, err := os.MkdirTemp("", "stitchd-chromium-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(profile) })
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1280, 800),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	tab, cancelTab := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(cancelTab)
+	// Page errors and console output go to the test log.
+	chromedp.ListenTarget(tab, func(ev any) {
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			t.Logf("browser exception: %s", e.ExceptionDetails.Error())
+		case *runtime.EventConsoleAPICalled:
+			var parts []string
+			for _, a := range e.Args {
+				parts = append(parts, string(a.Value))
+			}
+			t.Logf("browser console.%s: %s", e.Type, strings.Join(parts, " "))
+		}
+	})
+	require.NoError(t, chromedp.Run(tab, chromedp.EmulateViewport(1280, 800)), "starting Chromium")
+
+	shots := filepath.Join("..", "..", "test-artifacts", "browser")
+	require.NoError(t, os.MkdirAll(shots, 0o755))
+	return &stack{t: t, url: a.URL, worker: newWorker(t, 300*time.Millisecond), ctx: tab, shots: shots}
+}
+
+// run runs browser actions with a deadline, failing the test on error.
+func (s *stack) run(what string, actions ...chromedp.Action) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		s.shot("failure-" + strings.ReplaceAll(what, " ", "-"))
+		s.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// waitJS waits until a JavaScript expression is truthy.
+func (s *stack) waitJS(what, expr string) {
+	s.t.Helper()
+	s.run(what, chromedp.Poll(expr, nil, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(25*time.Second)))
+}
+
+func (s *stack) text(sel string) string {
+	s.t.Helper()
+	var out string
+	s.run("read "+sel, chromedp.Text(sel, &out, chromedp.ByQuery))
+	return out
+}
+
+// shot saves a PNG of the viewport as a test artefact.
+func (s *stack) shot(name string) {
+	var buf []byte
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	if err := chromedp.Run(ctx, chromedp.CaptureScreenshot(&buf)); err != nil {
+		s.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	p := filepath.Join(s.shots, name+".png")
+	if err := os.WriteFile(p, buf, 0o644); err != nil {
+		s.t.Logf("screenshot %s: %v", name, err)
+	}
+}
+
+// center returns the viewport centre of the first element matching sel.
+func (s *stack) center(sel string) (float64, float64) {
+	s.t.Helper()
+	var r struct{ X, Y float64 }
+	s.run("locate "+sel, chromedp.WaitVisible(sel, chromedp.ByQuery),
+		chromedp.Evaluate(fmt.Sprintf(`(() => { const b = document.querySelector(%q).getBoundingClientRect();
+			return {X: b.left + b.width/2, Y: b.top + b.height/2}; })()`, sel), &r))
+	return r.X, r.Y
+}
+
+// drag presses the left button at (x0, y0), moves in steps to (x1, y1) and
+// releases: real mouse input, turned into pointer events by the browser.
+func (s *stack) drag(x0, y0, x1, y1 float64) {
+	s.t.Helper()
+	acts := []chromedp.Action{
+		input.DispatchMouseEvent(input.MouseMoved, x0, y0),
+		input.DispatchMouseEvent(input.MousePressed, x0, y0).WithButton(input.Left).WithButtons(1).WithClickCount(1),
+	}
+	const steps = 12
+	for i := 1; i <= steps; i++ {
+		f := float64(i) / steps
+		acts = append(acts, input.DispatchMouseEvent(input.MouseMoved, x0+(x1-x0)*f, y0+(y1-y0)*f).
+			WithButton(input.Left).WithButtons(1))
+	}
+	acts = append(acts, input.DispatchMouseEvent(input.MouseReleased, x1, y1).WithButton(input.Left).WithClickCount(1))
+	s.run("drag", acts...)
+}
+
+// setValue replaces a React-controlled field's value the way typing does.
+func setValue(sel, v string) chromedp.Action {
+	return chromedp.Evaluate(fmt.Sprintf(`(() => { const el = document.querySelector(%q);
+		const proto = el.tagName === "TEXTAREA" ? HTMLTextAreaElement.prototype : el.tagName === "SELECT" ? HTMLSelectElement.prototype : HTMLInputElement.prototype;
+		Object.getOwnPropertyDescriptor(proto, "value").set.call(el, %q);
+		el.dispatchEvent(new Event(el.tagName === "SELECT" ? "change" : "input", {bubbles: true})); return true; })()`, sel, v), nil)
+}
+
+// api calls the stitchd API directly (setup the test is not about).
+func (s *stack) api(method, path string, body any, out any) {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(s.t, err)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, s.url+"/api/v1"+path, rd)
+	require.NoError(s.t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	require.Less(s.t, resp.StatusCode, 300, "%s %s: %s", method, path, b)
+	if out != nil {
+		require.NoError(s.t, json.Unmarshal(b, out))
+	}
+}
+
+// signIn opens the UI and signs in with the API token.
+func (s *stack) signIn() {
+	s.t.Helper()
+	s.run("open sign-in", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible("#token", chromedp.ByQuery))
+	s.run("sign in", chromedp.SendKeys("#token", token, chromedp.ByQuery), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery))
+	s.waitJS("signed in", `!!document.querySelector("nav#nav")`)
+}
+
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
