@@ -259,5 +259,4 @@ func (s *stack) signIn() {
 	s.waitJS("signed in", `!!document.querySelector("nav#nav")`)
 }
 
-
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
