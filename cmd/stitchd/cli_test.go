@@ -396,7 +396,7 @@ func TestVerbSettings(t *testing.T) {
 	t.Parallel()
 	root := newRoot(mapEnv(nil), io.Discard, io.Discard)
 	values := map[string]string{"demo": "true", "demo-worker": "false", "fail-rate": "0.5", "min-delay": "5ms",
-		"max-delay": "7ms", "demo-min-delay": "5ms", "demo-max-delay": "7ms"}
+		"max-delay": "7ms", "demo-min-delay": "5ms", "demo-max-delay": "7ms", "log-format": "json", "log-level": "debug"}
 	tests := []struct {
 		cmd  []string
 		list []setting

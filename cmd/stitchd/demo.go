@@ -37,6 +37,8 @@ var workerSettings = []setting{
 	{"fail-rate", "STITCHD_DEMO_FAIL_RATE"},
 	{"server", "STITCHD_URL"},
 	{"token", "STITCHD_AUTH_TOKEN"},
+	{"log-format", "STITCHD_LOG_FORMAT"},
+	{"log-level", "STITCHD_LOG_LEVEL"},
 }
 
 type demoOptions struct {
@@ -185,8 +187,8 @@ func newWorkerCmd(env envLookup, stderr io.Writer) *cobra.Command {
 	fs.Float64Var(&o.failRate, "fail-rate", 0, "probability that a job reports a failure, to see retries (env STITCHD_DEMO_FAIL_RATE)")
 	fs.StringVar(&o.client.server, "server", "http://127.0.0.1:8080", "stitchd to ask for the secret (env STITCHD_URL)")
 	fs.StringVar(&o.client.token, "token", "", "API token for --server (env STITCHD_AUTH_TOKEN)")
-	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&o.logLvl, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json (env STITCHD_LOG_FORMAT)")
+	fs.StringVar(&o.logLvl, "log-level", "info", "log level: debug, info, warn, error (env STITCHD_LOG_LEVEL)")
 	worker.AddCommand(d)
 	return worker
 }
