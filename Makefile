@@ -56,7 +56,8 @@ fuzz-short:
 soak: deps-test
 	$(GO) test -count=1 -v -timeout 60m -run '^TestChaosSoak$$' ./internal/chaos -chaos.runs=500 -chaos.kills=-1
 
-## deps-test: what the suite needs beyond Go: PostgreSQL server binaries, for
+## deps-test: what the suite needs beyond Go: Debian's Chromium for the
+## browser tests, and PostgreSQL server binaries, for
 ## the throwaway-cluster fallback when no server runs on 127.0.0.1:5432 and for
 ## the tests that stop and restart a cluster of their own (internal/chaos,
 ## the database outage tests), which never touch a shared server.
@@ -65,6 +66,12 @@ deps-test:
 	  echo "installing PostgreSQL server binaries"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql) || \
 	  (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql); \
+	fi
+	@# Debian's Chromium, for the browser tests (internal/browser).
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  echo "installing Chromium for the browser tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) || \
+	  (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium); \
 	fi
 
 ## bench: Go benchmarks (compiler, merge, store hot paths, engine end to end).

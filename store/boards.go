@@ -130,13 +130,20 @@ type SectionStats struct {
 // BoardSectionStats computes, per section, how many times entities left it
 // and their average stay, from the journey log.
 func (s *Store) BoardSectionStats(ctx context.Context, boardID string) (map[string]SectionStats, error) {
+	// A stay starts with the first journey event that enters a section (a
+	// run starting or a repeated move into the same section continues it)
+	// and ends at the next event that enters another section.
 	rows, err := s.db.WithContext(ctx).Raw(`WITH j AS (
-		SELECT je.entity_id, je.to_section_id, je.created_at,
-			lead(je.created_at) OVER (PARTITION BY je.entity_id ORDER BY je.created_at, je.id) AS left_at
+		SELECT je.entity_id, je.id, je.to_section_id, je.created_at,
+			lag(je.to_section_id) OVER (PARTITION BY je.entity_id ORDER BY je.created_at, je.id) AS prev_section
 		FROM journey_events je JOIN entities e ON e.id = je.entity_id
-		WHERE e.board_id = ? AND je.to_section_id IS NOT NULL)
+		WHERE e.board_id = ? AND je.to_section_id IS NOT NULL),
+	stays AS (
+		SELECT to_section_id, created_at,
+			lead(created_at) OVER (PARTITION BY entity_id ORDER BY created_at, id) AS left_at
+		FROM j WHERE prev_section IS DISTINCT FROM to_section_id)
 		SELECT to_section_id, count(*), coalesce(avg(extract(epoch FROM left_at - created_at)), 0)
-		FROM j WHERE left_at IS NOT NULL GROUP BY to_section_id`, boardID).Rows()
+		FROM stays WHERE left_at IS NOT NULL GROUP BY to_section_id`, boardID).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error computing section stats: %w", interpretError(err))
 	}

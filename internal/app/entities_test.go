@@ -141,6 +141,7 @@ func TestEntityMovesThroughSections(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{"new": 0, "enriched": 0, "qualified": 0, "customers": 1, "nurture": 0}, counts)
 	require.Equal(t, 1, b.Sections[2].Stats.Exits, "one stay in qualified ended")
+	require.Equal(t, 1, b.Sections[0].Stats.Exits, "one stay in new ended: the run starting in new continues it")
 
 	// A manual move is a journey event too.
 	require.Equal(t, 200, h.do("POST", "/api/v1/entities/"+e.ID+"/move", map[string]any{"section_id": "nurture"}, nil))

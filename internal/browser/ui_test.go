@@ -133,6 +133,11 @@ func TestUI(t *testing.T) {
 		s.waitJS("same page", `window.__noReload === true`)
 		s.run("open node", chromedp.Click(`.react-flow__node[data-id="worker1"]`, chromedp.ByQuery), chromedp.WaitVisible(".node-detail", chromedp.ByQuery))
 		s.waitJS("node detail", `document.querySelector(".node-detail").innerText.includes("scored_by")`)
+		s.waitJS("delivery event", `document.querySelector(".node-detail .events")?.innerText.includes("delivered")`)
+		var events []string
+		s.run("events", chromedp.Evaluate(`[...document.querySelectorAll(".node-detail .events li strong")].map(e => e.parentElement.innerText.replace(/^\S+ \S+ /, ""))`, &events))
+		require.Equal(t, []string{"node.status running · attempt 1", "node.status completed · attempt 1", "dispatch.attempt attempt 1 · try 1 · delivered"}, events,
+			"each event of worker1 once, in order")
 		s.shot("06-run-view")
 	})
 

@@ -91,24 +91,28 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
   return { data, setData, error, loading, reload };
 }
 
-// throttle returns a function that calls fn at most once per ms, trailing.
+// useThrottled returns a stable function that calls the latest fn at most
+// once per ms (trailing), so it can be a dependency without re-running
+// effects when ms changes.
 export function useThrottled(fn: () => void, ms: number) {
   const timer = useRef<number | null>(null);
   const last = useRef(0);
   const fnRef = useRef(fn);
+  const msRef = useRef(ms);
   fnRef.current = fn;
+  msRef.current = ms;
   useEffect(() => () => {
     if (timer.current) clearTimeout(timer.current);
   }, []);
   return useCallback(() => {
     if (timer.current) return;
-    const wait = Math.max(0, last.current + ms - Date.now());
+    const wait = Math.max(0, last.current + msRef.current - Date.now());
     timer.current = window.setTimeout(() => {
       timer.current = null;
       last.current = Date.now();
       fnRef.current();
     }, wait);
-  }, [ms]);
+  }, []);
 }
 
 export function Modal({ title, onClose, children }: { title: string; onClose: () => void; children: ReactNode }) {

@@ -80,7 +80,7 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
     <section className="page board-page">
       <div className="page-head">
         <h1>{data.name}</h1>
-        <span className="muted">{total} entities</span>
+        <span className="muted">{total === 1 ? "1 entity" : `${total} entities`}</span>
         <span className={`live ${live ? "on" : ""}`}>{live ? "● live" : "○ reconnecting…"}</span>
       </div>
       <div className="board" role="list" aria-label="Sections">
@@ -173,12 +173,14 @@ function Journey({
                 </span>
                 <div>
                   <strong>{j.kind.replace(/_/g, " ")}</strong>
-                  {(j.from_section_id || j.to_section_id) && (
+                  {j.to_section_id && (j.from_section_id && j.from_section_id !== j.to_section_id ? (
                     <>
                       {" "}
                       {name(j.from_section_id)} → {name(j.to_section_id)}
                     </>
-                  )}
+                  ) : (
+                    <> in {name(j.to_section_id)}</>
+                  ))}
                   {j.complete_as && <span className={`tag tag-${j.complete_as}`}>{j.complete_as}</span>}
                   {j.run_id && (
                     <>

@@ -404,6 +404,25 @@ function Editor({ flowId, version }: Props) {
           )}
         </div>
         <aside className="side" aria-label="Settings">
+          {problems.length > 0 && (
+            <div className="problems" aria-label="Compile problems">
+              <h2>Problems ({problems.length})</h2>
+              <ul>
+                {problems.map((p, i) => (
+                  <li key={i}>
+                    {p.node_id ? (
+                      <button type="button" className="linklike" onClick={() => selectNode(p.node_id!)}>
+                        {p.node_id}
+                      </button>
+                    ) : p.edge_id ? (
+                      <span className="mono">{p.edge_id}</span>
+                    ) : null}
+                    {p.path && <span className="mono muted"> {p.path}</span>} — {p.message}
+                  </li>
+                ))}
+              </ul>
+            </div>
+          )}
           {selectedNode ? (
             <NodeSettings
               key={selectedNode.id}
@@ -429,25 +448,6 @@ function Editor({ flowId, version }: Props) {
             <div className="side-empty">
               <h2>Settings</h2>
               <p className="muted">Select a node or an edge to edit its settings.</p>
-            </div>
-          )}
-          {problems.length > 0 && (
-            <div className="problems" aria-label="Compile problems">
-              <h2>Problems ({problems.length})</h2>
-              <ul>
-                {problems.map((p, i) => (
-                  <li key={i}>
-                    {p.node_id ? (
-                      <button type="button" className="linklike" onClick={() => selectNode(p.node_id!)}>
-                        {p.node_id}
-                      </button>
-                    ) : p.edge_id ? (
-                      <span className="mono">{p.edge_id}</span>
-                    ) : null}
-                    {p.path && <span className="mono muted"> {p.path}</span>} — {p.message}
-                  </li>
-                ))}
-              </ul>
             </div>
           )}
         </aside>

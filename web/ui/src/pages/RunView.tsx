@@ -43,6 +43,7 @@ export function RunView({ runId }: { runId: string }) {
   const [selected, setSelected] = useState<string | null>(null);
   const [actionError, setActionError] = useState<string | null>(null);
   const events = useRef<StreamEvent[]>([]);
+  const seen = useRef(new Set<number>());
   const [eventCount, setEventCount] = useState(0);
 
   const fetchRun = useCallback(async () => {
@@ -88,6 +89,8 @@ export function RunView({ runId }: { runId: string }) {
       stream(
         `/runs/${runId}/events`,
         (e) => {
+          if (seen.current.has(e.id)) return; // a replay after a reconnect
+          seen.current.add(e.id);
           events.current.push(e);
           if (events.current.length > 50000) events.current.splice(0, 10000);
           bump();
