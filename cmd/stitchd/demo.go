@@ -61,6 +61,9 @@ func addDemoFlags(fs *pflag.FlagSet, o *demoOptions) {
 // the demo worker. The returned function stops the worker.
 func startDemo(ctx context.Context, a *app.App, o demoOptions, log *slog.Logger, out io.Writer) (func(), error) {
 	stop := func() {}
+	if a.DeniesPrivateWorkers() {
+		log.Warn("demo: --worker-private-addresses deny refuses the demo worker's loopback address; the demo's runs will fail")
+	}
 	if o.worker {
 		secret, err := a.Store.WebhookSecret(ctx)
 		if err != nil {
@@ -94,7 +97,8 @@ func startDemo(ctx context.Context, a *app.App, o demoOptions, log *slog.Logger,
     curl -X POST %[2]s/hooks/lead -H 'Content-Type: application/json' \
       -d '{"name":"Ada Lovelace","email":"ada@example.com","contacts":[{"name":"Ada Lovelace","title":"CEO"},{"name":"Charles Babbage","title":"Engineer"}]}'
 
-  Watch it:  %[2]s/   (board %[3]s)
+  Watch it:  %[2]s/boards/%[3]s   (sign in with the API token)
+  Approve:   %[2]s/approvals, or: stitchd approve <run id> approve
   API:       curl -H "Authorization: Bearer $STITCHD_AUTH_TOKEN" %[2]s/api/v1/boards/%[3]s
 
 `, created, a.URL, loaded.BoardID)

@@ -25,11 +25,11 @@ func Graph(workerURL string) json.RawMessage {
 				"label": "Enrich lead", "webhookUrl": workerURL + "/enrich", "timeoutSeconds": 60, "retry": retry,
 				"entityMovement": map[string]any{"onSuccess": move("enriched", "neutral")},
 			}),
-			node("split", "Splitter", 250, 100, map[string]any{"label": "Each contact", "arrayPath": "contacts"}),
-			node("score", "Worker", 500, 100, map[string]any{
+			node("split", "Splitter", 250, 220, map[string]any{"label": "Each contact", "arrayPath": "contacts"}),
+			node("score", "Worker", 500, 220, map[string]any{
 				"label": "Score contact", "webhookUrl": workerURL + "/score", "timeoutSeconds": 60, "retry": retry,
 			}),
-			node("collect", "Collector", 750, 100, map[string]any{"label": "All scores"}),
+			node("collect", "Collector", 750, 220, map[string]any{"label": "All scores"}),
 			node("qualify", "Worker", 1000, 100, map[string]any{
 				"label": "Qualify", "webhookUrl": workerURL + "/qualify", "timeoutSeconds": 60, "retry": retry,
 				"entityMovement": map[string]any{"onSuccess": move("qualified", "neutral")},
