@@ -176,7 +176,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 
 // DeniesPrivateWorkers reports whether dispatches to loopback and private
 // addresses are refused (--worker-private-addresses deny).
-func (a *App) DeniesPrivateWorkers() bool { return a.cfg.WorkerGuard != nil && a.cfg.WorkerGuard.DenyPrivate }
+func (a *App) DeniesPrivateWorkers() bool {
+	return a.cfg.WorkerGuard != nil && a.cfg.WorkerGuard.DenyPrivate
+}
 
 // handler is the API with GET /metrics beside it, callbacks timed, and
 // every request traced when tracing is on.
