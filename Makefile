@@ -6,6 +6,8 @@ GOLANGCI_VERSION := v2.15.0
 # An execution count, not a duration: a duration can end a fuzz run with a
 # spurious "context deadline exceeded" on a loaded machine.
 FUZZTIME ?= 30000x
+# The state-machine fuzz runs each input against Postgres: fewer executions.
+FUZZTIME_DB ?= 2000x
 export STITCHD_AUTH_TOKEN ?= dev-token
 
 .PHONY: all build ui ui-fresh run test test-go fuzz-short soak bench lint deps-test tools
@@ -48,6 +50,7 @@ fuzz-short:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseCallback$$' -fuzztime=$(FUZZTIME) ./callbacks
 	$(GO) test -run='^$$' -fuzz='^FuzzMergeInputs$$' -fuzztime=$(FUZZTIME) ./engine
 	$(GO) test -run='^$$' -fuzz='^FuzzCheck$$' -fuzztime=$(FUZZTIME) ./internal/jsonlimit
+	$(GO) test -run='^$$' -fuzz='^FuzzStateMachine$$' -fuzztime=$(FUZZTIME_DB) ./internal/app
 
 ## soak: the chaos soak (docs/reliability.md): 500 runs of a 50-way fan-out on
 ## two stitchd processes, one SIGKILLed every 5–15 s, Postgres restarted once,

@@ -151,13 +151,12 @@ type txnSnapshot struct {
 	claimed         int
 	arrivals        int
 	heard           int
-	dispatchUpdates int
 	failMsg         string
 }
 
 func (t *txn) snapshot() txnSnapshot {
 	return txnSnapshot{run: *t.run, events: len(t.events), claimed: len(t.claimed), arrivals: len(t.arrivals), heard: len(t.heardKeys),
-		dispatchUpdates: len(t.dispatchUpdates), failMsg: t.failMsg}
+		failMsg: t.failMsg}
 }
 
 func (t *txn) restore(s txnSnapshot) {
@@ -166,7 +165,6 @@ func (t *txn) restore(s txnSnapshot) {
 	t.claimed = t.claimed[:s.claimed]
 	t.arrivals = t.arrivals[:s.arrivals]
 	t.heardKeys, t.heardAttempts = t.heardKeys[:s.heard], t.heardAttempts[:s.heard]
-	t.dispatchUpdates = t.dispatchUpdates[:s.dispatchUpdates]
 	t.failMsg = s.failMsg
 }
 
@@ -208,8 +206,12 @@ func (c *countingTx) InsertDispatch(ctx context.Context, d *Dispatch) error {
 func (c *countingTx) InsertDispatches(ctx context.Context, ds []*Dispatch) error {
 	return c.wrote(c.Tx.InsertDispatches(ctx, ds))
 }
-func (c *countingTx) UpdateDispatches(ctx context.Context, us []DispatchUpdate) error {
-	return c.wrote(c.Tx.UpdateDispatches(ctx, us))
+func (c *countingTx) UpdateDispatches(ctx context.Context, us []DispatchUpdate) (int, error) {
+	n, err := c.Tx.UpdateDispatches(ctx, us)
+	if n == 0 {
+		return n, err // nothing written
+	}
+	return n, c.wrote(err)
 }
 func (c *countingTx) BulkStart(ctx context.Context, runID string, s []BulkStart) (int, error) {
 	n, err := c.Tx.BulkStart(ctx, runID, s)

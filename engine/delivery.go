@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // DeliveryOutcome is the result of one try at delivering a dispatch.
@@ -36,12 +37,23 @@ func (e *Engine) RecordDelivery(ctx context.Context, o DeliveryOutcome) error {
 		if err := t.load(o.RunID); err != nil {
 			return err
 		}
-		u := DispatchUpdate{ID: o.DispatchID, LastError: o.Error}
+		u := DispatchUpdate{ID: o.DispatchID, Tries: o.Try, LastError: o.Error}
 		u.Status = "failed"
 		if o.RetryInMs > 0 {
 			u.Status, u.RetryInMs = "pending", o.RetryInMs
 		}
-		t.dispatchUpdates = append(t.dispatchUpdates, u) // written once, at flush
+		n, err := t.tx.UpdateDispatches(t.ctx, []DispatchUpdate{u})
+		if err != nil {
+			return fmt.Errorf("error recording delivery of %s: %w", o.DispatchID, err)
+		}
+		if n == 0 {
+			// The row is no longer this try's: the worker's callback (a
+			// result or a heartbeat) proved it delivered while the try was
+			// failing, or the lease ended and another claim took it over.
+			// The outcome is stale and must neither undo the delivery nor
+			// fail the node.
+			return errNoChange
+		}
 		p := map[string]any{"dispatch_id": o.DispatchID, "attempt": o.Attempt, "try": o.Try, "delivered": false}
 		if o.StatusCode != 0 {
 			p["status_code"] = o.StatusCode

@@ -427,7 +427,8 @@ func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
 			t.event(EventNodeStatus, k, map[string]any{"status": StatusCancelled})
 		}
 		t.run.Status = RunCancelled
-		t.run.ActiveNodes = 0
+		// Every node that was running, waiting or failed is cancelled now.
+		t.run.ActiveNodes, t.run.FailedNodes = 0, 0
 		t.finishRun(nil, "cancelled")
 		t.event(EventRunCancelled, "", nil)
 		out = t.run

@@ -71,8 +71,9 @@ type Tx interface {
 	// returns those whose delivery is not yet in the run's events.
 	MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) ([]Delivered, error)
 	// UpdateDispatches records delivery tries on outbox rows, in one
-	// statement.
-	UpdateDispatches(ctx context.Context, us []DispatchUpdate) error
+	// statement, and returns how many rows it changed: only a row still
+	// claimed by the try (sending, with the try's count) takes its outcome.
+	UpdateDispatches(ctx context.Context, us []DispatchUpdate) (int, error)
 	// ExtendDeadline moves a running node's deadline to now()+seconds
 	// (database time) if it is running attempt.
 	ExtendDeadline(ctx context.Context, runID, key string, attempt, seconds int) (bool, error)
@@ -170,6 +171,9 @@ type Pending struct {
 // DispatchUpdate records the outcome of one delivery try on an outbox row.
 type DispatchUpdate struct {
 	ID string
+	// Tries identifies the claim that made the try (the row's tries count
+	// when it was claimed).
+	Tries int
 	// Status is delivered, pending (another try after RetryInMs) or failed.
 	Status    string
 	RetryInMs int64

@@ -30,9 +30,6 @@ type txn struct {
 	// arrivals are items that reached their Collector in this transaction;
 	// flush counts them down with one UPDATE … RETURNING per Collector.
 	arrivals []target
-	// dispatchUpdates are outbox rows' delivery outcomes, written in one
-	// statement at flush.
-	dispatchUpdates []DispatchUpdate
 	// pre holds nodes a batch's bulk compare-and-set completed, by key.
 	pre map[string]*NodeState
 	// bulk collects first fires of Worker and UX instances while a
@@ -553,11 +550,6 @@ func (t *txn) flush() error {
 	}
 	if err := t.settleRun(); err != nil {
 		return err
-	}
-	if len(t.dispatchUpdates) > 0 {
-		if err := t.tx.UpdateDispatches(t.ctx, t.dispatchUpdates); err != nil {
-			return fmt.Errorf("error recording deliveries: %w", err)
-		}
 	}
 	if len(t.events) > 0 {
 		if err := t.tx.AppendEvents(t.ctx, t.run.ID, t.run.EventSeq+1, t.events); err != nil {

@@ -321,8 +321,10 @@ func (t *pgTx) CancelNodes(ctx context.Context, runID string) ([]string, error) 
 	if err := rows.Err(); err != nil {
 		return nil, interpretError(err)
 	}
-	err = t.db.WithContext(ctx).Exec(`UPDATE dispatches SET status = 'cancelled', updated_at = now()
-		WHERE run_id = ? AND status = 'pending'`, runID).Error
+	// Rows being sent are dropped too: the claimer's outcome then finds the
+	// row no longer its own and changes nothing.
+	err = t.db.WithContext(ctx).Exec(`UPDATE dispatches SET status = 'cancelled', locked_until = NULL, updated_at = now()
+		WHERE run_id = ? AND status IN ('pending', 'sending')`, runID).Error
 	return keys, interpretError(err)
 }
 
@@ -357,18 +359,23 @@ const EventsChannel = "stitchd_events"
 
 func isNotFound(err error) bool { return err != nil && errors.Is(err, engine.ErrNotFound) }
 
-func (t *pgTx) UpdateDispatches(ctx context.Context, us []engine.DispatchUpdate) error {
+func (t *pgTx) UpdateDispatches(ctx context.Context, us []engine.DispatchUpdate) (int, error) {
 	ids := make([]string, len(us))
 	statuses := make([]string, len(us))
 	errs := make([]string, len(us))
 	delays := make([]int64, len(us))
+	tries := make([]int64, len(us))
 	for i, u := range us {
-		ids[i], statuses[i], errs[i], delays[i] = u.ID, u.Status, u.LastError, u.RetryInMs
+		ids[i], statuses[i], errs[i], delays[i], tries[i] = u.ID, u.Status, u.LastError, u.RetryInMs, int64(u.Tries)
 	}
-	return interpretError(t.db.WithContext(ctx).Exec(`UPDATE dispatches d SET status = u.st, last_error = nullif(u.err, ''),
+	// Only a row still claimed by the try takes its outcome: a callback may
+	// have marked it delivered, or another claim taken it over, meanwhile.
+	res := t.db.WithContext(ctx).Exec(`UPDATE dispatches d SET status = u.st, last_error = nullif(u.err, ''),
 		locked_until = NULL, next_attempt_at = now() + make_interval(secs => u.ms::float8 / 1000), updated_at = now()
-		FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[]) AS u(id, st, err, ms) WHERE d.id = u.id::uuid`,
-		pq.StringArray(ids), pq.StringArray(statuses), pq.StringArray(errs), pq.Int64Array(delays)).Error)
+		FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[], ?::int[]) AS u(id, st, err, ms, tries)
+		WHERE d.id = u.id::uuid AND d.status = 'sending' AND d.tries = u.tries`,
+		pq.StringArray(ids), pq.StringArray(statuses), pq.StringArray(errs), pq.Int64Array(delays), pq.Int64Array(tries))
+	return int(res.RowsAffected), interpretError(res.Error)
 }
 
 func (t *pgTx) BulkStart(ctx context.Context, runID string, starts []engine.BulkStart) (int, error) {
