@@ -146,12 +146,12 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 }
 
 type txnSnapshot struct {
-	run             Run
-	events          int
-	claimed         int
-	arrivals        int
-	heard           int
-	failMsg         string
+	run      Run
+	events   int
+	claimed  int
+	arrivals int
+	heard    int
+	failMsg  string
 }
 
 func (t *txn) snapshot() txnSnapshot {
