@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stitchd/stitchd/internal/bench"
+)
+
+// newBenchCmd is `stitchd bench`: the end-to-end benchmark
+// (docs/performance.md).
+func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
+	var (
+		scenarios string
+		jsonOut   string
+		o         bench.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run the end-to-end benchmark and print a table (and JSON)",
+		Long: "Starts this stitchd against a fresh database (DATABASE_URL's server, else the local one, else a\n" +
+			"throwaway cluster) with an instant worker on loopback, runs each scenario and prints throughput,\n" +
+			"callback-to-next-dispatch latency, stitchd's CPU and memory and database work per completion.\n" +
+			"Scenarios: chain, chains, fanout-1k, fanout-10k, fanout-100k, idle. The database is dropped afterwards.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.DatabaseURL == "" {
+				o.DatabaseURL, _ = env("DATABASE_URL")
+			}
+			if scenarios != "" {
+				o.Scenarios = strings.Split(scenarios, ",")
+			}
+			o.Progress = stderr
+			rep, err := bench.Run(cmd.Context(), o)
+			if rep != nil && len(rep.Results) > 0 {
+				if perr := bench.Print(cmd.OutOrStdout(), rep); perr != nil {
+					return perr
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if jsonOut == "" {
+				return nil
+			}
+			if err := os.MkdirAll(filepath.Dir(jsonOut), 0o755); err != nil {
+				return fmt.Errorf("error creating %s: %w", filepath.Dir(jsonOut), err)
+			}
+			b, err := json.MarshalIndent(rep, "", "  ")
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
+				return fmt.Errorf("error writing %s: %w", jsonOut, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s\n", jsonOut)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&scenarios, "scenarios", "", "comma-separated scenarios (default: all)")
+	f.StringVar(&jsonOut, "json", "bench-results/bench.json", "write the report as JSON to this file (empty: don't)")
+	f.StringVar(&o.DatabaseURL, "database-url", "", "Postgres server to create the bench database on (env DATABASE_URL)")
+	f.IntVar(&o.ChainLength, "chain-length", 1000, "workers in the single chain")
+	f.IntVar(&o.Chains, "chains", 64, "concurrent chains")
+	f.IntVar(&o.ChainsRunLength, "chains-length", 100, "workers per concurrent chain run")
+	f.DurationVar(&o.ChainsDuration, "chains-duration", 60*time.Second, "how long the concurrent chains run")
+	f.IntVar(&o.IdleRuns, "idle-runs", 1000, "runs waiting on a person in the idle scenario")
+	f.DurationVar(&o.IdleWindow, "idle-window", 10*time.Second, "how long idle CPU is sampled")
+	return cmd
+}

@@ -1,0 +1,583 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for the bench's own queries
+
+	"github.com/stitchd/stitchd/store/localpg"
+)
+
+// Options configure a benchmark run. Zero values take the defaults of
+// `stitchd bench`.
+type Options struct {
+	// Binary is the stitchd executable to run (default: this executable).
+	Binary string
+	// DatabaseURL is a Postgres server to create the fresh database on;
+	// empty finds the local server or starts a throwaway cluster.
+	DatabaseURL string
+	// Scenarios to run, by name (default: all, in order): chain, chains,
+	// fanout-1k, fanout-10k, fanout-100k, idle.
+	Scenarios []string
+	// ChainLength is the length of the single chain (default 1,000).
+	ChainLength int
+	// Chains concurrent chains (default 64), each ChainsRunLength long,
+	// restarted until ChainsDuration has passed (defaults 100 and 60 s).
+	Chains          int
+	ChainsRunLength int
+	ChainsDuration  time.Duration
+	// IdleRuns wait on a UX node while CPU is sampled for IdleWindow
+	// (defaults 1,000 and 10 s).
+	IdleRuns   int
+	IdleWindow time.Duration
+	// FanOutSizes overrides the item counts of the fanout scenarios.
+	FanOutSizes map[string]int
+	// WorkDir holds stitchd's log (default: a temp dir).
+	WorkDir string
+	// Progress, if set, receives one line per step.
+	Progress io.Writer
+}
+
+// Report is the outcome, written as JSON by `stitchd bench --json`.
+type Report struct {
+	StartedAt time.Time `json:"started_at"`
+	Machine   Machine   `json:"machine"`
+	Results   []Result  `json:"results"`
+}
+
+// Machine describes where the figures were taken.
+type Machine struct {
+	CPU       string `json:"cpu"`
+	Cores     int    `json:"cores"`
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Postgres  string `json:"postgres"`
+}
+
+// Result is one scenario's figures.
+type Result struct {
+	Name string `json:"name"`
+	// Completions are node completions (worker callbacks accepted, plus
+	// splitters, collectors and UX nodes that completed).
+	Completions       int64    `json:"completions"`
+	Seconds           float64  `json:"seconds"`
+	CompletionsPerSec float64  `json:"completions_per_sec"`
+	Latency           *Latency `json:"callback_to_next_dispatch_ms,omitempty"`
+	// CollectorLagMs is the database time from the last item's completion
+	// to the collector's (fan-out scenarios).
+	CollectorLagMs *float64 `json:"collector_lag_ms,omitempty"`
+	CPUSeconds     float64  `json:"stitchd_cpu_seconds"`
+	// CPUPerCompletionMs is stitchd's CPU time per completion.
+	CPUPerCompletionMs float64 `json:"stitchd_cpu_ms_per_completion"`
+	// IdleCPUPercent is stitchd's CPU use while runs only wait (idle).
+	IdleCPUPercent *float64 `json:"idle_cpu_percent,omitempty"`
+	RSSMB          float64  `json:"rss_mb"`
+	PeakRSSMB      float64  `json:"peak_rss_mb"`
+	// Database work: rows written (inserted, updated, deleted) and
+	// transactions committed, from pg_stat, per completion.
+	RowsPerCompletion float64 `json:"db_rows_per_completion"`
+	TxPerCompletion   float64 `json:"db_transactions_per_completion"`
+	WorkerFailures    int64   `json:"worker_callback_failures"`
+}
+
+// Latency is a distribution in milliseconds.
+type Latency struct {
+	Samples int     `json:"samples"`
+	P50     float64 `json:"p50"`
+	P99     float64 `json:"p99"`
+	Max     float64 `json:"max"`
+}
+
+var allScenarios = []string{"chain", "chains", "fanout-1k", "fanout-10k", "fanout-100k", "idle"}
+
+var defaultFanOut = map[string]int{"fanout-1k": 1000, "fanout-10k": 10000, "fanout-100k": 100000}
+
+const token = "bench-token"
+
+type runner struct {
+	opts   Options
+	proc   *proc
+	worker *worker
+	db     *sql.DB
+	client *http.Client
+	logf   func(string, ...any)
+}
+
+// Run starts stitchd on a fresh database and runs the scenarios.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if opts.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("error finding the stitchd executable: %w", err)
+		}
+		opts.Binary = exe
+	}
+	if len(opts.Scenarios) == 0 {
+		opts.Scenarios = allScenarios
+	}
+	for _, s := range opts.Scenarios {
+		if !slices.Contains(allScenarios, s) {
+			return nil, fmt.Errorf("unknown scenario %q (have %s)", s, strings.Join(allScenarios, ", "))
+		}
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&opts.ChainLength, 1000)
+	def(&opts.Chains, 64)
+	def(&opts.ChainsRunLength, 100)
+	def(&opts.IdleRuns, 1000)
+	if opts.ChainsDuration <= 0 {
+		opts.ChainsDuration = 60 * time.Second
+	}
+	if opts.IdleWindow <= 0 {
+		opts.IdleWindow = 10 * time.Second
+	}
+	if opts.WorkDir == "" {
+		dir, err := os.MkdirTemp("", "stitchd-bench-")
+		if err != nil {
+			return nil, fmt.Errorf("error creating a work dir: %w", err)
+		}
+		opts.WorkDir = dir
+	}
+	r := &runner{opts: opts, client: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	r.logf = func(format string, args ...any) {
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, format+"\n", args...)
+		}
+	}
+
+	name := fmt.Sprintf("stitchd_bench_%d", time.Now().UnixNano())
+	dbURL, cluster, err := localpg.Resolve(ctx, localpg.Options{DatabaseName: name, LocalURL: opts.DatabaseURL})
+	if err != nil {
+		return nil, fmt.Errorf("error preparing the bench database: %w", err)
+	}
+	if cluster != nil {
+		defer func() { _ = cluster.Stop() }()
+	}
+	defer dropDatabase(dbURL, name)
+	r.logf("database %s", name)
+
+	if r.db, err = sql.Open("pgx", dbURL); err != nil {
+		return nil, fmt.Errorf("error opening the bench database: %w", err)
+	}
+	defer r.db.Close()
+
+	wctx, stopWorker := context.WithCancel(ctx)
+	defer stopWorker()
+	if r.worker, err = startWorker(wctx, 4*runtime.NumCPU()); err != nil {
+		return nil, err
+	}
+	defer r.worker.close()
+
+	if r.proc, err = startStitchd(ctx, opts.Binary, dbURL, token, filepath.Join(opts.WorkDir, "stitchd.log")); err != nil {
+		return nil, err
+	}
+	defer r.proc.stop()
+
+	rep := &Report{StartedAt: time.Now().UTC(), Machine: r.machine(ctx)}
+	for _, s := range opts.Scenarios {
+		r.logf("scenario %s…", s)
+		r.worker.reset()
+		res, err := r.scenario(ctx, s)
+		if err != nil {
+			return rep, fmt.Errorf("scenario %s: %w", s, err)
+		}
+		rep.Results = append(rep.Results, *res)
+	}
+	return rep, nil
+}
+
+func dropDatabase(dbURL, name string) {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return
+	}
+	u.Path = "/postgres"
+	db, err := sql.Open("pgx", u.String())
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	_, _ = db.Exec(`DROP DATABASE IF EXISTS ` + localpg.QuoteIdent(name) + ` WITH (FORCE)`)
+}
+
+func (r *runner) machine(ctx context.Context) Machine {
+	m := Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	_ = r.db.QueryRowContext(ctx, `SHOW server_version`).Scan(&m.Postgres)
+	return m
+}
+
+// snapshot is what a scenario's figures are differences of.
+type snapshot struct {
+	at          time.Time
+	cpu         time.Duration
+	completions int64
+	rows, xacts int64
+}
+
+func (r *runner) snap(ctx context.Context) (snapshot, error) {
+	// Other backends flush their statistics at least once a second while
+	// busy; give them the chance before reading.
+	time.Sleep(1100 * time.Millisecond)
+	s := snapshot{at: time.Now()}
+	var err error
+	if s.cpu, err = r.proc.cpu(); err != nil {
+		return s, err
+	}
+	if err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM node_states WHERE status = 'completed'`).Scan(&s.completions); err != nil {
+		return s, fmt.Errorf("error counting completions: %w", err)
+	}
+	if err := r.db.QueryRowContext(ctx, `SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_user_tables`).Scan(&s.rows); err != nil {
+		return s, fmt.Errorf("error reading table statistics: %w", err)
+	}
+	if err := r.db.QueryRowContext(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&s.xacts); err != nil {
+		return s, fmt.Errorf("error reading database statistics: %w", err)
+	}
+	return s, nil
+}
+
+// finish fills the common figures from two snapshots; elapsed is the
+// scenario's own wall time (the snapshots add a settling pause).
+func (r *runner) finish(res *Result, a, b snapshot, elapsed time.Duration) error {
+	res.Completions = b.completions - a.completions
+	res.Seconds = elapsed.Seconds()
+	if res.Seconds > 0 {
+		res.CompletionsPerSec = float64(res.Completions) / res.Seconds
+	}
+	res.CPUSeconds = (b.cpu - a.cpu).Seconds()
+	if res.Completions > 0 {
+		n := float64(res.Completions)
+		res.CPUPerCompletionMs = res.CPUSeconds * 1000 / n
+		res.RowsPerCompletion = float64(b.rows-a.rows) / n
+		// The bench's own statistics queries are transactions too.
+		res.TxPerCompletion = float64(b.xacts-a.xacts-4) / n
+	}
+	rss, peak, err := r.proc.memory()
+	if err != nil {
+		return err
+	}
+	res.RSSMB, res.PeakRSSMB = float64(rss)/(1<<20), float64(peak)/(1<<20)
+	_, res.WorkerFailures = r.worker.stats()
+	return nil
+}
+
+func (r *runner) scenario(ctx context.Context, name string) (*Result, error) {
+	switch name {
+	case "chain":
+		return r.chain(ctx)
+	case "chains":
+		return r.chains(ctx)
+	case "idle":
+		return r.idle(ctx)
+	default:
+		n := defaultFanOut[name]
+		if v, ok := r.opts.FanOutSizes[name]; ok {
+			n = v
+		}
+		return r.fanOut(ctx, name, n)
+	}
+}
+
+// api calls stitchd's API.
+func (r *runner) api(ctx context.Context, method, path string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, r.proc.url+"/api/v1"+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("error calling %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	rb, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("%s %s answered %d: %s", method, path, resp.StatusCode, rb)
+	}
+	if out != nil {
+		return json.Unmarshal(rb, out)
+	}
+	return nil
+}
+
+func (r *runner) createFlow(ctx context.Context, name string, nodes, edges []map[string]any) (string, error) {
+	var f struct{ ID string }
+	err := r.api(ctx, "POST", "/flows", map[string]any{"name": name, "graph": map[string]any{"nodes": nodes, "edges": edges}}, &f)
+	return f.ID, err
+}
+
+func (r *runner) startRun(ctx context.Context, flowID string, input any) (string, error) {
+	var run struct{ ID string }
+	err := r.api(ctx, "POST", "/flows/"+flowID+"/runs", map[string]any{"input": input}, &run)
+	return run.ID, err
+}
+
+func chainGraph(url string, n int) (nodes, edges []map[string]any) {
+	for i := range n {
+		nodes = append(nodes, map[string]any{"id": fmt.Sprintf("n%d", i), "type": "Worker", "data": map[string]any{"webhookUrl": url}})
+		if i > 0 {
+			edges = append(edges, map[string]any{"id": fmt.Sprintf("e%d", i), "source": fmt.Sprintf("n%d", i-1), "target": fmt.Sprintf("n%d", i)})
+		}
+	}
+	return nodes, edges
+}
+
+// waitRuns waits until every run in ids has finished (or, with status
+// "waiting", until each waits on a person).
+func (r *runner) waitRuns(ctx context.Context, ids []string, status string) error {
+	q := `SELECT count(*) FROM runs WHERE id = ANY($1::uuid[]) AND status <> 'running'`
+	if status == "waiting" {
+		q = `SELECT count(DISTINCT run_id) FROM node_states WHERE run_id = ANY($1::uuid[]) AND status = 'waiting_for_user'`
+	}
+	deadline := time.Now().Add(30 * time.Minute)
+	for {
+		var n int
+		if err := r.db.QueryRowContext(ctx, q, "{"+strings.Join(ids, ",")+"}").Scan(&n); err != nil {
+			return fmt.Errorf("error polling runs: %w", err)
+		}
+		if n == len(ids) {
+			var failed int
+			if err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ANY($1::uuid[]) AND status NOT IN ('running', 'completed')`,
+				"{"+strings.Join(ids, ",")+"}").Scan(&failed); err != nil {
+				return fmt.Errorf("error checking runs: %w", err)
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d runs did not complete", failed, len(ids))
+			}
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("only %d of %d runs finished in time", n, len(ids))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (r *runner) chain(ctx context.Context) (*Result, error) {
+	n := r.opts.ChainLength
+	nodes, edges := chainGraph(r.worker.url, n)
+	flow, err := r.createFlow(ctx, "bench chain", nodes, edges)
+	if err != nil {
+		return nil, err
+	}
+	a, err := r.snap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	run, err := r.startRun(ctx, flow, map[string]any{})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.waitRuns(ctx, []string{run}, ""); err != nil {
+		return nil, err
+	}
+	elapsed := time.Since(start)
+	b, err := r.snap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Name: fmt.Sprintf("chain of %d workers", n), Latency: distribution(r.worker.chainLatencies([]string{run}, n))}
+	return res, r.finish(res, a, b, elapsed)
+}
+
+func (r *runner) chains(ctx context.Context) (*Result, error) {
+	n := r.opts.ChainsRunLength
+	nodes, edges := chainGraph(r.worker.url, n)
+	flow, err := r.createFlow(ctx, "bench chains", nodes, edges)
+	if err != nil {
+		return nil, err
+	}
+	a, err := r.snap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	stop := start.Add(r.opts.ChainsDuration)
+	var mu sync.Mutex
+	var runs []string
+	var firstErr error
+	var wg sync.WaitGroup
+	for range r.opts.Chains {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				run, err := r.startRun(ctx, flow, map[string]any{})
+				if err == nil {
+					err = r.waitRuns(ctx, []string{run}, "")
+				}
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				runs = append(runs, run)
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	elapsed := time.Since(start)
+	b, err := r.snap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Name: fmt.Sprintf("%d concurrent chains (%d runs of %d workers)", r.opts.Chains, len(runs), n),
+		Latency: distribution(r.worker.chainLatencies(runs, n))}
+	return res, r.finish(res, a, b, elapsed)
+}
+
+func (r *runner) fanOut(ctx context.Context, name string, items int) (*Result, error) {
+	flow, err := r.createFlow(ctx, "bench "+name, []map[string]any{
+		{"id": "split", "type": "Splitter", "data": map[string]any{"arrayPath": "items"}},
+		{"id": "score", "type": "Worker", "data": map[string]any{"webhookUrl": r.worker.url}},
+		{"id": "merge", "type": "Collector", "data": map[string]any{}},
+	}, []map[string]any{{"id": "e1", "source": "split", "target": "score"}, {"id": "e2", "source": "score", "target": "merge"}})
+	if err != nil {
+		return nil, err
+	}
+	list := make([]int, items)
+	for i := range list {
+		list[i] = i
+	}
+	a, err := r.snap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	run, err := r.startRun(ctx, flow, map[string]any{"items": list})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.waitRuns(ctx, []string{run}, ""); err != nil {
+		return nil, err
+	}
+	elapsed := time.Since(start)
+	var lag sql.NullFloat64 // NULL for an empty fan-out: no item to lag behind
+	if err := r.db.QueryRowContext(ctx, `SELECT extract(epoch FROM c.finished_at - (SELECT max(finished_at) FROM node_states
+		WHERE run_id = $1 AND node_id = 'score')) * 1000 FROM node_states c WHERE c.run_id = $1 AND c.key = 'merge'`, run).Scan(&lag); err != nil {
+		return nil, fmt.Errorf("error reading the collector lag: %w", err)
+	}
+	b, err := r.snap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Name: fmt.Sprintf("fan-out of %d items", items)}
+	if lag.Valid {
+		res.CollectorLagMs = &lag.Float64
+	}
+	return res, r.finish(res, a, b, elapsed)
+}
+
+func (r *runner) idle(ctx context.Context) (*Result, error) {
+	flow, err := r.createFlow(ctx, "bench idle", []map[string]any{
+		{"id": "ask", "type": "UX", "data": map[string]any{"prompt": "Waiting"}},
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	a, err := r.snap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	ids := make([]string, r.opts.IdleRuns)
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for i := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			id, err := r.startRun(ctx, flow, map[string]any{"i": i})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			ids[i] = id
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := r.waitRuns(ctx, ids, "waiting"); err != nil {
+		return nil, err
+	}
+	elapsed := time.Since(start)
+	b, err := r.snap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Name: fmt.Sprintf("%d runs waiting on a person", len(ids))}
+	if err := r.finish(res, a, b, elapsed); err != nil {
+		return nil, err
+	}
+	// Now nothing happens but waiting: sample the CPU over the window.
+	c0, err := r.proc.cpu()
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(r.opts.IdleWindow)
+	c1, err := r.proc.cpu()
+	if err != nil {
+		return nil, err
+	}
+	idle := 100 * (c1 - c0).Seconds() / r.opts.IdleWindow.Seconds()
+	res.IdleCPUPercent = &idle
+	rss, peak, err := r.proc.memory()
+	if err != nil {
+		return nil, err
+	}
+	res.RSSMB, res.PeakRSSMB = float64(rss)/(1<<20), float64(peak)/(1<<20)
+	return res, nil
+}
+
+func distribution(ds []time.Duration) *Latency {
+	if len(ds) == 0 {
+		return nil
+	}
+	slices.Sort(ds)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	q := func(p float64) float64 { return ms(ds[min(len(ds)-1, int(p*float64(len(ds))))]) }
+	return &Latency{Samples: len(ds), P50: q(0.50), P99: q(0.99), Max: ms(ds[len(ds)-1])}
+}

@@ -1,0 +1,78 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/internal/bench"
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+// TestBenchSmall runs every scenario at a tiny size against a real stitchd
+// process: the harness must count exactly, and measure something.
+func TestBenchSmall(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "stitchd")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/stitchd/stitchd/cmd/stitchd").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+
+	var progress bytes.Buffer
+	rep, err := bench.Run(context.Background(), bench.Options{
+		Binary: bin, DatabaseURL: storetest.ServerURL(t), WorkDir: t.TempDir(), Progress: &progress,
+		ChainLength: 30, Chains: 3, ChainsRunLength: 10, ChainsDuration: time.Second,
+		FanOutSizes: map[string]int{"fanout-1k": 50, "fanout-10k": 0, "fanout-100k": 1},
+		IdleRuns:    20, IdleWindow: time.Second,
+	})
+	require.NoError(t, err, progress.String())
+	require.Len(t, rep.Results, 6)
+	byName := map[string]bench.Result{}
+	cpu := 0.0
+	for _, r := range rep.Results {
+		cpu += r.CPUSeconds
+		byName[r.Name] = r
+		require.Zero(t, r.WorkerFailures, r.Name)
+		require.Positive(t, r.PeakRSSMB, r.Name)
+	}
+
+	require.Positive(t, cpu, "stitchd's CPU time is measured (in 10 ms ticks)")
+
+	chain := byName["chain of 30 workers"]
+	require.EqualValues(t, 30, chain.Completions)
+	require.NotNil(t, chain.Latency)
+	require.Equal(t, 29, chain.Latency.Samples, "one latency per step")
+	require.Positive(t, chain.Latency.P50)
+	require.GreaterOrEqual(t, chain.Latency.Max, chain.Latency.P99)
+	require.Positive(t, chain.RowsPerCompletion)
+	require.Positive(t, chain.TxPerCompletion)
+	require.GreaterOrEqual(t, chain.CPUPerCompletionMs, 0.0)
+
+	var chains bench.Result
+	for _, r := range rep.Results {
+		if r.Latency != nil && r.Name != chain.Name {
+			chains = r
+		}
+	}
+	require.NotEmpty(t, chains.Name)
+	require.Zero(t, chains.Completions%10, "whole runs of 10 workers")
+	require.GreaterOrEqual(t, chains.Completions, int64(30), "every chain ran at least once")
+
+	fan := byName["fan-out of 50 items"]
+	require.EqualValues(t, 52, fan.Completions, "splitter, 50 items and the collector")
+	require.NotNil(t, fan.CollectorLagMs)
+	require.GreaterOrEqual(t, *fan.CollectorLagMs, 0.0)
+	require.EqualValues(t, 2, byName["fan-out of 0 items"].Completions, "an empty fan-out completes splitter and collector")
+	require.EqualValues(t, 3, byName["fan-out of 1 items"].Completions)
+
+	idle := byName["20 runs waiting on a person"]
+	require.NotNil(t, idle.IdleCPUPercent)
+	require.GreaterOrEqual(t, *idle.IdleCPUPercent, 0.0)
+
+	var table bytes.Buffer
+	require.NoError(t, bench.Print(&table, rep))
+	require.Contains(t, table.String(), "chain of 30 workers")
+}

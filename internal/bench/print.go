@@ -1,0 +1,31 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// Print writes the report as a table.
+func Print(w io.Writer, rep *Report) error {
+	fmt.Fprintf(w, "machine: %s, %d cores, %s, %s, PostgreSQL %s\n\n", rep.Machine.CPU, rep.Machine.Cores, rep.Machine.OS,
+		rep.Machine.GoVersion, rep.Machine.Postgres)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tcompletions\tseconds\tcompl/s\tp50 ms\tp99 ms\tmax ms\tcollector ms\tcpu ms/compl\tidle cpu %\trss MB\tpeak MB\trows/compl\ttx/compl\t")
+	opt := func(v *float64, f string) string {
+		if v == nil {
+			return "–"
+		}
+		return fmt.Sprintf(f, *v)
+	}
+	for _, r := range rep.Results {
+		p50, p99, mx := "–", "–", "–"
+		if r.Latency != nil {
+			p50, p99, mx = fmt.Sprintf("%.2f", r.Latency.P50), fmt.Sprintf("%.2f", r.Latency.P99), fmt.Sprintf("%.1f", r.Latency.Max)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%.3f\t%s\t%.0f\t%.0f\t%.1f\t%.2f\t\n", r.Name, r.Completions, r.Seconds,
+			r.CompletionsPerSec, p50, p99, mx, opt(r.CollectorLagMs, "%.1f"), r.CPUPerCompletionMs, opt(r.IdleCPUPercent, "%.2f"),
+			r.RSSMB, r.PeakRSSMB, r.RowsPerCompletion, r.TxPerCompletion)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// worker is the instant worker: it answers each dispatch with 202 and
+// calls back at once from a pool of goroutines. It timestamps every
+// callback it sends and every dispatch it receives, so the latency from a
+// callback to the next node's dispatch can be computed.
+type worker struct {
+	srv    *http.Server
+	url    string
+	client *http.Client
+	jobs   chan job
+
+	mu       sync.Mutex
+	sent     map[string]time.Time // run/key → callback sent
+	arrived  map[string]time.Time // run/key → dispatch received
+	received int64
+	failures int64
+	wg       sync.WaitGroup
+}
+
+type job struct {
+	run, key, url string
+}
+
+func startWorker(ctx context.Context, senders int) (*worker, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("error listening for the worker: %w", err)
+	}
+	tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second}
+	w := &worker{
+		url:     "http://" + ln.Addr().String() + "/work",
+		client:  &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		jobs:    make(chan job, 1<<20),
+		sent:    map[string]time.Time{},
+		arrived: map[string]time.Time{},
+	}
+	w.srv = &http.Server{Handler: http.HandlerFunc(w.serve), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = w.srv.Serve(ln) }()
+	for range senders {
+		w.wg.Add(1)
+		go w.send(ctx)
+	}
+	return w, nil
+}
+
+func (w *worker) serve(rw http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	var p struct {
+		RunID       string `json:"runId"`
+		NodeID      string `json:"nodeId"`
+		CallbackURL string `json:"callbackUrl"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+		rw.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	w.mu.Lock()
+	w.arrived[p.RunID+"/"+p.NodeID] = now
+	w.received++
+	w.mu.Unlock()
+	rw.WriteHeader(http.StatusAccepted)
+	w.jobs <- job{run: p.RunID, key: p.NodeID, url: p.CallbackURL}
+}
+
+var completed = []byte(`{"status":"completed","output":{"ok":true}}`)
+
+func (w *worker) send(ctx context.Context) {
+	defer w.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-w.jobs:
+			w.mu.Lock()
+			w.sent[j.run+"/"+j.key] = time.Now()
+			w.mu.Unlock()
+			resp, err := w.client.Post(j.url, "application/json", bytes.NewReader(completed))
+			if err != nil || resp.StatusCode != http.StatusOK {
+				w.mu.Lock()
+				w.failures++
+				w.mu.Unlock()
+			}
+			if resp != nil {
+				_ = resp.Body.Close()
+			}
+		}
+	}
+}
+
+// latency returns, for every chain step i → i+1 of the given runs, the
+// time from the callback of n<i> to the dispatch of n<i+1>.
+func (w *worker) chainLatencies(runs []string, length int) []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []time.Duration
+	for _, run := range runs {
+		for i := 0; i+1 < length; i++ {
+			s, ok1 := w.sent[fmt.Sprintf("%s/n%d", run, i)]
+			a, ok2 := w.arrived[fmt.Sprintf("%s/n%d", run, i+1)]
+			if ok1 && ok2 {
+				out = append(out, a.Sub(s))
+			}
+		}
+	}
+	return out
+}
+
+func (w *worker) stats() (received, failures int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.received, w.failures
+}
+
+// reset forgets the timestamps of earlier scenarios.
+func (w *worker) reset() {
+	w.mu.Lock()
+	w.sent, w.arrived = map[string]time.Time{}, map[string]time.Time{}
+	w.mu.Unlock()
+}
+
+func (w *worker) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = w.srv.Shutdown(ctx)
+}
