@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -136,6 +137,9 @@ func newStack(t *testing.T) *stack {
 	// Page errors and console output go to the test log.
 	chromedp.ListenTarget(tab, func(ev any) {
 		switch e := ev.(type) {
+		case *page.EventJavascriptDialogOpening:
+			// A person would press OK on confirm() dialogs.
+			go func() { _ = chromedp.Run(tab, page.HandleJavaScriptDialog(true)) }()
 		case *runtime.EventExceptionThrown:
 			t.Logf("browser exception: %s", e.ExceptionDetails.Error())
 		case *runtime.EventConsoleAPICalled:

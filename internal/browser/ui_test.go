@@ -149,16 +149,31 @@ func TestUI(t *testing.T) {
 		s.run("approve", chromedp.SendKeys(".approval textarea", "yes, ship it", chromedp.ByQuery),
 			chromedp.Click(`//li[contains(@class,"approval")]//button[text()="Approve"]`, chromedp.BySearch))
 		s.waitJS("inbox empty", `document.body.innerText.includes("Nothing is waiting for you")`)
+
+		// A new approval arrives live; rejecting it needs a reason and fails the run.
+		var second struct{ ID string }
+		s.api("POST", "/flows/"+flowID+"/runs", map[string]any{"input": map[string]any{"lead": "bob@example.com"}}, &second)
+		s.waitJS("new card, live", `document.querySelectorAll(".approval").length === 1`)
+		s.run("reject without reason", chromedp.Click(`//li[contains(@class,"approval")]//label[contains(., "Reject")]`, chromedp.BySearch),
+			chromedp.Click(`//li[contains(@class,"approval")]//button[text()="Reject"]`, chromedp.BySearch))
+		s.waitJS("reason asked", `document.querySelector(".approval .field-error")?.innerText.includes("why")`)
+		s.run("reject", chromedp.SendKeys(".approval textarea", "not a fit", chromedp.ByQuery),
+			chromedp.Click(`//li[contains(@class,"approval")]//button[text()="Reject"]`, chromedp.BySearch))
+		s.waitJS("inbox empty again", `document.body.innerText.includes("Nothing is waiting for you")`)
+		var rejected struct{ Status, Error string }
+		s.api("GET", "/runs/"+second.ID, nil, &rejected)
+		require.Equal(t, "failed", rejected.Status)
+		require.Contains(t, rejected.Error, "not a fit")
 		var runs struct {
 			Runs []struct{ ID, Status string }
 		}
 		s.api("GET", "/runs?flow_id="+flowID, nil, &runs)
-		require.Len(t, runs.Runs, 1)
+		require.Len(t, runs.Runs, 2)
 		var run struct {
 			Status string
 			Output map[string]any
 		}
-		s.api("GET", "/runs/"+runs.Runs[0].ID, nil, &run)
+		s.api("GET", "/runs/"+runs.Runs[len(runs.Runs)-1].ID, nil, &run)
 		require.Equal(t, "completed", run.Status)
 		require.Equal(t, map[string]any{"approved": true, "answer": "yes, ship it"}, run.Output)
 		s.shot("08-approvals-empty")
@@ -194,6 +209,12 @@ func TestUI(t *testing.T) {
 		s.waitJS("failed again", `(document.querySelector('.snode[data-node-id="score"] .snode-counts')?.innerText ?? "").includes("19 ✓ 1 ✗")
 			&& document.querySelectorAll(".instance .events li").length >= 4`)
 		s.shot("10-run-fanout-retried")
+		// A failed run can be abandoned.
+		s.run("cancel", chromedp.Click(`//button[text()="Cancel run"]`, chromedp.BySearch))
+		s.waitJS("cancelled", `document.querySelector(".editor-bar .status")?.innerText === "cancelled"`)
+		var cancelled struct{ Status string }
+		s.api("GET", "/runs/"+run.ID, nil, &cancelled)
+		require.Equal(t, "cancelled", cancelled.Status)
 	})
 
 	step("entity card moves across the board", func(t *testing.T) {

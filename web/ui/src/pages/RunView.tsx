@@ -158,8 +158,15 @@ export function RunView({ runId }: { runId: string }) {
               Entity
             </Link>
           )}
-          {run.status === "running" && (
-            <button type="button" className="btn danger" onClick={() => void act(() => api("POST", `/runs/${run.id}/cancel`))}>
+          {(run.status === "running" || run.status === "failed") && (
+            <button
+              type="button"
+              className="btn danger"
+              title={run.status === "failed" ? "Abandon this failed run instead of retrying it" : undefined}
+              onClick={() => {
+                if (confirm("Cancel this run? Nodes still running are cancelled and nothing else fires.")) void act(() => api("POST", `/runs/${run.id}/cancel`));
+              }}
+            >
               Cancel run
             </button>
           )}
