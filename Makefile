@@ -10,7 +10,7 @@ FUZZTIME ?= 30000x
 FUZZTIME_DB ?= 2000x
 export STITCHD_AUTH_TOKEN ?= dev-token
 
-.PHONY: all build ui ui-fresh run test test-go fuzz-short soak bench lint deps-test tools
+.PHONY: all build ui ui-fresh run test test-go fuzz-short soak bench bench-e2e lint deps-test tools
 
 all: build
 
@@ -80,6 +80,12 @@ deps-test:
 ## bench: Go benchmarks (compiler, merge, store hot paths, engine end to end).
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -timeout 30m ./...
+
+## bench-e2e: `stitchd bench` — a stitchd process on a fresh database, an
+## instant loopback worker, every scenario; table on stdout, JSON in
+## bench-results/bench.json (docs/performance.md).
+bench-e2e: build
+	./$(BIN) bench --json bench-results/bench.json
 
 ## lint: gofmt, go vet, golangci-lint (depguard enforces the layer direction).
 lint: tools
