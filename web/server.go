@@ -31,8 +31,11 @@ type Config struct {
 	AuthToken string
 	// BodyLimit bounds request bodies (default 1 MiB).
 	BodyLimit int64
-	Clock     engine.Clock
-	Logger    *slog.Logger
+	// StreamWriteTimeout bounds each write to an event stream (default
+	// 30s): a client that stops reading is dropped, not waited for.
+	StreamWriteTimeout time.Duration
+	Clock              engine.Clock
+	Logger             *slog.Logger
 }
 
 // Server is the HTTP API.
@@ -46,6 +49,9 @@ type Server struct {
 func New(cfg Config) *Server {
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = 1 << 20
+	}
+	if cfg.StreamWriteTimeout <= 0 {
+		cfg.StreamWriteTimeout = 30 * time.Second
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = engine.SystemClock{}

@@ -75,6 +75,13 @@ func (h *Hub) unsubscribe(s *subscriber) {
 	h.mu.Unlock()
 }
 
+// Subscribers is the number of open event streams.
+func (h *Hub) Subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
 func (s *subscriber) take() (map[string]struct{}, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -83,14 +90,30 @@ func (s *subscriber) take() (map[string]struct{}, bool) {
 	return d, all
 }
 
-func sseStart(c echo.Context) {
+// arm gives the writes that follow until the stream write timeout to
+// reach the client. Notifying a stream never blocks the hub, but a client
+// that stops reading would block its handler's writes for ever, holding the
+// connection, the goroutine and its buffers: instead the writes fail and
+// the stream ends.
+func (s *Server) arm(c echo.Context) {
+	_ = http.NewResponseController(c.Response().Writer).SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout))
+}
+
+// flush sends what was written; an error means the client is gone or too
+// slow.
+func flush(c echo.Context) error {
+	return http.NewResponseController(c.Response().Writer).Flush()
+}
+
+func (s *Server) sseStart(c echo.Context) error {
 	h := c.Response().Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
+	s.arm(c)
 	c.Response().WriteHeader(http.StatusOK)
-	c.Response().Flush()
+	return flush(c)
 }
 
 func writeEvent(c echo.Context, id int64, e engine.Event) error {
@@ -129,7 +152,9 @@ func (s *Server) runEvents(c echo.Context) error {
 	}
 	sub := s.cfg.Hub.subscribe(id)
 	defer s.cfg.Hub.unsubscribe(sub)
-	sseStart(c)
+	if s.sseStart(c) != nil {
+		return nil
+	}
 	after := lastEventID(c)
 	keepalive := time.NewTicker(15 * time.Second)
 	defer keepalive.Stop()
@@ -141,13 +166,16 @@ func (s *Server) runEvents(c echo.Context) error {
 			if err != nil {
 				return nil
 			}
+			s.arm(c)
 			for _, e := range evs {
 				if err := writeEvent(c, e.Seq, e); err != nil {
 					return nil
 				}
 				after = e.Seq
 			}
-			c.Response().Flush()
+			if flush(c) != nil {
+				return nil
+			}
 			if len(evs) < 1000 {
 				break
 			}
@@ -161,10 +189,10 @@ func (s *Server) runEvents(c echo.Context) error {
 			sub.take()
 		case <-poll.C:
 		case <-keepalive.C:
-			if _, err := fmt.Fprint(c.Response(), ": keepalive\n\n"); err != nil {
+			s.arm(c)
+			if _, err := fmt.Fprint(c.Response(), ": keepalive\n\n"); err != nil || flush(c) != nil {
 				return nil
 			}
-			c.Response().Flush()
 		}
 	}
 }
@@ -182,11 +210,14 @@ func (s *Server) allEvents(c echo.Context) error {
 			return err
 		}
 	}
-	sseStart(c)
+	if s.sseStart(c) != nil {
+		return nil
+	}
 	// Replay what was missed since Last-Event-ID.
 	lastSeq := map[string]int64{}
 	globalAfter := start
 	send := func(evs []engine.Event) error {
+		s.arm(c)
 		for _, e := range evs {
 			if e.Seq <= lastSeq[e.RunID] {
 				continue
@@ -196,8 +227,7 @@ func (s *Server) allEvents(c echo.Context) error {
 			}
 			lastSeq[e.RunID] = e.Seq
 		}
-		c.Response().Flush()
-		return nil
+		return flush(c)
 	}
 	catchUp := func() error {
 		for {
@@ -228,10 +258,10 @@ func (s *Server) allEvents(c echo.Context) error {
 		case <-s.cfg.Hub.done:
 			return nil
 		case <-keepalive.C:
-			if _, err := fmt.Fprint(c.Response(), ": keepalive\n\n"); err != nil {
+			s.arm(c)
+			if _, err := fmt.Fprint(c.Response(), ": keepalive\n\n"); err != nil || flush(c) != nil {
 				return nil
 			}
-			c.Response().Flush()
 		case <-sub.wake:
 			dirty, all := sub.take()
 			if all {
@@ -282,9 +312,9 @@ func (s *Server) sendManualMove(c echo.Context, entityID string) error {
 		"from_section_id": j.FromSectionID, "to_section_id": j.ToSectionID})
 	ev := engine.Event{Type: engine.EventEntityMoved, Payload: payload, CreatedAt: j.CreatedAt}
 	b, _ := json.Marshal(ev)
+	s.arm(c)
 	if _, err := fmt.Fprintf(c.Response(), "event: %s\ndata: %s\n\n", ev.Type, b); err != nil {
 		return err
 	}
-	c.Response().Flush()
-	return nil
+	return flush(c)
 }

@@ -1,0 +1,131 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/store/storetest"
+	"github.com/stitchd/stitchd/web"
+)
+
+// TestStalledEventStreamsAreDropped opens event streams whose clients never
+// read, on a run with 20 MB of events (far more than socket buffers hold):
+// their handlers' writes block, hit the stream write timeout and the
+// streams end — unsubscribed from the hub, connections closed by the server
+// — while the hub keeps notifying and a client that reads still gets new
+// events.
+func TestStalledEventStreamsAreDropped(t *testing.T) {
+	t.Parallel()
+	st, _ := storetest.IsolatedDB(t)
+	hub := web.NewHub()
+	srv := newServer(t, st, func(c *web.Config) { c.Hub = hub; c.StreamWriteTimeout = 300 * time.Millisecond })
+	// The server's connections, to see that it closes the stalled ones.
+	open := &connSet{m: map[net.Conn]bool{}}
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	ts.Config.ConnState = open.track
+	ts.Start()
+	t.Cleanup(ts.Close)
+	h := srv.Handler()
+
+	f := createFlow(t, h, graphUX)
+	run := decode[struct {
+		ID string `json:"id"`
+	}](t, call(t, h, http.StatusCreated, req{method: "POST", path: "/api/v1/flows/" + f.ID + "/runs", body: `{}`}))
+	const filler, pad = 20_000, 1000
+	require.NoError(t, st.Gorm().Exec(`INSERT INTO run_events (run_id, seq, type, payload)
+		SELECT ?, 1000 + g, 'test.filler', jsonb_build_object('pad', repeat('x', ?)) FROM generate_series(1, ?) g`,
+		run.ID, pad, filler).Error)
+
+	// Stalled clients: a tiny receive buffer, and they never read.
+	const stalled = 20
+	conns := make([]net.Conn, stalled)
+	for i := range conns {
+		c, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+		require.NoError(t, err)
+		require.NoError(t, c.(*net.TCPConn).SetReadBuffer(4096))
+		t.Cleanup(func() { c.Close() })
+		path := "/api/v1/runs/" + run.ID + "/events"
+		if i%2 == 1 {
+			path = "/api/v1/events?last_event_id=0"
+		}
+		_, err = fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", path, token)
+		require.NoError(t, err)
+		conns[i] = c
+	}
+
+	// A client that reads, waiting for new events only.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/api/v1/runs/"+run.ID+"/events", nil)
+	require.NoError(t, err)
+	hr.Header.Set("Authorization", "Bearer "+token)
+	hr.Header.Set("Last-Event-ID", fmt.Sprint(1000+filler))
+	resp, err := ts.Client().Do(hr)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	ids := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+				ids <- id
+			}
+		}
+	}()
+
+	// Every stalled stream ends and its connection is closed; the
+	// reader's stays.
+	deadline := time.Now().Add(30 * time.Second)
+	for hub.Subscribers() != 1 {
+		hub.Notify(run.ID) // never blocks, whatever the streams do
+		require.False(t, time.Now().After(deadline), "streams still open: %d", hub.Subscribers())
+		time.Sleep(50 * time.Millisecond)
+	}
+	for open.count() != 1 {
+		require.False(t, time.Now().After(deadline), "connections still open: %d", open.count())
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// The reading client still gets a new event.
+	require.NoError(t, st.Gorm().Exec(`INSERT INTO run_events (run_id, seq, type, payload) VALUES (?, ?, 'test.new', '{}')`,
+		run.ID, 1001+filler).Error)
+	hub.Notify(run.ID)
+	select {
+	case id := <-ids:
+		require.Equal(t, fmt.Sprint(1001+filler), id)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reading client got no new event")
+	}
+}
+
+type connSet struct {
+	mu sync.Mutex
+	m  map[net.Conn]bool
+}
+
+func (s *connSet) track(c net.Conn, st http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch st {
+	case http.StateNew:
+		s.m[c] = true
+	case http.StateClosed, http.StateHijacked:
+		delete(s.m, c)
+	}
+}
+
+func (s *connSet) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
