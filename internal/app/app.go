@@ -50,6 +50,11 @@ type Config struct {
 	OTLPEndpoint string
 	// Version is reported in traces (service.version).
 	Version string
+	// ReadHeaderTimeout and ReadTimeout bound how long a client may take to
+	// send a request's headers and the whole request (defaults 10s and
+	// 30s): slow clients are cut off. StreamWriteTimeout bounds each write
+	// to an event stream (default 30s).
+	ReadHeaderTimeout, ReadTimeout, StreamWriteTimeout time.Duration
 }
 
 // App is a running stitchd.
@@ -168,9 +173,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.Dispatcher = disp
 	a.Hub = web.NewHub()
 	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Hub: a.Hub, AuthToken: cfg.AuthToken,
-		BodyLimit: cfg.BodyLimit, Clock: clock, Logger: cfg.Logger})
-	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		IdleTimeout: 120 * time.Second}
+		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, Clock: clock, Logger: cfg.Logger})
+	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, 10*time.Second),
+		ReadTimeout: orDefault(cfg.ReadTimeout, 30*time.Second), IdleTimeout: 120 * time.Second}
 	return a, nil
 }
 
@@ -192,6 +197,13 @@ func (a *App) handler() http.Handler {
 		api.ServeHTTP(w, r)
 	})
 	return a.tracing.Middleware(a.Metrics.Middleware(h))
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }
 
 // loadKeys reads the callback keys, newest (signing) first.
