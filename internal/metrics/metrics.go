@@ -96,7 +96,9 @@ func New(depth OutboxDepthFunc, log *slog.Logger) *Metrics {
 
 // Handler serves the registry in the Prometheus exposition format.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+	// A failed collector (the outbox depth while the database is down)
+	// leaves its series out; the others are still served.
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry, ErrorHandling: promhttp.ContinueOnError})
 }
 
 // OnCommit counts what a committed engine transaction did
