@@ -119,6 +119,12 @@ func (h *harness) dispatchCount(runID, key string) int {
 func newHarness(t *testing.T, opts ...func(*app.Config)) *harness {
 	t.Helper()
 	_, dbURL := storetest.IsolatedDB(t)
+	return newHarnessOn(t, dbURL, opts...)
+}
+
+// newHarnessOn is newHarness on the database at dbURL.
+func newHarnessOn(t *testing.T, dbURL string, opts ...func(*app.Config)) *harness {
+	t.Helper()
 	ctx := context.Background()
 	cfg := app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
 		PollInterval: 50 * time.Millisecond, DispatchTimeout: 2 * time.Second,
