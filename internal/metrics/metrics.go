@@ -144,7 +144,8 @@ func (m *Metrics) SweeperAction(action string, n int) {
 	}
 }
 
-// Recorder wraps the dispatcher's delivery recorder to count attempts.
+// Recorder wraps the dispatcher's delivery recorder to count attempts and
+// log failed ones with run_id and node_key.
 func (m *Metrics) Recorder(inner callbacks.DeliveryRecorder) callbacks.DeliveryRecorder {
 	return &recorder{inner: inner, m: m}
 }
@@ -164,6 +165,8 @@ func (r *recorder) RecordDelivery(ctx context.Context, o engine.DeliveryOutcome)
 			next = "retry"
 		}
 		r.m.dispatchFailures.WithLabelValues(next).Inc()
+		r.m.log.Info("delivery to worker failed", "run_id", o.RunID, "node_key", o.Key, "attempt", o.Attempt,
+			"try", o.Try, "status_code", o.StatusCode, "error", o.Error, "next", next, "retry_in_ms", o.RetryInMs)
 	}
 	return r.inner.RecordDelivery(ctx, o)
 }
