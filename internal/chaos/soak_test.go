@@ -269,8 +269,13 @@ func (s *soak) call(ctx context.Context, method, path string, body any, idemKey 
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		b, _ := io.ReadAll(resp.Body)
+		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		if err != nil { // the instance was killed while answering
+			s.apiConnErr.Add(1)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
 		for _, c := range ok {
 			if resp.StatusCode == c {
 				return b

@@ -339,8 +339,13 @@ func (w *chaosWorker) post(callbackURL, body string) int {
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
-		b, _ := io.ReadAll(resp.Body)
+		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		if err != nil { // the instance was killed while answering
+			w.stats.cbConnErr.Add(1)
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
 		switch resp.StatusCode {
 		case http.StatusOK, http.StatusConflict:
 			return resp.StatusCode
