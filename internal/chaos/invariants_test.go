@@ -23,6 +23,7 @@ type figures struct {
 	collectorRefires                             int
 	maxOverrun                                   time.Duration
 	heartbeats, deliveredLogged, failedTriesLogd int
+	retryAfter429                                int
 }
 
 type attemptKey struct {
@@ -70,6 +71,7 @@ func expectedCollector(r, items int) string {
 //     sending: a completed attempt's row is delivered, a failed row used
 //     every try and its attempt failed with the dispatch's reason, a
 //     cancelled row's attempt ended failed before delivery;
+//   - a try answered 429 with Retry-After: 1 is retried no sooner;
 //   - no worker attempt ran longer past its deadline than bound.
 func checkInvariants(t *testing.T, ctx context.Context, db *sql.DB, runIDs []string, items int, timeout, bound time.Duration) figures {
 	t.Helper()
@@ -148,10 +150,12 @@ func checkInvariants(t *testing.T, ctx context.Context, db *sql.DB, runIDs []str
 		require.Equal(t, lastSeq[run]+1, seq, "events of run %s are numbered without gaps", run)
 		lastSeq[run] = seq
 		var p struct {
-			Status    engine.Status `json:"status"`
-			Attempt   *int          `json:"attempt"`
-			Error     string        `json:"error"`
-			Delivered bool          `json:"delivered"`
+			Status     engine.Status `json:"status"`
+			Attempt    *int          `json:"attempt"`
+			Error      string        `json:"error"`
+			Delivered  bool          `json:"delivered"`
+			StatusCode int           `json:"status_code"`
+			RetryInMs  int64         `json:"retry_in_ms"`
 		}
 		require.NoError(t, json.Unmarshal(payload, &p))
 		switch typ {
@@ -166,6 +170,10 @@ func checkInvariants(t *testing.T, ctx context.Context, db *sql.DB, runIDs []str
 				f.deliveredLogged++
 			} else {
 				f.failedTriesLogd++
+			}
+			if p.StatusCode == 429 && p.RetryInMs > 0 {
+				f.retryAfter429++
+				require.GreaterOrEqual(t, p.RetryInMs, int64(1000), "a 429 with Retry-After: 1 is retried no sooner (run %s, event %d)", run, seq)
 			}
 			continue
 		case engine.EventNodeStatus:

@@ -488,6 +488,8 @@ func (s *soak) report(f figures, setup, flowed time.Duration) {
 		fmt.Sprintf("callbacks %d (failed %d, heartbeats %d); duplicates %d → 200 unchanged %d, 409 %d; late %d → 409 %d, 200 %d",
 			w.callbacks.Load(), w.failedReported.Load(), w.heartbeats.Load(), w.dupSent.Load(), w.dup200.Load(), w.dup409.Load(),
 			w.lateSent.Load(), w.late409.Load(), w.late200.Load()),
+		fmt.Sprintf("failed tries logged %d (429 retried after Retry-After %d), successful deliveries logged %d",
+			f.failedTriesLogd, f.retryAfter429, f.deliveredLogged),
 		fmt.Sprintf("callbacks answered 503 %d, connection errors %d; API 503 %d, connection errors %d",
 			w.cb503.Load(), w.cbConnErr.Load(), s.api503.Load(), s.apiConnErr.Load()),
 		fmt.Sprintf("nodes retried through the API %d: %s", retries, strings.Join(reasons, ", ")),
