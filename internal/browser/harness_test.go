@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -254,13 +253,3 @@ func (s *stack) api(method, path string, body any, out any) {
 		require.NoError(s.t, json.Unmarshal(b, out))
 	}
 }
-
-// signIn opens the UI and signs in with the API token.
-func (s *stack) signIn() {
-	s.t.Helper()
-	s.run("open sign-in", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible("#token", chromedp.ByQuery))
-	s.run("sign in", chromedp.SendKeys("#token", token, chromedp.ByQuery), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery))
-	s.waitJS("signed in", `!!document.querySelector("nav#nav")`)
-}
-
-func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
