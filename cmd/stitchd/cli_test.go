@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -427,4 +428,51 @@ func TestVerbSettings(t *testing.T) {
 			require.NoError(t, f.Value.Set(f.DefValue))
 		}
 	}
+}
+
+// TestWorkerDemoCommand runs `stitchd worker demo` on its own: it asks the
+// server for the webhook secret, verifies the dispatches and calls back.
+func TestWorkerDemoCommand(t *testing.T) {
+	t.Parallel()
+	s := startLive(t)
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs bytes.Buffer
+	root := newRoot(mapEnv(map[string]string{"STITCHD_URL": s.app.URL, "STITCHD_AUTH_TOKEN": cliToken}), io.Discard, &logs)
+	root.SetArgs([]string{"worker", "demo", "--addr", addr, "--min-delay", "1ms", "--max-delay", "5ms"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	waitFor(t, "the demo worker to listen", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	loaded, err := demo.Load(context.Background(), s.app.Store, demo.Options{WorkerURL: "http://" + addr})
+	require.NoError(t, err)
+	require.Equal(t, []string{"flow version"}, loaded.Created, "the demo flow now points at this worker")
+
+	c := &client.Client{BaseURL: s.app.URL, Token: cliToken}
+	r, err := c.StartRun(context.Background(), loaded.FlowID, json.RawMessage(`{"name":"Ada","email":"ada@example.com"}`))
+	require.NoError(t, err)
+	waitFor(t, "the approval", func() bool {
+		r, err = c.GetRun(context.Background(), r.ID)
+		require.NoError(t, err)
+		require.NotEqual(t, "failed", r.Status)
+		return r.Nodes["approve"].Status == "waiting_for_user"
+	})
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("worker demo did not stop with its context")
+	}
+
+	// Without a secret and without a usable token, it says why it cannot start.
+	_, _, err = runRoot(t, map[string]string{"STITCHD_URL": s.app.URL, "STITCHD_AUTH_TOKEN": "wrong"}, "worker", "demo", "--addr", freeAddr(t))
+	require.ErrorContains(t, err, "no --secret given, and asking "+s.app.URL+" for it failed")
+	_, _, err = runRoot(t, nil, "worker", "demo", "--secret", "not-a-secret", "--addr", freeAddr(t))
+	require.ErrorContains(t, err, "whsec_")
 }
