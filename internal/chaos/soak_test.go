@@ -72,7 +72,6 @@ type soak struct {
 
 	nKills, nRestarts, nPGRestarts atomic.Int64
 	api503, apiConnErr             atomic.Int64
-	pgDown                         atomic.Bool
 	pgDowntime                     time.Duration
 
 	mu         sync.Mutex
@@ -425,7 +424,6 @@ func (s *soak) killOne(ctx context.Context) {
 
 func (s *soak) restartPostgres(ctx context.Context) {
 	began := time.Now()
-	s.pgDown.Store(true)
 	if err := s.pg.Stop(); err != nil {
 		s.fail("stopping Postgres: %v", err)
 		return
@@ -435,7 +433,6 @@ func (s *soak) restartPostgres(ctx context.Context) {
 		s.fail("starting Postgres again: %v", err)
 		return
 	}
-	s.pgDown.Store(false)
 	s.pgDowntime = time.Since(began)
 	s.nPGRestarts.Add(1)
 }
