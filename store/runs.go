@@ -154,14 +154,17 @@ func (s *Store) LastEventID(ctx context.Context) (int64, error) {
 
 // Approval is a UX node waiting for a person.
 type Approval struct {
-	RunID        string
-	Key          string
-	NodeID       string
-	FlowID       string
-	Config       json.RawMessage
-	Input        json.RawMessage
-	EntityID     *string
-	WaitingSince time.Time
+	RunID    string
+	Key      string
+	NodeID   string
+	FlowID   string
+	Config   json.RawMessage
+	Input    json.RawMessage
+	EntityID *string
+	// The run's entity, when it has one.
+	EntityName, EntityType, EntityBoardID string
+	EntityEmail                           *string
+	WaitingSince                          time.Time
 }
 
 // Approvals lists every node waiting for a person, oldest first.
@@ -170,8 +173,10 @@ func (s *Store) Approvals(ctx context.Context, limit int) ([]Approval, error) {
 		limit = 500
 	}
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT ns.run_id::text, ns.key, ns.node_id, r.flow_id::text,
-		coalesce(v.execution_graph->'nodes'->ns.node_id->'config', '{}'), ns.input, r.entity_id::text, ns.updated_at
+		coalesce(v.execution_graph->'nodes'->ns.node_id->'config', '{}'), ns.input, r.entity_id::text, ns.updated_at,
+		coalesce(e.name, ''), coalesce(e.type, ''), coalesce(e.board_id::text, ''), e.email
 		FROM node_states ns JOIN runs r ON r.id = ns.run_id JOIN flow_versions v ON v.id = r.flow_version_id
+		LEFT JOIN entities e ON e.id = r.entity_id
 		WHERE ns.status = 'waiting_for_user' ORDER BY ns.updated_at, ns.run_id, ns.key LIMIT ?`, limit).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error listing approvals: %w", interpretError(err))
@@ -181,11 +186,12 @@ func (s *Store) Approvals(ctx context.Context, limit int) ([]Approval, error) {
 	for rows.Next() {
 		var a Approval
 		var cfg, in []byte
-		var ent sql.NullString
-		if err := rows.Scan(&a.RunID, &a.Key, &a.NodeID, &a.FlowID, &cfg, &in, &ent, &a.WaitingSince); err != nil {
+		var ent, email sql.NullString
+		if err := rows.Scan(&a.RunID, &a.Key, &a.NodeID, &a.FlowID, &cfg, &in, &ent, &a.WaitingSince,
+			&a.EntityName, &a.EntityType, &a.EntityBoardID, &email); err != nil {
 			return nil, interpretError(err)
 		}
-		a.Config, a.Input, a.EntityID, a.WaitingSince = cfg, in, nullStr(ent), a.WaitingSince.UTC()
+		a.Config, a.Input, a.EntityID, a.EntityEmail, a.WaitingSince = cfg, in, nullStr(ent), nullStr(email), a.WaitingSince.UTC()
 		out = append(out, a)
 	}
 	return out, interpretError(rows.Err())

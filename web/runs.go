@@ -219,7 +219,8 @@ func (s *Server) approvals(c echo.Context) error {
 		}
 		var ent any
 		if a.EntityID != nil {
-			ent = map[string]string{"id": *a.EntityID}
+			ent = map[string]any{"id": *a.EntityID, "name": a.EntityName, "type": a.EntityType, "email": a.EntityEmail,
+				"board_id": a.EntityBoardID}
 		}
 		out[i] = aj{a.RunID, a.Key, a.NodeID, a.FlowID, cfg.Label, cfg.Prompt, nullJSON(a.Input), ent, a.WaitingSince}
 	}

@@ -115,6 +115,24 @@ func TestEntityMovesThroughSections(t *testing.T) {
 	h.complete(h.waitDispatch(r.ID, "qualify", 1), `{}`)
 	h.waitNode(r.ID, "approve", "waiting_for_user")
 	require.Equal(t, "qualified", *h.entity(e.ID).SectionID)
+	// The approvals inbox names the entity the person decides about.
+	var ap struct {
+		Approvals []struct {
+			RunID  string `json:"run_id"`
+			Entity struct {
+				ID, Name, Type, Email string
+				BoardID               string `json:"board_id"`
+			} `json:"entity"`
+		} `json:"approvals"`
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/approvals", nil, &ap))
+	require.Len(t, ap.Approvals, 1)
+	require.Equal(t, r.ID, ap.Approvals[0].RunID)
+	require.Equal(t, e.ID, ap.Approvals[0].Entity.ID)
+	require.Equal(t, "Ada", ap.Approvals[0].Entity.Name)
+	require.Equal(t, "lead", ap.Approvals[0].Entity.Type)
+	require.Equal(t, "ada@example.com", ap.Approvals[0].Entity.Email)
+	require.Equal(t, board, ap.Approvals[0].Entity.BoardID)
 	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/approve/complete", map[string]any{"status": "completed"}, nil))
 	h.waitRun(r.ID, "completed")
 
