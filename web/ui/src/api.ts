@@ -223,7 +223,7 @@ export interface Approval {
   label: string;
   prompt: string;
   input: any;
-  entity: { id: string; name?: string; email?: string } | null;
+  entity: { id: string; name: string; type: string; email: string | null; board_id: string } | null;
   waiting_since: string;
 }
 export interface Entity {

@@ -42,7 +42,10 @@ export function Approvals() {
               {a.entity && (
                 <>
                   {" "}
-                  · for <strong>{a.entity.name ?? a.entity.id.slice(0, 8)}</strong>
+                  · for{" "}
+                  <Link to={`/boards/${a.entity.board_id}?entity=${a.entity.id}`}>
+                    <strong>{a.entity.name || a.entity.id.slice(0, 8)}</strong>
+                  </Link>
                   {a.entity.email ? ` (${a.entity.email})` : ""}
                 </>
               )}
