@@ -66,6 +66,9 @@ type Machine struct {
 	GoVersion string `json:"go_version"`
 	OS        string `json:"os"`
 	Postgres  string `json:"postgres"`
+	// Autovacuum is the server's setting; the bench runs VACUUM ANALYZE
+	// before each scenario either way.
+	Autovacuum string `json:"autovacuum"`
 }
 
 // Result is one scenario's figures.
@@ -193,6 +196,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 	rep := &Report{StartedAt: time.Now().UTC(), Machine: r.machine(ctx)}
 	for _, s := range opts.Scenarios {
+		// Start each scenario from fresh planner statistics and no dead rows,
+		// as autovacuum would provide (it may be off on a dev server).
+		if _, err := r.db.ExecContext(ctx, `VACUUM ANALYZE`); err != nil {
+			return rep, fmt.Errorf("error vacuuming the bench database: %w", err)
+		}
 		r.logf("scenario %s…", s)
 		r.worker.reset()
 		res, err := r.scenario(ctx, s)
@@ -200,6 +208,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			return rep, fmt.Errorf("scenario %s: %w", s, err)
 		}
 		rep.Results = append(rep.Results, *res)
+		if b, err := json.Marshal(res); err == nil {
+			r.logf("result %s", b)
+		}
 	}
 	return rep, nil
 }
@@ -229,6 +240,7 @@ func (r *runner) machine(ctx context.Context) Machine {
 		}
 	}
 	_ = r.db.QueryRowContext(ctx, `SHOW server_version`).Scan(&m.Postgres)
+	_ = r.db.QueryRowContext(ctx, `SHOW autovacuum`).Scan(&m.Autovacuum)
 	return m
 }
 

@@ -8,8 +8,8 @@ import (
 
 // Print writes the report as a table.
 func Print(w io.Writer, rep *Report) error {
-	fmt.Fprintf(w, "machine: %s, %d cores, %s, %s, PostgreSQL %s\n\n", rep.Machine.CPU, rep.Machine.Cores, rep.Machine.OS,
-		rep.Machine.GoVersion, rep.Machine.Postgres)
+	fmt.Fprintf(w, "machine: %s, %d cores, %s, %s, PostgreSQL %s (autovacuum %s)\n\n", rep.Machine.CPU, rep.Machine.Cores, rep.Machine.OS,
+		rep.Machine.GoVersion, rep.Machine.Postgres, rep.Machine.Autovacuum)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tcompletions\tseconds\tcompl/s\tp50 ms\tp99 ms\tmax ms\tcollector ms\tcpu ms/compl\tidle cpu %\trss MB\tpeak MB\trows ins/compl\twrite tx/compl\t")
 	opt := func(v *float64, f string) string {
