@@ -184,7 +184,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 	wctx, stopWorker := context.WithCancel(ctx)
 	defer stopWorker()
-	if r.worker, err = startWorker(wctx, 4*runtime.NumCPU()); err != nil {
+	if r.worker, err = startWorker(wctx, 256); err != nil {
 		return nil, err
 	}
 	defer r.worker.close()

@@ -12,7 +12,8 @@ import (
 )
 
 // worker is the instant worker: it answers each dispatch with 202 and
-// calls back at once from a pool of goroutines. It timestamps every
+// calls back at once from a pool of goroutines (256: enough that callbacks
+// never queue behind each other, as with many independent workers). It timestamps every
 // callback it sends and every dispatch it receives, so the latency from a
 // callback to the next node's dispatch can be computed.
 type worker struct {
