@@ -14,6 +14,7 @@ import (
 
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/httpstatus"
 )
 
 // OutboxDepthFunc counts outbox rows not yet delivered, by status
@@ -196,40 +197,11 @@ func (m *Metrics) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		sw := httpstatus.Wrap(w)
 		next.ServeHTTP(sw, r)
-		m.callbackDuration.WithLabelValues(strconv.Itoa(sw.code)).Observe(time.Since(start).Seconds())
+		m.callbackDuration.WithLabelValues(strconv.Itoa(sw.Code)).Observe(time.Since(start).Seconds())
 	})
 }
-
-// statusWriter remembers the status code written.
-type statusWriter struct {
-	http.ResponseWriter
-	code    int
-	written bool
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if !s.written {
-		s.code, s.written = code, true
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	s.written = true
-	return s.ResponseWriter.Write(b)
-}
-
-// Flush passes flushes through (server-sent events).
-func (s *statusWriter) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // outboxCollector reads the outbox depth from the database at scrape time.
 type outboxCollector struct {

@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/stitchd/stitchd/internal/httpstatus"
 )
 
 // Tracing exports spans to an OTLP collector. A nil *Tracing is valid and
@@ -79,11 +81,11 @@ func (t *Tracing) Middleware(next http.Handler) http.Handler {
 		ctx, span := t.tracer.Start(ctx, r.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", route)))
 		defer span.End()
-		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		sw := httpstatus.Wrap(w)
 		next.ServeHTTP(sw, r.WithContext(ctx))
-		span.SetAttributes(attribute.Int("http.response.status_code", sw.code))
-		if sw.code >= 500 {
-			span.SetStatus(codes.Error, http.StatusText(sw.code))
+		span.SetAttributes(attribute.Int("http.response.status_code", sw.Code))
+		if sw.Code >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(sw.Code))
 		}
 	})
 }
@@ -148,29 +150,3 @@ func Route(path string) string {
 	}
 	return strings.Join(segs, "/")
 }
-
-type statusWriter struct {
-	http.ResponseWriter
-	code    int
-	written bool
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if !s.written {
-		s.code, s.written = code, true
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	s.written = true
-	return s.ResponseWriter.Write(b)
-}
-
-func (s *statusWriter) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
