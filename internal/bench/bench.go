@@ -397,6 +397,34 @@ func (r *runner) waitRuns(ctx context.Context, ids []string, status string) erro
 	}
 }
 
+// measure runs work between two snapshots and fills res's common figures;
+// the elapsed time is work's own.
+func (r *runner) measure(ctx context.Context, res *Result, work func() error) error {
+	a, err := r.snap(ctx)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := work(); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	b, err := r.snap(ctx)
+	if err != nil {
+		return err
+	}
+	return r.finish(res, a, b, elapsed)
+}
+
+// runToEnd starts a run and waits until it has completed.
+func (r *runner) runToEnd(ctx context.Context, flowID string, input any) (string, error) {
+	run, err := r.startRun(ctx, flowID, input)
+	if err != nil {
+		return "", err
+	}
+	return run, r.waitRuns(ctx, []string{run}, "")
+}
+
 func (r *runner) chain(ctx context.Context) (*Result, error) {
 	n := r.opts.ChainLength
 	nodes, edges := chainGraph(r.worker.url, n)
@@ -404,25 +432,16 @@ func (r *runner) chain(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := r.snap(ctx)
-	if err != nil {
+	res := &Result{Name: fmt.Sprintf("chain of %d workers", n)}
+	var run string
+	if err := r.measure(ctx, res, func() (err error) {
+		run, err = r.runToEnd(ctx, flow, map[string]any{})
+		return err
+	}); err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	run, err := r.startRun(ctx, flow, map[string]any{})
-	if err != nil {
-		return nil, err
-	}
-	if err := r.waitRuns(ctx, []string{run}, ""); err != nil {
-		return nil, err
-	}
-	elapsed := time.Since(start)
-	b, err := r.snap(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Name: fmt.Sprintf("chain of %d workers", n), Latency: distribution(r.worker.chainLatencies([]string{run}, n))}
-	return res, r.finish(res, a, b, elapsed)
+	res.Latency = distribution(r.worker.chainLatencies([]string{run}, n))
+	return res, nil
 }
 
 func (r *runner) chains(ctx context.Context) (*Result, error) {
@@ -432,49 +451,40 @@ func (r *runner) chains(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := r.snap(ctx)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	stop := start.Add(r.opts.ChainsDuration)
-	var mu sync.Mutex
+	res := &Result{}
 	var runs []string
-	var firstErr error
-	var wg sync.WaitGroup
-	for range r.opts.Chains {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(stop) {
-				run, err := r.startRun(ctx, flow, map[string]any{})
-				if err == nil {
-					err = r.waitRuns(ctx, []string{run}, "")
+	err = r.measure(ctx, res, func() error {
+		stop := time.Now().Add(r.opts.ChainsDuration)
+		var mu sync.Mutex
+		var firstErr error
+		var wg sync.WaitGroup
+		for range r.opts.Chains {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(stop) {
+					run, err := r.runToEnd(ctx, flow, map[string]any{})
+					mu.Lock()
+					runs = append(runs, run)
+					if err != nil && firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					if err != nil {
+						return
+					}
 				}
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				runs = append(runs, run)
-				mu.Unlock()
-				if err != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	elapsed := time.Since(start)
-	b, err := r.snap(ctx)
+			}()
+		}
+		wg.Wait()
+		return firstErr
+	})
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Name: fmt.Sprintf("%d concurrent chains (%d runs of %d workers)", r.opts.Chains, len(runs), n),
-		Latency: distribution(r.worker.chainLatencies(runs, n))}
-	return res, r.finish(res, a, b, elapsed)
+	res.Name = fmt.Sprintf("%d concurrent chains (%d runs of %d workers)", r.opts.Chains, len(runs), n)
+	res.Latency = distribution(r.worker.chainLatencies(runs, n))
+	return res, nil
 }
 
 func (r *runner) fanOut(ctx context.Context, name string, items int) (*Result, error) {
@@ -490,33 +500,23 @@ func (r *runner) fanOut(ctx context.Context, name string, items int) (*Result, e
 	for i := range list {
 		list[i] = i
 	}
-	a, err := r.snap(ctx)
-	if err != nil {
+	res := &Result{Name: fmt.Sprintf("fan-out of %d items", items)}
+	var run string
+	if err := r.measure(ctx, res, func() (err error) {
+		run, err = r.runToEnd(ctx, flow, map[string]any{"items": list})
+		return err
+	}); err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	run, err := r.startRun(ctx, flow, map[string]any{"items": list})
-	if err != nil {
-		return nil, err
-	}
-	if err := r.waitRuns(ctx, []string{run}, ""); err != nil {
-		return nil, err
-	}
-	elapsed := time.Since(start)
 	var lag sql.NullFloat64 // NULL for an empty fan-out: no item to lag behind
 	if err := r.db.QueryRowContext(ctx, `SELECT extract(epoch FROM c.finished_at - (SELECT max(finished_at) FROM node_states
 		WHERE run_id = $1 AND node_id = 'score')) * 1000 FROM node_states c WHERE c.run_id = $1 AND c.key = 'merge'`, run).Scan(&lag); err != nil {
 		return nil, fmt.Errorf("error reading the collector lag: %w", err)
 	}
-	b, err := r.snap(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Name: fmt.Sprintf("fan-out of %d items", items)}
 	if lag.Valid {
 		res.CollectorLagMs = &lag.Float64
 	}
-	return res, r.finish(res, a, b, elapsed)
+	return res, nil
 }
 
 func (r *runner) idle(ctx context.Context) (*Result, error) {
@@ -526,44 +526,33 @@ func (r *runner) idle(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := r.snap(ctx)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	ids := make([]string, r.opts.IdleRuns)
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for i := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			id, err := r.startRun(ctx, flow, map[string]any{"i": i})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-			ids[i] = id
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := r.waitRuns(ctx, ids, "waiting"); err != nil {
-		return nil, err
-	}
-	elapsed := time.Since(start)
-	b, err := r.snap(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Name: fmt.Sprintf("%d runs waiting on a person", len(ids))}
-	if err := r.finish(res, a, b, elapsed); err != nil {
+	res := &Result{Name: fmt.Sprintf("%d runs waiting on a person", r.opts.IdleRuns)}
+	if err := r.measure(ctx, res, func() error {
+		ids := make([]string, r.opts.IdleRuns)
+		sem := make(chan struct{}, 16)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var firstErr error
+		for i := range ids {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				id, err := r.startRun(ctx, flow, map[string]any{"i": i})
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				ids[i] = id
+			}()
+		}
+		wg.Wait()
+		if firstErr != nil {
+			return firstErr
+		}
+		return r.waitRuns(ctx, ids, "waiting")
+	}); err != nil {
 		return nil, err
 	}
 	// Now nothing happens but waiting: sample the CPU over the window.
