@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -309,7 +308,7 @@ func TestBinaryServeDemo(t *testing.T) {
 	_, dbURL := storetest.IsolatedDB(t)
 	workerAddr := freeAddr(t)
 	start := func() *server {
-		return startServeArgs(t, bin, dbURL, "--demo", "--demo-worker-addr", workerAddr,
+		return startServe(t, bin, dbURL, "--demo", "--demo-worker-addr", workerAddr,
 			"--demo-min-delay", "10ms", "--demo-max-delay", "50ms")
 	}
 	s := start()
@@ -347,48 +346,6 @@ func TestBinaryServeDemo(t *testing.T) {
 	require.NoError(t, c.Do(context.Background(), "GET", "/api/v1/boards", nil, &boards))
 	require.Len(t, boards.Boards, 1)
 	again.stop(t)
-}
-
-// startServeArgs starts `stitchd serve` with extra arguments and waits for
-// /readyz.
-func startServeArgs(t *testing.T, bin, dbURL string, extra ...string) *server {
-	t.Helper()
-	addr := freeAddr(t)
-	logs := filepath.Join(t.TempDir(), "stderr.log")
-	lf, err := os.Create(logs)
-	require.NoError(t, err)
-	t.Cleanup(func() { lf.Close() })
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--database-url", dbURL, "--auth-token", "x"}, extra...)...)
-	cmd.Env = cleanEnv()
-	cmd.Stdout, cmd.Stderr = lf, lf
-	require.NoError(t, cmd.Start())
-	s := &server{cmd: cmd, url: "http://" + addr, logs: logs, exited: make(chan struct{})}
-	go func() {
-		s.err = cmd.Wait()
-		close(s.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-s.exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-s.exited
-		}
-	})
-	waitFor(t, "stitchd to be ready", func() bool {
-		select {
-		case <-s.exited:
-			t.Fatalf("stitchd exited (%v); log:\n%s", s.err, s.log())
-		default:
-		}
-		resp, err := http.Get(s.url + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return s
 }
 
 // TestVerbSettings: every setting of the demo, worker and client verbs names

@@ -292,15 +292,16 @@ func (s *server) log() string {
 	return string(b)
 }
 
-// startServe starts the binary and waits for /readyz to answer 200.
-func startServe(t *testing.T, bin, dbURL string) *server {
+// startServe starts `stitchd serve` (with extra arguments) and waits for
+// /readyz to answer 200.
+func startServe(t *testing.T, bin, dbURL string, extra ...string) *server {
 	t.Helper()
 	addr := freeAddr(t)
 	logs := filepath.Join(t.TempDir(), "stderr.log")
 	lf, err := os.Create(logs)
 	require.NoError(t, err)
 	t.Cleanup(func() { lf.Close() })
-	cmd := exec.Command(bin, "serve", "--addr", addr, "--database-url", dbURL, "--auth-token", "x")
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--database-url", dbURL, "--auth-token", "x"}, extra...)...)
 	cmd.Env = cleanEnv()
 	cmd.Stdout, cmd.Stderr = lf, lf
 	require.NoError(t, cmd.Start())
