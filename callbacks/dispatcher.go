@@ -20,9 +20,10 @@ import (
 // DispatchStore is what the Dispatcher needs from the outbox.
 type DispatchStore interface {
 	ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]engine.ClaimedDispatch, error)
-	// RenewLease extends the lease of a row still claimed by the same claim
-	// (its tries count unchanged); false when another claim took it over.
-	RenewLease(ctx context.Context, id string, tries int, lease time.Duration) (bool, error)
+	// RenewLeases extends the leases of rows still held by the given claims
+	// (same id and tries) and returns the ids renewed; a row another claim
+	// took over meanwhile is not.
+	RenewLeases(ctx context.Context, ds []engine.ClaimedDispatch, lease time.Duration) ([]string, error)
 }
 
 // DeliveryRecorder records delivery outcomes (engine.Engine).
@@ -41,6 +42,12 @@ type DispatcherConfig struct {
 	Logger *slog.Logger
 	// Workers is the number of concurrent deliveries (default 32).
 	Workers int
+	// QueueSize bounds the rows claimed for this process and waiting for a
+	// free worker (default 1,024): commits claim no more than there is room
+	// for (Room), and the poller claims more as the queue drains, so a
+	// huge fan-out is taken in chunks, by every process, and no lease
+	// expires while its row waits.
+	QueueSize int
 	// PollInterval is how often due rows (retries, rows of dead processes)
 	// are claimed (default 1s).
 	PollInterval time.Duration
@@ -60,6 +67,8 @@ type Dispatcher struct {
 	mu     sync.Mutex
 	queue  []queued // claimed, not yet being delivered
 	signal chan struct{}
+	// refill asks the poller to claim more: the queue fell below half.
+	refill chan struct{}
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -68,6 +77,9 @@ type Dispatcher struct {
 func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 32
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 1024
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
@@ -87,7 +99,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	if cfg.Backoff == nil {
 		cfg.Backoff = func(try int) time.Duration { return FullJitter(try, 500*time.Millisecond, time.Minute) }
 	}
-	return &Dispatcher{cfg: cfg, signal: make(chan struct{}, 1)}
+	return &Dispatcher{cfg: cfg, signal: make(chan struct{}, 1), refill: make(chan struct{}, 1)}
 }
 
 // NewHTTPClient returns the client used for dispatches: a timeout, and
@@ -120,9 +132,17 @@ func FullJitter(try int, base, max time.Duration) time.Duration {
 	return time.Duration(rand.Int64N(int64(d) + 1))
 }
 
-// Wake hands over rows claimed for this process. The queue is in memory
-// and unbounded: the rows are claimed, and if this process dies their
-// lease expires and another process delivers them.
+// Room is how many more claimed rows the queue takes (engine.Waker).
+func (d *Dispatcher) Room() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return max(d.cfg.QueueSize-len(d.queue), 0)
+}
+
+// Wake hands over rows claimed for this process. The queue is in memory:
+// the rows are claimed, and if this process dies their lease expires and
+// another process delivers them. Claimers keep it near QueueSize (Room);
+// while rows wait their leases are renewed in bulk.
 func (d *Dispatcher) Wake(ds []engine.ClaimedDispatch) {
 	if len(ds) == 0 {
 		return
@@ -141,9 +161,11 @@ type queued struct {
 	at time.Time
 }
 
-func (d *Dispatcher) poke() {
+func (d *Dispatcher) poke() { notify(d.signal) }
+
+func notify(ch chan struct{}) {
 	select {
-	case d.signal <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -161,17 +183,68 @@ func (d *Dispatcher) next() (queued, bool) {
 	if len(d.queue) > 0 {
 		d.poke()
 	}
+	if len(d.queue) == d.cfg.QueueSize/2 {
+		notify(d.refill)
+	}
 	return q, true
 }
 
-// stillOurs renews the lease of a row that waited in the queue for half
-// its lease; a row another claim took over meanwhile is not delivered.
+// stillOurs renews the lease of a row whose lease was last renewed half a
+// lease ago (the bulk renewal keeps that rare); a row another claim took
+// over meanwhile is not delivered.
 func (d *Dispatcher) stillOurs(ctx context.Context, q queued) bool {
 	if d.cfg.Clock.Now().Sub(q.at) < d.cfg.Lease/2 {
 		return true
 	}
-	ok, err := d.cfg.Store.RenewLease(ctx, q.c.ID, q.c.Tries, d.cfg.Lease)
-	return err == nil && ok
+	ids, err := d.cfg.Store.RenewLeases(ctx, []engine.ClaimedDispatch{q.c}, d.cfg.Lease)
+	return err == nil && len(ids) == 1
+}
+
+// renewQueued renews, with one statement, the leases of queued rows last
+// renewed a quarter lease ago, and drops the rows whose renewal failed
+// (another claim took them over, or they were retired).
+func (d *Dispatcher) renewQueued(ctx context.Context) {
+	now := d.cfg.Clock.Now()
+	d.mu.Lock()
+	var due []engine.ClaimedDispatch
+	for _, q := range d.queue {
+		if now.Sub(q.at) >= d.cfg.Lease/4 {
+			due = append(due, q.c)
+		}
+	}
+	d.mu.Unlock()
+	if len(due) == 0 {
+		return
+	}
+	ids, err := d.cfg.Store.RenewLeases(ctx, due, d.cfg.Lease)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.cfg.Logger.Warn("error renewing dispatch leases", "rows", len(due), "error", err)
+		}
+		return // stillOurs checks each row before it is delivered
+	}
+	asked := make(map[string]bool, len(due))
+	for _, c := range due {
+		asked[c.ID] = true
+	}
+	for _, id := range ids {
+		asked[id] = false // renewed
+	}
+	d.mu.Lock()
+	kept := d.queue[:0]
+	for _, q := range d.queue {
+		lost, was := asked[q.c.ID]
+		switch {
+		case was && lost:
+			continue
+		case was:
+			q.at = now
+		}
+		kept = append(kept, q)
+	}
+	clear(d.queue[len(kept):])
+	d.queue = kept
+	d.mu.Unlock()
 }
 
 // Start runs the dispatcher until Stop.
@@ -196,27 +269,57 @@ func (d *Dispatcher) Start(ctx context.Context) {
 			}
 		}()
 	}
-	d.wg.Add(1)
+	d.wg.Add(2)
 	go func() {
 		defer d.wg.Done()
-		tick := time.NewTicker(d.cfg.PollInterval)
+		d.poll(ctx)
+	}()
+	go func() {
+		defer d.wg.Done()
+		tick := time.NewTicker(d.cfg.Lease / 4)
 		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
+				d.renewQueued(ctx)
 			}
-			rows, err := d.cfg.Store.ClaimDue(ctx, 1000, d.cfg.Lease)
+		}
+	}()
+}
+
+// poll claims due rows every PollInterval, and whenever the queue falls
+// below half while rows may be waiting, as long as there is room.
+func (d *Dispatcher) poll(ctx context.Context) {
+	tick := time.NewTicker(d.cfg.PollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-d.refill:
+		}
+		for {
+			room := d.Room()
+			if room == 0 {
+				break
+			}
+			limit := min(room, 1000)
+			rows, err := d.cfg.Store.ClaimDue(ctx, limit, d.cfg.Lease)
 			if err != nil {
 				if ctx.Err() == nil {
 					d.cfg.Logger.Warn("error claiming dispatches", "error", err)
 				}
-				continue
+				break
 			}
 			d.Wake(rows)
+			if len(rows) < limit {
+				break
+			}
 		}
-	}()
+	}
 }
 
 // Stop stops claiming and waits for deliveries in progress.

@@ -442,7 +442,7 @@ func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
 func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) error {
 	var t *txn
 	err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		t = &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}}
+		t = &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: -1}
 		if err := fn(t); err != nil {
 			return err
 		}

@@ -35,6 +35,9 @@ type txn struct {
 	// bulk collects first fires of Worker and UX instances while a
 	// Splitter fans out, written with one statement each at the end.
 	bulk *bulkFires
+	// room is how many more outbox rows this transaction may claim for the
+	// process (-1: not asked yet).
+	room int
 }
 
 type bulkFires struct {
@@ -80,11 +83,20 @@ func (t *txn) flushBulk(b *bulkFires) error {
 	return nil
 }
 
-// claim marks an outbox row as claimed by this process when it is due now.
+// claim marks an outbox row as claimed by this process when it is due now
+// and the process has room for it (Waker.Room, asked once per transaction).
 func (t *txn) claim(d *Dispatch) {
-	if t.e.cfg.ClaimLease > 0 && d.DelayMs == 0 {
-		d.ClaimSeconds = t.e.cfg.ClaimLease.Seconds()
+	if t.e.cfg.ClaimLease <= 0 || d.DelayMs != 0 || t.e.cfg.Waker == nil {
+		return
 	}
+	if t.room < 0 {
+		t.room = t.e.cfg.Waker.Room()
+	}
+	if t.room == 0 {
+		return
+	}
+	t.room--
+	d.ClaimSeconds = t.e.cfg.ClaimLease.Seconds()
 }
 
 // noteDispatch records a written outbox row for after the commit.

@@ -271,7 +271,7 @@ func (t *pgTx) UpsertEntity(ctx context.Context, id string, e engine.EntityUpser
 	}
 	var out string
 	var inserted bool
-	err := t.db.WithContext(ctx).Raw(`INSERT INTO entities (id, board_id, type, name, email, metadata, section_id, section_since)
+	err := t.raw(ctx, `INSERT INTO entities (id, board_id, type, name, email, metadata, section_id, section_since)
 		VALUES (?, ?, ?, ?, ?, ?::jsonb, (SELECT id FROM sections WHERE board_id = ? ORDER BY position LIMIT 1), now())
 		ON CONFLICT (board_id, lower(email)) WHERE email IS NOT NULL
 		DO UPDATE SET name = EXCLUDED.name, metadata = entities.metadata || EXCLUDED.metadata, updated_at = now()
@@ -280,7 +280,7 @@ func (t *pgTx) UpsertEntity(ctx context.Context, id string, e engine.EntityUpser
 		return "", interpretError(err)
 	}
 	if inserted {
-		if err := t.db.WithContext(ctx).Exec(`INSERT INTO journey_events (id, entity_id, kind, to_section_id)
+		if err := t.exec(ctx, `INSERT INTO journey_events (id, entity_id, kind, to_section_id)
 			SELECT gen_random_uuid(), id, 'created', section_id FROM entities WHERE id = ?`, out).Error; err != nil {
 			return "", interpretError(err)
 		}
@@ -291,7 +291,7 @@ func (t *pgTx) UpsertEntity(ctx context.Context, id string, e engine.EntityUpser
 func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (string, error) {
 	var from sql.NullString
 	var board string
-	err := t.db.WithContext(ctx).Raw(`UPDATE entities e SET
+	err := t.raw(ctx, `UPDATE entities e SET
 		section_id = coalesce(nullif(?, ''), e.section_id),
 		section_since = CASE WHEN ? <> '' AND e.section_id IS DISTINCT FROM ? THEN now() ELSE e.section_since END,
 		type = coalesce(nullif(?, ''), e.type),
@@ -311,7 +311,7 @@ func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (string, err
 	if m.ToSection != "" {
 		to = sql.NullString{String: m.ToSection, Valid: true}
 	}
-	err = t.db.WithContext(ctx).Exec(`INSERT INTO journey_events (id, entity_id, kind, from_section_id, to_section_id, run_id,
+	err = t.exec(ctx, `INSERT INTO journey_events (id, entity_id, kind, from_section_id, to_section_id, run_id,
 		node_key, complete_as) VALUES (?, ?, ?, ?, ?, nullif(?, '')::uuid, nullif(?, ''), nullif(?, ''))`,
 		m.ID, m.EntityID, m.Kind, from, to, m.RunID, m.NodeKey, m.CompleteAs).Error
 	return board, interpretError(err)

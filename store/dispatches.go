@@ -8,30 +8,31 @@ import (
 	"github.com/stitchd/stitchd/engine"
 )
 
-const claimCols = `id::text, run_id::text, key, attempt, url, payload, tries, max_tries`
-
 // ClaimDue claims up to limit rows that are due: pending rows whose time
-// has come, and sending rows whose lease expired (their process died).
+// has come, and sending rows whose lease expired (their process died). A
+// picked row whose attempt is over (the node moved on: completed, failed,
+// cancelled or retried) is retired instead of delivered. Only the rows
+// picked are looked at, so a poll costs the same with 100 or 100,000 rows
+// waiting.
 func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]engine.ClaimedDispatch, error) {
-	// Rows whose attempt is over (the node moved on: completed, failed,
-	// cancelled or retried) are not delivered any more.
-	if err := s.db.WithContext(ctx).Exec(`UPDATE dispatches d SET status = 'cancelled', locked_until = NULL, updated_at = now()
-		WHERE d.status IN ('pending', 'sending') AND d.next_attempt_at <= now()
-		AND (d.status = 'pending' OR d.locked_until < now())
-		AND NOT EXISTS (SELECT 1 FROM node_states n WHERE n.run_id = d.run_id AND n.key = d.key
-			AND n.attempt = d.attempt AND n.status = 'running')`).Error; err != nil {
-		return nil, fmt.Errorf("error retiring stale dispatches: %w", interpretError(err))
-	}
-	return s.claim(ctx, `SELECT id FROM dispatches WHERE status IN ('pending', 'sending') AND next_attempt_at <= now()
-		AND (status = 'pending' OR locked_until < now()) ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED`, lease, limit)
-}
-
-func (s *Store) claim(ctx context.Context, sel string, lease time.Duration, arg any) ([]engine.ClaimedDispatch, error) {
 	// next_attempt_at moves to the lease's end too, so the row is not due
 	// again before another process may take it over.
-	rows, err := s.db.WithContext(ctx).Raw(`UPDATE dispatches SET status = 'sending', tries = tries + 1,
-		locked_until = now() + make_interval(secs => ?), next_attempt_at = now() + make_interval(secs => ?), updated_at = now()
-		WHERE id IN (`+sel+`) RETURNING `+claimCols, lease.Seconds(), lease.Seconds(), arg).Rows()
+	rows, err := s.db.WithContext(ctx).Raw(`WITH picked AS (
+			SELECT d.id, EXISTS (SELECT 1 FROM node_states n WHERE n.run_id = d.run_id AND n.key = d.key
+				AND n.attempt = d.attempt AND n.status = 'running') AS live
+			FROM dispatches d
+			WHERE d.status IN ('pending', 'sending') AND d.next_attempt_at <= now()
+				AND (d.status = 'pending' OR d.locked_until < now())
+			ORDER BY d.next_attempt_at LIMIT ? FOR UPDATE OF d SKIP LOCKED),
+		retired AS (
+			UPDATE dispatches d SET status = 'cancelled', locked_until = NULL, updated_at = now()
+			FROM picked p WHERE d.id = p.id AND NOT p.live)
+		UPDATE dispatches d SET status = 'sending', tries = d.tries + 1,
+			locked_until = now() + make_interval(secs => ?), next_attempt_at = now() + make_interval(secs => ?),
+			updated_at = now()
+		FROM picked p WHERE d.id = p.id AND p.live
+		RETURNING d.id::text, d.run_id::text, d.key, d.attempt, d.url, d.payload, d.tries, d.max_tries`,
+		limit, lease.Seconds(), lease.Seconds()).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error claiming dispatches: %w", interpretError(err))
 	}
@@ -49,13 +50,37 @@ func (s *Store) claim(ctx context.Context, sel string, lease time.Duration, arg 
 	return out, interpretError(rows.Err())
 }
 
-// RenewLease extends a claimed row's lease if the claim that made tries is
-// still the row's current one.
-func (s *Store) RenewLease(ctx context.Context, id string, tries int, lease time.Duration) (bool, error) {
-	res := s.db.WithContext(ctx).Exec(`UPDATE dispatches SET locked_until = now() + make_interval(secs => ?),
-		next_attempt_at = now() + make_interval(secs => ?), updated_at = now()
-		WHERE id = ? AND status = 'sending' AND tries = ?`, lease.Seconds(), lease.Seconds(), id, tries)
-	return res.RowsAffected == 1, interpretError(res.Error)
+// RenewLeases extends the leases of rows still held by the given claims
+// (their id and the try the claim made; one statement for any number) and
+// returns the ids renewed; a row another claim took over, or that was
+// delivered, retired or cancelled meanwhile, is not.
+func (s *Store) RenewLeases(ctx context.Context, ks []engine.ClaimedDispatch, lease time.Duration) ([]string, error) {
+	if len(ks) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(ks))
+	tries := make([]int64, len(ks))
+	for i, k := range ks {
+		ids[i], tries[i] = k.ID, int64(k.Tries)
+	}
+	rows, err := s.db.Statement.ConnPool.QueryContext(ctx, `UPDATE dispatches d SET locked_until = now() + make_interval(secs => $1),
+		next_attempt_at = now() + make_interval(secs => $1), updated_at = now()
+		FROM unnest($2::uuid[], $3::int[]) AS u(id, tries)
+		WHERE d.id = u.id AND d.status = 'sending' AND d.tries = u.tries
+		RETURNING d.id::text`, lease.Seconds(), ids, tries)
+	if err != nil {
+		return nil, fmt.Errorf("error renewing %d leases: %w", len(ks), interpretError(err))
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, id)
+	}
+	return out, interpretError(rows.Err())
 }
 
 // DispatchDelivered implements engine.Store.

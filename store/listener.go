@@ -10,8 +10,9 @@ import (
 )
 
 // Listen LISTENs on channel with lib/pq's Listener (reconnecting on its own)
-// and calls fn with each notification's payload until ctx ends. fn is also
-// called with "" after a reconnect, when notifications may have been missed.
+// and calls fn with each key of each notification's payload (a Notifier
+// joins keys with commas) until ctx ends. fn is also called with "" after a
+// reconnect, when notifications may have been missed.
 func Listen(ctx context.Context, url, channel string, log *slog.Logger, fn func(payload string)) error {
 	l := pq.NewListener(url, 100*time.Millisecond, 5*time.Second, func(ev pq.ListenerEventType, err error) {
 		if err != nil && log != nil {
@@ -38,7 +39,9 @@ func Listen(ctx context.Context, url, channel string, log *slog.Logger, fn func(
 					fn("")
 					continue
 				}
-				fn(n.Extra)
+				for _, k := range splitPayload(n.Extra) {
+					fn(k)
+				}
 			case <-ping.C:
 				_ = l.Ping()
 			}

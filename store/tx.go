@@ -7,16 +7,73 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
-	"github.com/lib/pq"
 	"gorm.io/gorm"
 
 	"github.com/stitchd/stitchd/engine"
 )
 
-// pgTx implements engine.Tx over one gorm transaction.
+// pgTx implements engine.Tx over one gorm transaction. Its statements —
+// the engine's hot path — go straight to the transaction's connection
+// (database/sql over pgx), not through gorm's statement builder: slices are
+// passed as Go slices, which pgx encodes natively in binary, and gorm's
+// per-statement building and callbacks stay off the path.
 type pgTx struct{ db *gorm.DB }
+
+// raw prepares a query written with ? placeholders; call Row or Rows.
+func (t *pgTx) raw(ctx context.Context, q string, args ...any) rawQuery {
+	return rawQuery{conn: t.db.Statement.ConnPool, ctx: ctx, q: rebind(q), args: args}
+}
+
+type rawQuery struct {
+	conn gorm.ConnPool
+	ctx  context.Context
+	q    string
+	args []any
+}
+
+func (r rawQuery) Row() *sql.Row            { return r.conn.QueryRowContext(r.ctx, r.q, r.args...) }
+func (r rawQuery) Rows() (*sql.Rows, error) { return r.conn.QueryContext(r.ctx, r.q, r.args...) }
+
+// execResult mirrors the two fields of gorm's result a caller reads.
+type execResult struct {
+	RowsAffected int64
+	Error        error
+}
+
+// exec runs a statement written with ? placeholders.
+func (t *pgTx) exec(ctx context.Context, q string, args ...any) execResult {
+	res, err := t.db.Statement.ConnPool.ExecContext(ctx, rebind(q), args...)
+	if err != nil {
+		return execResult{Error: err}
+	}
+	n, err := res.RowsAffected()
+	return execResult{RowsAffected: n, Error: err}
+}
+
+// rebind numbers ? placeholders as Postgres's $1, $2, … (a ? inside a
+// quoted literal is left alone).
+func rebind(q string) string {
+	var b strings.Builder
+	b.Grow(len(q) + 16)
+	n, quoted := 0, false
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == '\'':
+			quoted = !quoted
+		case c == '?' && !quoted:
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
 
 var _ engine.Tx = (*pgTx)(nil)
 
@@ -94,7 +151,7 @@ func nullTime(t sql.NullTime) *time.Time {
 }
 
 func (t *pgTx) LockRun(ctx context.Context, runID string) (*engine.Run, error) {
-	r, err := scanRun(t.db.WithContext(ctx).Raw(`SELECT `+runCols+` FROM runs WHERE id = ? FOR UPDATE`, runID).Row())
+	r, err := scanRun(t.raw(ctx, `SELECT `+runCols+` FROM runs WHERE id = ? FOR UPDATE`, runID).Row())
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
@@ -102,7 +159,7 @@ func (t *pgTx) LockRun(ctx context.Context, runID string) (*engine.Run, error) {
 }
 
 func (t *pgTx) RunByIdempotencyKey(ctx context.Context, flowID, key string) (*engine.Run, error) {
-	return scanRun(t.db.WithContext(ctx).Raw(`SELECT `+runCols+` FROM runs WHERE flow_id = ? AND idempotency_key = ?`, flowID, key).Row())
+	return scanRun(t.raw(ctx, `SELECT `+runCols+` FROM runs WHERE flow_id = ? AND idempotency_key = ?`, flowID, key).Row())
 }
 
 func (t *pgTx) InsertRun(ctx context.Context, r *engine.Run) error {
@@ -110,7 +167,7 @@ func (t *pgTx) InsertRun(ctx context.Context, r *engine.Run) error {
 	if len(trigger) == 0 {
 		trigger = json.RawMessage("{}")
 	}
-	row := t.db.WithContext(ctx).Raw(`INSERT INTO runs (id, flow_id, flow_version_id, entity_id, status, trigger, input,
+	row := t.raw(ctx, `INSERT INTO runs (id, flow_id, flow_version_id, entity_id, status, trigger, input,
 		idempotency_key, terminals_left) VALUES (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?) RETURNING created_at, updated_at`,
 		r.ID, r.FlowID, r.FlowVersionID, r.EntityID, string(r.Status), string(trigger), string(r.Input),
 		r.IdempotencyKey, r.TerminalsLeft).Row()
@@ -123,7 +180,7 @@ func (t *pgTx) InsertRun(ctx context.Context, r *engine.Run) error {
 
 func (t *pgTx) SaveRun(ctx context.Context, r *engine.Run) error {
 	var finished sql.NullTime
-	row := t.db.WithContext(ctx).Raw(`UPDATE runs SET status = ?, output = ?::jsonb, error = ?, active_nodes = ?,
+	row := t.raw(ctx, `UPDATE runs SET status = ?, output = ?::jsonb, error = ?, active_nodes = ?,
 		failed_nodes = ?, terminals_left = ?, event_seq = ?, updated_at = now(),
 		finished_at = CASE WHEN ? = 'running' THEN NULL ELSE coalesce(finished_at, now()) END
 		WHERE id = ? RETURNING updated_at, finished_at`,
@@ -156,10 +213,10 @@ func (t *pgTx) InsertNodes(ctx context.Context, runID string, nodes []engine.Nod
 	for i, n := range nodes {
 		keys[i], ids[i], idxs[i], types[i], pend[i] = n.Key, n.NodeID, intsToText(n.Index), string(n.Type), int64(n.PendingParents)
 	}
-	err := t.db.WithContext(ctx).Exec(`INSERT INTO node_states (run_id, key, node_id, idx, type, status, pending_parents)
+	err := t.exec(ctx, `INSERT INTO node_states (run_id, key, node_id, idx, type, status, pending_parents)
 		SELECT ?, k, n, CASE WHEN i = '' THEN '{}'::int[] ELSE string_to_array(i, ',')::int[] END, ty, 'pending', p
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[]) AS u(k, n, i, ty, p)`,
-		runID, pq.StringArray(keys), pq.StringArray(ids), pq.StringArray(idxs), pq.StringArray(types), pq.Int64Array(pend)).Error
+		runID, keys, ids, idxs, types, pend).Error
 	return interpretError(err)
 }
 
@@ -170,7 +227,7 @@ func (t *pgTx) Transition(ctx context.Context, tr *engine.NodeTransition) (*engi
 		inc = 1
 	}
 	setOutput := tr.Output != nil
-	row := t.db.WithContext(ctx).Raw(`UPDATE node_states SET
+	row := t.raw(ctx, `UPDATE node_states SET
 		status = ?,
 		attempt = attempt + ?,
 		input = coalesce(?::jsonb, input),
@@ -200,7 +257,7 @@ func (t *pgTx) Transition(ctx context.Context, tr *engine.NodeTransition) (*engi
 }
 
 func (t *pgTx) Node(ctx context.Context, runID, key string) (*engine.NodeState, error) {
-	st, err := scanNode(t.db.WithContext(ctx).Raw(`SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ? AND key = ?`, runID, key).Row(), runID)
+	st, err := scanNode(t.raw(ctx, `SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ? AND key = ?`, runID, key).Row(), runID)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", key, err)
 	}
@@ -208,9 +265,9 @@ func (t *pgTx) Node(ctx context.Context, runID, key string) (*engine.NodeState, 
 }
 
 func (t *pgTx) AddPending(ctx context.Context, runID string, keys []string, delta int) (map[string]engine.Pending, error) {
-	rows, err := t.db.WithContext(ctx).Raw(`UPDATE node_states SET pending_parents = pending_parents + ?
+	rows, err := t.raw(ctx, `UPDATE node_states SET pending_parents = pending_parents + ?
 		WHERE run_id = ? AND key = ANY(?::text[]) RETURNING key, pending_parents, status`,
-		delta, runID, pq.StringArray(keys)).Rows()
+		delta, runID, keys).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -228,7 +285,7 @@ func (t *pgTx) AddPending(ctx context.Context, runID string, keys []string, delt
 }
 
 func (t *pgTx) SetPending(ctx context.Context, runID, key string, n int) error {
-	return interpretError(t.db.WithContext(ctx).Exec(`UPDATE node_states SET pending_parents = ? WHERE run_id = ? AND key = ?`, n, runID, key).Error)
+	return interpretError(t.exec(ctx, `UPDATE node_states SET pending_parents = ? WHERE run_id = ? AND key = ?`, n, runID, key).Error)
 }
 
 func (t *pgTx) Outputs(ctx context.Context, runID string, keys []string) (map[string]json.RawMessage, error) {
@@ -236,8 +293,8 @@ func (t *pgTx) Outputs(ctx context.Context, runID string, keys []string) (map[st
 	if len(keys) == 0 {
 		return out, nil
 	}
-	rows, err := t.db.WithContext(ctx).Raw(`SELECT key, output FROM node_states WHERE run_id = ? AND key = ANY(?::text[])`,
-		runID, pq.StringArray(keys)).Rows()
+	rows, err := t.raw(ctx, `SELECT key, output FROM node_states WHERE run_id = ? AND key = ANY(?::text[])`,
+		runID, keys).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -258,9 +315,9 @@ func (t *pgTx) ItemStates(ctx context.Context, runID string, nodeIDs []string, p
 	for i, v := range prefix {
 		p[i] = int64(v)
 	}
-	rows, err := t.db.WithContext(ctx).Raw(`SELECT `+nodeColsAs("")+` FROM node_states
+	rows, err := t.raw(ctx, `SELECT `+nodeColsAs("")+` FROM node_states
 		WHERE run_id = ? AND node_id = ANY(?::text[]) AND cardinality(idx) = ? AND idx[1:?] = ?::int[]
-		ORDER BY idx, node_id`, runID, pq.StringArray(nodeIDs), len(prefix)+1, len(prefix), pq.Int64Array(p)).Rows()
+		ORDER BY idx, node_id`, runID, nodeIDs, len(prefix)+1, len(prefix), p).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -278,7 +335,7 @@ func (t *pgTx) ItemStates(ctx context.Context, runID string, nodeIDs []string, p
 
 func (t *pgTx) FirstFailure(ctx context.Context, runID string) (string, error) {
 	var msg string
-	err := t.db.WithContext(ctx).Raw(`SELECT 'node ' || key || ' failed: ' || coalesce(error, '') FROM node_states
+	err := t.raw(ctx, `SELECT 'node ' || key || ' failed: ' || coalesce(error, '') FROM node_states
 		WHERE run_id = ? AND status = 'failed' ORDER BY finished_at, key LIMIT 1`, runID).Row().Scan(&msg)
 	if isNotFound(interpretError(err)) {
 		return "a node failed", nil
@@ -291,7 +348,7 @@ func (t *pgTx) InsertDispatch(ctx context.Context, d *engine.Dispatch) error {
 }
 
 func (t *pgTx) ExtendDeadline(ctx context.Context, runID, key string, attempt, seconds int) (bool, error) {
-	res := t.db.WithContext(ctx).Exec(`UPDATE node_states SET deadline = now() + make_interval(secs => ?), updated_at = now()
+	res := t.exec(ctx, `UPDATE node_states SET deadline = now() + make_interval(secs => ?), updated_at = now()
 		WHERE run_id = ? AND key = ? AND status = 'running' AND attempt = ?`, seconds, runID, key, attempt)
 	return res.RowsAffected == 1, interpretError(res.Error)
 }
@@ -302,9 +359,9 @@ func (t *pgTx) CancelNodes(ctx context.Context, runID string) ([]string, error) 
 	for i, s := range from {
 		fs[i] = string(s)
 	}
-	rows, err := t.db.WithContext(ctx).Raw(`UPDATE node_states SET status = 'cancelled', deadline = NULL,
+	rows, err := t.raw(ctx, `UPDATE node_states SET status = 'cancelled', deadline = NULL,
 		finished_at = now(), updated_at = now() WHERE run_id = ? AND status = ANY(?::text[]) RETURNING key`,
-		runID, pq.StringArray(fs)).Rows()
+		runID, fs).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -323,7 +380,7 @@ func (t *pgTx) CancelNodes(ctx context.Context, runID string) ([]string, error) 
 	}
 	// Rows being sent are dropped too: the claimer's outcome then finds the
 	// row no longer its own and changes nothing.
-	err = t.db.WithContext(ctx).Exec(`UPDATE dispatches SET status = 'cancelled', locked_until = NULL, updated_at = now()
+	err = t.exec(ctx, `UPDATE dispatches SET status = 'cancelled', locked_until = NULL, updated_at = now()
 		WHERE run_id = ? AND status IN ('pending', 'sending')`, runID).Error
 	return keys, interpretError(err)
 }
@@ -344,13 +401,12 @@ func (t *pgTx) AppendEvents(ctx context.Context, runID string, firstSeq int64, e
 		}
 		payloads[i] = string(b)
 	}
-	var ignored string
-	err := t.db.WithContext(ctx).Raw(`WITH ins AS (
-		INSERT INTO run_events (run_id, seq, type, key, payload)
+	// No NOTIFY here: it would serialize commits (see Notifier); the
+	// process notifies after commit.
+	err := t.exec(ctx, `INSERT INTO run_events (run_id, seq, type, key, payload)
 		SELECT ?, ? + ord - 1, ty, nullif(k, ''), p::jsonb
-		FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(ty, k, p, ord))
-		SELECT pg_notify(?, ?)::text`, runID, firstSeq, pq.StringArray(types), pq.StringArray(keys),
-		pq.StringArray(payloads), EventsChannel, runID).Row().Scan(&ignored)
+		FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(ty, k, p, ord)`, runID, firstSeq,
+		types, keys, payloads).Error
 	return interpretError(err)
 }
 
@@ -370,11 +426,11 @@ func (t *pgTx) UpdateDispatches(ctx context.Context, us []engine.DispatchUpdate)
 	}
 	// Only a row still claimed by the try takes its outcome: a callback may
 	// have marked it delivered, or another claim taken it over, meanwhile.
-	res := t.db.WithContext(ctx).Exec(`UPDATE dispatches d SET status = u.st, last_error = nullif(u.err, ''),
+	res := t.exec(ctx, `UPDATE dispatches d SET status = u.st, last_error = nullif(u.err, ''),
 		locked_until = NULL, next_attempt_at = now() + make_interval(secs => u.ms::float8 / 1000), updated_at = now()
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[], ?::int[]) AS u(id, st, err, ms, tries)
 		WHERE d.id = u.id::uuid AND d.status = 'sending' AND d.tries = u.tries`,
-		pq.StringArray(ids), pq.StringArray(statuses), pq.StringArray(errs), pq.Int64Array(delays), pq.Int64Array(tries))
+		ids, statuses, errs, delays, tries)
 	return int(res.RowsAffected), interpretError(res.Error)
 }
 
@@ -390,12 +446,12 @@ func (t *pgTx) BulkStart(ctx context.Context, runID string, starts []engine.Bulk
 			inputs[i] = "null"
 		}
 	}
-	res := t.db.WithContext(ctx).Exec(`UPDATE node_states n SET status = u.st, attempt = n.attempt + 1, input = u.inp::jsonb,
+	res := t.exec(ctx, `UPDATE node_states n SET status = u.st, attempt = n.attempt + 1, input = u.inp::jsonb,
 		deadline = CASE WHEN u.secs > 0 THEN now() + make_interval(secs => u.secs) ELSE NULL END,
 		error = NULL, started_at = now(), finished_at = NULL, updated_at = now()
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::int[]) AS u(k, inp, st, secs)
 		WHERE n.run_id = ? AND n.key = ANY(?::text[]) AND n.key = u.k AND n.status = 'pending'`,
-		pq.StringArray(keys), pq.StringArray(inputs), pq.StringArray(statuses), pq.Int64Array(secs), runID, pq.StringArray(keys))
+		keys, inputs, statuses, secs, runID, keys)
 	return int(res.RowsAffected), interpretError(res.Error)
 }
 
@@ -417,7 +473,7 @@ func (t *pgTx) InsertDispatches(ctx context.Context, ds []*engine.Dispatch) erro
 	}
 	// A claimed row is written as being sent (first try) by this process
 	// until its lease ends; others wait for the next poll.
-	return interpretError(t.db.WithContext(ctx).Exec(`INSERT INTO dispatches (id, run_id, key, attempt, url, payload, status,
+	return interpretError(t.exec(ctx, `INSERT INTO dispatches (id, run_id, key, attempt, url, payload, status,
 		max_tries, tries, locked_until, next_attempt_at)
 		SELECT u.id::uuid, ?, u.k, u.a, u.url, u.p::jsonb, CASE WHEN u.c > 0 THEN 'sending' ELSE 'pending' END, u.mt,
 			CASE WHEN u.c > 0 THEN 1 ELSE 0 END,
@@ -425,8 +481,8 @@ func (t *pgTx) InsertDispatches(ctx context.Context, ds []*engine.Dispatch) erro
 			now() + make_interval(secs => CASE WHEN u.c > 0 THEN u.c ELSE u.ms::float8 / 1000 END)
 		FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[], ?::bigint[], ?::float8[])
 			AS u(id, k, a, url, p, mt, ms, c)`,
-		ds[0].RunID, pq.StringArray(ids), pq.StringArray(keys), pq.Int64Array(attempts), pq.StringArray(urls),
-		pq.StringArray(payloads), pq.Int64Array(tries), pq.Int64Array(delays), pq.Float64Array(claims)).Error)
+		ds[0].RunID, ids, keys, attempts, urls,
+		payloads, tries, delays, claims).Error)
 }
 
 func (t *pgTx) MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) ([]engine.Delivered, error) {
@@ -436,11 +492,11 @@ func (t *pgTx) MarkDelivered(ctx context.Context, runID string, keys []string, a
 	}
 	// key = ANY(…) lets the planner walk the (run_id, key, attempt) index
 	// instead of joining every dispatch row of the run.
-	rows, err := t.db.WithContext(ctx).Raw(`UPDATE dispatches SET status = 'delivered', locked_until = NULL,
+	rows, err := t.raw(ctx, `UPDATE dispatches SET status = 'delivered', locked_until = NULL,
 		delivery_logged = true, updated_at = now()
 		WHERE run_id = ? AND key = ANY(?::text[]) AND status IN ('pending', 'sending', 'delivered') AND NOT delivery_logged
 		AND key || ':' || attempt = ANY(?::text[]) RETURNING id::text, key, attempt, tries`,
-		runID, pq.StringArray(keys), pq.StringArray(pairs)).Rows()
+		runID, keys, pairs).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -465,13 +521,13 @@ func (t *pgTx) BulkComplete(ctx context.Context, runID string, cs []engine.BulkC
 	}
 	// DISTINCT ON keeps the first of repeated callbacks for one node; the
 	// others find it completed and are judged one by one.
-	rows, err := t.db.WithContext(ctx).Raw(`UPDATE node_states n SET status = 'completed', output = u.out::jsonb,
+	rows, err := t.raw(ctx, `UPDATE node_states n SET status = 'completed', output = u.out::jsonb,
 		error = NULL, deadline = NULL, finished_at = now(), updated_at = now()
 		FROM (SELECT DISTINCT ON (k) k, a, out FROM unnest(?::text[], ?::int[], ?::text[]) WITH ORDINALITY AS x(k, a, out, ord)
 			ORDER BY k, ord) u
 		WHERE n.run_id = ? AND n.key = ANY(?::text[]) AND n.key = u.k AND n.status = 'running' AND n.attempt = u.a
-		RETURNING `+nodeColsAs("n."), pq.StringArray(keys), pq.Int64Array(attempts), pq.StringArray(outputs),
-		runID, pq.StringArray(keys)).Rows()
+		RETURNING `+nodeColsAs("n."), keys, attempts, outputs,
+		runID, keys).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}

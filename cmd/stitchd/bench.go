@@ -72,6 +72,7 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 	f.IntVar(&o.Chains, "chains", 64, "concurrent chains")
 	f.IntVar(&o.ChainsRunLength, "chains-length", 100, "workers per concurrent chain run")
 	f.DurationVar(&o.ChainsDuration, "chains-duration", 60*time.Second, "how long the concurrent chains run")
+	f.StringVar(&o.ProfileDir, "profile-dir", "", "save stitchd's pprof CPU and allocation profiles of each scenario here")
 	f.IntVar(&o.IdleRuns, "idle-runs", 1000, "runs waiting on a person in the idle scenario")
 	f.DurationVar(&o.IdleWindow, "idle-window", 10*time.Second, "how long idle CPU is sampled")
 	return cmd

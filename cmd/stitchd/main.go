@@ -56,6 +56,7 @@ var settings = []setting{
 	{"poll-interval", "STITCHD_POLL_INTERVAL"},
 	{"worker-private-addresses", "STITCHD_WORKER_PRIVATE_ADDRESSES"},
 	{"worker-allow-cidrs", "STITCHD_WORKER_ALLOW_CIDRS"},
+	{"pprof-addr", "STITCHD_PPROF_ADDR"},
 }
 
 // applyEnv gives every flag not set on the command line the value of its
@@ -84,6 +85,7 @@ type options struct {
 	bodyLimit                             int64
 	dispatchTimeout, pollInterval         time.Duration
 	privateAddresses, allowCIDRs          string
+	pprofAddr                             string
 	// otlpEndpoint is OTEL_EXPORTER_OTLP_ENDPOINT (traces; no flag).
 	otlpEndpoint string
 }
@@ -101,6 +103,7 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often due retries and overdue nodes are swept (env STITCHD_POLL_INTERVAL)")
 	fs.StringVar(&o.privateAddresses, "worker-private-addresses", "allow", "allow or deny worker URLs resolving to loopback, private or link-local addresses (env STITCHD_WORKER_PRIVATE_ADDRESSES)")
 	fs.StringVar(&o.allowCIDRs, "worker-allow-cidrs", "", "comma-separated CIDRs allowed when private addresses are denied (env STITCHD_WORKER_ALLOW_CIDRS)")
+	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's pprof profiles on this address, e.g. 127.0.0.1:6060; empty = off (env STITCHD_PPROF_ADDR)")
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
@@ -191,6 +194,13 @@ func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) 
 		_, _ = rand.Read(b)
 		o.authToken = hex.EncodeToString(b)
 		log.Warn("no --auth-token / STITCHD_AUTH_TOKEN set; generated one for this process", "auth_token", o.authToken)
+	}
+	if o.pprofAddr != "" {
+		_, stopProfiles, err := servePprof(o.pprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopProfiles()
 	}
 	cfg := o.config(log)
 	cfg.WorkerGuard = &callbacks.AddressGuard{DenyPrivate: o.privateAddresses == "deny", Allow: allow}

@@ -55,6 +55,7 @@ var configSettings = []struct {
 	{"poll-interval", "STITCHD_POLL_INTERVAL", "1s", "250ms", "2s", func(o *options) string { return o.pollInterval.String() }},
 	{"worker-private-addresses", "STITCHD_WORKER_PRIVATE_ADDRESSES", "allow", "deny", "allow", func(o *options) string { return o.privateAddresses }},
 	{"worker-allow-cidrs", "STITCHD_WORKER_ALLOW_CIDRS", "", "10.0.0.0/8", "127.0.0.1/32", func(o *options) string { return o.allowCIDRs }},
+	{"pprof-addr", "STITCHD_PPROF_ADDR", "", "127.0.0.1:6060", "127.0.0.1:6061", func(o *options) string { return o.pprofAddr }},
 }
 
 // TestConfigSettingsComplete keeps configSettings in step with main.go.

@@ -37,6 +37,13 @@ type Config struct {
 	PollInterval time.Duration
 	// DispatchTimeout bounds one delivery request.
 	DispatchTimeout time.Duration
+	// DispatchLease is how long a claimed delivery is this process's before
+	// another may take it over (default DispatchTimeout + 5s; it must
+	// exceed DispatchTimeout).
+	DispatchLease time.Duration
+	// DispatchQueue bounds the claimed deliveries waiting for a free
+	// dispatch worker (default 1,024; see callbacks.DispatcherConfig).
+	DispatchQueue int
 	// DataDir holds a throwaway Postgres cluster when no server is found.
 	DataDir string
 	// WorkerGuard, when it denies private addresses, refuses dispatches to
@@ -67,8 +74,11 @@ type App struct {
 	Server     *web.Server
 	Keys       *callbacks.Keyring
 	// Metrics is this process's Prometheus registry, served at GET /metrics.
-	Metrics  *metrics.Metrics
-	tracing  *tracing.Tracing
+	Metrics *metrics.Metrics
+	tracing *tracing.Tracing
+	// notifier tells listeners (event streams of every process) which runs
+	// have new events, after commit.
+	notifier *store.Notifier
 	http     *http.Server
 	listener net.Listener
 	cluster  *localpg.Cluster
@@ -103,6 +113,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	if cfg.DispatchTimeout <= 0 {
 		cfg.DispatchTimeout = 10 * time.Second
+	}
+	if cfg.DispatchLease <= 0 {
+		cfg.DispatchLease = cfg.DispatchTimeout + 5*time.Second
+	}
+	if cfg.DispatchLease <= cfg.DispatchTimeout {
+		return nil, fmt.Errorf("the dispatch lease (%s) must exceed the dispatch timeout (%s)", cfg.DispatchLease, cfg.DispatchTimeout)
 	}
 	url, cluster, err := ResolveDatabase(ctx, cfg)
 	if err != nil {
@@ -148,29 +164,33 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if a.tracing != nil {
 		cfg.Logger.Info("exporting traces", "endpoint", cfg.OTLPEndpoint)
 	}
+	a.notifier = a.Store.NewNotifier(store.EventsChannel, cfg.Logger)
 	clock := engine.SystemClock{}
-	var disp *callbacks.Dispatcher
+	waker := &lateWaker{}
 	a.Engine, err = engine.New(engine.Config{
 		Store:      a.Store,
 		Handlers:   handlers.Registry(),
 		Minter:     &callbacks.Minter{Keys: ring, BaseURL: cfg.BaseURL, Clock: clock},
-		Waker:      wakerFunc(func(ds []engine.ClaimedDispatch) { disp.Wake(ds) }),
-		ClaimLease: cfg.DispatchTimeout + 5*time.Second,
+		Waker:      waker,
+		ClaimLease: cfg.DispatchLease,
 		NewID:      uuid.NewString,
 		Clock:      clock,
 		Logger:     cfg.Logger,
-		OnCommit:   a.Metrics.OnCommit,
+		OnCommit: func(ci engine.CommitInfo) {
+			a.Metrics.OnCommit(ci)
+			a.notifier.Notify(ci.RunID)
+		},
 	})
 	if err != nil {
 		return nil, a.closeEarly(err)
 	}
 	client := callbacks.NewHTTPClient(cfg.DispatchTimeout, cfg.WorkerGuard)
 	client.Transport = a.tracing.Transport(client.Transport)
-	disp = callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Metrics.DispatchStore(a.Store),
+	disp := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Metrics.DispatchStore(a.Store),
 		Recorder: a.Metrics.Recorder(a.Engine), Secret: secret,
 		Client: client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers,
-		PollInterval: cfg.PollInterval, Lease: cfg.DispatchTimeout + 5*time.Second})
-	a.Dispatcher = disp
+		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue})
+	a.Dispatcher, waker.d = disp, disp
 	a.Hub = web.NewHub()
 	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Hub: a.Hub, AuthToken: cfg.AuthToken,
 		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, Clock: clock, Logger: cfg.Logger})
@@ -243,9 +263,13 @@ func (a *App) refreshKeys(ctx context.Context) {
 	}
 }
 
-type wakerFunc func([]engine.ClaimedDispatch)
+// lateWaker is the engine's Waker, pointing at the dispatcher once it
+// exists (the dispatcher records outcomes through the engine, so the
+// engine is built first).
+type lateWaker struct{ d *callbacks.Dispatcher }
 
-func (f wakerFunc) Wake(ds []engine.ClaimedDispatch) { f(ds) }
+func (w *lateWaker) Room() int                        { return w.d.Room() }
+func (w *lateWaker) Wake(ds []engine.ClaimedDispatch) { w.d.Wake(ds) }
 
 func (a *App) closeEarly(err error) error {
 	a.listener.Close()
@@ -261,7 +285,11 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	a.Dispatcher.Start(ctx)
-	a.wg.Add(3)
+	a.wg.Add(4)
+	go func() {
+		defer a.wg.Done()
+		a.notifier.Run(ctx)
+	}()
 	go func() {
 		defer a.wg.Done()
 		a.refreshKeys(ctx)

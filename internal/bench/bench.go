@@ -48,6 +48,9 @@ type Options struct {
 	FanOutSizes map[string]int
 	// WorkDir holds stitchd's log (default: a temp dir).
 	WorkDir string
+	// ProfileDir, when set, receives stitchd's pprof CPU and allocation
+	// profiles of each scenario.
+	ProfileDir string
 	// Progress, if set, receives one line per step.
 	Progress io.Writer
 }
@@ -116,6 +119,7 @@ type runner struct {
 	proc   *proc
 	worker *worker
 	db     *sql.DB
+	watch  *watcher
 	client *http.Client
 	logf   func(string, ...any)
 }
@@ -184,12 +188,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 	wctx, stopWorker := context.WithCancel(ctx)
 	defer stopWorker()
+	r.watch = newWatcher(r.db, 2*time.Millisecond)
+	go r.watch.run(wctx)
 	if r.worker, err = startWorker(wctx, 256); err != nil {
 		return nil, err
 	}
 	defer r.worker.close()
 
-	if r.proc, err = startStitchd(ctx, opts.Binary, dbURL, token, filepath.Join(opts.WorkDir, "stitchd.log")); err != nil {
+	if r.proc, err = startStitchd(ctx, opts.Binary, dbURL, token, filepath.Join(opts.WorkDir, "stitchd.log"), opts.ProfileDir != ""); err != nil {
 		return nil, err
 	}
 	defer r.proc.stop()
@@ -203,9 +209,20 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 		r.logf("scenario %s…", s)
 		r.worker.reset()
+		var prof *profiler
+		if opts.ProfileDir != "" {
+			if prof, err = startProfiler(ctx, r.proc.pprof, opts.ProfileDir, s); err != nil {
+				return rep, err
+			}
+		}
 		res, err := r.scenario(ctx, s)
 		if err != nil {
 			return rep, fmt.Errorf("scenario %s: %w", s, err)
+		}
+		if prof != nil {
+			if err := prof.finish(ctx); err != nil {
+				return rep, err
+			}
 		}
 		rep.Results = append(rep.Results, *res)
 		if b, err := json.Marshal(res); err == nil {
@@ -366,34 +383,43 @@ func chainGraph(url string, n int) (nodes, edges []map[string]any) {
 	return nodes, edges
 }
 
-// waitRuns waits until every run in ids has finished (or, with status
-// "waiting", until each waits on a person).
-func (r *runner) waitRuns(ctx context.Context, ids []string, status string) error {
-	q := `SELECT count(*) FROM runs WHERE id = ANY($1::uuid[]) AND status <> 'running'`
-	if status == "waiting" {
-		q = `SELECT count(DISTINCT run_id) FROM node_states WHERE run_id = ANY($1::uuid[]) AND status = 'waiting_for_user'`
+// waitRuns waits until every run in ids has finished, and fails unless
+// all completed.
+func (r *runner) waitRuns(ctx context.Context, ids []string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	failed := 0
+	for _, id := range ids {
+		st, err := r.watch.wait(ctx, id)
+		if err != nil {
+			return err
+		}
+		if st != "completed" {
+			failed++
+		}
 	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d runs did not complete", failed, len(ids))
+	}
+	return nil
+}
+
+// waitWaiting waits until each run in ids waits on a person.
+func (r *runner) waitWaiting(ctx context.Context, ids []string) error {
 	deadline := time.Now().Add(30 * time.Minute)
 	for {
 		var n int
-		if err := r.db.QueryRowContext(ctx, q, "{"+strings.Join(ids, ",")+"}").Scan(&n); err != nil {
+		if err := r.db.QueryRowContext(ctx, `SELECT count(DISTINCT run_id) FROM node_states
+			WHERE run_id = ANY($1::uuid[]) AND status = 'waiting_for_user'`, "{"+strings.Join(ids, ",")+"}").Scan(&n); err != nil {
 			return fmt.Errorf("error polling runs: %w", err)
 		}
 		if n == len(ids) {
-			var failed int
-			if err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ANY($1::uuid[]) AND status NOT IN ('running', 'completed')`,
-				"{"+strings.Join(ids, ",")+"}").Scan(&failed); err != nil {
-				return fmt.Errorf("error checking runs: %w", err)
-			}
-			if failed > 0 {
-				return fmt.Errorf("%d of %d runs did not complete", failed, len(ids))
-			}
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("only %d of %d runs finished in time", n, len(ids))
+			return fmt.Errorf("only %d of %d runs reached their approval in time", n, len(ids))
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -422,7 +448,7 @@ func (r *runner) runToEnd(ctx context.Context, flowID string, input any) (string
 	if err != nil {
 		return "", err
 	}
-	return run, r.waitRuns(ctx, []string{run}, "")
+	return run, r.waitRuns(ctx, []string{run})
 }
 
 func (r *runner) chain(ctx context.Context) (*Result, error) {
@@ -551,7 +577,7 @@ func (r *runner) idle(ctx context.Context) (*Result, error) {
 		if firstErr != nil {
 			return firstErr
 		}
-		return r.waitRuns(ctx, ids, "waiting")
+		return r.waitWaiting(ctx, ids)
 	}); err != nil {
 		return nil, err
 	}

@@ -18,27 +18,46 @@ type proc struct {
 	cmd  *exec.Cmd
 	url  string
 	logs *os.File
+	// pprof is the base URL of its profiles ("" when not profiling).
+	pprof string
 }
 
-func startStitchd(ctx context.Context, binary, dbURL, token, logPath string) (*proc, error) {
+func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("error finding a free port: %w", err)
+		return "", fmt.Errorf("error finding a free port: %w", err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func startStitchd(ctx context.Context, binary, dbURL, token, logPath string, profile bool) (*proc, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	logs, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("error creating %s: %w", logPath, err)
 	}
-	cmd := exec.Command(binary, "serve", "--addr", addr, "--database-url", dbURL, "--auth-token", token, "--log-level", "warn")
+	args := []string{"serve", "--addr", addr, "--database-url", dbURL, "--auth-token", token, "--log-level", "warn"}
+	var pprofURL string
+	if profile {
+		paddr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--pprof-addr", paddr)
+		pprofURL = "http://" + paddr + "/debug/pprof"
+	}
+	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=")
 	if err := cmd.Start(); err != nil {
 		_ = logs.Close()
 		return nil, fmt.Errorf("error starting %s: %w", binary, err)
 	}
-	p := &proc{cmd: cmd, url: "http://" + addr, logs: logs}
+	p := &proc{cmd: cmd, url: "http://" + addr, logs: logs, pprof: pprofURL}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(p.url + "/readyz")

@@ -1,0 +1,37 @@
+package store
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestJoinPayloads(t *testing.T) {
+	t.Parallel()
+	require.Empty(t, joinPayloads(nil, 20))
+	require.Equal(t, []string{"a,b,c"}, joinPayloads([]string{"a", "b", "c"}, 20))
+	require.Equal(t, []string{"aaaa,bbbb", "cccc"}, joinPayloads([]string{"aaaa", "bbbb", "cccc"}, 9))
+	require.Equal(t, []string{"aaaa", "bbbb"}, joinPayloads([]string{"aaaa", "bbbb"}, 8))
+
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = strings.Repeat("x", 35) + string(rune('a'+i%26))
+	}
+	ps := joinPayloads(keys, maxNotifyPayload)
+	var back []string
+	for _, p := range ps {
+		require.LessOrEqual(t, len(p), maxNotifyPayload)
+		back = append(back, splitPayload(p)...)
+	}
+	require.Equal(t, keys, back)
+	require.Nil(t, splitPayload(""))
+}
+
+func TestRebind(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, `SELECT $1, $2::jsonb WHERE x = $3`, rebind(`SELECT ?, ?::jsonb WHERE x = ?`))
+	require.Equal(t, `SELECT 'a?b', $1`, rebind(`SELECT 'a?b', ?`))
+	require.Equal(t, `SELECT 'it''s ?', $1`, rebind(`SELECT 'it''s ?', ?`))
+	require.Equal(t, `SELECT 1`, rebind(`SELECT 1`))
+}
