@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 )
 
 // DeliveryOutcome is the result of one try at delivering a dispatch.
@@ -31,7 +33,7 @@ type DeliveryOutcome struct {
 // reason.
 func (e *Engine) RecordDelivery(ctx context.Context, o DeliveryOutcome) error {
 	if o.Delivered {
-		return e.cfg.Store.DispatchDelivered(ctx, o.DispatchID)
+		return e.markDelivered(ctx, o.DispatchID)
 	}
 	return e.submit(ctx, o.RunID, func(t *txn) error {
 		if err := t.load(o.RunID); err != nil {
@@ -78,6 +80,60 @@ func (e *Engine) RecordDelivery(ctx context.Context, o DeliveryOutcome) error {
 		}
 		return t.failed(st, msg, false)
 	})
+}
+
+// deliveredBatch group-commits delivery marks: the first caller with
+// nothing in flight writes every mark queued meanwhile with one statement,
+// the others wait for it. A 10,000-item fan-out makes a few hundred
+// statements instead of 10,000.
+type deliveredBatch struct {
+	mu      sync.Mutex
+	ids     []string
+	waiters []chan error
+	running bool
+}
+
+func (e *Engine) markDelivered(ctx context.Context, id string) error {
+	b := &e.delivered
+	done := make(chan error, 1)
+	b.mu.Lock()
+	b.ids = append(b.ids, id)
+	b.waiters = append(b.waiters, done)
+	if !b.running {
+		b.running = true
+		go e.flushDelivered()
+	}
+	b.mu.Unlock()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *Engine) flushDelivered() {
+	b := &e.delivered
+	for {
+		b.mu.Lock()
+		ids, waiters := b.ids, b.waiters
+		b.ids, b.waiters = nil, nil
+		if len(ids) == 0 {
+			b.running = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := e.cfg.Store.DispatchesDelivered(ctx, ids)
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("error marking %d dispatches delivered: %w", len(ids), err)
+		}
+		for _, w := range waiters {
+			w <- err
+		}
+	}
 }
 
 // errorsIsConflict reports whether err is a conflict or invalid transition.

@@ -115,6 +115,8 @@ type Engine struct {
 	cfg    Config
 	graphs sync.Map // flow version id → *ExecutionGraph (immutable)
 	batch  batcher
+	// delivered group-commits the marks of successful deliveries.
+	delivered deliveredBatch
 }
 
 // New returns an Engine.

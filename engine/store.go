@@ -15,9 +15,9 @@ type Store interface {
 	InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 	// ExecutionGraph loads the compiled graph of a flow version.
 	ExecutionGraph(ctx context.Context, versionID string) (*ExecutionGraph, error)
-	// DispatchDelivered marks a claimed outbox row delivered, outside any
+	// DispatchesDelivered marks claimed outbox rows delivered, outside any
 	// run's transaction (a successful delivery changes no node state).
-	DispatchDelivered(ctx context.Context, id string) error
+	DispatchesDelivered(ctx context.Context, ids []string) error
 }
 
 // Tx is the set of operations the engine performs inside a transaction.

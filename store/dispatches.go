@@ -83,10 +83,19 @@ func (s *Store) RenewLeases(ctx context.Context, ks []engine.ClaimedDispatch, le
 	return out, interpretError(rows.Err())
 }
 
-// DispatchDelivered implements engine.Store.
-func (s *Store) DispatchDelivered(ctx context.Context, id string) error {
-	return interpretError(s.db.WithContext(ctx).Exec(`UPDATE dispatches SET status = 'delivered', locked_until = NULL,
-		updated_at = now() WHERE id = ? AND status = 'sending'`, id).Error)
+// DispatchesDelivered implements engine.Store. The mark is advisory — it
+// keeps a row whose worker accepted it from being delivered again when its
+// lease ends — so it does not wait for the disk (synchronous_commit off for
+// this statement: a crash may lose the mark, and the row is then delivered
+// again with the same webhook-id), and it skips rows a worker's callback is
+// marking delivered in the same moment instead of queueing behind that
+// transaction's commit.
+func (s *Store) DispatchesDelivered(ctx context.Context, ids []string) error {
+	_, err := s.db.Statement.ConnPool.ExecContext(ctx, `WITH cfg AS (SELECT set_config('synchronous_commit', 'off', true))
+		UPDATE dispatches SET status = 'delivered', locked_until = NULL, updated_at = now()
+		FROM cfg WHERE id IN (SELECT id FROM dispatches WHERE id = ANY($1::uuid[]) AND status = 'sending'
+			FOR UPDATE SKIP LOCKED)`, ids)
+	return interpretError(err)
 }
 
 // OutboxDepth counts the dispatches not yet delivered, by status (pending:

@@ -43,6 +43,7 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 				if perr := bench.Print(cmd.OutOrStdout(), rep); perr != nil {
 					return perr
 				}
+				bench.PrintStatements(cmd.OutOrStdout(), rep)
 			}
 			if err != nil {
 				return err

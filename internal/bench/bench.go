@@ -98,6 +98,9 @@ type Result struct {
 	RowsPerCompletion float64 `json:"db_rows_inserted_per_completion"`
 	TxPerCompletion   float64 `json:"db_write_transactions_per_completion"`
 	WorkerFailures    int64   `json:"worker_callback_failures"`
+	// TopStatements are the statements that took the most database time,
+	// when the server has pg_stat_statements loaded.
+	TopStatements []Statement `json:"top_statements,omitempty"`
 }
 
 // Latency is a distribution in milliseconds.
@@ -201,6 +204,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	defer r.proc.stop()
 
 	rep := &Report{StartedAt: time.Now().UTC(), Machine: r.machine(ctx)}
+	pgss := r.pgStatements(ctx)
+	if !pgss {
+		r.logf("pg_stat_statements is not loaded on this server: no per-statement database figures")
+	}
 	for _, s := range opts.Scenarios {
 		// Start each scenario from fresh planner statistics and no dead rows,
 		// as autovacuum would provide (it may be off on a dev server).
@@ -215,9 +222,19 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				return rep, err
 			}
 		}
+		if pgss {
+			if _, err := r.db.ExecContext(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
+				return rep, fmt.Errorf("error resetting pg_stat_statements: %w", err)
+			}
+		}
 		res, err := r.scenario(ctx, s)
 		if err != nil {
 			return rep, fmt.Errorf("scenario %s: %w", s, err)
+		}
+		if pgss {
+			if res.TopStatements, err = r.topStatements(ctx, 12); err != nil {
+				return rep, err
+			}
 		}
 		if prof != nil {
 			if err := prof.finish(ctx); err != nil {
