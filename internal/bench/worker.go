@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -94,6 +95,9 @@ func (w *worker) send(ctx context.Context) {
 				w.mu.Unlock()
 			}
 			if resp != nil {
+				// Drained, so the connection is reused (as a well-behaved
+				// worker's would be).
+				_, _ = io.Copy(io.Discard, resp.Body)
 				_ = resp.Body.Close()
 			}
 		}
