@@ -20,7 +20,11 @@ import (
 // (database/sql over pgx), not through gorm's statement builder: slices are
 // passed as Go slices, which pgx encodes natively in binary, and gorm's
 // per-statement building and callbacks stay off the path.
-type pgTx struct{ db *gorm.DB }
+type pgTx struct {
+	db *gorm.DB
+	// inserted counts the node states and outbox rows written.
+	inserted int
+}
 
 // raw prepares a query written with ? placeholders; call Row or Rows.
 func (t *pgTx) raw(ctx context.Context, q string, args ...any) rawQuery {
@@ -150,12 +154,25 @@ func nullTime(t sql.NullTime) *time.Time {
 	return &v
 }
 
+// lockCols is runCols with NULL for the trigger and the input: LockRun
+// leaves them out.
+const lockCols = `id::text, flow_id::text, flow_version_id::text, entity_id::text, status, NULL::jsonb, NULL::jsonb, output,
+	error, idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at`
+
 func (t *pgTx) LockRun(ctx context.Context, runID string) (*engine.Run, error) {
-	r, err := scanRun(t.raw(ctx, `SELECT `+runCols+` FROM runs WHERE id = ? FOR UPDATE`, runID).Row())
+	r, err := scanRun(t.raw(ctx, `SELECT `+lockCols+` FROM runs WHERE id = ? FOR UPDATE`, runID).Row())
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
 	return r, nil
+}
+
+func (t *pgTx) RunInput(ctx context.Context, runID string) (json.RawMessage, error) {
+	var in []byte
+	if err := t.raw(ctx, `SELECT input FROM runs WHERE id = ?`, runID).Row().Scan(&in); err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, interpretError(err))
+	}
+	return in, nil
 }
 
 func (t *pgTx) RunByIdempotencyKey(ctx context.Context, flowID, key string) (*engine.Run, error) {
@@ -205,6 +222,7 @@ func (t *pgTx) InsertNodes(ctx context.Context, runID string, nodes []engine.Nod
 	if len(nodes) == 0 {
 		return nil
 	}
+	t.inserted += len(nodes)
 	keys := make([]string, len(nodes))
 	ids := make([]string, len(nodes))
 	idxs := make([]string, len(nodes))
@@ -459,6 +477,7 @@ func (t *pgTx) InsertDispatches(ctx context.Context, ds []*engine.Dispatch) erro
 	if len(ds) == 0 {
 		return nil
 	}
+	t.inserted += len(ds)
 	ids := make([]string, len(ds))
 	keys := make([]string, len(ds))
 	urls := make([]string, len(ds))
