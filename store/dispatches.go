@@ -70,7 +70,7 @@ func (s *Store) RenewLeases(ctx context.Context, ks []engine.ClaimedDispatch, le
 		next_attempt_at = now() + make_interval(secs => $1), updated_at = now()
 		FROM unnest($2::uuid[], $3::int[]) AS u(id, tries)
 		WHERE d.id = u.id AND d.tries = u.tries AND `+isSendingD+`
-		RETURNING d.id::text`, lease.Seconds(), ids, tries)
+		RETURNING d.id::text`, planFor(len(ks), lease.Seconds(), ids, tries)...)
 	if err != nil {
 		return nil, fmt.Errorf("error renewing %d leases: %w", len(ks), interpretError(err))
 	}
@@ -109,7 +109,7 @@ func (s *Store) DispatchesDelivered(ctx context.Context, ids []string) error {
 	_, err := s.db.Statement.ConnPool.ExecContext(ctx, `WITH cfg AS (SELECT set_config('synchronous_commit', 'off', true))
 		UPDATE dispatches SET status = 'delivered', locked_until = NULL, updated_at = now()
 		FROM cfg WHERE id IN (SELECT id FROM dispatches WHERE id = ANY($1::uuid[]) AND `+isSending+`
-			FOR UPDATE SKIP LOCKED)`, ids)
+			FOR UPDATE SKIP LOCKED)`, planFor(len(ids), ids)...)
 	return interpretError(err)
 }
 

@@ -9,8 +9,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,9 +28,6 @@ import (
 type Store struct {
 	db  *gorm.DB
 	url string
-	// analyzing is set while a statistics refresh runs (analyzeSoon).
-	analyzing atomic.Bool
-	wg        sync.WaitGroup
 }
 
 // Options tunes Open.
@@ -63,9 +58,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	return &Store{db: db, url: url}, nil
 }
 
-// Close closes the pool (after a statistics refresh in progress).
+// Close closes the pool.
 func (s *Store) Close() error {
-	s.wg.Wait()
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return err
@@ -178,41 +172,10 @@ func (s *Store) MigrationVersion(ctx context.Context) (int64, error) {
 
 // InTx implements engine.Store.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
-	var p *pgTx
 	err := s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
-		p = &pgTx{db: gtx}
-		return fn(ctx, p)
+		return fn(ctx, &pgTx{db: gtx})
 	})
-	if err == nil && p.inserted >= analyzeAfterRows {
-		s.analyzeSoon()
-	}
 	return interpretError(err)
-}
-
-// analyzeAfterRows is how many node states and outbox rows one transaction
-// must write for the planner statistics of those tables to be refreshed
-// at once.
-const analyzeAfterRows = 10000
-
-// analyzeSoon refreshes the planner statistics of node_states and
-// dispatches in the background, once at a time. A big fan-out adds a run
-// the statistics do not know: its id is estimated at one row, and the
-// planner then answers "run_id = $1 AND key = ANY($2)" by reading every
-// row of the run and filtering (22–65 ms a statement at 100,000 items, for
-// the whole fan-out). Autovacuum's analyze comes too late for a fan-out
-// that lasts seconds; this one comes right after the commit.
-func (s *Store) analyzeSoon() {
-	if !s.analyzing.CompareAndSwap(false, true) {
-		return
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer s.analyzing.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = s.db.WithContext(ctx).Exec(`ANALYZE node_states, dispatches`).Error
-	}()
 }
 
 // interpretError maps database errors onto engine sentinels. It is the one

@@ -746,3 +746,49 @@ func TestUpdateFlowConcurrent(t *testing.T) {
 		require.Equal(t, n+1-i, v.Number)
 	}
 }
+
+// TestBulkWritesAcrossChunks writes more rows than one bulk statement
+// carries (the store splits them) and checks every row arrived once, in
+// order: node states, their start, outbox rows and events with consecutive
+// sequence numbers.
+func TestBulkWritesAcrossChunks(t *testing.T) {
+	t.Parallel()
+	const n = 4500 // more than two chunks
+	st := storetest.TestTx(t)
+	f := createFlow(t, st)
+	run := newRun(f)
+	inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+		require.NoError(t, tx.InsertRun(ctx, run))
+		nodes := make([]engine.NodeState, n)
+		starts := make([]engine.BulkStart, n)
+		ds := make([]*engine.Dispatch, n)
+		evs := make([]engine.NewEvent, n)
+		for i := range n {
+			k := fmt.Sprintf("score_%d", i)
+			nodes[i] = engine.NodeState{Key: k, NodeID: "score", Type: engine.NodeTypeWorker, Index: []int{i}}
+			starts[i] = engine.BulkStart{Key: k, Input: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), Status: engine.StatusRunning}
+			ds[i] = &engine.Dispatch{ID: uuid.NewString(), RunID: run.ID, Key: k, Attempt: 1, URL: "http://w.invalid",
+				Payload: json.RawMessage(`{}`), MaxTries: 1}
+			evs[i] = engine.NewEvent{Type: engine.EventNodeStatus, Key: k, Payload: map[string]any{"i": i}}
+		}
+		require.NoError(t, tx.InsertNodes(ctx, run.ID, nodes))
+		started, err := tx.BulkStart(ctx, run.ID, starts)
+		require.NoError(t, err)
+		require.Equal(t, n, started)
+		require.NoError(t, tx.InsertDispatches(ctx, ds))
+		require.NoError(t, tx.AppendEvents(ctx, run.ID, 1, evs))
+		return nil
+	})
+	db := st.Gorm()
+	var nodes, running, dispatches int
+	require.NoError(t, db.Raw(`SELECT count(*), count(*) FILTER (WHERE status = 'running' AND (input->>'i')::int = idx[1])
+		FROM node_states WHERE run_id = ?`, run.ID).Row().Scan(&nodes, &running))
+	require.Equal(t, n, nodes)
+	require.Equal(t, n, running)
+	require.NoError(t, db.Raw(`SELECT count(DISTINCT key) FROM dispatches WHERE run_id = ?`, run.ID).Row().Scan(&dispatches))
+	require.Equal(t, n, dispatches)
+	var events, minSeq, maxSeq, inOrder int
+	require.NoError(t, db.Raw(`SELECT count(*), min(seq), max(seq), count(*) FILTER (WHERE (payload->>'i')::int = seq - 1)
+		FROM run_events WHERE run_id = ?`, run.ID).Row().Scan(&events, &minSeq, &maxSeq, &inOrder))
+	require.Equal(t, []int{n, 1, n, n}, []int{events, minSeq, maxSeq, inOrder})
+}

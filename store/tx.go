@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
 
 	"github.com/stitchd/stitchd/engine"
@@ -20,11 +21,7 @@ import (
 // (database/sql over pgx), not through gorm's statement builder: slices are
 // passed as Go slices, which pgx encodes natively in binary, and gorm's
 // per-statement building and callbacks stay off the path.
-type pgTx struct {
-	db *gorm.DB
-	// inserted counts the node states and outbox rows written.
-	inserted int
-}
+type pgTx struct{ db *gorm.DB }
 
 // raw prepares a query written with ? placeholders; call Row or Rows.
 func (t *pgTx) raw(ctx context.Context, q string, args ...any) rawQuery {
@@ -55,6 +52,42 @@ func (t *pgTx) exec(ctx context.Context, q string, args ...any) execResult {
 	}
 	n, err := res.RowsAffected()
 	return execResult{RowsAffected: n, Error: err}
+}
+
+// bulkChunk bounds the rows one bulk statement carries. pgx builds a
+// statement's parameters in memory (text arrays, then the Bind message), so
+// one statement for a 100,000-item fan-out held several copies of every
+// dispatch payload at once: 400 MB of buffers for the outbox rows alone.
+const bulkChunk = 2000
+
+// chunked calls fn with consecutive parts of at most bulkChunk items and
+// the offset of each; nothing for no items.
+func chunked[T any](items []T, fn func(part []T, off int) error) error {
+	for off := 0; off < len(items); off += bulkChunk {
+		if err := fn(items[off:min(off+bulkChunk, len(items))], off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// customPlanAbove: a statement carrying more rows than this is planned for
+// its actual parameters (pgx's QueryExecModeExec: an unnamed statement),
+// not with the connection's cached generic plan. A generic plan guesses 10
+// elements for every array parameter; for a 2,000-key chunk of a fan-out it
+// chose a nested loop comparing every key with every row (4 million
+// comparisons, a second a chunk). Planning costs a fraction of a
+// millisecond, small against a statement of that size, and small
+// statements keep their cached plans.
+const customPlanAbove = 32
+
+// planFor returns args, preceded by the option asking pgx for a custom
+// plan when the statement carries more than customPlanAbove rows.
+func planFor(rows int, args ...any) []any {
+	if rows <= customPlanAbove {
+		return args
+	}
+	return append([]any{pgx.QueryExecModeExec}, args...)
 }
 
 // rebind numbers ? placeholders as Postgres's $1, $2, … (a ? inside a
@@ -219,10 +252,37 @@ func jsonArg(b json.RawMessage) any {
 }
 
 func (t *pgTx) InsertNodes(ctx context.Context, runID string, nodes []engine.NodeState) error {
-	if len(nodes) == 0 {
+	if err := chunked(nodes, func(part []engine.NodeState, _ int) error { return t.insertNodes(ctx, runID, part) }); err != nil {
+		return err
+	}
+	return t.analyzeAfter(ctx, len(nodes), `ANALYZE node_states (run_id, status)`)
+}
+
+// analyzeAfterRows is how many rows one statement of a transaction must
+// write for the planner statistics of their table to be refreshed in it.
+const analyzeAfterRows = 5000
+
+// analyzeAfter refreshes, inside the transaction, the statistics the
+// planner needs to find rows of a run, when n rows were just written. A
+// big fan-out adds a run the statistics do not know: its id is estimated
+// at one row, and the planner then answers "run_id = $1 AND key = ANY($2)"
+// by reading every row of the run and filtering — 22–65 ms a statement at
+// 100,000 items, for every later statement of the fan-out, and minutes for
+// the fan-out's own chunked writes. Autovacuum's analyze comes too late for
+// a fan-out that lasts seconds. ANALYZE in a transaction samples the
+// transaction's own new rows; only the named columns are analyzed (tens of
+// milliseconds), and the statistics become everyone's at commit.
+func (t *pgTx) analyzeAfter(ctx context.Context, n int, stmt string) error {
+	if n < analyzeAfterRows {
 		return nil
 	}
-	t.inserted += len(nodes)
+	if err := t.exec(ctx, stmt).Error; err != nil {
+		return fmt.Errorf("error refreshing statistics: %w", interpretError(err))
+	}
+	return nil
+}
+
+func (t *pgTx) insertNodes(ctx context.Context, runID string, nodes []engine.NodeState) error {
 	keys := make([]string, len(nodes))
 	ids := make([]string, len(nodes))
 	idxs := make([]string, len(nodes))
@@ -234,7 +294,7 @@ func (t *pgTx) InsertNodes(ctx context.Context, runID string, nodes []engine.Nod
 	err := t.exec(ctx, `INSERT INTO node_states (run_id, key, node_id, idx, type, status, pending_parents)
 		SELECT ?, k, n, CASE WHEN i = '' THEN '{}'::int[] ELSE string_to_array(i, ',')::int[] END, ty, 'pending', p
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[]) AS u(k, n, i, ty, p)`,
-		runID, keys, ids, idxs, types, pend).Error
+		planFor(len(nodes), runID, keys, ids, idxs, types, pend)...).Error
 	return interpretError(err)
 }
 
@@ -285,7 +345,7 @@ func (t *pgTx) Node(ctx context.Context, runID, key string) (*engine.NodeState, 
 func (t *pgTx) AddPending(ctx context.Context, runID string, keys []string, delta int) (map[string]engine.Pending, error) {
 	rows, err := t.raw(ctx, `UPDATE node_states SET pending_parents = pending_parents + ?
 		WHERE run_id = ? AND key = ANY(?::text[]) RETURNING key, pending_parents, status`,
-		delta, runID, keys).Rows()
+		planFor(len(keys), delta, runID, keys)...).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -312,7 +372,7 @@ func (t *pgTx) Outputs(ctx context.Context, runID string, keys []string) (map[st
 		return out, nil
 	}
 	rows, err := t.raw(ctx, `SELECT key, output FROM node_states WHERE run_id = ? AND key = ANY(?::text[])`,
-		runID, keys).Rows()
+		planFor(len(keys), runID, keys)...).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -404,6 +464,12 @@ func (t *pgTx) CancelNodes(ctx context.Context, runID string) ([]string, error) 
 }
 
 func (t *pgTx) AppendEvents(ctx context.Context, runID string, firstSeq int64, events []engine.NewEvent) error {
+	return chunked(events, func(part []engine.NewEvent, off int) error {
+		return t.appendEvents(ctx, runID, firstSeq+int64(off), part)
+	})
+}
+
+func (t *pgTx) appendEvents(ctx context.Context, runID string, firstSeq int64, events []engine.NewEvent) error {
 	types := make([]string, len(events))
 	keys := make([]string, len(events))
 	payloads := make([]string, len(events))
@@ -423,8 +489,8 @@ func (t *pgTx) AppendEvents(ctx context.Context, runID string, firstSeq int64, e
 	// process notifies after commit.
 	err := t.exec(ctx, `INSERT INTO run_events (run_id, seq, type, key, payload)
 		SELECT ?, ? + ord - 1, ty, nullif(k, ''), p::jsonb
-		FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(ty, k, p, ord)`, runID, firstSeq,
-		types, keys, payloads).Error
+		FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(ty, k, p, ord)`,
+		planFor(len(events), runID, firstSeq, types, keys, payloads)...).Error
 	return interpretError(err)
 }
 
@@ -447,12 +513,22 @@ func (t *pgTx) UpdateDispatches(ctx context.Context, us []engine.DispatchUpdate)
 	res := t.exec(ctx, `UPDATE dispatches d SET status = u.st, last_error = nullif(u.err, ''),
 		locked_until = NULL, next_attempt_at = now() + make_interval(secs => u.ms::float8 / 1000), updated_at = now()
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[], ?::int[]) AS u(id, st, err, ms, tries)
-		WHERE d.id = u.id::uuid AND d.status = 'sending' AND d.tries = u.tries`,
-		ids, statuses, errs, delays, tries)
+		WHERE d.id = u.id::uuid AND `+isSendingD+` AND d.tries = u.tries`,
+		planFor(len(us), ids, statuses, errs, delays, tries)...)
 	return int(res.RowsAffected), interpretError(res.Error)
 }
 
 func (t *pgTx) BulkStart(ctx context.Context, runID string, starts []engine.BulkStart) (int, error) {
+	n := 0
+	err := chunked(starts, func(part []engine.BulkStart, _ int) error {
+		m, err := t.bulkStart(ctx, runID, part)
+		n += m
+		return err
+	})
+	return n, err
+}
+
+func (t *pgTx) bulkStart(ctx context.Context, runID string, starts []engine.BulkStart) (int, error) {
 	keys := make([]string, len(starts))
 	inputs := make([]string, len(starts))
 	statuses := make([]string, len(starts))
@@ -469,15 +545,18 @@ func (t *pgTx) BulkStart(ctx context.Context, runID string, starts []engine.Bulk
 		error = NULL, started_at = now(), finished_at = NULL, updated_at = now()
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::int[]) AS u(k, inp, st, secs)
 		WHERE n.run_id = ? AND n.key = ANY(?::text[]) AND n.key = u.k AND n.status = 'pending'`,
-		keys, inputs, statuses, secs, runID, keys)
+		planFor(len(starts), keys, inputs, statuses, secs, runID, keys)...)
 	return int(res.RowsAffected), interpretError(res.Error)
 }
 
 func (t *pgTx) InsertDispatches(ctx context.Context, ds []*engine.Dispatch) error {
-	if len(ds) == 0 {
-		return nil
+	if err := chunked(ds, func(part []*engine.Dispatch, _ int) error { return t.insertDispatches(ctx, part) }); err != nil {
+		return err
 	}
-	t.inserted += len(ds)
+	return t.analyzeAfter(ctx, len(ds), `ANALYZE dispatches (run_id, status)`)
+}
+
+func (t *pgTx) insertDispatches(ctx context.Context, ds []*engine.Dispatch) error {
 	ids := make([]string, len(ds))
 	keys := make([]string, len(ds))
 	urls := make([]string, len(ds))
@@ -515,7 +594,7 @@ func (t *pgTx) MarkDelivered(ctx context.Context, runID string, keys []string, a
 		delivery_logged = true, updated_at = now()
 		WHERE run_id = ? AND key = ANY(?::text[]) AND status IN ('pending', 'sending', 'delivered') AND NOT delivery_logged
 		AND key || ':' || attempt = ANY(?::text[]) RETURNING id::text, key, attempt, tries`,
-		runID, keys, pairs).Rows()
+		planFor(len(keys), runID, keys, pairs)...).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -545,8 +624,7 @@ func (t *pgTx) BulkComplete(ctx context.Context, runID string, cs []engine.BulkC
 		FROM (SELECT DISTINCT ON (k) k, a, out FROM unnest(?::text[], ?::int[], ?::text[]) WITH ORDINALITY AS x(k, a, out, ord)
 			ORDER BY k, ord) u
 		WHERE n.run_id = ? AND n.key = ANY(?::text[]) AND n.key = u.k AND n.status = 'running' AND n.attempt = u.a
-		RETURNING `+nodeColsAs("n."), keys, attempts, outputs,
-		runID, keys).Rows()
+		RETURNING `+nodeColsAs("n."), planFor(len(cs), keys, attempts, outputs, runID, keys)...).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
