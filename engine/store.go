@@ -25,8 +25,12 @@ type Store interface {
 type Tx interface {
 	// LockRun loads a run and locks its row until the transaction ends.
 	// Every transaction touching a run's nodes locks the run first, which
-	// orders concurrent transitions of one run and avoids deadlocks.
+	// orders concurrent transitions of one run and avoids deadlocks. The
+	// run's Input and Trigger are not loaded (RunInput): a fan-out's input
+	// can be megabytes, and every transaction of the run locks it.
 	LockRun(ctx context.Context, runID string) (*Run, error)
+	// RunInput loads a run's input.
+	RunInput(ctx context.Context, runID string) (json.RawMessage, error)
 	// RunByIdempotencyKey finds a run of flowID started with key.
 	RunByIdempotencyKey(ctx context.Context, flowID, key string) (*Run, error)
 	// InsertRun creates a run row (ErrConflict on a repeated idempotency key).

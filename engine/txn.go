@@ -125,6 +125,19 @@ func (t *txn) load(runID string) error {
 	return nil
 }
 
+// runInput returns the run's input, loading it on first use (LockRun
+// leaves it out).
+func (t *txn) runInput() (json.RawMessage, error) {
+	if t.run.Input == nil {
+		in, err := t.tx.RunInput(t.ctx, t.run.ID)
+		if err != nil {
+			return nil, fmt.Errorf("error loading the input of run %s: %w", t.run.ID, err)
+		}
+		t.run.Input = in
+	}
+	return t.run.Input, nil
+}
+
 func (t *txn) event(typ, key string, payload any) {
 	t.events = append(t.events, NewEvent{Type: typ, Key: key, Payload: payload})
 }
@@ -315,7 +328,7 @@ func (t *txn) fireReady(tg target, status Status, known map[string]json.RawMessa
 func (t *txn) inputFor(n *Node, idx []int, known map[string]json.RawMessage) (json.RawMessage, error) {
 	ups := t.graph.Upstream[n.ID]
 	if len(ups) == 0 {
-		return t.run.Input, nil
+		return t.runInput()
 	}
 	keys := make([]string, len(ups))
 	var missing []string

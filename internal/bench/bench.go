@@ -86,6 +86,10 @@ type Result struct {
 	// CollectorLagMs is the database time from the last item's completion
 	// to the collector's (fan-out scenarios).
 	CollectorLagMs *float64 `json:"collector_lag_ms,omitempty"`
+	// Phases of a fan-out, in ms from the run's start request: the start
+	// answered (the fan-out committed), the first and the last item's
+	// dispatch arrived at the worker, the last callback was sent.
+	Phases *Phases `json:"fan_out_phases_ms,omitempty"`
 	CPUSeconds     float64  `json:"stitchd_cpu_seconds"`
 	// CPUPerCompletionMs is stitchd's CPU time per completion.
 	CPUPerCompletionMs float64 `json:"stitchd_cpu_ms_per_completion"`
@@ -101,6 +105,14 @@ type Result struct {
 	// TopStatements are the statements that took the most database time,
 	// when the server has pg_stat_statements loaded.
 	TopStatements []Statement `json:"top_statements,omitempty"`
+}
+
+// Phases are the milestones of a fan-out.
+type Phases struct {
+	Started       float64 `json:"started"`
+	FirstDispatch float64 `json:"first_dispatch"`
+	LastDispatch  float64 `json:"last_dispatch"`
+	LastCallback  float64 `json:"last_callback"`
 }
 
 // Latency is a distribution in milliseconds.
@@ -545,12 +557,20 @@ func (r *runner) fanOut(ctx context.Context, name string, items int) (*Result, e
 	}
 	res := &Result{Name: fmt.Sprintf("fan-out of %d items", items)}
 	var run string
+	var t0, started time.Time
 	if err := r.measure(ctx, res, func() (err error) {
-		run, err = r.runToEnd(ctx, flow, map[string]any{"items": list})
-		return err
+		t0 = time.Now()
+		if run, err = r.startRun(ctx, flow, map[string]any{"items": list}); err != nil {
+			return err
+		}
+		started = time.Now()
+		return r.waitRuns(ctx, []string{run})
 	}); err != nil {
 		return nil, err
 	}
+	first, last, lastCb := r.worker.span(run)
+	ms := func(t time.Time) float64 { return float64(t.Sub(t0).Microseconds()) / 1000 }
+	res.Phases = &Phases{Started: ms(started), FirstDispatch: ms(first), LastDispatch: ms(last), LastCallback: ms(lastCb)}
 	var lag sql.NullFloat64 // NULL for an empty fan-out: no item to lag behind
 	if err := r.db.QueryRowContext(ctx, `SELECT extract(epoch FROM c.finished_at - (SELECT max(finished_at) FROM node_states
 		WHERE run_id = $1 AND node_id = 'score')) * 1000 FROM node_states c WHERE c.run_id = $1 AND c.key = 'merge'`, run).Scan(&lag); err != nil {

@@ -59,8 +59,15 @@ var spaces = regexp.MustCompile(`\s+`)
 
 func oneLine(q string) string { return strings.TrimSpace(spaces.ReplaceAllString(q, " ")) }
 
-// PrintStatements writes each scenario's top statements, if collected.
+// PrintStatements writes each fan-out's phases and each scenario's top
+// statements, if collected.
 func PrintStatements(w io.Writer, rep *Report) {
+	for _, r := range rep.Results {
+		if p := r.Phases; p != nil {
+			fmt.Fprintf(w, "\n%s: started (fan-out committed) %.0f ms, first dispatch %.0f ms, last dispatch %.0f ms, last callback %.0f ms, end %.0f ms\n",
+				r.Name, p.Started, p.FirstDispatch, p.LastDispatch, p.LastCallback, r.Seconds*1000)
+		}
+	}
 	for _, r := range rep.Results {
 		if len(r.TopStatements) == 0 {
 			continue

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -120,6 +121,30 @@ func (w *worker) chainLatencies(runs []string, length int) []time.Duration {
 		}
 	}
 	return out
+}
+
+// span returns when the first and the last dispatch of run arrived and
+// when its last callback was sent.
+func (w *worker) span(run string) (first, last, lastCallback time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	prefix := run + "/"
+	for k, t := range w.arrived {
+		if strings.HasPrefix(k, prefix) {
+			if first.IsZero() || t.Before(first) {
+				first = t
+			}
+			if t.After(last) {
+				last = t
+			}
+		}
+	}
+	for k, t := range w.sent {
+		if strings.HasPrefix(k, prefix) && t.After(lastCallback) {
+			lastCallback = t
+		}
+	}
+	return first, last, lastCallback
 }
 
 func (w *worker) stats() (received, failures int64) {
