@@ -186,6 +186,9 @@ func (c *countingTx) InsertRun(ctx context.Context, r *Run) error {
 	return c.wrote(c.Tx.InsertRun(ctx, r))
 }
 func (c *countingTx) SaveRun(ctx context.Context, r *Run) error { return c.wrote(c.Tx.SaveRun(ctx, r)) }
+func (c *countingTx) SaveRunWithEvents(ctx context.Context, r *Run, first int64, ev []NewEvent) error {
+	return c.wrote(c.Tx.SaveRunWithEvents(ctx, r, first, ev))
+}
 func (c *countingTx) InsertNodes(ctx context.Context, runID string, n []NodeState) error {
 	return c.wrote(c.Tx.InsertNodes(ctx, runID, n))
 }

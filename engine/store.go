@@ -29,6 +29,10 @@ type Tx interface {
 	// run's Input and Trigger are not loaded (RunInput): a fan-out's input
 	// can be megabytes, and every transaction of the run locks it.
 	LockRun(ctx context.Context, runID string) (*Run, error)
+	// SaveRunWithEvents appends events, numbered from firstSeq, and saves
+	// the run (whose EventSeq already counts them) — in one round trip
+	// when it can.
+	SaveRunWithEvents(ctx context.Context, r *Run, firstSeq int64, events []NewEvent) error
 	// RunInput loads a run's input.
 	RunInput(ctx context.Context, runID string) (json.RawMessage, error)
 	// RunByIdempotencyKey finds a run of flowID started with key.

@@ -576,14 +576,10 @@ func (t *txn) flush() error {
 	if err := t.settleRun(); err != nil {
 		return err
 	}
-	if len(t.events) > 0 {
-		if err := t.tx.AppendEvents(t.ctx, t.run.ID, t.run.EventSeq+1, t.events); err != nil {
-			return fmt.Errorf("error appending events of run %s: %w", t.run.ID, err)
-		}
-		t.run.EventSeq += int64(len(t.events))
-	}
-	if err := t.tx.SaveRun(t.ctx, t.run); err != nil {
-		return fmt.Errorf("error saving run %s: %w", t.run.ID, err)
+	first := t.run.EventSeq + 1
+	t.run.EventSeq += int64(len(t.events))
+	if err := t.tx.SaveRunWithEvents(t.ctx, t.run, first, t.events); err != nil {
+		return fmt.Errorf("error saving run %s and %d events: %w", t.run.ID, len(t.events), err)
 	}
 	return nil
 }

@@ -792,3 +792,36 @@ func TestBulkWritesAcrossChunks(t *testing.T) {
 		FROM run_events WHERE run_id = ?`, run.ID).Row().Scan(&events, &minSeq, &maxSeq, &inOrder))
 	require.Equal(t, []int{n, 1, n, n}, []int{events, minSeq, maxSeq, inOrder})
 }
+
+// TestSaveRunWithEvents: events and the run row in one statement, and the
+// two-statement path for more events than one chunk.
+func TestSaveRunWithEvents(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 3, 2500} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			t.Parallel()
+			st := storetest.TestTx(t)
+			f := createFlow(t, st)
+			run := newRun(f)
+			evs := make([]engine.NewEvent, n)
+			for i := range evs {
+				evs[i] = engine.NewEvent{Type: engine.EventNodeStatus, Key: fmt.Sprintf("k%d", i), Payload: map[string]any{"i": i}}
+			}
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				require.NoError(t, tx.InsertRun(ctx, run))
+				r, err := tx.LockRun(ctx, run.ID)
+				require.NoError(t, err)
+				r.EventSeq, r.ActiveNodes = int64(n), 7
+				require.NoError(t, tx.SaveRunWithEvents(ctx, r, 1, evs))
+				require.False(t, r.UpdatedAt.IsZero())
+				return nil
+			})
+			var seq, active, events, inOrder int
+			require.NoError(t, st.Gorm().Raw(`SELECT event_seq, active_nodes FROM runs WHERE id = ?`, run.ID).Row().Scan(&seq, &active))
+			require.Equal(t, []int{n, 7}, []int{seq, active})
+			require.NoError(t, st.Gorm().Raw(`SELECT count(*), count(*) FILTER (WHERE (payload->>'i')::int = seq - 1 AND key = 'k' || (seq - 1))
+				FROM run_events WHERE run_id = ?`, run.ID).Row().Scan(&events, &inOrder))
+			require.Equal(t, []int{n, n}, []int{events, inOrder})
+		})
+	}
+}

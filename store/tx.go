@@ -228,14 +228,43 @@ func (t *pgTx) InsertRun(ctx context.Context, r *engine.Run) error {
 	return nil
 }
 
-func (t *pgTx) SaveRun(ctx context.Context, r *engine.Run) error {
-	var finished sql.NullTime
-	row := t.raw(ctx, `UPDATE runs SET status = ?, output = ?::jsonb, error = ?, active_nodes = ?,
+// saveRunSQL updates a run's row; saveRunArgs are its arguments.
+const saveRunSQL = `UPDATE runs SET status = ?, output = ?::jsonb, error = ?, active_nodes = ?,
 		failed_nodes = ?, terminals_left = ?, event_seq = ?, updated_at = now(),
 		finished_at = CASE WHEN ? = 'running' THEN NULL ELSE coalesce(finished_at, now()) END
-		WHERE id = ? RETURNING updated_at, finished_at`,
-		string(r.Status), jsonArg(r.Output), r.Error, r.ActiveNodes, r.FailedNodes, r.TerminalsLeft, r.EventSeq,
-		string(r.Status), r.ID).Row()
+		WHERE id = ? RETURNING updated_at, finished_at`
+
+func saveRunArgs(r *engine.Run) []any {
+	return []any{string(r.Status), jsonArg(r.Output), r.Error, r.ActiveNodes, r.FailedNodes, r.TerminalsLeft, r.EventSeq,
+		string(r.Status), r.ID}
+}
+
+func (t *pgTx) SaveRun(ctx context.Context, r *engine.Run) error {
+	return t.scanSavedRun(r, t.raw(ctx, saveRunSQL, saveRunArgs(r)...).Row())
+}
+
+// SaveRunWithEvents appends events and saves the run in one statement (one
+// round trip instead of two) when the events fit in one chunk.
+func (t *pgTx) SaveRunWithEvents(ctx context.Context, r *engine.Run, firstSeq int64, events []engine.NewEvent) error {
+	if len(events) == 0 {
+		return t.SaveRun(ctx, r)
+	}
+	if len(events) > bulkChunk {
+		if err := t.AppendEvents(ctx, r.ID, firstSeq, events); err != nil {
+			return err
+		}
+		return t.SaveRun(ctx, r)
+	}
+	types, keys, payloads, err := encodeEvents(events)
+	if err != nil {
+		return err
+	}
+	args := append([]any{r.ID, firstSeq, types, keys, payloads}, saveRunArgs(r)...)
+	return t.scanSavedRun(r, t.raw(ctx, `WITH ev AS (`+insertEventsSQL+`) `+saveRunSQL, planFor(len(events), args...)...).Row())
+}
+
+func (t *pgTx) scanSavedRun(r *engine.Run, row *sql.Row) error {
+	var finished sql.NullTime
 	if err := row.Scan(&r.UpdatedAt, &finished); err != nil {
 		return interpretError(err)
 	}
@@ -469,10 +498,17 @@ func (t *pgTx) AppendEvents(ctx context.Context, runID string, firstSeq int64, e
 	})
 }
 
-func (t *pgTx) appendEvents(ctx context.Context, runID string, firstSeq int64, events []engine.NewEvent) error {
-	types := make([]string, len(events))
-	keys := make([]string, len(events))
-	payloads := make([]string, len(events))
+// insertEventsSQL appends events (run id, first sequence number, then
+// types, keys and JSON payloads as arrays). No NOTIFY here: it would
+// serialize commits (see Notifier); the process notifies after commit.
+const insertEventsSQL = `INSERT INTO run_events (run_id, seq, type, key, payload)
+		SELECT ?, ? + ord - 1, ty, nullif(k, ''), p::jsonb
+		FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(ty, k, p, ord)`
+
+func encodeEvents(events []engine.NewEvent) (types, keys, payloads []string, err error) {
+	types = make([]string, len(events))
+	keys = make([]string, len(events))
+	payloads = make([]string, len(events))
 	for i, e := range events {
 		types[i], keys[i] = e.Type, e.Key
 		p := e.Payload
@@ -481,17 +517,19 @@ func (t *pgTx) appendEvents(ctx context.Context, runID string, firstSeq int64, e
 		}
 		b, err := json.Marshal(p)
 		if err != nil {
-			return fmt.Errorf("error encoding %s event: %w", e.Type, err)
+			return nil, nil, nil, fmt.Errorf("error encoding %s event: %w", e.Type, err)
 		}
 		payloads[i] = string(b)
 	}
-	// No NOTIFY here: it would serialize commits (see Notifier); the
-	// process notifies after commit.
-	err := t.exec(ctx, `INSERT INTO run_events (run_id, seq, type, key, payload)
-		SELECT ?, ? + ord - 1, ty, nullif(k, ''), p::jsonb
-		FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(ty, k, p, ord)`,
-		planFor(len(events), runID, firstSeq, types, keys, payloads)...).Error
-	return interpretError(err)
+	return types, keys, payloads, nil
+}
+
+func (t *pgTx) appendEvents(ctx context.Context, runID string, firstSeq int64, events []engine.NewEvent) error {
+	types, keys, payloads, err := encodeEvents(events)
+	if err != nil {
+		return err
+	}
+	return interpretError(t.exec(ctx, insertEventsSQL, planFor(len(events), runID, firstSeq, types, keys, payloads)...).Error)
 }
 
 // EventsChannel is the NOTIFY channel carrying the id of a run with new events.
