@@ -58,33 +58,6 @@ func publicTables(t *testing.T, db *sql.DB) []string {
 	return out
 }
 
-// everyVersionOnce is what goose_db_version holds after a clean migration:
-// the initial row 0 and each migration once.
-func everyVersionOnce() map[int64]int {
-	m := map[int64]int{0: 1}
-	for v := int64(1); v <= latestVersion; v++ {
-		m[v] = 1
-	}
-	return m
-}
-
-// gooseVersions returns how many rows goose_db_version holds per version.
-func gooseVersions(t *testing.T, db *sql.DB) map[int64]int {
-	t.Helper()
-	rows, err := db.Query(`SELECT version_id, count(*) FROM goose_db_version GROUP BY version_id`)
-	require.NoError(t, err)
-	defer rows.Close()
-	out := map[int64]int{}
-	for rows.Next() {
-		var v int64
-		var n int
-		require.NoError(t, rows.Scan(&v, &n))
-		out[v] = n
-	}
-	require.NoError(t, rows.Err())
-	return out
-}
-
 func TestMigrateUpDownUp(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -121,7 +94,7 @@ func TestMigrateUpDownUp(t *testing.T) {
 	// And up once more: the database is usable afterwards.
 	require.NoError(t, st.Migrate(ctx, nil))
 	require.ElementsMatch(t, schemaTables, publicTables(t, db))
-	require.Equal(t, everyVersionOnce(), gooseVersions(t, db))
+	require.Equal(t, storetest.EveryMigrationOnce(t), storetest.GooseVersions(t, url))
 }
 
 func TestMigrateConcurrent(t *testing.T) {
@@ -151,7 +124,7 @@ func TestMigrateConcurrent(t *testing.T) {
 	}
 
 	db := openSQL(t, url)
-	require.Equal(t, everyVersionOnce(), gooseVersions(t, db),
+	require.Equal(t, storetest.EveryMigrationOnce(t), storetest.GooseVersions(t, url),
 		"every version is recorded exactly once")
 	require.ElementsMatch(t, schemaTables, publicTables(t, db))
 	for i, st := range stores {

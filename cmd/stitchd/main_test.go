@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -24,7 +22,6 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stitchd/stitchd/migrations"
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
@@ -223,7 +220,7 @@ func TestMigrateFromEnvDatabaseURL(t *testing.T) {
 	_, stderr, err := runRoot(t, map[string]string{"DATABASE_URL": dbURL, "STITCHD_LOG_FORMAT": "json"}, "migrate")
 	require.NoError(t, err, stderr)
 	require.True(t, strings.HasPrefix(strings.TrimSpace(stderr), "{"), "STITCHD_LOG_FORMAT=json gives JSON logs: %s", stderr)
-	require.Equal(t, everyMigrationOnce(t), gooseVersions(t, dbURL))
+	require.Equal(t, storetest.EveryMigrationOnce(t), storetest.GooseVersions(t, dbURL))
 }
 
 // ---------------------------------------------------------------- binary
@@ -260,41 +257,6 @@ func freeAddr(t *testing.T) string {
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
 	return addr
-}
-
-// everyMigrationOnce is what goose_db_version holds after migrating a new
-// database: the initial row 0 and each migration in migrations/ once.
-func everyMigrationOnce(t *testing.T) map[int64]int {
-	t.Helper()
-	files, err := fs.Glob(migrations.FS, "*.sql")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	out := map[int64]int{0: 1}
-	for _, f := range files {
-		v, err := strconv.ParseInt(strings.SplitN(f, "_", 2)[0], 10, 64)
-		require.NoError(t, err, f)
-		out[v]++
-	}
-	return out
-}
-
-func gooseVersions(t *testing.T, dbURL string) map[int64]int {
-	t.Helper()
-	db, err := sql.Open("pgx", dbURL)
-	require.NoError(t, err)
-	defer db.Close()
-	rows, err := db.Query(`SELECT version_id, count(*) FROM goose_db_version GROUP BY version_id`)
-	require.NoError(t, err)
-	defer rows.Close()
-	out := map[int64]int{}
-	for rows.Next() {
-		var v int64
-		var n int
-		require.NoError(t, rows.Scan(&v, &n))
-		out[v] = n
-	}
-	require.NoError(t, rows.Err())
-	return out
 }
 
 // server is a running `stitchd serve`.
@@ -421,7 +383,7 @@ func TestBinaryMigrateServeShutdown(t *testing.T) {
 	for i := range outs {
 		require.NoError(t, errs[i], "migrate #%d: %s", i, outs[i])
 	}
-	require.Equal(t, everyMigrationOnce(t), gooseVersions(t, dbURL))
+	require.Equal(t, storetest.EveryMigrationOnce(t), storetest.GooseVersions(t, dbURL))
 
 	s := startServe(t, bin, dbURL)
 	code, body := httpDo(t, "GET", s.url+"/healthz", "", "")

@@ -89,8 +89,8 @@ type Result struct {
 	// Phases of a fan-out, in ms from the run's start request: the start
 	// answered (the fan-out committed), the first and the last item's
 	// dispatch arrived at the worker, the last callback was sent.
-	Phases *Phases `json:"fan_out_phases_ms,omitempty"`
-	CPUSeconds     float64  `json:"stitchd_cpu_seconds"`
+	Phases     *Phases `json:"fan_out_phases_ms,omitempty"`
+	CPUSeconds float64 `json:"stitchd_cpu_seconds"`
 	// CPUPerCompletionMs is stitchd's CPU time per completion.
 	CPUPerCompletionMs float64 `json:"stitchd_cpu_ms_per_completion"`
 	// IdleCPUPercent is stitchd's CPU use while runs only wait (idle).
