@@ -69,7 +69,7 @@ func (s *Store) RenewLeases(ctx context.Context, ks []engine.ClaimedDispatch, le
 	rows, err := s.db.Statement.ConnPool.QueryContext(ctx, `UPDATE dispatches d SET locked_until = now() + make_interval(secs => $1),
 		next_attempt_at = now() + make_interval(secs => $1), updated_at = now()
 		FROM unnest($2::uuid[], $3::int[]) AS u(id, tries)
-		WHERE d.id = u.id AND d.tries = u.tries AND `+isSendingD+`
+		WHERE d.id = u.id AND d.tries = u.tries AND `+isSending+`
 		RETURNING d.id::text`, planFor(len(ks), lease.Seconds(), ids, tries)...)
 	if err != nil {
 		return nil, fmt.Errorf("error renewing %d leases: %w", len(ks), interpretError(err))
@@ -93,10 +93,8 @@ func (s *Store) RenewLeases(ctx context.Context, ks []engine.ClaimedDispatch, le
 // nearly empty and the planner scanned all of it — 100,000 rows — for a
 // handful of ids (12 ms a statement). The CHECK constraint allows no other
 // status.
-const (
-	isSending  = `status NOT IN ('pending', 'delivered', 'failed', 'cancelled')`
-	isSendingD = `d.status NOT IN ('pending', 'delivered', 'failed', 'cancelled')`
-)
+// The outbox table is aliased d where it is used.
+const isSending = `d.status NOT IN ('pending', 'delivered', 'failed', 'cancelled')`
 
 // DispatchesDelivered implements engine.Store. The mark is advisory — it
 // keeps a row whose worker accepted it from being delivered again when its
@@ -108,7 +106,7 @@ const (
 func (s *Store) DispatchesDelivered(ctx context.Context, ids []string) error {
 	_, err := s.db.Statement.ConnPool.ExecContext(ctx, `WITH cfg AS (SELECT set_config('synchronous_commit', 'off', true))
 		UPDATE dispatches SET status = 'delivered', locked_until = NULL, updated_at = now()
-		FROM cfg WHERE id IN (SELECT id FROM dispatches WHERE id = ANY($1::uuid[]) AND `+isSending+`
+		FROM cfg WHERE id IN (SELECT d.id FROM dispatches d WHERE d.id = ANY($1::uuid[]) AND `+isSending+`
 			FOR UPDATE SKIP LOCKED)`, planFor(len(ids), ids)...)
 	return interpretError(err)
 }

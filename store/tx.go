@@ -551,7 +551,7 @@ func (t *pgTx) UpdateDispatches(ctx context.Context, us []engine.DispatchUpdate)
 	res := t.exec(ctx, `UPDATE dispatches d SET status = u.st, last_error = nullif(u.err, ''),
 		locked_until = NULL, next_attempt_at = now() + make_interval(secs => u.ms::float8 / 1000), updated_at = now()
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[], ?::int[]) AS u(id, st, err, ms, tries)
-		WHERE d.id = u.id::uuid AND `+isSendingD+` AND d.tries = u.tries`,
+		WHERE d.id = u.id::uuid AND `+isSending+` AND d.tries = u.tries`,
 		planFor(len(us), ids, statuses, errs, delays, tries)...)
 	return int(res.RowsAffected), interpretError(res.Error)
 }

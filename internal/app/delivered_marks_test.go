@@ -78,3 +78,34 @@ func TestDeliveryMarks(t *testing.T) {
 	require.NoError(t, eng.RecordDelivery(ctx, outcome(gone)))
 	require.Equal(t, "cancelled", status(gone.ID))
 }
+
+// TestRenewLeases: a claim's lease is renewed only while the row is still
+// that claim's: not after another claim took it over (tries moved on), nor
+// after it was delivered.
+func TestRenewLeases(t *testing.T) {
+	t.Parallel()
+	const graph = `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a"}}],"edges":[]}`
+	ctx := context.Background()
+	st, _ := storetest.IsolatedDB(t)
+	eng := engineOn(t, st)
+	flow, err := st.CreateFlow(ctx, uuid.NewString(), "leases", nil, compiledVersion(t, graph))
+	require.NoError(t, err)
+	for range 3 {
+		_, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID})
+		require.NoError(t, err)
+	}
+	claimed, err := st.ClaimDue(ctx, 10, time.Second)
+	require.NoError(t, err)
+	require.Len(t, claimed, 3)
+	kept, stale, delivered := claimed[0], claimed[1], claimed[2]
+	stale.Tries++ // as if another claim had taken the row over
+	require.NoError(t, st.DispatchesDelivered(ctx, []string{delivered.ID}))
+
+	ids, err := st.RenewLeases(ctx, []engine.ClaimedDispatch{kept, stale, delivered}, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, []string{kept.ID}, ids)
+	var left float64
+	require.NoError(t, st.Gorm().Raw(`SELECT extract(epoch FROM locked_until - now()) FROM dispatches WHERE id = ?`, kept.ID).
+		Row().Scan(&left))
+	require.Greater(t, left, 3000.0, "the lease now runs for an hour")
+}
