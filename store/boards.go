@@ -250,9 +250,13 @@ func (s *Store) MoveEntityManually(ctx context.Context, entityID, sectionID, jou
 			}
 			return fmt.Errorf("%w: section %q is not on the entity's board", engine.ErrInvalidRequest, sectionID)
 		}
-		_, err := (&pgTx{db: tx}).MoveEntity(ctx, engine.EntityMove{ID: journeyID, EntityID: entityID,
+		q := &sqlQuerier{conn: tx.Statement.ConnPool}
+		_, err := (&pgTx{q: q}).MoveEntity(ctx, engine.EntityMove{ID: journeyID, EntityID: entityID,
 			Kind: engine.JourneyManualMove, ToSection: sectionID})
 		if err != nil {
+			return err
+		}
+		if err := q.flush(ctx); err != nil {
 			return err
 		}
 		return tx.Exec(`SELECT pg_notify(?, ?)`, EventsChannel, "entity:"+entityID).Error

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 	"gorm.io/driver/postgres"
@@ -170,12 +172,59 @@ func (s *Store) MigrationVersion(ctx context.Context) (int64, error) {
 	return p.GetDBVersion(ctx)
 }
 
-// InTx implements engine.Store.
+// InTx implements engine.Store. On the pool it runs fn on one pgx
+// connection with statements pipelined (pipe); bound to a transaction
+// (storetest) it runs fn in a savepoint, statement by statement.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
+	if pool, ok := s.db.Statement.ConnPool.(*sql.DB); ok {
+		return interpretError(inPipe(ctx, pool, fn))
+	}
 	err := s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
-		return fn(ctx, &pgTx{db: gtx})
+		q := &sqlQuerier{conn: gtx.Statement.ConnPool}
+		if err := fn(ctx, &pgTx{q: q}); err != nil {
+			return err
+		}
+		return q.flush(ctx)
 	})
 	return interpretError(err)
+}
+
+// inPipe runs fn in a transaction on one connection of pool, through a
+// pipe. A connection left in doubt (an error while BEGIN, a statement or
+// COMMIT was under way, which may leave the transaction open) is discarded
+// rather than returned to the pool.
+func inPipe(ctx context.Context, pool *sql.DB, fn func(ctx context.Context, tx engine.Tx) error) error {
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("error getting a connection: %w", err)
+	}
+	defer conn.Close()
+	var fnErr error
+	err = conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("unexpected driver connection %T", dc)
+		}
+		p := newPipe(sc.Conn())
+		if fnErr = fn(ctx, &pgTx{q: p}); fnErr != nil {
+			if err := p.rollback(context.WithoutCancel(ctx)); err != nil {
+				return driver.ErrBadConn
+			}
+			return nil
+		}
+		if fnErr = p.commit(ctx); fnErr != nil {
+			if sc.Conn().PgConn().TxStatus() != 'I' {
+				if err := p.rollback(context.WithoutCancel(ctx)); err != nil {
+					return driver.ErrBadConn
+				}
+			}
+		}
+		return nil
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	return err
 }
 
 // interpretError maps database errors onto engine sentinels. It is the one

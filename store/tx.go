@@ -11,32 +11,31 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"gorm.io/gorm"
 
 	"github.com/stitchd/stitchd/engine"
 )
 
-// pgTx implements engine.Tx over one gorm transaction. Its statements —
-// the engine's hot path — go straight to the transaction's connection
-// (database/sql over pgx), not through gorm's statement builder: slices are
-// passed as Go slices, which pgx encodes natively in binary, and gorm's
-// per-statement building and callbacks stay off the path.
-type pgTx struct{ db *gorm.DB }
+// pgTx implements engine.Tx over one transaction. Its statements — the
+// engine's hot path — go straight to the transaction's connection, not
+// through gorm's statement builder: slices are passed as Go slices, which
+// pgx encodes natively in binary, and statements whose results are not
+// needed before the commit are queued to share a round trip (querier).
+type pgTx struct{ q querier }
 
 // raw prepares a query written with ? placeholders; call Row or Rows.
 func (t *pgTx) raw(ctx context.Context, q string, args ...any) rawQuery {
-	return rawQuery{conn: t.db.Statement.ConnPool, ctx: ctx, q: rebind(q), args: args}
+	return rawQuery{t: t, ctx: ctx, q: rebind(q), args: args}
 }
 
 type rawQuery struct {
-	conn gorm.ConnPool
+	t    *pgTx
 	ctx  context.Context
 	q    string
 	args []any
 }
 
-func (r rawQuery) Row() *sql.Row            { return r.conn.QueryRowContext(r.ctx, r.q, r.args...) }
-func (r rawQuery) Rows() (*sql.Rows, error) { return r.conn.QueryContext(r.ctx, r.q, r.args...) }
+func (r rawQuery) Row() scanner        { return r.t.q.row(r.ctx, r.q, r.args) }
+func (r rawQuery) Rows() (rows, error) { return r.t.q.query(r.ctx, r.q, r.args) }
 
 // execResult mirrors the two fields of gorm's result a caller reads.
 type execResult struct {
@@ -46,12 +45,15 @@ type execResult struct {
 
 // exec runs a statement written with ? placeholders.
 func (t *pgTx) exec(ctx context.Context, q string, args ...any) execResult {
-	res, err := t.db.Statement.ConnPool.ExecContext(ctx, rebind(q), args...)
-	if err != nil {
-		return execResult{Error: err}
-	}
-	n, err := res.RowsAffected()
+	n, err := t.q.exec(ctx, rebind(q), args)
 	return execResult{RowsAffected: n, Error: err}
+}
+
+// later queues a statement written with ? placeholders, to be sent with
+// the next statement that must be answered or with COMMIT; its error
+// surfaces there. scan, when set, reads its one row.
+func (t *pgTx) later(q string, scan func(scanner) error, args ...any) {
+	t.q.later(rebind(q), args, scan)
 }
 
 // bulkChunk bounds the rows one bulk statement carries. pgx builds a
@@ -263,7 +265,7 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, r *engine.Run, firstSeq in
 	return t.scanSavedRun(r, t.raw(ctx, `WITH ev AS (`+insertEventsSQL+`) `+saveRunSQL, planFor(len(events), args...)...).Row())
 }
 
-func (t *pgTx) scanSavedRun(r *engine.Run, row *sql.Row) error {
+func (t *pgTx) scanSavedRun(r *engine.Run, row scanner) error {
 	var finished sql.NullTime
 	if err := row.Scan(&r.UpdatedAt, &finished); err != nil {
 		return interpretError(err)

@@ -1,0 +1,301 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"gorm.io/gorm"
+)
+
+// querier is what an engine transaction (pgTx) runs its statements on.
+//
+// Besides the usual query, row and exec it offers later: a statement whose
+// result nobody needs before the transaction ends (an outbox row, the
+// run's events and row) is queued and sent with the next statement that
+// must be answered, or with COMMIT. Over one pgx connection (pipe) the
+// queued statements, the next one and BEGIN and COMMIT share a round trip
+// (pgx's pipeline mode): a chain step that took nine round trips takes
+// five. Over a gorm transaction (sqlQuerier: storetest's per-test
+// transactions) the queue is run one statement at a time, so both behave
+// alike but for the round trips.
+type querier interface {
+	query(ctx context.Context, q string, args []any) (rows, error)
+	row(ctx context.Context, q string, args []any) scanner
+	exec(ctx context.Context, q string, args []any) (int64, error)
+	// later queues a statement; scan, when set, reads its one row.
+	later(q string, args []any, scan func(scanner) error)
+	// flush runs what is queued.
+	flush(ctx context.Context) error
+}
+
+// rows is the part of a result set pgTx reads.
+type rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+type queued struct {
+	q    string
+	args []any
+	scan func(scanner) error
+}
+
+// errDeferred marks the error of a queued statement, which surfaces at a
+// later statement or at COMMIT.
+func errDeferred(q string, err error) error {
+	return fmt.Errorf("error in a queued statement (%.40s…): %w", q, err)
+}
+
+// sqlQuerier runs statements on a gorm transaction's connection, the queue
+// one statement at a time.
+type sqlQuerier struct {
+	conn  gorm.ConnPool
+	queue []queued
+}
+
+func (s *sqlQuerier) query(ctx context.Context, q string, args []any) (rows, error) {
+	if err := s.flush(ctx); err != nil {
+		return nil, err
+	}
+	r, err := s.conn.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{r}, nil
+}
+
+func (s *sqlQuerier) row(ctx context.Context, q string, args []any) scanner {
+	if err := s.flush(ctx); err != nil {
+		return errRow{err}
+	}
+	return s.conn.QueryRowContext(ctx, q, args...)
+}
+
+func (s *sqlQuerier) exec(ctx context.Context, q string, args []any) (int64, error) {
+	if err := s.flush(ctx); err != nil {
+		return 0, err
+	}
+	res, err := s.conn.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (s *sqlQuerier) later(q string, args []any, scan func(scanner) error) {
+	s.queue = append(s.queue, queued{q: q, args: args, scan: scan})
+}
+
+func (s *sqlQuerier) flush(ctx context.Context) error {
+	for len(s.queue) > 0 {
+		it := s.queue[0]
+		s.queue = s.queue[1:]
+		var err error
+		if it.scan != nil {
+			err = it.scan(s.conn.QueryRowContext(ctx, it.q, it.args...))
+		} else {
+			_, err = s.conn.ExecContext(ctx, it.q, it.args...)
+		}
+		if err != nil {
+			s.queue = nil
+			return errDeferred(it.q, err)
+		}
+	}
+	return nil
+}
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { _ = r.Rows.Close() }
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// pipe runs one transaction on one pgx connection. BEGIN is queued when
+// the pipe is made, so it travels with the first statement; commit sends
+// the queue with COMMIT. A transaction that ends up running nothing (a
+// callback rejected before its first statement) sends nothing at all.
+type pipe struct {
+	conn  *pgx.Conn
+	queue []queued
+	// begun is set once BEGIN has been sent.
+	begun bool
+}
+
+func newPipe(conn *pgx.Conn) *pipe {
+	return &pipe{conn: conn, queue: []queued{{q: "begin"}}}
+}
+
+// send sends the queue, then q (when not empty) in one pipeline, and reads
+// the queue's results. The caller reads q's result from the returned
+// batch and must close it.
+func (p *pipe) send(ctx context.Context, q string, args []any) (pgx.BatchResults, error) {
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.queue)+1)}
+	for _, it := range p.queue {
+		b.Queue(it.q, it.args...)
+	}
+	if q != "" {
+		b.Queue(q, args...)
+	}
+	queue := p.queue
+	p.queue = nil
+	p.begun = true
+	br := p.conn.SendBatch(ctx, b)
+	for _, it := range queue {
+		var err error
+		if it.scan != nil {
+			err = it.scan(br.QueryRow())
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
+			_ = br.Close()
+			return nil, errDeferred(it.q, err)
+		}
+	}
+	return br, nil
+}
+
+// direct reports whether q can go without the queue: nothing is queued, or
+// it asks for its own execution mode (pgx takes no per-statement mode in a
+// pipeline, so the queue goes first, on its own).
+func (p *pipe) direct(ctx context.Context, args []any) (bool, error) {
+	if len(p.queue) == 0 {
+		return true, nil
+	}
+	if len(args) > 0 {
+		if _, ok := args[0].(pgx.QueryExecMode); ok {
+			return true, p.flush(ctx)
+		}
+	}
+	return false, nil
+}
+
+func (p *pipe) query(ctx context.Context, q string, args []any) (rows, error) {
+	if ok, err := p.direct(ctx, args); err != nil {
+		return nil, err
+	} else if ok {
+		return p.conn.Query(ctx, q, args...)
+	}
+	br, err := p.send(ctx, q, args)
+	if err != nil {
+		return nil, err
+	}
+	r, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: r, br: br}, nil
+}
+
+func (p *pipe) row(ctx context.Context, q string, args []any) scanner {
+	if ok, err := p.direct(ctx, args); err != nil {
+		return errRow{err}
+	} else if ok {
+		return p.conn.QueryRow(ctx, q, args...)
+	}
+	br, err := p.send(ctx, q, args)
+	if err != nil {
+		return errRow{err}
+	}
+	return batchRow{row: br.QueryRow(), br: br}
+}
+
+func (p *pipe) exec(ctx context.Context, q string, args []any) (int64, error) {
+	if ok, err := p.direct(ctx, args); err != nil {
+		return 0, err
+	} else if ok {
+		ct, err := p.conn.Exec(ctx, q, args...)
+		return ct.RowsAffected(), err
+	}
+	br, err := p.send(ctx, q, args)
+	if err != nil {
+		return 0, err
+	}
+	ct, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return ct.RowsAffected(), err
+}
+
+func (p *pipe) later(q string, args []any, scan func(scanner) error) {
+	p.queue = append(p.queue, queued{q: q, args: args, scan: scan})
+}
+
+func (p *pipe) flush(ctx context.Context) error {
+	if len(p.queue) == 0 {
+		return nil
+	}
+	br, err := p.send(ctx, "", nil)
+	if err != nil {
+		return err
+	}
+	return br.Close()
+}
+
+// commit sends the queue and COMMIT together. A transaction that never
+// sent BEGIN and has nothing queued but it sends nothing.
+func (p *pipe) commit(ctx context.Context) error {
+	if !p.begun && len(p.queue) == 1 {
+		p.queue = nil
+		return nil
+	}
+	// The COMMIT's tag is checked: Postgres answers COMMIT of a failed
+	// transaction with ROLLBACK and no error.
+	br, err := p.send(ctx, "commit", nil)
+	if err != nil {
+		return err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("error committing: %w", err)
+	}
+	if tag.String() != "COMMIT" {
+		return errors.New("error committing: the transaction was rolled back")
+	}
+	return nil
+}
+
+// rollback ends a transaction that BEGIN opened.
+func (p *pipe) rollback(ctx context.Context) error {
+	p.queue = nil
+	if !p.begun {
+		return nil
+	}
+	_, err := p.conn.Exec(ctx, "rollback")
+	return err
+}
+
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	_ = r.br.Close()
+}
+
+type batchRow struct {
+	row pgx.Row
+	br  pgx.BatchResults
+}
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
