@@ -22,6 +22,14 @@ type Store interface {
 
 // Tx is the set of operations the engine performs inside a transaction.
 // Every method that changes a node's status is a compare-and-set.
+//
+// Writes whose results the engine does not read at once (SaveRun,
+// SaveRunWithEvents, InsertNodes, SetPending, InsertDispatch(es),
+// AppendEvents, the journey rows of entity moves) may be queued and sent
+// with the next statement that must be answered, or with COMMIT: their
+// errors then surface from that later call or from the commit (and fail
+// the transaction), and the fields they fill in (a run's UpdatedAt and
+// FinishedAt) are set once the transaction has committed.
 type Tx interface {
 	// LockRun loads a run and locks its row until the transaction ends.
 	// Every transaction touching a run's nodes locks the run first, which

@@ -284,10 +284,8 @@ func (t *pgTx) UpsertEntity(ctx context.Context, id string, e engine.EntityUpser
 		return "", interpretError(err)
 	}
 	if inserted {
-		if err := t.exec(ctx, `INSERT INTO journey_events (id, entity_id, kind, to_section_id)
-			SELECT gen_random_uuid(), id, 'created', section_id FROM entities WHERE id = ?`, out).Error; err != nil {
-			return "", interpretError(err)
-		}
+		t.later(`INSERT INTO journey_events (id, entity_id, kind, to_section_id)
+			SELECT gen_random_uuid(), id, 'created', section_id FROM entities WHERE id = ?`, nil, out)
 	}
 	return out, nil
 }
@@ -315,10 +313,10 @@ func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (string, err
 	if m.ToSection != "" {
 		to = sql.NullString{String: m.ToSection, Valid: true}
 	}
-	err = t.exec(ctx, `INSERT INTO journey_events (id, entity_id, kind, from_section_id, to_section_id, run_id,
+	t.later(`INSERT INTO journey_events (id, entity_id, kind, from_section_id, to_section_id, run_id,
 		node_key, complete_as) VALUES (?, ?, ?, ?, ?, nullif(?, '')::uuid, nullif(?, ''), nullif(?, ''))`,
-		m.ID, m.EntityID, m.Kind, from, to, m.RunID, m.NodeKey, m.CompleteAs).Error
-	return board, interpretError(err)
+		nil, m.ID, m.EntityID, m.Kind, from, to, m.RunID, m.NodeKey, m.CompleteAs)
+	return board, nil
 }
 
 // Trigger is an inbound webhook that starts runs of a flow.

@@ -56,6 +56,7 @@ func errDeferred(q string, err error) error {
 type sqlQuerier struct {
 	conn  gorm.ConnPool
 	queue []queued
+	err   error // sticky: a queued statement failed
 }
 
 func (s *sqlQuerier) query(ctx context.Context, q string, args []any) (rows, error) {
@@ -92,6 +93,9 @@ func (s *sqlQuerier) later(q string, args []any, scan func(scanner) error) {
 }
 
 func (s *sqlQuerier) flush(ctx context.Context) error {
+	if s.err != nil {
+		return s.err
+	}
 	for len(s.queue) > 0 {
 		it := s.queue[0]
 		s.queue = s.queue[1:]
@@ -103,7 +107,8 @@ func (s *sqlQuerier) flush(ctx context.Context) error {
 		}
 		if err != nil {
 			s.queue = nil
-			return errDeferred(it.q, err)
+			s.err = errDeferred(it.q, err)
+			return s.err
 		}
 	}
 	return nil
@@ -126,6 +131,13 @@ type pipe struct {
 	queue []queued
 	// begun is set once BEGIN has been sent.
 	begun bool
+	// err is sticky: once a queued statement failed, every later call and
+	// the commit fail with its error. A queued statement's check can fail
+	// without failing the transaction in Postgres, and the statement that
+	// carried it may belong to another operation of a group commit, which
+	// might otherwise be left out as a rejected operation and the rest
+	// committed.
+	err error
 }
 
 func newPipe(conn *pgx.Conn) *pipe {
@@ -136,6 +148,9 @@ func newPipe(conn *pgx.Conn) *pipe {
 // the queue's results. The caller reads q's result from the returned
 // batch and must close it.
 func (p *pipe) send(ctx context.Context, q string, args []any) (pgx.BatchResults, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
 	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.queue)+1)}
 	for _, it := range p.queue {
 		b.Queue(it.q, it.args...)
@@ -156,7 +171,8 @@ func (p *pipe) send(ctx context.Context, q string, args []any) (pgx.BatchResults
 		}
 		if err != nil {
 			_ = br.Close()
-			return nil, errDeferred(it.q, err)
+			p.err = errDeferred(it.q, err)
+			return nil, p.err
 		}
 	}
 	return br, nil
@@ -166,6 +182,9 @@ func (p *pipe) send(ctx context.Context, q string, args []any) (pgx.BatchResults
 // it asks for its own execution mode (pgx takes no per-statement mode in a
 // pipeline, so the queue goes first, on its own).
 func (p *pipe) direct(ctx context.Context, args []any) (bool, error) {
+	if p.err != nil {
+		return false, p.err
+	}
 	if len(p.queue) == 0 {
 		return true, nil
 	}
@@ -244,6 +263,9 @@ func (p *pipe) flush(ctx context.Context) error {
 // commit sends the queue and COMMIT together. A transaction that never
 // sent BEGIN and has nothing queued but it sends nothing.
 func (p *pipe) commit(ctx context.Context) error {
+	if p.err != nil {
+		return p.err
+	}
 	if !p.begun && len(p.queue) == 1 {
 		p.queue = nil
 		return nil

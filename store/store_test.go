@@ -440,15 +440,19 @@ func TestTxRunAndNodes(t *testing.T) {
 		return nil
 	})
 
-	// SaveRun writes status and output and stamps finished_at.
+	// SaveRun writes status and output and stamps finished_at (read back
+	// into the run by the time the transaction commits: the statement is
+	// queued).
+	var saved *engine.Run
 	inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
 		r, err := tx.LockRun(ctx, run.ID)
 		require.NoError(t, err)
 		r.Status, r.Output, r.TerminalsLeft, r.EventSeq = engine.RunCompleted, json.RawMessage(`{"done":1}`), 0, 7
 		require.NoError(t, tx.SaveRun(ctx, r))
-		require.NotNil(t, r.FinishedAt)
+		saved = r
 		return nil
 	})
+	require.NotNil(t, saved.FinishedAt)
 	r, nodes, err := st.GetRun(ctx, run.ID, true)
 	require.NoError(t, err)
 	require.Equal(t, engine.RunCompleted, r.Status)

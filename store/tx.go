@@ -56,6 +56,18 @@ func (t *pgTx) later(q string, scan func(scanner) error, args ...any) {
 	t.q.later(rebind(q), args, scan)
 }
 
+// write runs a statement that returns nothing the engine reads, carrying
+// rows rows: queued (later) when small, at once — planned for its actual
+// parameters (planFor) — when big, so a fan-out's chunks are not held in
+// memory until the next round trip.
+func (t *pgTx) write(ctx context.Context, rows int, q string, args ...any) error {
+	if rows <= customPlanAbove {
+		t.later(q, nil, args...)
+		return nil
+	}
+	return interpretError(t.exec(ctx, q, planFor(rows, args...)...).Error)
+}
+
 // bulkChunk bounds the rows one bulk statement carries. pgx builds a
 // statement's parameters in memory (text arrays, then the Bind message), so
 // one statement for a 100,000-item fan-out held several copies of every
@@ -242,7 +254,8 @@ func saveRunArgs(r *engine.Run) []any {
 }
 
 func (t *pgTx) SaveRun(ctx context.Context, r *engine.Run) error {
-	return t.scanSavedRun(r, t.raw(ctx, saveRunSQL, saveRunArgs(r)...).Row())
+	t.later(saveRunSQL, func(row scanner) error { return scanSavedRun(r, row) }, saveRunArgs(r)...)
+	return nil
 }
 
 // SaveRunWithEvents appends events and saves the run in one statement (one
@@ -262,10 +275,16 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, r *engine.Run, firstSeq in
 		return err
 	}
 	args := append([]any{r.ID, firstSeq, types, keys, payloads}, saveRunArgs(r)...)
-	return t.scanSavedRun(r, t.raw(ctx, `WITH ev AS (`+insertEventsSQL+`) `+saveRunSQL, planFor(len(events), args...)...).Row())
+	q := `WITH ev AS (` + insertEventsSQL + `) ` + saveRunSQL
+	if len(events) > customPlanAbove {
+		return scanSavedRun(r, t.raw(ctx, q, planFor(len(events), args...)...).Row())
+	}
+	// Queued: the run's row and events travel with COMMIT.
+	t.later(q, func(row scanner) error { return scanSavedRun(r, row) }, args...)
+	return nil
 }
 
-func (t *pgTx) scanSavedRun(r *engine.Run, row scanner) error {
+func scanSavedRun(r *engine.Run, row scanner) error {
 	var finished sql.NullTime
 	if err := row.Scan(&r.UpdatedAt, &finished); err != nil {
 		return interpretError(err)
@@ -322,11 +341,10 @@ func (t *pgTx) insertNodes(ctx context.Context, runID string, nodes []engine.Nod
 	for i, n := range nodes {
 		keys[i], ids[i], idxs[i], types[i], pend[i] = n.Key, n.NodeID, intsToText(n.Index), string(n.Type), int64(n.PendingParents)
 	}
-	err := t.exec(ctx, `INSERT INTO node_states (run_id, key, node_id, idx, type, status, pending_parents)
+	return t.write(ctx, len(nodes), `INSERT INTO node_states (run_id, key, node_id, idx, type, status, pending_parents)
 		SELECT ?, k, n, CASE WHEN i = '' THEN '{}'::int[] ELSE string_to_array(i, ',')::int[] END, ty, 'pending', p
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[]) AS u(k, n, i, ty, p)`,
-		planFor(len(nodes), runID, keys, ids, idxs, types, pend)...).Error
-	return interpretError(err)
+		runID, keys, ids, idxs, types, pend)
 }
 
 func (t *pgTx) Transition(ctx context.Context, tr *engine.NodeTransition) (*engine.NodeState, error) {
@@ -394,7 +412,7 @@ func (t *pgTx) AddPending(ctx context.Context, runID string, keys []string, delt
 }
 
 func (t *pgTx) SetPending(ctx context.Context, runID, key string, n int) error {
-	return interpretError(t.exec(ctx, `UPDATE node_states SET pending_parents = ? WHERE run_id = ? AND key = ?`, n, runID, key).Error)
+	return t.write(ctx, 1, `UPDATE node_states SET pending_parents = ? WHERE run_id = ? AND key = ?`, n, runID, key)
 }
 
 func (t *pgTx) Outputs(ctx context.Context, runID string, keys []string) (map[string]json.RawMessage, error) {
@@ -531,7 +549,7 @@ func (t *pgTx) appendEvents(ctx context.Context, runID string, firstSeq int64, e
 	if err != nil {
 		return err
 	}
-	return interpretError(t.exec(ctx, insertEventsSQL, planFor(len(events), runID, firstSeq, types, keys, payloads)...).Error)
+	return t.write(ctx, len(events), insertEventsSQL, runID, firstSeq, types, keys, payloads)
 }
 
 // EventsChannel is the NOTIFY channel carrying the id of a run with new events.
@@ -611,7 +629,7 @@ func (t *pgTx) insertDispatches(ctx context.Context, ds []*engine.Dispatch) erro
 	}
 	// A claimed row is written as being sent (first try) by this process
 	// until its lease ends; others wait for the next poll.
-	return interpretError(t.exec(ctx, `INSERT INTO dispatches (id, run_id, key, attempt, url, payload, status,
+	return t.write(ctx, len(ds), `INSERT INTO dispatches (id, run_id, key, attempt, url, payload, status,
 		max_tries, tries, locked_until, next_attempt_at)
 		SELECT u.id::uuid, ?, u.k, u.a, u.url, u.p::jsonb, CASE WHEN u.c > 0 THEN 'sending' ELSE 'pending' END, u.mt,
 			CASE WHEN u.c > 0 THEN 1 ELSE 0 END,
@@ -620,7 +638,7 @@ func (t *pgTx) insertDispatches(ctx context.Context, ds []*engine.Dispatch) erro
 		FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[], ?::bigint[], ?::float8[])
 			AS u(id, k, a, url, p, mt, ms, c)`,
 		ds[0].RunID, ids, keys, attempts, urls,
-		payloads, tries, delays, claims).Error)
+		payloads, tries, delays, claims)
 }
 
 func (t *pgTx) MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) ([]engine.Delivered, error) {
