@@ -186,8 +186,8 @@ func (c *countingTx) InsertRun(ctx context.Context, r *Run) error {
 	return c.wrote(c.Tx.InsertRun(ctx, r))
 }
 func (c *countingTx) SaveRun(ctx context.Context, r *Run) error { return c.wrote(c.Tx.SaveRun(ctx, r)) }
-func (c *countingTx) SaveRunWithEvents(ctx context.Context, r *Run, first int64, ev []NewEvent) error {
-	return c.wrote(c.Tx.SaveRunWithEvents(ctx, r, first, ev))
+func (c *countingTx) SaveRunWithEvents(ctx context.Context, s RunSave) error {
+	return c.wrote(c.Tx.SaveRunWithEvents(ctx, s))
 }
 func (c *countingTx) InsertNodes(ctx context.Context, runID string, n []NodeState) error {
 	return c.wrote(c.Tx.InsertNodes(ctx, runID, n))
@@ -195,6 +195,9 @@ func (c *countingTx) InsertNodes(ctx context.Context, runID string, n []NodeStat
 func (c *countingTx) Transition(ctx context.Context, t *NodeTransition) (*NodeState, error) {
 	st, err := c.Tx.Transition(ctx, t)
 	return st, c.wrote(err)
+}
+func (c *countingTx) TransitionLater(ctx context.Context, t *NodeTransition) error {
+	return c.wrote(c.Tx.TransitionLater(ctx, t))
 }
 func (c *countingTx) AddPending(ctx context.Context, runID string, keys []string, d int) (map[string]Pending, error) {
 	p, err := c.Tx.AddPending(ctx, runID, keys, d)
@@ -238,10 +241,6 @@ func (c *countingTx) MoveEntity(ctx context.Context, m EntityMove) (string, erro
 }
 func (c *countingTx) AppendEvents(ctx context.Context, runID string, seq int64, ev []NewEvent) error {
 	return c.wrote(c.Tx.AppendEvents(ctx, runID, seq, ev))
-}
-func (c *countingTx) MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) ([]Delivered, error) {
-	d, err := c.Tx.MarkDelivered(ctx, runID, keys, attempts)
-	return d, c.wrote(err)
 }
 
 // bulkComplete applies the completions among a batch's callbacks with one

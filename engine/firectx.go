@@ -75,12 +75,10 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 		// The deadline counts from the delayed delivery.
 		tr.DeadlineSeconds += int((req.DelayMs + 999) / 1000)
 	}
-	st, err := t.transition(tr)
-	if err != nil {
+	// The fire's status and attempt were read under the run's lock: the
+	// start needs no answer and travels with the next statement.
+	if err := t.transitionLater(tr, f.node.ID, f.attempt-1); err != nil {
 		return err
-	}
-	if st.Attempt != f.attempt {
-		return fmt.Errorf("node %s attempt is %d, expected %d: %w", f.key, st.Attempt, f.attempt, ErrConflict)
 	}
 	d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Key: f.key, Attempt: f.attempt, URL: req.URL,
 		Payload: payload, MaxTries: req.MaxTries, DelayMs: req.DelayMs}
@@ -100,8 +98,7 @@ func (f *fireCtx) WaitForUser() error {
 		f.t.bulk.add(f, StatusWaitingForUser, 0, nil)
 		return nil
 	}
-	_, err := f.t.transition(f.start(StatusRunning, StatusWaitingForUser))
-	return err
+	return f.t.transitionLater(f.start(StatusRunning, StatusWaitingForUser), f.node.ID, f.attempt-1)
 }
 
 func (f *fireCtx) Complete(output json.RawMessage) error {

@@ -37,10 +37,11 @@ type Tx interface {
 	// run's Input and Trigger are not loaded (RunInput): a fan-out's input
 	// can be megabytes, and every transaction of the run locks it.
 	LockRun(ctx context.Context, runID string) (*Run, error)
-	// SaveRunWithEvents appends events, numbered from firstSeq, and saves
-	// the run (whose EventSeq already counts them) — in one round trip
-	// when it can.
-	SaveRunWithEvents(ctx context.Context, r *Run, firstSeq int64, events []NewEvent) error
+	// SaveRunWithEvents ends an engine transaction's writes: it marks the
+	// heard dispatches delivered, appends the events (with a
+	// dispatch.attempt event for each delivery not logged yet) and saves
+	// the run — in one statement when it can.
+	SaveRunWithEvents(ctx context.Context, s RunSave) error
 	// RunInput loads a run's input.
 	RunInput(ctx context.Context, runID string) (json.RawMessage, error)
 	// RunByIdempotencyKey finds a run of flowID started with key.
@@ -56,6 +57,12 @@ type Tx interface {
 	// updated row. When the row is not in one of t.From (or the attempt does
 	// not match) it returns a *TransitionError holding the current row.
 	Transition(ctx context.Context, t *NodeTransition) (*NodeState, error)
+	// TransitionLater applies t like Transition, but may be queued (see
+	// above): the engine uses it where it knows the row's status and
+	// attempt under the run's lock and needs nothing back. A row not in
+	// t.From (or, when t.Attempt > 0, at another attempt) fails the
+	// transaction.
+	TransitionLater(ctx context.Context, t *NodeTransition) error
 	// Node loads one node state.
 	Node(ctx context.Context, runID, key string) (*NodeState, error)
 	// AddPending adds delta to pending_parents of each key and returns the
@@ -82,10 +89,6 @@ type Tx interface {
 	InsertDispatches(ctx context.Context, ds []*Dispatch) error
 	// InsertDispatch writes an outbox row.
 	InsertDispatch(ctx context.Context, d *Dispatch) error
-	// MarkDelivered marks the outbox rows of (key, attempt) pairs as
-	// delivered — a worker's callback proves its dispatch arrived — and
-	// returns those whose delivery is not yet in the run's events.
-	MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) ([]Delivered, error)
 	// UpdateDispatches records delivery tries on outbox rows, in one
 	// statement, and returns how many rows it changed: only a row still
 	// claimed by the try (sending, with the try's count) takes its outcome.
@@ -221,6 +224,23 @@ type BulkComplete struct {
 	Key     string
 	Attempt int
 	Output  json.RawMessage
+}
+
+// RunSave is what Tx.SaveRunWithEvents writes.
+type RunSave struct {
+	// Run's EventSeq counts Events; the deliveries logged add to it.
+	Run *Run
+	// FirstSeq numbers the first event.
+	FirstSeq int64
+	Events   []NewEvent
+	// HeardKeys and HeardAttempts are (key, attempt) pairs a worker called
+	// back for: their dispatches arrived. Their outbox rows are marked
+	// delivered, and each delivery not yet in the run's events gets a
+	// dispatch.attempt event (delivered: true), ordered by key and
+	// attempt, between Events[:HeardAt] and Events[HeardAt:].
+	HeardKeys     []string
+	HeardAttempts []int
+	HeardAt       int
 }
 
 // Delivered is an outbox row whose successful delivery is to be logged.

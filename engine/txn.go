@@ -156,6 +156,27 @@ func (t *txn) transition(tr *NodeTransition) (*NodeState, error) {
 	return st, nil
 }
 
+// transitionLater applies a compare-and-set whose outcome is known — the
+// row is in tr.From at attempt prevAttempt, as read under the run's lock
+// in this transaction — without waiting for it (Tx.TransitionLater), and
+// keeps the run's counters.
+func (t *txn) transitionLater(tr *NodeTransition, nodeID string, prevAttempt int) error {
+	tr.RunID = t.run.ID
+	tr.Attempt = prevAttempt
+	if _, err := ValidatePath([]Status{tr.From}, tr.Steps); err != nil {
+		return fmt.Errorf("error moving node %s: %w", tr.Key, err)
+	}
+	if err := t.tx.TransitionLater(t.ctx, tr); err != nil {
+		return fmt.Errorf("error moving node %s: %w", tr.Key, err)
+	}
+	st := &NodeState{RunID: t.run.ID, Key: tr.Key, NodeID: nodeID, Status: tr.Final(), Attempt: prevAttempt, Error: tr.Error}
+	if tr.NewAttempt {
+		st.Attempt++
+	}
+	t.transitioned(tr, st)
+	return nil
+}
+
 // transitioned keeps the run's counters and writes the events of an applied
 // transition.
 func (t *txn) transitioned(tr *NodeTransition, st *NodeState) {
@@ -563,22 +584,16 @@ func (t *txn) flush() error {
 	if err := t.countArrivals(); err != nil {
 		return err
 	}
-	if len(t.heardKeys) > 0 {
-		ds, err := t.tx.MarkDelivered(t.ctx, t.run.ID, t.heardKeys, t.heardAttempts)
-		if err != nil {
-			return fmt.Errorf("error marking dispatches delivered: %w", err)
-		}
-		for _, d := range ds {
-			t.event(EventDispatchAttempt, d.Key, map[string]any{"dispatch_id": d.ID, "attempt": d.Attempt,
-				"try": d.Tries, "delivered": true})
-		}
-	}
+	// Deliveries the callbacks proved are logged after the events so far
+	// and before the run's settlement.
+	heardAt := len(t.events)
 	if err := t.settleRun(); err != nil {
 		return err
 	}
 	first := t.run.EventSeq + 1
 	t.run.EventSeq += int64(len(t.events))
-	if err := t.tx.SaveRunWithEvents(t.ctx, t.run, first, t.events); err != nil {
+	if err := t.tx.SaveRunWithEvents(t.ctx, RunSave{Run: t.run, FirstSeq: first, Events: t.events,
+		HeardKeys: t.heardKeys, HeardAttempts: t.heardAttempts, HeardAt: heardAt}); err != nil {
 		return fmt.Errorf("error saving run %s and %d events: %w", t.run.ID, len(t.events), err)
 	}
 	return nil

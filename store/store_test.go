@@ -808,6 +808,7 @@ func TestSaveRunWithEvents(t *testing.T) {
 			f := createFlow(t, st)
 			run := newRun(f)
 			evs := make([]engine.NewEvent, n)
+			var saved *engine.Run
 			for i := range evs {
 				evs[i] = engine.NewEvent{Type: engine.EventNodeStatus, Key: fmt.Sprintf("k%d", i), Payload: map[string]any{"i": i}}
 			}
@@ -816,10 +817,11 @@ func TestSaveRunWithEvents(t *testing.T) {
 				r, err := tx.LockRun(ctx, run.ID)
 				require.NoError(t, err)
 				r.EventSeq, r.ActiveNodes = int64(n), 7
-				require.NoError(t, tx.SaveRunWithEvents(ctx, r, 1, evs))
-				require.False(t, r.UpdatedAt.IsZero())
+				require.NoError(t, tx.SaveRunWithEvents(ctx, engine.RunSave{Run: r, FirstSeq: 1, Events: evs}))
+				saved = r
 				return nil
 			})
+			require.False(t, saved.UpdatedAt.IsZero())
 			var seq, active, events, inOrder int
 			require.NoError(t, st.Gorm().Raw(`SELECT event_seq, active_nodes FROM runs WHERE id = ?`, run.ID).Row().Scan(&seq, &active))
 			require.Equal(t, []int{n, 7}, []int{seq, active})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -258,14 +259,65 @@ func (t *pgTx) SaveRun(ctx context.Context, r *engine.Run) error {
 	return nil
 }
 
-// SaveRunWithEvents appends events and saves the run in one statement (one
-// round trip instead of two) when the events fit in one chunk.
-func (t *pgTx) SaveRunWithEvents(ctx context.Context, r *engine.Run, firstSeq int64, events []engine.NewEvent) error {
+// SaveRunWithEvents marks the heard dispatches delivered, appends the
+// events with a dispatch.attempt event for each delivery not logged yet,
+// and saves the run. When the events and heard pairs are few (every step
+// of a chain) this is one statement, queued to travel with COMMIT; else
+// the marks are made first and the events written in chunks.
+func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
+	if len(s.Events) > customPlanAbove || len(s.HeardKeys) > customPlanAbove {
+		return t.saveRunInSteps(ctx, s)
+	}
+	r := s.Run
+	types, keys, payloads, err := encodeEvents(s.Events)
+	if err != nil {
+		return err
+	}
+	// Events before HeardAt keep their numbers, the deliveries follow them
+	// and the rest move up by the number of deliveries.
+	args := append([]any{r.ID, s.HeardKeys, heardPairs(s.HeardKeys, s.HeardAttempts), r.ID, s.FirstSeq, s.HeardAt,
+		types, keys, payloads, r.ID, s.FirstSeq, s.HeardAt}, saveRunArgs(r)...)
+	q := `WITH md AS (` + markDeliveredSQL + `),
+		ev AS (INSERT INTO run_events (run_id, seq, type, key, payload)
+			SELECT ?::uuid, ?::bigint + ord - 1 + CASE WHEN ord > ?::int THEN (SELECT count(*) FROM md) ELSE 0 END, ty, nullif(k, ''), p::jsonb
+			FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(ty, k, p, ord)
+			UNION ALL
+			SELECT ?::uuid, ?::bigint + ?::int + row_number() OVER (ORDER BY key, attempt) - 1, 'dispatch.attempt', key,
+				jsonb_build_object('dispatch_id', id, 'attempt', attempt, 'try', tries, 'delivered', true)
+			FROM md) ` +
+		strings.Replace(saveRunSQL, "event_seq = ?", "event_seq = ? + (SELECT count(*) FROM md)", 1) + `, event_seq`
+	t.later(q, func(row scanner) error { return scanSavedRun(r, row, &r.EventSeq) }, args...)
+	return nil
+}
+
+// saveRunInSteps is SaveRunWithEvents for many events or heard pairs:
+// the marks, then the events in chunks, then the run.
+func (t *pgTx) saveRunInSteps(ctx context.Context, s engine.RunSave) error {
+	r, events := s.Run, s.Events
+	if len(s.HeardKeys) > 0 {
+		ds, err := t.markDelivered(ctx, r.ID, s.HeardKeys, s.HeardAttempts)
+		if err != nil {
+			return fmt.Errorf("error marking dispatches delivered: %w", err)
+		}
+		if len(ds) > 0 {
+			sort.Slice(ds, func(i, j int) bool {
+				return ds[i].Key < ds[j].Key || ds[i].Key == ds[j].Key && ds[i].Attempt < ds[j].Attempt
+			})
+			evs := make([]engine.NewEvent, 0, len(events)+len(ds))
+			evs = append(evs, events[:s.HeardAt]...)
+			for _, d := range ds {
+				evs = append(evs, engine.NewEvent{Type: engine.EventDispatchAttempt, Key: d.Key, Payload: map[string]any{
+					"dispatch_id": d.ID, "attempt": d.Attempt, "try": d.Tries, "delivered": true}})
+			}
+			events = append(evs, events[s.HeardAt:]...)
+			r.EventSeq += int64(len(ds))
+		}
+	}
 	if len(events) == 0 {
 		return t.SaveRun(ctx, r)
 	}
 	if len(events) > bulkChunk {
-		if err := t.AppendEvents(ctx, r.ID, firstSeq, events); err != nil {
+		if err := t.AppendEvents(ctx, r.ID, s.FirstSeq, events); err != nil {
 			return err
 		}
 		return t.SaveRun(ctx, r)
@@ -274,19 +326,16 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, r *engine.Run, firstSeq in
 	if err != nil {
 		return err
 	}
-	args := append([]any{r.ID, firstSeq, types, keys, payloads}, saveRunArgs(r)...)
+	args := append([]any{r.ID, s.FirstSeq, types, keys, payloads}, saveRunArgs(r)...)
 	q := `WITH ev AS (` + insertEventsSQL + `) ` + saveRunSQL
-	if len(events) > customPlanAbove {
-		return scanSavedRun(r, t.raw(ctx, q, planFor(len(events), args...)...).Row())
-	}
-	// Queued: the run's row and events travel with COMMIT.
-	t.later(q, func(row scanner) error { return scanSavedRun(r, row) }, args...)
-	return nil
+	return scanSavedRun(r, t.raw(ctx, q, planFor(len(events), args...)...).Row())
 }
 
-func scanSavedRun(r *engine.Run, row scanner) error {
+// scanSavedRun reads saveRunSQL's answer into r, and any further columns
+// into more.
+func scanSavedRun(r *engine.Run, row scanner, more ...any) error {
 	var finished sql.NullTime
-	if err := row.Scan(&r.UpdatedAt, &finished); err != nil {
+	if err := row.Scan(append([]any{&r.UpdatedAt, &finished}, more...)...); err != nil {
 		return interpretError(err)
 	}
 	r.UpdatedAt = r.UpdatedAt.UTC()
@@ -347,14 +396,16 @@ func (t *pgTx) insertNodes(ctx context.Context, runID string, nodes []engine.Nod
 		runID, keys, ids, idxs, types, pend)
 }
 
-func (t *pgTx) Transition(ctx context.Context, tr *engine.NodeTransition) (*engine.NodeState, error) {
+// transitionSQL is the compare-and-set of a transition, without its
+// RETURNING clause.
+func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 	final := string(tr.Final())
 	inc := 0
 	if tr.NewAttempt {
 		inc = 1
 	}
 	setOutput := tr.Output != nil
-	row := t.raw(ctx, `UPDATE node_states SET
+	return `UPDATE node_states SET
 		status = ?,
 		attempt = attempt + ?,
 		input = coalesce(?::jsonb, input),
@@ -364,11 +415,16 @@ func (t *pgTx) Transition(ctx context.Context, tr *engine.NodeTransition) (*engi
 		started_at = CASE WHEN ? THEN now() ELSE started_at END,
 		finished_at = CASE WHEN ? IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END,
 		updated_at = now()
-		WHERE run_id = ? AND key = ? AND status = ? AND (? = 0 OR attempt = ?)
-		RETURNING `+nodeColsAs(""),
-		final, inc, jsonArg(tr.Input), setOutput, jsonArg(tr.Output), tr.NewAttempt, tr.Error,
-		tr.DeadlineSeconds, tr.DeadlineSeconds, tr.NewAttempt, final,
-		tr.RunID, tr.Key, string(tr.From), tr.Attempt, tr.Attempt).Row()
+		WHERE run_id = ? AND key = ? AND status = ? AND (? = 0 OR attempt = ?)`,
+		[]any{final, inc, jsonArg(tr.Input), setOutput, jsonArg(tr.Output), tr.NewAttempt, tr.Error,
+			tr.DeadlineSeconds, tr.DeadlineSeconds, tr.NewAttempt, final,
+			tr.RunID, tr.Key, string(tr.From), tr.Attempt, tr.Attempt}
+}
+
+func (t *pgTx) Transition(ctx context.Context, tr *engine.NodeTransition) (*engine.NodeState, error) {
+	final := string(tr.Final())
+	q, args := transitionSQL(tr)
+	row := t.raw(ctx, q+` RETURNING `+nodeColsAs(""), args...).Row()
 	st, err := scanNode(row, tr.RunID)
 	if err == nil {
 		return st, nil
@@ -381,6 +437,24 @@ func (t *pgTx) Transition(ctx context.Context, tr *engine.NodeTransition) (*engi
 		return nil, cerr
 	}
 	return nil, &engine.TransitionError{Key: tr.Key, Want: tr.From, Current: cur}
+}
+
+// TransitionLater queues the compare-and-set; a row it does not find in
+// tr.From (with tr.Attempt) fails the transaction.
+func (t *pgTx) TransitionLater(_ context.Context, tr *engine.NodeTransition) error {
+	q, args := transitionSQL(tr)
+	t.later(q+` RETURNING 1`, func(row scanner) error {
+		var one int
+		if err := row.Scan(&one); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("%w: node %s was not %s (attempt %d) when moved to %s", engine.ErrConflict,
+					tr.Key, tr.From, tr.Attempt, tr.Final())
+			}
+			return err
+		}
+		return nil
+	}, args...)
+	return nil
 }
 
 func (t *pgTx) Node(ctx context.Context, runID, key string) (*engine.NodeState, error) {
@@ -641,18 +715,26 @@ func (t *pgTx) insertDispatches(ctx context.Context, ds []*engine.Dispatch) erro
 		payloads, tries, delays, claims)
 }
 
-func (t *pgTx) MarkDelivered(ctx context.Context, runID string, keys []string, attempts []int) ([]engine.Delivered, error) {
+// markDeliveredSQL marks the outbox rows of (key, attempt) pairs (run id,
+// keys, then "key:attempt" pairs) delivered — a worker's callback proves
+// its dispatch arrived — and returns those whose delivery is not yet in the
+// run's events. key = ANY(…) lets the planner walk the (run_id, key,
+// attempt) index instead of joining every dispatch row of the run.
+const markDeliveredSQL = `UPDATE dispatches SET status = 'delivered', locked_until = NULL,
+		delivery_logged = true, updated_at = now()
+		WHERE run_id = ? AND key = ANY(?::text[]) AND status IN ('pending', 'sending', 'delivered') AND NOT delivery_logged
+		AND key || ':' || attempt = ANY(?::text[]) RETURNING id::text AS id, key, attempt, tries`
+
+func heardPairs(keys []string, attempts []int) []string {
 	pairs := make([]string, len(keys))
 	for i, k := range keys {
 		pairs[i] = k + ":" + strconv.Itoa(attempts[i])
 	}
-	// key = ANY(…) lets the planner walk the (run_id, key, attempt) index
-	// instead of joining every dispatch row of the run.
-	rows, err := t.raw(ctx, `UPDATE dispatches SET status = 'delivered', locked_until = NULL,
-		delivery_logged = true, updated_at = now()
-		WHERE run_id = ? AND key = ANY(?::text[]) AND status IN ('pending', 'sending', 'delivered') AND NOT delivery_logged
-		AND key || ':' || attempt = ANY(?::text[]) RETURNING id::text, key, attempt, tries`,
-		planFor(len(keys), runID, keys, pairs)...).Rows()
+	return pairs
+}
+
+func (t *pgTx) markDelivered(ctx context.Context, runID string, keys []string, attempts []int) ([]engine.Delivered, error) {
+	rows, err := t.raw(ctx, markDeliveredSQL, planFor(len(keys), runID, keys, heardPairs(keys, attempts))...).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}

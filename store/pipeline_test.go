@@ -1,0 +1,165 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/store"
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+// queriers are the two ways a Store runs an engine transaction: pipelined
+// on a pool connection, and statement by statement in a test transaction.
+func queriers(t *testing.T) map[string]*store.Store {
+	return map[string]*store.Store{"pipe": storetest.Store(t), "savepoint": storetest.TestTx(t)}
+}
+
+// TestSaveRunLogsDeliveries: the heard dispatches are marked delivered and
+// logged once, between the events before HeardAt and the rest, and the
+// run's event sequence counts them — in one statement (few pairs) and in
+// steps (more than a statement's worth), over both queriers.
+func TestSaveRunLogsDeliveries(t *testing.T) {
+	t.Parallel()
+	for name, st := range queriers(t) {
+		for _, n := range []int{1, 3, 40} {
+			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
+				ctx := context.Background()
+				f := createFlow(t, st)
+				run := newRun(f)
+				keys := make([]string, n)
+				attempts := make([]int, n)
+				inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+					require.NoError(t, tx.InsertRun(ctx, run))
+					for i := range keys {
+						keys[i], attempts[i] = fmt.Sprintf("k%02d", i), 1
+						require.NoError(t, tx.InsertDispatch(ctx, &engine.Dispatch{ID: uuid.NewString(), RunID: run.ID,
+							Key: keys[i], Attempt: 1, URL: "http://127.0.0.1:1/", Payload: []byte(`{}`), MaxTries: 1,
+							ClaimSeconds: 30})) // being sent: its first try
+					}
+					return nil
+				})
+				save := func(events ...string) *engine.Run {
+					var saved *engine.Run
+					inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+						r, err := tx.LockRun(ctx, run.ID)
+						require.NoError(t, err)
+						evs := make([]engine.NewEvent, len(events))
+						for i, e := range events {
+							evs[i] = engine.NewEvent{Type: e, Key: "x"}
+						}
+						first := r.EventSeq + 1
+						r.EventSeq += int64(len(evs))
+						require.NoError(t, tx.SaveRunWithEvents(ctx, engine.RunSave{Run: r, FirstSeq: first, Events: evs,
+							HeardKeys: keys, HeardAttempts: attempts, HeardAt: 1}))
+						saved = r
+						return nil
+					})
+					return saved
+				}
+				r := save(engine.EventNodeStatus, engine.EventRunCompleted)
+				require.EqualValues(t, n+2, r.EventSeq, "the deliveries are counted")
+				// Heard again: marked already, nothing more is logged.
+				r = save(engine.EventNodeHeartbeat)
+				require.EqualValues(t, n+3, r.EventSeq)
+
+				rows, err := st.Gorm().WithContext(ctx).Raw(`SELECT seq, type, coalesce(key, ''), coalesce(payload->>'try', '')
+					FROM run_events WHERE run_id = ? ORDER BY seq`, run.ID).Rows()
+				require.NoError(t, err)
+				defer rows.Close()
+				var got []string
+				for rows.Next() {
+					var seq int
+					var typ, key, try string
+					require.NoError(t, rows.Scan(&seq, &typ, &key, &try))
+					got = append(got, fmt.Sprintf("%d %s %s %s", seq, typ, key, try))
+				}
+				want := []string{"1 node.status x "}
+				for i, k := range keys {
+					want = append(want, fmt.Sprintf("%d dispatch.attempt %s 1", i+2, k))
+				}
+				want = append(want, fmt.Sprintf("%d run.completed x ", n+2), fmt.Sprintf("%d node.heartbeat x ", n+3))
+				require.Equal(t, want, got)
+				var delivered int
+				require.NoError(t, st.Gorm().Raw(`SELECT count(*) FROM dispatches WHERE run_id = ? AND status = 'delivered'
+					AND delivery_logged`, run.ID).Row().Scan(&delivered))
+				require.Equal(t, n, delivered)
+			})
+		}
+	}
+}
+
+// TestQueuedFailureFailsTheTransaction: a queued write that fails (here a
+// start whose node is not pending) fails the statement that carried it,
+// every later one and the commit, even when the caller ignores the first
+// error — and nothing of the transaction is kept, over both queriers.
+func TestQueuedFailureFailsTheTransaction(t *testing.T) {
+	t.Parallel()
+	for name, st := range queriers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			f := createFlow(t, st)
+			run := newRun(f)
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				require.NoError(t, tx.InsertRun(ctx, run))
+				return tx.InsertNodes(ctx, run.ID, []engine.NodeState{static("a", engine.NodeTypeWorker, 0)})
+			})
+			err := st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
+				_, err := tx.LockRun(ctx, run.ID)
+				require.NoError(t, err)
+				require.NoError(t, tx.SetPending(ctx, run.ID, "a", 5))
+				// Queued: a is pending, not failed.
+				require.NoError(t, tx.TransitionLater(ctx, &engine.NodeTransition{RunID: run.ID, Key: "a",
+					From: engine.StatusFailed, Steps: []engine.Status{engine.StatusRunning}, NewAttempt: true}))
+				_, err = tx.Node(ctx, run.ID, "a")
+				require.ErrorIs(t, err, engine.ErrConflict, "the statement carrying the queue reports its failure")
+				_, err = tx.Node(ctx, run.ID, "a")
+				require.ErrorIs(t, err, engine.ErrConflict, "and so does every later one")
+				return nil // the caller ignores it: the commit must not
+			})
+			require.ErrorIs(t, err, engine.ErrConflict)
+			var pending int
+			require.NoError(t, st.Gorm().Raw(`SELECT pending_parents FROM node_states WHERE run_id = ? AND key = 'a'`,
+				run.ID).Row().Scan(&pending))
+			require.Zero(t, pending, "the queued SetPending before the failure was not kept")
+
+			// The connection is fine afterwards.
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				return tx.TransitionLater(ctx, &engine.NodeTransition{RunID: run.ID, Key: "a",
+					From: engine.StatusPending, Steps: []engine.Status{engine.StatusRunning}, NewAttempt: true})
+			})
+			var status string
+			require.NoError(t, st.Gorm().Raw(`SELECT status FROM node_states WHERE run_id = ? AND key = 'a'`,
+				run.ID).Row().Scan(&status))
+			require.Equal(t, "running", status)
+		})
+	}
+}
+
+// TestPipeRollsBackOnError: an error from the engine's function rolls back
+// what was sent and what was queued; an error-free function that sent
+// nothing costs no transaction.
+func TestPipeRollsBackOnError(t *testing.T) {
+	t.Parallel()
+	st := storetest.Store(t)
+	ctx := context.Background()
+	f := createFlow(t, st)
+	run := newRun(f)
+	boom := errors.New("boom")
+	err := st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
+		require.NoError(t, tx.InsertRun(ctx, run))
+		_, err := tx.LockRun(ctx, run.ID) // sends the queued insert
+		require.NoError(t, err)
+		require.NoError(t, tx.InsertNodes(ctx, run.ID, []engine.NodeState{static("a", engine.NodeTypeWorker, 0)}))
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	_, _, err = st.GetRun(ctx, run.ID, true)
+	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.NoError(t, st.InTx(ctx, func(context.Context, engine.Tx) error { return nil }))
+}
