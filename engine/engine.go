@@ -267,8 +267,10 @@ type CallbackParams struct {
 // error wrapping ErrConflict (or ErrInvalidTransition).
 func (e *Engine) HandleCallback(ctx context.Context, p CallbackParams) error {
 	return e.submitCallback(ctx, p, func(t *txn) error {
-		if err := t.load(p.RunID); err != nil {
-			return err
+		if p.Status != StatusCompleted {
+			if err := t.load(p.RunID); err != nil {
+				return err
+			}
 		}
 		t.heardKeys = append(t.heardKeys, p.Key)
 		t.heardAttempts = append(t.heardAttempts, p.Attempt)
@@ -286,7 +288,8 @@ func (e *Engine) HandleCallback(ctx context.Context, p CallbackParams) error {
 				t.transitioned(tr, st)
 				return t.completed(st)
 			}
-			st, err := t.transition(tr)
+			// The run is locked with this compare-and-set, in one round trip.
+			st, err := t.lockAndTransition(p.RunID, tr)
 			if err != nil {
 				return t.duplicateOr(err, p)
 			}

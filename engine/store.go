@@ -37,6 +37,11 @@ type Tx interface {
 	// run's Input and Trigger are not loaded (RunInput): a fan-out's input
 	// can be megabytes, and every transaction of the run locks it.
 	LockRun(ctx context.Context, runID string) (*Run, error)
+	// LockRunLater queues LockRun, to travel with the next statement
+	// (see above); the returned function gives its result once that
+	// statement was answered (nil and no error if it never was: the
+	// statement carrying it failed first).
+	LockRunLater(ctx context.Context, runID string) func() (*Run, error)
 	// SaveRunWithEvents ends an engine transaction's writes: it marks the
 	// heard dispatches delivered, appends the events (with a
 	// dispatch.attempt event for each delivery not logged yet) and saves

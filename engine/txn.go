@@ -125,6 +125,38 @@ func (t *txn) load(runID string) error {
 	return nil
 }
 
+// lockAndTransition is load followed by transition, in one round trip
+// when the run is not locked yet: the lock is queued ahead of the
+// compare-and-set (which needs neither the run nor its graph).
+func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, error) {
+	if t.run != nil && t.run.ID == runID {
+		return t.transition(tr)
+	}
+	tr.RunID = runID
+	if _, err := ValidatePath([]Status{tr.From}, tr.Steps); err != nil {
+		return nil, fmt.Errorf("error moving node %s: %w", tr.Key, err)
+	}
+	locked := t.tx.LockRunLater(t.ctx, runID)
+	st, err := t.tx.Transition(t.ctx, tr)
+	r, lerr := locked()
+	if lerr != nil {
+		return nil, fmt.Errorf("error loading run %s: %w", runID, lerr)
+	}
+	if r == nil { // the round trip failed before the lock was answered
+		return nil, fmt.Errorf("error loading run %s: %w", runID, err)
+	}
+	g, gerr := t.e.Graph(t.ctx, r.FlowVersionID)
+	if gerr != nil {
+		return nil, gerr
+	}
+	t.run, t.graph = r, g
+	if err != nil {
+		return nil, err
+	}
+	t.transitioned(tr, st)
+	return st, nil
+}
+
 // runInput returns the run's input, loading it on first use (LockRun
 // leaves it out).
 func (t *txn) runInput() (json.RawMessage, error) {

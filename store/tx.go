@@ -215,6 +215,19 @@ func (t *pgTx) LockRun(ctx context.Context, runID string) (*engine.Run, error) {
 	return r, nil
 }
 
+func (t *pgTx) LockRunLater(_ context.Context, runID string) func() (*engine.Run, error) {
+	var r *engine.Run
+	var err error
+	t.later(`SELECT `+lockCols+` FROM runs WHERE id = ? FOR UPDATE`, func(row scanner) error {
+		r, err = scanRun(row)
+		if err != nil {
+			err = fmt.Errorf("run %s: %w", runID, err)
+		}
+		return err
+	}, runID)
+	return func() (*engine.Run, error) { return r, err }
+}
+
 func (t *pgTx) RunInput(ctx context.Context, runID string) (json.RawMessage, error) {
 	var in []byte
 	if err := t.raw(ctx, `SELECT input FROM runs WHERE id = ?`, runID).Row().Scan(&in); err != nil {
