@@ -203,6 +203,10 @@ func (c *countingTx) AddPending(ctx context.Context, runID string, keys []string
 	p, err := c.Tx.AddPending(ctx, runID, keys, d)
 	return p, c.wrote(err)
 }
+func (c *countingTx) AddPendingLater(ctx context.Context, runID string, keys []string, d int) func() (map[string]Pending, error) {
+	c.writes++
+	return c.Tx.AddPendingLater(ctx, runID, keys, d)
+}
 func (c *countingTx) SetPending(ctx context.Context, runID, key string, n int) error {
 	return c.wrote(c.Tx.SetPending(ctx, runID, key, n))
 }

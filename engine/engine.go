@@ -117,6 +117,34 @@ type Engine struct {
 	batch  batcher
 	// delivered group-commits the marks of successful deliveries.
 	delivered deliveredBatch
+	versions  runVersions
+}
+
+// runVersions remembers the flow version of runs this process locked, so
+// that a callback's transaction can count down the completing node's
+// successors before the run's lock answers. A run's version never
+// changes; the map is cleared when it reaches maxRunVersions.
+type runVersions struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxRunVersions = 1 << 16
+
+func (v *runVersions) get(runID string) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	id, ok := v.m[runID]
+	return id, ok
+}
+
+func (v *runVersions) put(runID, versionID string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil || len(v.m) >= maxRunVersions {
+		v.m = make(map[string]string)
+	}
+	v.m[runID] = versionID
 }
 
 // New returns an Engine.
@@ -209,7 +237,7 @@ func (e *Engine) StartRun(ctx context.Context, p StartRunParams) (run *Run, crea
 			return err
 		}
 		run = r
-		t.run, t.graph = r, g
+		t.setRun(r, g)
 		var rows []NodeState
 		for _, nid := range sortedStatic(g) {
 			n := g.Nodes[nid]
@@ -450,6 +478,9 @@ func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) 
 		t = &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: -1}
 		if err := fn(t); err != nil {
 			return err
+		}
+		if t.ahead != nil {
+			return fmt.Errorf("error in run %s: successors of %s were counted down but not walked", runID, t.ahead.key)
 		}
 		return t.flush()
 	})

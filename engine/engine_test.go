@@ -152,3 +152,33 @@ func BenchmarkMergeInputs(b *testing.B) {
 		}
 	}
 }
+
+func TestParseKey(t *testing.T) {
+	t.Parallel()
+	g := &ExecutionGraph{Nodes: map[string]*Node{
+		"score":   {ID: "score"},
+		"step_2":  {ID: "step_2", Depth: 2},
+		"item":    {ID: "item", Depth: 1},
+		"item_1":  {ID: "item_1"}, // "item_1" is this static node or item at [1]
+		"fetch_9": {ID: "fetch_9"},
+	}}
+	for key, want := range map[string]struct {
+		id  string
+		idx []int
+	}{
+		"score":       {"score", []int{}},
+		"step_2_10_0": {"step_2", []int{10, 0}},
+		"item_3":      {"item", []int{3}},
+		"fetch_9":     {"fetch_9", []int{}},
+	} {
+		n, idx, ok := g.parseKey(key)
+		require.True(t, ok, key)
+		require.Equal(t, want.id, n.ID, key)
+		require.Equal(t, want.idx, idx, key)
+		require.Equal(t, key, InstanceKey(n.ID, idx))
+	}
+	for _, key := range []string{"item_1", "missing", "score_1", "item_01", "item_", "step_2_1", "item_-1", "_1"} {
+		_, _, ok := g.parseKey(key)
+		require.False(t, ok, key)
+	}
+}

@@ -1,6 +1,10 @@
 package engine
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+)
 
 // NodeType is the canonical name of a node type. Visual graphs match types
 // case-insensitively; the compiler stores the canonical spelling.
@@ -79,3 +83,43 @@ type Problem struct {
 
 // EdgeKey is the key of an edge in ExecutionGraph.EdgeData.
 func EdgeKey(source, target string) string { return source + "->" + target }
+
+// parseKey finds the node and index path of an instance key (InstanceKey
+// reversed). A node id may itself end in "_<digits>", so every split is
+// tried; ok is false unless exactly one names a node of the graph at the
+// depth its index path has.
+func (g *ExecutionGraph) parseKey(key string) (n *Node, idx []int, ok bool) {
+	if m := g.Nodes[key]; m != nil && m.Depth == 0 {
+		n, ok = m, true
+	}
+	var rev []int
+	for end := len(key); ; {
+		i := strings.LastIndexByte(key[:end], '_')
+		if i < 0 || i == end-1 {
+			break
+		}
+		v, err := strconv.Atoi(key[i+1 : end])
+		if err != nil || v < 0 || strconv.Itoa(v) != key[i+1:end] {
+			break
+		}
+		rev = append(rev, v)
+		end = i
+		if m := g.Nodes[key[:end]]; m != nil && m.Depth == len(rev) {
+			if ok {
+				return nil, nil, false // ambiguous
+			}
+			n, ok = m, true
+			idx = make([]int, len(rev))
+			for j := range rev {
+				idx[j] = rev[len(rev)-1-j]
+			}
+		}
+	}
+	if !ok {
+		return nil, nil, false
+	}
+	if idx == nil {
+		idx = []int{}
+	}
+	return n, idx, true
+}

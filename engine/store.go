@@ -73,6 +73,10 @@ type Tx interface {
 	// AddPending adds delta to pending_parents of each key and returns the
 	// new values with each row's status (UPDATE … RETURNING).
 	AddPending(ctx context.Context, runID string, keys []string, delta int) (map[string]Pending, error)
+	// AddPendingLater queues AddPending, to travel with the next statement
+	// (see above); the returned function gives its result once that
+	// statement was answered.
+	AddPendingLater(ctx context.Context, runID string, keys []string, delta int) func() (map[string]Pending, error)
 	// SetPending sets pending_parents of one key.
 	SetPending(ctx context.Context, runID, key string, n int) error
 	// Outputs loads the outputs of the given keys.

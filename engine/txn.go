@@ -38,6 +38,16 @@ type txn struct {
 	// room is how many more outbox rows this transaction may claim for the
 	// process (-1: not asked yet).
 	room int
+	// ahead is the count-down of a completing node's successors, sent with
+	// the run's lock and the node's compare-and-set (lockAndTransition) and
+	// consumed by walk.
+	ahead *countDown
+}
+
+// countDown is a count-down of node key's successors sent ahead.
+type countDown struct {
+	key string
+	got func() (map[string]Pending, error)
 }
 
 type bulkFires struct {
@@ -121,13 +131,22 @@ func (t *txn) load(runID string) error {
 	if err != nil {
 		return err
 	}
-	t.run, t.graph = r, g
+	t.setRun(r, g)
 	return nil
+}
+
+// setRun makes r, locked, the transaction's run.
+func (t *txn) setRun(r *Run, g *ExecutionGraph) {
+	t.run, t.graph = r, g
+	t.e.versions.put(r.ID, r.FlowVersionID)
 }
 
 // lockAndTransition is load followed by transition, in one round trip
 // when the run is not locked yet: the lock is queued ahead of the
-// compare-and-set (which needs neither the run nor its graph).
+// compare-and-set (which needs neither the run nor its graph). When the
+// transition completes a node of a run whose graph this process knows,
+// the count-down of the node's successors travels in the same round trip
+// (walk then reads its answer instead of asking).
 func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, error) {
 	if t.run != nil && t.run.ID == runID {
 		return t.transition(tr)
@@ -137,6 +156,7 @@ func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, e
 		return nil, fmt.Errorf("error moving node %s: %w", tr.Key, err)
 	}
 	locked := t.tx.LockRunLater(t.ctx, runID)
+	ahead, aheadVersion, aheadNode := t.countDownAhead(runID, tr)
 	st, err := t.tx.Transition(t.ctx, tr)
 	r, lerr := locked()
 	if lerr != nil {
@@ -149,12 +169,51 @@ func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, e
 	if gerr != nil {
 		return nil, gerr
 	}
-	t.run, t.graph = r, g
+	t.setRun(r, g)
 	if err != nil {
-		return nil, err
+		return nil, err // the transaction is rolled back, count-down included
+	}
+	if ahead != nil {
+		// What the count-down assumed must be what the lock and the
+		// compare-and-set found; else the transaction must not commit.
+		if r.FlowVersionID != aheadVersion || st.NodeID != aheadNode {
+			return nil, fmt.Errorf("error completing %s: counted down successors of node %s of version %s, found node %s of version %s",
+				tr.Key, aheadNode, aheadVersion, st.NodeID, r.FlowVersionID)
+		}
+		t.ahead = ahead
 	}
 	t.transitioned(tr, st)
 	return st, nil
+}
+
+// maxAhead bounds the successors counted down ahead.
+const maxAhead = 8
+
+// countDownAhead queues the count-down of the successors of the node tr
+// completes, when the run's flow version is known to this process and its
+// graph is in memory, and returns it with the version and node it assumed.
+func (t *txn) countDownAhead(runID string, tr *NodeTransition) (*countDown, string, string) {
+	if tr.Final() != StatusCompleted {
+		return nil, "", ""
+	}
+	v, ok := t.e.versions.get(runID)
+	if !ok {
+		return nil, "", ""
+	}
+	gv, ok := t.e.graphs.Load(v)
+	if !ok {
+		return nil, "", ""
+	}
+	g := gv.(*ExecutionGraph)
+	n, idx, ok := g.parseKey(tr.Key)
+	if !ok || n.Type == NodeTypeSplitter {
+		return nil, "", ""
+	}
+	_, keys := successors(g, n, idx)
+	if len(keys) == 0 || len(keys) > maxAhead {
+		return nil, "", ""
+	}
+	return &countDown{key: tr.Key, got: t.tx.AddPendingLater(t.ctx, runID, keys, -1)}, v, n.ID
 }
 
 // runInput returns the run's input, loading it on first use (LockRun
@@ -323,34 +382,28 @@ type target struct {
 // walk reads the outbound edges of a completed node and fires every
 // downstream node whose upstream count reached zero in this transaction.
 func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage) error {
-	outs := t.graph.Adjacency[n.ID]
-	if len(outs) == 0 {
-		return nil
-	}
-	targets := make([]target, 0, len(outs))
-	keys := make([]string, 0, len(outs))
-	for _, id := range outs {
-		tn := t.graph.Nodes[id]
-		if tn.Depth < n.Depth {
-			// An item arriving at the Collector closing n's region: counted
-			// down with the other arrivals of this transaction at flush.
-			cidx := idx[:len(idx)-1]
-			t.arrivals = append(t.arrivals, target{node: tn, idx: cidx, key: InstanceKey(id, cidx)})
-			continue
-		}
-		tk := InstanceKey(id, idx)
-		targets = append(targets, target{node: tn, idx: idx, key: tk})
-		keys = append(keys, tk)
+	targets, keys := successors(t.graph, n, idx)
+	for _, tg := range targets[len(keys):] {
+		// An item arriving at the Collector closing n's region: counted
+		// down with the other arrivals of this transaction at flush.
+		t.arrivals = append(t.arrivals, tg)
 	}
 	if len(keys) == 0 {
 		return nil
 	}
-	remaining, err := t.tx.AddPending(t.ctx, t.run.ID, keys, -1)
+	var remaining map[string]Pending
+	var err error
+	if a := t.ahead; a != nil && a.key == key {
+		t.ahead = nil
+		remaining, err = a.got()
+	} else {
+		remaining, err = t.tx.AddPending(t.ctx, t.run.ID, keys, -1)
+	}
 	if err != nil {
 		return fmt.Errorf("error counting down successors of %s: %w", key, err)
 	}
 	known := map[string]json.RawMessage{key: output}
-	for _, tg := range targets {
+	for _, tg := range targets[:len(keys)] {
 		p, ok := remaining[tg.key]
 		if !ok || p.Remaining != 0 {
 			continue
@@ -360,6 +413,28 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage) error
 		}
 	}
 	return nil
+}
+
+// successors returns the targets of node n's outbound edges at index idx:
+// first those at n's depth or deeper, whose keys come second, then the
+// Collectors closing n's region (an item's arrival, at the enclosing index).
+func successors(g *ExecutionGraph, n *Node, idx []int) ([]target, []string) {
+	outs := g.Adjacency[n.ID]
+	targets := make([]target, 0, len(outs))
+	keys := make([]string, 0, len(outs))
+	var arrivals []target
+	for _, id := range outs {
+		tn := g.Nodes[id]
+		if tn.Depth < n.Depth {
+			cidx := idx[:len(idx)-1]
+			arrivals = append(arrivals, target{node: tn, idx: cidx, key: InstanceKey(id, cidx)})
+			continue
+		}
+		tk := InstanceKey(id, idx)
+		targets = append(targets, target{node: tn, idx: idx, key: tk})
+		keys = append(keys, tk)
+	}
+	return append(targets, arrivals...), keys
 }
 
 // fireReady fires a node whose upstream count reached zero.

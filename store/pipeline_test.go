@@ -163,3 +163,50 @@ func TestPipeRollsBackOnError(t *testing.T) {
 	require.ErrorIs(t, err, engine.ErrNotFound)
 	require.NoError(t, st.InTx(ctx, func(context.Context, engine.Tx) error { return nil }))
 }
+
+// TestAddPendingLater: the queued count-down answers, once the next
+// statement was answered, what AddPending answers — keys it did not find
+// are absent — over both queriers.
+func TestAddPendingLater(t *testing.T) {
+	t.Parallel()
+	for name, st := range queriers(t) {
+		t.Run(name, func(t *testing.T) {
+			f := createFlow(t, st)
+			run := newRun(f)
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				require.NoError(t, tx.InsertRun(ctx, run))
+				return tx.InsertNodes(ctx, run.ID, []engine.NodeState{
+					{Key: "b", NodeID: "b", Type: engine.NodeTypeWorker, Index: []int{}, Status: engine.StatusPending, PendingParents: 1},
+					{Key: "c_0", NodeID: "c", Type: engine.NodeTypeWorker, Index: []int{0}, Status: engine.StatusPending, PendingParents: 2},
+				})
+			})
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				got := tx.AddPendingLater(ctx, run.ID, []string{"b", "c_0", "missing"}, -1)
+				p, err := got()
+				require.NoError(t, err)
+				require.Nil(t, p, "no answer before the next statement")
+				_, err = tx.Node(ctx, run.ID, "b")
+				require.NoError(t, err)
+				p, err = got()
+				require.NoError(t, err)
+				require.Equal(t, map[string]engine.Pending{
+					"b":   {Remaining: 0, Status: engine.StatusPending},
+					"c_0": {Remaining: 1, Status: engine.StatusPending},
+				}, p)
+				none := tx.AddPendingLater(ctx, run.ID, []string{"missing"}, -1)
+				_, err = tx.Node(ctx, run.ID, "c_0")
+				require.NoError(t, err)
+				p, err = none()
+				require.NoError(t, err)
+				require.Empty(t, p)
+				return nil
+			})
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				c, err := tx.Node(ctx, run.ID, "c_0")
+				require.NoError(t, err)
+				require.Equal(t, 1, c.PendingParents, "committed")
+				return nil
+			})
+		})
+	}
+}

@@ -498,6 +498,42 @@ func (t *pgTx) AddPending(ctx context.Context, runID string, keys []string, delt
 	return out, interpretError(rows.Err())
 }
 
+// AddPendingLater queues the count-down as one statement answering one
+// row: the counted keys, their new counts and statuses as a JSON array
+// of [key, pending_parents, status]. Queued statements run with the
+// cached plan; it is meant for a node's few successors.
+func (t *pgTx) AddPendingLater(_ context.Context, runID string, keys []string, delta int) func() (map[string]engine.Pending, error) {
+	var out map[string]engine.Pending
+	var err error
+	t.later(`WITH u AS (UPDATE node_states SET pending_parents = pending_parents + ?
+		WHERE run_id = ? AND key = ANY(?::text[]) RETURNING key, pending_parents, status)
+		SELECT coalesce(json_agg(json_build_array(key, pending_parents, status)), '[]')::text FROM u`,
+		func(row scanner) error {
+			var raw string
+			if err = row.Scan(&raw); err != nil {
+				err = interpretError(err)
+				return err
+			}
+			var got [][3]json.RawMessage
+			if err = json.Unmarshal([]byte(raw), &got); err != nil {
+				err = fmt.Errorf("error reading counted-down nodes: %w", err)
+				return err
+			}
+			out = make(map[string]engine.Pending, len(got))
+			for _, g := range got {
+				var k, st string
+				var n int
+				if err = errors.Join(json.Unmarshal(g[0], &k), json.Unmarshal(g[1], &n), json.Unmarshal(g[2], &st)); err != nil {
+					err = fmt.Errorf("error reading counted-down nodes: %w", err)
+					return err
+				}
+				out[k] = engine.Pending{Remaining: n, Status: engine.Status(st)}
+			}
+			return nil
+		}, delta, runID, keys)
+	return func() (map[string]engine.Pending, error) { return out, err }
+}
+
 func (t *pgTx) SetPending(ctx context.Context, runID, key string, n int) error {
 	return t.write(ctx, 1, `UPDATE node_states SET pending_parents = ? WHERE run_id = ? AND key = ?`, n, runID, key)
 }

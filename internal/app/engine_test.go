@@ -264,6 +264,12 @@ func TestCallbackConflicts(t *testing.T) {
 	require.JSONEq(t, `{"v":1}`, string(got.Nodes["a"].Output))
 	h.waitDispatch(r.ID, "b", 1)
 	require.Equal(t, 1, h.dispatchCount(r.ID, "b"))
+	// The repeats' count-down of b (sent with their compare-and-set) was
+	// rolled back with them.
+	var pending int
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT pending_parents FROM node_states WHERE run_id = ? AND key = 'b'`,
+		r.ID).Row().Scan(&pending))
+	require.Equal(t, 0, pending)
 }
 
 func TestWorkerRejectsDispatch(t *testing.T) {
