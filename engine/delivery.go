@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -24,7 +26,8 @@ type DeliveryOutcome struct {
 }
 
 // RecordDelivery records a delivery try. A successful one only marks the
-// outbox row delivered — it changes no node state, so it takes no run lock
+// outbox row delivered, a moment later (deliveredBatch) unless the worker's
+// callback does first — it changes no node state, so it takes no run lock
 // and stays off the path of the worker's callback; its dispatch.attempt
 // event is written by the transaction of the worker's callback (or of the
 // deadline). A failed try is written
@@ -33,7 +36,8 @@ type DeliveryOutcome struct {
 // reason.
 func (e *Engine) RecordDelivery(ctx context.Context, o DeliveryOutcome) error {
 	if o.Delivered {
-		return e.markDelivered(ctx, o.DispatchID)
+		e.markDelivered(o)
+		return nil
 	}
 	return e.submit(ctx, o.RunID, func(t *txn) error {
 		if err := t.load(o.RunID); err != nil {
@@ -82,58 +86,134 @@ func (e *Engine) RecordDelivery(ctx context.Context, o DeliveryOutcome) error {
 	})
 }
 
-// deliveredBatch group-commits delivery marks: the first caller with
-// nothing in flight writes every mark queued meanwhile with one statement,
-// the others wait for it. A 10,000-item fan-out makes a few hundred
-// statements instead of 10,000.
+// deliveredBatch holds the delivered marks of successful deliveries for a
+// moment before writing them with one statement. An instant worker's
+// callback usually commits within that moment, and its transaction marks
+// the row delivered itself (and logs the delivery): the process then
+// drops the pending mark (forget), so such a dispatch costs no statement
+// and no transaction of its own — and no lock wait against the callback
+// on the same row. A mark waits between one and two ticks: the flusher
+// writes the older generation each tick and ages the newer one.
 type deliveredBatch struct {
 	mu      sync.Mutex
-	ids     []string
-	waiters []chan error
+	old     map[string]string // mark key → dispatch id
+	young   map[string]string
 	running bool
+	// flushing serialises writers (the ticker and FlushDeliveryMarks).
+	flushing sync.Mutex
 }
 
-func (e *Engine) markDelivered(ctx context.Context, id string) error {
+// markTick is the default Config.MarkDelay.
+const markTick = 500 * time.Millisecond
+
+func markKey(runID, key string, attempt int) string {
+	return runID + "\x00" + key + "\x00" + strconv.Itoa(attempt)
+}
+
+func (e *Engine) markDelivered(o DeliveryOutcome) {
 	b := &e.delivered
-	done := make(chan error, 1)
 	b.mu.Lock()
-	b.ids = append(b.ids, id)
-	b.waiters = append(b.waiters, done)
+	defer b.mu.Unlock()
+	if b.young == nil {
+		b.young = make(map[string]string)
+	}
+	b.young[markKey(o.RunID, o.Key, o.Attempt)] = o.DispatchID
 	if !b.running {
 		b.running = true
-		go e.flushDelivered()
-	}
-	b.mu.Unlock()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+		go e.tickDelivered()
 	}
 }
 
-func (e *Engine) flushDelivered() {
+// forget drops the pending marks of dispatches a committed transaction
+// marked delivered (a worker's callback or the deadline: Tx.SaveRunWithEvents).
+func (e *Engine) forget(runID string, keys []string, attempts []int) {
 	b := &e.delivered
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.old)+len(b.young) == 0 {
+		return
+	}
+	for i, k := range keys {
+		mk := markKey(runID, k, attempts[i])
+		delete(b.old, mk)
+		delete(b.young, mk)
+	}
+}
+
+// markWait is Config.MarkDelay, or its default, and at most an eighth of
+// the claim lease, so a mark lands well before the lease of the row it
+// protects ends.
+func (e *Engine) markWait() time.Duration {
+	d := e.cfg.MarkDelay
+	if d <= 0 {
+		d = markTick
+	}
+	if l := e.cfg.ClaimLease / 8; l > 0 && l < d {
+		return l
+	}
+	return d
+}
+
+func (e *Engine) tickDelivered() {
+	b := &e.delivered
+	t := time.NewTimer(e.markWait())
+	defer t.Stop()
 	for {
+		<-t.C
 		b.mu.Lock()
-		ids, waiters := b.ids, b.waiters
-		b.ids, b.waiters = nil, nil
-		if len(ids) == 0 {
+		due := b.old
+		b.old, b.young = b.young, nil
+		if len(due) == 0 && len(b.old) == 0 {
 			b.running = false
 			b.mu.Unlock()
 			return
 		}
 		b.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		err := e.cfg.Store.DispatchesDelivered(ctx, ids)
-		cancel()
-		if err != nil {
-			err = fmt.Errorf("error marking %d dispatches delivered: %w", len(ids), err)
+		if err := e.writeMarks(due); err != nil {
+			e.cfg.Logger.Warn("error marking dispatches delivered", "dispatches", len(due), "error", err)
 		}
-		for _, w := range waiters {
-			w <- err
-		}
+		t.Reset(e.markWait())
 	}
+}
+
+func (e *Engine) writeMarks(due map[string]string) error {
+	if len(due) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(due))
+	for _, id := range due {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // a stable order of row locks
+	b := &e.delivered
+	b.flushing.Lock()
+	defer b.flushing.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.cfg.Store.DispatchesDelivered(ctx, ids); err != nil {
+		return fmt.Errorf("error marking %d dispatches delivered: %w", len(ids), err)
+	}
+	return nil
+}
+
+// FlushDeliveryMarks writes every pending delivered mark now (at shutdown,
+// so that no accepted dispatch is delivered again when its lease ends).
+func (e *Engine) FlushDeliveryMarks(ctx context.Context) error {
+	b := &e.delivered
+	b.mu.Lock()
+	due := b.old
+	for k, id := range b.young {
+		if due == nil {
+			due = make(map[string]string)
+		}
+		due[k] = id
+	}
+	b.old, b.young = nil, nil
+	b.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return e.writeMarks(due)
 }
 
 // errorsIsConflict reports whether err is a conflict or invalid transition.

@@ -23,9 +23,13 @@ type Config struct {
 	// them without another transaction; if the process dies, another
 	// claims them once the lease expires.
 	ClaimLease time.Duration
-	NewID      IDGenerator
-	Clock      Clock
-	Logger     *slog.Logger
+	// MarkDelay is how long a successful delivery's delivered mark waits
+	// (between one and two delays) for the worker's callback that makes it
+	// unnecessary: 500 ms when 0, and at most ClaimLease/8.
+	MarkDelay time.Duration
+	NewID     IDGenerator
+	Clock     Clock
+	Logger    *slog.Logger
 	// OnCommit, if set, is called after every committed transaction with
 	// what it did (metrics, tests).
 	OnCommit func(CommitInfo)
@@ -115,7 +119,7 @@ type Engine struct {
 	cfg    Config
 	graphs sync.Map // flow version id → *ExecutionGraph (immutable)
 	batch  batcher
-	// delivered group-commits the marks of successful deliveries.
+	// delivered holds and group-commits the marks of successful deliveries.
 	delivered deliveredBatch
 	versions  runVersions
 }
@@ -489,6 +493,9 @@ func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) 
 	}
 	if err != nil {
 		return err
+	}
+	if len(t.heardKeys) > 0 && t.run != nil {
+		e.forget(t.run.ID, t.heardKeys, t.heardAttempts)
 	}
 	if len(t.claimed) > 0 && e.cfg.Waker != nil {
 		e.cfg.Waker.Wake(t.claimed)

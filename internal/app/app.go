@@ -339,7 +339,8 @@ func (a *App) sweep(ctx context.Context) {
 }
 
 // Stop shuts down gracefully: stop accepting requests, finish in-flight
-// ones, stop the dispatcher and sweeper, close the database.
+// ones, stop the dispatcher and sweeper, write the pending delivered
+// marks, close the database.
 func (a *App) Stop(ctx context.Context) error {
 	a.Hub.Close()
 	err := a.http.Shutdown(ctx)
@@ -348,6 +349,9 @@ func (a *App) Stop(ctx context.Context) error {
 	}
 	a.Dispatcher.Stop()
 	a.wg.Wait()
+	if merr := a.Engine.FlushDeliveryMarks(ctx); merr != nil && err == nil {
+		err = fmt.Errorf("error writing delivered marks: %w", merr)
+	}
 	if terr := a.tracing.Shutdown(ctx); terr != nil && err == nil {
 		err = fmt.Errorf("error flushing traces: %w", terr)
 	}

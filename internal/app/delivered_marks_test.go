@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -10,13 +11,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
 // TestDeliveryMarks: successful deliveries reported at once from many
-// goroutines are all marked (group-committed into few statements); a row a
-// worker's callback holds locked at that moment is skipped rather than
-// waited for; a row no longer being sent is left alone.
+// goroutines are all marked (group-committed into few statements) a
+// moment later, or at FlushDeliveryMarks; a row a worker's callback holds
+// locked at that moment is skipped rather than waited for; a row no longer
+// being sent is left alone.
 func TestDeliveryMarks(t *testing.T) {
 	t.Parallel()
 	const graph = `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a"}}],"edges":[]}`
@@ -57,6 +60,11 @@ func TestDeliveryMarks(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
+	// Written a moment later without being asked.
+	for _, c := range claimed[:runs/2] {
+		require.Eventually(t, func() bool { return status(c.ID) == "delivered" }, 5*time.Second, 5*time.Millisecond)
+	}
+	require.NoError(t, eng.FlushDeliveryMarks(ctx))
 	for _, c := range claimed[:runs] {
 		require.Equal(t, "delivered", status(c.ID))
 	}
@@ -67,7 +75,8 @@ func TestDeliveryMarks(t *testing.T) {
 	tx := st.Gorm().Begin()
 	require.NoError(t, tx.Exec(`SELECT 1 FROM dispatches WHERE id = ? FOR UPDATE`, locked.ID).Error)
 	mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	require.NoError(t, eng.RecordDelivery(mctx, outcome(locked)), "the mark does not wait for the lock")
+	require.NoError(t, eng.RecordDelivery(mctx, outcome(locked)))
+	require.NoError(t, eng.FlushDeliveryMarks(mctx), "the mark does not wait for the lock")
 	cancel()
 	require.NoError(t, tx.Rollback().Error)
 	require.Equal(t, "sending", status(locked.ID))
@@ -76,6 +85,7 @@ func TestDeliveryMarks(t *testing.T) {
 	gone := claimed[runs+1]
 	require.NoError(t, st.Gorm().Exec(`UPDATE dispatches SET status = 'cancelled' WHERE id = ?`, gone.ID).Error)
 	require.NoError(t, eng.RecordDelivery(ctx, outcome(gone)))
+	require.NoError(t, eng.FlushDeliveryMarks(ctx))
 	require.Equal(t, "cancelled", status(gone.ID))
 }
 
@@ -108,4 +118,56 @@ func TestRenewLeases(t *testing.T) {
 	require.NoError(t, st.Gorm().Raw(`SELECT extract(epoch FROM locked_until - now()) FROM dispatches WHERE id = ?`, kept.ID).
 		Row().Scan(&left))
 	require.Greater(t, left, 3000.0, "the lease now runs for an hour")
+}
+
+// markSpy is the store, recording the dispatches DispatchesDelivered is
+// asked to mark.
+type markSpy struct {
+	*store.Store
+	mu  sync.Mutex
+	ids []string
+}
+
+func (s *markSpy) DispatchesDelivered(ctx context.Context, ids []string) error {
+	s.mu.Lock()
+	s.ids = append(s.ids, ids...)
+	s.mu.Unlock()
+	return s.Store.DispatchesDelivered(ctx, ids)
+}
+
+// TestDeliveryMarkYieldsToCallback: a delivered mark still pending when the
+// worker's callback commits is dropped — the callback's transaction marked
+// the row — and never written; a mark whose callback has not come is.
+func TestDeliveryMarkYieldsToCallback(t *testing.T) {
+	t.Parallel()
+	const graph = `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a"}}],"edges":[]}`
+	ctx := context.Background()
+	st, _ := storetest.IsolatedDB(t)
+	spy := &markSpy{Store: st}
+	eng := engineOn(t, spy, func(c *engine.Config) {
+		c.MarkDelay = time.Hour // written only by FlushDeliveryMarks here
+	})
+	flow, err := st.CreateFlow(ctx, uuid.NewString(), "yield", nil, compiledVersion(t, graph))
+	require.NoError(t, err)
+	for range 2 {
+		_, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID})
+		require.NoError(t, err)
+	}
+	claimed, err := st.ClaimDue(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claimed, 2)
+	answered, silent := claimed[0], claimed[1]
+	for _, c := range claimed {
+		require.NoError(t, eng.RecordDelivery(ctx, engine.DeliveryOutcome{DispatchID: c.ID, RunID: c.RunID, Key: c.Key,
+			Attempt: c.Attempt, Try: c.Tries, Delivered: true, StatusCode: 202}))
+	}
+	require.NoError(t, eng.HandleCallback(ctx, engine.CallbackParams{RunID: answered.RunID, Key: "a", Attempt: 1,
+		Status: engine.StatusCompleted, Output: json.RawMessage(`{}`)}))
+	require.NoError(t, eng.FlushDeliveryMarks(ctx))
+	require.Equal(t, []string{silent.ID}, spy.ids, "only the mark no callback made unnecessary is written")
+	for _, c := range claimed {
+		var s string
+		require.NoError(t, st.Gorm().Raw(`SELECT status FROM dispatches WHERE id = ?`, c.ID).Row().Scan(&s))
+		require.Equal(t, "delivered", s)
+	}
 }

@@ -27,14 +27,18 @@ func (c fixedClock) Now() time.Time { return c.t }
 
 // engineOn returns an engine on st with no dispatcher: outbox rows are
 // written pending and the test claims them with the dispatcher's query.
-func engineOn(t testing.TB, st *store.Store) *engine.Engine {
+func engineOn(t testing.TB, st engine.Store, opts ...func(*engine.Config)) *engine.Engine {
 	t.Helper()
 	ring, err := callbacks.NewKeyring(callbacks.Key{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")})
 	require.NoError(t, err)
 	clock := fixedClock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	eng, err := engine.New(engine.Config{Store: st, Handlers: handlers.Registry(), NewID: uuid.NewString, Clock: clock,
+	cfg := engine.Config{Store: st, Handlers: handlers.Registry(), NewID: uuid.NewString, Clock: clock,
 		Minter: &callbacks.Minter{Keys: ring, BaseURL: "http://stitchd.invalid", Clock: clock},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	eng, err := engine.New(cfg)
 	require.NoError(t, err)
 	return eng
 }
