@@ -21,7 +21,7 @@ var schemaTables = []string{
 }
 
 // latestVersion is the highest migration in migrations/.
-const latestVersion = 2
+const latestVersion = 3
 
 func openSQL(t *testing.T, url string) *sql.DB {
 	t.Helper()

@@ -831,3 +831,36 @@ func TestSaveRunWithEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletingRunsDeletesTheirRows: node states, outbox rows and events
+// have no foreign keys to runs (migration 00003); deleting runs deletes
+// their rows all the same, and no other run's.
+func TestDeletingRunsDeletesTheirRows(t *testing.T) {
+	t.Parallel()
+	st := storetest.Store(t)
+	f := createFlow(t, st)
+	gone, kept := newRun(f), newRun(f)
+	for _, r := range []*engine.Run{gone, kept} {
+		inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+			require.NoError(t, tx.InsertRun(ctx, r))
+			require.NoError(t, tx.InsertNodes(ctx, r.ID, []engine.NodeState{{Key: "a", NodeID: "a",
+				Type: engine.NodeTypeWorker, Index: []int{}, Status: engine.StatusPending}}))
+			require.NoError(t, tx.InsertDispatch(ctx, &engine.Dispatch{ID: uuid.NewString(), RunID: r.ID, Key: "a",
+				Attempt: 1, URL: "http://127.0.0.1:1/", Payload: []byte(`{}`), MaxTries: 1}))
+			r.EventSeq = 1
+			return tx.SaveRunWithEvents(ctx, engine.RunSave{Run: r, FirstSeq: 1,
+				Events: []engine.NewEvent{{Type: engine.EventRunStarted}}})
+		})
+	}
+	count := func(runID string) int {
+		var n int
+		require.NoError(t, st.Gorm().Raw(`SELECT (SELECT count(*) FROM node_states WHERE run_id = ?)
+			+ (SELECT count(*) FROM dispatches WHERE run_id = ?) + (SELECT count(*) FROM run_events WHERE run_id = ?)`,
+			runID, runID, runID).Row().Scan(&n))
+		return n
+	}
+	require.Equal(t, 3, count(gone.ID))
+	require.NoError(t, st.Gorm().Exec(`DELETE FROM runs WHERE id = ?`, gone.ID).Error)
+	require.Zero(t, count(gone.ID))
+	require.Equal(t, 3, count(kept.ID))
+}
