@@ -251,7 +251,7 @@ func (s *Store) MoveEntityManually(ctx context.Context, entityID, sectionID, jou
 			return fmt.Errorf("%w: section %q is not on the entity's board", engine.ErrInvalidRequest, sectionID)
 		}
 		q := &sqlQuerier{conn: tx.Statement.ConnPool}
-		_, err := (&pgTx{q: q}).MoveEntity(ctx, engine.EntityMove{ID: journeyID, EntityID: entityID,
+		_, err := (&pgTx{q: q, binds: s.binds}).MoveEntity(ctx, engine.EntityMove{ID: journeyID, EntityID: entityID,
 			Kind: engine.JourneyManualMove, ToSection: sectionID})
 		if err != nil {
 			return err

@@ -16,7 +16,7 @@ func (s *Store) WithLock(ctx context.Context, name string, fn func(ctx context.C
 		if err := tx.Exec(`SELECT pg_advisory_xact_lock(hashtext(?))`, name).Error; err != nil {
 			return fmt.Errorf("error taking lock %q: %w", name, err)
 		}
-		return fn(ctx, &Store{db: tx, url: s.url})
+		return fn(ctx, &Store{db: tx, url: s.url, binds: s.binds})
 	})
 	return interpretError(err)
 }

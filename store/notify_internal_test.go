@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -34,4 +35,22 @@ func TestRebind(t *testing.T) {
 	require.Equal(t, `SELECT 'a?b', $1`, rebind(`SELECT 'a?b', ?`))
 	require.Equal(t, `SELECT 'it''s ?', $1`, rebind(`SELECT 'it''s ?', ?`))
 	require.Equal(t, `SELECT 1`, rebind(`SELECT 1`))
+}
+
+// TestBinds: the cache answers what rebind answers, keeps at most maxBinds
+// strings, and a nil cache rebinds every time.
+func TestBinds(t *testing.T) {
+	t.Parallel()
+	var nilBinds *binds
+	require.Equal(t, `SELECT $1`, nilBinds.get(`SELECT ?`))
+	b := &binds{}
+	for i := range maxBinds + 10 {
+		q := fmt.Sprintf(`SELECT ?, %d WHERE y = ?`, i)
+		require.Equal(t, rebind(q), b.get(q))
+		require.Equal(t, rebind(q), b.get(q), "cached or not, the same answer")
+	}
+	require.EqualValues(t, maxBinds, b.n.Load())
+	cached := 0
+	b.m.Range(func(_, _ any) bool { cached++; return true })
+	require.Equal(t, maxBinds, cached)
 }

@@ -28,8 +28,9 @@ import (
 // connection pool or, inside InTx (and in storetest's per-test
 // transactions), to one transaction.
 type Store struct {
-	db  *gorm.DB
-	url string
+	db    *gorm.DB
+	url   string
+	binds *binds
 }
 
 // Options tunes Open.
@@ -57,7 +58,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	sqlDB.SetMaxOpenConns(opts.MaxOpenConns)
 	sqlDB.SetMaxIdleConns(opts.MaxOpenConns)
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-	return &Store{db: db, url: url}, nil
+	return &Store{db: db, url: url, binds: &binds{}}, nil
 }
 
 // Close closes the pool.
@@ -76,7 +77,7 @@ func (s *Store) URL() string { return s.url }
 func (s *Store) SQLDB() (*sql.DB, error) { return s.db.DB() }
 
 // WithTx returns a Store bound to an open gorm transaction (storetest).
-func WithTx(tx *gorm.DB) *Store { return &Store{db: tx} }
+func WithTx(tx *gorm.DB) *Store { return &Store{db: tx, binds: &binds{}} }
 
 // Gorm exposes the gorm handle (storetest).
 func (s *Store) Gorm() *gorm.DB { return s.db }
@@ -177,11 +178,11 @@ func (s *Store) MigrationVersion(ctx context.Context) (int64, error) {
 // (storetest) it runs fn in a savepoint, statement by statement.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
 	if pool, ok := s.db.Statement.ConnPool.(*sql.DB); ok {
-		return interpretError(inPipe(ctx, pool, fn))
+		return interpretError(inPipe(ctx, pool, s.binds, fn))
 	}
 	err := s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
 		q := &sqlQuerier{conn: gtx.Statement.ConnPool}
-		if err := fn(ctx, &pgTx{q: q}); err != nil {
+		if err := fn(ctx, &pgTx{q: q, binds: s.binds}); err != nil {
 			return err
 		}
 		return q.flush(ctx)
@@ -193,7 +194,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx engine
 // pipe. A connection left in doubt (an error while BEGIN, a statement or
 // COMMIT was under way, which may leave the transaction open) is discarded
 // rather than returned to the pool.
-func inPipe(ctx context.Context, pool *sql.DB, fn func(ctx context.Context, tx engine.Tx) error) error {
+func inPipe(ctx context.Context, pool *sql.DB, b *binds, fn func(ctx context.Context, tx engine.Tx) error) error {
 	conn, err := pool.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("error getting a connection: %w", err)
@@ -206,7 +207,7 @@ func inPipe(ctx context.Context, pool *sql.DB, fn func(ctx context.Context, tx e
 			return fmt.Errorf("unexpected driver connection %T", dc)
 		}
 		p := newPipe(sc.Conn())
-		if fnErr = fn(ctx, &pgTx{q: p}); fnErr != nil {
+		if fnErr = fn(ctx, &pgTx{q: p, binds: b}); fnErr != nil {
 			if err := p.rollback(context.WithoutCancel(ctx)); err != nil {
 				return driver.ErrBadConn
 			}
