@@ -317,6 +317,14 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
 	if err != nil {
 		return err
 	}
+	if len(s.HeardKeys) == 0 {
+		// Without heard pairs the marking part would be planned again at
+		// every call (an empty array makes a custom plan far cheaper than
+		// the generic one): 0.4 ms of planning for every run started.
+		args := append([]any{r.ID, s.FirstSeq, types, keys, payloads}, saveRunArgs(r)...)
+		t.later(`WITH ev AS (`+insertEventsSQL+`) `+saveRunSQL, func(row scanner) error { return scanSavedRun(r, row) }, args...)
+		return nil
+	}
 	// Events before HeardAt keep their numbers, the deliveries follow them
 	// and the rest move up by the number of deliveries.
 	args := append([]any{r.ID, s.HeardKeys, heardPairs(s.HeardKeys, s.HeardAttempts), r.ID, s.FirstSeq, s.HeardAt,

@@ -16,6 +16,11 @@ type Statement struct {
 	TotalMs float64 `json:"total_ms"`
 	MeanMs  float64 `json:"mean_ms"`
 	Rows    int64   `json:"rows"`
+	// Plans and PlanMs count the statement's planning, when the server
+	// tracks it (pg_stat_statements.track_planning): a statement planned
+	// at every call is one whose cached generic plan Postgres rejected.
+	Plans  int64   `json:"plans"`
+	PlanMs float64 `json:"plan_ms"`
 }
 
 // pgStatements reports whether pg_stat_statements is loaded on the server
@@ -32,9 +37,9 @@ func (r *runner) pgStatements(ctx context.Context) bool {
 // topStatements returns the statements of the bench database that took the
 // most time since the last reset, and resets.
 func (r *runner) topStatements(ctx context.Context, n int) ([]Statement, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT query, calls, total_exec_time, mean_exec_time, rows
+	rows, err := r.db.QueryContext(ctx, `SELECT query, calls, total_exec_time, mean_exec_time, rows, plans, total_plan_time
 		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-		ORDER BY total_exec_time DESC LIMIT $1`, n)
+		ORDER BY total_exec_time + total_plan_time DESC LIMIT $1`, n)
 	if err != nil {
 		return nil, fmt.Errorf("error reading pg_stat_statements: %w", err)
 	}
@@ -42,7 +47,7 @@ func (r *runner) topStatements(ctx context.Context, n int) ([]Statement, error) 
 	var out []Statement
 	for rows.Next() {
 		var s Statement
-		if err := rows.Scan(&s.Query, &s.Calls, &s.TotalMs, &s.MeanMs, &s.Rows); err != nil {
+		if err := rows.Scan(&s.Query, &s.Calls, &s.TotalMs, &s.MeanMs, &s.Rows, &s.Plans, &s.PlanMs); err != nil {
 			return nil, err
 		}
 		s.Query = oneLine(s.Query)
@@ -78,7 +83,11 @@ func PrintStatements(w io.Writer, rep *Report) {
 			if len(q) > 110 {
 				q = q[:110] + "…"
 			}
-			fmt.Fprintf(w, "  %9.0f ms  %8d calls  %7.3f ms/call  %s\n", s.TotalMs, s.Calls, s.MeanMs, q)
+			plans := ""
+			if s.Plans > 0 {
+				plans = fmt.Sprintf("  (+%.0f ms planning it %d times)", s.PlanMs, s.Plans)
+			}
+			fmt.Fprintf(w, "  %9.0f ms  %8d calls  %7.3f ms/call  %s%s\n", s.TotalMs, s.Calls, s.MeanMs, q, plans)
 		}
 	}
 }
