@@ -192,6 +192,9 @@ func (c *countingTx) SaveRunWithEvents(ctx context.Context, s RunSave) error {
 func (c *countingTx) InsertNodes(ctx context.Context, runID string, n []NodeState) error {
 	return c.wrote(c.Tx.InsertNodes(ctx, runID, n))
 }
+func (c *countingTx) InsertStartedNodes(ctx context.Context, runID string, n []NodeState, s []BulkStart) error {
+	return c.wrote(c.Tx.InsertStartedNodes(ctx, runID, n, s))
+}
 func (c *countingTx) Transition(ctx context.Context, t *NodeTransition) (*NodeState, error) {
 	st, err := c.Tx.Transition(ctx, t)
 	return st, c.wrote(err)

@@ -69,6 +69,9 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 		t.bulk.add(f, StatusRunning, req.TimeoutSeconds, d)
 		return nil
 	}
+	if f.unwritten() {
+		return errNeedsRow
+	}
 	tr := f.start(StatusRunning)
 	tr.DeadlineSeconds = req.TimeoutSeconds
 	if req.DelayMs > 0 {
@@ -98,12 +101,18 @@ func (f *fireCtx) WaitForUser() error {
 		f.t.bulk.add(f, StatusWaitingForUser, 0, nil)
 		return nil
 	}
+	if f.unwritten() {
+		return errNeedsRow
+	}
 	return f.t.transitionLater(f.start(StatusRunning, StatusWaitingForUser), f.node.ID, f.attempt-1)
 }
 
 func (f *fireCtx) Complete(output json.RawMessage) error {
 	if err := f.act(); err != nil {
 		return err
+	}
+	if f.unwritten() {
+		return errNeedsRow
 	}
 	tr := f.start(StatusRunning, StatusCompleted)
 	tr.Output = orNull(output)
@@ -117,6 +126,9 @@ func (f *fireCtx) Complete(output json.RawMessage) error {
 func (f *fireCtx) Fail(reason string) error {
 	if err := f.act(); err != nil {
 		return err
+	}
+	if f.unwritten() {
+		return errNeedsRow
 	}
 	tr := f.start(StatusRunning, StatusFailed)
 	tr.Error = &reason
@@ -133,6 +145,9 @@ func (f *fireCtx) FanOut(items []json.RawMessage) error {
 	}
 	if err := f.act(); err != nil {
 		return err
+	}
+	if f.unwritten() {
+		return errNeedsRow
 	}
 	arr, err := json.Marshal(items)
 	if err != nil {
@@ -154,4 +169,10 @@ func (f *fireCtx) FanOut(items []json.RawMessage) error {
 // first attempt of a pending instance while a Splitter fans out.
 func (f *fireCtx) bulkable() bool {
 	return f.t.bulk != nil && f.from == StatusPending && f.attempt == 1
+}
+
+// unwritten reports whether this fire happens before its instance's row
+// exists (bulkFires.unwritten): only a bulk start can be taken then.
+func (f *fireCtx) unwritten() bool {
+	return f.bulkable() && f.t.bulk.unwritten
 }

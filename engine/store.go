@@ -58,6 +58,11 @@ type Tx interface {
 	SaveRun(ctx context.Context, run *Run) error
 	// InsertNodes creates node-state rows in one statement.
 	InsertNodes(ctx context.Context, runID string, nodes []NodeState) error
+	// InsertStartedNodes is InsertNodes where starts[i], when its Status
+	// is set, creates nodes[i] already started (attempt 1, its input,
+	// started now, its deadline from now): a fan-out's instances fired in
+	// the transaction that creates them.
+	InsertStartedNodes(ctx context.Context, runID string, nodes []NodeState, starts []BulkStart) error
 	// Transition applies t as one compare-and-set UPDATE and returns the
 	// updated row. When the row is not in one of t.From (or the attempt does
 	// not match) it returns a *TransitionError holding the current row.

@@ -54,7 +54,15 @@ type bulkFires struct {
 	starts     []BulkStart
 	dispatches []*Dispatch
 	nodeIDs    []string
+	// unwritten: the fired instances' rows do not exist yet — they are
+	// created already started — so an action other than a plain start
+	// (errNeedsRow) is taken again once they exist.
+	unwritten bool
 }
+
+// errNeedsRow: a fire before its instance's row exists took an action that
+// needs the row (not a plain dispatch or a wait for a person).
+var errNeedsRow = errors.New("the instance's row does not exist yet")
 
 func (b *bulkFires) add(f *fireCtx, status Status, secs int, d *Dispatch) {
 	b.starts = append(b.starts, BulkStart{Key: f.key, Input: f.input, Status: status, DeadlineSeconds: secs})
@@ -65,17 +73,20 @@ func (b *bulkFires) add(f *fireCtx, status Status, secs int, d *Dispatch) {
 }
 
 // flushBulk writes the collected first fires: one UPDATE for the node
-// states, one INSERT for the outbox rows.
+// states (unless they were created started), one INSERT for the outbox
+// rows.
 func (t *txn) flushBulk(b *bulkFires) error {
 	if len(b.starts) == 0 {
 		return nil
 	}
-	n, err := t.tx.BulkStart(t.ctx, t.run.ID, b.starts)
-	if err != nil {
-		return fmt.Errorf("error starting %d instances: %w", len(b.starts), err)
-	}
-	if n != len(b.starts) {
-		return fmt.Errorf("%w: started %d of %d instances", ErrConflict, n, len(b.starts))
+	if !b.unwritten {
+		n, err := t.tx.BulkStart(t.ctx, t.run.ID, b.starts)
+		if err != nil {
+			return fmt.Errorf("error starting %d instances: %w", len(b.starts), err)
+		}
+		if n != len(b.starts) {
+			return fmt.Errorf("%w: started %d of %d instances", ErrConflict, n, len(b.starts))
+		}
 	}
 	if err := t.tx.InsertDispatches(t.ctx, b.dispatches); err != nil {
 		return fmt.Errorf("error writing %d dispatches: %w", len(b.dispatches), err)
@@ -525,24 +536,20 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 		}
 		pending[m] = c
 	}
-	rows := make([]NodeState, 0, len(items)*len(region.Direct))
-	for i := range items {
-		idx := childIndex(sidx, i)
-		for _, m := range region.Direct {
-			rows = append(rows, NodeState{Key: InstanceKey(m, idx), NodeID: m, Type: t.graph.Nodes[m].Type,
-				Index: idx, Status: StatusPending, PendingParents: pending[m]})
-		}
-	}
-	if err := t.tx.InsertNodes(t.ctx, t.run.ID, rows); err != nil {
-		return fmt.Errorf("error creating %d instances of %s: %w", len(rows), s.ID, err)
-	}
+	// The instances that depend on the Splitter alone fire first, into
+	// starts, so that their rows are created already started: one INSERT
+	// instead of an INSERT and an UPDATE of every instance. A fire that
+	// needs its row (a nested Splitter, a delayed dispatch) is taken again
+	// once the rows exist.
 	known := make(map[string]json.RawMessage, len(items))
 	for i, it := range items {
 		known[itemKey(skey, i)] = it
 	}
 	outer := t.bulk
-	t.bulk = &bulkFires{}
 	defer func() { t.bulk = outer }()
+	first := &bulkFires{unwritten: true}
+	t.bulk = first
+	var again []target
 	for i := range items {
 		idx := childIndex(sidx, i)
 		for _, m := range region.Direct {
@@ -550,9 +557,38 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 				continue
 			}
 			tg := target{node: t.graph.Nodes[m], idx: idx, key: InstanceKey(m, idx)}
-			if err := t.fireReady(tg, StatusPending, known); err != nil {
+			if err := t.fireReady(tg, StatusPending, known); errors.Is(err, errNeedsRow) {
+				again = append(again, tg)
+			} else if err != nil {
 				return err
 			}
+		}
+	}
+	started := make(map[string]BulkStart, len(first.starts))
+	for _, st := range first.starts {
+		started[st.Key] = st
+	}
+	rows := make([]NodeState, 0, len(items)*len(region.Direct))
+	starts := make([]BulkStart, 0, cap(rows))
+	for i := range items {
+		idx := childIndex(sidx, i)
+		for _, m := range region.Direct {
+			k := InstanceKey(m, idx)
+			rows = append(rows, NodeState{Key: k, NodeID: m, Type: t.graph.Nodes[m].Type,
+				Index: idx, Status: StatusPending, PendingParents: pending[m]})
+			starts = append(starts, started[k])
+		}
+	}
+	if err := t.tx.InsertStartedNodes(t.ctx, t.run.ID, rows, starts); err != nil {
+		return fmt.Errorf("error creating %d instances of %s: %w", len(rows), s.ID, err)
+	}
+	if err := t.flushBulk(first); err != nil {
+		return err
+	}
+	t.bulk = &bulkFires{}
+	for _, tg := range again {
+		if err := t.fireReady(tg, StatusPending, known); err != nil {
+			return err
 		}
 	}
 	return t.flushBulk(t.bulk)

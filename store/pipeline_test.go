@@ -210,3 +210,64 @@ func TestAddPendingLater(t *testing.T) {
 		})
 	}
 }
+
+// TestInsertStartedNodes: rows with a start are created started (attempt
+// 1, input, started now, deadline from now when asked), the others
+// pending, over both queriers and across statement chunks.
+func TestInsertStartedNodes(t *testing.T) {
+	t.Parallel()
+	for name, st := range queriers(t) {
+		t.Run(name, func(t *testing.T) {
+			f := createFlow(t, st)
+			run := newRun(f)
+			const n = 2100 // two chunks
+			nodes := make([]engine.NodeState, n)
+			starts := make([]engine.BulkStart, n)
+			for i := range nodes {
+				k := fmt.Sprintf("w_%d", i)
+				nodes[i] = engine.NodeState{Key: k, NodeID: "w", Type: engine.NodeTypeWorker, Index: []int{i},
+					Status: engine.StatusPending, PendingParents: 1}
+				switch i % 3 {
+				case 0:
+					starts[i] = engine.BulkStart{Key: k, Input: []byte(fmt.Sprintf(`{"i":%d}`, i)),
+						Status: engine.StatusRunning, DeadlineSeconds: 60}
+				case 1:
+					starts[i] = engine.BulkStart{Key: k, Status: engine.StatusWaitingForUser}
+				}
+			}
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				require.NoError(t, tx.InsertRun(ctx, run))
+				require.Error(t, tx.InsertStartedNodes(ctx, run.ID, nodes, starts[:1]), "one start per node")
+				return tx.InsertStartedNodes(ctx, run.ID, nodes, starts)
+			})
+			for _, i := range []int{0, 1, 2, 2097, 2098, 2099} {
+				inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+					got, err := tx.Node(ctx, run.ID, nodes[i].Key)
+					require.NoError(t, err)
+					require.Equal(t, []int{i}, got.Index)
+					switch i % 3 {
+					case 0:
+						require.Equal(t, engine.StatusRunning, got.Status)
+						require.Equal(t, 1, got.Attempt)
+						require.JSONEq(t, fmt.Sprintf(`{"i":%d}`, i), string(got.Input))
+						require.NotNil(t, got.StartedAt)
+						require.NotNil(t, got.Deadline)
+						require.InDelta(t, 60, got.Deadline.Sub(*got.StartedAt).Seconds(), 1)
+					case 1:
+						require.Equal(t, engine.StatusWaitingForUser, got.Status)
+						require.Equal(t, 1, got.Attempt)
+						require.JSONEq(t, `null`, string(got.Input))
+						require.NotNil(t, got.StartedAt)
+						require.Nil(t, got.Deadline)
+					default:
+						require.Equal(t, engine.StatusPending, got.Status)
+						require.Zero(t, got.Attempt)
+						require.Nil(t, got.StartedAt)
+						require.Equal(t, 1, got.PendingParents)
+					}
+					return nil
+				})
+			}
+		})
+	}
+}

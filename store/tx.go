@@ -409,6 +409,49 @@ func (t *pgTx) InsertNodes(ctx context.Context, runID string, nodes []engine.Nod
 	return t.analyzeAfter(ctx, len(nodes), `ANALYZE node_states (run_id, status)`)
 }
 
+func (t *pgTx) InsertStartedNodes(ctx context.Context, runID string, nodes []engine.NodeState, starts []engine.BulkStart) error {
+	if len(starts) != len(nodes) {
+		return fmt.Errorf("error creating node states: %d starts for %d nodes", len(starts), len(nodes))
+	}
+	if err := chunked(nodes, func(part []engine.NodeState, off int) error {
+		return t.insertStartedNodes(ctx, runID, part, starts[off:off+len(part)])
+	}); err != nil {
+		return err
+	}
+	return t.analyzeAfter(ctx, len(nodes), `ANALYZE node_states (run_id, status)`)
+}
+
+func (t *pgTx) insertStartedNodes(ctx context.Context, runID string, nodes []engine.NodeState, starts []engine.BulkStart) error {
+	keys := make([]string, len(nodes))
+	ids := make([]string, len(nodes))
+	idxs := make([]string, len(nodes))
+	types := make([]string, len(nodes))
+	pend := make([]int64, len(nodes))
+	statuses := make([]string, len(nodes))
+	inputs := make([]string, len(nodes))
+	secs := make([]int64, len(nodes))
+	for i, n := range nodes {
+		keys[i], ids[i], idxs[i], types[i], pend[i] = n.Key, n.NodeID, intsToText(n.Index), string(n.Type), int64(n.PendingParents)
+		statuses[i] = string(engine.StatusPending)
+		if s := starts[i]; s.Status != "" {
+			statuses[i], secs[i] = string(s.Status), int64(s.DeadlineSeconds)
+			inputs[i] = string(s.Input)
+			if len(s.Input) == 0 {
+				inputs[i] = "null"
+			}
+		}
+	}
+	return t.write(ctx, len(nodes), `INSERT INTO node_states (run_id, key, node_id, idx, type, status, pending_parents,
+			attempt, input, deadline, started_at)
+		SELECT ?, k, n, CASE WHEN i = '' THEN '{}'::int[] ELSE string_to_array(i, ',')::int[] END, ty, st, p,
+			CASE WHEN st = 'pending' THEN 0 ELSE 1 END, nullif(inp, '')::jsonb,
+			CASE WHEN secs > 0 THEN now() + make_interval(secs => secs) END,
+			CASE WHEN st <> 'pending' THEN now() END
+		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[])
+			AS u(k, n, i, ty, p, st, inp, secs)`,
+		runID, keys, ids, idxs, types, pend, statuses, inputs, secs)
+}
+
 // analyzeAfterRows is how many rows one statement of a transaction must
 // write for the planner statistics of their table to be refreshed in it.
 const analyzeAfterRows = 5000
