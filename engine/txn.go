@@ -540,18 +540,50 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 	// starts, so that their rows are created already started: one INSERT
 	// instead of an INSERT and an UPDATE of every instance. A fire that
 	// needs its row (a nested Splitter, a delayed dispatch) is taken again
-	// once the rows exist.
-	known := make(map[string]json.RawMessage, len(items))
-	for i, it := range items {
-		known[itemKey(skey, i)] = it
-	}
+	// once the rows exist. Items go fanOutChunk at a time, so that a big
+	// fan-out does not hold every instance's row and outbox payload in
+	// memory at once.
 	outer := t.bulk
 	defer func() { t.bulk = outer }()
+	var again []target
+	for off := 0; off < len(items); off += fanOutChunk {
+		more, err := t.instantiate(region, pending, sidx, skey, items[off:min(off+fanOutChunk, len(items))], off)
+		if err != nil {
+			return fmt.Errorf("error creating instances of %s: %w", s.ID, err)
+		}
+		again = append(again, more...)
+	}
+	known := map[string]json.RawMessage{}
+	for _, tg := range again {
+		i := tg.idx[len(tg.idx)-1]
+		known[itemKey(skey, i)] = items[i]
+	}
+	t.bulk = &bulkFires{}
+	for _, tg := range again {
+		if err := t.fireReady(tg, StatusPending, known); err != nil {
+			return err
+		}
+	}
+	return t.flushBulk(t.bulk)
+}
+
+// fanOutChunk is how many items of a fan-out are instantiated at a time.
+const fanOutChunk = 2000
+
+// instantiate creates the region's instances for items (at offset off of
+// the fan-out), those that depend on the Splitter alone already started,
+// and returns the fires that need their row first.
+func (t *txn) instantiate(region *Region, pending map[string]int, sidx []int, skey string,
+	items []json.RawMessage, off int) ([]target, error) {
+	known := make(map[string]json.RawMessage, len(items))
+	for i, it := range items {
+		known[itemKey(skey, off+i)] = it
+	}
 	first := &bulkFires{unwritten: true}
 	t.bulk = first
 	var again []target
 	for i := range items {
-		idx := childIndex(sidx, i)
+		idx := childIndex(sidx, off+i)
 		for _, m := range region.Direct {
 			if pending[m] != 0 {
 				continue
@@ -560,7 +592,7 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 			if err := t.fireReady(tg, StatusPending, known); errors.Is(err, errNeedsRow) {
 				again = append(again, tg)
 			} else if err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
@@ -571,7 +603,7 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 	rows := make([]NodeState, 0, len(items)*len(region.Direct))
 	starts := make([]BulkStart, 0, cap(rows))
 	for i := range items {
-		idx := childIndex(sidx, i)
+		idx := childIndex(sidx, off+i)
 		for _, m := range region.Direct {
 			k := InstanceKey(m, idx)
 			rows = append(rows, NodeState{Key: k, NodeID: m, Type: t.graph.Nodes[m].Type,
@@ -580,18 +612,9 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 		}
 	}
 	if err := t.tx.InsertStartedNodes(t.ctx, t.run.ID, rows, starts); err != nil {
-		return fmt.Errorf("error creating %d instances of %s: %w", len(rows), s.ID, err)
+		return nil, err
 	}
-	if err := t.flushBulk(first); err != nil {
-		return err
-	}
-	t.bulk = &bulkFires{}
-	for _, tg := range again {
-		if err := t.fireReady(tg, StatusPending, known); err != nil {
-			return err
-		}
-	}
-	return t.flushBulk(t.bulk)
+	return again, t.flushBulk(first)
 }
 
 func childIndex(parent []int, i int) []int {

@@ -26,6 +26,9 @@ import (
 type pgTx struct {
 	q     querier
 	binds *binds
+	// written counts the rows bulk statements wrote, by ANALYZE statement
+	// (analyzeAfter).
+	written map[string]int
 }
 
 // raw prepares a query written with ? placeholders; call Row or Rows.
@@ -452,8 +455,8 @@ func (t *pgTx) insertStartedNodes(ctx context.Context, runID string, nodes []eng
 		runID, keys, ids, idxs, types, pend, statuses, inputs, secs)
 }
 
-// analyzeAfterRows is how many rows one statement of a transaction must
-// write for the planner statistics of their table to be refreshed in it.
+// analyzeAfterRows is how many rows the bulk statements of a transaction
+// must write to a table for its planner statistics to be refreshed in it.
 const analyzeAfterRows = 5000
 
 // analyzeAfter refreshes, inside the transaction, the statistics the
@@ -470,7 +473,14 @@ const analyzeAfterRows = 5000
 // keys)" was estimated at half the table, and the callbacks' marking of
 // their dispatches scanned all 100,000 rows (65 ms a batch).
 func (t *pgTx) analyzeAfter(ctx context.Context, n int, stmt string) error {
-	if n < analyzeAfterRows {
+	// Once per transaction and table, when the rows written so far cross
+	// the threshold: a fan-out writes its rows in several calls.
+	if t.written == nil {
+		t.written = make(map[string]int)
+	}
+	before := t.written[stmt]
+	t.written[stmt] = before + n
+	if before >= analyzeAfterRows || before+n < analyzeAfterRows {
 		return nil
 	}
 	if err := t.exec(ctx, stmt).Error; err != nil {
