@@ -21,20 +21,34 @@ func (s *Store) GetRun(ctx context.Context, id string, withNodes bool) (*engine.
 	if !withNodes {
 		return r, nil, nil
 	}
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ? ORDER BY node_id, idx`, id).Rows()
+	var nodes []engine.NodeState
+	err = s.EachNode(ctx, id, func(n *engine.NodeState) error {
+		nodes = append(nodes, *n)
+		return nil
+	})
+	return r, nodes, err
+}
+
+// EachNode calls fn with each node state of a run, by key (in byte order),
+// as they are read: a 100,000-item fan-out's run is answered without
+// holding its node states in memory.
+func (s *Store) EachNode(ctx context.Context, runID string, fn func(n *engine.NodeState) error) error {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ?
+		ORDER BY key COLLATE "C"`, runID).Rows()
 	if err != nil {
-		return nil, nil, fmt.Errorf("error loading nodes of run %s: %w", id, interpretError(err))
+		return fmt.Errorf("error loading nodes of run %s: %w", runID, interpretError(err))
 	}
 	defer rows.Close()
-	var nodes []engine.NodeState
 	for rows.Next() {
-		n, err := scanNode(rows, id)
+		n, err := scanNode(rows, runID)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
-		nodes = append(nodes, *n)
+		if err := fn(n); err != nil {
+			return err
+		}
 	}
-	return r, nodes, interpretError(rows.Err())
+	return interpretError(rows.Err())
 }
 
 // RunFilter filters ListRuns.

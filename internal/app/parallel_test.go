@@ -1,8 +1,10 @@
 package app_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -228,5 +230,65 @@ func Test1000ItemsConcurrentCallbacks(t *testing.T) {
 		require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM run_events WHERE run_id = ? AND key = 'c'
 			AND payload->>'status' = 'completed'`, r.ID).Row().Scan(&fired))
 		require.Equal(t, 1, fired, "collector fired exactly once")
+	}
+}
+
+// TestRunAnswerStreamsNodesInKeyOrder: a run's answer (start and GET) is
+// streamed node by node; it is the JSON a map would give — every node,
+// keys in byte order ("score_10" before "score_2"), one object per key.
+func TestRunAnswerStreamsNodesInKeyOrder(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow(
+		[]map[string]any{splitter("split", "items"), wnode(h, "score"), node("merge", "Collector", nil)},
+		[]map[string]any{edge("split", "score", nil), edge("score", "merge", nil)})
+	items := make([]int, 12)
+	var started json.RawMessage
+	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"input": map[string]any{"items": items}}, &started))
+	var id struct{ ID string }
+	require.NoError(t, json.Unmarshal(started, &id))
+	var got json.RawMessage
+	require.Equal(t, 200, h.do("GET", "/api/v1/runs/"+id.ID, nil, &got))
+	for _, body := range []json.RawMessage{started, got} {
+		var r struct {
+			ID    string                     `json:"id"`
+			Nodes map[string]json.RawMessage `json:"nodes"`
+		}
+		require.NoError(t, json.Unmarshal(body, &r))
+		require.Equal(t, id.ID, r.ID)
+		require.Len(t, r.Nodes, 14, "split, merge and 12 instances")
+		// The keys in the order they appear in the body.
+		dec := json.NewDecoder(bytes.NewReader(body))
+		var keys []string
+		depth := 0
+		inNodes := false
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			switch v := tok.(type) {
+			case json.Delim:
+				if v == '{' || v == '[' {
+					depth++
+				} else {
+					depth--
+					if depth == 1 {
+						inNodes = false
+					}
+				}
+			case string:
+				if depth == 1 && v == "nodes" {
+					inNodes = true
+				} else if inNodes && depth == 2 && dec.More() {
+					keys = append(keys, v)
+					var skip json.RawMessage
+					require.NoError(t, dec.Decode(&skip))
+				}
+			}
+		}
+		require.Len(t, keys, 14)
+		require.True(t, sort.StringsAreSorted(keys), "keys in byte order: %v", keys)
+		require.Less(t, slices.Index(keys, "score_10"), slices.Index(keys, "score_2"))
 	}
 }
