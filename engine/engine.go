@@ -76,17 +76,18 @@ func (t *txn) commitInfo() CommitInfo {
 		case EventRunResumed:
 			ci.RunFinished = ""
 		case EventNodeStatus:
-			p, _ := ev.Payload.(map[string]any)
 			ti := TransitionInfo{Key: ev.Key}
-			switch v := p["status"].(type) {
-			case Status:
-				ti.To = v
-			case string:
-				ti.To = Status(v)
+			switch p := ev.Payload.(type) {
+			case *nodeStatus:
+				ti.To, ti.NodeID, ti.Attempt, ti.Error = p.Status, p.NodeID, p.Attempt, p.Error
+			case map[string]any: // a cancellation
+				switch v := p["status"].(type) {
+				case Status:
+					ti.To = v
+				case string:
+					ti.To = Status(v)
+				}
 			}
-			ti.NodeID, _ = p["node_id"].(string)
-			ti.Attempt, _ = p["attempt"].(int)
-			ti.Error, _ = p["error"].(string)
 			if ti.NodeID == "" {
 				ti.NodeID = ev.Key // a static node's key is its id
 			}

@@ -182,3 +182,23 @@ func TestParseKey(t *testing.T) {
 		require.False(t, ok, key)
 	}
 }
+
+// TestNodeStatusEncodesAsItsMap: the node.status payload struct writes the
+// bytes the map it replaced wrote.
+func TestNodeStatusEncodesAsItsMap(t *testing.T) {
+	t.Parallel()
+	for _, p := range []nodeStatus{
+		{Status: StatusRunning, Attempt: 1, NodeID: "score"},
+		{Status: StatusFailed, Attempt: 3, NodeID: "n<&>", Error: "boom \"x\""},
+	} {
+		m := map[string]any{"status": p.Status, "attempt": p.Attempt, "node_id": p.NodeID}
+		if p.Error != "" {
+			m["error"] = p.Error
+		}
+		want, err := json.Marshal(m)
+		require.NoError(t, err)
+		got, err := json.Marshal(&p)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+	}
+}

@@ -93,9 +93,9 @@ func (t *txn) flushBulk(b *bulkFires) error {
 	}
 	t.run.ActiveNodes += len(b.starts)
 	for i, s := range b.starts {
-		t.event(EventNodeStatus, s.Key, map[string]any{"status": StatusRunning, "attempt": 1, "node_id": b.nodeIDs[i]})
+		t.event(EventNodeStatus, s.Key, &nodeStatus{Status: StatusRunning, Attempt: 1, NodeID: b.nodeIDs[i]})
 		if s.Status == StatusWaitingForUser {
-			t.event(EventNodeStatus, s.Key, map[string]any{"status": StatusWaitingForUser, "attempt": 1, "node_id": b.nodeIDs[i]})
+			t.event(EventNodeStatus, s.Key, &nodeStatus{Status: StatusWaitingForUser, Attempt: 1, NodeID: b.nodeIDs[i]})
 		}
 	}
 	for _, d := range b.dispatches {
@@ -279,6 +279,16 @@ func (t *txn) transitionLater(tr *NodeTransition, nodeID string, prevAttempt int
 	return nil
 }
 
+// nodeStatus is the payload of a node.status event. It encodes as the map
+// it replaced did (the same keys, in the same order) in a quarter of the
+// memory: a fan-out holds one per instance until it commits.
+type nodeStatus struct {
+	Attempt int    `json:"attempt"`
+	Error   string `json:"error,omitempty"`
+	NodeID  string `json:"node_id"`
+	Status  Status `json:"status"`
+}
+
 // transitioned keeps the run's counters and writes the events of an applied
 // transition.
 func (t *txn) transitioned(tr *NodeTransition, st *NodeState) {
@@ -296,9 +306,9 @@ func (t *txn) transitioned(tr *NodeTransition, st *NodeState) {
 		t.run.FailedNodes++
 	}
 	for _, s := range tr.Steps {
-		p := map[string]any{"status": s, "attempt": st.Attempt, "node_id": st.NodeID}
+		p := &nodeStatus{Status: s, Attempt: st.Attempt, NodeID: st.NodeID}
 		if s == StatusFailed && st.Error != nil {
-			p["error"] = *st.Error
+			p.Error = *st.Error
 		}
 		t.event(EventNodeStatus, st.Key, p)
 	}
