@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -104,11 +106,12 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if len(items) == 1 {
-		items[0].done <- e.inTx(ctx, runID, items[0].op)
+		items[0].done <- e.shared(ctx, runID, items[0].op)
 		return
 	}
 	results := make([]error, len(items))
-	err := e.inTx(ctx, runID, func(t *txn) error {
+	err := e.shared(ctx, runID, func(t *txn) error {
+		clear(results) // of an attempt in a group that failed
 		if err := t.load(runID); err != nil {
 			return err
 		}
@@ -142,6 +145,129 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 	}
 	for i, it := range items {
 		it.done <- results[i]
+	}
+}
+
+// Cross-run group commit. Concurrent operations on different runs (64
+// chains progressing at once) would each make a transaction: its BEGIN,
+// COMMIT and fsync, and a round trip per step. Instead, the batches of up
+// to maxGroup runs that are ready at the same moment share one
+// transaction, at most maxGroups such transactions at a time; a batch's
+// queued writes travel with the next batch's first statement. A lone batch
+// is a group of one: no waiting is added. A group's batches run in the
+// order of their runs' ids, so that groups (of this process or another)
+// always lock runs in one order and cannot deadlock on them.
+//
+// A group commits or fails as a whole. A batch rejected before it wrote
+// anything (a duplicate callback) is left out as in group commit; any other
+// failure rolls the group back, and each of its batches is then applied in
+// a transaction of its own.
+
+// maxGroup bounds the runs whose batches share one transaction.
+const maxGroup = 32
+
+// defaultGroups is Config.GroupTransactions' default: on the 2-core bench
+// machine 64 concurrent chains made 1,500–1,600 completions/s with every
+// batch in its own transaction, 1,600–1,800 with 16–32 group transactions
+// (8: 1,300, the groups' members wait for each other's round trips).
+const defaultGroups = 24
+
+type member struct {
+	runID string
+	fn    func(t *txn) error
+	done  chan error
+}
+
+type grouper struct {
+	mu      sync.Mutex
+	pending []*member
+	running int
+}
+
+// shared applies fn to run runID in a transaction it may share with other
+// runs' batches, and returns once that transaction committed (or fn was
+// rejected, or failed alone).
+func (e *Engine) shared(ctx context.Context, runID string, fn func(t *txn) error) error {
+	m := &member{runID: runID, fn: fn, done: make(chan error, 1)}
+	g := &e.groups
+	g.mu.Lock()
+	g.pending = append(g.pending, m)
+	if g.running < e.cfg.GroupTransactions {
+		g.running++
+		go e.runGroups()
+	}
+	g.mu.Unlock()
+	select {
+	case err := <-m.done:
+		if errors.Is(err, errGroupFailed) {
+			return e.inTx(ctx, runID, fn) // on its own
+		}
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var errGroupFailed = errors.New("the shared transaction failed")
+
+func (e *Engine) runGroups() {
+	g := &e.groups
+	for {
+		g.mu.Lock()
+		ms := g.pending
+		if len(ms) > maxGroup {
+			ms, g.pending = ms[:maxGroup:maxGroup], g.pending[maxGroup:]
+		} else {
+			g.pending = nil
+		}
+		if len(ms) == 0 {
+			g.running--
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		e.runGroup(ms)
+	}
+}
+
+func (e *Engine) runGroup(ms []*member) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if len(ms) == 1 {
+		ms[0].done <- e.inTx(ctx, ms[0].runID, ms[0].fn)
+		return
+	}
+	slices.SortFunc(ms, func(a, b *member) int { return strings.Compare(a.runID, b.runID) })
+	ts := make([]*txn, len(ms))
+	results := make([]error, len(ms))
+	err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		for i, m := range ms {
+			t := &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: -1}
+			if err := t.apply(m.runID, m.fn); err != nil {
+				// Left out if it wrote nothing (rejected before it did).
+				if itemError(err) && t.tx.(*countingTx).writes == 0 {
+					results[i] = err
+					continue
+				}
+				return err
+			}
+			ts[i] = t
+		}
+		return nil
+	})
+	for i, m := range ms {
+		switch {
+		case err != nil:
+			m.done <- errGroupFailed
+		case ts[i] == nil:
+			if errors.Is(results[i], errNoChange) {
+				results[i] = nil
+			}
+			m.done <- results[i]
+		default:
+			e.committed(ts[i])
+			m.done <- nil
+		}
 	}
 }
 

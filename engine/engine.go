@@ -27,9 +27,13 @@ type Config struct {
 	// (between one and two delays) for the worker's callback that makes it
 	// unnecessary: 500 ms when 0, and at most ClaimLease/8.
 	MarkDelay time.Duration
-	NewID     IDGenerator
-	Clock     Clock
-	Logger    *slog.Logger
+	// GroupTransactions bounds the transactions in flight that batches of
+	// different runs share (cross-run group commit, batch.go): 24 when 0.
+	// Operations beyond it wait and then share one.
+	GroupTransactions int
+	NewID             IDGenerator
+	Clock             Clock
+	Logger            *slog.Logger
 	// OnCommit, if set, is called after every committed transaction with
 	// what it did (metrics, tests).
 	OnCommit func(CommitInfo)
@@ -123,6 +127,7 @@ type Engine struct {
 	// delivered holds and group-commits the marks of successful deliveries.
 	delivered deliveredBatch
 	versions  runVersions
+	groups    grouper
 }
 
 // runVersions remembers the flow version of runs this process locked, so
@@ -162,6 +167,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.GroupTransactions <= 0 {
+		cfg.GroupTransactions = defaultGroups
 	}
 	for _, t := range []NodeType{NodeTypeWorker, NodeTypeUX, NodeTypeSplitter, NodeTypeCollector} {
 		if cfg.Handlers[t] == nil {
@@ -481,13 +489,7 @@ func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) 
 	var t *txn
 	err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		t = &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: -1}
-		if err := fn(t); err != nil {
-			return err
-		}
-		if t.ahead != nil {
-			return fmt.Errorf("error in run %s: successors of %s were counted down but not walked", runID, t.ahead.key)
-		}
-		return t.flush()
+		return t.apply(runID, fn)
 	})
 	if errors.Is(err, errNoChange) {
 		return nil
@@ -495,6 +497,25 @@ func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) 
 	if err != nil {
 		return err
 	}
+	e.committed(t)
+	return nil
+}
+
+// apply runs fn on the transaction and ends its writes.
+func (t *txn) apply(runID string, fn func(t *txn) error) error {
+	if err := fn(t); err != nil {
+		return err
+	}
+	if t.ahead != nil {
+		return fmt.Errorf("error in run %s: successors of %s were counted down but not walked", runID, t.ahead.key)
+	}
+	return t.flush()
+}
+
+// committed hands what a committed transaction did to the process: the
+// delivered marks it made unnecessary, the outbox rows it claimed, the
+// commit hook.
+func (e *Engine) committed(t *txn) {
 	if len(t.heardKeys) > 0 && t.run != nil {
 		e.forget(t.run.ID, t.heardKeys, t.heardAttempts)
 	}
@@ -504,5 +525,4 @@ func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) 
 	if e.cfg.OnCommit != nil && t.run != nil && len(t.events) > 0 {
 		e.cfg.OnCommit(t.commitInfo())
 	}
-	return nil
 }
