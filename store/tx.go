@@ -330,9 +330,10 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
 	}
 	// Events before HeardAt keep their numbers, the deliveries follow them
 	// and the rest move up by the number of deliveries.
-	args := append([]any{r.ID, s.HeardKeys, heardPairs(s.HeardKeys, s.HeardAttempts), r.ID, s.FirstSeq, s.HeardAt,
-		types, keys, payloads, r.ID, s.FirstSeq, s.HeardAt}, saveRunArgs(r)...)
-	q := `WITH md AS (` + markDeliveredSQL + `),
+	mdSQL, mdArgs := markDeliveredStmt(r.ID, s.HeardKeys, s.HeardAttempts)
+	args := append(append(mdArgs, r.ID, s.FirstSeq, s.HeardAt,
+		types, keys, payloads, r.ID, s.FirstSeq, s.HeardAt), saveRunArgs(r)...)
+	q := `WITH md AS (` + mdSQL + `),
 		ev AS (INSERT INTO run_events (run_id, seq, type, key, payload)
 			SELECT ?::uuid, ?::bigint + ord - 1 + CASE WHEN ord > ?::int THEN (SELECT count(*) FROM md) ELSE 0 END, ty, nullif(k, ''), p::jsonb
 			FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(ty, k, p, ord)
@@ -658,8 +659,8 @@ func (t *pgTx) Outputs(ctx context.Context, runID string, keys []string) (map[st
 	if len(keys) == 0 {
 		return out, nil
 	}
-	rows, err := t.raw(ctx, `SELECT key, output FROM node_states WHERE run_id = ? AND key = ANY(?::text[])`,
-		planFor(len(keys), runID, keys)...).Rows()
+	rows, err := t.raw(ctx, `SELECT key, output FROM node_states WHERE run_id = ? AND `+keyMatch(keys),
+		planFor(len(keys), runID, keyArg(keys))...).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -888,6 +889,24 @@ const markDeliveredSQL = `UPDATE dispatches SET status = 'delivered', locked_unt
 		delivery_logged = true, updated_at = now()
 		WHERE run_id = ? AND key = ANY(?::text[]) AND status IN ('pending', 'sending', 'delivered') AND NOT delivery_logged
 		AND key || ':' || attempt = ANY(?::text[]) RETURNING id::text AS id, key, attempt, tries`
+
+// markDeliveredStmt is markDeliveredSQL and its arguments; for one pair,
+// the form "key = ? AND attempt = ?". Postgres planned the ANY form of
+// the final statement again at every call once the statistics knew runs
+// of many dispatches (0.44 ms of planning a completion in the 64-chain
+// bench after the 1,000-step chain); the one-pair form's generic plan is
+// the unique index lookup.
+func markDeliveredStmt(runID string, keys []string, attempts []int) (string, []any) {
+	if len(keys) == 1 {
+		return markDeliveredOneSQL, []any{runID, keys[0], attempts[0]}
+	}
+	return markDeliveredSQL, []any{runID, keys, heardPairs(keys, attempts)}
+}
+
+const markDeliveredOneSQL = `UPDATE dispatches SET status = 'delivered', locked_until = NULL,
+		delivery_logged = true, updated_at = now()
+		WHERE run_id = ? AND key = ? AND attempt = ? AND status IN ('pending', 'sending', 'delivered') AND NOT delivery_logged
+		RETURNING id::text AS id, key, attempt, tries`
 
 func heardPairs(keys []string, attempts []int) []string {
 	pairs := make([]string, len(keys))
