@@ -14,9 +14,8 @@ import (
 // operations on one run (a thousand items of a fan-out calling back at
 // once) would commit one after another, each waiting for the previous
 // commit. Instead, operations on a run are queued and a single goroutine per
-// busy run applies everything queued in one transaction, each operation
-// inside a savepoint so that one rejected callback does not undo the others.
-// Operations on different runs proceed in parallel.
+// busy run applies everything queued in one transaction (which batches of
+// other runs may share: cross-run group commit, below).
 //
 // An operation rejected before it wrote anything (a stale or conflicting
 // callback fails its compare-and-set and writes nothing) is simply left
@@ -152,16 +151,21 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 // chains progressing at once) would each make a transaction: its BEGIN,
 // COMMIT and fsync, and a round trip per step. Instead, the batches of up
 // to maxGroup runs that are ready at the same moment share one
-// transaction, at most maxGroups such transactions at a time; a batch's
+// transaction, at most Config.GroupTransactions of them at a time; a batch's
 // queued writes travel with the next batch's first statement. A lone batch
 // is a group of one: no waiting is added. A group's batches run in the
 // order of their runs' ids, so that groups (of this process or another)
 // always lock runs in one order and cannot deadlock on them.
 //
 // A group commits or fails as a whole. A batch rejected before it wrote
-// anything (a duplicate callback) is left out as in group commit; any other
-// failure rolls the group back, and each of its batches is then applied in
-// a transaction of its own.
+// anything is left out as in group commit. A batch that fails after writing
+// — among them a repeated completion callback, whose successors' count-down
+// travelled with its compare-and-set — rolls the group back: that batch is
+// then applied on its own, and the others again together. A group whose
+// commit fails has each of its batches applied on its own. Entity rows are
+// not locked in any order: two groups moving the same two entities may
+// deadlock, which Postgres breaks after deadlock_timeout, and the batches
+// are then applied on their own.
 
 // maxGroup bounds the runs whose batches share one transaction.
 const maxGroup = 32
@@ -197,15 +201,13 @@ func (e *Engine) shared(ctx context.Context, runID string, fn func(t *txn) error
 		go e.runGroups()
 	}
 	g.mu.Unlock()
-	select {
-	case err := <-m.done:
-		if errors.Is(err, errGroupFailed) {
-			return e.inTx(ctx, runID, fn) // on its own
-		}
+	// Not abandoned on ctx: the group may be running fn, and the caller's
+	// fallback must not run it at the same time. The group's own timeout
+	// bounds the wait.
+	if err := <-m.done; !errors.Is(err, errGroupFailed) {
 		return err
-	case <-ctx.Done():
-		return ctx.Err()
 	}
+	return e.inTx(ctx, runID, fn) // on its own
 }
 
 var errGroupFailed = errors.New("the shared transaction failed")
@@ -233,13 +235,20 @@ func (e *Engine) runGroups() {
 func (e *Engine) runGroup(ms []*member) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	slices.SortFunc(ms, func(a, b *member) int { return strings.Compare(a.runID, b.runID) })
+	e.applyGroup(ctx, ms)
+}
+
+// applyGroup applies the batches of ms (in run-id order) in one
+// transaction and answers each.
+func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 	if len(ms) == 1 {
 		ms[0].done <- e.inTx(ctx, ms[0].runID, ms[0].fn)
 		return
 	}
-	slices.SortFunc(ms, func(a, b *member) int { return strings.Compare(a.runID, b.runID) })
 	ts := make([]*txn, len(ms))
 	results := make([]error, len(ms))
+	bad := -1 // the batch that failed after writing
 	err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		for i, m := range ms {
 			t := &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: -1}
@@ -249,12 +258,19 @@ func (e *Engine) runGroup(ms []*member) {
 					results[i] = err
 					continue
 				}
+				bad = i
 				return err
 			}
 			ts[i] = t
 		}
 		return nil
 	})
+	if err != nil && bad >= 0 {
+		// That batch on its own, the others again together.
+		ms[bad].done <- errGroupFailed
+		e.applyGroup(ctx, slices.Delete(ms, bad, bad+1))
+		return
+	}
 	for i, m := range ms {
 		switch {
 		case err != nil:

@@ -160,23 +160,31 @@ func (e *Engine) tickDelivered() {
 	defer t.Stop()
 	for {
 		<-t.C
+		// flushing is held from taking the marks to writing them, so that
+		// FlushDeliveryMarks waits for marks already taken.
+		b.flushing.Lock()
 		b.mu.Lock()
 		due := b.old
 		b.old, b.young = b.young, nil
 		if len(due) == 0 && len(b.old) == 0 {
 			b.running = false
 			b.mu.Unlock()
+			b.flushing.Unlock()
 			return
 		}
 		b.mu.Unlock()
-		if err := e.writeMarks(due); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := e.writeMarks(ctx, due); err != nil {
 			e.cfg.Logger.Warn("error marking dispatches delivered", "dispatches", len(due), "error", err)
 		}
+		cancel()
+		b.flushing.Unlock()
 		t.Reset(e.markWait())
 	}
 }
 
-func (e *Engine) writeMarks(due map[string]string) error {
+// writeMarks writes the marks of due; the caller holds flushing.
+func (e *Engine) writeMarks(ctx context.Context, due map[string]string) error {
 	if len(due) == 0 {
 		return nil
 	}
@@ -185,23 +193,20 @@ func (e *Engine) writeMarks(due map[string]string) error {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids) // a stable order of row locks
-	b := &e.delivered
-	b.flushing.Lock()
-	defer b.flushing.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	// In statements of markChunk rows: a worker's callback marking one of
 	// these rows waits for the statement that holds it, so none may hold
 	// thousands (a 100,000-item fan-out's callbacks trail its deliveries by
 	// seconds, and its marks came due by the thousand: 214 ms statements
 	// that callbacks queued behind).
+	// A chunk that fails does not stop the others.
+	var errs []error
 	for off := 0; off < len(ids); off += markChunk {
 		part := ids[off:min(off+markChunk, len(ids))]
 		if err := e.cfg.Store.DispatchesDelivered(ctx, part); err != nil {
-			return fmt.Errorf("error marking %d dispatches delivered: %w", len(part), err)
+			errs = append(errs, fmt.Errorf("error marking %d dispatches delivered: %w", len(part), err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // markChunk bounds the rows one delivered-mark statement locks.
@@ -211,6 +216,8 @@ const markChunk = 128
 // so that no accepted dispatch is delivered again when its lease ends).
 func (e *Engine) FlushDeliveryMarks(ctx context.Context) error {
 	b := &e.delivered
+	b.flushing.Lock() // after any write the ticker has under way
+	defer b.flushing.Unlock()
 	b.mu.Lock()
 	due := b.old
 	for k, id := range b.young {
@@ -221,10 +228,7 @@ func (e *Engine) FlushDeliveryMarks(ctx context.Context) error {
 	}
 	b.old, b.young = nil, nil
 	b.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return e.writeMarks(due)
+	return e.writeMarks(ctx, due)
 }
 
 // errorsIsConflict reports whether err is a conflict or invalid transition.

@@ -83,7 +83,10 @@ func (t *txn) commitInfo() CommitInfo {
 			ti := TransitionInfo{Key: ev.Key}
 			switch p := ev.Payload.(type) {
 			case *nodeStatus:
-				ti.To, ti.NodeID, ti.Attempt, ti.Error = p.Status, p.NodeID, p.Attempt, p.Error
+				ti.To, ti.NodeID, ti.Attempt = p.Status, p.NodeID, p.Attempt
+				if p.Error != nil {
+					ti.Error = *p.Error
+				}
 			case map[string]any: // a cancellation
 				switch v := p["status"].(type) {
 				case Status:

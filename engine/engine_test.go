@@ -184,16 +184,18 @@ func TestParseKey(t *testing.T) {
 }
 
 // TestNodeStatusEncodesAsItsMap: the node.status payload struct writes the
-// bytes the map it replaced wrote.
+// bytes the map it replaced wrote — an empty error included.
 func TestNodeStatusEncodesAsItsMap(t *testing.T) {
 	t.Parallel()
+	boom, empty := "boom \"x\"", ""
 	for _, p := range []nodeStatus{
 		{Status: StatusRunning, Attempt: 1, NodeID: "score"},
-		{Status: StatusFailed, Attempt: 3, NodeID: "n<&>", Error: "boom \"x\""},
+		{Status: StatusFailed, Attempt: 3, NodeID: "n<&>", Error: &boom},
+		{Status: StatusFailed, Attempt: 1, NodeID: "n", Error: &empty},
 	} {
 		m := map[string]any{"status": p.Status, "attempt": p.Attempt, "node_id": p.NodeID}
-		if p.Error != "" {
-			m["error"] = p.Error
+		if p.Error != nil {
+			m["error"] = *p.Error
 		}
 		want, err := json.Marshal(m)
 		require.NoError(t, err)

@@ -283,10 +283,10 @@ func (t *txn) transitionLater(tr *NodeTransition, nodeID string, prevAttempt int
 // it replaced did (the same keys, in the same order) in a quarter of the
 // memory: a fan-out holds one per instance until it commits.
 type nodeStatus struct {
-	Attempt int    `json:"attempt"`
-	Error   string `json:"error,omitempty"`
-	NodeID  string `json:"node_id"`
-	Status  Status `json:"status"`
+	Attempt int     `json:"attempt"`
+	Error   *string `json:"error,omitempty"`
+	NodeID  string  `json:"node_id"`
+	Status  Status  `json:"status"`
 }
 
 // transitioned keeps the run's counters and writes the events of an applied
@@ -308,7 +308,7 @@ func (t *txn) transitioned(tr *NodeTransition, st *NodeState) {
 	for _, s := range tr.Steps {
 		p := &nodeStatus{Status: s, Attempt: st.Attempt, NodeID: st.NodeID}
 		if s == StatusFailed && st.Error != nil {
-			p.Error = *st.Error
+			p.Error = st.Error
 		}
 		t.event(EventNodeStatus, st.Key, p)
 	}
@@ -520,8 +520,8 @@ func (t *txn) inputFor(n *Node, idx []int, known map[string]json.RawMessage) (js
 
 func itemKey(splitterKey string, i int) string { return splitterKey + "#" + strconv.Itoa(i) }
 
-// fanOut instantiates a Splitter's region once per item, in one statement,
-// and fires the instances that depend on the Splitter alone.
+// fanOut instantiates a Splitter's region once per item, in bulk
+// statements, and fires the instances that depend on the Splitter alone.
 func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) error {
 	region := t.graph.Regions[s.ID]
 	if region == nil {

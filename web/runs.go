@@ -142,8 +142,11 @@ func (s *Server) getRun(c echo.Context) error {
 // writeRun answers a run with its node states, streamed as they are read
 // (EachNode, by key: the order encoding/json gives a map) rather than
 // loaded and encoded whole — a 100,000-item fan-out's run is 40 MB of JSON.
-// The status line goes out with the first node; an error after it aborts
-// the response, which the client sees as truncated.
+// The status line goes out with the first 32 KB: an error before that is
+// answered as usual; after it, the response is aborted, which the client
+// sees as truncated. Each write must finish within the stream write
+// timeout, so a client that stops reading releases the database
+// connection the answer is read on.
 func (s *Server) writeRun(c echo.Context, code int, id string) error {
 	ctx := c.Request().Context()
 	r, _, err := s.cfg.Store.GetRun(ctx, id, false)
@@ -155,15 +158,13 @@ func (s *Server) writeRun(c echo.Context, code int, id string) error {
 		return fmt.Errorf("error encoding run %s: %w", id, err)
 	}
 	resp := c.Response()
-	var w *bufio.Writer
+	sw := &streamWriter{resp: resp, rc: http.NewResponseController(resp.Writer), code: code,
+		timeout: s.cfg.StreamWriteTimeout}
+	defer sw.done()
+	w := bufio.NewWriterSize(sw, 32<<10)
+	w.Write(head[:len(head)-1]) // without its closing brace
+	w.WriteString(`,"nodes":{`)
 	n := 0
-	start := func() {
-		resp.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-		resp.WriteHeader(code)
-		w = bufio.NewWriterSize(resp, 32<<10)
-		w.Write(head[:len(head)-1]) // without its closing brace
-		w.WriteString(`,"nodes":{`)
-	}
 	err = s.cfg.Store.EachNode(ctx, id, func(ns *engine.NodeState) error {
 		ns.Input, ns.Output = nullJSON(ns.Input), nullJSON(ns.Output)
 		b, err := json.Marshal(ns)
@@ -171,9 +172,6 @@ func (s *Server) writeRun(c echo.Context, code int, id string) error {
 			return fmt.Errorf("error encoding node %s: %w", ns.Key, err)
 		}
 		k, _ := json.Marshal(ns.Key)
-		if w == nil {
-			start()
-		}
 		if n > 0 {
 			w.WriteByte(',')
 		}
@@ -183,21 +181,44 @@ func (s *Server) writeRun(c echo.Context, code int, id string) error {
 		_, err = w.Write(b)
 		return err
 	})
+	if err == nil {
+		w.WriteString("}}\n")
+		err = w.Flush()
+	}
 	if err != nil {
-		if w == nil {
+		if !resp.Committed {
 			return err
 		}
 		s.log.Warn("error streaming a run", "run_id", id, "error", err)
 		panic(http.ErrAbortHandler)
 	}
-	if w == nil {
-		start()
-	}
-	w.WriteString("}}\n")
-	if err := w.Flush(); err != nil {
-		panic(http.ErrAbortHandler) // the client went away
-	}
 	return nil
+}
+
+// streamWriter writes a streamed answer: the status line with the first
+// bytes, each write bounded by a deadline.
+type streamWriter struct {
+	resp    *echo.Response
+	rc      *http.ResponseController
+	code    int
+	timeout time.Duration
+}
+
+func (w *streamWriter) Write(p []byte) (int, error) {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+	if !w.resp.Committed {
+		w.resp.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		w.resp.WriteHeader(w.code)
+	}
+	return w.resp.Write(p)
+}
+
+// done lifts the deadline, which would otherwise outlive the answer on a
+// kept-alive connection.
+func (w *streamWriter) done() {
+	if w.resp.Committed {
+		_ = w.rc.SetWriteDeadline(time.Time{})
+	}
 }
 
 func (s *Server) cancelRun(c echo.Context) error {

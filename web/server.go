@@ -31,8 +31,9 @@ type Config struct {
 	AuthToken string
 	// BodyLimit bounds request bodies (default 1 MiB).
 	BodyLimit int64
-	// StreamWriteTimeout bounds each write to an event stream (default
-	// 30s): a client that stops reading is dropped, not waited for.
+	// StreamWriteTimeout bounds each write to an event stream or of a
+	// streamed run answer (default 30s): a client that stops reading is
+	// dropped, not waited for.
 	StreamWriteTimeout time.Duration
 	Clock              engine.Clock
 	Logger             *slog.Logger

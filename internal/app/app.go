@@ -60,7 +60,7 @@ type Config struct {
 	// ReadHeaderTimeout and ReadTimeout bound how long a client may take to
 	// send a request's headers and the whole request (defaults 10s and
 	// 30s): slow clients are cut off. StreamWriteTimeout bounds each write
-	// to an event stream (default 30s).
+	// to an event stream or of a streamed run answer (default 30s).
 	ReadHeaderTimeout, ReadTimeout, StreamWriteTimeout time.Duration
 }
 

@@ -185,3 +185,36 @@ func TestManySlowClientsKeepMemoryBounded(t *testing.T) {
 	require.Less(t, int64(heap1)-int64(heap0), int64(4<<20), "the heap returns to its size before the slow clients")
 	require.Less(t, int64(heapPeak)-int64(heap0), int64(len(clients))*64<<10, "at most 64 KiB per slow client while connected")
 }
+
+// TestStalledReaderOfARunIsCutOff: a run's answer is streamed from the
+// database as it is written; a client that asks for a big run and stops
+// reading is cut off once a write has waited the stream write timeout, so
+// it does not hold the database connection the answer is read on.
+func TestStalledReaderOfARunIsCutOff(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *app.Config) { c.StreamWriteTimeout = 300 * time.Millisecond })
+	flow := h.createFlow(
+		[]map[string]any{splitter("split", "items"), node("ask", "UX", nil), node("merge", "Collector", nil)},
+		[]map[string]any{edge("split", "ask", nil), edge("ask", "merge", nil)})
+	const items = 20000 // ≈8 MB of answer: more than the sockets buffer
+	var r struct{ ID string }
+	in := map[string]any{"items": make([]int, items)}
+	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"input": in}, &r))
+
+	c, err := net.Dial("tcp", strings.TrimPrefix(h.app.URL, "http://"))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = fmt.Fprintf(c, "GET /api/v1/runs/%s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", r.ID, token)
+	require.NoError(t, err)
+	time.Sleep(3 * time.Second) // not reading
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	got, err := io.ReadAll(c)
+	require.NoError(t, err, "the server closed the connection (EOF), it did not leave it hanging")
+	require.True(t, strings.HasPrefix(string(got), "HTTP/1.1 200 OK"))
+	require.False(t, strings.HasSuffix(string(got), "}}\n"), "the answer was cut off, %d bytes", len(got))
+
+	// A reader that reads gets the whole run.
+	var full struct{ Nodes map[string]any }
+	require.Equal(t, 200, h.do("GET", "/api/v1/runs/"+r.ID, nil, &full))
+	require.Len(t, full.Nodes, items+2)
+}
