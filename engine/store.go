@@ -89,6 +89,11 @@ type Tx interface {
 	// ItemStates loads every instance of the given nodes whose index starts
 	// with prefix and is one longer, ordered by index.
 	ItemStates(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]NodeState, error)
+	// ItemOutputs returns, as one JSON array in index order, the outputs
+	// (null where none) of the instances of nodeID whose index is prefix
+	// plus one item index: a Collector's output when that node is its only
+	// upstream, built without loading the instances.
+	ItemOutputs(ctx context.Context, runID, nodeID string, prefix []int) (json.RawMessage, error)
 	// FirstFailure returns the error of some failed node of the run.
 	FirstFailure(ctx context.Context, runID string) (string, error)
 	// BulkStart moves many pending nodes to running or waiting_for_user as

@@ -271,3 +271,40 @@ func TestInsertStartedNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestItemOutputs: a Collector's array is the outputs of the instances
+// under one prefix, in item order (10 after 9), null where an instance
+// has none, and nothing of other prefixes or nodes.
+func TestItemOutputs(t *testing.T) {
+	t.Parallel()
+	for name, st := range queriers(t) {
+		t.Run(name, func(t *testing.T) {
+			f := createFlow(t, st)
+			run := newRun(f)
+			var nodes []engine.NodeState
+			for _, outer := range []int{0, 1} {
+				for _, i := range []int{10, 2, 9, 0, 1} {
+					nodes = append(nodes, engine.NodeState{Key: fmt.Sprintf("w_%d_%d", outer, i), NodeID: "w",
+						Type: engine.NodeTypeWorker, Index: []int{outer, i}, Status: engine.StatusPending})
+				}
+			}
+			nodes = append(nodes, engine.NodeState{Key: "v_1_3", NodeID: "v", Type: engine.NodeTypeWorker,
+				Index: []int{1, 3}, Status: engine.StatusPending})
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				require.NoError(t, tx.InsertRun(ctx, run))
+				return tx.InsertNodes(ctx, run.ID, nodes)
+			})
+			require.NoError(t, st.Gorm().Exec(`UPDATE node_states SET output = jsonb_build_object('i', idx[2], 'o', idx[1])
+				WHERE run_id = ? AND key <> 'w_1_9'`, run.ID).Error)
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				got, err := tx.ItemOutputs(ctx, run.ID, "w", []int{1})
+				require.NoError(t, err)
+				require.JSONEq(t, `[{"i":0,"o":1},{"i":1,"o":1},{"i":2,"o":1},null,{"i":10,"o":1}]`, string(got))
+				got, err = tx.ItemOutputs(ctx, run.ID, "missing", []int{0})
+				require.NoError(t, err)
+				require.JSONEq(t, `[]`, string(got))
+				return nil
+			})
+		})
+	}
+}

@@ -704,6 +704,21 @@ func (t *pgTx) ItemStates(ctx context.Context, runID string, nodeIDs []string, p
 	return out, interpretError(rows.Err())
 }
 
+func (t *pgTx) ItemOutputs(ctx context.Context, runID, nodeID string, prefix []int) (json.RawMessage, error) {
+	p := make([]int64, len(prefix))
+	for i, v := range prefix {
+		p[i] = int64(v)
+	}
+	var out []byte
+	err := t.raw(ctx, `SELECT coalesce(json_agg(coalesce(output, 'null'::jsonb) ORDER BY idx), '[]')::text FROM node_states
+		WHERE run_id = ? AND node_id = ? AND cardinality(idx) = ? AND idx[1:?] = ?::int[]`,
+		runID, nodeID, len(prefix)+1, len(prefix), p).Row().Scan(&out)
+	if err != nil {
+		return nil, fmt.Errorf("error collecting the outputs of %s: %w", nodeID, interpretError(err))
+	}
+	return out, nil
+}
+
 func (t *pgTx) FirstFailure(ctx context.Context, runID string) (string, error) {
 	var msg string
 	err := t.raw(ctx, `SELECT 'node ' || key || ' failed: ' || coalesce(error, '') FROM node_states
