@@ -170,11 +170,13 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 // maxGroup bounds the runs whose batches share one transaction.
 const maxGroup = 32
 
-// defaultGroups is Config.GroupTransactions' default: on the 2-core bench
-// machine 64 concurrent chains made 1,500–1,600 completions/s with every
-// batch in its own transaction, 1,600–1,800 with 16–32 group transactions
-// (8: 1,300, the groups' members wait for each other's round trips).
-const defaultGroups = 24
+// defaultGroups is Config.GroupTransactions' default, below the store's
+// pool of 16 connections so that the API and the dispatcher keep some: on
+// the 2-core bench machine 64 concurrent chains made 1,500–1,600
+// completions/s with every batch in its own transaction, 1,900–1,940 with
+// 12 or 24 group transactions (8: 1,300, the groups' members wait for each
+// other's round trips).
+const defaultGroups = 12
 
 type member struct {
 	runID string
