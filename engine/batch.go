@@ -159,10 +159,12 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 //
 // A group commits or fails as a whole. A batch rejected before it wrote
 // anything is left out as in group commit. A batch that fails after writing
-// — among them a repeated completion callback, whose successors' count-down
-// travelled with its compare-and-set — rolls the group back: that batch is
-// then applied on its own, and the others again together. A group whose
-// commit fails has each of its batches applied on its own. Entity rows are
+// rolls the group back. When the batch was rejected by its own
+// compare-and-set (a repeated completion callback, whose successors'
+// count-down travelled with it), that batch is applied on its own and the
+// others again together; any other failure (it may be an earlier batch's
+// queued write, surfacing at a later statement) or a failed commit has each
+// batch applied on its own. Entity rows are
 // not locked in any order: two groups moving the same two entities may
 // deadlock, which Postgres breaks after deadlock_timeout, and the batches
 // are then applied on their own.
@@ -260,7 +262,12 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 					results[i] = err
 					continue
 				}
-				bad = i
+				if itemError(err) {
+					// Its own compare-and-set's answer (a repeated
+					// callback): not a queued write of an earlier batch
+					// failing at this batch's statement.
+					bad = i
+				}
 				return err
 			}
 			ts[i] = t

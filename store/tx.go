@@ -484,11 +484,6 @@ func (t *pgTx) analyzeAfter(ctx context.Context, n int, stmt string) error {
 	if before >= analyzeAfterRows || before+n < analyzeAfterRows {
 		return nil
 	}
-	// A sample of 3,000 rows (the default is 30,000) tells a run's size and
-	// that keys are distinct as well, in a fraction of the time.
-	if err := t.exec(ctx, `SET LOCAL default_statistics_target = 10`).Error; err != nil {
-		return fmt.Errorf("error refreshing statistics: %w", interpretError(err))
-	}
 	if err := t.exec(ctx, stmt).Error; err != nil {
 		return fmt.Errorf("error refreshing statistics: %w", interpretError(err))
 	}

@@ -145,8 +145,9 @@ func (s *Server) getRun(c echo.Context) error {
 // The status line goes out with the first 32 KB: an error before that is
 // answered as usual; after it, the response is aborted, which the client
 // sees as truncated. Each write must finish within the stream write
-// timeout, so a client that stops reading releases the database
-// connection the answer is read on.
+// timeout, and the whole answer within runAnswerBudget, so a client that
+// stops reading, or reads too slowly, releases the database connection the
+// answer is read on.
 func (s *Server) writeRun(c echo.Context, code int, id string) error {
 	ctx := c.Request().Context()
 	r, _, err := s.cfg.Store.GetRun(ctx, id, false)
@@ -159,8 +160,7 @@ func (s *Server) writeRun(c echo.Context, code int, id string) error {
 	}
 	resp := c.Response()
 	sw := &streamWriter{resp: resp, rc: http.NewResponseController(resp.Writer), code: code,
-		timeout: s.cfg.StreamWriteTimeout}
-	defer sw.done()
+		timeout: s.cfg.StreamWriteTimeout, end: time.Now().Add(runAnswerBudget)}
 	w := bufio.NewWriterSize(sw, 32<<10)
 	w.Write(head[:len(head)-1]) // without its closing brace
 	w.WriteString(`,"nodes":{`)
@@ -195,30 +195,34 @@ func (s *Server) writeRun(c echo.Context, code int, id string) error {
 	return nil
 }
 
+// runAnswerBudget bounds how long one run's answer may take to write: a
+// client reading a 40 MB run slowly but steadily is cut off then, so that it
+// does not hold a database connection (and a snapshot) for hours.
+const runAnswerBudget = 2 * time.Minute
+
 // streamWriter writes a streamed answer: the status line with the first
-// bytes, each write bounded by a deadline.
+// bytes, each write bounded by the write timeout and by the answer's end.
+// net/http lifts the deadline once the handler returned and the answer
+// was flushed.
 type streamWriter struct {
 	resp    *echo.Response
 	rc      *http.ResponseController
 	code    int
 	timeout time.Duration
+	end     time.Time
 }
 
 func (w *streamWriter) Write(p []byte) (int, error) {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+	dl := time.Now().Add(w.timeout)
+	if w.end.Before(dl) {
+		dl = w.end
+	}
+	_ = w.rc.SetWriteDeadline(dl)
 	if !w.resp.Committed {
 		w.resp.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 		w.resp.WriteHeader(w.code)
 	}
 	return w.resp.Write(p)
-}
-
-// done lifts the deadline, which would otherwise outlive the answer on a
-// kept-alive connection.
-func (w *streamWriter) done() {
-	if w.resp.Committed {
-		_ = w.rc.SetWriteDeadline(time.Time{})
-	}
 }
 
 func (s *Server) cancelRun(c echo.Context) error {

@@ -60,9 +60,9 @@ func (t *groupSpyTx) SaveRunWithEvents(ctx context.Context, rs engine.RunSave) e
 
 // TestCrossRunGroupCommit: callbacks of many runs at once, with one group
 // transaction allowed, share transactions; every run completes its chain
-// exactly once; a group whose member fails after writing is rolled back
-// and each member applied on its own, so one failure loses no other run's
-// step.
+// exactly once; a group whose member fails after writing (an injected
+// error, repeated callbacks) is rolled back and its members applied again,
+// so one failure loses no other run's step and a repeat is answered as one.
 func TestCrossRunGroupCommit(t *testing.T) {
 	t.Parallel()
 	const graph = `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a"}},
@@ -85,14 +85,23 @@ func TestCrossRunGroupCommit(t *testing.T) {
 	spy.mu.Unlock()
 	for _, key := range []string{"a", "b"} {
 		var wg sync.WaitGroup
-		errs := make(chan error, runs)
+		errs := make(chan error, 2*runs)
 		for _, id := range ids {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs <- eng.HandleCallback(ctx, engine.CallbackParams{RunID: id, Key: key, Attempt: 1,
-					Status: engine.StatusCompleted, Output: json.RawMessage(`{"k":"` + key + `"}`)})
-			}()
+			keys := []string{key}
+			if key == "b" {
+				// A repeat of a's callback too: rejected by its own
+				// compare-and-set after its count-down went out, it leaves
+				// its group; the others are applied together again.
+				keys = append(keys, "a")
+			}
+			for _, k := range keys {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs <- eng.HandleCallback(ctx, engine.CallbackParams{RunID: id, Key: k, Attempt: 1,
+						Status: engine.StatusCompleted, Output: json.RawMessage(`{"k":"` + k + `"}`)})
+				}()
+			}
 		}
 		wg.Wait()
 		close(errs)
