@@ -164,10 +164,9 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 // count-down travelled with it), that batch is applied on its own and the
 // others again together; any other failure (it may be an earlier batch's
 // queued write, surfacing at a later statement) or a failed commit has each
-// batch applied on its own. Entity rows are
-// not locked in any order: two groups moving the same two entities may
-// deadlock, which Postgres breaks after deadlock_timeout, and the batches
-// are then applied on their own.
+// batch applied on its own. Entity rows are not locked in any order: two
+// groups moving the same two entities may deadlock, which Postgres breaks
+// after deadlock_timeout, and the batches are then applied on their own.
 
 // maxGroup bounds the runs whose batches share one transaction.
 const maxGroup = 32

@@ -87,7 +87,7 @@ func (e *Engine) RecordDelivery(ctx context.Context, o DeliveryOutcome) error {
 }
 
 // deliveredBatch holds the delivered marks of successful deliveries for a
-// moment before writing them with one statement. An instant worker's
+// moment before writing them, markChunk rows a statement. An instant worker's
 // callback usually commits within that moment, and its transaction marks
 // the row delivered itself (and logs the delivery): the process then
 // drops the pending mark (forget), so such a dispatch costs no statement

@@ -220,7 +220,7 @@ func (t *txn) countDownAhead(runID string, tr *NodeTransition) (*countDown, stri
 	if !ok || n.Type == NodeTypeSplitter {
 		return nil, "", ""
 	}
-	_, keys := successors(g, n, idx)
+	_, keys, _ := successors(g, n, idx)
 	if len(keys) == 0 || len(keys) > maxAhead {
 		return nil, "", ""
 	}
@@ -403,12 +403,10 @@ type target struct {
 // walk reads the outbound edges of a completed node and fires every
 // downstream node whose upstream count reached zero in this transaction.
 func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage) error {
-	targets, keys := successors(t.graph, n, idx)
-	for _, tg := range targets[len(keys):] {
-		// An item arriving at the Collector closing n's region: counted
-		// down with the other arrivals of this transaction at flush.
-		t.arrivals = append(t.arrivals, tg)
-	}
+	targets, keys, arrivals := successors(t.graph, n, idx)
+	// Items arriving at the Collector closing n's region: counted down with
+	// the other arrivals of this transaction at flush.
+	t.arrivals = append(t.arrivals, arrivals...)
 	if len(keys) == 0 {
 		return nil
 	}
@@ -424,7 +422,7 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage) error
 		return fmt.Errorf("error counting down successors of %s: %w", key, err)
 	}
 	known := map[string]json.RawMessage{key: output}
-	for _, tg := range targets[:len(keys)] {
+	for _, tg := range targets {
 		p, ok := remaining[tg.key]
 		if !ok || p.Remaining != 0 {
 			continue
@@ -436,15 +434,11 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage) error
 	return nil
 }
 
-// successors returns the targets of node n's outbound edges at index idx:
-// first those at n's depth or deeper, whose keys come second, then the
-// Collectors closing n's region (an item's arrival, at the enclosing index).
-func successors(g *ExecutionGraph, n *Node, idx []int) ([]target, []string) {
-	outs := g.Adjacency[n.ID]
-	targets := make([]target, 0, len(outs))
-	keys := make([]string, 0, len(outs))
-	var arrivals []target
-	for _, id := range outs {
+// successors returns the targets of node n's outbound edges at index idx
+// that are at n's depth or deeper, with their keys, and the Collectors
+// closing n's region (an item's arrival, at the enclosing index).
+func successors(g *ExecutionGraph, n *Node, idx []int) (targets []target, keys []string, arrivals []target) {
+	for _, id := range g.Adjacency[n.ID] {
 		tn := g.Nodes[id]
 		if tn.Depth < n.Depth {
 			cidx := idx[:len(idx)-1]
@@ -455,7 +449,7 @@ func successors(g *ExecutionGraph, n *Node, idx []int) ([]target, []string) {
 		targets = append(targets, target{node: tn, idx: idx, key: tk})
 		keys = append(keys, tk)
 	}
-	return append(targets, arrivals...), keys
+	return targets, keys, arrivals
 }
 
 // fireReady fires a node whose upstream count reached zero.

@@ -407,10 +407,7 @@ func jsonArg(b json.RawMessage) any {
 }
 
 func (t *pgTx) InsertNodes(ctx context.Context, runID string, nodes []engine.NodeState) error {
-	if err := chunked(nodes, func(part []engine.NodeState, _ int) error { return t.insertNodes(ctx, runID, part) }); err != nil {
-		return err
-	}
-	return t.analyzeAfter(ctx, len(nodes), `ANALYZE node_states (run_id, key, status)`)
+	return t.InsertStartedNodes(ctx, runID, nodes, make([]engine.BulkStart, len(nodes)))
 }
 
 func (t *pgTx) InsertStartedNodes(ctx context.Context, runID string, nodes []engine.NodeState, starts []engine.BulkStart) error {
@@ -488,21 +485,6 @@ func (t *pgTx) analyzeAfter(ctx context.Context, n int, stmt string) error {
 		return fmt.Errorf("error refreshing statistics: %w", interpretError(err))
 	}
 	return nil
-}
-
-func (t *pgTx) insertNodes(ctx context.Context, runID string, nodes []engine.NodeState) error {
-	keys := make([]string, len(nodes))
-	ids := make([]string, len(nodes))
-	idxs := make([]string, len(nodes))
-	types := make([]string, len(nodes))
-	pend := make([]int64, len(nodes))
-	for i, n := range nodes {
-		keys[i], ids[i], idxs[i], types[i], pend[i] = n.Key, n.NodeID, intsToText(n.Index), string(n.Type), int64(n.PendingParents)
-	}
-	return t.write(ctx, len(nodes), `INSERT INTO node_states (run_id, key, node_id, idx, type, status, pending_parents)
-		SELECT ?, k, n, CASE WHEN i = '' THEN '{}'::int[] ELSE string_to_array(i, ',')::int[] END, ty, 'pending', p
-		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[]) AS u(k, n, i, ty, p)`,
-		runID, keys, ids, idxs, types, pend)
 }
 
 // transitionSQL is the compare-and-set of a transition, without its
@@ -595,35 +577,32 @@ func (t *pgTx) AddPending(ctx context.Context, runID string, keys []string, delt
 }
 
 // AddPendingLater queues the count-down as one statement answering one
-// row: the counted keys, their new counts and statuses as a JSON array
-// of [key, pending_parents, status]. Queued statements run with the
+// row: the counted keys, their new counts and statuses as a JSON array. Queued statements run with the
 // cached plan; it is meant for a node's few successors.
 func (t *pgTx) AddPendingLater(_ context.Context, runID string, keys []string, delta int) func() (map[string]engine.Pending, error) {
 	var out map[string]engine.Pending
 	var err error
 	t.later(`WITH u AS (UPDATE node_states SET pending_parents = pending_parents + ?
 		WHERE run_id = ? AND `+keyMatch(keys)+` RETURNING key, pending_parents, status)
-		SELECT coalesce(json_agg(json_build_array(key, pending_parents, status)), '[]')::text FROM u`,
+		SELECT coalesce(json_agg(json_build_object('k', key, 'n', pending_parents, 's', status)), '[]')::text FROM u`,
 		func(row scanner) error {
-			var raw string
+			var raw []byte
+			var got []struct {
+				K string
+				N int
+				S engine.Status
+			}
 			if err = row.Scan(&raw); err != nil {
 				err = interpretError(err)
-				return err
-			}
-			var got [][3]json.RawMessage
-			if err = json.Unmarshal([]byte(raw), &got); err != nil {
+			} else if err = json.Unmarshal(raw, &got); err != nil {
 				err = fmt.Errorf("error reading counted-down nodes: %w", err)
+			}
+			if err != nil {
 				return err
 			}
 			out = make(map[string]engine.Pending, len(got))
 			for _, g := range got {
-				var k, st string
-				var n int
-				if err = errors.Join(json.Unmarshal(g[0], &k), json.Unmarshal(g[1], &n), json.Unmarshal(g[2], &st)); err != nil {
-					err = fmt.Errorf("error reading counted-down nodes: %w", err)
-					return err
-				}
-				out[k] = engine.Pending{Remaining: n, Status: engine.Status(st)}
+				out[g.K] = engine.Pending{Remaining: g.N, Status: g.S}
 			}
 			return nil
 		}, delta, runID, keyArg(keys))

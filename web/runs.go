@@ -16,34 +16,27 @@ import (
 	"github.com/stitchd/stitchd/store"
 )
 
+// runJSON is a run without its node states (a list of runs); writeRun
+// streams them after it.
 type runJSON struct {
-	ID            string                      `json:"id"`
-	FlowID        string                      `json:"flow_id"`
-	FlowVersionID string                      `json:"flow_version_id"`
-	Status        engine.RunStatus            `json:"status"`
-	Input         json.RawMessage             `json:"input"`
-	Output        json.RawMessage             `json:"output"`
-	Error         *string                     `json:"error"`
-	EntityID      *string                     `json:"entity_id"`
-	Trigger       json.RawMessage             `json:"trigger,omitempty"`
-	CreatedAt     time.Time                   `json:"created_at"`
-	UpdatedAt     time.Time                   `json:"updated_at"`
-	FinishedAt    *time.Time                  `json:"finished_at"`
-	Nodes         map[string]engine.NodeState `json:"nodes,omitempty"`
+	ID            string           `json:"id"`
+	FlowID        string           `json:"flow_id"`
+	FlowVersionID string           `json:"flow_version_id"`
+	Status        engine.RunStatus `json:"status"`
+	Input         json.RawMessage  `json:"input"`
+	Output        json.RawMessage  `json:"output"`
+	Error         *string          `json:"error"`
+	EntityID      *string          `json:"entity_id"`
+	Trigger       json.RawMessage  `json:"trigger,omitempty"`
+	CreatedAt     time.Time        `json:"created_at"`
+	UpdatedAt     time.Time        `json:"updated_at"`
+	FinishedAt    *time.Time       `json:"finished_at"`
 }
 
-func toRunJSON(r *engine.Run, nodes []engine.NodeState, withNodes bool) runJSON {
-	out := runJSON{ID: r.ID, FlowID: r.FlowID, FlowVersionID: r.FlowVersionID, Status: r.Status,
+func toRunJSON(r *engine.Run) runJSON {
+	return runJSON{ID: r.ID, FlowID: r.FlowID, FlowVersionID: r.FlowVersionID, Status: r.Status,
 		Input: nullJSON(r.Input), Output: nullJSON(r.Output), Error: r.Error, EntityID: r.EntityID, Trigger: r.Trigger,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
-	if withNodes {
-		out.Nodes = make(map[string]engine.NodeState, len(nodes))
-		for _, n := range nodes {
-			n.Input, n.Output = nullJSON(n.Input), nullJSON(n.Output)
-			out.Nodes[n.Key] = n
-		}
-	}
-	return out
 }
 
 func nullJSON(b json.RawMessage) json.RawMessage {
@@ -122,7 +115,7 @@ func (s *Server) listRuns(c echo.Context) error {
 	}
 	out := make([]runJSON, len(runs))
 	for i := range runs {
-		out[i] = toRunJSON(&runs[i], nil, false)
+		out[i] = toRunJSON(&runs[i])
 	}
 	var nc *string
 	if next != "" {
@@ -154,7 +147,7 @@ func (s *Server) writeRun(c echo.Context, code int, id string) error {
 	if err != nil {
 		return err
 	}
-	head, err := json.Marshal(toRunJSON(r, nil, false))
+	head, err := json.Marshal(toRunJSON(r))
 	if err != nil {
 		return fmt.Errorf("error encoding run %s: %w", id, err)
 	}
