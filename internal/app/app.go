@@ -84,6 +84,8 @@ type App struct {
 	cluster  *localpg.Cluster
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
+	stopOnce sync.Once
+	stopErr  error
 	// URL is the address the server listens on (http://host:port).
 	URL string
 }
@@ -340,8 +342,13 @@ func (a *App) sweep(ctx context.Context) {
 
 // Stop shuts down gracefully: stop accepting requests, finish in-flight
 // ones, stop the dispatcher and sweeper, write the pending delivered
-// marks, close the database.
+// marks, close the database. Later calls return the first one's result.
 func (a *App) Stop(ctx context.Context) error {
+	a.stopOnce.Do(func() { a.stopErr = a.stop(ctx) })
+	return a.stopErr
+}
+
+func (a *App) stop(ctx context.Context) error {
 	a.Hub.Close()
 	err := a.http.Shutdown(ctx)
 	if a.cancel != nil {

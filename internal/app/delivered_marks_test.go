@@ -22,20 +22,11 @@ import (
 // being sent is left alone.
 func TestDeliveryMarks(t *testing.T) {
 	t.Parallel()
-	const graph = `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a"}}],"edges":[]}`
 	ctx := context.Background()
 	st, _ := storetest.IsolatedDB(t)
 	eng := engineOn(t, st)
-	flow, err := st.CreateFlow(ctx, uuid.NewString(), "marks", nil, compiledVersion(t, graph))
-	require.NoError(t, err)
 	const runs = 40
-	for range runs + 2 {
-		_, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID})
-		require.NoError(t, err)
-	}
-	claimed, err := st.ClaimDue(ctx, 100, time.Minute)
-	require.NoError(t, err)
-	require.Len(t, claimed, runs+2)
+	claimed := claimedWorkerRuns(t, st, eng, runs+2, time.Minute)
 	status := func(id string) string {
 		var s string
 		require.NoError(t, st.Gorm().Raw(`SELECT status FROM dispatches WHERE id = ?`, id).Row().Scan(&s))
@@ -94,19 +85,10 @@ func TestDeliveryMarks(t *testing.T) {
 // after it was delivered.
 func TestRenewLeases(t *testing.T) {
 	t.Parallel()
-	const graph = `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a"}}],"edges":[]}`
 	ctx := context.Background()
 	st, _ := storetest.IsolatedDB(t)
 	eng := engineOn(t, st)
-	flow, err := st.CreateFlow(ctx, uuid.NewString(), "leases", nil, compiledVersion(t, graph))
-	require.NoError(t, err)
-	for range 3 {
-		_, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID})
-		require.NoError(t, err)
-	}
-	claimed, err := st.ClaimDue(ctx, 10, time.Second)
-	require.NoError(t, err)
-	require.Len(t, claimed, 3)
+	claimed := claimedWorkerRuns(t, st, eng, 3, time.Second)
 	kept, stale, delivered := claimed[0], claimed[1], claimed[2]
 	stale.Tries++ // as if another claim had taken the row over
 	require.NoError(t, st.DispatchesDelivered(ctx, []string{delivered.ID}))
@@ -118,6 +100,24 @@ func TestRenewLeases(t *testing.T) {
 	require.NoError(t, st.Gorm().Raw(`SELECT extract(epoch FROM locked_until - now()) FROM dispatches WHERE id = ?`, kept.ID).
 		Row().Scan(&left))
 	require.Greater(t, left, 3000.0, "the lease now runs for an hour")
+}
+
+// claimedWorkerRuns starts n runs of a flow of one Worker node on eng and
+// claims their dispatches for lease.
+func claimedWorkerRuns(t *testing.T, st *store.Store, eng *engine.Engine, n int, lease time.Duration) []engine.ClaimedDispatch {
+	t.Helper()
+	const graph = `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a"}}],"edges":[]}`
+	ctx := context.Background()
+	flow, err := st.CreateFlow(ctx, uuid.NewString(), "worker", nil, compiledVersion(t, graph))
+	require.NoError(t, err)
+	for range n {
+		_, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID})
+		require.NoError(t, err)
+	}
+	claimed, err := st.ClaimDue(ctx, n+10, lease)
+	require.NoError(t, err)
+	require.Len(t, claimed, n)
+	return claimed
 }
 
 // markSpy is the store, recording the dispatches DispatchesDelivered is
@@ -140,22 +140,13 @@ func (s *markSpy) DispatchesDelivered(ctx context.Context, ids []string) error {
 // the row — and never written; a mark whose callback has not come is.
 func TestDeliveryMarkYieldsToCallback(t *testing.T) {
 	t.Parallel()
-	const graph = `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a"}}],"edges":[]}`
 	ctx := context.Background()
 	st, _ := storetest.IsolatedDB(t)
 	spy := &markSpy{Store: st}
 	eng := engineOn(t, spy, func(c *engine.Config) {
 		c.MarkDelay = time.Hour // written only by FlushDeliveryMarks here
 	})
-	flow, err := st.CreateFlow(ctx, uuid.NewString(), "yield", nil, compiledVersion(t, graph))
-	require.NoError(t, err)
-	for range 2 {
-		_, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID})
-		require.NoError(t, err)
-	}
-	claimed, err := st.ClaimDue(ctx, 10, time.Minute)
-	require.NoError(t, err)
-	require.Len(t, claimed, 2)
+	claimed := claimedWorkerRuns(t, st, eng, 2, time.Minute)
 	answered, silent := claimed[0], claimed[1]
 	for _, c := range claimed {
 		require.NoError(t, eng.RecordDelivery(ctx, engine.DeliveryOutcome{DispatchID: c.ID, RunID: c.RunID, Key: c.Key,
@@ -170,4 +161,25 @@ func TestDeliveryMarkYieldsToCallback(t *testing.T) {
 		require.NoError(t, st.Gorm().Raw(`SELECT status FROM dispatches WHERE id = ?`, c.ID).Row().Scan(&s))
 		require.Equal(t, "delivered", s)
 	}
+}
+
+// TestStopWritesPendingDeliveryMarks: a dispatch the worker accepted (202,
+// no callback yet) is marked delivered by a graceful stop, though its mark
+// was still waiting for a callback: the row is not delivered again when
+// its lease ends.
+func TestStopWritesPendingDeliveryMarks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{wnode(h, "a")}, nil)
+	r := h.startRun(flow, map[string]any{})
+	h.waitDispatch(r.ID, "a", 1)
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, h.app.Stop(sctx))
+	st, err := store.Open(sctx, h.dbURL, store.Options{MaxOpenConns: 1})
+	require.NoError(t, err)
+	defer st.Close()
+	var status string
+	require.NoError(t, st.Gorm().Raw(`SELECT status FROM dispatches WHERE run_id = ? AND key = 'a'`, r.ID).Row().Scan(&status))
+	require.Equal(t, "delivered", status)
 }
