@@ -173,6 +173,10 @@ func TestStopWritesPendingDeliveryMarks(t *testing.T) {
 	flow := h.createFlow([]map[string]any{wnode(h, "a")}, nil)
 	r := h.startRun(flow, map[string]any{})
 	h.waitDispatch(r.ID, "a", 1)
+	// The worker's 202 has been read and is being recorded (Stop waits for
+	// the dispatcher's deliveries in flight).
+	h.eventually(func() bool { return h.scrape()[`stitchd_dispatch_attempts_total{outcome="delivered"}`] == 1 },
+		"the delivery counted")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, h.app.Stop(sctx))
