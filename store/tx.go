@@ -95,13 +95,19 @@ func chunked[T any](items []T, fn func(part []T, off int) error) error {
 }
 
 // customPlanAbove: a statement carrying more rows than this is planned for
-// its actual parameters (pgx's QueryExecModeExec: an unnamed statement),
-// not with the connection's cached generic plan. A generic plan guesses 10
-// elements for every array parameter; for a 2,000-key chunk of a fan-out it
-// chose a nested loop comparing every key with every row (4 million
-// comparisons, a second a chunk). Planning costs a fraction of a
-// millisecond, small against a statement of that size, and small
-// statements keep their cached plans.
+// its actual parameters (an unnamed statement), not with the connection's
+// cached generic plan. A generic plan guesses 10 elements for every array
+// parameter; for a 2,000-key chunk of a fan-out it chose a nested loop
+// comparing every key with every row (4 million comparisons, a second a
+// chunk). Planning costs a fraction of a millisecond, small against a
+// statement of that size, and small statements keep their cached plans.
+//
+// pgx's QueryExecModeCacheDescribe: the statement's parameter types are
+// described once per connection and cached, so its arrays travel in
+// binary. (QueryExecModeExec, which knows no types, sent them as text:
+// every JSON payload quoted and escaped by pgx and parsed back by
+// Postgres — 6 % of stitchd's CPU in a 100,000-item fan-out; 10,000 items
+// took 2.18–2.68 s instead of 2.56–2.99 s in alternating runs.)
 const customPlanAbove = 32
 
 // planFor returns args, preceded by the option asking pgx for a custom
@@ -110,7 +116,7 @@ func planFor(rows int, args ...any) []any {
 	if rows <= customPlanAbove {
 		return args
 	}
-	return append([]any{pgx.QueryExecModeExec}, args...)
+	return append([]any{pgx.QueryExecModeCacheDescribe}, args...)
 }
 
 // binds caches rebind. The engine's statements are a fixed set of

@@ -141,11 +141,20 @@ func (s *Server) getRun(c echo.Context) error {
 // timeout, and the whole answer within runAnswerBudget, so a client that
 // stops reading, or reads too slowly, releases the database connection the
 // answer is read on.
+//
+// A request with "Prefer: return=minimal" (RFC 7240) is answered with the
+// run without its nodes, as runs are listed: a client that starts a
+// 100,000-item fan-out, or polls a run's status, need not read every node.
 func (s *Server) writeRun(c echo.Context, code int, id string) error {
 	ctx := c.Request().Context()
 	r, _, err := s.cfg.Store.GetRun(ctx, id, false)
 	if err != nil {
 		return err
+	}
+	c.Response().Header().Add(echo.HeaderVary, "Prefer")
+	if prefersMinimal(c.Request().Header) {
+		c.Response().Header().Set("Preference-Applied", "return=minimal")
+		return c.JSON(code, toRunJSON(r))
 	}
 	head, err := json.Marshal(toRunJSON(r))
 	if err != nil {
@@ -186,6 +195,23 @@ func (s *Server) writeRun(c echo.Context, code int, id string) error {
 		panic(http.ErrAbortHandler)
 	}
 	return nil
+}
+
+// prefersMinimal reports whether the request's Prefer headers ask for
+// return=minimal (preferences are comma-separated, may carry parameters
+// after ";", and their names and values compare case-insensitively).
+func prefersMinimal(h http.Header) bool {
+	for _, line := range h.Values("Prefer") {
+		for _, pref := range strings.Split(line, ",") {
+			pref, _, _ = strings.Cut(pref, ";")
+			name, value, _ := strings.Cut(pref, "=")
+			if strings.EqualFold(strings.TrimSpace(name), "return") &&
+				strings.EqualFold(strings.Trim(strings.TrimSpace(value), `"`), "minimal") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // runAnswerBudget bounds how long one run's answer may take to write: a

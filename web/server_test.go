@@ -884,6 +884,61 @@ func TestRunIdempotencyAndListing(t *testing.T) {
 	require.Len(t, all.Runs, 4)
 }
 
+func TestPreferReturnMinimal(t *testing.T) {
+	t.Parallel()
+	st, _ := storetest.IsolatedDB(t)
+	h := newServer(t, st).Handler()
+	f := createFlow(t, h, graphUX)
+
+	shape := func(rec *httptest.ResponseRecorder) map[string]json.RawMessage {
+		t.Helper()
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &m), rec.Body.String())
+		return m
+	}
+	rec := do(t, h, req{method: "POST", path: "/api/v1/flows/" + f.ID + "/runs", body: `{"input":{"n":1}}`,
+		header: map[string]string{"Prefer": "return=minimal"}})
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	require.Equal(t, "return=minimal", rec.Header().Get("Preference-Applied"))
+	require.Contains(t, rec.Header().Values("Vary"), "Prefer")
+	started := shape(rec)
+	require.NotContains(t, started, "nodes")
+	for _, k := range []string{"id", "flow_id", "flow_version_id", "status", "input", "output", "error", "entity_id",
+		"created_at", "finished_at"} {
+		require.Contains(t, started, k, "run field %s", k)
+	}
+	run := decode[runResp](t, rec.Body.Bytes())
+	require.Equal(t, "running", run.Status)
+	require.JSONEq(t, `{"n":1}`, string(run.Input))
+
+	// The nodes are there for a request without the preference.
+	full := decode[runResp](t, call(t, h, http.StatusOK, req{method: "GET", path: "/api/v1/runs/" + run.ID}))
+	require.Equal(t, run.ID, full.ID)
+	require.Equal(t, "waiting_for_user", full.Nodes["approve"].Status)
+
+	for _, tc := range []struct {
+		prefer  string
+		minimal bool
+	}{
+		{"return=minimal", true},
+		{"respond-async, Return=Minimal; foo=bar", true},
+		{`return="minimal"`, true},
+		{"return=representation", false},
+		{"handling=strict", false},
+		{"", false},
+	} {
+		rec := do(t, h, req{method: "GET", path: "/api/v1/runs/" + run.ID, header: map[string]string{"Prefer": tc.prefer}})
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		if tc.minimal {
+			require.NotContains(t, shape(rec), "nodes", "Prefer: %s", tc.prefer)
+			require.Equal(t, "return=minimal", rec.Header().Get("Preference-Applied"), "Prefer: %s", tc.prefer)
+		} else {
+			require.Contains(t, shape(rec), "nodes", "Prefer: %s", tc.prefer)
+			require.Empty(t, rec.Header().Get("Preference-Applied"), "Prefer: %s", tc.prefer)
+		}
+	}
+}
+
 func mustJSON(t *testing.T, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
