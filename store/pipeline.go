@@ -144,6 +144,29 @@ func newPipe(conn *pgx.Conn) *pipe {
 	return &pipe{conn: conn, queue: []queued{{q: "begin"}}}
 }
 
+// A statement whose arguments begin with a pgx.QueryExecMode (planFor: a
+// statement carrying many rows, to be planned for its actual parameters)
+// cannot take that mode in a pipeline: pgx gives a batch the connection's
+// mode, which caches every statement's plan. In the pipeline it is
+// wrapped instead — SET LOCAL plan_cache_mode = force_custom_plan before
+// it, the setting restored after — so it travels with the others and
+// keeps its binary arguments.
+const (
+	forceCustomPlan = "SET LOCAL plan_cache_mode = force_custom_plan"
+	restorePlanMode = "SET LOCAL plan_cache_mode TO DEFAULT"
+)
+
+// customPlanned reports whether args ask for a custom plan, and returns
+// them without that request.
+func customPlanned(args []any) (bool, []any) {
+	if len(args) > 0 {
+		if _, ok := args[0].(pgx.QueryExecMode); ok {
+			return true, args[1:]
+		}
+	}
+	return false, args
+}
+
 // send sends the queue, then q (when not empty) in one pipeline, and reads
 // the queue's results. The caller reads q's result from the returned
 // batch and must close it.
@@ -151,18 +174,40 @@ func (p *pipe) send(ctx context.Context, q string, args []any) (pgx.BatchResults
 	if p.err != nil {
 		return nil, p.err
 	}
-	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.queue)+1)}
-	for _, it := range p.queue {
-		b.Queue(it.q, it.args...)
-	}
-	if q != "" {
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.queue)+3)}
+	queueStmt := func(q string, args []any) {
+		custom, args := customPlanned(args)
+		if custom {
+			b.Queue(forceCustomPlan)
+		}
 		b.Queue(q, args...)
+		if custom {
+			b.Queue(restorePlanMode)
+		}
+	}
+	for _, it := range p.queue {
+		queueStmt(it.q, it.args)
+	}
+	custom, _ := customPlanned(args)
+	if q != "" {
+		queueStmt(q, args)
 	}
 	queue := p.queue
 	p.queue = nil
 	p.begun = true
 	br := p.conn.SendBatch(ctx, b)
+	fail := func(q string, err error) (pgx.BatchResults, error) {
+		_ = br.Close()
+		p.err = errDeferred(q, err)
+		return nil, p.err
+	}
 	for _, it := range queue {
+		wrapped, _ := customPlanned(it.args)
+		if wrapped {
+			if _, err := br.Exec(); err != nil {
+				return fail(forceCustomPlan, err)
+			}
+		}
 		var err error
 		if it.scan != nil {
 			err = it.scan(br.QueryRow())
@@ -170,34 +215,36 @@ func (p *pipe) send(ctx context.Context, q string, args []any) (pgx.BatchResults
 			_, err = br.Exec()
 		}
 		if err != nil {
-			_ = br.Close()
-			p.err = errDeferred(it.q, err)
-			return nil, p.err
+			return fail(it.q, err)
+		}
+		if wrapped {
+			if _, err := br.Exec(); err != nil {
+				return fail(restorePlanMode, err)
+			}
+		}
+	}
+	if custom {
+		// q's result is next; the restoring SET after it is read by the
+		// batch's Close.
+		if _, err := br.Exec(); err != nil {
+			return fail(forceCustomPlan, err)
 		}
 	}
 	return br, nil
 }
 
-// direct reports whether q can go without the queue: nothing is queued, or
-// it asks for its own execution mode (pgx takes no per-statement mode in a
-// pipeline, so the queue goes first, on its own).
-func (p *pipe) direct(ctx context.Context, args []any) (bool, error) {
+// direct reports whether q can go on its own, outside a pipeline: nothing
+// is queued and it needs no wrapping for a custom plan.
+func (p *pipe) direct(args []any) (bool, error) {
 	if p.err != nil {
 		return false, p.err
 	}
-	if len(p.queue) == 0 {
-		return true, nil
-	}
-	if len(args) > 0 {
-		if _, ok := args[0].(pgx.QueryExecMode); ok {
-			return true, p.flush(ctx)
-		}
-	}
-	return false, nil
+	custom, _ := customPlanned(args)
+	return len(p.queue) == 0 && !custom, nil
 }
 
 func (p *pipe) query(ctx context.Context, q string, args []any) (rows, error) {
-	if ok, err := p.direct(ctx, args); err != nil {
+	if ok, err := p.direct(args); err != nil {
 		return nil, err
 	} else if ok {
 		return p.conn.Query(ctx, q, args...)
@@ -215,7 +262,7 @@ func (p *pipe) query(ctx context.Context, q string, args []any) (rows, error) {
 }
 
 func (p *pipe) row(ctx context.Context, q string, args []any) scanner {
-	if ok, err := p.direct(ctx, args); err != nil {
+	if ok, err := p.direct(args); err != nil {
 		return errRow{err}
 	} else if ok {
 		return p.conn.QueryRow(ctx, q, args...)
@@ -228,7 +275,7 @@ func (p *pipe) row(ctx context.Context, q string, args []any) scanner {
 }
 
 func (p *pipe) exec(ctx context.Context, q string, args []any) (int64, error) {
-	if ok, err := p.direct(ctx, args); err != nil {
+	if ok, err := p.direct(args); err != nil {
 		return 0, err
 	} else if ok {
 		ct, err := p.conn.Exec(ctx, q, args...)

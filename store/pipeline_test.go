@@ -22,12 +22,13 @@ func queriers(t *testing.T) map[string]*store.Store {
 
 // TestSaveRunLogsDeliveries: the heard dispatches are marked delivered and
 // logged once, between the events before HeardAt and the rest, and the
-// run's event sequence counts them — in one statement (few pairs) and in
-// steps (more than a statement's worth), over both queriers.
+// run's event sequence counts them — in one statement (a pair, a few,
+// many: planned for its parameters) and in steps (more than a chunk of
+// 2,000), over both queriers.
 func TestSaveRunLogsDeliveries(t *testing.T) {
 	t.Parallel()
 	for name, st := range queriers(t) {
-		for _, n := range []int{1, 3, 40} {
+		for _, n := range []int{1, 3, 40, 2001} {
 			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
 				ctx := context.Background()
 				f := createFlow(t, st)
@@ -37,7 +38,7 @@ func TestSaveRunLogsDeliveries(t *testing.T) {
 				inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
 					require.NoError(t, tx.InsertRun(ctx, run))
 					for i := range keys {
-						keys[i], attempts[i] = fmt.Sprintf("k%02d", i), 1
+						keys[i], attempts[i] = fmt.Sprintf("k%04d", i), 1
 						require.NoError(t, tx.InsertDispatch(ctx, &engine.Dispatch{ID: uuid.NewString(), RunID: run.ID,
 							Key: keys[i], Attempt: 1, URL: "http://127.0.0.1:1/", Payload: []byte(`{}`), MaxTries: 1,
 							ClaimSeconds: 30})) // being sent: its first try
@@ -305,6 +306,54 @@ func TestItemOutputs(t *testing.T) {
 				require.JSONEq(t, `[]`, string(got))
 				return nil
 			})
+		})
+	}
+}
+
+// TestCustomPlannedStatements: in the pipeline, a statement asking for a
+// custom plan (planFor) is run with plan_cache_mode = force_custom_plan,
+// queued or at once, and every other statement of the transaction with
+// the server's setting; over both queriers its answer is read and its
+// failure fails the transaction.
+func TestCustomPlannedStatements(t *testing.T) {
+	t.Parallel()
+	const mode = `SELECT current_setting('plan_cache_mode') || ':' || $1::text`
+	for name, st := range queriers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			var queued, before, custom, after string
+			require.NoError(t, store.InTxQuerier(ctx, st, func(ctx context.Context, q store.Querier) error {
+				q.Later(mode, func(row interface{ Scan(...any) error }) error { return row.Scan(&queued) },
+					store.CustomPlan("queued")...)
+				if err := q.Row(ctx, mode, "before").Scan(&before); err != nil {
+					return err
+				}
+				if err := q.Row(ctx, mode, store.CustomPlan("custom")...).Scan(&custom); err != nil {
+					return err
+				}
+				return q.Row(ctx, mode, "after").Scan(&after)
+			}))
+			if name == "pipe" {
+				require.Equal(t, "force_custom_plan:queued", queued)
+				require.Equal(t, "auto:before", before, "the setting is restored after a queued custom-planned statement")
+				require.Equal(t, "force_custom_plan:custom", custom)
+				require.Equal(t, "auto:after", after)
+			} else {
+				// Statement by statement, pgx runs it as an unnamed
+				// statement, planned for its parameters whatever the
+				// setting.
+				require.Equal(t, []string{"auto:queued", "auto:before", "auto:custom", "auto:after"},
+					[]string{queued, before, custom, after})
+			}
+
+			err := store.InTxQuerier(ctx, st, func(ctx context.Context, q store.Querier) error {
+				q.Later(`SELECT 1 / ($1::int - 1)`, func(row interface{ Scan(...any) error }) error {
+					var n int
+					return row.Scan(&n)
+				}, store.CustomPlan(1)...)
+				return q.Exec(ctx, `SELECT 1`)
+			})
+			require.ErrorContains(t, err, "division by zero")
 		})
 	}
 }

@@ -318,9 +318,12 @@ func (t *pgTx) SaveRun(ctx context.Context, r *engine.Run) error {
 // of a chain) this is one statement, queued to travel with COMMIT; else
 // the marks are made first and the events written in chunks.
 func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
-	if len(s.Events) > customPlanAbove || len(s.HeardKeys) > customPlanAbove {
+	if len(s.Events) > bulkChunk || len(s.HeardKeys) > bulkChunk {
 		return t.saveRunInSteps(ctx, s)
 	}
+	// Queued to travel with COMMIT; with many events or heard pairs,
+	// planned for its actual parameters (planFor).
+	rows := max(len(s.Events), len(s.HeardKeys))
 	r := s.Run
 	types, keys, payloads, err := encodeEvents(s.Events)
 	if err != nil {
@@ -331,7 +334,8 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
 		// every call (an empty array makes a custom plan far cheaper than
 		// the generic one): 0.4 ms of planning for every run started.
 		args := append([]any{r.ID, s.FirstSeq, types, keys, payloads}, saveRunArgs(r)...)
-		t.later(`WITH ev AS (`+insertEventsSQL+`) `+saveRunSQL, func(row scanner) error { return scanSavedRun(r, row) }, args...)
+		t.later(`WITH ev AS (`+insertEventsSQL+`) `+saveRunSQL, func(row scanner) error { return scanSavedRun(r, row) },
+			planFor(rows, args...)...)
 		return nil
 	}
 	// Events before HeardAt keep their numbers, the deliveries follow them
@@ -348,12 +352,12 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
 				jsonb_build_object('dispatch_id', id, 'attempt', attempt, 'try', tries, 'delivered', true)
 			FROM md) ` +
 		strings.Replace(saveRunSQL, "event_seq = ?", "event_seq = ? + (SELECT count(*) FROM md)", 1) + `, event_seq`
-	t.later(q, func(row scanner) error { return scanSavedRun(r, row, &r.EventSeq) }, args...)
+	t.later(q, func(row scanner) error { return scanSavedRun(r, row, &r.EventSeq) }, planFor(rows, args...)...)
 	return nil
 }
 
-// saveRunInSteps is SaveRunWithEvents for many events or heard pairs:
-// the marks, then the events in chunks, then the run.
+// saveRunInSteps is SaveRunWithEvents for more events or heard pairs than
+// a chunk: the marks, then the events in chunks, then the run.
 func (t *pgTx) saveRunInSteps(ctx context.Context, s engine.RunSave) error {
 	r, events := s.Run, s.Events
 	if len(s.HeardKeys) > 0 {
