@@ -111,10 +111,7 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 	results := make([]error, len(items))
 	err := e.shared(ctx, runID, func(t *txn) error {
 		clear(results) // of an attempt in a group that failed
-		if err := t.load(runID); err != nil {
-			return err
-		}
-		if err := t.bulkComplete(items); err != nil {
+		if err := t.loadAndBulkComplete(runID, items); err != nil {
 			return err
 		}
 		for i, it := range items {
@@ -400,12 +397,15 @@ func (c *countingTx) AppendEvents(ctx context.Context, runID string, seq int64, 
 	return c.wrote(c.Tx.AppendEvents(ctx, runID, seq, ev))
 }
 
-// bulkComplete applies the completions among a batch's callbacks with one
-// compare-and-set (running → completed for the given attempt). Each
-// callback operation then finds its node already completed (preCompleted)
-// and runs only the consequences; a callback the bulk update did not match
-// (stale, repeated, conflicting) runs its own compare-and-set as usual.
-func (t *txn) bulkComplete(items []*opItem) error {
+// loadAndBulkComplete locks the run and applies the completions among a
+// batch's callbacks with one compare-and-set (running → completed for the
+// given attempt), in one round trip when the run is not locked yet: the
+// lock is queued ahead of the compare-and-set, which needs neither the run
+// nor its graph. Each callback operation then finds its node already
+// completed (preCompleted) and runs only the consequences; a callback the
+// bulk update did not match (stale, repeated, conflicting) runs its own
+// compare-and-set as usual.
+func (t *txn) loadAndBulkComplete(runID string, items []*opItem) error {
 	var cs []BulkComplete
 	for _, it := range items {
 		if it.cb != nil && it.cb.Status == StatusCompleted {
@@ -413,9 +413,27 @@ func (t *txn) bulkComplete(items []*opItem) error {
 		}
 	}
 	if len(cs) < 2 {
-		return nil
+		return t.load(runID)
 	}
-	done, err := t.tx.BulkComplete(t.ctx, t.run.ID, cs)
+	var locked func() (*Run, error)
+	if t.run == nil || t.run.ID != runID {
+		locked = t.tx.LockRunLater(t.ctx, runID)
+	}
+	done, err := t.tx.BulkComplete(t.ctx, runID, cs)
+	if locked != nil {
+		r, lerr := locked()
+		if lerr != nil {
+			return fmt.Errorf("error loading run %s: %w", runID, lerr)
+		}
+		if r == nil { // the round trip failed before the lock was answered
+			return fmt.Errorf("error loading run %s: %w", runID, err)
+		}
+		g, gerr := t.e.Graph(t.ctx, r.FlowVersionID)
+		if gerr != nil {
+			return gerr
+		}
+		t.setRun(r, g)
+	}
 	if err != nil {
 		return fmt.Errorf("error completing %d nodes: %w", len(cs), err)
 	}

@@ -102,7 +102,7 @@ type Tx interface {
 	BulkStart(ctx context.Context, runID string, starts []BulkStart) (int, error)
 	// BulkComplete moves running nodes to completed (compare-and-set on
 	// status running and the attempt) in one statement and returns the rows
-	// it moved.
+	// it moved, without their inputs (nil).
 	BulkComplete(ctx context.Context, runID string, cs []BulkComplete) ([]NodeState, error)
 	// InsertDispatches writes many outbox rows in one statement.
 	InsertDispatches(ctx context.Context, ds []*Dispatch) error

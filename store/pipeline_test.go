@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -354,6 +355,61 @@ func TestCustomPlannedStatements(t *testing.T) {
 				return q.Exec(ctx, `SELECT 1`)
 			})
 			require.ErrorContains(t, err, "division by zero")
+		})
+	}
+}
+
+// TestBulkComplete: running nodes of the given attempts are completed with
+// their outputs (the first of repeated keys), others are left alone, and
+// the moved rows come back without their inputs — over both queriers.
+func TestBulkComplete(t *testing.T) {
+	t.Parallel()
+	for name, st := range queriers(t) {
+		t.Run(name, func(t *testing.T) {
+			f := createFlow(t, st)
+			run := newRun(f)
+			const n = 40 // a custom-planned statement
+			nodes := make([]engine.NodeState, n)
+			starts := make([]engine.BulkStart, n)
+			cs := make([]engine.BulkComplete, 0, n+1)
+			for i := range nodes {
+				k := fmt.Sprintf("w_%d", i)
+				nodes[i] = engine.NodeState{Key: k, NodeID: "w", Type: engine.NodeTypeWorker, Index: []int{i},
+					Status: engine.StatusPending}
+				starts[i] = engine.BulkStart{Key: k, Input: []byte(fmt.Sprintf(`{"in":%d}`, i)), Status: engine.StatusRunning}
+				attempt := 1
+				if i == 7 {
+					attempt = 2 // stale
+				}
+				cs = append(cs, engine.BulkComplete{Key: k, Attempt: attempt, Output: []byte(fmt.Sprintf(`{"out":%d}`, i))})
+			}
+			cs = append(cs, engine.BulkComplete{Key: "w_3", Attempt: 1, Output: []byte(`{"out":"again"}`)})
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				require.NoError(t, tx.InsertRun(ctx, run))
+				return tx.InsertStartedNodes(ctx, run.ID, nodes, starts)
+			})
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				done, err := tx.BulkComplete(ctx, run.ID, cs)
+				require.NoError(t, err)
+				require.Len(t, done, n-1)
+				for _, d := range done {
+					require.NotEqual(t, "w_7", d.Key)
+					require.Equal(t, engine.StatusCompleted, d.Status)
+					require.Equal(t, 1, d.Attempt)
+					require.Equal(t, "w", d.NodeID)
+					require.JSONEq(t, fmt.Sprintf(`{"out":%s}`, strings.TrimPrefix(d.Key, "w_")), string(d.Output))
+					require.Nil(t, d.Input, "inputs are not read back")
+					require.NotNil(t, d.FinishedAt)
+				}
+				stale, err := tx.Node(ctx, run.ID, "w_7")
+				require.NoError(t, err)
+				require.Equal(t, engine.StatusRunning, stale.Status)
+				kept, err := tx.Node(ctx, run.ID, "w_3")
+				require.NoError(t, err)
+				require.JSONEq(t, `{"in":3}`, string(kept.Input), "the input stays")
+				require.JSONEq(t, `{"out":3}`, string(kept.Output), "the first of repeated callbacks")
+				return nil
+			})
 		})
 	}
 }

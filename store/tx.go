@@ -945,13 +945,16 @@ func (t *pgTx) BulkComplete(ctx context.Context, runID string, cs []engine.BulkC
 		keys[i], attempts[i], outputs[i] = c.Key, int64(c.Attempt), string(c.Output)
 	}
 	// DISTINCT ON keeps the first of repeated callbacks for one node; the
-	// others find it completed and are judged one by one.
+	// others find it completed and are judged one by one. The nodes' inputs
+	// are not read back (NULL): a completion's consequences need only its
+	// output, and an input may be large.
 	rows, err := t.raw(ctx, `UPDATE node_states n SET status = 'completed', output = u.out::jsonb,
 		error = NULL, deadline = NULL, finished_at = now(), updated_at = now()
 		FROM (SELECT DISTINCT ON (k) k, a, out FROM unnest(?::text[], ?::int[], ?::text[]) WITH ORDINALITY AS x(k, a, out, ord)
 			ORDER BY k, ord) u
 		WHERE n.run_id = ? AND n.key = ANY(?::text[]) AND n.key = u.k AND n.status = 'running' AND n.attempt = u.a
-		RETURNING `+nodeColsAs("n."), planFor(len(cs), keys, attempts, outputs, runID, keys)...).Rows()
+		RETURNING `+strings.Replace(nodeColsAs("n."), "n.input", "NULL::jsonb", 1),
+		planFor(len(cs), keys, attempts, outputs, runID, keys)...).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
