@@ -203,12 +203,13 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 	wctx, stopWorker := context.WithCancel(ctx)
 	defer stopWorker()
-	r.watch = newWatcher(r.db, 2*time.Millisecond)
-	go r.watch.run(wctx)
 	if r.worker, err = startWorker(wctx, 256); err != nil {
 		return nil, err
 	}
 	defer r.worker.close()
+	r.watch = newWatcher(r.db, 50*time.Millisecond, r.worker.answeredCallbacks)
+	r.worker.onAnswered = r.watch.callbackAnswered
+	go r.watch.run(wctx)
 
 	if r.proc, err = startStitchd(ctx, opts.Binary, dbURL, token, filepath.Join(opts.WorkDir, "stitchd.log"), opts.ProfileDir != ""); err != nil {
 		return nil, err
@@ -416,13 +417,14 @@ func chainGraph(url string, n int) (nodes, edges []map[string]any) {
 }
 
 // waitRuns waits until every run in ids has finished, and fails unless
-// all completed.
-func (r *runner) waitRuns(ctx context.Context, ids []string) error {
+// all completed; each should have finished once the worker answered
+// callbacks of its callbacks.
+func (r *runner) waitRuns(ctx context.Context, ids []string, callbacks int) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	failed := 0
 	for _, id := range ids {
-		st, err := r.watch.wait(ctx, id)
+		st, err := r.watch.wait(ctx, id, callbacks)
 		if err != nil {
 			return err
 		}
@@ -474,13 +476,14 @@ func (r *runner) measure(ctx context.Context, res *Result, work func() error) er
 	return r.finish(res, a, b, elapsed)
 }
 
-// runToEnd starts a run and waits until it has completed.
-func (r *runner) runToEnd(ctx context.Context, flowID string, input any) (string, error) {
+// runToEnd starts a run and waits until it has completed, which it should
+// have once the worker answered callbacks of its callbacks.
+func (r *runner) runToEnd(ctx context.Context, flowID string, input any, callbacks int) (string, error) {
 	run, err := r.startRun(ctx, flowID, input)
 	if err != nil {
 		return "", err
 	}
-	return run, r.waitRuns(ctx, []string{run})
+	return run, r.waitRuns(ctx, []string{run}, callbacks)
 }
 
 func (r *runner) chain(ctx context.Context) (*Result, error) {
@@ -493,7 +496,7 @@ func (r *runner) chain(ctx context.Context) (*Result, error) {
 	res := &Result{Name: fmt.Sprintf("chain of %d workers", n)}
 	var run string
 	if err := r.measure(ctx, res, func() (err error) {
-		run, err = r.runToEnd(ctx, flow, map[string]any{})
+		run, err = r.runToEnd(ctx, flow, map[string]any{}, n)
 		return err
 	}); err != nil {
 		return nil, err
@@ -521,7 +524,7 @@ func (r *runner) chains(ctx context.Context) (*Result, error) {
 			go func() {
 				defer wg.Done()
 				for time.Now().Before(stop) {
-					run, err := r.runToEnd(ctx, flow, map[string]any{})
+					run, err := r.runToEnd(ctx, flow, map[string]any{}, n)
 					mu.Lock()
 					runs = append(runs, run)
 					if err != nil && firstErr == nil {
@@ -567,7 +570,7 @@ func (r *runner) fanOut(ctx context.Context, name string, items int) (*Result, e
 			return err
 		}
 		started = time.Now()
-		return r.waitRuns(ctx, []string{run})
+		return r.waitRuns(ctx, []string{run}, items)
 	}); err != nil {
 		return nil, err
 	}

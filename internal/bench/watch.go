@@ -9,31 +9,45 @@ import (
 	"time"
 )
 
-// watcher waits for runs to finish with one query for every run being
-// waited on, so 64 waiting chains cost one poll per interval rather than 64
-// (a poll per waiter would load the database the bench is measuring).
+// watcher waits for runs to finish. It asks the database with one query
+// for every run being waited on, and only when one may have finished: when
+// the worker's callback that should finish it was answered (a run
+// finishes in the transaction of its last completion, which commits before
+// the callback is answered), else every interval — so waiting costs the
+// measured database a few queries a second, not one per waiter and
+// millisecond (at a 2 ms poll, 7 % of its time in the 64-chain scenario).
 type watcher struct {
 	db       *sql.DB
 	interval time.Duration
+	// answered counts the callbacks of a run the worker had answered.
+	answered func(run string) int
 
 	mu      sync.Mutex
 	waiting map[string][]chan string // run → waiters, sent its final status
-	signal  chan struct{}
+	expect  map[string]int           // run → callbacks after which it should have finished
+	wake    chan struct{}
 }
 
-func newWatcher(db *sql.DB, interval time.Duration) *watcher {
-	return &watcher{db: db, interval: interval, waiting: map[string][]chan string{}, signal: make(chan struct{}, 1)}
+func newWatcher(db *sql.DB, interval time.Duration, answered func(run string) int) *watcher {
+	return &watcher{db: db, interval: interval, answered: answered, waiting: map[string][]chan string{},
+		expect: map[string]int{}, wake: make(chan struct{}, 1)}
 }
 
-// wait returns the status run finished in.
-func (w *watcher) wait(ctx context.Context, run string) (string, error) {
+// wait returns the status run finished in; callbacks is how many of its
+// callbacks the worker answers before it should have finished (0: unknown,
+// looked for every interval).
+func (w *watcher) wait(ctx context.Context, run string, callbacks int) (string, error) {
 	ch := make(chan string, 1)
 	w.mu.Lock()
 	w.waiting[run] = append(w.waiting[run], ch)
+	if callbacks > 0 {
+		w.expect[run] = callbacks
+	}
 	w.mu.Unlock()
-	select {
-	case w.signal <- struct{}{}:
-	default:
+	if callbacks > 0 {
+		w.callbackAnswered(run) // it may have finished already
+	} else {
+		w.poke()
 	}
 	select {
 	case st := <-ch:
@@ -43,8 +57,27 @@ func (w *watcher) wait(ctx context.Context, run string) (string, error) {
 	}
 }
 
-// run polls until ctx ends.
+// callbackAnswered is told that a callback of run was answered.
+func (w *watcher) callbackAnswered(run string) {
+	w.mu.Lock()
+	n, ok := w.expect[run]
+	w.mu.Unlock()
+	if ok && w.answered(run) >= n {
+		w.poke()
+	}
+}
+
+func (w *watcher) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run looks for finished runs until ctx ends.
 func (w *watcher) run(ctx context.Context) {
+	timer := time.NewTimer(w.interval)
+	defer timer.Stop()
 	for {
 		w.mu.Lock()
 		ids := make([]string, 0, len(w.waiting))
@@ -52,35 +85,37 @@ func (w *watcher) run(ctx context.Context) {
 			ids = append(ids, id)
 		}
 		w.mu.Unlock()
-		if len(ids) == 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-w.signal:
-				continue
-			}
+		if len(ids) > 0 {
+			w.poll(ctx, ids)
 		}
-		rows, err := w.db.QueryContext(ctx, `SELECT id::text, status FROM runs WHERE id = ANY($1::uuid[]) AND status <> 'running'`,
-			"{"+strings.Join(ids, ",")+"}")
-		if err == nil {
-			for rows.Next() {
-				var id, st string
-				if rows.Scan(&id, &st) != nil {
-					break
-				}
-				w.mu.Lock()
-				for _, ch := range w.waiting[id] {
-					ch <- st
-				}
-				delete(w.waiting, id)
-				w.mu.Unlock()
-			}
-			_ = rows.Close()
-		}
+		timer.Reset(w.interval)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(w.interval):
+		case <-w.wake:
+		case <-timer.C:
 		}
+	}
+}
+
+func (w *watcher) poll(ctx context.Context, ids []string) {
+	rows, err := w.db.QueryContext(ctx, `SELECT id::text, status FROM runs WHERE id = ANY($1::uuid[]) AND status <> 'running'`,
+		"{"+strings.Join(ids, ",")+"}")
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, st string
+		if rows.Scan(&id, &st) != nil {
+			return
+		}
+		w.mu.Lock()
+		for _, ch := range w.waiting[id] {
+			ch <- st
+		}
+		delete(w.waiting, id)
+		delete(w.expect, id)
+		w.mu.Unlock()
 	}
 }

@@ -24,9 +24,14 @@ type worker struct {
 	client *http.Client
 	jobs   chan job
 
+	// onAnswered, when set, is told each time a callback of a run was
+	// answered 200 (before the worker starts; read by the senders).
+	onAnswered func(run string)
+
 	mu       sync.Mutex
 	sent     map[string]time.Time // run/key → callback sent
 	arrived  map[string]time.Time // run/key → dispatch received
+	answered map[string]int       // run → callbacks answered 200
 	received int64
 	failures int64
 	wg       sync.WaitGroup
@@ -46,8 +51,9 @@ func startWorker(ctx context.Context, senders int) (*worker, error) {
 		url:     "http://" + ln.Addr().String() + "/work",
 		client:  &http.Client{Transport: tr, Timeout: 30 * time.Second},
 		jobs:    make(chan job, 1<<20),
-		sent:    map[string]time.Time{},
-		arrived: map[string]time.Time{},
+		sent:     map[string]time.Time{},
+		arrived:  map[string]time.Time{},
+		answered: map[string]int{},
 	}
 	w.srv = &http.Server{Handler: http.HandlerFunc(w.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = w.srv.Serve(ln) }()
@@ -90,16 +96,22 @@ func (w *worker) send(ctx context.Context) {
 			w.sent[j.run+"/"+j.key] = time.Now()
 			w.mu.Unlock()
 			resp, err := w.client.Post(j.url, "application/json", bytes.NewReader(completed))
-			if err != nil || resp.StatusCode != http.StatusOK {
-				w.mu.Lock()
-				w.failures++
-				w.mu.Unlock()
-			}
+			ok := err == nil && resp.StatusCode == http.StatusOK
 			if resp != nil {
 				// Drained, so the connection is reused (as a well-behaved
 				// worker's would be).
 				_, _ = io.Copy(io.Discard, resp.Body)
 				_ = resp.Body.Close()
+			}
+			w.mu.Lock()
+			if ok {
+				w.answered[j.run]++
+			} else {
+				w.failures++
+			}
+			w.mu.Unlock()
+			if ok && w.onAnswered != nil {
+				w.onAnswered(j.run)
 			}
 		}
 	}
@@ -153,10 +165,17 @@ func (w *worker) stats() (received, failures int64) {
 	return w.received, w.failures
 }
 
-// reset forgets the timestamps of earlier scenarios.
+// answeredCallbacks counts the callbacks of run answered 200.
+func (w *worker) answeredCallbacks(run string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.answered[run]
+}
+
+// reset forgets the timestamps and counts of earlier scenarios.
 func (w *worker) reset() {
 	w.mu.Lock()
-	w.sent, w.arrived = map[string]time.Time{}, map[string]time.Time{}
+	w.sent, w.arrived, w.answered = map[string]time.Time{}, map[string]time.Time{}, map[string]int{}
 	w.mu.Unlock()
 }
 
