@@ -48,9 +48,9 @@ func startWorker(ctx context.Context, senders int) (*worker, error) {
 	}
 	tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second}
 	w := &worker{
-		url:     "http://" + ln.Addr().String() + "/work",
-		client:  &http.Client{Transport: tr, Timeout: 30 * time.Second},
-		jobs:    make(chan job, 1<<20),
+		url:      "http://" + ln.Addr().String() + "/work",
+		client:   &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		jobs:     make(chan job, 1<<20),
 		sent:     map[string]time.Time{},
 		arrived:  map[string]time.Time{},
 		answered: map[string]int{},
