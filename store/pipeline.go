@@ -149,8 +149,8 @@ func newPipe(conn *pgx.Conn) *pipe {
 // cannot take that mode in a pipeline: pgx gives a batch the connection's
 // mode, which caches every statement's plan. In the pipeline it is
 // wrapped instead — SET LOCAL plan_cache_mode = force_custom_plan before
-// it, the setting restored after — so it travels with the others and
-// keeps its binary arguments.
+// it, reset to the session's setting after (the engine sets it nowhere
+// else) — so it travels with the others and keeps its binary arguments.
 const (
 	forceCustomPlan = "SET LOCAL plan_cache_mode = force_custom_plan"
 	restorePlanMode = "SET LOCAL plan_cache_mode TO DEFAULT"

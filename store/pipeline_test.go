@@ -413,3 +413,28 @@ func TestBulkComplete(t *testing.T) {
 		})
 	}
 }
+
+// TestLockRunLaterMissingRun: a queued lock of a run that does not exist
+// reports ErrNotFound to its caller and fails nothing else of the
+// transaction (in a group commit, the later statements are other runs'),
+// over both queriers.
+func TestLockRunLaterMissingRun(t *testing.T) {
+	t.Parallel()
+	for name, st := range queriers(t) {
+		t.Run(name, func(t *testing.T) {
+			f := createFlow(t, st)
+			run := newRun(f)
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error { return tx.InsertRun(ctx, run) })
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				missing := tx.LockRunLater(ctx, uuid.NewString())
+				r, err := tx.LockRun(ctx, run.ID)
+				require.NoError(t, err, "the statement after the missing lock")
+				require.Equal(t, run.ID, r.ID)
+				gone, err := missing()
+				require.ErrorIs(t, err, engine.ErrNotFound)
+				require.Nil(t, gone)
+				return nil
+			})
+		})
+	}
+}

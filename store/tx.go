@@ -95,8 +95,9 @@ func chunked[T any](items []T, fn func(part []T, off int) error) error {
 }
 
 // customPlanAbove: a statement carrying more rows than this is planned for
-// its actual parameters (an unnamed statement), not with the connection's
-// cached generic plan. A generic plan guesses 10 elements for every array
+// its actual parameters, not with the connection's cached generic plan: on
+// its own as an unnamed statement, in an engine transaction's pipeline as
+// the cached statement under plan_cache_mode = force_custom_plan (pipe). A generic plan guesses 10 elements for every array
 // parameter; for a 2,000-key chunk of a fan-out it chose a nested loop
 // comparing every key with every row (4 million comparisons, a second a
 // chunk). Planning costs a fraction of a millisecond, small against a
@@ -263,6 +264,12 @@ func (t *pgTx) LockRunLater(_ context.Context, runID string) func() (*engine.Run
 		if err != nil {
 			err = fmt.Errorf("run %s: %w", runID, err)
 		}
+		if errors.Is(err, engine.ErrNotFound) {
+			// No row is no failure of the transaction: the caller
+			// learns it from the returned function, and the pipe's later
+			// statements (another run's, in a group) are not failed.
+			return nil
+		}
 		return err
 	}, runID)
 	return func() (*engine.Run, error) { return r, err }
@@ -314,9 +321,10 @@ func (t *pgTx) SaveRun(ctx context.Context, r *engine.Run) error {
 
 // SaveRunWithEvents marks the heard dispatches delivered, appends the
 // events with a dispatch.attempt event for each delivery not logged yet,
-// and saves the run. When the events and heard pairs are few (every step
-// of a chain) this is one statement, queued to travel with COMMIT; else
-// the marks are made first and the events written in chunks.
+// and saves the run. Up to a chunk (2,000) of events and of heard pairs
+// (every step of a chain, a batch of a fan-out's callbacks) this is one
+// statement, queued to travel with COMMIT; beyond, the marks are made
+// first and the events written in chunks.
 func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
 	if len(s.Events) > bulkChunk || len(s.HeardKeys) > bulkChunk {
 		return t.saveRunInSteps(ctx, s)

@@ -199,15 +199,15 @@ func (s *Server) writeRun(c echo.Context, code int, id string) error {
 
 // prefersMinimal reports whether the request's Prefer headers ask for
 // return=minimal (preferences are comma-separated, may carry parameters
-// after ";", and their names and values compare case-insensitively).
+// after ";", and their names and values compare case-insensitively; of a
+// repeated preference the first counts, RFC 7240 section 2).
 func prefersMinimal(h http.Header) bool {
 	for _, line := range h.Values("Prefer") {
 		for _, pref := range strings.Split(line, ",") {
 			pref, _, _ = strings.Cut(pref, ";")
 			name, value, _ := strings.Cut(pref, "=")
-			if strings.EqualFold(strings.TrimSpace(name), "return") &&
-				strings.EqualFold(strings.Trim(strings.TrimSpace(value), `"`), "minimal") {
-				return true
+			if strings.EqualFold(strings.TrimSpace(name), "return") {
+				return strings.EqualFold(strings.Trim(strings.TrimSpace(value), `"`), "minimal")
 			}
 		}
 	}

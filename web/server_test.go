@@ -924,6 +924,8 @@ func TestPreferReturnMinimal(t *testing.T) {
 		{"respond-async, Return=Minimal; foo=bar", true},
 		{`return="minimal"`, true},
 		{"return=representation", false},
+		{"return=representation, return=minimal", false}, // the first counts
+		{"return=minimal, return=representation", true},
 		{"handling=strict", false},
 		{"", false},
 	} {

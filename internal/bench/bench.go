@@ -203,12 +203,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 	wctx, stopWorker := context.WithCancel(ctx)
 	defer stopWorker()
-	if r.worker, err = startWorker(wctx, 256); err != nil {
+	r.watch = newWatcher(r.db, 50*time.Millisecond)
+	if r.worker, err = startWorker(wctx, 256, r.watch.callbackAnswered); err != nil {
 		return nil, err
 	}
 	defer r.worker.close()
-	r.watch = newWatcher(r.db, 50*time.Millisecond, r.worker.answeredCallbacks)
-	r.worker.onAnswered = r.watch.callbackAnswered
 	go r.watch.run(wctx)
 
 	if r.proc, err = startStitchd(ctx, opts.Binary, dbURL, token, filepath.Join(opts.WorkDir, "stitchd.log"), opts.ProfileDir != ""); err != nil {

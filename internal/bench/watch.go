@@ -19,18 +19,17 @@ import (
 type watcher struct {
 	db       *sql.DB
 	interval time.Duration
-	// answered counts the callbacks of a run the worker had answered.
-	answered func(run string) int
 
-	mu      sync.Mutex
-	waiting map[string][]chan string // run → waiters, sent its final status
-	expect  map[string]int           // run → callbacks after which it should have finished
-	wake    chan struct{}
+	mu       sync.Mutex
+	waiting  map[string][]chan string // run → waiters, sent its final status
+	expect   map[string]int           // run → callbacks after which it should have finished
+	answered map[string]int           // run → its callbacks the worker had answered
+	wake     chan struct{}
 }
 
-func newWatcher(db *sql.DB, interval time.Duration, answered func(run string) int) *watcher {
-	return &watcher{db: db, interval: interval, answered: answered, waiting: map[string][]chan string{},
-		expect: map[string]int{}, wake: make(chan struct{}, 1)}
+func newWatcher(db *sql.DB, interval time.Duration) *watcher {
+	return &watcher{db: db, interval: interval, waiting: map[string][]chan string{},
+		expect: map[string]int{}, answered: map[string]int{}, wake: make(chan struct{}, 1)}
 }
 
 // wait returns the status run finished in; callbacks is how many of its
@@ -40,13 +39,13 @@ func (w *watcher) wait(ctx context.Context, run string, callbacks int) (string, 
 	ch := make(chan string, 1)
 	w.mu.Lock()
 	w.waiting[run] = append(w.waiting[run], ch)
+	due := true // unknown: look at once
 	if callbacks > 0 {
 		w.expect[run] = callbacks
+		due = w.answered[run] >= callbacks // it may have finished already
 	}
 	w.mu.Unlock()
-	if callbacks > 0 {
-		w.callbackAnswered(run) // it may have finished already
-	} else {
+	if due {
 		w.poke()
 	}
 	select {
@@ -57,12 +56,14 @@ func (w *watcher) wait(ctx context.Context, run string, callbacks int) (string, 
 	}
 }
 
-// callbackAnswered is told that a callback of run was answered.
+// callbackAnswered is told that a callback of run was answered 200.
 func (w *watcher) callbackAnswered(run string) {
 	w.mu.Lock()
+	w.answered[run]++
 	n, ok := w.expect[run]
+	due := ok && w.answered[run] >= n
 	w.mu.Unlock()
-	if ok && w.answered(run) >= n {
+	if due {
 		w.poke()
 	}
 }
@@ -116,6 +117,7 @@ func (w *watcher) poll(ctx context.Context, ids []string) {
 		}
 		delete(w.waiting, id)
 		delete(w.expect, id)
+		delete(w.answered, id)
 		w.mu.Unlock()
 	}
 }
