@@ -415,24 +415,10 @@ func (t *txn) loadAndBulkComplete(runID string, items []*opItem) error {
 	if len(cs) < 2 {
 		return t.load(runID)
 	}
-	var locked func() (*Run, error)
-	if t.run == nil || t.run.ID != runID {
-		locked = t.tx.LockRunLater(t.ctx, runID)
-	}
+	locked := t.tx.LockRunLater(t.ctx, runID) // each batch has a txn of its own
 	done, err := t.tx.BulkComplete(t.ctx, runID, cs)
-	if locked != nil {
-		r, lerr := locked()
-		if lerr != nil {
-			return fmt.Errorf("error loading run %s: %w", runID, lerr)
-		}
-		if r == nil { // the round trip failed before the lock was answered
-			return fmt.Errorf("error loading run %s: %w", runID, err)
-		}
-		g, gerr := t.e.Graph(t.ctx, r.FlowVersionID)
-		if gerr != nil {
-			return gerr
-		}
-		t.setRun(r, g)
+	if lerr := t.lockAnswered(runID, locked, err); lerr != nil {
+		return lerr
 	}
 	if err != nil {
 		return fmt.Errorf("error completing %d nodes: %w", len(cs), err)

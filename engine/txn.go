@@ -146,6 +146,26 @@ func (t *txn) load(runID string) error {
 	return nil
 }
 
+// lockAnswered makes the run a queued lock (Tx.LockRunLater) found the
+// transaction's run, once the statement that carried the lock was
+// answered; err is that statement's error, returned when the lock never
+// was answered.
+func (t *txn) lockAnswered(runID string, locked func() (*Run, error), err error) error {
+	r, lerr := locked()
+	if lerr != nil {
+		return fmt.Errorf("error loading run %s: %w", runID, lerr)
+	}
+	if r == nil { // the round trip failed before the lock was answered
+		return fmt.Errorf("error loading run %s: %w", runID, err)
+	}
+	g, gerr := t.e.Graph(t.ctx, r.FlowVersionID)
+	if gerr != nil {
+		return gerr
+	}
+	t.setRun(r, g)
+	return nil
+}
+
 // setRun makes r, locked, the transaction's run.
 func (t *txn) setRun(r *Run, g *ExecutionGraph) {
 	t.run, t.graph = r, g
@@ -169,27 +189,18 @@ func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, e
 	locked := t.tx.LockRunLater(t.ctx, runID)
 	ahead, aheadVersion, aheadNode := t.countDownAhead(runID, tr)
 	st, err := t.tx.Transition(t.ctx, tr)
-	r, lerr := locked()
-	if lerr != nil {
-		return nil, fmt.Errorf("error loading run %s: %w", runID, lerr)
+	if lerr := t.lockAnswered(runID, locked, err); lerr != nil {
+		return nil, lerr
 	}
-	if r == nil { // the round trip failed before the lock was answered
-		return nil, fmt.Errorf("error loading run %s: %w", runID, err)
-	}
-	g, gerr := t.e.Graph(t.ctx, r.FlowVersionID)
-	if gerr != nil {
-		return nil, gerr
-	}
-	t.setRun(r, g)
 	if err != nil {
 		return nil, err // the transaction is rolled back, count-down included
 	}
 	if ahead != nil {
 		// What the count-down assumed must be what the lock and the
 		// compare-and-set found; else the transaction must not commit.
-		if r.FlowVersionID != aheadVersion || st.NodeID != aheadNode {
+		if t.run.FlowVersionID != aheadVersion || st.NodeID != aheadNode {
 			return nil, fmt.Errorf("error completing %s: counted down successors of node %s of version %s, found node %s of version %s",
-				tr.Key, aheadNode, aheadVersion, st.NodeID, r.FlowVersionID)
+				tr.Key, aheadNode, aheadVersion, st.NodeID, t.run.FlowVersionID)
 		}
 		t.ahead = ahead
 	}

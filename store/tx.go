@@ -97,10 +97,10 @@ func chunked[T any](items []T, fn func(part []T, off int) error) error {
 // customPlanAbove: a statement carrying more rows than this is planned for
 // its actual parameters, not with the connection's cached generic plan: on
 // its own as an unnamed statement, in an engine transaction's pipeline as
-// the cached statement under plan_cache_mode = force_custom_plan (pipe). A generic plan guesses 10 elements for every array
-// parameter; for a 2,000-key chunk of a fan-out it chose a nested loop
-// comparing every key with every row (4 million comparisons, a second a
-// chunk). Planning costs a fraction of a millisecond, small against a
+// the cached statement under plan_cache_mode = force_custom_plan (pipe).
+// A generic plan guesses 10 elements for every array parameter; for a
+// 2,000-key chunk of a fan-out it chose a nested loop comparing every key
+// with every row (4 million comparisons, a second a chunk). Planning costs a fraction of a millisecond, small against a
 // statement of that size, and small statements keep their cached plans.
 //
 // pgx's QueryExecModeCacheDescribe: the statement's parameter types are
