@@ -77,12 +77,7 @@ func (e *Engine) enqueue(ctx context.Context, runID string, it *opItem) error {
 func (e *Engine) drain(runID string, q *runQueue) {
 	for {
 		e.batch.mu.Lock()
-		items := q.items
-		if len(items) > maxBatch {
-			items, q.items = items[:maxBatch:maxBatch], q.items[maxBatch:]
-		} else {
-			q.items = nil
-		}
+		items := takeUpTo(&q.items, maxBatch)
 		if len(items) == 0 {
 			q.running = false
 			delete(e.batch.queues, runID)
@@ -92,6 +87,17 @@ func (e *Engine) drain(runID string, q *runQueue) {
 		e.batch.mu.Unlock()
 		e.runBatch(runID, items)
 	}
+}
+
+// takeUpTo removes and returns the first n items of q (all when fewer).
+func takeUpTo[T any](q *[]T, n int) []T {
+	items := *q
+	if len(items) > n {
+		items, *q = items[:n:n], items[n:]
+	} else {
+		*q = nil
+	}
+	return items
 }
 
 // itemError reports whether an operation's error concerns that operation
@@ -216,12 +222,7 @@ func (e *Engine) runGroups() {
 	g := &e.groups
 	for {
 		g.mu.Lock()
-		ms := g.pending
-		if len(ms) > maxGroup {
-			ms, g.pending = ms[:maxGroup:maxGroup], g.pending[maxGroup:]
-		} else {
-			g.pending = nil
-		}
+		ms := takeUpTo(&g.pending, maxGroup)
 		if len(ms) == 0 {
 			g.running--
 			g.mu.Unlock()
