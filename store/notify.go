@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lib/pq"
 )
@@ -16,8 +17,13 @@ import (
 const maxNotifyPayload = 7900
 
 // Notifier sends NOTIFYs after commit, coalesced: keys (run ids, or
-// "entity:<id>") given to Notify while a NOTIFY is in flight go out
-// together in the next one, as comma-separated payloads.
+// "entity:<id>") given to Notify while a NOTIFY is in flight, or within
+// the interval after one, go out together in the next one, as
+// comma-separated payloads. A quiet Notifier sends at once; a busy one
+// sends at most once an interval (DefaultNotifyInterval): each NOTIFY is a
+// transaction of its own, and Postgres signals every listening connection
+// for it, so one per engine commit cost the machine as much CPU as a
+// statement of every completion (1,000 a second in a single chain).
 //
 // A NOTIFY issued inside a transaction takes a database-wide lock at commit
 // and holds it until the commit is durable, so transactions that notify
@@ -28,21 +34,32 @@ const maxNotifyPayload = 7900
 // delays a stream: event streams re-read the database every few seconds
 // and after a listener reconnect.
 type Notifier struct {
-	s       *Store
-	channel string
-	log     *slog.Logger
+	s        *Store
+	channel  string
+	interval time.Duration
+	log      *slog.Logger
 
 	mu      sync.Mutex
 	pending map[string]struct{}
 	signal  chan struct{}
 }
 
-// NewNotifier returns a Notifier on channel; call Run.
-func (s *Store) NewNotifier(channel string, log *slog.Logger) *Notifier {
+// DefaultNotifyInterval is the least time between two NOTIFYs of a
+// Notifier: what an event stream may lag behind a commit at most, besides
+// the NOTIFY's own time, when the process is busy.
+const DefaultNotifyInterval = 10 * time.Millisecond
+
+// NewNotifier returns a Notifier on channel that sends at most once an
+// interval (DefaultNotifyInterval when 0, none when negative); call Run.
+func (s *Store) NewNotifier(channel string, interval time.Duration, log *slog.Logger) *Notifier {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Notifier{s: s, channel: channel, log: log, pending: map[string]struct{}{}, signal: make(chan struct{}, 1)}
+	if interval == 0 {
+		interval = DefaultNotifyInterval
+	}
+	return &Notifier{s: s, channel: channel, interval: interval, log: log, pending: map[string]struct{}{},
+		signal: make(chan struct{}, 1)}
 }
 
 // Notify queues key for the next NOTIFY; it never blocks.
@@ -66,6 +83,15 @@ func (n *Notifier) Run(ctx context.Context) {
 		}
 		if err := n.send(ctx, n.take()); err != nil && ctx.Err() == nil {
 			n.log.Warn("error sending notifications", "error", err)
+		}
+		if n.interval <= 0 {
+			continue
+		}
+		// Keys queued meanwhile wait for the next NOTIFY, together.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(n.interval):
 		}
 	}
 }

@@ -34,7 +34,7 @@ func TestNotifierReachesListener(t *testing.T) {
 	}))
 	time.Sleep(100 * time.Millisecond) // the listener's LISTEN is in place
 
-	n := st.NewNotifier(channel, slog.New(slog.DiscardHandler))
+	n := st.NewNotifier(channel, 0, slog.New(slog.DiscardHandler))
 	go n.Run(ctx)
 	want := map[string]bool{}
 	var wg sync.WaitGroup

@@ -166,7 +166,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if a.tracing != nil {
 		cfg.Logger.Info("exporting traces", "endpoint", cfg.OTLPEndpoint)
 	}
-	a.notifier = a.Store.NewNotifier(store.EventsChannel, cfg.Logger)
+	a.notifier = a.Store.NewNotifier(store.EventsChannel, 0, cfg.Logger)
 	clock := engine.SystemClock{}
 	waker := &lateWaker{}
 	a.Engine, err = engine.New(engine.Config{
