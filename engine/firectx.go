@@ -36,11 +36,15 @@ func (f *fireCtx) act() error {
 
 // start is the transition every action begins with: a new attempt from
 // the node's current status, storing its input (Collectors keep only their
-// output, which is the same array).
+// output, which is the same array). A first fire clears the node's
+// pending-parents count (every upstream node completed; Collectors keep
+// theirs, which tells a failed Collector's retry whether items are still
+// outstanding).
 func (f *fireCtx) start(steps ...Status) *NodeTransition {
 	tr := &NodeTransition{Key: f.key, From: f.from, Steps: steps, NewAttempt: true}
 	if f.node.Type != NodeTypeCollector {
 		tr.Input = f.input
+		tr.ClearPending = f.from == StatusPending
 	}
 	return tr
 }

@@ -151,6 +151,10 @@ type NodeTransition struct {
 	// DeadlineSeconds sets deadline = now() + seconds when > 0, clears it
 	// otherwise.
 	DeadlineSeconds int
+	// ClearPending sets pending_parents to 0: the node's first fire, once
+	// every upstream node completed (a node with one upstream node is
+	// fired without counting its parent down).
+	ClearPending bool
 }
 
 // Final is the status the transition ends in.

@@ -231,7 +231,8 @@ func (t *txn) countDownAhead(runID string, tr *NodeTransition) (*countDown, stri
 	if !ok || n.Type == NodeTypeSplitter {
 		return nil, "", ""
 	}
-	_, keys, _ := successors(g, n, idx)
+	targets, _ := successors(g, n, idx)
+	keys := counted(g, targets)
 	if len(keys) == 0 || len(keys) > maxAhead {
 		return nil, "", ""
 	}
@@ -414,27 +415,36 @@ type target struct {
 // walk reads the outbound edges of a completed node and fires every
 // downstream node whose upstream count reached zero in this transaction.
 func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage) error {
-	targets, keys, arrivals := successors(t.graph, n, idx)
+	targets, arrivals := successors(t.graph, n, idx)
 	// Items arriving at the Collector closing n's region: counted down with
 	// the other arrivals of this transaction at flush.
 	t.arrivals = append(t.arrivals, arrivals...)
-	if len(keys) == 0 {
+	if len(targets) == 0 {
 		return nil
 	}
 	var remaining map[string]Pending
-	var err error
-	if a := t.ahead; a != nil && a.key == key {
-		t.ahead = nil
-		remaining, err = a.got()
-	} else {
-		remaining, err = t.tx.AddPending(t.ctx, t.run.ID, keys, -1)
-	}
-	if err != nil {
-		return fmt.Errorf("error counting down successors of %s: %w", key, err)
+	if keys := counted(t.graph, targets); len(keys) > 0 {
+		var err error
+		if a := t.ahead; a != nil && a.key == key {
+			t.ahead = nil
+			remaining, err = a.got()
+		} else {
+			remaining, err = t.tx.AddPending(t.ctx, t.run.ID, keys, -1)
+		}
+		if err != nil {
+			return fmt.Errorf("error counting down successors of %s: %w", key, err)
+		}
 	}
 	known := map[string]json.RawMessage{key: output}
 	for _, tg := range targets {
 		p, ok := remaining[tg.key]
+		if soleParent(t.graph, tg.node) {
+			// n was its only upstream node, and completed now: a first
+			// completion, so the target is still pending (a cancelled run's
+			// nodes cannot complete), and its start's compare-and-set from
+			// pending would fail the transaction if it were not.
+			p, ok = Pending{Status: StatusPending}, true
+		}
 		if !ok || p.Remaining != 0 {
 			continue
 		}
@@ -445,10 +455,29 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage) error
 	return nil
 }
 
+// soleParent reports whether node n fires as soon as its one upstream node
+// completes, without counting its pending parents down: a node other than
+// a Collector (whose count is of items) with one inbound edge.
+func soleParent(g *ExecutionGraph, n *Node) bool {
+	return n.Type != NodeTypeCollector && len(g.Upstream[n.ID]) == 1
+}
+
+// counted returns the keys of the targets whose pending parents are
+// counted down (not soleParent), in order.
+func counted(g *ExecutionGraph, targets []target) []string {
+	var keys []string
+	for _, tg := range targets {
+		if !soleParent(g, tg.node) {
+			keys = append(keys, tg.key)
+		}
+	}
+	return keys
+}
+
 // successors returns the targets of node n's outbound edges at index idx
-// that are at n's depth or deeper, with their keys, and the Collectors
-// closing n's region (an item's arrival, at the enclosing index).
-func successors(g *ExecutionGraph, n *Node, idx []int) (targets []target, keys []string, arrivals []target) {
+// that are at n's depth or deeper, and the Collectors closing n's region
+// (an item's arrival, at the enclosing index).
+func successors(g *ExecutionGraph, n *Node, idx []int) (targets, arrivals []target) {
 	for _, id := range g.Adjacency[n.ID] {
 		tn := g.Nodes[id]
 		if tn.Depth < n.Depth {
@@ -456,11 +485,9 @@ func successors(g *ExecutionGraph, n *Node, idx []int) (targets []target, keys [
 			arrivals = append(arrivals, target{node: tn, idx: cidx, key: InstanceKey(id, cidx)})
 			continue
 		}
-		tk := InstanceKey(id, idx)
-		targets = append(targets, target{node: tn, idx: idx, key: tk})
-		keys = append(keys, tk)
+		targets = append(targets, target{node: tn, idx: idx, key: InstanceKey(id, idx)})
 	}
-	return targets, keys, arrivals
+	return targets, arrivals
 }
 
 // fireReady fires a node whose upstream count reached zero.

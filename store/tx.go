@@ -523,10 +523,11 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 		deadline = CASE WHEN ? > 0 THEN now() + make_interval(secs => ?) ELSE NULL END,
 		started_at = CASE WHEN ? THEN now() ELSE started_at END,
 		finished_at = CASE WHEN ? IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END,
+		pending_parents = CASE WHEN ? THEN 0 ELSE pending_parents END,
 		updated_at = now()
 		WHERE run_id = ? AND key = ? AND status = ? AND (? = 0 OR attempt = ?)`,
 		[]any{final, inc, jsonArg(tr.Input), setOutput, jsonArg(tr.Output), tr.NewAttempt, tr.Error,
-			tr.DeadlineSeconds, tr.DeadlineSeconds, tr.NewAttempt, final,
+			tr.DeadlineSeconds, tr.DeadlineSeconds, tr.NewAttempt, final, tr.ClearPending,
 			tr.RunID, tr.Key, string(tr.From), tr.Attempt, tr.Attempt}
 }
 
