@@ -242,7 +242,7 @@ func cleanEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "STITCHD_") || k == "DATABASE_URL" {
+		if strings.HasPrefix(k, "STITCHD_") || k == "DATABASE_URL" || k == "GOGC" {
 			continue
 		}
 		out = append(out, kv)
@@ -277,13 +277,19 @@ func (s *server) log() string {
 // /readyz to answer 200.
 func startServe(t *testing.T, bin, dbURL string, extra ...string) *server {
 	t.Helper()
+	return startServeEnv(t, bin, dbURL, nil, extra...)
+}
+
+// startServeEnv is startServe with variables added to its environment.
+func startServeEnv(t *testing.T, bin, dbURL string, env []string, extra ...string) *server {
+	t.Helper()
 	addr := freeAddr(t)
 	logs := filepath.Join(t.TempDir(), "stderr.log")
 	lf, err := os.Create(logs)
 	require.NoError(t, err)
 	t.Cleanup(func() { lf.Close() })
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--database-url", dbURL, "--auth-token", "x"}, extra...)...)
-	cmd.Env = cleanEnv()
+	cmd.Env = append(cleanEnv(), env...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	require.NoError(t, cmd.Start())
 	s := &server{cmd: cmd, url: "http://" + addr, logs: logs, exited: make(chan struct{})}
@@ -388,6 +394,16 @@ func TestBinaryMigrateServeShutdown(t *testing.T) {
 	s := startServe(t, bin, dbURL)
 	code, body := httpDo(t, "GET", s.url+"/healthz", "", "")
 	require.Equal(t, http.StatusOK, code, body)
+	// The server's garbage collector runs at GOGC=200 unless the
+	// environment sets GOGC (docs/configuration.md).
+	code, body = httpDo(t, "GET", s.url+"/metrics", "", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "\ngo_gc_gogc_percent 200\n")
+	s2 := startServeEnv(t, bin, dbURL, []string{"GOGC=50"})
+	code, body = httpDo(t, "GET", s2.url+"/metrics", "", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "\ngo_gc_gogc_percent 50\n")
+	s2.stop(t)
 	code, body = httpDo(t, "GET", s.url+"/api/v1/flows", "", "")
 	require.Equal(t, http.StatusUnauthorized, code, body)
 	code, body = httpDo(t, "GET", s.url+"/api/v1/flows", "Bearer wrong", "")
