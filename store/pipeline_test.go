@@ -130,6 +130,21 @@ func TestQueuedFailureFailsTheTransaction(t *testing.T) {
 				run.ID).Row().Scan(&pending))
 			require.Zero(t, pending, "the queued SetPending before the failure was not kept")
 
+			// The same start queued last, to travel with COMMIT: the
+			// database itself fails it, so the COMMIT sent with it does
+			// not commit what came before.
+			err = st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
+				_, err := tx.LockRun(ctx, run.ID)
+				require.NoError(t, err)
+				require.NoError(t, tx.SetPending(ctx, run.ID, "a", 7))
+				return tx.TransitionLater(ctx, &engine.NodeTransition{RunID: run.ID, Key: "a",
+					From: engine.StatusFailed, Steps: []engine.Status{engine.StatusRunning}, NewAttempt: true})
+			})
+			require.ErrorIs(t, err, engine.ErrConflict)
+			require.NoError(t, st.Gorm().Raw(`SELECT pending_parents FROM node_states WHERE run_id = ? AND key = 'a'`,
+				run.ID).Row().Scan(&pending))
+			require.Zero(t, pending, "the queued SetPending sent with the failed start and COMMIT was not kept")
+
 			// The connection is fine afterwards.
 			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
 				return tx.TransitionLater(ctx, &engine.NodeTransition{RunID: run.ID, Key: "a",

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stitchd/stitchd/engine"
 )
@@ -550,19 +551,22 @@ func (t *pgTx) Transition(ctx context.Context, tr *engine.NodeTransition) (*engi
 }
 
 // TransitionLater queues the compare-and-set; a row it does not find in
-// tr.From (with tr.Attempt) fails the transaction.
+// tr.From (with tr.Attempt) fails the transaction — in the database: the
+// statement divides by the number of rows it moved, so that its error
+// aborts the transaction even when it travels with COMMIT (a check of its
+// answer would come after the commit). Postgres then skips what was sent
+// after it, COMMIT included.
 func (t *pgTx) TransitionLater(_ context.Context, tr *engine.NodeTransition) error {
 	q, args := transitionSQL(tr)
-	t.later(q+` RETURNING 1`, func(row scanner) error {
+	t.later(`WITH moved AS (`+q+` RETURNING 1) SELECT 1 / count(*) FROM moved`, func(row scanner) error {
 		var one int
-		if err := row.Scan(&one); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("%w: node %s was not %s (attempt %d) when moved to %s", engine.ErrConflict,
-					tr.Key, tr.From, tr.Attempt, tr.Final())
-			}
-			return err
+		err := row.Scan(&one)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division by zero: no row moved
+			return fmt.Errorf("%w: node %s was not %s (attempt %d) when moved to %s", engine.ErrConflict,
+				tr.Key, tr.From, tr.Attempt, tr.Final())
 		}
-		return nil
+		return err
 	}, args...)
 	return nil
 }
