@@ -236,7 +236,10 @@ func (s *Store) Journey(ctx context.Context, entityID string) ([]engine.JourneyE
 }
 
 // MoveEntityManually moves an entity to a section of its board and records
-// a manual_move journey event; it notifies board listeners.
+// a manual_move journey event. The caller notifies board listeners after
+// it (a Notifier's "entity:<id>" key), in the same coalesced stream of
+// notifications as the runs' changes, so that streams see the two in
+// order.
 func (s *Store) MoveEntityManually(ctx context.Context, entityID, sectionID, journeyID string) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var ok bool
@@ -256,10 +259,7 @@ func (s *Store) MoveEntityManually(ctx context.Context, entityID, sectionID, jou
 		if err != nil {
 			return err
 		}
-		if err := q.flush(ctx); err != nil {
-			return err
-		}
-		return tx.Exec(`SELECT pg_notify(?, ?)`, EventsChannel, "entity:"+entityID).Error
+		return q.flush(ctx)
 	})
 	return interpretError(err)
 }

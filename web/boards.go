@@ -219,6 +219,9 @@ func (s *Server) moveEntity(c echo.Context) error {
 	if err := s.cfg.Store.MoveEntityManually(c.Request().Context(), id, b.SectionID, uuid.NewString()); err != nil {
 		return err
 	}
+	if s.cfg.Notify != nil {
+		s.cfg.Notify("entity:" + id)
+	}
 	return s.getEntity(c)
 }
 

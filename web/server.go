@@ -37,6 +37,10 @@ type Config struct {
 	StreamWriteTimeout time.Duration
 	Clock              engine.Clock
 	Logger             *slog.Logger
+	// Notify, if set, is told the key of a change made outside the engine
+	// ("entity:<id>" for a manual move) once it is committed, for the
+	// event streams of every process (store.Notifier.Notify).
+	Notify func(key string)
 }
 
 // Server is the HTTP API.

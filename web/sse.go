@@ -1,6 +1,8 @@
 package web
 
 import (
+	"container/heap"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -270,10 +272,15 @@ func (s *Server) allEvents(c echo.Context) error {
 				}
 				continue
 			}
+			// The runs' new events and the manual moves of this wake-up
+			// (one notification may carry many, coalesced) are sent in the
+			// order they were made, each run's in its own order: a card
+			// moved by a run and then by hand must end where the hand put it.
+			var seqs [][]engine.Event
 			for runID := range dirty {
 				if entityID, ok := strings.CutPrefix(runID, "entity:"); ok {
-					if s.sendManualMove(c, entityID) != nil {
-						return nil
+					if ev, ok := s.manualMove(ctx, entityID); ok {
+						seqs = append(seqs, []engine.Event{ev})
 					}
 					continue
 				}
@@ -285,7 +292,7 @@ func (s *Server) allEvents(c echo.Context) error {
 				} else {
 					evs, err = s.cfg.Store.RunEventsSince(ctx, runID, start, 5000)
 				}
-				if err != nil || send(evs) != nil {
+				if err != nil {
 					return nil
 				}
 				for _, e := range evs {
@@ -293,28 +300,98 @@ func (s *Server) allEvents(c echo.Context) error {
 						globalAfter = e.ID
 					}
 				}
+				if len(evs) > 0 {
+					seqs = append(seqs, evs)
+				}
+			}
+			s.arm(c)
+			for _, e := range mergeByTime(seqs) {
+				if e.RunID == "" { // a manual move: no run, no id
+					if writeManualMove(c, e) != nil {
+						return nil
+					}
+				} else if e.Seq > lastSeq[e.RunID] {
+					if writeEvent(c, e.ID, e) != nil {
+						return nil
+					}
+					lastSeq[e.RunID] = e.Seq
+				}
+			}
+			if flush(c) != nil {
+				return nil
 			}
 		}
 	}
 }
 
-// sendManualMove streams a manual entity move (which belongs to no run).
-func (s *Server) sendManualMove(c echo.Context, entityID string) error {
-	j, err := s.cfg.Store.LatestJourney(c.Request().Context(), entityID)
+// manualMove reads an entity's latest manual move (which belongs to no
+// run) as an event; ok is false when the entity is gone.
+func (s *Server) manualMove(ctx context.Context, entityID string) (ev engine.Event, ok bool) {
+	j, err := s.cfg.Store.LatestJourney(ctx, entityID)
 	if err != nil {
-		return nil // the entity is gone: nothing to say
+		return ev, false
 	}
-	e, err := s.cfg.Store.GetEntity(c.Request().Context(), entityID)
+	e, err := s.cfg.Store.GetEntity(ctx, entityID)
 	if err != nil {
-		return nil
+		return ev, false
 	}
 	payload, _ := json.Marshal(map[string]any{"entity_id": entityID, "board_id": e.BoardID, "kind": j.Kind,
 		"from_section_id": j.FromSectionID, "to_section_id": j.ToSectionID})
-	ev := engine.Event{Type: engine.EventEntityMoved, Payload: payload, CreatedAt: j.CreatedAt}
+	return engine.Event{Type: engine.EventEntityMoved, Payload: payload, CreatedAt: j.CreatedAt}, true
+}
+
+// writeManualMove writes a manual move, without an SSE id (it is no run
+// event).
+func writeManualMove(c echo.Context, ev engine.Event) error {
 	b, _ := json.Marshal(ev)
-	s.arm(c)
-	if _, err := fmt.Fprintf(c.Response(), "event: %s\ndata: %s\n\n", ev.Type, b); err != nil {
-		return err
+	_, err := fmt.Fprintf(c.Response(), "event: %s\ndata: %s\n\n", ev.Type, b)
+	return err
+}
+
+// mergeByTime merges sequences of events, each already in order, into one
+// ordered by creation time; each sequence keeps its own order, and of
+// events made at the same moment the earlier sequence's go first.
+func mergeByTime(seqs [][]engine.Event) []engine.Event {
+	h := eventHeads{}
+	n := 0
+	for i, q := range seqs {
+		if len(q) > 0 {
+			h = append(h, eventHead{seq: i, q: q})
+			n += len(q)
+		}
 	}
-	return flush(c)
+	heap.Init(&h)
+	out := make([]engine.Event, 0, n)
+	for h.Len() > 0 {
+		top := &h[0]
+		out = append(out, top.q[0])
+		if top.q = top.q[1:]; len(top.q) == 0 {
+			heap.Pop(&h)
+		} else {
+			heap.Fix(&h, 0)
+		}
+	}
+	return out
+}
+
+// eventHeads is a heap of event sequences by their first event's time.
+type eventHeads []eventHead
+
+type eventHead struct {
+	seq int
+	q   []engine.Event
+}
+
+func (h eventHeads) Len() int { return len(h) }
+func (h eventHeads) Less(i, j int) bool {
+	a, b := h[i].q[0].CreatedAt, h[j].q[0].CreatedAt
+	return a.Before(b) || a.Equal(b) && h[i].seq < h[j].seq
+}
+func (h eventHeads) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeads) Push(x any)   { *h = append(*h, x.(eventHead)) }
+func (h *eventHeads) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
