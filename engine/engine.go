@@ -490,18 +490,27 @@ func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
 // run row, commits, then performs the post-commit side effects.
 func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) error {
 	var t *txn
-	err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		t = &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: -1}
-		return t.apply(runID, fn)
-	})
-	if errors.Is(err, errNoChange) {
+	noSpeculation := false
+	for {
+		err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+			t = &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: -1, noSpeculation: noSpeculation}
+			return t.apply(runID, fn)
+		})
+		if errors.Is(err, errNoChange) {
+			return nil
+		}
+		if err != nil && t != nil && t.speculated && ctx.Err() == nil {
+			// What the speculation assumed did not hold (a repeated
+			// callback, say): the operation again, reading as it goes.
+			noSpeculation, t = true, nil
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		e.committed(t)
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	e.committed(t)
-	return nil
 }
 
 // apply runs fn on the transaction and ends its writes.

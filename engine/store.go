@@ -155,6 +155,11 @@ type NodeTransition struct {
 	// every upstream node completed (a node with one upstream node is
 	// fired without counting its parent down).
 	ClearPending bool
+	// NodeID and RunVersion, when set, are what a transition made before
+	// its run's lock was answered assumed (txn.speculate): the row must be
+	// of node NodeID, and its run running on flow version RunVersion.
+	NodeID     string
+	RunVersion string
 }
 
 // Final is the status the transition ends in.
@@ -264,6 +269,13 @@ type RunSave struct {
 	HeardKeys     []string
 	HeardAttempts []int
 	HeardAt       int
+	// Relative saves a run whose row the transaction never read (a
+	// speculated chain step): Run's ActiveNodes, FailedNodes and
+	// TerminalsLeft are changes to add to the row's, its status, output
+	// and error are left as they are, and the events are numbered after
+	// the row's event_seq (FirstSeq is ignored). Only with heard pairs,
+	// up to a chunk of events.
+	Relative bool
 }
 
 // Delivered is an outbox row whose successful delivery is to be logged.

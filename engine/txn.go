@@ -42,6 +42,12 @@ type txn struct {
 	// the run's lock and the node's compare-and-set (lockAndTransition) and
 	// consumed by walk.
 	ahead *countDown
+	// speculated: the run was not read (speculate); run holds changes to
+	// its counters, saved relative to the row.
+	speculated bool
+	// noSpeculation forbids speculate (the retry of a transaction whose
+	// speculation failed).
+	noSpeculation bool
 }
 
 // countDown is a count-down of node key's successors sent ahead.
@@ -182,6 +188,9 @@ func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, e
 	if t.run != nil && t.run.ID == runID {
 		return t.transition(tr)
 	}
+	if st, ok, err := t.speculate(runID, tr); ok || err != nil {
+		return st, err
+	}
 	tr.RunID = runID
 	if _, err := ValidatePath([]Status{tr.From}, tr.Steps); err != nil {
 		return nil, fmt.Errorf("error moving node %s: %w", tr.Key, err)
@@ -206,6 +215,61 @@ func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, e
 	}
 	t.transitioned(tr, st)
 	return st, nil
+}
+
+// speculate applies the completion of a chain step without waiting for
+// anything: the run's lock, the node's compare-and-set, its successors'
+// starts and outbox rows and the run's save are all queued, to travel
+// with COMMIT in one round trip. It does so only when the outcome cannot
+// depend on what the database would answer: this process knows the run's
+// flow version (and so its graph); the node is a Worker that moves no
+// entity, and every node after it is a Worker or UX node at its depth
+// whose only upstream node it is (so each is pending and fires now, with
+// the callback's output as input, and the run stays running: it has work
+// left and a node that just became active). What it assumed travels with
+// the compare-and-set (the row's node, the run running on that version),
+// which fails the transaction in the database when it moves no row — a
+// repeated or stale callback, a cancelled run — and Engine.inTx then
+// applies the operation again without speculating. The run's counters are
+// saved as changes to the row's (RunSave.Relative).
+func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, error) {
+	if t.noSpeculation || tr.From != StatusRunning || len(tr.Steps) != 1 || tr.Steps[0] != StatusCompleted ||
+		tr.Attempt <= 0 || tr.NewAttempt {
+		return nil, false, nil
+	}
+	v, ok := t.e.versions.get(runID)
+	if !ok {
+		return nil, false, nil
+	}
+	gv, ok := t.e.graphs.Load(v)
+	if !ok {
+		return nil, false, nil
+	}
+	g := gv.(*ExecutionGraph)
+	n, idx, ok := g.parseKey(tr.Key)
+	if !ok || n.Type != NodeTypeWorker || movementOf(n, true) != nil {
+		return nil, false, nil
+	}
+	targets, arrivals := successors(g, n, idx)
+	if len(targets) == 0 || len(arrivals) > 0 {
+		return nil, false, nil
+	}
+	for _, tg := range targets {
+		if !soleParent(g, tg.node) || tg.node.Depth != n.Depth ||
+			(tg.node.Type != NodeTypeWorker && tg.node.Type != NodeTypeUX) {
+			return nil, false, nil
+		}
+	}
+	tr.RunID, tr.NodeID, tr.RunVersion = runID, n.ID, v
+	t.tx.LockRunLater(t.ctx, runID) // its answer is not needed: the compare-and-set checks the run
+	if err := t.tx.TransitionLater(t.ctx, tr); err != nil {
+		return nil, true, fmt.Errorf("error moving node %s: %w", tr.Key, err)
+	}
+	t.run, t.graph, t.speculated = &Run{ID: runID, FlowVersionID: v, Status: RunRunning}, g, true
+	st := &NodeState{RunID: runID, Key: tr.Key, NodeID: n.ID, Index: idx, Type: n.Type, Status: StatusCompleted,
+		Output: tr.Output, Attempt: tr.Attempt}
+	t.transitioned(tr, st)
+	return st, true, nil
 }
 
 // maxAhead bounds the successors counted down ahead.
@@ -801,13 +865,15 @@ func (t *txn) flush() error {
 	// Deliveries the callbacks proved are logged after the events so far
 	// and before the run's settlement.
 	heardAt := len(t.events)
-	if err := t.settleRun(); err != nil {
-		return err
+	if !t.speculated { // a speculated step leaves the run running (speculate)
+		if err := t.settleRun(); err != nil {
+			return err
+		}
 	}
 	first := t.run.EventSeq + 1
 	t.run.EventSeq += int64(len(t.events))
 	if err := t.tx.SaveRunWithEvents(t.ctx, RunSave{Run: t.run, FirstSeq: first, Events: t.events,
-		HeardKeys: t.heardKeys, HeardAttempts: t.heardAttempts, HeardAt: heardAt}); err != nil {
+		HeardKeys: t.heardKeys, HeardAttempts: t.heardAttempts, HeardAt: heardAt, Relative: t.speculated}); err != nil {
 		return fmt.Errorf("error saving run %s and %d events: %w", t.run.ID, len(t.events), err)
 	}
 	return nil

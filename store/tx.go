@@ -327,6 +327,9 @@ func (t *pgTx) SaveRun(ctx context.Context, r *engine.Run) error {
 // statement, queued to travel with COMMIT; beyond, the marks are made
 // first and the events written in chunks.
 func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
+	if s.Relative && (len(s.HeardKeys) == 0 || len(s.Events) > bulkChunk || len(s.HeardKeys) > bulkChunk) {
+		return fmt.Errorf("%w: a relative run save needs heard pairs and at most %d events", engine.ErrInvalidRequest, bulkChunk)
+	}
 	if len(s.Events) > bulkChunk || len(s.HeardKeys) > bulkChunk {
 		return t.saveRunInSteps(ctx, s)
 	}
@@ -350,20 +353,35 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
 	// Events before HeardAt keep their numbers, the deliveries follow them
 	// and the rest move up by the number of deliveries.
 	mdSQL, mdArgs := markDeliveredStmt(r.ID, s.HeardKeys, s.HeardAttempts)
-	args := append(append(mdArgs, r.ID, s.FirstSeq, s.HeardAt,
-		types, keys, payloads, r.ID, s.FirstSeq, s.HeardAt), saveRunArgs(r)...)
+	save, saveArgs := strings.Replace(saveRunSQL, "event_seq = ?", "event_seq = ? + (SELECT count(*) FROM md)", 1), saveRunArgs(r)
+	first := any(s.FirstSeq)
+	firstSQL := `?::bigint`
+	if s.Relative {
+		// Numbered after the row's event_seq, which this statement reads
+		// before its own update (one snapshot), under the run's lock.
+		save, saveArgs = saveRunRelativeSQL, []any{r.ActiveNodes, r.FailedNodes, r.TerminalsLeft, len(s.Events), r.ID}
+		first, firstSQL = r.ID, `(SELECT event_seq + 1 FROM runs WHERE id = ?::uuid)`
+	}
+	args := append(append(mdArgs, r.ID, first, s.HeardAt,
+		types, keys, payloads, r.ID, first, s.HeardAt), saveArgs...)
 	q := `WITH md AS (` + mdSQL + `),
 		ev AS (INSERT INTO run_events (run_id, seq, type, key, payload)
-			SELECT ?::uuid, ?::bigint + ord - 1 + CASE WHEN ord > ?::int THEN (SELECT count(*) FROM md) ELSE 0 END, ty, nullif(k, ''), p::jsonb
+			SELECT ?::uuid, ` + firstSQL + ` + ord - 1 + CASE WHEN ord > ?::int THEN (SELECT count(*) FROM md) ELSE 0 END, ty, nullif(k, ''), p::jsonb
 			FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(ty, k, p, ord)
 			UNION ALL
-			SELECT ?::uuid, ?::bigint + ?::int + row_number() OVER (ORDER BY key, attempt) - 1, 'dispatch.attempt', key,
+			SELECT ?::uuid, ` + firstSQL + ` + ?::int + row_number() OVER (ORDER BY key, attempt) - 1, 'dispatch.attempt', key,
 				jsonb_build_object('dispatch_id', id, 'attempt', attempt, 'try', tries, 'delivered', true)
-			FROM md) ` +
-		strings.Replace(saveRunSQL, "event_seq = ?", "event_seq = ? + (SELECT count(*) FROM md)", 1) + `, event_seq`
+			FROM md) ` + save + `, event_seq`
 	t.later(q, func(row scanner) error { return scanSavedRun(r, row, &r.EventSeq) }, planFor(rows, args...)...)
 	return nil
 }
+
+// saveRunRelativeSQL is saveRunSQL for RunSave.Relative (within
+// SaveRunWithEvents' statement): the counters and the event sequence move
+// by the given amounts; status, output and error stay.
+const saveRunRelativeSQL = `UPDATE runs SET active_nodes = active_nodes + ?, failed_nodes = failed_nodes + ?,
+		terminals_left = terminals_left + ?, event_seq = event_seq + ? + (SELECT count(*) FROM md), updated_at = now()
+		WHERE id = ? RETURNING updated_at, finished_at`
 
 // saveRunInSteps is SaveRunWithEvents for more events or heard pairs than
 // a chunk: the marks, then the events in chunks, then the run.
@@ -515,7 +533,7 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 		inc = 1
 	}
 	setOutput := tr.Output != nil
-	return `UPDATE node_states SET
+	q := `UPDATE node_states SET
 		status = ?,
 		attempt = attempt + ?,
 		input = coalesce(?::jsonb, input),
@@ -526,10 +544,19 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 		finished_at = CASE WHEN ? IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END,
 		pending_parents = CASE WHEN ? THEN 0 ELSE pending_parents END,
 		updated_at = now()
-		WHERE run_id = ? AND key = ? AND status = ? AND (? = 0 OR attempt = ?)`,
-		[]any{final, inc, jsonArg(tr.Input), setOutput, jsonArg(tr.Output), tr.NewAttempt, tr.Error,
-			tr.DeadlineSeconds, tr.DeadlineSeconds, tr.NewAttempt, final, tr.ClearPending,
-			tr.RunID, tr.Key, string(tr.From), tr.Attempt, tr.Attempt}
+		WHERE run_id = ? AND key = ? AND status = ? AND (? = 0 OR attempt = ?)`
+	args := []any{final, inc, jsonArg(tr.Input), setOutput, jsonArg(tr.Output), tr.NewAttempt, tr.Error,
+		tr.DeadlineSeconds, tr.DeadlineSeconds, tr.NewAttempt, final, tr.ClearPending,
+		tr.RunID, tr.Key, string(tr.From), tr.Attempt, tr.Attempt}
+	if tr.NodeID != "" {
+		q += ` AND node_id = ?`
+		args = append(args, tr.NodeID)
+	}
+	if tr.RunVersion != "" {
+		q += ` AND EXISTS (SELECT 1 FROM runs WHERE id = ? AND flow_version_id = ?::uuid AND status = 'running')`
+		args = append(args, tr.RunID, tr.RunVersion)
+	}
+	return q, args
 }
 
 func (t *pgTx) Transition(ctx context.Context, tr *engine.NodeTransition) (*engine.NodeState, error) {

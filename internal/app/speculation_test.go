@@ -1,0 +1,168 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/store"
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+// saveSpy is the store, counting the committed run saves that were
+// relative (a speculated chain step, committed in one round trip).
+type saveSpy struct {
+	*store.Store
+	mu       sync.Mutex
+	relative map[string]int // run id → committed relative saves
+}
+
+type saveSpyTx struct {
+	engine.Tx
+	saved *[]string // runs saved relative in this transaction
+}
+
+func (s *saveSpy) InTx(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
+	var saved []string
+	err := s.Store.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
+		return fn(ctx, &saveSpyTx{Tx: tx, saved: &saved})
+	})
+	if err == nil {
+		s.mu.Lock()
+		for _, id := range saved {
+			s.relative[id]++
+		}
+		s.mu.Unlock()
+	}
+	return err
+}
+
+func (t *saveSpyTx) SaveRunWithEvents(ctx context.Context, rs engine.RunSave) error {
+	if rs.Relative {
+		*t.saved = append(*t.saved, rs.Run.ID)
+	}
+	return t.Tx.SaveRunWithEvents(ctx, rs)
+}
+
+func (s *saveSpy) relativeSaves(runID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.relative[runID]
+}
+
+// runRecord is what a run left in the database, without ids and times.
+type runRecord struct {
+	Status, Error                          string
+	Active, Failed, TerminalsLeft, LastSeq int64
+	Output                                 string
+	Events                                 []string
+	Nodes                                  []string
+}
+
+func recordOf(t *testing.T, st *store.Store, runID string) runRecord {
+	t.Helper()
+	ctx := context.Background()
+	var r runRecord
+	require.NoError(t, st.Gorm().Raw(`SELECT status, coalesce(error, ''), active_nodes, failed_nodes, terminals_left, event_seq,
+		coalesce(output::text, '') FROM runs WHERE id = ?`, runID).Row().
+		Scan(&r.Status, &r.Error, &r.Active, &r.Failed, &r.TerminalsLeft, &r.LastSeq, &r.Output))
+	evs, err := st.RunEvents(ctx, runID, 0, 1000)
+	require.NoError(t, err)
+	for i, e := range evs {
+		require.Equal(t, int64(i+1), e.Seq, "event sequence of run %s has no gap", runID)
+		var p map[string]any
+		require.NoError(t, json.Unmarshal(e.Payload, &p))
+		delete(p, "dispatch_id")
+		delete(p, "flow_version_id")
+		b, _ := json.Marshal(p)
+		r.Events = append(r.Events, fmt.Sprintf("%d %s %s %s", e.Seq, e.Type, e.Key, b))
+	}
+	require.Equal(t, int64(len(evs)), r.LastSeq, "the run's event_seq counts its events")
+	_, nodes, err := st.GetRun(ctx, runID, true)
+	require.NoError(t, err)
+	for _, n := range nodes {
+		r.Nodes = append(r.Nodes, fmt.Sprintf("%s %s attempt=%d pending=%d in=%s out=%s", n.Key, n.Status, n.Attempt,
+			n.PendingParents, n.Input, n.Output))
+	}
+	var deliveries []string
+	require.NoError(t, st.Gorm().Raw(`SELECT key || ' ' || attempt || ' ' || status || ' ' || delivery_logged FROM dispatches
+		WHERE run_id = ? ORDER BY key, attempt`, runID).Pluck("x", &deliveries).Error)
+	r.Nodes = append(r.Nodes, deliveries...)
+	return r
+}
+
+// TestSpeculatedChainStep: a chain step whose outcome the process can
+// foresee (it knows the run's graph; a Worker completing, a single Worker
+// or UX node after it) is applied without reading the run, in one round
+// trip, and leaves exactly what the step applied statement by statement
+// leaves: the same node states, outbox rows, events (numbered without a
+// gap after the row's sequence) and run counters. A repeated, conflicting
+// or stale callback of such a step, and one for a cancelled run, fail
+// what was assumed in the database and get the usual answers, changing
+// nothing.
+func TestSpeculatedChainStep(t *testing.T) {
+	t.Parallel()
+	const graph = `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a"}},
+		{"id":"b","type":"Worker","data":{"webhookUrl":"http://worker.invalid/b"}},
+		{"id":"c","type":"UX","data":{}}],
+		"edges":[{"id":"e1","source":"a","target":"b"},{"id":"e2","source":"b","target":"c","data":{"mapping":{"got":"v"}}}]}`
+	ctx := context.Background()
+	st, _ := storetest.IsolatedDB(t)
+	spy := &saveSpy{Store: st, relative: map[string]int{}}
+	eng := engineOn(t, spy)
+	flow, err := st.CreateFlow(ctx, uuid.NewString(), "speculation", nil, compiledVersion(t, graph))
+	require.NoError(t, err)
+	start := func() string {
+		r, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID,
+			Input: json.RawMessage(`{"in":1}`)})
+		require.NoError(t, err)
+		return r.ID
+	}
+	complete := func(e *engine.Engine, runID, key string, attempt int, out string) error {
+		return e.HandleCallback(ctx, engine.CallbackParams{RunID: runID, Key: key, Attempt: attempt,
+			Status: engine.StatusCompleted, Output: json.RawMessage(out)})
+	}
+
+	// Speculated: this engine started the run, so it knows its version.
+	fast := start()
+	require.NoError(t, complete(eng, fast, "a", 1, `{"v":1}`))
+	require.NoError(t, complete(eng, fast, "b", 1, `{"v":2}`))
+	require.Equal(t, 2, spy.relativeSaves(fast), "both steps were speculated")
+
+	// Read statement by statement: a fresh engine for each step knows no
+	// run's version, so it cannot speculate.
+	slow := start()
+	require.NoError(t, complete(engineOn(t, spy), slow, "a", 1, `{"v":1}`))
+	require.NoError(t, complete(engineOn(t, spy), slow, "b", 1, `{"v":2}`))
+	require.Zero(t, spy.relativeSaves(slow))
+
+	want := recordOf(t, st, slow)
+	require.Equal(t, want, recordOf(t, st, fast))
+	require.Equal(t, "running", want.Status)
+	require.Contains(t, want.Nodes, `c waiting_for_user attempt=1 pending=0 in={"got": 2} out=`)
+
+	// Repeats of b's callback on the speculating engine: the identical one
+	// is answered as the first was, a conflicting or stale one is
+	// refused; none changes anything.
+	require.NoError(t, complete(eng, fast, "b", 1, `{"v":2}`))
+	require.ErrorIs(t, complete(eng, fast, "b", 1, `{"v":3}`), engine.ErrConflict)
+	require.Error(t, complete(eng, fast, "b", 2, `{"v":2}`))
+	require.Equal(t, want, recordOf(t, st, fast))
+	require.Equal(t, 2, spy.relativeSaves(fast), "no repeat was committed")
+
+	// A cancelled run: the speculated compare-and-set finds a cancelled
+	// node and the callback is refused.
+	cancelled := start()
+	_, err = eng.CancelRun(ctx, cancelled)
+	require.NoError(t, err)
+	before := recordOf(t, st, cancelled)
+	require.Error(t, complete(eng, cancelled, "a", 1, `{"v":1}`))
+	require.Equal(t, before, recordOf(t, st, cancelled))
+	require.Zero(t, spy.relativeSaves(cancelled))
+}
