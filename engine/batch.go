@@ -175,12 +175,16 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 const maxGroup = 32
 
 // defaultGroups is Config.GroupTransactions' default, below the store's
-// pool of 16 connections so that the API and the dispatcher keep some: on
-// the 2-core bench machine 64 concurrent chains made 1,500–1,600
-// completions/s with every batch in its own transaction, 1,900–1,940 with
-// 12 or 24 group transactions (8: 1,300, the groups' members wait for each
-// other's round trips).
-const defaultGroups = 12
+// pool of 16 connections so that the API and the dispatcher keep some.
+// Fewer transactions in flight make bigger groups; a group of speculated
+// chain steps (txn.speculate) is one round trip, whatever its size, so its
+// members no longer wait for each other's round trips. On the 2-core bench
+// machine 64 concurrent chains made 2,614–2,643 completions/s with 12,
+// 2,896–3,156 with 4 and 2,994–3,036 with 2 (p99 67–72 ms against 40–47);
+// 4 leaves room for a slow batch (a Collector's or a fan-out's) beside the
+// others. (Before speculation, 12 or 24 made 1,900–1,940 and 8 only 1,300:
+// each member waited for its own round trips.)
+const defaultGroups = 4
 
 type member struct {
 	runID string

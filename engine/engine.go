@@ -28,7 +28,7 @@ type Config struct {
 	// unnecessary: 2 s when 0, and at most ClaimLease/4.
 	MarkDelay time.Duration
 	// GroupTransactions bounds the transactions in flight that batches of
-	// different runs share (cross-run group commit, batch.go): 12 when 0.
+	// different runs share (cross-run group commit, batch.go): 4 when 0.
 	// Operations beyond it wait and then share one.
 	GroupTransactions int
 	NewID             IDGenerator
