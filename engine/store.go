@@ -155,9 +155,10 @@ type NodeTransition struct {
 	// every upstream node completed (a node with one upstream node is
 	// fired without counting its parent down).
 	ClearPending bool
-	// NodeID and RunVersion, when set, are what a transition made before
-	// its run's lock was answered assumed (txn.speculate): the row must be
-	// of node NodeID, and its run running on flow version RunVersion.
+	// NodeID and RunVersion, when set, are what a transition made without
+	// reading its run assumed (txn.speculate): the row must be of node
+	// NodeID, and its run running on flow version RunVersion; the
+	// transition then also locks the run's row, before the node's.
 	NodeID     string
 	RunVersion string
 }

@@ -218,9 +218,9 @@ func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, e
 }
 
 // speculate applies the completion of a chain step without waiting for
-// anything: the run's lock, the node's compare-and-set, its successors'
-// starts and outbox rows and the run's save are all queued, to travel
-// with COMMIT in one round trip. It does so only when the outcome cannot
+// anything: the node's compare-and-set (which locks the run), its
+// successors' starts and outbox rows and the run's save are all queued,
+// to travel with COMMIT in one round trip. It does so only when the outcome cannot
 // depend on what the database would answer: this process knows the run's
 // flow version (and so its graph); the node is a Worker that moves no
 // entity, and every node after it is a Worker or UX node at its depth
@@ -261,7 +261,7 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 		}
 	}
 	tr.RunID, tr.NodeID, tr.RunVersion = runID, n.ID, v
-	t.tx.LockRunLater(t.ctx, runID) // its answer is not needed: the compare-and-set checks the run
+	// The compare-and-set checks and locks the run.
 	if err := t.tx.TransitionLater(t.ctx, tr); err != nil {
 		return nil, true, fmt.Errorf("error moving node %s: %w", tr.Key, err)
 	}

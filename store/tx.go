@@ -553,7 +553,9 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 		args = append(args, tr.NodeID)
 	}
 	if tr.RunVersion != "" {
-		q += ` AND EXISTS (SELECT 1 FROM runs WHERE id = ? AND flow_version_id = ?::uuid AND status = 'running')`
+		// Locks the run (before the node's row: the order of every
+		// engine transaction), so that no other statement is needed.
+		q += ` AND EXISTS (SELECT 1 FROM runs WHERE id = ? AND flow_version_id = ?::uuid AND status = 'running' FOR UPDATE)`
 		args = append(args, tr.RunID, tr.RunVersion)
 	}
 	return q, args

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -155,6 +156,29 @@ func TestSpeculatedChainStep(t *testing.T) {
 	require.Error(t, complete(eng, fast, "b", 2, `{"v":2}`))
 	require.Equal(t, want, recordOf(t, st, fast))
 	require.Equal(t, 2, spy.relativeSaves(fast), "no repeat was committed")
+
+	// The speculated step takes the run's lock (its compare-and-set does,
+	// with no statement of its own): it waits for a transaction holding it.
+	locked := start()
+	holder := st.Gorm().Begin()
+	require.NoError(t, holder.Error)
+	require.NoError(t, holder.Exec(`SELECT 1 FROM runs WHERE id = ? FOR UPDATE`, locked).Error)
+	done := make(chan error, 1)
+	go func() { done <- complete(eng, locked, "a", 1, `{"v":1}`) }()
+	require.Eventually(t, func() bool {
+		var waiting int
+		require.NoError(t, st.Gorm().Raw(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%'`).Row().Scan(&waiting))
+		return waiting == 1
+	}, 10*time.Second, 5*time.Millisecond, "the step waits for the run's lock")
+	select {
+	case err := <-done:
+		t.Fatalf("the step finished while its run was locked: %v", err)
+	default:
+	}
+	require.NoError(t, holder.Rollback().Error)
+	require.NoError(t, <-done)
+	require.Equal(t, 1, spy.relativeSaves(locked))
 
 	// A cancelled run: the speculated compare-and-set finds a cancelled
 	// node and the callback is refused.
