@@ -499,9 +499,12 @@ func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) 
 		if errors.Is(err, errNoChange) {
 			return nil
 		}
-		if err != nil && t != nil && t.speculated && ctx.Err() == nil {
+		if t != nil && t.speculated && errors.Is(err, ErrConflict) && ctx.Err() == nil {
 			// What the speculation assumed did not hold (a repeated
-			// callback, say): the operation again, reading as it goes.
+			// callback, say: its compare-and-set moved no row): the
+			// operation again, reading as it goes, to be answered as
+			// usual. Any other failure (the database unreachable) is the
+			// operation's answer, as it would have been unspeculated.
 			noSpeculation, t = true, nil
 			continue
 		}
