@@ -103,12 +103,8 @@ type deliveredBatch struct {
 	flushing sync.Mutex
 }
 
-// markTick is the default Config.MarkDelay. A 100,000-item fan-out's
-// callbacks trail its deliveries by up to 3–4 s on the bench machine: with
-// 0.5 s, 58,000–68,000 of its dispatches were marked by the process before
-// their callbacks marked them again (1.5–1.7 s of database time); with
-// 2 s, 2,500–8,000.
-const markTick = 2 * time.Second
+// markTick is the default Config.MarkDelay.
+const markTick = 500 * time.Millisecond
 
 func markKey(runID, key string, attempt int) string {
 	return runID + "\x00" + key + "\x00" + strconv.Itoa(attempt)
@@ -144,15 +140,15 @@ func (e *Engine) forget(runID string, keys []string, attempts []int) {
 	}
 }
 
-// markWait is Config.MarkDelay, or its default, and at most a quarter of
-// the claim lease, so a mark (written one to two waits after its
-// delivery) lands well before the lease of the row it protects ends.
+// markWait is Config.MarkDelay, or its default, and at most an eighth of
+// the claim lease, so a mark lands well before the lease of the row it
+// protects ends.
 func (e *Engine) markWait() time.Duration {
 	d := e.cfg.MarkDelay
 	if d <= 0 {
 		d = markTick
 	}
-	if l := e.cfg.ClaimLease / 4; l > 0 && l < d {
+	if l := e.cfg.ClaimLease / 8; l > 0 && l < d {
 		return l
 	}
 	return d

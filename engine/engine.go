@@ -25,7 +25,7 @@ type Config struct {
 	ClaimLease time.Duration
 	// MarkDelay is how long a successful delivery's delivered mark waits
 	// (between one and two delays) for the worker's callback that makes it
-	// unnecessary: 2 s when 0, and at most ClaimLease/4.
+	// unnecessary: 500 ms when 0, and at most ClaimLease/8.
 	MarkDelay time.Duration
 	// GroupTransactions bounds the transactions in flight that batches of
 	// different runs share (cross-run group commit, batch.go): 4 when 0.
