@@ -165,9 +165,12 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 // rolls the group back. When the batch was rejected by its own
 // compare-and-set (a repeated completion callback, whose successors'
 // count-down travelled with it), that batch is applied on its own and the
-// others again together; any other failure (it may be an earlier batch's
-// queued write, surfacing at a later statement) or a failed commit has each
-// batch applied on its own. Entity rows are not locked in any order: two
+// others again together; so it is when a queued compare-and-set fails
+// (QueuedTransitionError names its run: a speculated step's, whose
+// failure surfaces at a later batch's statement or at COMMIT), and that
+// batch is then applied without speculating. Any other failure (it may be
+// an earlier batch's queued write, surfacing at a later statement) or a
+// failed commit has each batch applied on its own. Entity rows are not locked in any order: two
 // groups moving the same two entities may deadlock, which Postgres breaks
 // after deadlock_timeout, and the batches are then applied on their own.
 
@@ -214,13 +217,31 @@ func (e *Engine) shared(ctx context.Context, runID string, fn func(t *txn) error
 	// Not abandoned on ctx: the group may be running fn, and the caller's
 	// fallback must not run it at the same time. The group's own timeout
 	// bounds the wait.
-	if err := <-m.done; !errors.Is(err, errGroupFailed) {
-		return err
+	err := <-m.done
+	switch {
+	case errors.Is(err, errAssumptionFailed):
+		return e.inTxAs(ctx, runID, fn, false) // on its own, reading as it goes
+	case errors.Is(err, errGroupFailed):
+		return e.inTx(ctx, runID, fn) // on its own
 	}
-	return e.inTx(ctx, runID, fn) // on its own
+	return err
 }
 
-var errGroupFailed = errors.New("the shared transaction failed")
+// Waiting reports how many batches wait for a shared transaction to take
+// them (all GroupTransactions are under way): a measure of the engine's
+// backlog.
+func (e *Engine) Waiting() int {
+	e.groups.mu.Lock()
+	defer e.groups.mu.Unlock()
+	return len(e.groups.pending)
+}
+
+var (
+	errGroupFailed = errors.New("the shared transaction failed")
+	// errAssumptionFailed: the shared transaction failed by this batch's
+	// own compare-and-set.
+	errAssumptionFailed = fmt.Errorf("%w by the batch's own compare-and-set", errGroupFailed)
+)
 
 func (e *Engine) runGroups() {
 	g := &e.groups
@@ -275,9 +296,20 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 		}
 		return nil
 	})
+	var qe *QueuedTransitionError
+	if errors.As(err, &qe) {
+		// A queued compare-and-set surfaces at a later batch's statement
+		// or at COMMIT, but names its run: the batch it belongs to failed,
+		// whichever statement reported it (a repeated callback of a
+		// speculated step, say).
+		if i := slices.IndexFunc(ms, func(m *member) bool { return m.runID == qe.RunID }); i >= 0 {
+			bad = i
+		}
+	}
 	if err != nil && bad >= 0 {
-		// That batch on its own, the others again together.
-		ms[bad].done <- errGroupFailed
+		// That batch on its own (without speculating: its assumption
+		// failed), the others again together.
+		ms[bad].done <- errAssumptionFailed
 		e.applyGroup(ctx, slices.Delete(ms, bad, bad+1))
 		return
 	}

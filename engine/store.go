@@ -69,9 +69,11 @@ type Tx interface {
 	Transition(ctx context.Context, t *NodeTransition) (*NodeState, error)
 	// TransitionLater applies t like Transition, but may be queued (see
 	// above): the engine uses it where it knows the row's status and
-	// attempt under the run's lock and needs nothing back. A row not in
-	// t.From (or, when t.Attempt > 0, at another attempt) fails the
-	// transaction.
+	// attempt under the run's lock, or assumes them (txn.speculate), and
+	// needs nothing back. A row not in t.From (or, when t.Attempt > 0, at
+	// another attempt) fails the transaction in the database — whatever
+	// travels with it, COMMIT included, is not applied — with a
+	// *QueuedTransitionError.
 	TransitionLater(ctx context.Context, t *NodeTransition) error
 	// Node loads one node state.
 	Node(ctx context.Context, runID, key string) (*NodeState, error)
@@ -165,6 +167,23 @@ type NodeTransition struct {
 
 // Final is the status the transition ends in.
 func (t *NodeTransition) Final() Status { return t.Steps[len(t.Steps)-1] }
+
+// QueuedTransitionError reports a queued compare-and-set
+// (Tx.TransitionLater) that moved no row, which failed its transaction; it
+// wraps ErrConflict. It names the run, so that a transaction shared by
+// several runs' batches knows whose it was.
+type QueuedTransitionError struct {
+	RunID, Key string
+	From, To   Status
+	Attempt    int
+}
+
+func (e *QueuedTransitionError) Error() string {
+	return fmt.Sprintf("%s: node %s of run %s was not %s (attempt %d) when moved to %s", ErrConflict, e.Key, e.RunID,
+		e.From, e.Attempt, e.To)
+}
+
+func (e *QueuedTransitionError) Unwrap() error { return ErrConflict }
 
 // TransitionError reports a compare-and-set that matched no row.
 type TransitionError struct {

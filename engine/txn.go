@@ -251,7 +251,14 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 		return nil, false, nil
 	}
 	targets, arrivals := successors(g, n, idx)
-	if len(targets) == 0 || len(arrivals) > 0 {
+	if len(targets) == 0 || len(targets) > maxAhead || len(arrivals) > 0 {
+		return nil, false, nil
+	}
+	// The successors' inputs are made from the callback's bytes, where
+	// the ordinary path reads the output back from Postgres: the same
+	// JSON unless an object repeats a key (jsonb keeps the last, a gjson
+	// mapping finds the first).
+	if !distinctKeys(gjson.ParseBytes(tr.Output)) {
 		return nil, false, nil
 	}
 	for _, tg := range targets {
@@ -272,7 +279,36 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 	return st, true, nil
 }
 
-// maxAhead bounds the successors counted down ahead.
+// distinctKeys reports whether no object in the JSON value v repeats a key
+// (keys compared unescaped, as jsonb compares them).
+func distinctKeys(v gjson.Result) bool {
+	ok := true
+	switch {
+	case v.IsObject():
+		seen := map[string]struct{}{}
+		v.ForEach(func(k, val gjson.Result) bool {
+			if _, dup := seen[k.Str]; dup {
+				ok = false
+				return false
+			}
+			seen[k.Str] = struct{}{}
+			ok = distinctKeys(val)
+			return ok
+		})
+	case v.IsArray():
+		v.ForEach(func(_, val gjson.Result) bool {
+			ok = distinctKeys(val)
+			return ok
+		})
+	}
+	return ok
+}
+
+// errMisspeculated: a speculated step did something speculate ruled out.
+var errMisspeculated = fmt.Errorf("%w: a speculated step did not leave its run running with a node started", ErrConflict)
+
+// maxAhead bounds the successors counted down ahead, and those a
+// speculated step fires.
 const maxAhead = 8
 
 // countDownAhead queues the count-down of the successors of the node tr
@@ -865,10 +901,17 @@ func (t *txn) flush() error {
 	// Deliveries the callbacks proved are logged after the events so far
 	// and before the run's settlement.
 	heardAt := len(t.events)
-	if !t.speculated { // a speculated step leaves the run running (speculate)
-		if err := t.settleRun(); err != nil {
-			return err
+	if t.speculated {
+		// A speculated step leaves the run running (speculate): its
+		// completed node's successors started, nothing failed or
+		// finished. Handlers are what fire them; should one have done
+		// otherwise, the step is applied again the ordinary way.
+		if r := t.run; r.ActiveNodes < 0 || r.FailedNodes != 0 || r.TerminalsLeft != 0 || t.failMsg != "" ||
+			len(t.arrivals) > 0 {
+			return errMisspeculated
 		}
+	} else if err := t.settleRun(); err != nil {
+		return err
 	}
 	first := t.run.EventSeq + 1
 	t.run.EventSeq += int64(len(t.events))

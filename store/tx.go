@@ -592,8 +592,8 @@ func (t *pgTx) TransitionLater(_ context.Context, tr *engine.NodeTransition) err
 		err := row.Scan(&one)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division by zero: no row moved
-			return fmt.Errorf("%w: node %s was not %s (attempt %d) when moved to %s", engine.ErrConflict,
-				tr.Key, tr.From, tr.Attempt, tr.Final())
+			return &engine.QueuedTransitionError{RunID: tr.RunID, Key: tr.Key, From: tr.From, To: tr.Final(),
+				Attempt: tr.Attempt}
 		}
 		return err
 	}, args...)

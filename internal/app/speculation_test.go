@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -153,7 +154,7 @@ func TestSpeculatedChainStep(t *testing.T) {
 	// refused; none changes anything.
 	require.NoError(t, complete(eng, fast, "b", 1, `{"v":2}`))
 	require.ErrorIs(t, complete(eng, fast, "b", 1, `{"v":3}`), engine.ErrConflict)
-	require.Error(t, complete(eng, fast, "b", 2, `{"v":2}`))
+	require.ErrorIs(t, complete(eng, fast, "b", 2, `{"v":2}`), engine.ErrConflict)
 	require.Equal(t, want, recordOf(t, st, fast))
 	require.Equal(t, 2, spy.relativeSaves(fast), "no repeat was committed")
 
@@ -180,6 +181,53 @@ func TestSpeculatedChainStep(t *testing.T) {
 	require.NoError(t, <-done)
 	require.Equal(t, 1, spy.relativeSaves(locked))
 
+	// An output that repeats a key is not speculated on: Postgres keeps
+	// the last value, and the successors' inputs must be made from that.
+	dup := start()
+	require.NoError(t, complete(eng, dup, "a", 1, `{"v":1,"v":2}`))
+	require.NoError(t, complete(eng, dup, "b", 1, `{"v":3,"w":{"x":1,"x":2},"v":4}`))
+	require.Zero(t, spy.relativeSaves(dup))
+	got := recordOf(t, st, dup)
+	require.Contains(t, got.Nodes, `b completed attempt=1 pending=0 in={"v": 2} out={"v": 4, "w": {"x": 2}}`)
+	require.Contains(t, got.Nodes, `c waiting_for_user attempt=1 pending=0 in={"got": 4} out=`)
+
+	// What was assumed is checked by the database: a run that is not
+	// running (failed, here set by hand while its node still runs) or
+	// that is not on the version the process remembers is not stepped
+	// speculatively; the ordinary path applies the callback.
+	notRunning := start()
+	require.NoError(t, st.Gorm().Exec(`UPDATE runs SET status = 'failed' WHERE id = ?`, notRunning).Error)
+	require.NoError(t, complete(eng, notRunning, "a", 1, `{"v":1}`))
+	require.Zero(t, spy.relativeSaves(notRunning))
+	require.Equal(t, "running", recordOf(t, st, notRunning).Status, "the ordinary path resumed the run")
+	other, err := st.CreateFlow(ctx, uuid.NewString(), "speculation, again", nil, compiledVersion(t, graph))
+	require.NoError(t, err)
+	moved := start()
+	require.NoError(t, st.Gorm().Exec(`UPDATE runs SET flow_version_id = ? WHERE id = ?`, other.VersionID, moved).Error)
+	require.NoError(t, complete(eng, moved, "a", 1, `{"v":1}`))
+	require.Zero(t, spy.relativeSaves(moved))
+	require.Contains(t, recordOf(t, st, moved).Nodes, `b running attempt=1 pending=0 in={"v": 1} out=`)
+
+	// A step with more successors than a speculated step fires (8) is
+	// applied the ordinary way.
+	nodes := []string{`{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a"}}`}
+	var edges []string
+	for i := range 9 {
+		nodes = append(nodes, fmt.Sprintf(`{"id":"b%d","type":"Worker","data":{"webhookUrl":"http://worker.invalid/b"}}`, i))
+		edges = append(edges, fmt.Sprintf(`{"id":"e%d","source":"a","target":"b%d"}`, i, i))
+	}
+	wide, err := st.CreateFlow(ctx, uuid.NewString(), "wide", nil, compiledVersion(t,
+		`{"nodes":[`+strings.Join(nodes, ",")+`],"edges":[`+strings.Join(edges, ",")+`]}`))
+	require.NoError(t, err)
+	wr, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: wide.ID, VersionID: wide.VersionID})
+	require.NoError(t, err)
+	require.NoError(t, complete(eng, wr.ID, "a", 1, `{"v":1}`))
+	require.Zero(t, spy.relativeSaves(wr.ID))
+	var running int
+	require.NoError(t, st.Gorm().Raw(`SELECT count(*) FROM node_states WHERE run_id = ? AND status = 'running'`, wr.ID).
+		Row().Scan(&running))
+	require.Equal(t, 9, running)
+
 	// A cancelled run: the speculated compare-and-set finds a cancelled
 	// node and the callback is refused.
 	cancelled := start()
@@ -189,4 +237,106 @@ func TestSpeculatedChainStep(t *testing.T) {
 	require.Error(t, complete(eng, cancelled, "a", 1, `{"v":1}`))
 	require.Equal(t, before, recordOf(t, st, cancelled))
 	require.Zero(t, spy.relativeSaves(cancelled))
+}
+
+// txCounter is the store, counting the transactions begun.
+type txCounter struct {
+	*store.Store
+	mu sync.Mutex
+	n  int
+}
+
+func (s *txCounter) InTx(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
+	s.mu.Lock()
+	s.n++
+	s.mu.Unlock()
+	return s.Store.InTx(ctx, fn)
+}
+
+func (s *txCounter) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+// TestSpeculatedRepeatInGroup: a repeated callback of a speculated step in
+// a transaction shared with other runs' steps fails that transaction in
+// the database, at COMMIT; the repeat's batch is then applied alone,
+// unspeculated, and the others again together — not every member alone.
+func TestSpeculatedRepeatInGroup(t *testing.T) {
+	t.Parallel()
+	const graph = `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a"}},
+		{"id":"b","type":"Worker","data":{"webhookUrl":"http://worker.invalid/b"}},
+		{"id":"c","type":"Worker","data":{"webhookUrl":"http://worker.invalid/c"}}],
+		"edges":[{"id":"e1","source":"a","target":"b"},{"id":"e2","source":"b","target":"c"}]}`
+	ctx := context.Background()
+	st, _ := storetest.IsolatedDB(t)
+	counter := &txCounter{Store: st}
+	// One shared transaction at a time: the steps queue and go together.
+	eng := engineOn(t, counter, func(c *engine.Config) { c.GroupTransactions = 1 })
+	flow, err := st.CreateFlow(ctx, uuid.NewString(), "repeat in a group", nil, compiledVersion(t, graph))
+	require.NoError(t, err)
+	const runs = 16
+	ids := make([]string, runs)
+	for i := range ids {
+		r, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID})
+		require.NoError(t, err)
+		ids[i] = r.ID
+	}
+	callback := func(id, key string) error {
+		return eng.HandleCallback(ctx, engine.CallbackParams{RunID: id, Key: key, Attempt: 1,
+			Status: engine.StatusCompleted, Output: json.RawMessage(`{"k":"` + key + `"}`)})
+	}
+	for _, id := range ids {
+		require.NoError(t, callback(id, "a"))
+	}
+	// A slow first step holds the one group slot while the others queue.
+	blocker := ids[0]
+	holder := st.Gorm().Begin()
+	require.NoError(t, holder.Exec(`SELECT 1 FROM runs WHERE id = ? FOR UPDATE`, blocker).Error)
+	errs := make(chan error, runs+1)
+	go func() { errs <- callback(blocker, "b") }()
+	require.Eventually(t, func() bool {
+		var waiting int
+		require.NoError(t, st.Gorm().Raw(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock'`).Row().Scan(&waiting))
+		return waiting == 1
+	}, 10*time.Second, 5*time.Millisecond)
+	// Steps of runs 1–14 and an identical repeat of run 15's first step
+	// queue behind it: 15 batches for one shared transaction.
+	var wg sync.WaitGroup
+	for i, id := range ids[1:] {
+		key := "b"
+		if i == runs-2 {
+			key = "a"
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- callback(id, key) }()
+	}
+	require.Eventually(t, func() bool { return eng.Waiting() == runs-1 }, 10*time.Second, time.Millisecond,
+		"the batches wait for the group slot")
+	before := counter.count()
+	require.NoError(t, holder.Rollback().Error)
+	wg.Wait()
+	require.NoError(t, <-errs) // the blocker's
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	// The 15 share one transaction, which the repeat fails at COMMIT; the
+	// repeat is then applied alone and unspeculated, the 14 steps again
+	// together: 3 transactions, not 1 + 15 alone + the repeat again.
+	require.Equal(t, 3, counter.count()-before, "transactions after the slot was freed")
+	for i, id := range ids {
+		want := map[string]engine.Status{"a": engine.StatusCompleted, "b": engine.StatusCompleted, "c": engine.StatusRunning}
+		if i == runs-1 {
+			want = map[string]engine.Status{"a": engine.StatusCompleted, "b": engine.StatusRunning, "c": engine.StatusPending}
+		}
+		_, nodes, err := st.GetRun(ctx, id, true)
+		require.NoError(t, err)
+		for _, n := range nodes {
+			require.Equal(t, want[n.Key], n.Status, "node %s of run %d", n.Key, i)
+			require.Equal(t, min(1, n.Attempt), n.Attempt)
+		}
+	}
 }
