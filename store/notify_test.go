@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/lib/pq"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/store"
@@ -68,5 +70,50 @@ func TestNotifierReachesListener(t *testing.T) {
 	defer mu.Unlock()
 	for k := range got {
 		require.True(t, want[k], "unexpected key %q", k)
+	}
+}
+
+// TestNotifierPaces: a quiet Notifier sends at once; keys given to it
+// within the interval after a NOTIFY wait, and go out together in one.
+func TestNotifierPaces(t *testing.T) {
+	t.Parallel()
+	st, url := storetest.IsolatedDB(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	channel := "stitchd_test_" + uuid.NewString()[:8]
+	l := pq.NewListener(url, 100*time.Millisecond, time.Second, nil)
+	defer l.Close()
+	require.NoError(t, l.Listen(channel))
+
+	const interval = 2 * time.Second
+	n := st.NewNotifier(channel, interval, slog.New(slog.DiscardHandler))
+	go n.Run(ctx)
+	next := func() (*pq.Notification, time.Time) {
+		t.Helper()
+		select {
+		case got := <-l.Notify:
+			require.NotNil(t, got)
+			return got, time.Now()
+		case <-time.After(10 * time.Second):
+			t.Fatal("no notification")
+			return nil, time.Time{}
+		}
+	}
+	n.Notify("first")
+	first, at := next()
+	require.Equal(t, "first", first.Extra)
+	var want []string
+	for i := range 20 {
+		k := fmt.Sprintf("k%02d", i)
+		want = append(want, k)
+		n.Notify(k)
+	}
+	second, at2 := next()
+	require.Equal(t, strings.Join(want, ","), second.Extra, "the keys of the pause in one NOTIFY")
+	require.GreaterOrEqual(t, at2.Sub(at), interval-100*time.Millisecond, "not before the interval ended")
+	select {
+	case extra := <-l.Notify:
+		t.Fatalf("a third notification: %v", extra)
+	default:
 	}
 }
