@@ -71,15 +71,8 @@ func TestCrossRunGroupCommit(t *testing.T) {
 	st, _ := storetest.IsolatedDB(t)
 	spy := &groupSpy{Store: st}
 	eng := engineOn(t, spy, func(c *engine.Config) { c.GroupTransactions = 1 })
-	flow, err := st.CreateFlow(ctx, uuid.NewString(), "groups", nil, compiledVersion(t, graph))
-	require.NoError(t, err)
 	const runs = 40
-	ids := make([]string, runs)
-	for i := range ids {
-		r, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID})
-		require.NoError(t, err)
-		ids[i] = r.ID
-	}
+	ids := startRuns(t, st, eng, graph, runs)
 	spy.mu.Lock()
 	spy.commits, spy.armed = nil, true
 	spy.mu.Unlock()
@@ -134,4 +127,20 @@ func TestCrossRunGroupCommit(t *testing.T) {
 	require.Equal(t, 2*runs, saves, "every step committed once")
 	require.Positive(t, shared, "some transactions were shared by several runs")
 	require.Less(t, len(spy.commits), 2*runs)
+}
+
+// startRuns stores graph as a new flow and starts n runs of it with eng,
+// returning their ids.
+func startRuns(t *testing.T, st *store.Store, eng *engine.Engine, graph string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	flow, err := st.CreateFlow(ctx, uuid.NewString(), "runs", nil, compiledVersion(t, graph))
+	require.NoError(t, err)
+	ids := make([]string, n)
+	for i := range ids {
+		r, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID})
+		require.NoError(t, err)
+		ids[i] = r.ID
+	}
+	return ids
 }

@@ -274,15 +274,8 @@ func TestSpeculatedRepeatInGroup(t *testing.T) {
 	counter := &txCounter{Store: st}
 	// One shared transaction at a time: the steps queue and go together.
 	eng := engineOn(t, counter, func(c *engine.Config) { c.GroupTransactions = 1 })
-	flow, err := st.CreateFlow(ctx, uuid.NewString(), "repeat in a group", nil, compiledVersion(t, graph))
-	require.NoError(t, err)
 	const runs = 16
-	ids := make([]string, runs)
-	for i := range ids {
-		r, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID})
-		require.NoError(t, err)
-		ids[i] = r.ID
-	}
+	ids := startRuns(t, st, eng, graph, runs)
 	callback := func(id, key string) error {
 		return eng.HandleCallback(ctx, engine.CallbackParams{RunID: id, Key: key, Attempt: 1,
 			Status: engine.StatusCompleted, Output: json.RawMessage(`{"k":"` + key + `"}`)})
