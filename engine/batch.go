@@ -220,7 +220,7 @@ func (e *Engine) shared(ctx context.Context, runID string, fn func(t *txn) error
 	err := <-m.done
 	switch {
 	case errors.Is(err, errAssumptionFailed):
-		return e.inTxAs(ctx, runID, fn, false) // on its own, reading as it goes
+		return e.inTxAs(ctx, runID, fn, true) // on its own, reading as it goes
 	case errors.Is(err, errGroupFailed):
 		return e.inTx(ctx, runID, fn) // on its own
 	}
@@ -228,8 +228,8 @@ func (e *Engine) shared(ctx context.Context, runID string, fn func(t *txn) error
 }
 
 // Waiting reports how many batches wait for a shared transaction to take
-// them (all GroupTransactions are under way): a measure of the engine's
-// backlog.
+// them (all GroupTransactions are under way): the engine's backlog
+// (stitchd_engine_waiting_batches).
 func (e *Engine) Waiting() int {
 	e.groups.mu.Lock()
 	defer e.groups.mu.Unlock()

@@ -489,13 +489,13 @@ func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
 // inTx runs fn in a transaction with a fresh txn, flushes its events and
 // run row, commits, then performs the post-commit side effects.
 func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) error {
-	return e.inTxAs(ctx, runID, fn, true)
+	return e.inTxAs(ctx, runID, fn, false)
 }
 
-// inTxAs is inTx, speculating (txn.speculate) only when speculate is set.
-func (e *Engine) inTxAs(ctx context.Context, runID string, fn func(t *txn) error, speculate bool) error {
+// inTxAs is inTx, without speculating (txn.speculate) when noSpeculation
+// is set.
+func (e *Engine) inTxAs(ctx context.Context, runID string, fn func(t *txn) error, noSpeculation bool) error {
 	var t *txn
-	noSpeculation := !speculate
 	for {
 		err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 			t = &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: -1, noSpeculation: noSpeculation}

@@ -906,8 +906,7 @@ func (t *txn) flush() error {
 		// completed node's successors started, nothing failed or
 		// finished. Handlers are what fire them; should one have done
 		// otherwise, the step is applied again the ordinary way.
-		if r := t.run; r.ActiveNodes < 0 || r.FailedNodes != 0 || r.TerminalsLeft != 0 || t.failMsg != "" ||
-			len(t.arrivals) > 0 {
+		if r := t.run; r.ActiveNodes < 0 || r.FailedNodes != 0 || r.TerminalsLeft != 0 || t.failMsg != "" {
 			return errMisspeculated
 		}
 	} else if err := t.settleRun(); err != nil {

@@ -221,6 +221,12 @@ func (s *Server) allEvents(c echo.Context) error {
 	send := func(evs []engine.Event) error {
 		s.arm(c)
 		for _, e := range evs {
+			if e.RunID == "" { // a manual move: no run, no id
+				if err := writeManualMove(c, e); err != nil {
+					return err
+				}
+				continue
+			}
 			if e.Seq <= lastSeq[e.RunID] {
 				continue
 			}
@@ -304,20 +310,7 @@ func (s *Server) allEvents(c echo.Context) error {
 					seqs = append(seqs, evs)
 				}
 			}
-			s.arm(c)
-			for _, e := range mergeByTime(seqs) {
-				if e.RunID == "" { // a manual move: no run, no id
-					if writeManualMove(c, e) != nil {
-						return nil
-					}
-				} else if e.Seq > lastSeq[e.RunID] {
-					if writeEvent(c, e.ID, e) != nil {
-						return nil
-					}
-					lastSeq[e.RunID] = e.Seq
-				}
-			}
-			if flush(c) != nil {
+			if send(mergeByTime(seqs)) != nil {
 				return nil
 			}
 		}

@@ -186,6 +186,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, a.closeEarly(err)
 	}
+	a.Metrics.WatchBacklog(a.Engine.Waiting)
 	client := callbacks.NewHTTPClient(cfg.DispatchTimeout, cfg.WorkerGuard)
 	client.Transport = a.tracing.Transport(client.Transport)
 	disp := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Metrics.DispatchStore(a.Store),

@@ -95,6 +95,14 @@ func New(depth OutboxDepthFunc, log *slog.Logger) *Metrics {
 	return m
 }
 
+// WatchBacklog registers a gauge read from waiting at every scrape: the
+// engine's batches waiting for a shared transaction (engine.Engine.Waiting).
+func (m *Metrics) WatchBacklog(waiting func() int) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stitchd_engine_waiting_batches",
+		Help: "Batches of operations (callbacks, answers, deadlines) waiting for one of the engine's shared transactions: its backlog."},
+		func() float64 { return float64(waiting()) }))
+}
+
 // Handler serves the registry in the Prometheus exposition format.
 func (m *Metrics) Handler() http.Handler {
 	// A failed collector (the outbox depth while the database is down)

@@ -151,6 +151,20 @@ func TestOutboxDepth(t *testing.T) {
 	require.NotContains(t, rec.Body.String(), `stitchd_outbox_depth{`)
 }
 
+// TestBacklog: the engine's waiting batches are read at every scrape.
+func TestBacklog(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(nil, quiet())
+	waiting := 7
+	m.WatchBacklog(func() int { return waiting })
+	v, ok := value(t, m, "stitchd_engine_waiting_batches", nil)
+	require.True(t, ok)
+	require.Equal(t, float64(7), v)
+	waiting = 0
+	v, _ = value(t, m, "stitchd_engine_waiting_batches", nil)
+	require.Zero(t, v)
+}
+
 // BenchmarkOnCommit measures the cost the commit hook adds per node
 // transition (a 1,000-item fan-out commits 2,000 transitions at once).
 func BenchmarkOnCommit(b *testing.B) {
