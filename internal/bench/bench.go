@@ -72,6 +72,9 @@ type Machine struct {
 	// Autovacuum is the server's setting; the bench runs VACUUM ANALYZE
 	// before each scenario either way.
 	Autovacuum string `json:"autovacuum"`
+	// PostgresCPU reports whether the server runs on this machine, so
+	// that its CPU is measured (the pg cpu figures).
+	PostgresCPU bool `json:"postgres_cpu_measured"`
 }
 
 // Result is one scenario's figures.
@@ -93,10 +96,22 @@ type Result struct {
 	CPUSeconds float64 `json:"stitchd_cpu_seconds"`
 	// CPUPerCompletionMs is stitchd's CPU time per completion.
 	CPUPerCompletionMs float64 `json:"stitchd_cpu_ms_per_completion"`
-	// IdleCPUPercent is stitchd's CPU use while runs only wait (idle).
-	IdleCPUPercent *float64 `json:"idle_cpu_percent,omitempty"`
-	RSSMB          float64  `json:"rss_mb"`
-	PeakRSSMB      float64  `json:"peak_rss_mb"`
+	// PostgresCPUPerCompletionMs is the Postgres server's CPU time per
+	// completion (all its processes; only when it runs on this machine).
+	PostgresCPUPerCompletionMs *float64 `json:"postgres_cpu_ms_per_completion,omitempty"`
+	// BenchCPUPerCompletionMs is the bench process's own CPU time per
+	// completion: its loopback worker, its watcher and its API client.
+	BenchCPUPerCompletionMs float64 `json:"bench_worker_cpu_ms_per_completion"`
+	// MachineBusyPercent is how busy the machine's cores were during the
+	// scenario (100 = every core all the time): near 100, the figures are
+	// bound by CPU. For the idle scenario, during its idle window.
+	MachineBusyPercent float64 `json:"machine_cpu_busy_percent"`
+	// IdleCPUPercent is stitchd's CPU use while runs only wait (idle), and
+	// PostgresIdleCPUPercent the local Postgres server's.
+	IdleCPUPercent         *float64 `json:"idle_cpu_percent,omitempty"`
+	PostgresIdleCPUPercent *float64 `json:"postgres_idle_cpu_percent,omitempty"`
+	RSSMB                  float64  `json:"rss_mb"`
+	PeakRSSMB              float64  `json:"peak_rss_mb"`
 	// Database work per completion: rows inserted (runs, node states,
 	// events, outbox, journey) and write transactions (server-wide).
 	RowsPerCompletion float64 `json:"db_rows_inserted_per_completion"`
@@ -135,6 +150,9 @@ type runner struct {
 	worker *worker
 	db     *sql.DB
 	watch  *watcher
+	// pg is the Postgres server when it runs on this machine (its CPU is
+	// measured), else nil.
+	pg     *pgServer
 	client *http.Client
 	logf   func(string, ...any)
 }
@@ -200,6 +218,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("error opening the bench database: %w", err)
 	}
 	defer r.db.Close()
+	if r.pg, err = findPostgres(ctx, r.db, dbURL); err != nil {
+		r.logf("no Postgres CPU figures: %v", err)
+	}
 
 	wctx, stopWorker := context.WithCancel(ctx)
 	defer stopWorker()
@@ -216,6 +237,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	defer r.proc.stop()
 
 	rep := &Report{StartedAt: time.Now().UTC(), Machine: r.machine(ctx)}
+	rep.Machine.PostgresCPU = r.pg != nil
 	pgss := r.pgStatements(ctx)
 	if !pgss {
 		r.logf("pg_stat_statements is not loaded on this server: no per-statement database figures")
@@ -293,17 +315,41 @@ func (r *runner) machine(ctx context.Context) Machine {
 // snapshot is what a scenario's figures are differences of.
 type snapshot struct {
 	at          time.Time
-	cpu         time.Duration
 	completions int64
 	rows, xacts int64
+	cpu         cpuSample
+}
+
+// cpuSample is the CPU time used so far by stitchd, the bench process,
+// the Postgres server (when local) and the machine. It is taken next to
+// the scenario's work, not around snapshot's counting queries, which
+// would be counted as the scenario's database work.
+type cpuSample struct {
+	stitchd, bench, pg time.Duration
+	pgOK               bool
+	busy, total        int64 // machine ticks
+}
+
+func (r *runner) cpuNow() (cpuSample, error) {
+	var c cpuSample
+	var err error
+	if c.stitchd, err = r.proc.cpu(); err != nil {
+		return c, err
+	}
+	if c.bench, err = selfCPU(); err != nil {
+		return c, err
+	}
+	if r.pg != nil {
+		// Not measured this time (the server went away): no figure.
+		c.pg, err = r.pg.cpu()
+		c.pgOK = err == nil
+	}
+	c.busy, c.total, err = machineCPU()
+	return c, err
 }
 
 func (r *runner) snap(ctx context.Context) (snapshot, error) {
 	s := snapshot{at: time.Now()}
-	var err error
-	if s.cpu, err = r.proc.cpu(); err != nil {
-		return s, err
-	}
 	if err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM node_states WHERE status = 'completed'`).Scan(&s.completions); err != nil {
 		return s, fmt.Errorf("error counting completions: %w", err)
 	}
@@ -330,10 +376,18 @@ func (r *runner) finish(res *Result, a, b snapshot, elapsed time.Duration) error
 	if res.Seconds > 0 {
 		res.CompletionsPerSec = float64(res.Completions) / res.Seconds
 	}
-	res.CPUSeconds = (b.cpu - a.cpu).Seconds()
+	res.CPUSeconds = (b.cpu.stitchd - a.cpu.stitchd).Seconds()
+	if t := b.cpu.total - a.cpu.total; t > 0 {
+		res.MachineBusyPercent = 100 * float64(b.cpu.busy-a.cpu.busy) / float64(t)
+	}
 	if res.Completions > 0 {
 		n := float64(res.Completions)
 		res.CPUPerCompletionMs = res.CPUSeconds * 1000 / n
+		res.BenchCPUPerCompletionMs = float64((b.cpu.bench - a.cpu.bench).Microseconds()) / 1000 / n
+		if a.cpu.pgOK && b.cpu.pgOK {
+			v := float64((b.cpu.pg - a.cpu.pg).Microseconds()) / 1000 / n
+			res.PostgresCPUPerCompletionMs = &v
+		}
 		res.RowsPerCompletion = float64(b.rows-a.rows) / n
 		res.TxPerCompletion = float64(b.xacts-a.xacts) / n
 	}
@@ -463,15 +517,23 @@ func (r *runner) measure(ctx context.Context, res *Result, work func() error) er
 	if err != nil {
 		return err
 	}
+	if a.cpu, err = r.cpuNow(); err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := work(); err != nil {
 		return err
 	}
 	elapsed := time.Since(start)
+	cpu, err := r.cpuNow()
+	if err != nil {
+		return err
+	}
 	b, err := r.snap(ctx)
 	if err != nil {
 		return err
 	}
+	b.cpu = cpu
 	return r.finish(res, a, b, elapsed)
 }
 
@@ -624,17 +686,26 @@ func (r *runner) idle(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	// Now nothing happens but waiting: sample the CPU over the window.
-	c0, err := r.proc.cpu()
+	c0, err := r.cpuNow()
 	if err != nil {
 		return nil, err
 	}
 	time.Sleep(r.opts.IdleWindow)
-	c1, err := r.proc.cpu()
+	c1, err := r.cpuNow()
 	if err != nil {
 		return nil, err
 	}
-	idle := 100 * (c1 - c0).Seconds() / r.opts.IdleWindow.Seconds()
-	res.IdleCPUPercent = &idle
+	percent := func(d time.Duration) *float64 {
+		v := 100 * d.Seconds() / r.opts.IdleWindow.Seconds()
+		return &v
+	}
+	res.IdleCPUPercent = percent(c1.stitchd - c0.stitchd)
+	if c0.pgOK && c1.pgOK {
+		res.PostgresIdleCPUPercent = percent(c1.pg - c0.pg)
+	}
+	if t := c1.total - c0.total; t > 0 {
+		res.MachineBusyPercent = 100 * float64(c1.busy-c0.busy) / float64(t)
+	}
 	rss, peak, err := r.proc.memory()
 	if err != nil {
 		return nil, err

@@ -40,6 +40,28 @@ func TestBenchSmall(t *testing.T) {
 	}
 
 	require.Positive(t, cpu, "stitchd's CPU time is measured (in 10 ms ticks)")
+	// The bench process's CPU and how busy the machine was are always
+	// measured (in 10 ms ticks: a scenario of a few milliseconds may see
+	// none); Postgres's when the server runs on this machine, as make
+	// test's does (TestFindPostgres checks the finding).
+	localPG := rep.Machine.PostgresCPU
+	pgCPU, benchCPU, busy := 0.0, 0.0, 0.0
+	for _, r := range rep.Results {
+		require.GreaterOrEqual(t, r.MachineBusyPercent, 0.0, r.Name)
+		busy += r.MachineBusyPercent
+		benchCPU += r.BenchCPUPerCompletionMs
+		if r.Completions > 0 && localPG {
+			require.NotNil(t, r.PostgresCPUPerCompletionMs, r.Name)
+			pgCPU += *r.PostgresCPUPerCompletionMs
+		} else if !localPG {
+			require.Nil(t, r.PostgresCPUPerCompletionMs, r.Name)
+		}
+	}
+	require.Positive(t, busy)
+	if localPG {
+		require.Positive(t, pgCPU, "Postgres's CPU time is measured")
+	}
+	require.Positive(t, benchCPU, "the bench worker's CPU time is measured")
 
 	chain := byName["chain of 30 workers"]
 	require.EqualValues(t, 30, chain.Completions)
@@ -71,6 +93,10 @@ func TestBenchSmall(t *testing.T) {
 	idle := byName["20 runs waiting on a person"]
 	require.NotNil(t, idle.IdleCPUPercent)
 	require.GreaterOrEqual(t, *idle.IdleCPUPercent, 0.0)
+	if localPG {
+		require.NotNil(t, idle.PostgresIdleCPUPercent)
+		require.GreaterOrEqual(t, *idle.PostgresIdleCPUPercent, 0.0)
+	}
 
 	var table bytes.Buffer
 	require.NoError(t, bench.Print(&table, rep))

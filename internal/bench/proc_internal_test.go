@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+func TestParseProcStat(t *testing.T) {
+	// A command name with spaces and a parenthesis; utime 250, stime 50,
+	// cutime 1000, cstime 200 ticks.
+	line := "4242 (my (odd) proc) S 17 4242 4242 0 -1 4194560 500 0 0 0 250 50 1000 200 20 0 1 0 100 1000 10"
+	p, err := parseProcStat(line)
+	require.NoError(t, err)
+	require.Equal(t, procTimes{ppid: 17, comm: "my (odd) proc", self: 3 * time.Second, children: 12 * time.Second}, p)
+
+	for _, bad := range []string{"", "4242 no parens", "4242 (x) S 1 2",
+		"4242 (x) S 17 4242 4242 0 -1 4194560 500 0 0 0 25x 50 1000 200 20 0 1 0 100 1000 10"} {
+		_, err := parseProcStat(bad)
+		require.Error(t, err, bad)
+	}
+
+	// This process, read for real: its parent is the one that started it.
+	self, err := readProcStat(os.Getpid())
+	require.NoError(t, err)
+	require.Equal(t, os.Getppid(), self.ppid)
+}
+
+func TestParseCPULine(t *testing.T) {
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	busy, total, err := parseCPULine("cpu  100 5 50 800 20 3 2 10 7 1")
+	require.NoError(t, err)
+	require.EqualValues(t, 170, busy, "all but idle and iowait; guest time is part of user")
+	require.EqualValues(t, 990, total)
+
+	for _, bad := range []string{"", "cpu0 1 2 3 4 5", "cpu 1 2 x 4 5", "intr 1 2 3 4 5"} {
+		_, _, err := parseCPULine(bad)
+		require.Error(t, err, bad)
+	}
+	b, tot, err := machineCPU()
+	require.NoError(t, err)
+	require.Positive(t, tot)
+	require.LessOrEqual(t, b, tot)
+}
+
+// TestFindPostgres: the server is found exactly when the test connection's
+// backend is visible here as a postgres process (make test's server is
+// local; a server elsewhere, or in a container, is not looked for), and its
+// CPU time only grows.
+func TestFindPostgres(t *testing.T) {
+	ctx := context.Background()
+	dbURL := storetest.ServerURL(t)
+	db, err := sql.Open("pgx", dbURL)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = findPostgres(ctx, db, "postgres://db.example.com:5432/x")
+	require.ErrorContains(t, err, "not a loopback or socket address")
+
+	var backend int
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&backend))
+	visible := false
+	if p, err := readProcStat(backend); err == nil && p.comm == "postgres" {
+		visible = true
+	}
+	pg, err := findPostgres(ctx, db, dbURL)
+	if !visible {
+		require.Error(t, err, "the server's processes are not visible here")
+		return
+	}
+	require.NoError(t, err, "the local server %s is found", dbURL)
+	c0, err := pg.cpu()
+	require.NoError(t, err)
+	// Work for the server: its CPU time grows (in 10 ms ticks).
+	require.Eventually(t, func() bool {
+		if _, err := db.ExecContext(ctx, `SELECT count(*) FROM generate_series(1, 300000)`); err != nil {
+			return false
+		}
+		c1, err := pg.cpu()
+		return err == nil && c1 > c0
+	}, 30*time.Second, time.Millisecond)
+}
