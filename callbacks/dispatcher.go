@@ -150,12 +150,19 @@ func (d *Dispatcher) Wake(ds []engine.ClaimedDispatch) {
 	now := d.cfg.Clock.Now()
 	d.mu.Lock()
 	for _, c := range ds {
-		d.queue = append(d.queue, queued{c: c, at: now})
+		at := c.LeasedAt
+		if at.IsZero() || at.After(now) {
+			at = now
+		}
+		d.queue = append(d.queue, queued{c: c, at: at})
 	}
 	d.mu.Unlock()
 	d.poke()
 }
 
+// queued is a claimed row waiting for a delivery worker; at is when its
+// lease was last started or renewed, on this process's clock (no later
+// than the database's start of it).
 type queued struct {
 	c  engine.ClaimedDispatch
 	at time.Time
@@ -276,7 +283,10 @@ func (d *Dispatcher) Start(ctx context.Context) {
 	}()
 	go func() {
 		defer d.wg.Done()
-		tick := time.NewTicker(d.cfg.Lease / 4)
+		// Every eighth of a lease: a row is renewed before three eighths
+		// of its lease are gone, leaving the rest for a slow statement or
+		// a stalled process.
+		tick := time.NewTicker(d.cfg.Lease / 8)
 		defer tick.Stop()
 		for {
 			select {
@@ -315,12 +325,16 @@ func (d *Dispatcher) poll(ctx context.Context) {
 				break // the queue is more than half full: its next pop past half signals again
 			}
 			limit := min(room, 1000)
+			leasedAt := d.cfg.Clock.Now()
 			rows, err := d.cfg.Store.ClaimDue(ctx, limit, d.cfg.Lease)
 			if err != nil {
 				if ctx.Err() == nil {
 					d.cfg.Logger.Warn("error claiming dispatches", "error", err)
 				}
 				break
+			}
+			for i := range rows {
+				rows[i].LeasedAt = leasedAt
 			}
 			d.Wake(rows)
 			if len(rows) < limit {

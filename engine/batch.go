@@ -277,7 +277,7 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 	bad := -1 // the batch that failed after writing
 	err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		for i, m := range ms {
-			t := &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: -1}
+			t := e.newTxn(ctx, tx, false)
 			if err := t.apply(m.runID, m.fn); err != nil {
 				// Left out if it wrote nothing (rejected before it did).
 				if itemError(err) && t.tx.(*countingTx).writes == 0 {

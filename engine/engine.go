@@ -498,7 +498,7 @@ func (e *Engine) inTxAs(ctx context.Context, runID string, fn func(t *txn) error
 	var t *txn
 	for {
 		err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-			t = &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: -1, noSpeculation: noSpeculation}
+			t = e.newTxn(ctx, tx, noSpeculation)
 			return t.apply(runID, fn)
 		})
 		if errors.Is(err, errNoChange) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Store is what the engine needs from persistence. Implemented by package
@@ -257,6 +258,13 @@ type ClaimedDispatch struct {
 	Payload  json.RawMessage
 	Tries    int // including this one
 	MaxTries int
+	// LeasedAt is a time, on the claiming process's clock, at or before
+	// the start of the row's lease: the lease ends no earlier than
+	// LeasedAt plus the lease's length, so the holder renews in time.
+	// The time the claim came back would be late by the claim's
+	// statement, or by the rest of the transaction and its commit for a
+	// row written already claimed.
+	LeasedAt time.Time
 }
 
 // BulkStart is one node of Tx.BulkStart.

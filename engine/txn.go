@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -38,6 +39,9 @@ type txn struct {
 	// room is how many more outbox rows this transaction may claim for the
 	// process (-1: not asked yet).
 	room int
+	// began is the clock's time before the transaction's first statement
+	// (the leases of the rows it claims start later).
+	began time.Time
 	// ahead is the count-down of a completing node's successors, sent with
 	// the run's lock and the node's compare-and-set (lockAndTransition) and
 	// consumed by walk.
@@ -110,6 +114,12 @@ func (t *txn) flushBulk(b *bulkFires) error {
 	return nil
 }
 
+// newTxn starts the state of a transaction over one run, before its first
+// statement.
+func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool) *txn {
+	return &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: -1, noSpeculation: noSpeculation, began: e.cfg.Clock.Now()}
+}
+
 // claim marks an outbox row as claimed by this process when it is due now
 // and the process has room for it (Waker.Room, asked once per transaction).
 func (t *txn) claim(d *Dispatch) {
@@ -130,7 +140,7 @@ func (t *txn) claim(d *Dispatch) {
 func (t *txn) noteDispatch(d *Dispatch) {
 	if d.ClaimSeconds > 0 {
 		t.claimed = append(t.claimed, ClaimedDispatch{ID: d.ID, RunID: d.RunID, Key: d.Key, Attempt: d.Attempt,
-			URL: d.URL, Payload: d.Payload, Tries: 1, MaxTries: max(d.MaxTries, 1)})
+			URL: d.URL, Payload: d.Payload, Tries: 1, MaxTries: max(d.MaxTries, 1), LeasedAt: t.began})
 	}
 }
 

@@ -913,15 +913,20 @@ func (t *pgTx) insertDispatches(ctx context.Context, ds []*engine.Dispatch) erro
 		tries[i], delays[i], claims[i] = int64(max(d.MaxTries, 1)), d.DelayMs, d.ClaimSeconds
 	}
 	// A claimed row is written as being sent (first try) by this process
-	// until its lease ends; others wait for the next poll.
+	// until its lease ends; others wait for the next poll. The lease runs
+	// from the statement (clock_timestamp), not from the transaction's
+	// start (now()): a transaction shared by a group of runs, or one
+	// writing a large fan-out, may have begun before the engine noted the
+	// time its claims' leases start from (ClaimedDispatch.LeasedAt).
 	return t.write(ctx, len(ds), `INSERT INTO dispatches (id, run_id, key, attempt, url, payload, status,
 		max_tries, tries, locked_until, next_attempt_at)
 		SELECT u.id::uuid, ?, u.k, u.a, u.url, u.p::jsonb, CASE WHEN u.c > 0 THEN 'sending' ELSE 'pending' END, u.mt,
 			CASE WHEN u.c > 0 THEN 1 ELSE 0 END,
-			CASE WHEN u.c > 0 THEN now() + make_interval(secs => u.c) END,
-			now() + make_interval(secs => CASE WHEN u.c > 0 THEN u.c ELSE u.ms::float8 / 1000 END)
+			CASE WHEN u.c > 0 THEN clk.at + make_interval(secs => u.c) END,
+			CASE WHEN u.c > 0 THEN clk.at + make_interval(secs => u.c)
+				ELSE now() + make_interval(secs => u.ms::float8 / 1000) END
 		FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[], ?::bigint[], ?::float8[])
-			AS u(id, k, a, url, p, mt, ms, c)`,
+			AS u(id, k, a, url, p, mt, ms, c), (SELECT clock_timestamp() AS at) clk`,
 		ds[0].RunID, ids, keys, attempts, urls,
 		payloads, tries, delays, claims)
 }

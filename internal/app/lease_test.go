@@ -1,0 +1,153 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/callbacks"
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/store"
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+// TestClaimedLeaseStartsAfterLeasedAt: the rows a commit writes already
+// claimed reach the process with a LeasedAt no later than the start of
+// their lease in the database, however long the transaction around them
+// took. The commit's rows were once handed over stamped with the time of
+// the hand-over, and their leases ran from the transaction's start: a
+// slow commit (a large fan-out, a busy machine) ate into the lease the
+// process believed it held, its renewal came late, and a poller claimed
+// the rows again (TestSlowFanOutIsDeliveredOnce failed so in CI, a row
+// claimed three times). Here every transaction reads before the engine's
+// work starts and waits before and after it.
+func TestClaimedLeaseStartsAfterLeasedAt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, _ := storetest.IsolatedDB(t)
+	const lease = time.Minute
+	waker := &wakeSpy{room: 100}
+	eng := engineOn(t, &slowCommits{Store: st, wait: 200 * time.Millisecond}, func(c *engine.Config) {
+		c.Clock, c.Waker, c.ClaimLease = engine.SystemClock{}, waker, lease
+	})
+
+	graph := `{"nodes":[{"id":"split","type":"Splitter","data":{"arrayPath":"items"}},
+		{"id":"score","type":"Worker","data":{"webhookUrl":"http://worker.invalid/score"}},
+		{"id":"merge","type":"Collector","data":{}}],
+		"edges":[{"id":"e1","source":"split","target":"score"},{"id":"e2","source":"score","target":"merge"}]}`
+	flow, err := st.CreateFlow(ctx, uuid.NewString(), "fan-out", nil, compiledVersion(t, graph))
+	require.NoError(t, err)
+	_, _, err = eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID,
+		Input: []byte(`{"items":[1,2,3,4,5]}`)})
+	require.NoError(t, err)
+
+	waker.mu.Lock()
+	defer waker.mu.Unlock()
+	require.Len(t, waker.got, 5, "the fan-out's rows were claimed for the process")
+	for _, c := range waker.got {
+		require.False(t, c.LeasedAt.IsZero(), "row %s has no LeasedAt", c.Key)
+		var ends time.Time
+		require.NoError(t, st.Gorm().Raw(`SELECT locked_until FROM dispatches WHERE id = ?`, c.ID).Row().Scan(&ends))
+		require.False(t, ends.Before(c.LeasedAt.Add(lease)),
+			"row %s: the lease ends at %s in the database, before LeasedAt %s plus the lease", c.Key, ends, c.LeasedAt)
+	}
+}
+
+// TestWokenRowsAreRenewedByTheirLeasedAt: the dispatcher renews a woken row
+// by when its lease started (LeasedAt), not by when it was handed over.
+// The rows here are claimed with a lease that ends in a fifth of the
+// dispatcher's, and handed over as leased four fifths of a lease ago: the
+// same lease end. A poller running every 10 ms claims any row whose lease
+// ends, so a renewal that came a quarter lease after the hand-over (or
+// later) shows as a second claim.
+func TestWokenRowsAreRenewedByTheirLeasedAt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, _ := storetest.IsolatedDB(t)
+	eng := engineOn(t, st)
+	release := make(chan struct{})
+	worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // the first delivery holds the only delivery worker
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer worker.Close()
+	defer close(release)
+
+	const lease, rows = 6 * time.Second, 4
+	graph := `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"` + worker.URL + `/a"}}],"edges":[]}`
+	startRuns(t, st, eng, graph, rows)
+	leasedAt := time.Now().Add(-lease * 4 / 5)
+	claimed, err := st.ClaimDue(ctx, rows, lease/5)
+	require.NoError(t, err)
+	require.Len(t, claimed, rows)
+	for i := range claimed {
+		claimed[i].LeasedAt = leasedAt
+	}
+
+	d := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: st, Recorder: eng, Secret: []byte("0123456789abcdef"),
+		Workers: 1, QueueSize: 16, PollInterval: 10 * time.Millisecond, Lease: lease})
+	dctx, cancel := context.WithCancel(ctx)
+	d.Start(dctx)
+	defer d.Stop()
+	defer cancel()
+	d.Wake(claimed)
+
+	// Past the end of the leases as claimed, and a poll or more beyond.
+	time.Sleep(time.Until(leasedAt.Add(lease + 500*time.Millisecond)))
+	var maxTries, n int
+	var renewed bool
+	require.NoError(t, st.Gorm().Raw(`SELECT count(*), max(tries), bool_and(locked_until > now()) FROM dispatches`).
+		Row().Scan(&n, &maxTries, &renewed))
+	require.Equal(t, rows, n)
+	require.Equal(t, 1, maxTries, "no row was claimed again")
+	require.True(t, renewed, "every row's lease was renewed")
+}
+
+// slowCommits is the store, its transactions first reading (so they have
+// begun in the database), then waiting before and after the engine's work.
+type slowCommits struct {
+	*store.Store
+	wait time.Duration
+}
+
+func (s *slowCommits) InTx(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
+	return s.Store.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
+		if _, err := tx.FirstFailure(ctx, uuid.NewString()); err != nil {
+			return err
+		}
+		time.Sleep(s.wait)
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+		time.Sleep(s.wait)
+		return nil
+	})
+}
+
+// wakeSpy is a Waker recording what it is handed.
+type wakeSpy struct {
+	mu   sync.Mutex
+	room int
+	got  []engine.ClaimedDispatch
+}
+
+func (w *wakeSpy) Room() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.room - len(w.got)
+}
+
+func (w *wakeSpy) Wake(ds []engine.ClaimedDispatch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = append(w.got, ds...)
+}
