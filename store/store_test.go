@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -863,4 +864,65 @@ func TestDeletingRunsDeletesTheirRows(t *testing.T) {
 	require.NoError(t, st.Gorm().Exec(`DELETE FROM runs WHERE id = ?`, gone.ID).Error)
 	require.Zero(t, count(gone.ID))
 	require.Equal(t, 3, count(kept.ID))
+}
+
+// TestClaimDueRetiresEndedAttempts: a claim returns the due rows whose
+// attempt is still running, marked as being sent (first try, leased), and
+// retires (cancels) the due rows whose attempt ended meanwhile, without
+// returning them; rows not yet due stay as they are.
+func TestClaimDueRetiresEndedAttempts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, _ := storetest.IsolatedDB(t)
+	f := createFlow(t, st)
+	r := newRun(f)
+	ids := map[string]string{"live": uuid.NewString(), "ended": uuid.NewString(), "later": uuid.NewString()}
+	inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+		require.NoError(t, tx.InsertRun(ctx, r))
+		var nodes []engine.NodeState
+		for key := range ids {
+			nodes = append(nodes, engine.NodeState{Key: key, NodeID: key, Type: engine.NodeTypeWorker, Index: []int{}, Status: engine.StatusPending})
+		}
+		require.NoError(t, tx.InsertNodes(ctx, r.ID, nodes))
+		for key, id := range ids {
+			d := &engine.Dispatch{ID: id, RunID: r.ID, Key: key, Attempt: 1, URL: "http://127.0.0.1:1/" + key,
+				Payload: []byte(`{"k":"` + key + `"}`), MaxTries: 3}
+			if key == "later" {
+				d.DelayMs = 60_000
+			}
+			require.NoError(t, tx.InsertDispatch(ctx, d))
+		}
+		return nil
+	})
+
+	// The nodes as the engine leaves them: two attempts running, one over.
+	require.NoError(t, st.Gorm().Exec(`UPDATE node_states SET attempt = 1,
+		status = CASE WHEN key = 'ended' THEN 'completed' ELSE 'running' END WHERE run_id = ?`, r.ID).Error)
+	got, err := st.ClaimDue(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, ids["live"], got[0].ID)
+	require.Equal(t, "live", got[0].Key)
+	require.Equal(t, 1, got[0].Tries)
+	require.Equal(t, 3, got[0].MaxTries)
+	require.JSONEq(t, `{"k":"live"}`, string(got[0].Payload))
+
+	type row struct {
+		Status string
+		Tries  int
+		Leased bool
+	}
+	state := func(id string) row {
+		var r row
+		require.NoError(t, st.Gorm().Raw(`SELECT status, tries, coalesce(locked_until > now() + interval '50 seconds', false)
+			FROM dispatches WHERE id = ?`, id).Row().Scan(&r.Status, &r.Tries, &r.Leased))
+		return r
+	}
+	require.Equal(t, row{Status: "sending", Tries: 1, Leased: true}, state(ids["live"]))
+	require.Equal(t, row{Status: "cancelled", Tries: 0}, state(ids["ended"]))
+	require.Equal(t, row{Status: "pending", Tries: 0}, state(ids["later"]))
+
+	again, err := st.ClaimDue(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, again, "a leased row is not claimed again before its lease ends")
 }
