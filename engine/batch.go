@@ -426,7 +426,7 @@ func (c *countingTx) UpsertEntity(ctx context.Context, id string, e EntityUpsert
 	s, err := c.Tx.UpsertEntity(ctx, id, e)
 	return s, c.wrote(err)
 }
-func (c *countingTx) MoveEntity(ctx context.Context, m EntityMove) (string, error) {
+func (c *countingTx) MoveEntity(ctx context.Context, m EntityMove) (EntityMoved, error) {
 	s, err := c.Tx.MoveEntity(ctx, m)
 	return s, c.wrote(err)
 }

@@ -40,7 +40,10 @@ type JourneyEvent struct {
 	RunID         *string   `json:"run_id"`
 	NodeKey       *string   `json:"node_key"`
 	CompleteAs    *string   `json:"complete_as"`
-	CreatedAt     time.Time `json:"created_at"`
+	// EntitySeq is the entity's move count this event reached: its moves
+	// in the order they were applied (created is 1).
+	EntitySeq int64     `json:"entity_seq"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // EntityUpsert creates an entity, or updates the one with the same email on
@@ -64,6 +67,13 @@ type EntityMove struct {
 	NodeKey    string
 	CompleteAs string
 	SetType    string
+}
+
+// EntityMoved is what Tx.MoveEntity reports: the entity's board, and its
+// move count after the move (the move's entity_seq when it has a Kind).
+type EntityMoved struct {
+	BoardID string
+	Seq     int64
 }
 
 // Movement is one side (onSuccess/onFailure) of a node's entityMovement.

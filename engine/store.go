@@ -125,9 +125,10 @@ type Tx interface {
 	// on the board, returning its id.
 	UpsertEntity(ctx context.Context, id string, e EntityUpsert) (string, error)
 	// MoveEntity moves an entity (when ToSection is set), keeps its current
-	// run and node, and records a journey event; it returns the entity's
-	// board id.
-	MoveEntity(ctx context.Context, m EntityMove) (string, error)
+	// run and node, and, for a move with a Kind, counts the move and
+	// records a journey event; it returns the entity's board id and move
+	// count, under the entity's row lock.
+	MoveEntity(ctx context.Context, m EntityMove) (EntityMoved, error)
 	// AppendEvents inserts events with sequence numbers firstSeq, firstSeq+1, …
 	// and notifies listeners once the transaction commits.
 	AppendEvents(ctx context.Context, runID string, firstSeq int64, events []NewEvent) error

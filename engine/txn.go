@@ -1031,11 +1031,11 @@ func (t *txn) applyMovement(n *Node, key string, success bool) error {
 // moveEntity moves the run's entity and records the journey and run events.
 func (t *txn) moveEntity(m EntityMove) error {
 	m.ID, m.EntityID, m.RunID = t.e.cfg.NewID(), *t.run.EntityID, t.run.ID
-	board, err := t.tx.MoveEntity(t.ctx, m)
+	moved, err := t.tx.MoveEntity(t.ctx, m)
 	if err != nil {
 		return fmt.Errorf("error moving entity %s: %w", m.EntityID, err)
 	}
-	p := map[string]any{"entity_id": m.EntityID, "board_id": board, "kind": m.Kind}
+	p := map[string]any{"entity_id": m.EntityID, "board_id": moved.BoardID, "kind": m.Kind, "entity_seq": moved.Seq}
 	if m.ToSection != "" {
 		p["to_section_id"] = m.ToSection
 	}

@@ -191,11 +191,11 @@ func (s *Store) CreateEntity(ctx context.Context, e NewEntity, journeyID string)
 		} else if err := tx.Raw(`SELECT id FROM sections WHERE board_id = ? ORDER BY position LIMIT 1`, e.BoardID).Row().Scan(&section); err != nil && err != sql.ErrNoRows {
 			return err
 		}
-		if err := tx.Exec(`INSERT INTO entities (id, board_id, type, name, email, metadata, section_id, section_since)
-			VALUES (?, ?, ?, ?, ?, ?::jsonb, ?, now())`, e.ID, e.BoardID, e.Type, e.Name, e.Email, string(meta), section).Error; err != nil {
+		if err := tx.Exec(`INSERT INTO entities (id, board_id, type, name, email, metadata, section_id, section_since, moves)
+			VALUES (?, ?, ?, ?, ?, ?::jsonb, ?, now(), 1)`, e.ID, e.BoardID, e.Type, e.Name, e.Email, string(meta), section).Error; err != nil {
 			return err
 		}
-		return tx.Exec(`INSERT INTO journey_events (id, entity_id, kind, to_section_id) VALUES (?, ?, 'created', ?)`,
+		return tx.Exec(`INSERT INTO journey_events (id, entity_id, kind, to_section_id, entity_seq) VALUES (?, ?, 'created', ?, 1)`,
 			journeyID, e.ID, section).Error
 	})
 	if err != nil {
@@ -216,7 +216,7 @@ func (s *Store) GetEntity(ctx context.Context, id string) (*engine.Entity, error
 // Journey lists an entity's journey, oldest first.
 func (s *Store) Journey(ctx context.Context, entityID string) ([]engine.JourneyEvent, error) {
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT id::text, kind, from_section_id, to_section_id, run_id::text, node_key,
-		complete_as, created_at FROM journey_events WHERE entity_id = ? ORDER BY created_at, id`, entityID).Rows()
+		complete_as, entity_seq, created_at FROM journey_events WHERE entity_id = ? ORDER BY entity_seq, created_at, id`, entityID).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error loading journey of %s: %w", entityID, interpretError(err))
 	}
@@ -225,7 +225,7 @@ func (s *Store) Journey(ctx context.Context, entityID string) ([]engine.JourneyE
 	for rows.Next() {
 		var j engine.JourneyEvent
 		var from, to, run, node, as sql.NullString
-		if err := rows.Scan(&j.ID, &j.Kind, &from, &to, &run, &node, &as, &j.CreatedAt); err != nil {
+		if err := rows.Scan(&j.ID, &j.Kind, &from, &to, &run, &node, &as, &j.EntitySeq, &j.CreatedAt); err != nil {
 			return nil, interpretError(err)
 		}
 		j.FromSectionID, j.ToSectionID, j.RunID, j.NodeKey, j.CompleteAs = nullStr(from), nullStr(to), nullStr(run), nullStr(node), nullStr(as)
@@ -275,8 +275,8 @@ func (t *pgTx) UpsertEntity(ctx context.Context, id string, e engine.EntityUpser
 	}
 	var out string
 	var inserted bool
-	err := t.raw(ctx, `INSERT INTO entities (id, board_id, type, name, email, metadata, section_id, section_since)
-		VALUES (?, ?, ?, ?, ?, ?::jsonb, (SELECT id FROM sections WHERE board_id = ? ORDER BY position LIMIT 1), now())
+	err := t.raw(ctx, `INSERT INTO entities (id, board_id, type, name, email, metadata, section_id, section_since, moves)
+		VALUES (?, ?, ?, ?, ?, ?::jsonb, (SELECT id FROM sections WHERE board_id = ? ORDER BY position LIMIT 1), now(), 1)
 		ON CONFLICT (board_id, lower(email)) WHERE email IS NOT NULL
 		DO UPDATE SET name = EXCLUDED.name, metadata = entities.metadata || EXCLUDED.metadata, updated_at = now()
 		RETURNING id::text, (xmax = 0)`, id, e.BoardID, e.Type, e.Name, email, string(meta), e.BoardID).Row().Scan(&out, &inserted)
@@ -284,39 +284,53 @@ func (t *pgTx) UpsertEntity(ctx context.Context, id string, e engine.EntityUpser
 		return "", interpretError(err)
 	}
 	if inserted {
-		t.later(`INSERT INTO journey_events (id, entity_id, kind, to_section_id)
-			SELECT gen_random_uuid(), id, 'created', section_id FROM entities WHERE id = ?`, nil, out)
+		t.later(`INSERT INTO journey_events (id, entity_id, kind, to_section_id, entity_seq)
+			SELECT gen_random_uuid(), id, 'created', section_id, 1 FROM entities WHERE id = ?`, nil, out)
 	}
 	return out, nil
 }
 
-func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (string, error) {
+// MoveEntity applies a move under the entity's row lock; a move with a
+// Kind is counted (the entity's moves) and recorded in its journey with
+// that count as its entity_seq. The lock is taken by a statement of its
+// own (sent with the UPDATE, one round trip): the lock's FOR NO KEY UPDATE
+// waits for a concurrent move and then reads the entity as that move left
+// it. An UPDATE joined to a locking subquery of the same row deadlocked
+// under concurrent moves: the subquery locked the newest version while the
+// UPDATE, reading its snapshot's, queued behind another waiter for it.
+// NO KEY UPDATE, not UPDATE: a run starting for the entity holds KEY SHARE
+// (the runs row's foreign key) before its move, and two such runs
+// upgrading to FOR UPDATE deadlocked.
+func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (engine.EntityMoved, error) {
 	var from sql.NullString
-	var board string
+	var out engine.EntityMoved
+	t.later(`SELECT section_id FROM entities WHERE id = ? FOR NO KEY UPDATE`,
+		func(row scanner) error { return row.Scan(&from) }, m.EntityID)
 	err := t.raw(ctx, `UPDATE entities e SET
 		section_id = coalesce(nullif(?, ''), e.section_id),
 		section_since = CASE WHEN ? <> '' AND e.section_id IS DISTINCT FROM ? THEN now() ELSE e.section_since END,
 		type = coalesce(nullif(?, ''), e.type),
 		current_run_id = coalesce(nullif(?, '')::uuid, e.current_run_id),
 		current_node_key = CASE WHEN ? <> '' THEN ? ELSE e.current_node_key END,
+		moves = e.moves + CASE WHEN ? <> '' THEN 1 ELSE 0 END,
 		updated_at = now()
-		FROM (SELECT id, section_id FROM entities WHERE id = ? FOR UPDATE) old
-		WHERE e.id = old.id RETURNING old.section_id, e.board_id::text`,
-		m.ToSection, m.ToSection, m.ToSection, m.SetType, m.RunID, m.NodeKey, m.NodeKey, m.EntityID).Row().Scan(&from, &board)
+		WHERE e.id = ? RETURNING e.board_id::text, e.moves`,
+		m.ToSection, m.ToSection, m.ToSection, m.SetType, m.RunID, m.NodeKey, m.NodeKey, m.Kind, m.EntityID).
+		Row().Scan(&out.BoardID, &out.Seq)
 	if err != nil {
-		return "", interpretError(err)
+		return engine.EntityMoved{}, interpretError(err)
 	}
 	if m.Kind == "" {
-		return board, nil
+		return out, nil
 	}
 	to := from
 	if m.ToSection != "" {
 		to = sql.NullString{String: m.ToSection, Valid: true}
 	}
 	t.later(`INSERT INTO journey_events (id, entity_id, kind, from_section_id, to_section_id, run_id,
-		node_key, complete_as) VALUES (?, ?, ?, ?, ?, nullif(?, '')::uuid, nullif(?, ''), nullif(?, ''))`,
-		nil, m.ID, m.EntityID, m.Kind, from, to, m.RunID, m.NodeKey, m.CompleteAs)
-	return board, nil
+		node_key, complete_as, entity_seq) VALUES (?, ?, ?, ?, ?, nullif(?, '')::uuid, nullif(?, ''), nullif(?, ''), ?)`,
+		nil, m.ID, m.EntityID, m.Kind, from, to, m.RunID, m.NodeKey, m.CompleteAs, out.Seq)
+	return out, nil
 }
 
 // Trigger is an inbound webhook that starts runs of a flow.

@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/migrations"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/storetest"
 )
@@ -21,7 +23,7 @@ var schemaTables = []string{
 }
 
 // latestVersion is the highest migration in migrations/.
-const latestVersion = 3
+const latestVersion = 4
 
 func openSQL(t *testing.T, url string) *sql.DB {
 	t.Helper()
@@ -133,4 +135,61 @@ func TestMigrateConcurrent(t *testing.T) {
 		require.EqualValues(t, latestVersion, v, "store #%d", i)
 		require.NoError(t, st.Ready(ctx), "store #%d", i)
 	}
+}
+
+// TestMigrationNumbersExistingJourneys: migration 4 numbers the journeys
+// already written (by time, per entity) and sets each entity's move count,
+// so the moves made after it continue the count.
+func TestMigrationNumbersExistingJourneys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.EmptyDB(t)
+	db := openSQL(t, url)
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, 3)
+	require.NoError(t, err)
+
+	_, err = db.ExecContext(ctx, `
+		INSERT INTO boards (id, name) VALUES ('00000000-0000-0000-0000-0000000000b1', 'b');
+		INSERT INTO sections (board_id, id, name, position) VALUES
+			('00000000-0000-0000-0000-0000000000b1', 'new', 'New', 0), ('00000000-0000-0000-0000-0000000000b1', 'won', 'Won', 1);
+		INSERT INTO entities (id, board_id, type, name, section_id) VALUES
+			('00000000-0000-0000-0000-0000000000e1', '00000000-0000-0000-0000-0000000000b1', 'lead', 'one', 'won'),
+			('00000000-0000-0000-0000-0000000000e2', '00000000-0000-0000-0000-0000000000b1', 'lead', 'two', 'new'),
+			('00000000-0000-0000-0000-0000000000e3', '00000000-0000-0000-0000-0000000000b1', 'lead', 'three', 'new');
+		INSERT INTO journey_events (id, entity_id, kind, to_section_id, created_at) VALUES
+			('00000000-0000-0000-0000-000000000a03', '00000000-0000-0000-0000-0000000000e1', 'manual_move', 'won', '2026-01-01 00:00:03+00'),
+			('00000000-0000-0000-0000-000000000a01', '00000000-0000-0000-0000-0000000000e1', 'created', 'new', '2026-01-01 00:00:01+00'),
+			('00000000-0000-0000-0000-000000000a02', '00000000-0000-0000-0000-0000000000e1', 'run_started', NULL, '2026-01-01 00:00:02+00'),
+			('00000000-0000-0000-0000-000000000a04', '00000000-0000-0000-0000-0000000000e2', 'created', 'new', '2026-01-01 00:00:01+00');`)
+	require.NoError(t, err)
+
+	st := openStore(t, url)
+	require.NoError(t, st.Migrate(ctx, nil))
+	seqs := func(entity string) []int64 {
+		js, err := st.Journey(ctx, entity)
+		require.NoError(t, err)
+		out := []int64{}
+		for _, j := range js {
+			out = append(out, j.EntitySeq)
+		}
+		return out
+	}
+	require.Equal(t, []int64{1, 2, 3}, seqs("00000000-0000-0000-0000-0000000000e1"))
+	js, err := st.Journey(ctx, "00000000-0000-0000-0000-0000000000e1")
+	require.NoError(t, err)
+	require.Equal(t, []string{"created", "run_started", "manual_move"}, []string{js[0].Kind, js[1].Kind, js[2].Kind})
+	require.Equal(t, []int64{1}, seqs("00000000-0000-0000-0000-0000000000e2"))
+	require.Empty(t, seqs("00000000-0000-0000-0000-0000000000e3"))
+
+	// The next move continues the count.
+	require.NoError(t, st.MoveEntityManually(ctx, "00000000-0000-0000-0000-0000000000e1", "new", "00000000-0000-0000-0000-000000000a05"))
+	require.Equal(t, []int64{1, 2, 3, 4}, seqs("00000000-0000-0000-0000-0000000000e1"))
+	var moves [3]int64
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT
+		(SELECT moves FROM entities WHERE id = '00000000-0000-0000-0000-0000000000e1'),
+		(SELECT moves FROM entities WHERE id = '00000000-0000-0000-0000-0000000000e2'),
+		(SELECT moves FROM entities WHERE id = '00000000-0000-0000-0000-0000000000e3')`).Scan(&moves[0], &moves[1], &moves[2]))
+	require.Equal(t, [3]int64{4, 1, 0}, moves)
 }

@@ -329,7 +329,7 @@ func (s *Server) manualMove(ctx context.Context, entityID string) (ev engine.Eve
 		return ev, false
 	}
 	payload, _ := json.Marshal(map[string]any{"entity_id": entityID, "board_id": e.BoardID, "kind": j.Kind,
-		"from_section_id": j.FromSectionID, "to_section_id": j.ToSectionID})
+		"from_section_id": j.FromSectionID, "to_section_id": j.ToSectionID, "entity_seq": j.EntitySeq})
 	return engine.Event{Type: engine.EventEntityMoved, Payload: payload, CreatedAt: j.CreatedAt}, true
 }
 

@@ -45,6 +45,7 @@ type entityJSON struct {
 		RunID      *string `json:"run_id"`
 		NodeKey    *string `json:"node_key"`
 		CompleteAs *string `json:"complete_as"`
+		EntitySeq  int64   `json:"entity_seq"`
 	} `json:"journey"`
 }
 
@@ -142,11 +143,14 @@ func TestEntityMovesThroughSections(t *testing.T) {
 	require.Equal(t, r.ID, *got.CurrentRunID)
 	require.Equal(t, "approve", *got.CurrentNodeKey)
 	var kinds, tos []string
+	var seqs []int64
 	for _, j := range got.Journey {
 		kinds = append(kinds, j.Kind)
 		tos = append(tos, *j.To)
+		seqs = append(seqs, j.EntitySeq)
 	}
 	require.Equal(t, []string{"created", "run_started", "moved", "moved", "moved"}, kinds)
+	require.Equal(t, []int64{1, 2, 3, 4, 5}, seqs, "each move counted, in the order applied")
 	require.Equal(t, []string{"new", "new", "enriched", "qualified", "customers"}, tos)
 	require.Equal(t, "qualified", *got.Journey[4].From)
 	require.Equal(t, "success", *got.Journey[4].CompleteAs)
@@ -166,6 +170,7 @@ func TestEntityMovesThroughSections(t *testing.T) {
 	got = h.entity(e.ID)
 	require.Equal(t, "nurture", *got.SectionID)
 	require.Equal(t, "manual_move", got.Journey[len(got.Journey)-1].Kind)
+	require.Equal(t, int64(6), got.Journey[len(got.Journey)-1].EntitySeq)
 	require.Equal(t, 400, h.do("POST", "/api/v1/entities/"+e.ID+"/move", map[string]any{"section_id": "nowhere"}, nil))
 }
 
@@ -375,11 +380,67 @@ func TestBoardMovesStreamLive(t *testing.T) {
 		select {
 		case ev := <-stream:
 			if ev.typ == "entity.moved" {
-				moves = append(moves, ev.kind+">"+ev.to)
+				moves = append(moves, fmt.Sprintf("%d:%s>%s", ev.ev.Payload.EntitySeq, ev.kind, ev.to))
 			}
 		case <-ctx.Done():
 			t.Fatalf("saw moves %v", moves)
 		}
 	}
-	require.Equal(t, []string{"run_started>", "moved>done", "manual_move>new"}, moves)
+	// entity_seq counts the entity's moves (created is 1): a consumer
+	// applies a move only if it is newer than the last it applied.
+	require.Equal(t, []string{"2:run_started>", "3:moved>done", "4:manual_move>new"}, moves)
+}
+
+// TestConcurrentMovesAreCounted: moves of one entity made at once, by hand
+// and by runs starting, are counted under the entity's row lock: its
+// journey's entity_seq runs 1, 2, 3, … without a gap or a repeat, and the
+// entity is where its last counted move put it (a stream consumer keeping
+// the highest entity_seq it saw ends where the database did).
+func TestConcurrentMovesAreCounted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	board := h.createBoard("a", "b", "c")
+	flow := h.createBoardFlow(board, []map[string]any{wnode(h, "w")}, nil)
+	var e entityJSON
+	require.Equal(t, 201, h.do("POST", "/api/v1/entities", map[string]any{"board_id": board, "type": "lead", "name": "Lin"}, &e))
+
+	const manual, runs = 24, 8
+	var wg sync.WaitGroup
+	type answer struct {
+		code int
+		body map[string]any
+	}
+	answers := make(chan answer, manual+runs)
+	for i := range manual {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var a answer
+			a.code = h.do("POST", "/api/v1/entities/"+e.ID+"/move", map[string]any{"section_id": []string{"a", "b", "c"}[i%3]}, &a.body)
+			answers <- a
+		}()
+	}
+	for range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var a answer
+			a.code = h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"entity_id": e.ID}, &a.body)
+			answers <- a
+		}()
+	}
+	wg.Wait()
+	close(answers)
+	for a := range answers {
+		require.Contains(t, []int{200, 201}, a.code, "%v", a.body)
+	}
+
+	got := h.entity(e.ID)
+	require.Len(t, got.Journey, 1+manual+runs)
+	for i, j := range got.Journey {
+		require.Equal(t, int64(i+1), j.EntitySeq, "journey event %d (%s)", i, j.Kind)
+	}
+	last := got.Journey[len(got.Journey)-1]
+	require.NotNil(t, last.To)
+	require.Equal(t, *last.To, *got.SectionID, "the entity is where its last counted move put it")
 }

@@ -22,8 +22,9 @@ type sseEvent struct {
 		Type    string `json:"type"`
 		Key     string `json:"key"`
 		Payload struct {
-			Kind string  `json:"kind"`
-			To   *string `json:"to_section_id"`
+			Kind      string  `json:"kind"`
+			To        *string `json:"to_section_id"`
+			EntitySeq int64   `json:"entity_seq"`
 		} `json:"payload"`
 	}
 	kind, to string
