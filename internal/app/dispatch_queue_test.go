@@ -41,11 +41,13 @@ func slowFanOut(t *testing.T, queue int) {
 		c.DispatchWorkers = 2
 		c.DispatchQueue = queue
 		c.DispatchTimeout = 500 * time.Millisecond
-		c.DispatchLease = time.Second
+		c.DispatchLease = 2 * time.Second
 	})
 
-	// The worker takes 10 ms to accept each item (2 dispatch workers: at
-	// least 1.5 s in all, beyond the 1 s lease) and calls back at once.
+	// The worker takes 20 ms to accept each item (2 dispatch workers: at
+	// least 3 s in all, beyond the 2 s lease) and calls back at once. (A
+	// lease of 1 s left too little room for a renewal statement on a
+	// loaded machine running every package's tests under -race.)
 	var mu sync.Mutex
 	got := map[string]int{}
 	cb := &http.Client{Timeout: 10 * time.Second}
@@ -61,7 +63,7 @@ func slowFanOut(t *testing.T, queue int) {
 		mu.Lock()
 		got[p.NodeID]++
 		mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 		rw.WriteHeader(http.StatusAccepted)
 		go func() {
 			resp, err := cb.Post(p.CallbackURL, "application/json", bytes.NewBufferString(`{"status":"completed","output":{"ok":true}}`))

@@ -65,7 +65,9 @@ func TestClaimedLeaseStartsAfterLeasedAt(t *testing.T) {
 // dispatcher's, and handed over as leased four fifths of a lease ago: the
 // same lease end. A poller running every 10 ms claims any row whose lease
 // ends, so a renewal that came a quarter lease after the hand-over (or
-// later) shows as a second claim.
+// later) shows as a second claim. Renewed by LeasedAt, the rows are at the
+// first renewal tick (an eighth of a lease, 1.25 s: 0.75 s before the end).
+
 func TestWokenRowsAreRenewedByTheirLeasedAt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -82,7 +84,7 @@ func TestWokenRowsAreRenewedByTheirLeasedAt(t *testing.T) {
 	defer worker.Close()
 	defer close(release)
 
-	const lease, rows = 6 * time.Second, 4
+	const lease, rows = 10 * time.Second, 4
 	graph := `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"` + worker.URL + `/a"}}],"edges":[]}`
 	startRuns(t, st, eng, graph, rows)
 	leasedAt := time.Now().Add(-lease * 4 / 5)
