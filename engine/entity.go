@@ -32,14 +32,14 @@ type Entity struct {
 
 // JourneyEvent records an entity's move.
 type JourneyEvent struct {
-	ID            string    `json:"id"`
-	EntityID      string    `json:"-"`
-	Kind          string    `json:"kind"`
-	FromSectionID *string   `json:"from_section_id"`
-	ToSectionID   *string   `json:"to_section_id"`
-	RunID         *string   `json:"run_id"`
-	NodeKey       *string   `json:"node_key"`
-	CompleteAs    *string   `json:"complete_as"`
+	ID            string  `json:"id"`
+	EntityID      string  `json:"-"`
+	Kind          string  `json:"kind"`
+	FromSectionID *string `json:"from_section_id"`
+	ToSectionID   *string `json:"to_section_id"`
+	RunID         *string `json:"run_id"`
+	NodeKey       *string `json:"node_key"`
+	CompleteAs    *string `json:"complete_as"`
 	// EntitySeq is the entity's move count this event reached: its moves
 	// in the order they were applied (created is 1).
 	EntitySeq int64     `json:"entity_seq"`

@@ -191,11 +191,11 @@ func (s *Store) CreateEntity(ctx context.Context, e NewEntity, journeyID string)
 		} else if err := tx.Raw(`SELECT id FROM sections WHERE board_id = ? ORDER BY position LIMIT 1`, e.BoardID).Row().Scan(&section); err != nil && err != sql.ErrNoRows {
 			return err
 		}
-		if err := tx.Exec(`INSERT INTO entities (id, board_id, type, name, email, metadata, section_id, section_since, moves)
-			VALUES (?, ?, ?, ?, ?, ?::jsonb, ?, now(), 1)`, e.ID, e.BoardID, e.Type, e.Name, e.Email, string(meta), section).Error; err != nil {
+		if err := tx.Exec(`INSERT INTO entities (id, board_id, type, name, email, metadata, section_id, section_since)
+			VALUES (?, ?, ?, ?, ?, ?::jsonb, ?, now())`, e.ID, e.BoardID, e.Type, e.Name, e.Email, string(meta), section).Error; err != nil {
 			return err
 		}
-		return tx.Exec(`INSERT INTO journey_events (id, entity_id, kind, to_section_id, entity_seq) VALUES (?, ?, 'created', ?, 1)`,
+		return tx.Exec(`INSERT INTO journey_events (id, entity_id, kind, to_section_id) VALUES (?, ?, 'created', ?)`,
 			journeyID, e.ID, section).Error
 	})
 	if err != nil {
@@ -275,8 +275,8 @@ func (t *pgTx) UpsertEntity(ctx context.Context, id string, e engine.EntityUpser
 	}
 	var out string
 	var inserted bool
-	err := t.raw(ctx, `INSERT INTO entities (id, board_id, type, name, email, metadata, section_id, section_since, moves)
-		VALUES (?, ?, ?, ?, ?, ?::jsonb, (SELECT id FROM sections WHERE board_id = ? ORDER BY position LIMIT 1), now(), 1)
+	err := t.raw(ctx, `INSERT INTO entities (id, board_id, type, name, email, metadata, section_id, section_since)
+		VALUES (?, ?, ?, ?, ?, ?::jsonb, (SELECT id FROM sections WHERE board_id = ? ORDER BY position LIMIT 1), now())
 		ON CONFLICT (board_id, lower(email)) WHERE email IS NOT NULL
 		DO UPDATE SET name = EXCLUDED.name, metadata = entities.metadata || EXCLUDED.metadata, updated_at = now()
 		RETURNING id::text, (xmax = 0)`, id, e.BoardID, e.Type, e.Name, email, string(meta), e.BoardID).Row().Scan(&out, &inserted)
@@ -284,23 +284,24 @@ func (t *pgTx) UpsertEntity(ctx context.Context, id string, e engine.EntityUpser
 		return "", interpretError(err)
 	}
 	if inserted {
-		t.later(`INSERT INTO journey_events (id, entity_id, kind, to_section_id, entity_seq)
-			SELECT gen_random_uuid(), id, 'created', section_id, 1 FROM entities WHERE id = ?`, nil, out)
+		t.later(`INSERT INTO journey_events (id, entity_id, kind, to_section_id)
+			SELECT gen_random_uuid(), id, 'created', section_id FROM entities WHERE id = ?`, nil, out)
 	}
 	return out, nil
 }
 
-// MoveEntity applies a move under the entity's row lock; a move with a
-// Kind is counted (the entity's moves) and recorded in its journey with
-// that count as its entity_seq. The lock is taken by a statement of its
-// own (sent with the UPDATE, one round trip): the lock's FOR NO KEY UPDATE
-// waits for a concurrent move and then reads the entity as that move left
-// it. An UPDATE joined to a locking subquery of the same row deadlocked
-// under concurrent moves: the subquery locked the newest version while the
-// UPDATE, reading its snapshot's, queued behind another waiter for it.
-// NO KEY UPDATE, not UPDATE: a run starting for the entity holds KEY SHARE
-// (the runs row's foreign key) before its move, and two such runs
-// upgrading to FOR UPDATE deadlocked.
+// MoveEntity applies a move under the entity's row lock. A move with a
+// Kind is recorded in the entity's journey, whose insert counts it
+// (migration 4's trigger: the entity's moves, the event's entity_seq).
+// The lock is taken by a statement of its own (sent with the UPDATE, one
+// round trip): FOR NO KEY UPDATE waits for a concurrent move and then
+// reads the entity as that move left it. An UPDATE joined to a locking
+// subquery of the same row deadlocked under concurrent moves: the
+// subquery locked the newest version while the UPDATE, reading its
+// snapshot's, queued behind another waiter for it. NO KEY UPDATE, not
+// UPDATE: a run starting for the entity holds KEY SHARE (the runs row's
+// foreign key) before its move, and two such runs upgrading to FOR UPDATE
+// deadlocked.
 func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (engine.EntityMoved, error) {
 	var from sql.NullString
 	var out engine.EntityMoved
@@ -312,10 +313,9 @@ func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (engine.Enti
 		type = coalesce(nullif(?, ''), e.type),
 		current_run_id = coalesce(nullif(?, '')::uuid, e.current_run_id),
 		current_node_key = CASE WHEN ? <> '' THEN ? ELSE e.current_node_key END,
-		moves = e.moves + CASE WHEN ? <> '' THEN 1 ELSE 0 END,
 		updated_at = now()
 		WHERE e.id = ? RETURNING e.board_id::text, e.moves`,
-		m.ToSection, m.ToSection, m.ToSection, m.SetType, m.RunID, m.NodeKey, m.NodeKey, m.Kind, m.EntityID).
+		m.ToSection, m.ToSection, m.ToSection, m.SetType, m.RunID, m.NodeKey, m.NodeKey, m.EntityID).
 		Row().Scan(&out.BoardID, &out.Seq)
 	if err != nil {
 		return engine.EntityMoved{}, interpretError(err)
@@ -327,9 +327,24 @@ func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (engine.Enti
 	if m.ToSection != "" {
 		to = sql.NullString{String: m.ToSection, Valid: true}
 	}
+	// This transaction holds the entity's lock: its journey event is the
+	// next move. The insert's answer is checked, so a count that differs
+	// fails the transaction rather than reach a stream.
+	out.Seq++
+	want := out.Seq
 	t.later(`INSERT INTO journey_events (id, entity_id, kind, from_section_id, to_section_id, run_id,
-		node_key, complete_as, entity_seq) VALUES (?, ?, ?, ?, ?, nullif(?, '')::uuid, nullif(?, ''), nullif(?, ''), ?)`,
-		nil, m.ID, m.EntityID, m.Kind, from, to, m.RunID, m.NodeKey, m.CompleteAs, out.Seq)
+		node_key, complete_as) VALUES (?, ?, ?, ?, ?, nullif(?, '')::uuid, nullif(?, ''), nullif(?, ''))
+		RETURNING entity_seq`,
+		func(row scanner) error {
+			var got int64
+			if err := row.Scan(&got); err != nil {
+				return err
+			}
+			if got != want {
+				return fmt.Errorf("error counting a move of entity %s: the journey counted %d, expected %d", m.EntityID, got, want)
+			}
+			return nil
+		}, m.ID, m.EntityID, m.Kind, from, to, m.RunID, m.NodeKey, m.CompleteAs)
 	return out, nil
 }
 

@@ -162,7 +162,8 @@ func TestMigrationNumbersExistingJourneys(t *testing.T) {
 			('00000000-0000-0000-0000-000000000a03', '00000000-0000-0000-0000-0000000000e1', 'manual_move', 'won', '2026-01-01 00:00:03+00'),
 			('00000000-0000-0000-0000-000000000a01', '00000000-0000-0000-0000-0000000000e1', 'created', 'new', '2026-01-01 00:00:01+00'),
 			('00000000-0000-0000-0000-000000000a02', '00000000-0000-0000-0000-0000000000e1', 'run_started', NULL, '2026-01-01 00:00:02+00'),
-			('00000000-0000-0000-0000-000000000a04', '00000000-0000-0000-0000-0000000000e2', 'created', 'new', '2026-01-01 00:00:01+00');`)
+			('00000000-0000-0000-0000-000000000a04', '00000000-0000-0000-0000-0000000000e2', 'run_started', 'new', '2026-01-01 00:00:01+00'),
+			('00000000-0000-0000-0000-000000000a05', '00000000-0000-0000-0000-0000000000e2', 'created', 'new', '2026-01-01 00:00:01+00');`)
 	require.NoError(t, err)
 
 	st := openStore(t, url)
@@ -180,16 +181,28 @@ func TestMigrationNumbersExistingJourneys(t *testing.T) {
 	js, err := st.Journey(ctx, "00000000-0000-0000-0000-0000000000e1")
 	require.NoError(t, err)
 	require.Equal(t, []string{"created", "run_started", "manual_move"}, []string{js[0].Kind, js[1].Kind, js[2].Kind})
-	require.Equal(t, []int64{1}, seqs("00000000-0000-0000-0000-0000000000e2"))
+	// A trigger's creation and run start share their transaction's time
+	// (and the ids are random): creation is 1.
+	js, err = st.Journey(ctx, "00000000-0000-0000-0000-0000000000e2")
+	require.NoError(t, err)
+	require.Len(t, js, 2)
+	require.Equal(t, []string{"created", "run_started"}, []string{js[0].Kind, js[1].Kind})
+	require.Equal(t, []int64{1, 2}, seqs("00000000-0000-0000-0000-0000000000e2"))
 	require.Empty(t, seqs("00000000-0000-0000-0000-0000000000e3"))
 
-	// The next move continues the count.
-	require.NoError(t, st.MoveEntityManually(ctx, "00000000-0000-0000-0000-0000000000e1", "new", "00000000-0000-0000-0000-000000000a05"))
+	// The next move continues the count, and so does a journey event
+	// written without one (by a stitchd of before the migration, still
+	// running during a rolling upgrade).
+	require.NoError(t, st.MoveEntityManually(ctx, "00000000-0000-0000-0000-0000000000e1", "new", "00000000-0000-0000-0000-000000000a06"))
 	require.Equal(t, []int64{1, 2, 3, 4}, seqs("00000000-0000-0000-0000-0000000000e1"))
+	_, err = db.ExecContext(ctx, `INSERT INTO journey_events (id, entity_id, kind, to_section_id)
+		VALUES ('00000000-0000-0000-0000-000000000a07', '00000000-0000-0000-0000-0000000000e1', 'manual_move', 'won')`)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 2, 3, 4, 5}, seqs("00000000-0000-0000-0000-0000000000e1"))
 	var moves [3]int64
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT
 		(SELECT moves FROM entities WHERE id = '00000000-0000-0000-0000-0000000000e1'),
 		(SELECT moves FROM entities WHERE id = '00000000-0000-0000-0000-0000000000e2'),
 		(SELECT moves FROM entities WHERE id = '00000000-0000-0000-0000-0000000000e3')`).Scan(&moves[0], &moves[1], &moves[2]))
-	require.Equal(t, [3]int64{4, 1, 0}, moves)
+	require.Equal(t, [3]int64{5, 2, 0}, moves)
 }

@@ -439,6 +439,11 @@ func TestConcurrentMovesAreCounted(t *testing.T) {
 	require.Len(t, got.Journey, 1+manual+runs)
 	for i, j := range got.Journey {
 		require.Equal(t, int64(i+1), j.EntitySeq, "journey event %d (%s)", i, j.Kind)
+		if i > 0 {
+			// Each move read the entity as the move before left it.
+			require.NotNil(t, j.From, "journey event %d (%s)", i, j.Kind)
+			require.Equal(t, *got.Journey[i-1].To, *j.From, "journey event %d (%s) starts where %d ended", i, j.Kind, i-1)
+		}
 	}
 	last := got.Journey[len(got.Journey)-1]
 	require.NotNil(t, last.To)

@@ -67,7 +67,6 @@ func TestClaimedLeaseStartsAfterLeasedAt(t *testing.T) {
 // ends, so a renewal that came a quarter lease after the hand-over (or
 // later) shows as a second claim. Renewed by LeasedAt, the rows are at the
 // first renewal tick (an eighth of a lease, 1.25 s: 0.75 s before the end).
-
 func TestWokenRowsAreRenewedByTheirLeasedAt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
