@@ -164,8 +164,10 @@ func (s *Server) writeRun(c echo.Context, code int, id string) error {
 	sw := &streamWriter{resp: resp, rc: http.NewResponseController(resp.Writer), code: code,
 		timeout: s.cfg.StreamWriteTimeout, end: time.Now().Add(runAnswerBudget)}
 	w := bufio.NewWriterSize(sw, 32<<10)
-	w.Write(head[:len(head)-1]) // without its closing brace
-	w.WriteString(`,"nodes":{`)
+	// A bufio.Writer's errors are sticky: the last Write or Flush reports
+	// any.
+	_, _ = w.Write(head[:len(head)-1]) // without its closing brace
+	_, _ = w.WriteString(`,"nodes":{`)
 	n := 0
 	err = s.cfg.Store.EachNode(ctx, id, func(ns *engine.NodeState) error {
 		ns.Input, ns.Output = nullJSON(ns.Input), nullJSON(ns.Output)
@@ -175,16 +177,16 @@ func (s *Server) writeRun(c echo.Context, code int, id string) error {
 		}
 		k, _ := json.Marshal(ns.Key)
 		if n > 0 {
-			w.WriteByte(',')
+			_ = w.WriteByte(',')
 		}
 		n++
-		w.Write(k)
-		w.WriteByte(':')
+		_, _ = w.Write(k)
+		_ = w.WriteByte(':')
 		_, err = w.Write(b)
 		return err
 	})
 	if err == nil {
-		w.WriteString("}}\n")
+		_, _ = w.WriteString("}}\n")
 		err = w.Flush()
 	}
 	if err != nil {

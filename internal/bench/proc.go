@@ -183,7 +183,7 @@ func findPostgres(ctx context.Context, db *sql.DB, dbURL string) (*pgServer, err
 	if h := u.Query().Get("host"); h != "" {
 		host = h
 	}
-	if ip := net.ParseIP(host); !(host == "localhost" || strings.HasPrefix(host, "/") || ip != nil && ip.IsLoopback()) {
+	if ip := net.ParseIP(host); host != "localhost" && !strings.HasPrefix(host, "/") && (ip == nil || !ip.IsLoopback()) {
 		return nil, fmt.Errorf("the server %q is not a loopback or socket address", host)
 	}
 	var backend int
