@@ -36,3 +36,6 @@ func InTxQuerier(ctx context.Context, s *Store, fn func(ctx context.Context, q Q
 		return fn(ctx, Querier{q: tx.(*pgTx).q})
 	})
 }
+
+// InterpretError is interpretError, for tests of the classification.
+func InterpretError(err error) error { return interpretError(err) }

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -255,8 +256,12 @@ func interpretError(err error) error {
 		}
 		return err
 	}
+	// A connection cut without a word (the server crashed or was killed:
+	// its backends quit without the FATAL a shutdown sends) ends a read
+	// with an unexpected EOF.
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, pgconn.ErrConnClosed) ||
 		strings.Contains(err.Error(), "connect: connection refused") || strings.Contains(err.Error(), "failed to connect") {
 		if !errors.Is(err, engine.ErrUnavailable) {
 			return fmt.Errorf("%w: %w", engine.ErrUnavailable, err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/compiler"
@@ -925,4 +927,24 @@ func TestClaimDueRetiresEndedAttempts(t *testing.T) {
 	again, err := st.ClaimDue(ctx, 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, again, "a leased row is not claimed again before its lease ends")
+}
+
+// TestInterpretConnectionLoss: errors of a connection lost without the
+// server's word — a crash or kill of Postgres quits its backends without
+// the FATAL a shutdown sends, and pgx reports an unexpected EOF, often
+// wrapped in its own errors (the outage test's crash saw "error
+// preprocessing batch (prepare): unexpected EOF") — are the database
+// being unavailable (503), not an internal error (500).
+func TestInterpretConnectionLoss(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		fmt.Errorf("error preprocessing batch (prepare): %w", io.ErrUnexpectedEOF),
+		fmt.Errorf("error reading: %w", io.EOF),
+		fmt.Errorf("error in a queued statement: %w", pgconn.ErrConnClosed),
+	} {
+		got := store.InterpretError(err)
+		require.ErrorIs(t, got, engine.ErrUnavailable, "%v", err)
+		require.ErrorIs(t, got, err, "the cause is kept")
+	}
+	require.NotErrorIs(t, store.InterpretError(errors.New("some other failure")), engine.ErrUnavailable)
 }

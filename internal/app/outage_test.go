@@ -108,8 +108,9 @@ func postJSON(ctx context.Context, url, body string) int {
 }
 
 // TestPostgresOutageMidTraffic stops Postgres (a throwaway cluster of the
-// test's own) while runs are being started and callbacks flow, and starts
-// it again, without restarting stitchd:
+// test's own) while runs are being started and callbacks flow — cleanly,
+// and as a crash (immediate stop: the restart replays the write-ahead
+// log) — and starts it again, without restarting stitchd:
 //   - while it is down, /readyz and every API route answer 503 in the
 //     contract's error shape, and callbacks get 503 (so workers retry);
 //     /healthz stays 200;
@@ -119,6 +120,21 @@ func postJSON(ctx context.Context, url, body string) int {
 //     a 500; the event stream is live again (the listener reconnected).
 func TestPostgresOutageMidTraffic(t *testing.T) {
 	t.Parallel()
+	for _, stop := range []struct {
+		name string
+		stop func(*localpg.Cluster) error
+	}{
+		{"clean stop", (*localpg.Cluster).Stop},
+		{"crash", (*localpg.Cluster).Crash},
+	} {
+		t.Run(stop.name, func(t *testing.T) {
+			t.Parallel()
+			postgresOutage(t, stop.stop)
+		})
+	}
+}
+
+func postgresOutage(t *testing.T, stop func(*localpg.Cluster) error) {
 	ctx := context.Background()
 	pg, err := localpg.StartCluster(ctx, filepath.Join(t.TempDir(), "pg"))
 	require.NoError(t, err)
@@ -179,7 +195,7 @@ func TestPostgresOutageMidTraffic(t *testing.T) {
 	}()
 
 	<-tenth
-	require.NoError(t, pg.Stop())
+	require.NoError(t, stop(pg))
 	down := time.Now()
 
 	// While Postgres is down.

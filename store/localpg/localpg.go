@@ -92,11 +92,18 @@ func (c *Cluster) URL(name string) string {
 }
 
 // Stop shuts the cluster down (fast mode) and leaves its data directory.
-func (c *Cluster) Stop() error {
-	cmd := exec.Command(c.pgCtl, "-D", c.DataDir, "-m", "fast", "-w", "stop")
+func (c *Cluster) Stop() error { return c.stop("fast") }
+
+// Crash stops the cluster as a crash would (immediate mode: its processes
+// quit at once, without a shutdown checkpoint); the next Start recovers
+// from the write-ahead log.
+func (c *Cluster) Crash() error { return c.stop("immediate") }
+
+func (c *Cluster) stop(mode string) error {
+	cmd := exec.Command(c.pgCtl, "-D", c.DataDir, "-m", mode, "-w", "stop")
 	setCred(cmd, c.cred)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("error stopping PostgreSQL in %s: %w: %s", c.DataDir, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("error stopping PostgreSQL (%s) in %s: %w: %s", mode, c.DataDir, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
