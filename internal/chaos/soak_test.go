@@ -93,7 +93,8 @@ func (s *soak) fail(format string, args ...any) {
 // of two workers per item, a collector and a join with a side branch, on
 // two stitchd processes sharing one throwaway Postgres cluster, against a
 // misbehaving worker; one process is SIGKILLed and restarted (once, or
-// every 5–15 s with -chaos.kills=-1) and Postgres is restarted once. Failed
+// every 5–15 s with -chaos.kills=-1) and Postgres is crashed and restarted
+// once. Failed
 // runs (a poisoned item's dispatch gives up per its retry policy) are
 // resumed by retrying the failed node through the API. Every run must
 // complete; the invariants are then checked from the database.
@@ -422,9 +423,12 @@ func (s *soak) killOne(ctx context.Context) {
 	s.nRestarts.Add(1)
 }
 
+// restartPostgres crashes Postgres (immediate stop: no shutdown
+// checkpoint, connections cut without a word) and starts it again, which
+// recovers from the write-ahead log: committed work must all be there.
 func (s *soak) restartPostgres(ctx context.Context) {
 	began := time.Now()
-	if err := s.pg.Stop(); err != nil {
+	if err := s.pg.Crash(); err != nil {
 		s.fail("stopping Postgres: %v", err)
 		return
 	}
