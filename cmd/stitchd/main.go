@@ -49,6 +49,7 @@ var settings = []setting{
 	{"database-url", "DATABASE_URL"},
 	{"base-url", "STITCHD_BASE_URL"},
 	{"auth-token", "STITCHD_AUTH_TOKEN"},
+	{"metrics-token", "STITCHD_METRICS_TOKEN"},
 	{"log-format", "STITCHD_LOG_FORMAT"},
 	{"log-level", "STITCHD_LOG_LEVEL"},
 	{"body-limit", "STITCHD_BODY_LIMIT"},
@@ -82,6 +83,7 @@ func applyEnvFrom(fs *pflag.FlagSet, env envLookup, list []setting) error {
 
 type options struct {
 	addr, databaseURL, baseURL, authToken string
+	metricsToken                          string
 	logFormat, logLevel, dataDir          string
 	bodyLimit                             int64
 	dispatchTimeout, pollInterval         time.Duration
@@ -96,6 +98,7 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.databaseURL, "database-url", "", "Postgres URL; empty = local server or a throwaway cluster (env DATABASE_URL)")
 	fs.StringVar(&o.baseURL, "base-url", "", "public URL workers call back on; default http://<addr> (env STITCHD_BASE_URL)")
 	fs.StringVar(&o.authToken, "auth-token", "", "admin API token; empty = a random one, printed at start-up (env STITCHD_AUTH_TOKEN)")
+	fs.StringVar(&o.metricsToken, "metrics-token", "", "bearer token GET /metrics requires; empty = none (env STITCHD_METRICS_TOKEN)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json (env STITCHD_LOG_FORMAT)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error (env STITCHD_LOG_LEVEL)")
 	fs.Int64Var(&o.bodyLimit, "body-limit", 1<<20, "request body limit in bytes (env STITCHD_BODY_LIMIT)")
@@ -185,7 +188,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 
 func (o options) config(log *slog.Logger) app.Config {
 	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
-		AuthToken: o.authToken, BodyLimit: o.bodyLimit, Logger: log, DataDir: o.dataDir,
+		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, Logger: log, DataDir: o.dataDir,
 		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, OTLPEndpoint: o.otlpEndpoint, Version: version}
 }
 

@@ -399,8 +399,11 @@ func TestBinaryMigrateServeShutdown(t *testing.T) {
 	code, body = httpDo(t, "GET", s.url+"/metrics", "", "")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "\ngo_gc_gogc_percent 200\n")
-	s2 := startServeEnv(t, bin, dbURL, []string{"GOGC=50"})
+	// STITCHD_METRICS_TOKEN closes /metrics to scrapers without it.
+	s2 := startServeEnv(t, bin, dbURL, []string{"GOGC=50", "STITCHD_METRICS_TOKEN=scrape-secret"})
 	code, body = httpDo(t, "GET", s2.url+"/metrics", "", "")
+	require.Equal(t, http.StatusUnauthorized, code, body)
+	code, body = httpDo(t, "GET", s2.url+"/metrics", "Bearer scrape-secret", "")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "\ngo_gc_gogc_percent 50\n")
 	s2.stop(t)

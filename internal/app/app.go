@@ -2,11 +2,14 @@ package app
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,8 +32,11 @@ type Config struct {
 	// BaseURL is the public URL workers call back on (default http://<addr>).
 	BaseURL   string
 	AuthToken string
-	BodyLimit int64
-	Logger    *slog.Logger
+	// MetricsToken, when set, is the bearer token GET /metrics requires;
+	// empty, /metrics answers without one.
+	MetricsToken string
+	BodyLimit    int64
+	Logger       *slog.Logger
 	// DispatchWorkers is the number of concurrent outbound deliveries.
 	DispatchWorkers int
 	// PollInterval is how often due dispatches and overdue nodes are swept.
@@ -215,12 +221,29 @@ func (a *App) handler() http.Handler {
 	api, prom := a.Server.Handler(), a.Metrics.Handler()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			if !bearerMatches(r, a.cfg.MetricsToken) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = io.WriteString(w, `{"error":{"code":"unauthorized","message":"missing or invalid metrics token"}}`+"\n")
+				return
+			}
 			prom.ServeHTTP(w, r)
 			return
 		}
 		api.ServeHTTP(w, r)
 	})
 	return a.tracing.Middleware(a.Metrics.Middleware(h))
+}
+
+// bearerMatches reports whether r carries "Authorization: Bearer <want>"
+// (compared in constant time); any request matches an empty want.
+func bearerMatches(r *http.Request, want string) bool {
+	if want == "" {
+		return true
+	}
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") &&
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(want)) == 1
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -153,3 +153,35 @@ func TestTracesExportedWhenConfigured(t *testing.T) {
 	token := d.Payload.CallbackURL[strings.LastIndex(d.Payload.CallbackURL, "/")+1:]
 	require.False(t, bytes.Contains(got, []byte(token)), "a callback token leaked into a span")
 }
+
+// TestMetricsToken: with a metrics token, GET /metrics answers 401 in the
+// contract's error shape to a request without it — or with another token,
+// the API's included — and the metrics to one with it.
+func TestMetricsToken(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *app.Config) { c.MetricsToken = "scrape-secret" })
+	get := func(auth string) (int, string, string) {
+		req, err := http.NewRequest(http.MethodGet, h.app.URL+"/metrics", nil)
+		require.NoError(t, err)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := h.client.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	}
+	for _, auth := range []string{"", "Bearer wrong", "Bearer " + token, "Basic c2NyYXBlLXNlY3JldA==", "scrape-secret"} {
+		code, ctype, body := get(auth)
+		require.Equal(t, http.StatusUnauthorized, code, "Authorization %q: %s", auth, body)
+		require.Contains(t, ctype, "application/json")
+		require.JSONEq(t, `{"error":{"code":"unauthorized","message":"missing or invalid metrics token"}}`, body)
+	}
+	code, _, body := get("Bearer scrape-secret")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "go_goroutines")
+	code, _, body = get("bearer scrape-secret")
+	require.Equal(t, http.StatusOK, code, "the scheme is case-insensitive: %s", body)
+}
