@@ -258,7 +258,9 @@ func interpretError(err error) error {
 	}
 	// A connection cut without a word (the server crashed or was killed:
 	// its backends quit without the FATAL a shutdown sends) ends a read
-	// with an unexpected EOF.
+	// with an unexpected EOF. (Every error InTx returns passes here, the
+	// engine's own included: the engine must not wrap io.EOF for anything
+	// but a connection, or bad input would answer 503.)
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, pgconn.ErrConnClosed) ||

@@ -46,6 +46,7 @@ var configSettings = []struct {
 	{"database-url", "DATABASE_URL", "", "postgres://env@db/env", "postgres://flag@db/flag", func(o *options) string { return o.databaseURL }},
 	{"base-url", "STITCHD_BASE_URL", "", "https://env.example", "https://flag.example", func(o *options) string { return o.baseURL }},
 	{"auth-token", "STITCHD_AUTH_TOKEN", "", "env-token", "flag-token", func(o *options) string { return o.authToken }},
+	{"metrics-token", "STITCHD_METRICS_TOKEN", "", "env-secret", "flag-secret", func(o *options) string { return o.metricsToken }},
 	{"log-format", "STITCHD_LOG_FORMAT", "text", "json", "text", func(o *options) string { return o.logFormat }},
 	{"log-level", "STITCHD_LOG_LEVEL", "info", "debug", "warn", func(o *options) string { return o.logLevel }},
 	{"body-limit", "STITCHD_BODY_LIMIT", "1048576", "2048", "4096", func(o *options) string { return strconv.FormatInt(o.bodyLimit, 10) }},

@@ -236,9 +236,10 @@ func (a *App) handler() http.Handler {
 }
 
 // bearerMatches reports whether r carries "Authorization: Bearer <want>"
-// (compared in constant time); any request matches an empty want.
+// (compared in constant time; spaces around either token, a secret file's
+// trailing newline say, do not count); any request matches an empty want.
 func bearerMatches(r *http.Request, want string) bool {
-	if want == "" {
+	if want = strings.TrimSpace(want); want == "" {
 		return true
 	}
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")

@@ -159,20 +159,20 @@ func TestTracesExportedWhenConfigured(t *testing.T) {
 // the API's included — and the metrics to one with it.
 func TestMetricsToken(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *app.Config) { c.MetricsToken = "scrape-secret" })
+	h := newHarness(t, func(c *app.Config) { c.MetricsToken = "scrape-secret\n" }) // as read from a secret file
 	get := func(auth string) (int, string, string) {
-		req, err := http.NewRequest(http.MethodGet, h.app.URL+"/metrics", nil)
-		require.NoError(t, err)
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		resp, err := h.client.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+		return h.metricsRequest(http.MethodGet, "/metrics", auth)
 	}
+	for _, auth := range []string{"", "Bearer wrong"} {
+		code, _, body := h.metricsRequest(http.MethodHead, "/metrics", auth)
+		require.Equal(t, http.StatusUnauthorized, code, "HEAD, Authorization %q: %s", auth, body)
+		code, _, body = h.metricsRequest(http.MethodGet, "/metrics?format=text", auth)
+		require.Equal(t, http.StatusUnauthorized, code, "a query string, Authorization %q: %s", auth, body)
+		code, _, body = h.metricsRequest(http.MethodGet, "/metrics/", auth)
+		require.NotContains(t, body, "go_goroutines", "/metrics/ (%d) is not the metrics", code)
+	}
+	code, _, _ := h.metricsRequest(http.MethodHead, "/metrics", "Bearer scrape-secret")
+	require.Equal(t, http.StatusOK, code, "HEAD with the token")
 	for _, auth := range []string{"", "Bearer wrong", "Bearer " + token, "Basic c2NyYXBlLXNlY3JldA==", "scrape-secret"} {
 		code, ctype, body := get(auth)
 		require.Equal(t, http.StatusUnauthorized, code, "Authorization %q: %s", auth, body)
@@ -184,4 +184,21 @@ func TestMetricsToken(t *testing.T) {
 	require.Contains(t, body, "go_goroutines")
 	code, _, body = get("bearer scrape-secret")
 	require.Equal(t, http.StatusOK, code, "the scheme is case-insensitive: %s", body)
+}
+
+// metricsRequest sends method path with an Authorization header (if auth
+// is set) and returns the status, content type and body.
+func (h *harness) metricsRequest(method, path, auth string) (int, string, string) {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.app.URL+path, nil)
+	require.NoError(h.t, err)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := h.client.Do(req)
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(h.t, err)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
 }

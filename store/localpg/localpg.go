@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -283,7 +284,19 @@ func setCred(cmd *exec.Cmd, cred *syscall.Credential) {
 	cmd.Dir = "/"
 }
 
+// freePort picks a free port below Linux's ephemeral range (32768–60999),
+// from which outgoing connections take their local ports: a cluster
+// restarted on its port (Stop or Crash, then Start) cannot then find it
+// taken by a client connection's local end. If none of a few picks is
+// free, any free port.
 func freePort() (int, error) {
+	for range 32 {
+		port := 20000 + rand.IntN(12000)
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			_ = l.Close()
+			return port, nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("error finding a free port: %w", err)
