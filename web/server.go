@@ -115,16 +115,22 @@ func (s *Server) Handler() http.Handler { return s.echo }
 func (s *Server) Routes() []*echo.Route { return s.echo.Routes() }
 
 func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
-	want := []byte(s.cfg.AuthToken)
+	want := s.cfg.AuthToken
 	return func(c echo.Context) error {
-		h := c.Request().Header.Get("Authorization")
-		scheme, tok, ok := strings.Cut(h, " ")
-		ok = ok && strings.EqualFold(scheme, "Bearer")
-		if !ok || len(want) == 0 || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), want) != 1 {
+		if want == "" || !BearerMatches(c.Request(), want) {
 			return errorf(http.StatusUnauthorized, "unauthorized", "missing or invalid API token")
 		}
 		return next(c)
 	}
+}
+
+// BearerMatches reports whether r carries "Authorization: Bearer <want>"
+// (the scheme in any case, the token compared in constant time, spaces
+// around it not counted). An empty want matches nothing.
+func BearerMatches(r *http.Request, want string) bool {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && want != "" && strings.EqualFold(scheme, "Bearer") &&
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(want)) == 1
 }
 
 func (s *Server) readyz(c echo.Context) error {

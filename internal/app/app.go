@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -221,7 +220,9 @@ func (a *App) handler() http.Handler {
 	api, prom := a.Server.Handler(), a.Metrics.Handler()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			if !bearerMatches(r, a.cfg.MetricsToken) {
+			// Spaces around the configured token (a secret file's trailing
+			// newline) do not count; none configured, /metrics is open.
+			if want := strings.TrimSpace(a.cfg.MetricsToken); want != "" && !web.BearerMatches(r, want) {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusUnauthorized)
 				_, _ = io.WriteString(w, `{"error":{"code":"unauthorized","message":"missing or invalid metrics token"}}`+"\n")
@@ -233,18 +234,6 @@ func (a *App) handler() http.Handler {
 		api.ServeHTTP(w, r)
 	})
 	return a.tracing.Middleware(a.Metrics.Middleware(h))
-}
-
-// bearerMatches reports whether r carries "Authorization: Bearer <want>"
-// (compared in constant time; spaces around either token, a secret file's
-// trailing newline say, do not count); any request matches an empty want.
-func bearerMatches(r *http.Request, want string) bool {
-	if want = strings.TrimSpace(want); want == "" {
-		return true
-	}
-	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	return ok && strings.EqualFold(scheme, "Bearer") &&
-		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(want)) == 1
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -94,9 +94,8 @@ func (s *soak) fail(format string, args ...any) {
 // two stitchd processes sharing one throwaway Postgres cluster, against a
 // misbehaving worker; one process is SIGKILLed and restarted (once, or
 // every 5–15 s with -chaos.kills=-1) and Postgres is crashed and restarted
-// once. Failed
-// runs (a poisoned item's dispatch gives up per its retry policy) are
-// resumed by retrying the failed node through the API. Every run must
+// once. Failed runs (a poisoned item's dispatch gives up per its retry
+// policy) are resumed by retrying the failed node through the API. Every run must
 // complete; the invariants are then checked from the database.
 func TestChaosSoak(t *testing.T) {
 	began := time.Now()
@@ -429,7 +428,7 @@ func (s *soak) killOne(ctx context.Context) {
 func (s *soak) restartPostgres(ctx context.Context) {
 	began := time.Now()
 	if err := s.pg.Crash(); err != nil {
-		s.fail("stopping Postgres: %v", err)
+		s.fail("crashing Postgres: %v", err)
 		return
 	}
 	time.Sleep(2 * time.Second) // down for a while
