@@ -180,7 +180,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Minter:     &callbacks.Minter{Keys: ring, BaseURL: cfg.BaseURL, Clock: clock},
 		Waker:      waker,
 		ClaimLease: cfg.DispatchLease,
-		NewID:      uuid.NewString,
+		NewID:      timeOrderedID,
 		Clock:      clock,
 		Logger:     cfg.Logger,
 		OnCommit: func(ci engine.CommitInfo) {
@@ -379,4 +379,12 @@ func (a *App) stop(ctx context.Context) error {
 	}
 	a.Store.Close()
 	return err
+}
+
+// timeOrderedID returns a UUIDv7: runs, dispatches and journey events get ids
+// that grow with time, so their primary-key indexes are appended to at the
+// right edge instead of at random pages (fewer pages touched and split, fewer
+// full-page images in the WAL after a checkpoint).
+func timeOrderedID() string {
+	return uuid.Must(uuid.NewV7()).String()
 }
