@@ -48,6 +48,16 @@ type DispatcherConfig struct {
 	// huge fan-out is taken in chunks, by every process, and no lease
 	// expires while its row waits.
 	QueueSize int
+	// QueueMax is how far the queue grows past QueueSize while deliveries
+	// are quick (default 16,384; QueueSize or less keeps it at QueueSize):
+	// the queue takes what the workers, at the pace of recent deliveries,
+	// deliver within a quarter lease (so its rows need no renewal), and no
+	// more than QueueBytes of payloads. A commit inserts the rows it has
+	// room for already claimed, one write less a row than a later claim.
+	QueueMax int
+	// QueueBytes bounds the payloads of a queue grown past QueueSize
+	// (default 64 MiB).
+	QueueBytes int
 	// PollInterval is how often due rows (retries, rows of dead processes)
 	// are claimed (default 1s).
 	PollInterval time.Duration
@@ -63,10 +73,15 @@ type DispatcherConfig struct {
 // commit wrote already claimed (handed over by Wake), and rows it claims by
 // polling (due retries, rows whose claiming process died).
 type Dispatcher struct {
-	cfg    DispatcherConfig
-	mu     sync.Mutex
-	queue  []queued // claimed, not yet being delivered
-	signal chan struct{}
+	cfg   DispatcherConfig
+	mu    sync.Mutex
+	queue []queued // claimed, not yet being delivered
+	// perRow is the moving average of the time a worker spends on a row
+	// (0: nothing delivered yet); avgBytes the moving average of a
+	// queued row's payload size. Both size the queue (capacity).
+	perRow   time.Duration
+	avgBytes int
+	signal   chan struct{}
 	// refill asks the poller to claim more: the queue fell below half.
 	refill chan struct{}
 	cancel context.CancelFunc
@@ -80,6 +95,13 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	}
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 1024
+	}
+	if cfg.QueueMax == 0 {
+		cfg.QueueMax = 16384
+	}
+	cfg.QueueMax = max(cfg.QueueMax, cfg.QueueSize)
+	if cfg.QueueBytes <= 0 {
+		cfg.QueueBytes = 64 << 20
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
@@ -136,7 +158,36 @@ func FullJitter(try int, base, max time.Duration) time.Duration {
 func (d *Dispatcher) Room() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return max(d.cfg.QueueSize-len(d.queue), 0)
+	return max(d.capacity()-len(d.queue), 0)
+}
+
+// capacity is how many rows the queue holds now (d.mu held): QueueSize,
+// or, once deliveries have shown their pace, what the workers deliver in
+// a quarter lease — rows that wait no longer need no lease renewal — up to
+// QueueMax and QueueBytes of payloads. A worker that turns slow shrinks
+// it for the next claims; rows already queued are renewed while they wait.
+func (d *Dispatcher) capacity() int {
+	if d.perRow <= 0 || d.cfg.QueueMax <= d.cfg.QueueSize {
+		return d.cfg.QueueSize
+	}
+	n := int(int64(d.cfg.Workers) * int64(d.cfg.Lease/4) / int64(d.perRow))
+	if d.avgBytes > 0 {
+		n = min(n, d.cfg.QueueBytes/d.avgBytes)
+	}
+	return min(max(n, d.cfg.QueueSize), d.cfg.QueueMax)
+}
+
+// observe folds the time a worker spent on one row into perRow (a moving
+// average over about 16 rows).
+func (d *Dispatcher) observe(took time.Duration) {
+	took = max(took, time.Microsecond)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.perRow <= 0 {
+		d.perRow = took
+		return
+	}
+	d.perRow += (took - d.perRow) / 16
 }
 
 // Wake hands over rows claimed for this process. The queue is in memory:
@@ -155,6 +206,11 @@ func (d *Dispatcher) Wake(ds []engine.ClaimedDispatch) {
 			at = now
 		}
 		d.queue = append(d.queue, queued{c: c, at: at})
+		if d.avgBytes == 0 {
+			d.avgBytes = max(len(c.Payload), 1)
+		} else {
+			d.avgBytes += (max(len(c.Payload), 1) - d.avgBytes) / 16
+		}
 	}
 	d.mu.Unlock()
 	d.poke()
@@ -190,7 +246,9 @@ func (d *Dispatcher) next() (queued, bool) {
 	if len(d.queue) > 0 {
 		d.poke()
 	}
-	if len(d.queue) == d.cfg.QueueSize/2 {
+	// Half of QueueSize, or of a grown capacity: a queue filled before
+	// the capacity grew crosses the first.
+	if n := len(d.queue); n == d.cfg.QueueSize/2 || n == d.capacity()/2 {
 		notify(d.refill)
 	}
 	return q, true
@@ -263,9 +321,11 @@ func (d *Dispatcher) Start(ctx context.Context) {
 			defer d.wg.Done()
 			for {
 				if q, ok := d.next(); ok {
+					began := d.cfg.Clock.Now()
 					if d.stillOurs(ctx, q) {
 						d.deliver(ctx, q.c)
 					}
+					d.observe(d.cfg.Clock.Now().Sub(began))
 					continue
 				}
 				select {
@@ -320,8 +380,11 @@ func (d *Dispatcher) poll(ctx context.Context) {
 			refill = true
 		}
 		for first := true; ; first = false {
-			room := d.Room()
-			if room == 0 || ((refill || !first) && room < d.cfg.QueueSize/2) {
+			d.mu.Lock()
+			capacity := d.capacity()
+			room := max(capacity-len(d.queue), 0)
+			d.mu.Unlock()
+			if room == 0 || ((refill || !first) && room < capacity/2) {
 				break // the queue is more than half full: its next pop past half signals again
 			}
 			limit := min(room, 1000)

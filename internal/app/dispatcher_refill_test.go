@@ -48,7 +48,7 @@ func TestRefillClaimsHalfAQueue(t *testing.T) {
 
 	spy := &claimSpy{Store: st, hits: &hits}
 	d := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: spy, Recorder: eng, Secret: []byte("0123456789abcdef"),
-		Workers: 2, QueueSize: queue, PollInterval: time.Hour, Lease: time.Minute})
+		Workers: 2, QueueSize: queue, QueueMax: queue, PollInterval: time.Hour, Lease: time.Minute})
 	dctx, cancel := context.WithCancel(ctx)
 	d.Start(dctx)
 	defer d.Stop()
@@ -90,4 +90,65 @@ func (s *claimSpy) ClaimDue(ctx context.Context, limit int, lease time.Duration)
 		time.Sleep(time.Millisecond)
 	}
 	return rows, err
+}
+
+// TestQueueFollowsThePaceOfDeliveries: the dispatcher's queue takes what
+// its workers deliver in a quarter lease at the pace of recent deliveries,
+// between QueueSize and QueueMax and within QueueBytes of payloads, so a
+// commit can insert that many rows already claimed without their leases
+// needing renewal.
+func TestQueueFollowsThePaceOfDeliveries(t *testing.T) {
+	t.Parallel()
+	const floor, runs = 8, 12
+	cases := []struct {
+		name        string
+		workerTakes time.Duration
+		max, bytes  int
+		least, most int
+	}{
+		// 2 workers × 15 s / a few ms a row: far past the ceiling.
+		{name: "quick deliveries grow it to QueueMax", max: 64, least: 64, most: 64},
+		// 1 KiB of payloads holds fewer rows than the floor.
+		{name: "QueueBytes bounds it", max: 64, bytes: 1024, least: floor, most: floor},
+		// 2 workers × 15 s / at least 150 ms a row: at most 200 rows.
+		{name: "slow deliveries keep it small", workerTakes: 150 * time.Millisecond, max: 16384,
+			least: floor + 1, most: 200},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			st, _ := storetest.IsolatedDB(t)
+			eng := engineOn(t, st)
+			var hits atomic.Int64
+			worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				time.Sleep(tc.workerTakes)
+				hits.Add(1)
+				w.WriteHeader(http.StatusAccepted)
+			}))
+			defer worker.Close()
+			graph := `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"` + worker.URL + `/a"}}],"edges":[]}`
+			startRuns(t, st, eng, graph, runs)
+
+			d := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: st, Recorder: eng,
+				Secret: []byte("0123456789abcdef"), Workers: 2, QueueSize: floor, QueueMax: tc.max,
+				QueueBytes: tc.bytes, PollInterval: 10 * time.Millisecond, Lease: time.Minute})
+			require.Equal(t, floor, d.Room(), "before any delivery the queue is QueueSize")
+			dctx, cancel := context.WithCancel(ctx)
+			d.Start(dctx)
+			defer d.Stop()
+			defer cancel()
+			require.Eventually(t, func() bool { return hits.Load() >= runs }, 30*time.Second, 10*time.Millisecond,
+				"every row delivered")
+			// The last delivery is recorded after the worker answered.
+			require.Eventually(t, func() bool {
+				var left int64
+				require.NoError(t, st.Gorm().Raw(`SELECT count(*) FROM dispatches WHERE status <> 'delivered'`).Row().Scan(&left))
+				return left == 0
+			}, 10*time.Second, 10*time.Millisecond)
+			room := d.Room()
+			require.GreaterOrEqual(t, room, tc.least)
+			require.LessOrEqual(t, room, tc.most)
+		})
+	}
 }
