@@ -47,7 +47,8 @@ type Config struct {
 	// exceed DispatchTimeout).
 	DispatchLease time.Duration
 	// DispatchQueue bounds the claimed deliveries waiting for a free
-	// dispatch worker (default 1,024; see callbacks.DispatcherConfig).
+	// dispatch worker (default 1,024, grown up to 16,384 while deliveries
+	// are quick; see callbacks.DispatcherConfig).
 	DispatchQueue int
 	// DataDir holds a throwaway Postgres cluster when no server is found.
 	DataDir string
