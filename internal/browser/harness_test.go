@@ -195,6 +195,18 @@ func (s *stack) shot(name string) {
 	}
 }
 
+// settle waits until the first element matching sel has kept its place and
+// size over three polls (150 ms): a canvas node moves when React Flow fits
+// the view after measuring its nodes, and a click computed before that
+// lands on the pane (seen once in CI, under the load of the whole suite).
+func (s *stack) settle(sel string) {
+	s.t.Helper()
+	s.waitJS("settle "+sel, fmt.Sprintf(`(() => { const el = document.querySelector(%[1]q); if (!el) return false;
+		const b = el.getBoundingClientRect(), k = [b.x, b.y, b.width, b.height].join(",");
+		const w = (window.__settle ??= {}), n = w[%[1]q]?.k === k ? w[%[1]q].n + 1 : 0;
+		w[%[1]q] = {k, n}; return n >= 3; })()`, sel))
+}
+
 // center returns the viewport centre of the first element matching sel.
 func (s *stack) center(sel string) (float64, float64) {
 	s.t.Helper()

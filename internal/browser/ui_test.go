@@ -131,6 +131,7 @@ func TestUI(t *testing.T) {
 		s.waitJS("worker completed", `!!document.querySelector('.snode[data-node-id="worker1"][data-status="completed"]')`)
 		s.waitJS("approval waiting", `!!document.querySelector('.snode[data-node-id="approval1"][data-status="waiting_for_user"]')`)
 		s.waitJS("same page", `window.__noReload === true`)
+		s.settle(`.react-flow__node[data-id="worker1"]`)
 		s.run("open node", chromedp.Click(`.react-flow__node[data-id="worker1"]`, chromedp.ByQuery), chromedp.WaitVisible(".node-detail", chromedp.ByQuery))
 		s.waitJS("node detail", `document.querySelector(".node-detail").innerText.includes("scored_by")`)
 		s.waitJS("delivery event", `document.querySelector(".node-detail .events")?.innerText.includes("delivered")`)
@@ -201,6 +202,7 @@ func TestUI(t *testing.T) {
 		s.shot("09-run-fanout-failed")
 		// Open the failed instance and retry it. The worker fails it again
 		// (the item still says fail), so the retry shows as attempt 2.
+		s.settle(`.react-flow__node[data-id="score"]`)
 		s.run("open score", chromedp.Click(`.react-flow__node[data-id="score"]`, chromedp.ByQuery), chromedp.WaitVisible("#inst-filter", chromedp.ByQuery),
 			setValue("#inst-filter", "failed"), chromedp.Click(`//ul[@aria-label="Instances"]//button`, chromedp.BySearch),
 			chromedp.WaitVisible(`//button[normalize-space(.)="Retry score_7"]`, chromedp.BySearch),
