@@ -42,18 +42,21 @@ type DispatcherConfig struct {
 	Logger *slog.Logger
 	// Workers is the number of concurrent deliveries (default 32).
 	Workers int
-	// QueueSize bounds the rows claimed for this process and waiting for a
-	// free worker (default 1,024): commits claim no more than there is room
-	// for (Room), and the poller claims more as the queue drains, so a
-	// huge fan-out is taken in chunks, by every process, and no lease
-	// expires while its row waits.
+	// QueueSize is the least the queue of rows claimed for this process
+	// and waiting for a free worker holds (default 1,024), and all it
+	// holds until deliveries have shown their pace: commits claim no more
+	// than there is room for (Room), and the poller claims more as the
+	// queue drains, so a huge fan-out is taken in chunks, by every
+	// process, and leases of waiting rows are renewed in bulk.
 	QueueSize int
 	// QueueMax is how far the queue grows past QueueSize while deliveries
 	// are quick (default 16,384; QueueSize or less keeps it at QueueSize):
-	// the queue takes what the workers, at the pace of recent deliveries,
-	// deliver within a quarter lease (so its rows need no renewal), and no
-	// more than QueueBytes of payloads. A commit inserts the rows it has
-	// room for already claimed, one write less a row than a later claim.
+	// after 16 deliveries, the queue takes what the workers, at the pace
+	// of recent deliveries, deliver within a quarter lease, and no more
+	// than QueueBytes of payloads. A commit inserts the rows it has room
+	// for already claimed, one write less a row than a later claim.
+	// (Concurrent commits each ask for room before either hands its rows
+	// over, so the bounds can be passed by the rows of a few commits.)
 	QueueMax int
 	// QueueBytes bounds the payloads of a queue grown past QueueSize
 	// (default 64 MiB).
@@ -76,12 +79,15 @@ type Dispatcher struct {
 	cfg   DispatcherConfig
 	mu    sync.Mutex
 	queue []queued // claimed, not yet being delivered
-	// perRow is the moving average of the time a worker spends on a row
-	// (0: nothing delivered yet); avgBytes the moving average of a
-	// queued row's payload size. Both size the queue (capacity).
-	perRow   time.Duration
-	avgBytes int
-	signal   chan struct{}
+	// perRow is the moving average of the time a worker spends on a row,
+	// over samples deliveries; avgBytes the moving average of a queued
+	// row's payload size and queuedBytes the payloads queued now. They
+	// size the queue (capacity).
+	perRow      time.Duration
+	samples     int
+	avgBytes    int
+	queuedBytes int
+	signal      chan struct{}
 	// refill asks the poller to claim more: the queue fell below half.
 	refill chan struct{}
 	cancel context.CancelFunc
@@ -161,28 +167,35 @@ func (d *Dispatcher) Room() int {
 	return max(d.capacity()-len(d.queue), 0)
 }
 
+// paceSamples is how many deliveries set the pace before the queue grows
+// past QueueSize.
+const paceSamples = 16
+
 // capacity is how many rows the queue holds now (d.mu held): QueueSize,
 // or, once deliveries have shown their pace, what the workers deliver in
-// a quarter lease — rows that wait no longer need no lease renewal — up to
-// QueueMax and QueueBytes of payloads. A worker that turns slow shrinks
-// it for the next claims; rows already queued are renewed while they wait.
+// a quarter lease — so that a row rarely waits long enough to need its
+// lease renewed — up to QueueMax, and no more than the rows queued now
+// plus what the rest of QueueBytes holds at the average payload size. A
+// worker that turns slow shrinks it for the next claims; rows already
+// queued are renewed while they wait.
 func (d *Dispatcher) capacity() int {
-	if d.perRow <= 0 || d.cfg.QueueMax <= d.cfg.QueueSize {
+	if d.samples < paceSamples || d.cfg.QueueMax <= d.cfg.QueueSize {
 		return d.cfg.QueueSize
 	}
-	n := int(int64(d.cfg.Workers) * int64(d.cfg.Lease/4) / int64(d.perRow))
+	n := min(int64(d.cfg.Workers)*int64(d.cfg.Lease/4)/int64(d.perRow), int64(d.cfg.QueueMax))
 	if d.avgBytes > 0 {
-		n = min(n, d.cfg.QueueBytes/d.avgBytes)
+		n = min(n, int64(len(d.queue))+int64(d.cfg.QueueBytes-d.queuedBytes)/int64(d.avgBytes))
 	}
-	return min(max(n, d.cfg.QueueSize), d.cfg.QueueMax)
+	return min(max(int(n), d.cfg.QueueSize), d.cfg.QueueMax)
 }
 
-// observe folds the time a worker spent on one row into perRow (a moving
-// average over about 16 rows).
+// observe folds the time a worker spent delivering one row into perRow (a
+// moving average over about 16 rows).
 func (d *Dispatcher) observe(took time.Duration) {
 	took = max(took, time.Microsecond)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.samples++
 	if d.perRow <= 0 {
 		d.perRow = took
 		return
@@ -192,8 +205,8 @@ func (d *Dispatcher) observe(took time.Duration) {
 
 // Wake hands over rows claimed for this process. The queue is in memory:
 // the rows are claimed, and if this process dies their lease expires and
-// another process delivers them. Claimers keep it near QueueSize (Room);
-// while rows wait their leases are renewed in bulk.
+// another process delivers them. Claimers keep it within its capacity
+// (Room); while rows wait their leases are renewed in bulk.
 func (d *Dispatcher) Wake(ds []engine.ClaimedDispatch) {
 	if len(ds) == 0 {
 		return
@@ -206,10 +219,12 @@ func (d *Dispatcher) Wake(ds []engine.ClaimedDispatch) {
 			at = now
 		}
 		d.queue = append(d.queue, queued{c: c, at: at})
+		size := max(len(c.Payload), 1)
+		d.queuedBytes += size
 		if d.avgBytes == 0 {
-			d.avgBytes = max(len(c.Payload), 1)
+			d.avgBytes = size
 		} else {
-			d.avgBytes += (max(len(c.Payload), 1) - d.avgBytes) / 16
+			d.avgBytes += (size - d.avgBytes) / 16
 		}
 	}
 	d.mu.Unlock()
@@ -243,6 +258,7 @@ func (d *Dispatcher) next() (queued, bool) {
 	q := d.queue[0]
 	d.queue[0] = queued{}
 	d.queue = d.queue[1:]
+	d.queuedBytes -= max(len(q.c.Payload), 1)
 	if len(d.queue) > 0 {
 		d.poke()
 	}
@@ -301,6 +317,7 @@ func (d *Dispatcher) renewQueued(ctx context.Context) {
 		lost, was := asked[q.c.ID]
 		switch {
 		case was && lost:
+			d.queuedBytes -= max(len(q.c.Payload), 1)
 			continue
 		case was:
 			q.at = now
@@ -324,8 +341,10 @@ func (d *Dispatcher) Start(ctx context.Context) {
 					began := d.cfg.Clock.Now()
 					if d.stillOurs(ctx, q) {
 						d.deliver(ctx, q.c)
+						if ctx.Err() == nil { // a delivery cut short by Stop says nothing of the pace
+							d.observe(d.cfg.Clock.Now().Sub(began))
+						}
 					}
-					d.observe(d.cfg.Clock.Now().Sub(began))
 					continue
 				}
 				select {

@@ -92,27 +92,29 @@ func (s *claimSpy) ClaimDue(ctx context.Context, limit int, lease time.Duration)
 	return rows, err
 }
 
-// TestQueueFollowsThePaceOfDeliveries: the dispatcher's queue takes what
-// its workers deliver in a quarter lease at the pace of recent deliveries,
-// between QueueSize and QueueMax and within QueueBytes of payloads, so a
-// commit can insert that many rows already claimed without their leases
-// needing renewal.
+// TestQueueFollowsThePaceOfDeliveries: after 16 deliveries the
+// dispatcher's queue takes what its workers deliver in a quarter lease at
+// the pace of recent deliveries, between QueueSize and QueueMax and within
+// QueueBytes of payloads, so a commit can insert that many rows already
+// claimed.
 func TestQueueFollowsThePaceOfDeliveries(t *testing.T) {
 	t.Parallel()
-	const floor, runs = 8, 12
+	const floor, runs, workers = 8, 20, 4
 	cases := []struct {
 		name        string
 		workerTakes time.Duration
-		max, bytes  int
+		max         int
+		bytesRows   int // QueueBytes, in payloads of this test's rows (0: the default)
 		least, most int
 	}{
-		// 2 workers × 15 s / a few ms a row: far past the ceiling.
+		// 4 workers × 15 s / a few ms a row: far past the ceiling.
 		{name: "quick deliveries grow it to QueueMax", max: 64, least: 64, most: 64},
-		// 1 KiB of payloads holds fewer rows than the floor.
-		{name: "QueueBytes bounds it", max: 64, bytes: 1024, least: floor, most: floor},
-		// 2 workers × 15 s / at least 150 ms a row: at most 200 rows.
+		// QueueBytes holds 24 of these payloads.
+		{name: "QueueBytes bounds it", max: 64, bytesRows: 24, least: 24, most: 24},
+		// 4 workers × 15 s / 150–240 ms a row: 250–400 rows (without the
+		// workers' count it would be 100 at most).
 		{name: "slow deliveries keep it small", workerTakes: 150 * time.Millisecond, max: 16384,
-			least: floor + 1, most: 200},
+			least: 250, most: 400},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,10 +131,14 @@ func TestQueueFollowsThePaceOfDeliveries(t *testing.T) {
 			defer worker.Close()
 			graph := `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"` + worker.URL + `/a"}}],"edges":[]}`
 			startRuns(t, st, eng, graph, runs)
+			var least, most int
+			require.NoError(t, st.Gorm().Raw(`SELECT min(octet_length(payload::text)), max(octet_length(payload::text)) FROM dispatches`).
+				Row().Scan(&least, &most))
+			require.Equal(t, least, most, "every payload of the test is as long (so the average is exact)")
 
 			d := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: st, Recorder: eng,
-				Secret: []byte("0123456789abcdef"), Workers: 2, QueueSize: floor, QueueMax: tc.max,
-				QueueBytes: tc.bytes, PollInterval: 10 * time.Millisecond, Lease: time.Minute})
+				Secret: []byte("0123456789abcdef"), Workers: workers, QueueSize: floor, QueueMax: tc.max,
+				QueueBytes: tc.bytesRows * least, PollInterval: 10 * time.Millisecond, Lease: time.Minute})
 			require.Equal(t, floor, d.Room(), "before any delivery the queue is QueueSize")
 			dctx, cancel := context.WithCancel(ctx)
 			d.Start(dctx)
