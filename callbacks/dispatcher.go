@@ -162,9 +162,16 @@ func FullJitter(try int, base, max time.Duration) time.Duration {
 
 // Room is how many more claimed rows the queue takes (engine.Waker).
 func (d *Dispatcher) Room() int {
+	room, _ := d.space()
+	return room
+}
+
+// space returns the queue's room and its capacity.
+func (d *Dispatcher) space() (room, capacity int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return max(d.capacity()-len(d.queue), 0)
+	capacity = d.capacity()
+	return max(capacity-len(d.queue), 0), capacity
 }
 
 // paceSamples is how many deliveries set the pace before the queue grows
@@ -399,10 +406,7 @@ func (d *Dispatcher) poll(ctx context.Context) {
 			refill = true
 		}
 		for first := true; ; first = false {
-			d.mu.Lock()
-			capacity := d.capacity()
-			room := max(capacity-len(d.queue), 0)
-			d.mu.Unlock()
+			room, capacity := d.space()
 			if room == 0 || ((refill || !first) && room < capacity/2) {
 				break // the queue is more than half full: its next pop past half signals again
 			}

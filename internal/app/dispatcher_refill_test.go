@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/callbacks"
@@ -30,23 +29,11 @@ func TestRefillClaimsHalfAQueue(t *testing.T) {
 	ctx := context.Background()
 	st, _ := storetest.IsolatedDB(t)
 	eng := engineOn(t, st)
-	var hits atomic.Int64
-	worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	defer worker.Close()
-
 	const runs, queue = 300, 40
-	graph := `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"` + worker.URL + `/a"}}],"edges":[]}`
-	flow, err := st.CreateFlow(ctx, uuid.NewString(), "worker", nil, compiledVersion(t, graph))
-	require.NoError(t, err)
-	for range runs {
-		_, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID})
-		require.NoError(t, err)
-	}
+	graph, hits := acceptingWorker(t, 0)
+	startRuns(t, st, eng, graph, runs)
 
-	spy := &claimSpy{Store: st, hits: &hits}
+	spy := &claimSpy{Store: st, hits: hits}
 	d := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: spy, Recorder: eng, Secret: []byte("0123456789abcdef"),
 		Workers: 2, QueueSize: queue, QueueMax: queue, PollInterval: time.Hour, Lease: time.Minute})
 	dctx, cancel := context.WithCancel(ctx)
@@ -122,14 +109,7 @@ func TestQueueFollowsThePaceOfDeliveries(t *testing.T) {
 			ctx := context.Background()
 			st, _ := storetest.IsolatedDB(t)
 			eng := engineOn(t, st)
-			var hits atomic.Int64
-			worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				time.Sleep(tc.workerTakes)
-				hits.Add(1)
-				w.WriteHeader(http.StatusAccepted)
-			}))
-			defer worker.Close()
-			graph := `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"` + worker.URL + `/a"}}],"edges":[]}`
+			graph, hits := acceptingWorker(t, tc.workerTakes)
 			startRuns(t, st, eng, graph, runs)
 			var least, most int
 			require.NoError(t, st.Gorm().Raw(`SELECT min(octet_length(payload::text)), max(octet_length(payload::text)) FROM dispatches`).
@@ -157,4 +137,19 @@ func TestQueueFollowsThePaceOfDeliveries(t *testing.T) {
 			require.LessOrEqual(t, room, tc.most)
 		})
 	}
+}
+
+// acceptingWorker serves a worker that takes the given time to answer 202
+// to each dispatch, and returns a one-Worker graph that dispatches to it
+// and the count of dispatches it answered.
+func acceptingWorker(t *testing.T, takes time.Duration) (string, *atomic.Int64) {
+	t.Helper()
+	hits := new(atomic.Int64)
+	worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(takes)
+		hits.Add(1)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(worker.Close)
+	return `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"` + worker.URL + `/a"}}],"edges":[]}`, hits
 }
