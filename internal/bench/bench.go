@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +32,9 @@ type Options struct {
 	// empty finds the local server or starts a throwaway cluster.
 	DatabaseURL string
 	// Scenarios to run, by name (default: all, in order): chain, chains,
-	// fanout-1k, fanout-10k, fanout-100k, idle.
+	// fanout-1k, fanout-10k, fanout-100k, idle. Any fanout-<n> (n a count
+	// with an optional k or m: fanout-300k, fanout-1m) is a fan-out of n
+	// items, to see how time and memory grow with the size.
 	Scenarios []string
 	// ChainLength is the length of the single chain (default 1,000).
 	ChainLength int
@@ -140,7 +143,42 @@ type Latency struct {
 
 var allScenarios = []string{"chain", "chains", "fanout-1k", "fanout-10k", "fanout-100k", "idle"}
 
-var defaultFanOut = map[string]int{"fanout-1k": 1000, "fanout-10k": 10000, "fanout-100k": 100000}
+// bodyLimitFor returns the serve flags that let the biggest fan-out's run
+// input through: the default body limit (1 MiB) holds the items of
+// fanout-100k (up to 8 bytes an item, "99999,"), not those of bigger ones.
+func bodyLimitFor(scenarios []string) []string {
+	most := 0
+	for _, s := range scenarios {
+		if n, ok := fanOutItems(s); ok {
+			most = max(most, n)
+		}
+	}
+	if need := 9*int64(most) + 4096; need > 1<<20 {
+		return []string{"--body-limit", strconv.FormatInt(need, 10)}
+	}
+	return nil
+}
+
+// fanOutItems returns the item count a fanout-<n> scenario names: n is a
+// positive count, with an optional k (thousands) or m (millions).
+func fanOutItems(name string) (int, bool) {
+	n, ok := strings.CutPrefix(name, "fanout-")
+	if !ok {
+		return 0, false
+	}
+	mul := 1
+	switch {
+	case strings.HasSuffix(n, "k"):
+		n, mul = strings.TrimSuffix(n, "k"), 1000
+	case strings.HasSuffix(n, "m"):
+		n, mul = strings.TrimSuffix(n, "m"), 1000000
+	}
+	v, err := strconv.Atoi(n)
+	if err != nil || v <= 0 || v > 10_000_000/mul {
+		return 0, false
+	}
+	return v * mul, true
+}
 
 const token = "bench-token"
 
@@ -170,8 +208,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		opts.Scenarios = allScenarios
 	}
 	for _, s := range opts.Scenarios {
-		if !slices.Contains(allScenarios, s) {
-			return nil, fmt.Errorf("unknown scenario %q (have %s)", s, strings.Join(allScenarios, ", "))
+		if _, fanOut := fanOutItems(s); !fanOut && !slices.Contains(allScenarios, s) {
+			return nil, fmt.Errorf("unknown scenario %q (have %s, or fanout-<n> for up to 10m items)", s, strings.Join(allScenarios, ", "))
 		}
 	}
 	def := func(v *int, d int) {
@@ -231,7 +269,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	defer r.worker.close()
 	go r.watch.run(wctx)
 
-	if r.proc, err = startStitchd(ctx, opts.Binary, dbURL, token, filepath.Join(opts.WorkDir, "stitchd.log"), opts.ProfileDir != ""); err != nil {
+	if r.proc, err = startStitchd(ctx, opts.Binary, dbURL, token, filepath.Join(opts.WorkDir, "stitchd.log"), opts.ProfileDir != "",
+		bodyLimitFor(opts.Scenarios)...); err != nil {
 		return nil, err
 	}
 	defer r.proc.stop()
@@ -409,7 +448,7 @@ func (r *runner) scenario(ctx context.Context, name string) (*Result, error) {
 	case "idle":
 		return r.idle(ctx)
 	default:
-		n := defaultFanOut[name]
+		n, _ := fanOutItems(name)
 		if v, ok := r.opts.FanOutSizes[name]; ok {
 			n = v
 		}

@@ -35,7 +35,7 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func startStitchd(ctx context.Context, binary, dbURL, token, logPath string, profile bool) (*proc, error) {
+func startStitchd(ctx context.Context, binary, dbURL, token, logPath string, profile bool, extra ...string) (*proc, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -45,6 +45,7 @@ func startStitchd(ctx context.Context, binary, dbURL, token, logPath string, pro
 		return nil, fmt.Errorf("error creating %s: %w", logPath, err)
 	}
 	args := []string{"serve", "--addr", addr, "--database-url", dbURL, "--auth-token", token, "--log-level", "warn"}
+	args = append(args, extra...)
 	var pprofURL string
 	if profile {
 		paddr, err := freeAddr()

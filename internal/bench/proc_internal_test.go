@@ -86,3 +86,24 @@ func TestFindPostgres(t *testing.T) {
 		return err == nil && c1 > c0
 	}, 30*time.Second, time.Millisecond)
 }
+
+func TestFanOutItems(t *testing.T) {
+	for name, want := range map[string]int{
+		"fanout-1k": 1000, "fanout-10k": 10000, "fanout-100k": 100000, "fanout-300k": 300000,
+		"fanout-1m": 1000000, "fanout-10m": 10000000, "fanout-250": 250,
+	} {
+		got, ok := fanOutItems(name)
+		require.True(t, ok, name)
+		require.Equal(t, want, got, name)
+	}
+	for _, name := range []string{"fanout-", "fanout-0", "fanout--5", "fanout-k", "fanout-1g", "fanout-11m",
+		"fanout-1.5k", "fanout-99999999999999999999", "chain", "fanout1k"} {
+		_, ok := fanOutItems(name)
+		require.False(t, ok, name)
+	}
+}
+
+func TestBodyLimitFor(t *testing.T) {
+	require.Nil(t, bodyLimitFor([]string{"chain", "fanout-1k", "fanout-100k"}), "the default limit holds 100k items")
+	require.Equal(t, []string{"--body-limit", "9004096"}, bodyLimitFor([]string{"fanout-1m", "fanout-10k", "idle"}))
+}
