@@ -2,12 +2,18 @@ package handlers
 
 import "github.com/stitchd/stitchd/engine"
 
+// Options configure the built-in handlers.
+type Options struct {
+	// MaxFanOutItems bounds a Splitter's array (0 = DefaultMaxItems).
+	MaxFanOutItems int
+}
+
 // Registry returns the handlers of every built-in node type.
-func Registry() map[engine.NodeType]engine.NodeHandler {
+func Registry(o Options) map[engine.NodeType]engine.NodeHandler {
 	return map[engine.NodeType]engine.NodeHandler{
 		engine.NodeTypeWorker:    Worker{},
 		engine.NodeTypeUX:        UX{},
-		engine.NodeTypeSplitter:  Splitter{},
+		engine.NodeTypeSplitter:  Splitter{MaxItems: o.MaxFanOutItems},
 		engine.NodeTypeCollector: Collector{},
 	}
 }

@@ -43,7 +43,7 @@ func newServer(t *testing.T, st *store.Store, mod ...func(*web.Config)) *web.Ser
 	require.NoError(t, err)
 	eng, err := engine.New(engine.Config{
 		Store:    st,
-		Handlers: handlers.Registry(),
+		Handlers: handlers.Registry(handlers.Options{}),
 		Minter:   &callbacks.Minter{Keys: ring, BaseURL: "http://x", Clock: engine.SystemClock{}},
 		NewID:    uuid.NewString,
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stitchd/stitchd/callbacks"
+	"github.com/stitchd/stitchd/handlers"
 	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/store"
 )
@@ -53,6 +54,7 @@ var settings = []setting{
 	{"log-format", "STITCHD_LOG_FORMAT"},
 	{"log-level", "STITCHD_LOG_LEVEL"},
 	{"body-limit", "STITCHD_BODY_LIMIT"},
+	{"max-fanout-items", "STITCHD_MAX_FANOUT_ITEMS"},
 	{"data-dir", "STITCHD_DATA_DIR"},
 	{"dispatch-timeout", "STITCHD_DISPATCH_TIMEOUT"},
 	{"poll-interval", "STITCHD_POLL_INTERVAL"},
@@ -86,6 +88,7 @@ type options struct {
 	metricsToken                          string
 	logFormat, logLevel, dataDir          string
 	bodyLimit                             int64
+	maxFanOutItems                        int
 	dispatchTimeout, pollInterval         time.Duration
 	privateAddresses, allowCIDRs          string
 	pprofAddr                             string
@@ -102,6 +105,7 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json (env STITCHD_LOG_FORMAT)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error (env STITCHD_LOG_LEVEL)")
 	fs.Int64Var(&o.bodyLimit, "body-limit", 1<<20, "request body limit in bytes (env STITCHD_BODY_LIMIT)")
+	fs.IntVar(&o.maxFanOutItems, "max-fanout-items", handlers.DefaultMaxItems, "most items a Splitter fans out; a bigger array fails it (env STITCHD_MAX_FANOUT_ITEMS)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "where a throwaway Postgres cluster lives (env STITCHD_DATA_DIR)")
 	fs.DurationVar(&o.dispatchTimeout, "dispatch-timeout", 10*time.Second, "timeout of one delivery to a worker (env STITCHD_DISPATCH_TIMEOUT)")
 	fs.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often due retries and overdue nodes are swept (env STITCHD_POLL_INTERVAL)")
@@ -188,7 +192,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 
 func (o options) config(log *slog.Logger) app.Config {
 	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
-		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, Logger: log, DataDir: o.dataDir,
+		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems, Logger: log, DataDir: o.dataDir,
 		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, OTLPEndpoint: o.otlpEndpoint, Version: version}
 }
 
@@ -200,6 +204,9 @@ func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) 
 	allow, err := callbacks.ParseCIDRs(o.allowCIDRs)
 	if err != nil {
 		return fmt.Errorf("--worker-allow-cidrs: %w", err)
+	}
+	if o.maxFanOutItems < 1 {
+		return fmt.Errorf("--max-fanout-items must be at least 1, not %d", o.maxFanOutItems)
 	}
 	if o.privateAddresses != "allow" && o.privateAddresses != "deny" {
 		return fmt.Errorf("--worker-private-addresses must be allow or deny, not %q", o.privateAddresses)

@@ -2,11 +2,14 @@ package app_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/internal/app"
 )
 
 func TestAbusiveBodies(t *testing.T) {
@@ -60,4 +63,20 @@ func TestSplitterItemLimit(t *testing.T) {
 	r := h.startRun(flow, map[string]any{"xs": xs})
 	fin := h.waitRun(r.ID, "failed")
 	require.Contains(t, *fin.Nodes["s"].Error, "100001 items, more than the maximum of 100000")
+}
+
+func TestSplitterItemLimitConfigured(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *app.Config) { c.MaxFanOutItems = 3 })
+	flow := h.createFlow([]map[string]any{splitter("s", "xs"), wnode(h, "w"), node("c", "Collector", nil)},
+		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil)})
+	r := h.startRun(flow, map[string]any{"xs": []int{1, 2, 3, 4}})
+	fin := h.waitRun(r.ID, "failed")
+	require.Contains(t, *fin.Nodes["s"].Error, "4 items, more than the maximum of 3")
+
+	r = h.startRun(flow, map[string]any{"xs": []int{1, 2, 3}})
+	for i := range 3 {
+		h.complete(h.waitDispatch(r.ID, fmt.Sprintf("w_%d", i), 1), fmt.Sprintf(`{"i":%d}`, i))
+	}
+	h.waitRun(r.ID, "completed")
 }

@@ -35,7 +35,10 @@ type Config struct {
 	// empty, /metrics answers without one.
 	MetricsToken string
 	BodyLimit    int64
-	Logger       *slog.Logger
+	// MaxFanOutItems bounds a Splitter's array (default 100,000): a
+	// bigger one fails the Splitter with a clear error.
+	MaxFanOutItems int
+	Logger         *slog.Logger
 	// DispatchWorkers is the number of concurrent outbound deliveries.
 	DispatchWorkers int
 	// PollInterval is how often due dispatches and overdue nodes are swept.
@@ -177,7 +180,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	waker := &lateWaker{}
 	a.Engine, err = engine.New(engine.Config{
 		Store:      a.Store,
-		Handlers:   handlers.Registry(),
+		Handlers:   handlers.Registry(handlers.Options{MaxFanOutItems: cfg.MaxFanOutItems}),
 		Minter:     &callbacks.Minter{Keys: ring, BaseURL: cfg.BaseURL, Clock: clock},
 		Waker:      waker,
 		ClaimLease: cfg.DispatchLease,

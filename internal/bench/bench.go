@@ -20,6 +20,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for the bench's own queries
 
+	"github.com/stitchd/stitchd/handlers"
 	"github.com/stitchd/stitchd/store/localpg"
 )
 
@@ -143,20 +144,26 @@ type Latency struct {
 
 var allScenarios = []string{"chain", "chains", "fanout-1k", "fanout-10k", "fanout-100k", "idle"}
 
-// bodyLimitFor returns the serve flags that let the biggest fan-out's run
-// input through: the default body limit (1 MiB) holds the items of
-// fanout-100k (up to 8 bytes an item, "99999,"), not those of bigger ones.
-func bodyLimitFor(scenarios []string) []string {
+// serveFlagsFor returns the serve flags that let the biggest fan-out
+// through: the default body limit (1 MiB) holds the run input of
+// fanout-100k (up to 8 bytes an item, "99999,") and the default
+// --max-fanout-items is 100,000; bigger fan-outs need more. The standard
+// scenarios run with the defaults.
+func serveFlagsFor(scenarios []string) []string {
 	most := 0
 	for _, s := range scenarios {
 		if n, ok := fanOutItems(s); ok {
 			most = max(most, n)
 		}
 	}
+	var flags []string
 	if need := 9*int64(most) + 4096; need > 1<<20 {
-		return []string{"--body-limit", strconv.FormatInt(need, 10)}
+		flags = append(flags, "--body-limit", strconv.FormatInt(need, 10))
 	}
-	return nil
+	if most > handlers.DefaultMaxItems {
+		flags = append(flags, "--max-fanout-items", strconv.Itoa(most))
+	}
+	return flags
 }
 
 // fanOutItems returns the item count a fanout-<n> scenario names: n is a
@@ -270,7 +277,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	go r.watch.run(wctx)
 
 	if r.proc, err = startStitchd(ctx, opts.Binary, dbURL, token, filepath.Join(opts.WorkDir, "stitchd.log"), opts.ProfileDir != "",
-		bodyLimitFor(opts.Scenarios)...); err != nil {
+		serveFlagsFor(opts.Scenarios)...); err != nil {
 		return nil, err
 	}
 	defer r.proc.stop()

@@ -103,7 +103,9 @@ func TestFanOutItems(t *testing.T) {
 	}
 }
 
-func TestBodyLimitFor(t *testing.T) {
-	require.Nil(t, bodyLimitFor([]string{"chain", "fanout-1k", "fanout-100k"}), "the default limit holds 100k items")
-	require.Equal(t, []string{"--body-limit", "9004096"}, bodyLimitFor([]string{"fanout-1m", "fanout-10k", "idle"}))
+func TestServeFlagsFor(t *testing.T) {
+	require.Nil(t, serveFlagsFor([]string{"chain", "fanout-1k", "fanout-100k", "idle"}), "the standard scenarios run with the defaults")
+	require.Equal(t, []string{"--body-limit", "9004096", "--max-fanout-items", "1000000"},
+		serveFlagsFor([]string{"fanout-1m", "fanout-10k", "idle"}))
+	require.Equal(t, []string{"--body-limit", "1084096", "--max-fanout-items", "120000"}, serveFlagsFor([]string{"fanout-120000"}))
 }
