@@ -41,11 +41,15 @@ type Config struct {
 
 // CommitInfo summarises one committed engine transaction.
 type CommitInfo struct {
-	RunID  string
-	Events []NewEvent
+	RunID string
 	// Transitions are the node status changes the transaction made, in
-	// order (a UX node firing is two: running, then waiting_for_user).
+	// order (a UX node firing is two: running, then waiting_for_user),
+	// but for those only counted in Counted.
 	Transitions []TransitionInfo
+	// Counted are transitions counted by kind, not listed: those of a big
+	// fan-out, whose events the transaction wrote ahead of its commit
+	// (failures among them are listed in Transitions all the same).
+	Counted []TransitionCount
 	// RunStarted is set when the transaction created the run.
 	RunStarted bool
 	// RunFinished is the status the run settled in (completed, failed or
@@ -64,49 +68,81 @@ type TransitionInfo struct {
 	Error   string
 }
 
-// commitInfo summarises the transaction from the events it wrote.
+// TransitionCount is how many node status changes of one kind a
+// transaction made (CommitInfo.Counted).
+type TransitionCount struct {
+	Type  NodeType
+	To    Status
+	Count int
+}
+
+// commitInfo summarises the transaction from the events it wrote: those
+// written ahead (spillEvents), then the rest.
 func (t *txn) commitInfo() CommitInfo {
-	ci := CommitInfo{RunID: t.run.ID, Events: t.events}
+	ci := t.spilled
+	ci.RunID = t.run.ID
 	for _, ev := range t.events {
-		switch ev.Type {
-		case EventRunStarted:
-			ci.RunStarted = true
-		case EventRunCompleted:
-			ci.RunFinished = RunCompleted
-		case EventRunFailed:
-			ci.RunFinished = RunFailed
-		case EventRunCancelled:
-			ci.RunFinished = RunCancelled
-		case EventRunResumed:
-			ci.RunFinished = ""
-		case EventNodeStatus:
-			ti := TransitionInfo{Key: ev.Key}
-			switch p := ev.Payload.(type) {
-			case *nodeStatus:
-				ti.To, ti.NodeID, ti.Attempt = p.Status, p.NodeID, p.Attempt
-				if p.Error != nil {
-					ti.Error = *p.Error
-				}
-			case map[string]any: // a cancellation
-				switch v := p["status"].(type) {
-				case Status:
-					ti.To = v
-				case string:
-					ti.To = Status(v)
-				}
-			}
-			if ti.NodeID == "" {
-				ti.NodeID = ev.Key // a static node's key is its id
-			}
-			if t.graph != nil {
-				if n := t.graph.Nodes[ti.NodeID]; n != nil {
-					ti.Type = n.Type
-				}
-			}
-			ci.Transitions = append(ci.Transitions, ti)
-		}
+		ci.note(ev, t.graph, false)
 	}
 	return ci
+}
+
+// note adds what event ev did to ci; a node transition is only counted
+// when count is set, unless it is a failure.
+func (ci *CommitInfo) note(ev NewEvent, g *ExecutionGraph, count bool) {
+	switch ev.Type {
+	case EventRunStarted:
+		ci.RunStarted = true
+	case EventRunCompleted:
+		ci.RunFinished = RunCompleted
+	case EventRunFailed:
+		ci.RunFinished = RunFailed
+	case EventRunCancelled:
+		ci.RunFinished = RunCancelled
+	case EventRunResumed:
+		ci.RunFinished = ""
+	case EventNodeStatus:
+		ti := transitionOf(ev, g)
+		if !count || ti.To == StatusFailed {
+			ci.Transitions = append(ci.Transitions, ti)
+			return
+		}
+		for i := range ci.Counted {
+			if c := &ci.Counted[i]; c.Type == ti.Type && c.To == ti.To {
+				c.Count++
+				return
+			}
+		}
+		ci.Counted = append(ci.Counted, TransitionCount{Type: ti.Type, To: ti.To, Count: 1})
+	}
+}
+
+// transitionOf reads a node.status event.
+func transitionOf(ev NewEvent, g *ExecutionGraph) TransitionInfo {
+	ti := TransitionInfo{Key: ev.Key}
+	switch p := ev.Payload.(type) {
+	case *nodeStatus:
+		ti.To, ti.NodeID, ti.Attempt = p.Status, p.NodeID, p.Attempt
+		if p.Error != nil {
+			ti.Error = *p.Error
+		}
+	case map[string]any: // a cancellation
+		switch v := p["status"].(type) {
+		case Status:
+			ti.To = v
+		case string:
+			ti.To = Status(v)
+		}
+	}
+	if ti.NodeID == "" {
+		ti.NodeID = ev.Key // a static node's key is its id
+	}
+	if g != nil {
+		if n := g.Nodes[ti.NodeID]; n != nil {
+			ti.Type = n.Type
+		}
+	}
+	return ti
 }
 
 // Retrier is implemented by handlers whose nodes retry automatically after
@@ -542,7 +578,7 @@ func (e *Engine) committed(t *txn) {
 	if len(t.claimed) > 0 && e.cfg.Waker != nil {
 		e.cfg.Waker.Wake(t.claimed)
 	}
-	if e.cfg.OnCommit != nil && t.run != nil && len(t.events) > 0 {
+	if e.cfg.OnCommit != nil && t.run != nil && len(t.events)+t.spilledEvents > 0 {
 		e.cfg.OnCommit(t.commitInfo())
 	}
 }

@@ -22,7 +22,11 @@ type txn struct {
 	run     *Run
 	graph   *ExecutionGraph
 	events  []NewEvent
-	claimed []ClaimedDispatch
+	// spilled is what the events written ahead of the commit
+	// (spillEvents) did, for the commit hook; spilledEvents counts them.
+	spilled       CommitInfo
+	spilledEvents int
+	claimed       []ClaimedDispatch
 	failMsg string
 	// heard are (key, attempt) pairs a worker called back for: their
 	// dispatches arrived.
@@ -366,6 +370,29 @@ func (t *txn) event(typ, key string, payload any) {
 	t.events = append(t.events, NewEvent{Type: typ, Key: key, Payload: payload})
 }
 
+// spillEvents writes the events so far ahead of the commit, once they are
+// a fan-out chunk's worth, so that a big fan-out's transaction does not
+// hold an event per instance (and its commit information a transition per
+// instance) until it commits: the fan-out's memory stays that of a chunk.
+// The commit hook gets their transitions counted (failures listed). A
+// speculated step's events are numbered relative to the run's row, unknown
+// here: they stay for flush.
+func (t *txn) spillEvents() error {
+	if t.speculated || len(t.events) < fanOutChunk {
+		return nil
+	}
+	if err := t.tx.AppendEvents(t.ctx, t.run.ID, t.run.EventSeq+1, t.events); err != nil {
+		return fmt.Errorf("error writing %d events of run %s: %w", len(t.events), t.run.ID, err)
+	}
+	t.run.EventSeq += int64(len(t.events))
+	for _, ev := range t.events {
+		t.spilled.note(ev, t.graph, true)
+	}
+	t.spilledEvents += len(t.events)
+	t.events = nil
+	return nil
+}
+
 // transition applies one compare-and-set and keeps the run's counters.
 func (t *txn) transition(tr *NodeTransition) (*NodeState, error) {
 	tr.RunID = t.run.ID
@@ -704,6 +731,9 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 			return fmt.Errorf("error creating instances of %s: %w", s.ID, err)
 		}
 		again = append(again, more...)
+		if err := t.spillEvents(); err != nil {
+			return err
+		}
 	}
 	known := map[string]json.RawMessage{}
 	for _, tg := range again {

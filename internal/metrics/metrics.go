@@ -121,11 +121,15 @@ func (m *Metrics) OnCommit(ci engine.CommitInfo) {
 		m.runsFinished.WithLabelValues(string(ci.RunFinished)).Inc()
 	}
 	debug := m.log.Enabled(context.Background(), slog.LevelDebug)
-	for _, t := range ci.Transitions {
-		typ := string(t.Type)
-		if typ == "" {
-			typ = "unknown"
+	for _, c := range ci.Counted {
+		typ := typeLabel(c.Type)
+		m.nodeTransitions.WithLabelValues(typ, string(c.To)).Add(float64(c.Count))
+		if debug {
+			m.log.Debug("node transitions", "run_id", ci.RunID, "type", typ, "status", c.To, "count", c.Count)
 		}
+	}
+	for _, t := range ci.Transitions {
+		typ := typeLabel(t.Type)
 		m.nodeTransitions.WithLabelValues(typ, string(t.To)).Inc()
 		if t.To == engine.StatusFailed {
 			m.log.Info("node failed", "run_id", ci.RunID, "node_key", t.Key, "type", typ, "attempt", t.Attempt, "error", t.Error)
@@ -144,6 +148,15 @@ func (m *Metrics) OnCommit(ci engine.CommitInfo) {
 	default:
 		m.log.Info("run finished", "run_id", ci.RunID, "status", ci.RunFinished)
 	}
+}
+
+// typeLabel is a node type's label value ("unknown" when the graph did
+// not know the node).
+func typeLabel(t engine.NodeType) string {
+	if t == "" {
+		return "unknown"
+	}
+	return string(t)
 }
 
 // SweeperAction counts n actions of a sweep ("expired", "claimed").

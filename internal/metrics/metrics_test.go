@@ -63,6 +63,11 @@ func TestOnCommit(t *testing.T) {
 		{Key: "a", NodeID: "a", Type: engine.NodeTypeWorker, To: engine.StatusFailed, Error: "boom"},
 		{Key: "x_1", To: engine.StatusCancelled},
 	}})
+	// A big fan-out's transitions come counted.
+	m.OnCommit(engine.CommitInfo{RunID: "f", Counted: []engine.TransitionCount{
+		{Type: engine.NodeTypeWorker, To: engine.StatusRunning, Count: 4000},
+		{Type: engine.NodeTypeUX, To: engine.StatusWaitingForUser, Count: 2000},
+	}})
 	tests := []struct {
 		name   string
 		labels map[string]string
@@ -71,9 +76,9 @@ func TestOnCommit(t *testing.T) {
 		{"stitchd_runs_started_total", nil, 1},
 		{"stitchd_runs_finished_total", map[string]string{"status": "failed"}, 1},
 		{"stitchd_runs_finished_total", map[string]string{"status": "completed"}, 0},
-		{"stitchd_node_transitions_total", map[string]string{"type": "Worker", "to": "running"}, 1},
+		{"stitchd_node_transitions_total", map[string]string{"type": "Worker", "to": "running"}, 4001},
 		{"stitchd_node_transitions_total", map[string]string{"type": "Worker", "to": "failed"}, 1},
-		{"stitchd_node_transitions_total", map[string]string{"type": "UX", "to": "waiting_for_user"}, 1},
+		{"stitchd_node_transitions_total", map[string]string{"type": "UX", "to": "waiting_for_user"}, 2001},
 		{"stitchd_node_transitions_total", map[string]string{"type": "unknown", "to": "cancelled"}, 1},
 	}
 	for _, tt := range tests {
