@@ -105,12 +105,33 @@ func TestExtractItems(t *testing.T) {
 	items, err = ExtractItems(json.RawMessage(`{"x":{"y":[]}}`), "x.y")
 	require.NoError(t, err)
 	require.Empty(t, items)
+	// A path with a modifier: new text, not the input's.
+	items, err = ExtractItems(json.RawMessage(`{"a":[1,22,{"b":"333"}]}`), "a|@reverse")
+	require.NoError(t, err)
+	require.Equal(t, []json.RawMessage{json.RawMessage(`{"b":"333"}`), json.RawMessage(`22`), json.RawMessage(`1`)}, items)
 	_, err = ExtractItems(json.RawMessage(`{"x":1}`), "leads")
 	require.ErrorContains(t, err, "matches nothing")
 	_, err = ExtractItems(json.RawMessage(`{"leads":"abc"}`), "leads")
 	require.ErrorContains(t, err, "is a string, not an array")
 	_, err = ExtractItems(json.RawMessage(`{"leads":{"a":1}}`), "leads")
 	require.ErrorContains(t, err, "is a object, not an array")
+}
+
+// TestExtractItemsSharesTheInput: items are the input's own bytes (a big
+// fan-out does not copy its items), capped so that appending to one cannot
+// overwrite the input.
+func TestExtractItemsSharesTheInput(t *testing.T) {
+	t.Parallel()
+	input := json.RawMessage(`{"leads": [ {"a":1}, "b" ,3 ]}`)
+	items, err := ExtractItems(input, "leads")
+	require.NoError(t, err)
+	require.Len(t, items, 3)
+	for i, at := range []int{12, 21, 26} {
+		require.Same(t, &input[at], &items[i][0], "item %d is not the input's own bytes", i)
+		require.Equal(t, len(items[i]), cap(items[i]), "item %d is capped", i)
+	}
+	_ = append(items[1], 'x')
+	require.Equal(t, `{"leads": [ {"a":1}, "b" ,3 ]}`, string(input))
 }
 
 func TestInstanceKey(t *testing.T) {

@@ -80,7 +80,9 @@ func ResolvePath(doc json.RawMessage, path string) (json.RawMessage, bool) {
 }
 
 // ExtractItems evaluates a Splitter's arrayPath against its input and
-// returns the array's items.
+// returns the array's items. They share the input's memory where gjson
+// says where they are in it (a big fan-out's items are most of its input),
+// so neither may be modified.
 func ExtractItems(input json.RawMessage, arrayPath string) ([]json.RawMessage, error) {
 	r := gjson.GetBytes(input, arrayPath)
 	if !r.Exists() {
@@ -91,10 +93,20 @@ func ExtractItems(input json.RawMessage, arrayPath string) ([]json.RawMessage, e
 	}
 	var items []json.RawMessage
 	r.ForEach(func(_, v gjson.Result) bool {
-		items = append(items, json.RawMessage(v.Raw))
+		items = append(items, rawIn(input, v))
 		return true
 	})
 	return items, nil
+}
+
+// rawIn returns v's text as the slice of input that holds it, without a
+// copy, or a copy when input does not hold it at v.Index (a path with a
+// modifier makes new text, whose positions are not the input's).
+func rawIn(input []byte, v gjson.Result) json.RawMessage {
+	if end := v.Index + len(v.Raw); v.Index > 0 && end <= len(input) && string(input[v.Index:end]) == v.Raw {
+		return input[v.Index:end:end]
+	}
+	return json.RawMessage(v.Raw)
 }
 
 func kindOf(r gjson.Result) string {
