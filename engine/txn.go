@@ -16,18 +16,18 @@ import (
 
 // txn is the state of one engine transaction over one run.
 type txn struct {
-	e       *Engine
-	ctx     context.Context
-	tx      Tx
-	run     *Run
-	graph   *ExecutionGraph
-	events  []NewEvent
+	e      *Engine
+	ctx    context.Context
+	tx     Tx
+	run    *Run
+	graph  *ExecutionGraph
+	events []NewEvent
 	// spilled is what the events written ahead of the commit
 	// (spillEvents) did, for the commit hook; spilledEvents counts them.
 	spilled       CommitInfo
 	spilledEvents int
 	claimed       []ClaimedDispatch
-	failMsg string
+	failMsg       string
 	// heard are (key, attempt) pairs a worker called back for: their
 	// dispatches arrived.
 	heardKeys     []string
