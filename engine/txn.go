@@ -374,23 +374,24 @@ func (t *txn) event(typ, key string, payload any) {
 // a fan-out chunk's worth, so that a big fan-out's transaction does not
 // hold an event per instance (and its commit information a transition per
 // instance) until it commits: the fan-out's memory stays that of a chunk.
-// The commit hook gets their transitions counted (failures listed). A
+// The commit hook gets the transitions of all but the first listed events
+// (the transaction's before the fan-out's) counted, failures listed. A
 // speculated step's events are numbered relative to the run's row, unknown
-// here: they stay for flush.
-func (t *txn) spillEvents() error {
+// here: they stay for flush. It reports whether it wrote.
+func (t *txn) spillEvents(listed int) (bool, error) {
 	if t.speculated || len(t.events) < fanOutChunk {
-		return nil
+		return false, nil
 	}
 	if err := t.tx.AppendEvents(t.ctx, t.run.ID, t.run.EventSeq+1, t.events); err != nil {
-		return fmt.Errorf("error writing %d events of run %s: %w", len(t.events), t.run.ID, err)
+		return false, fmt.Errorf("error writing %d events of run %s: %w", len(t.events), t.run.ID, err)
 	}
 	t.run.EventSeq += int64(len(t.events))
-	for _, ev := range t.events {
-		t.spilled.note(ev, t.graph, true)
+	for i, ev := range t.events {
+		t.spilled.note(ev, t.graph, i >= listed)
 	}
 	t.spilledEvents += len(t.events)
 	t.events = nil
-	return nil
+	return true, nil
 }
 
 // transition applies one compare-and-set and keeps the run's counters.
@@ -725,14 +726,17 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 	outer := t.bulk
 	defer func() { t.bulk = outer }()
 	var again []target
+	listed := len(t.events) // the transaction's own, before the fan-out's
 	for off := 0; off < len(items); off += fanOutChunk {
 		more, err := t.instantiate(region, pending, sidx, skey, items[off:min(off+fanOutChunk, len(items))], off)
 		if err != nil {
 			return fmt.Errorf("error creating instances of %s: %w", s.ID, err)
 		}
 		again = append(again, more...)
-		if err := t.spillEvents(); err != nil {
+		if spilled, err := t.spillEvents(listed); err != nil {
 			return err
+		} else if spilled {
+			listed = 0
 		}
 	}
 	known := map[string]json.RawMessage{}

@@ -34,7 +34,8 @@ func (l *lockedBuffer) String() string {
 // TestBigFanOutWritesItsEventsAhead: a fan-out of several chunks writes
 // each chunk's events ahead of its commit (its transaction does not hold
 // an event per instance), numbered without gaps or repeats, and the commit
-// hook still counts every transition.
+// hook still counts every transition: the instances' by kind, the
+// transaction's others (the callback that fired the Splitter) one by one.
 func TestBigFanOutWritesItsEventsAhead(t *testing.T) {
 	t.Parallel()
 	var logs lockedBuffer
@@ -43,9 +44,11 @@ func TestBigFanOutWritesItsEventsAhead(t *testing.T) {
 	})
 	w := newAutoWorker(t)
 	const items = 4500 // two chunks of 2,000 written ahead, 500 at the commit
-	flow := h.createFlow([]map[string]any{splitter("s", "xs"),
-		node("w", "Worker", map[string]any{"webhookUrl": w.srv.URL}), node("c", "Collector", nil)},
-		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil)})
+	// src's callback ({"v": its input}) fires the Splitter: the fan-out
+	// happens in the callback's transaction.
+	flow := h.createFlow([]map[string]any{node("src", "Worker", map[string]any{"webhookUrl": w.srv.URL}),
+		splitter("s", "v.xs"), node("w", "Worker", map[string]any{"webhookUrl": w.srv.URL}), node("c", "Collector", nil)},
+		[]map[string]any{edge("src", "s", nil), edge("s", "w", nil), edge("w", "c", nil)})
 	xs := make([]int, items)
 	for i := range xs {
 		xs[i] = i
@@ -73,8 +76,14 @@ func TestBigFanOutWritesItsEventsAhead(t *testing.T) {
 	require.Equal(t, int64(items), seqs.Running, "one running event per instance")
 
 	m := h.scrape()
-	require.Equal(t, float64(items), m[`stitchd_node_transitions_total{to="running",type="Worker"}`])
-	require.Equal(t, float64(items), m[`stitchd_node_transitions_total{to="completed",type="Worker"}`])
-	require.True(t, strings.Contains(logs.String(), `msg="node transitions" run_id=`+r.ID+` type=Worker status=running count=4000`),
+	require.Equal(t, float64(items+1), m[`stitchd_node_transitions_total{to="running",type="Worker"}`])
+	require.Equal(t, float64(items+1), m[`stitchd_node_transitions_total{to="completed",type="Worker"}`])
+	require.Equal(t, 1.0, m[`stitchd_node_transitions_total{to="completed",type="Splitter"}`])
+	log := logs.String()
+	require.True(t, strings.Contains(log, `msg="node transitions" run_id=`+r.ID+` type=Worker status=running count=4000`),
 		"the chunks written ahead come counted to the commit hook")
+	for _, line := range []string{`node_key=src type=Worker status=completed`, `node_key=s type=Splitter status=running`,
+		`node_key=w_4000 type=Worker status=running`} {
+		require.True(t, strings.Contains(log, `msg="node transition" run_id=`+r.ID+` `+line), "listed: %s", line)
+	}
 }

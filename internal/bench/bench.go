@@ -149,10 +149,10 @@ var allScenarios = []string{"chain", "chains", "fanout-1k", "fanout-10k", "fanou
 // fanout-100k (up to 8 bytes an item, "99999,") and the default
 // --max-fanout-items is 100,000; bigger fan-outs need more. The standard
 // scenarios run with the defaults.
-func serveFlagsFor(scenarios []string) []string {
+func serveFlagsFor(opts Options) []string {
 	most := 0
-	for _, s := range scenarios {
-		if n, ok := fanOutItems(s); ok {
+	for _, s := range opts.Scenarios {
+		if n, ok := opts.fanOutSize(s); ok {
 			most = max(most, n)
 		}
 	}
@@ -166,8 +166,19 @@ func serveFlagsFor(scenarios []string) []string {
 	return flags
 }
 
+// fanOutSize returns the items of fan-out scenario name: FanOutSizes' or
+// the count its name gives.
+func (o Options) fanOutSize(name string) (int, bool) {
+	n, ok := fanOutItems(name)
+	if v, set := o.FanOutSizes[name]; set && ok {
+		n = v
+	}
+	return n, ok
+}
+
 // fanOutItems returns the item count a fanout-<n> scenario names: n is a
-// positive count, with an optional k (thousands) or m (millions).
+// positive count in digits (no sign, no leading zero), with an optional k
+// (thousands) or m (millions).
 func fanOutItems(name string) (int, bool) {
 	n, ok := strings.CutPrefix(name, "fanout-")
 	if !ok {
@@ -180,8 +191,11 @@ func fanOutItems(name string) (int, bool) {
 	case strings.HasSuffix(n, "m"):
 		n, mul = strings.TrimSuffix(n, "m"), 1000000
 	}
+	if n == "" || n[0] < '1' || n[0] > '9' || strings.Trim(n, "0123456789") != "" {
+		return 0, false
+	}
 	v, err := strconv.Atoi(n)
-	if err != nil || v <= 0 || v > 10_000_000/mul {
+	if err != nil || v > 10_000_000/mul {
 		return 0, false
 	}
 	return v * mul, true
@@ -277,7 +291,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	go r.watch.run(wctx)
 
 	if r.proc, err = startStitchd(ctx, opts.Binary, dbURL, token, filepath.Join(opts.WorkDir, "stitchd.log"), opts.ProfileDir != "",
-		serveFlagsFor(opts.Scenarios)...); err != nil {
+		serveFlagsFor(opts)...); err != nil {
 		return nil, err
 	}
 	defer r.proc.stop()
@@ -455,10 +469,7 @@ func (r *runner) scenario(ctx context.Context, name string) (*Result, error) {
 	case "idle":
 		return r.idle(ctx)
 	default:
-		n, _ := fanOutItems(name)
-		if v, ok := r.opts.FanOutSizes[name]; ok {
-			n = v
-		}
+		n, _ := r.opts.fanOutSize(name)
 		return r.fanOut(ctx, name, n)
 	}
 }

@@ -96,7 +96,7 @@ func TestFanOutItems(t *testing.T) {
 		require.True(t, ok, name)
 		require.Equal(t, want, got, name)
 	}
-	for _, name := range []string{"fanout-", "fanout-0", "fanout--5", "fanout-k", "fanout-1g", "fanout-11m",
+	for _, name := range []string{"fanout-", "fanout-0", "fanout--5", "fanout-+5", "fanout-007", "fanout-k", "fanout-1g", "fanout-11m",
 		"fanout-1.5k", "fanout-99999999999999999999", "chain", "fanout1k"} {
 		_, ok := fanOutItems(name)
 		require.False(t, ok, name)
@@ -104,8 +104,13 @@ func TestFanOutItems(t *testing.T) {
 }
 
 func TestServeFlagsFor(t *testing.T) {
-	require.Nil(t, serveFlagsFor([]string{"chain", "fanout-1k", "fanout-100k", "idle"}), "the standard scenarios run with the defaults")
+	require.Nil(t, serveFlagsFor(Options{Scenarios: []string{"chain", "fanout-1k", "fanout-100k", "idle"}}),
+		"the standard scenarios run with the defaults")
 	require.Equal(t, []string{"--body-limit", "9004096", "--max-fanout-items", "1000000"},
-		serveFlagsFor([]string{"fanout-1m", "fanout-10k", "idle"}))
-	require.Equal(t, []string{"--body-limit", "1084096", "--max-fanout-items", "120000"}, serveFlagsFor([]string{"fanout-120000"}))
+		serveFlagsFor(Options{Scenarios: []string{"fanout-1m", "fanout-10k", "idle"}}))
+	require.Equal(t, []string{"--body-limit", "1084096", "--max-fanout-items", "120000"},
+		serveFlagsFor(Options{Scenarios: []string{"fanout-120000"}}))
+	require.Equal(t, []string{"--body-limit", "1804096", "--max-fanout-items", "200000"},
+		serveFlagsFor(Options{Scenarios: []string{"fanout-1k"}, FanOutSizes: map[string]int{"fanout-1k": 200000}}), "sizes set in Options count")
+	require.Nil(t, serveFlagsFor(Options{Scenarios: []string{"fanout-1m"}, FanOutSizes: map[string]int{"fanout-1m": 50}}))
 }
