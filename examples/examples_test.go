@@ -4,7 +4,6 @@
 package examples_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +24,7 @@ import (
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/internal/client"
+	"github.com/stitchd/stitchd/internal/syncbuf"
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
@@ -50,32 +49,14 @@ func buildGoWorker(t *testing.T) string {
 	return bin
 }
 
-// logBuffer collects a process's output for failure messages.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startWorker runs an example worker on a free port and waits until it
 // accepts connections.
-func startWorker(t *testing.T, secret string, argv ...string) (url string, logs *logBuffer) {
+func startWorker(t *testing.T, secret string, argv ...string) (url string, logs *syncbuf.Buffer) {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "STITCHD_WEBHOOK_SECRET="+secret, "ADDR="+addr)
-	logs = &logBuffer{}
+	logs = &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	exited := make(chan struct{})

@@ -1,35 +1,16 @@
 package app_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/syncbuf"
 )
-
-// lockedBuffer is a log destination several goroutines write to.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestBigFanOutWritesItsEventsAhead: a fan-out of several chunks writes
 // each chunk's events ahead of its commit (its transaction does not hold
@@ -38,7 +19,7 @@ func (l *lockedBuffer) String() string {
 // transaction's others (the callback that fired the Splitter) one by one.
 func TestBigFanOutWritesItsEventsAhead(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	h := newHarness(t, func(c *app.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})

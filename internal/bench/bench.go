@@ -146,7 +146,7 @@ var allScenarios = []string{"chain", "chains", "fanout-1k", "fanout-10k", "fanou
 
 // serveFlagsFor returns the serve flags that let the biggest fan-out
 // through: the default body limit (1 MiB) holds the run input of
-// fanout-100k (up to 8 bytes an item, "99999,") and the default
+// fanout-100k (up to 8 bytes an item, "99999,"; 9 are budgeted) and the default
 // --max-fanout-items is 100,000; bigger fan-outs need more. The standard
 // scenarios run with the defaults.
 func serveFlagsFor(opts Options) []string {
