@@ -231,7 +231,14 @@ func (s *stack) drag(x0, y0, x1, y1 float64) {
 		acts = append(acts, input.DispatchMouseEvent(input.MouseMoved, x0+(x1-x0)*f, y0+(y1-y0)*f).
 			WithButton(input.Left).WithButtons(1))
 	}
-	acts = append(acts, input.DispatchMouseEvent(input.MouseReleased, x1, y1).WithButton(input.Left).WithClickCount(1))
+	// After a drag, d3-drag (React Flow's) swallows clicks until a
+	// setTimeout(0) of its own has run: a click sent at once, before that
+	// task (seen under the whole suite's load: the Save after moving a node
+	// never reached the page), is lost. A timer of ours, queued after it,
+	// waits that task out.
+	acts = append(acts, input.DispatchMouseEvent(input.MouseReleased, x1, y1).WithButton(input.Left).WithClickCount(1),
+		chromedp.Evaluate(`new Promise(r => setTimeout(() => r(true), 0))`, nil,
+			func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
 	s.run("drag", acts...)
 }
 

@@ -201,7 +201,10 @@ func TestUI(t *testing.T) {
 		s.waitJS("counts", `(document.querySelector('.snode[data-node-id="score"] .snode-counts')?.innerText ?? "").includes("score ×20: 19 ✓ 1 ✗")`)
 		s.shot("09-run-fanout-failed")
 		// Open the failed instance and retry it. The worker fails it again
-		// (the item still says fail), so the retry shows as attempt 2.
+		// (the item still says fail), so the retry shows as attempt 2. The
+		// run's failure comes a moment after the counts, and its banner
+		// pushes the canvas down: a click computed before it lands on the pane.
+		s.waitJS("run failed", `document.body.innerText.includes("Run failed:")`)
 		s.settle(`.react-flow__node[data-id="score"]`)
 		s.run("open score", chromedp.Click(`.react-flow__node[data-id="score"]`, chromedp.ByQuery), chromedp.WaitVisible("#inst-filter", chromedp.ByQuery),
 			setValue("#inst-filter", "failed"), chromedp.Click(`//ul[@aria-label="Instances"]//button`, chromedp.BySearch),
