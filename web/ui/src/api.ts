@@ -188,7 +188,7 @@ export interface Version {
   created_at: string;
   graph?: FlowGraph;
 }
-export type NodeStatus = "pending" | "running" | "completed" | "failed" | "waiting_for_user" | "cancelled";
+export type NodeStatus = "pending" | "running" | "completed" | "failed" | "waiting_for_user" | "cancelled" | "skipped";
 export interface NodeState {
   key: string;
   node_id: string;
@@ -199,6 +199,10 @@ export interface NodeState {
   output: any;
   error: string | null;
   attempt: number;
+  // taken: the target node ids of the edges this node took once it decided
+  // them; null when it took all of them (a plain completed node) or has
+  // not decided yet.
+  taken?: string[] | null;
   started_at: string | null;
   finished_at: string | null;
 }
@@ -224,6 +228,7 @@ export interface Approval {
   prompt: string;
   input: any;
   entity: { id: string; name: string; type: string; email: string | null; board_id: string } | null;
+  outcomes?: string[] | null;
   waiting_since: string;
 }
 export interface Entity {

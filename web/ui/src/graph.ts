@@ -3,7 +3,7 @@
 import type { Edge, Node } from "@xyflow/react";
 import type { FlowGraph, GraphEdge, GraphNode } from "./api";
 
-export const NODE_TYPES = ["Worker", "UX", "Splitter", "Collector"] as const;
+export const NODE_TYPES = ["Worker", "UX", "Condition", "Splitter", "Collector"] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
 
 export function canonicalType(t: string): NodeType | string {
@@ -13,7 +13,8 @@ export function canonicalType(t: string): NodeType | string {
 
 export const TYPE_HELP: Record<NodeType, string> = {
   Worker: "Calls your service over HTTP and waits for its callback.",
-  UX: "Waits for a person to approve or answer.",
+  UX: "Waits for a person to choose an outcome (approve, reject, …).",
+  Condition: "Does no work and passes its input on: a readable place to branch with conditions on its edges.",
   Splitter: "Fans an array out into parallel paths, one per item.",
   Collector: "Waits for every parallel path and gathers results in order.",
 };
@@ -53,14 +54,68 @@ export function toCanvas(g: FlowGraph): { nodes: CanvasNode[]; edges: Edge[] } {
     const pos = n.position && typeof n.position.x === "number" ? n.position : auto[n.id];
     return { id: n.id, type: canonicalType(n.type), position: pos, data: { ...(n.data ?? {}) } };
   });
-  const edges: Edge[] = g.edges.map((e) => ({
-    id: e.id,
-    source: e.source,
-    target: e.target,
-    data: e.data ? { ...e.data } : {},
-    label: mappingLabel(e.data),
-  }));
+  const edges: Edge[] = g.edges.map((e) => decorateEdge({ id: e.id, source: e.source, target: e.target, data: e.data ? { ...e.data } : {} }));
   return { nodes, edges };
+}
+
+// The outcomes a UX node offers when its data names none.
+export const DEFAULT_OUTCOMES = ["approve", "reject"];
+
+export function outcomesOf(data: Record<string, any> | undefined): string[] {
+  const o = data?.outcomes;
+  if (!Array.isArray(o)) return DEFAULT_OUTCOMES;
+  const names = o.filter((x): x is string => typeof x === "string" && x.trim() !== "");
+  return names.length ? names : DEFAULT_OUTCOMES;
+}
+
+// An edge is taken always, when its condition holds, as the "else" of its
+// source's conditions, when its source fails for good, or when a person
+// chose its outcome. The kinds are exclusive: the editor keeps one.
+export type EdgeKind = "always" | "condition" | "default" | "failure" | "outcome";
+
+export function edgeKind(data: Record<string, any> | undefined): EdgeKind {
+  if (!data) return "always";
+  if (data.on === "failure") return "failure";
+  if (typeof data.outcome === "string" && data.outcome !== "") return "outcome";
+  if (data.default === true) return "default";
+  if (typeof data.condition === "string") return "condition";
+  return "always";
+}
+
+export function truncate(s: string, n: number): string {
+  const one = s.replace(/\s+/g, " ").trim();
+  return one.length > n ? one.slice(0, n - 1) + "…" : one;
+}
+
+// edgeLabel is what the canvas writes on an edge: its condition, "else",
+// "on failure" or its outcome, else its mapping's keys.
+export function edgeLabel(data: Record<string, any> | undefined): string | undefined {
+  switch (edgeKind(data)) {
+    case "failure":
+      return "on failure";
+    case "outcome":
+      return String(data!.outcome);
+    case "default":
+      return "else";
+    case "condition": {
+      const c = String(data!.condition).trim();
+      return c ? truncate(c, 32) : "if …";
+    }
+  }
+  return mappingLabel(data);
+}
+
+// decorateEdge sets an edge's label, class and data-kind from its data.
+export function decorateEdge(e: Edge): Edge {
+  const kind = edgeKind(e.data);
+  return {
+    ...e,
+    label: edgeLabel(e.data),
+    className: `edge-kind-${kind}`,
+    labelBgPadding: [6, 3],
+    labelBgBorderRadius: 4,
+    domAttributes: { "data-kind": kind } as any,
+  };
 }
 
 export function mappingLabel(data: Record<string, any> | undefined): string | undefined {
@@ -78,14 +133,25 @@ export function fromCanvas(nodes: CanvasNode[], edges: Edge[]): FlowGraph {
     for (const [k, v] of Object.entries(n.data ?? {})) {
       if (k.startsWith("_")) continue;
       if (v === "" || v === undefined) continue;
+      if (k === "outcomes" && Array.isArray(v)) {
+        const names = v.map((o) => String(o ?? "").trim()).filter((o) => o !== "");
+        if (names.length) data[k] = [...new Set(names)];
+        continue;
+      }
       data[k] = v;
     }
     return { id: n.id, type: String(n.type), position: { x: Math.round(n.position.x), y: Math.round(n.position.y) }, data };
   });
   const ge: GraphEdge[] = edges.map((e) => {
     const out: GraphEdge = { id: e.id, source: e.source, target: e.target };
-    const m = (e.data as any)?.mapping;
-    if (m && Object.keys(m).length) out.data = { mapping: m };
+    const data: Record<string, any> = {};
+    for (const [k, v] of Object.entries((e.data ?? {}) as Record<string, any>)) {
+      if (k.startsWith("_") || v === undefined || v === null) continue;
+      if (k === "mapping" && (typeof v !== "object" || !Object.keys(v).length)) continue;
+      if (k === "default" && v !== true) continue;
+      data[k] = v; // a condition is kept even when empty: the server says why it is wrong
+    }
+    if (Object.keys(data).length) out.data = data;
     return out;
   });
   return { nodes: gn, edges: ge };
@@ -98,4 +164,4 @@ export function nextId(prefix: string, taken: Set<string>): string {
   }
 }
 
-export const ID_PREFIX: Record<NodeType, string> = { Worker: "worker", UX: "approval", Splitter: "split", Collector: "collect" };
+export const ID_PREFIX: Record<NodeType, string> = { Worker: "worker", UX: "approval", Condition: "branch", Splitter: "split", Collector: "collect" };

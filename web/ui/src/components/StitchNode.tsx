@@ -17,7 +17,14 @@ export const StitchNode = memo(function StitchNode({ id, type, data, selected }:
   return (
     <div className={cls.join(" ")} data-node-id={id} data-status={run?.status} title={problems.join("\n") || undefined}>
       <Handle type="target" position={Position.Left} />
-      <div className="snode-type">{String(type)}</div>
+      <div className="snode-type">
+        {type === "Condition" && (
+          <span className="snode-diamond" aria-hidden="true">
+            ◆{" "}
+          </span>
+        )}
+        {String(type)}
+      </div>
       <div className="snode-title">{title}</div>
       {title !== id && <div className="snode-id">{id}</div>}
       {run && <RunBadge run={run} id={id} />}
@@ -42,6 +49,7 @@ function RunBadge({ run, id }: { run: { status: string; total: number; counts: R
   if (c.failed) parts.push(`${c.failed} ✗`);
   if (c.running) parts.push(`${c.running} running`);
   if (c.waiting_for_user) parts.push(`${c.waiting_for_user} waiting`);
+  if (c.skipped) parts.push(`${c.skipped} skipped`);
   if (c.cancelled) parts.push(`${c.cancelled} cancelled`);
   return (
     <div className="snode-counts" aria-label={`${id}: ${run.total} instances`}>
@@ -53,4 +61,4 @@ function RunBadge({ run, id }: { run: { status: string; total: number; counts: R
   );
 }
 
-export const nodeTypes = { Worker: StitchNode, UX: StitchNode, Splitter: StitchNode, Collector: StitchNode };
+export const nodeTypes = { Worker: StitchNode, UX: StitchNode, Condition: StitchNode, Splitter: StitchNode, Collector: StitchNode };

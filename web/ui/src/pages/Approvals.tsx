@@ -1,6 +1,7 @@
 import { useEffect, useState, type FormEvent } from "react";
 import { api, describe, stream, type Approval } from "../api";
 import { ago, Empty, ErrorBox, Json, Spinner, useLoad, useThrottled } from "../components/common";
+import { outcomesOf } from "../graph";
 import { Link } from "../router";
 
 // Approvals lists every node waiting for a person, live.
@@ -54,7 +55,7 @@ export function Approvals() {
               <summary>Input</summary>
               <Json value={a.input} label="input" />
             </details>
-            <Answer runId={a.run_id} nodeKey={a.key} onDone={reload} />
+            <Answer runId={a.run_id} nodeKey={a.key} outcomes={outcomesOf({ outcomes: a.outcomes })} onDone={reload} />
           </li>
         ))}
       </ul>
@@ -62,39 +63,29 @@ export function Approvals() {
   );
 }
 
-// Answer approves a waiting node with an optional answer, or rejects it
-// with a reason. An answer that is JSON is sent as is; plain text is sent
-// as {"approved": true, "answer": text}.
-export function Answer({ runId, nodeKey, onDone }: { runId: string; nodeKey: string; onDone: () => void }) {
-  const [text, setText] = useState("");
-  const [reason, setReason] = useState("");
-  const [mode, setMode] = useState<"approve" | "reject">("approve");
-  const [busy, setBusy] = useState(false);
+// Answer shows one button per outcome of a waiting UX node, with an
+// optional comment and an optional answer (JSON, kept in the node's
+// output as decision.answer).
+export function Answer({ runId, nodeKey, outcomes, onDone }: { runId: string; nodeKey: string; outcomes: string[]; onDone: () => void }) {
+  const [comment, setComment] = useState("");
+  const [answer, setAnswer] = useState("");
+  const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const id = `${runId}-${nodeKey}`;
 
-  async function submit(e: FormEvent) {
-    e.preventDefault();
-    let body: Record<string, unknown>;
-    if (mode === "reject") {
-      if (!reason.trim()) {
-        setError("Say why you reject it: the reason is kept with the run.");
+  async function choose(outcome: string) {
+    const body: Record<string, unknown> = { outcome };
+    if (comment.trim()) body.comment = comment.trim();
+    const t = answer.trim();
+    if (t) {
+      try {
+        body.output = JSON.parse(t);
+      } catch {
+        setError('The answer is not JSON (e.g. {"price": 120}); a note belongs in the comment.');
         return;
       }
-      body = { status: "failed", error: reason.trim() };
-    } else {
-      let output: unknown = { approved: true };
-      const t = text.trim();
-      if (t) {
-        try {
-          output = JSON.parse(t);
-        } catch {
-          output = { approved: true, answer: t };
-        }
-      }
-      body = { status: "completed", output };
     }
-    setBusy(true);
+    setBusy(outcome);
     setError(null);
     try {
       await api("POST", `/runs/${runId}/nodes/${encodeURIComponent(nodeKey)}/complete`, body);
@@ -102,39 +93,59 @@ export function Answer({ runId, nodeKey, onDone }: { runId: string; nodeKey: str
     } catch (err) {
       setError(describe(err));
     } finally {
-      setBusy(false);
+      setBusy(null);
     }
   }
 
   return (
-    <form className="answer" onSubmit={submit}>
-      <div className="tabs" role="radiogroup" aria-label="Decision">
-        <label className={mode === "approve" ? "active" : ""}>
-          <input type="radio" name={`mode-${id}`} checked={mode === "approve"} onChange={() => setMode("approve")} /> Approve
+    <form
+      className="answer"
+      aria-label={`Decide ${nodeKey}`}
+      onSubmit={(e: FormEvent) => {
+        e.preventDefault();
+        void choose(outcomes[0]);
+      }}
+    >
+      <label htmlFor={`comment-${id}`}>Comment (optional)</label>
+      <textarea id={`comment-${id}`} className="comment" rows={2} value={comment} onChange={(e) => setComment(e.target.value)} />
+      <details>
+        <summary>Answer with data (optional)</summary>
+        <label htmlFor={`answer-${id}`} className="sr-only">
+          Answer as JSON
         </label>
-        <label className={mode === "reject" ? "active" : ""}>
-          <input type="radio" name={`mode-${id}`} checked={mode === "reject"} onChange={() => setMode("reject")} /> Reject
-        </label>
-      </div>
-      {mode === "approve" ? (
-        <>
-          <label htmlFor={`answer-${id}`}>Answer (optional: text or JSON)</label>
-          <textarea id={`answer-${id}`} rows={2} value={text} onChange={(e) => setText(e.target.value)} />
-        </>
-      ) : (
-        <>
-          <label htmlFor={`reason-${id}`}>Reason</label>
-          <textarea id={`reason-${id}`} rows={2} value={reason} onChange={(e) => setReason(e.target.value)} aria-invalid={!!error} />
-        </>
-      )}
+        <textarea
+          id={`answer-${id}`}
+          className="mono"
+          rows={3}
+          placeholder='{"price": 120}'
+          value={answer}
+          onChange={(e) => setAnswer(e.target.value)}
+          aria-invalid={!!error && !!answer.trim()}
+        />
+      </details>
       {error && (
         <p className="field-error" role="alert">
           {error}
         </p>
       )}
-      <button type="submit" className={`btn ${mode === "approve" ? "primary" : "danger"}`} disabled={busy}>
-        {busy ? "Sending…" : mode === "approve" ? "Approve" : "Reject"}
-      </button>
+      <div className="outcome-buttons" role="group" aria-label="Outcomes">
+        {outcomes.map((o, i) => (
+          <button
+            key={o}
+            type="button"
+            data-outcome={o}
+            className={`btn ${i === 0 ? "primary" : /^(reject|decline|deny|refuse|no)\b/i.test(o) ? "danger" : ""}`}
+            disabled={busy !== null}
+            onClick={() => void choose(o)}
+          >
+            {busy === o ? "Sending…" : outcomeLabel(o)}
+          </button>
+        ))}
+      </div>
     </form>
   );
+}
+
+export function outcomeLabel(o: string): string {
+  return o ? o[0].toUpperCase() + o.slice(1).replace(/_/g, " ") : o;
 }

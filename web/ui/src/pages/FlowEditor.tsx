@@ -15,7 +15,7 @@ import { useCallback, useEffect, useMemo, useRef, useState, type PointerEvent as
 import { api, ApiError, describe, type Flow, type Problem, type Version } from "../api";
 import { ErrorBox, Spinner } from "../components/common";
 import { nodeTypes } from "../components/StitchNode";
-import { fromCanvas, ID_PREFIX, mappingLabel, nextId, NODE_TYPES, toCanvas, TYPE_HELP, type CanvasNode, type NodeType } from "../graph";
+import { decorateEdge, fromCanvas, ID_PREFIX, nextId, NODE_TYPES, toCanvas, truncate, TYPE_HELP, type CanvasNode, type NodeType } from "../graph";
 import { Link, navigate } from "../router";
 import { EdgeSettings, NodeSettings } from "./NodeSettings";
 import { StartRunDialog } from "./StartRun";
@@ -50,7 +50,9 @@ function Editor({ flowId, version }: Props) {
   const [message, setMessage] = useState("");
   const [versions, setVersions] = useState<Version[]>([]);
   const [boards, setBoards] = useState<BoardSummary[] | null>(null);
-  const [problems, setProblems] = useState<Problem[]>([]);
+  // Problems from the last save; an edge edited since keeps its problems
+  // marked stale (shown in its editor, no longer painted on the canvas).
+  const [problems, setProblems] = useState<(Problem & { stale?: boolean })[]>([]);
   const [loading, setLoading] = useState(!!flowId);
   const [loadError, setLoadError] = useState<unknown>(null);
   const [saving, setSaving] = useState(false);
@@ -113,7 +115,7 @@ function Editor({ flowId, version }: Props) {
   }, [problems]);
   const byEdge = useMemo(() => {
     const m: Record<string, string[]> = {};
-    for (const p of problems) if (p.edge_id) (m[p.edge_id] ??= []).push(p.message);
+    for (const p of problems) if (p.edge_id && !p.stale) (m[p.edge_id] ??= []).push(p.message);
     return m;
   }, [problems]);
   const shownNodes = useMemo(
@@ -124,7 +126,13 @@ function Editor({ flowId, version }: Props) {
     () =>
       edges.map((e) =>
         byEdge[e.id]
-          ? { ...e, className: "edge-error", label: `⚠ ${byEdge[e.id][0]}`, style: { stroke: "var(--bad)", strokeWidth: 2.5 } }
+          ? {
+              ...e,
+              className: `${e.className ?? ""} edge-error`,
+              label: `⚠ ${truncate(byEdge[e.id][0], 48)}`,
+              style: { stroke: "var(--bad)", strokeWidth: 2.5 },
+              ariaLabel: `Edge from ${e.source} to ${e.target}: ${byEdge[e.id].join("; ")}`,
+            }
           : e,
       ),
     [edges, byEdge],
@@ -163,7 +171,7 @@ function Editor({ flowId, version }: Props) {
       setEdges((es) => {
         if (es.some((e) => e.source === c.source && e.target === c.target)) return es;
         const id = nextId("e", new Set(es.map((e) => e.id)));
-        return addEdge({ ...c, id, data: {} }, es);
+        return addEdge(decorateEdge({ ...c, id, data: {} } as Edge), es);
       });
       markDirty();
     },
@@ -242,10 +250,28 @@ function Editor({ flowId, version }: Props) {
   );
   const updateEdge = useCallback(
     (id: string, data: Record<string, any>) => {
-      setEdges((es) => es.map((e) => (e.id === id ? { ...e, data, label: mappingLabel(data) } : e)));
+      setEdges((es) => es.map((e) => (e.id === id ? decorateEdge({ ...e, data }) : e)));
+      setProblems((ps) => (ps.some((p) => p.edge_id === id && !p.stale) ? ps.map((p) => (p.edge_id === id ? { ...p, stale: true } : p)) : ps));
       markDirty();
     },
     [setEdges, markDirty],
+  );
+  // Renaming a UX outcome renames it on the node's outcome edges too.
+  const renameOutcome = useCallback(
+    (node: string, from: string, to: string) => {
+      if (from === to) return;
+      setEdges((es) =>
+        es.map((e) => (e.source === node && (e.data as any)?.outcome === from ? decorateEdge({ ...e, data: { ...e.data, outcome: to } }) : e)),
+      );
+    },
+    [setEdges],
+  );
+  const selectEdge = useCallback(
+    (id: string) => {
+      setNodes((ns) => ns.map((n) => (n.selected ? { ...n, selected: false } : n)));
+      setEdges((es) => es.map((e) => ({ ...e, selected: e.id === id })));
+    },
+    [setNodes, setEdges],
   );
   const deleteEdge = useCallback(
     (id: string) => {
@@ -415,9 +441,12 @@ function Editor({ flowId, version }: Props) {
                         {p.node_id}
                       </button>
                     ) : p.edge_id ? (
-                      <span className="mono">{p.edge_id}</span>
+                      <button type="button" className="linklike mono" onClick={() => selectEdge(p.edge_id!)}>
+                        {p.edge_id}
+                      </button>
                     ) : null}
                     {p.path && <span className="mono muted"> {p.path}</span>} — {p.message}
+                    {p.stale && <span className="muted"> (edited since)</span>}
                   </li>
                 ))}
               </ul>
@@ -434,14 +463,19 @@ function Editor({ flowId, version }: Props) {
               onRename={renameNode}
               onDelete={deleteNode}
               onConnect={(target) => connect({ source: selectedNode.id, target, sourceHandle: null, targetHandle: null })}
+              onSelectEdge={selectEdge}
+              onRenameOutcome={renameOutcome}
               problems={problems.filter((p) => p.node_id === selectedNode.id)}
             />
           ) : selectedEdge ? (
             <EdgeSettings
               key={selectedEdge.id}
               edge={selectedEdge}
+              source={nodes.find((n) => n.id === selectedEdge.source)}
+              siblings={edges.filter((e) => e.source === selectedEdge.source && e.id !== selectedEdge.id)}
               onChange={updateEdge}
               onDelete={deleteEdge}
+              onSelectNode={selectNode}
               problems={problems.filter((p) => p.edge_id === selectedEdge.id)}
             />
           ) : (

@@ -1,8 +1,8 @@
 import type { Edge } from "@xyflow/react";
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import type { Problem } from "../api";
 import type { CanvasNode } from "../graph";
-import { TYPE_HELP, type NodeType } from "../graph";
+import { DEFAULT_OUTCOMES, edgeKind, edgeLabel, outcomesOf, TYPE_HELP, type EdgeKind, type NodeType } from "../graph";
 
 // setIn returns a copy of obj with path set to v; empty values and empty
 // objects are dropped so the saved graph stays minimal.
@@ -31,9 +31,11 @@ interface NodeProps {
   onRename: (from: string, to: string) => void;
   onDelete: (id: string) => void;
   onConnect: (target: string) => void;
+  onSelectEdge: (id: string) => void;
+  onRenameOutcome: (node: string, from: string, to: string) => void;
 }
 
-export function NodeSettings({ node, nodes, edges, sections, problems, onChange, onRename, onDelete, onConnect }: NodeProps) {
+export function NodeSettings({ node, nodes, edges, sections, problems, onChange, onRename, onDelete, onConnect, onSelectEdge, onRenameOutcome }: NodeProps) {
   const d = node.data;
   const type = String(node.type) as NodeType;
   const set = (path: string[]) => (v: any) => onChange(node.id, setIn(d, path, v));
@@ -41,6 +43,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, onChange,
   const [idError, setIdError] = useState<string | null>(null);
   const [target, setTarget] = useState("");
   const targets = nodes.filter((n) => n.id !== node.id && !edges.some((e) => e.source === node.id && e.target === n.id));
+  const outgoing = edges.filter((e) => e.source === node.id);
   const commitId = () => {
     const v = idDraft.trim();
     if (v === node.id) return setIdError(null);
@@ -98,9 +101,18 @@ export function NodeSettings({ node, nodes, edges, sections, problems, onChange,
         </>
       )}
       {type === "UX" && (
-        <Field label="Prompt" id="node-prompt" hint="What the person is asked in the approvals inbox.">
-          <textarea id="node-prompt" rows={3} value={d.prompt ?? ""} onChange={(e) => set(["prompt"])(e.target.value)} />
-        </Field>
+        <>
+          <Field label="Prompt" id="node-prompt" hint="What the person is asked in the approvals inbox.">
+            <textarea id="node-prompt" rows={3} value={d.prompt ?? ""} onChange={(e) => set(["prompt"])(e.target.value)} />
+          </Field>
+          <OutcomesEditor
+            nodeId={node.id}
+            data={d}
+            outgoing={outgoing}
+            onChange={(next) => onChange(node.id, { ...d, outcomes: next })}
+            onRenameOutcome={(from, to) => onRenameOutcome(node.id, from, to)}
+          />
+        </>
       )}
       {type === "Splitter" && (
         <Field label="Array path" id="node-array" hint="A gjson path into the input, e.g. contacts or lead.contacts. One parallel path per item.">
@@ -147,6 +159,21 @@ export function NodeSettings({ node, nodes, edges, sections, problems, onChange,
             </Field>
           </fieldset>
         ))}
+      {outgoing.length > 0 && (
+        <fieldset>
+          <legend>Outgoing edges</legend>
+          <ul className="edge-list" aria-label={`Edges from ${node.id}`}>
+            {outgoing.map((e) => (
+              <li key={e.id}>
+                <button type="button" className="linklike" onClick={() => onSelectEdge(e.id)} aria-label={`Edit edge ${e.id} to ${e.target}`}>
+                  → {e.target}
+                </button>{" "}
+                <span className={`edge-chip edge-chip-${edgeKind(e.data)}`}>{edgeLabel(e.data) ?? "always"}</span>
+              </li>
+            ))}
+          </ul>
+        </fieldset>
+      )}
       {targets.length > 0 && (
         <fieldset>
           <legend>Connect</legend>
@@ -183,41 +210,287 @@ export function NodeSettings({ node, nodes, edges, sections, problems, onChange,
   );
 }
 
-interface EdgeProps {
-  edge: Edge;
-  problems: Problem[];
-  onChange: (id: string, data: Record<string, any>) => void;
-  onDelete: (id: string) => void;
+// OutcomesEditor edits a UX node's outcomes: one button each in the
+// approvals inbox; an edge with that outcome is taken when a person picks it.
+function OutcomesEditor({
+  nodeId,
+  data,
+  outgoing,
+  onChange,
+  onRenameOutcome,
+}: {
+  nodeId: string;
+  data: Record<string, any>;
+  outgoing: Edge[];
+  onChange: (next: string[]) => void;
+  onRenameOutcome: (from: string, to: string) => void;
+}) {
+  const list: string[] = Array.isArray(data.outcomes) ? data.outcomes.map((x: unknown) => String(x ?? "")) : DEFAULT_OUTCOMES;
+  const named = list.map((o) => o.trim());
+  const dupes = new Set(named.filter((o, i) => o && named.indexOf(o) !== i));
+  const used = new Set(outgoing.filter((e) => edgeKind(e.data) === "outcome").map((e) => String((e.data as any).outcome)));
+  const effective = outcomesOf({ outcomes: list });
+  const unknown = outgoing.filter((e) => edgeKind(e.data) === "outcome" && !effective.includes(String((e.data as any).outcome)));
+  const without = effective.filter((o) => !used.has(o));
+  const hasOutcomeEdges = used.size > 0;
+  return (
+    <fieldset className="outcomes" aria-label={`Outcomes of ${nodeId}`}>
+      <legend>Outcomes</legend>
+      <p className="muted small">One button each in the approvals inbox. An edge set to an outcome is taken when a person chooses it.</p>
+      {list.map((o, i) => (
+        <div className="row" key={i}>
+          <label className="sr-only" htmlFor={`outcome-${i}`}>
+            Outcome {i + 1}
+          </label>
+          <input
+            id={`outcome-${i}`}
+            className="mono"
+            placeholder="e.g. approve"
+            value={o}
+            aria-invalid={!o.trim() || dupes.has(o.trim())}
+            onChange={(e) => {
+              const v = e.target.value;
+              const next = list.map((x, j) => (j === i ? v : x));
+              onChange(next);
+              if (o.trim() && v.trim() && !dupes.has(o.trim())) onRenameOutcome(o.trim(), v.trim());
+            }}
+          />
+          <button
+            type="button"
+            className="btn ghost small"
+            aria-label={`Remove outcome ${o || i + 1}`}
+            disabled={list.length <= 1}
+            onClick={() => onChange(list.filter((_, j) => j !== i))}
+          >
+            ×
+          </button>
+        </div>
+      ))}
+      <button type="button" className="btn small" onClick={() => onChange([...list, ""])}>
+        Add outcome
+      </button>
+      {named.some((o) => !o) && (
+        <p className="field-error" role="alert">
+          Name every outcome (an empty one is left out when you save).
+        </p>
+      )}
+      {dupes.size > 0 && (
+        <p className="field-error" role="alert">
+          Each outcome needs its own name: {[...dupes].join(", ")} is there twice.
+        </p>
+      )}
+      {unknown.map((e) => (
+        <p key={e.id} className="field-error" role="alert">
+          Edge {e.id} → {e.target} is taken on “{String((e.data as any).outcome)}”, which this step does not offer.
+        </p>
+      ))}
+      {hasOutcomeEdges && without.length > 0 && (
+        <p className="hint">
+          No edge for {without.map((o) => `“${o}”`).join(", ")}: choosing {without.length === 1 ? "it" : "one of them"} fails this step
+          {outgoing.some((e) => edgeKind(e.data) === "failure") ? " (its failure edge is taken)" : ""}.
+        </p>
+      )}
+    </fieldset>
+  );
 }
 
-// EdgeSettings edits an edge's mapping: target key → gjson path into the
-// upstream output. With a mapping, the edge contributes only those keys.
-export function EdgeSettings({ edge, problems, onChange, onDelete }: EdgeProps) {
-  const mapping: Record<string, string> = ((edge.data as any)?.mapping as Record<string, string>) ?? {};
+// checkExpression catches slips as you type (an empty expression, an
+// unclosed bracket or string, a trailing operator). The server's compile
+// is the truth: names and types are checked when the flow is saved.
+export function checkExpression(src: string): string | null {
+  const s = src.trim();
+  if (!s) return "Write an expression that is true or false, e.g. output.score > 50.";
+  const stack: string[] = [];
+  const pairs: Record<string, string> = { ")": "(", "]": "[", "}": "{" };
+  let quote = "";
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (quote) {
+      if (c === "\\" && quote !== "`") i++;
+      else if (c === quote) quote = "";
+      continue;
+    }
+    if (c === '"' || c === "'" || c === "`") quote = c;
+    else if (c === "(" || c === "[" || c === "{") stack.push(c);
+    else if (c in pairs) {
+      if (stack.pop() !== pairs[c]) return `“${c}” at column ${i + 1} closes nothing.`;
+    } else if (c === "=" && !/let\s/.test(s)) {
+      const prev = s[i - 1] ?? "";
+      const next = s[i + 1] ?? "";
+      if (next === "=") i++;
+      else if (!"=!<>".includes(prev)) return `Compare with == (a single = at column ${i + 1}).`;
+    }
+  }
+  if (quote) return "A string is not closed.";
+  if (stack.length) return `“${stack[stack.length - 1]}” is not closed.`;
+  if (/(&&|\|\||[+\-*/%<>=!.,]|\b(and|or|not|in|matches|contains)\b)$/.test(s)) return "The expression ends with an operator.";
+  return null;
+}
+
+interface EdgeProps {
+  edge: Edge;
+  source: CanvasNode | undefined;
+  siblings: Edge[];
+  problems: (Problem & { stale?: boolean })[];
+  onChange: (id: string, data: Record<string, any>) => void;
+  onDelete: (id: string) => void;
+  onSelectNode: (id: string) => void;
+}
+
+const BRANCH_KEYS = ["condition", "default", "on", "outcome"];
+
+// EdgeSettings edits when an edge is taken (always, on a condition, as the
+// "else", on failure, on an outcome) and its mapping: target key → gjson
+// path into the upstream output.
+export function EdgeSettings({ edge, source, siblings, problems, onChange, onDelete, onSelectNode }: EdgeProps) {
+  const data: Record<string, any> = (edge.data as Record<string, any>) ?? {};
+  const mapping: Record<string, string> = (data.mapping as Record<string, string>) ?? {};
   const [rows, setRows] = useState<[string, string][]>(() => Object.entries(mapping));
+  const kind = edgeKind(data);
+  const isUX = String(source?.type ?? "").toLowerCase() === "ux";
+  const outcomes = outcomesOf(source?.data);
+  const [draft, setDraft] = useState<string>(typeof data.condition === "string" ? data.condition : "");
+  const [check, setCheck] = useState<string | null>(() => (kind === "condition" ? checkExpression(draft) : null));
+  // The expression is checked a moment after typing stops.
+  useEffect(() => {
+    if (kind !== "condition") return setCheck(null);
+    const t = window.setTimeout(() => setCheck(checkExpression(draft)), 350);
+    return () => window.clearTimeout(t);
+  }, [draft, kind]);
+
+  const setKind = (k: EdgeKind) => {
+    const next: Record<string, any> = {};
+    for (const [key, v] of Object.entries(data)) if (!BRANCH_KEYS.includes(key)) next[key] = v;
+    if (k === "condition") next.condition = draft;
+    if (k === "default") next.default = true;
+    if (k === "failure") next.on = "failure";
+    if (k === "outcome") {
+      const taken = new Set(siblings.filter((e) => edgeKind(e.data) === "outcome").map((e) => (e.data as any).outcome));
+      next.outcome = outcomes.find((o) => !taken.has(o)) ?? outcomes[0];
+    }
+    onChange(edge.id, next);
+  };
   const commit = (next: [string, string][]) => {
     setRows(next);
     const m: Record<string, string> = {};
     for (const [k, v] of next) if (k.trim()) m[k.trim()] = v;
-    const data = { ...((edge.data as any) ?? {}) };
-    if (Object.keys(m).length) data.mapping = m;
-    else delete data.mapping;
-    onChange(edge.id, data);
+    const d = { ...data };
+    if (Object.keys(m).length) d.mapping = m;
+    else delete d.mapping;
+    onChange(edge.id, d);
   };
+  const conditionProblems = problems.filter((p) => /\.condition$/.test(p.path ?? ""));
+  const otherProblems = problems.filter((p) => !conditionProblems.includes(p));
+  const otherDefault = kind === "default" && siblings.some((e) => edgeKind(e.data) === "default");
+  const hasConditions = siblings.some((e) => edgeKind(e.data) === "condition");
+  const src = edge.source;
+  const kinds: { k: EdgeKind; label: string; hint: string }[] = [
+    { k: "always", label: "Always", hint: `Whenever ${src} completes.` },
+    { k: "condition", label: "When a condition holds", hint: `When the expression is true after ${src} completes.` },
+    { k: "default", label: "Else", hint: `When no condition on the other edges from ${src} holds.` },
+    { k: "failure", label: "On failure", hint: `Only when ${src} fails for good (its retries used up). The failure is handled: the run goes on here.` },
+  ];
+  if (isUX || kind === "outcome") kinds.push({ k: "outcome", label: "On an outcome", hint: `When the person at ${src} chooses this outcome.` });
+
   return (
-    <form className="settings" onSubmit={(e) => e.preventDefault()} aria-label={`Edge ${edge.id} settings`}>
+    <form className="settings edge-settings" onSubmit={(e) => e.preventDefault()} aria-label={`Edge ${edge.id} settings`}>
       <h2>
         Edge <span className="mono">{edge.id}</span>
       </h2>
       <p className="muted small">
-        {edge.source} → {edge.target}
+        <button type="button" className="linklike" onClick={() => onSelectNode(edge.source)}>
+          {edge.source}
+        </button>{" "}
+        →{" "}
+        <button type="button" className="linklike" onClick={() => onSelectNode(edge.target)}>
+          {edge.target}
+        </button>
       </p>
-      {problems.map((p, i) => (
-        <p key={i} className="field-error" role="alert">
-          ⚠ {p.path ? <span className="mono">{p.path}: </span> : null}
+      {otherProblems.map((p, i) => (
+        <p key={i} className={`field-error ${p.stale ? "stale" : ""}`} role="alert">
+          ⚠ {p.stale ? "At the last save: " : ""}
+          {p.path ? <span className="mono">{p.path}: </span> : null}
           {p.message}
         </p>
       ))}
+      <fieldset className="edge-kinds">
+        <legend>Taken</legend>
+        {kinds.map(({ k, label, hint }) => (
+          <label key={k} className={`choice ${kind === k ? "active" : ""}`}>
+            <input type="radio" name="edge-kind" value={k} checked={kind === k} onChange={() => setKind(k)} />
+            <span>
+              <strong>{label}</strong>
+              <span className="hint">{hint}</span>
+            </span>
+          </label>
+        ))}
+      </fieldset>
+      {kind === "condition" && (
+        <div className="field">
+          <label htmlFor="edge-condition">Condition</label>
+          <textarea
+            id="edge-condition"
+            className="mono"
+            rows={3}
+            spellCheck={false}
+            placeholder="output.score > 50"
+            value={draft}
+            aria-invalid={!!check || conditionProblems.some((p) => !p.stale)}
+            aria-describedby="edge-condition-help"
+            onChange={(e) => {
+              setDraft(e.target.value);
+              onChange(edge.id, { ...data, condition: e.target.value });
+            }}
+          />
+          <p className="hint" id="edge-condition-help">
+            An <a href="https://expr-lang.org/docs/language-definition" target="_blank" rel="noreferrer">expr</a> expression that is true or false.
+            Names: <code>output</code> ({src}'s output), <code>input</code> ({src}'s input), <code>run.id</code>, <code>run.input</code>,{" "}
+            <code>entity</code> (or nil). E.g. <code>output.score &gt; 50 &amp;&amp; entity != nil</code>. Names and types are checked when you save.
+          </p>
+          {check && (
+            <p className="field-error" role="alert" data-check="local">
+              {check}
+            </p>
+          )}
+          {conditionProblems.map((p, i) => (
+            <p key={i} className={`field-error ${p.stale ? "stale" : ""}`} role="alert" data-check="server">
+              ⚠ {p.stale ? "At the last save: " : ""}
+              {p.message}
+            </p>
+          ))}
+        </div>
+      )}
+      {kind === "default" && otherDefault && (
+        <p className="field-error" role="alert">
+          Another edge from {src} is already its “else”: keep one.
+        </p>
+      )}
+      {kind === "default" && !hasConditions && <p className="hint">No other edge from {src} has a condition yet: this edge is always taken.</p>}
+      {kind === "outcome" && (
+        <div className="field">
+          <label htmlFor="edge-outcome">Outcome</label>
+          <select id="edge-outcome" value={String(data.outcome ?? "")} onChange={(e) => onChange(edge.id, { ...data, outcome: e.target.value })}>
+            {(outcomes.includes(String(data.outcome)) ? outcomes : [String(data.outcome), ...outcomes]).map((o) => (
+              <option key={o} value={o}>
+                {o}
+                {outcomes.includes(o) ? "" : " (not offered)"}
+              </option>
+            ))}
+          </select>
+          {!isUX && <p className="field-error">Outcomes belong to UX steps: {src} is a {String(source?.type ?? "missing node")}.</p>}
+          {isUX && (
+            <p className="hint">
+              {src} offers {outcomes.map((o) => `“${o}”`).join(", ")}; edit them in its settings.
+            </p>
+          )}
+        </div>
+      )}
+      {kind === "failure" && (
+        <p className="hint">
+          The next step's input is <code>{`{"error", "node", "input"}`}</code>: the reason, the failed node's key and its input. {src}'s other edges are not
+          taken when it fails.
+        </p>
+      )}
       <fieldset>
         <legend>Mapping</legend>
         <p className="muted small">

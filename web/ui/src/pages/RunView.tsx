@@ -3,7 +3,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { api, describe, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
 import { ago, ErrorBox, Json, Spinner, Status, useThrottled } from "../components/common";
 import { nodeTypes } from "../components/StitchNode";
-import { toCanvas, type CanvasNode } from "../graph";
+import { edgeKind, outcomesOf, toCanvas, type CanvasNode } from "../graph";
 import { Link } from "../router";
 import { Answer } from "./Approvals";
 
@@ -24,13 +24,36 @@ function aggregate(states: NodeState[]): Agg {
   if (instances) counts._instances = 1;
   const total = states.length;
   let status = "pending";
+  const done = (counts.completed ?? 0) + (counts.skipped ?? 0);
   if (counts.failed) status = "failed";
   else if (counts.running) status = "running";
   else if (counts.waiting_for_user) status = "waiting_for_user";
-  else if (total && counts.completed === total) status = "completed";
+  else if (total && counts.skipped === total) status = "skipped";
+  else if (total && done === total) status = "completed";
   else if (total && counts.cancelled === total) status = "cancelled";
-  else if (counts.completed) status = "running";
+  else if (done) status = "running";
   return { status, total, counts };
+}
+
+// edgeTaken says whether a run took an edge: true once any instance of its
+// source took it, false once every instance decided without it (a skipped
+// source takes none), null while undecided. A completed node with taken
+// null took all its edges but its failure edges; a failed one took only
+// the targets it lists.
+function edgeTaken(e: Edge, states: NodeState[] | undefined, runDone: boolean): boolean | null {
+  if (!states?.length) return runDone ? false : null;
+  let undecided = false;
+  for (const s of states) {
+    let took: boolean | null;
+    if (s.status === "completed") took = Array.isArray(s.taken) ? s.taken.includes(e.target) : edgeKind(e.data) !== "failure";
+    else if (s.status === "skipped") took = false;
+    else if (s.status === "failed" && Array.isArray(s.taken)) took = s.taken.includes(e.target);
+    else if ((s.status === "failed" || s.status === "cancelled") && runDone) took = false;
+    else took = null;
+    if (took) return true;
+    if (took === null) undecided = true;
+  }
+  return undecided ? null : false;
 }
 
 export function RunView({ runId }: { runId: string }) {
@@ -118,12 +141,20 @@ export function RunView({ runId }: { runId: string }) {
       selected: n.id === selected,
       data: { ...n.data, _run: aggregate(byNode[n.id] ?? []) },
     }));
+    const runDone = !!run && run.status !== "running";
     const edges: Edge[] = c.edges.map((e) => {
-      const done = aggregate(byNode[e.source] ?? []).status === "completed";
-      return { ...e, animated: !done && run?.status === "running", className: done ? "edge-done" : undefined };
+      const taken = edgeTaken(e, byNode[e.source], runDone);
+      const cls = taken === true ? "edge-taken" : taken === false ? "edge-not-taken" : "edge-open";
+      return {
+        ...e,
+        animated: taken === null && run?.status === "running",
+        className: `${e.className ?? ""} ${cls}`,
+        domAttributes: { ...(e.domAttributes as any), "data-taken": taken === null ? "open" : String(taken) } as any,
+        ariaLabel: `Edge from ${e.source} to ${e.target}${taken === true ? ", taken" : taken === false ? ", not taken" : ""}`,
+      };
     });
     return { nodes, edges };
-  }, [graph, byNode, selected, run?.status]);
+  }, [graph, byNode, selected, run]);
 
   async function act(fn: () => Promise<unknown>) {
     setActionError(null);
@@ -204,6 +235,7 @@ export function RunView({ runId }: { runId: string }) {
             <NodeDetail
               key={selected}
               nodeId={selected}
+              outcomes={outcomesOf(graph?.nodes.find((n) => n.id === selected)?.data)}
               states={byNode[selected] ?? []}
               events={events.current}
               eventCount={eventCount}
@@ -251,10 +283,11 @@ function RunSummary({ run }: { run: Run }) {
   );
 }
 
-const FILTERS = ["all", "failed", "running", "waiting_for_user", "completed"];
+const FILTERS = ["all", "failed", "running", "waiting_for_user", "completed", "skipped"];
 
 function NodeDetail(props: {
   nodeId: string;
+  outcomes: string[];
   states: NodeState[];
   events: StreamEvent[];
   eventCount: number;
@@ -278,6 +311,7 @@ function NodeDetail(props: {
         <>
           <p>
             {states.length} instances: {agg.counts.completed ?? 0} ✓ {agg.counts.failed ?? 0} ✗ {agg.counts.running ?? 0} running
+            {agg.counts.skipped ? ` ${agg.counts.skipped} skipped` : ""}
           </p>
           <label htmlFor="inst-filter">Show</label>
           <select id="inst-filter" value={filter} onChange={(e) => setFilter(e.target.value)}>
@@ -313,13 +347,32 @@ function NodeDetail(props: {
             <dd title={current.started_at ?? ""}>{ago(current.started_at)}</dd>
             <dt>Finished</dt>
             <dd title={current.finished_at ?? ""}>{current.finished_at ? ago(current.finished_at) : "—"}</dd>
+            {Array.isArray(current.taken) && (
+              <>
+                <dt>Took</dt>
+                <dd className="mono" data-taken-list>
+                  {current.taken.length ? current.taken.map((t) => `→ ${t}`).join(", ") : "no edge"}
+                </dd>
+              </>
+            )}
+            {current.output?.decision?.outcome && (
+              <>
+                <dt>Decision</dt>
+                <dd>
+                  <strong>{String(current.output.decision.outcome)}</strong>
+                  {who(current.output.decision.by) ? ` by ${who(current.output.decision.by)}` : ""}
+                  {current.output.decision.comment ? ` — “${current.output.decision.comment}”` : ""}
+                </dd>
+              </>
+            )}
           </dl>
+          {current.status === "skipped" && <p className="muted small">Skipped: none of the edges into this step was taken, so it did not run.</p>}
           {current.status === "failed" && (
             <button type="button" className="btn primary" onClick={() => void props.onRetry(current.key)}>
               Retry {current.key}
             </button>
           )}
-          {current.status === "waiting_for_user" && <Answer runId={runId} nodeKey={current.key} onDone={props.onAnswered} />}
+          {current.status === "waiting_for_user" && <Answer runId={runId} nodeKey={current.key} outcomes={props.outcomes} onDone={props.onAnswered} />}
           {current.error && (
             <>
               <h3>Error</h3>
@@ -362,4 +415,13 @@ function eventSummary(e: StreamEvent): string {
   if (p.error) parts.push(String(p.error));
   if (p.to_section_id) parts.push(`→ ${p.to_section_id}`);
   return parts.join(" · ");
+}
+
+function who(by: unknown): string {
+  if (typeof by === "string") return by;
+  if (by && typeof by === "object") {
+    const o = by as Record<string, unknown>;
+    return String(o.name ?? o.email ?? o.id ?? "");
+  }
+  return "";
 }
