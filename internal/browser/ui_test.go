@@ -147,24 +147,25 @@ func TestUI(t *testing.T) {
 		s.run("open", chromedp.Click(`nav a[href="/approvals"]`, chromedp.ByQuery))
 		s.waitJS("card", `document.querySelectorAll(".approval").length === 1 && document.body.innerText.includes("Ship it?")`)
 		s.shot("07-approvals")
-		s.run("approve", chromedp.SendKeys(".approval textarea", "yes, ship it", chromedp.ByQuery),
+		var buttons []string
+		s.run("outcome buttons", chromedp.Evaluate(`[...document.querySelectorAll(".approval .outcome-buttons button")].map(b => b.innerText)`, &buttons))
+		require.Equal(t, []string{"Approve", "Reject"}, buttons, "a UX node without outcomes offers approve and reject")
+		s.run("approve", chromedp.SendKeys(".approval textarea.comment", "yes, ship it", chromedp.ByQuery),
 			chromedp.Click(`//li[contains(@class,"approval")]//button[text()="Approve"]`, chromedp.BySearch))
 		s.waitJS("inbox empty", `document.body.innerText.includes("Nothing is waiting for you")`)
 
-		// A new approval arrives live; rejecting it needs a reason and fails the run.
+		// A new approval arrives live; rejecting it (the flow has no reject
+		// edge) fails the run.
 		var second struct{ ID string }
 		s.api("POST", "/flows/"+flowID+"/runs", map[string]any{"input": map[string]any{"lead": "bob@example.com"}}, &second)
 		s.waitJS("new card, live", `document.querySelectorAll(".approval").length === 1`)
-		s.run("reject without reason", chromedp.Click(`//li[contains(@class,"approval")]//label[contains(., "Reject")]`, chromedp.BySearch),
-			chromedp.Click(`//li[contains(@class,"approval")]//button[text()="Reject"]`, chromedp.BySearch))
-		s.waitJS("reason asked", `document.querySelector(".approval .field-error")?.innerText.includes("why")`)
-		s.run("reject", chromedp.SendKeys(".approval textarea", "not a fit", chromedp.ByQuery),
+		s.run("reject", chromedp.SendKeys(".approval textarea.comment", "not a fit", chromedp.ByQuery),
 			chromedp.Click(`//li[contains(@class,"approval")]//button[text()="Reject"]`, chromedp.BySearch))
 		s.waitJS("inbox empty again", `document.body.innerText.includes("Nothing is waiting for you")`)
 		var rejected struct{ Status, Error string }
 		s.api("GET", "/runs/"+second.ID, nil, &rejected)
 		require.Equal(t, "failed", rejected.Status)
-		require.Contains(t, rejected.Error, "not a fit")
+		require.Contains(t, rejected.Error, "rejected")
 		var runs struct {
 			Runs []struct{ ID, Status string }
 		}
@@ -176,7 +177,11 @@ func TestUI(t *testing.T) {
 		}
 		s.api("GET", "/runs/"+runs.Runs[len(runs.Runs)-1].ID, nil, &run)
 		require.Equal(t, "completed", run.Status)
-		require.Equal(t, map[string]any{"approved": true, "answer": "yes, ship it"}, run.Output)
+		// The approval's output is its input (worker1's output) and the decision.
+		require.Equal(t, "worker1", run.Output["scored_by"])
+		decision, _ := run.Output["decision"].(map[string]any)
+		require.Equal(t, "approve", decision["outcome"])
+		require.Equal(t, "yes, ship it", decision["comment"])
 		s.shot("08-approvals-empty")
 	})
 

@@ -246,6 +246,7 @@ function OutcomesEditor({
             id={`outcome-${i}`}
             className="mono"
             placeholder="e.g. approve"
+            maxLength={64}
             value={o}
             aria-invalid={!o.trim() || dupes.has(o.trim())}
             onChange={(e) => {
@@ -391,6 +392,8 @@ export function EdgeSettings({ edge, source, siblings, problems, onChange, onDel
     { k: "failure", label: "On failure", hint: `Only when ${src} fails for good (its retries used up). The failure is handled: the run goes on here.` },
   ];
   if (isUX || kind === "outcome") kinds.push({ k: "outcome", label: "On an outcome", hint: `When the person at ${src} chooses this outcome.` });
+  // A Splitter's edges lead into its parallel region: always taken.
+  const isSplitter = String(source?.type ?? "").toLowerCase() === "splitter";
 
   return (
     <form className="settings edge-settings" onSubmit={(e) => e.preventDefault()} aria-label={`Edge ${edge.id} settings`}>
@@ -417,13 +420,14 @@ export function EdgeSettings({ edge, source, siblings, problems, onChange, onDel
         <legend>Taken</legend>
         {kinds.map(({ k, label, hint }) => (
           <label key={k} className={`choice ${kind === k ? "active" : ""}`}>
-            <input type="radio" name="edge-kind" value={k} checked={kind === k} onChange={() => setKind(k)} />
+            <input type="radio" name="edge-kind" value={k} checked={kind === k} disabled={isSplitter && k !== "always" && kind !== k} onChange={() => setKind(k)} />
             <span>
               <strong>{label}</strong>
               <span className="hint">{hint}</span>
             </span>
           </label>
         ))}
+        {isSplitter && <p className="hint">{src} is a Splitter: its edges lead into its parallel region and are always taken. Branch after the region's first step.</p>}
       </fieldset>
       {kind === "condition" && (
         <div className="field">
