@@ -312,7 +312,7 @@ func (s *Server) hook(c echo.Context) error {
 		}
 	}
 	if err := jsonlimit.Check(body, jsonlimit.MaxDepth); err != nil {
-		return badRequest(err.Error())
+		return bodyError(err)
 	}
 	if !json.Valid(body) {
 		return badRequest("body must be JSON")

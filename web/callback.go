@@ -27,7 +27,7 @@ func (s *Server) callback(c echo.Context) error {
 		if errors.As(err, &he) {
 			return he
 		}
-		return badRequest(err.Error())
+		return bodyError(err)
 	}
 	err = s.cfg.Engine.HandleCallback(c.Request().Context(), engine.CallbackParams{RunID: claims.RunID, Key: claims.Key,
 		Attempt: claims.Attempt, Status: body.Status, Output: body.Output, Error: body.Error})

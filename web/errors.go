@@ -8,6 +8,7 @@ import (
 
 	"github.com/stitchd/stitchd/compiler"
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/jsonlimit"
 )
 
 // apiError is the contract's error body.
@@ -25,6 +26,22 @@ func errorf(status int, code, msg string) *apiError {
 }
 
 func badRequest(msg string) *apiError { return errorf(http.StatusBadRequest, "invalid_request", msg) }
+
+// codeNumberOutOfRange is the detail code of a body refused for a number
+// whose stored form would be too long (jsonlimit.NumberError).
+const codeNumberOutOfRange = "number_out_of_range"
+
+// bodyError maps a body refused by jsonlimit.Check (or the callback
+// parser) onto a 400; a number out of range carries its JSON path in
+// details, so a client can find it in a large body.
+func bodyError(err error) *apiError {
+	ae := badRequest(err.Error())
+	var ne *jsonlimit.NumberError
+	if errors.As(err, &ne) {
+		ae.Details = []engine.Problem{{Code: codeNumberOutOfRange, Path: ne.Path, Message: ne.Error()}}
+	}
+	return ae
+}
 
 var codeByStatus = map[int]string{
 	400: "invalid_request", 401: "unauthorized", 404: "not_found", 405: "invalid_request", 409: "conflict",

@@ -161,7 +161,7 @@ func bind(c echo.Context, v any) error {
 		return badRequest("request body must be a JSON object")
 	}
 	if err := jsonlimit.Check(body, jsonlimit.MaxDepth); err != nil {
-		return badRequest(err.Error())
+		return bodyError(err)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return badRequest("malformed JSON: " + err.Error())

@@ -10,16 +10,45 @@ import (
 // MaxDepth is the default nesting bound for request bodies.
 const MaxDepth = 64
 
+// MaxNumberLen bounds a number's stored form: Postgres keeps a jsonb number
+// as numeric and prints it in full, without an exponent, so the 9 bytes
+// `1e100000` come back as 100,001 digits and `1e1000000` overflows numeric.
+// 64 characters hold every int64 and uint64 and every number of up to 17
+// significant digits (float64's) from 1e-45 (float32's smallest) to just
+// under 1e63 in magnitude, and keep any answer within 13 times what was
+// sent (`1e63,` is 5 bytes stored as 65). A number within the bound is
+// also within float64's range.
+const MaxNumberLen = 64
+
 // Errors reported by Check.
 var (
 	ErrInvalidUTF8 = errors.New("body is not valid UTF-8")
 	ErrNUL         = errors.New(`body contains a NUL character (\u0000), which cannot be stored`)
 	ErrTooDeep     = errors.New("body is nested too deeply")
+	ErrNumber      = errors.New("number is out of range")
 )
 
+// NumberError is a number whose stored form would be longer than
+// MaxNumberLen. It matches ErrNumber.
+type NumberError struct {
+	// Path locates the number: "$" for the whole body, then ".key" or
+	// `["key"]` per object key and "[i]" per array index ("$.items[3].x").
+	Path string
+}
+
+func (e *NumberError) Error() string {
+	return fmt.Sprintf("%s: the number at %s would be stored as more than %d characters "+
+		"(numbers are stored written out in full: keep them 0 or between 1e-45 and 1e63 in magnitude, "+
+		"with at most 17 significant digits)", ErrNumber, e.Path, MaxNumberLen)
+}
+
+func (e *NumberError) Is(target error) bool { return target == ErrNumber }
+
 // Check reports whether raw is acceptable: valid UTF-8, nesting of objects
-// and arrays at most maxDepth, no raw or escaped NUL. It does not check
-// that raw is well-formed JSON; the decoder does that.
+// and arrays at most maxDepth, no raw or escaped NUL, every number's stored
+// form at most MaxNumberLen characters (a *NumberError with its path
+// otherwise). It does not check that raw is well-formed JSON; the decoder
+// does that.
 func Check(raw []byte, maxDepth int) error {
 	if !utf8.Valid(raw) {
 		return ErrInvalidUTF8
@@ -44,17 +73,111 @@ func Check(raw []byte, maxDepth int) error {
 			}
 			continue
 		}
-		switch c {
-		case '"':
+		switch {
+		case c == '"':
 			inString = true
-		case '{', '[':
+		case c == '{' || c == '[':
 			depth++
 			if depth > maxDepth {
 				return fmt.Errorf("%w (more than %d levels)", ErrTooDeep, maxDepth)
 			}
-		case '}', ']':
+		case c == '}' || c == ']':
 			depth--
+		case c == '-' || isDigit(c):
+			n, end := storedLen(raw, i)
+			if n > MaxNumberLen {
+				return &NumberError{Path: pathAt(raw, i)}
+			}
+			i = end - 1
 		}
 	}
 	return nil
+}
+
+// maxExponent bounds a number's written exponent, whatever its digits.
+const maxExponent = 1000
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// storedLen returns how many characters Postgres prints for the JSON number
+// starting at raw[start] (as numeric_in and numeric_out do: every digit in
+// full, the scale being the written fraction digits less the exponent) and
+// where the number ends. It saturates far above MaxNumberLen instead of
+// overflowing. Malformed numbers are measured leniently; the decoder
+// rejects them.
+func storedLen(raw []byte, start int) (n int64, end int) {
+	const huge = int64(1) << 40
+	i, neg := start, false
+	if raw[i] == '-' {
+		neg = true
+		i++
+	}
+	intStart := i
+	for i < len(raw) && isDigit(raw[i]) {
+		i++
+	}
+	intPart, fracPart := raw[intStart:i], raw[i:i]
+	if i < len(raw) && raw[i] == '.' {
+		i++
+		fracStart := i
+		for i < len(raw) && isDigit(raw[i]) {
+			i++
+		}
+		fracPart = raw[fracStart:i]
+	}
+	var exp int64
+	if i < len(raw) && (raw[i] == 'e' || raw[i] == 'E') {
+		i++
+		expNeg := false
+		if i < len(raw) && (raw[i] == '+' || raw[i] == '-') {
+			expNeg = raw[i] == '-'
+			i++
+		}
+		for ; i < len(raw) && isDigit(raw[i]); i++ {
+			if exp < huge {
+				exp = exp*10 + int64(raw[i]-'0')
+			}
+		}
+		if expNeg {
+			exp = -exp
+		}
+	}
+	end = i
+	// Postgres refuses an exponent of ±1,073,741,823 or more even on a
+	// zero; no number within the bound needs one beyond ±maxExponent.
+	if exp > maxExponent || exp < -maxExponent {
+		return huge, end
+	}
+	// The leading zeros of the digits (integer part then fraction), and
+	// whether every digit is zero.
+	lead, zero := int64(0), true
+digits:
+	for _, part := range [2][]byte{intPart, fracPart} {
+		for _, c := range part {
+			if c != '0' {
+				zero = false
+				break digits
+			}
+			lead++
+		}
+	}
+	intDigits, fracDigits := int64(len(intPart)), int64(len(fracPart))
+	scale := fracDigits - exp
+	if scale < 0 {
+		scale = 0
+	}
+	whole := int64(1) // "0" when there is no integer part
+	if !zero {
+		if w := intDigits + exp - lead; w > 1 {
+			whole = w
+		}
+	}
+	n = whole
+	if scale > 0 {
+		n += 1 + scale
+	}
+	if neg && !zero {
+		n++
+	}
+	return n, end
 }

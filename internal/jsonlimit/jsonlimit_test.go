@@ -1,6 +1,8 @@
 package jsonlimit
 
 import (
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -25,6 +27,18 @@ func TestCheck(t *testing.T) {
 		{"escaped NUL", `{"a":"x\u0000y"}`, ErrNUL},
 		{"escaped backslash then u0000 text", `{"a":"\\u0000"}`, nil},
 		{"raw NUL", "{\"a\":\"\x00\"}", ErrNUL},
+		{"ordinary numbers", `{"a":[0,-1,3.25,1e10,-2.5E-7,18446744073709551615,1.7976931348623157e62]}`, nil},
+		{"number that expands", `{"a":1e100000}`, ErrNumber},
+		{"number that overflows numeric", `{"a":1e1000000}`, ErrNumber},
+		{"number beyond float64", `{"a":1.8e308}`, ErrNumber},
+		{"number below float64", `{"a":-1e-400}`, ErrNumber},
+		{"huge exponent", `[1e99999999999999999999999999]`, ErrNumber},
+		{"zero with a huge negative exponent", `[0e-1000]`, ErrNumber},
+		{"zero with a huge exponent", `[0e99999999999999999999]`, ErrNumber},
+		{"zero with a large exponent", `[0e1000]`, nil},
+		{"zero with an exponent beyond 1000", `[0e1001]`, ErrNumber},
+		{"number-like text in a string", `{"a":"1e100000"}`, nil},
+		{"long fraction", `[0.` + strings.Repeat("1", 20000) + `]`, ErrNumber},
 	}
 	for _, tt := range tests {
 		err := Check([]byte(tt.in), MaxDepth)
@@ -36,9 +50,93 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestStoredLen compares storedLen with what Postgres 15 printed for each
+// literal (`SELECT length('<literal>'::jsonb::text)`).
+func TestStoredLen(t *testing.T) {
+	t.Parallel()
+	printed := map[string]int64{
+		"0": 1, "-0": 1, "1": 1, "-1": 2, "10": 2, "1e63": 64, "-1e63": 65, "1e62": 63, "-1e62": 64,
+		"9.999e63": 64, "1e-45": 47, "1.4e-45": 48, "1.2345678901234567e-45": 63, "-1.2345678901234567e-45": 64,
+		"1e-62": 64, "1e-63": 65, "0.5": 3, "0.00": 4, "-0.0e-3": 6, "1.5e-3": 6, "12.5e1": 3, "0e-62": 64,
+		"0e-63": 65, "1E2": 3, "1e+2": 3, "1.000e2": 5, "18446744073709551615": 20,
+		"-9223372036854775808": 20, "1.7976931348623157e308": 309, "4.9e-324": 327, "0.10e1": 3, "0.010e1": 4,
+		"0.001e1": 4, "100e-5": 7, "1e10": 11, "1.50e1": 4, "0e-5": 7, "-0.0": 3, "0.000e3": 1, "100e-2": 4,
+		"0.0012e2": 4, "1e-400": 402, "0e1000": 1, "123.456e-1": 7, "0.5e1": 1,
+	}
+	for lit, want := range printed {
+		got, end := storedLen([]byte(lit+","), 0)
+		require.Equal(t, want, got, lit)
+		require.Equal(t, len(lit), end, lit)
+		if want <= MaxNumberLen {
+			require.NoError(t, Check([]byte("["+lit+"]"), MaxDepth), lit)
+		} else {
+			require.ErrorIs(t, Check([]byte("["+lit+"]"), MaxDepth), ErrNumber, lit)
+		}
+	}
+}
+
+func TestNumberErrorPath(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, path string }{
+		{`1e999`, "$"},
+		{`[1,2,1e999]`, "$[2]"},
+		{`{"a":1,"items":[{"x":1},{"x":2},{"y":[1]},{"x":1e999}]}`, "$.items[3].x"},
+		{`{"a b":{"c":"d","e\"f":[0, -1e-999]}}`, `$["a b"]["e\"f"][1]`},
+		{`{"k":"v","n":{"x":[],"y":{}},"z":1e999}`, "$.z"},
+		{`{"` + strings.Repeat("k", 100) + `":1e999}`, `$["` + strings.Repeat("k", 64) + `…"]`},
+		{`{"status":"completed","output":{"rows":[[1,2],[3,4e400]]}}`, "$.output.rows[1][1]"},
+	}
+	for _, tt := range tests {
+		err := Check([]byte(tt.in), MaxDepth)
+		var ne *NumberError
+		require.True(t, errors.As(err, &ne), "%s: %v", tt.in, err)
+		require.Equal(t, tt.path, ne.Path, tt.in)
+		require.Contains(t, ne.Error(), tt.path)
+	}
+}
+
+func TestCheckDoesNotAllocate(t *testing.T) {
+	body := []byte(`{"a":[1,-2.5e-3,{"b":"c\"d","e":[true,false,null,1e62]}]}`)
+	require.Zero(t, testing.AllocsPerRun(100, func() { _ = Check(body, MaxDepth) }))
+}
+
 func FuzzCheck(f *testing.F) {
 	f.Add([]byte(`{"a":[1,2,{"b":"\u0000"}]}`))
+	f.Add([]byte(`{"a":[1,{"b":1e100000}]}`))
+	f.Add([]byte(`[-0.000e-70,"x\"",{"k":[1E+5]}]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_ = Check(b, 8)
+		err := Check(b, 8)
+		var ne *NumberError
+		if errors.As(err, &ne) {
+			require.True(t, strings.HasPrefix(ne.Path, "$"), ne.Path)
+			return
+		}
+		if err != nil || !json.Valid(b) {
+			return
+		}
+		// Every number of an accepted document is within float64's range.
+		var v any
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.UseNumber()
+		require.NoError(t, dec.Decode(&v))
+		walkNumbers(v, func(n json.Number) {
+			_, err := n.Float64()
+			require.NoError(t, err, "%s was accepted", n)
+		})
 	})
+}
+
+func walkNumbers(v any, fn func(json.Number)) {
+	switch x := v.(type) {
+	case json.Number:
+		fn(x)
+	case []any:
+		for _, e := range x {
+			walkNumbers(e, fn)
+		}
+	case map[string]any:
+		for _, e := range x {
+			walkNumbers(e, fn)
+		}
+	}
 }
