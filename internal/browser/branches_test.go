@@ -71,6 +71,8 @@ func TestUIBranches(t *testing.T) {
 		s.run("edge "+id, chromedp.Evaluate(fmt.Sprintf(`document.querySelector(%q)?.getAttribute("data-taken") ?? ""`, edge(id)), &v))
 		return v
 	}
+	s.waitJS("edges drawn", fmt.Sprintf(`document.querySelectorAll('.react-flow__edge[data-taken]').length === 5 && !document.querySelector(%q)`,
+		`.react-flow__edge[data-taken="open"]`))
 	require.Equal(t, "true", taken("e4"), "the reject edge was taken")
 	require.Equal(t, "false", taken("e3"), "the approve edge was not")
 	require.Equal(t, "false", taken("e5"), "score did not fail: its failure edge was not taken")

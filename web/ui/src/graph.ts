@@ -43,7 +43,7 @@ export function layout(g: FlowGraph): Record<string, { x: number; y: number }> {
     const col = d(n.id);
     const row = rows[col] ?? 0;
     rows[col] = row + 1;
-    out[n.id] = { x: col * 240, y: row * 120 };
+    out[n.id] = { x: col * 290, y: row * 120 };
   }
   return out;
 }
@@ -80,6 +80,16 @@ export function edgeKind(data: Record<string, any> | undefined): EdgeKind {
   if (data.default === true) return "default";
   if (typeof data.condition === "string") return "condition";
   return "always";
+}
+
+// problemText drops the "edge "e2": " or "node "x": " a server message
+// starts with, where the message is shown on that edge or node.
+export function problemText(msg: string, id: string): string {
+  const p1 = `edge "${id}": `;
+  const p2 = `node "${id}": `;
+  if (msg.startsWith(p1)) return msg.slice(p1.length);
+  if (msg.startsWith(p2)) return msg.slice(p2.length);
+  return msg;
 }
 
 export function truncate(s: string, n: number): string {

@@ -15,7 +15,7 @@ import { useCallback, useEffect, useMemo, useRef, useState, type PointerEvent as
 import { api, ApiError, describe, type Flow, type Problem, type Version } from "../api";
 import { ErrorBox, Spinner } from "../components/common";
 import { nodeTypes } from "../components/StitchNode";
-import { decorateEdge, fromCanvas, ID_PREFIX, nextId, NODE_TYPES, toCanvas, truncate, TYPE_HELP, type CanvasNode, type NodeType } from "../graph";
+import { decorateEdge, fromCanvas, ID_PREFIX, nextId, NODE_TYPES, problemText, toCanvas, truncate, TYPE_HELP, type CanvasNode, type NodeType } from "../graph";
 import { Link, navigate } from "../router";
 import { EdgeSettings, NodeSettings } from "./NodeSettings";
 import { StartRunDialog } from "./StartRun";
@@ -129,7 +129,7 @@ function Editor({ flowId, version }: Props) {
           ? {
               ...e,
               className: `${e.className ?? ""} edge-error`,
-              label: `⚠ ${truncate(byEdge[e.id][0], 48)}`,
+              label: `⚠ ${truncate(problemText(byEdge[e.id][0], e.id), 30)}`,
               style: { stroke: "var(--bad)", strokeWidth: 2.5 },
               ariaLabel: `Edge from ${e.source} to ${e.target}: ${byEdge[e.id].join("; ")}`,
             }

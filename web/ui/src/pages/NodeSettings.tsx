@@ -2,7 +2,7 @@ import type { Edge } from "@xyflow/react";
 import { useEffect, useState } from "react";
 import type { Problem } from "../api";
 import type { CanvasNode } from "../graph";
-import { DEFAULT_OUTCOMES, edgeKind, edgeLabel, outcomesOf, TYPE_HELP, type EdgeKind, type NodeType } from "../graph";
+import { DEFAULT_OUTCOMES, edgeKind, edgeLabel, outcomesOf, problemText, TYPE_HELP, type EdgeKind, type NodeType } from "../graph";
 
 // setIn returns a copy of obj with path set to v; empty values and empty
 // objects are dropped so the saved graph stays minimal.
@@ -413,7 +413,7 @@ export function EdgeSettings({ edge, source, siblings, problems, onChange, onDel
         <p key={i} className={`field-error ${p.stale ? "stale" : ""}`} role="alert">
           ⚠ {p.stale ? "At the last save: " : ""}
           {p.path ? <span className="mono">{p.path}: </span> : null}
-          {p.message}
+          {problemText(p.message, edge.id)}
         </p>
       ))}
       <fieldset className="edge-kinds">
@@ -459,7 +459,7 @@ export function EdgeSettings({ edge, source, siblings, problems, onChange, onDel
           {conditionProblems.map((p, i) => (
             <p key={i} className={`field-error ${p.stale ? "stale" : ""}`} role="alert" data-check="server">
               ⚠ {p.stale ? "At the last save: " : ""}
-              {p.message}
+              {problemText(p.message, edge.id)}
             </p>
           ))}
         </div>
