@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/internal/jsonlimit"
@@ -39,6 +40,14 @@ func ParseCallback(raw []byte) (*CallbackBody, error) {
 	if err := jsonlimit.Check(raw, jsonlimit.MaxDepth); err != nil {
 		return nil, err
 	}
+	// encoding/json keeps the last of duplicate keys, matched without
+	// regard to case: {"status":"completed","Status":"failed"} must not
+	// be read one way here and another way by anyone else.
+	if k, err := duplicateKey(raw); err != nil {
+		return nil, fmt.Errorf("malformed callback body: %w", err)
+	} else if k != "" {
+		return nil, fmt.Errorf("malformed callback body: duplicate key %q", k)
+	}
 	var b CallbackBody
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&b); err != nil {
@@ -56,4 +65,30 @@ func ParseCallback(raw []byte) (*CallbackBody, error) {
 		b.Output = json.RawMessage("null")
 	}
 	return &b, nil
+}
+
+// duplicateKey returns the first top-level key of the object raw that
+// repeats an earlier one (compared case-insensitively), or "".
+func duplicateKey(raw []byte) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil {
+		return "", err
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", err
+		}
+		k, _ := t.(string)
+		if seen[strings.ToLower(k)] {
+			return k, nil
+		}
+		seen[strings.ToLower(k)] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", err
+		}
+	}
+	return "", nil
 }

@@ -52,6 +52,8 @@ func TestTokenRejections(t *testing.T) {
 		{"claims swapped (other node)", swapped, ErrTokenInvalid},
 		{"signature tampered", good[:len(good)-2] + "AA", ErrTokenInvalid},
 		{"extra part", good + ".x", ErrTokenInvalid},
+		{"attempt past int4", k.Mint(Claims{RunID: "r", Key: "a", Attempt: 1 << 31, Expiry: now.Add(time.Minute)}), ErrTokenInvalid},
+		{"attempt 2^62", k.Mint(Claims{RunID: "r", Key: "a", Attempt: 1 << 62, Expiry: now.Add(time.Minute)}), ErrTokenInvalid},
 	}
 	for _, tt := range tests {
 		_, err := k.Verify(tt.tok, now)
@@ -90,7 +92,13 @@ func TestParseCallback(t *testing.T) {
 	require.Equal(t, "null", string(b.Output))
 	_, err = ParseCallback([]byte(`{"status":"running","progress":{"p":1}}`))
 	require.NoError(t, err)
-	for _, bad := range []string{``, `[]`, `"x"`, `{`, `{"status":"ok"}`, `{"status":1}`, `{"status":"failed"} {}`} {
+	// Nested duplicates are the output's own business (jsonb keeps the last).
+	b, err = ParseCallback([]byte(`{"status":"completed","output":{"a":1,"a":2}}`))
+	require.NoError(t, err)
+	require.Equal(t, `{"a":1,"a":2}`, string(b.Output))
+	for _, bad := range []string{``, `[]`, `"x"`, `{`, `{"status":"ok"}`, `{"status":1}`, `{"status":"failed"} {}`,
+		`{"status":"completed","status":"failed"}`, `{"status":"failed","Status":"completed"}`,
+		`{"status":"completed","output":1,"OUTPUT":2}`} {
 		_, err := ParseCallback([]byte(bad))
 		require.Error(t, err, bad)
 	}

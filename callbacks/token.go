@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,7 +114,9 @@ func (k *Keyring) Verify(token string, now time.Time) (Claims, error) {
 	}
 	attempt, err1 := strconv.Atoi(f[2])
 	exp, err2 := strconv.ParseInt(f[3], 10, 64)
-	if err1 != nil || err2 != nil || attempt < 1 || f[0] == "" || f[1] == "" {
+	// Attempts are int4 in the database: no genuine token carries a larger
+	// one, and a query with it would fail (a 500).
+	if err1 != nil || err2 != nil || attempt < 1 || attempt > math.MaxInt32 || f[0] == "" || f[1] == "" {
 		return Claims{}, ErrTokenInvalid
 	}
 	c := Claims{RunID: f[0], Key: f[1], Attempt: attempt, Expiry: time.Unix(exp, 0).UTC()}

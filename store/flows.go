@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"gorm.io/gorm"
@@ -214,6 +215,10 @@ func (s *Store) ListVersions(ctx context.Context, flowID string) ([]FlowVersion,
 
 // GetVersion loads version number of a flow.
 func (s *Store) GetVersion(ctx context.Context, flowID string, number int) (*FlowVersion, error) {
+	// Numbers are int4: a larger one is no version (not an out-of-range 500).
+	if number < 1 || number > math.MaxInt32 {
+		return nil, fmt.Errorf("error loading version %d of flow %s: %w", number, flowID, engine.ErrNotFound)
+	}
 	var v FlowVersion
 	var g, e []byte
 	err := s.db.WithContext(ctx).Raw(`SELECT v.id::text, v.flow_id::text, v.number, v.message, v.visual_graph, v.execution_graph, v.created_at

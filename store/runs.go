@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/stitchd/stitchd/engine"
 )
 
@@ -68,6 +70,9 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]engine.Run, string
 	where := []string{"true"}
 	args := []any{}
 	if f.FlowID != "" {
+		if !isUUID(f.FlowID) {
+			return nil, "", fmt.Errorf("%w: flow_id must be a UUID", engine.ErrInvalidRequest)
+		}
 		where = append(where, "flow_id = ?")
 		args = append(args, f.FlowID)
 	}
@@ -110,6 +115,13 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]engine.Run, string
 	return out, next, nil
 }
 
+// isUUID reports whether s is a UUID in its 36-character form (uuid.Parse
+// also takes forms Postgres does not).
+func isUUID(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil && len(s) == 36
+}
+
 func decodeCursor(c string) (time.Time, string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
@@ -118,6 +130,11 @@ func decodeCursor(c string) (time.Time, string, error) {
 	ts, id, ok := strings.Cut(string(b), "|")
 	if !ok {
 		return time.Time{}, "", fmt.Errorf("bad cursor")
+	}
+	// A cursor is the client's to send back: check it, or Postgres would
+	// answer for it (with its own text).
+	if !isUUID(id) {
+		return time.Time{}, "", fmt.Errorf("bad cursor id %q", id)
 	}
 	t, err := time.Parse(time.RFC3339Nano, ts)
 	return t, id, err

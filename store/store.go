@@ -229,6 +229,26 @@ func inPipe(ctx context.Context, pool *sql.DB, b *binds, fn func(ctx context.Con
 	return err
 }
 
+// clientError puts a database error a client caused (a missing row, a
+// taken key, a malformed id) under an engine sentinel. Its text is the
+// sentinel's and a plain description: the driver's ("sql: no rows in
+// result set", SQL type and constraint names) would reach the answer.
+// errors.Is and errors.As still find the driver error.
+type clientError struct {
+	sentinel error
+	what     string
+	cause    error
+}
+
+func (e *clientError) Error() string {
+	if e.what == "" {
+		return e.sentinel.Error()
+	}
+	return e.sentinel.Error() + ": " + e.what
+}
+
+func (e *clientError) Unwrap() []error { return []error{e.sentinel, e.cause} }
+
 // interpretError maps database errors onto engine sentinels. It is the one
 // place that knows Postgres error codes.
 func interpretError(err error) error {
@@ -236,7 +256,7 @@ func interpretError(err error) error {
 		return nil
 	}
 	if errors.Is(err, gorm.ErrRecordNotFound) || errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%w: %w", engine.ErrNotFound, err)
+		return &clientError{sentinel: engine.ErrNotFound, cause: err}
 	}
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &connErr) {
@@ -246,11 +266,11 @@ func interpretError(err error) error {
 	if errors.As(err, &pgErr) {
 		switch {
 		case pgErr.Code == "23505":
-			return fmt.Errorf("%w: %s", engine.ErrConflict, pgErr.Message)
+			return &clientError{sentinel: engine.ErrConflict, what: "it already exists", cause: err}
 		case pgErr.Code == "22P02": // invalid input syntax (a malformed uuid)
-			return fmt.Errorf("%w: %s", engine.ErrNotFound, pgErr.Message)
+			return &clientError{sentinel: engine.ErrNotFound, what: "malformed id", cause: err}
 		case pgErr.Code == "23503":
-			return fmt.Errorf("%w: %s", engine.ErrInvalidRequest, pgErr.Message)
+			return &clientError{sentinel: engine.ErrInvalidRequest, what: "it refers to something that does not exist", cause: err}
 		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "57P"), pgErr.Code == "53300":
 			return fmt.Errorf("%w: %s", engine.ErrUnavailable, pgErr.Message)
 		}
