@@ -109,8 +109,16 @@ export function NodeSettings({ node, nodes, edges, sections, problems, onChange,
             nodeId={node.id}
             data={d}
             outgoing={outgoing}
-            onChange={(next) => onChange(node.id, { ...d, outcomes: next })}
-            onRenameOutcome={(from, to) => onRenameOutcome(node.id, from, to)}
+            onChange={(next, rename) => {
+              let nd: Record<string, any> = { ...d, outcomes: next };
+              const by = d.entityMovement?.onOutcome;
+              if (rename && by?.[rename[0]] && !by[rename[1]]) {
+                const { [rename[0]]: moved, ...rest } = by;
+                nd = { ...nd, entityMovement: { ...d.entityMovement, onOutcome: { ...rest, [rename[1]]: moved } } };
+              }
+              onChange(node.id, nd);
+              if (rename) onRenameOutcome(node.id, rename[0], rename[1]);
+            }}
           />
         </>
       )}
@@ -121,44 +129,31 @@ export function NodeSettings({ node, nodes, edges, sections, problems, onChange,
       )}
       {(type === "Worker" || type === "UX") &&
         (["onSuccess", "onFailure"] as const).map((when) => (
-          <fieldset key={when}>
-            <legend>Entity movement {when === "onSuccess" ? "on success" : "on failure"}</legend>
-            <Field label="Move to section" id={`node-${when}-section`}>
-              {sections ? (
-                <select
-                  id={`node-${when}-section`}
-                  value={d.entityMovement?.[when]?.targetSectionId ?? ""}
-                  onChange={(e) => set(["entityMovement", when, "targetSectionId"])(e.target.value)}
-                >
-                  <option value="">Do not move</option>
-                  {sections.map((s) => (
-                    <option key={s.id} value={s.id}>
-                      {s.name}
-                    </option>
-                  ))}
-                </select>
-              ) : (
-                <input
-                  id={`node-${when}-section`}
-                  placeholder="section id (choose a board for a list)"
-                  value={d.entityMovement?.[when]?.targetSectionId ?? ""}
-                  onChange={(e) => set(["entityMovement", when, "targetSectionId"])(e.target.value)}
-                />
-              )}
-            </Field>
-            <Field label="Complete as" id={`node-${when}-as`}>
-              <select id={`node-${when}-as`} value={d.entityMovement?.[when]?.completeAs ?? ""} onChange={(e) => set(["entityMovement", when, "completeAs"])(e.target.value)}>
-                <option value="">—</option>
-                <option value="success">success</option>
-                <option value="failure">failure</option>
-                <option value="neutral">neutral</option>
-              </select>
-            </Field>
-            <Field label="Set entity type" id={`node-${when}-type`}>
-              <input id={`node-${when}-type`} placeholder="e.g. customer" value={d.entityMovement?.[when]?.setEntityType ?? ""} onChange={(e) => set(["entityMovement", when, "setEntityType"])(e.target.value)} />
-            </Field>
-          </fieldset>
+          <Movement
+            key={when}
+            legend={`Entity movement ${when === "onSuccess" ? "on success" : "on failure"}`}
+            idp={`node-${when}`}
+            value={d.entityMovement?.[when]}
+            sections={sections}
+            onChange={(field, v) => set(["entityMovement", when, field])(v)}
+          />
         ))}
+      {type === "UX" && (
+        <details className="by-outcome" open={!!d.entityMovement?.onOutcome && Object.keys(d.entityMovement.onOutcome).length > 0}>
+          <summary>Entity movement by outcome</summary>
+          <p className="hint">A movement set for the outcome a person chose replaces the one on success or failure.</p>
+          {outcomesOf(d).map((o, i) => (
+            <Movement
+              key={o}
+              legend={`When “${o}” is chosen`}
+              idp={`node-outcome-${i}`}
+              value={d.entityMovement?.onOutcome?.[o]}
+              sections={sections}
+              onChange={(field, v) => set(["entityMovement", "onOutcome", o, field])(v)}
+            />
+          ))}
+        </details>
+      )}
       {outgoing.length > 0 && (
         <fieldset>
           <legend>Outgoing edges</legend>
@@ -217,13 +212,11 @@ function OutcomesEditor({
   data,
   outgoing,
   onChange,
-  onRenameOutcome,
 }: {
   nodeId: string;
   data: Record<string, any>;
   outgoing: Edge[];
-  onChange: (next: string[]) => void;
-  onRenameOutcome: (from: string, to: string) => void;
+  onChange: (next: string[], rename?: [string, string]) => void;
 }) {
   const list: string[] = Array.isArray(data.outcomes) ? data.outcomes.map((x: unknown) => String(x ?? "")) : DEFAULT_OUTCOMES;
   const named = list.map((o) => o.trim());
@@ -252,8 +245,8 @@ function OutcomesEditor({
             onChange={(e) => {
               const v = e.target.value;
               const next = list.map((x, j) => (j === i ? v : x));
-              onChange(next);
-              if (o.trim() && v.trim() && !dupes.has(o.trim())) onRenameOutcome(o.trim(), v.trim());
+              const renamed = o.trim() && v.trim() && o.trim() !== v.trim() && !dupes.has(o.trim());
+              onChange(next, renamed ? [o.trim(), v.trim()] : undefined);
             }}
           />
           <button
@@ -525,6 +518,58 @@ export function EdgeSettings({ edge, source, siblings, problems, onChange, onDel
         Delete edge
       </button>
     </form>
+  );
+}
+
+// Movement edits one entity movement: the section to move to, how the
+// step completes for the entity, and an optional new entity type.
+function Movement({
+  legend,
+  idp,
+  value,
+  sections,
+  onChange,
+}: {
+  legend: string;
+  idp: string;
+  value: Record<string, any> | undefined;
+  sections: { id: string; name: string }[] | null;
+  onChange: (field: "targetSectionId" | "completeAs" | "setEntityType", v: string) => void;
+}) {
+  return (
+    <fieldset>
+      <legend>{legend}</legend>
+      <Field label="Move to section" id={`${idp}-section`}>
+        {sections ? (
+          <select id={`${idp}-section`} value={value?.targetSectionId ?? ""} onChange={(e) => onChange("targetSectionId", e.target.value)}>
+            <option value="">Do not move</option>
+            {sections.map((s) => (
+              <option key={s.id} value={s.id}>
+                {s.name}
+              </option>
+            ))}
+          </select>
+        ) : (
+          <input
+            id={`${idp}-section`}
+            placeholder="section id (choose a board for a list)"
+            value={value?.targetSectionId ?? ""}
+            onChange={(e) => onChange("targetSectionId", e.target.value)}
+          />
+        )}
+      </Field>
+      <Field label="Complete as" id={`${idp}-as`}>
+        <select id={`${idp}-as`} value={value?.completeAs ?? ""} onChange={(e) => onChange("completeAs", e.target.value)}>
+          <option value="">—</option>
+          <option value="success">success</option>
+          <option value="failure">failure</option>
+          <option value="neutral">neutral</option>
+        </select>
+      </Field>
+      <Field label="Set entity type" id={`${idp}-type`}>
+        <input id={`${idp}-type`} placeholder="e.g. customer" value={value?.setEntityType ?? ""} onChange={(e) => onChange("setEntityType", e.target.value)} />
+      </Field>
+    </fieldset>
   );
 }
 
