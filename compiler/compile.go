@@ -45,6 +45,7 @@ var nodeTypes = []engine.NodeType{
 	engine.NodeTypeUX,
 	engine.NodeTypeSplitter,
 	engine.NodeTypeCollector,
+	engine.NodeTypeCondition,
 }
 
 // canonicalType matches t case-insensitively (ASCII only) against the type
@@ -92,6 +93,8 @@ type cedge struct {
 	vi       int // index in VisualGraph.Edges
 	src, dst int32
 	mapping  map[string]string
+	// rule says when the edge is taken (branches.go); zero for a plain edge.
+	rule engine.EdgeRule
 }
 
 type compiler struct {
@@ -156,6 +159,7 @@ func (c *compiler) run() {
 	}
 	c.analyzeRegions()
 	c.checkKeyCollisions()
+	c.checkBranches()
 }
 
 func (c *compiler) collectNodes() {
@@ -164,7 +168,7 @@ func (c *compiler) collectNodes() {
 	for i, vn := range c.v.Nodes {
 		typ, known := canonicalType(vn.Type)
 		if !known {
-			c.errorf(CodeUnknownType, vn.ID, "", nodePath(i)+".type", "node %q has unknown type %q (want Worker, UX, Splitter or Collector)", vn.ID, vn.Type)
+			c.errorf(CodeUnknownType, vn.ID, "", nodePath(i)+".type", "node %q has unknown type %q (want Worker, UX, Splitter, Collector or Condition)", vn.ID, vn.Type)
 		}
 		cfg, ok := c.canonicalData(vn.Data, vn.ID, "", nodeLoc(i).field("data"))
 		if ok && known {
@@ -219,7 +223,8 @@ func (c *compiler) collectEdges() {
 		src, srcOK := c.endpoint(ve, ve.Source, i, "source")
 		dst, dstOK := c.endpoint(ve, ve.Target, i, "target")
 		mapping, mapOK := c.edgeMapping(i, ve)
-		if !srcOK || !dstOK || !mapOK {
+		rule, ruleOK := c.edgeRule(i, ve)
+		if !srcOK || !dstOK || !mapOK || !ruleOK {
 			continue
 		}
 		if src == dst {
@@ -233,7 +238,7 @@ func (c *compiler) collectEdges() {
 			continue
 		}
 		pairs[pair] = i
-		c.edges = append(c.edges, cedge{vi: i, src: src, dst: dst, mapping: mapping})
+		c.edges = append(c.edges, cedge{vi: i, src: src, dst: dst, mapping: mapping, rule: rule})
 	}
 }
 
@@ -489,5 +494,6 @@ func (c *compiler) build() *engine.ExecutionGraph {
 	slices.Sort(g.EntryNodes)
 	slices.Sort(g.TerminalNodes)
 	c.buildRegions(g)
+	c.buildBranches(g)
 	return g
 }

@@ -41,6 +41,9 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
 	case engine.NodeTypeUX:
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
+		c.checkOutcomes(id, base.field("outcomes"), root.Get("outcomes"))
+	case engine.NodeTypeCondition:
+		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
 	case engine.NodeTypeSplitter:
 		if ap := root.Get("arrayPath"); ap.Type != gjson.String || strings.TrimSpace(ap.Str) == "" {
 			c.errAt(CodeMissingArrayPath, id, "", base.field("arrayPath"), "splitter %q needs a non-empty string arrayPath (a gjson path to the array to split)", id)
@@ -144,29 +147,42 @@ func (c *compiler) checkEntityMovement(id string, path loc, r gjson.Result) {
 		return
 	}
 	for _, key := range [...]string{"onSuccess", "onFailure"} {
-		a := r.Get(key)
-		if !present(a) {
-			continue
+		c.checkMovement(id, path.field(key), key, r.Get(key))
+	}
+	if o := r.Get("onOutcome"); present(o) {
+		if !o.IsObject() {
+			c.errAt(CodeInvalidConfig, id, "", path.field("onOutcome"), "node %q: entityMovement.onOutcome must be an object of outcome → movement", id)
+			return
 		}
-		apath := path.field(key)
-		if !a.IsObject() {
-			c.errAt(CodeInvalidConfig, id, "", apath, "node %q: entityMovement.%s must be an object", id, key)
-			continue
+		o.ForEach(func(k, v gjson.Result) bool {
+			c.checkMovement(id, path.field("onOutcome").field(k.Str), "onOutcome."+k.Str, v)
+			return true
+		})
+	}
+}
+
+// checkMovement checks one movement (entityMovement.<key>).
+func (c *compiler) checkMovement(id string, apath loc, key string, a gjson.Result) {
+	if !present(a) {
+		return
+	}
+	if !a.IsObject() {
+		c.errAt(CodeInvalidConfig, id, "", apath, "node %q: entityMovement.%s must be an object", id, key)
+		return
+	}
+	switch t := a.Get("targetSectionId"); {
+	case t.Type != gjson.String || t.Str == "":
+		c.errAt(CodeInvalidConfig, id, "", apath.field("targetSectionId"), "node %q: entityMovement.%s.targetSectionId must be a non-empty string", id, key)
+	case c.sections != nil:
+		if _, ok := c.sections[t.Str]; !ok {
+			c.errAt(CodeUnknownSection, id, "", apath.field("targetSectionId"), "node %q: entityMovement.%s.targetSectionId %q is not a section of the flow's board", id, key, t.Str)
 		}
-		switch t := a.Get("targetSectionId"); {
-		case t.Type != gjson.String || t.Str == "":
-			c.errAt(CodeInvalidConfig, id, "", apath.field("targetSectionId"), "node %q: entityMovement.%s.targetSectionId must be a non-empty string", id, key)
-		case c.sections != nil:
-			if _, ok := c.sections[t.Str]; !ok {
-				c.errAt(CodeUnknownSection, id, "", apath.field("targetSectionId"), "node %q: entityMovement.%s.targetSectionId %q is not a section of the flow's board", id, key, t.Str)
-			}
-		}
-		if ca := a.Get("completeAs"); present(ca) && (ca.Type != gjson.String || !contains(completeAsValues, ca.Str)) {
-			c.errAt(CodeInvalidConfig, id, "", apath.field("completeAs"), "node %q: entityMovement.%s.completeAs must be one of %s, got %s", id, key, strings.Join(completeAsValues, ", "), ca.Raw)
-		}
-		if st := a.Get("setEntityType"); present(st) && st.Type != gjson.String {
-			c.errAt(CodeInvalidConfig, id, "", apath.field("setEntityType"), "node %q: entityMovement.%s.setEntityType must be a string", id, key)
-		}
+	}
+	if ca := a.Get("completeAs"); present(ca) && (ca.Type != gjson.String || !contains(completeAsValues, ca.Str)) {
+		c.errAt(CodeInvalidConfig, id, "", apath.field("completeAs"), "node %q: entityMovement.%s.completeAs must be one of %s, got %s", id, key, strings.Join(completeAsValues, ", "), ca.Raw)
+	}
+	if st := a.Get("setEntityType"); present(st) && st.Type != gjson.String {
+		c.errAt(CodeInvalidConfig, id, "", apath.field("setEntityType"), "node %q: entityMovement.%s.setEntityType must be a string", id, key)
 	}
 }
 

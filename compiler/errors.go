@@ -58,6 +58,14 @@ const (
 	// CodeKeyCollision: a node's id could equal a runtime instance key
 	// (<id>_<i>, <id>_<i>_<j>, …) of a parallel node.
 	CodeKeyCollision = "key_collision"
+	// CodeInvalidCondition: an edge's data.condition does not compile, names
+	// an unknown variable or does not give a bool.
+	CodeInvalidCondition = "invalid_condition"
+	// CodeInvalidBranch: an edge's branch rule does not fit its source
+	// (a second default edge, an outcome the UX node does not have, an
+	// outcome edge from a node that is not UX, a rule on a Splitter's edge)
+	// or mixes rules.
+	CodeInvalidBranch = "invalid_branch"
 	// CodeIsolatedNode (warning): a node has no edges in a graph of several
 	// nodes.
 	CodeIsolatedNode = "isolated_node"

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -426,6 +427,9 @@ func (c *countingTx) UpsertEntity(ctx context.Context, id string, e EntityUpsert
 	s, err := c.Tx.UpsertEntity(ctx, id, e)
 	return s, c.wrote(err)
 }
+func (c *countingTx) SetTaken(ctx context.Context, runID, key string, taken []string, out json.RawMessage) error {
+	return c.wrote(c.Tx.SetTaken(ctx, runID, key, taken, out))
+}
 func (c *countingTx) MoveEntity(ctx context.Context, m EntityMove) (EntityMoved, error) {
 	s, err := c.Tx.MoveEntity(ctx, m)
 	return s, c.wrote(err)
@@ -443,9 +447,14 @@ func (c *countingTx) AppendEvents(ctx context.Context, runID string, seq int64, 
 // bulk update did not match (stale, repeated, conflicting) runs its own
 // compare-and-set as usual.
 func (t *txn) loadAndBulkComplete(runID string, items []*opItem) error {
+	if _, ok := t.e.versions.get(runID); !ok {
+		// Which callbacks' nodes decide their edges first is unknown
+		// until the run's graph is: no bulk completion this once.
+		return t.load(runID)
+	}
 	var cs []BulkComplete
 	for _, it := range items {
-		if it.cb != nil && it.cb.Status == StatusCompleted {
+		if it.cb != nil && it.cb.Status == StatusCompleted && !t.mayBranch(runID, it.cb.Key) {
 			cs = append(cs, BulkComplete{Key: it.cb.Key, Attempt: it.cb.Attempt, Output: orNull(it.cb.Output)})
 		}
 	}

@@ -162,7 +162,9 @@ type Timeouter interface {
 type Engine struct {
 	cfg    Config
 	graphs sync.Map // flow version id → *ExecutionGraph (immutable)
-	batch  batcher
+	// conds caches compiled edge conditions by source.
+	conds conditions
+	batch batcher
 	// delivered holds and group-commits the marks of successful deliveries.
 	delivered deliveredBatch
 	versions  runVersions
@@ -210,7 +212,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.GroupTransactions <= 0 {
 		cfg.GroupTransactions = defaultGroups
 	}
-	for _, t := range []NodeType{NodeTypeWorker, NodeTypeUX, NodeTypeSplitter, NodeTypeCollector} {
+	for _, t := range []NodeType{NodeTypeWorker, NodeTypeUX, NodeTypeSplitter, NodeTypeCollector, NodeTypeCondition} {
 		if cfg.Handlers[t] == nil {
 			return nil, fmt.Errorf("engine: no handler for node type %s", t)
 		}
@@ -368,6 +370,9 @@ func (e *Engine) HandleCallback(ctx context.Context, p CallbackParams) error {
 				t.transitioned(tr, st)
 				return t.completed(st)
 			}
+			if t.mayBranch(p.RunID, p.Key) {
+				return t.completeDeciding(p, tr)
+			}
 			// The run is locked with this compare-and-set, in one round trip.
 			st, err := t.lockAndTransition(p.RunID, tr)
 			if err != nil {
@@ -417,18 +422,30 @@ func (e *Engine) Expire(ctx context.Context, runID, key string, attempt int) err
 
 // CompleteUXParams is a person's answer to a UX node.
 type CompleteUXParams struct {
-	RunID  string
-	Key    string
-	Status Status // completed or failed
-	Output json.RawMessage
-	Error  string
+	RunID string
+	Key   string
+	// Outcome is the person's choice, one of the node's outcomes
+	// (UXOutcomes). When empty, Status says it the old way: completed is
+	// approve (or the first outcome), failed is reject.
+	Outcome string
+	Status  Status
+	// Output is the person's answer (decision.answer), Comment their note.
+	Output  json.RawMessage
+	Comment string
+	// Error is the failure's reason when the outcome fails the node.
+	Error string
+	// By is who decided (a user's email, a token's name).
+	By string
 }
 
 // CompleteUX resumes a UX node waiting for a person: waiting_for_user →
-// running → completed (or failed), then walks its edges.
+// running → completed, its output its input with the decision added, and
+// walks the edges of the outcome chosen. An outcome with no edge of its
+// own, other than the first, fails the node (reject without a reject
+// edge), which a failure edge may handle.
 func (e *Engine) CompleteUX(ctx context.Context, p CompleteUXParams) error {
-	if p.Status != StatusCompleted && p.Status != StatusFailed {
-		return fmt.Errorf("%w: status must be completed or failed", ErrInvalidRequest)
+	if p.Outcome == "" && p.Status != StatusCompleted && p.Status != StatusFailed {
+		return fmt.Errorf("%w: give an outcome (or status completed or failed)", ErrInvalidRequest)
 	}
 	return e.submit(ctx, p.RunID, func(t *txn) error {
 		if err := t.load(p.RunID); err != nil {
@@ -441,28 +458,11 @@ func (e *Engine) CompleteUX(ctx context.Context, p CompleteUXParams) error {
 		if cur.Type != NodeTypeUX {
 			return fmt.Errorf("%w: node %s is a %s node, not a UX node", ErrInvalidRequest, p.Key, cur.Type)
 		}
-		tr := &NodeTransition{Key: p.Key, From: StatusWaitingForUser,
-			Steps: []Status{StatusRunning, p.Status}}
-		if p.Status == StatusCompleted {
-			tr.Output = p.Output
-			if len(tr.Output) == 0 {
-				tr.Output = json.RawMessage("null")
-			}
-		} else {
-			msg := p.Error
-			if msg == "" {
-				msg = "rejected"
-			}
-			tr.Error = &msg
+		n := t.graph.Nodes[cur.NodeID]
+		if n == nil {
+			return fmt.Errorf("node %s is not in the run's graph: %w", cur.NodeID, ErrNotFound)
 		}
-		st, err := t.transition(tr)
-		if err != nil {
-			return err
-		}
-		if p.Status == StatusCompleted {
-			return t.completed(st)
-		}
-		return t.failed(st, *tr.Error, false)
+		return t.decideUX(n, cur, p)
 	})
 }
 
@@ -481,6 +481,9 @@ func (e *Engine) RetryNode(ctx context.Context, runID, key string) error {
 		}
 		if cur.Status != StatusFailed {
 			return &TransitionError{Key: key, Want: StatusFailed, Current: cur}
+		}
+		if cur.Taken != nil {
+			return fmt.Errorf("%w: node %s's failure was handed on by its failure edge, which makes it final", ErrConflict, key)
 		}
 		n := t.graph.Nodes[cur.NodeID]
 		if n == nil {

@@ -83,6 +83,22 @@ type Movement struct {
 	SetEntityType   string `json:"setEntityType"`
 }
 
+// outcomeMovement reads a UX node's entityMovement.onOutcome[outcome].
+func outcomeMovement(n *Node, outcome string) *Movement {
+	var cfg struct {
+		EntityMovement struct {
+			OnOutcome map[string]*Movement `json:"onOutcome"`
+		} `json:"entityMovement"`
+	}
+	if len(n.Config) == 0 || json.Unmarshal(n.Config, &cfg) != nil {
+		return nil
+	}
+	if m := cfg.EntityMovement.OnOutcome[outcome]; m != nil && m.TargetSectionID != "" {
+		return m
+	}
+	return nil
+}
+
 // movementOf reads a node's entityMovement for success or failure.
 func movementOf(n *Node, success bool) *Movement {
 	var cfg struct {

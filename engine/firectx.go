@@ -120,6 +120,13 @@ func (f *fireCtx) Complete(output json.RawMessage) error {
 	}
 	tr := f.start(StatusRunning, StatusCompleted)
 	tr.Output = orNull(output)
+	if f.t.graph.hasBranches(f.node.ID) {
+		taken, err := f.t.decide(f.node, f.input, tr.Output, "")
+		if err != nil {
+			return f.t.failDecision(tr, err)
+		}
+		tr.Taken = taken
+	}
 	st, err := f.t.transition(tr)
 	if err != nil {
 		return err

@@ -17,6 +17,9 @@ const (
 	NodeTypeUX        NodeType = "UX"
 	NodeTypeSplitter  NodeType = "Splitter"
 	NodeTypeCollector NodeType = "Collector"
+	// NodeTypeCondition does no work: it completes with its input, a
+	// readable place to branch with conditional edges.
+	NodeTypeCondition NodeType = "Condition"
 )
 
 // ExecutionGraph is the lean, validated form of a visual graph that the
@@ -38,6 +41,16 @@ type ExecutionGraph struct {
 	TerminalNodes []string `json:"terminalNodes"`
 	// Regions maps each Splitter id to its parallel region.
 	Regions map[string]*Region `json:"regions"`
+	// Branches holds, for each node with at least one conditional,
+	// default, outcome or failure edge, the rules of all its outbound
+	// edges in edge order. A node not in it has plain edges only: all
+	// taken when it completes. A graph without branches runs exactly as
+	// before they existed.
+	Branches map[string][]EdgeRule `json:"branches,omitempty"`
+	// MaySkip holds the nodes downstream of a node with branches: only
+	// they can have an inbound edge not taken, so only their readiness
+	// looks at which edges were taken (a plain graph never does).
+	MaySkip map[string]bool `json:"maySkip,omitempty"`
 	// Warnings are problems that do not stop the graph from running
 	// (isolated nodes, for example).
 	Warnings []Problem `json:"warnings,omitempty"`
@@ -79,6 +92,28 @@ type Problem struct {
 	EdgeID  string `json:"edge_id,omitempty"`
 	Path    string `json:"path"`
 	Message string `json:"message"`
+}
+
+// EdgeRule says when one outbound edge of a node is taken.
+type EdgeRule struct {
+	// ID is the visual edge's id; Target its target node.
+	ID     string `json:"id"`
+	Target string `json:"target"`
+	// Condition, an expr-lang expression over output, input, run and
+	// entity: taken when it is true after the source completes.
+	Condition string `json:"condition,omitempty"`
+	// Default: taken when no conditional or outcome edge of the source was.
+	Default bool `json:"default,omitempty"`
+	// OnFailure: taken only when the source fails for good (the failure is
+	// then handled); every other edge is taken only on completion.
+	OnFailure bool `json:"onFailure,omitempty"`
+	// Outcome: taken when a person chose this outcome of a UX node.
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// Plain reports whether the edge is taken whenever its source completes.
+func (r EdgeRule) Plain() bool {
+	return r.Condition == "" && !r.Default && !r.OnFailure && r.Outcome == ""
 }
 
 // EdgeKey is the key of an edge in ExecutionGraph.EdgeData.

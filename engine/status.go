@@ -13,6 +13,9 @@ const (
 	StatusFailed         Status = "failed"
 	StatusWaitingForUser Status = "waiting_for_user"
 	StatusCancelled      Status = "cancelled"
+	// StatusSkipped: every inbound edge was decided and none was taken
+	// (dead-path elimination); terminal.
+	StatusSkipped Status = "skipped"
 )
 
 // RunStatus is a run's status.
@@ -33,15 +36,18 @@ const (
 //	running          → completed | failed | waiting_for_user
 //	failed           → running            (retry)
 //	waiting_for_user → running            (resume)
+//	pending          → skipped            (no inbound edge taken)
 //	any non-completed, non-cancelled → cancelled (run cancellation)
 //
-// completed and cancelled are terminal.
+// completed, skipped and cancelled are terminal.
 func AllowedFrom(dest Status) []Status {
 	switch dest {
 	case StatusRunning:
 		return []Status{StatusPending, StatusFailed, StatusWaitingForUser}
 	case StatusCompleted, StatusFailed, StatusWaitingForUser:
 		return []Status{StatusRunning}
+	case StatusSkipped:
+		return []Status{StatusPending}
 	case StatusCancelled:
 		return []Status{StatusPending, StatusRunning, StatusFailed, StatusWaitingForUser}
 	default:

@@ -78,6 +78,13 @@ type Tx interface {
 	TransitionLater(ctx context.Context, t *NodeTransition) error
 	// Node loads one node state.
 	Node(ctx context.Context, runID, key string) (*NodeState, error)
+	// NodeStates loads the given node states (missing keys are left out).
+	NodeStates(ctx context.Context, runID string, keys []string) (map[string]*NodeState, error)
+	// SetTaken records the edges a failed node's failure edges took and
+	// the failure it handed on as its output (a handled failure).
+	SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error
+	// EntityOf loads the run's entity as a condition sees it.
+	EntityOf(ctx context.Context, entityID string) (map[string]any, error)
 	// AddPending adds delta to pending_parents of each key and returns the
 	// new values with each row's status (UPDATE … RETURNING).
 	AddPending(ctx context.Context, runID string, keys []string, delta int) (map[string]Pending, error)
@@ -96,8 +103,9 @@ type Tx interface {
 	// (null where none) of the instances of nodeID whose index is prefix
 	// plus one item index: a Collector's output when that node is its only
 	// upstream, built without loading the instances.
-	ItemOutputs(ctx context.Context, runID, nodeID string, prefix []int) (json.RawMessage, error)
-	// FirstFailure returns the error of some failed node of the run.
+	ItemOutputs(ctx context.Context, runID, nodeID, target string, prefix []int) (json.RawMessage, error)
+	// FirstFailure returns the error of some failed node of the run whose
+	// failure was not handled (by a failure edge).
 	FirstFailure(ctx context.Context, runID string) (string, error)
 	// BulkStart moves many pending nodes to running or waiting_for_user as
 	// their first attempt in one statement (compare-and-set on pending) and
@@ -118,7 +126,8 @@ type Tx interface {
 	// ExtendDeadline moves a running node's deadline to now()+seconds
 	// (database time) if it is running attempt.
 	ExtendDeadline(ctx context.Context, runID, key string, attempt, seconds int) (bool, error)
-	// CancelNodes moves every non-terminal node of the run to cancelled and
+	// CancelNodes moves every non-terminal node of the run (a failure
+	// handled by a failure edge is final) to cancelled and
 	// cancels its undelivered dispatches; it returns the keys it changed.
 	CancelNodes(ctx context.Context, runID string) ([]string, error)
 	// UpsertEntity creates an entity or updates the one with the same email
@@ -165,6 +174,9 @@ type NodeTransition struct {
 	// transition then also locks the run's row, before the node's.
 	NodeID     string
 	RunVersion string
+	// Taken, when non-nil, records the targets of the edges the node took
+	// (a node with branches: EdgeRule).
+	Taken []string
 }
 
 // Final is the status the transition ends in.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -53,6 +54,9 @@ type txn struct {
 	// speculated: the run was not read (speculate); run holds changes to
 	// its counters, saved relative to the row.
 	speculated bool
+	// outcome is the outcome a person chose at the UX node this
+	// transaction completes ("" otherwise), for its entity movement.
+	outcome string
 	// noSpeculation forbids speculate (the retry of a transaction whose
 	// speculation failed).
 	noSpeculation bool
@@ -261,7 +265,7 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 	}
 	g := gv.(*ExecutionGraph)
 	n, idx, ok := g.parseKey(tr.Key)
-	if !ok || n.Type != NodeTypeWorker || movementOf(n, true) != nil {
+	if !ok || n.Type != NodeTypeWorker || movementOf(n, true) != nil || g.hasBranches(n.ID) {
 		return nil, false, nil
 	}
 	targets, arrivals := successors(g, n, idx)
@@ -501,7 +505,10 @@ func (t *txn) completed(st *NodeState) error {
 	if n.Type == NodeTypeSplitter {
 		return nil // FanOut instantiates the region instead of walking.
 	}
-	return t.walk(n, st.Key, st.Index, st.Output)
+	if st.Taken == nil && t.graph.hasBranches(n.ID) {
+		return fmt.Errorf("node %s completed without deciding its edges", st.Key)
+	}
+	return t.walk(n, st.Key, st.Index, st.Output, st.Taken)
 }
 
 // failed runs the consequences of a node reaching failed: an automatic
@@ -520,6 +527,9 @@ func (t *txn) failed(st *NodeState, msg string, auto bool) error {
 	}
 	if err := t.applyMovement(n, st.Key, false); err != nil {
 		return err
+	}
+	if len(t.graph.failureTargets(n.ID)) > 0 {
+		return t.handleFailure(n, st, msg)
 	}
 	if t.failMsg == "" {
 		t.failMsg = fmt.Sprintf("node %s failed: %s", st.Key, msg)
@@ -550,9 +560,11 @@ type target struct {
 	key  string
 }
 
-// walk reads the outbound edges of a completed node and fires every
-// downstream node whose upstream count reached zero in this transaction.
-func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage) error {
+// walk reads the outbound edges of a node that finished (taken: the
+// targets of the edges it took, nil for all) and fires every downstream
+// node whose upstream count reached zero in this transaction, or skips it
+// when none of its inbound edges was taken.
+func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken []string) error {
 	targets, arrivals := successors(t.graph, n, idx)
 	// Items arriving at the Collector closing n's region: counted down with
 	// the other arrivals of this transaction at flush.
@@ -584,6 +596,12 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage) error
 			p, ok = Pending{Status: StatusPending}, true
 		}
 		if !ok || p.Remaining != 0 {
+			continue
+		}
+		if t.graph.MaySkip[tg.node.ID] {
+			if err := t.readyDecided(tg, p.Status, key, taken, known); err != nil {
+				return err
+			}
 			continue
 		}
 		if err := t.fireReady(tg, p.Status, known); err != nil {
@@ -645,9 +663,18 @@ func (t *txn) fireReady(tg target, status Status, known map[string]json.RawMessa
 
 // inputFor merges the upstream outputs of node n at index idx.
 func (t *txn) inputFor(n *Node, idx []int, known map[string]json.RawMessage) (json.RawMessage, error) {
+	return t.inputFrom(n, idx, known, nil)
+}
+
+// inputFrom merges the outputs of the upstream nodes of n at index idx
+// whose edge to n was taken (taken nil: all of them).
+func (t *txn) inputFrom(n *Node, idx []int, known map[string]json.RawMessage, taken map[string]bool) (json.RawMessage, error) {
 	ups := t.graph.Upstream[n.ID]
 	if len(ups) == 0 {
 		return t.runInput()
+	}
+	if taken != nil {
+		ups = slices.DeleteFunc(slices.Clone(ups), func(u string) bool { return !taken[u] })
 	}
 	keys := make([]string, len(ups))
 	var missing []string
@@ -815,12 +842,23 @@ func (t *txn) fireCollector(c *Node, idx []int, from Status, prevAttempt int) er
 	if from != StatusPending && from != StatusFailed {
 		return nil
 	}
+	if from == StatusFailed && t.graph.hasBranches(c.ID) {
+		// A failure its failure edges handed on is final.
+		cur, err := t.tx.Node(t.ctx, t.run.ID, InstanceKey(c.ID, idx))
+		if err != nil {
+			return err
+		}
+		if cur.Taken != nil {
+			return nil
+		}
+		prevAttempt = cur.Attempt
+	}
 	ups := t.graph.Upstream[c.ID]
 	if len(ups) == 1 && len(t.graph.EdgeData[EdgeKey(ups[0], c.ID)]) == 0 {
 		// Each item's output as is: the array is built by the database,
 		// not from every instance loaded (100,000 of them at the end of a
 		// 100,000-item fan-out).
-		arr, err := t.tx.ItemOutputs(t.ctx, t.run.ID, ups[0], idx)
+		arr, err := t.tx.ItemOutputs(t.ctx, t.run.ID, ups[0], c.ID, idx)
 		if err != nil {
 			return fmt.Errorf("error gathering items of %s: %w", InstanceKey(c.ID, idx), err)
 		}
@@ -840,7 +878,9 @@ func (t *txn) fireCollector(c *Node, idx []int, from Status, prevAttempt int) er
 			byItem[i] = m
 			order = append(order, i)
 		}
-		m[s.NodeID] = s.Output
+		if edgeTaken(&s, c.ID) {
+			m[s.NodeID] = s.Output
+		}
 	}
 	sort.Ints(order)
 	items := make([]json.RawMessage, 0, len(order))
@@ -1029,6 +1069,18 @@ func (t *txn) runOutput() (json.RawMessage, error) {
 	if len(terms) == 1 {
 		return orNull(outs[terms[0]]), nil
 	}
+	if len(t.graph.MaySkip) > 0 {
+		// Only the terminal nodes that completed: a skipped one has no
+		// output to give.
+		states, err := t.tx.NodeStates(t.ctx, t.run.ID, terms)
+		if err != nil {
+			return nil, fmt.Errorf("error loading terminal nodes of run %s: %w", t.run.ID, err)
+		}
+		terms = slices.DeleteFunc(terms, func(id string) bool {
+			st := states[id]
+			return st == nil || st.Status != StatusCompleted
+		})
+	}
 	m := make(map[string]json.RawMessage, len(terms))
 	for _, id := range terms {
 		m[id] = orNull(outs[id])
@@ -1055,6 +1107,11 @@ func (t *txn) applyMovement(n *Node, key string, success bool) error {
 		return nil
 	}
 	m := movementOf(n, success)
+	if t.outcome != "" && n.Type == NodeTypeUX {
+		if om := outcomeMovement(n, t.outcome); om != nil {
+			m = om
+		}
+	}
 	if m == nil {
 		return nil
 	}

@@ -53,10 +53,13 @@ type NodeState struct {
 	Error          *string         `json:"error"`
 	Attempt        int             `json:"attempt"`
 	PendingParents int             `json:"-"`
-	Deadline       *time.Time      `json:"deadline,omitempty"`
-	StartedAt      *time.Time      `json:"started_at"`
-	FinishedAt     *time.Time      `json:"finished_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
+	// Taken lists the targets of the edges the node took, for a node with
+	// branches once it decided them (nil otherwise; see DecidedEdges).
+	Taken      []string   `json:"taken"`
+	Deadline   *time.Time `json:"deadline,omitempty"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
 }
 
 // Event is one entry of a run's append-only audit log.
@@ -83,6 +86,9 @@ const (
 	EventEntityMoved      = "entity.moved"
 	EventItemsSpawned     = "node.fanout"
 	EventCallbackRejected = "callback.rejected"
+	// EventFailureHandled: a failed node's failure edges took its failure
+	// on (it does not fail the run).
+	EventFailureHandled = "node.failure_handled"
 )
 
 // NewEvent is an event to append inside a transaction; the store assigns

@@ -15,5 +15,6 @@ func Registry(o Options) map[engine.NodeType]engine.NodeHandler {
 		engine.NodeTypeUX:        UX{},
 		engine.NodeTypeSplitter:  Splitter{MaxItems: o.MaxFanOutItems},
 		engine.NodeTypeCollector: Collector{},
+		engine.NodeTypeCondition: Condition{},
 	}
 }

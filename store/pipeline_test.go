@@ -311,13 +311,22 @@ func TestItemOutputs(t *testing.T) {
 				require.NoError(t, tx.InsertRun(ctx, run))
 				return tx.InsertNodes(ctx, run.ID, nodes)
 			})
-			require.NoError(t, st.Gorm().Exec(`UPDATE node_states SET output = jsonb_build_object('i', idx[2], 'o', idx[1])
-				WHERE run_id = ? AND key <> 'w_1_9'`, run.ID).Error)
+			require.NoError(t, st.Gorm().Exec(`UPDATE node_states SET output = jsonb_build_object('i', idx[2], 'o', idx[1]),
+				status = 'completed' WHERE run_id = ? AND key <> 'w_1_9'`, run.ID).Error)
+			// Branches: an item that took its edge to c counts; one whose
+			// edge went elsewhere, or that was skipped, is null.
+			require.NoError(t, st.Gorm().Exec(`UPDATE node_states SET taken = CASE key WHEN 'w_1_1' THEN '{c}'::text[] ELSE '{other}' END
+				WHERE run_id = ? AND key IN ('w_1_1', 'w_1_2')`, run.ID).Error)
+			require.NoError(t, st.Gorm().Exec(`UPDATE node_states SET status = 'skipped', output = NULL
+				WHERE run_id = ? AND key = 'w_0_0'`, run.ID).Error)
 			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
-				got, err := tx.ItemOutputs(ctx, run.ID, "w", []int{1})
+				got, err := tx.ItemOutputs(ctx, run.ID, "w", "c", []int{1})
 				require.NoError(t, err)
-				require.JSONEq(t, `[{"i":0,"o":1},{"i":1,"o":1},{"i":2,"o":1},null,{"i":10,"o":1}]`, string(got))
-				got, err = tx.ItemOutputs(ctx, run.ID, "missing", []int{0})
+				require.JSONEq(t, `[{"i":0,"o":1},{"i":1,"o":1},null,null,{"i":10,"o":1}]`, string(got))
+				got, err = tx.ItemOutputs(ctx, run.ID, "w", "c", []int{0})
+				require.NoError(t, err)
+				require.JSONEq(t, `[null,{"i":1,"o":0},{"i":2,"o":0},{"i":9,"o":0},{"i":10,"o":0}]`, string(got))
+				got, err = tx.ItemOutputs(ctx, run.ID, "missing", "c", []int{0})
 				require.NoError(t, err)
 				require.JSONEq(t, `[]`, string(got))
 				return nil

@@ -212,7 +212,7 @@ func nullStr(s sql.NullString) *string {
 func nodeColsAs(a string) string {
 	return a + "key, " + a + "node_id, array_to_string(" + a + "idx, ','), " + a + "type, " + a + "status, " +
 		a + "input, " + a + "output, " + a + "error, " + a + "attempt, " + a + "pending_parents, " + a + "deadline, " +
-		a + "started_at, " + a + "finished_at, " + a + "updated_at"
+		a + "started_at, " + a + "finished_at, " + a + "updated_at, array_to_json(" + a + "taken)::text"
 }
 
 func scanNode(row scanner, runID string) (*engine.NodeState, error) {
@@ -221,9 +221,18 @@ func scanNode(row scanner, runID string) (*engine.NodeState, error) {
 	var input, output []byte
 	var errMsg sql.NullString
 	var deadline, started, finished sql.NullTime
+	var taken []byte
 	if err := row.Scan(&n.Key, &n.NodeID, &idx, &typ, &status, &input, &output, &errMsg, &n.Attempt,
-		&n.PendingParents, &deadline, &started, &finished, &n.UpdatedAt); err != nil {
+		&n.PendingParents, &deadline, &started, &finished, &n.UpdatedAt, &taken); err != nil {
 		return nil, interpretError(err)
+	}
+	if taken != nil {
+		if err := json.Unmarshal(taken, &n.Taken); err != nil {
+			return nil, fmt.Errorf("error reading the taken edges of %s: %w", n.Key, err)
+		}
+		if n.Taken == nil {
+			n.Taken = []string{}
+		}
 	}
 	n.RunID = runID
 	n.Index = textToInts(idx)
@@ -541,13 +550,17 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 		error = ?,
 		deadline = CASE WHEN ? > 0 THEN now() + make_interval(secs => ?) ELSE NULL END,
 		started_at = CASE WHEN ? THEN now() ELSE started_at END,
-		finished_at = CASE WHEN ? IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END,
+		finished_at = CASE WHEN ? IN ('completed', 'failed', 'cancelled', 'skipped') THEN now() ELSE NULL END,
 		pending_parents = CASE WHEN ? THEN 0 ELSE pending_parents END,
-		updated_at = now()
-		WHERE run_id = ? AND key = ? AND status = ? AND (? = 0 OR attempt = ?)`
+		updated_at = now()`
 	args := []any{final, inc, jsonArg(tr.Input), setOutput, jsonArg(tr.Output), tr.NewAttempt, tr.Error,
-		tr.DeadlineSeconds, tr.DeadlineSeconds, tr.NewAttempt, final, tr.ClearPending,
-		tr.RunID, tr.Key, string(tr.From), tr.Attempt, tr.Attempt}
+		tr.DeadlineSeconds, tr.DeadlineSeconds, tr.NewAttempt, final, tr.ClearPending}
+	if tr.Taken != nil {
+		q += `, taken = ?::text[]`
+		args = append(args, tr.Taken)
+	}
+	q += ` WHERE run_id = ? AND key = ? AND status = ? AND (? = 0 OR attempt = ?)`
+	args = append(args, tr.RunID, tr.Key, string(tr.From), tr.Attempt, tr.Attempt)
 	if tr.NodeID != "" {
 		q += ` AND node_id = ?`
 		args = append(args, tr.NodeID)
@@ -707,6 +720,56 @@ func (t *pgTx) Outputs(ctx context.Context, runID string, keys []string) (map[st
 	return out, interpretError(rows.Err())
 }
 
+func (t *pgTx) NodeStates(ctx context.Context, runID string, keys []string) (map[string]*engine.NodeState, error) {
+	out := make(map[string]*engine.NodeState, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := t.raw(ctx, `SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ? AND `+keyMatch(keys),
+		planFor(len(keys), runID, keyArg(keys))...).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		st, err := scanNode(rows, runID)
+		if err != nil {
+			return nil, err
+		}
+		out[st.Key] = st
+	}
+	return out, interpretError(rows.Err())
+}
+
+func (t *pgTx) SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error {
+	if taken == nil {
+		taken = []string{}
+	}
+	res := t.exec(ctx, `UPDATE node_states SET taken = ?::text[], output = ?, updated_at = now()
+		WHERE run_id = ? AND key = ? AND status = 'failed' AND taken IS NULL`, taken, jsonArg(output), runID, key)
+	if res.Error != nil {
+		return interpretError(res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return fmt.Errorf("%w: node %s is not an unhandled failure", engine.ErrConflict, key)
+	}
+	return nil
+}
+
+func (t *pgTx) EntityOf(ctx context.Context, entityID string) (map[string]any, error) {
+	var raw []byte
+	err := t.raw(ctx, `SELECT json_build_object('id', id, 'board_id', board_id, 'type', type, 'name', name,
+		'email', email, 'metadata', metadata, 'section_id', section_id)::text FROM entities WHERE id = ?`, entityID).Row().Scan(&raw)
+	if err != nil {
+		return nil, fmt.Errorf("error loading entity %s: %w", entityID, interpretError(err))
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("error decoding entity %s: %w", entityID, err)
+	}
+	return m, nil
+}
+
 func (t *pgTx) ItemStates(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]engine.NodeState, error) {
 	p := make([]int64, len(prefix))
 	for i, v := range prefix {
@@ -730,15 +793,18 @@ func (t *pgTx) ItemStates(ctx context.Context, runID string, nodeIDs []string, p
 	return out, interpretError(rows.Err())
 }
 
-func (t *pgTx) ItemOutputs(ctx context.Context, runID, nodeID string, prefix []int) (json.RawMessage, error) {
+func (t *pgTx) ItemOutputs(ctx context.Context, runID, nodeID, target string, prefix []int) (json.RawMessage, error) {
 	p := make([]int64, len(prefix))
 	for i, v := range prefix {
 		p[i] = int64(v)
 	}
 	var out []byte
-	err := t.raw(ctx, `SELECT coalesce(json_agg(coalesce(output, 'null'::jsonb) ORDER BY idx), '[]')::text FROM node_states
+	// An item whose edge to target was not taken (skipped, or a branch
+	// that went elsewhere) contributes null.
+	err := t.raw(ctx, `SELECT coalesce(json_agg(CASE WHEN (taken IS NULL AND status = 'completed') OR ? = ANY(taken)
+		THEN coalesce(output, 'null'::jsonb) ELSE 'null'::jsonb END ORDER BY idx), '[]')::text FROM node_states
 		WHERE run_id = ? AND node_id = ? AND cardinality(idx) = ? AND idx[1:?] = ?::int[]`,
-		runID, nodeID, len(prefix)+1, len(prefix), p).Row().Scan(&out)
+		target, runID, nodeID, len(prefix)+1, len(prefix), p).Row().Scan(&out)
 	if err != nil {
 		return nil, fmt.Errorf("error collecting the outputs of %s: %w", nodeID, interpretError(err))
 	}
@@ -748,7 +814,7 @@ func (t *pgTx) ItemOutputs(ctx context.Context, runID, nodeID string, prefix []i
 func (t *pgTx) FirstFailure(ctx context.Context, runID string) (string, error) {
 	var msg string
 	err := t.raw(ctx, `SELECT 'node ' || key || ' failed: ' || coalesce(error, '') FROM node_states
-		WHERE run_id = ? AND status = 'failed' ORDER BY finished_at, key LIMIT 1`, runID).Row().Scan(&msg)
+		WHERE run_id = ? AND status = 'failed' AND taken IS NULL ORDER BY finished_at, key LIMIT 1`, runID).Row().Scan(&msg)
 	if isNotFound(interpretError(err)) {
 		return "a node failed", nil
 	}
@@ -772,7 +838,8 @@ func (t *pgTx) CancelNodes(ctx context.Context, runID string) ([]string, error) 
 		fs[i] = string(s)
 	}
 	rows, err := t.raw(ctx, `UPDATE node_states SET status = 'cancelled', deadline = NULL,
-		finished_at = now(), updated_at = now() WHERE run_id = ? AND status = ANY(?::text[]) RETURNING key`,
+		finished_at = now(), updated_at = now() WHERE run_id = ? AND status = ANY(?::text[])
+		AND NOT (status = 'failed' AND taken IS NOT NULL) RETURNING key`,
 		runID, fs).Rows()
 	if err != nil {
 		return nil, interpretError(err)

@@ -274,23 +274,36 @@ func (s *Server) completeNode(c echo.Context) error {
 		return err
 	}
 	var b struct {
-		Status string          `json:"status"`
-		Output json.RawMessage `json:"output"`
-		Error  string          `json:"error"`
+		Outcome string          `json:"outcome"`
+		Status  string          `json:"status"`
+		Output  json.RawMessage `json:"output"`
+		Comment string          `json:"comment"`
+		Error   string          `json:"error"`
 	}
 	if err := bind(c, &b); err != nil {
 		return err
 	}
-	if b.Status != "completed" && b.Status != "failed" {
-		return badRequest(`status must be "completed" or "failed"`)
+	if b.Outcome == "" && b.Status != "completed" && b.Status != "failed" {
+		return badRequest(`give an "outcome" (one of the node's outcomes), or "status": "completed" or "failed"`)
+	}
+	if len(b.Comment) > maxCommentLen {
+		return badRequest(fmt.Sprintf("comment is longer than %d bytes", maxCommentLen))
 	}
 	err = s.cfg.Engine.CompleteUX(c.Request().Context(), engine.CompleteUXParams{RunID: id, Key: c.Param("key"),
-		Status: engine.Status(b.Status), Output: b.Output, Error: b.Error})
+		Outcome: b.Outcome, Status: engine.Status(b.Status), Output: b.Output, Comment: b.Comment, Error: b.Error,
+		By: actorOf(c)})
 	if err != nil {
 		return err
 	}
 	return s.getRun(c)
 }
+
+// maxCommentLen bounds a decision's comment.
+const maxCommentLen = 4096
+
+// actorOf names who made a request, for the records of what they decided.
+// One admin token opens the API today: its holder is "admin".
+func actorOf(echo.Context) string { return "admin" }
 
 func (s *Server) approvals(c echo.Context) error {
 	as, err := s.cfg.Store.Approvals(c.Request().Context(), 1000)
@@ -307,6 +320,7 @@ func (s *Server) approvals(c echo.Context) error {
 		Input        json.RawMessage `json:"input"`
 		Entity       any             `json:"entity"`
 		WaitingSince time.Time       `json:"waiting_since"`
+		Outcomes     []string        `json:"outcomes"`
 	}
 	out := make([]aj, len(as))
 	for i, a := range as {
@@ -323,7 +337,8 @@ func (s *Server) approvals(c echo.Context) error {
 			ent = map[string]any{"id": *a.EntityID, "name": a.EntityName, "type": a.EntityType, "email": a.EntityEmail,
 				"board_id": a.EntityBoardID}
 		}
-		out[i] = aj{a.RunID, a.Key, a.NodeID, a.FlowID, cfg.Label, cfg.Prompt, nullJSON(a.Input), ent, a.WaitingSince}
+		out[i] = aj{a.RunID, a.Key, a.NodeID, a.FlowID, cfg.Label, cfg.Prompt, nullJSON(a.Input), ent, a.WaitingSince,
+			engine.UXOutcomes(&engine.Node{Config: a.Config})}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"approvals": out})
 }

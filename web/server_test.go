@@ -620,7 +620,21 @@ func TestFlowWarningsAndSeveralTerminals(t *testing.T) {
 	done := decode[runResp](t, call(t, h, http.StatusOK, req{method: "POST", path: rp + "/nodes/b/complete",
 		body: `{"status":"completed","output":[1,2]}`}))
 	require.Equal(t, "completed", done.Status)
-	require.JSONEq(t, `{"a":{"from":"a"},"b":[1,2]}`, string(done.Output), "several terminals: keyed by node id")
+	// Several terminals: keyed by node id. A UX node's output is its input
+	// with the person's decision (their answer in it) added.
+	var out map[string]struct {
+		V        int `json:"v"`
+		Decision struct {
+			Outcome string          `json:"outcome"`
+			Answer  json.RawMessage `json:"answer"`
+		} `json:"decision"`
+	}
+	require.NoError(t, json.Unmarshal(done.Output, &out))
+	require.Len(t, out, 2)
+	require.Equal(t, 1, out["a"].V)
+	require.Equal(t, "approve", out["a"].Decision.Outcome)
+	require.JSONEq(t, `{"from":"a"}`, string(out["a"].Decision.Answer))
+	require.JSONEq(t, `[1,2]`, string(out["b"].Decision.Answer))
 }
 
 // ---------------------------------------------------------------- runs
@@ -736,16 +750,30 @@ func TestRunUXLifecycle(t *testing.T) {
 	done := decode[runResp](t, call(t, h, http.StatusOK, req{method: "POST", path: rp + "/nodes/approve/complete",
 		body: `{"status":"completed","output":{"ok":true}}`}))
 	require.Equal(t, "completed", done.Status)
-	require.JSONEq(t, `{"ok":true}`, string(done.Output), "the single terminal node's output")
+	var out struct {
+		Leads    []int `json:"leads"`
+		Decision struct {
+			Outcome string          `json:"outcome"`
+			Answer  json.RawMessage `json:"answer"`
+			By      string          `json:"by"`
+			At      time.Time       `json:"at"`
+		} `json:"decision"`
+	}
+	require.NoError(t, json.Unmarshal(done.Output, &out), "the single terminal node's output")
+	require.Equal(t, []int{1, 2}, out.Leads, "a UX node's output keeps its input")
+	require.Equal(t, "approve", out.Decision.Outcome, "status completed is approve")
+	require.JSONEq(t, `{"ok":true}`, string(out.Decision.Answer))
+	require.Equal(t, "admin", out.Decision.By)
+	require.False(t, out.Decision.At.IsZero())
 	require.NotNil(t, done.FinishedAt)
 	requireUTC(t, *done.FinishedAt)
 	require.Equal(t, "completed", done.Nodes["approve"].Status)
-	require.JSONEq(t, `{"ok":true}`, string(done.Nodes["approve"].Output))
+	require.JSONEq(t, string(done.Output), string(done.Nodes["approve"].Output))
 	require.NotNil(t, done.Nodes["approve"].FinishedAt)
 
 	got := decode[runResp](t, call(t, h, http.StatusOK, req{method: "GET", path: rp}))
 	require.Equal(t, "completed", got.Status)
-	require.JSONEq(t, `{"ok":true}`, string(got.Output))
+	require.JSONEq(t, string(done.Output), string(got.Output))
 	require.Empty(t, approvals(t, h))
 
 	requireError(t, http.StatusConflict, "conflict", do(t, h, req{method: "POST", path: rp + "/nodes/approve/complete",
@@ -754,7 +782,7 @@ func TestRunUXLifecycle(t *testing.T) {
 	requireError(t, http.StatusConflict, "conflict", do(t, h, req{method: "POST", path: rp + "/nodes/approve/retry"}))
 	got = decode[runResp](t, call(t, h, http.StatusOK, req{method: "GET", path: rp}))
 	require.Equal(t, "completed", got.Status)
-	require.JSONEq(t, `{"ok":true}`, string(got.Output), "a rejected second answer changes nothing")
+	require.JSONEq(t, string(done.Output), string(got.Output), "a rejected second answer changes nothing")
 }
 
 func TestRunRejectRetryCancel(t *testing.T) {

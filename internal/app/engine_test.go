@@ -103,7 +103,17 @@ func TestUXGateBetweenWorkers(t *testing.T) {
 	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/approve/complete",
 		map[string]any{"status": "completed", "output": map[string]any{"approved": true}}, nil))
 	db := h.waitDispatch(r.ID, "b", 1)
-	require.JSONEq(t, `{"approved":true}`, string(db.Payload.Input))
+	var in struct {
+		Draft    string `json:"draft"`
+		Decision struct {
+			Outcome string          `json:"outcome"`
+			Answer  json.RawMessage `json:"answer"`
+		} `json:"decision"`
+	}
+	require.NoError(t, json.Unmarshal(db.Payload.Input, &in))
+	require.Equal(t, "v1", in.Draft, "the next node sees the UX node's input")
+	require.Equal(t, "approve", in.Decision.Outcome)
+	require.JSONEq(t, `{"approved":true}`, string(in.Decision.Answer), "and the person's answer")
 	h.complete(db, `{}`)
 	h.waitRun(r.ID, "completed")
 	require.Equal(t, 200, h.do("GET", "/api/v1/approvals", nil, &ap))

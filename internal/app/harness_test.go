@@ -207,6 +207,12 @@ func node(id, typ string, data map[string]any) map[string]any {
 	return map[string]any{"id": id, "type": typ, "position": map[string]int{"x": 0, "y": 0}, "data": data}
 }
 
+// redge is an edge with a branch rule (data: condition, default, on,
+// outcome).
+func redge(src, dst string, data map[string]any) map[string]any {
+	return map[string]any{"id": src + "-" + dst, "source": src, "target": dst, "data": data}
+}
+
 func edge(src, dst string, mapping map[string]string) map[string]any {
 	e := map[string]any{"id": src + "-" + dst, "source": src, "target": dst}
 	if mapping != nil {
@@ -242,6 +248,7 @@ type nodeJSON struct {
 	Error    *string         `json:"error"`
 	Attempt  int             `json:"attempt"`
 	Finished *time.Time      `json:"finished_at"`
+	Taken    []string        `json:"taken"`
 }
 
 type runJSON struct {

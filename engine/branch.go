@@ -1,0 +1,423 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Branches (docs/state_machine.md): when a node with branches finishes,
+// each outbound edge is decided taken or not taken; a node fires when all
+// its inbound edges are decided and at least one is taken, and is skipped
+// when none is. A plain graph (no ExecutionGraph.Branches) never reaches
+// this file's rules: every edge of a completed node is taken.
+
+// errCondition: an edge condition could not be evaluated; the source node
+// fails with it.
+type errCondition struct {
+	edgeID string
+	err    error
+}
+
+func (e *errCondition) Error() string {
+	msg := e.err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i] // expr-lang adds the source with a caret
+	}
+	return fmt.Sprintf("the condition of edge %s could not be evaluated: %s", e.edgeID, msg)
+}
+
+// decide evaluates the rules of node n's outbound edges after it completed
+// with output (outcome: the choice of a person at a UX node, else "") and
+// returns the targets of the edges taken, never nil. A condition that
+// cannot be evaluated is an *errCondition.
+func (t *txn) decide(n *Node, input, output json.RawMessage, outcome string) ([]string, error) {
+	rules := t.graph.Branches[n.ID]
+	taken := make([]string, 0, len(rules))
+	var env *ConditionEnv
+	chose := false
+	for _, r := range rules {
+		switch {
+		case r.OnFailure || r.Default:
+			continue
+		case r.Outcome != "":
+			if r.Outcome != outcome {
+				continue
+			}
+			chose = true
+		case r.Condition != "":
+			c, err := t.e.conds.get(r.Condition)
+			if err != nil {
+				return nil, &errCondition{edgeID: r.ID, err: err}
+			}
+			if env == nil {
+				if env, err = t.conditionEnv(c, input, output); err != nil {
+					return nil, err
+				}
+			} else if err := t.completeEnv(env, c); err != nil {
+				return nil, err
+			}
+			ok, err := c.Eval(*env)
+			if err != nil {
+				return nil, &errCondition{edgeID: r.ID, err: err}
+			}
+			if !ok {
+				continue
+			}
+			chose = true
+		}
+		taken = append(taken, r.Target)
+	}
+	if !chose {
+		for _, r := range rules {
+			if r.Default {
+				taken = append(taken, r.Target)
+			}
+		}
+	}
+	return taken, nil
+}
+
+// conditionEnv builds what condition c sees; run and entity are loaded only
+// when some condition names them (completeEnv adds them for a later one).
+func (t *txn) conditionEnv(c *Condition, input, output json.RawMessage) (*ConditionEnv, error) {
+	env := &ConditionEnv{Run: RunEnv{ID: t.run.ID}}
+	var err error
+	if env.Output, err = decodeJSON(output); err != nil {
+		return nil, err
+	}
+	if env.Input, err = decodeJSON(input); err != nil {
+		return nil, err
+	}
+	return env, t.completeEnv(env, c)
+}
+
+func (t *txn) completeEnv(env *ConditionEnv, c *Condition) error {
+	if c.UsesRun && env.Run.Input == nil {
+		in, err := t.runInput()
+		if err != nil {
+			return err
+		}
+		if env.Run.Input, err = decodeJSON(in); err != nil {
+			return err
+		}
+	}
+	if c.UsesEntity && env.Entity == nil && t.run.EntityID != nil {
+		ent, err := t.tx.EntityOf(t.ctx, *t.run.EntityID)
+		if err != nil {
+			return err
+		}
+		env.Entity = ent
+	}
+	return nil
+}
+
+// hasBranches reports whether node id's outbound edges have rules.
+func (g *ExecutionGraph) hasBranches(id string) bool { return len(g.Branches[id]) > 0 }
+
+// failureTargets returns the targets of node id's failure edges.
+func (g *ExecutionGraph) failureTargets(id string) []string {
+	var out []string
+	for _, r := range g.Branches[id] {
+		if r.OnFailure {
+			out = append(out, r.Target)
+		}
+	}
+	return out
+}
+
+// edgeTaken reports whether the edge from the upstream node state u to
+// target was taken: u completed and took it (every edge of a node without
+// branches), or u failed and a failure edge handed its failure on to target.
+func edgeTaken(u *NodeState, target string) bool {
+	switch u.Status {
+	case StatusCompleted:
+		return u.Taken == nil || slices.Contains(u.Taken, target)
+	case StatusFailed:
+		return slices.Contains(u.Taken, target)
+	}
+	return false
+}
+
+// readyDecided settles a target that may have an inbound edge not taken,
+// once all its inbound edges are decided: it fires with the outputs of the
+// edges taken, or is skipped when none was. from is the node whose
+// decision made it ready (taken: its edges taken, nil for all) and known
+// holds outputs already in hand.
+func (t *txn) readyDecided(tg target, status Status, from string, taken []string, known map[string]json.RawMessage) error {
+	if status != StatusPending {
+		return nil // cancelled, or already settled
+	}
+	ups := t.graph.Upstream[tg.node.ID]
+	takenFrom := make(map[string]bool, len(ups))
+	var others []string
+	for _, u := range ups {
+		uk := InstanceKey(u, tg.idx[:t.graph.Nodes[u].Depth])
+		if uk == from {
+			takenFrom[u] = taken == nil || slices.Contains(taken, tg.node.ID)
+			continue
+		}
+		others = append(others, uk)
+	}
+	if len(others) > 0 {
+		states, err := t.tx.NodeStates(t.ctx, t.run.ID, others)
+		if err != nil {
+			return fmt.Errorf("error loading the upstream nodes of %s: %w", tg.key, err)
+		}
+		for _, u := range ups {
+			if st := states[InstanceKey(u, tg.idx[:t.graph.Nodes[u].Depth])]; st != nil {
+				takenFrom[u] = edgeTaken(st, tg.node.ID)
+				if takenFrom[u] {
+					known[st.Key] = st.Output
+				}
+			}
+		}
+	}
+	any := false
+	for _, ok := range takenFrom {
+		any = any || ok
+	}
+	if !any {
+		return t.skip(tg)
+	}
+	if tg.node.Type == NodeTypeCollector {
+		return t.fireCollector(tg.node, tg.idx, status, 0)
+	}
+	input, err := t.inputFrom(tg.node, tg.idx, known, takenFrom)
+	if err != nil {
+		return err
+	}
+	return t.fire(tg.node, tg.idx, input, StatusPending, 0)
+}
+
+// skip moves a pending node whose inbound edges were all decided not taken
+// to skipped, and decides its own edges as not taken (dead-path
+// elimination). A skipped Splitter skips its Collector: its region has no
+// instances.
+func (t *txn) skip(tg target) error {
+	st, err := t.transition(&NodeTransition{Key: tg.key, From: StatusPending, Steps: []Status{StatusSkipped}})
+	if err != nil {
+		return fmt.Errorf("error skipping node %s: %w", tg.key, err)
+	}
+	n := tg.node
+	if n.Depth == 0 && len(t.graph.Adjacency[n.ID]) == 0 {
+		t.run.TerminalsLeft--
+	}
+	if n.Type == NodeTypeSplitter {
+		region := t.graph.Regions[n.ID]
+		if region == nil {
+			return fmt.Errorf("splitter %s has no region in the graph", n.ID)
+		}
+		coll := t.graph.Nodes[region.Collector]
+		return t.skip(target{node: coll, idx: tg.idx, key: InstanceKey(coll.ID, tg.idx)})
+	}
+	return t.walk(n, st.Key, tg.idx, nil, []string{})
+}
+
+// handleFailure hands the failure of node n on along its failure edges:
+// the node stays failed, with the edges it took recorded, which makes the
+// failure handled (it does not fail the run, and is final); its other
+// edges are not taken. The failure edges' targets get
+// {"error", "node", "input"}.
+func (t *txn) handleFailure(n *Node, st *NodeState, msg string) error {
+	doc, err := json.Marshal(map[string]any{"error": msg, "node": st.Key, "input": orNull(st.Input)})
+	if err != nil {
+		return fmt.Errorf("error encoding the failure of %s: %w", st.Key, err)
+	}
+	taken := t.graph.failureTargets(n.ID)
+	if err := t.tx.SetTaken(t.ctx, t.run.ID, st.Key, taken, doc); err != nil {
+		return fmt.Errorf("error handing on the failure of %s: %w", st.Key, err)
+	}
+	t.run.FailedNodes--
+	t.event(EventFailureHandled, st.Key, map[string]any{"error": msg, "taken": taken})
+	return t.walk(n, st.Key, st.Index, doc, taken)
+}
+
+// failDecision fails a node whose condition could not be evaluated (no
+// automatic retry: the same output would fail again).
+func (t *txn) failDecision(tr *NodeTransition, cerr error) error {
+	var ce *errCondition
+	if !errors.As(cerr, &ce) {
+		return cerr
+	}
+	msg := ce.Error()
+	tr.Steps[len(tr.Steps)-1] = StatusFailed
+	tr.Output, tr.Taken, tr.Error = nil, nil, &msg
+	st, err := t.transition(tr)
+	if err != nil {
+		return err
+	}
+	return t.failed(st, msg, false)
+}
+
+// UXOutcomes returns a UX node's outcomes (data.outcomes, default approve
+// and reject).
+func UXOutcomes(n *Node) []string {
+	var cfg struct {
+		Outcomes []string `json:"outcomes"`
+	}
+	if len(n.Config) > 0 && json.Unmarshal(n.Config, &cfg) == nil && len(cfg.Outcomes) > 0 {
+		return cfg.Outcomes
+	}
+	return []string{"approve", "reject"}
+}
+
+// mayBranch reports whether the node key of run runID may have edges to
+// decide before it completes — it has branches, or this process does not
+// know the run's graph yet — so that its completion reads the node first
+// (completeDeciding) instead of taking a fast path.
+func (t *txn) mayBranch(runID, key string) bool {
+	if t.run != nil && t.run.ID == runID {
+		n, _, ok := t.graph.parseKey(key)
+		return !ok || t.graph.hasBranches(n.ID)
+	}
+	v, ok := t.e.versions.get(runID)
+	if !ok {
+		return true
+	}
+	gv, ok := t.e.graphs.Load(v)
+	if !ok {
+		return true
+	}
+	g := gv.(*ExecutionGraph)
+	n, _, ok := g.parseKey(key)
+	return !ok || g.hasBranches(n.ID)
+}
+
+// completeDeciding completes a worker's node whose edges are decided
+// first, in the completion's compare-and-set (tr).
+func (t *txn) completeDeciding(p CallbackParams, tr *NodeTransition) error {
+	if err := t.load(p.RunID); err != nil {
+		return err
+	}
+	if n, _, ok := t.graph.parseKey(p.Key); ok && t.graph.hasBranches(n.ID) {
+		cur, err := t.tx.Node(t.ctx, p.RunID, p.Key)
+		if err != nil {
+			return err
+		}
+		// A node not running this attempt fails the compare-and-set below,
+		// answered as a repeat or a conflict.
+		if cur.Status == StatusRunning && cur.Attempt == p.Attempt {
+			taken, err := t.decide(n, cur.Input, tr.Output, "")
+			if err != nil {
+				return t.failDecision(tr, err)
+			}
+			tr.Taken = taken
+		}
+	}
+	st, err := t.transition(tr)
+	if err != nil {
+		return t.duplicateOr(err, p)
+	}
+	return t.completed(st)
+}
+
+// decideUX applies a person's answer p to UX node n (cur: its state).
+func (t *txn) decideUX(n *Node, cur *NodeState, p CompleteUXParams) error {
+	outcomes := UXOutcomes(n)
+	outcome := p.Outcome
+	if outcome == "" {
+		outcome = legacyOutcome(p.Status, outcomes)
+	}
+	if outcome != "" && !slices.Contains(outcomes, outcome) {
+		return fmt.Errorf("%w: outcome %q is not one of node %s's outcomes %q", ErrInvalidRequest, outcome, cur.Key, outcomes)
+	}
+	t.outcome = outcome
+	tr := &NodeTransition{Key: cur.Key, From: StatusWaitingForUser, Steps: []Status{StatusRunning, StatusCompleted}}
+	if outcome == "" || !outcomeCompletes(t.graph, n, outcome, outcomes) {
+		msg := p.Error
+		switch {
+		case msg != "":
+		case outcome == "" || outcome == "reject":
+			msg = "rejected"
+		default:
+			msg = fmt.Sprintf("outcome %q chosen, and it has no edge", outcome)
+		}
+		tr.Steps[1], tr.Error = StatusFailed, &msg
+		st, err := t.transition(tr)
+		if err != nil {
+			return err
+		}
+		return t.failed(st, msg, false)
+	}
+	out, err := withDecision(cur.Input, Decision{Outcome: outcome, Answer: orNull(p.Output), Comment: p.Comment,
+		By: p.By, At: t.e.cfg.Clock.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	tr.Output = out
+	if t.graph.hasBranches(n.ID) {
+		taken, err := t.decide(n, cur.Input, out, outcome)
+		if err != nil {
+			return t.failDecision(tr, err)
+		}
+		tr.Taken = taken
+	}
+	st, err := t.transition(tr)
+	if err != nil {
+		return err
+	}
+	return t.completed(st)
+}
+
+// legacyOutcome maps the old {"status"} answer to an outcome: completed is
+// approve (or the first outcome), failed is reject ("" when the node has
+// no reject outcome: it fails).
+func legacyOutcome(s Status, outcomes []string) string {
+	switch {
+	case s == StatusCompleted && slices.Contains(outcomes, "approve"):
+		return "approve"
+	case s == StatusCompleted:
+		return outcomes[0]
+	case slices.Contains(outcomes, "reject"):
+		return "reject"
+	}
+	return ""
+}
+
+// outcomeCompletes reports whether choosing outcome completes UX node n: it
+// has an edge of its own, or it is the first outcome (approve), which
+// takes the node's plain edges as a completion always did.
+func outcomeCompletes(g *ExecutionGraph, n *Node, outcome string, outcomes []string) bool {
+	if outcome == outcomes[0] {
+		return true
+	}
+	for _, r := range g.Branches[n.ID] {
+		if r.Outcome == outcome {
+			return true
+		}
+	}
+	return false
+}
+
+// Decision is what a person decided at a UX node, kept in its output.
+type Decision struct {
+	Outcome string          `json:"outcome"`
+	Answer  json.RawMessage `json:"answer"`
+	Comment string          `json:"comment,omitempty"`
+	By      string          `json:"by,omitempty"`
+	At      time.Time       `json:"at"`
+}
+
+// withDecision is a UX node's output: its input object with the decision
+// added under "decision" (a non-object input goes under "input").
+func withDecision(input json.RawMessage, d Decision) (json.RawMessage, error) {
+	dj, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("error encoding a decision: %w", err)
+	}
+	obj := map[string]json.RawMessage{}
+	if in := bytes.TrimSpace(input); len(in) > 0 && in[0] == '{' {
+		if err := json.Unmarshal(in, &obj); err != nil {
+			return nil, fmt.Errorf("error decoding a UX node's input: %w", err)
+		}
+	} else if len(in) > 0 && string(in) != "null" {
+		obj["input"] = in
+	}
+	obj["decision"] = dj
+	return json.Marshal(obj)
+}

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm"
+)
+
+// ConditionEnv is what an edge condition sees: the source node's output
+// and input, the run and its entity (nil when the run has none).
+type ConditionEnv struct {
+	Output any            `expr:"output"`
+	Input  any            `expr:"input"`
+	Run    RunEnv         `expr:"run"`
+	Entity map[string]any `expr:"entity"`
+}
+
+// RunEnv is the run as a condition sees it.
+type RunEnv struct {
+	ID    string `expr:"id"`
+	Input any    `expr:"input"`
+}
+
+// Condition is a compiled edge condition.
+type Condition struct {
+	program *vm.Program
+	// UsesEntity and UsesRun tell whether evaluating it needs the run's
+	// entity or input loaded.
+	UsesEntity, UsesRun bool
+}
+
+// CompileCondition compiles and type-checks an edge condition: it must
+// name only output, input, run and entity, and give a bool. The message
+// of the error is meant for the person who wrote it.
+func CompileCondition(src string) (*Condition, error) {
+	p, err := expr.Compile(src, expr.Env(ConditionEnv{}), expr.AsBool())
+	if err != nil {
+		return nil, err
+	}
+	root := p.Node()
+	// expr types output.x + 1 as any (output is any), which AsBool lets
+	// through; arithmetic never gives a bool.
+	if b, ok := root.(*ast.BinaryNode); ok && arithmetic[b.Operator] {
+		return nil, fmt.Errorf("expected bool, but got the result of %q (a number or string)", b.Operator)
+	}
+	c := &Condition{program: p}
+	ast.Walk(&root, identVisitor(func(name string) {
+		switch name {
+		case "entity":
+			c.UsesEntity = true
+		case "run":
+			c.UsesRun = true
+		}
+	}))
+	return c, nil
+}
+
+type identVisitor func(name string)
+
+func (v identVisitor) Visit(n *ast.Node) {
+	if id, ok := (*n).(*ast.IdentifierNode); ok {
+		v(id.Value)
+	}
+}
+
+// Eval evaluates the condition.
+func (c *Condition) Eval(env ConditionEnv) (bool, error) {
+	out, err := expr.Run(c.program, env)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(bool)
+	if !ok {
+		return false, fmt.Errorf("the condition gave %T, not a bool", out)
+	}
+	return b, nil
+}
+
+// conditions caches compiled conditions by source: a flow version's
+// conditions are compiled once per process, not at every completion.
+type conditions struct{ m sync.Map }
+
+func (cs *conditions) get(src string) (*Condition, error) {
+	if c, ok := cs.m.Load(src); ok {
+		return c.(*Condition), nil
+	}
+	c, err := CompileCondition(src)
+	if err != nil {
+		return nil, err
+	}
+	cs.m.Store(src, c)
+	return c, nil
+}
+
+var arithmetic = map[string]bool{"+": true, "-": true, "*": true, "/": true, "%": true, "**": true, "^": true, "..": true}
+
+// decodeJSON decodes a JSON value for an expression (nil for none).
+// Whole numbers become ints, so that output.n % 2 works (expr's % takes
+// integers only); others are float64.
+func decodeJSON(raw json.RawMessage) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, fmt.Errorf("error decoding JSON for a condition: %w", err)
+	}
+	return numbers(v), nil
+}
+
+// numbers replaces each json.Number in v by an int or a float64.
+func numbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil && i >= math.MinInt && i <= math.MaxInt {
+			return int(i)
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbers(e)
+		}
+	}
+	return v
+}
