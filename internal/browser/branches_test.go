@@ -103,6 +103,34 @@ func TestUIBranches(t *testing.T) {
 	require.Equal(t, "reject", dec["outcome"])
 	require.Equal(t, "not a fit yet", dec["comment"])
 
+	// A second run, approved from the run view's panel: the approve branch
+	// runs and the reject branch is skipped.
+	var second struct{ ID string }
+	s.api("POST", "/flows/"+flow.ID+"/runs", map[string]any{"input": map[string]any{"lead": "bob@example.com"}}, &second)
+	s.run("second run", chromedp.Navigate(s.url+"/runs/"+second.ID))
+	s.waitJS("review waiting", node("review", "waiting_for_user"))
+	s.settle(`.react-flow__node[data-id="review"]`)
+	s.run("open review", chromedp.Click(`.react-flow__node[data-id="review"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`.node-detail button[data-outcome="approve"]`, chromedp.ByQuery))
+	var panel []string
+	s.run("panel buttons", chromedp.Evaluate(`[...document.querySelectorAll(".node-detail .outcome-buttons button")].map(b => b.dataset.outcome)`, &panel))
+	require.Equal(t, []string{"approve", "reject", "escalate"}, panel)
+	s.run("approve", chromedp.SendKeys(".node-detail textarea.comment", "call today", chromedp.ByQuery),
+		chromedp.Click(`.node-detail button[data-outcome="approve"]`, chromedp.ByQuery))
+	s.waitJS("approved completed", node("approved", "completed"))
+	s.waitJS("nurture skipped", node("nurture", "skipped"))
+	s.waitJS("decision in panel", `document.querySelector(".node-detail")?.innerText.includes("call today")`)
+	s.shot("b03-run-view-approved")
+	var approved struct {
+		Status string
+		Nodes  map[string]struct{ Input map[string]any }
+	}
+	s.api("GET", "/runs/"+second.ID, nil, &approved)
+	require.Equal(t, "completed", approved.Status)
+	dec, _ = approved.Nodes["approved"].Input["decision"].(map[string]any)
+	require.Equal(t, "approve", dec["outcome"])
+	require.Equal(t, "call today", dec["comment"])
+
 	// The editor: labels on the canvas, the failure edge red and dashed.
 	s.run("editor", chromedp.Navigate(s.url+"/flows/"+flow.ID), chromedp.WaitVisible(edge("e3"), chromedp.ByQuery))
 	label := func(id string) string {
@@ -141,7 +169,7 @@ func TestUIBranches(t *testing.T) {
 	require.Contains(t, s.text(".problems"), "e2")
 	require.Contains(t, s.text(".problems"), "edges[1].data.condition")
 	require.Contains(t, s.text(".editor-msgs"), "not saved")
-	s.shot("b03-editor-condition-error")
+	s.shot("b04-editor-condition-error")
 	var v1 struct{ Version struct{ Number int } }
 	s.api("GET", "/flows/"+flow.ID, nil, &v1)
 	require.Equal(t, 1, v1.Version.Number, "a flow with a bad condition is not saved")
@@ -161,7 +189,7 @@ func TestUIBranches(t *testing.T) {
 	s.waitJS("saved", `document.body.innerText.includes("Saved as version 2")`)
 	s.waitJS("labelled", fmt.Sprintf(`document.querySelector(%q)?.textContent === "output.score > 10"`, edge("e2")+" .react-flow__edge-text"))
 	s.waitJS("not painted", `!document.querySelector(".edge-error")`)
-	s.shot("b04-editor-condition-saved")
+	s.shot("b05-editor-condition-saved")
 	var saved struct {
 		Graph struct {
 			Nodes []struct {
