@@ -68,6 +68,7 @@ func New(cfg Config) *Server {
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.Use(noStore)
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(strconv.FormatInt(cfg.BodyLimit, 10) + "B"))
 
@@ -120,6 +121,19 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 		if want == "" || !BearerMatches(c.Request(), want) {
 			return errorf(http.StatusUnauthorized, "unauthorized", "missing or invalid API token")
 		}
+		return next(c)
+	}
+}
+
+// noStore marks every answer nosniff (a JSON body is never to be read as
+// HTML) and not to be stored by any cache: answers hold run data, the
+// webhook secret, callback results. ui.go replaces Cache-Control for the
+// UI's own files (hashed assets are cacheable for a year).
+func noStore(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
 		return next(c)
 	}
 }

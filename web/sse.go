@@ -110,7 +110,7 @@ func flush(c echo.Context) error {
 func (s *Server) sseStart(c echo.Context) error {
 	h := c.Response().Header()
 	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
+	h.Set("Cache-Control", "no-store")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	s.arm(c)

@@ -37,8 +37,7 @@ func (s *Server) ui(c echo.Context) error {
 		return err
 	}
 	name := strings.TrimPrefix(path.Clean("/"+p), "/")
-	h := c.Response().Header()
-	h.Set("X-Content-Type-Options", "nosniff")
+	h := c.Response().Header() // nosniff and no-store already (noStore)
 	if name != "" && name != "index.html" && name != "source-hash.txt" {
 		if b, err := fs.ReadFile(root, name); err == nil {
 			ct := mime.TypeByExtension(path.Ext(name))

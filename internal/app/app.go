@@ -224,6 +224,9 @@ func (a *App) handler() http.Handler {
 	api, prom := a.Server.Handler(), a.Metrics.Handler()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			// As every API answer (web's noStore).
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.Header().Set("Cache-Control", "no-store")
 			// Spaces around the configured token (a secret file's trailing
 			// newline) do not count; none configured, /metrics is open.
 			if want := strings.TrimSpace(a.cfg.MetricsToken); want != "" && !web.BearerMatches(r, want) {
