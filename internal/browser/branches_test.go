@@ -180,8 +180,10 @@ func TestUIBranches(t *testing.T) {
 	s.settle(`.react-flow__node[data-id="review"]`)
 	s.run("open review", chromedp.Click(`.react-flow__node[data-id="review"]`, chromedp.ByQuery), chromedp.WaitVisible("#outcome-2", chromedp.ByQuery),
 		chromedp.Click(`//fieldset[contains(@class,"outcomes")]//button[text()="Add outcome"]`, chromedp.BySearch),
-		chromedp.WaitVisible("#outcome-3", chromedp.ByQuery), chromedp.SendKeys("#outcome-3", "later", chromedp.ByQuery),
-		chromedp.Click(`button[aria-label="Edit edge e3 to approved"]`, chromedp.ByQuery), chromedp.WaitVisible("#edge-outcome", chromedp.ByQuery))
+		chromedp.WaitVisible("#outcome-3", chromedp.ByQuery), chromedp.SendKeys("#outcome-3", "later", chromedp.ByQuery))
+	require.Contains(t, s.text(".outcomes"), "No edge for “escalate”, “later”")
+	s.shot("b05-ux-outcomes")
+	s.run("open e3", chromedp.Click(`button[aria-label="Edit edge e3 to approved"]`, chromedp.ByQuery), chromedp.WaitVisible("#edge-outcome", chromedp.ByQuery))
 	var choices []string
 	s.run("outcome choices", chromedp.Evaluate(`[...document.querySelectorAll("#edge-outcome option")].map(o => o.value)`, &choices))
 	require.Equal(t, []string{"approve", "reject", "escalate", "later"}, choices)
@@ -189,7 +191,7 @@ func TestUIBranches(t *testing.T) {
 	s.waitJS("saved", `document.body.innerText.includes("Saved as version 2")`)
 	s.waitJS("labelled", fmt.Sprintf(`document.querySelector(%q)?.textContent === "output.score > 10"`, edge("e2")+" .react-flow__edge-text"))
 	s.waitJS("not painted", `!document.querySelector(".edge-error")`)
-	s.shot("b05-editor-condition-saved")
+	s.shot("b06-editor-condition-saved")
 	var saved struct {
 		Graph struct {
 			Nodes []struct {

@@ -445,7 +445,7 @@ function Editor({ flowId, version }: Props) {
                         {p.edge_id}
                       </button>
                     ) : null}
-                    {p.path && <span className="mono muted"> {p.path}</span>} — {p.message}
+                    {p.path && <span className="mono muted"> {p.path}</span>} — {problemText(p.message, p.edge_id ?? p.node_id ?? "")}
                     {p.stale && <span className="muted"> (edited since)</span>}
                   </li>
                 ))}

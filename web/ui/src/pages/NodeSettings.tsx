@@ -224,8 +224,9 @@ function OutcomesEditor({
   const used = new Set(outgoing.filter((e) => edgeKind(e.data) === "outcome").map((e) => String((e.data as any).outcome)));
   const effective = outcomesOf({ outcomes: list });
   const unknown = outgoing.filter((e) => edgeKind(e.data) === "outcome" && !effective.includes(String((e.data as any).outcome)));
-  const without = effective.filter((o) => !used.has(o));
-  const hasOutcomeEdges = used.size > 0;
+  // The first outcome completes the step even without an edge of its own
+  // (taking the plain edges); any other without an edge fails it.
+  const without = effective.slice(1).filter((o) => !used.has(o));
   return (
     <fieldset className="outcomes" aria-label={`Outcomes of ${nodeId}`}>
       <legend>Outcomes</legend>
@@ -278,7 +279,7 @@ function OutcomesEditor({
           Edge {e.id} → {e.target} is taken on “{String((e.data as any).outcome)}”, which this step does not offer.
         </p>
       ))}
-      {hasOutcomeEdges && without.length > 0 && (
+      {without.length > 0 && (
         <p className="hint">
           No edge for {without.map((o) => `“${o}”`).join(", ")}: choosing {without.length === 1 ? "it" : "one of them"} fails this step
           {outgoing.some((e) => edgeKind(e.data) === "failure") ? " (its failure edge is taken)" : ""}.
@@ -381,7 +382,7 @@ export function EdgeSettings({ edge, source, siblings, problems, onChange, onDel
   const kinds: { k: EdgeKind; label: string; hint: string }[] = [
     { k: "always", label: "Always", hint: `Whenever ${src} completes.` },
     { k: "condition", label: "When a condition holds", hint: `When the expression is true after ${src} completes.` },
-    { k: "default", label: "Else", hint: `When no condition on the other edges from ${src} holds.` },
+    { k: "default", label: "Else", hint: `When no other edge from ${src} with a condition or an outcome is taken.` },
     { k: "failure", label: "On failure", hint: `Only when ${src} fails for good (its retries used up). The failure is handled: the run goes on here.` },
   ];
   if (isUX || kind === "outcome") kinds.push({ k: "outcome", label: "On an outcome", hint: `When the person at ${src} chooses this outcome.` });
