@@ -394,23 +394,23 @@ func eventLine(runID string, e client.Event) string {
 }
 
 func newApproveCmd(env envLookup) *cobra.Command {
-	var output, reject string
+	var output, reject, outcome, comment string
 	cmd := clientCmd(env, &cobra.Command{
 		Use:   "approve RUN KEY",
-		Short: "Answer a UX node waiting for a person: approve it (with --output) or reject it (--reject REASON)",
+		Short: "Answer a UX node waiting for a person: approve it (with --output), choose an --outcome, or reject it (--reject REASON)",
 		Args:  cobra.ExactArgs(2),
 	}, func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
-		var out json.RawMessage
+		p := client.CompleteParams{Outcome: outcome, Comment: comment, Reject: reject}
+		if reject != "" && (output != "" || outcome != "") {
+			return errors.New("--reject excludes --output and --outcome")
+		}
 		if output != "" {
-			if reject != "" {
-				return errors.New("--output and --reject exclude each other")
-			}
 			var err error
-			if out, err = readArg(cmd, output, "--output"); err != nil {
+			if p.Output, err = readArg(cmd, output, "--output"); err != nil {
 				return err
 			}
 		}
-		r, err := c.CompleteNode(cmd.Context(), args[0], args[1], out, reject)
+		r, err := c.CompleteNode(cmd.Context(), args[0], args[1], p)
 		if err != nil {
 			return err
 		}
@@ -418,14 +418,19 @@ func newApproveCmd(env envLookup) *cobra.Command {
 			return printJSON(cmd.OutOrStdout(), r)
 		}
 		verb := "approved"
-		if reject != "" {
+		switch {
+		case reject != "":
 			verb = "rejected"
+		case outcome != "":
+			verb = "answered " + outcome + ":"
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s %s; run %s is %s\n", verb, args[1], r.ID, r.Status)
 		return nil
 	})
-	cmd.Flags().StringVar(&output, "output", "", `the node's output: JSON, @file or - (default {"approved": true})`)
-	cmd.Flags().StringVar(&reject, "reject", "", "reject with this reason (the node fails)")
+	cmd.Flags().StringVar(&output, "output", "", `the person's answer: JSON, @file or - (default {"approved": true} when approving)`)
+	cmd.Flags().StringVar(&outcome, "outcome", "", "the outcome chosen, one of the node's outcomes (default approve)")
+	cmd.Flags().StringVar(&comment, "comment", "", "a comment kept in the decision")
+	cmd.Flags().StringVar(&reject, "reject", "", "reject with this reason (the reject edge, else the node fails)")
 	return cmd
 }
 

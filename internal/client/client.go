@@ -305,13 +305,24 @@ func (c *Client) GetRun(ctx context.Context, id string) (*Run, error) {
 
 // CompleteNode answers a UX node: approve with output, or reject with a
 // reason (reject != "").
-func (c *Client) CompleteNode(ctx context.Context, runID, key string, output json.RawMessage, reject string) (*Run, error) {
-	body := map[string]any{"status": "completed", "output": output}
-	if len(output) == 0 {
+func (c *Client) CompleteNode(ctx context.Context, runID, key string, p CompleteParams) (*Run, error) {
+	body := map[string]any{}
+	switch {
+	case p.Reject != "":
+		// The old way, which every UX node understands: reject, with the
+		// reason kept as the decision's comment when a reject edge routes it.
+		body = map[string]any{"status": "failed", "error": p.Reject, "comment": p.Reject}
+	case p.Outcome != "":
+		body["outcome"] = p.Outcome
+	default:
+		body["status"] = "completed"
 		body["output"] = map[string]any{"approved": true}
 	}
-	if reject != "" {
-		body = map[string]any{"status": "failed", "error": reject}
+	if len(p.Output) > 0 {
+		body["output"] = p.Output
+	}
+	if p.Comment != "" {
+		body["comment"] = p.Comment
 	}
 	var out Run
 	if err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(runID)+"/nodes/"+url.PathEscape(key)+"/complete",
@@ -319,6 +330,15 @@ func (c *Client) CompleteNode(ctx context.Context, runID, key string, output jso
 		return nil, err
 	}
 	return &out, nil
+}
+
+// CompleteParams is a person's answer to a UX node: an outcome (empty:
+// approve), the answer's output, a comment; or Reject with a reason.
+type CompleteParams struct {
+	Outcome string
+	Output  json.RawMessage
+	Comment string
+	Reject  string
 }
 
 // WebhookSecret returns the secret that signs dispatches (whsec_…).

@@ -212,7 +212,8 @@ func TestDemoLeadJourney(t *testing.T) {
 		wantRun        string
 	}{
 		{"approved", `{"status":"completed","output":{"approved":true}}`, "customers", "customer", "completed"},
-		{"rejected", `{"status":"failed","error":"not now"}`, "nurture", "lead", "failed"},
+		{"rejected", `{"outcome":"reject","comment":"not now"}`, "nurture", "lead", "completed"},
+		{"rejected the old way", `{"status":"failed","error":"not now"}`, "nurture", "lead", "completed"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -283,6 +284,12 @@ func TestDemoLeadJourney(t *testing.T) {
 				require.Equal(t, 200, s.do("GET", "/api/v1/runs/"+hook.RunID, "", &r))
 				return r.Status == c.wantRun
 			})
+			taken, skipped := "handoff", "nurture"
+			if c.wantSection == "nurture" {
+				taken, skipped = skipped, taken
+			}
+			require.Equal(t, "completed", r.Nodes[taken].Status)
+			require.Equal(t, "skipped", r.Nodes[skipped].Status)
 			e = s.entity(hook.EntityID)
 			require.Equal(t, c.wantSection, e.SectionID)
 			require.Equal(t, c.wantType, e.Type)

@@ -5,12 +5,13 @@ import "encoding/json"
 // Graph is the demo flow (React Flow JSON), its Worker nodes served by the
 // demo worker at workerURL:
 //
-//	enrich ─► split ─► score (per contact) ─► collect ─► qualify ─► approve
-//	   └──────────────────────────────────────────────────┘
+//	enrich ─► split ─► score (per contact) ─► collect ─► qualify ─► approve ─┬─ approve ─► handoff
+//	   └──────────────────────────────────────────────────┘               └─ reject ──► nurture
 //
 // enrich moves the lead to Enriched, qualify to Qualified; approving "Send
-// to sales?" makes it a customer (Customers), rejecting it moves it to
-// Nurture.
+// to sales?" makes it a customer (Customers) and takes the handoff branch,
+// rejecting it moves it to Nurture and takes the nurture branch (the other
+// branch is skipped).
 func Graph(workerURL string) json.RawMessage {
 	retry := map[string]any{"maxAttempts": 3, "backoff": "exponential", "initialDelayMs": 500, "maxDelayMs": 5000}
 	node := func(id, typ string, x, y int, data map[string]any) map[string]any {
@@ -35,13 +36,18 @@ func Graph(workerURL string) json.RawMessage {
 				"entityMovement": map[string]any{"onSuccess": move("qualified", "neutral")},
 			}),
 			node("approve", "UX", 1250, 100, map[string]any{
-				"label":  "Send to sales?",
-				"prompt": "Send this lead to sales? Approve to make it a customer; reject to nurture it.",
+				"label":    "Send to sales?",
+				"prompt":   "Send this lead to sales? Approve to make it a customer; reject to nurture it.",
+				"outcomes": []string{"approve", "reject"},
 				"entityMovement": map[string]any{
-					"onSuccess": map[string]any{"targetSectionId": "customers", "completeAs": "success", "setEntityType": "customer"},
-					"onFailure": move("nurture", "neutral"),
+					"onOutcome": map[string]any{
+						"approve": map[string]any{"targetSectionId": "customers", "completeAs": "success", "setEntityType": "customer"},
+						"reject":  move("nurture", "neutral"),
+					},
 				},
 			}),
+			node("handoff", "Condition", 1500, 30, map[string]any{"label": "Hand to sales"}),
+			node("nurture", "Condition", 1500, 170, map[string]any{"label": "Nurture"}),
 		},
 		"edges": []any{
 			edge("enrich", "split", nil),
@@ -50,6 +56,8 @@ func Graph(workerURL string) json.RawMessage {
 			edge("collect", "qualify", map[string]string{"scores": "@this"}),
 			edge("enrich", "qualify", map[string]string{"name": "name", "email": "email", "company": "company"}),
 			edge("qualify", "approve", nil),
+			outcomeEdge("approve", "handoff", "approve"),
+			outcomeEdge("approve", "nurture", "reject"),
 		},
 	}
 	b, _ := json.Marshal(g)
@@ -62,4 +70,8 @@ func edge(src, dst string, mapping map[string]string) map[string]any {
 		e["data"] = map[string]any{"mapping": mapping}
 	}
 	return e
+}
+
+func outcomeEdge(src, dst, outcome string) map[string]any {
+	return map[string]any{"id": src + "-" + dst, "source": src, "target": dst, "data": map[string]any{"outcome": outcome}}
 }
