@@ -346,10 +346,8 @@ func (s *Server) hook(c echo.Context) error {
 		}
 		p.Entity = &up
 	}
-	if k := c.Request().Header.Get("Idempotency-Key"); k != "" {
-		p.IdempotencyKey = "hook:" + k
-	} else if id := c.Request().Header.Get("webhook-id"); id != "" && t.Secret != nil {
-		p.IdempotencyKey = "hook:" + id // a redelivered signed webhook starts no second run
+	if p.IdempotencyKey, err = hookIdempotencyKey(t, c.Request().Header); err != nil {
+		return err
 	}
 	run, _, err := s.cfg.Engine.StartRun(ctx, p)
 	if err != nil {
