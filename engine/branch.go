@@ -332,6 +332,8 @@ func (t *txn) decideUX(n *Node, cur *NodeState, p CompleteUXParams) error {
 		msg := p.Error
 		switch {
 		case msg != "":
+		case p.Comment != "":
+			msg = p.Comment // the person's reason
 		case outcome == "" || outcome == "reject":
 			msg = "rejected"
 		default:

@@ -166,7 +166,9 @@ func TestCLIRunWatchApprove(t *testing.T) {
 		wantErr    string
 		wantOutput string
 	}{
-		{"approved", []string{"--output", `{"ok":1}`}, "", `output: {"ok":1}`},
+		// The output: the node's input with the decision (the answer in it).
+		{"approved", []string{"--output", `{"ok":1}`}, "", `"answer":{"ok":1}`},
+		{"commented", []string{"--outcome", "approve", "--comment", "go"}, "", `"comment":"go"`},
 		{"rejected", []string{"--reject", "no budget"}, "failed: no budget", ""},
 	}
 	for _, c := range cases {
@@ -191,6 +193,11 @@ func TestCLIRunWatchApprove(t *testing.T) {
 				require.NoError(t, err)
 				return r.Nodes["approve"].Status == "waiting_for_user"
 			})
+			if c.name == "commented" {
+				_, stderr, err := s.cli(t, "approve", runID, "approve", "--outcome", "maybe")
+				require.Error(t, err, "an outcome the node does not have")
+				require.Contains(t, stderr+err.Error(), `outcome "maybe" is not one of`)
+			}
 			out, _, err = s.cli(t, append([]string{"approve", runID, "approve"}, c.approve...)...)
 			require.NoError(t, err)
 			require.Contains(t, out, runID)
@@ -256,7 +263,8 @@ func TestCLIWatchDemoRun(t *testing.T) {
 	}
 	require.NoError(t, err)
 	for _, want := range []string{"enrich           running", "split            split into 2 items", "score_1          completed",
-		"collect          completed", "qualify          completed", "run completed", `output: {"approved":true}`} {
+		"collect          completed", "qualify          completed", "handoff          completed", "nurture          skipped",
+		"run completed", `"decision":{"answer":{"approved":true}`, `"outcome":"approve"`} {
 		require.Contains(t, watchOut, want)
 	}
 }

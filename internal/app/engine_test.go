@@ -135,7 +135,15 @@ func TestUXCompleteConflicts(t *testing.T) {
 	require.Equal(t, 409, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/u1/complete", map[string]any{"status": "completed", "output": map[string]any{"ok": true}}, nil))
 	got := h.run(r.ID)
 	require.Equal(t, "waiting_for_user", got.Nodes["u2"].Status)
-	require.JSONEq(t, `{"ok":true}`, string(got.Nodes["u2"].Input))
+	var in struct {
+		X        int `json:"x"`
+		Decision struct {
+			Answer json.RawMessage `json:"answer"`
+		} `json:"decision"`
+	}
+	require.NoError(t, json.Unmarshal(got.Nodes["u2"].Input, &in))
+	require.Equal(t, 1, in.X)
+	require.JSONEq(t, `{"ok":true}`, string(in.Decision.Answer), "the first answer stands")
 	require.Equal(t, 400, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/u2/complete", map[string]any{"status": "maybe"}, nil))
 	require.Equal(t, 404, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/nope/complete", map[string]any{"status": "completed"}, nil))
 	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/u2/complete", map[string]any{"status": "failed", "error": "no"}, nil))

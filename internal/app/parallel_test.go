@@ -80,7 +80,24 @@ func TestSplitterUXPerItemAndParallelBranches(t *testing.T) {
 		h.complete(h.waitDispatch(r.ID, fmt.Sprintf("w_%d", i), 1), fmt.Sprintf(`{"work":%d}`, i))
 	}
 	fin := h.waitRun(r.ID, "completed")
-	require.JSONEq(t, `[{"answer":0,"work":0},{"answer":1,"work":1}]`, string(fin.Output), "several branches per item are merged per item")
+	// Several branches per item are merged per item: the UX node's output
+	// (its item, under "input", with the decision) and the worker's.
+	var items []struct {
+		Input    string `json:"input"`
+		Work     int    `json:"work"`
+		Decision struct {
+			Outcome string         `json:"outcome"`
+			Answer  map[string]int `json:"answer"`
+		} `json:"decision"`
+	}
+	require.NoError(t, json.Unmarshal(fin.Output, &items))
+	require.Len(t, items, 2)
+	for i, it := range items {
+		require.Equal(t, []string{"p", "q"}[i], it.Input)
+		require.Equal(t, i, it.Work)
+		require.Equal(t, "approve", it.Decision.Outcome)
+		require.Equal(t, map[string]int{"answer": i}, it.Decision.Answer)
+	}
 }
 
 func TestSplitterEmptyArray(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for the bench's own queries
@@ -33,7 +34,7 @@ type Options struct {
 	// empty finds the local server or starts a throwaway cluster.
 	DatabaseURL string
 	// Scenarios to run, by name (default: all, in order): chain, chains,
-	// fanout-1k, fanout-10k, fanout-100k, idle. Any fanout-<n> (n a count
+	// branches, fanout-1k, fanout-10k, fanout-100k, idle. Any fanout-<n> (n a count
 	// with an optional k or m: fanout-300k, fanout-1m) is a fan-out of n
 	// items, to see how time and memory grow with the size.
 	Scenarios []string
@@ -142,7 +143,7 @@ type Latency struct {
 	Max     float64 `json:"max"`
 }
 
-var allScenarios = []string{"chain", "chains", "fanout-1k", "fanout-10k", "fanout-100k", "idle"}
+var allScenarios = []string{"chain", "chains", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "idle"}
 
 // serveFlagsFor returns the serve flags that let the biggest fan-out
 // through: the default body limit (1 MiB) holds the run input of
@@ -466,6 +467,8 @@ func (r *runner) scenario(ctx context.Context, name string) (*Result, error) {
 		return r.chain(ctx)
 	case "chains":
 		return r.chains(ctx)
+	case "branches":
+		return r.branches(ctx)
 	case "idle":
 		return r.idle(ctx)
 	default:
@@ -630,9 +633,65 @@ func (r *runner) chains(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	res, runs, err := r.concurrentRuns(ctx, flow, n, func(int64) any { return map[string]any{} })
+	if err != nil {
+		return nil, err
+	}
+	res.Name = fmt.Sprintf("%d concurrent chains (%d runs of %d workers)", r.opts.Chains, len(runs), n)
+	res.Latency = distribution(r.worker.chainLatencies(runs, n))
+	return res, nil
+}
+
+// branches is chains with a switch at every other step: stage i's worker
+// s<i> routes by run.input.v % 4 — three conditional edges and a default —
+// to one of four workers, which join at s<i+1> (the three others are
+// skipped). A run of ChainsRunLength callbacks has ChainsRunLength/2
+// stages.
+func (r *runner) branches(ctx context.Context) (*Result, error) {
+	stages := max(r.opts.ChainsRunLength/2, 1)
+	nodes, edges := branchesGraph(r.worker.url, stages)
+	flow, err := r.createFlow(ctx, "bench branches", nodes, edges)
+	if err != nil {
+		return nil, err
+	}
+	res, runs, err := r.concurrentRuns(ctx, flow, 2*stages+1, func(i int64) any { return map[string]any{"v": i} })
+	if err != nil {
+		return nil, err
+	}
+	res.Name = fmt.Sprintf("%d concurrent switch chains (%d runs of %d switches, %d callbacks each)", r.opts.Chains, len(runs), stages, 2*stages+1)
+	return res, nil
+}
+
+func branchesGraph(url string, stages int) (nodes, edges []map[string]any) {
+	worker := func(id string) map[string]any {
+		return map[string]any{"id": id, "type": "Worker", "data": map[string]any{"webhookUrl": url}}
+	}
+	for i := range stages {
+		s := fmt.Sprintf("s%d", i)
+		nodes = append(nodes, worker(s))
+		for k := range 4 {
+			b := fmt.Sprintf("b%d_%d", i, k)
+			nodes = append(nodes, worker(b))
+			rule := map[string]any{"condition": fmt.Sprintf("run.input.v %% 4 == %d", k)}
+			if k == 3 {
+				rule = map[string]any{"default": true}
+			}
+			edges = append(edges, map[string]any{"id": s + "-" + b, "source": s, "target": b, "data": rule},
+				map[string]any{"id": b + "-j", "source": b, "target": fmt.Sprintf("s%d", i+1)})
+		}
+	}
+	nodes = append(nodes, worker(fmt.Sprintf("s%d", stages)))
+	return nodes, edges
+}
+
+// concurrentRuns runs Chains loops, each starting runs of flow (the i-th
+// run's input is input(i)) one after the other until ChainsDuration has
+// passed, each run done after callbacks callbacks.
+func (r *runner) concurrentRuns(ctx context.Context, flow string, callbacks int, input func(i int64) any) (*Result, []string, error) {
 	res := &Result{}
 	var runs []string
-	err = r.measure(ctx, res, func() error {
+	var started atomic.Int64
+	err := r.measure(ctx, res, func() error {
 		stop := time.Now().Add(r.opts.ChainsDuration)
 		var mu sync.Mutex
 		var firstErr error
@@ -642,7 +701,7 @@ func (r *runner) chains(ctx context.Context) (*Result, error) {
 			go func() {
 				defer wg.Done()
 				for time.Now().Before(stop) {
-					run, err := r.runToEnd(ctx, flow, map[string]any{}, n)
+					run, err := r.runToEnd(ctx, flow, input(started.Add(1)), callbacks)
 					mu.Lock()
 					runs = append(runs, run)
 					if err != nil && firstErr == nil {
@@ -658,12 +717,7 @@ func (r *runner) chains(ctx context.Context) (*Result, error) {
 		wg.Wait()
 		return firstErr
 	})
-	if err != nil {
-		return nil, err
-	}
-	res.Name = fmt.Sprintf("%d concurrent chains (%d runs of %d workers)", r.opts.Chains, len(runs), n)
-	res.Latency = distribution(r.worker.chainLatencies(runs, n))
-	return res, nil
+	return res, runs, err
 }
 
 func (r *runner) fanOut(ctx context.Context, name string, items int) (*Result, error) {
