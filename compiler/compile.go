@@ -149,6 +149,7 @@ func (c *compiler) run() {
 		c.errorf(CodeEmptyGraph, "", "", "nodes", "the graph has no nodes")
 	}
 	c.collectNodes()
+	c.checkIDs()
 	c.collectEdges()
 	c.buildAdjacency()
 	c.checkIsolated()

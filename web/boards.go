@@ -72,6 +72,9 @@ func (s *Server) createBoard(c echo.Context) error {
 	if strings.TrimSpace(b.Name) == "" {
 		return badRequest("name is required")
 	}
+	if err := checkName("name", strings.TrimSpace(b.Name)); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	secs := make([]store.Section, 0, len(b.Sections))
 	for i, sec := range b.Sections {
@@ -82,6 +85,9 @@ func (s *Server) createBoard(c echo.Context) error {
 			return badRequest("sections[" + itoa(i) + "].id " + sec.ID + " is repeated")
 		}
 		seen[sec.ID] = true
+		if err := checkName("sections["+itoa(i)+"].name", sec.Name); err != nil {
+			return err
+		}
 		name := sec.Name
 		if name == "" {
 			name = sec.ID
@@ -164,6 +170,15 @@ func (s *Server) createEntity(c echo.Context) error {
 		return badRequest("name is required")
 	case len(b.Metadata) > 0 && string(b.Metadata) != "null" && !strings.HasPrefix(strings.TrimSpace(string(b.Metadata)), "{"):
 		return badRequest("metadata must be an object")
+	}
+	email := ""
+	if b.Email != nil {
+		email = *b.Email
+	}
+	for _, f := range [][2]string{{"name", b.Name}, {"type", b.Type}, {"email", email}} {
+		if err := checkName(f[0], f[1]); err != nil {
+			return err
+		}
 	}
 	if string(b.Metadata) == "null" {
 		b.Metadata = nil
@@ -337,6 +352,12 @@ func (s *Server) hook(c echo.Context) error {
 		}
 		if m.NamePath != "" {
 			up.Name = gjson.GetBytes(body, m.NamePath).String()
+		}
+		if err := checkName("the entity name at "+m.NamePath, up.Name); err != nil {
+			return err
+		}
+		if err := checkName("the entity email at "+m.EmailPath, up.Email); err != nil {
+			return err
 		}
 		if up.Name == "" {
 			up.Name = up.Email

@@ -101,6 +101,9 @@ func (s *Server) createFlow(c echo.Context) error {
 	if b.Name == nil || strings.TrimSpace(*b.Name) == "" {
 		return badRequest("name is required")
 	}
+	if err := checkName("name", strings.TrimSpace(*b.Name)); err != nil {
+		return err
+	}
 	if b.BoardID != nil && !validUUID(*b.BoardID) {
 		return badRequest("board_id must be a UUID")
 	}
@@ -157,6 +160,9 @@ func (s *Server) updateFlow(c echo.Context) error {
 		n := strings.TrimSpace(*b.Name)
 		if n == "" {
 			return badRequest("name must not be empty")
+		}
+		if err := checkName("name", n); err != nil {
+			return err
 		}
 		p.Name = &n
 	}
