@@ -185,3 +185,18 @@ func (c *compiler) checkOutcomes(id string, path loc, r gjson.Result) {
 		seen[o.Str] = true
 	}
 }
+
+// checkExpression checks a Transform's data.expression: a non-empty
+// expr-lang expression over input, run and entity.
+func (c *compiler) checkExpression(id string, path loc, r gjson.Result) {
+	switch {
+	case r.Type != gjson.String || strings.TrimSpace(r.Str) == "":
+		c.errAt(CodeInvalidExpression, id, "", path, "node %q needs an expression (expr-lang over input, run and entity)", id)
+	case len(r.Str) > maxConditionLen:
+		c.errAt(CodeInvalidExpression, id, "", path, "node %q: the expression is longer than %d characters", id, maxConditionLen)
+	default:
+		if _, err := engine.CompileValue(r.Str); err != nil {
+			c.errAt(CodeInvalidExpression, id, "", path, "node %q: %s", id, conditionMessage(err))
+		}
+	}
+}

@@ -44,6 +44,9 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 		c.checkOutcomes(id, base.field("outcomes"), root.Get("outcomes"))
 	case engine.NodeTypeCondition:
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
+	case engine.NodeTypeTransform:
+		c.checkExpression(id, base.field("expression"), root.Get("expression"))
+		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
 	case engine.NodeTypeSplitter:
 		if ap := root.Get("arrayPath"); ap.Type != gjson.String || strings.TrimSpace(ap.Str) == "" {
 			c.errAt(CodeMissingArrayPath, id, "", base.field("arrayPath"), "splitter %q needs a non-empty string arrayPath (a gjson path to the array to split)", id)

@@ -66,6 +66,9 @@ const (
 	// outcome edge from a node that is not UX, a rule on a Splitter's edge)
 	// or mixes rules.
 	CodeInvalidBranch = "invalid_branch"
+	// CodeInvalidExpression: a node's expression (a Transform's) does not
+	// compile or names an unknown variable.
+	CodeInvalidExpression = "invalid_expression"
 	// CodeIsolatedNode (warning): a node has no edges in a graph of several
 	// nodes.
 	CodeIsolatedNode = "isolated_node"

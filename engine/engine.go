@@ -162,8 +162,10 @@ type Timeouter interface {
 type Engine struct {
 	cfg    Config
 	graphs sync.Map // flow version id → *ExecutionGraph (immutable)
-	// conds caches compiled edge conditions by source.
+	// conds and vals cache compiled edge conditions and value expressions
+	// by source.
 	conds conditions
+	vals  values
 	batch batcher
 	// delivered holds and group-commits the marks of successful deliveries.
 	delivered deliveredBatch
@@ -212,7 +214,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.GroupTransactions <= 0 {
 		cfg.GroupTransactions = defaultGroups
 	}
-	for _, t := range []NodeType{NodeTypeWorker, NodeTypeUX, NodeTypeSplitter, NodeTypeCollector, NodeTypeCondition} {
+	for _, t := range []NodeType{NodeTypeWorker, NodeTypeUX, NodeTypeSplitter, NodeTypeCollector, NodeTypeCondition, NodeTypeTransform} {
 		if cfg.Handlers[t] == nil {
 			return nil, fmt.Errorf("engine: no handler for node type %s", t)
 		}

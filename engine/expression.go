@@ -50,15 +50,68 @@ func CompileCondition(src string) (*Condition, error) {
 		return nil, fmt.Errorf("expected bool, but got the result of %q (a number or string)", b.Operator)
 	}
 	c := &Condition{program: p}
+	c.UsesRun, c.UsesEntity = uses(root)
+	return c, nil
+}
+
+// uses reports whether an expression names run or entity.
+func uses(root ast.Node) (run, entity bool) {
 	ast.Walk(&root, identVisitor(func(name string) {
 		switch name {
 		case "entity":
-			c.UsesEntity = true
+			entity = true
 		case "run":
-			c.UsesRun = true
+			run = true
 		}
 	}))
-	return c, nil
+	return run, entity
+}
+
+// ValueEnv is what a value expression (a Transform's, a template's) sees:
+// the node's input, the run and its entity (nil when the run has none).
+type ValueEnv struct {
+	Input  any            `expr:"input"`
+	Run    RunEnv         `expr:"run"`
+	Entity map[string]any `expr:"entity"`
+}
+
+// Value is a compiled value expression.
+type Value struct {
+	program             *vm.Program
+	UsesEntity, UsesRun bool
+}
+
+// CompileValue compiles and type-checks a value expression: it may name
+// only input, run and entity. The message of the error is meant for the
+// person who wrote it.
+func CompileValue(src string) (*Value, error) {
+	p, err := expr.Compile(src, expr.Env(ValueEnv{}))
+	if err != nil {
+		return nil, err
+	}
+	v := &Value{program: p}
+	v.UsesRun, v.UsesEntity = uses(p.Node())
+	return v, nil
+}
+
+// Eval evaluates the expression.
+func (v *Value) Eval(env ValueEnv) (any, error) {
+	return expr.Run(v.program, env)
+}
+
+// values caches compiled value expressions by source.
+type values struct{ m sync.Map }
+
+func (vs *values) get(src string) (*Value, error) {
+	if v, ok := vs.m.Load(src); ok {
+		return v.(*Value), nil
+	}
+	v, err := CompileValue(src)
+	if err != nil {
+		return nil, err
+	}
+	vs.m.Store(src, v)
+	return v, nil
 }
 
 type identVisitor func(name string)

@@ -26,6 +26,32 @@ func (f *fireCtx) Index() []int           { return f.idx }
 func (f *fireCtx) Input() json.RawMessage { return f.input }
 func (f *fireCtx) Attempt() int           { return f.attempt }
 
+func (f *fireCtx) Eval(src string) (any, error) {
+	v, err := f.t.e.vals.get(src)
+	if err != nil {
+		return nil, err
+	}
+	env := ValueEnv{Run: RunEnv{ID: f.t.run.ID}}
+	if env.Input, err = decodeJSON(f.input); err != nil {
+		return nil, err
+	}
+	if v.UsesRun {
+		in, err := f.t.runInput()
+		if err != nil {
+			return nil, err
+		}
+		if env.Run.Input, err = decodeJSON(in); err != nil {
+			return nil, err
+		}
+	}
+	if v.UsesEntity && f.t.run.EntityID != nil {
+		if env.Entity, err = f.t.tx.EntityOf(f.t.ctx, *f.t.run.EntityID); err != nil {
+			return nil, err
+		}
+	}
+	return v.Eval(env)
+}
+
 func (f *fireCtx) act() error {
 	if f.acted {
 		return errors.New("a node handler may take only one action per fire")

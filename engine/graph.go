@@ -20,6 +20,9 @@ const (
 	// NodeTypeCondition does no work: it completes with its input, a
 	// readable place to branch with conditional edges.
 	NodeTypeCondition NodeType = "Condition"
+	// NodeTypeTransform completes at once with the value of its
+	// expression over its input, the run and its entity.
+	NodeTypeTransform NodeType = "Transform"
 )
 
 // ExecutionGraph is the lean, validated form of a visual graph that the

@@ -23,6 +23,10 @@ type FireContext interface {
 	Input() json.RawMessage
 	// Attempt is the attempt number this fire starts (1 on the first fire).
 	Attempt() int
+	// Eval evaluates the expr-lang expression src over the node's input,
+	// the run ({id, input}) and its entity, in the firing transaction. An
+	// error is the person's to read (a bad expression, a runtime error).
+	Eval(src string) (any, error)
 
 	// Dispatch marks the node running with a deadline of timeoutSeconds
 	// and writes an outbox row delivering the contract payload to url after

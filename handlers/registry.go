@@ -16,5 +16,6 @@ func Registry(o Options) map[engine.NodeType]engine.NodeHandler {
 		engine.NodeTypeSplitter:  Splitter{MaxItems: o.MaxFanOutItems},
 		engine.NodeTypeCollector: Collector{},
 		engine.NodeTypeCondition: Condition{},
+		engine.NodeTypeTransform: Transform{},
 	}
 }
