@@ -42,7 +42,12 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 	case engine.NodeTypeUX:
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
 		c.checkOutcomes(id, base.field("outcomes"), root.Get("outcomes"))
+		c.checkTimeout(id, base, root.Get("timeoutSeconds"))
+		c.checkOnTimeout(id, base, root)
 	case engine.NodeTypeCondition:
+		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
+	case engine.NodeTypeWait:
+		c.checkWait(id, base, root)
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
 	case engine.NodeTypeTransform:
 		c.checkExpression(id, base.field("expression"), root.Get("expression"))

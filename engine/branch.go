@@ -329,15 +329,15 @@ func (t *txn) decideUX(n *Node, cur *NodeState, p CompleteUXParams) error {
 	t.outcome = outcome
 	tr := &NodeTransition{Key: cur.Key, From: StatusWaitingForUser, Steps: []Status{StatusRunning, StatusCompleted}}
 	if outcome == "" || !outcomeCompletes(t.graph, n, outcome, outcomes) {
-		msg := p.Error
-		switch {
-		case msg != "":
-		case p.Comment != "":
-			msg = p.Comment // the person's reason
-		case outcome == "" || outcome == "reject":
-			msg = "rejected"
-		default:
+		msg := "rejected"
+		if outcome != "" && outcome != "reject" {
 			msg = fmt.Sprintf("outcome %q chosen, and it has no edge", outcome)
+		}
+		switch {
+		case p.Error != "":
+			msg = p.Error
+		case p.Comment != "":
+			msg += ": " + p.Comment // the person's reason
 		}
 		tr.Steps[1], tr.Error = StatusFailed, &msg
 		st, err := t.transition(tr)

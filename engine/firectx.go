@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // fireCtx implements FireContext for one node instance.
@@ -25,6 +26,7 @@ func (f *fireCtx) Node() *Node            { return f.node }
 func (f *fireCtx) Index() []int           { return f.idx }
 func (f *fireCtx) Input() json.RawMessage { return f.input }
 func (f *fireCtx) Attempt() int           { return f.attempt }
+func (f *fireCtx) Now() time.Time         { return f.t.e.cfg.Clock.Now() }
 
 func (f *fireCtx) Eval(src string) (any, error) {
 	v, err := f.t.e.vals.get(src)
@@ -127,14 +129,29 @@ func (f *fireCtx) WaitForUser() error {
 	if err := f.act(); err != nil {
 		return err
 	}
+	secs := uxTimeoutSeconds(f.node)
 	if f.bulkable() {
-		f.t.bulk.add(f, StatusWaitingForUser, 0, nil)
+		f.t.bulk.add(f, StatusWaitingForUser, secs, nil)
 		return nil
 	}
 	if f.unwritten() {
 		return errNeedsRow
 	}
-	return f.t.transitionLater(f.start(StatusRunning, StatusWaitingForUser), f.node.ID, f.attempt-1)
+	tr := f.start(StatusRunning, StatusWaitingForUser)
+	tr.DeadlineSeconds = secs
+	return f.t.transitionLater(tr, f.node.ID, f.attempt-1)
+}
+
+func (f *fireCtx) Sleep(w Wake) error {
+	if err := f.act(); err != nil {
+		return err
+	}
+	if f.unwritten() {
+		return errNeedsRow
+	}
+	tr := f.start(StatusRunning, StatusSleeping)
+	tr.Wake = &w
+	return f.t.transitionLater(tr, f.node.ID, f.attempt-1)
 }
 
 func (f *fireCtx) Complete(output json.RawMessage) error {

@@ -23,6 +23,9 @@ const (
 	// NodeTypeTransform completes at once with the value of its
 	// expression over its input, the run and its entity.
 	NodeTypeTransform NodeType = "Transform"
+	// NodeTypeWait sleeps for a duration or until a time, then completes
+	// with its input.
+	NodeTypeWait NodeType = "Wait"
 )
 
 // ExecutionGraph is the lean, validated form of a visual graph that the

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // NodeHandler gives a node type its behaviour. Fire is called inside the
@@ -27,13 +28,19 @@ type FireContext interface {
 	// the run ({id, input}) and its entity, in the firing transaction. An
 	// error is the person's to read (a bad expression, a runtime error).
 	Eval(src string) (any, error)
+	// Now is the engine's clock.
+	Now() time.Time
 
 	// Dispatch marks the node running with a deadline of timeoutSeconds
 	// and writes an outbox row delivering the contract payload to url after
 	// the transaction commits.
 	Dispatch(req DispatchRequest) error
-	// WaitForUser marks the node waiting_for_user.
+	// WaitForUser marks the node waiting_for_user; with timeoutSeconds > 0
+	// it times out then (the node's onTimeout).
 	WaitForUser() error
+	// Sleep marks the node sleeping until w; the sweeper wakes it when due
+	// (database time) and it completes with its input.
+	Sleep(w Wake) error
 	// Complete marks the node completed with output and walks its edges.
 	Complete(output json.RawMessage) error
 	// Fail marks the node failed with reason.

@@ -16,6 +16,8 @@ const (
 	// StatusSkipped: every inbound edge was decided and none was taken
 	// (dead-path elimination); terminal.
 	StatusSkipped Status = "skipped"
+	// StatusSleeping: a Wait node waits for its wake_at (database time).
+	StatusSleeping Status = "sleeping"
 )
 
 // RunStatus is a run's status.
@@ -37,19 +39,21 @@ const (
 //	failed           → running            (retry)
 //	waiting_for_user → running            (resume)
 //	pending          → skipped            (no inbound edge taken)
+//	running          → sleeping           (a Wait node)
+//	sleeping         → running            (woken when due)
 //	any non-completed, non-cancelled → cancelled (run cancellation)
 //
 // completed, skipped and cancelled are terminal.
 func AllowedFrom(dest Status) []Status {
 	switch dest {
 	case StatusRunning:
-		return []Status{StatusPending, StatusFailed, StatusWaitingForUser}
-	case StatusCompleted, StatusFailed, StatusWaitingForUser:
+		return []Status{StatusPending, StatusFailed, StatusWaitingForUser, StatusSleeping}
+	case StatusCompleted, StatusFailed, StatusWaitingForUser, StatusSleeping:
 		return []Status{StatusRunning}
 	case StatusSkipped:
 		return []Status{StatusPending}
 	case StatusCancelled:
-		return []Status{StatusPending, StatusRunning, StatusFailed, StatusWaitingForUser}
+		return []Status{StatusPending, StatusRunning, StatusFailed, StatusWaitingForUser, StatusSleeping}
 	default:
 		return nil
 	}
@@ -89,8 +93,10 @@ func ValidatePath(from []Status, steps []Status) ([]Status, error) {
 }
 
 // Active reports whether a node in this status can still make progress on
-// its own (a worker is working, a person may answer).
-func (s Status) Active() bool { return s == StatusRunning || s == StatusWaitingForUser }
+// its own (a worker is working, a person may answer, a timer will fire).
+func (s Status) Active() bool {
+	return s == StatusRunning || s == StatusWaitingForUser || s == StatusSleeping
+}
 
 // Finished reports whether the run status is final.
 func (s RunStatus) Finished() bool { return s != RunRunning }

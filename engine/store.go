@@ -177,6 +177,15 @@ type NodeTransition struct {
 	// Taken, when non-nil, records the targets of the edges the node took
 	// (a node with branches: EdgeRule).
 	Taken []string
+	// Wake, for a transition that ends sleeping, is when the node wakes.
+	Wake *Wake
+}
+
+// Wake is when a sleeping node wakes: at At, else SleepSeconds after the
+// database's now().
+type Wake struct {
+	At           *time.Time
+	SleepSeconds float64
 }
 
 // Final is the status the transition ends in.

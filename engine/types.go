@@ -55,8 +55,10 @@ type NodeState struct {
 	PendingParents int             `json:"-"`
 	// Taken lists the targets of the edges the node took, for a node with
 	// branches once it decided them (nil otherwise; see DecidedEdges).
-	Taken      []string   `json:"taken"`
-	Deadline   *time.Time `json:"deadline,omitempty"`
+	Taken    []string   `json:"taken"`
+	Deadline *time.Time `json:"deadline,omitempty"`
+	// WakeAt is when a sleeping Wait node wakes (database time).
+	WakeAt     *time.Time `json:"wake_at,omitempty"`
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`
@@ -89,6 +91,8 @@ const (
 	// EventFailureHandled: a failed node's failure edges took its failure
 	// on (it does not fail the run).
 	EventFailureHandled = "node.failure_handled"
+	// EventApprovalTimedOut: nobody answered a UX node before its deadline.
+	EventApprovalTimedOut = "approval.timed_out"
 )
 
 // NewEvent is an event to append inside a transaction; the store assigns

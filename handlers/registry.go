@@ -17,5 +17,6 @@ func Registry(o Options) map[engine.NodeType]engine.NodeHandler {
 		engine.NodeTypeCollector: Collector{},
 		engine.NodeTypeCondition: Condition{},
 		engine.NodeTypeTransform: Transform{},
+		engine.NodeTypeWait:      Wait{},
 	}
 }

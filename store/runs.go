@@ -196,6 +196,8 @@ type Approval struct {
 	EntityName, EntityType, EntityBoardID string
 	EntityEmail                           *string
 	WaitingSince                          time.Time
+	// Deadline is when the node times out (its timeoutSeconds), if ever.
+	Deadline *time.Time
 }
 
 // Approvals lists every node waiting for a person, oldest first.
@@ -205,7 +207,7 @@ func (s *Store) Approvals(ctx context.Context, limit int) ([]Approval, error) {
 	}
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT ns.run_id::text, ns.key, ns.node_id, r.flow_id::text,
 		coalesce(v.execution_graph->'nodes'->ns.node_id->'config', '{}'), ns.input, r.entity_id::text, ns.updated_at,
-		coalesce(e.name, ''), coalesce(e.type, ''), coalesce(e.board_id::text, ''), e.email
+		coalesce(e.name, ''), coalesce(e.type, ''), coalesce(e.board_id::text, ''), e.email, ns.deadline
 		FROM node_states ns JOIN runs r ON r.id = ns.run_id JOIN flow_versions v ON v.id = r.flow_version_id
 		LEFT JOIN entities e ON e.id = r.entity_id
 		WHERE ns.status = 'waiting_for_user' ORDER BY ns.updated_at, ns.run_id, ns.key LIMIT ?`, limit).Rows()
@@ -218,10 +220,12 @@ func (s *Store) Approvals(ctx context.Context, limit int) ([]Approval, error) {
 		var a Approval
 		var cfg, in []byte
 		var ent, email sql.NullString
+		var deadline sql.NullTime
 		if err := rows.Scan(&a.RunID, &a.Key, &a.NodeID, &a.FlowID, &cfg, &in, &ent, &a.WaitingSince,
-			&a.EntityName, &a.EntityType, &a.EntityBoardID, &email); err != nil {
+			&a.EntityName, &a.EntityType, &a.EntityBoardID, &email, &deadline); err != nil {
 			return nil, interpretError(err)
 		}
+		a.Deadline = nullTime(deadline)
 		a.Config, a.Input, a.EntityID, a.EntityEmail, a.WaitingSince = cfg, in, nullStr(ent), nullStr(email), a.WaitingSince.UTC()
 		out = append(out, a)
 	}
@@ -267,6 +271,52 @@ func (s *Store) OverdueNodes(ctx context.Context, limit int) ([]Overdue, error) 
 			return nil, interpretError(err)
 		}
 		out = append(out, o)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// Due is a node whose time came: a sleeping node past its wake_at, or a
+// UX node past its deadline.
+type Due struct {
+	RunID   string
+	Key     string
+	Attempt int
+}
+
+// DueTimers claims up to limit sleeping nodes whose wake_at passed
+// (database time) for one sweeper: their wake_at moves 30 s ahead, so
+// other instances' sweepers skip them meanwhile (SKIP LOCKED for rows being
+// claimed at the same moment); the engine's compare-and-set on the node's
+// status and attempt makes each wake once.
+func (s *Store) DueTimers(ctx context.Context, limit int) ([]Due, error) {
+	return s.claimDue(ctx, `UPDATE node_states SET wake_at = now() + interval '30 seconds'
+		WHERE (run_id, key) IN (SELECT run_id, key FROM node_states WHERE status = 'sleeping' AND wake_at <= now()
+			ORDER BY wake_at LIMIT ? FOR UPDATE SKIP LOCKED)
+		RETURNING run_id::text, key, attempt`, limit, "due timers")
+}
+
+// OverdueApprovals claims up to limit UX nodes waiting past their deadline
+// (timeoutSeconds), as DueTimers does.
+func (s *Store) OverdueApprovals(ctx context.Context, limit int) ([]Due, error) {
+	return s.claimDue(ctx, `UPDATE node_states SET deadline = now() + interval '30 seconds'
+		WHERE (run_id, key) IN (SELECT run_id, key FROM node_states WHERE status = 'waiting_for_user' AND deadline <= now()
+			ORDER BY deadline LIMIT ? FOR UPDATE SKIP LOCKED)
+		RETURNING run_id::text, key, attempt`, limit, "overdue approvals")
+}
+
+func (s *Store) claimDue(ctx context.Context, q string, limit int, what string) ([]Due, error) {
+	rows, err := s.db.WithContext(ctx).Raw(q, limit).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error claiming %s: %w", what, interpretError(err))
+	}
+	defer rows.Close()
+	var out []Due
+	for rows.Next() {
+		var d Due
+		if err := rows.Scan(&d.RunID, &d.Key, &d.Attempt); err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, d)
 	}
 	return out, interpretError(rows.Err())
 }

@@ -212,7 +212,7 @@ func nullStr(s sql.NullString) *string {
 func nodeColsAs(a string) string {
 	return a + "key, " + a + "node_id, array_to_string(" + a + "idx, ','), " + a + "type, " + a + "status, " +
 		a + "input, " + a + "output, " + a + "error, " + a + "attempt, " + a + "pending_parents, " + a + "deadline, " +
-		a + "started_at, " + a + "finished_at, " + a + "updated_at, array_to_json(" + a + "taken)::text"
+		a + "started_at, " + a + "finished_at, " + a + "updated_at, array_to_json(" + a + "taken)::text, " + a + "wake_at"
 }
 
 func scanNode(row scanner, runID string) (*engine.NodeState, error) {
@@ -220,10 +220,10 @@ func scanNode(row scanner, runID string) (*engine.NodeState, error) {
 	var idx, typ, status string
 	var input, output []byte
 	var errMsg sql.NullString
-	var deadline, started, finished sql.NullTime
+	var deadline, started, finished, wake sql.NullTime
 	var taken []byte
 	if err := row.Scan(&n.Key, &n.NodeID, &idx, &typ, &status, &input, &output, &errMsg, &n.Attempt,
-		&n.PendingParents, &deadline, &started, &finished, &n.UpdatedAt, &taken); err != nil {
+		&n.PendingParents, &deadline, &started, &finished, &n.UpdatedAt, &taken, &wake); err != nil {
 		return nil, interpretError(err)
 	}
 	if taken != nil {
@@ -241,6 +241,7 @@ func scanNode(row scanner, runID string) (*engine.NodeState, error) {
 	n.Input, n.Output = input, output
 	n.Error = nullStr(errMsg)
 	n.Deadline, n.StartedAt, n.FinishedAt = nullTime(deadline), nullTime(started), nullTime(finished)
+	n.WakeAt = nullTime(wake)
 	n.UpdatedAt = n.UpdatedAt.UTC()
 	return &n, nil
 }
@@ -558,6 +559,13 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 	if tr.Taken != nil {
 		q += `, taken = ?::text[]`
 		args = append(args, tr.Taken)
+	}
+	switch {
+	case tr.Wake != nil:
+		q += `, wake_at = coalesce(?::timestamptz, now() + make_interval(secs => ?))`
+		args = append(args, tr.Wake.At, tr.Wake.SleepSeconds)
+	case tr.From == engine.StatusSleeping:
+		q += `, wake_at = NULL`
 	}
 	q += ` WHERE run_id = ? AND key = ? AND status = ? AND (? = 0 OR attempt = ?)`
 	args = append(args, tr.RunID, tr.Key, string(tr.From), tr.Attempt, tr.Attempt)

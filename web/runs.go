@@ -321,6 +321,7 @@ func (s *Server) approvals(c echo.Context) error {
 		Entity       any             `json:"entity"`
 		WaitingSince time.Time       `json:"waiting_since"`
 		Outcomes     []string        `json:"outcomes"`
+		Deadline     *time.Time      `json:"deadline"`
 	}
 	out := make([]aj, len(as))
 	for i, a := range as {
@@ -338,7 +339,7 @@ func (s *Server) approvals(c echo.Context) error {
 				"board_id": a.EntityBoardID}
 		}
 		out[i] = aj{a.RunID, a.Key, a.NodeID, a.FlowID, cfg.Label, cfg.Prompt, nullJSON(a.Input), ent, a.WaitingSince,
-			engine.UXOutcomes(&engine.Node{Config: a.Config})}
+			engine.UXOutcomes(&engine.Node{Config: a.Config}), a.Deadline}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"approvals": out})
 }

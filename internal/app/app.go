@@ -359,6 +359,42 @@ func (a *App) sweep(ctx context.Context) {
 			a.Metrics.SweeperAction("expired", 1)
 			a.cfg.Logger.Info("sweeper: worker node overdue", "run_id", o.RunID, "node_key", o.Key, "attempt", o.Attempt)
 		}
+		a.sweepDue(ctx, "woken", a.Store.DueTimers, a.Engine.Wake)
+		a.sweepDue(ctx, "approval_timed_out", a.Store.OverdueApprovals, a.Engine.TimeOutApproval)
+	}
+}
+
+// sweepDue claims what is due with claim and applies it with apply, in
+// batches, until nothing is left due: 10,000 timers due in one second
+// do not wait a poll interval per 500.
+func (a *App) sweepDue(ctx context.Context, what string, claim func(context.Context, int) ([]store.Due, error),
+	apply func(ctx context.Context, runID, key string, attempt int) error) {
+	const batch = 500
+	for ctx.Err() == nil {
+		due, err := claim(ctx, batch)
+		if err != nil {
+			if ctx.Err() == nil {
+				a.cfg.Logger.Warn("sweeper", "what", what, "error", err)
+			}
+			return
+		}
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 16)
+		for _, d := range due {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				if err := apply(ctx, d.RunID, d.Key, d.Attempt); err != nil && ctx.Err() == nil {
+					a.cfg.Logger.Warn("sweeper: error applying "+what, "run_id", d.RunID, "node_key", d.Key, "error", err)
+				}
+			}()
+		}
+		wg.Wait()
+		a.Metrics.SweeperAction(what, len(due))
+		if len(due) < batch {
+			return
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func TestBenchSmall(t *testing.T) {
 		IdleRuns:    20, IdleWindow: time.Second,
 	})
 	require.NoError(t, err, progress.String())
-	require.Len(t, rep.Results, 6)
+	require.Len(t, rep.Results, 7)
 	byName := map[string]bench.Result{}
 	cpu := 0.0
 	for _, r := range rep.Results {
@@ -82,6 +83,16 @@ func TestBenchSmall(t *testing.T) {
 	require.NotEmpty(t, chains.Name)
 	require.Zero(t, chains.Completions%10, "whole runs of 10 workers")
 	require.GreaterOrEqual(t, chains.Completions, int64(30), "every chain ran at least once")
+
+	var branches bench.Result
+	for _, r := range rep.Results {
+		if strings.Contains(r.Name, "switch chains") {
+			branches = r
+		}
+	}
+	require.NotEmpty(t, branches.Name, "the branches scenario ran")
+	require.Zero(t, branches.Completions%11, "whole runs of 5 switches: 11 completions each, the branches not taken skipped")
+	require.GreaterOrEqual(t, branches.Completions, int64(33), "every switch chain ran at least once")
 
 	fan := byName["fan-out of 50 items"]
 	require.EqualValues(t, 52, fan.Completions, "splitter, 50 items and the collector")

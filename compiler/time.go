@@ -1,0 +1,78 @@
+package compiler
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stitchd/stitchd/engine"
+	"github.com/tidwall/gjson"
+)
+
+// checkWait checks a Wait node's data: duration (a Go or ISO-8601
+// duration, not negative) or until (a time, or an expression over input,
+// run and entity), and an optional IANA timezone.
+func (c *compiler) checkWait(id string, base loc, root gjson.Result) {
+	dur, until, tz := root.Get("duration"), root.Get("until"), root.Get("timezone")
+	switch {
+	case present(dur) && present(until):
+		c.errAt(CodeInvalidConfig, id, "", base, "Wait node %q: give duration or until, not both", id)
+		return
+	case !present(dur) && !present(until):
+		c.errAt(CodeInvalidConfig, id, "", base.field("duration"), "Wait node %q needs a duration (48h, P2D) or an until time", id)
+		return
+	}
+	loc := time.UTC
+	if present(tz) {
+		l, err := time.LoadLocation(tz.Str)
+		if tz.Type != gjson.String || tz.Str == "" || err != nil {
+			c.errAt(CodeInvalidConfig, id, "", base.field("timezone"), "Wait node %q: timezone %s is not an IANA time zone (Europe/Paris, America/New_York)", id, tz.Raw)
+		} else {
+			loc = l
+		}
+	}
+	if present(dur) {
+		if dur.Type != gjson.String {
+			c.errAt(CodeInvalidConfig, id, "", base.field("duration"), "Wait node %q: duration must be a string (48h, 90m, P2D, PT1H30M)", id)
+			return
+		}
+		d, err := engine.ParseWaitDuration(dur.Str)
+		switch {
+		case err != nil:
+			c.errAt(CodeInvalidConfig, id, "", base.field("duration"), "Wait node %q: %v", id, err)
+		case d < 0:
+			c.errAt(CodeInvalidConfig, id, "", base.field("duration"), "Wait node %q: duration %q is negative", id, dur.Str)
+		}
+		return
+	}
+	if until.Type != gjson.String || strings.TrimSpace(until.Str) == "" {
+		c.errAt(CodeInvalidConfig, id, "", base.field("until"), "Wait node %q: until must be a time (RFC 3339) or an expression giving one", id)
+		return
+	}
+	if _, ok := engine.ParseWaitTime(until.Str, loc); ok {
+		return
+	}
+	if len(until.Str) > maxConditionLen {
+		c.errAt(CodeInvalidExpression, id, "", base.field("until"), "Wait node %q: until is longer than %d characters", id, maxConditionLen)
+		return
+	}
+	if _, err := engine.CompileValue(until.Str); err != nil {
+		c.errAt(CodeInvalidExpression, id, "", base.field("until"), "Wait node %q: until is neither a time (RFC 3339) nor an expression: %s", id, conditionMessage(err))
+	}
+}
+
+// checkOnTimeout checks a UX node's onTimeout: "fail" or one of its
+// outcomes, with a timeoutSeconds.
+func (c *compiler) checkOnTimeout(id string, base loc, root gjson.Result) {
+	on := root.Get("onTimeout")
+	if !present(on) {
+		return
+	}
+	outcomes := engine.UXOutcomes(&engine.Node{Config: []byte(root.Raw)})
+	switch {
+	case on.Type != gjson.String || (on.Str != "fail" && !slices.Contains(outcomes, on.Str)):
+		c.errAt(CodeInvalidConfig, id, "", base.field("onTimeout"), "UX node %q: onTimeout must be \"fail\" or one of its outcomes %q", id, outcomes)
+	case !present(root.Get("timeoutSeconds")):
+		c.errAt(CodeInvalidConfig, id, "", base.field("onTimeout"), "UX node %q: onTimeout needs a timeoutSeconds", id)
+	}
+}

@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	isoduration "github.com/sosodev/duration"
+)
+
+// Time (docs/state_machine.md): a Wait node sleeps until its wake_at and a
+// UX node with a timeout waits for a person until its deadline, both in
+// database time. The sweeper finds the due ones (any process, FOR UPDATE
+// SKIP LOCKED) and hands them here; the compare-and-set on the node's
+// status and attempt makes each fire exactly once.
+
+// Wake completes a sleeping node whose wake_at passed (sleeping → running
+// → completed, its output its input) and walks its edges. A node no longer
+// sleeping that attempt (cancelled, woken already) is left alone.
+func (e *Engine) Wake(ctx context.Context, runID, key string, attempt int) error {
+	err := e.submit(ctx, runID, func(t *txn) error {
+		if err := t.load(runID); err != nil {
+			return err
+		}
+		cur, err := t.tx.Node(t.ctx, runID, key)
+		if err != nil {
+			return err
+		}
+		if cur.Status != StatusSleeping || cur.Attempt != attempt {
+			return errNoChange
+		}
+		tr := &NodeTransition{Key: key, From: StatusSleeping, Steps: []Status{StatusRunning, StatusCompleted},
+			Attempt: attempt, Output: orNull(cur.Input)}
+		if n := t.graph.Nodes[cur.NodeID]; n != nil && t.graph.hasBranches(n.ID) {
+			taken, err := t.decide(n, cur.Input, tr.Output, "")
+			if err != nil {
+				return t.failDecision(tr, err)
+			}
+			tr.Taken = taken
+		}
+		st, err := t.transition(tr)
+		if err != nil {
+			return err
+		}
+		return t.completed(st)
+	})
+	if errorsIsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// TimeOutApproval answers a UX node whose deadline passed while it waited
+// for a person: with its onTimeout outcome (decision.by "timeout"), or by
+// failing it when onTimeout is "fail" or absent. A node no longer waiting
+// that attempt is left alone.
+func (e *Engine) TimeOutApproval(ctx context.Context, runID, key string, attempt int) error {
+	err := e.submit(ctx, runID, func(t *txn) error {
+		if err := t.load(runID); err != nil {
+			return err
+		}
+		cur, err := t.tx.Node(t.ctx, runID, key)
+		if err != nil {
+			return err
+		}
+		if cur.Status != StatusWaitingForUser || cur.Attempt != attempt {
+			return errNoChange
+		}
+		n := t.graph.Nodes[cur.NodeID]
+		if n == nil {
+			return fmt.Errorf("node %s is not in the run's graph: %w", cur.NodeID, ErrNotFound)
+		}
+		cfg := uxTimeout(n)
+		msg := fmt.Sprintf("no answer within %d seconds", cfg.TimeoutSeconds)
+		t.event(EventApprovalTimedOut, key, map[string]any{"attempt": attempt, "on_timeout": cfg.OnTimeout})
+		if cfg.OnTimeout == "" || cfg.OnTimeout == "fail" {
+			tr := &NodeTransition{Key: key, From: StatusWaitingForUser, Steps: []Status{StatusRunning, StatusFailed},
+				Attempt: attempt, Error: &msg}
+			st, err := t.transition(tr)
+			if err != nil {
+				return err
+			}
+			return t.failed(st, msg, false)
+		}
+		return t.decideUX(n, cur, CompleteUXParams{RunID: runID, Key: key, Outcome: cfg.OnTimeout, Error: msg, By: "timeout"})
+	})
+	if errorsIsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// UXTimeout is a UX node's deadline: timeoutSeconds, then onTimeout (an
+// outcome, or "fail").
+type UXTimeout struct {
+	TimeoutSeconds int    `json:"timeoutSeconds"`
+	OnTimeout      string `json:"onTimeout"`
+}
+
+func uxTimeout(n *Node) UXTimeout {
+	var cfg UXTimeout
+	if len(n.Config) > 0 {
+		_ = json.Unmarshal(n.Config, &cfg) // the compiler checked it
+	}
+	return cfg
+}
+
+func uxTimeoutSeconds(n *Node) int {
+	if n.Type != NodeTypeUX {
+		return 0
+	}
+	return max(uxTimeout(n).TimeoutSeconds, 0)
+}
+
+// ParseWaitDuration reads a Wait node's duration: a Go duration ("48h",
+// "90m") or an ISO-8601 one ("P2D", "PT1H30M"; a day is 24 hours).
+func ParseWaitDuration(s string) (time.Duration, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, nil
+	}
+	iso, err := isoduration.Parse(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is neither a Go duration (48h, 90m) nor an ISO-8601 one (P2D, PT1H30M)", s)
+	}
+	return iso.ToTimeDuration(), nil
+}
+
+// ParseWaitTime reads a Wait node's until value: an RFC 3339 time, or a
+// date and time without an offset (2006-01-02T15:04:05, 2006-01-02 15:04,
+// 2006-01-02), read in loc.
+func ParseWaitTime(s string, loc *time.Location) (time.Time, bool) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, true
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
