@@ -1,6 +1,8 @@
 package callbacks
 
 import (
+	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -176,4 +178,77 @@ func TestAddressGuard(t *testing.T) {
 	require.NoError(t, (&AddressGuard{}).Check("127.0.0.1:1"), "off by default")
 	_, err = ParseCIDRs("10.0.0.0/99")
 	require.Error(t, err)
+}
+
+// TestAddressGuardRanges: link-local and cloud-metadata addresses are
+// refused in every mode (even when allowed); deny mode also refuses the
+// ranges that reach private addresses by translation and those not for
+// hosts.
+func TestAddressGuardRanges(t *testing.T) {
+	t.Parallel()
+	all, err := ParseCIDRs("0.0.0.0/0,::/0")
+	require.NoError(t, err)
+	everywhere := []*AddressGuard{{}, {DenyPrivate: true}, {DenyPrivate: true, Allow: all}}
+	for _, addr := range []string{"169.254.169.254:80", "169.254.0.1:443", "[fd00:ec2::254]:80", "[fe80::1%eth0]:80",
+		"[::ffff:169.254.169.254]:80", "[ff02::1]:80"} {
+		for _, g := range everywhere {
+			require.ErrorIs(t, g.Check(addr), ErrAddressRefused, "%s (deny %v, allow %v)", addr, g.DenyPrivate, g.Allow)
+		}
+	}
+	deny := &AddressGuard{DenyPrivate: true}
+	for _, addr := range []string{"[64:ff9b::7f00:1]:80", "[64:ff9b::a00:1]:80", "[2002:7f00:1::1]:80", "[2002:c0a8:101::]:80",
+		"[::7f00:1]:80", "[::a00:1]:80", "198.18.0.1:80", "198.19.255.254:80", "240.0.0.1:80", "255.255.255.255:80"} {
+		require.ErrorIs(t, deny.Check(addr), ErrAddressRefused, addr)
+		require.NoError(t, (&AddressGuard{}).Check(addr), "allow mode: %s", addr)
+	}
+	for _, addr := range []string{"198.17.255.255:80", "198.20.0.0:80", "[2001:db8::1]:80", "[2606:4700::1111]:443", "1.1.1.1:53"} {
+		require.NoError(t, deny.Check(addr), addr)
+	}
+}
+
+// TestAddressGuardSelf: stitchd's own listen address and base URL are
+// refused in every mode, even when allowed.
+func TestAddressGuardSelf(t *testing.T) {
+	t.Parallel()
+	loop, err := ParseCIDRs("127.0.0.0/8")
+	require.NoError(t, err)
+	for _, base := range []*AddressGuard{nil, {}, {DenyPrivate: true, Allow: loop}} {
+		g, err := base.ForServer(ServerAddresses{Listen: netip.MustParseAddrPort("127.0.0.1:8080"),
+			BaseURL: "https://Stitchd.Example.com/app"})
+		require.NoError(t, err)
+		for _, addr := range []string{"127.0.0.1:8080", "0.0.0.0:8080", "[::]:8080", "[::ffff:127.0.0.1]:8080"} {
+			require.ErrorIs(t, g.Check(addr), ErrAddressRefused, addr)
+		}
+		require.NoError(t, g.Check("127.0.0.1:8081"), "another port")
+		for raw, refused := range map[string]bool{
+			"https://stitchd.example.com/app/hooks/lead":   true,
+			"https://STITCHD.example.com.:443/app/hooks/x": true,
+			"https://stitchd.example.com/app":              true,
+			"https://stitchd.example.com/APP/callbacks/t":  true,
+			"https://stitchd.example.com/other/hooks/lead": false, // another service behind the same host
+			"https://stitchd.example.com/application":      false,
+			"http://stitchd.example.com/app/hooks/lead":    false, // port 80, not 443
+			"https://stitchd.example.com:8443/app/hooks/x": false,
+			"https://worker.example.com/app/hooks/lead":    false,
+		} {
+			u, err := url.Parse(raw)
+			require.NoError(t, err)
+			if refused {
+				require.ErrorIs(t, g.CheckURL(u), ErrAddressRefused, raw)
+			} else {
+				require.NoError(t, g.CheckURL(u), raw)
+			}
+		}
+	}
+	// Listening on every address: each local address on the port is self.
+	g, err := (&AddressGuard{}).ForServer(ServerAddresses{Listen: netip.MustParseAddrPort("0.0.0.0:9000")})
+	require.NoError(t, err)
+	require.ErrorIs(t, g.Check("127.0.0.1:9000"), ErrAddressRefused)
+	require.ErrorIs(t, g.Check("[::1]:9000"), ErrAddressRefused)
+	require.NoError(t, g.Check("93.184.216.34:9000"), "not a local address")
+	// A base URL on an IP address: that address and port.
+	g, err = (&AddressGuard{}).ForServer(ServerAddresses{BaseURL: "http://10.0.0.5:8080"})
+	require.NoError(t, err)
+	require.ErrorIs(t, g.Check("10.0.0.5:8080"), ErrAddressRefused)
+	require.NoError(t, g.Check("10.0.0.5:8081"))
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -131,18 +130,21 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 }
 
 // NewHTTPClient returns the client used for dispatches: a timeout, and
-// redirects are not followed (a redirect is a failed delivery).
+// redirects are not followed (a redirect is a failed delivery). With a
+// guard, every connection is checked (in every mode: stitchd's own and
+// link-local addresses are always refused) and no proxy is used.
 func NewHTTPClient(timeout time.Duration, guard *AddressGuard) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
-	if guard != nil && guard.DenyPrivate {
-		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: guard.control}
-		tr.DialContext = d.DialContext
+	var rt http.RoundTripper = tr
+	if guard != nil {
+		tr.DialContext = guard.dialContext()
 		tr.Proxy = nil // the guard must see the worker's address, not a proxy's
+		rt = guardTransport{guard: guard, next: tr}
 	}
 	return &http.Client{
 		Timeout:       timeout,
-		Transport:     tr,
+		Transport:     rt,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -369,6 +370,15 @@ func (s *Server) hook(c echo.Context) error {
 	}
 	if p.IdempotencyKey, err = hookIdempotencyKey(t, c.Request().Header); err != nil {
 		return err
+	}
+	// Counted once the request is known good (signed, valid): unsigned
+	// junk sent to a signed trigger spends none of its senders' rate. A
+	// loop through a name of stitchd the dispatch guard does not know is
+	// slowed to the rate.
+	if ok, wait := s.hookRate.take(t.ID, s.cfg.Clock.Now()); !ok {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
+		return errorf(http.StatusTooManyRequests, "rate_limited", "trigger "+t.Slug+" starts at most "+
+			strconv.FormatFloat(s.cfg.TriggerRate, 'f', -1, 64)+" runs a second; retry later")
 	}
 	run, _, err := s.cfg.Engine.StartRun(ctx, p)
 	if err != nil {

@@ -37,6 +37,10 @@ type Config struct {
 	StreamWriteTimeout time.Duration
 	Clock              engine.Clock
 	Logger             *slog.Logger
+	// TriggerRate bounds the runs one inbound trigger starts a second, in
+	// this process (bursts of as many, at least 1): beyond it POST
+	// /hooks/{slug} is answered 429 with Retry-After. 0 = no limit.
+	TriggerRate float64
 	// Notify, if set, is told the key of a change made outside the engine
 	// ("entity:<id>" for a manual move) once it is committed, for the
 	// event streams of every process (store.Notifier.Notify).
@@ -48,6 +52,8 @@ type Server struct {
 	cfg  Config
 	echo *echo.Echo
 	log  *slog.Logger
+	// hookRate limits run starts per trigger (nil: no limit).
+	hookRate *rateLimiter
 }
 
 // New builds the router.
@@ -64,7 +70,7 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, echo: echo.New(), log: cfg.Logger}
+	s := &Server{cfg: cfg, echo: echo.New(), log: cfg.Logger, hookRate: newRateLimiter(cfg.TriggerRate)}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError

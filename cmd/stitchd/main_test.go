@@ -56,6 +56,7 @@ var configSettings = []struct {
 	{"poll-interval", "STITCHD_POLL_INTERVAL", "1s", "250ms", "2s", func(o *options) string { return o.pollInterval.String() }},
 	{"worker-private-addresses", "STITCHD_WORKER_PRIVATE_ADDRESSES", "allow", "deny", "allow", func(o *options) string { return o.privateAddresses }},
 	{"worker-allow-cidrs", "STITCHD_WORKER_ALLOW_CIDRS", "", "10.0.0.0/8", "127.0.0.1/32", func(o *options) string { return o.allowCIDRs }},
+	{"trigger-rate", "STITCHD_TRIGGER_RATE", "50", "5", "0.5", func(o *options) string { return strconv.FormatFloat(o.triggerRate, 'f', -1, 64) }},
 	{"pprof-addr", "STITCHD_PPROF_ADDR", "", "127.0.0.1:6060", "127.0.0.1:6061", func(o *options) string { return o.pprofAddr }},
 }
 
@@ -198,6 +199,8 @@ func TestCommandsApplyEnv(t *testing.T) {
 			[]string{"migrate"}, "STITCHD_BODY_LIMIT"},
 		{"serve: fan-out limit below 1", map[string]string{"STITCHD_MAX_FANOUT_ITEMS": "0", "DATABASE_URL": nowhere},
 			[]string{"serve", "--addr", "127.0.0.1:0"}, "--max-fanout-items must be at least 1, not 0"},
+		{"serve: negative trigger rate", map[string]string{"STITCHD_TRIGGER_RATE": "-1", "DATABASE_URL": nowhere},
+			[]string{"serve", "--addr", "127.0.0.1:0"}, "--trigger-rate must be a number of runs a second, 0 or more"},
 		{"migrate: log format from env", map[string]string{"STITCHD_LOG_FORMAT": "xml", "DATABASE_URL": dbURL}, []string{"migrate"}, "invalid log format"},
 		{"migrate: flag beats invalid env", map[string]string{"STITCHD_LOG_FORMAT": "xml", "STITCHD_BODY_LIMIT": "big"},
 			[]string{"migrate", "--log-format", "json", "--body-limit", "10", "--database-url", dbURL}, ""},

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -56,8 +57,14 @@ type Config struct {
 	// DataDir holds a throwaway Postgres cluster when no server is found.
 	DataDir string
 	// WorkerGuard, when it denies private addresses, refuses dispatches to
-	// loopback, private and link-local workers not in its allow list.
+	// loopback, private and reserved workers not in its allow list. Nil or
+	// not, stitchd's own addresses (listen address, BaseURL) and link-local
+	// and cloud-metadata addresses are refused.
 	WorkerGuard *callbacks.AddressGuard
+	// TriggerRate bounds the runs one inbound trigger starts a second
+	// (bursts of as many); beyond it a hook is answered 429 with
+	// Retry-After. 0 = no limit.
+	TriggerRate float64
 	// KeyRefresh is how often callback keys are reloaded from the database,
 	// so a rotation reaches every instance (default 30s).
 	KeyRefresh time.Duration
@@ -196,7 +203,18 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, a.closeEarly(err)
 	}
 	a.Metrics.WatchBacklog(a.Engine.Waiting)
-	client := callbacks.NewHTTPClient(cfg.DispatchTimeout, cfg.WorkerGuard)
+	// Whatever the configured guard, dispatches to stitchd's own listen
+	// address or base URL are refused: a flow whose worker is its own hook
+	// would start runs in a loop.
+	listen, err := netip.ParseAddrPort(a.listener.Addr().String())
+	if err != nil {
+		return nil, a.closeEarly(fmt.Errorf("error reading the listen address: %w", err))
+	}
+	guard, err := cfg.WorkerGuard.ForServer(callbacks.ServerAddresses{Listen: listen, BaseURL: cfg.BaseURL})
+	if err != nil {
+		return nil, a.closeEarly(err)
+	}
+	client := callbacks.NewHTTPClient(cfg.DispatchTimeout, guard)
 	client.Transport = a.tracing.Transport(client.Transport)
 	disp := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Metrics.DispatchStore(a.Store),
 		Recorder: a.Metrics.Recorder(a.Engine), Secret: secret,
@@ -206,7 +224,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.Hub = web.NewHub()
 	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Hub: a.Hub, AuthToken: cfg.AuthToken,
 		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, Clock: clock, Logger: cfg.Logger,
-		Notify: a.notifier.Notify})
+		TriggerRate: cfg.TriggerRate, Notify: a.notifier.Notify})
 	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, 10*time.Second),
 		ReadTimeout: orDefault(cfg.ReadTimeout, 30*time.Second), IdleTimeout: 120 * time.Second}
 	return a, nil
