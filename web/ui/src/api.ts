@@ -188,7 +188,7 @@ export interface Version {
   created_at: string;
   graph?: FlowGraph;
 }
-export type NodeStatus = "pending" | "running" | "completed" | "failed" | "waiting_for_user" | "cancelled" | "skipped";
+export type NodeStatus = "pending" | "running" | "completed" | "failed" | "waiting_for_user" | "cancelled" | "skipped" | "sleeping";
 export interface NodeState {
   key: string;
   node_id: string;
@@ -203,6 +203,10 @@ export interface NodeState {
   // them; null when it took all of them (a plain completed node) or has
   // not decided yet.
   taken?: string[] | null;
+  // wake_at: when a sleeping Wait node wakes (database time).
+  wake_at?: string | null;
+  // deadline: when a running Worker attempt or a waiting UX node times out.
+  deadline?: string | null;
   started_at: string | null;
   finished_at: string | null;
 }
@@ -230,6 +234,8 @@ export interface Approval {
   entity: { id: string; name: string; type: string; email: string | null; board_id: string } | null;
   outcomes?: string[] | null;
   waiting_since: string;
+  // deadline: when the node times out (its timeoutSeconds), or null.
+  deadline?: string | null;
 }
 export interface Entity {
   id: string;

@@ -3,7 +3,7 @@
 import type { Edge, Node } from "@xyflow/react";
 import type { FlowGraph, GraphEdge, GraphNode } from "./api";
 
-export const NODE_TYPES = ["Worker", "UX", "Condition", "Splitter", "Collector"] as const;
+export const NODE_TYPES = ["Worker", "UX", "Condition", "Transform", "Wait", "Splitter", "Collector"] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
 
 export function canonicalType(t: string): NodeType | string {
@@ -15,6 +15,8 @@ export const TYPE_HELP: Record<NodeType, string> = {
   Worker: "Calls your service over HTTP and waits for its callback.",
   UX: "Waits for a person to choose an outcome (approve, reject, …).",
   Condition: "Does no work and passes its input on: a readable place to branch with conditions on its edges.",
+  Transform: "Reshapes data: an expression over the input whose value is the output. No worker.",
+  Wait: "Pauses the run for a duration (48h, P2D) or until a time, then passes its input on.",
   Splitter: "Fans an array out into parallel paths, one per item.",
   Collector: "Waits for every parallel path and gathers results in order.",
 };
@@ -174,4 +176,63 @@ export function nextId(prefix: string, taken: Set<string>): string {
   }
 }
 
-export const ID_PREFIX: Record<NodeType, string> = { Worker: "worker", UX: "approval", Condition: "branch", Splitter: "split", Collector: "collect" };
+export const ID_PREFIX: Record<NodeType, string> = {
+  Worker: "worker",
+  UX: "approval",
+  Condition: "branch",
+  Transform: "transform",
+  Wait: "wait",
+  Splitter: "split",
+  Collector: "collect",
+};
+
+// waitSummary says in a few words what a Wait node waits for.
+export function waitSummary(d: Record<string, any> | undefined): string | null {
+  if (typeof d?.until === "string" && d.until.trim()) return `until ${d.until.trim()}${d.timezone ? ` (${d.timezone})` : ""}`;
+  if (typeof d?.duration === "string" && d.duration.trim()) return `for ${d.duration.trim()}`;
+  return null;
+}
+
+// parseDuration reads a Go (48h, 1h30m, 90s) or ISO-8601 (P2D, PT1H30M)
+// duration into seconds, or null. The server's parser is the truth; this
+// one says what a duration means while it is typed.
+export function parseDuration(src: string): number | null {
+  const s = src.trim();
+  if (!s) return null;
+  const go = /^(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/;
+  if (go.test(s)) {
+    const unit: Record<string, number> = { ns: 1e-9, us: 1e-6, "µs": 1e-6, "μs": 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600 };
+    let rest = s;
+    let total = 0;
+    while (rest) {
+      const m = go.exec(rest);
+      if (!m) return null;
+      total += parseFloat(m[1]) * unit[m[2]];
+      rest = rest.slice(m[0].length);
+    }
+    return total;
+  }
+  if (s === "0") return 0;
+  const iso = /^P(?:(\d+(?:[.,]\d+)?)Y)?(?:(\d+(?:[.,]\d+)?)M)?(?:(\d+(?:[.,]\d+)?)W)?(?:(\d+(?:[.,]\d+)?)D)?(?:T(?:(\d+(?:[.,]\d+)?)H)?(?:(\d+(?:[.,]\d+)?)M)?(?:(\d+(?:[.,]\d+)?)S)?)?$/.exec(s);
+  if (!iso || s === "P" || s.endsWith("T")) return null;
+  const n = (i: number) => (iso[i] ? parseFloat(iso[i].replace(",", ".")) : 0);
+  return n(1) * 365 * 86400 + n(2) * 30 * 86400 + n(3) * 7 * 86400 + n(4) * 86400 + n(5) * 3600 + n(6) * 60 + n(7);
+}
+
+// parseTime reads an until value that is a time rather than an
+// expression: RFC 3339, or a date (and time) without an offset, which the
+// server reads in the node's timezone. It returns whether it has an offset.
+export function parseTime(src: string): { offset: boolean; date: Date } | null {
+  const s = src.trim();
+  const withOffset = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+  if (withOffset.test(s)) {
+    const d = new Date(s.replace(" ", "T"));
+    return isNaN(d.getTime()) ? null : { offset: true, date: d };
+  }
+  const local = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?)?$/;
+  if (local.test(s)) {
+    const d = new Date(s.length === 10 ? `${s}T00:00:00` : s.replace(" ", "T"));
+    return isNaN(d.getTime()) ? null : { offset: false, date: d };
+  }
+  return null;
+}

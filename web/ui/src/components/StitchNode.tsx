@@ -1,5 +1,10 @@
 import { Handle, Position, type NodeProps } from "@xyflow/react";
 import { memo } from "react";
+import { truncate, waitSummary } from "../graph";
+import { Countdown, span } from "./common";
+
+// A mark before the type name for the node types with a look of their own.
+const MARK: Record<string, string> = { Condition: "◆", Transform: "ƒ", Wait: "◷" };
 
 // StitchNode draws one node on the editor canvas and in the run view.
 // data._problems marks compile errors; data._run carries live status:
@@ -8,7 +13,7 @@ import { memo } from "react";
 export const StitchNode = memo(function StitchNode({ id, type, data, selected }: NodeProps) {
   const d = data as Record<string, any>;
   const problems: string[] = d._problems ?? [];
-  const run = d._run as { status: string; total: number; counts: Record<string, number> } | undefined;
+  const run = d._run as { status: string; total: number; counts: Record<string, number>; wakeAt?: string | null } | undefined;
   const cls = ["snode", `snode-${String(type).toLowerCase()}`];
   if (selected) cls.push("selected");
   if (problems.length) cls.push("has-error");
@@ -18,15 +23,16 @@ export const StitchNode = memo(function StitchNode({ id, type, data, selected }:
     <div className={cls.join(" ")} data-node-id={id} data-status={run?.status} title={problems.join("\n") || undefined}>
       <Handle type="target" position={Position.Left} />
       <div className="snode-type">
-        {type === "Condition" && (
-          <span className="snode-diamond" aria-hidden="true">
-            ◆{" "}
+        {MARK[String(type)] && (
+          <span className={`snode-mark ${type === "Condition" ? "snode-diamond" : ""}`} aria-hidden="true">
+            {run?.status === "sleeping" ? "☾" : MARK[String(type)]}{" "}
           </span>
         )}
         {String(type)}
       </div>
       <div className="snode-title">{title}</div>
       {title !== id && <div className="snode-id">{id}</div>}
+      <Summary type={String(type)} d={d} />
       {run && <RunBadge run={run} id={id} />}
       {problems.length > 0 && (
         <div className="snode-problem" role="note">
@@ -39,16 +45,39 @@ export const StitchNode = memo(function StitchNode({ id, type, data, selected }:
   );
 });
 
-function RunBadge({ run, id }: { run: { status: string; total: number; counts: Record<string, number> }; id: string }) {
+// Summary says on the node what it does, where a glance helps: a
+// Transform's expression, what a Wait waits for, a UX step's timeout.
+function Summary({ type, d }: { type: string; d: Record<string, any> }) {
+  let text: string | null = null;
+  if (type === "Transform" && typeof d.expression === "string" && d.expression.trim()) text = truncate(d.expression, 40);
+  if (type === "Wait") text = waitSummary(d);
+  if (type === "UX" && typeof d.timeoutSeconds === "number" && d.timeoutSeconds > 0)
+    text = `times out after ${span(d.timeoutSeconds * 1000)}${d.onTimeout && d.onTimeout !== "fail" ? ` → ${d.onTimeout}` : ""}`;
+  if (!text) return null;
+  return <div className={`snode-summary ${type === "Transform" ? "mono" : ""}`}>{text}</div>;
+}
+
+function RunBadge({ run, id }: { run: { status: string; total: number; counts: Record<string, number>; wakeAt?: string | null }; id: string }) {
   const c = run.counts;
   if (run.total <= 1 && !(run.total === 1 && c._instances)) {
-    return <div className={`snode-status status-${run.status}`}>{run.status.replace(/_/g, " ")}</div>;
+    return (
+      <div className={`snode-status status-${run.status}`}>
+        {run.status.replace(/_/g, " ")}
+        {run.status === "sleeping" && run.wakeAt && (
+          <>
+            {" · "}
+            <Countdown at={run.wakeAt} before="wakes in" due="waking…" />
+          </>
+        )}
+      </div>
+    );
   }
   const parts: string[] = [];
   if (c.completed) parts.push(`${c.completed} ✓`);
   if (c.failed) parts.push(`${c.failed} ✗`);
   if (c.running) parts.push(`${c.running} running`);
   if (c.waiting_for_user) parts.push(`${c.waiting_for_user} waiting`);
+  if (c.sleeping) parts.push(`${c.sleeping} sleeping`);
   if (c.skipped) parts.push(`${c.skipped} skipped`);
   if (c.cancelled) parts.push(`${c.cancelled} cancelled`);
   return (
@@ -61,4 +90,12 @@ function RunBadge({ run, id }: { run: { status: string; total: number; counts: R
   );
 }
 
-export const nodeTypes = { Worker: StitchNode, UX: StitchNode, Condition: StitchNode, Splitter: StitchNode, Collector: StitchNode };
+export const nodeTypes = {
+  Worker: StitchNode,
+  UX: StitchNode,
+  Condition: StitchNode,
+  Transform: StitchNode,
+  Wait: StitchNode,
+  Splitter: StitchNode,
+  Collector: StitchNode,
+};

@@ -59,6 +59,44 @@ export function duration(seconds: number): string {
   return `${(seconds / 86400).toFixed(1)}d`;
 }
 
+// span writes a time left (or past) as a countdown does: "45s",
+// "12m 5s", "1h 59m", "2d 3h".
+export function span(ms: number): string {
+  const t = Math.max(0, Math.ceil(ms / 1000));
+  const d = Math.floor(t / 86400);
+  const h = Math.floor((t % 86400) / 3600);
+  const m = Math.floor((t % 3600) / 60);
+  const s = t % 60;
+  if (d) return h ? `${d}d ${h}h` : `${d}d`;
+  if (h) return m ? `${h}h ${m}m` : `${h}h`;
+  if (m) return s ? `${m}m ${s}s` : `${m}m`;
+  return `${s}s`;
+}
+
+// useNow is the current time, ticking every ms while mounted.
+export function useNow(ms = 1000): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const t = window.setInterval(() => setNow(Date.now()), ms);
+    return () => window.clearInterval(t);
+  }, [ms]);
+  return now;
+}
+
+// Countdown says how long until a time, live: "{before} 1h 59m", then
+// `due` once it passed (the server acts on it within a poll or two).
+export function Countdown({ at, before, due, className }: { at: string; before: string; due: string; className?: string }) {
+  const now = useNow(1000);
+  const when = new Date(at).getTime();
+  if (isNaN(when)) return null;
+  const left = when - now;
+  return (
+    <span className={className} title={new Date(at).toLocaleString()} data-countdown={at} data-due={left <= 0 ? "true" : undefined}>
+      {left > 0 ? `${before} ${span(left)}` : due}
+    </span>
+  );
+}
+
 // useLoad runs a loader and keeps its data, error and loading state;
 // reload() runs it again (quietly, keeping the old data on screen).
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {

@@ -1,6 +1,6 @@
 import { useEffect, useState, type FormEvent } from "react";
 import { api, describe, stream, type Approval } from "../api";
-import { ago, Empty, ErrorBox, Json, Spinner, useLoad, useThrottled } from "../components/common";
+import { ago, Countdown, Empty, ErrorBox, Json, Spinner, useLoad, useThrottled } from "../components/common";
 import { outcomesOf } from "../graph";
 import { Link } from "../router";
 
@@ -33,8 +33,16 @@ export function Approvals() {
           <li key={`${a.run_id}/${a.key}`} className="card approval" data-approval={`${a.run_id}/${a.key}`}>
             <div className="approval-head">
               <h2>{a.label || a.node_id}</h2>
-              <span className="muted" title={a.waiting_since}>
-                waiting {ago(a.waiting_since).replace(" ago", "")}
+              <span className="approval-times">
+                <span className="muted" title={a.waiting_since}>
+                  waiting {ago(a.waiting_since).replace(" ago", "")}
+                </span>
+                {a.deadline && (
+                  <>
+                    {" · "}
+                    <Countdown at={a.deadline} before="times out in" due="timing out now…" className="deadline" />
+                  </>
+                )}
               </span>
             </div>
             {a.prompt && <p className="prompt">{a.prompt}</p>}

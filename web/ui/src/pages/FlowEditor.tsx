@@ -44,6 +44,8 @@ function Editor({ flowId, version }: Props) {
   const wrapper = useRef<HTMLDivElement>(null);
   const [nodes, setNodes, onNodesChange] = useNodesState<CanvasNode>([]);
   const [edges, setEdges, onEdgesChange] = useEdgesState<Edge>([]);
+  const nodesRef = useRef<CanvasNode[]>([]);
+  nodesRef.current = nodes;
   const [flow, setFlow] = useState<Flow | null>(null);
   const [name, setName] = useState("Untitled flow");
   const [boardId, setBoardId] = useState<string>("");
@@ -110,7 +112,7 @@ function Editor({ flowId, version }: Props) {
   // Paint compile problems on nodes and edges.
   const byNode = useMemo(() => {
     const m: Record<string, string[]> = {};
-    for (const p of problems) if (p.node_id) (m[p.node_id] ??= []).push(p.message);
+    for (const p of problems) if (p.node_id && !p.stale) (m[p.node_id] ??= []).push(problemText(p.message, p.node_id));
     return m;
   }, [problems]);
   const byEdge = useMemo(() => {
@@ -226,7 +228,15 @@ function Editor({ flowId, version }: Props) {
 
   const updateNode = useCallback(
     (id: string, data: Record<string, any>) => {
+      const before = nodesRef.current.find((n) => n.id === id)?.data ?? {};
       setNodes((ns) => ns.map((n) => (n.id === id ? { ...n, data } : n)));
+      // A message about a field edited since the save is stale: shown in
+      // the settings, no longer painted on the canvas.
+      const edited = (p: Problem) => {
+        const k = /\.data\.([A-Za-z0-9_]+)/.exec(p.path ?? "")?.[1];
+        return !!k && JSON.stringify(before[k]) !== JSON.stringify(data[k]);
+      };
+      setProblems((ps) => (ps.some((p) => p.node_id === id && !p.stale && edited(p)) ? ps.map((p) => (p.node_id === id && edited(p) ? { ...p, stale: true } : p)) : ps));
       markDirty();
     },
     [setNodes, markDirty],

@@ -1,8 +1,9 @@
 import type { Edge } from "@xyflow/react";
-import { useEffect, useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import type { Problem } from "../api";
+import { span } from "../components/common";
 import type { CanvasNode } from "../graph";
-import { DEFAULT_OUTCOMES, edgeKind, edgeLabel, outcomesOf, problemText, TYPE_HELP, type EdgeKind, type NodeType } from "../graph";
+import { DEFAULT_OUTCOMES, edgeKind, edgeLabel, outcomesOf, parseDuration, parseTime, problemText, TYPE_HELP, type EdgeKind, type NodeType } from "../graph";
 
 // setIn returns a copy of obj with path set to v; empty values and empty
 // objects are dropped so the saved graph stays minimal.
@@ -26,7 +27,7 @@ interface NodeProps {
   nodes: CanvasNode[];
   edges: Edge[];
   sections: { id: string; name: string }[] | null;
-  problems: Problem[];
+  problems: (Problem & { stale?: boolean })[];
   onChange: (id: string, data: Record<string, any>) => void;
   onRename: (from: string, to: string) => void;
   onDelete: (id: string) => void;
@@ -44,6 +45,11 @@ export function NodeSettings({ node, nodes, edges, sections, problems, onChange,
   const [target, setTarget] = useState("");
   const targets = nodes.filter((n) => n.id !== node.id && !edges.some((e) => e.source === node.id && e.target === n.id));
   const outgoing = edges.filter((e) => e.source === node.id);
+  // A server message about one field is shown under that field; the rest
+  // at the top.
+  const at = (field: string) => problems.filter((p) => new RegExp(`\\.data\\.${field}(\\.|\\[|$)`).test(p.path ?? ""));
+  const fields = type === "Transform" ? ["expression"] : type === "Wait" ? ["duration", "until", "timezone"] : type === "UX" ? ["timeoutSeconds", "onTimeout"] : [];
+  const claimed = new Set(fields.flatMap(at));
   const commitId = () => {
     const v = idDraft.trim();
     if (v === node.id) return setIdError(null);
@@ -59,12 +65,15 @@ export function NodeSettings({ node, nodes, edges, sections, problems, onChange,
         <span className={`type-chip snode-${type.toLowerCase()}`}>{type}</span> {node.id}
       </h2>
       <p className="muted small">{TYPE_HELP[type]}</p>
-      {problems.map((p, i) => (
-        <p key={i} className="field-error" role="alert">
-          ⚠ {p.path ? <span className="mono">{p.path}: </span> : null}
-          {p.message}
-        </p>
-      ))}
+      {problems
+        .filter((p) => !claimed.has(p))
+        .map((p, i) => (
+          <p key={i} className={`field-error ${p.stale ? "stale" : ""}`} role="alert">
+            ⚠ {p.stale ? "At the last save: " : ""}
+            {p.path ? <span className="mono">{p.path}: </span> : null}
+            {p.message}
+          </p>
+        ))}
       <Field label="Node id" id="node-id" error={idError}>
         <input id="node-id" value={idDraft} onChange={(e) => setIdDraft(e.target.value)} onBlur={commitId} onKeyDown={(e) => e.key === "Enter" && commitId()} />
       </Field>
@@ -116,12 +125,16 @@ export function NodeSettings({ node, nodes, edges, sections, problems, onChange,
                 const { [rename[0]]: moved, ...rest } = by;
                 nd = { ...nd, entityMovement: { ...d.entityMovement, onOutcome: { ...rest, [rename[1]]: moved } } };
               }
+              if (rename && d.onTimeout === rename[0]) nd.onTimeout = rename[1];
               onChange(node.id, nd);
               if (rename) onRenameOutcome(node.id, rename[0], rename[1]);
             }}
           />
+          <UXTimeout data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} />
         </>
       )}
+      {type === "Transform" && <ExpressionField value={d.expression ?? ""} onChange={set(["expression"])} problems={at("expression")} nodeId={node.id} />}
+      {type === "Wait" && <WaitFields data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} />}
       {type === "Splitter" && (
         <Field label="Array path" id="node-array" hint="A gjson path into the input, e.g. contacts or lead.contacts. One parallel path per item.">
           <input id="node-array" className="mono" value={d.arrayPath ?? ""} onChange={(e) => set(["arrayPath"])(e.target.value)} />
@@ -289,12 +302,329 @@ function OutcomesEditor({
   );
 }
 
+// ServerProblems shows the server's messages about one field, marked
+// stale once the field was edited after the save that found them.
+function ServerProblems({ problems, id }: { problems: (Problem & { stale?: boolean })[]; id: string }) {
+  return (
+    <>
+      {problems.map((p, i) => (
+        <p key={i} className={`field-error ${p.stale ? "stale" : ""}`} role="alert" data-check="server">
+          ⚠ {p.stale ? "At the last save: " : ""}
+          {problemText(p.message, id)}
+        </p>
+      ))}
+    </>
+  );
+}
+
+// ExpressionField edits a Transform's expression: its value is the
+// node's output. Slips are caught as you type; the server compiles it
+// when the flow is saved and its message is shown here.
+function ExpressionField({ value, onChange, problems, nodeId }: { value: string; onChange: (v: string) => void; problems: (Problem & { stale?: boolean })[]; nodeId: string }) {
+  const empty = "Write an expression whose value is the output, e.g. {\"name\": upper(input.first)}.";
+  const [check, setCheck] = useState<string | null>(() => (value ? checkExpression(value, empty) : null));
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    const t = window.setTimeout(() => setCheck(checkExpression(value, empty)), 350);
+    return () => window.clearTimeout(t);
+  }, [value, empty]);
+  return (
+    <div className="field">
+      <label htmlFor="node-expression">Expression</label>
+      <textarea
+        id="node-expression"
+        className="mono"
+        rows={5}
+        spellCheck={false}
+        placeholder='{"name": upper(input.first), "hot": input.employees > 100}'
+        value={value}
+        aria-invalid={!!check || problems.some((p) => !p.stale)}
+        aria-describedby="node-expression-help"
+        onChange={(e) => onChange(e.target.value)}
+      />
+      <p className="hint" id="node-expression-help">
+        An <a href="https://expr-lang.org/docs/language-definition" target="_blank" rel="noreferrer">expr</a> expression; its value is this step's output.
+        Names: <code>input</code> (this step's input), <code>run.id</code>, <code>run.input</code>, <code>entity</code> (or nil). E.g.{" "}
+        <code>{`{"name": upper(input.first), "hot": input.employees > 100}`}</code>. It is compiled when you save; an error while it runs fails the step with
+        the reason.
+      </p>
+      {check && (
+        <p className="field-error" role="alert" data-check="local">
+          {check}
+        </p>
+      )}
+      <ServerProblems problems={problems} id={nodeId} />
+    </div>
+  );
+}
+
+// Common IANA zones, for browsers that cannot list their own.
+const ZONES = [
+  "UTC",
+  "Europe/London",
+  "Europe/Paris",
+  "Europe/Berlin",
+  "Europe/Madrid",
+  "Europe/Moscow",
+  "America/New_York",
+  "America/Chicago",
+  "America/Denver",
+  "America/Los_Angeles",
+  "America/Sao_Paulo",
+  "Asia/Dubai",
+  "Asia/Kolkata",
+  "Asia/Singapore",
+  "Asia/Shanghai",
+  "Asia/Tokyo",
+  "Australia/Sydney",
+  "Pacific/Auckland",
+];
+
+function zones(): string[] {
+  try {
+    const all = (Intl as any).supportedValuesOf?.("timeZone") as string[] | undefined;
+    if (all?.length) return ["UTC", ...all.filter((z) => z !== "UTC")];
+  } catch {
+    /* an older browser: the common ones */
+  }
+  return ZONES;
+}
+
+function knownZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en", { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// WaitFields edits a Wait node: it waits for a duration, or until a time
+// (an RFC 3339 time, or an expression giving one) read in a timezone when
+// it has no offset. The server takes one of duration and until.
+function WaitFields({
+  data,
+  onChange,
+  problemsAt,
+}: {
+  data: Record<string, any>;
+  onChange: (d: Record<string, any>) => void;
+  problemsAt: (field: string) => (Problem & { stale?: boolean })[];
+}) {
+  const [mode, setMode] = useState<"duration" | "until">(() => (data.until !== undefined && data.duration === undefined ? "until" : "duration"));
+  // What was typed in the other mode comes back when you switch back.
+  const kept = useRef<Record<string, any>>({});
+  const [zoneList] = useState(zones);
+  const switchTo = (m: "duration" | "until") => {
+    if (m === mode) return;
+    const next: Record<string, any> = { ...data };
+    const away = m === "duration" ? ["until", "timezone"] : ["duration"];
+    for (const k of away) {
+      if (next[k] !== undefined) kept.current[k] = next[k];
+      delete next[k];
+    }
+    for (const k of m === "duration" ? ["duration"] : ["until", "timezone"]) if (kept.current[k] !== undefined && next[k] === undefined) next[k] = kept.current[k];
+    setMode(m);
+    onChange(next);
+  };
+  const put = (k: string, v: string) => {
+    const next = { ...data };
+    if (v === "") delete next[k];
+    else next[k] = v;
+    onChange(next);
+  };
+  const dur = typeof data.duration === "string" ? data.duration : "";
+  const until = typeof data.until === "string" ? data.until : "";
+  const tz = typeof data.timezone === "string" ? data.timezone : "";
+  const secs = parseDuration(dur);
+  const time = parseTime(until);
+  const both = data.duration !== undefined && data.until !== undefined;
+  return (
+    <fieldset className="wait-fields" aria-label="Wait">
+      <legend>Wait</legend>
+      <div className="tabs" role="radiogroup" aria-label="Wait how">
+        <label className={mode === "duration" ? "active" : ""}>
+          <input type="radio" name="wait-mode" value="duration" checked={mode === "duration"} onChange={() => switchTo("duration")} /> for a duration
+        </label>
+        <label className={mode === "until" ? "active" : ""}>
+          <input type="radio" name="wait-mode" value="until" checked={mode === "until"} onChange={() => switchTo("until")} /> until a time
+        </label>
+      </div>
+      {both && (
+        <p className="field-error" role="alert">
+          This step has both a duration and an until time: keep one (switch to the other and back to drop it).
+        </p>
+      )}
+      {mode === "duration" ? (
+        <div className="field">
+          <label htmlFor="node-duration">Duration</label>
+          <input
+            id="node-duration"
+            className="mono"
+            placeholder="48h, 90m, P2D, PT1H30M"
+            value={dur}
+            aria-invalid={(!!dur.trim() && secs === null) || problemsAt("duration").some((p) => !p.stale)}
+            onChange={(e) => put("duration", e.target.value)}
+          />
+          {!dur.trim() ? (
+            <p className="hint">Go (48h, 90m, 1h30m) or ISO-8601 (P2D, PT1H30M). Counted from when the step starts, on the server's clock.</p>
+          ) : secs === null ? (
+            <p className="field-error" role="alert" data-check="local">
+              Not a duration: write 48h, 90m, 1h30m, P2D or PT1H30M.
+            </p>
+          ) : (
+            <p className="hint" data-wait-preview>
+              Waits {secs === 0 ? "not at all" : span(secs * 1000)} after the step starts.
+            </p>
+          )}
+          <ServerProblems problems={problemsAt("duration")} id="" />
+        </div>
+      ) : (
+        <>
+          <div className="field">
+            <label htmlFor="node-until">Until</label>
+            <input
+              id="node-until"
+              className="mono"
+              placeholder="2026-12-01T09:00:00+01:00 or input.due_at"
+              value={until}
+              spellCheck={false}
+              aria-invalid={problemsAt("until").some((p) => !p.stale)}
+              onChange={(e) => put("until", e.target.value)}
+            />
+            <p className="hint" data-wait-preview>
+              {!until.trim()
+                ? "A time (RFC 3339, e.g. 2026-12-01T09:00:00+01:00) or an expression over input, run and entity giving one, e.g. input.due_at."
+                : time?.offset
+                  ? `Waits until ${time.date.toLocaleString()} (your time).`
+                  : time
+                    ? `A time without an offset: read in ${tz || "UTC"}.`
+                    : "An expression: evaluated when the step starts; it must give a time. A time already past goes on at once."}
+            </p>
+            <ServerProblems problems={problemsAt("until")} id="" />
+          </div>
+          <div className="field">
+            <label htmlFor="node-timezone">Timezone</label>
+            <input
+              id="node-timezone"
+              list="node-timezones"
+              placeholder="UTC"
+              value={tz}
+              aria-invalid={(!!tz && !knownZone(tz)) || problemsAt("timezone").some((p) => !p.stale)}
+              onChange={(e) => put("timezone", e.target.value)}
+            />
+            <datalist id="node-timezones">
+              {zoneList.map((z) => (
+                <option key={z} value={z} />
+              ))}
+            </datalist>
+            {tz && !knownZone(tz) ? (
+              <p className="field-error" role="alert" data-check="local">
+                “{tz}” is not an IANA time zone (Europe/Paris, America/New_York).
+              </p>
+            ) : (
+              <p className="hint">For times without an offset. Empty: UTC.</p>
+            )}
+            <ServerProblems problems={problemsAt("timezone")} id="" />
+          </div>
+        </>
+      )}
+    </fieldset>
+  );
+}
+
+// UXTimeout edits how long a UX step waits for a person and what happens
+// then: the step fails, or one of its outcomes is chosen for the person.
+function UXTimeout({
+  data,
+  onChange,
+  problemsAt,
+}: {
+  data: Record<string, any>;
+  onChange: (d: Record<string, any>) => void;
+  problemsAt: (field: string) => (Problem & { stale?: boolean })[];
+}) {
+  const outcomes = outcomesOf(data);
+  const secs = typeof data.timeoutSeconds === "number" ? data.timeoutSeconds : undefined;
+  const on = typeof data.onTimeout === "string" ? data.onTimeout : "fail";
+  const unknown = on !== "fail" && !outcomes.includes(on);
+  return (
+    <fieldset className="ux-timeout">
+      <legend>Timeout</legend>
+      <div className="field">
+        <label htmlFor="node-timeout">Timeout (seconds)</label>
+        <input
+          id="node-timeout"
+          type="number"
+          min={1}
+          step={1}
+          placeholder="waits forever"
+          value={secs ?? ""}
+          aria-invalid={problemsAt("timeoutSeconds").some((p) => !p.stale)}
+          onChange={(e) => {
+            const v = num(e.target.value);
+            const next = { ...data };
+            if (v === undefined || isNaN(v)) {
+              delete next.timeoutSeconds;
+              delete next.onTimeout; // the server refuses an onTimeout without a timeout
+            } else next.timeoutSeconds = v;
+            onChange(next);
+          }}
+        />
+        <p className="hint">{secs === undefined
+            ? "Empty: it waits for a person forever."
+            : secs > 0
+              ? `If nobody answers within ${span(secs * 1000)}, the step times out.`
+              : "A timeout is more than 0 seconds."}</p>
+        <ServerProblems problems={problemsAt("timeoutSeconds")} id="" />
+      </div>
+      {secs !== undefined && (
+        <div className="field">
+          <label htmlFor="node-ontimeout">On timeout</label>
+          <select
+            id="node-ontimeout"
+            value={on}
+            aria-invalid={unknown || problemsAt("onTimeout").some((p) => !p.stale)}
+            onChange={(e) => {
+              const next = { ...data };
+              if (e.target.value === "fail") delete next.onTimeout;
+              else next.onTimeout = e.target.value;
+              onChange(next);
+            }}
+          >
+            <option value="fail">fail the step</option>
+            {(unknown ? [on, ...outcomes] : outcomes).map((o) => (
+              <option key={o} value={o}>
+                choose “{o}”{outcomes.includes(o) ? "" : " (not offered)"}
+              </option>
+            ))}
+          </select>
+          {unknown ? (
+            <p className="field-error" role="alert" data-check="local">
+              “{on}” is not one of this step's outcomes any more: choose another.
+            </p>
+          ) : (
+            <p className="hint">
+              {on === "fail" ? "The step fails (a failure edge takes it on)." : `As if a person chose “${on}”: its edge is taken, the decision is by “timeout”.`}
+            </p>
+          )}
+          <ServerProblems problems={problemsAt("onTimeout")} id="" />
+        </div>
+      )}
+    </fieldset>
+  );
+}
+
 // checkExpression catches slips as you type (an empty expression, an
 // unclosed bracket or string, a trailing operator). The server's compile
 // is the truth: names and types are checked when the flow is saved.
-export function checkExpression(src: string): string | null {
+export function checkExpression(src: string, empty = "Write an expression that is true or false, e.g. output.score > 50."): string | null {
   const s = src.trim();
-  if (!s) return "Write an expression that is true or false, e.g. output.score > 50.";
+  if (!s) return empty;
   const stack: string[] = [];
   const pairs: Record<string, string> = { ")": "(", "]": "[", "}": "{" };
   let quote = "";

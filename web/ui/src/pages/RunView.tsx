@@ -1,7 +1,7 @@
 import { Background, Controls, ReactFlow, ReactFlowProvider, type Edge } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { api, describe, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
-import { ago, ErrorBox, Json, Spinner, Status, useThrottled } from "../components/common";
+import { ago, Countdown, ErrorBox, Json, Spinner, Status, useThrottled } from "../components/common";
 import { nodeTypes } from "../components/StitchNode";
 import { edgeKind, outcomesOf, toCanvas, type CanvasNode } from "../graph";
 import { Link } from "../router";
@@ -11,15 +11,19 @@ interface Agg {
   status: string;
   total: number;
   counts: Record<string, number>;
+  // wakeAt: the earliest wake time of the node's sleeping instances.
+  wakeAt?: string | null;
 }
 
 // aggregate folds a node's instances into one status and counts.
 function aggregate(states: NodeState[]): Agg {
   const counts: Record<string, number> = {};
   let instances = false;
+  let wakeAt: string | null = null;
   for (const s of states) {
     counts[s.status] = (counts[s.status] ?? 0) + 1;
     if (s.index?.length) instances = true;
+    if (s.status === "sleeping" && s.wake_at && (!wakeAt || new Date(s.wake_at) < new Date(wakeAt))) wakeAt = s.wake_at;
   }
   if (instances) counts._instances = 1;
   const total = states.length;
@@ -28,11 +32,12 @@ function aggregate(states: NodeState[]): Agg {
   if (counts.failed) status = "failed";
   else if (counts.running) status = "running";
   else if (counts.waiting_for_user) status = "waiting_for_user";
+  else if (counts.sleeping) status = "sleeping";
   else if (total && counts.skipped === total) status = "skipped";
   else if (total && done === total) status = "completed";
   else if (total && counts.cancelled === total) status = "cancelled";
   else if (done) status = "running";
-  return { status, total, counts };
+  return { status, total, counts, wakeAt };
 }
 
 // edgeTaken says whether a run took an edge: true once any instance of its
@@ -229,6 +234,7 @@ export function RunView({ runId }: { runId: string }) {
               <Controls showInteractive={false} />
             </ReactFlow>
           </ReactFlowProvider>
+          <Legend />
         </div>
         <aside className="side" aria-label="Details">
           {selected ? (
@@ -249,6 +255,22 @@ export function RunView({ runId }: { runId: string }) {
         </aside>
       </div>
     </section>
+  );
+}
+
+// The node statuses, in the order a node goes through them, as the canvas
+// paints them.
+const LEGEND = ["pending", "running", "waiting_for_user", "sleeping", "completed", "failed", "skipped", "cancelled"];
+
+function Legend() {
+  return (
+    <ul className="legend" aria-label="Node statuses">
+      {LEGEND.map((s) => (
+        <li key={s}>
+          <Status status={s} />
+        </li>
+      ))}
+    </ul>
   );
 }
 
@@ -283,7 +305,7 @@ function RunSummary({ run }: { run: Run }) {
   );
 }
 
-const FILTERS = ["all", "failed", "running", "waiting_for_user", "completed", "skipped"];
+const FILTERS = ["all", "failed", "running", "waiting_for_user", "sleeping", "completed", "skipped", "cancelled"];
 
 function NodeDetail(props: {
   nodeId: string;
@@ -311,7 +333,10 @@ function NodeDetail(props: {
         <>
           <p>
             {states.length} instances: {agg.counts.completed ?? 0} ✓ {agg.counts.failed ?? 0} ✗ {agg.counts.running ?? 0} running
+            {agg.counts.waiting_for_user ? ` ${agg.counts.waiting_for_user} waiting` : ""}
+            {agg.counts.sleeping ? ` ${agg.counts.sleeping} sleeping` : ""}
             {agg.counts.skipped ? ` ${agg.counts.skipped} skipped` : ""}
+            {agg.counts.cancelled ? ` ${agg.counts.cancelled} cancelled` : ""}
           </p>
           <label htmlFor="inst-filter">Show</label>
           <select id="inst-filter" value={filter} onChange={(e) => setFilter(e.target.value)}>
@@ -347,6 +372,24 @@ function NodeDetail(props: {
             <dd title={current.started_at ?? ""}>{ago(current.started_at)}</dd>
             <dt>Finished</dt>
             <dd title={current.finished_at ?? ""}>{current.finished_at ? ago(current.finished_at) : "—"}</dd>
+            {current.status === "sleeping" && current.wake_at && (
+              <>
+                <dt>Wakes</dt>
+                <dd data-wake>
+                  <Countdown at={current.wake_at} before="wakes in" due="waking now…" className="countdown" />
+                  <div className="muted small">{new Date(current.wake_at).toLocaleString()}</div>
+                </dd>
+              </>
+            )}
+            {current.status === "waiting_for_user" && current.deadline && (
+              <>
+                <dt>Deadline</dt>
+                <dd data-deadline>
+                  <Countdown at={current.deadline} before="times out in" due="timing out now…" className="countdown" />
+                  <div className="muted small">{new Date(current.deadline).toLocaleString()}</div>
+                </dd>
+              </>
+            )}
             {Array.isArray(current.taken) && (
               <>
                 <dt>Took</dt>
@@ -367,6 +410,9 @@ function NodeDetail(props: {
             )}
           </dl>
           {current.status === "skipped" && <p className="muted small">Skipped: none of the edges into this step was taken, so it did not run.</p>}
+          {current.status === "sleeping" && (
+            <p className="muted small">Sleeping: this Wait step goes on with its input when its time comes. Cancelling the run ends the wait.</p>
+          )}
           {current.status === "failed" && (
             <button type="button" className="btn primary" onClick={() => void props.onRetry(current.key)}>
               Retry {current.key}
@@ -414,6 +460,8 @@ function eventSummary(e: StreamEvent): string {
   if (p.status_code) parts.push(`HTTP ${p.status_code}`);
   if (p.error) parts.push(String(p.error));
   if (p.to_section_id) parts.push(`→ ${p.to_section_id}`);
+  if (e.type === "approval.timed_out") parts.push(`no answer in time → ${p.on_timeout && p.on_timeout !== "fail" ? p.on_timeout : "fail"}`);
+  if (p.wake_at) parts.push(`wakes ${new Date(p.wake_at).toLocaleString()}`);
   return parts.join(" · ");
 }
 
