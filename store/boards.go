@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -264,6 +265,23 @@ func (s *Store) MoveEntityManually(ctx context.Context, entityID, sectionID, jou
 	return interpretError(err)
 }
 
+// ErrEntityExists: an entity upsert under CreateEntitiesOnly found an
+// entity with the same email on the board (and changed nothing).
+var ErrEntityExists = errors.New("an entity with this email is already on the board")
+
+type createOnlyKey struct{}
+
+// CreateEntitiesOnly marks ctx so that an entity upsert made with it (an
+// unauthenticated hook starting a run) only creates: an entity with the
+// same email on the board is left as it is — not renamed, not attached to
+// the run — and the upsert fails with ErrEntityExists. A context value
+// because the upsert runs inside the engine's run-start transaction.
+func CreateEntitiesOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, createOnlyKey{}, true)
+}
+
+func createOnly(ctx context.Context) bool { v, _ := ctx.Value(createOnlyKey{}).(bool); return v }
+
 func (t *pgTx) UpsertEntity(ctx context.Context, id string, e engine.EntityUpsert) (string, error) {
 	meta := e.Metadata
 	if len(meta) == 0 {
@@ -273,13 +291,22 @@ func (t *pgTx) UpsertEntity(ctx context.Context, id string, e engine.EntityUpser
 	if e.Email != "" {
 		email = e.Email
 	}
+	// Create only: DO NOTHING returns no row for an existing email, and
+	// waits for a concurrent insert of it, so of two requests racing with
+	// a new email one creates and the other changes nothing.
+	onConflict := `DO UPDATE SET name = EXCLUDED.name, metadata = entities.metadata || EXCLUDED.metadata, updated_at = now()`
+	if createOnly(ctx) {
+		onConflict = `DO NOTHING`
+	}
 	var out string
 	var inserted bool
 	err := t.raw(ctx, `INSERT INTO entities (id, board_id, type, name, email, metadata, section_id, section_since)
 		VALUES (?, ?, ?, ?, ?, ?::jsonb, (SELECT id FROM sections WHERE board_id = ? ORDER BY position LIMIT 1), now())
-		ON CONFLICT (board_id, lower(email)) WHERE email IS NOT NULL
-		DO UPDATE SET name = EXCLUDED.name, metadata = entities.metadata || EXCLUDED.metadata, updated_at = now()
+		ON CONFLICT (board_id, lower(email)) WHERE email IS NOT NULL `+onConflict+`
 		RETURNING id::text, (xmax = 0)`, id, e.BoardID, e.Type, e.Name, email, string(meta), e.BoardID).Row().Scan(&out, &inserted)
+	if errors.Is(err, sql.ErrNoRows) && createOnly(ctx) {
+		return "", ErrEntityExists
+	}
 	if err != nil {
 		return "", interpretError(err)
 	}

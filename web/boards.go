@@ -265,7 +265,8 @@ func (s *Server) createTrigger(c echo.Context) error {
 		return badRequest("slug must be 1-100 lowercase letters, digits, '-' or '_'")
 	}
 	ctx := c.Request().Context()
-	if _, err := s.cfg.Store.GetFlow(ctx, flowID); err != nil {
+	f, err := s.cfg.Store.GetFlow(ctx, flowID)
+	if err != nil {
 		return err
 	}
 	t := store.Trigger{ID: uuid.NewString(), FlowID: flowID, Slug: b.Slug}
@@ -283,6 +284,10 @@ func (s *Server) createTrigger(c echo.Context) error {
 			if errors.Is(err, engine.ErrNotFound) {
 				return badRequest("board " + b.Entity.BoardID + " does not exist")
 			}
+			return err
+		}
+		if err := s.checkEntityBoard(ctx, entityBoardCheck{FlowBoardID: f.BoardID, EntityBoardID: b.Entity.BoardID,
+			Execution: f.Execution}); err != nil {
 			return err
 		}
 		t.Entity, _ = json.Marshal(b.Entity)
@@ -306,8 +311,9 @@ func orEmpty(b json.RawMessage) json.RawMessage {
 // webhookTolerance bounds the age of a signed inbound webhook (replays).
 const webhookTolerance = 5 * time.Minute
 
-// hook is the inbound trigger endpoint: verify, upsert the entity, start a
-// run with the body as input.
+// hook is the inbound trigger endpoint: verify, upsert the entity (only
+// create it, for a trigger without a secret), start a run with the body as
+// input.
 func (s *Server) hook(c echo.Context) error {
 	ctx := c.Request().Context()
 	body, err := io.ReadAll(c.Request().Body)
@@ -366,7 +372,16 @@ func (s *Server) hook(c echo.Context) error {
 		if up.Name == "" {
 			up.Name = m.Type
 		}
+		if err := s.checkEntityBoard(ctx, entityBoardCheck{FlowBoardID: f.BoardID, EntityBoardID: m.BoardID,
+			Execution: f.Execution}); err != nil {
+			return err
+		}
 		p.Entity = &up
+		if t.Secret == nil {
+			// Unauthenticated: anyone who knows an email could otherwise
+			// rename its entity and take over its current run.
+			ctx = store.CreateEntitiesOnly(ctx)
+		}
 	}
 	if p.IdempotencyKey, err = hookIdempotencyKey(t, c.Request().Header); err != nil {
 		return err
@@ -382,7 +397,7 @@ func (s *Server) hook(c echo.Context) error {
 	}
 	run, _, err := s.cfg.Engine.StartRun(ctx, p)
 	if err != nil {
-		return err
+		return entityExists(err)
 	}
 	return c.JSON(http.StatusAccepted, map[string]any{"run_id": run.ID, "entity_id": run.EntityID})
 }

@@ -69,7 +69,7 @@ func (s *Server) startRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	versionID := f.VersionID
+	versionID, exec := f.VersionID, f.Execution
 	if b.Version != nil {
 		v, err := s.cfg.Store.GetVersion(ctx, flowID, *b.Version)
 		if err != nil {
@@ -78,7 +78,18 @@ func (s *Server) startRun(c echo.Context) error {
 			}
 			return err
 		}
-		versionID = v.ID
+		versionID, exec = v.ID, v.Execution
+	}
+	if b.EntityID != nil {
+		e, err := s.cfg.Store.GetEntity(ctx, *b.EntityID)
+		if errors.Is(err, engine.ErrNotFound) {
+			return badRequest("entity " + *b.EntityID + " does not exist")
+		} else if err != nil {
+			return err
+		}
+		if err := s.checkEntityBoard(ctx, entityBoardCheck{FlowBoardID: f.BoardID, EntityBoardID: e.BoardID, Execution: exec}); err != nil {
+			return err
+		}
 	}
 	key := strings.TrimSpace(c.Request().Header.Get("Idempotency-Key"))
 	if len(key) > 255 {
