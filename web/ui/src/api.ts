@@ -51,6 +51,24 @@ export function describe(err: unknown): string {
   return String(err);
 }
 
+// The server's clock, as far as its Date header (whole seconds) tells:
+// due times (a Wait's wake_at, an approval's deadline) are server time,
+// so a countdown on a computer whose clock is off would be off too. An
+// offset under 2 s is within the header's precision and ignored.
+let clockOffset = 0;
+
+function noteServerTime(res: Response) {
+  const d = Date.parse(res.headers.get("Date") ?? "");
+  if (isNaN(d)) return;
+  const off = d + 500 - Date.now();
+  clockOffset = Math.abs(off) > 2000 ? off : 0;
+}
+
+// serverNow is the current time on the server's clock.
+export function serverNow(): number {
+  return Date.now() + clockOffset;
+}
+
 export async function api<T>(method: string, path: string, body?: unknown, token = getToken()): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (token) headers.Authorization = `Bearer ${token}`;
@@ -60,6 +78,7 @@ export async function api<T>(method: string, path: string, body?: unknown, token
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
   });
+  noteServerTime(res);
   if (res.status === 204) return undefined as T;
   const text = await res.text();
   let data: any = null;

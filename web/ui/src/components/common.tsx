@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState, type ReactNode } from "react";
-import { describe } from "../api";
+import { describe, serverNow } from "../api";
 
 export function Spinner({ label = "Loading…" }: { label?: string }) {
   return (
@@ -73,11 +73,12 @@ export function span(ms: number): string {
   return `${s}s`;
 }
 
-// useNow is the current time, ticking every ms while mounted.
+// useNow is the current time on the server's clock, ticking every ms
+// while mounted.
 export function useNow(ms = 1000): number {
-  const [now, setNow] = useState(() => Date.now());
+  const [now, setNow] = useState(() => serverNow());
   useEffect(() => {
-    const t = window.setInterval(() => setNow(Date.now()), ms);
+    const t = window.setInterval(() => setNow(serverNow()), ms);
     return () => window.clearInterval(t);
   }, [ms]);
   return now;

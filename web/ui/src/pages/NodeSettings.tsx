@@ -20,6 +20,10 @@ function setIn(obj: Record<string, any>, path: string[], v: any): Record<string,
   return out;
 }
 
+// The node types that may move the run's entity when they complete or
+// fail (a Splitter or Collector may not).
+const MOVES: string[] = ["Worker", "UX", "Condition", "Transform", "Wait"];
+
 const num = (s: string) => (s.trim() === "" ? undefined : Number(s));
 
 interface NodeProps {
@@ -140,7 +144,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, onChange,
           <input id="node-array" className="mono" value={d.arrayPath ?? ""} onChange={(e) => set(["arrayPath"])(e.target.value)} />
         </Field>
       )}
-      {(type === "Worker" || type === "UX") &&
+      {MOVES.includes(type) &&
         (["onSuccess", "onFailure"] as const).map((when) => (
           <Movement
             key={when}
