@@ -61,6 +61,9 @@ type Config struct {
 	// not, stitchd's own addresses (listen address, BaseURL) and link-local
 	// and cloud-metadata addresses are refused.
 	WorkerGuard *callbacks.AddressGuard
+	// MetricsGaugeMaxAge is how old /metrics' database-backed gauges may be
+	// (default 5s): read at most once in that time, for every scrape.
+	MetricsGaugeMaxAge time.Duration
 	// TriggerRate bounds the runs one inbound trigger starts a second
 	// (bursts of as many); beyond it a hook is answered 429 with
 	// Retry-After. 0 = no limit.
@@ -174,7 +177,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, a.closeEarly(err)
 	}
-	a.Metrics = metrics.New(a.Store.OutboxDepth, cfg.Logger)
+	a.Metrics = metrics.New(metrics.Config{OutboxDepth: a.Store.OutboxDepth, GaugeMaxAge: cfg.MetricsGaugeMaxAge, Logger: cfg.Logger})
 	a.tracing, err = tracing.Setup(ctx, tracing.Options{Endpoint: cfg.OTLPEndpoint, Version: cfg.Version})
 	if err != nil {
 		return nil, a.closeEarly(err)

@@ -8,7 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -53,7 +56,7 @@ func value(t *testing.T, m *metrics.Metrics, name string, labels map[string]stri
 
 func TestOnCommit(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(nil, quiet())
+	m := metrics.New(metrics.Config{Logger: quiet()})
 	m.OnCommit(engine.CommitInfo{RunID: "r", RunStarted: true, Transitions: []engine.TransitionInfo{
 		{Key: "a", NodeID: "a", Type: engine.NodeTypeWorker, To: engine.StatusRunning},
 		{Key: "u", NodeID: "u", Type: engine.NodeTypeUX, To: engine.StatusRunning},
@@ -94,7 +97,7 @@ func (f recorderFunc) RecordDelivery(_ context.Context, o engine.DeliveryOutcome
 
 func TestRecorderCountsAndPassesOn(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(nil, quiet())
+	m := metrics.New(metrics.Config{Logger: quiet()})
 	var seen []engine.DeliveryOutcome
 	inner := recorderFunc(func(o engine.DeliveryOutcome) error { seen = append(seen, o); return nil })
 	r := m.Recorder(inner)
@@ -115,7 +118,7 @@ func TestRecorderCountsAndPassesOn(t *testing.T) {
 
 func TestMiddlewareTimesCallbacksOnly(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(nil, quiet())
+	m := metrics.New(metrics.Config{Logger: quiet()})
 	h := m.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "stale") {
 			w.WriteHeader(http.StatusConflict)
@@ -137,16 +140,32 @@ func TestMiddlewareTimesCallbacksOnly(t *testing.T) {
 	require.Equal(t, []float64{2, 1}, []float64{ok, conflict})
 }
 
+// fakeClock is a clock the test moves.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
 func TestOutboxDepth(t *testing.T) {
 	t.Parallel()
 	depth := map[string]int64{"pending": 3, "sending": 1}
 	var fail error
-	m := metrics.New(func(context.Context) (map[string]int64, error) { return depth, fail }, quiet())
+	clock := &fakeClock{now: time.Unix(1_800_000_000, 0)}
+	m := metrics.New(metrics.Config{OutboxDepth: func(context.Context) (map[string]int64, error) { return depth, fail },
+		Clock: clock, Logger: quiet()})
 	p, _ := value(t, m, "stitchd_outbox_depth", map[string]string{"status": "pending"})
 	s, _ := value(t, m, "stitchd_outbox_depth", map[string]string{"status": "sending"})
 	require.Equal(t, []float64{3, 1}, []float64{p, s})
 
 	fail = errors.New("database down")
+	clock.add(metrics.DefaultGaugeMaxAge)
 	_, err := m.Registry.Gather()
 	require.ErrorContains(t, err, "database down", "a failed read is reported, not a false zero")
 	rec := httptest.NewRecorder()
@@ -156,10 +175,78 @@ func TestOutboxDepth(t *testing.T) {
 	require.NotContains(t, rec.Body.String(), `stitchd_outbox_depth{`)
 }
 
+// TestOutboxDepthIsShared: however many scrapes, at once or one after
+// another, the outbox is read at most once per GaugeMaxAge (counted by
+// the read function and by stitchd_metrics_gauge_reads_total); a failed
+// read is kept as long.
+func TestOutboxDepthIsShared(t *testing.T) {
+	t.Parallel()
+	var reads atomic.Int64
+	var pending atomic.Int64
+	var fail atomic.Bool
+	release := make(chan struct{})
+	clock := &fakeClock{now: time.Unix(1_800_000_000, 0)}
+	m := metrics.New(metrics.Config{Clock: clock, GaugeMaxAge: 5 * time.Second, Logger: quiet(),
+		OutboxDepth: func(context.Context) (map[string]int64, error) {
+			reads.Add(1)
+			<-release // every scrape arrives while the first reading is under way
+			if fail.Load() {
+				return nil, errors.New("database down")
+			}
+			return map[string]int64{"pending": pending.Load(), "sending": 0}, nil
+		}})
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	pending.Store(7)
+	var wg sync.WaitGroup
+	bodies := make([]string, 64)
+	for i := range bodies {
+		wg.Add(1)
+		go func() { defer wg.Done(); bodies[i] = scrape() }()
+	}
+	require.Eventually(t, func() bool { return reads.Load() == 1 }, 10*time.Second, time.Millisecond)
+	close(release)
+	wg.Wait()
+	for _, b := range bodies {
+		require.Contains(t, b, `stitchd_outbox_depth{status="pending"} 7`)
+	}
+	require.EqualValues(t, 1, reads.Load(), "64 concurrent scrapes, one read")
+
+	// Within the age, the reading is served as it was.
+	pending.Store(9)
+	clock.add(5*time.Second - time.Nanosecond)
+	for range 100 {
+		require.Contains(t, scrape(), `stitchd_outbox_depth{status="pending"} 7`)
+	}
+	require.EqualValues(t, 1, reads.Load())
+	v, _ := value(t, m, "stitchd_metrics_gauge_reads_total", nil)
+	require.EqualValues(t, 1, v)
+
+	// Past it, the next scrape reads again.
+	clock.add(time.Nanosecond)
+	require.Contains(t, scrape(), `stitchd_outbox_depth{status="pending"} 9`)
+	require.EqualValues(t, 2, reads.Load())
+
+	// A failure is served, and kept, as a reading.
+	fail.Store(true)
+	clock.add(5 * time.Second)
+	for range 10 {
+		require.NotContains(t, scrape(), `stitchd_outbox_depth{`)
+	}
+	require.EqualValues(t, 3, reads.Load())
+	fail.Store(false)
+	clock.add(5 * time.Second)
+	require.Contains(t, scrape(), `stitchd_outbox_depth{status="pending"} 9`)
+	require.EqualValues(t, 4, reads.Load())
+}
+
 // TestBacklog: the engine's waiting batches are read at every scrape.
 func TestBacklog(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(nil, quiet())
+	m := metrics.New(metrics.Config{Logger: quiet()})
 	waiting := 7
 	m.WatchBacklog(func() int { return waiting })
 	v, ok := value(t, m, "stitchd_engine_waiting_batches", nil)
@@ -173,7 +260,7 @@ func TestBacklog(t *testing.T) {
 // BenchmarkOnCommit measures the cost the commit hook adds per node
 // transition (a 1,000-item fan-out commits 2,000 transitions at once).
 func BenchmarkOnCommit(b *testing.B) {
-	m := metrics.New(nil, quiet())
+	m := metrics.New(metrics.Config{Logger: quiet()})
 	ci := engine.CommitInfo{RunID: "r"}
 	for range 1000 {
 		ci.Transitions = append(ci.Transitions, engine.TransitionInfo{Key: "w_1", NodeID: "w", Type: engine.NodeTypeWorker, To: engine.StatusRunning})
