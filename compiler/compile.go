@@ -97,6 +97,8 @@ type cedge struct {
 	mapping  map[string]string
 	// rule says when the edge is taken (branches.go); zero for a plain edge.
 	rule engine.EdgeRule
+	// maxIter is a loop edge's maxIterations (loops.go).
+	maxIter int
 }
 
 type compiler struct {
@@ -111,6 +113,8 @@ type compiler struct {
 	nodes []cnode
 	byID  map[string]int32
 	edges []cedge
+	// loops are the back edges (data.loop), kept out of edges.
+	loops []cedge
 
 	// Compressed adjacency: the outbound edges of node i are
 	// outList[outStart[i]:outStart[i+1]] (indexes into edges, edge order);
@@ -163,6 +167,7 @@ func (c *compiler) run() {
 	c.analyzeRegions()
 	c.checkKeyCollisions()
 	c.checkBranches()
+	c.checkLoops()
 }
 
 func (c *compiler) collectNodes() {
@@ -227,7 +232,13 @@ func (c *compiler) collectEdges() {
 		dst, dstOK := c.endpoint(ve, ve.Target, i, "target")
 		mapping, mapOK := c.edgeMapping(i, ve)
 		rule, ruleOK := c.edgeRule(i, ve)
-		if !srcOK || !dstOK || !mapOK || !ruleOK {
+		maxIter, loopOK := c.edgeLoop(i, ve, &rule)
+		if !srcOK || !dstOK || !mapOK || !ruleOK || !loopOK {
+			continue
+		}
+		if rule.Loop {
+			// Back edges stay out of the forward graph (checkLoops).
+			c.loops = append(c.loops, cedge{vi: i, src: src, dst: dst, mapping: mapping, rule: rule, maxIter: maxIter})
 			continue
 		}
 		if src == dst {
@@ -498,5 +509,6 @@ func (c *compiler) build() *engine.ExecutionGraph {
 	slices.Sort(g.TerminalNodes)
 	c.buildRegions(g)
 	c.buildBranches(g)
+	c.buildLoops(g)
 	return g
 }

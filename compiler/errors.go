@@ -69,6 +69,9 @@ const (
 	// CodeInvalidExpression: a node's expression (a Transform's) does not
 	// compile or names an unknown variable.
 	CodeInvalidExpression = "invalid_expression"
+	// CodeInvalidLoop: a loop edge (data.loop) is malformed or does not
+	// close a loop the engine can run.
+	CodeInvalidLoop = "invalid_loop"
 	// CodeIsolatedNode (warning): a node has no edges in a graph of several
 	// nodes.
 	CodeIsolatedNode = "isolated_node"

@@ -427,6 +427,15 @@ func (c *countingTx) UpsertEntity(ctx context.Context, id string, e EntityUpsert
 	s, err := c.Tx.UpsertEntity(ctx, id, e)
 	return s, c.wrote(err)
 }
+func (c *countingTx) ArchiveIteration(ctx context.Context, runID string, keys []string) (map[string]int, error) {
+	a, err := c.Tx.ArchiveIteration(ctx, runID, keys)
+	return a, c.wrote(err)
+}
+
+func (c *countingTx) InsertIteration(ctx context.Context, runID string, n []NodeState) error {
+	return c.wrote(c.Tx.InsertIteration(ctx, runID, n))
+}
+
 func (c *countingTx) SetTaken(ctx context.Context, runID, key string, taken []string, out json.RawMessage) error {
 	return c.wrote(c.Tx.SetTaken(ctx, runID, key, taken, out))
 }

@@ -35,7 +35,15 @@ func (e *errCondition) Error() string {
 // with output (outcome: the choice of a person at a UX node, else "") and
 // returns the targets of the edges taken, never nil. A condition that
 // cannot be evaluated is an *errCondition.
-func (t *txn) decide(n *Node, input, output json.RawMessage, outcome string) ([]string, error) {
+func (t *txn) decide(n *Node, key string, iter int, input, output json.RawMessage, outcome string) ([]string, error) {
+	taken, err := t.decideEdges(n, input, output, outcome)
+	if err != nil {
+		return nil, err
+	}
+	return taken, t.checkLoop(n, key, iter, taken)
+}
+
+func (t *txn) decideEdges(n *Node, input, output json.RawMessage, outcome string) ([]string, error) {
 	rules := t.graph.Branches[n.ID]
 	taken := make([]string, 0, len(rules))
 	var env *ConditionEnv
@@ -191,7 +199,11 @@ func (t *txn) readyDecided(tg target, status Status, from string, taken []string
 	if err != nil {
 		return err
 	}
-	return t.fire(tg.node, tg.idx, input, StatusPending, 0)
+	prev, err := t.pendingAttempt(tg)
+	if err != nil {
+		return err
+	}
+	return t.fire(tg.node, tg.idx, input, StatusPending, prev)
 }
 
 // skip moves a pending node whose inbound edges were all decided not taken
@@ -241,10 +253,11 @@ func (t *txn) handleFailure(n *Node, st *NodeState, msg string) error {
 // automatic retry: the same output would fail again).
 func (t *txn) failDecision(tr *NodeTransition, cerr error) error {
 	var ce *errCondition
-	if !errors.As(cerr, &ce) {
+	var le *errLoopLimit
+	if !errors.As(cerr, &ce) && !errors.As(cerr, &le) {
 		return cerr
 	}
-	msg := ce.Error()
+	msg := cerr.Error()
 	tr.Steps[len(tr.Steps)-1] = StatusFailed
 	tr.Output, tr.Taken, tr.Error = nil, nil, &msg
 	st, err := t.transition(tr)
@@ -294,15 +307,21 @@ func (t *txn) completeDeciding(p CallbackParams, tr *NodeTransition) error {
 	if err := t.load(p.RunID); err != nil {
 		return err
 	}
-	if n, _, ok := t.graph.parseKey(p.Key); ok && t.graph.hasBranches(n.ID) {
+	n, _, ok := t.graph.parseKey(p.Key)
+	if !ok || t.graph.hasBranches(n.ID) {
+		// The row names its node; a key with no row fails the
+		// compare-and-set below, answered as a conflict like any other.
 		cur, err := t.tx.Node(t.ctx, p.RunID, p.Key)
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrNotFound) {
 			return err
+		}
+		if cur != nil {
+			n = t.graph.Nodes[cur.NodeID]
 		}
 		// A node not running this attempt fails the compare-and-set below,
 		// answered as a repeat or a conflict.
-		if cur.Status == StatusRunning && cur.Attempt == p.Attempt {
-			taken, err := t.decide(n, cur.Input, tr.Output, "")
+		if cur != nil && n != nil && t.graph.hasBranches(n.ID) && cur.Status == StatusRunning && cur.Attempt == p.Attempt {
+			taken, err := t.decide(n, cur.Key, cur.Iteration, cur.Input, tr.Output, "")
 			if err != nil {
 				return t.failDecision(tr, err)
 			}
@@ -353,7 +372,7 @@ func (t *txn) decideUX(n *Node, cur *NodeState, p CompleteUXParams) error {
 	}
 	tr.Output = out
 	if t.graph.hasBranches(n.ID) {
-		taken, err := t.decide(n, cur.Input, out, outcome)
+		taken, err := t.decide(n, cur.Key, cur.Iteration, cur.Input, out, outcome)
 		if err != nil {
 			return t.failDecision(tr, err)
 		}

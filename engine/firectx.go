@@ -164,7 +164,7 @@ func (f *fireCtx) Complete(output json.RawMessage) error {
 	tr := f.start(StatusRunning, StatusCompleted)
 	tr.Output = orNull(output)
 	if f.t.graph.hasBranches(f.node.ID) {
-		taken, err := f.t.decide(f.node, f.input, tr.Output, "")
+		taken, err := f.t.decide(f.node, f.key, -1, f.input, tr.Output, "")
 		if err != nil {
 			return f.t.failDecision(tr, err)
 		}

@@ -57,6 +57,10 @@ type ExecutionGraph struct {
 	// they can have an inbound edge not taken, so only their readiness
 	// looks at which edges were taken (a plain graph never does).
 	MaySkip map[string]bool `json:"maySkip,omitempty"`
+	// Loops are the graph's loops (back edges marked data.loop); LoopOf
+	// maps each node on one to its index in Loops.
+	Loops  []Loop         `json:"loops,omitempty"`
+	LoopOf map[string]int `json:"loopOf,omitempty"`
 	// Warnings are problems that do not stop the graph from running
 	// (isolated nodes, for example).
 	Warnings []Problem `json:"warnings,omitempty"`
@@ -115,6 +119,9 @@ type EdgeRule struct {
 	OnFailure bool `json:"onFailure,omitempty"`
 	// Outcome: taken when a person chose this outcome of a UX node.
 	Outcome string `json:"outcome,omitempty"`
+	// Loop: the edge leads back to its loop's head (Loop); taking it
+	// starts a new iteration.
+	Loop bool `json:"loop,omitempty"`
 }
 
 // Plain reports whether the edge is taken whenever its source completes.

@@ -80,6 +80,12 @@ type Tx interface {
 	Node(ctx context.Context, runID, key string) (*NodeState, error)
 	// NodeStates loads the given node states (missing keys are left out).
 	NodeStates(ctx context.Context, runID string, keys []string) (map[string]*NodeState, error)
+	// ArchiveIteration renames the rows of keys to <key>@<iteration> (the
+	// history of a loop iteration that ended) and returns their attempts.
+	ArchiveIteration(ctx context.Context, runID string, keys []string) (map[string]int, error)
+	// InsertIteration creates the pending rows of a loop's next iteration
+	// (with their Attempt and Iteration).
+	InsertIteration(ctx context.Context, runID string, nodes []NodeState) error
 	// SetTaken records the edges a failed node's failure edges took and
 	// the failure it handed on as its output (a handled failure).
 	SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error

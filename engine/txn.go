@@ -280,7 +280,7 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 		return nil, false, nil
 	}
 	for _, tg := range targets {
-		if !soleParent(g, tg.node) || tg.node.Depth != n.Depth ||
+		if !soleParent(g, tg.node) || tg.node.Depth != n.Depth || g.loopOf(tg.node.ID) != nil ||
 			(tg.node.Type != NodeTypeWorker && tg.node.Type != NodeTypeUX) {
 			return nil, false, nil
 		}
@@ -496,11 +496,14 @@ func (t *txn) completed(st *NodeState) error {
 	if n == nil {
 		return fmt.Errorf("node %s is not in the run's graph: %w", st.NodeID, ErrNotFound)
 	}
-	if n.Depth == 0 && len(t.graph.Adjacency[n.ID]) == 0 {
-		t.run.TerminalsLeft--
-	}
 	if err := t.applyMovement(n, st.Key, true); err != nil {
 		return err
+	}
+	if l := t.graph.loopTaken(n.ID, st.Taken); l != nil {
+		return t.nextIteration(l, st) // its exit edges wait for the last iteration
+	}
+	if n.Depth == 0 && len(t.graph.Adjacency[n.ID]) == 0 {
+		t.run.TerminalsLeft--
 	}
 	if n.Type == NodeTypeSplitter {
 		return nil // FanOut instantiates the region instead of walking.
@@ -658,7 +661,11 @@ func (t *txn) fireReady(tg target, status Status, known map[string]json.RawMessa
 	if err != nil {
 		return err
 	}
-	return t.fire(tg.node, tg.idx, input, StatusPending, 0)
+	prev, err := t.pendingAttempt(tg)
+	if err != nil {
+		return err
+	}
+	return t.fire(tg.node, tg.idx, input, StatusPending, prev)
 }
 
 // inputFor merges the upstream outputs of node n at index idx.

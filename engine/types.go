@@ -57,6 +57,9 @@ type NodeState struct {
 	// branches once it decided them (nil otherwise; see DecidedEdges).
 	Taken    []string   `json:"taken"`
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// Iteration is the loop iteration the row belongs to (0: the first
+	// pass; its key then has no @ suffix).
+	Iteration int `json:"iteration"`
 	// WakeAt is when a sleeping Wait node wakes (database time).
 	WakeAt     *time.Time `json:"wake_at,omitempty"`
 	StartedAt  *time.Time `json:"started_at"`
@@ -93,6 +96,8 @@ const (
 	EventFailureHandled = "node.failure_handled"
 	// EventApprovalTimedOut: nobody answered a UX node before its deadline.
 	EventApprovalTimedOut = "approval.timed_out"
+	// EventLoopIteration: a loop's back edge started a new iteration.
+	EventLoopIteration = "loop.iteration"
 )
 
 // NewEvent is an event to append inside a transaction; the store assigns

@@ -33,7 +33,7 @@ func (e *Engine) Wake(ctx context.Context, runID, key string, attempt int) error
 		tr := &NodeTransition{Key: key, From: StatusSleeping, Steps: []Status{StatusRunning, StatusCompleted},
 			Attempt: attempt, Output: orNull(cur.Input)}
 		if n := t.graph.Nodes[cur.NodeID]; n != nil && t.graph.hasBranches(n.ID) {
-			taken, err := t.decide(n, cur.Input, tr.Output, "")
+			taken, err := t.decide(n, cur.Key, cur.Iteration, cur.Input, tr.Output, "")
 			if err != nil {
 				return t.failDecision(tr, err)
 			}

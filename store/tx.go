@@ -212,7 +212,7 @@ func nullStr(s sql.NullString) *string {
 func nodeColsAs(a string) string {
 	return a + "key, " + a + "node_id, array_to_string(" + a + "idx, ','), " + a + "type, " + a + "status, " +
 		a + "input, " + a + "output, " + a + "error, " + a + "attempt, " + a + "pending_parents, " + a + "deadline, " +
-		a + "started_at, " + a + "finished_at, " + a + "updated_at, array_to_json(" + a + "taken)::text, " + a + "wake_at"
+		a + "started_at, " + a + "finished_at, " + a + "updated_at, array_to_json(" + a + "taken)::text, " + a + "wake_at, " + a + "iteration"
 }
 
 func scanNode(row scanner, runID string) (*engine.NodeState, error) {
@@ -223,7 +223,7 @@ func scanNode(row scanner, runID string) (*engine.NodeState, error) {
 	var deadline, started, finished, wake sql.NullTime
 	var taken []byte
 	if err := row.Scan(&n.Key, &n.NodeID, &idx, &typ, &status, &input, &output, &errMsg, &n.Attempt,
-		&n.PendingParents, &deadline, &started, &finished, &n.UpdatedAt, &taken, &wake); err != nil {
+		&n.PendingParents, &deadline, &started, &finished, &n.UpdatedAt, &taken, &wake, &n.Iteration); err != nil {
 		return nil, interpretError(err)
 	}
 	if taken != nil {
@@ -455,6 +455,49 @@ func jsonArg(b json.RawMessage) any {
 
 func (t *pgTx) InsertNodes(ctx context.Context, runID string, nodes []engine.NodeState) error {
 	return t.InsertStartedNodes(ctx, runID, nodes, make([]engine.BulkStart, len(nodes)))
+}
+
+func (t *pgTx) ArchiveIteration(ctx context.Context, runID string, keys []string) (map[string]int, error) {
+	rows, err := t.raw(ctx, `UPDATE node_states SET key = key || '@' || iteration, updated_at = now()
+		WHERE run_id = ? AND key = ANY(?::text[]) RETURNING split_part(key, '@', 1), attempt`, runID, keys).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := make(map[string]int, len(keys))
+	for rows.Next() {
+		var k string
+		var a int
+		if err := rows.Scan(&k, &a); err != nil {
+			return nil, interpretError(err)
+		}
+		out[k] = a
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	if len(out) != len(keys) {
+		return nil, fmt.Errorf("%w: kept %d of the loop's %d rows", engine.ErrConflict, len(out), len(keys))
+	}
+	return out, nil
+}
+
+func (t *pgTx) InsertIteration(ctx context.Context, runID string, nodes []engine.NodeState) error {
+	keys := make([]string, len(nodes))
+	ids := make([]string, len(nodes))
+	idxs := make([]string, len(nodes))
+	types := make([]string, len(nodes))
+	pend := make([]int64, len(nodes))
+	iters := make([]int64, len(nodes))
+	attempts := make([]int64, len(nodes))
+	for i, n := range nodes {
+		keys[i], ids[i], idxs[i], types[i] = n.Key, n.NodeID, intsToText(n.Index), string(n.Type)
+		pend[i], iters[i], attempts[i] = int64(n.PendingParents), int64(n.Iteration), int64(n.Attempt)
+	}
+	return t.write(ctx, len(nodes), `INSERT INTO node_states (run_id, key, node_id, idx, type, status, pending_parents, iteration, attempt)
+		SELECT ?, k, n, CASE WHEN i = '' THEN '{}'::int[] ELSE string_to_array(i, ',')::int[] END, ty, 'pending', p, it, a
+		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::int[], ?::int[]) AS u(k, n, i, ty, p, it, a)`,
+		runID, keys, ids, idxs, types, pend, iters, attempts)
 }
 
 func (t *pgTx) InsertStartedNodes(ctx context.Context, runID string, nodes []engine.NodeState, starts []engine.BulkStart) error {
@@ -785,6 +828,7 @@ func (t *pgTx) ItemStates(ctx context.Context, runID string, nodeIDs []string, p
 	}
 	rows, err := t.raw(ctx, `SELECT `+nodeColsAs("")+` FROM node_states
 		WHERE run_id = ? AND node_id = ANY(?::text[]) AND cardinality(idx) = ? AND idx[1:?] = ?::int[]
+			AND strpos(key, '@') = 0
 		ORDER BY idx, node_id`, runID, nodeIDs, len(prefix)+1, len(prefix), p).Rows()
 	if err != nil {
 		return nil, interpretError(err)
@@ -808,10 +852,12 @@ func (t *pgTx) ItemOutputs(ctx context.Context, runID, nodeID, target string, pr
 	}
 	var out []byte
 	// An item whose edge to target was not taken (skipped, or a branch
-	// that went elsewhere) contributes null.
+	// that went elsewhere) contributes null. A loop's earlier iterations (kept as
+	// <key>@<n>) are not items.
 	err := t.raw(ctx, `SELECT coalesce(json_agg(CASE WHEN (taken IS NULL AND status = 'completed') OR ? = ANY(taken)
 		THEN coalesce(output, 'null'::jsonb) ELSE 'null'::jsonb END ORDER BY idx), '[]')::text FROM node_states
-		WHERE run_id = ? AND node_id = ? AND cardinality(idx) = ? AND idx[1:?] = ?::int[]`,
+		WHERE run_id = ? AND node_id = ? AND cardinality(idx) = ? AND idx[1:?] = ?::int[]
+			AND strpos(key, '@') = 0`,
 		target, runID, nodeID, len(prefix)+1, len(prefix), p).Row().Scan(&out)
 	if err != nil {
 		return nil, fmt.Errorf("error collecting the outputs of %s: %w", nodeID, interpretError(err))
