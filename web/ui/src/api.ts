@@ -222,6 +222,10 @@ export interface NodeState {
   // them; null when it took all of them (a plain completed node) or has
   // not decided yet.
   taken?: string[] | null;
+  // iteration: the loop iteration of this row (0: the first pass). The
+  // current row keeps the node's key; earlier iterations are kept as
+  // <key>@<iteration>.
+  iteration?: number;
   // wake_at: when a sleeping Wait node wakes (database time).
   wake_at?: string | null;
   // deadline: when a running Worker attempt or a waiting UX node times out.

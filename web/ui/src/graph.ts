@@ -1,6 +1,6 @@
 // Conversions between the stored visual graph (API.md, React Flow shape)
 // and the canvas, plus a layered layout for graphs saved without positions.
-import type { Edge, Node } from "@xyflow/react";
+import { MarkerType, type Edge, type Node } from "@xyflow/react";
 import type { FlowGraph, GraphEdge, GraphNode } from "./api";
 
 export const NODE_TYPES = ["Worker", "UX", "Condition", "Transform", "Wait", "Splitter", "Collector"] as const;
@@ -28,7 +28,8 @@ export function layout(g: FlowGraph): Record<string, { x: number; y: number }> {
   const depth: Record<string, number> = {};
   const preds: Record<string, string[]> = {};
   for (const n of g.nodes) preds[n.id] = [];
-  for (const e of g.edges) if (preds[e.target]) preds[e.target].push(e.source);
+  // A loop edge goes back: the layout follows the forward edges only.
+  for (const e of g.edges) if (preds[e.target] && !isLoop(e.data)) preds[e.target].push(e.source);
   const visiting = new Set<string>();
   const d = (id: string): number => {
     if (depth[id] !== undefined) return depth[id];
@@ -99,9 +100,38 @@ export function truncate(s: string, n: number): string {
   return one.length > n ? one.slice(0, n - 1) + "…" : one;
 }
 
+// MAX_LOOP_ITERATIONS bounds a loop's maxIterations (the server's limit).
+export const MAX_LOOP_ITERATIONS = 10000;
+
+// isLoop says whether an edge is marked as a loop's back edge
+// (data.loop: {maxIterations}): taking it goes round again.
+export function isLoop(data: Record<string, any> | undefined): boolean {
+  return !!data && data.loop !== undefined && data.loop !== null;
+}
+
+// loopMax is a loop edge's maxIterations as saved (maybe not a number).
+export function loopMax(data: Record<string, any> | undefined): unknown {
+  return data?.loop && typeof data.loop === "object" ? data.loop.maxIterations : undefined;
+}
+
+// checkLoopMax says what is wrong with a maxIterations, or null.
+export function checkLoopMax(v: unknown): string | null {
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > MAX_LOOP_ITERATIONS)
+    return `Go round at most a whole number of times from 1 to ${MAX_LOOP_ITERATIONS}.`;
+  return null;
+}
+
 // edgeLabel is what the canvas writes on an edge: its condition, "else",
-// "on failure" or its outcome, else its mapping's keys.
+// "on failure" or its outcome, else its mapping's keys. A loop edge is
+// marked ↺ with its bound.
 export function edgeLabel(data: Record<string, any> | undefined): string | undefined {
+  const base = branchLabel(data);
+  if (!isLoop(data)) return base;
+  const m = loopMax(data);
+  return `↺ ${base ?? "always"} · max ${typeof m === "number" ? m : "?"}`;
+}
+
+function branchLabel(data: Record<string, any> | undefined): string | undefined {
   switch (edgeKind(data)) {
     case "failure":
       return "on failure";
@@ -117,17 +147,93 @@ export function edgeLabel(data: Record<string, any> | undefined): string | undef
   return mappingLabel(data);
 }
 
-// decorateEdge sets an edge's label, class and data-kind from its data.
+// decorateEdge sets an edge's label, class, data-kind and type from its
+// data: a loop edge is drawn by LoopEdge, curving back over the steps.
 export function decorateEdge(e: Edge): Edge {
   const kind = edgeKind(e.data);
+  const loop = isLoop(e.data);
   return {
     ...e,
+    type: loop ? "loop" : "default",
     label: edgeLabel(e.data),
-    className: `edge-kind-${kind}`,
+    className: `edge-kind-${kind}${loop ? " edge-loop" : ""}`,
     labelBgPadding: [6, 3],
     labelBgBorderRadius: 4,
-    domAttributes: { "data-kind": kind } as any,
+    markerEnd: loop ? { type: MarkerType.ArrowClosed, width: 16, height: 16 } : undefined,
+    domAttributes: { "data-kind": kind, ...(loop ? { "data-loop": String(loopMax(e.data) ?? "") } : {}) } as any,
   };
+}
+
+// unmarkedCycles returns the ids of the edges on a cycle that no loop edge
+// closes (the server refuses those), and for each the path it closes.
+// Loop edges are left out: what they close is a loop, not a cycle.
+export function unmarkedCycles(nodeIds: string[], edges: { id: string; source: string; target: string; data?: Record<string, any> }[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  const succ: Record<string, string[]> = {};
+  for (const id of nodeIds) succ[id] = [];
+  const fwd = edges.filter((e) => !isLoop(e.data) && succ[e.source] && succ[e.target]);
+  for (const e of fwd) succ[e.source].push(e.target);
+  for (const e of fwd) {
+    const path = pathBetween(succ, e.target, e.source);
+    if (path) out.set(e.id, [e.source, ...path]);
+  }
+  return out;
+}
+
+// pathBetween returns the shortest path from a to b along succ (a and b
+// included), or null.
+export function pathBetween(succ: Record<string, string[]>, a: string, b: string): string[] | null {
+  const prev: Record<string, string | null> = { [a]: null };
+  const queue = [a];
+  while (queue.length) {
+    const v = queue.shift()!;
+    if (v === b) {
+      const path: string[] = [];
+      for (let x: string | null = v; x !== null; x = prev[x]) path.unshift(x);
+      return path;
+    }
+    for (const w of succ[v] ?? []) if (!(w in prev)) (prev[w] = v), queue.push(w);
+  }
+  return null;
+}
+
+// forwardSucc maps each node to the targets of its edges, loop edges left out.
+export function forwardSucc(edges: { source: string; target: string; data?: Record<string, any> }[]): Record<string, string[]> {
+  const succ: Record<string, string[]> = {};
+  for (const e of edges) if (!isLoop(e.data)) (succ[e.source] ??= []).push(e.target);
+  return succ;
+}
+
+export interface LoopInfo {
+  edge: string;
+  source: string;
+  head: string;
+  max: number;
+  // body: the nodes on a path from head to source (both included).
+  body: Set<string>;
+}
+
+// loopsOf finds the loops of a graph: each loop edge source → head and
+// the nodes on the forward paths from head to source.
+export function loopsOf(g: FlowGraph): LoopInfo[] {
+  const succ = forwardSucc(g.edges);
+  const pred: Record<string, string[]> = {};
+  for (const e of g.edges) if (!isLoop(e.data)) (pred[e.target] ??= []).push(e.source);
+  const reach = (from: string, next: Record<string, string[]>) => {
+    const seen = new Set([from]);
+    const stack = [from];
+    while (stack.length) for (const w of next[stack.pop()!] ?? []) if (!seen.has(w)) seen.add(w), stack.push(w);
+    return seen;
+  };
+  return g.edges
+    .filter((e) => isLoop(e.data))
+    .map((e) => {
+      const down = reach(e.target, succ);
+      const up = reach(e.source, pred);
+      const body = new Set([...down].filter((x) => up.has(x)));
+      const m = loopMax(e.data);
+      return { edge: e.id, source: e.source, head: e.target, max: typeof m === "number" ? m : 0, body };
+    });
 }
 
 export function mappingLabel(data: Record<string, any> | undefined): string | undefined {

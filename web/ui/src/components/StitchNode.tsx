@@ -9,11 +9,12 @@ const MARK: Record<string, string> = { Condition: "◆", Transform: "ƒ", Wait: 
 // StitchNode draws one node on the editor canvas and in the run view.
 // data._problems marks compile errors; data._run carries live status:
 // {status, counts: {completed, failed, running, ...}, total} for parallel
-// instances.
+// instances, and iteration: the latest loop iteration (0: the first pass)
+// of a node on a loop.
 export const StitchNode = memo(function StitchNode({ id, type, data, selected }: NodeProps) {
   const d = data as Record<string, any>;
   const problems: string[] = d._problems ?? [];
-  const run = d._run as { status: string; total: number; counts: Record<string, number>; wakeAt?: string | null } | undefined;
+  const run = d._run as RunLook | undefined;
   const cls = ["snode", `snode-${String(type).toLowerCase()}`];
   if (selected) cls.push("selected");
   if (problems.length) cls.push("has-error");
@@ -34,6 +35,11 @@ export const StitchNode = memo(function StitchNode({ id, type, data, selected }:
       {title !== id && <div className="snode-id">{id}</div>}
       <Summary type={String(type)} d={d} />
       {run && <RunBadge run={run} id={id} />}
+      {run && (run.iteration ?? 0) > 0 && (
+        <span className="snode-iter" data-iteration={run.iteration! + 1} title={`On iteration ${run.iteration! + 1} of its loop`} aria-label={`iteration ${run.iteration! + 1}`}>
+          ↺ ×{run.iteration! + 1}
+        </span>
+      )}
       {problems.length > 0 && (
         <div className="snode-problem" role="note">
           ⚠ {problems[0]}
@@ -57,7 +63,15 @@ function Summary({ type, d }: { type: string; d: Record<string, any> }) {
   return <div className={`snode-summary ${type === "Transform" ? "mono" : ""}`}>{text}</div>;
 }
 
-function RunBadge({ run, id }: { run: { status: string; total: number; counts: Record<string, number>; wakeAt?: string | null }; id: string }) {
+interface RunLook {
+  status: string;
+  total: number;
+  counts: Record<string, number>;
+  wakeAt?: string | null;
+  iteration?: number;
+}
+
+function RunBadge({ run, id }: { run: RunLook; id: string }) {
   const c = run.counts;
   if (run.total <= 1 && !(run.total === 1 && c._instances)) {
     return (

@@ -14,8 +14,22 @@ import {
 import { useCallback, useEffect, useMemo, useRef, useState, type PointerEvent as RPointerEvent } from "react";
 import { api, ApiError, describe, type Flow, type Problem, type Version } from "../api";
 import { ErrorBox, Spinner } from "../components/common";
+import { edgeTypes } from "../components/LoopEdge";
 import { nodeTypes } from "../components/StitchNode";
-import { decorateEdge, fromCanvas, ID_PREFIX, nextId, NODE_TYPES, problemText, toCanvas, truncate, TYPE_HELP, type CanvasNode, type NodeType } from "../graph";
+import {
+  decorateEdge,
+  fromCanvas,
+  ID_PREFIX,
+  nextId,
+  NODE_TYPES,
+  problemText,
+  toCanvas,
+  truncate,
+  TYPE_HELP,
+  unmarkedCycles,
+  type CanvasNode,
+  type NodeType,
+} from "../graph";
 import { Link, navigate } from "../router";
 import { EdgeSettings, NodeSettings } from "./NodeSettings";
 import { StartRunDialog } from "./StartRun";
@@ -124,6 +138,10 @@ function Editor({ flowId, version }: Props) {
     () => nodes.map((n) => (byNode[n.id] ? { ...n, data: { ...n.data, _problems: byNode[n.id] } } : n)),
     [nodes, byNode],
   );
+  // Cycles no loop edge closes, found as the graph is drawn (the server
+  // refuses them when saving); a cycle closed by a loop edge is a loop.
+  const nodeIds = nodes.map((n) => n.id).join("\n");
+  const cycles = useMemo(() => unmarkedCycles(nodeIds.split("\n"), edges), [nodeIds, edges]);
   const shownEdges = useMemo(
     () =>
       edges.map((e) =>
@@ -135,9 +153,16 @@ function Editor({ flowId, version }: Props) {
               style: { stroke: "var(--bad)", strokeWidth: 2.5 },
               ariaLabel: `Edge from ${e.source} to ${e.target}: ${byEdge[e.id].join("; ")}`,
             }
-          : e,
+          : cycles.has(e.id)
+            ? {
+                ...e,
+                className: `${e.className ?? ""} edge-cycle`,
+                domAttributes: { ...(e.domAttributes as any), "data-cycle": cycles.get(e.id)!.join(" → ") } as any,
+                ariaLabel: `Edge from ${e.source} to ${e.target}: on a cycle ${cycles.get(e.id)!.join(" → ")} that no loop edge closes`,
+              }
+            : e,
       ),
-    [edges, byEdge],
+    [edges, byEdge, cycles],
   );
 
   const selectedNode = nodes.find((n) => n.selected);
@@ -414,6 +439,7 @@ function Editor({ flowId, version }: Props) {
             nodes={shownNodes}
             edges={shownEdges}
             nodeTypes={nodeTypes}
+            edgeTypes={edgeTypes}
             onNodesChange={(c) => {
               onNodesChange(c);
               if (c.some((x) => x.type === "position" || x.type === "remove")) markDirty();
@@ -483,6 +509,8 @@ function Editor({ flowId, version }: Props) {
               edge={selectedEdge}
               source={nodes.find((n) => n.id === selectedEdge.source)}
               siblings={edges.filter((e) => e.source === selectedEdge.source && e.id !== selectedEdge.id)}
+              edges={edges}
+              cycle={cycles.get(selectedEdge.id) ?? null}
               onChange={updateEdge}
               onDelete={deleteEdge}
               onSelectNode={selectNode}

@@ -3,7 +3,24 @@ import { useEffect, useRef, useState } from "react";
 import type { Problem } from "../api";
 import { span } from "../components/common";
 import type { CanvasNode } from "../graph";
-import { DEFAULT_OUTCOMES, edgeKind, edgeLabel, outcomesOf, parseDuration, parseTime, problemText, TYPE_HELP, type EdgeKind, type NodeType } from "../graph";
+import {
+  checkLoopMax,
+  DEFAULT_OUTCOMES,
+  edgeKind,
+  edgeLabel,
+  forwardSucc,
+  isLoop,
+  loopMax,
+  MAX_LOOP_ITERATIONS,
+  outcomesOf,
+  parseDuration,
+  parseTime,
+  pathBetween,
+  problemText,
+  TYPE_HELP,
+  type EdgeKind,
+  type NodeType,
+} from "../graph";
 
 // setIn returns a copy of obj with path set to v; empty values and empty
 // objects are dropped so the saved graph stays minimal.
@@ -660,6 +677,10 @@ interface EdgeProps {
   edge: Edge;
   source: CanvasNode | undefined;
   siblings: Edge[];
+  // edges: all the graph's edges (to tell whether a loop edge goes back).
+  edges: Edge[];
+  // cycle: the cycle this edge is on that no loop edge closes, or null.
+  cycle: string[] | null;
   problems: (Problem & { stale?: boolean })[];
   onChange: (id: string, data: Record<string, any>) => void;
   onDelete: (id: string) => void;
@@ -671,7 +692,7 @@ const BRANCH_KEYS = ["condition", "default", "on", "outcome"];
 // EdgeSettings edits when an edge is taken (always, on a condition, as the
 // "else", on failure, on an outcome) and its mapping: target key → gjson
 // path into the upstream output.
-export function EdgeSettings({ edge, source, siblings, problems, onChange, onDelete, onSelectNode }: EdgeProps) {
+export function EdgeSettings({ edge, source, siblings, edges, cycle, problems, onChange, onDelete, onSelectNode }: EdgeProps) {
   const data: Record<string, any> = (edge.data as Record<string, any>) ?? {};
   const mapping: Record<string, string> = (data.mapping as Record<string, string>) ?? {};
   const [rows, setRows] = useState<[string, string][]>(() => Object.entries(mapping));
@@ -709,7 +730,8 @@ export function EdgeSettings({ edge, source, siblings, problems, onChange, onDel
     onChange(edge.id, d);
   };
   const conditionProblems = problems.filter((p) => /\.condition$/.test(p.path ?? ""));
-  const otherProblems = problems.filter((p) => !conditionProblems.includes(p));
+  const loopProblems = problems.filter((p) => /\.data\.loop(\.|$)/.test(p.path ?? ""));
+  const otherProblems = problems.filter((p) => !conditionProblems.includes(p) && !loopProblems.includes(p));
   const otherDefault = kind === "default" && siblings.some((e) => edgeKind(e.data) === "default");
   const hasConditions = siblings.some((e) => edgeKind(e.data) === "condition");
   const src = edge.source;
@@ -823,6 +845,7 @@ export function EdgeSettings({ edge, source, siblings, problems, onChange, onDel
           taken when it fails.
         </p>
       )}
+      <LoopFields edge={edge} edges={edges} kind={kind} isUX={isUX} cycle={cycle} problems={loopProblems} onChange={(d) => onChange(edge.id, d)} />
       <fieldset>
         <legend>Mapping</legend>
         <p className="muted small">
@@ -853,6 +876,118 @@ export function EdgeSettings({ edge, source, siblings, problems, onChange, onDel
         Delete edge
       </button>
     </form>
+  );
+}
+
+// LoopFields marks an edge as a loop's back edge: taking it goes round
+// again, from its target to its source, at most maxIterations times. A
+// loop edge needs a condition or an outcome to decide when to go round.
+function LoopFields({
+  edge,
+  edges,
+  kind,
+  isUX,
+  cycle,
+  problems,
+  onChange,
+}: {
+  edge: Edge;
+  edges: Edge[];
+  kind: EdgeKind;
+  isUX: boolean;
+  cycle: string[] | null;
+  problems: (Problem & { stale?: boolean })[];
+  onChange: (data: Record<string, any>) => void;
+}) {
+  const data: Record<string, any> = (edge.data as Record<string, any>) ?? {};
+  const on = isLoop(data);
+  const max = loopMax(data);
+  const [draft, setDraft] = useState(typeof max === "number" ? String(max) : "");
+  const src = edge.source;
+  const head = edge.target;
+  const decided = kind === "condition" || kind === "outcome";
+  // A loop edge goes back: its target leads (forward) to its source.
+  const back = on ? pathBetween(forwardSucc(edges.filter((e) => e.id !== edge.id)), head, src) : null;
+  const maxCheck = on ? checkLoopMax(max) : null;
+  const toggle = (v: boolean) => {
+    const next = { ...data };
+    if (v) next.loop = { maxIterations: typeof max === "number" ? max : Number(draft) || 3 };
+    else delete next.loop;
+    if (v && !draft) setDraft("3");
+    onChange(next);
+  };
+  return (
+    <fieldset className={`loop-fields ${on ? "active" : ""}`} aria-label="Loop">
+      <legend>Loop</legend>
+      <label className="choice check">
+        <input id="edge-loop" type="checkbox" checked={on} onChange={(e) => toggle(e.target.checked)} />
+        <span>
+          <strong>↺ Loop back (go round again)</strong>
+          <span className="hint">
+            Taking this edge starts a new iteration of the steps from {head} to {src}: {head} runs again with {src}'s output.
+          </span>
+        </span>
+      </label>
+      {cycle && !on && (
+        <p className="field-error" role="alert" data-check="local" data-cycle-warning>
+          This edge is on a cycle ({cycle.join(" → ")}). A flow may only go round through a loop edge: mark the edge that goes back as “Loop back”
+          with a condition or an outcome, or remove it.
+        </p>
+      )}
+      {on && (
+        <>
+          <div className="field">
+            <label htmlFor="edge-loop-max">Max iterations</label>
+            <input
+              id="edge-loop-max"
+              type="number"
+              min={1}
+              max={MAX_LOOP_ITERATIONS}
+              step={1}
+              value={draft}
+              aria-invalid={!!maxCheck || problems.some((p) => !p.stale)}
+              onChange={(e) => {
+                setDraft(e.target.value);
+                const v = e.target.value.trim() === "" ? undefined : Number(e.target.value);
+                // Kept as typed, even out of range: the server says why when saving.
+                onChange({ ...data, loop: { ...(typeof data.loop === "object" && data.loop ? data.loop : {}), maxIterations: v } });
+              }}
+            />
+            <p className="hint">
+              The first pass counts. Going round once more after the last fails {src} with the reason (a failure edge from {src} can take it on).
+            </p>
+            {maxCheck && (
+              <p className="field-error" role="alert" data-check="local">
+                {maxCheck}
+              </p>
+            )}
+          </div>
+          {!decided ? (
+            <p className="field-error" role="alert" data-check="local" data-loop-needs>
+              A loop edge needs a condition or an outcome, else it would go round every time: choose “When a condition holds”
+              {isUX ? " or “On an outcome”" : ""} above.
+            </p>
+          ) : (
+            <p className="hint" data-loop-when>
+              Goes round {kind === "outcome" ? `when “${String(data.outcome)}” is chosen at ${src}` : "while the condition holds"}; otherwise {src}'s other
+              edges leave the loop. Only {src} may have edges out of the loop.
+            </p>
+          )}
+          {!back && (
+            <p className="field-error" role="alert" data-check="local">
+              {head} does not lead to {src}: a loop edge must go back to a step before its source.
+            </p>
+          )}
+        </>
+      )}
+      {problems.map((p, i) => (
+        <p key={i} className={`field-error ${p.stale ? "stale" : ""}`} role="alert" data-check="server">
+          ⚠ {p.stale ? "At the last save: " : ""}
+          {p.path ? <span className="mono">{p.path}: </span> : null}
+          {problemText(p.message, edge.id)}
+        </p>
+      ))}
+    </fieldset>
   );
 }
 

@@ -2,8 +2,9 @@ import { Background, Controls, ReactFlow, ReactFlowProvider, type Edge } from "@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { api, describe, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
 import { ago, Countdown, ErrorBox, Json, Spinner, Status, useThrottled } from "../components/common";
+import { edgeTypes } from "../components/LoopEdge";
 import { nodeTypes } from "../components/StitchNode";
-import { edgeKind, outcomesOf, toCanvas, type CanvasNode } from "../graph";
+import { edgeKind, isLoop, loopsOf, outcomesOf, toCanvas, type CanvasNode, type LoopInfo } from "../graph";
 import { Link } from "../router";
 import { Answer } from "./Approvals";
 
@@ -13,6 +14,25 @@ interface Agg {
   counts: Record<string, number>;
   // wakeAt: the earliest wake time of the node's sleeping instances.
   wakeAt?: string | null;
+  // iteration: the latest loop iteration of the node's rows (0: first pass).
+  iteration: number;
+}
+
+// A row keyed <key>@<n> keeps iteration n of a node on a loop; the
+// current iteration keeps the plain key (node ids never hold an @).
+export function isHistory(s: NodeState): boolean {
+  return s.key.includes("@");
+}
+
+function baseKey(key: string): string {
+  const i = key.indexOf("@");
+  return i < 0 ? key : key.slice(0, i);
+}
+
+function iterationOf(s: NodeState): number {
+  if (typeof s.iteration === "number") return s.iteration;
+  const i = s.key.indexOf("@");
+  return i < 0 ? 0 : Number(s.key.slice(i + 1)) || 0;
 }
 
 // aggregate folds a node's instances into one status and counts.
@@ -20,8 +40,10 @@ function aggregate(states: NodeState[]): Agg {
   const counts: Record<string, number> = {};
   let instances = false;
   let wakeAt: string | null = null;
+  let iteration = 0;
   for (const s of states) {
     counts[s.status] = (counts[s.status] ?? 0) + 1;
+    iteration = Math.max(iteration, iterationOf(s));
     if (s.index?.length) instances = true;
     if (s.status === "sleeping" && s.wake_at && (!wakeAt || new Date(s.wake_at) < new Date(wakeAt))) wakeAt = s.wake_at;
   }
@@ -37,7 +59,7 @@ function aggregate(states: NodeState[]): Agg {
   else if (total && done === total) status = "completed";
   else if (total && counts.cancelled === total) status = "cancelled";
   else if (done) status = "running";
-  return { status, total, counts, wakeAt };
+  return { status, total, counts, wakeAt, iteration };
 }
 
 // edgeTaken says whether a run took an edge: true once any instance of its
@@ -129,12 +151,17 @@ export function RunView({ runId }: { runId: string }) {
     [runId, refresh, bump],
   );
 
-  const byNode = useMemo(() => {
+  // The current rows by node (one per instance), and the rows of the
+  // earlier iterations of nodes on a loop, which are not instances.
+  const [byNode, history] = useMemo(() => {
     const m: Record<string, NodeState[]> = {};
-    for (const s of Object.values(run?.nodes ?? {})) (m[s.node_id] ??= []).push(s);
+    const h: Record<string, NodeState[]> = {};
+    for (const s of Object.values(run?.nodes ?? {})) ((isHistory(s) ? h : m)[s.node_id] ??= []).push(s);
     for (const k in m) m[k].sort((a, b) => cmpIndex(a.index, b.index));
-    return m;
+    for (const k in h) h[k].sort((a, b) => iterationOf(a) - iterationOf(b));
+    return [m, h];
   }, [run]);
+  const loops = useMemo(() => (graph ? loopsOf(graph) : []), [graph]);
 
   const canvas = useMemo(() => {
     if (!graph) return null;
@@ -148,10 +175,13 @@ export function RunView({ runId }: { runId: string }) {
     }));
     const runDone = !!run && run.status !== "running";
     const edges: Edge[] = c.edges.map((e) => {
-      const taken = edgeTaken(e, byNode[e.source], runDone);
+      // A loop edge was taken by the earlier iterations of its source.
+      const rounds = isLoop(e.data) ? (history[e.source] ?? []).filter((s) => Array.isArray(s.taken) && s.taken.includes(e.target)).length : 0;
+      const taken = rounds ? true : edgeTaken(e, byNode[e.source], runDone);
       const cls = taken === true ? "edge-taken" : taken === false ? "edge-not-taken" : "edge-open";
       return {
         ...e,
+        label: rounds ? `${e.label} · went round ${rounds}×` : e.label,
         animated: taken === null && run?.status === "running",
         className: `${e.className ?? ""} ${cls}`,
         domAttributes: { ...(e.domAttributes as any), "data-taken": taken === null ? "open" : String(taken) } as any,
@@ -159,7 +189,7 @@ export function RunView({ runId }: { runId: string }) {
       };
     });
     return { nodes, edges };
-  }, [graph, byNode, selected, run]);
+  }, [graph, byNode, history, selected, run]);
 
   async function act(fn: () => Promise<unknown>) {
     setActionError(null);
@@ -221,6 +251,7 @@ export function RunView({ runId }: { runId: string }) {
               nodes={canvas.nodes}
               edges={canvas.edges}
               nodeTypes={nodeTypes}
+              edgeTypes={edgeTypes}
               onNodeClick={(_, n) => setSelected(n.id)}
               onPaneClick={() => setSelected(null)}
               nodesDraggable={false}
@@ -243,6 +274,8 @@ export function RunView({ runId }: { runId: string }) {
               nodeId={selected}
               outcomes={outcomesOf(graph?.nodes.find((n) => n.id === selected)?.data)}
               states={byNode[selected] ?? []}
+              history={history[selected] ?? []}
+              loop={loops.find((l) => l.body.has(selected)) ?? null}
               events={events.current}
               eventCount={eventCount}
               onRetry={(key) => act(() => api("POST", `/runs/${run.id}/nodes/${encodeURIComponent(key)}/retry`))}
@@ -250,7 +283,7 @@ export function RunView({ runId }: { runId: string }) {
               onAnswered={fetchRun}
             />
           ) : (
-            <RunSummary run={run} />
+            <RunSummary run={run} events={events.current} eventCount={eventCount} />
           )}
         </aside>
       </div>
@@ -282,7 +315,8 @@ function cmpIndex(a: number[] = [], b: number[] = []) {
   return 0;
 }
 
-function RunSummary({ run }: { run: Run }) {
+function RunSummary({ run, events }: { run: Run; events: StreamEvent[]; eventCount: number }) {
+  const recent = events.slice(-100);
   return (
     <div className="settings">
       <h2>Run</h2>
@@ -301,7 +335,29 @@ function RunSummary({ run }: { run: Run }) {
       <Json value={run.input} label="input" />
       <h3>Output</h3>
       <Json value={run.output} label="output yet" />
+      <h3>Timeline</h3>
+      {recent.length === 0 ? (
+        <p className="muted">No events yet.</p>
+      ) : (
+        <ol className="events timeline" aria-label="Run events" start={events.length - recent.length + 1}>
+          {recent.map((e) => (
+            <EventItem key={e.id} e={e} withKey />
+          ))}
+        </ol>
+      )}
     </div>
+  );
+}
+
+function EventItem({ e, withKey }: { e: StreamEvent; withKey?: boolean }) {
+  return (
+    <li className={e.type === "loop.iteration" ? "event-loop" : undefined} data-event={e.type}>
+      <span className="muted" title={e.created_at}>
+        {new Date(e.created_at).toLocaleTimeString()}
+      </span>{" "}
+      {withKey && e.key ? <span className="mono">{e.key} </span> : null}
+      <strong>{e.type === "loop.iteration" ? "↺ loop" : e.type}</strong> {eventSummary(e)}
+    </li>
   );
 }
 
@@ -311,6 +367,10 @@ function NodeDetail(props: {
   nodeId: string;
   outcomes: string[];
   states: NodeState[];
+  // history: the rows of the node's earlier loop iterations (<key>@<n>).
+  history: NodeState[];
+  // loop: the loop the node is on, or null.
+  loop: LoopInfo | null;
   events: StreamEvent[];
   eventCount: number;
   runId: string;
@@ -321,8 +381,20 @@ function NodeDetail(props: {
   const [filter, setFilter] = useState("all");
   const [key, setKey] = useState<string | null>(states.length === 1 ? states[0].key : null);
   const shown = states.filter((s) => filter === "all" || s.status === filter);
-  const current = states.find((s) => s.key === key) ?? (states.length === 1 ? states[0] : null);
-  const nodeEvents = current ? events.filter((e) => e.key === current.key) : [];
+  const latest = states.find((s) => s.key === key) ?? (states.length === 1 ? states[0] : null);
+  // The iterations of the chosen instance, the current one last; null
+  // shows the current one.
+  const [iter, setIter] = useState<number | null>(null);
+  const rounds = latest ? [...props.history.filter((h) => baseKey(h.key) === latest.key), latest] : [];
+  const current = (iter !== null ? rounds.find((r) => iterationOf(r) === iter) : undefined) ?? latest;
+  const isLatest = current === latest;
+  // An event belongs to the iteration its loop had begun when it came:
+  // the loop.iteration events of the instance's loop source split them.
+  const loopSrc = latest && props.loop ? props.loop.source + latest.key.slice(nodeId.length) : null;
+  const turns = loopSrc ? events.filter((e) => e.type === "loop.iteration" && e.key === loopSrc && e.payload?.loop === props.loop!.edge) : [];
+  const eventIter = (e: StreamEvent) =>
+    e.type === "loop.iteration" ? Number(e.payload?.iteration ?? 1) - 1 : turns.filter((t) => (t.seq ?? t.id) < (e.seq ?? e.id)).length;
+  const nodeEvents = current ? events.filter((e) => e.key === baseKey(current.key) && (rounds.length < 2 || eventIter(e) === iterationOf(current))) : [];
   const agg = aggregate(states);
 
   return (
@@ -349,7 +421,15 @@ function NodeDetail(props: {
           <ul className="instances" aria-label="Instances">
             {shown.slice(0, 200).map((s) => (
               <li key={s.key}>
-                <button type="button" className={`linklike ${s.key === key ? "active" : ""}`} aria-pressed={s.key === key} onClick={() => setKey(s.key)}>
+                <button
+                  type="button"
+                  className={`linklike ${s.key === key ? "active" : ""}`}
+                  aria-pressed={s.key === key}
+                  onClick={() => {
+                    setKey(s.key);
+                    setIter(null);
+                  }}
+                >
                   <span className="mono">{s.key}</span> <Status status={s.status} />
                 </button>
               </li>
@@ -358,9 +438,40 @@ function NodeDetail(props: {
           </ul>
         </>
       )}
+      {latest && rounds.length > 1 && (
+        <div className="iterations" role="group" aria-label={`Iterations of ${latest.key}`} data-iterations={rounds.length}>
+          <span className="muted small">Iteration</span>
+          {rounds.map((r, i) => (
+            <span key={r.key}>
+              {i > 0 && <span className="sep" aria-hidden="true">· </span>}
+              <button
+                type="button"
+                data-iteration={i + 1}
+                data-status={r.status}
+                className={`status-${r.status}`}
+                aria-pressed={r === current}
+                title={`Iteration ${i + 1}: ${r.status.replace(/_/g, " ")}`}
+                onClick={() => setIter(r === latest ? null : iterationOf(r))}
+              >
+                {i + 1}
+                {r === latest ? " (current)" : ""}
+              </button>
+            </span>
+          ))}
+        </div>
+      )}
       {current && (
-        <div className="instance">
-          <h3 className="mono">{current.key}</h3>
+        <div className="instance" data-iteration={iterationOf(current) + 1}>
+          <h3 className="mono">
+            {current.key}
+            {rounds.length > 1 && (
+              <span className="muted">
+                {" "}
+                · iteration {iterationOf(current) + 1} of {rounds.length}
+                {isLatest ? "" : " (earlier)"}
+              </span>
+            )}
+          </h3>
           <dl className="kv">
             <dt>Status</dt>
             <dd>
@@ -413,12 +524,12 @@ function NodeDetail(props: {
           {current.status === "sleeping" && (
             <p className="muted small">Sleeping: this Wait step goes on with its input when its time comes. Cancelling the run ends the wait.</p>
           )}
-          {current.status === "failed" && (
+          {current.status === "failed" && isLatest && (
             <button type="button" className="btn primary" onClick={() => void props.onRetry(current.key)}>
               Retry {current.key}
             </button>
           )}
-          {current.status === "waiting_for_user" && <Answer runId={runId} nodeKey={current.key} outcomes={props.outcomes} onDone={props.onAnswered} />}
+          {current.status === "waiting_for_user" && isLatest && <Answer runId={runId} nodeKey={current.key} outcomes={props.outcomes} onDone={props.onAnswered} />}
           {current.error && (
             <>
               <h3>Error</h3>
@@ -435,12 +546,7 @@ function NodeDetail(props: {
           ) : (
             <ol className="events">
               {nodeEvents.map((e) => (
-                <li key={e.id}>
-                  <span className="muted" title={e.created_at}>
-                    {new Date(e.created_at).toLocaleTimeString()}
-                  </span>{" "}
-                  <strong>{e.type}</strong> {eventSummary(e)}
-                </li>
+                <EventItem key={e.id} e={e} />
               ))}
             </ol>
           )}
@@ -452,6 +558,10 @@ function NodeDetail(props: {
 
 function eventSummary(e: StreamEvent): string {
   const p = e.payload ?? {};
+  if (e.type === "loop.iteration") {
+    const n = Number(p.iteration ?? 0);
+    return `${e.key ?? "the loop's source"} went back to ${p.head ?? "the loop's head"} (edge ${p.loop ?? "?"}): iteration ${n + 1} begins`;
+  }
   const parts: string[] = [];
   if (p.status) parts.push(p.status);
   if (p.attempt) parts.push(`attempt ${p.attempt}`);
