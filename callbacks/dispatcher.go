@@ -9,7 +9,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
+	"slices"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,8 +43,15 @@ type DispatcherConfig struct {
 	Client *http.Client
 	Clock  engine.Clock
 	Logger *slog.Logger
-	// Workers is the number of concurrent deliveries (default 32).
+	// Workers is the number of concurrent deliveries (default 64).
 	Workers int
+	// HostWorkers is the most concurrent deliveries to one destination
+	// host (host:port; default half of Workers, rounded up): a worker
+	// that accepts connections and never answers holds that many, and
+	// deliveries to other hosts keep the rest. Queued rows are taken from
+	// the hosts in turn, so a host with a long backlog does not hold up
+	// another's rows either.
+	HostWorkers int
 	// QueueSize is the least the queue of rows claimed for this process
 	// and waiting for a free worker holds (default 1,024), and all it
 	// holds until deliveries have shown their pace: commits claim no more
@@ -75,9 +86,16 @@ type DispatcherConfig struct {
 // commit wrote already claimed (handed over by Wake), and rows it claims by
 // polling (due retries, rows whose claiming process died).
 type Dispatcher struct {
-	cfg   DispatcherConfig
-	mu    sync.Mutex
-	queue []queued // claimed, not yet being delivered
+	cfg DispatcherConfig
+	mu  sync.Mutex
+	// hosts holds, by destination host, the rows claimed and not yet
+	// being delivered and the deliveries in flight; ring lists the hosts
+	// with queued rows in the order they are served, turn the next to
+	// look at; queued counts the queued rows of every host.
+	hosts  map[string]*hostQueue
+	ring   []string
+	turn   int
+	queued int
 	// perRow is the moving average of the time a worker spends on a row,
 	// over samples deliveries; avgBytes the moving average of a queued
 	// row's payload size and queuedBytes the payloads queued now. They
@@ -96,8 +114,12 @@ type Dispatcher struct {
 // NewDispatcher returns a Dispatcher; call Start.
 func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	if cfg.Workers <= 0 {
-		cfg.Workers = 32
+		cfg.Workers = 64
 	}
+	if cfg.HostWorkers <= 0 {
+		cfg.HostWorkers = (cfg.Workers + 1) / 2
+	}
+	cfg.HostWorkers = min(cfg.HostWorkers, cfg.Workers)
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 1024
 	}
@@ -126,7 +148,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	if cfg.Backoff == nil {
 		cfg.Backoff = func(try int) time.Duration { return FullJitter(try, 500*time.Millisecond, time.Minute) }
 	}
-	return &Dispatcher{cfg: cfg, signal: make(chan struct{}, 1), refill: make(chan struct{}, 1)}
+	return &Dispatcher{cfg: cfg, hosts: map[string]*hostQueue{}, signal: make(chan struct{}, 1), refill: make(chan struct{}, 1)}
 }
 
 // NewHTTPClient returns the client used for dispatches: a timeout, and
@@ -173,7 +195,7 @@ func (d *Dispatcher) space() (room, capacity int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	capacity = d.capacity()
-	return max(capacity-len(d.queue), 0), capacity
+	return max(capacity-d.queued, 0), capacity
 }
 
 // paceSamples is how many deliveries set the pace before the queue grows
@@ -193,7 +215,7 @@ func (d *Dispatcher) capacity() int {
 	}
 	n := min(int64(d.cfg.Workers)*int64(d.cfg.Lease/4)/int64(d.perRow), int64(d.cfg.QueueMax))
 	if d.avgBytes > 0 {
-		n = min(n, int64(len(d.queue))+int64(d.cfg.QueueBytes-d.queuedBytes)/int64(d.avgBytes))
+		n = min(n, int64(d.queued)+int64(d.cfg.QueueBytes-d.queuedBytes)/int64(d.avgBytes))
 	}
 	return min(max(int(n), d.cfg.QueueSize), d.cfg.QueueMax)
 }
@@ -227,7 +249,7 @@ func (d *Dispatcher) Wake(ds []engine.ClaimedDispatch) {
 		if at.IsZero() || at.After(now) {
 			at = now
 		}
-		d.queue = append(d.queue, queued{c: c, at: at})
+		d.push(queued{c: c, at: at})
 		size := max(len(c.Payload), 1)
 		d.queuedBytes += size
 		if d.avgBytes == 0 {
@@ -257,26 +279,115 @@ func notify(ch chan struct{}) {
 	}
 }
 
-// next pops a queued row, passing the signal on while rows remain.
-func (d *Dispatcher) next() (queued, bool) {
+// hostQueue is one destination host's share of the queue.
+type hostQueue struct {
+	rows     []queued
+	inFlight int
+}
+
+// HostBacklog is a destination host's deliveries: queued (claimed, waiting
+// for a delivery worker) and in flight.
+type HostBacklog struct {
+	Host             string
+	Queued, InFlight int
+}
+
+// hostOf is the destination host (host:port, lower case) of a worker URL:
+// deliveries are shared out by it.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Host)
+}
+
+// push queues a row behind its host's (d.mu held).
+func (d *Dispatcher) push(q queued) {
+	h := hostOf(q.c.URL)
+	hq := d.hosts[h]
+	if hq == nil {
+		hq = &hostQueue{}
+		d.hosts[h] = hq
+	}
+	if len(hq.rows) == 0 {
+		d.ring = append(d.ring, h)
+	}
+	hq.rows = append(hq.rows, q)
+	d.queued++
+}
+
+// next pops a queued row of the next host, in turn, with fewer than
+// HostWorkers deliveries in flight, and counts it in flight (done ends
+// it); it passes the signal on while rows remain.
+func (d *Dispatcher) next() (queued, string, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.queue) == 0 {
-		return queued{}, false
+	for i := range len(d.ring) {
+		at := (d.turn + i) % len(d.ring)
+		h := d.ring[at]
+		hq := d.hosts[h]
+		if hq.inFlight >= d.cfg.HostWorkers {
+			continue
+		}
+		q := hq.rows[0]
+		hq.rows[0] = queued{}
+		hq.rows = hq.rows[1:]
+		hq.inFlight++
+		d.queued--
+		d.queuedBytes -= max(len(q.c.Payload), 1)
+		if len(hq.rows) == 0 {
+			hq.rows = nil
+			d.ring = append(d.ring[:at], d.ring[at+1:]...)
+			d.turn = at
+		} else {
+			d.turn = at + 1
+		}
+		if len(d.ring) > 0 {
+			d.turn %= len(d.ring)
+		} else {
+			d.turn = 0
+		}
+		if d.queued > 0 {
+			d.poke()
+		}
+		// Half of QueueSize, or of a grown capacity: a queue filled before
+		// the capacity grew crosses the first.
+		if n := d.queued; n == d.cfg.QueueSize/2 || n == d.capacity()/2 {
+			notify(d.refill)
+		}
+		return q, h, true
 	}
-	q := d.queue[0]
-	d.queue[0] = queued{}
-	d.queue = d.queue[1:]
-	d.queuedBytes -= max(len(q.c.Payload), 1)
-	if len(d.queue) > 0 {
+	return queued{}, "", false
+}
+
+// done ends a delivery to host that next counted in flight: a row of
+// that host held back by HostWorkers may go.
+func (d *Dispatcher) done(host string) {
+	d.mu.Lock()
+	hq := d.hosts[host]
+	hq.inFlight--
+	if hq.inFlight == 0 && len(hq.rows) == 0 {
+		delete(d.hosts, host)
+	}
+	waiting := d.queued > 0
+	d.mu.Unlock()
+	if waiting {
 		d.poke()
 	}
-	// Half of QueueSize, or of a grown capacity: a queue filled before
-	// the capacity grew crosses the first.
-	if n := len(d.queue); n == d.cfg.QueueSize/2 || n == d.capacity()/2 {
-		notify(d.refill)
+}
+
+// Backlog lists the destination hosts with deliveries queued or in
+// flight in this process, by host.
+func (d *Dispatcher) Backlog() []HostBacklog {
+	d.mu.Lock()
+	out := make([]HostBacklog, 0, len(d.hosts))
+	for h, hq := range d.hosts {
+		out = append(out, HostBacklog{Host: h, Queued: len(hq.rows), InFlight: hq.inFlight})
 	}
-	return q, true
+	d.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
+	return out
 }
 
 // stillOurs renews the lease of a row whose lease was last renewed half a
@@ -297,9 +408,11 @@ func (d *Dispatcher) renewQueued(ctx context.Context) {
 	now := d.cfg.Clock.Now()
 	d.mu.Lock()
 	var due []engine.ClaimedDispatch
-	for _, q := range d.queue {
-		if now.Sub(q.at) >= d.cfg.Lease/4 {
-			due = append(due, q.c)
+	for _, hq := range d.hosts {
+		for _, q := range hq.rows {
+			if now.Sub(q.at) >= d.cfg.Lease/4 {
+				due = append(due, q.c)
+			}
 		}
 	}
 	d.mu.Unlock()
@@ -321,20 +434,38 @@ func (d *Dispatcher) renewQueued(ctx context.Context) {
 		asked[id] = false // renewed
 	}
 	d.mu.Lock()
-	kept := d.queue[:0]
-	for _, q := range d.queue {
-		lost, was := asked[q.c.ID]
-		switch {
-		case was && lost:
-			d.queuedBytes -= max(len(q.c.Payload), 1)
-			continue
-		case was:
-			q.at = now
+	for h, hq := range d.hosts {
+		kept := hq.rows[:0]
+		for _, q := range hq.rows {
+			lost, was := asked[q.c.ID]
+			switch {
+			case was && lost:
+				d.queuedBytes -= max(len(q.c.Payload), 1)
+				d.queued--
+				continue
+			case was:
+				q.at = now
+			}
+			kept = append(kept, q)
 		}
-		kept = append(kept, q)
+		clear(hq.rows[len(kept):])
+		hq.rows = kept
+		if len(kept) == 0 {
+			hq.rows = nil
+			if i := slices.Index(d.ring, h); i >= 0 {
+				d.ring = slices.Delete(d.ring, i, i+1)
+				if d.turn > i {
+					d.turn--
+				}
+				if d.turn >= len(d.ring) {
+					d.turn = 0
+				}
+			}
+			if hq.inFlight == 0 {
+				delete(d.hosts, h)
+			}
+		}
 	}
-	clear(d.queue[len(kept):])
-	d.queue = kept
 	d.mu.Unlock()
 }
 
@@ -346,7 +477,7 @@ func (d *Dispatcher) Start(ctx context.Context) {
 		go func() {
 			defer d.wg.Done()
 			for {
-				if q, ok := d.next(); ok {
+				if q, host, ok := d.next(); ok {
 					began := d.cfg.Clock.Now()
 					if d.stillOurs(ctx, q) {
 						d.deliver(ctx, q.c)
@@ -354,6 +485,7 @@ func (d *Dispatcher) Start(ctx context.Context) {
 							d.observe(d.cfg.Clock.Now().Sub(began))
 						}
 					}
+					d.done(host)
 					continue
 				}
 				select {

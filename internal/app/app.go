@@ -40,8 +40,13 @@ type Config struct {
 	// bigger one fails the Splitter with a clear error.
 	MaxFanOutItems int
 	Logger         *slog.Logger
-	// DispatchWorkers is the number of concurrent outbound deliveries.
+	// DispatchWorkers is the number of concurrent outbound deliveries
+	// (default 64).
 	DispatchWorkers int
+	// DispatchHostWorkers bounds the concurrent deliveries to one
+	// destination host (default half of DispatchWorkers): a stuck worker
+	// holds no more, and other hosts' deliveries keep flowing.
+	DispatchHostWorkers int
 	// PollInterval is how often due dispatches and overdue nodes are swept.
 	PollInterval time.Duration
 	// DispatchTimeout bounds one delivery request.
@@ -221,9 +226,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	client.Transport = a.tracing.Transport(client.Transport)
 	disp := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Metrics.DispatchStore(a.Store),
 		Recorder: a.Metrics.Recorder(a.Engine), Secret: secret,
-		Client: client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers,
+		Client: client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers, HostWorkers: cfg.DispatchHostWorkers,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock})
 	a.Dispatcher, waker.d = disp, disp
+	a.Metrics.WatchDispatchBacklog(disp.Backlog)
 	a.Hub = web.NewHub()
 	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Hub: a.Hub, AuthToken: cfg.AuthToken,
 		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, Clock: clock, Logger: cfg.Logger,

@@ -130,6 +130,32 @@ func (m *Metrics) WatchBacklog(waiting func() int) {
 		func() float64 { return float64(waiting()) }))
 }
 
+// WatchDispatchBacklog registers stitchd_dispatch_host_backlog, read from
+// backlog at every scrape (callbacks.Dispatcher.Backlog, in memory): this
+// process's deliveries queued and in flight, by destination host — a host
+// whose in_flight stays at the per-host bound is slow or stuck. Only
+// hosts with deliveries appear.
+func (m *Metrics) WatchDispatchBacklog(backlog func() []callbacks.HostBacklog) {
+	m.Registry.MustRegister(&backlogCollector{backlog: backlog,
+		desc: prometheus.NewDesc("stitchd_dispatch_host_backlog",
+			"Deliveries of this process by destination host (host:port) and state: queued (claimed, waiting for a delivery worker) or in_flight.",
+			[]string{"host", "state"}, nil)})
+}
+
+type backlogCollector struct {
+	backlog func() []callbacks.HostBacklog
+	desc    *prometheus.Desc
+}
+
+func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, b := range c.backlog() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(b.Queued), b.Host, "queued")
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(b.InFlight), b.Host, "in_flight")
+	}
+}
+
 // Handler serves the registry in the Prometheus exposition format.
 func (m *Metrics) Handler() http.Handler {
 	// A failed collector (the outbox depth while the database is down)
