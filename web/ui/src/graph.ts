@@ -159,7 +159,7 @@ export function decorateEdge(e: Edge): Edge {
     className: `edge-kind-${kind}${loop ? " edge-loop" : ""}`,
     labelBgPadding: [6, 3],
     labelBgBorderRadius: 4,
-    markerEnd: loop ? { type: MarkerType.ArrowClosed, width: 16, height: 16 } : undefined,
+    markerEnd: loop ? { type: MarkerType.ArrowClosed, width: 16, height: 16, color: "#7c3aed" } : undefined,
     domAttributes: { "data-kind": kind, ...(loop ? { "data-loop": String(loopMax(e.data) ?? "") } : {}) } as any,
   };
 }
