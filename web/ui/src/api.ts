@@ -14,6 +14,7 @@ export function setToken(token: string | null) {
 }
 
 export interface Problem {
+  code?: string;
   node_id?: string;
   edge_id?: string;
   path: string;

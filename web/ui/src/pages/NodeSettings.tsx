@@ -730,7 +730,9 @@ export function EdgeSettings({ edge, source, siblings, edges, cycle, problems, o
     onChange(edge.id, d);
   };
   const conditionProblems = problems.filter((p) => /\.condition$/.test(p.path ?? ""));
-  const loopProblems = problems.filter((p) => /\.data\.loop(\.|$)/.test(p.path ?? ""));
+  // Loop messages (invalid_loop, at edges[i].data.loop… or at the edge)
+  // are shown with the loop's settings.
+  const loopProblems = problems.filter((p) => p.code === "invalid_loop" || /\.data\.loop(\.|$)/.test(p.path ?? ""));
   const otherProblems = problems.filter((p) => !conditionProblems.includes(p) && !loopProblems.includes(p));
   const otherDefault = kind === "default" && siblings.some((e) => edgeKind(e.data) === "default");
   const hasConditions = siblings.some((e) => edgeKind(e.data) === "condition");

@@ -391,9 +391,24 @@ function NodeDetail(props: {
   // An event belongs to the iteration its loop had begun when it came:
   // the loop.iteration events of the instance's loop source split them.
   const loopSrc = latest && props.loop ? props.loop.source + latest.key.slice(nodeId.length) : null;
-  const turns = loopSrc ? events.filter((e) => e.type === "loop.iteration" && e.key === loopSrc && e.payload?.loop === props.loop!.edge) : [];
-  const eventIter = (e: StreamEvent) =>
-    e.type === "loop.iteration" ? Number(e.payload?.iteration ?? 1) - 1 : turns.filter((t) => (t.seq ?? t.id) < (e.seq ?? e.id)).length;
+  const turns = loopSrc
+    ? events
+        .filter((e) => e.type === "loop.iteration" && e.key === loopSrc && e.payload?.loop === props.loop!.edge)
+        .map((e) => e.seq ?? e.id)
+        .sort((a, b) => a - b)
+    : [];
+  const eventIter = (e: StreamEvent) => {
+    if (e.type === "loop.iteration") return Number(e.payload?.iteration ?? 1) - 1;
+    const at = e.seq ?? e.id;
+    let lo = 0;
+    let hi = turns.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (turns[mid] < at) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo; // the loop.iteration events before it
+  };
   const nodeEvents = current ? events.filter((e) => e.key === baseKey(current.key) && (rounds.length < 2 || eventIter(e) === iterationOf(current))) : [];
   const agg = aggregate(states);
 
@@ -441,23 +456,42 @@ function NodeDetail(props: {
       {latest && rounds.length > 1 && (
         <div className="iterations" role="group" aria-label={`Iterations of ${latest.key}`} data-iterations={rounds.length}>
           <span className="muted small">Iteration</span>
-          {rounds.map((r, i) => (
-            <span key={r.key}>
-              {i > 0 && <span className="sep" aria-hidden="true">· </span>}
-              <button
-                type="button"
-                data-iteration={i + 1}
-                data-status={r.status}
-                className={`status-${r.status}`}
-                aria-pressed={r === current}
-                title={`Iteration ${i + 1}: ${r.status.replace(/_/g, " ")}`}
-                onClick={() => setIter(r === latest ? null : iterationOf(r))}
-              >
-                {i + 1}
-                {r === latest ? " (current)" : ""}
-              </button>
-            </span>
-          ))}
+          {stepWindow(rounds.length, rounds.indexOf(current!)).map((i, j, shown) => {
+            const r = rounds[i];
+            return (
+              <span key={r.key}>
+                {j > 0 && <span className="sep" aria-hidden="true">{shown[j - 1] === i - 1 ? "· " : "… "}</span>}
+                <button
+                  type="button"
+                  data-iteration={i + 1}
+                  data-status={r.status}
+                  className={`status-${r.status}`}
+                  aria-pressed={r === current}
+                  title={`Iteration ${i + 1}: ${r.status.replace(/_/g, " ")}`}
+                  onClick={() => setIter(r === latest ? null : iterationOf(r))}
+                >
+                  {i + 1}
+                  {r === latest ? " (current)" : ""}
+                </button>
+              </span>
+            );
+          })}
+          {rounds.length > STEP_ALL && (
+            <select
+              aria-label="Go to iteration"
+              value={iterationOf(current!)}
+              onChange={(e) => {
+                const r = rounds.find((x) => iterationOf(x) === Number(e.target.value));
+                setIter(!r || r === latest ? null : iterationOf(r));
+              }}
+            >
+              {rounds.map((r, i) => (
+                <option key={r.key} value={iterationOf(r)}>
+                  {i + 1} · {r.status.replace(/_/g, " ")}
+                </option>
+              ))}
+            </select>
+          )}
         </div>
       )}
       {current && (
@@ -554,6 +588,16 @@ function NodeDetail(props: {
       )}
     </div>
   );
+}
+
+// A loop's iterations are all listed up to STEP_ALL; beyond, the first,
+// the last few and the one shown (a select reaches the others).
+const STEP_ALL = 12;
+
+function stepWindow(n: number, at: number): number[] {
+  if (n <= STEP_ALL) return Array.from({ length: n }, (_, i) => i);
+  const keep = new Set([0, at, ...Array.from({ length: 8 }, (_, i) => n - 8 + i)]);
+  return [...keep].filter((i) => i >= 0 && i < n).sort((a, b) => a - b);
 }
 
 function eventSummary(e: StreamEvent): string {
