@@ -18,6 +18,9 @@ type CallbackBody struct {
 	Output   json.RawMessage `json:"output,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	Progress json.RawMessage `json:"progress,omitempty"`
+	// Retryable false on a failure: the worker knows another attempt
+	// would fail too; the node fails at once, whatever its retry policy.
+	Retryable *bool `json:"retryable,omitempty"`
 }
 
 // DecodeCallback reads and validates a callback body: a JSON object whose
@@ -60,6 +63,9 @@ func ParseCallback(raw []byte) (*CallbackBody, error) {
 	case engine.StatusCompleted, engine.StatusFailed, engine.StatusRunning:
 	default:
 		return nil, errors.New(`callback status must be "completed", "failed" or "running"`)
+	}
+	if b.Retryable != nil && b.Status != engine.StatusFailed {
+		return nil, errors.New(`callback retryable is only for "status": "failed"`)
 	}
 	if b.Status == engine.StatusCompleted && len(b.Output) == 0 {
 		b.Output = json.RawMessage("null")

@@ -436,6 +436,11 @@ func (c *countingTx) InsertIteration(ctx context.Context, runID string, n []Node
 	return c.wrote(c.Tx.InsertIteration(ctx, runID, n))
 }
 
+func (c *countingTx) HoldDispatches(ctx context.Context, runID string, hold bool) (int, error) {
+	n, err := c.Tx.HoldDispatches(ctx, runID, hold)
+	return n, c.wrote(err)
+}
+
 func (c *countingTx) SetTaken(ctx context.Context, runID, key string, taken []string, out json.RawMessage) error {
 	return c.wrote(c.Tx.SetTaken(ctx, runID, key, taken, out))
 }

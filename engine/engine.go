@@ -344,6 +344,8 @@ type CallbackParams struct {
 	Status Status
 	Output json.RawMessage
 	Error  string
+	// NoRetry: the worker said the failure is not retryable.
+	NoRetry bool
 }
 
 // HandleCallback applies a worker's callback. A repeated identical callback
@@ -391,7 +393,7 @@ func (e *Engine) HandleCallback(ctx context.Context, p CallbackParams) error {
 			if err != nil {
 				return t.duplicateOr(err, p)
 			}
-			return t.failed(st, msg, true)
+			return t.failed(st, msg, !p.NoRetry)
 		default:
 			return fmt.Errorf("%w: callback status must be completed, failed or running", ErrInvalidRequest)
 		}
@@ -506,7 +508,7 @@ func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
 		if err := t.load(runID); err != nil {
 			return err
 		}
-		if t.run.Status != RunRunning && t.run.Status != RunFailed {
+		if t.run.Status != RunRunning && t.run.Status != RunFailed && t.run.Status != RunPaused {
 			return fmt.Errorf("%w: run %s is already %s", ErrConflict, runID, t.run.Status)
 		}
 		keys, err := t.tx.CancelNodes(ctx, runID)

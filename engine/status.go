@@ -29,6 +29,9 @@ const (
 	RunCompleted RunStatus = "completed"
 	RunFailed    RunStatus = "failed"
 	RunCancelled RunStatus = "cancelled"
+	// RunPaused: an operator paused the run; nothing new fires until it
+	// resumes.
+	RunPaused RunStatus = "paused"
 )
 
 // AllowedFrom returns the statuses a node may move to dest from. It is the
@@ -99,4 +102,4 @@ func (s Status) Active() bool {
 }
 
 // Finished reports whether the run status is final.
-func (s RunStatus) Finished() bool { return s != RunRunning }
+func (s RunStatus) Finished() bool { return s != RunRunning && s != RunPaused }

@@ -86,6 +86,12 @@ type Tx interface {
 	// InsertIteration creates the pending rows of a loop's next iteration
 	// (with their Attempt and Iteration).
 	InsertIteration(ctx context.Context, runID string, nodes []NodeState) error
+	// HoldDispatches holds (hold) the run's undelivered dispatches, or
+	// releases them to be delivered now; it returns how many.
+	HoldDispatches(ctx context.Context, runID string, hold bool) (int, error)
+	// ReadyNodes returns the run's current pending nodes with no pending
+	// parents: those a paused run left unfired.
+	ReadyNodes(ctx context.Context, runID string) ([]NodeState, error)
 	// SetTaken records the edges a failed node's failure edges took and
 	// the failure it handed on as its output (a handled failure).
 	SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error

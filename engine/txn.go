@@ -575,6 +575,9 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 	if len(targets) == 0 {
 		return nil
 	}
+	if t.run.Status == RunPaused {
+		return t.countWhilePaused(key, targets)
+	}
 	var remaining map[string]Pending
 	if keys := counted(t.graph, targets); len(keys) > 0 {
 		var err error
@@ -1170,8 +1173,8 @@ func (t *txn) countArrivals() error {
 				return fmt.Errorf("error counting items of %s: %w", tg.key, err)
 			}
 			p, ok := remaining[tg.key]
-			if !ok || p.Remaining != 0 {
-				continue
+			if !ok || p.Remaining != 0 || t.run.Status == RunPaused {
+				continue // a paused run's Collector fires when it resumes
 			}
 			if err := t.fireReady(tg, p.Status, nil); err != nil {
 				return err

@@ -98,6 +98,12 @@ const (
 	EventApprovalTimedOut = "approval.timed_out"
 	// EventLoopIteration: a loop's back edge started a new iteration.
 	EventLoopIteration = "loop.iteration"
+	// EventRunPaused and EventRunResumedByHand: an operator paused or
+	// resumed the run.
+	EventRunPaused        = "run.paused"
+	EventRunResumedByHand = "run.unpaused"
+	// EventNodeSkippedByHand: an operator completed a node by hand.
+	EventNodeSkippedByHand = "node.completed_by_hand"
 )
 
 // NewEvent is an event to append inside a transaction; the store assigns

@@ -792,6 +792,34 @@ func (t *pgTx) NodeStates(ctx context.Context, runID string, keys []string) (map
 	return out, interpretError(rows.Err())
 }
 
+func (t *pgTx) HoldDispatches(ctx context.Context, runID string, hold bool) (int, error) {
+	from, to, when := "pending", "held", "next_attempt_at"
+	if !hold {
+		from, to, when = "held", "pending", "now()"
+	}
+	res := t.exec(ctx, `UPDATE dispatches SET status = '`+to+`', next_attempt_at = `+when+`, updated_at = now()
+		WHERE run_id = ? AND status = '`+from+`'`, runID)
+	return int(res.RowsAffected), interpretError(res.Error)
+}
+
+func (t *pgTx) ReadyNodes(ctx context.Context, runID string) ([]engine.NodeState, error) {
+	rows, err := t.raw(ctx, `SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ? AND status = 'pending'
+		AND pending_parents = 0 AND strpos(key, '@') = 0 ORDER BY key`, runID).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var out []engine.NodeState
+	for rows.Next() {
+		st, err := scanNode(rows, runID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *st)
+	}
+	return out, interpretError(rows.Err())
+}
+
 func (t *pgTx) SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error {
 	if taken == nil {
 		taken = []string{}
@@ -914,7 +942,7 @@ func (t *pgTx) CancelNodes(ctx context.Context, runID string) ([]string, error) 
 	// Rows being sent are dropped too: the claimer's outcome then finds the
 	// row no longer its own and changes nothing.
 	err = t.exec(ctx, `UPDATE dispatches SET status = 'cancelled', locked_until = NULL, updated_at = now()
-		WHERE run_id = ? AND status IN ('pending', 'sending')`, runID).Error
+		WHERE run_id = ? AND status IN ('pending', 'sending', 'held')`, runID).Error
 	return keys, interpretError(err)
 }
 
@@ -974,7 +1002,11 @@ func (t *pgTx) UpdateDispatches(ctx context.Context, us []engine.DispatchUpdate)
 	}
 	// Only a row still claimed by the try takes its outcome: a callback may
 	// have marked it delivered, or another claim taken it over, meanwhile.
-	res := t.exec(ctx, `UPDATE dispatches d SET status = u.st, last_error = nullif(u.err, ''),
+	// A retry of a paused run's delivery waits, held, for the run to
+	// resume (the EXISTS is evaluated for retries only).
+	res := t.exec(ctx, `UPDATE dispatches d SET status = CASE WHEN u.st = 'pending'
+			AND EXISTS (SELECT 1 FROM runs r WHERE r.id = d.run_id AND r.status = 'paused') THEN 'held' ELSE u.st END,
+		last_error = nullif(u.err, ''),
 		locked_until = NULL, next_attempt_at = now() + make_interval(secs => u.ms::float8 / 1000), updated_at = now()
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[], ?::int[]) AS u(id, st, err, ms, tries)
 		WHERE d.id = u.id::uuid AND `+isSending+` AND d.tries = u.tries`,

@@ -30,7 +30,8 @@ func (s *Server) callback(c echo.Context) error {
 		return bodyError(err)
 	}
 	err = s.cfg.Engine.HandleCallback(c.Request().Context(), engine.CallbackParams{RunID: claims.RunID, Key: claims.Key,
-		Attempt: claims.Attempt, Status: body.Status, Output: body.Output, Error: body.Error})
+		Attempt: claims.Attempt, Status: body.Status, Output: body.Output, Error: body.Error,
+		NoRetry: body.Retryable != nil && !*body.Retryable})
 	if err != nil {
 		return err
 	}

@@ -109,9 +109,9 @@ func (s *Server) listRuns(c echo.Context) error {
 		return badRequest("flow_id must be a UUID")
 	}
 	switch engine.RunStatus(f.Status) {
-	case "", engine.RunRunning, engine.RunCompleted, engine.RunFailed, engine.RunCancelled:
+	case "", engine.RunRunning, engine.RunCompleted, engine.RunFailed, engine.RunCancelled, engine.RunPaused:
 	default:
-		return badRequest("status must be running, completed, failed or cancelled")
+		return badRequest("status must be running, paused, completed, failed or cancelled")
 	}
 	if l := c.QueryParam("limit"); l != "" {
 		n, err := strconv.Atoi(l)
@@ -263,6 +263,50 @@ func (s *Server) cancelRun(c echo.Context) error {
 		return err
 	}
 	if _, err := s.cfg.Engine.CancelRun(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return s.getRun(c)
+}
+
+func (s *Server) pauseRun(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "run")
+	if err != nil {
+		return err
+	}
+	if _, err := s.cfg.Engine.PauseRun(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return s.getRun(c)
+}
+
+func (s *Server) resumeRun(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "run")
+	if err != nil {
+		return err
+	}
+	if _, err := s.cfg.Engine.ResumeRun(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return s.getRun(c)
+}
+
+// skipNode completes a stuck node by hand: {"output"?: …}.
+func (s *Server) skipNode(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "run")
+	if err != nil {
+		return err
+	}
+	var b struct {
+		Output json.RawMessage `json:"output"`
+	}
+	if c.Request().ContentLength != 0 {
+		if err := bind(c, &b); err != nil {
+			return err
+		}
+	}
+	err = s.cfg.Engine.SkipNode(c.Request().Context(), engine.SkipNodeParams{RunID: id, Key: c.Param("key"),
+		Output: b.Output, By: actorOf(c)})
+	if err != nil {
 		return err
 	}
 	return s.getRun(c)

@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Run control (docs/state_machine.md): an operator pauses a run, resumes
+// it, or completes a stuck node by hand. Each is one transaction under the
+// run's lock, like every engine operation.
+
+// PauseRun pauses a running run: nothing new fires until ResumeRun (work
+// in flight goes on: its callbacks, answers and timers are recorded, and
+// what they make ready waits); its undelivered dispatches are held.
+func (e *Engine) PauseRun(ctx context.Context, runID string) (*Run, error) {
+	var out *Run
+	err := e.inTx(ctx, runID, func(t *txn) error {
+		if err := t.load(runID); err != nil {
+			return err
+		}
+		if t.run.Status != RunRunning {
+			return fmt.Errorf("%w: run %s is %s, not running", ErrConflict, runID, t.run.Status)
+		}
+		held, err := t.tx.HoldDispatches(t.ctx, runID, true)
+		if err != nil {
+			return fmt.Errorf("error holding the dispatches of run %s: %w", runID, err)
+		}
+		t.run.Status = RunPaused
+		t.event(EventRunPaused, "", map[string]any{"held_dispatches": held})
+		out = t.run
+		return nil
+	})
+	return out, err
+}
+
+// ResumeRun resumes a paused run: its held dispatches go out, and every
+// node that became ready while it was paused fires (or is skipped).
+func (e *Engine) ResumeRun(ctx context.Context, runID string) (*Run, error) {
+	var out *Run
+	err := e.inTx(ctx, runID, func(t *txn) error {
+		if err := t.load(runID); err != nil {
+			return err
+		}
+		if t.run.Status != RunPaused {
+			return fmt.Errorf("%w: run %s is %s, not paused", ErrConflict, runID, t.run.Status)
+		}
+		t.run.Status = RunRunning
+		released, err := t.tx.HoldDispatches(t.ctx, runID, false)
+		if err != nil {
+			return fmt.Errorf("error releasing the dispatches of run %s: %w", runID, err)
+		}
+		t.event(EventRunResumedByHand, "", map[string]any{"released_dispatches": released})
+		ready, err := t.tx.ReadyNodes(t.ctx, runID)
+		if err != nil {
+			return fmt.Errorf("error finding the ready nodes of run %s: %w", runID, err)
+		}
+		for _, st := range ready {
+			n := t.graph.Nodes[st.NodeID]
+			if n == nil {
+				return fmt.Errorf("node %s is not in the run's graph: %w", st.NodeID, ErrNotFound)
+			}
+			tg := target{node: n, idx: st.Index, key: st.Key}
+			known := map[string]json.RawMessage{}
+			if t.graph.MaySkip[n.ID] && n.Type != NodeTypeCollector {
+				err = t.readyDecided(tg, StatusPending, "", nil, known)
+			} else {
+				err = t.fireReady(tg, StatusPending, known)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		out = t.run
+		return nil
+	})
+	return out, err
+}
+
+// SkipNodeParams completes a node by hand.
+type SkipNodeParams struct {
+	RunID, Key string
+	// Output is the node's output (null when empty).
+	Output json.RawMessage
+	// By is who skipped it.
+	By string
+}
+
+// SkipNode completes a failed, waiting, sleeping or running node by hand
+// with the given output and walks its edges (a running worker's late
+// callback is then stale). A failure a failure edge handled is final.
+func (e *Engine) SkipNode(ctx context.Context, p SkipNodeParams) error {
+	return e.submit(ctx, p.RunID, func(t *txn) error {
+		if err := t.load(p.RunID); err != nil {
+			return err
+		}
+		if t.run.Status == RunCancelled || t.run.Status == RunCompleted {
+			return fmt.Errorf("%w: run %s is %s", ErrConflict, p.RunID, t.run.Status)
+		}
+		cur, err := t.tx.Node(t.ctx, p.RunID, p.Key)
+		if err != nil {
+			return err
+		}
+		n := t.graph.Nodes[cur.NodeID]
+		if n == nil {
+			return fmt.Errorf("node %s is not in the run's graph: %w", cur.NodeID, ErrNotFound)
+		}
+		if cur.Status == StatusFailed && cur.Taken != nil {
+			return fmt.Errorf("%w: node %s's failure was handed on by its failure edge, which makes it final", ErrConflict, p.Key)
+		}
+		tr := &NodeTransition{Key: p.Key, From: cur.Status, Attempt: cur.Attempt, Output: orNull(p.Output)}
+		switch cur.Status {
+		case StatusRunning:
+			tr.Steps = []Status{StatusCompleted}
+		case StatusFailed, StatusWaitingForUser, StatusSleeping:
+			tr.Steps = []Status{StatusRunning, StatusCompleted}
+		default:
+			return &TransitionError{Key: p.Key, Want: StatusFailed, Current: cur}
+		}
+		if n.Type == NodeTypeSplitter {
+			return fmt.Errorf("%w: a Splitter cannot be skipped (its region would have no items); retry it", ErrConflict)
+		}
+		if t.graph.hasBranches(n.ID) {
+			taken, err := t.decide(n, cur.Key, cur.Iteration, cur.Input, tr.Output, "")
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+			}
+			tr.Taken = taken
+		}
+		st, err := t.transition(tr)
+		if err != nil {
+			return err
+		}
+		t.event(EventNodeSkippedByHand, p.Key, map[string]any{"by": p.By, "from": cur.Status})
+		return t.completed(st)
+	})
+}
+
+// countWhilePaused counts down the successors of node key of a paused run
+// without firing any — every one, those with one inbound edge too, so that
+// ResumeRun finds what became ready by its count (ReadyNodes).
+func (t *txn) countWhilePaused(key string, targets []target) error {
+	var sole []string
+	for _, tg := range targets {
+		if soleParent(t.graph, tg.node) {
+			sole = append(sole, tg.key)
+		}
+	}
+	if a := t.ahead; a != nil && a.key == key {
+		t.ahead = nil
+		if _, err := a.got(); err != nil {
+			return fmt.Errorf("error counting down successors of %s: %w", key, err)
+		}
+	} else if keys := counted(t.graph, targets); len(keys) > 0 {
+		if _, err := t.tx.AddPending(t.ctx, t.run.ID, keys, -1); err != nil {
+			return fmt.Errorf("error counting down successors of %s: %w", key, err)
+		}
+	}
+	if len(sole) > 0 {
+		if _, err := t.tx.AddPending(t.ctx, t.run.ID, sole, -1); err != nil {
+			return fmt.Errorf("error counting down successors of %s: %w", key, err)
+		}
+	}
+	return nil
+}

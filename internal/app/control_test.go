@@ -1,0 +1,156 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestPauseWithWorkInFlight(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow(
+		[]map[string]any{node("split", "Splitter", map[string]any{"arrayPath": "items"}), wnode(h, "w"), wnode(h, "next"),
+			node("gather", "Collector", nil), wnode(h, "after")},
+		[]map[string]any{edge("split", "w", nil), edge("w", "next", nil), edge("next", "gather", nil), edge("gather", "after", nil)})
+	const n = 50
+	items := make([]int, n)
+	for i := range items {
+		items[i] = i
+	}
+	r := h.startRun(flow, map[string]any{"items": items})
+	ds := make([]dispatch, n)
+	for i := range ds {
+		ds[i] = h.waitDispatch(r.ID, fmt.Sprintf("w_%d", i), 1)
+	}
+	var paused runJSON
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/pause", nil, &paused))
+	require.Equal(t, "paused", paused.Status)
+	require.Equal(t, 409, h.do("POST", "/api/v1/runs/"+r.ID+"/pause", nil, nil), "already paused")
+
+	// The work in flight is recorded; nothing new fires.
+	for i, d := range ds {
+		h.complete(d, fmt.Sprintf(`{"i": %d}`, i))
+	}
+	got := h.run(r.ID)
+	require.Equal(t, "paused", got.Status)
+	for i := 0; i < n; i++ {
+		require.Equal(t, "completed", got.Nodes[fmt.Sprintf("w_%d", i)].Status)
+		require.Equal(t, "pending", got.Nodes[fmt.Sprintf("next_%d", i)].Status)
+		require.Zero(t, h.dispatchCount(r.ID, fmt.Sprintf("next_%d", i)))
+	}
+
+	var resumed runJSON
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/resume", nil, &resumed))
+	require.Equal(t, "running", resumed.Status)
+	require.Equal(t, 409, h.do("POST", "/api/v1/runs/"+r.ID+"/resume", nil, nil), "running, not paused")
+	for i := 0; i < n; i++ {
+		d := h.waitDispatch(r.ID, fmt.Sprintf("next_%d", i), 1)
+		require.JSONEq(t, fmt.Sprintf(`{"i": %d}`, i), string(d.Payload.Input), "what the callbacks recorded is the input")
+		h.complete(d, fmt.Sprintf(`%d`, i))
+	}
+	h.complete(h.waitDispatch(r.ID, "after", 1), `{"done": true}`)
+	fin := h.waitRun(r.ID, "completed")
+	require.JSONEq(t, `{"done": true}`, string(fin.Output))
+	require.Equal(t, 409, h.do("POST", "/api/v1/runs/"+r.ID+"/pause", nil, nil), "a completed run cannot pause")
+}
+
+func TestPauseHoldsDispatchesAndBranches(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	// a's worker refuses (500): its dispatch waits to be retried. Pausing
+	// holds it; resuming sends it again at once.
+	h.worker.setStatus(500)
+	flow := h.createFlow(
+		[]map[string]any{wnode(h, "a", "retry", `{"maxAttempts": 5, "initialDelayMs": 60000, "maxDelayMs": 60000}`),
+			node("yes", "Condition", nil), node("no", "Condition", nil)},
+		[]map[string]any{redge("a", "yes", map[string]any{"condition": "output.ok"}), redge("a", "no", map[string]any{"default": true})})
+	r := h.startRun(flow, map[string]any{})
+	h.waitDispatch(r.ID, "a", 1)
+	count := func(status string) int {
+		var c int
+		require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM dispatches WHERE run_id = ? AND status = ?`, r.ID, status).Row().Scan(&c))
+		return c
+	}
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/pause", nil, nil))
+	// Held at once, or when the delivery in flight at the pause fails.
+	h.eventually(func() bool { return count("held") == 1 }, "the refused dispatch to be held")
+	sent := len(h.worker.all())
+	time.Sleep(1500 * time.Millisecond) // several backoffs: nothing goes out while paused
+	require.Equal(t, sent, len(h.worker.all()), "no delivery while paused")
+	require.Zero(t, count("pending"))
+	h.worker.setStatus(202)
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/resume", nil, nil))
+	d := h.waitDispatch(r.ID, "a", 1)
+	// Paused again before the callback: the branch is decided when it
+	// resumes.
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/pause", nil, nil))
+	h.complete(d, `{"ok": true}`)
+	got := h.run(r.ID)
+	require.Equal(t, "pending", got.Nodes["yes"].Status)
+	require.Equal(t, "pending", got.Nodes["no"].Status)
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/resume", nil, nil))
+	fin := h.waitRun(r.ID, "completed")
+	require.Equal(t, "completed", fin.Nodes["yes"].Status)
+	require.Equal(t, "skipped", fin.Nodes["no"].Status)
+}
+
+func TestSkipNodeByHand(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{wnode(h, "a"), wnode(h, "b"), node("ask", "UX", nil)},
+		[]map[string]any{edge("a", "b", nil), edge("b", "ask", nil)})
+	r := h.startRun(flow, map[string]any{})
+	require.Equal(t, 409, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/b/skip", map[string]any{}, nil), "b is pending")
+	require.Equal(t, 404, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/nope/skip", map[string]any{}, nil))
+	d := h.waitDispatch(r.ID, "a", 1)
+	code, body := h.post(d.Payload.CallbackURL, `{"status": "failed", "error": "broken"}`)
+	require.Equal(t, 200, code, body)
+	require.Equal(t, "failed", h.waitRun(r.ID, "failed").Nodes["a"].Status)
+
+	// The operator completes a by hand; the run goes on.
+	var got runJSON
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/a/skip", map[string]any{"output": map[string]any{"fixed": true}}, &got))
+	require.Equal(t, "running", got.Status)
+	require.Equal(t, "completed", got.Nodes["a"].Status)
+	db := h.waitDispatch(r.ID, "b", 1)
+	require.JSONEq(t, `{"fixed": true}`, string(db.Payload.Input))
+	// A late callback for a's attempt is stale now.
+	code, _ = h.post(d.Payload.CallbackURL, `{"status": "completed", "output": {}}`)
+	require.Equal(t, 409, code)
+	// b is running: skipping it makes its worker's callback stale too.
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/b/skip", nil, nil))
+	code, _ = h.post(db.Payload.CallbackURL, `{"status": "completed", "output": {}}`)
+	require.Equal(t, 409, code)
+	// ask waits for a person: skipped with an output.
+	h.waitNode(r.ID, "ask", "waiting_for_user")
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/ask/skip", map[string]any{"output": "done"}, nil))
+	fin := h.waitRun(r.ID, "completed")
+	require.JSONEq(t, `"done"`, string(fin.Output))
+	require.Equal(t, 409, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/ask/skip", nil, nil), "the run completed")
+	var events int
+	require.NoError(t, h.app.Store.Gorm().WithContext(context.Background()).Raw(`SELECT count(*) FROM run_events WHERE run_id = ?
+		AND type = 'node.completed_by_hand' AND payload->>'by' = 'admin'`, r.ID).Row().Scan(&events))
+	require.Equal(t, 3, events, "each skip is recorded with its actor")
+}
+
+func TestNonRetryableFailure(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{wnode(h, "a", "retry", `{"maxAttempts": 3, "initialDelayMs": 10}`)}, nil)
+	r := h.startRun(flow, map[string]any{})
+	d := h.waitDispatch(r.ID, "a", 1)
+	code, body := h.post(d.Payload.CallbackURL, `{"status": "failed", "error": "invalid VAT number", "retryable": false}`)
+	require.Equal(t, 200, code, body)
+	fin := h.waitRun(r.ID, "failed")
+	require.Equal(t, 1, fin.Nodes["a"].Attempt, "no retry")
+	require.Equal(t, 1, h.dispatchCount(r.ID, "a"))
+	// retryable on a completion is refused.
+	r = h.startRun(flow, map[string]any{})
+	d = h.waitDispatch(r.ID, "a", 1)
+	code, _ = h.post(d.Payload.CallbackURL, `{"status": "completed", "retryable": false}`)
+	require.Equal(t, 400, code)
+}
