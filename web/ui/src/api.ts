@@ -238,7 +238,7 @@ export interface Run {
   id: string;
   flow_id: string;
   flow_version_id: string;
-  status: "running" | "completed" | "failed" | "cancelled";
+  status: "running" | "paused" | "completed" | "failed" | "cancelled";
   input: any;
   output: any;
   error: string | null;

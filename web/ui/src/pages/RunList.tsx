@@ -3,7 +3,7 @@ import { api, stream, type Flow, type Run } from "../api";
 import { ago, Empty, ErrorBox, Spinner, Status, useLoad, useThrottled } from "../components/common";
 import { Link, navigate } from "../router";
 
-const STATUSES = ["", "running", "completed", "failed", "cancelled"];
+const STATUSES = ["", "running", "paused", "completed", "failed", "cancelled"];
 
 export function RunList({ flowId, status }: { flowId: string | null; status: string | null }) {
   const q = new URLSearchParams();
@@ -98,7 +98,7 @@ export function RunList({ flowId, status }: { flowId: string | null; status: str
                     <Status status={r.status} />
                   </td>
                   <td title={r.created_at}>{ago(r.created_at)}</td>
-                  <td title={r.finished_at ?? ""}>{r.finished_at ? ago(r.finished_at) : "—"}</td>
+                  <td title={r.finished_at ?? ""}>{r.finished_at && r.status !== "paused" ? ago(r.finished_at) : "—"}</td>
                 </tr>
               ))}
             </tbody>

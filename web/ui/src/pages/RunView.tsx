@@ -1,6 +1,6 @@
 import { Background, Controls, ReactFlow, ReactFlowProvider, type Edge } from "@xyflow/react";
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { api, describe, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
+import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
+import { api, ApiError, describe, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
 import { ago, Countdown, ErrorBox, Json, Spinner, Status, useThrottled } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
 import { nodeTypes } from "../components/StitchNode";
@@ -92,6 +92,7 @@ export function RunView({ runId }: { runId: string }) {
   const [live, setLive] = useState(false);
   const [selected, setSelected] = useState<string | null>(null);
   const [actionError, setActionError] = useState<string | null>(null);
+  const [busy, setBusy] = useState<string | null>(null);
   const events = useRef<StreamEvent[]>([]);
   const seen = useRef(new Set<number>());
   const [eventCount, setEventCount] = useState(0);
@@ -173,7 +174,8 @@ export function RunView({ runId }: { runId: string }) {
       selected: n.id === selected,
       data: { ...n.data, _run: aggregate(byNode[n.id] ?? []) },
     }));
-    const runDone = !!run && run.status !== "running";
+    // A paused run is not done: its open edges may still be taken.
+    const runDone = !!run && run.status !== "running" && run.status !== "paused";
     const edges: Edge[] = c.edges.map((e) => {
       // A loop edge was taken by the earlier iterations of its source.
       const rounds = isLoop(e.data) ? (history[e.source] ?? []).filter((s) => Array.isArray(s.taken) && s.taken.includes(e.target)).length : 0;
@@ -191,21 +193,36 @@ export function RunView({ runId }: { runId: string }) {
     return { nodes, edges };
   }, [graph, byNode, history, selected, run]);
 
-  async function act(fn: () => Promise<unknown>) {
+  // act runs an action on the run and reads the run again; a refusal (a
+  // 409 when the run moved on meanwhile) is shown with the server's words,
+  // and the run is read again all the same so the buttons match its state.
+  async function act(fn: () => Promise<unknown>, what?: string) {
     setActionError(null);
     try {
       await fn();
-      await fetchRun();
     } catch (err) {
-      setActionError(describe(err));
+      setActionError(what ? `${what}: ${refusal(err)}` : refusal(err));
+    }
+    await fetchRun();
+  }
+
+  async function control(action: "pause" | "resume") {
+    if (!run) return;
+    setBusy(action);
+    try {
+      await act(() => api("POST", `/runs/${run.id}/${action}`), action === "pause" ? "Could not pause the run" : "Could not resume the run");
+    } finally {
+      setBusy(null);
     }
   }
 
   if (error && !run) return <ErrorBox error={error} onRetry={fetchRun} />;
   if (!run || !canvas) return <Spinner label="Loading run…" />;
 
+  const pausedAt = run.status === "paused" ? [...events.current].reverse().find((e) => e.type === "run.paused")?.created_at : undefined;
+
   return (
-    <section className="runview" aria-label="Run">
+    <section className="runview" aria-label="Run" data-run-status={run.status}>
       <div className="editor-bar">
         <div className="run-title">
           <h1>
@@ -224,10 +241,35 @@ export function RunView({ runId }: { runId: string }) {
               Entity
             </Link>
           )}
-          {(run.status === "running" || run.status === "failed") && (
+          {run.status === "running" && (
+            <button
+              type="button"
+              className="btn"
+              data-action="pause"
+              disabled={busy !== null}
+              title="Nothing new starts until you resume; steps already running finish and their results are kept"
+              onClick={() => void control("pause")}
+            >
+              {busy === "pause" ? "Pausing…" : "Pause"}
+            </button>
+          )}
+          {run.status === "paused" && (
+            <button
+              type="button"
+              className="btn primary"
+              data-action="resume"
+              disabled={busy !== null}
+              title="Start what became ready while the run was paused, and go on"
+              onClick={() => void control("resume")}
+            >
+              {busy === "resume" ? "Resuming…" : "Resume"}
+            </button>
+          )}
+          {(run.status === "running" || run.status === "paused" || run.status === "failed") && (
             <button
               type="button"
               className="btn danger"
+              data-action="cancel"
               title={run.status === "failed" ? "Abandon this failed run instead of retrying it" : undefined}
               onClick={() => {
                 if (confirm("Cancel this run? Nodes still running are cancelled and nothing else fires.")) void act(() => api("POST", `/runs/${run.id}/cancel`));
@@ -241,6 +283,15 @@ export function RunView({ runId }: { runId: string }) {
       {actionError && (
         <div className="error-box" role="alert">
           {actionError}
+        </div>
+      )}
+      {run.status === "paused" && (
+        <div className="banner paused" role="status" data-paused>
+          <strong>
+            <span className="pause-icon" aria-hidden="true" />
+            Paused{pausedAt ? ` ${ago(pausedAt)}` : ""}.
+          </strong> Nothing new starts while the run is paused: steps already running finish and their
+          results are kept, and what they make ready waits. Resume to go on.
         </div>
       )}
       {run.error && <div className="error-box">Run failed: {run.error}</div>}
@@ -265,6 +316,12 @@ export function RunView({ runId }: { runId: string }) {
               <Controls showInteractive={false} />
             </ReactFlow>
           </ReactFlowProvider>
+          {run.status === "paused" && (
+            <div className="canvas-paused" aria-hidden="true">
+              <span className="pause-icon" />
+              Paused
+            </div>
+          )}
           <Legend />
         </div>
         <aside className="side" aria-label="Details">
@@ -273,12 +330,14 @@ export function RunView({ runId }: { runId: string }) {
               key={selected}
               nodeId={selected}
               outcomes={outcomesOf(graph?.nodes.find((n) => n.id === selected)?.data)}
+              nodeType={graph?.nodes.find((n) => n.id === selected)?.type ?? ""}
+              runStatus={run.status}
               states={byNode[selected] ?? []}
               history={history[selected] ?? []}
               loop={loops.find((l) => l.body.has(selected)) ?? null}
               events={events.current}
               eventCount={eventCount}
-              onRetry={(key) => act(() => api("POST", `/runs/${run.id}/nodes/${encodeURIComponent(key)}/retry`))}
+              onRetry={(key) => act(() => api("POST", `/runs/${run.id}/nodes/${encodeURIComponent(key)}/retry`), `Could not retry ${key}`)}
               runId={run.id}
               onAnswered={fetchRun}
             />
@@ -328,7 +387,7 @@ function RunSummary({ run, events }: { run: Run; events: StreamEvent[]; eventCou
         <dt>Started</dt>
         <dd title={run.created_at}>{ago(run.created_at)}</dd>
         <dt>Finished</dt>
-        <dd title={run.finished_at ?? ""}>{run.finished_at ? ago(run.finished_at) : "—"}</dd>
+        <dd title={run.finished_at ?? ""}>{run.finished_at && run.status !== "paused" ? ago(run.finished_at) : "—"}</dd>
       </dl>
       <p className="muted small">Click a node to see its input, output, attempts and events.</p>
       <h3>Input</h3>
@@ -351,21 +410,40 @@ function RunSummary({ run, events }: { run: Run; events: StreamEvent[]; eventCou
 
 function EventItem({ e, withKey }: { e: StreamEvent; withKey?: boolean }) {
   return (
-    <li className={e.type === "loop.iteration" ? "event-loop" : undefined} data-event={e.type}>
+    <li className={EVENT_CLASS[e.type]} data-event={e.type}>
       <span className="muted" title={e.created_at}>
         {new Date(e.created_at).toLocaleTimeString()}
       </span>{" "}
       {withKey && e.key ? <span className="mono">{e.key} </span> : null}
-      <strong>{e.type === "loop.iteration" ? "↺ loop" : e.type}</strong> {eventSummary(e)}
+      <strong>{EVENT_LABEL[e.type] ?? e.type}</strong> {eventSummary(e)}
     </li>
   );
 }
+
+// Readable names of the events a person caused or that change the run's
+// course; the others show their type.
+const EVENT_LABEL: Record<string, string> = {
+  "loop.iteration": "↺ loop",
+  "node.completed_by_hand": "completed by hand",
+  "run.paused": "run paused",
+  "run.unpaused": "run resumed",
+};
+const EVENT_CLASS: Record<string, string> = {
+  "loop.iteration": "event-loop",
+  "node.completed_by_hand": "event-hand",
+  "run.paused": "event-control",
+  "run.unpaused": "event-control",
+};
 
 const FILTERS = ["all", "failed", "running", "waiting_for_user", "sleeping", "completed", "skipped", "cancelled"];
 
 function NodeDetail(props: {
   nodeId: string;
   outcomes: string[];
+  // nodeType: the node's type in the run's graph (a Splitter cannot be
+  // completed by hand).
+  nodeType: string;
+  runStatus: Run["status"];
   states: NodeState[];
   // history: the rows of the node's earlier loop iterations (<key>@<n>).
   history: NodeState[];
@@ -411,6 +489,17 @@ function NodeDetail(props: {
   };
   const nodeEvents = current ? events.filter((e) => e.key === baseKey(current.key) && (rounds.length < 2 || eventIter(e) === iterationOf(current))) : [];
   const agg = aggregate(states);
+  const byHand = current?.status === "completed" ? nodeEvents.filter((e) => e.type === "node.completed_by_hand").at(-1) : undefined;
+  // What the server lets a person complete by hand: a stuck step of a run
+  // still going (a failure a failure edge took on is final).
+  const canSkip =
+    !!current &&
+    isLatest &&
+    SKIPPABLE.includes(current.status) &&
+    props.runStatus !== "completed" &&
+    props.runStatus !== "cancelled" &&
+    props.nodeType !== "Splitter" &&
+    !(current.status === "failed" && Array.isArray(current.taken));
 
   return (
     <div className="settings node-detail">
@@ -510,6 +599,12 @@ function NodeDetail(props: {
             <dt>Status</dt>
             <dd>
               <Status status={current.status} />
+              {byHand && (
+                <span className="by-hand" data-by-hand>
+                  {" "}
+                  by hand{who(byHand.payload?.by) ? ` by ${who(byHand.payload?.by)}` : ""}, when it was {String(byHand.payload?.from ?? "?").replace(/_/g, " ")}
+                </span>
+              )}
             </dd>
             <dt>Attempt</dt>
             <dd>{current.attempt}</dd>
@@ -563,6 +658,7 @@ function NodeDetail(props: {
               Retry {current.key}
             </button>
           )}
+          {canSkip && <CompleteByHand key={current.key} runId={runId} nodeKey={current.key} status={current.status} runStatus={props.runStatus} onDone={props.onAnswered} />}
           {current.status === "waiting_for_user" && isLatest && <Answer runId={runId} nodeKey={current.key} outcomes={props.outcomes} onDone={props.onAnswered} />}
           {current.error && (
             <>
@@ -590,6 +686,155 @@ function NodeDetail(props: {
   );
 }
 
+// refusal is the server's reason for refusing an action, without the
+// "conflict: " its 409 messages begin with.
+function refusal(err: unknown): string {
+  const msg = describe(err);
+  return err instanceof ApiError && err.code === "conflict" ? msg.replace(/^conflict: /, "") : msg;
+}
+
+// The node statuses a person can complete by hand (POST …/skip).
+const SKIPPABLE = ["failed", "running", "waiting_for_user", "sleeping"];
+
+// What completing a step by hand does, by the step's status.
+const SKIP_EFFECT: Record<string, string> = {
+  failed: "marks this failed step completed instead of retrying it",
+  running: "marks this step completed now; if its worker answers later, the answer is ignored",
+  waiting_for_user: "completes this step without anyone's answer; it leaves the approvals inbox",
+  sleeping: "ends this wait now",
+};
+
+// parseOutput reads the optional output a person typed: empty is no
+// output (null); anything else must be JSON.
+function parseOutput(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
+  const t = text.trim();
+  if (!t) return { ok: true, value: null };
+  try {
+    return { ok: true, value: JSON.parse(t) };
+  } catch (err) {
+    return { ok: false, message: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+// CompleteByHand completes a stuck step by hand (POST …/nodes/{key}/skip)
+// with an optional JSON output, after the person confirms what it does.
+function CompleteByHand(props: { runId: string; nodeKey: string; status: string; runStatus: Run["status"]; onDone: () => void }) {
+  const { runId, nodeKey, status } = props;
+  const [open, setOpen] = useState(false);
+  const [text, setText] = useState("");
+  const [confirming, setConfirming] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const parsed = parseOutput(text);
+  const id = `skip-output-${nodeKey}`;
+
+  async function send() {
+    if (!parsed.ok) return;
+    setBusy(true);
+    setError(null);
+    try {
+      await api("POST", `/runs/${runId}/nodes/${encodeURIComponent(nodeKey)}/skip`, parsed.value === null ? {} : { output: parsed.value });
+      setOpen(false);
+      setConfirming(false);
+      props.onDone();
+    } catch (err) {
+      setError(`Not completed: ${refusal(err)}`);
+      setConfirming(false);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  if (!open)
+    return (
+      <button type="button" className="btn" data-action="complete-by-hand" onClick={() => setOpen(true)}>
+        Complete by hand…
+      </button>
+    );
+  return (
+    <form
+      className="by-hand-form"
+      aria-label={`Complete ${nodeKey} by hand`}
+      data-step={confirming ? "confirm" : "edit"}
+      onSubmit={(e: FormEvent) => {
+        e.preventDefault();
+        if (confirming) void send();
+        else if (parsed.ok) setConfirming(true);
+      }}
+    >
+      <h3>Complete {nodeKey} by hand</h3>
+      <p className="small">
+        This {SKIP_EFFECT[status] ?? "completes this step"}, and the run goes on to the next steps with the output below as this step's output.
+        {props.runStatus === "paused" ? " The run is paused: the next steps start when it is resumed." : ""}
+      </p>
+      <label htmlFor={id}>Output (JSON, optional)</label>
+      <textarea
+        id={id}
+        className="mono"
+        rows={4}
+        placeholder='{"fixed": true}'
+        value={text}
+        disabled={confirming || busy}
+        aria-invalid={!parsed.ok}
+        aria-describedby={`${id}-help`}
+        onChange={(e) => {
+          setText(e.target.value);
+          setError(null);
+        }}
+      />
+      {parsed.ok ? (
+        <p id={`${id}-help`} className="muted small">
+          {text.trim() ? "Valid JSON." : "Left empty, the step's output is null."}
+        </p>
+      ) : (
+        <p id={`${id}-help`} className="field-error" role="alert" data-json-error>
+          Not valid JSON: {parsed.message}
+        </p>
+      )}
+      {error && (
+        <p className="field-error" role="alert" data-server-error>
+          {error}
+        </p>
+      )}
+      {confirming ? (
+        <div className="confirm" role="group" aria-label="Confirm">
+          <p>
+            <strong>
+              Complete {nodeKey} by hand with {parsed.ok && parsed.value !== null ? "this output" : "no output"}?
+            </strong>{" "}
+            This cannot be undone; it is recorded as done by you.
+          </p>
+          {parsed.ok && parsed.value !== null && <pre className="json">{JSON.stringify(parsed.value, null, 2)}</pre>}
+          <div className="row-buttons">
+            <button type="submit" className="btn primary" data-action="confirm-complete" disabled={busy}>
+              {busy ? "Completing…" : `Yes, complete ${nodeKey}`}
+            </button>
+            <button type="button" className="btn" disabled={busy} onClick={() => setConfirming(false)}>
+              Back
+            </button>
+          </div>
+        </div>
+      ) : (
+        <div className="row-buttons">
+          <button type="submit" className="btn primary" data-action="review-complete" disabled={!parsed.ok}>
+            Complete by hand…
+          </button>
+          <button
+            type="button"
+            className="btn"
+            onClick={() => {
+              setOpen(false);
+              setError(null);
+            }}
+          >
+            Cancel
+          </button>
+        </div>
+      )}
+    </form>
+  );
+}
+
 // A loop's iterations are all listed up to STEP_ALL; beyond, the first,
 // the last few and the one shown (a select reaches the others).
 const STEP_ALL = 12;
@@ -605,6 +850,15 @@ function eventSummary(e: StreamEvent): string {
   if (e.type === "loop.iteration") {
     const n = Number(p.iteration ?? 0);
     return `${e.key ?? "the loop's source"} went back to ${p.head ?? "the loop's head"} (edge ${p.loop ?? "?"}): iteration ${n + 1} begins`;
+  }
+  if (e.type === "node.completed_by_hand") return `by ${who(p.by) || "someone"}, when it was ${String(p.from ?? "?").replace(/_/g, " ")}`;
+  if (e.type === "run.paused") {
+    const n = Number(p.held_dispatches ?? 0);
+    return `nothing new starts until it is resumed${n ? ` · ${n} ${n === 1 ? "dispatch" : "dispatches"} held` : ""}`;
+  }
+  if (e.type === "run.unpaused") {
+    const n = Number(p.released_dispatches ?? 0);
+    return `what became ready starts now${n ? ` · ${n} held ${n === 1 ? "dispatch" : "dispatches"} sent` : ""}`;
   }
   const parts: string[] = [];
   if (p.status) parts.push(p.status);
