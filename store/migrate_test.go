@@ -16,14 +16,14 @@ import (
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
-// schemaTables are the tables migration 1 creates.
+// schemaTables are the tables the migrations create.
 var schemaTables = []string{
 	"api_tokens", "boards", "dispatches", "entities", "flow_versions", "flows", "journey_events",
-	"node_states", "run_events", "runs", "sections", "signing_keys", "triggers",
+	"node_states", "run_events", "runs", "schedules", "sections", "signing_keys", "triggers",
 }
 
 // latestVersion is the highest migration in migrations/.
-const latestVersion = 9
+const latestVersion = 11
 
 func openSQL(t *testing.T, url string) *sql.DB {
 	t.Helper()

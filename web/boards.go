@@ -249,6 +249,7 @@ func (s *Server) createTrigger(c echo.Context) error {
 		return err
 	}
 	var b struct {
+		Kind   string `json:"kind"`
 		Slug   string `json:"slug"`
 		Secret string `json:"secret"`
 		Entity *struct {
@@ -257,9 +258,17 @@ func (s *Server) createTrigger(c echo.Context) error {
 			NamePath  string `json:"name_path"`
 			EmailPath string `json:"email_path"`
 		} `json:"entity"`
+		scheduleBody
 	}
 	if err := bind(c, &b); err != nil {
 		return err
+	}
+	switch b.Kind {
+	case "schedule":
+		return s.createSchedule(c, flowID, b.scheduleBody)
+	case "", "webhook":
+	default:
+		return badRequest(`kind must be "webhook" (the default) or "schedule"`)
 	}
 	if !slugPattern.MatchString(b.Slug) {
 		return badRequest("slug must be 1-100 lowercase letters, digits, '-' or '_'")
@@ -296,9 +305,7 @@ func (s *Server) createTrigger(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, map[string]any{"id": created.ID, "flow_id": created.FlowID, "slug": created.Slug,
-		"has_secret": created.Secret != nil, "entity": json.RawMessage(orEmpty(created.Entity)),
-		"url": "/hooks/" + created.Slug, "created_at": created.CreatedAt})
+	return c.JSON(http.StatusCreated, webhookJSON(created))
 }
 
 func orEmpty(b json.RawMessage) json.RawMessage {

@@ -112,6 +112,10 @@ func New(cfg Config) *Server {
 	api.GET("/entities/:id", s.getEntity)
 	api.POST("/entities/:id/move", s.moveEntity)
 	api.POST("/flows/:id/triggers", s.createTrigger)
+	api.GET("/flows/:id/triggers", s.listTriggers)
+	api.GET("/triggers/:id", s.getTrigger)
+	api.PATCH("/triggers/:id", s.patchTrigger)
+	api.DELETE("/triggers/:id", s.deleteTrigger)
 
 	// The web UI: every other GET (web/ui.go).
 	e.GET("/*", s.ui)

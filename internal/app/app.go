@@ -336,7 +336,11 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	a.Dispatcher.Start(ctx)
-	a.wg.Add(4)
+	a.wg.Add(5)
+	go func() {
+		defer a.wg.Done()
+		a.runSchedules(ctx)
+	}()
 	go func() {
 		defer a.wg.Done()
 		a.notifier.Run(ctx)

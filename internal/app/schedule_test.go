@@ -1,0 +1,196 @@
+package app_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+type scheduleJSON struct {
+	ID         string     `json:"id"`
+	Kind       string     `json:"kind"`
+	Cron       string     `json:"cron"`
+	Enabled    bool       `json:"enabled"`
+	NextFireAt *time.Time `json:"next_fire_at"`
+	LastRunID  *string    `json:"last_run_id"`
+	LastError  *string    `json:"last_error"`
+}
+
+func (h *harness) createSchedule(flowID string, body map[string]any) scheduleJSON {
+	h.t.Helper()
+	body["kind"] = "schedule"
+	var sc scheduleJSON
+	require.Equal(h.t, 201, h.do("POST", "/api/v1/flows/"+flowID+"/triggers", body, &sc))
+	require.Equal(h.t, "schedule", sc.Kind)
+	return sc
+}
+
+// scheduledRuns returns, for each tick of schedule id, how many runs it
+// started.
+func scheduledRuns(t *testing.T, h *harness, id string) map[time.Time]int {
+	t.Helper()
+	rows, err := h.app.Store.Gorm().WithContext(context.Background()).Raw(`SELECT (trigger->>'tick')::timestamptz, count(*)
+		FROM runs WHERE trigger->>'schedule_id' = ? GROUP BY 1`, id).Rows()
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[time.Time]int{}
+	for rows.Next() {
+		var tick time.Time
+		var n int
+		require.NoError(t, rows.Scan(&tick, &n))
+		out[tick.UTC()] = n
+	}
+	return out
+}
+
+func TestScheduleOneRunPerTickAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	_, dbURL := storetest.IsolatedDB(t)
+	a, b := newHarnessOn(t, dbURL), newHarnessOn(t, dbURL)
+	flow := a.createFlow([]map[string]any{node("tick", "Condition", nil)}, nil)
+	sc := a.createSchedule(flow, map[string]any{"cron": "* * * * * *", "input": map[string]any{"from": "schedule"}, "overlap": "allow"})
+	require.NotNil(t, sc.NextFireAt)
+	time.Sleep(6 * time.Second) // real time: six ticks, two schedulers racing for each
+	var off scheduleJSON
+	require.Equal(t, 200, b.do("PATCH", "/api/v1/triggers/"+sc.ID, map[string]any{"enabled": false}, &off))
+	require.False(t, off.Enabled)
+	require.Nil(t, off.NextFireAt)
+	time.Sleep(100 * time.Millisecond) // a tick being started when it was disabled
+	runs := scheduledRuns(t, a, sc.ID)
+	require.GreaterOrEqual(t, len(runs), 4, "a tick a second")
+	var first, last time.Time
+	for tick, n := range runs {
+		require.Equal(t, 1, n, "tick %s started one run", tick)
+		if first.IsZero() || tick.Before(first) {
+			first = tick
+		}
+		if tick.After(last) {
+			last = tick
+		}
+	}
+	require.Equal(t, int(last.Sub(first)/time.Second)+1, len(runs), "no tick missed between the first and the last")
+	// Disabled: no more runs.
+	time.Sleep(1500 * time.Millisecond)
+	require.Equal(t, len(runs), len(scheduledRuns(t, a, sc.ID)))
+	var got runJSON
+	require.Equal(t, 200, a.do("GET", "/api/v1/runs/"+*off.LastRunID, nil, &got))
+	require.JSONEq(t, `{"from": "schedule"}`, string(got.Input))
+}
+
+func TestScheduleCatchUp(t *testing.T) {
+	t.Parallel()
+	for _, catchUp := range []string{"one", "none"} {
+		t.Run(catchUp, func(t *testing.T) {
+			t.Parallel()
+			_, dbURL := storetest.IsolatedDB(t)
+			a := newHarnessOn(t, dbURL)
+			flow := a.createFlow([]map[string]any{node("tick", "Condition", nil)}, nil)
+			sc := a.createSchedule(flow, map[string]any{"cron": "* * * * * *", "catch_up": catchUp, "enabled": false})
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, a.app.Stop(sctx)) // no process runs the schedulers
+			// Enabled while nothing runs (straight in the database, as a
+			// process stopped just after the PATCH would leave it): five
+			// ticks go by.
+			conn, err := pgx.Connect(context.Background(), dbURL)
+			require.NoError(t, err)
+			_, err = conn.Exec(context.Background(), `UPDATE schedules SET enabled = true, next_fire_at = now() WHERE id = $1`, sc.ID)
+			require.NoError(t, err)
+			require.NoError(t, conn.Close(context.Background()))
+			time.Sleep(5 * time.Second)
+			restart := time.Now()
+			b := newHarnessOn(t, dbURL)
+			var first scheduleJSON // its last_error may say the ticks were skipped, until the next run
+			b.eventually(func() bool {
+				require.Equal(t, 200, b.do("GET", "/api/v1/triggers/"+sc.ID, nil, &first))
+				return first.NextFireAt != nil && first.NextFireAt.After(restart)
+			}, "the scheduler to look at the schedule")
+			time.Sleep(2200 * time.Millisecond) // and two more ticks, on time
+			var catchUps, missed, onTime int
+			require.NoError(t, b.app.Store.Gorm().Raw(`SELECT count(*) FILTER (WHERE (trigger->>'missed')::int > 0),
+				coalesce(sum((trigger->>'missed')::int), 0), count(*) FILTER (WHERE (trigger->>'missed')::int = 0)
+				FROM runs WHERE trigger->>'schedule_id' = ?`, sc.ID).Row().Scan(&catchUps, &missed, &onTime))
+			require.GreaterOrEqual(t, onTime, 1, "the ticks after the restart start their runs")
+			for _, n := range scheduledRuns(t, b, sc.ID) {
+				require.Equal(t, 1, n)
+			}
+			if catchUp == "one" {
+				require.Equal(t, 1, catchUps, "the missed ticks started one run")
+				require.GreaterOrEqual(t, missed, 4, "standing for the ticks of the five seconds stopped")
+			} else {
+				require.Zero(t, catchUps, "the missed ticks started none")
+			}
+		})
+	}
+}
+
+func TestScheduleOverlapSkip(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{node("ask", "UX", nil)}, nil)
+	sc := h.createSchedule(flow, map[string]any{"cron": "* * * * * *"})
+	h.eventually(func() bool { return len(scheduledRuns(t, h, sc.ID)) == 1 }, "the first tick's run")
+	time.Sleep(2200 * time.Millisecond) // two more ticks while the first run waits for a person
+	require.Len(t, scheduledRuns(t, h, sc.ID), 1, "overlap skip: no run while the last one waits")
+	var s scheduleJSON
+	require.Equal(t, 200, h.do("GET", "/api/v1/triggers/"+sc.ID, nil, &s))
+	require.NotNil(t, s.LastError)
+	require.Contains(t, *s.LastError, "is still running (overlap skip)")
+	require.Equal(t, 204, h.do("DELETE", "/api/v1/triggers/"+sc.ID, nil, nil))
+	require.Equal(t, 404, h.do("GET", "/api/v1/triggers/"+sc.ID, nil, nil))
+}
+
+func TestScheduleBadInputAndTriggerList(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{node("tick", "Condition", nil)}, nil)
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Details []struct {
+				Path    string `json:"path"`
+				Message string `json:"message"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	require.Equal(t, 422, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"kind": "schedule", "cron": "61 * * * *",
+		"timezone": "Mars/Olympus", "overlap": "sometimes", "input": []int{1}}, &e))
+	require.Equal(t, "invalid_schedule", e.Error.Code)
+	paths := map[string]bool{}
+	for _, d := range e.Error.Details {
+		paths[d.Path] = true
+	}
+	require.Equal(t, map[string]bool{"timezone": true, "overlap": true, "input": true}, paths,
+		"the cron is read only in a known zone: fix the zone first")
+	require.Equal(t, 422, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"kind": "schedule", "cron": "61 * * * *"}, &e))
+	require.Equal(t, "cron", e.Error.Details[0].Path)
+	var list struct {
+		Triggers []map[string]any `json:"triggers"`
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/flows/"+flow+"/triggers", nil, &list))
+	require.Empty(t, list.Triggers, "nothing stored")
+
+	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"slug": "list-hook"}, nil))
+	sc := h.createSchedule(flow, map[string]any{"cron": "0 9 * * MON-FRI", "timezone": "Europe/Paris", "enabled": false})
+	require.Equal(t, 200, h.do("GET", "/api/v1/flows/"+flow+"/triggers", nil, &list))
+	require.Len(t, list.Triggers, 2)
+	require.Equal(t, "webhook", list.Triggers[0]["kind"])
+	require.Equal(t, "schedule", list.Triggers[1]["kind"])
+	// A bad change is refused and changes nothing.
+	require.Equal(t, 422, h.do("PATCH", "/api/v1/triggers/"+sc.ID, map[string]any{"cron": "nope"}, nil))
+	var got scheduleJSON
+	require.Equal(t, 200, h.do("PATCH", "/api/v1/triggers/"+sc.ID, map[string]any{"enabled": true}, &got))
+	require.Equal(t, "0 9 * * MON-FRI", got.Cron)
+	require.NotNil(t, got.NextFireAt)
+	paris, _ := time.LoadLocation("Europe/Paris")
+	require.Equal(t, 9, got.NextFireAt.In(paris).Hour())
+	require.Equal(t, 400, h.do("PATCH", "/api/v1/triggers/"+list.Triggers[0]["id"].(string), map[string]any{"enabled": false}, nil))
+	require.Equal(t, 204, h.do("DELETE", "/api/v1/triggers/"+list.Triggers[0]["id"].(string), nil, nil))
+	code, _ := h.post(h.app.URL+"/hooks/list-hook", `{}`)
+	require.Equal(t, 404, code, "a deleted webhook's slug answers 404")
+}

@@ -1,0 +1,85 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/schedule"
+	"github.com/stitchd/stitchd/store"
+)
+
+// runSchedules starts the runs of due schedule triggers every poll
+// interval, until ctx ends. Any number of processes may run it: each due
+// schedule is claimed by one (store.FireSchedules), and a tick's run is
+// started with the idempotency key schedule:<id>:<tick>, so a claim lost
+// in a crash after the run started starts nothing twice.
+func (a *App) runSchedules(ctx context.Context) {
+	t := time.NewTicker(a.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := a.Store.FireSchedules(ctx, 100, a.fireSchedule)
+		if err != nil && ctx.Err() == nil {
+			a.cfg.Logger.Warn("scheduler", "error", err)
+		}
+		a.Metrics.SweeperAction("schedule_fired", n)
+	}
+}
+
+// fireSchedule decides what a due schedule does now (database time): the
+// latest tick not after now fires — ticks missed while no process ran
+// collapse into it (catch_up "one"), or are dropped (catch_up "none") —
+// unless the previous run still runs and overlap is "skip".
+func (a *App) fireSchedule(ctx context.Context, d *store.DueSchedule) error {
+	spec, perr := schedule.Parse(d.Cron, d.Timezone)
+	if perr != nil { // validated when saved; a time zone database may change
+		msg := perr.Error()
+		d.LastError, d.NextFireAt = &msg, d.Now.Add(time.Hour)
+		return nil
+	}
+	due := d.NextFireAt
+	tick, missed := spec.Latest(due, d.Now)
+	d.NextFireAt = spec.Next(d.Now)
+	// Ticks were missed (no process ran the scheduler), not just noticed a
+	// poll late: several fell due, the first of them well before now.
+	late := missed > 0 && d.Now.Sub(due) > 2*a.cfg.PollInterval+time.Second
+	switch {
+	case late && d.CatchUp == "none":
+		msg := fmt.Sprintf("skipped %d missed tick(s) up to %s (catch_up none)", missed+1, tick.UTC().Format(time.RFC3339))
+		d.LastError = &msg
+		return nil
+	case d.Overlap == "skip" && (d.LastRunStatus == string(engine.RunRunning) || d.LastRunStatus == string(engine.RunPaused)):
+		msg := fmt.Sprintf("skipped the tick of %s: run %s is still %s (overlap skip)", tick.UTC().Format(time.RFC3339), *d.LastRunID, d.LastRunStatus)
+		d.LastError = &msg
+		return nil
+	}
+	f, err := a.Store.GetFlow(ctx, d.FlowID)
+	if err != nil {
+		return fmt.Errorf("error loading flow %s of schedule %s: %w", d.FlowID, d.ID, err)
+	}
+	trig, _ := json.Marshal(map[string]any{"type": "schedule", "schedule_id": d.ID, "tick": tick.UTC(), "missed": missedTicks(late, missed)})
+	run, _, err := a.Engine.StartRun(ctx, engine.StartRunParams{FlowID: d.FlowID, VersionID: f.VersionID, Input: d.Input,
+		Trigger: trig, IdempotencyKey: "schedule:" + d.ID + ":" + tick.UTC().Format(time.RFC3339Nano)})
+	if err != nil {
+		msg := fmt.Sprintf("the tick of %s could not start a run: %v", tick.UTC().Format(time.RFC3339), err)
+		d.LastError = &msg
+		return nil
+	}
+	d.LastFiredAt, d.LastRunID, d.LastError = &tick, &run.ID, nil
+	return nil
+}
+
+// missedTicks is how many earlier ticks a run stands for (catch-up).
+func missedTicks(late bool, missed int) int {
+	if !late {
+		return 0
+	}
+	return missed
+}

@@ -1,0 +1,211 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/schedule"
+	"github.com/stitchd/stitchd/store"
+)
+
+// scheduleBody is a schedule trigger's settings, as created or patched.
+type scheduleBody struct {
+	Cron     *string         `json:"cron"`
+	Timezone *string         `json:"timezone"`
+	Input    json.RawMessage `json:"input"`
+	Overlap  *string         `json:"overlap"`
+	CatchUp  *string         `json:"catch_up"`
+	Enabled  *bool           `json:"enabled"`
+}
+
+// apply checks b and writes it into sc (only the fields b sets); every
+// problem is a 422 with its path, and sc is then not to be saved.
+func (b scheduleBody) apply(sc *store.Schedule) error {
+	var problems []engine.Problem
+	bad := func(path, msg string) { problems = append(problems, engine.Problem{Code: "invalid_schedule", Path: path, Message: msg}) }
+	if b.Cron != nil {
+		sc.Cron = strings.TrimSpace(*b.Cron)
+	}
+	if b.Timezone != nil {
+		sc.Timezone = *b.Timezone
+	}
+	if sc.Cron == "" {
+		bad("cron", `cron is required ("0 9 * * MON-FRI", "@daily", or six fields with seconds)`)
+	} else if _, perr := schedule.Parse(sc.Cron, sc.Timezone); perr != nil {
+		bad(perr.Field, perr.Message)
+	}
+	if len(b.Input) > 0 && string(b.Input) != "null" {
+		if in := strings.TrimSpace(string(b.Input)); in == "" || in[0] != '{' {
+			bad("input", "input must be a JSON object")
+		}
+		sc.Input = b.Input
+	}
+	if b.Overlap != nil {
+		sc.Overlap = *b.Overlap
+	}
+	if sc.Overlap != "skip" && sc.Overlap != "allow" {
+		bad("overlap", `overlap must be "skip" (no tick while the last run runs) or "allow"`)
+	}
+	if b.CatchUp != nil {
+		sc.CatchUp = *b.CatchUp
+	}
+	if sc.CatchUp != "one" && sc.CatchUp != "none" {
+		bad("catch_up", `catch_up must be "one" (missed ticks start one run) or "none"`)
+	}
+	if b.Enabled != nil {
+		sc.Enabled = *b.Enabled
+	}
+	if len(problems) > 0 {
+		return &apiError{Status: http.StatusUnprocessableEntity, Code: "invalid_schedule",
+			Message: "the schedule has " + plural(len(problems), "problem"), Details: problems}
+	}
+	return nil
+}
+
+func (s *Server) createSchedule(c echo.Context, flowID string, b scheduleBody) error {
+	ctx := c.Request().Context()
+	if _, err := s.cfg.Store.GetFlow(ctx, flowID); err != nil {
+		return err
+	}
+	sc := &store.Schedule{ID: uuid.NewString(), FlowID: flowID, Timezone: "UTC", Input: json.RawMessage("{}"),
+		Overlap: "skip", CatchUp: "one", Enabled: true}
+	if err := b.apply(sc); err != nil {
+		return err
+	}
+	spec, _ := schedule.Parse(sc.Cron, sc.Timezone)
+	sc.NextFireAt = spec.Next(time.Now())
+	if err := s.cfg.Store.CreateSchedule(ctx, sc); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, scheduleJSON(sc))
+}
+
+func (s *Server) listTriggers(c echo.Context) error {
+	flowID, err := s.pathUUID(c, "id", "flow")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := s.cfg.Store.GetFlow(ctx, flowID); err != nil {
+		return err
+	}
+	hooks, err := s.cfg.Store.FlowTriggers(ctx, flowID)
+	if err != nil {
+		return err
+	}
+	scheds, err := s.cfg.Store.FlowSchedules(ctx, flowID)
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, 0, len(hooks)+len(scheds))
+	for i := range hooks {
+		out = append(out, webhookJSON(&hooks[i]))
+	}
+	for i := range scheds {
+		out = append(out, scheduleJSON(&scheds[i]))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"triggers": out})
+}
+
+// trigger finds the trigger of the path's id: a schedule or a webhook.
+func (s *Server) trigger(c echo.Context) (*store.Schedule, *store.Trigger, error) {
+	id, err := s.pathUUID(c, "id", "trigger")
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx := c.Request().Context()
+	sc, err := s.cfg.Store.GetSchedule(ctx, id)
+	if err == nil {
+		return sc, nil, nil
+	}
+	if !errors.Is(err, engine.ErrNotFound) {
+		return nil, nil, err
+	}
+	t, err := s.cfg.Store.TriggerByID(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, t, nil
+}
+
+func (s *Server) getTrigger(c echo.Context) error {
+	sc, t, err := s.trigger(c)
+	if err != nil {
+		return err
+	}
+	if sc != nil {
+		return c.JSON(http.StatusOK, scheduleJSON(sc))
+	}
+	return c.JSON(http.StatusOK, webhookJSON(t))
+}
+
+func (s *Server) patchTrigger(c echo.Context) error {
+	sc, _, err := s.trigger(c)
+	if err != nil {
+		return err
+	}
+	if sc == nil {
+		return badRequest("a webhook trigger has nothing to change: delete it and create another")
+	}
+	var b scheduleBody
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	before := sc.Cron + "\x00" + sc.Timezone
+	wasEnabled := sc.Enabled
+	if err := b.apply(sc); err != nil {
+		return err
+	}
+	if before != sc.Cron+"\x00"+sc.Timezone || (sc.Enabled && !wasEnabled) {
+		// A new rhythm, or a schedule enabled again, starts from now: the
+		// ticks it had while disabled are not missed ones.
+		spec, _ := schedule.Parse(sc.Cron, sc.Timezone)
+		sc.NextFireAt = spec.Next(time.Now())
+	}
+	sc.UpdatedAt = time.Now()
+	if err := s.cfg.Store.SaveSchedule(c.Request().Context(), sc); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, scheduleJSON(sc))
+}
+
+func (s *Server) deleteTrigger(c echo.Context) error {
+	sc, t, err := s.trigger(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if sc != nil {
+		err = s.cfg.Store.DeleteSchedule(ctx, sc.ID)
+	} else {
+		err = s.cfg.Store.DeleteTrigger(ctx, t.ID)
+	}
+	if err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func webhookJSON(t *store.Trigger) map[string]any {
+	return map[string]any{"id": t.ID, "kind": "webhook", "flow_id": t.FlowID, "slug": t.Slug,
+		"has_secret": t.Secret != nil, "entity": json.RawMessage(orEmpty(t.Entity)),
+		"url": "/hooks/" + t.Slug, "created_at": t.CreatedAt}
+}
+
+func scheduleJSON(sc *store.Schedule) map[string]any {
+	m := map[string]any{"id": sc.ID, "kind": "schedule", "flow_id": sc.FlowID, "cron": sc.Cron, "timezone": sc.Timezone,
+		"input": json.RawMessage(orEmpty(sc.Input)), "overlap": sc.Overlap, "catch_up": sc.CatchUp, "enabled": sc.Enabled,
+		"next_fire_at": nil, "last_fired_at": sc.LastFiredAt, "last_run_id": sc.LastRunID, "last_error": sc.LastError,
+		"created_at": sc.CreatedAt.UTC(), "updated_at": sc.UpdatedAt.UTC()}
+	if sc.Enabled {
+		m["next_fire_at"] = sc.NextFireAt.UTC()
+	}
+	return m
+}
