@@ -34,10 +34,19 @@ type DeliveryRecorder interface {
 	RecordDelivery(ctx context.Context, o engine.DeliveryOutcome) error
 }
 
+// ResponseRecorder takes the responses of request/response deliveries
+// (engine.Engine).
+type ResponseRecorder interface {
+	CompleteFromResponse(ctx context.Context, r engine.Response) error
+}
+
 // DispatcherConfig configures a Dispatcher.
 type DispatcherConfig struct {
 	Store    DispatchStore
 	Recorder DeliveryRecorder
+	// Responses takes the responses of request/response deliveries (HTTP
+	// nodes); default: Recorder, when it implements ResponseRecorder.
+	Responses ResponseRecorder
 	// Secret signs outbound requests (Standard Webhooks).
 	Secret []byte
 	Client *http.Client
@@ -87,7 +96,10 @@ type DispatcherConfig struct {
 // polling (due retries, rows whose claiming process died).
 type Dispatcher struct {
 	cfg DispatcherConfig
-	mu  sync.Mutex
+	// reqClient is cfg.Client without its timeout: a request/response
+	// delivery is bounded by its own (request.go).
+	reqClient *http.Client
+	mu        sync.Mutex
 	// hosts holds, by destination host, the rows claimed and not yet
 	// being delivered and the deliveries in flight; ring lists the hosts
 	// with queued rows in the order they are served, turn the next to
@@ -139,6 +151,9 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	if cfg.Client == nil {
 		cfg.Client = NewHTTPClient(10*time.Second, nil)
 	}
+	if rr, ok := cfg.Recorder.(ResponseRecorder); ok && cfg.Responses == nil {
+		cfg.Responses = rr
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = engine.SystemClock{}
 	}
@@ -148,7 +163,9 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	if cfg.Backoff == nil {
 		cfg.Backoff = func(try int) time.Duration { return FullJitter(try, 500*time.Millisecond, time.Minute) }
 	}
-	return &Dispatcher{cfg: cfg, hosts: map[string]*hostQueue{}, signal: make(chan struct{}, 1), refill: make(chan struct{}, 1)}
+	rc := *cfg.Client
+	rc.Timeout = 0
+	return &Dispatcher{cfg: cfg, reqClient: &rc, hosts: map[string]*hostQueue{}, signal: make(chan struct{}, 1), refill: make(chan struct{}, 1)}
 }
 
 // NewHTTPClient returns the client used for dispatches: a timeout, and
@@ -573,6 +590,10 @@ func (d *Dispatcher) Stop() {
 }
 
 func (d *Dispatcher) deliver(ctx context.Context, c engine.ClaimedDispatch) {
+	if c.Request != nil {
+		d.request(ctx, c)
+		return
+	}
 	code, retryAfter, err := d.post(ctx, c)
 	if ctx.Err() != nil {
 		return // shutting down: the lease expires and a process retries
@@ -627,8 +648,18 @@ func (d *Dispatcher) post(ctx context.Context, c engine.ClaimedDispatch) (int, t
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return resp.StatusCode, 0, nil
 	}
+	ra := d.retryAfter(resp.Header)
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return resp.StatusCode, ra, fmt.Errorf("worker answered %d (redirects are not followed)", resp.StatusCode)
+	}
+	return resp.StatusCode, ra, fmt.Errorf("worker answered %d", resp.StatusCode)
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date), at
+// most an hour.
+func (d *Dispatcher) retryAfter(h http.Header) time.Duration {
 	var ra time.Duration
-	if s := resp.Header.Get("Retry-After"); s != "" {
+	if s := h.Get("Retry-After"); s != "" {
 		if secs, err := strconv.Atoi(s); err == nil && secs >= 0 {
 			ra = time.Duration(secs) * time.Second
 		} else if t, err := http.ParseTime(s); err == nil {
@@ -638,8 +669,5 @@ func (d *Dispatcher) post(ctx context.Context, c engine.ClaimedDispatch) (int, t
 			ra = time.Hour
 		}
 	}
-	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return resp.StatusCode, ra, fmt.Errorf("worker answered %d (redirects are not followed)", resp.StatusCode)
-	}
-	return resp.StatusCode, ra, fmt.Errorf("worker answered %d", resp.StatusCode)
+	return ra
 }

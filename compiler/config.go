@@ -49,6 +49,8 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 	case engine.NodeTypeWait:
 		c.checkWait(id, base, root)
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
+	case engine.NodeTypeHTTP:
+		c.checkHTTP(id, base, root)
 	case engine.NodeTypeTransform:
 		c.checkExpression(id, base.field("expression"), root.Get("expression"))
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))

@@ -82,21 +82,27 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 		return err
 	}
 	t := f.t
-	cb, err := t.e.cfg.Minter.CallbackURL(t.run.ID, f.key, f.attempt)
-	if err != nil {
-		return fmt.Errorf("error minting callback URL: %w", err)
-	}
-	payload, err := json.Marshal(WorkerPayload{RunID: t.run.ID, NodeID: f.key, Config: req.Config,
-		Input: orNull(f.input), CallbackURL: cb, Attempt: f.attempt})
-	if err != nil {
-		return fmt.Errorf("error encoding dispatch payload: %w", err)
+	var payload []byte
+	var hr *HTTPRequest
+	if req.Kind == DispatchHTTP {
+		payload = req.Body
+		hr = &HTTPRequest{Method: req.Method, Headers: req.Headers, TimeoutMs: req.RequestTimeoutMs}
+	} else {
+		cb, err := t.e.cfg.Minter.CallbackURL(t.run.ID, f.key, f.attempt)
+		if err != nil {
+			return fmt.Errorf("error minting callback URL: %w", err)
+		}
+		if payload, err = json.Marshal(WorkerPayload{RunID: t.run.ID, NodeID: f.key, Config: req.Config,
+			Input: orNull(f.input), CallbackURL: cb, Attempt: f.attempt}); err != nil {
+			return fmt.Errorf("error encoding dispatch payload: %w", err)
+		}
 	}
 	if req.DelayMs == 0 {
 		req.DelayMs = f.delayMs
 	}
 	if f.bulkable() && req.DelayMs == 0 {
 		d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Key: f.key, Attempt: 1, URL: req.URL,
-			Payload: payload, MaxTries: req.MaxTries}
+			Payload: payload, MaxTries: req.MaxTries, Request: hr}
 		t.claim(d)
 		t.bulk.add(f, StatusRunning, req.TimeoutSeconds, d)
 		return nil
@@ -106,7 +112,7 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 	}
 	tr := f.start(StatusRunning)
 	tr.DeadlineSeconds = req.TimeoutSeconds
-	if req.DelayMs > 0 {
+	if req.DelayMs > 0 && tr.DeadlineSeconds > 0 {
 		// The deadline counts from the delayed delivery.
 		tr.DeadlineSeconds += int((req.DelayMs + 999) / 1000)
 	}
@@ -116,7 +122,7 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 		return err
 	}
 	d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Key: f.key, Attempt: f.attempt, URL: req.URL,
-		Payload: payload, MaxTries: req.MaxTries, DelayMs: req.DelayMs}
+		Payload: payload, MaxTries: req.MaxTries, DelayMs: req.DelayMs, Request: hr}
 	t.claim(d)
 	if err := t.tx.InsertDispatch(t.ctx, d); err != nil {
 		return fmt.Errorf("error writing dispatch for %s: %w", f.key, err)

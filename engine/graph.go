@@ -26,6 +26,9 @@ const (
 	// NodeTypeWait sleeps for a duration or until a time, then completes
 	// with its input.
 	NodeTypeWait NodeType = "Wait"
+	// NodeTypeHTTP sends a request from the outbox; its response completes
+	// it (no callback).
+	NodeTypeHTTP NodeType = "HTTP"
 )
 
 // ExecutionGraph is the lean, validated form of a visual graph that the

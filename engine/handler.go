@@ -50,15 +50,38 @@ type FireContext interface {
 	FanOut(items []json.RawMessage) error
 }
 
-// DispatchRequest describes a worker dispatch.
+// DispatchRequest describes an outbound delivery: a worker dispatch (the
+// contract payload POSTed, the worker's callback completes the node), or,
+// with Kind DispatchHTTP, a request whose response completes the node
+// (Engine.CompleteFromResponse).
 type DispatchRequest struct {
-	URL            string
-	Config         json.RawMessage
+	URL    string
+	Config json.RawMessage
+	// TimeoutSeconds is the node's deadline (0: none).
 	TimeoutSeconds int
 	MaxTries       int
 	// DelayMs postpones delivery (backoff before an automatic retry).
 	DelayMs int64
+	// Kind, Method, Headers, Body and RequestTimeoutMs describe a
+	// request/response delivery (Kind DispatchHTTP): sent as they are,
+	// unsigned, with no callback.
+	Kind             DispatchKind
+	Method           string
+	Headers          map[string]string
+	Body             []byte
+	RequestTimeoutMs int64
 }
+
+// DispatchKind is what an outbox row delivers.
+type DispatchKind string
+
+const (
+	// DispatchCallback ("" in Go values) is a worker dispatch: the signed
+	// contract payload, answered by the worker's callback.
+	DispatchCallback DispatchKind = "callback"
+	// DispatchHTTP is a request whose response completes the node.
+	DispatchHTTP DispatchKind = "request"
+)
 
 // WorkerPayload is the body POSTed to a worker (the public contract).
 type WorkerPayload struct {

@@ -255,6 +255,17 @@ type Dispatch struct {
 	// ClaimSeconds, when > 0 (and DelayMs is 0), writes the row already
 	// claimed by this process for that long.
 	ClaimSeconds float64
+	// Request is set for a request/response delivery (DispatchHTTP);
+	// Payload is then its body.
+	Request *HTTPRequest
+}
+
+// HTTPRequest is what a request/response outbox row sends besides its URL
+// and body.
+type HTTPRequest struct {
+	Method    string            `json:"method"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	TimeoutMs int64             `json:"timeoutMs,omitempty"`
 }
 
 // IsTransitionError reports whether err is a *TransitionError and returns it.
@@ -292,6 +303,9 @@ type ClaimedDispatch struct {
 	Payload  json.RawMessage
 	Tries    int // including this one
 	MaxTries int
+	// Request is set for a request/response delivery (DispatchHTTP);
+	// Payload is then its body.
+	Request *HTTPRequest
 	// LeasedAt is a time, on the claiming process's clock, at or before
 	// the start of the row's lease: the lease ends no earlier than
 	// LeasedAt plus the lease's length, so the holder renews in time.

@@ -148,7 +148,7 @@ func (t *txn) claim(d *Dispatch) {
 func (t *txn) noteDispatch(d *Dispatch) {
 	if d.ClaimSeconds > 0 {
 		t.claimed = append(t.claimed, ClaimedDispatch{ID: d.ID, RunID: d.RunID, Key: d.Key, Attempt: d.Attempt,
-			URL: d.URL, Payload: d.Payload, Tries: 1, MaxTries: max(d.MaxTries, 1), LeasedAt: t.began})
+			URL: d.URL, Payload: d.Payload, Tries: 1, MaxTries: max(d.MaxTries, 1), LeasedAt: t.began, Request: d.Request})
 	}
 }
 

@@ -18,5 +18,6 @@ func Registry(o Options) map[engine.NodeType]engine.NodeHandler {
 		engine.NodeTypeCondition: Condition{},
 		engine.NodeTypeTransform: Transform{},
 		engine.NodeTypeWait:      Wait{},
+		engine.NodeTypeHTTP:      HTTP{},
 	}
 }

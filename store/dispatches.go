@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -34,7 +35,7 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 			locked_until = now() + make_interval(secs => ?), next_attempt_at = now() + make_interval(secs => ?),
 			updated_at = now()
 		FROM picked p WHERE d.id = p.id AND p.live
-		RETURNING d.id::text, d.run_id::text, d.key, d.attempt, d.url, d.payload, d.tries, d.max_tries`,
+		RETURNING d.id::text, d.run_id::text, d.key, d.attempt, d.url, d.payload, d.tries, d.max_tries, d.request, d.body`,
 		limit, lease.Seconds(), lease.Seconds()).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error claiming dispatches: %w", interpretError(err))
@@ -43,11 +44,18 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 	var out []engine.ClaimedDispatch
 	for rows.Next() {
 		var d engine.ClaimedDispatch
-		var p []byte
-		if err := rows.Scan(&d.ID, &d.RunID, &d.Key, &d.Attempt, &d.URL, &p, &d.Tries, &d.MaxTries); err != nil {
+		var p, req, body []byte
+		if err := rows.Scan(&d.ID, &d.RunID, &d.Key, &d.Attempt, &d.URL, &p, &d.Tries, &d.MaxTries, &req, &body); err != nil {
 			return nil, interpretError(err)
 		}
 		d.Payload = p
+		if req != nil { // a request/response delivery: its body is what is sent
+			d.Request = &engine.HTTPRequest{}
+			if err := json.Unmarshal(req, d.Request); err != nil {
+				return nil, fmt.Errorf("error reading the request of dispatch %s: %w", d.ID, err)
+			}
+			d.Payload = body
+		}
 		out = append(out, d)
 	}
 	return out, interpretError(rows.Err())

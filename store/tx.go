@@ -1053,6 +1053,68 @@ func (t *pgTx) InsertDispatches(ctx context.Context, ds []*engine.Dispatch) erro
 }
 
 func (t *pgTx) insertDispatches(ctx context.Context, ds []*engine.Dispatch) error {
+	for i, d := range ds {
+		if d.Request != nil {
+			return t.insertWithRequests(ctx, ds, i)
+		}
+	}
+	return t.insertCallbacks(ctx, ds)
+}
+
+// insertWithRequests writes rows of which some, from first on, are
+// request/response deliveries (engine.DispatchHTTP): those with one
+// statement, the worker dispatches with another.
+func (t *pgTx) insertWithRequests(ctx context.Context, ds []*engine.Dispatch, first int) error {
+	cbs := ds[:first:first]
+	var reqs []*engine.Dispatch
+	for _, d := range ds[first:] {
+		if d.Request != nil {
+			reqs = append(reqs, d)
+		} else {
+			cbs = append(cbs, d)
+		}
+	}
+	if len(cbs) > 0 {
+		if err := t.insertCallbacks(ctx, cbs); err != nil {
+			return err
+		}
+	}
+	ids := make([]string, len(reqs))
+	keys := make([]string, len(reqs))
+	urls := make([]string, len(reqs))
+	requests := make([]string, len(reqs))
+	bodies := make([][]byte, len(reqs))
+	attempts := make([]int64, len(reqs))
+	tries := make([]int64, len(reqs))
+	delays := make([]int64, len(reqs))
+	claims := make([]float64, len(reqs))
+	for i, d := range reqs {
+		r, err := json.Marshal(d.Request)
+		if err != nil {
+			return fmt.Errorf("error encoding the request of %s: %w", d.Key, err)
+		}
+		ids[i], keys[i], urls[i], requests[i], attempts[i] = d.ID, d.Key, d.URL, string(r), int64(d.Attempt)
+		bodies[i] = d.Payload
+		if bodies[i] == nil {
+			bodies[i] = []byte{}
+		}
+		tries[i], delays[i], claims[i] = int64(max(d.MaxTries, 1)), d.DelayMs, d.ClaimSeconds
+	}
+	return t.write(ctx, len(reqs), `INSERT INTO dispatches (id, run_id, key, attempt, url, payload, kind, request, body,
+		status, max_tries, tries, locked_until, next_attempt_at)
+		SELECT u.id::uuid, ?, u.k, u.a, u.url, 'null'::jsonb, 'request', u.r::jsonb, u.b,
+			CASE WHEN u.c > 0 THEN 'sending' ELSE 'pending' END, u.mt,
+			CASE WHEN u.c > 0 THEN 1 ELSE 0 END,
+			CASE WHEN u.c > 0 THEN clk.at + make_interval(secs => u.c) END,
+			CASE WHEN u.c > 0 THEN clk.at + make_interval(secs => u.c)
+				ELSE now() + make_interval(secs => u.ms::float8 / 1000) END
+		FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::bytea[], ?::int[], ?::bigint[], ?::float8[])
+			AS u(id, k, a, url, r, b, mt, ms, c), (SELECT clock_timestamp() AS at) clk`,
+		reqs[0].RunID, ids, keys, attempts, urls, requests, bodies, tries, delays, claims)
+}
+
+// insertCallbacks writes worker dispatches.
+func (t *pgTx) insertCallbacks(ctx context.Context, ds []*engine.Dispatch) error {
 	ids := make([]string, len(ds))
 	keys := make([]string, len(ds))
 	urls := make([]string, len(ds))

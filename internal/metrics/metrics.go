@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -244,6 +245,25 @@ func (r *recorder) RecordDelivery(ctx context.Context, o engine.DeliveryOutcome)
 			"try", o.Try, "status_code", o.StatusCode, "error", o.Error, "next", next, "retry_in_ms", o.RetryInMs)
 	}
 	return r.inner.RecordDelivery(ctx, o)
+}
+
+// CompleteFromResponse forwards an HTTP node's response (or the failure to
+// get one) to the inner recorder when it takes responses, counting it as a
+// delivery attempt: delivered when a response came back, failed when none
+// did.
+func (r *recorder) CompleteFromResponse(ctx context.Context, resp engine.Response) error {
+	rr, ok := r.inner.(callbacks.ResponseRecorder)
+	if !ok {
+		return errors.New("the delivery recorder takes no responses")
+	}
+	if resp.Status != 0 {
+		r.m.dispatchAttempts.WithLabelValues("delivered").Inc()
+	} else {
+		r.m.dispatchAttempts.WithLabelValues("failed").Inc()
+		r.m.log.Info("request failed", "run_id", resp.RunID, "node_key", resp.Key, "attempt", resp.Attempt,
+			"error", resp.Error)
+	}
+	return rr.CompleteFromResponse(ctx, resp)
 }
 
 // DispatchStore wraps the dispatcher's store to count the rows its poller
