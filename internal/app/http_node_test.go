@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,12 +10,15 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
 	"github.com/stitchd/stitchd/callbacks"
+	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/store/storetest"
 )
 
 // received is one request an HTTP node's test server got.
@@ -159,6 +164,15 @@ func TestHTTPNodeRetry503Then200(t *testing.T) {
 	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT payload->>'error' FROM run_events WHERE run_id = ?
 		AND type = 'node.status' AND payload->>'status' = 'failed' ORDER BY seq`, r.ID).Scan(&failures).Error)
 	require.Equal(t, []string{`HTTP 503: {"error": "busy"}`}, failures)
+
+	// A response for an attempt the node is no longer running (a late
+	// one, or one a crashed process had sent) changes nothing.
+	before := h.run(r.ID)
+	require.NoError(t, h.app.Engine.CompleteFromResponse(context.Background(), engine.Response{RunID: r.ID, Key: "call",
+		Attempt: 1, Try: 1, Status: 500, Body: []byte("late")}))
+	require.NoError(t, h.app.Engine.CompleteFromResponse(context.Background(), engine.Response{RunID: r.ID, Key: "call",
+		Attempt: 2, Try: 1, Status: 200, Body: []byte("again")}))
+	require.Equal(t, before, h.run(r.ID))
 }
 
 // TestHTTPNode404Fails: a 404 is final (not retried, whatever
@@ -176,6 +190,23 @@ func TestHTTPNode404Fails(t *testing.T) {
 	require.Equal(t, "HTTP 404: no such customer", *fin.Nodes["call"].Error)
 	require.Contains(t, *fin.Error, "HTTP 404: no such customer")
 	require.Len(t, api.requests(), 1, "a 404 is not retried")
+
+	// A redirect is not followed: a 3xx fails the node; a body over 1 MiB
+	// fails it too (the node's output would not hold it).
+	big := newAPIServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+			return
+		}
+		_, _ = w.Write(bytes.Repeat([]byte("x"), 1<<20+1))
+	})
+	flow = h.createFlow([]map[string]any{node("moved", "HTTP", map[string]any{"url": big.url + "/moved", "retry": fastRetry})}, nil)
+	fin = h.waitRun(h.startRun(flow, map[string]any{}).ID, "failed")
+	require.Contains(t, *fin.Nodes["moved"].Error, "HTTP 302 (redirects are not followed)")
+	flow = h.createFlow([]map[string]any{node("big", "HTTP", map[string]any{"url": big.url + "/big", "retry": fastRetry})}, nil)
+	fin = h.waitRun(h.startRun(flow, map[string]any{}).ID, "failed")
+	require.Contains(t, *fin.Nodes["big"].Error, "larger than 1048576 bytes (1 MiB)")
+	require.Len(t, big.requests(), 2, "neither is retried")
 
 	// successCodes makes a 404 a success.
 	flow = h.createFlow([]map[string]any{node("call", "HTTP", map[string]any{"url": api.url + "/customers/9", "successCodes": []any{"2xx", 404}})}, nil)
@@ -309,4 +340,34 @@ func TestHTTPNodeCompileErrors(t *testing.T) {
 		"c nodes[2].data.timeoutSeconds":      "invalid_config",
 		"d nodes[3].data.url":                 "invalid_expression",
 	}, got)
+}
+
+// TestHTTPNodeResumesAfterStop: the request is in the outbox, not in
+// memory. A stitchd stopped while its request is in flight loses
+// nothing: once its lease ends, another process sends it again (the same
+// attempt), and that response completes the node.
+func TestHTTPNodeResumesAfterStop(t *testing.T) {
+	t.Parallel()
+	_, dbURL := storetest.IsolatedDB(t)
+	short := func(c *app.Config) { c.DispatchTimeout, c.DispatchLease = 500*time.Millisecond, time.Second }
+	api := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			<-r.Context().Done() // never answered: its process stops
+			return
+		}
+		jsonAnswer(w, 200, `{"n": 2}`)
+	})
+	a := newHarnessOn(t, dbURL, short)
+	flow := a.createFlow([]map[string]any{node("call", "HTTP", map[string]any{"url": api.url + "/x", "timeoutSeconds": 60})}, nil)
+	r := a.startRun(flow, map[string]any{})
+	a.eventually(func() bool { return len(api.requests()) == 1 }, "the first request")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, a.app.Stop(sctx))
+
+	b := newHarnessOn(t, dbURL, short)
+	fin := b.waitRun(r.ID, "completed")
+	require.Len(t, api.requests(), 2)
+	require.Equal(t, 1, fin.Nodes["call"].Attempt, "the same attempt, sent again")
+	require.JSONEq(t, `{"n": 2}`, gjson.GetBytes(fin.Nodes["call"].Output, "body").Raw)
 }
