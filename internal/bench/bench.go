@@ -33,8 +33,8 @@ type Options struct {
 	// DatabaseURL is a Postgres server to create the fresh database on;
 	// empty finds the local server or starts a throwaway cluster.
 	DatabaseURL string
-	// Scenarios to run, by name (default: all, in order): chain, chains,
-	// branches, fanout-1k, fanout-10k, fanout-100k, idle. Any fanout-<n> (n a count
+	// Scenarios to run, by name (default: all, in order): chain, http,
+	// chains, branches, fanout-1k, fanout-10k, fanout-100k, idle. Any fanout-<n> (n a count
 	// with an optional k or m: fanout-300k, fanout-1m) is a fan-out of n
 	// items, to see how time and memory grow with the size.
 	Scenarios []string
@@ -143,7 +143,7 @@ type Latency struct {
 	Max     float64 `json:"max"`
 }
 
-var allScenarios = []string{"chain", "chains", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "idle"}
+var allScenarios = []string{"chain", "http", "chains", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "idle"}
 
 // serveFlagsFor returns the serve flags that let the biggest fan-out
 // through: the default body limit (1 MiB) holds the run input of
@@ -465,6 +465,8 @@ func (r *runner) scenario(ctx context.Context, name string) (*Result, error) {
 	switch name {
 	case "chain":
 		return r.chain(ctx)
+	case "http":
+		return r.httpChain(ctx)
 	case "chains":
 		return r.chains(ctx)
 	case "branches":
@@ -623,6 +625,34 @@ func (r *runner) chain(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res.Latency = distribution(r.worker.chainLatencies([]string{run}, n))
+	return res, nil
+}
+
+// httpChain is chain with HTTP nodes: ChainLength GETs, one after the
+// other, against an instant loopback REST endpoint; each response
+// completes its node (no callback).
+func (r *runner) httpChain(ctx context.Context) (*Result, error) {
+	n := r.opts.ChainLength
+	var nodes, edges []map[string]any
+	for i := range n {
+		nodes = append(nodes, map[string]any{"id": fmt.Sprintf("n%d", i), "type": "HTTP",
+			"data": map[string]any{"url": fmt.Sprintf("%s/n%d", r.worker.httpURL(), i)}})
+		if i > 0 {
+			edges = append(edges, map[string]any{"id": fmt.Sprintf("e%d", i), "source": fmt.Sprintf("n%d", i-1), "target": fmt.Sprintf("n%d", i)})
+		}
+	}
+	flow, err := r.createFlow(ctx, "bench http", nodes, edges)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Name: fmt.Sprintf("chain of %d HTTP requests", n)}
+	if err := r.measure(ctx, res, func() error {
+		_, err := r.runToEnd(ctx, flow, map[string]any{}, 0)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	res.Latency = distribution(r.worker.requestLatencies(n))
 	return res, nil
 }
 

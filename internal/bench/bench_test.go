@@ -30,7 +30,7 @@ func TestBenchSmall(t *testing.T) {
 		IdleRuns:    20, IdleWindow: time.Second,
 	})
 	require.NoError(t, err, progress.String())
-	require.Len(t, rep.Results, 7)
+	require.Len(t, rep.Results, 8)
 	byName := map[string]bench.Result{}
 	cpu := 0.0
 	for _, r := range rep.Results {
@@ -74,9 +74,15 @@ func TestBenchSmall(t *testing.T) {
 	require.Positive(t, chain.TxPerCompletion)
 	require.GreaterOrEqual(t, chain.CPUPerCompletionMs, 0.0)
 
+	httpChain := byName["chain of 30 HTTP requests"]
+	require.EqualValues(t, 30, httpChain.Completions, "each response completes its node")
+	require.NotNil(t, httpChain.Latency)
+	require.Equal(t, 29, httpChain.Latency.Samples, "one latency per step")
+	require.Positive(t, httpChain.Latency.P50)
+
 	var chains bench.Result
 	for _, r := range rep.Results {
-		if r.Latency != nil && r.Name != chain.Name {
+		if r.Latency != nil && r.Name != chain.Name && r.Name != httpChain.Name {
 			chains = r
 		}
 	}

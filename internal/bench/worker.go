@@ -65,6 +65,10 @@ func startWorker(ctx context.Context, senders int, onAnswered func(run string)) 
 
 func (w *worker) serve(rw http.ResponseWriter, r *http.Request) {
 	now := time.Now()
+	if key, ok := strings.CutPrefix(r.URL.Path, "/http/"); ok {
+		w.serveHTTP(rw, r, key, now)
+		return
+	}
 	var p struct {
 		RunID       string `json:"runId"`
 		NodeID      string `json:"nodeId"`
@@ -80,6 +84,42 @@ func (w *worker) serve(rw http.ResponseWriter, r *http.Request) {
 	w.mu.Unlock()
 	rw.WriteHeader(http.StatusAccepted)
 	w.jobs <- job{run: p.RunID, key: p.NodeID, url: p.CallbackURL}
+}
+
+// httpURL is the base of the instant REST endpoint the http scenario's
+// nodes call: <httpURL>/<key> (one run at a time).
+func (w *worker) httpURL() string { return strings.TrimSuffix(w.url, "/work") + "/http" }
+
+// serveHTTP answers an HTTP node's request at once with 200 and a small
+// JSON body, timestamping its arrival (the key from the path).
+func (w *worker) serveHTTP(rw http.ResponseWriter, r *http.Request, key string, now time.Time) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	w.mu.Lock()
+	w.arrived["http/"+key] = now
+	w.received++
+	w.mu.Unlock()
+	rw.Header().Set("Content-Type", "application/json")
+	_, _ = rw.Write(httpAnswer)
+}
+
+var httpAnswer = []byte(`{"ok":true}`)
+
+// requestLatencies returns, for every chain step i → i+1 of the http
+// scenario's run, the time from the arrival of n<i>'s request to the
+// arrival of n<i+1>'s: the response, its recording and the next request's
+// dispatch.
+func (w *worker) requestLatencies(length int) []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []time.Duration
+	for i := 0; i+1 < length; i++ {
+		a, ok1 := w.arrived[fmt.Sprintf("http/n%d", i)]
+		b, ok2 := w.arrived[fmt.Sprintf("http/n%d", i+1)]
+		if ok1 && ok2 {
+			out = append(out, b.Sub(a))
+		}
+	}
+	return out
 }
 
 var completed = []byte(`{"status":"completed","output":{"ok":true}}`)
