@@ -371,3 +371,32 @@ func TestHTTPNodeResumesAfterStop(t *testing.T) {
 	require.Equal(t, 1, fin.Nodes["call"].Attempt, "the same attempt, sent again")
 	require.JSONEq(t, `{"n": 2}`, gjson.GetBytes(fin.Nodes["call"].Output, "body").Raw)
 }
+
+// TestHTTPNodeFanOut: HTTP nodes inside a parallel region (started in
+// bulk with the fan-out's other rows), one request per item, the
+// Collector getting the responses in item order.
+func TestHTTPNodeFanOut(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	api := newAPIServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		jsonAnswer(w, 200, `{"square": `+r.URL.Query().Get("sq")+`}`)
+	})
+	flow := h.createFlow([]map[string]any{
+		node("split", "Splitter", map[string]any{"arrayPath": "items"}),
+		node("call", "HTTP", map[string]any{"url": api.url + "/sq?sq={{ input.n * input.n }}"}),
+		node("merge", "Collector", nil),
+	}, []map[string]any{edge("split", "call", nil), edge("call", "merge", nil)})
+	items := make([]map[string]any, 20)
+	want := make([]int, 20)
+	for i := range items {
+		items[i], want[i] = map[string]any{"n": i}, i*i
+	}
+	r := h.startRun(flow, map[string]any{"items": items})
+	fin := h.waitRun(r.ID, "completed")
+	require.Len(t, api.requests(), 20)
+	var got []int
+	for _, v := range gjson.GetBytes(fin.Nodes["merge"].Output, "#.body.square").Array() {
+		got = append(got, int(v.Int()))
+	}
+	require.Equal(t, want, got)
+}
