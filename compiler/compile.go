@@ -49,6 +49,7 @@ var nodeTypes = []engine.NodeType{
 	engine.NodeTypeTransform,
 	engine.NodeTypeWait,
 	engine.NodeTypeHTTP,
+	engine.NodeTypeEvent,
 }
 
 // canonicalType matches t case-insensitively (ASCII only) against the type
@@ -177,7 +178,7 @@ func (c *compiler) collectNodes() {
 	for i, vn := range c.v.Nodes {
 		typ, known := canonicalType(vn.Type)
 		if !known {
-			c.errorf(CodeUnknownType, vn.ID, "", nodePath(i)+".type", "node %q has unknown type %q (want Worker, UX, Splitter, Collector, Condition, Transform, Wait or HTTP)", vn.ID, vn.Type)
+			c.errorf(CodeUnknownType, vn.ID, "", nodePath(i)+".type", "node %q has unknown type %q (want Worker, UX, Splitter, Collector, Condition, Transform, Wait, HTTP or Event)", vn.ID, vn.Type)
 		}
 		cfg, ok := c.canonicalData(vn.Data, vn.ID, "", nodeLoc(i).field("data"))
 		if ok && known {

@@ -51,6 +51,9 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
 	case engine.NodeTypeHTTP:
 		c.checkHTTP(id, base, root)
+	case engine.NodeTypeEvent:
+		c.checkEvent(id, base, root)
+		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
 	case engine.NodeTypeTransform:
 		c.checkExpression(id, base.field("expression"), root.Get("expression"))
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))

@@ -76,3 +76,30 @@ func (c *compiler) checkOnTimeout(id string, base loc, root gjson.Result) {
 		c.errAt(CodeInvalidConfig, id, "", base.field("onTimeout"), "UX node %q: onTimeout needs a timeoutSeconds", id)
 	}
 }
+
+// maxEventNameLen bounds an Event node's event name.
+const maxEventNameLen = 200
+
+// checkEvent checks an Event node's data: a non-empty event name, a key
+// expression over input, run and entity, an optional timeoutSeconds with
+// onTimeout "fail".
+func (c *compiler) checkEvent(id string, base loc, root gjson.Result) {
+	if ev := root.Get("event"); ev.Type != gjson.String || strings.TrimSpace(ev.Str) == "" || len(ev.Str) > maxEventNameLen {
+		c.errAt(CodeInvalidConfig, id, "", base.field("event"), "Event node %q needs an event name (1 to %d characters, e.g. payment.received)", id, maxEventNameLen)
+	}
+	key := root.Get("key")
+	switch {
+	case key.Type != gjson.String || strings.TrimSpace(key.Str) == "":
+		c.errAt(CodeInvalidExpression, id, "", base.field("key"), "Event node %q needs a key: an expression over input, run and entity (input.order_id)", id)
+	case len(key.Str) > maxConditionLen:
+		c.errAt(CodeInvalidExpression, id, "", base.field("key"), "Event node %q: the key is longer than %d characters", id, maxConditionLen)
+	default:
+		if _, err := engine.CompileValue(key.Str); err != nil {
+			c.errAt(CodeInvalidExpression, id, "", base.field("key"), "Event node %q: %s", id, conditionMessage(err))
+		}
+	}
+	c.checkTimeout(id, base, root.Get("timeoutSeconds"))
+	if on := root.Get("onTimeout"); present(on) && (on.Type != gjson.String || on.Str != "fail") {
+		c.errAt(CodeInvalidConfig, id, "", base.field("onTimeout"), "Event node %q: onTimeout can only be \"fail\" (a failure edge routes it)", id)
+	}
+}

@@ -441,6 +441,15 @@ func (c *countingTx) HoldDispatches(ctx context.Context, runID string, hold bool
 	return n, c.wrote(err)
 }
 
+func (c *countingTx) TakeEvent(ctx context.Context, w EventWait) (*TakenEvent, error) {
+	ev, err := c.Tx.TakeEvent(ctx, w)
+	return ev, c.wrote(err)
+}
+
+func (c *countingTx) EventDelivered(ctx context.Context, eventID, runID, key string) error {
+	return c.wrote(c.Tx.EventDelivered(ctx, eventID, runID, key))
+}
+
 func (c *countingTx) SetTaken(ctx context.Context, runID, key string, taken []string, out json.RawMessage) error {
 	return c.wrote(c.Tx.SetTaken(ctx, runID, key, taken, out))
 }

@@ -214,7 +214,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.GroupTransactions <= 0 {
 		cfg.GroupTransactions = defaultGroups
 	}
-	for _, t := range []NodeType{NodeTypeWorker, NodeTypeUX, NodeTypeSplitter, NodeTypeCollector, NodeTypeCondition, NodeTypeTransform, NodeTypeWait, NodeTypeHTTP} {
+	for _, t := range []NodeType{NodeTypeWorker, NodeTypeUX, NodeTypeSplitter, NodeTypeCollector, NodeTypeCondition, NodeTypeTransform, NodeTypeWait, NodeTypeHTTP, NodeTypeEvent} {
 		if cfg.Handlers[t] == nil {
 			return nil, fmt.Errorf("engine: no handler for node type %s", t)
 		}

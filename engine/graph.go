@@ -26,6 +26,9 @@ const (
 	// NodeTypeWait sleeps for a duration or until a time, then completes
 	// with its input.
 	NodeTypeWait NodeType = "Wait"
+	// NodeTypeEvent waits for an event with its name and key (POST
+	// /api/v1/events) and completes with its payload.
+	NodeTypeEvent NodeType = "Event"
 	// NodeTypeHTTP sends a request from the outbox; its response completes
 	// it (no callback).
 	NodeTypeHTTP NodeType = "HTTP"

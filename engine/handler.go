@@ -38,6 +38,10 @@ type FireContext interface {
 	// WaitForUser marks the node waiting_for_user; with timeoutSeconds > 0
 	// it times out then (the node's onTimeout).
 	WaitForUser() error
+	// WaitForEvent marks the node waiting_for_event on w (with a deadline
+	// of timeoutSeconds when > 0), or completes it at once with an event
+	// of w that arrived before the wait began.
+	WaitForEvent(w EventWait, timeoutSeconds int) error
 	// Sleep marks the node sleeping until w; the sweeper wakes it when due
 	// (database time) and it completes with its input.
 	Sleep(w Wake) error

@@ -18,6 +18,9 @@ const (
 	StatusSkipped Status = "skipped"
 	// StatusSleeping: a Wait node waits for its wake_at (database time).
 	StatusSleeping Status = "sleeping"
+	// StatusWaitingForEvent: an Event node waits for an event with its name
+	// and key (POST /api/v1/events).
+	StatusWaitingForEvent Status = "waiting_for_event"
 )
 
 // RunStatus is a run's status.
@@ -44,19 +47,21 @@ const (
 //	pending          → skipped            (no inbound edge taken)
 //	running          → sleeping           (a Wait node)
 //	sleeping         → running            (woken when due)
+//	running          → waiting_for_event  (an Event node)
+//	waiting_for_event → running           (its event arrived, or it timed out)
 //	any non-completed, non-cancelled → cancelled (run cancellation)
 //
 // completed, skipped and cancelled are terminal.
 func AllowedFrom(dest Status) []Status {
 	switch dest {
 	case StatusRunning:
-		return []Status{StatusPending, StatusFailed, StatusWaitingForUser, StatusSleeping}
-	case StatusCompleted, StatusFailed, StatusWaitingForUser, StatusSleeping:
+		return []Status{StatusPending, StatusFailed, StatusWaitingForUser, StatusSleeping, StatusWaitingForEvent}
+	case StatusCompleted, StatusFailed, StatusWaitingForUser, StatusSleeping, StatusWaitingForEvent:
 		return []Status{StatusRunning}
 	case StatusSkipped:
 		return []Status{StatusPending}
 	case StatusCancelled:
-		return []Status{StatusPending, StatusRunning, StatusFailed, StatusWaitingForUser, StatusSleeping}
+		return []Status{StatusPending, StatusRunning, StatusFailed, StatusWaitingForUser, StatusSleeping, StatusWaitingForEvent}
 	default:
 		return nil
 	}
@@ -98,7 +103,7 @@ func ValidatePath(from []Status, steps []Status) ([]Status, error) {
 // Active reports whether a node in this status can still make progress on
 // its own (a worker is working, a person may answer, a timer will fire).
 func (s Status) Active() bool {
-	return s == StatusRunning || s == StatusWaitingForUser || s == StatusSleeping
+	return s == StatusRunning || s == StatusWaitingForUser || s == StatusSleeping || s == StatusWaitingForEvent
 }
 
 // Finished reports whether the run status is final.

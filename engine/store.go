@@ -92,6 +92,13 @@ type Tx interface {
 	// ReadyNodes returns the run's current pending nodes with no pending
 	// parents: those a paused run left unfired.
 	ReadyNodes(ctx context.Context, runID string) ([]NodeState, error)
+	// TakeEvent locks the events of (name, key) for the transaction (an
+	// event posted meanwhile waits, and then finds the node waiting) and
+	// consumes the oldest unexpired event of it no node took, if any.
+	TakeEvent(ctx context.Context, w EventWait) (*TakenEvent, error)
+	// EventDelivered removes the delivery of event eventID to node key of
+	// run runID (it happened, or the node no longer waits).
+	EventDelivered(ctx context.Context, eventID, runID, key string) error
 	// SetTaken records the edges a failed node's failure edges took and
 	// the failure it handed on as its output (a handled failure).
 	SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error
@@ -191,6 +198,20 @@ type NodeTransition struct {
 	Taken []string
 	// Wake, for a transition that ends sleeping, is when the node wakes.
 	Wake *Wake
+	// Event, for a transition that ends waiting_for_event, is what it
+	// waits for.
+	Event *EventWait
+}
+
+// EventWait is the event an Event node waits for.
+type EventWait struct {
+	Name, Key string
+}
+
+// TakenEvent is an event a wait took from those kept for it.
+type TakenEvent struct {
+	ID      string
+	Payload json.RawMessage
 }
 
 // Wake is when a sleeping node wakes: at At, else SleepSeconds after the

@@ -60,6 +60,9 @@ type NodeState struct {
 	// Iteration is the loop iteration the row belongs to (0: the first
 	// pass; its key then has no @ suffix).
 	Iteration int `json:"iteration"`
+	// EventName and EventKey are what an Event node waits (or waited) for.
+	EventName *string `json:"event_name,omitempty"`
+	EventKey  *string `json:"event_key,omitempty"`
 	// WakeAt is when a sleeping Wait node wakes (database time).
 	WakeAt     *time.Time `json:"wake_at,omitempty"`
 	StartedAt  *time.Time `json:"started_at"`
@@ -104,6 +107,8 @@ const (
 	EventRunResumedByHand = "run.unpaused"
 	// EventNodeSkippedByHand: an operator completed a node by hand.
 	EventNodeSkippedByHand = "node.completed_by_hand"
+	// EventReceived: an Event node's event arrived (or had arrived).
+	EventReceived = "node.event_received"
 )
 
 // NewEvent is an event to append inside a transaction; the store assigns

@@ -18,6 +18,7 @@ func Registry(o Options) map[engine.NodeType]engine.NodeHandler {
 		engine.NodeTypeCondition: Condition{},
 		engine.NodeTypeTransform: Transform{},
 		engine.NodeTypeWait:      Wait{},
+		engine.NodeTypeEvent:     Event{},
 		engine.NodeTypeHTTP:      HTTP{},
 	}
 }

@@ -212,7 +212,7 @@ func nullStr(s sql.NullString) *string {
 func nodeColsAs(a string) string {
 	return a + "key, " + a + "node_id, array_to_string(" + a + "idx, ','), " + a + "type, " + a + "status, " +
 		a + "input, " + a + "output, " + a + "error, " + a + "attempt, " + a + "pending_parents, " + a + "deadline, " +
-		a + "started_at, " + a + "finished_at, " + a + "updated_at, array_to_json(" + a + "taken)::text, " + a + "wake_at, " + a + "iteration"
+		a + "started_at, " + a + "finished_at, " + a + "updated_at, array_to_json(" + a + "taken)::text, " + a + "wake_at, " + a + "iteration, " + a + "event_name, " + a + "event_key"
 }
 
 func scanNode(row scanner, runID string) (*engine.NodeState, error) {
@@ -222,8 +222,9 @@ func scanNode(row scanner, runID string) (*engine.NodeState, error) {
 	var errMsg sql.NullString
 	var deadline, started, finished, wake sql.NullTime
 	var taken []byte
+	var evName, evKey sql.NullString
 	if err := row.Scan(&n.Key, &n.NodeID, &idx, &typ, &status, &input, &output, &errMsg, &n.Attempt,
-		&n.PendingParents, &deadline, &started, &finished, &n.UpdatedAt, &taken, &wake, &n.Iteration); err != nil {
+		&n.PendingParents, &deadline, &started, &finished, &n.UpdatedAt, &taken, &wake, &n.Iteration, &evName, &evKey); err != nil {
 		return nil, interpretError(err)
 	}
 	if taken != nil {
@@ -242,6 +243,7 @@ func scanNode(row scanner, runID string) (*engine.NodeState, error) {
 	n.Error = nullStr(errMsg)
 	n.Deadline, n.StartedAt, n.FinishedAt = nullTime(deadline), nullTime(started), nullTime(finished)
 	n.WakeAt = nullTime(wake)
+	n.EventName, n.EventKey = nullStr(evName), nullStr(evKey)
 	n.UpdatedAt = n.UpdatedAt.UTC()
 	return &n, nil
 }
@@ -610,6 +612,10 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 	case tr.From == engine.StatusSleeping:
 		q += `, wake_at = NULL`
 	}
+	if tr.Event != nil {
+		q += `, event_name = ?, event_key = ?`
+		args = append(args, tr.Event.Name, tr.Event.Key)
+	}
 	q += ` WHERE run_id = ? AND key = ? AND status = ? AND (? = 0 OR attempt = ?)`
 	args = append(args, tr.RunID, tr.Key, string(tr.From), tr.Attempt, tr.Attempt)
 	if tr.NodeID != "" {
@@ -818,6 +824,31 @@ func (t *pgTx) ReadyNodes(ctx context.Context, runID string) ([]engine.NodeState
 		out = append(out, *st)
 	}
 	return out, interpretError(rows.Err())
+}
+
+func (t *pgTx) TakeEvent(ctx context.Context, w engine.EventWait) (*engine.TakenEvent, error) {
+	if err := t.exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(? || chr(31) || ?, 0))`, w.Name, w.Key).Error; err != nil {
+		return nil, interpretError(err)
+	}
+	var ev engine.TakenEvent
+	var payload []byte
+	err := t.raw(ctx, `UPDATE events SET consumed_at = now(), delivered = delivered + 1
+		WHERE id = (SELECT id FROM events WHERE name = ? AND key = ? AND consumed_at IS NULL AND expires_at > now()
+			ORDER BY created_at, id LIMIT 1 FOR UPDATE)
+		RETURNING id, payload`, w.Name, w.Key).Row().Scan(&ev.ID, &payload)
+	if isNotFound(interpretError(err)) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	ev.Payload = payload
+	return &ev, nil
+}
+
+func (t *pgTx) EventDelivered(ctx context.Context, eventID, runID, key string) error {
+	return interpretError(t.exec(ctx, `DELETE FROM event_deliveries WHERE event_id = ? AND run_id = ? AND key = ?`,
+		eventID, runID, key).Error)
 }
 
 func (t *pgTx) SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error {

@@ -94,6 +94,7 @@ func New(cfg Config) *Server {
 	api.POST("/flows/:id/runs", s.startRun)
 	api.GET("/runs", s.listRuns)
 	api.GET("/runs/:id", s.getRun)
+	api.POST("/events", s.postEvent)
 	api.POST("/runs/:id/cancel", s.cancelRun)
 	api.POST("/runs/:id/pause", s.pauseRun)
 	api.POST("/runs/:id/resume", s.resumeRun)

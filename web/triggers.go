@@ -29,7 +29,9 @@ type scheduleBody struct {
 // problem is a 422 with its path, and sc is then not to be saved.
 func (b scheduleBody) apply(sc *store.Schedule) error {
 	var problems []engine.Problem
-	bad := func(path, msg string) { problems = append(problems, engine.Problem{Code: "invalid_schedule", Path: path, Message: msg}) }
+	bad := func(path, msg string) {
+		problems = append(problems, engine.Problem{Code: "invalid_schedule", Path: path, Message: msg})
+	}
 	if b.Cron != nil {
 		sc.Cron = strings.TrimSpace(*b.Cron)
 	}

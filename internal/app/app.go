@@ -392,6 +392,8 @@ func (a *App) sweep(ctx context.Context) {
 		}
 		a.sweepDue(ctx, "woken", a.Store.DueTimers, a.Engine.Wake)
 		a.sweepDue(ctx, "approval_timed_out", a.Store.OverdueApprovals, a.Engine.TimeOutApproval)
+		a.sweepDue(ctx, "event_timed_out", a.Store.OverdueEvents, a.Engine.TimeOutEvent)
+		a.deliverLeftEvents(ctx)
 	}
 }
 

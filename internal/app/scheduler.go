@@ -83,3 +83,22 @@ func missedTicks(late bool, missed int) int {
 	}
 	return missed
 }
+
+// deliverLeftEvents makes the event deliveries a process left undone (it
+// stopped between storing an event and delivering it).
+func (a *App) deliverLeftEvents(ctx context.Context) {
+	left, err := a.Store.LeftDeliveries(ctx, 500)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.cfg.Logger.Warn("sweeper", "what", "event deliveries", "error", err)
+		}
+		return
+	}
+	for _, d := range left {
+		if err := a.Engine.DeliverEvent(ctx, engine.DeliverEventParams{RunID: d.RunID, Key: d.Key, Attempt: d.Attempt,
+			EventID: d.EventID, Name: d.Name, On: d.On, Payload: d.Payload}); err != nil && ctx.Err() == nil {
+			a.cfg.Logger.Warn("sweeper: error delivering an event", "run_id", d.RunID, "node_key", d.Key, "error", err)
+		}
+	}
+	a.Metrics.SweeperAction("event_delivered_late", len(left))
+}
