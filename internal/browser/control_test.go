@@ -113,6 +113,10 @@ func TestUIRunControl(t *testing.T) {
 	s.waitJS("by hand in panel", `document.querySelector(".node-detail [data-by-hand]")?.innerText.includes("by hand by admin, when it was failed")`)
 	s.waitJS("by hand event", `document.querySelector('.node-detail li[data-event="node.completed_by_hand"]')?.innerText.includes("completed by hand by admin, when it was failed")`)
 	require.False(t, s.exists(`.node-detail [data-action="complete-by-hand"]`))
+	// The canvas marks the step done by hand, and only it.
+	s.waitJS("canvas mark", `document.querySelector('.snode[data-node-id="fix"] .snode-hand')?.innerText === "by hand"`)
+	require.False(t, s.exists(`.snode[data-node-id="next"] .snode-hand`))
+	s.settle(`.react-flow__node[data-id="next"]`)
 	s.shot("c03-completed-by-hand")
 	s.deselect()
 	s.waitJS("timeline", `document.querySelector('.timeline li[data-event="node.completed_by_hand"]')?.innerText.includes("fix completed by hand by admin, when it was failed")`)

@@ -35,6 +35,11 @@ export const StitchNode = memo(function StitchNode({ id, type, data, selected }:
       {title !== id && <div className="snode-id">{id}</div>}
       <Summary type={String(type)} d={d} />
       {run && <RunBadge run={run} id={id} />}
+      {run && (run.byHand ?? 0) > 0 && (
+        <span className="snode-hand" data-by-hand={run.byHand} title="Completed by hand by a person, not by the step itself">
+          {run.total > 1 ? `${run.byHand} by hand` : "by hand"}
+        </span>
+      )}
       {run && (run.iteration ?? 0) > 0 && (
         <span className="snode-iter" data-iteration={run.iteration! + 1} title={`On iteration ${run.iteration! + 1} of its loop`} aria-label={`iteration ${run.iteration! + 1}`}>
           ↺ ×{run.iteration! + 1}
@@ -69,6 +74,7 @@ interface RunLook {
   counts: Record<string, number>;
   wakeAt?: string | null;
   iteration?: number;
+  byHand?: number;
 }
 
 function RunBadge({ run, id }: { run: RunLook; id: string }) {

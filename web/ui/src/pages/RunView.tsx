@@ -1,4 +1,4 @@
-import { Background, Controls, ReactFlow, ReactFlowProvider, type Edge } from "@xyflow/react";
+import { Background, Controls, ReactFlow, ReactFlowProvider, type Edge, type NodeChange } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
 import { api, ApiError, describe, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
 import { ago, Countdown, ErrorBox, Json, Spinner, Status, useThrottled } from "../components/common";
@@ -16,6 +16,8 @@ interface Agg {
   wakeAt?: string | null;
   // iteration: the latest loop iteration of the node's rows (0: first pass).
   iteration: number;
+  // byHand: how many of its completed instances a person completed by hand.
+  byHand: number;
 }
 
 // A row keyed <key>@<n> keeps iteration n of a node on a loop; the
@@ -35,14 +37,17 @@ function iterationOf(s: NodeState): number {
   return i < 0 ? 0 : Number(s.key.slice(i + 1)) || 0;
 }
 
-// aggregate folds a node's instances into one status and counts.
-function aggregate(states: NodeState[]): Agg {
+// aggregate folds a node's instances into one status and counts; byHand
+// holds the keys a person completed by hand.
+function aggregate(states: NodeState[], byHand?: Set<string>): Agg {
   const counts: Record<string, number> = {};
   let instances = false;
   let wakeAt: string | null = null;
   let iteration = 0;
+  let hand = 0;
   for (const s of states) {
     counts[s.status] = (counts[s.status] ?? 0) + 1;
+    if (s.status === "completed" && byHand?.has(s.key)) hand++;
     iteration = Math.max(iteration, iterationOf(s));
     if (s.index?.length) instances = true;
     if (s.status === "sleeping" && s.wake_at && (!wakeAt || new Date(s.wake_at) < new Date(wakeAt))) wakeAt = s.wake_at;
@@ -59,7 +64,7 @@ function aggregate(states: NodeState[]): Agg {
   else if (total && done === total) status = "completed";
   else if (total && counts.cancelled === total) status = "cancelled";
   else if (done) status = "running";
-  return { status, total, counts, wakeAt, iteration };
+  return { status, total, counts, wakeAt, iteration, byHand: hand };
 }
 
 // edgeTaken says whether a run took an edge: true once any instance of its
@@ -163,6 +168,28 @@ export function RunView({ runId }: { runId: string }) {
     return [m, h];
   }, [run]);
   const loops = useMemo(() => (graph ? loopsOf(graph) : []), [graph]);
+  // The keys whose current row a person completed by hand: their last
+  // start (node.status running) or completion by hand was the latter (a
+  // loop's next iteration starts the key again).
+  const byHandList = useMemo(() => {
+    const last = new Map<string, boolean>();
+    for (const e of events.current) {
+      if (!e.key) continue;
+      if (e.type === "node.completed_by_hand") last.set(e.key, true);
+      else if (e.type === "node.status" && e.payload?.status === "running") last.set(e.key, false);
+    }
+    return JSON.stringify([...last].filter(([, v]) => v).map(([k]) => k));
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [eventCount]);
+  // A new set only when the keys change: the canvas is rebuilt on it.
+  const byHand = useMemo(() => new Set<string>(JSON.parse(byHandList)), [byHandList]);
+  // The sizes React Flow measured, handed back with every rebuilt node: a
+  // node given without them is hidden until measured again, a blink in
+  // which a click falls through to the pane.
+  const sizes = useRef(new Map<string, { width: number; height: number }>());
+  const onNodesChange = useCallback((changes: NodeChange[]) => {
+    for (const c of changes) if (c.type === "dimensions" && c.dimensions) sizes.current.set(c.id, c.dimensions);
+  }, []);
 
   const canvas = useMemo(() => {
     if (!graph) return null;
@@ -172,7 +199,8 @@ export function RunView({ runId }: { runId: string }) {
       draggable: false,
       connectable: false,
       selected: n.id === selected,
-      data: { ...n.data, _run: aggregate(byNode[n.id] ?? []) },
+      measured: sizes.current.get(n.id),
+      data: { ...n.data, _run: aggregate(byNode[n.id] ?? [], byHand) },
     }));
     // A paused run is not done: its open edges may still be taken.
     const runDone = !!run && run.status !== "running" && run.status !== "paused";
@@ -191,7 +219,7 @@ export function RunView({ runId }: { runId: string }) {
       };
     });
     return { nodes, edges };
-  }, [graph, byNode, history, selected, run]);
+  }, [graph, byNode, history, selected, run, byHand]);
 
   // act runs an action on the run and reads the run again; a refusal (a
   // 409 when the run moved on meanwhile) is shown with the server's words,
@@ -303,6 +331,7 @@ export function RunView({ runId }: { runId: string }) {
               edges={canvas.edges}
               nodeTypes={nodeTypes}
               edgeTypes={edgeTypes}
+              onNodesChange={onNodesChange}
               onNodeClick={(_, n) => setSelected(n.id)}
               onPaneClick={() => setSelected(null)}
               nodesDraggable={false}
