@@ -198,6 +198,8 @@ type Approval struct {
 	WaitingSince                          time.Time
 	// Deadline is when the node times out (its timeoutSeconds), if ever.
 	Deadline *time.Time
+	// Iteration is the node's loop iteration (0: the first pass).
+	Iteration int
 }
 
 // Approvals lists every node waiting for a person, oldest first.
@@ -207,7 +209,7 @@ func (s *Store) Approvals(ctx context.Context, limit int) ([]Approval, error) {
 	}
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT ns.run_id::text, ns.key, ns.node_id, r.flow_id::text,
 		coalesce(v.execution_graph->'nodes'->ns.node_id->'config', '{}'), ns.input, r.entity_id::text, ns.updated_at,
-		coalesce(e.name, ''), coalesce(e.type, ''), coalesce(e.board_id::text, ''), e.email, ns.deadline
+		coalesce(e.name, ''), coalesce(e.type, ''), coalesce(e.board_id::text, ''), e.email, ns.deadline, ns.iteration
 		FROM node_states ns JOIN runs r ON r.id = ns.run_id JOIN flow_versions v ON v.id = r.flow_version_id
 		LEFT JOIN entities e ON e.id = r.entity_id
 		WHERE ns.status = 'waiting_for_user' ORDER BY ns.updated_at, ns.run_id, ns.key LIMIT ?`, limit).Rows()
@@ -222,7 +224,7 @@ func (s *Store) Approvals(ctx context.Context, limit int) ([]Approval, error) {
 		var ent, email sql.NullString
 		var deadline sql.NullTime
 		if err := rows.Scan(&a.RunID, &a.Key, &a.NodeID, &a.FlowID, &cfg, &in, &ent, &a.WaitingSince,
-			&a.EntityName, &a.EntityType, &a.EntityBoardID, &email, &deadline); err != nil {
+			&a.EntityName, &a.EntityType, &a.EntityBoardID, &email, &deadline, &a.Iteration); err != nil {
 			return nil, interpretError(err)
 		}
 		a.Deadline = nullTime(deadline)

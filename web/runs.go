@@ -377,12 +377,15 @@ func (s *Server) approvals(c echo.Context) error {
 		WaitingSince time.Time       `json:"waiting_since"`
 		Outcomes     []string        `json:"outcomes"`
 		Deadline     *time.Time      `json:"deadline"`
+		OnTimeout    *string         `json:"on_timeout"`
+		Iteration    int             `json:"iteration"`
 	}
 	out := make([]aj, len(as))
 	for i, a := range as {
 		var cfg struct {
-			Label  string `json:"label"`
-			Prompt string `json:"prompt"`
+			Label     string  `json:"label"`
+			Prompt    string  `json:"prompt"`
+			OnTimeout *string `json:"onTimeout"`
 		}
 		_ = json.Unmarshal(a.Config, &cfg)
 		if cfg.Label == "" {
@@ -394,7 +397,14 @@ func (s *Server) approvals(c echo.Context) error {
 				"board_id": a.EntityBoardID}
 		}
 		out[i] = aj{a.RunID, a.Key, a.NodeID, a.FlowID, cfg.Label, cfg.Prompt, nullJSON(a.Input), ent, a.WaitingSince,
-			engine.UXOutcomes(&engine.Node{Config: a.Config}), a.Deadline}
+			engine.UXOutcomes(&engine.Node{Config: a.Config}), a.Deadline, nil, a.Iteration}
+		if a.Deadline != nil {
+			out[i].OnTimeout = cfg.OnTimeout
+			if out[i].OnTimeout == nil {
+				fail := "fail"
+				out[i].OnTimeout = &fail
+			}
+		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"approvals": out})
 }

@@ -155,6 +155,19 @@ func TestApprovalTimeout(t *testing.T) {
 		[]map[string]any{redge("review", "sales", map[string]any{"outcome": "approve"}), redge("review", "nurture", map[string]any{"outcome": "reject"})})
 	r := h.startRun(flow, map[string]any{"lead": "ada"})
 	require.Equal(t, "waiting_for_user", r.Nodes["review"].Status)
+	var ap struct {
+		Approvals []struct {
+			Deadline  *time.Time `json:"deadline"`
+			OnTimeout *string    `json:"on_timeout"`
+			Iteration int        `json:"iteration"`
+		} `json:"approvals"`
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/approvals", nil, &ap))
+	if len(ap.Approvals) == 1 { // not timed out yet
+		require.NotNil(t, ap.Approvals[0].Deadline)
+		require.Equal(t, "reject", *ap.Approvals[0].OnTimeout)
+		require.Zero(t, ap.Approvals[0].Iteration)
+	}
 	fin := h.waitRun(r.ID, "completed")
 	require.Equal(t, "skipped", fin.Nodes["sales"].Status)
 	var in struct {
