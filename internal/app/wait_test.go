@@ -155,19 +155,6 @@ func TestApprovalTimeout(t *testing.T) {
 		[]map[string]any{redge("review", "sales", map[string]any{"outcome": "approve"}), redge("review", "nurture", map[string]any{"outcome": "reject"})})
 	r := h.startRun(flow, map[string]any{"lead": "ada"})
 	require.Equal(t, "waiting_for_user", r.Nodes["review"].Status)
-	var ap struct {
-		Approvals []struct {
-			Deadline  *time.Time `json:"deadline"`
-			OnTimeout *string    `json:"on_timeout"`
-			Iteration int        `json:"iteration"`
-		} `json:"approvals"`
-	}
-	require.Equal(t, 200, h.do("GET", "/api/v1/approvals", nil, &ap))
-	if len(ap.Approvals) == 1 { // not timed out yet
-		require.NotNil(t, ap.Approvals[0].Deadline)
-		require.Equal(t, "reject", *ap.Approvals[0].OnTimeout)
-		require.Zero(t, ap.Approvals[0].Iteration)
-	}
 	fin := h.waitRun(r.ID, "completed")
 	require.Equal(t, "skipped", fin.Nodes["sales"].Status)
 	var in struct {
@@ -181,6 +168,23 @@ func TestApprovalTimeout(t *testing.T) {
 	require.Equal(t, "ada", in.Lead)
 	require.Equal(t, "reject", in.Decision.Outcome)
 	require.Equal(t, "timeout", in.Decision.By)
+
+	// The inbox shows the deadline and what it does.
+	slow := h.createFlow([]map[string]any{node("review", "UX", map[string]any{"timeoutSeconds": 3600, "onTimeout": "approve"})}, nil)
+	before := time.Now()
+	h.startRun(slow, map[string]any{})
+	var ap struct {
+		Approvals []struct {
+			Deadline  *time.Time `json:"deadline"`
+			OnTimeout *string    `json:"on_timeout"`
+			Iteration int        `json:"iteration"`
+		} `json:"approvals"`
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/approvals", nil, &ap))
+	require.Len(t, ap.Approvals, 1)
+	require.WithinDuration(t, before.Add(time.Hour), *ap.Approvals[0].Deadline, 5*time.Second)
+	require.Equal(t, "approve", *ap.Approvals[0].OnTimeout)
+	require.Zero(t, ap.Approvals[0].Iteration)
 
 	// onTimeout fail (or none): the node fails with the reason.
 	flow = h.createFlow([]map[string]any{node("review", "UX", map[string]any{"timeoutSeconds": 1, "onTimeout": "fail"})}, nil)
