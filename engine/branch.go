@@ -359,11 +359,7 @@ func (t *txn) decideUX(n *Node, cur *NodeState, p CompleteUXParams) error {
 			msg += ": " + p.Comment // the person's reason
 		}
 		tr.Steps[1], tr.Error = StatusFailed, &msg
-		st, err := t.transition(tr)
-		if err != nil {
-			return err
-		}
-		return t.failed(st, msg, false)
+		return t.failWith(tr)
 	}
 	out, err := withDecision(cur.Input, Decision{Outcome: outcome, Answer: orNull(p.Output), Comment: p.Comment,
 		By: p.By, At: t.e.cfg.Clock.Now().UTC()})
@@ -371,18 +367,7 @@ func (t *txn) decideUX(n *Node, cur *NodeState, p CompleteUXParams) error {
 		return err
 	}
 	tr.Output = out
-	if t.graph.hasBranches(n.ID) {
-		taken, err := t.decide(n, cur.Key, cur.Iteration, cur.Input, out, outcome)
-		if err != nil {
-			return t.failDecision(tr, err)
-		}
-		tr.Taken = taken
-	}
-	st, err := t.transition(tr)
-	if err != nil {
-		return err
-	}
-	return t.completed(st)
+	return t.completeWith(n, cur, outcome, tr)
 }
 
 // legacyOutcome maps the old {"status"} answer to an outcome: completed is

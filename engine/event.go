@@ -33,14 +33,19 @@ func (f *fireCtx) WaitForEvent(w EventWait, timeoutSeconds int) error {
 	tr.Output = orNull(ev.Payload)
 	tr.Event = &w
 	t.event(EventReceived, f.key, map[string]any{"event_id": ev.ID, "name": w.Name, "key": w.Key, "early": true})
-	return t.completeWith(f.node, f.key, -1, f.input, tr)
+	return t.completeWith(f.node, nil, "", tr)
 }
 
-// completeWith applies tr, a completion of node n (key, in iteration iter;
-// < 0: read it) with input, deciding its edges first, and walks on.
-func (t *txn) completeWith(n *Node, key string, iter int, input json.RawMessage, tr *NodeTransition) error {
+// completeWith applies tr, a completion of node n (cur: its row, nil when
+// it is being fired: its iteration is then read if needed; outcome: a
+// person's choice at a UX node), deciding its edges first, and walks on.
+func (t *txn) completeWith(n *Node, cur *NodeState, outcome string, tr *NodeTransition) error {
 	if t.graph.hasBranches(n.ID) {
-		taken, err := t.decide(n, key, iter, input, tr.Output, "")
+		key, iter, input := tr.Key, -1, tr.Input
+		if cur != nil {
+			iter, input = cur.Iteration, cur.Input
+		}
+		taken, err := t.decide(n, key, iter, input, tr.Output, outcome)
 		if err != nil {
 			return t.failDecision(tr, err)
 		}
@@ -51,6 +56,16 @@ func (t *txn) completeWith(n *Node, key string, iter int, input json.RawMessage,
 		return err
 	}
 	return t.completed(st)
+}
+
+// failWith applies tr, a failure, and its consequences (no automatic
+// retry: a person's, a deadline's or an event's failure).
+func (t *txn) failWith(tr *NodeTransition) error {
+	st, err := t.transition(tr)
+	if err != nil {
+		return err
+	}
+	return t.failed(st, *tr.Error, false)
 }
 
 // DeliverEventParams is one event for one waiting node.
@@ -83,7 +98,7 @@ func (e *Engine) DeliverEvent(ctx context.Context, p DeliverEventParams) error {
 			return nil // committed: the delivery is done with
 		}
 		t.event(EventReceived, p.Key, map[string]any{"event_id": p.EventID, "name": p.Name, "key": p.On})
-		return t.completeWith(n, cur.Key, cur.Iteration, cur.Input, &NodeTransition{Key: p.Key, From: StatusWaitingForEvent,
+		return t.completeWith(n, cur, "", &NodeTransition{Key: p.Key, From: StatusWaitingForEvent,
 			Steps: []Status{StatusRunning, StatusCompleted}, Attempt: p.Attempt, Output: orNull(p.Payload)})
 	})
 }
@@ -92,31 +107,13 @@ func (e *Engine) DeliverEvent(ctx context.Context, p DeliverEventParams) error {
 // (a failure edge may handle it). A node no longer waiting that attempt
 // is left alone.
 func (e *Engine) TimeOutEvent(ctx context.Context, runID, key string, attempt int) error {
-	err := e.submit(ctx, runID, func(t *txn) error {
-		if err := t.load(runID); err != nil {
-			return err
-		}
-		cur, err := t.tx.Node(t.ctx, runID, key)
-		if err != nil {
-			return err
-		}
-		if cur.Status != StatusWaitingForEvent || cur.Attempt != attempt {
-			return errNoChange
-		}
+	return e.whileIn(ctx, runID, key, attempt, StatusWaitingForEvent, func(t *txn, _ *Node, cur *NodeState) error {
 		name, on := "", ""
 		if cur.EventName != nil && cur.EventKey != nil {
 			name, on = *cur.EventName, *cur.EventKey
 		}
 		msg := fmt.Sprintf("no event %s with key %q arrived in time", name, on)
-		st, err := t.transition(&NodeTransition{Key: key, From: StatusWaitingForEvent,
+		return t.failWith(&NodeTransition{Key: key, From: StatusWaitingForEvent,
 			Steps: []Status{StatusRunning, StatusFailed}, Attempt: attempt, Error: &msg})
-		if err != nil {
-			return err
-		}
-		return t.failed(st, msg, false)
 	})
-	if errorsIsConflict(err) {
-		return nil
-	}
-	return err
 }

@@ -82,20 +82,8 @@ func (e *Engine) CompleteFromResponse(ctx context.Context, r Response) error {
 			// Marks the row delivered and logs its delivery.
 			t.heardKeys = append(t.heardKeys, r.Key)
 			t.heardAttempts = append(t.heardAttempts, r.Attempt)
-			tr := &NodeTransition{Key: r.Key, From: StatusRunning, Steps: []Status{StatusCompleted},
-				Attempt: r.Attempt, Output: orNull(out)}
-			if t.graph.hasBranches(n.ID) {
-				taken, err := t.decide(n, cur.Key, cur.Iteration, cur.Input, tr.Output, "")
-				if err != nil {
-					return t.failDecision(tr, err)
-				}
-				tr.Taken = taken
-			}
-			st, err := t.transition(tr)
-			if err != nil {
-				return err
-			}
-			return t.completed(st)
+			return t.completeWith(n, cur, "", &NodeTransition{Key: r.Key, From: StatusRunning,
+				Steps: []Status{StatusCompleted}, Attempt: r.Attempt, Output: orNull(out)})
 		}
 		u := DispatchUpdate{ID: r.DispatchID, Tries: r.Try, Status: "failed", LastError: failure}
 		if changed, err := t.tx.UpdateDispatches(t.ctx, []DispatchUpdate{u}); err != nil {

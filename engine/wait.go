@@ -19,6 +19,17 @@ import (
 // → completed, its output its input) and walks its edges. A node no longer
 // sleeping that attempt (cancelled, woken already) is left alone.
 func (e *Engine) Wake(ctx context.Context, runID, key string, attempt int) error {
+	return e.whileIn(ctx, runID, key, attempt, StatusSleeping, func(t *txn, n *Node, cur *NodeState) error {
+		return t.completeWith(n, cur, "", &NodeTransition{Key: key, From: StatusSleeping,
+			Steps: []Status{StatusRunning, StatusCompleted}, Attempt: attempt, Output: orNull(cur.Input)})
+	})
+}
+
+// whileIn applies fn, in a transaction of run runID, to node key when it
+// is still in status at attempt; a node that moved on meanwhile (answered,
+// woken, cancelled) is left alone and nil returned.
+func (e *Engine) whileIn(ctx context.Context, runID, key string, attempt int, status Status,
+	fn func(t *txn, n *Node, cur *NodeState) error) error {
 	err := e.submit(ctx, runID, func(t *txn) error {
 		if err := t.load(runID); err != nil {
 			return err
@@ -27,23 +38,14 @@ func (e *Engine) Wake(ctx context.Context, runID, key string, attempt int) error
 		if err != nil {
 			return err
 		}
-		if cur.Status != StatusSleeping || cur.Attempt != attempt {
+		if cur.Status != status || cur.Attempt != attempt {
 			return errNoChange
 		}
-		tr := &NodeTransition{Key: key, From: StatusSleeping, Steps: []Status{StatusRunning, StatusCompleted},
-			Attempt: attempt, Output: orNull(cur.Input)}
-		if n := t.graph.Nodes[cur.NodeID]; n != nil && t.graph.hasBranches(n.ID) {
-			taken, err := t.decide(n, cur.Key, cur.Iteration, cur.Input, tr.Output, "")
-			if err != nil {
-				return t.failDecision(tr, err)
-			}
-			tr.Taken = taken
+		n := t.graph.Nodes[cur.NodeID]
+		if n == nil {
+			return fmt.Errorf("node %s is not in the run's graph: %w", cur.NodeID, ErrNotFound)
 		}
-		st, err := t.transition(tr)
-		if err != nil {
-			return err
-		}
-		return t.completed(st)
+		return fn(t, n, cur)
 	})
 	if errorsIsConflict(err) {
 		return nil
@@ -56,39 +58,16 @@ func (e *Engine) Wake(ctx context.Context, runID, key string, attempt int) error
 // failing it when onTimeout is "fail" or absent. A node no longer waiting
 // that attempt is left alone.
 func (e *Engine) TimeOutApproval(ctx context.Context, runID, key string, attempt int) error {
-	err := e.submit(ctx, runID, func(t *txn) error {
-		if err := t.load(runID); err != nil {
-			return err
-		}
-		cur, err := t.tx.Node(t.ctx, runID, key)
-		if err != nil {
-			return err
-		}
-		if cur.Status != StatusWaitingForUser || cur.Attempt != attempt {
-			return errNoChange
-		}
-		n := t.graph.Nodes[cur.NodeID]
-		if n == nil {
-			return fmt.Errorf("node %s is not in the run's graph: %w", cur.NodeID, ErrNotFound)
-		}
+	return e.whileIn(ctx, runID, key, attempt, StatusWaitingForUser, func(t *txn, n *Node, cur *NodeState) error {
 		cfg := uxTimeout(n)
 		msg := fmt.Sprintf("no answer within %d seconds", cfg.TimeoutSeconds)
 		t.event(EventApprovalTimedOut, key, map[string]any{"attempt": attempt, "on_timeout": cfg.OnTimeout})
 		if cfg.OnTimeout == "" || cfg.OnTimeout == "fail" {
-			tr := &NodeTransition{Key: key, From: StatusWaitingForUser, Steps: []Status{StatusRunning, StatusFailed},
-				Attempt: attempt, Error: &msg}
-			st, err := t.transition(tr)
-			if err != nil {
-				return err
-			}
-			return t.failed(st, msg, false)
+			return t.failWith(&NodeTransition{Key: key, From: StatusWaitingForUser, Steps: []Status{StatusRunning, StatusFailed},
+				Attempt: attempt, Error: &msg})
 		}
 		return t.decideUX(n, cur, CompleteUXParams{RunID: runID, Key: key, Outcome: cfg.OnTimeout, Error: msg, By: "timeout"})
 	})
-	if errorsIsConflict(err) {
-		return nil
-	}
-	return err
 }
 
 // UXTimeout is a UX node's deadline: timeoutSeconds, then onTimeout (an

@@ -248,6 +248,20 @@ func scanNode(row scanner, runID string) (*engine.NodeState, error) {
 	return &n, nil
 }
 
+// scanNodes reads node states (size: the expected count) and closes rows.
+func scanNodes(rows rows, runID string, size int) ([]engine.NodeState, error) {
+	defer rows.Close()
+	out := make([]engine.NodeState, 0, size)
+	for rows.Next() {
+		st, err := scanNode(rows, runID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *st)
+	}
+	return out, interpretError(rows.Err())
+}
+
 func nullTime(t sql.NullTime) *time.Time {
 	if !t.Valid {
 		return nil
@@ -787,15 +801,11 @@ func (t *pgTx) NodeStates(ctx context.Context, runID string, keys []string) (map
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		st, err := scanNode(rows, runID)
-		if err != nil {
-			return nil, err
-		}
-		out[st.Key] = st
+	states, err := scanNodes(rows, runID, len(keys))
+	for i := range states {
+		out[states[i].Key] = &states[i]
 	}
-	return out, interpretError(rows.Err())
+	return out, err
 }
 
 func (t *pgTx) HoldDispatches(ctx context.Context, runID string, hold bool) (int, error) {
@@ -814,16 +824,7 @@ func (t *pgTx) ReadyNodes(ctx context.Context, runID string) ([]engine.NodeState
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	defer rows.Close()
-	var out []engine.NodeState
-	for rows.Next() {
-		st, err := scanNode(rows, runID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *st)
-	}
-	return out, interpretError(rows.Err())
+	return scanNodes(rows, runID, 0)
 }
 
 func (t *pgTx) TakeEvent(ctx context.Context, w engine.EventWait) (*engine.TakenEvent, error) {
@@ -892,16 +893,7 @@ func (t *pgTx) ItemStates(ctx context.Context, runID string, nodeIDs []string, p
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	defer rows.Close()
-	var out []engine.NodeState
-	for rows.Next() {
-		st, err := scanNode(rows, runID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *st)
-	}
-	return out, interpretError(rows.Err())
+	return scanNodes(rows, runID, 0)
 }
 
 func (t *pgTx) ItemOutputs(ctx context.Context, runID, nodeID, target string, prefix []int) (json.RawMessage, error) {
@@ -1251,14 +1243,5 @@ func (t *pgTx) BulkComplete(ctx context.Context, runID string, cs []engine.BulkC
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	defer rows.Close()
-	out := make([]engine.NodeState, 0, len(cs))
-	for rows.Next() {
-		st, err := scanNode(rows, runID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *st)
-	}
-	return out, interpretError(rows.Err())
+	return scanNodes(rows, runID, len(cs))
 }
