@@ -158,7 +158,8 @@ func TestUITransformWait(t *testing.T) {
 		setValue("#run-input", `{"first": "ada", "employees": 150}`), chromedp.Click(`.modal button[type="submit"]`, chromedp.ByQuery))
 	s.waitJS("run view", `location.pathname.startsWith("/runs/")`)
 	s.run("recorder", chromedp.Evaluate(`window.__seen = []; window.__rec = setInterval(() => {
-		const n = document.querySelector('.react-flow__node[data-id="wait1"]'); if (!n) return;
+		// A node is hidden until React Flow has measured it: not shown yet.
+		const n = document.querySelector('.react-flow__node[data-id="wait1"]'); if (!n || getComputedStyle(n).visibility === "hidden") return;
 		if (!window.__opened) { n.click(); window.__opened = true; }
 		const el = n.querySelector(".snode"), badge = n.querySelector(".snode-status");
 		window.__seen.push({Status: el?.dataset.status ?? "", Badge: badge?.innerText ?? "",
