@@ -801,6 +801,7 @@ function CompleteByHand(props: { runId: string; nodeKey: string; status: string;
         id={id}
         className="mono"
         rows={4}
+        autoFocus
         placeholder='{"fixed": true}'
         value={text}
         disabled={confirming || busy}
@@ -835,7 +836,7 @@ function CompleteByHand(props: { runId: string; nodeKey: string; status: string;
           </p>
           {parsed.ok && parsed.value !== null && <pre className="json">{JSON.stringify(parsed.value, null, 2)}</pre>}
           <div className="row-buttons">
-            <button type="submit" className="btn primary" data-action="confirm-complete" disabled={busy}>
+            <button type="submit" className="btn primary" data-action="confirm-complete" disabled={busy} autoFocus>
               {busy ? "Completing…" : `Yes, complete ${nodeKey}`}
             </button>
             <button type="button" className="btn" disabled={busy} onClick={() => setConfirming(false)}>
