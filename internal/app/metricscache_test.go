@@ -30,17 +30,21 @@ func TestMetricsScrapesShareOneRead(t *testing.T) {
 
 	var wg sync.WaitGroup
 	scrapes := make([]map[string]float64, 64*5)
+	errs := make([]error, 64*5)
 	for loop := range 64 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range 5 {
-				scrapes[loop*5+i] = h.scrape()
+				// Not require: FailNow must not run outside the test's
+				// goroutine, and a failed scrape must say why.
+				scrapes[loop*5+i], errs[loop*5+i] = h.tryScrape()
 			}
 		}()
 	}
 	wg.Wait()
-	for _, m := range scrapes {
+	for i, m := range scrapes {
+		require.NoError(t, errs[i], "scrape %d", i)
 		require.Equal(t, 1.0, m["stitchd_metrics_gauge_reads_total"], "320 scrapes, one read of the database")
 		require.Equal(t, 1.0, m[`stitchd_outbox_depth{status="pending"}`])
 	}

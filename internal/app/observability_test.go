@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -21,24 +22,38 @@ import (
 // scrape reads GET /metrics into series → value ("name{a="x",b="y"}").
 func (h *harness) scrape() map[string]float64 {
 	h.t.Helper()
-	resp, err := h.client.Get(h.app.URL + "/metrics")
+	out, err := h.tryScrape()
 	require.NoError(h.t, err)
+	return out
+}
+
+var metricLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) (\S+)$`)
+
+// tryScrape reads /metrics into name{labels} → value.
+func (h *harness) tryScrape() (map[string]float64, error) {
+	resp, err := h.client.Get(h.app.URL + "/metrics")
+	if err != nil {
+		return nil, err
+	}
 	defer resp.Body.Close()
-	require.Equal(h.t, http.StatusOK, resp.StatusCode)
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("/metrics answered %d: %s", resp.StatusCode, b)
+	}
 	out := map[string]float64{}
-	line := regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) (\S+)$`)
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		m := line.FindStringSubmatch(sc.Text())
+		m := metricLine.FindStringSubmatch(sc.Text())
 		if m == nil {
 			continue
 		}
 		v, err := strconv.ParseFloat(m[2], 64)
-		require.NoError(h.t, err, sc.Text())
+		if err != nil {
+			return nil, fmt.Errorf("line %q: %w", sc.Text(), err)
+		}
 		out[m[1]] = v
 	}
-	require.NoError(h.t, sc.Err())
-	return out
+	return out, sc.Err()
 }
 
 func TestMetricsAfterRuns(t *testing.T) {
