@@ -96,6 +96,7 @@ func New(cfg Config) *Server {
 	api.GET("/runs/:id", s.getRun)
 	api.POST("/events", s.postEvent)
 	api.POST("/runs/:id/cancel", s.cancelRun)
+	api.POST("/runs/bulk", s.bulkRuns)
 	api.POST("/runs/:id/pause", s.pauseRun)
 	api.POST("/runs/:id/resume", s.resumeRun)
 	api.POST("/runs/:id/nodes/:key/skip", s.skipNode)

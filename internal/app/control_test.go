@@ -154,3 +154,67 @@ func TestNonRetryableFailure(t *testing.T) {
 	code, _ = h.post(d.Payload.CallbackURL, `{"status": "completed", "retryable": false}`)
 	require.Equal(t, 400, code)
 }
+
+func TestBulkRetryAndCancel(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{wnode(h, "a"), node("b", "Condition", nil)}, []map[string]any{edge("a", "b", nil)})
+	other := h.createFlow([]map[string]any{wnode(h, "a")}, nil)
+	const n = 200
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = h.startRun(flow, map[string]any{"i": i}).ID
+	}
+	otherRun := h.startRun(other, map[string]any{}).ID
+	fail := func(runID string, attempt int) {
+		d := h.waitDispatch(runID, "a", attempt)
+		code, body := h.post(d.Payload.CallbackURL, `{"status":"failed","error":"boom: upstream down"}`)
+		require.Equal(t, 200, code, body)
+	}
+	for _, id := range ids {
+		fail(id, 1)
+	}
+	fail(otherRun, 1)
+	for _, id := range ids {
+		h.waitRun(id, "failed")
+	}
+	h.waitRun(otherRun, "failed")
+
+	type bulkAnswer struct {
+		Matched, Applied, Skipped int
+		Errors                    []map[string]string
+	}
+	bulk := func(body map[string]any) bulkAnswer {
+		var out bulkAnswer
+		require.Equal(t, 200, h.do("POST", "/api/v1/runs/bulk", body, &out))
+		return out
+	}
+	filter := map[string]any{"flow_id": flow, "status": "failed", "node": "a", "error_contains": "upstream down"}
+	dry := bulk(map[string]any{"action": "retry", "filter": filter, "dry_run": true})
+	require.Equal(t, bulkAnswer{Matched: n, Errors: []map[string]string{}}, dry, "a dry run counts and changes nothing")
+	require.Equal(t, "failed", h.run(ids[0]).Status)
+
+	done := bulk(map[string]any{"action": "retry", "filter": filter})
+	require.Equal(t, n, done.Matched)
+	require.Equal(t, n, done.Applied)
+	require.Empty(t, done.Errors)
+	for _, id := range ids {
+		h.waitDispatch(id, "a", 2)
+	}
+	require.Equal(t, "failed", h.run(otherRun).Status, "another flow's run is left alone")
+	again := bulk(map[string]any{"action": "retry", "filter": filter})
+	require.Equal(t, 0, again.Matched, "applied again: nothing left to retry")
+
+	cancel := map[string]any{"action": "cancel", "filter": map[string]any{"flow_id": flow}}
+	first := bulk(cancel)
+	require.Equal(t, n, first.Applied)
+	second := bulk(cancel)
+	require.Equal(t, n, second.Matched)
+	require.Equal(t, n, second.Skipped, "cancelled already: skipped")
+	require.Zero(t, second.Applied)
+	require.Equal(t, "cancelled", h.run(ids[n-1]).Status)
+
+	require.Equal(t, 400, h.do("POST", "/api/v1/runs/bulk", map[string]any{"action": "delete"}, nil))
+	require.Equal(t, 400, h.do("POST", "/api/v1/runs/bulk", map[string]any{"action": "cancel", "filter": map[string]any{"status": "sleeping"}}, nil))
+	require.Equal(t, 400, h.do("POST", "/api/v1/runs/bulk", map[string]any{"action": "cancel", "filter": map[string]any{"flow_id": "x"}}, nil))
+}
