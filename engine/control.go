@@ -86,7 +86,8 @@ type SkipNodeParams struct {
 	By string
 }
 
-// SkipNode completes a failed, waiting, sleeping or running node by hand
+// SkipNode completes a failed, waiting (for a person or an event),
+// sleeping or running node by hand
 // with the given output and walks its edges (a running worker's late
 // callback is then stale). A failure a failure edge handled is final.
 func (e *Engine) SkipNode(ctx context.Context, p SkipNodeParams) error {
@@ -112,7 +113,7 @@ func (e *Engine) SkipNode(ctx context.Context, p SkipNodeParams) error {
 		switch cur.Status {
 		case StatusRunning:
 			tr.Steps = []Status{StatusCompleted}
-		case StatusFailed, StatusWaitingForUser, StatusSleeping:
+		case StatusFailed, StatusWaitingForUser, StatusSleeping, StatusWaitingForEvent:
 			tr.Steps = []Status{StatusRunning, StatusCompleted}
 		default:
 			return &TransitionError{Key: p.Key, Want: StatusFailed, Current: cur}

@@ -333,7 +333,7 @@ func (t *pgTx) InsertRun(ctx context.Context, r *engine.Run) error {
 // saveRunSQL updates a run's row; saveRunArgs are its arguments.
 const saveRunSQL = `UPDATE runs SET status = ?, output = ?::jsonb, error = ?, active_nodes = ?,
 		failed_nodes = ?, terminals_left = ?, event_seq = ?, updated_at = now(),
-		finished_at = CASE WHEN ? = 'running' THEN NULL ELSE coalesce(finished_at, now()) END
+		finished_at = CASE WHEN ? IN ('running', 'paused') THEN NULL ELSE coalesce(finished_at, now()) END
 		WHERE id = ? RETURNING updated_at, finished_at`
 
 func saveRunArgs(r *engine.Run) []any {

@@ -26,9 +26,13 @@ func TestPauseWithWorkInFlight(t *testing.T) {
 	for i := range ds {
 		ds[i] = h.waitDispatch(r.ID, fmt.Sprintf("w_%d", i), 1)
 	}
-	var paused runJSON
+	var paused struct {
+		runJSON
+		FinishedAt *string `json:"finished_at"`
+	}
 	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/pause", nil, &paused))
 	require.Equal(t, "paused", paused.Status)
+	require.Nil(t, paused.FinishedAt, "a paused run has not finished")
 	require.Equal(t, 409, h.do("POST", "/api/v1/runs/"+r.ID+"/pause", nil, nil), "already paused")
 
 	// The work in flight is recorded; nothing new fires.

@@ -117,6 +117,10 @@ func TestEventBeforeWaitAndRepeatedID(t *testing.T) {
 	require.True(t, repeat.Duplicate)
 	fin := h.waitRun(r2.ID, "completed")
 	require.JSONEq(t, `{"paid": 3}`, string(fin.Nodes["pay"].Output))
+	// A wait can be completed by hand.
+	r4 := h.startRun(flow, map[string]any{"order_id": "never"})
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r4.ID+"/nodes/pay/skip", map[string]any{"output": map[string]any{"paid": "by hand"}}, nil))
+	require.JSONEq(t, `{"paid": "by hand"}`, string(h.waitRun(r4.ID, "completed").Nodes["pay"].Output))
 	// A numeric key reads as its digits; an expired event is not taken.
 	h.postEvent(map[string]any{"name": "payment.received", "key": "77", "ttlSeconds": 0})
 	r3 := h.startRun(flow, map[string]any{"order_id": 77})
