@@ -7,6 +7,7 @@ import { FlowEditor } from "./pages/FlowEditor";
 import { RunList } from "./pages/RunList";
 import { RunView } from "./pages/RunView";
 import { Approvals } from "./pages/Approvals";
+import { Triggers } from "./pages/Triggers";
 import { BoardList, BoardView } from "./pages/Boards";
 import { Empty } from "./components/common";
 
@@ -42,6 +43,7 @@ export function App() {
   let m;
   if (path === "/flows") page = <FlowList />;
   else if (path === "/flows/new") page = <FlowEditor key="new" flowId={null} />;
+  else if ((m = match("/flows/:id/triggers", path))) page = <Triggers key={m.id} flowId={m.id} />;
   else if ((m = match("/flows/:id", path))) page = <FlowEditor key={m.id} flowId={m.id} version={query.get("version")} />;
   else if (path === "/runs") page = <RunList flowId={query.get("flow_id")} status={query.get("status")} />;
   else if ((m = match("/runs/:id", path))) page = <RunView key={m.id} runId={m.id} />;

@@ -208,7 +208,7 @@ export interface Version {
   created_at: string;
   graph?: FlowGraph;
 }
-export type NodeStatus = "pending" | "running" | "completed" | "failed" | "waiting_for_user" | "cancelled" | "skipped" | "sleeping";
+export type NodeStatus = "pending" | "running" | "completed" | "failed" | "waiting_for_user" | "cancelled" | "skipped" | "sleeping" | "waiting_for_event";
 export interface NodeState {
   key: string;
   node_id: string;
@@ -229,7 +229,11 @@ export interface NodeState {
   iteration?: number;
   // wake_at: when a sleeping Wait node wakes (database time).
   wake_at?: string | null;
-  // deadline: when a running Worker attempt or a waiting UX node times out.
+  // event_name, event_key: what a waiting_for_event Event node waits for.
+  event_name?: string | null;
+  event_key?: string | null;
+  // deadline: when a running Worker attempt, a waiting UX node or an
+  // Event node's wait times out.
   deadline?: string | null;
   started_at: string | null;
   finished_at: string | null;
@@ -260,6 +264,10 @@ export interface Approval {
   waiting_since: string;
   // deadline: when the node times out (its timeoutSeconds), or null.
   deadline?: string | null;
+  // on_timeout: what the deadline does: one of the outcomes, or "fail".
+  on_timeout?: string | null;
+  // iteration: the loop iteration the node waits in (0: the first pass).
+  iteration?: number;
 }
 export interface Entity {
   id: string;
@@ -297,3 +305,35 @@ export interface Board {
   name: string;
   sections: Section[];
 }
+
+// Triggers of a flow (GET /flows/{id}/triggers).
+export interface WebhookTrigger {
+  id: string;
+  kind: "webhook";
+  flow_id: string;
+  slug: string;
+  url: string;
+  has_secret: boolean;
+  entity: { board_id?: string; type?: string; name_path?: string; email_path?: string } | null;
+  created_at: string;
+}
+export interface ScheduleTrigger {
+  id: string;
+  kind: "schedule";
+  flow_id: string;
+  cron: string;
+  timezone: string;
+  input: any;
+  overlap: "skip" | "allow";
+  catch_up: "one" | "none";
+  enabled: boolean;
+  // next_fire_at: null while disabled.
+  next_fire_at: string | null;
+  last_fired_at: string | null;
+  last_run_id: string | null;
+  // last_error: why the last due tick started no run.
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export type Trigger = WebhookTrigger | ScheduleTrigger;

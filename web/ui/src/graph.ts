@@ -3,7 +3,7 @@
 import { MarkerType, type Edge, type Node } from "@xyflow/react";
 import type { FlowGraph, GraphEdge, GraphNode } from "./api";
 
-export const NODE_TYPES = ["Worker", "UX", "Condition", "Transform", "Wait", "Splitter", "Collector"] as const;
+export const NODE_TYPES = ["Worker", "HTTP", "UX", "Condition", "Transform", "Wait", "Event", "Splitter", "Collector"] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
 
 export function canonicalType(t: string): NodeType | string {
@@ -13,10 +13,12 @@ export function canonicalType(t: string): NodeType | string {
 
 export const TYPE_HELP: Record<NodeType, string> = {
   Worker: "Calls your service over HTTP and waits for its callback.",
+  HTTP: "Calls an existing REST API and completes with its response (status, headers, body). No callback.",
   UX: "Waits for a person to choose an outcome (approve, reject, …).",
   Condition: "Does no work and passes its input on: a readable place to branch with conditions on its edges.",
   Transform: "Reshapes data: an expression over the input whose value is the output. No worker.",
   Wait: "Pauses the run for a duration (48h, P2D) or until a time, then passes its input on.",
+  Event: "Waits for an event (payment.received) with a key from its input, posted to /api/v1/events.",
   Splitter: "Fans an array out into parallel paths, one per item.",
   Collector: "Waits for every parallel path and gathers results in order.",
 };
@@ -284,10 +286,12 @@ export function nextId(prefix: string, taken: Set<string>): string {
 
 export const ID_PREFIX: Record<NodeType, string> = {
   Worker: "worker",
+  HTTP: "http",
   UX: "approval",
   Condition: "branch",
   Transform: "transform",
   Wait: "wait",
+  Event: "event",
   Splitter: "split",
   Collector: "collect",
 };
@@ -341,4 +345,37 @@ export function parseTime(src: string): { offset: boolean; date: Date } | null {
     return isNaN(d.getTime()) ? null : { offset: false, date: d };
   }
   return null;
+}
+
+// HTTP_METHODS are the methods an HTTP node may use (GET by default).
+export const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+// httpSummary says what an HTTP node calls: "POST api.example.com/…".
+export function httpSummary(d: Record<string, any> | undefined): string | null {
+  const url = typeof d?.url === "string" ? d.url.trim() : "";
+  if (!url) return null;
+  const method = typeof d?.method === "string" && d.method.trim() ? d.method.trim().toUpperCase() : "GET";
+  return `${method} ${truncate(url.replace(/^https?:\/\//, ""), 40)}`;
+}
+
+// eventSummary says what an Event node waits for: "payment.received · key input.order_id".
+export function eventWaitSummary(d: Record<string, any> | undefined): string | null {
+  const name = typeof d?.event === "string" ? d.event.trim() : "";
+  if (!name) return null;
+  const key = typeof d?.key === "string" && d.key.trim() ? ` · key ${truncate(d.key, 28)}` : "";
+  return `${name}${key}`;
+}
+
+// parseSuccessCodes reads "200, 201, 2xx" into [200, 201, "2xx"], or says
+// what is wrong.
+export function parseSuccessCodes(src: string): { ok: true; value: (number | string)[] } | { ok: false; message: string } {
+  const out: (number | string)[] = [];
+  for (const raw of src.split(/[\s,]+/)) {
+    const t = raw.trim();
+    if (!t) continue;
+    if (/^\d{3}$/.test(t) && Number(t) >= 100 && Number(t) <= 599) out.push(Number(t));
+    else if (/^[1-5]xx$/i.test(t)) out.push(t.toLowerCase());
+    else return { ok: false, message: `“${t}” is not a status code (100–599) or a class such as 2xx.` };
+  }
+  return { ok: true, value: out };
 }

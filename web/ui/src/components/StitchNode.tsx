@@ -1,10 +1,10 @@
 import { Handle, Position, type NodeProps } from "@xyflow/react";
 import { memo } from "react";
-import { truncate, waitSummary } from "../graph";
+import { eventWaitSummary, httpSummary, truncate, waitSummary } from "../graph";
 import { Countdown, span } from "./common";
 
 // A mark before the type name for the node types with a look of their own.
-const MARK: Record<string, string> = { Condition: "◆", Transform: "ƒ", Wait: "◷" };
+const MARK: Record<string, string> = { Condition: "◆", Transform: "ƒ", Wait: "◷", HTTP: "⇄", Event: "✉" };
 
 // StitchNode draws one node on the editor canvas and in the run view.
 // data._problems marks compile errors; data._run carries live status:
@@ -35,6 +35,11 @@ export const StitchNode = memo(function StitchNode({ id, type, data, selected }:
       {title !== id && <div className="snode-id">{id}</div>}
       <Summary type={String(type)} d={d} />
       {run && <RunBadge run={run} id={id} />}
+      {run && run.httpStatus !== undefined && run.httpStatus !== null && (
+        <span className="snode-http-status" data-http-status={run.httpStatus} title="The response's status">
+          HTTP {run.httpStatus}
+        </span>
+      )}
       {run && (run.byHand ?? 0) > 0 && (
         <span className="snode-hand" data-by-hand={run.byHand} title="Completed by hand by a person, not by the step itself">
           {run.total > 1 ? `${run.byHand} by hand` : "by hand"}
@@ -62,10 +67,15 @@ function Summary({ type, d }: { type: string; d: Record<string, any> }) {
   let text: string | null = null;
   if (type === "Transform" && typeof d.expression === "string" && d.expression.trim()) text = truncate(d.expression, 40);
   if (type === "Wait") text = waitSummary(d);
+  if (type === "HTTP") text = httpSummary(d);
+  if (type === "Event") {
+    const w = eventWaitSummary(d);
+    text = w ? `waits for ${w}${typeof d.timeoutSeconds === "number" && d.timeoutSeconds > 0 ? ` · fails after ${span(d.timeoutSeconds * 1000)}` : ""}` : null;
+  }
   if (type === "UX" && typeof d.timeoutSeconds === "number" && d.timeoutSeconds > 0)
     text = `times out after ${span(d.timeoutSeconds * 1000)}${d.onTimeout && d.onTimeout !== "fail" ? ` → ${d.onTimeout}` : ""}`;
   if (!text) return null;
-  return <div className={`snode-summary ${type === "Transform" ? "mono" : ""}`}>{text}</div>;
+  return <div className={`snode-summary ${type === "Transform" || type === "HTTP" ? "mono" : ""}`}>{text}</div>;
 }
 
 interface RunLook {
@@ -75,14 +85,25 @@ interface RunLook {
   wakeAt?: string | null;
   iteration?: number;
   byHand?: number;
+  // eventName, eventKey: what a waiting_for_event node waits for.
+  eventName?: string | null;
+  eventKey?: string | null;
+  // httpStatus: a completed HTTP node's response status.
+  httpStatus?: number | null;
+}
+
+// eventWaitText is what a waiting Event node shows: "waiting for
+// payment.received · key 42".
+export function eventWaitText(name: string | null | undefined, key: string | null | undefined): string {
+  return `waiting for ${name || "an event"}${key ? ` · key ${key}` : ""}`;
 }
 
 function RunBadge({ run, id }: { run: RunLook; id: string }) {
   const c = run.counts;
   if (run.total <= 1 && !(run.total === 1 && c._instances)) {
     return (
-      <div className={`snode-status status-${run.status}`}>
-        {run.status.replace(/_/g, " ")}
+      <div className={`snode-status status-${run.status}`} data-event-wait={run.status === "waiting_for_event" ? "true" : undefined}>
+        {run.status === "waiting_for_event" ? eventWaitText(run.eventName, run.eventKey) : run.status.replace(/_/g, " ")}
         {run.status === "sleeping" && run.wakeAt && (
           <>
             {" · "}
@@ -98,6 +119,7 @@ function RunBadge({ run, id }: { run: RunLook; id: string }) {
   if (c.running) parts.push(`${c.running} running`);
   if (c.waiting_for_user) parts.push(`${c.waiting_for_user} waiting`);
   if (c.sleeping) parts.push(`${c.sleeping} sleeping`);
+  if (c.waiting_for_event) parts.push(`${c.waiting_for_event} waiting for event`);
   if (c.skipped) parts.push(`${c.skipped} skipped`);
   if (c.cancelled) parts.push(`${c.cancelled} cancelled`);
   return (
@@ -116,6 +138,8 @@ export const nodeTypes = {
   Condition: StitchNode,
   Transform: StitchNode,
   Wait: StitchNode,
+  HTTP: StitchNode,
+  Event: StitchNode,
   Splitter: StitchNode,
   Collector: StitchNode,
 };

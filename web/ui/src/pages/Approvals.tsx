@@ -37,10 +37,24 @@ export function Approvals() {
                 <span className="muted" title={a.waiting_since}>
                   waiting {ago(a.waiting_since).replace(" ago", "")}
                 </span>
+                {(a.iteration ?? 0) > 0 && (
+                  <>
+                    {" · "}
+                    <span className="iter-chip" data-iteration={a.iteration! + 1} title="The loop this step is on went round: this is a later pass">
+                      iteration {a.iteration! + 1}
+                    </span>
+                  </>
+                )}
                 {a.deadline && (
                   <>
                     {" · "}
                     <Countdown at={a.deadline} before="times out in" due="timing out now…" className="deadline" />
+                    {a.on_timeout && (
+                      <span className="on-timeout" data-on-timeout={a.on_timeout} title={a.on_timeout === "fail" ? "The step fails at its deadline" : `The step is answered “${a.on_timeout}” at its deadline`}>
+                        {" "}
+                        → {a.on_timeout}
+                      </span>
+                    )}
                   </>
                 )}
               </span>

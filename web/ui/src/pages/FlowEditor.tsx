@@ -182,6 +182,8 @@ function Editor({ flowId, version }: Props) {
       if (type === "Worker") data.webhookUrl = "";
       if (type === "UX") data.prompt = "";
       if (type === "Splitter") data.arrayPath = "";
+      if (type === "HTTP") Object.assign(data, { method: "GET", url: "" });
+      if (type === "Event") Object.assign(data, { event: "", key: "" });
       setNodes((ns) => [
         ...ns.map((n) => ({ ...n, selected: false })),
         { id, type, position: { x: pos.x - 80, y: pos.y - 30 }, data, selected: true },
@@ -405,6 +407,9 @@ function Editor({ flowId, version }: Props) {
               </button>
               <Link className="btn ghost" to={`/runs?flow_id=${flowId}`}>
                 Runs
+              </Link>
+              <Link className="btn ghost" to={`/flows/${flowId}/triggers`} data-link="triggers">
+                Triggers
               </Link>
             </>
           )}

@@ -45,6 +45,10 @@ export function FlowList() {
                   <td title={f.updated_at}>{ago(f.updated_at)}</td>
                   <td className="actions">
                     <Link to={`/runs?flow_id=${f.id}`}>Runs</Link>
+                    {" · "}
+                    <Link to={`/flows/${f.id}/triggers`} data-link="triggers">
+                      Triggers
+                    </Link>
                   </td>
                 </tr>
               ))}

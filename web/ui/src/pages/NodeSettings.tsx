@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "react";
 import type { Problem } from "../api";
 import { span } from "../components/common";
 import type { CanvasNode } from "../graph";
+import { EVENT_FIELDS, EventFields, HTTP_FIELDS, HTTPFields } from "./IntegrationSettings";
 import {
   checkLoopMax,
   DEFAULT_OUTCOMES,
@@ -39,7 +40,7 @@ function setIn(obj: Record<string, any>, path: string[], v: any): Record<string,
 
 // The node types that may move the run's entity when they complete or
 // fail (a Splitter or Collector may not).
-const MOVES: string[] = ["Worker", "UX", "Condition", "Transform", "Wait"];
+const MOVES: string[] = ["Worker", "HTTP", "UX", "Condition", "Transform", "Wait"];
 
 const num = (s: string) => (s.trim() === "" ? undefined : Number(s));
 
@@ -69,7 +70,18 @@ export function NodeSettings({ node, nodes, edges, sections, problems, onChange,
   // A server message about one field is shown under that field; the rest
   // at the top.
   const at = (field: string) => problems.filter((p) => new RegExp(`\\.data\\.${field}(\\.|\\[|$)`).test(p.path ?? ""));
-  const fields = type === "Transform" ? ["expression"] : type === "Wait" ? ["duration", "until", "timezone"] : type === "UX" ? ["timeoutSeconds", "onTimeout"] : [];
+  const fields: string[] =
+    type === "Transform"
+      ? ["expression"]
+      : type === "Wait"
+        ? ["duration", "until", "timezone"]
+        : type === "UX"
+          ? ["timeoutSeconds", "onTimeout"]
+          : type === "HTTP"
+            ? HTTP_FIELDS
+            : type === "Event"
+              ? EVENT_FIELDS
+              : [];
   const claimed = new Set(fields.flatMap(at));
   const commitId = () => {
     const v = idDraft.trim();
@@ -109,27 +121,11 @@ export function NodeSettings({ node, nodes, edges, sections, problems, onChange,
           <Field label="Timeout (seconds)" id="node-timeout" hint="Without a callback or heartbeat by then, the attempt fails. Default 300.">
             <input id="node-timeout" type="number" min={1} value={d.timeoutSeconds ?? ""} onChange={(e) => set(["timeoutSeconds"])(num(e.target.value))} />
           </Field>
-          <fieldset>
-            <legend>Retry</legend>
-            <Field label="Max attempts" id="node-attempts" hint="Default 3.">
-              <input id="node-attempts" type="number" min={1} value={d.retry?.maxAttempts ?? ""} onChange={(e) => set(["retry", "maxAttempts"])(num(e.target.value))} />
-            </Field>
-            <Field label="Backoff" id="node-backoff">
-              <select id="node-backoff" value={d.retry?.backoff ?? ""} onChange={(e) => set(["retry", "backoff"])(e.target.value)}>
-                <option value="">default (exponential)</option>
-                <option value="exponential">exponential</option>
-                <option value="fixed">fixed</option>
-              </select>
-            </Field>
-            <Field label="Initial delay (ms)" id="node-initial">
-              <input id="node-initial" type="number" min={0} value={d.retry?.initialDelayMs ?? ""} onChange={(e) => set(["retry", "initialDelayMs"])(num(e.target.value))} />
-            </Field>
-            <Field label="Max delay (ms)" id="node-maxdelay">
-              <input id="node-maxdelay" type="number" min={0} value={d.retry?.maxDelayMs ?? ""} onChange={(e) => set(["retry", "maxDelayMs"])(num(e.target.value))} />
-            </Field>
-          </fieldset>
+          <RetryFields retry={d.retry} set={(k) => set(["retry", k])} />
         </>
       )}
+      {type === "HTTP" && <HTTPFields data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} nodeId={node.id} />}
+      {type === "Event" && <EventFields data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} nodeId={node.id} />}
       {type === "UX" && (
         <>
           <Field label="Prompt" id="node-prompt" hint="What the person is asked in the approvals inbox.">
@@ -325,7 +321,7 @@ function OutcomesEditor({
 
 // ServerProblems shows the server's messages about one field, marked
 // stale once the field was edited after the save that found them.
-function ServerProblems({ problems, id }: { problems: (Problem & { stale?: boolean })[]; id: string }) {
+export function ServerProblems({ problems, id }: { problems: (Problem & { stale?: boolean })[]; id: string }) {
   return (
     <>
       {problems.map((p, i) => (
@@ -405,7 +401,7 @@ const ZONES = [
   "Pacific/Auckland",
 ];
 
-function zones(): string[] {
+export function zones(): string[] {
   try {
     const all = (Intl as any).supportedValuesOf?.("timeZone") as string[] | undefined;
     if (all?.length) return ["UTC", ...all.filter((z) => z !== "UTC")];
@@ -415,7 +411,7 @@ function zones(): string[] {
   return ZONES;
 }
 
-function knownZone(tz: string): boolean {
+export function knownZone(tz: string): boolean {
   try {
     new Intl.DateTimeFormat("en", { timeZone: tz });
     return true;
@@ -1045,7 +1041,7 @@ function Movement({
   );
 }
 
-function Field({ label, id, hint, error, children }: { label: string; id: string; hint?: string; error?: string | null; children: React.ReactNode }) {
+export function Field({ label, id, hint, error, children }: { label: string; id: string; hint?: string; error?: string | null; children: React.ReactNode }) {
   return (
     <div className="field">
       <label htmlFor={id}>{label}</label>
@@ -1057,5 +1053,30 @@ function Field({ label, id, hint, error, children }: { label: string; id: string
         </p>
       )}
     </div>
+  );
+}
+
+// RetryFields edits a retry policy (a Worker's or an HTTP node's).
+export function RetryFields({ retry, set }: { retry: Record<string, any> | undefined; set: (k: string) => (v: any) => void }) {
+  return (
+    <fieldset>
+      <legend>Retry</legend>
+      <Field label="Max attempts" id="node-attempts" hint="Default 3.">
+        <input id="node-attempts" type="number" min={1} value={retry?.maxAttempts ?? ""} onChange={(e) => set("maxAttempts")(num(e.target.value))} />
+      </Field>
+      <Field label="Backoff" id="node-backoff">
+        <select id="node-backoff" value={retry?.backoff ?? ""} onChange={(e) => set("backoff")(e.target.value)}>
+          <option value="">default (exponential)</option>
+          <option value="exponential">exponential</option>
+          <option value="fixed">fixed</option>
+        </select>
+      </Field>
+      <Field label="Initial delay (ms)" id="node-initial">
+        <input id="node-initial" type="number" min={0} value={retry?.initialDelayMs ?? ""} onChange={(e) => set("initialDelayMs")(num(e.target.value))} />
+      </Field>
+      <Field label="Max delay (ms)" id="node-maxdelay">
+        <input id="node-maxdelay" type="number" min={0} value={retry?.maxDelayMs ?? ""} onChange={(e) => set("maxDelayMs")(num(e.target.value))} />
+      </Field>
+    </fieldset>
   );
 }

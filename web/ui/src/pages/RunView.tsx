@@ -3,7 +3,7 @@ import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } fro
 import { api, ApiError, describe, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
 import { ago, Countdown, ErrorBox, Json, Spinner, Status, useThrottled } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
-import { nodeTypes } from "../components/StitchNode";
+import { eventWaitText, nodeTypes } from "../components/StitchNode";
 import { edgeKind, isLoop, loopsOf, outcomesOf, toCanvas, type CanvasNode, type LoopInfo } from "../graph";
 import { Link } from "../router";
 import { Answer } from "./Approvals";
@@ -18,6 +18,11 @@ interface Agg {
   iteration: number;
   // byHand: how many of its completed instances a person completed by hand.
   byHand: number;
+  // eventName, eventKey: what a lone waiting_for_event instance waits for.
+  eventName?: string | null;
+  eventKey?: string | null;
+  // httpStatus: a lone completed HTTP instance's response status.
+  httpStatus?: number | null;
 }
 
 // A row keyed <key>@<n> keeps iteration n of a node on a loop; the
@@ -54,17 +59,23 @@ function aggregate(states: NodeState[], byHand?: Set<string>): Agg {
   }
   if (instances) counts._instances = 1;
   const total = states.length;
+  const one = total === 1 ? states[0] : null;
+  const eventName = one?.status === "waiting_for_event" ? (one.event_name ?? null) : null;
+  const eventKey = one?.status === "waiting_for_event" ? (one.event_key ?? null) : null;
+  const httpStatus =
+    one?.status === "completed" && String(one.type).toLowerCase() === "http" && typeof one.output?.status === "number" ? (one.output.status as number) : null;
   let status = "pending";
   const done = (counts.completed ?? 0) + (counts.skipped ?? 0);
   if (counts.failed) status = "failed";
   else if (counts.running) status = "running";
   else if (counts.waiting_for_user) status = "waiting_for_user";
   else if (counts.sleeping) status = "sleeping";
+  else if (counts.waiting_for_event) status = "waiting_for_event";
   else if (total && counts.skipped === total) status = "skipped";
   else if (total && done === total) status = "completed";
   else if (total && counts.cancelled === total) status = "cancelled";
   else if (done) status = "running";
-  return { status, total, counts, wakeAt, iteration, byHand: hand };
+  return { status, total, counts, wakeAt, iteration, byHand: hand, eventName, eventKey, httpStatus };
 }
 
 // edgeTaken says whether a run took an edge: true once any instance of its
@@ -381,7 +392,7 @@ export function RunView({ runId }: { runId: string }) {
 
 // The node statuses, in the order a node goes through them, as the canvas
 // paints them.
-const LEGEND = ["pending", "running", "waiting_for_user", "sleeping", "completed", "failed", "skipped", "cancelled"];
+const LEGEND = ["pending", "running", "waiting_for_user", "sleeping", "waiting_for_event", "completed", "failed", "skipped", "cancelled"];
 
 function Legend() {
   return (
@@ -464,7 +475,7 @@ const EVENT_CLASS: Record<string, string> = {
   "run.unpaused": "event-control",
 };
 
-const FILTERS = ["all", "failed", "running", "waiting_for_user", "sleeping", "completed", "skipped", "cancelled"];
+const FILTERS = ["all", "failed", "running", "waiting_for_user", "sleeping", "waiting_for_event", "completed", "skipped", "cancelled"];
 
 function NodeDetail(props: {
   nodeId: string;
@@ -540,6 +551,7 @@ function NodeDetail(props: {
             {states.length} instances: {agg.counts.completed ?? 0} ✓ {agg.counts.failed ?? 0} ✗ {agg.counts.running ?? 0} running
             {agg.counts.waiting_for_user ? ` ${agg.counts.waiting_for_user} waiting` : ""}
             {agg.counts.sleeping ? ` ${agg.counts.sleeping} sleeping` : ""}
+            {agg.counts.waiting_for_event ? ` ${agg.counts.waiting_for_event} waiting for an event` : ""}
             {agg.counts.skipped ? ` ${agg.counts.skipped} skipped` : ""}
             {agg.counts.cancelled ? ` ${agg.counts.cancelled} cancelled` : ""}
           </p>
@@ -650,6 +662,27 @@ function NodeDetail(props: {
                 </dd>
               </>
             )}
+            {current.status === "waiting_for_event" && (
+              <>
+                <dt>Waiting</dt>
+                <dd data-event-wait>{eventWaitText(current.event_name, current.event_key)}</dd>
+              </>
+            )}
+            {current.status === "waiting_for_event" && current.deadline && (
+              <>
+                <dt>Deadline</dt>
+                <dd data-deadline>
+                  <Countdown at={current.deadline} before="fails in" due="timing out now…" className="countdown" />
+                  <div className="muted small">{new Date(current.deadline).toLocaleString()}</div>
+                </dd>
+              </>
+            )}
+            {current.status === "completed" && String(current.type).toLowerCase() === "http" && typeof current.output?.status === "number" && (
+              <>
+                <dt>Response</dt>
+                <dd data-http-response>HTTP {current.output.status}</dd>
+              </>
+            )}
             {current.status === "waiting_for_user" && current.deadline && (
               <>
                 <dt>Deadline</dt>
@@ -681,6 +714,9 @@ function NodeDetail(props: {
           {current.status === "skipped" && <p className="muted small">Skipped: none of the edges into this step was taken, so it did not run.</p>}
           {current.status === "sleeping" && (
             <p className="muted small">Sleeping: this Wait step goes on with its input when its time comes. Cancelling the run ends the wait.</p>
+          )}
+          {current.status === "waiting_for_event" && isLatest && (
+            <PostEvent key={current.key} name={current.event_name ?? ""} eventKey={current.event_key ?? ""} onDone={props.onAnswered} />
           )}
           {current.status === "failed" && isLatest && (
             <button type="button" className="btn primary" onClick={() => void props.onRetry(current.key)}>
@@ -723,7 +759,7 @@ function refusal(err: unknown): string {
 }
 
 // The node statuses a person can complete by hand (POST …/skip).
-const SKIPPABLE = ["failed", "running", "waiting_for_user", "sleeping"];
+const SKIPPABLE = ["failed", "running", "waiting_for_user", "sleeping", "waiting_for_event"];
 
 // What completing a step by hand does, by the step's status.
 const SKIP_EFFECT: Record<string, string> = {
@@ -731,6 +767,7 @@ const SKIP_EFFECT: Record<string, string> = {
   running: "marks this step completed now; if its worker answers later, the answer is ignored",
   waiting_for_user: "completes this step without anyone's answer; it leaves the approvals inbox",
   sleeping: "ends this wait now",
+  waiting_for_event: "ends this wait for an event now; the event, if it comes later, completes nothing here",
 };
 
 // parseOutput reads the optional output a person typed: empty is no
@@ -910,4 +947,94 @@ function who(by: unknown): string {
     return String(o.name ?? o.email ?? o.id ?? "");
   }
   return "";
+}
+
+// PostEvent posts the event a waiting Event step waits for (POST
+// /api/v1/events): its name and key, filled in, and an optional JSON
+// payload, which becomes the step's output.
+function PostEvent({ name: initialName, eventKey, onDone }: { name: string; eventKey: string; onDone: () => void }) {
+  const [name, setName] = useState(initialName);
+  const [key, setKey] = useState(eventKey);
+  const [text, setText] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [result, setResult] = useState<{ delivered: number; duplicate: boolean; kept: boolean } | null>(null);
+  const parsed = parseOutput(text);
+
+  async function send() {
+    if (!parsed.ok || !name.trim() || !key) return;
+    setBusy(true);
+    setError(null);
+    setResult(null);
+    try {
+      const body: Record<string, unknown> = { name: name.trim(), key };
+      if (parsed.value !== null) body.payload = parsed.value;
+      const r = await api<{ id: string; delivered: number; duplicate: boolean; kept: boolean }>("POST", "/events", body);
+      setResult(r);
+      onDone();
+    } catch (err) {
+      setError(`Not posted: ${describe(err)}`);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <form
+      className="post-event"
+      aria-label="Post this event"
+      onSubmit={(e: FormEvent) => {
+        e.preventDefault();
+        void send();
+      }}
+    >
+      <h3>Post this event</h3>
+      <p className="small muted">Sends the event this step waits for, as your system would with POST /api/v1/events. Every step waiting on this name and key completes with the payload.</p>
+      <div className="row">
+        <label htmlFor="event-name" className="sr-only">
+          Event name
+        </label>
+        <input id="event-name" className="mono" value={name} onChange={(e) => setName(e.target.value)} aria-label="Event name" />
+        <label htmlFor="event-key" className="sr-only">
+          Key
+        </label>
+        <input id="event-key" className="mono" value={key} onChange={(e) => setKey(e.target.value)} aria-label="Key" />
+      </div>
+      <label htmlFor="event-payload">Payload (JSON, optional)</label>
+      <textarea
+        id="event-payload"
+        className="mono"
+        rows={3}
+        placeholder='{"amount": 120}'
+        value={text}
+        aria-invalid={!parsed.ok}
+        onChange={(e) => {
+          setText(e.target.value);
+          setResult(null);
+        }}
+      />
+      {!parsed.ok && (
+        <p className="field-error" role="alert" data-json-error>
+          Not valid JSON: {parsed.message}
+        </p>
+      )}
+      {error && (
+        <p className="field-error" role="alert" data-server-error>
+          {error}
+        </p>
+      )}
+      {result && (
+        <p className="banner ok" role="status" data-event-result={result.delivered}>
+          {result.duplicate
+            ? "Already posted (same id): nothing delivered twice."
+            : result.delivered
+              ? `Delivered to ${result.delivered} waiting step${result.delivered === 1 ? "" : "s"}.`
+              : "No step was waiting on it: kept for the first wait on this name and key."}
+        </p>
+      )}
+      <button type="submit" className="btn primary" data-action="post-event" disabled={busy || !parsed.ok || !name.trim() || !key}>
+        {busy ? "Posting…" : "Post event"}
+      </button>
+    </form>
+  );
 }
