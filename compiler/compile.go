@@ -117,6 +117,8 @@ type compiler struct {
 	edges []cedge
 	// loops are the back edges (data.loop), kept out of edges.
 	loops []cedge
+	// deadline is the flow's settings.deadlineSeconds (0: none).
+	deadline int
 
 	// Compressed adjacency: the outbound edges of node i are
 	// outList[outStart[i]:outStart[i+1]] (indexes into edges, edge order);
@@ -159,6 +161,7 @@ func (c *compiler) run() {
 	c.collectNodes()
 	c.checkIDs()
 	c.collectEdges()
+	c.collectSettings()
 	c.buildAdjacency()
 	c.checkIsolated()
 	c.sortTopologically()
@@ -512,5 +515,6 @@ func (c *compiler) build() *engine.ExecutionGraph {
 	c.buildRegions(g)
 	c.buildBranches(g)
 	c.buildLoops(g)
+	g.DeadlineSeconds = c.deadline
 	return g
 }

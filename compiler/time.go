@@ -103,3 +103,26 @@ func (c *compiler) checkEvent(id string, base loc, root gjson.Result) {
 		c.errAt(CodeInvalidConfig, id, "", base.field("onTimeout"), "Event node %q: onTimeout can only be \"fail\" (a failure edge routes it)", id)
 	}
 }
+
+// maxRunDeadline bounds settings.deadlineSeconds (a year).
+const maxRunDeadline = 366 * 24 * 3600
+
+// collectSettings reads the flow's settings: an object with an optional
+// deadlineSeconds (a whole number of seconds, 1 to a year).
+func (c *compiler) collectSettings() {
+	if len(c.v.Settings) == 0 || string(c.v.Settings) == "null" {
+		return
+	}
+	root := gjson.ParseBytes(c.v.Settings)
+	if !root.IsObject() {
+		c.errorf(CodeInvalidConfig, "", "", "settings", "settings must be an object")
+		return
+	}
+	if d := root.Get("deadlineSeconds"); present(d) {
+		if d.Type != gjson.Number || d.Num != float64(int(d.Num)) || d.Num < 1 || d.Num > maxRunDeadline {
+			c.errorf(CodeInvalidConfig, "", "", "settings.deadlineSeconds", "settings.deadlineSeconds must be a whole number of seconds from 1 to %d", maxRunDeadline)
+			return
+		}
+		c.deadline = int(d.Num)
+	}
+}

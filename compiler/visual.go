@@ -11,6 +11,8 @@ import (
 type VisualGraph struct {
 	Nodes []VisualNode `json:"nodes"`
 	Edges []VisualEdge `json:"edges"`
+	// Settings are the flow's own: {"deadlineSeconds": N}.
+	Settings json.RawMessage `json:"settings,omitempty"`
 }
 
 // VisualNode is one node of a visual graph. Fields the compiler does not use
@@ -41,15 +43,17 @@ func ParseVisual(data []byte) (VisualGraph, error) {
 		return VisualGraph{}, errors.New("error parsing visual graph: not a JSON object")
 	}
 	var raw struct {
-		Nodes []json.RawMessage `json:"nodes"`
-		Edges []json.RawMessage `json:"edges"`
+		Nodes    []json.RawMessage `json:"nodes"`
+		Edges    []json.RawMessage `json:"edges"`
+		Settings json.RawMessage   `json:"settings"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return VisualGraph{}, fmt.Errorf("error parsing visual graph: %w", err)
 	}
 	v := VisualGraph{
-		Nodes: make([]VisualNode, len(raw.Nodes)),
-		Edges: make([]VisualEdge, len(raw.Edges)),
+		Nodes:    make([]VisualNode, len(raw.Nodes)),
+		Edges:    make([]VisualEdge, len(raw.Edges)),
+		Settings: raw.Settings,
 	}
 	for i, r := range raw.Nodes {
 		if !isJSONObject(r) {

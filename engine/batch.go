@@ -450,6 +450,11 @@ func (c *countingTx) EventDelivered(ctx context.Context, eventID, runID, key str
 	return c.wrote(c.Tx.EventDelivered(ctx, eventID, runID, key))
 }
 
+func (c *countingTx) FailActiveNodes(ctx context.Context, runID, msg string) ([]string, error) {
+	k, err := c.Tx.FailActiveNodes(ctx, runID, msg)
+	return k, c.wrote(err)
+}
+
 func (c *countingTx) SetTaken(ctx context.Context, runID, key string, taken []string, out json.RawMessage) error {
 	return c.wrote(c.Tx.SetTaken(ctx, runID, key, taken, out))
 }

@@ -164,3 +164,40 @@ func (t *txn) countWhilePaused(key string, targets []target) error {
 	}
 	return nil
 }
+
+// RunDeadlineMessage is the error of a run that passed its deadline.
+const RunDeadlineMessage = "deadline"
+
+// FailRunPastDeadline fails a running or paused run whose deadline passed:
+// its running and waiting nodes fail with "the run's deadline passed",
+// their undelivered dispatches are cancelled, and the run fails with the
+// reason "deadline". A run that finished meanwhile is left alone.
+func (e *Engine) FailRunPastDeadline(ctx context.Context, runID string) error {
+	err := e.inTx(ctx, runID, func(t *txn) error {
+		if err := t.load(runID); err != nil {
+			return err
+		}
+		if t.run.Status != RunRunning && t.run.Status != RunPaused {
+			return errNoChange
+		}
+		const msg = "the run's deadline passed"
+		keys, err := t.tx.FailActiveNodes(t.ctx, runID, msg)
+		if err != nil {
+			return fmt.Errorf("error failing the nodes of run %s: %w", runID, err)
+		}
+		for _, k := range keys {
+			m := msg
+			t.event(EventNodeStatus, k, &nodeStatus{Status: StatusFailed, Error: &m})
+		}
+		t.run.FailedNodes += len(keys)
+		t.run.ActiveNodes = 0
+		t.run.Status = RunFailed
+		t.finishRun(nil, RunDeadlineMessage)
+		t.event(EventRunFailed, "", map[string]any{"error": RunDeadlineMessage})
+		return nil
+	})
+	if errorsIsConflict(err) {
+		return nil
+	}
+	return err
+}

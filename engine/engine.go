@@ -247,6 +247,9 @@ type StartRunParams struct {
 	// Entity, when set, creates or updates (by email) an entity on a board
 	// in the same transaction and attaches it to the run.
 	Entity *EntityUpsert
+	// DeadlineSeconds, when > 0, fails the run with the reason "deadline"
+	// that long after it starts; 0 takes the flow's (settings).
+	DeadlineSeconds int
 }
 
 // StartRun creates a run pinned to p.VersionID and fires its entry nodes
@@ -272,7 +275,10 @@ func (e *Engine) StartRun(ctx context.Context, p StartRunParams) (run *Run, crea
 			}
 		}
 		r := &Run{ID: id, FlowID: p.FlowID, FlowVersionID: p.VersionID, EntityID: p.EntityID,
-			Status: RunRunning, Trigger: p.Trigger, Input: p.Input}
+			Status: RunRunning, Trigger: p.Trigger, Input: p.Input, DeadlineSeconds: p.DeadlineSeconds}
+		if r.DeadlineSeconds == 0 {
+			r.DeadlineSeconds = g.DeadlineSeconds
+		}
 		if p.Entity != nil {
 			eid, err := t.tx.UpsertEntity(ctx, e.cfg.NewID(), *p.Entity)
 			if err != nil {

@@ -63,6 +63,9 @@ type ExecutionGraph struct {
 	// they can have an inbound edge not taken, so only their readiness
 	// looks at which edges were taken (a plain graph never does).
 	MaySkip map[string]bool `json:"maySkip,omitempty"`
+	// DeadlineSeconds is the flow's run deadline (settings.deadlineSeconds;
+	// 0: none).
+	DeadlineSeconds int `json:"deadlineSeconds,omitempty"`
 	// Loops are the graph's loops (back edges marked data.loop); LoopOf
 	// maps each node on one to its index in Loops.
 	Loops  []Loop         `json:"loops,omitempty"`

@@ -99,6 +99,9 @@ type Tx interface {
 	// EventDelivered removes the delivery of event eventID to node key of
 	// run runID (it happened, or the node no longer waits).
 	EventDelivered(ctx context.Context, eventID, runID, key string) error
+	// FailActiveNodes fails every running or waiting node of the run with
+	// msg and cancels its undelivered dispatches; it returns the keys.
+	FailActiveNodes(ctx context.Context, runID, msg string) ([]string, error)
 	// SetTaken records the edges a failed node's failure edges took and
 	// the failure it handed on as its output (a handled failure).
 	SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error

@@ -1020,7 +1020,9 @@ func (t *txn) flush() error {
 // progress; back to running when a retry made progress possible again.
 func (t *txn) settleRun() error {
 	r := t.run
-	if r.Status == RunFailed && (r.ActiveNodes > 0 || r.FailedNodes == 0) {
+	// A run past its deadline resumes only by a retry (a node active again).
+	pastDeadline := r.Error != nil && *r.Error == RunDeadlineMessage
+	if r.Status == RunFailed && (r.ActiveNodes > 0 || (r.FailedNodes == 0 && !pastDeadline)) {
 		r.Status = RunRunning
 		r.Error = nil
 		r.FinishedAt = nil

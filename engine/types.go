@@ -37,6 +37,11 @@ type Run struct {
 	CreatedAt      time.Time       `json:"created_at"`
 	UpdatedAt      time.Time       `json:"updated_at"`
 	FinishedAt     *time.Time      `json:"finished_at"`
+	// DeadlineAt is when the run fails with the reason "deadline" if it
+	// has not finished (none when nil).
+	DeadlineAt *time.Time `json:"deadline_at,omitempty"`
+	// DeadlineSeconds sets DeadlineAt when the run is inserted.
+	DeadlineSeconds int `json:"-"`
 }
 
 // NodeState is one node instance of a run: the node itself for a static

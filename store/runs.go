@@ -322,3 +322,16 @@ func (s *Store) claimDue(ctx context.Context, q string, limit int, what string) 
 	}
 	return out, interpretError(rows.Err())
 }
+
+// OverdueRuns lists up to limit running or paused runs past their
+// deadline (database time). Two sweepers may list the same run: failing
+// it is a compare-and-set on its status under its lock, so it fails once.
+func (s *Store) OverdueRuns(ctx context.Context, limit int) ([]string, error) {
+	var ids []string
+	err := s.db.WithContext(ctx).Raw(`SELECT id::text FROM runs WHERE deadline_at <= now() AND status IN ('running', 'paused')
+		ORDER BY deadline_at LIMIT ?`, limit).Scan(&ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("error claiming runs past their deadline: %w", interpretError(err))
+	}
+	return ids, nil
+}

@@ -172,7 +172,7 @@ func rebind(q string) string {
 var _ engine.Tx = (*pgTx)(nil)
 
 const runCols = `id::text, flow_id::text, flow_version_id::text, entity_id::text, status, trigger, input, output, error,
-	idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at`
+	idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at, deadline_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -180,12 +180,14 @@ func scanRun(row scanner) (*engine.Run, error) {
 	var r engine.Run
 	var entity, errMsg, idem sql.NullString
 	var trigger, input, output []byte
-	var finished sql.NullTime
+	var finished, deadline sql.NullTime
 	var status string
 	if err := row.Scan(&r.ID, &r.FlowID, &r.FlowVersionID, &entity, &status, &trigger, &input, &output, &errMsg,
-		&idem, &r.ActiveNodes, &r.FailedNodes, &r.TerminalsLeft, &r.EventSeq, &r.CreatedAt, &r.UpdatedAt, &finished); err != nil {
+		&idem, &r.ActiveNodes, &r.FailedNodes, &r.TerminalsLeft, &r.EventSeq, &r.CreatedAt, &r.UpdatedAt, &finished,
+		&deadline); err != nil {
 		return nil, interpretError(err)
 	}
+	r.DeadlineAt = nullTime(deadline)
 	r.Status = engine.RunStatus(status)
 	r.EntityID = nullStr(entity)
 	r.Error = nullStr(errMsg)
@@ -273,7 +275,7 @@ func nullTime(t sql.NullTime) *time.Time {
 // lockCols is runCols with NULL for the trigger and the input: LockRun
 // leaves them out.
 const lockCols = `id::text, flow_id::text, flow_version_id::text, entity_id::text, status, NULL::jsonb, NULL::jsonb, output,
-	error, idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at`
+	error, idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at, deadline_at`
 
 func (t *pgTx) LockRun(ctx context.Context, runID string) (*engine.Run, error) {
 	r, err := scanRun(t.raw(ctx, `SELECT `+lockCols+` FROM runs WHERE id = ? FOR UPDATE`, runID).Row())
@@ -320,12 +322,15 @@ func (t *pgTx) InsertRun(ctx context.Context, r *engine.Run) error {
 		trigger = json.RawMessage("{}")
 	}
 	row := t.raw(ctx, `INSERT INTO runs (id, flow_id, flow_version_id, entity_id, status, trigger, input,
-		idempotency_key, terminals_left) VALUES (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?) RETURNING created_at, updated_at`,
+		idempotency_key, terminals_left, deadline_at) VALUES (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?,
+		CASE WHEN ? > 0 THEN now() + make_interval(secs => ?) END) RETURNING created_at, updated_at, deadline_at`,
 		r.ID, r.FlowID, r.FlowVersionID, r.EntityID, string(r.Status), string(trigger), string(r.Input),
-		r.IdempotencyKey, r.TerminalsLeft).Row()
-	if err := row.Scan(&r.CreatedAt, &r.UpdatedAt); err != nil {
+		r.IdempotencyKey, r.TerminalsLeft, r.DeadlineSeconds, r.DeadlineSeconds).Row()
+	var deadline sql.NullTime
+	if err := row.Scan(&r.CreatedAt, &r.UpdatedAt, &deadline); err != nil {
 		return interpretError(err)
 	}
+	r.DeadlineAt = nullTime(deadline)
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
 	return nil
 }
@@ -850,6 +855,30 @@ func (t *pgTx) TakeEvent(ctx context.Context, w engine.EventWait) (*engine.Taken
 func (t *pgTx) EventDelivered(ctx context.Context, eventID, runID, key string) error {
 	return interpretError(t.exec(ctx, `DELETE FROM event_deliveries WHERE event_id = ? AND run_id = ? AND key = ?`,
 		eventID, runID, key).Error)
+}
+
+func (t *pgTx) FailActiveNodes(ctx context.Context, runID, msg string) ([]string, error) {
+	rows, err := t.raw(ctx, `UPDATE node_states SET status = 'failed', error = ?, deadline = NULL, wake_at = NULL,
+		finished_at = now(), updated_at = now()
+		WHERE run_id = ? AND status IN ('running', 'waiting_for_user', 'sleeping', 'waiting_for_event') RETURNING key`, msg, runID).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, interpretError(err)
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	err = t.exec(ctx, `UPDATE dispatches SET status = 'cancelled', locked_until = NULL, updated_at = now()
+		WHERE run_id = ? AND status IN ('pending', 'sending', 'held')`, runID).Error
+	return keys, interpretError(err)
 }
 
 func (t *pgTx) SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error {

@@ -31,12 +31,13 @@ type runJSON struct {
 	CreatedAt     time.Time        `json:"created_at"`
 	UpdatedAt     time.Time        `json:"updated_at"`
 	FinishedAt    *time.Time       `json:"finished_at"`
+	DeadlineAt    *time.Time       `json:"deadline_at,omitempty"`
 }
 
 func toRunJSON(r *engine.Run) runJSON {
 	return runJSON{ID: r.ID, FlowID: r.FlowID, FlowVersionID: r.FlowVersionID, Status: r.Status,
 		Input: nullJSON(r.Input), Output: nullJSON(r.Output), Error: r.Error, EntityID: r.EntityID, Trigger: r.Trigger,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, DeadlineAt: r.DeadlineAt}
 }
 
 func nullJSON(b json.RawMessage) json.RawMessage {
@@ -52,9 +53,10 @@ func (s *Server) startRun(c echo.Context) error {
 		return err
 	}
 	var b struct {
-		Input    json.RawMessage `json:"input"`
-		EntityID *string         `json:"entity_id"`
-		Version  *int            `json:"version"`
+		Input           json.RawMessage `json:"input"`
+		EntityID        *string         `json:"entity_id"`
+		Version         *int            `json:"version"`
+		DeadlineSeconds *int            `json:"deadlineSeconds"`
 	}
 	if c.Request().ContentLength != 0 {
 		if err := bind(c, &b); err != nil {
@@ -63,6 +65,13 @@ func (s *Server) startRun(c echo.Context) error {
 	}
 	if b.EntityID != nil && !validUUID(*b.EntityID) {
 		return badRequest("entity_id must be a UUID")
+	}
+	deadline := 0
+	if b.DeadlineSeconds != nil {
+		if *b.DeadlineSeconds < 1 || *b.DeadlineSeconds > maxDeadlineSeconds {
+			return badRequest(fmt.Sprintf("deadlineSeconds must be from 1 to %d", maxDeadlineSeconds))
+		}
+		deadline = *b.DeadlineSeconds
 	}
 	ctx := c.Request().Context()
 	f, err := s.cfg.Store.GetFlow(ctx, flowID)
@@ -96,7 +105,8 @@ func (s *Server) startRun(c echo.Context) error {
 		return badRequest("Idempotency-Key is longer than 255 characters")
 	}
 	run, _, err := s.cfg.Engine.StartRun(ctx, engine.StartRunParams{FlowID: flowID, VersionID: versionID,
-		Input: b.Input, EntityID: b.EntityID, Trigger: json.RawMessage(`{"type":"api"}`), IdempotencyKey: key})
+		Input: b.Input, EntityID: b.EntityID, Trigger: json.RawMessage(`{"type":"api"}`), IdempotencyKey: key,
+		DeadlineSeconds: deadline})
 	if err != nil {
 		return err
 	}
@@ -352,6 +362,9 @@ func (s *Server) completeNode(c echo.Context) error {
 	}
 	return s.getRun(c)
 }
+
+// maxDeadlineSeconds bounds a run's deadline (a year).
+const maxDeadlineSeconds = 366 * 24 * 3600
 
 // maxCommentLen bounds a decision's comment.
 const maxCommentLen = 4096

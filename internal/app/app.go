@@ -394,6 +394,7 @@ func (a *App) sweep(ctx context.Context) {
 		a.sweepDue(ctx, "approval_timed_out", a.Store.OverdueApprovals, a.Engine.TimeOutApproval)
 		a.sweepDue(ctx, "event_timed_out", a.Store.OverdueEvents, a.Engine.TimeOutEvent)
 		a.deliverLeftEvents(ctx)
+		a.failRunsPastDeadline(ctx)
 	}
 }
 

@@ -102,3 +102,20 @@ func (a *App) deliverLeftEvents(ctx context.Context) {
 	}
 	a.Metrics.SweeperAction("event_delivered_late", len(left))
 }
+
+// failRunsPastDeadline fails the runs whose deadline passed.
+func (a *App) failRunsPastDeadline(ctx context.Context) {
+	ids, err := a.Store.OverdueRuns(ctx, 500)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.cfg.Logger.Warn("sweeper", "what", "run deadlines", "error", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		if err := a.Engine.FailRunPastDeadline(ctx, id); err != nil && ctx.Err() == nil {
+			a.cfg.Logger.Warn("sweeper: error failing a run past its deadline", "run_id", id, "error", err)
+		}
+	}
+	a.Metrics.SweeperAction("run_deadline", len(ids))
+}
