@@ -250,6 +250,7 @@ func (s *Server) createTrigger(c echo.Context) error {
 	}
 	var b struct {
 		Kind   string `json:"kind"`
+		Name   string `json:"name"`
 		Slug   string `json:"slug"`
 		Secret string `json:"secret"`
 		Entity *struct {
@@ -266,9 +267,11 @@ func (s *Server) createTrigger(c echo.Context) error {
 	switch b.Kind {
 	case "schedule":
 		return s.createSchedule(c, flowID, b.scheduleBody)
+	case "event":
+		return s.createEventTrigger(c, flowID, b.Name, b.Enabled)
 	case "", "webhook":
 	default:
-		return badRequest(`kind must be "webhook" (the default) or "schedule"`)
+		return badRequest(`kind must be "webhook" (the default), "schedule" or "event"`)
 	}
 	if !slugPattern.MatchString(b.Slug) {
 		return badRequest("slug must be 1-100 lowercase letters, digits, '-' or '_'")

@@ -66,6 +66,37 @@ func (s *Server) postEvent(c echo.Context) error {
 			return err
 		}
 	}
+	started, err := s.startEventRuns(c, ev)
+	if err != nil {
+		return err
+	}
 	return c.JSON(http.StatusAccepted, map[string]any{"id": ev.ID, "delivered": len(waiters), "duplicate": dup,
-		"kept": !dup && len(waiters) == 0})
+		"kept": !dup && len(waiters) == 0, "started": started})
+}
+
+// startEventRuns starts a run of every flow with an enabled event trigger
+// for ev's name, its input ev's payload. The run's idempotency key is the
+// event's id: a repeated post (a client's retry after a lost answer)
+// starts what a first one could not, and nothing twice.
+func (s *Server) startEventRuns(c echo.Context, ev store.NewEvent) ([]string, error) {
+	ctx := c.Request().Context()
+	trigs, err := s.cfg.Store.EventTriggersFor(ctx, ev.Name)
+	if err != nil {
+		return nil, err
+	}
+	started := []string{}
+	for _, t := range trigs {
+		f, err := s.cfg.Store.GetFlow(ctx, t.FlowID)
+		if err != nil {
+			return nil, err
+		}
+		trig, _ := json.Marshal(map[string]any{"type": "event", "trigger_id": t.ID, "event_id": ev.ID, "name": ev.Name, "key": ev.Key})
+		run, _, err := s.cfg.Engine.StartRun(ctx, engine.StartRunParams{FlowID: t.FlowID, VersionID: f.VersionID,
+			Input: ev.Payload, Trigger: trig, IdempotencyKey: "event:" + ev.ID})
+		if err != nil {
+			return nil, err
+		}
+		started = append(started, run.ID)
+	}
+	return started, nil
 }

@@ -106,53 +106,90 @@ func (s *Server) listTriggers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, 0, len(hooks)+len(scheds))
+	evs, err := s.cfg.Store.FlowEventTriggers(ctx, flowID)
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, 0, len(hooks)+len(scheds)+len(evs))
 	for i := range hooks {
 		out = append(out, webhookJSON(&hooks[i]))
 	}
 	for i := range scheds {
 		out = append(out, scheduleJSON(&scheds[i]))
 	}
+	for i := range evs {
+		out = append(out, eventTriggerJSON(&evs[i]))
+	}
 	return c.JSON(http.StatusOK, map[string]any{"triggers": out})
 }
 
-// trigger finds the trigger of the path's id: a schedule or a webhook.
-func (s *Server) trigger(c echo.Context) (*store.Schedule, *store.Trigger, error) {
+// anyTrigger is the trigger of the path's id: one of its fields is set.
+type anyTrigger struct {
+	schedule *store.Schedule
+	webhook  *store.Trigger
+	event    *store.EventTrigger
+}
+
+// trigger finds the trigger of the path's id: a schedule, an event
+// trigger or a webhook.
+func (s *Server) trigger(c echo.Context) (anyTrigger, error) {
 	id, err := s.pathUUID(c, "id", "trigger")
 	if err != nil {
-		return nil, nil, err
+		return anyTrigger{}, err
 	}
 	ctx := c.Request().Context()
-	sc, err := s.cfg.Store.GetSchedule(ctx, id)
-	if err == nil {
-		return sc, nil, nil
+	if sc, err := s.cfg.Store.GetSchedule(ctx, id); err == nil {
+		return anyTrigger{schedule: sc}, nil
+	} else if !errors.Is(err, engine.ErrNotFound) {
+		return anyTrigger{}, err
 	}
-	if !errors.Is(err, engine.ErrNotFound) {
-		return nil, nil, err
+	if et, err := s.cfg.Store.GetEventTrigger(ctx, id); err == nil {
+		return anyTrigger{event: et}, nil
+	} else if !errors.Is(err, engine.ErrNotFound) {
+		return anyTrigger{}, err
 	}
 	t, err := s.cfg.Store.TriggerByID(ctx, id)
 	if err != nil {
-		return nil, nil, err
+		return anyTrigger{}, err
 	}
-	return nil, t, nil
+	return anyTrigger{webhook: t}, nil
 }
 
 func (s *Server) getTrigger(c echo.Context) error {
-	sc, t, err := s.trigger(c)
+	t, err := s.trigger(c)
 	if err != nil {
 		return err
 	}
-	if sc != nil {
-		return c.JSON(http.StatusOK, scheduleJSON(sc))
+	switch {
+	case t.schedule != nil:
+		return c.JSON(http.StatusOK, scheduleJSON(t.schedule))
+	case t.event != nil:
+		return c.JSON(http.StatusOK, eventTriggerJSON(t.event))
 	}
-	return c.JSON(http.StatusOK, webhookJSON(t))
+	return c.JSON(http.StatusOK, webhookJSON(t.webhook))
 }
 
 func (s *Server) patchTrigger(c echo.Context) error {
-	sc, _, err := s.trigger(c)
+	t, err := s.trigger(c)
 	if err != nil {
 		return err
 	}
+	if t.event != nil {
+		var b struct {
+			Enabled *bool `json:"enabled"`
+		}
+		if err := bind(c, &b); err != nil {
+			return err
+		}
+		if b.Enabled == nil {
+			return badRequest("an event trigger changes only enabled: delete it and create another for another name")
+		}
+		if err := s.cfg.Store.SetEventTriggerEnabled(c.Request().Context(), t.event, *b.Enabled); err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, eventTriggerJSON(t.event))
+	}
+	sc := t.schedule
 	if sc == nil {
 		return badRequest("a webhook trigger has nothing to change: delete it and create another")
 	}
@@ -179,15 +216,18 @@ func (s *Server) patchTrigger(c echo.Context) error {
 }
 
 func (s *Server) deleteTrigger(c echo.Context) error {
-	sc, t, err := s.trigger(c)
+	t, err := s.trigger(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	if sc != nil {
-		err = s.cfg.Store.DeleteSchedule(ctx, sc.ID)
-	} else {
-		err = s.cfg.Store.DeleteTrigger(ctx, t.ID)
+	switch {
+	case t.schedule != nil:
+		err = s.cfg.Store.DeleteSchedule(ctx, t.schedule.ID)
+	case t.event != nil:
+		err = s.cfg.Store.DeleteEventTrigger(ctx, t.event.ID)
+	default:
+		err = s.cfg.Store.DeleteTrigger(ctx, t.webhook.ID)
 	}
 	if err != nil {
 		return err
@@ -210,4 +250,24 @@ func scheduleJSON(sc *store.Schedule) map[string]any {
 		m["next_fire_at"] = sc.NextFireAt.UTC()
 	}
 	return m
+}
+
+func (s *Server) createEventTrigger(c echo.Context, flowID, name string, enabled *bool) error {
+	if strings.TrimSpace(name) == "" || len(name) > maxEventName {
+		return badRequest("an event trigger needs the name of the events that start its runs (1 to 200 characters)")
+	}
+	ctx := c.Request().Context()
+	if _, err := s.cfg.Store.GetFlow(ctx, flowID); err != nil {
+		return err
+	}
+	t := &store.EventTrigger{ID: uuid.NewString(), FlowID: flowID, Name: name, Enabled: enabled == nil || *enabled}
+	if err := s.cfg.Store.CreateEventTrigger(ctx, t); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, eventTriggerJSON(t))
+}
+
+func eventTriggerJSON(t *store.EventTrigger) map[string]any {
+	return map[string]any{"id": t.ID, "kind": "event", "flow_id": t.FlowID, "name": t.Name, "enabled": t.Enabled,
+		"created_at": t.CreatedAt.UTC(), "updated_at": t.UpdatedAt.UTC()}
 }

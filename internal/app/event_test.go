@@ -188,3 +188,44 @@ func TestEventBadInput(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{"nodes[0].data.event", "nodes[0].data.key", "nodes[1].data.key"}, paths)
 }
+
+func TestEventTriggers(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{node("greet", "Transform", map[string]any{"expression": `{"hello": input.name}`})}, nil)
+	var trig struct {
+		ID      string `json:"id"`
+		Kind    string `json:"kind"`
+		Enabled bool   `json:"enabled"`
+	}
+	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"kind": "event", "name": "lead.created"}, &trig))
+	require.Equal(t, "event", trig.Kind)
+	require.True(t, trig.Enabled)
+	type started struct {
+		Started   []string `json:"started"`
+		Duplicate bool     `json:"duplicate"`
+	}
+	var first, again started
+	body := map[string]any{"name": "lead.created", "key": "ada@example.com", "payload": map[string]any{"name": "ada"}, "id": "lead-1"}
+	require.Equal(t, 202, h.do("POST", "/api/v1/events", body, &first))
+	require.Len(t, first.Started, 1)
+	fin := h.waitRun(first.Started[0], "completed")
+	require.JSONEq(t, `{"hello": "ada"}`, string(fin.Output))
+	require.Equal(t, 202, h.do("POST", "/api/v1/events", body, &again))
+	require.True(t, again.Duplicate)
+	require.Equal(t, first.Started, again.Started, "a repeated event starts no second run")
+
+	require.Equal(t, 200, h.do("PATCH", "/api/v1/triggers/"+trig.ID, map[string]any{"enabled": false}, nil))
+	var off started
+	require.Equal(t, 202, h.do("POST", "/api/v1/events", map[string]any{"name": "lead.created", "key": "bob"}, &off))
+	require.Empty(t, off.Started, "a disabled trigger starts nothing")
+	var list struct {
+		Triggers []map[string]any `json:"triggers"`
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/flows/"+flow+"/triggers", nil, &list))
+	require.Len(t, list.Triggers, 1)
+	require.Equal(t, "lead.created", list.Triggers[0]["name"])
+	require.Equal(t, 204, h.do("DELETE", "/api/v1/triggers/"+trig.ID, nil, nil))
+	require.Equal(t, 400, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"kind": "event", "name": " "}, nil))
+	require.Equal(t, 404, h.do("PATCH", "/api/v1/triggers/"+trig.ID, map[string]any{"enabled": true}, nil), "deleted")
+}
