@@ -124,7 +124,7 @@ function ScheduleCard({ sc, onChanged, onNotice }: { sc: ScheduleTrigger; onChan
     <li className={`card trigger schedule ${sc.enabled ? "" : "disabled"}`} data-trigger={sc.id} data-enabled={String(sc.enabled)}>
       <div className="trigger-head">
         <span className="trigger-kind" aria-hidden="true">
-          ⏱
+          ◷
         </span>
         <code className="cron" data-cron>
           {sc.cron}
@@ -305,7 +305,7 @@ function ScheduleForm({ flowId, initial, onDone, onCancel }: { flowId: string; i
           }}
         />
         <p className="hint" id={`${p}-cron-help`}>
-          Five fields (minute hour day month weekday), an optional leading seconds field, or @daily, @hourly…. E.g.{" "}
+          Five fields (minute hour day month weekday), an optional leading seconds field, or @daily, @hourly. E.g.{" "}
           {CRON_EXAMPLES.map((c, i) => (
             <span key={c}>
               {i > 0 && ", "}
@@ -416,7 +416,7 @@ function WebhookCard({ hook, onChanged, onNotice }: { hook: WebhookTrigger; onCh
     <li className="card trigger webhook" data-trigger={hook.id}>
       <div className="trigger-head">
         <span className="trigger-kind" aria-hidden="true">
-          ⇲
+          ⇢
         </span>
         <code data-url>POST {url}</code>
         <span className={`chip ${hook.has_secret ? "chip-ok" : "chip-warn"}`} title={hook.has_secret ? "Requests must be signed with the secret" : "Unsigned: it only creates entities"}>
