@@ -21,6 +21,9 @@ export function Triggers({ flowId }: { flowId: string }) {
   const triggers = data?.triggers ?? [];
   const schedules = triggers.filter((t): t is ScheduleTrigger => t.kind === "schedule");
   const hooks = triggers.filter((t): t is WebhookTrigger => t.kind === "webhook");
+  // Kinds this page does not know in detail yet (e.g. event triggers) are
+  // listed all the same, so none is hidden.
+  const others = triggers.filter((t) => t.kind !== "schedule" && t.kind !== "webhook") as unknown as OtherTrigger[];
   const done = (msg: string) => {
     setAdding(null);
     setNotice(msg);
@@ -97,7 +100,63 @@ export function Triggers({ flowId }: { flowId: string }) {
           </ul>
         </>
       )}
+      {others.length > 0 && (
+        <>
+          <h2 className="section-title">Other triggers</h2>
+          <ul className="trigger-list" aria-label="Other triggers">
+            {others.map((o) => (
+              <OtherCard key={o.id} t={o} onChanged={reload} onNotice={setNotice} />
+            ))}
+          </ul>
+        </>
+      )}
     </section>
+  );
+}
+
+interface OtherTrigger {
+  id: string;
+  kind: string;
+  name?: string;
+  enabled?: boolean;
+  created_at?: string;
+}
+
+function OtherCard({ t, onChanged, onNotice }: { t: OtherTrigger; onChanged: () => void; onNotice: (m: string | null) => void }) {
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <li className={`card trigger other ${t.enabled === false ? "disabled" : ""}`} data-trigger={t.id} data-kind={t.kind}>
+      <div className="trigger-head">
+        <strong>{t.kind}</strong>
+        {t.name && <code>{t.name}</code>}
+        {t.enabled !== undefined && <span className={`status ${t.enabled ? "status-enabled" : "status-disabled"}`}>{t.enabled ? "enabled" : "disabled"}</span>}
+        <div className="bar-actions">
+          <button
+            type="button"
+            className="btn small danger"
+            data-action="delete"
+            onClick={async () => {
+              if (!confirm(`Delete this ${t.kind} trigger?`)) return;
+              try {
+                await api("DELETE", `/triggers/${t.id}`);
+                onNotice("Trigger deleted.");
+                onChanged();
+              } catch (err) {
+                setError(describe(err));
+              }
+            }}
+          >
+            Delete
+          </button>
+        </div>
+      </div>
+      {t.created_at && <p className="muted small">Created {ago(t.created_at)}</p>}
+      {error && (
+        <p className="field-error" role="alert">
+          {error}
+        </p>
+      )}
+    </li>
   );
 }
 
