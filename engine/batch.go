@@ -455,6 +455,11 @@ func (c *countingTx) FailActiveNodes(ctx context.Context, runID, msg string) ([]
 	return k, c.wrote(err)
 }
 
+func (c *countingTx) WakeNodes(ctx context.Context, runID string, due []DueNode) ([]NodeState, error) {
+	st, err := c.Tx.WakeNodes(ctx, runID, due)
+	return st, c.wrote(err)
+}
+
 func (c *countingTx) SetTaken(ctx context.Context, runID, key string, taken []string, out json.RawMessage) error {
 	return c.wrote(c.Tx.SetTaken(ctx, runID, key, taken, out))
 }

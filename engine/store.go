@@ -102,6 +102,10 @@ type Tx interface {
 	// FailActiveNodes fails every running or waiting node of the run with
 	// msg and cancels its undelivered dispatches; it returns the keys.
 	FailActiveNodes(ctx context.Context, runID, msg string) ([]string, error)
+	// WakeNodes moves the given sleeping nodes (at their attempts) to
+	// completed with their input as output, in one statement, and returns
+	// those it moved.
+	WakeNodes(ctx context.Context, runID string, due []DueNode) ([]NodeState, error)
 	// SetTaken records the edges a failed node's failure edges took and
 	// the failure it handed on as its output (a handled failure).
 	SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error

@@ -15,14 +15,69 @@ import (
 // SKIP LOCKED) and hands them here; the compare-and-set on the node's
 // status and attempt makes each fire exactly once.
 
-// Wake completes a sleeping node whose wake_at passed (sleeping → running
-// → completed, its output its input) and walks its edges. A node no longer
-// sleeping that attempt (cancelled, woken already) is left alone.
-func (e *Engine) Wake(ctx context.Context, runID, key string, attempt int) error {
-	return e.whileIn(ctx, runID, key, attempt, StatusSleeping, func(t *txn, n *Node, cur *NodeState) error {
-		return t.completeWith(n, cur, "", &NodeTransition{Key: key, From: StatusSleeping,
-			Steps: []Status{StatusRunning, StatusCompleted}, Attempt: attempt, Output: orNull(cur.Input)})
+// Wake completes the sleeping nodes of run runID whose wake_at passed
+// (sleeping → running → completed, each's output its input), in one
+// transaction, and walks their edges. A node no longer sleeping that
+// attempt (cancelled, woken already) is left alone.
+func (e *Engine) Wake(ctx context.Context, runID string, due []DueNode) error {
+	return e.submit(ctx, runID, func(t *txn) error {
+		if err := t.load(runID); err != nil {
+			return err
+		}
+		// The nodes without branches wake in one statement; those with
+		// decide their edges first, one by one.
+		keys := make([]string, len(due))
+		for i, d := range due {
+			keys[i] = d.Key
+		}
+		states, err := t.tx.NodeStates(t.ctx, runID, keys)
+		if err != nil {
+			return fmt.Errorf("error loading the sleeping nodes of run %s: %w", runID, err)
+		}
+		var plain, deciding []DueNode
+		for _, d := range due {
+			if cur := states[d.Key]; cur != nil && t.graph.hasBranches(cur.NodeID) {
+				deciding = append(deciding, d)
+			} else {
+				plain = append(plain, d)
+			}
+		}
+		if len(plain) > 0 {
+			woken, err := t.tx.WakeNodes(t.ctx, runID, plain)
+			if err != nil {
+				return fmt.Errorf("error waking %d nodes of run %s: %w", len(plain), runID, err)
+			}
+			for i := range woken {
+				st := &woken[i]
+				t.transitioned(&NodeTransition{From: StatusSleeping, Steps: []Status{StatusRunning, StatusCompleted}}, st)
+				if err := t.completed(st); err != nil {
+					return err
+				}
+			}
+		}
+		for _, d := range deciding {
+			cur := states[d.Key]
+			if cur == nil || cur.Status != StatusSleeping || cur.Attempt != d.Attempt {
+				continue // woken already, cancelled, retried
+			}
+			n := t.graph.Nodes[cur.NodeID]
+			if n == nil {
+				return fmt.Errorf("node %s is not in the run's graph: %w", cur.NodeID, ErrNotFound)
+			}
+			err := t.completeWith(n, cur, "", &NodeTransition{Key: d.Key, From: StatusSleeping,
+				Steps: []Status{StatusRunning, StatusCompleted}, Attempt: d.Attempt, Output: orNull(cur.Input)})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	})
+}
+
+// DueNode is a node whose time came, at the attempt it was due in.
+type DueNode struct {
+	Key     string
+	Attempt int
 }
 
 // whileIn applies fn, in a transaction of run runID, to node key when it

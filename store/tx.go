@@ -1251,6 +1251,23 @@ func (t *pgTx) markDelivered(ctx context.Context, runID string, keys []string, a
 	return out, interpretError(rows.Err())
 }
 
+func (t *pgTx) WakeNodes(ctx context.Context, runID string, due []engine.DueNode) ([]engine.NodeState, error) {
+	keys := make([]string, len(due))
+	attempts := make([]int64, len(due))
+	for i, d := range due {
+		keys[i], attempts[i] = d.Key, int64(d.Attempt)
+	}
+	rows, err := t.raw(ctx, `UPDATE node_states n SET status = 'completed', output = coalesce(n.input, 'null'::jsonb),
+		wake_at = NULL, finished_at = now(), updated_at = now()
+		FROM unnest(?::text[], ?::int[]) AS u(k, a)
+		WHERE n.run_id = ? AND n.key = ANY(?::text[]) AND n.key = u.k AND n.status = 'sleeping' AND n.attempt = u.a
+		RETURNING `+nodeColsAs("n."), keys, attempts, runID, keys).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return scanNodes(rows, runID, len(due))
+}
+
 func (t *pgTx) BulkComplete(ctx context.Context, runID string, cs []engine.BulkComplete) ([]engine.NodeState, error) {
 	keys := make([]string, len(cs))
 	attempts := make([]int64, len(cs))

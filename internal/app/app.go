@@ -391,8 +391,8 @@ func (a *App) sweep(ctx context.Context) {
 			a.cfg.Logger.Info("sweeper: worker node overdue", "run_id", o.RunID, "node_key", o.Key, "attempt", o.Attempt)
 		}
 		a.sweepDue(ctx, "woken", a.Store.DueTimers, a.Engine.Wake)
-		a.sweepDue(ctx, "approval_timed_out", a.Store.OverdueApprovals, a.Engine.TimeOutApproval)
-		a.sweepDue(ctx, "event_timed_out", a.Store.OverdueEvents, a.Engine.TimeOutEvent)
+		a.sweepDue(ctx, "approval_timed_out", a.Store.OverdueApprovals, each(a.Engine.TimeOutApproval))
+		a.sweepDue(ctx, "event_timed_out", a.Store.OverdueEvents, each(a.Engine.TimeOutEvent))
 		a.deliverLeftEvents(ctx)
 		a.failRunsPastDeadline(ctx)
 	}
@@ -402,8 +402,8 @@ func (a *App) sweep(ctx context.Context) {
 // batches, until nothing is left due: 10,000 timers due in one second
 // do not wait a poll interval per 500.
 func (a *App) sweepDue(ctx context.Context, what string, claim func(context.Context, int) ([]store.Due, error),
-	apply func(ctx context.Context, runID, key string, attempt int) error) {
-	const batch = 500
+	apply func(ctx context.Context, runID string, due []engine.DueNode) error) {
+	const batch = 2000
 	for ctx.Err() == nil {
 		due, err := claim(ctx, batch)
 		if err != nil {
@@ -412,15 +412,25 @@ func (a *App) sweepDue(ctx context.Context, what string, claim func(context.Cont
 			}
 			return
 		}
+		// One engine operation per run for all its due nodes (a fan-out's
+		// timers wake in one transaction), runs in parallel.
+		byRun := map[string][]engine.DueNode{}
+		var runs []string
+		for _, d := range due {
+			if _, ok := byRun[d.RunID]; !ok {
+				runs = append(runs, d.RunID)
+			}
+			byRun[d.RunID] = append(byRun[d.RunID], engine.DueNode{Key: d.Key, Attempt: d.Attempt})
+		}
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 16)
-		for _, d := range due {
+		for _, runID := range runs {
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				if err := apply(ctx, d.RunID, d.Key, d.Attempt); err != nil && ctx.Err() == nil {
-					a.cfg.Logger.Warn("sweeper: error applying "+what, "run_id", d.RunID, "node_key", d.Key, "error", err)
+				if err := apply(ctx, runID, byRun[runID]); err != nil && ctx.Err() == nil {
+					a.cfg.Logger.Warn("sweeper: error applying "+what, "run_id", runID, "nodes", len(byRun[runID]), "error", err)
 				}
 			}()
 		}
@@ -464,4 +474,17 @@ func (a *App) stop(ctx context.Context) error {
 // full-page images in the WAL after a checkpoint).
 func timeOrderedID() string {
 	return uuid.Must(uuid.NewV7()).String()
+}
+
+// each applies fn to a run's due nodes one at a time.
+func each(fn func(ctx context.Context, runID, key string, attempt int) error) func(context.Context, string, []engine.DueNode) error {
+	return func(ctx context.Context, runID string, due []engine.DueNode) error {
+		var errs []error
+		for _, d := range due {
+			if err := fn(ctx, runID, d.Key, d.Attempt); err != nil {
+				errs = append(errs, fmt.Errorf("node %s: %w", d.Key, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
 }

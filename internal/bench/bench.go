@@ -49,6 +49,9 @@ type Options struct {
 	// (defaults 1,000 and 10 s).
 	IdleRuns   int
 	IdleWindow time.Duration
+	// Timers Wait nodes fall due in the same moment in the timers
+	// scenario (default 10,000): a fan-out whose items each sleep until it.
+	Timers int
 	// FanOutSizes overrides the item counts of the fanout scenarios.
 	FanOutSizes map[string]int
 	// WorkDir holds stitchd's log (default: a temp dir).
@@ -94,6 +97,9 @@ type Result struct {
 	// CollectorLagMs is the database time from the last item's completion
 	// to the collector's (fan-out scenarios).
 	CollectorLagMs *float64 `json:"collector_lag_ms,omitempty"`
+	// WakeLagMs is the database time from the moment the timers scenario's
+	// Wait nodes fell due to the last one's wake.
+	WakeLagMs *float64 `json:"timers_last_wake_after_due_ms,omitempty"`
 	// Phases of a fan-out, in ms from the run's start request: the start
 	// answered (the fan-out committed), the first and the last item's
 	// dispatch arrived at the worker, the last callback was sent.
@@ -143,7 +149,7 @@ type Latency struct {
 	Max     float64 `json:"max"`
 }
 
-var allScenarios = []string{"chain", "http", "chains", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "idle"}
+var allScenarios = []string{"chain", "http", "chains", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "timers", "idle"}
 
 // serveFlagsFor returns the serve flags that let the biggest fan-out
 // through: the default body limit (1 MiB) holds the run input of
@@ -243,6 +249,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	def(&opts.Chains, 64)
 	def(&opts.ChainsRunLength, 100)
 	def(&opts.IdleRuns, 1000)
+	def(&opts.Timers, 10000)
 	if opts.ChainsDuration <= 0 {
 		opts.ChainsDuration = 60 * time.Second
 	}
@@ -467,6 +474,8 @@ func (r *runner) scenario(ctx context.Context, name string) (*Result, error) {
 		return r.chain(ctx)
 	case "http":
 		return r.httpChain(ctx)
+	case "timers":
+		return r.timers(ctx)
 	case "chains":
 		return r.chains(ctx)
 	case "branches":
@@ -863,4 +872,47 @@ func distribution(ds []time.Duration) *Latency {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	q := func(p float64) float64 { return ms(ds[min(len(ds)-1, int(p*float64(len(ds))))]) }
 	return &Latency{Samples: len(ds), P50: q(0.50), P99: q(0.99), Max: ms(ds[len(ds)-1])}
+}
+
+// timers starts one run whose Timers items each sleep (a Wait node) until
+// the same moment a few seconds ahead, and measures how long after it the
+// last one woke: due timers are claimed in batches by the sweeper.
+func (r *runner) timers(ctx context.Context) (*Result, error) {
+	n := r.opts.Timers
+	flow, err := r.createFlow(ctx, "bench timers", []map[string]any{
+		{"id": "split", "type": "Splitter", "data": map[string]any{"arrayPath": "items"}},
+		{"id": "wait", "type": "Wait", "data": map[string]any{"until": "input.at"}},
+		{"id": "merge", "type": "Collector", "data": map[string]any{}},
+	}, []map[string]any{{"id": "e1", "source": "split", "target": "wait"}, {"id": "e2", "source": "wait", "target": "merge"}})
+	if err != nil {
+		return nil, err
+	}
+	// Far enough ahead for the fan-out to have committed before.
+	due := time.Now().Add(2*time.Second + time.Duration(n)*200*time.Microsecond).UTC()
+	items := make([]map[string]string, n)
+	for i := range items {
+		items[i] = map[string]string{"at": due.Format(time.RFC3339Nano)}
+	}
+	res := &Result{Name: fmt.Sprintf("%d timers due at once", n)}
+	var run string
+	if err := r.measure(ctx, res, func() (err error) {
+		if run, err = r.startRun(ctx, flow, map[string]any{"items": items}); err != nil {
+			return err
+		}
+		return r.waitRuns(ctx, []string{run}, 0)
+	}); err != nil {
+		return nil, err
+	}
+	var lag float64
+	var early int
+	if err := r.db.QueryRowContext(ctx, `SELECT extract(epoch FROM max(finished_at) - $2::timestamptz) * 1000,
+		count(*) FILTER (WHERE finished_at < $2::timestamptz) FROM node_states WHERE run_id = $1 AND node_id = 'wait'`,
+		run, due).Scan(&lag, &early); err != nil {
+		return nil, fmt.Errorf("error reading the timers' wake times: %w", err)
+	}
+	if early > 0 {
+		return nil, fmt.Errorf("%d of %d timers woke before they were due", early, n)
+	}
+	res.WakeLagMs = &lag
+	return res, nil
 }

@@ -27,10 +27,10 @@ func TestBenchSmall(t *testing.T) {
 		Binary: bin, DatabaseURL: storetest.ServerURL(t), WorkDir: t.TempDir(), Progress: &progress,
 		ChainLength: 30, Chains: 3, ChainsRunLength: 10, ChainsDuration: time.Second,
 		FanOutSizes: map[string]int{"fanout-1k": 50, "fanout-10k": 0, "fanout-100k": 1},
-		IdleRuns:    20, IdleWindow: time.Second,
+		IdleRuns:    20, IdleWindow: time.Second, Timers: 50,
 	})
 	require.NoError(t, err, progress.String())
-	require.Len(t, rep.Results, 8)
+	require.Len(t, rep.Results, 9)
 	byName := map[string]bench.Result{}
 	cpu := 0.0
 	for _, r := range rep.Results {
@@ -99,6 +99,11 @@ func TestBenchSmall(t *testing.T) {
 	require.NotEmpty(t, branches.Name, "the branches scenario ran")
 	require.Zero(t, branches.Completions%11, "whole runs of 5 switches: 11 completions each, the branches not taken skipped")
 	require.GreaterOrEqual(t, branches.Completions, int64(33), "every switch chain ran at least once")
+
+	timers := byName["50 timers due at once"]
+	require.NotNil(t, timers.WakeLagMs, "the timers' lag is measured")
+	require.GreaterOrEqual(t, *timers.WakeLagMs, 0.0, "none woke early")
+	require.EqualValues(t, 52, timers.Completions, "splitter, 50 Wait nodes and the collector")
 
 	fan := byName["fan-out of 50 items"]
 	require.EqualValues(t, 52, fan.Completions, "splitter, 50 items and the collector")

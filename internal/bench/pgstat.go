@@ -68,6 +68,9 @@ func oneLine(q string) string { return strings.TrimSpace(spaces.ReplaceAllString
 // statements, if collected.
 func PrintStatements(w io.Writer, rep *Report) {
 	for _, r := range rep.Results {
+		if l := r.WakeLagMs; l != nil {
+			fmt.Fprintf(w, "\n%s: the last woke %.0f ms after they fell due\n", r.Name, *l)
+		}
 		if p := r.Phases; p != nil {
 			fmt.Fprintf(w, "\n%s: started (fan-out committed) %.0f ms, first dispatch %.0f ms, last dispatch %.0f ms, last callback %.0f ms, end %.0f ms\n",
 				r.Name, p.Started, p.FirstDispatch, p.LastDispatch, p.LastCallback, r.Seconds*1000)
