@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -65,7 +66,8 @@ func (e *Engine) ResumeRun(ctx context.Context, runID string) (*Run, error) {
 			if t.graph.MaySkip[n.ID] && n.Type != NodeTypeCollector {
 				err = t.readyDecided(tg, StatusPending, "", nil, known)
 			} else {
-				err = t.fireReady(tg, StatusPending, known)
+				// A failed Collector whose items arrived fires again.
+				err = t.fireReady(tg, st.Status, known)
 			}
 			if err != nil {
 				return err
@@ -123,8 +125,12 @@ func (e *Engine) SkipNode(ctx context.Context, p SkipNodeParams) error {
 		}
 		if t.graph.hasBranches(n.ID) {
 			taken, err := t.decide(n, cur.Key, cur.Iteration, cur.Input, tr.Output, "")
-			if err != nil {
+			var ce *errCondition
+			var le *errLoopLimit
+			if errors.As(err, &ce) || errors.As(err, &le) {
 				return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+			} else if err != nil {
+				return err
 			}
 			tr.Taken = taken
 		}

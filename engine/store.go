@@ -90,7 +90,8 @@ type Tx interface {
 	// releases them to be delivered now; it returns how many.
 	HoldDispatches(ctx context.Context, runID string, hold bool) (int, error)
 	// ReadyNodes returns the run's current pending nodes with no pending
-	// parents: those a paused run left unfired.
+	// parents, and its failed Collectors (not handled) whose items all
+	// arrived: those a paused run left unfired.
 	ReadyNodes(ctx context.Context, runID string) ([]NodeState, error)
 	// TakeEvent locks the events of (name, key) for the transaction (an
 	// event posted meanwhile waits, and then finds the node waiting) and

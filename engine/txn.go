@@ -131,7 +131,7 @@ func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool) *txn {
 // claim marks an outbox row as claimed by this process when it is due now
 // and the process has room for it (Waker.Room, asked once per transaction).
 func (t *txn) claim(d *Dispatch) {
-	if t.e.cfg.ClaimLease <= 0 || d.DelayMs != 0 || t.e.cfg.Waker == nil {
+	if t.e.cfg.ClaimLease <= 0 || d.DelayMs != 0 || t.e.cfg.Waker == nil || t.run.Status == RunPaused {
 		return
 	}
 	if t.room < 0 {
@@ -1006,6 +1006,13 @@ func (t *txn) flush() error {
 	} else if err := t.settleRun(); err != nil {
 		return err
 	}
+	if t.run.Status == RunPaused {
+		// What work in flight dispatched meanwhile (a retry, a loop's
+		// next iteration) waits for the resume too.
+		if _, err := t.tx.HoldDispatches(t.ctx, t.run.ID, true); err != nil {
+			return fmt.Errorf("error holding the dispatches of run %s: %w", t.run.ID, err)
+		}
+	}
 	first := t.run.EventSeq + 1
 	t.run.EventSeq += int64(len(t.events))
 	if err := t.tx.SaveRunWithEvents(t.ctx, RunSave{Run: t.run, FirstSeq: first, Events: t.events,
@@ -1032,7 +1039,7 @@ func (t *txn) settleRun() error {
 		return nil
 	}
 	switch {
-	case r.TerminalsLeft <= 0:
+	case r.TerminalsLeft <= 0 && r.ActiveNodes <= 0:
 		out, err := t.runOutput()
 		if err != nil {
 			return err

@@ -29,7 +29,10 @@ CREATE INDEX events_unconsumed_idx ON events (name, key, created_at) WHERE consu
 
 CREATE TABLE event_deliveries (
     event_id   text NOT NULL REFERENCES events(id) ON DELETE CASCADE,
-    run_id     uuid NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    -- No foreign key to runs: its check would take a share lock on the run
+    -- row while the post holds the (name, key) lock, and an engine
+    -- transaction holding the run may want that lock (a deadlock).
+    run_id     uuid NOT NULL,
     key        text NOT NULL,
     attempt    integer NOT NULL,
     created_at timestamptz NOT NULL DEFAULT now(),

@@ -256,11 +256,13 @@ type Overdue struct {
 // (database time) for one sweeper: their deadline moves 30 s ahead, so other
 // instances' sweepers skip them meanwhile (SKIP LOCKED for rows being
 // claimed at the same moment). The engine's compare-and-set on the attempt
-// makes a sweep after a crash harmless.
+// makes a sweep after a crash harmless. A paused run's nodes wait for its
+// resume.
 func (s *Store) OverdueNodes(ctx context.Context, limit int) ([]Overdue, error) {
 	rows, err := s.db.WithContext(ctx).Raw(`UPDATE node_states SET deadline = now() + interval '30 seconds'
-		WHERE (run_id, key) IN (SELECT run_id, key FROM node_states WHERE status = 'running' AND deadline < now()
-			ORDER BY deadline LIMIT ? FOR UPDATE SKIP LOCKED)
+		WHERE (run_id, key) IN (SELECT n.run_id, n.key FROM node_states n WHERE n.status = 'running' AND n.deadline < now()
+			AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = n.run_id AND r.status = 'paused')
+			ORDER BY n.deadline LIMIT ? FOR UPDATE OF n SKIP LOCKED)
 		RETURNING run_id::text, key, attempt`, limit).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error claiming overdue nodes: %w", interpretError(err))

@@ -824,7 +824,8 @@ func (t *pgTx) HoldDispatches(ctx context.Context, runID string, hold bool) (int
 }
 
 func (t *pgTx) ReadyNodes(ctx context.Context, runID string) ([]engine.NodeState, error) {
-	rows, err := t.raw(ctx, `SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ? AND status = 'pending'
+	rows, err := t.raw(ctx, `SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ?
+		AND (status = 'pending' OR (status = 'failed' AND type = 'Collector' AND taken IS NULL))
 		AND pending_parents = 0 AND strpos(key, '@') = 0 ORDER BY key`, runID).Rows()
 	if err != nil {
 		return nil, interpretError(err)

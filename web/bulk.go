@@ -27,16 +27,11 @@ const maxBulkErrors = 100
 // nothing more.
 func (s *Server) bulkRuns(c echo.Context) error {
 	var b struct {
-		Action string `json:"action"`
-		Filter struct {
-			FlowID        string     `json:"flow_id"`
-			Status        string     `json:"status"`
-			Node          string     `json:"node"`
-			ErrorContains string     `json:"error_contains"`
-			StartedAfter  *time.Time `json:"started_after"`
-			StartedBefore *time.Time `json:"started_before"`
-		} `json:"filter"`
+		Action string     `json:"action"`
+		Filter bulkFilter `json:"filter"`
 		DryRun bool `json:"dry_run"`
+		// All must be set to act on every run (an empty filter).
+		All bool `json:"all"`
 	}
 	if err := bind(c, &b); err != nil {
 		return err
@@ -78,6 +73,9 @@ func (s *Server) bulkRuns(c echo.Context) error {
 	default:
 		return badRequest("filter.status must be running, paused, completed, failed or cancelled")
 	}
+	if b.Filter == (bulkFilter{}) && !b.All && !b.DryRun {
+		return badRequest(`an empty filter picks every run: say "all": true to mean it`)
+	}
 	f := store.BulkFilter{FlowID: b.Filter.FlowID, Status: b.Filter.Status, Node: b.Filter.Node,
 		ErrorContains: b.Filter.ErrorContains, StartedAfter: b.Filter.StartedAfter, StartedBefore: b.Filter.StartedBefore}
 	type runError struct {
@@ -113,6 +111,16 @@ func (s *Server) bulkRuns(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]any{"action": b.Action, "dry_run": b.DryRun, "matched": matched,
 		"applied": applied, "skipped": skipped, "errors": errs})
+}
+
+// bulkFilter picks the runs of a bulk action.
+type bulkFilter struct {
+	FlowID        string     `json:"flow_id"`
+	Status        string     `json:"status"`
+	Node          string     `json:"node"`
+	ErrorContains string     `json:"error_contains"`
+	StartedAfter  *time.Time `json:"started_after"`
+	StartedBefore *time.Time `json:"started_before"`
 }
 
 func conflict(err error) bool {

@@ -59,11 +59,12 @@ func (s *Server) postEvent(c echo.Context) error {
 		return err
 	}
 	for _, w := range waiters {
-		// Delivered now; one the process does not get to (it stops) is
-		// delivered by a sweeper from its stored delivery.
+		// Delivered now; one that fails, or that the process does not get
+		// to (it stops), is delivered by a sweeper from its stored row.
 		if err := s.cfg.Engine.DeliverEvent(ctx, engine.DeliverEventParams{RunID: w.RunID, Key: w.Key, Attempt: w.Attempt,
 			EventID: ev.ID, Name: ev.Name, On: ev.Key, Payload: ev.Payload}); err != nil {
-			return err
+			s.cfg.Logger.Warn("error delivering an event; a sweeper will", "event_id", ev.ID, "run_id", w.RunID,
+				"node_key", w.Key, "error", err)
 		}
 	}
 	started, err := s.startEventRuns(c, ev)

@@ -219,6 +219,82 @@ func TestBulkRetryAndCancel(t *testing.T) {
 	require.Equal(t, "cancelled", h.run(ids[n-1]).Status)
 
 	require.Equal(t, 400, h.do("POST", "/api/v1/runs/bulk", map[string]any{"action": "delete"}, nil))
+	require.Equal(t, 400, h.do("POST", "/api/v1/runs/bulk", map[string]any{"action": "cancel"}, nil), "every run: only with all")
+	var all bulkAnswer
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/bulk", map[string]any{"action": "cancel", "all": true}, &all))
+	require.Equal(t, n+1, all.Matched)
+	require.Equal(t, 1, all.Applied, "the other flow's failed run")
 	require.Equal(t, 400, h.do("POST", "/api/v1/runs/bulk", map[string]any{"action": "cancel", "filter": map[string]any{"status": "sleeping"}}, nil))
 	require.Equal(t, 400, h.do("POST", "/api/v1/runs/bulk", map[string]any{"action": "cancel", "filter": map[string]any{"flow_id": "x"}}, nil))
+}
+
+// A failed Collector whose last item completes while the run is paused
+// fires when the run resumes.
+func TestPausedFailedCollectorFiresOnResume(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow(
+		[]map[string]any{node("split", "Splitter", map[string]any{"arrayPath": "items"}), wnode(h, "w"),
+			node("gather", "Collector", nil), node("after", "Condition", nil)},
+		[]map[string]any{edge("split", "w", nil), edge("w", "gather", nil), edge("gather", "after", nil)})
+	r := h.startRun(flow, map[string]any{"items": []int{0, 1}})
+	d0, d1 := h.waitDispatch(r.ID, "w_0", 1), h.waitDispatch(r.ID, "w_1", 1)
+	code, body := h.post(d0.Payload.CallbackURL, `{"status":"failed","error":"boom"}`)
+	require.Equal(t, 200, code, body)
+	h.waitNode(r.ID, "gather", "failed")
+	h.complete(d1, `1`)
+	h.waitRun(r.ID, "failed")
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/w_0/retry", nil, nil))
+	retried := h.waitDispatch(r.ID, "w_0", 2)
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/pause", nil, nil))
+	h.complete(retried, `0`)
+	require.Equal(t, "failed", h.run(r.ID).Nodes["gather"].Status, "paused: the Collector waits")
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/resume", nil, nil))
+	fin := h.waitRun(r.ID, "completed")
+	require.JSONEq(t, `[0, 1]`, string(fin.Nodes["gather"].Output))
+}
+
+// A Collector's failure handed on while other items still run: the run
+// completes only once they are done.
+func TestHandledCollectorFailureWaitsForItems(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow(
+		[]map[string]any{node("split", "Splitter", map[string]any{"arrayPath": "items"}), wnode(h, "w"),
+			node("gather", "Collector", nil), node("after", "Condition", nil), node("handler", "Condition", nil)},
+		[]map[string]any{edge("split", "w", nil), edge("w", "gather", nil), edge("gather", "after", nil),
+			redge("gather", "handler", map[string]any{"on": "failure"})})
+	r := h.startRun(flow, map[string]any{"items": []int{0, 1}})
+	d0, d1 := h.waitDispatch(r.ID, "w_0", 1), h.waitDispatch(r.ID, "w_1", 1)
+	code, body := h.post(d0.Payload.CallbackURL, `{"status":"failed","error":"boom"}`)
+	require.Equal(t, 200, code, body)
+	h.waitNode(r.ID, "handler", "completed")
+	got := h.run(r.ID)
+	require.Equal(t, "running", got.Status, "w_1 still runs")
+	require.Equal(t, "running", got.Nodes["w_1"].Status)
+	h.complete(d1, `1`)
+	fin := h.waitRun(r.ID, "completed")
+	require.Equal(t, "failed", fin.Nodes["gather"].Status, "its failure was handled: it does not fire again")
+	require.Equal(t, "skipped", fin.Nodes["after"].Status)
+}
+
+// A paused run's worker node does not time out meanwhile, and a retry it
+// makes is held.
+func TestPauseHoldsDeadlines(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.worker.setStatus(500)
+	flow := h.createFlow([]map[string]any{wnode(h, "a", "retry", `{"maxAttempts": 3, "initialDelayMs": 60000, "maxDelayMs": 60000}`,
+		"timeoutSeconds", "1")}, nil)
+	r := h.startRun(flow, map[string]any{})
+	h.waitDispatch(r.ID, "a", 1)
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/pause", nil, nil))
+	time.Sleep(2500 * time.Millisecond) // past the node's deadline, a few sweeps
+	got := h.run(r.ID)
+	require.Equal(t, "running", got.Nodes["a"].Status)
+	require.Equal(t, 1, got.Nodes["a"].Attempt, "no timeout and no new attempt while paused")
+	var sendable int
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM dispatches WHERE run_id = ? AND status IN ('pending', 'sending')`, r.ID).
+		Row().Scan(&sendable))
+	require.Zero(t, sendable, "nothing waits to be sent")
 }

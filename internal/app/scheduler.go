@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -67,6 +68,9 @@ func (a *App) fireSchedule(ctx context.Context, d *store.DueSchedule) error {
 	trig, _ := json.Marshal(map[string]any{"type": "schedule", "schedule_id": d.ID, "tick": tick.UTC(), "missed": missedTicks(late, missed)})
 	run, _, err := a.Engine.StartRun(ctx, engine.StartRunParams{FlowID: d.FlowID, VersionID: f.VersionID, Input: d.Input,
 		Trigger: trig, IdempotencyKey: "schedule:" + d.ID + ":" + tick.UTC().Format(time.RFC3339Nano)})
+	if errors.Is(err, engine.ErrUnavailable) {
+		return err // the claim is rolled back: the tick is tried again
+	}
 	if err != nil {
 		msg := fmt.Sprintf("the tick of %s could not start a run: %v", tick.UTC().Format(time.RFC3339), err)
 		d.LastError = &msg
