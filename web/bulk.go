@@ -29,7 +29,7 @@ func (s *Server) bulkRuns(c echo.Context) error {
 	var b struct {
 		Action string     `json:"action"`
 		Filter bulkFilter `json:"filter"`
-		DryRun bool `json:"dry_run"`
+		DryRun bool       `json:"dry_run"`
 		// All must be set to act on every run (an empty filter).
 		All bool `json:"all"`
 	}
