@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -45,6 +46,14 @@ func TestMetricsScrapesShareOneRead(t *testing.T) {
 	wg.Wait()
 	for i, m := range scrapes {
 		require.NoError(t, errs[i], "scrape %d", i)
+		if _, ok := m["stitchd_metrics_gauge_reads_total"]; !ok {
+			var names []string
+			for k := range m {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			t.Fatalf("scrape %d has no stitchd_metrics_gauge_reads_total; it has %d metrics: %v", i, len(m), names)
+		}
 		require.Equal(t, 1.0, m["stitchd_metrics_gauge_reads_total"], "320 scrapes, one read of the database")
 		require.Equal(t, 1.0, m[`stitchd_outbox_depth{status="pending"}`])
 	}
