@@ -317,16 +317,6 @@ func TestSkippedSplitterSkipsItsRegion(t *testing.T) {
 func TestBranchCompileErrors(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Details []struct {
-				EdgeID  string `json:"edge_id"`
-				Path    string `json:"path"`
-				Message string `json:"message"`
-			} `json:"details"`
-		} `json:"error"`
-	}
 	graph := map[string]any{
 		"nodes": []map[string]any{wnode(h, "s"), node("a", "Condition", nil), node("b", "Condition", nil), node("c", "Condition", nil),
 			node("d", "Condition", nil), node("e", "Condition", nil), node("f", "Condition", nil)},
@@ -339,10 +329,10 @@ func TestBranchCompileErrors(t *testing.T) {
 			redge("s", "f", map[string]any{"outcome": "approve"}),
 		},
 	}
-	require.Equal(t, 422, h.do("POST", "/api/v1/flows", map[string]any{"name": "bad", "graph": graph}, &e))
-	require.Equal(t, "invalid_graph", e.Error.Code)
+	code, details := h.refused(422, "POST", "/api/v1/flows", map[string]any{"name": "bad", "graph": graph})
+	require.Equal(t, "invalid_graph", code)
 	byPath := map[string]string{}
-	for _, d := range e.Error.Details {
+	for _, d := range details {
 		byPath[d.Path] = d.EdgeID + ": " + d.Message
 	}
 	require.Len(t, byPath, 5, "every problem: %v", byPath)

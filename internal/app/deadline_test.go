@@ -49,14 +49,7 @@ func TestRunDeadline(t *testing.T) {
 	// Bad input.
 	require.Equal(t, 400, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"deadlineSeconds": 0}, nil))
 	require.Equal(t, 400, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"deadlineSeconds": -5}, nil))
-	var e struct {
-		Error struct {
-			Details []struct {
-				Path string `json:"path"`
-			} `json:"details"`
-		} `json:"error"`
-	}
 	graph["settings"] = map[string]any{"deadlineSeconds": "soon"}
-	require.Equal(t, 422, h.do("POST", "/api/v1/flows", map[string]any{"name": "bad deadline", "graph": graph}, &e))
-	require.Equal(t, "settings.deadlineSeconds", e.Error.Details[0].Path)
+	_, details := h.refused(422, "POST", "/api/v1/flows", map[string]any{"name": "bad deadline", "graph": graph})
+	require.Equal(t, "settings.deadlineSeconds", details[0].Path)
 }

@@ -172,18 +172,11 @@ func TestEventBadInput(t *testing.T) {
 	}
 	big := `{"name":"x","key":"1","payload":"` + strings.Repeat("p", 2<<20) + `"}`
 	require.Equal(t, 413, h.do("POST", "/api/v1/events", json.RawMessage(big), nil), "a payload over the body limit")
-	var e struct {
-		Error struct {
-			Details []struct {
-				Path string `json:"path"`
-			} `json:"details"`
-		} `json:"error"`
-	}
-	require.Equal(t, 422, h.do("POST", "/api/v1/flows", map[string]any{"name": "bad event", "graph": map[string]any{
+	_, details := h.refused(422, "POST", "/api/v1/flows", map[string]any{"name": "bad event", "graph": map[string]any{
 		"nodes": []map[string]any{node("a", "Event", map[string]any{"event": ""}), node("b", "Event", map[string]any{"event": "x", "key": "output.id"})},
-		"edges": []map[string]any{edge("a", "b", nil)}}}, &e))
+		"edges": []map[string]any{edge("a", "b", nil)}}})
 	paths := []string{}
-	for _, d := range e.Error.Details {
+	for _, d := range details {
 		paths = append(paths, d.Path)
 	}
 	require.ElementsMatch(t, []string{"nodes[0].data.event", "nodes[0].data.key", "nodes[1].data.key"}, paths)

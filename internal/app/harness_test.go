@@ -313,3 +313,35 @@ func newServer(t *testing.T, h http.Handler) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// problem is one entry of an error answer's details.
+type problem struct {
+	Code    string `json:"code"`
+	NodeID  string `json:"node_id"`
+	EdgeID  string `json:"edge_id"`
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// refused sends a request that must be answered with status and returns
+// the error's code and details.
+func (h *harness) refused(status int, method, path string, body any) (string, []problem) {
+	h.t.Helper()
+	var e struct {
+		Error struct {
+			Code    string    `json:"code"`
+			Details []problem `json:"details"`
+		} `json:"error"`
+	}
+	require.Equal(h.t, status, h.do(method, path, body, &e))
+	return e.Error.Code, e.Error.Details
+}
+
+// byPath maps each problem's path to its message.
+func byPath(ps []problem) map[string]string {
+	out := make(map[string]string, len(ps))
+	for _, p := range ps {
+		out[p.Path] = p.Message
+	}
+	return out
+}

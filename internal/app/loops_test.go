@@ -163,21 +163,9 @@ func TestLoopPerItemInAFanOut(t *testing.T) {
 func TestLoopCompileErrors(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	var e struct {
-		Error struct {
-			Details []struct {
-				Path    string `json:"path"`
-				Message string `json:"message"`
-			} `json:"details"`
-		} `json:"error"`
-	}
 	bad := func(nodes, edges []map[string]any) map[string]string {
-		require.Equal(t, 422, h.do("POST", "/api/v1/flows", map[string]any{"name": "bad loop", "graph": map[string]any{"nodes": nodes, "edges": edges}}, &e))
-		got := map[string]string{}
-		for _, d := range e.Error.Details {
-			got[d.Path] = d.Message
-		}
-		return got
+		_, details := h.refused(422, "POST", "/api/v1/flows", map[string]any{"name": "bad loop", "graph": map[string]any{"nodes": nodes, "edges": edges}})
+		return byPath(details)
 	}
 	c := func(id string) map[string]any { return node(id, "Condition", nil) }
 	// No condition; forward "loop"; maxIterations 0.

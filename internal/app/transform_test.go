@@ -34,29 +34,18 @@ func TestTransform(t *testing.T) {
 	require.Equal(t, "pending", fin.Nodes["score"].Status)
 
 	// Compile errors: 422 with the node and path; nothing saved.
-	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Details []struct {
-				NodeID  string `json:"node_id"`
-				Path    string `json:"path"`
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			} `json:"details"`
-		} `json:"error"`
-	}
 	graph := map[string]any{"nodes": []map[string]any{
 		node("a", "Transform", map[string]any{"expression": "input.x +"}),
 		node("b", "Transform", map[string]any{"expression": "output.x"}),
 		node("c", "Transform", nil),
 	}, "edges": []map[string]any{edge("a", "b", nil), edge("b", "c", nil)}}
-	require.Equal(t, 422, h.do("POST", "/api/v1/flows", map[string]any{"name": "bad transform", "graph": graph}, &e))
-	require.Equal(t, "invalid_graph", e.Error.Code)
-	require.Len(t, e.Error.Details, 3)
-	for i, d := range e.Error.Details {
+	code, details := h.refused(422, "POST", "/api/v1/flows", map[string]any{"name": "bad transform", "graph": graph})
+	require.Equal(t, "invalid_graph", code)
+	require.Len(t, details, 3)
+	for i, d := range details {
 		require.Equal(t, []string{"a", "b", "c"}[i], d.NodeID)
 		require.Equal(t, "invalid_expression", d.Code)
 		require.Equal(t, []string{"nodes[0]", "nodes[1]", "nodes[2]"}[i]+".data.expression", d.Path)
 	}
-	require.Contains(t, e.Error.Details[1].Message, "unknown name output")
+	require.Contains(t, details[1].Message, "unknown name output")
 }

@@ -203,14 +203,6 @@ func TestApprovalTimeout(t *testing.T) {
 func TestTimeCompileErrors(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	var e struct {
-		Error struct {
-			Details []struct {
-				Path    string `json:"path"`
-				Message string `json:"message"`
-			} `json:"details"`
-		} `json:"error"`
-	}
 	graph := map[string]any{"nodes": []map[string]any{
 		node("a", "Wait", map[string]any{"duration": "-5m"}),
 		node("b", "Wait", map[string]any{"duration": "two days"}),
@@ -219,11 +211,8 @@ func TestTimeCompileErrors(t *testing.T) {
 		node("e", "Wait", map[string]any{}),
 		node("f", "UX", map[string]any{"timeoutSeconds": 60, "onTimeout": "maybe"}),
 	}, "edges": []map[string]any{edge("a", "b", nil), edge("b", "c", nil), edge("c", "d", nil), edge("d", "e", nil), edge("e", "f", nil)}}
-	require.Equal(t, 422, h.do("POST", "/api/v1/flows", map[string]any{"name": "bad time", "graph": graph}, &e))
-	got := map[string]string{}
-	for _, d := range e.Error.Details {
-		got[d.Path] = d.Message
-	}
+	_, details := h.refused(422, "POST", "/api/v1/flows", map[string]any{"name": "bad time", "graph": graph})
+	got := byPath(details)
 	require.Len(t, got, 6, "%v", got)
 	require.Contains(t, got["nodes[0].data.duration"], "negative")
 	require.Contains(t, got["nodes[1].data.duration"], "neither a Go duration")
