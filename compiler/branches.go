@@ -38,7 +38,7 @@ func (c *compiler) edgeRule(vi int, ve VisualEdge) (engine.EdgeRule, bool) {
 			ok = false
 		default:
 			if _, err := engine.CompileCondition(v.Str); err != nil {
-				c.errAt(CodeInvalidCondition, "", ve.ID, base.field("condition"), "edge %q: %s", ve.ID, conditionMessage(err))
+				c.errAt(CodeInvalidCondition, "", ve.ID, base.field("condition"), "edge %q: %s", ve.ID, engine.ExprMessage(err))
 				ok = false
 			}
 			r.Condition = v.Str
@@ -79,15 +79,6 @@ func (c *compiler) edgeRule(vi int, ve VisualEdge) (engine.EdgeRule, bool) {
 		ok = false
 	}
 	return r, ok
-}
-
-// conditionMessage is expr-lang's message on one line.
-func conditionMessage(err error) string {
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	return msg
 }
 
 // checkBranches checks each node's edge rules together: one default edge
@@ -196,7 +187,7 @@ func (c *compiler) checkExpression(id string, path loc, r gjson.Result) {
 		c.errAt(CodeInvalidExpression, id, "", path, "node %q: the expression is longer than %d characters", id, maxConditionLen)
 	default:
 		if _, err := engine.CompileValue(r.Str); err != nil {
-			c.errAt(CodeInvalidExpression, id, "", path, "node %q: %s", id, conditionMessage(err))
+			c.errAt(CodeInvalidExpression, id, "", path, "node %q: %s", id, engine.ExprMessage(err))
 		}
 	}
 }

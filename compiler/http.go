@@ -96,7 +96,7 @@ func (c *compiler) template(id, path, s string) (*engine.Template, bool) {
 	}
 	t, err := engine.ParseTemplate(s)
 	if err != nil {
-		c.errorf(CodeInvalidExpression, id, "", path, "node %q: %s", id, conditionMessage(err))
+		c.errorf(CodeInvalidExpression, id, "", path, "node %q: %s", id, engine.ExprMessage(err))
 		return nil, false
 	}
 	return t, true

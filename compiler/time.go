@@ -57,7 +57,7 @@ func (c *compiler) checkWait(id string, base loc, root gjson.Result) {
 		return
 	}
 	if _, err := engine.CompileValue(until.Str); err != nil {
-		c.errAt(CodeInvalidExpression, id, "", base.field("until"), "Wait node %q: until is neither a time (RFC 3339) nor an expression: %s", id, conditionMessage(err))
+		c.errAt(CodeInvalidExpression, id, "", base.field("until"), "Wait node %q: until is neither a time (RFC 3339) nor an expression: %s", id, engine.ExprMessage(err))
 	}
 }
 
@@ -95,7 +95,7 @@ func (c *compiler) checkEvent(id string, base loc, root gjson.Result) {
 		c.errAt(CodeInvalidExpression, id, "", base.field("key"), "Event node %q: the key is longer than %d characters", id, maxConditionLen)
 	default:
 		if _, err := engine.CompileValue(key.Str); err != nil {
-			c.errAt(CodeInvalidExpression, id, "", base.field("key"), "Event node %q: %s", id, conditionMessage(err))
+			c.errAt(CodeInvalidExpression, id, "", base.field("key"), "Event node %q: %s", id, engine.ExprMessage(err))
 		}
 	}
 	c.checkTimeout(id, base, root.Get("timeoutSeconds"))

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -24,11 +23,7 @@ type errCondition struct {
 }
 
 func (e *errCondition) Error() string {
-	msg := e.err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i] // expr-lang adds the source with a caret
-	}
-	return fmt.Sprintf("the condition of edge %s could not be evaluated: %s", e.edgeID, msg)
+	return fmt.Sprintf("the condition of edge %s could not be evaluated: %s", e.edgeID, ExprMessage(e.err))
 }
 
 // decide evaluates the rules of node n's outbound edges after it completed

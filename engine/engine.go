@@ -164,8 +164,8 @@ type Engine struct {
 	graphs sync.Map // flow version id → *ExecutionGraph (immutable)
 	// conds and vals cache compiled edge conditions and value expressions
 	// by source.
-	conds conditions
-	vals  values
+	conds *compiled[*Condition]
+	vals  *compiled[*Value]
 	batch batcher
 	// delivered holds and group-commits the marks of successful deliveries.
 	delivered deliveredBatch
@@ -219,7 +219,8 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("engine: no handler for node type %s", t)
 		}
 	}
-	return &Engine{cfg: cfg, batch: batcher{queues: map[string]*runQueue{}}}, nil
+	return &Engine{cfg: cfg, batch: batcher{queues: map[string]*runQueue{}},
+		conds: &compiled[*Condition]{compile: CompileCondition}, vals: &compiled[*Value]{compile: CompileValue}}, nil
 }
 
 // Graph returns the execution graph of a flow version, cached in memory

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/expr-lang/expr"
@@ -99,19 +100,33 @@ func (v *Value) Eval(env ValueEnv) (any, error) {
 	return expr.Run(v.program, env)
 }
 
-// values caches compiled value expressions by source.
-type values struct{ m sync.Map }
+// compiled caches compiled expressions by source: a flow version's
+// expressions are compiled once per process, not at every use.
+type compiled[T any] struct {
+	m       sync.Map
+	compile func(src string) (T, error)
+}
 
-func (vs *values) get(src string) (*Value, error) {
-	if v, ok := vs.m.Load(src); ok {
-		return v.(*Value), nil
+func (c *compiled[T]) get(src string) (T, error) {
+	if v, ok := c.m.Load(src); ok {
+		return v.(T), nil
 	}
-	v, err := CompileValue(src)
+	v, err := c.compile(src)
 	if err != nil {
-		return nil, err
+		return v, err
 	}
-	vs.m.Store(src, v)
+	c.m.Store(src, v)
 	return v, nil
+}
+
+// ExprMessage is an expr-lang error's message on one line: expr-lang
+// adds the source with a caret under the error after it.
+func ExprMessage(err error) string {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		return msg[:i]
+	}
+	return msg
 }
 
 type identVisitor func(name string)
@@ -133,22 +148,6 @@ func (c *Condition) Eval(env ConditionEnv) (bool, error) {
 		return false, fmt.Errorf("the condition gave %T, not a bool", out)
 	}
 	return b, nil
-}
-
-// conditions caches compiled conditions by source: a flow version's
-// conditions are compiled once per process, not at every completion.
-type conditions struct{ m sync.Map }
-
-func (cs *conditions) get(src string) (*Condition, error) {
-	if c, ok := cs.m.Load(src); ok {
-		return c.(*Condition), nil
-	}
-	c, err := CompileCondition(src)
-	if err != nil {
-		return nil, err
-	}
-	cs.m.Store(src, c)
-	return c, nil
 }
 
 var arithmetic = map[string]bool{"+": true, "-": true, "*": true, "/": true, "%": true, "**": true, "^": true, "..": true}

@@ -58,7 +58,7 @@ func ParseTemplate(s string) (*Template, error) {
 			}
 			if _, err := CompileValue(src); err != nil {
 				if firstErr == nil {
-					firstErr = fmt.Errorf("%w: {{%s}}: %s", ErrTemplate, src, firstLineOf(err.Error()))
+					firstErr = fmt.Errorf("%w: {{%s}}: %s", ErrTemplate, src, ExprMessage(err))
 				}
 				continue
 			}
@@ -73,13 +73,6 @@ func ParseTemplate(s string) (*Template, error) {
 			return nil, firstErr
 		}
 	}
-}
-
-func firstLineOf(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // Static reports whether the template has no expression.

@@ -25,22 +25,21 @@ func (e *Engine) Wake(ctx context.Context, runID string, due []DueNode) error {
 			return err
 		}
 		// The nodes without branches wake in one statement; those with
-		// decide their edges first, one by one.
-		keys := make([]string, len(due))
-		for i, d := range due {
-			keys[i] = d.Key
+		// (or whose key names no node of the graph: a loop's) read their
+		// row and decide their edges first, one by one.
+		var plain, deciding []DueNode
+		var keys []string
+		for _, d := range due {
+			if n, _, ok := t.graph.parseKey(d.Key); ok && !t.graph.hasBranches(n.ID) {
+				plain = append(plain, d)
+			} else {
+				deciding = append(deciding, d)
+				keys = append(keys, d.Key)
+			}
 		}
 		states, err := t.tx.NodeStates(t.ctx, runID, keys)
 		if err != nil {
 			return fmt.Errorf("error loading the sleeping nodes of run %s: %w", runID, err)
-		}
-		var plain, deciding []DueNode
-		for _, d := range due {
-			if cur := states[d.Key]; cur != nil && t.graph.hasBranches(cur.NodeID) {
-				deciding = append(deciding, d)
-			} else {
-				plain = append(plain, d)
-			}
 		}
 		if len(plain) > 0 {
 			woken, err := t.tx.WakeNodes(t.ctx, runID, plain)

@@ -31,7 +31,7 @@ func (Event) Fire(_ context.Context, fc engine.FireContext) error {
 	}
 	v, err := fc.Eval(cfg.Key)
 	if err != nil {
-		return fc.Fail("the key could not be evaluated: " + firstLine(err.Error()))
+		return fc.Fail("the key could not be evaluated: " + engine.ExprMessage(err))
 	}
 	key, ok := EventKey(v)
 	if !ok {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/stitchd/stitchd/engine"
 )
@@ -28,7 +27,7 @@ func (Transform) Fire(_ context.Context, fc engine.FireContext) error {
 	}
 	v, err := fc.Eval(cfg.Expression)
 	if err != nil {
-		return fc.Fail("the expression could not be evaluated: " + firstLine(err.Error()))
+		return fc.Fail("the expression could not be evaluated: " + engine.ExprMessage(err))
 	}
 	out, err := json.Marshal(v)
 	if err != nil {
@@ -38,13 +37,4 @@ func (Transform) Fire(_ context.Context, fc engine.FireContext) error {
 		return fc.Fail(fmt.Sprintf("the expression's value is %d bytes of JSON, more than %d", len(out), MaxTransformOutput))
 	}
 	return fc.Complete(out)
-}
-
-// firstLine drops what expr-lang adds after its message (the source with a
-// caret under the error).
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

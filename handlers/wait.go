@@ -52,7 +52,7 @@ func (Wait) Fire(_ context.Context, fc engine.FireContext) error {
 	if !ok {
 		v, err := fc.Eval(cfg.Until)
 		if err != nil {
-			return fc.Fail("until could not be evaluated: " + firstLine(err.Error()))
+			return fc.Fail("until could not be evaluated: " + engine.ExprMessage(err))
 		}
 		switch x := v.(type) {
 		case time.Time:

@@ -402,16 +402,25 @@ func (s *Store) CreateTrigger(ctx context.Context, t Trigger) (*Trigger, error) 
 
 // TriggerBySlug loads a trigger whose flow is not deleted.
 func (s *Store) TriggerBySlug(ctx context.Context, slug string) (*Trigger, error) {
+	t, err := scanTrigger(s.db.WithContext(ctx).Raw(`SELECT `+triggerCols+`
+		FROM triggers t JOIN flows f ON f.id = t.flow_id WHERE t.slug = ? AND f.deleted_at IS NULL`, slug).Row())
+	if err != nil {
+		return nil, fmt.Errorf("error loading trigger %q: %w", slug, err)
+	}
+	return t, nil
+}
+
+// triggerCols are the triggers columns scanTrigger reads (alias t).
+const triggerCols = `t.id::text, t.flow_id::text, t.slug, t.secret, t.entity, t.created_at`
+
+func scanTrigger(row scanner) (*Trigger, error) {
 	var t Trigger
 	var secret sql.NullString
 	var ent []byte
-	err := s.db.WithContext(ctx).Raw(`SELECT t.id::text, t.flow_id::text, t.slug, t.secret, t.entity, t.created_at
-		FROM triggers t JOIN flows f ON f.id = t.flow_id WHERE t.slug = ? AND f.deleted_at IS NULL`, slug).Row().
-		Scan(&t.ID, &t.FlowID, &t.Slug, &secret, &ent, &t.CreatedAt)
-	if err != nil {
-		return nil, fmt.Errorf("error loading trigger %q: %w", slug, interpretError(err))
+	if err := row.Scan(&t.ID, &t.FlowID, &t.Slug, &secret, &ent, &t.CreatedAt); err != nil {
+		return nil, interpretError(err)
 	}
-	t.Secret, t.Entity = nullStr(secret), ent
+	t.Secret, t.Entity, t.CreatedAt = nullStr(secret), ent, t.CreatedAt.UTC()
 	return &t, nil
 }
 

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -148,38 +147,30 @@ func (s *Store) fireOne(ctx context.Context, fire func(ctx context.Context, d *D
 
 // FlowTriggers lists a flow's webhook triggers, oldest first.
 func (s *Store) FlowTriggers(ctx context.Context, flowID string) ([]Trigger, error) {
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT id::text, flow_id::text, slug, secret, entity, created_at FROM triggers
-		WHERE flow_id = ? ORDER BY created_at, id`, flowID).Rows()
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+triggerCols+` FROM triggers t
+		WHERE t.flow_id = ? ORDER BY t.created_at, t.id`, flowID).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error listing the triggers of flow %s: %w", flowID, interpretError(err))
 	}
 	defer rows.Close()
 	out := []Trigger{}
 	for rows.Next() {
-		var t Trigger
-		var secret sql.NullString
-		var ent []byte
-		if err := rows.Scan(&t.ID, &t.FlowID, &t.Slug, &secret, &ent, &t.CreatedAt); err != nil {
-			return nil, interpretError(err)
+		t, err := scanTrigger(rows)
+		if err != nil {
+			return nil, err
 		}
-		t.Secret, t.Entity, t.CreatedAt = nullStr(secret), ent, t.CreatedAt.UTC()
-		out = append(out, t)
+		out = append(out, *t)
 	}
 	return out, interpretError(rows.Err())
 }
 
 // TriggerByID loads a webhook trigger.
 func (s *Store) TriggerByID(ctx context.Context, id string) (*Trigger, error) {
-	var t Trigger
-	var secret sql.NullString
-	var ent []byte
-	err := s.db.WithContext(ctx).Raw(`SELECT id::text, flow_id::text, slug, secret, entity, created_at FROM triggers WHERE id = ?`, id).
-		Row().Scan(&t.ID, &t.FlowID, &t.Slug, &secret, &ent, &t.CreatedAt)
+	t, err := scanTrigger(s.db.WithContext(ctx).Raw(`SELECT `+triggerCols+` FROM triggers t WHERE t.id = ?`, id).Row())
 	if err != nil {
-		return nil, fmt.Errorf("error loading trigger %s: %w", id, interpretError(err))
+		return nil, fmt.Errorf("error loading trigger %s: %w", id, err)
 	}
-	t.Secret, t.Entity, t.CreatedAt = nullStr(secret), ent, t.CreatedAt.UTC()
-	return &t, nil
+	return t, nil
 }
 
 // DeleteTrigger deletes a webhook trigger: its slug answers 404 from then.

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -123,7 +122,6 @@ type bulkFilter struct {
 	StartedBefore *time.Time `json:"started_before"`
 }
 
-func conflict(err error) bool {
-	var te *engine.TransitionError
-	return errors.Is(err, engine.ErrConflict) || errors.Is(err, engine.ErrInvalidTransition) || errors.As(err, &te)
-}
+// conflict reports whether err is an answer of 409: the action does not
+// fit the run's state.
+func conflict(err error) bool { return toAPIError(err).Status == http.StatusConflict }

@@ -363,38 +363,38 @@ func (a *App) Start(ctx context.Context) error {
 	return nil
 }
 
-// sweep fails or retries worker nodes whose deadline passed.
+// sweep handles, every poll interval, what fell due: worker nodes past
+// their deadline (failed or retried), timers, approvals and event waits
+// past their deadline, event deliveries left undone, runs past theirs.
 func (a *App) sweep(ctx context.Context) {
-	t := time.NewTicker(a.cfg.PollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		overdue, err := a.Store.OverdueNodes(ctx, 100)
-		if err != nil {
-			if ctx.Err() == nil {
-				a.cfg.Logger.Warn("sweeper", "error", err)
-			}
-			continue
-		}
-		for _, o := range overdue {
-			if err := a.Engine.Expire(ctx, o.RunID, o.Key, o.Attempt); err != nil {
-				if ctx.Err() == nil {
-					a.cfg.Logger.Warn("sweeper: error expiring node", "run_id", o.RunID, "node_key", o.Key, "error", err)
-				}
-				continue
-			}
-			a.Metrics.SweeperAction("expired", 1)
-			a.cfg.Logger.Info("sweeper: worker node overdue", "run_id", o.RunID, "node_key", o.Key, "attempt", o.Attempt)
-		}
+	a.everyPoll(ctx, func() {
+		a.expireOverdue(ctx)
 		a.sweepDue(ctx, "woken", a.Store.DueTimers, a.Engine.Wake)
 		a.sweepDue(ctx, "approval_timed_out", a.Store.OverdueApprovals, each(a.Engine.TimeOutApproval))
 		a.sweepDue(ctx, "event_timed_out", a.Store.OverdueEvents, each(a.Engine.TimeOutEvent))
 		a.deliverLeftEvents(ctx)
 		a.failRunsPastDeadline(ctx)
+	})
+}
+
+// expireOverdue fails or retries worker nodes whose deadline passed.
+func (a *App) expireOverdue(ctx context.Context) {
+	overdue, err := a.Store.OverdueNodes(ctx, 100)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.cfg.Logger.Warn("sweeper", "error", err)
+		}
+		return
+	}
+	for _, o := range overdue {
+		if err := a.Engine.Expire(ctx, o.RunID, o.Key, o.Attempt); err != nil {
+			if ctx.Err() == nil {
+				a.cfg.Logger.Warn("sweeper: error expiring node", "run_id", o.RunID, "node_key", o.Key, "error", err)
+			}
+			continue
+		}
+		a.Metrics.SweeperAction("expired", 1)
+		a.cfg.Logger.Info("sweeper: worker node overdue", "run_id", o.RunID, "node_key", o.Key, "attempt", o.Attempt)
 	}
 }
 

@@ -18,6 +18,17 @@ import (
 // started with the idempotency key schedule:<id>:<tick>, so a claim lost
 // in a crash after the run started starts nothing twice.
 func (a *App) runSchedules(ctx context.Context) {
+	a.everyPoll(ctx, func() {
+		n, err := a.Store.FireSchedules(ctx, 100, a.fireSchedule)
+		if err != nil && ctx.Err() == nil {
+			a.cfg.Logger.Warn("scheduler", "error", err)
+		}
+		a.Metrics.SweeperAction("schedule_fired", n)
+	})
+}
+
+// everyPoll calls fn every poll interval until ctx ends.
+func (a *App) everyPoll(ctx context.Context, fn func()) {
 	t := time.NewTicker(a.cfg.PollInterval)
 	defer t.Stop()
 	for {
@@ -26,11 +37,7 @@ func (a *App) runSchedules(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		n, err := a.Store.FireSchedules(ctx, 100, a.fireSchedule)
-		if err != nil && ctx.Err() == nil {
-			a.cfg.Logger.Warn("scheduler", "error", err)
-		}
-		a.Metrics.SweeperAction("schedule_fired", n)
+		fn()
 	}
 }
 
