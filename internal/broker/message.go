@@ -1,0 +1,72 @@
+package broker
+
+import (
+	"errors"
+	"strings"
+)
+
+// Where a message's id came from (Message.IDFrom).
+const (
+	IDFromHeader   = "header"   // Nats-Msg-Id, or the AMQP message_id property
+	IDFromSequence = "sequence" // the JetStream stream sequence
+	IDFromHash     = "hash"     // SHA-256 of the AMQP message
+)
+
+// Message is one message of a broker trigger.
+type Message struct {
+	// Trigger is the trigger that consumed it.
+	Trigger *Trigger
+	// ID identifies the message across redeliveries: the Nats-Msg-Id
+	// header or AMQP message_id property when set; else the JetStream
+	// stream sequence ("seq:<n>"), or for AMQP "sha256:<hex>" of the
+	// routing key, headers and body (two identical messages without an id
+	// are one).
+	ID     string
+	IDFrom string
+	Body   []byte
+	// Headers are the message's headers (the first value of each).
+	Headers map[string]string
+	// Subject is the NATS subject, or the AMQP routing key.
+	Subject string
+	// Redelivered is set when the broker delivered it before.
+	Redelivered bool
+}
+
+// DedupeKey is the message's idempotency key: <kind>:<trigger id>:<id>. A
+// run started with it is started once, however often the message comes.
+func (m Message) DedupeKey() string {
+	return m.Trigger.Kind + ":" + m.Trigger.ID + ":" + m.ID
+}
+
+// Header returns the value of the header name, matched exactly, else
+// case-insensitively ("" when absent).
+func (m Message) Header(name string) string {
+	if v, ok := m.Headers[name]; ok {
+		return v
+	}
+	for k, v := range m.Headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+// permanent marks an error that redelivery cannot cure.
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+func (p permanent) Unwrap() error { return p.err }
+
+// Permanent marks err as one that redelivering the message cannot cure (a
+// body that is not JSON, a key expression that fails on it): the message
+// is dropped — terminated (NATS) or rejected without requeue (AMQP, to a
+// dead-letter exchange if the queue has one) — and the error reported on
+// the trigger. Any other error redelivers the message.
+func Permanent(err error) error { return permanent{err} }
+
+// IsPermanent reports whether err was marked Permanent.
+func IsPermanent(err error) bool {
+	var p permanent
+	return errors.As(err, &p)
+}
