@@ -383,6 +383,10 @@ type Trigger struct {
 	Secret    *string
 	Entity    json.RawMessage
 	CreatedAt time.Time
+	// PreviousSecret is the secret a rotation replaced, while it still
+	// verifies (nil once PreviousSecretExpiresAt has passed, database time).
+	PreviousSecret          *string
+	PreviousSecretExpiresAt *time.Time
 }
 
 // CreateTrigger stores a trigger; a taken slug is ErrConflict.
@@ -411,17 +415,57 @@ func (s *Store) TriggerBySlug(ctx context.Context, slug string) (*Trigger, error
 }
 
 // triggerCols are the triggers columns scanTrigger reads (alias t).
-const triggerCols = `t.id::text, t.flow_id::text, t.slug, t.secret, t.entity, t.created_at`
+const triggerCols = `t.id::text, t.flow_id::text, t.slug, t.secret, t.entity, t.created_at,
+	CASE WHEN t.previous_secret_expires_at > now() THEN t.previous_secret END,
+	CASE WHEN t.previous_secret_expires_at > now() THEN t.previous_secret_expires_at END`
 
 func scanTrigger(row scanner) (*Trigger, error) {
 	var t Trigger
-	var secret sql.NullString
+	var secret, prev sql.NullString
+	var prevUntil sql.NullTime
 	var ent []byte
-	if err := row.Scan(&t.ID, &t.FlowID, &t.Slug, &secret, &ent, &t.CreatedAt); err != nil {
+	if err := row.Scan(&t.ID, &t.FlowID, &t.Slug, &secret, &ent, &t.CreatedAt, &prev, &prevUntil); err != nil {
 		return nil, interpretError(err)
 	}
 	t.Secret, t.Entity, t.CreatedAt = nullStr(secret), ent, t.CreatedAt.UTC()
+	t.PreviousSecret = nullStr(prev)
+	if prevUntil.Valid {
+		u := prevUntil.Time.UTC()
+		t.PreviousSecretExpiresAt = &u
+	}
 	return &t, nil
+}
+
+// RotateTriggerSecretParams rotates a webhook trigger's secret.
+type RotateTriggerSecretParams struct {
+	ID string
+	// Secret is the new secret.
+	Secret string
+	// Grace is how long the replaced secret keeps verifying (0: it stops
+	// at once).
+	Grace time.Duration
+}
+
+// RotateTriggerSecret replaces a webhook trigger's secret; the one it
+// replaces keeps verifying for p.Grace (database time). A trigger without
+// a secret is ErrConflict: there is nothing to rotate.
+func (s *Store) RotateTriggerSecret(ctx context.Context, p RotateTriggerSecretParams) (*Trigger, error) {
+	ms := p.Grace.Milliseconds()
+	res := s.db.WithContext(ctx).Exec(`UPDATE triggers SET secret = ?,
+			previous_secret = CASE WHEN ? > 0 THEN secret END,
+			previous_secret_expires_at = CASE WHEN ? > 0 THEN now() + make_interval(secs => ? / 1000.0) END
+		WHERE id = ? AND secret IS NOT NULL`, p.Secret, ms, ms, ms, p.ID)
+	if err := interpretError(res.Error); err != nil {
+		return nil, fmt.Errorf("error rotating the secret of trigger %s: %w", p.ID, err)
+	}
+	t, err := s.TriggerByID(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	if res.RowsAffected == 0 {
+		return nil, fmt.Errorf("trigger %s has no secret to rotate (a public trigger): %w", p.ID, engine.ErrConflict)
+	}
+	return t, nil
 }
 
 // JourneyEventByEntity returns an entity's newest journey event (for the
@@ -474,7 +518,7 @@ func (s *Store) ClaimTrigger(ctx context.Context, t Trigger) error {
 	}
 	res := s.db.WithContext(ctx).Exec(`INSERT INTO triggers (id, flow_id, slug, secret, entity) VALUES (?, ?, ?, ?, ?::jsonb)
 		ON CONFLICT (slug) DO UPDATE SET flow_id = EXCLUDED.flow_id, secret = EXCLUDED.secret, entity = EXCLUDED.entity,
-			created_at = now()
+			previous_secret = NULL, previous_secret_expires_at = NULL, created_at = now()
 		WHERE triggers.flow_id IN (SELECT id FROM flows WHERE deleted_at IS NOT NULL)`, t.ID, t.FlowID, t.Slug, t.Secret, ent)
 	if err := interpretError(res.Error); err != nil {
 		return fmt.Errorf("error claiming trigger %q: %w", t.Slug, err)

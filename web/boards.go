@@ -339,7 +339,14 @@ func (s *Server) hook(c echo.Context) error {
 		return err
 	}
 	if t.Secret != nil {
-		if err := verifyInbound([]byte(*t.Secret), c.Request().Header, body, s.cfg.Clock.Now()); err != nil {
+		err := verifyInbound([]byte(*t.Secret), c.Request().Header, body, s.cfg.Clock.Now())
+		if err != nil && t.PreviousSecret != nil {
+			// A rotation's overlap: the replaced secret until it expires.
+			if verifyInbound([]byte(*t.PreviousSecret), c.Request().Header, body, s.cfg.Clock.Now()) == nil {
+				err = nil
+			}
+		}
+		if err != nil {
 			return errorf(http.StatusUnauthorized, "unauthorized", "bad signature: "+err.Error())
 		}
 	}

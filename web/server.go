@@ -118,6 +118,7 @@ func New(cfg Config) *Server {
 	api.GET("/triggers/:id", s.getTrigger)
 	api.PATCH("/triggers/:id", s.patchTrigger)
 	api.DELETE("/triggers/:id", s.deleteTrigger)
+	api.POST("/triggers/:id/rotate-secret", s.rotateTriggerSecret)
 
 	// The web UI: every other GET (web/ui.go).
 	e.GET("/*", s.ui)
