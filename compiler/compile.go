@@ -50,6 +50,7 @@ var nodeTypes = []engine.NodeType{
 	engine.NodeTypeWait,
 	engine.NodeTypeHTTP,
 	engine.NodeTypeEvent,
+	engine.NodeTypeSubFlow,
 }
 
 // canonicalType matches t case-insensitively (ASCII only) against the type

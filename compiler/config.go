@@ -54,6 +54,9 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 	case engine.NodeTypeEvent:
 		c.checkEvent(id, base, root)
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
+	case engine.NodeTypeSubFlow:
+		c.checkSubFlow(id, base, root)
+		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
 	case engine.NodeTypeTransform:
 		c.checkExpression(id, base.field("expression"), root.Get("expression"))
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))

@@ -336,12 +336,13 @@ type txnSnapshot struct {
 	claimed  int
 	arrivals int
 	heard    int
+	nested   int
 	failMsg  string
 }
 
 func (t *txn) snapshot() txnSnapshot {
 	return txnSnapshot{run: *t.run, events: len(t.events), claimed: len(t.claimed), arrivals: len(t.arrivals), heard: len(t.heardKeys),
-		failMsg: t.failMsg}
+		nested: len(t.nested), failMsg: t.failMsg}
 }
 
 func (t *txn) restore(s txnSnapshot) {
@@ -350,6 +351,7 @@ func (t *txn) restore(s txnSnapshot) {
 	t.claimed = t.claimed[:s.claimed]
 	t.arrivals = t.arrivals[:s.arrivals]
 	t.heardKeys, t.heardAttempts = t.heardKeys[:s.heard], t.heardAttempts[:s.heard]
+	t.nested = t.nested[:s.nested]
 	t.failMsg = s.failMsg
 }
 

@@ -16,6 +16,7 @@ import (
 // what they make ready waits); its undelivered dispatches are held.
 func (e *Engine) PauseRun(ctx context.Context, runID string) (*Run, error) {
 	var out *Run
+	var children []string
 	err := e.inTx(ctx, runID, func(t *txn) error {
 		if err := t.load(runID); err != nil {
 			return err
@@ -30,15 +31,33 @@ func (e *Engine) PauseRun(ctx context.Context, runID string) (*Run, error) {
 		t.run.Status = RunPaused
 		t.event(EventRunPaused, "", map[string]any{"held_dispatches": held})
 		out = t.run
-		return nil
+		children, err = t.tx.ChildRuns(t.ctx, runID, RunRunning)
+		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	e.cascade(ctx, children, e.PauseRun)
+	return out, nil
+}
+
+// cascade applies op (pause, resume, cancel) to the sub-flow runs of a
+// run it was applied to, after that commit; a child that moved on meanwhile
+// (finished, or was paused by hand) is left as it is. A child the process
+// did not get to (it stopped) is found by the sweeper (OrphanedChildren).
+func (e *Engine) cascade(ctx context.Context, children []string, op func(context.Context, string) (*Run, error)) {
+	for _, id := range children {
+		if _, err := op(ctx, id); err != nil && !errors.Is(err, ErrConflict) {
+			e.cfg.Logger.Warn("error passing a run's pause, resume or cancel on to its sub-flow run", "child_run_id", id, "error", err)
+		}
+	}
 }
 
 // ResumeRun resumes a paused run: its held dispatches go out, and every
 // node that became ready while it was paused fires (or is skipped).
 func (e *Engine) ResumeRun(ctx context.Context, runID string) (*Run, error) {
 	var out *Run
+	var children []string
 	err := e.inTx(ctx, runID, func(t *txn) error {
 		if err := t.load(runID); err != nil {
 			return err
@@ -74,9 +93,14 @@ func (e *Engine) ResumeRun(ctx context.Context, runID string) (*Run, error) {
 			}
 		}
 		out = t.run
-		return nil
+		children, err = t.tx.ChildRuns(t.ctx, runID, RunPaused)
+		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	e.cascade(ctx, children, e.ResumeRun)
+	return out, nil
 }
 
 // SkipNodeParams completes a node by hand.

@@ -214,7 +214,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.GroupTransactions <= 0 {
 		cfg.GroupTransactions = defaultGroups
 	}
-	for _, t := range []NodeType{NodeTypeWorker, NodeTypeUX, NodeTypeSplitter, NodeTypeCollector, NodeTypeCondition, NodeTypeTransform, NodeTypeWait, NodeTypeHTTP, NodeTypeEvent} {
+	for _, t := range []NodeType{NodeTypeWorker, NodeTypeUX, NodeTypeSplitter, NodeTypeCollector, NodeTypeCondition, NodeTypeTransform, NodeTypeWait, NodeTypeHTTP, NodeTypeEvent, NodeTypeSubFlow} {
 		if cfg.Handlers[t] == nil {
 			return nil, fmt.Errorf("engine: no handler for node type %s", t)
 		}
@@ -275,53 +275,9 @@ func (e *Engine) StartRun(ctx context.Context, p StartRunParams) (run *Run, crea
 				return err
 			}
 		}
-		r := &Run{ID: id, FlowID: p.FlowID, FlowVersionID: p.VersionID, EntityID: p.EntityID,
-			Status: RunRunning, Trigger: p.Trigger, Input: p.Input, DeadlineSeconds: p.DeadlineSeconds}
-		if r.DeadlineSeconds == 0 {
-			r.DeadlineSeconds = g.DeadlineSeconds
-		}
-		if p.Entity != nil {
-			eid, err := t.tx.UpsertEntity(ctx, e.cfg.NewID(), *p.Entity)
-			if err != nil {
-				return fmt.Errorf("error saving entity: %w", err)
-			}
-			r.EntityID = &eid
-		}
-		if p.IdempotencyKey != "" {
-			k := p.IdempotencyKey
-			r.IdempotencyKey = &k
-		}
-		for _, tid := range g.TerminalNodes {
-			if g.Nodes[tid].Depth == 0 {
-				r.TerminalsLeft++
-			}
-		}
-		if err := t.tx.InsertRun(ctx, r); err != nil {
-			return err
-		}
+		r, err := t.startRun(id, g, p, nil)
 		run = r
-		t.setRun(r, g)
-		var rows []NodeState
-		for _, nid := range sortedStatic(g) {
-			n := g.Nodes[nid]
-			rows = append(rows, NodeState{Key: nid, NodeID: nid, Type: n.Type, Index: []int{},
-				Status: StatusPending, PendingParents: len(g.Upstream[nid])})
-		}
-		if err := t.tx.InsertNodes(ctx, id, rows); err != nil {
-			return err
-		}
-		t.event(EventRunStarted, "", map[string]any{"flow_version_id": p.VersionID, "input": p.Input})
-		if r.EntityID != nil {
-			if err := t.moveEntity(EntityMove{Kind: JourneyRunStarted}); err != nil {
-				return err
-			}
-		}
-		for _, nid := range g.EntryNodes {
-			if err := t.fire(g.Nodes[nid], nil, p.Input, StatusPending, 0); err != nil {
-				return err
-			}
-		}
-		return nil
+		return err
 	})
 	if errors.Is(err, errIdempotentHit) {
 		return run, false, nil
@@ -508,9 +464,11 @@ func (e *Engine) RetryNode(ctx context.Context, runID, key string) error {
 }
 
 // CancelRun cancels a running run: every non-terminal node becomes
-// cancelled and undelivered dispatches are dropped.
+// cancelled and undelivered dispatches are dropped; then its sub-flow
+// runs are cancelled, each in a transaction of its own.
 func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
 	var out *Run
+	var children []string
 	err := e.inTx(ctx, runID, func(t *txn) error {
 		if err := t.load(runID); err != nil {
 			return err
@@ -531,9 +489,14 @@ func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
 		t.finishRun(nil, "cancelled")
 		t.event(EventRunCancelled, "", nil)
 		out = t.run
-		return nil
+		children, err = t.tx.ChildRuns(t.ctx, runID, RunRunning, RunPaused, RunFailed)
+		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	e.cascade(ctx, children, e.CancelRun) // their nodes were cancelled: no run tells them back
+	return out, nil
 }
 
 // inTx runs fn in a transaction with a fresh txn, flushes its events and
@@ -586,6 +549,9 @@ func (t *txn) apply(runID string, fn func(t *txn) error) error {
 // delivered marks it made unnecessary, the outbox rows it claimed, the
 // commit hook.
 func (e *Engine) committed(t *txn) {
+	for _, n := range t.nested {
+		e.committed(n)
+	}
 	if len(t.heardKeys) > 0 && t.run != nil {
 		e.forget(t.run.ID, t.heardKeys, t.heardAttempts)
 	}

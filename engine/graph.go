@@ -2,6 +2,8 @@ package engine
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,6 +31,9 @@ const (
 	// NodeTypeEvent waits for an event with its name and key (POST
 	// /api/v1/events) and completes with its payload.
 	NodeTypeEvent NodeType = "Event"
+	// NodeTypeSubFlow starts a run of another flow (its child) and
+	// completes with the child's output.
+	NodeTypeSubFlow NodeType = "SubFlow"
 	// NodeTypeHTTP sends a request from the outbox; its response completes
 	// it (no callback).
 	NodeTypeHTTP NodeType = "HTTP"
@@ -86,6 +91,29 @@ type Node struct {
 	// Depth is the number of parallel regions enclosing the node: 0 for a
 	// static node, 1 inside one Splitter, 2 inside a nested one, ...
 	Depth int `json:"depth"`
+	// SubFlow is the flow version a SubFlow node starts, resolved and
+	// pinned when the flow version was saved (compiler.LinkSubFlows).
+	SubFlow *SubFlowTarget `json:"subFlow,omitempty"`
+}
+
+// SubFlowVersions lists the flow versions the graph's SubFlow nodes run,
+// by node id.
+func (g *ExecutionGraph) SubFlowVersions() []string {
+	var ids []string
+	for _, id := range slices.Sorted(maps.Keys(g.Nodes)) {
+		if sf := g.Nodes[id].SubFlow; sf != nil {
+			ids = append(ids, sf.VersionID)
+		}
+	}
+	return ids
+}
+
+// SubFlowTarget is the flow version a SubFlow node runs.
+type SubFlowTarget struct {
+	FlowID    string `json:"flowId"`
+	FlowName  string `json:"flowName"`
+	VersionID string `json:"versionId"`
+	Version   int    `json:"version"`
 }
 
 // Region is the parallel region of one Splitter: every node strictly

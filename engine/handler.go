@@ -52,6 +52,10 @@ type FireContext interface {
 	// FanOut completes a Splitter with items and instantiates its parallel
 	// region once per item (Splitter nodes only).
 	FanOut(items []json.RawMessage) error
+	// StartChild marks the node running and starts a run of another flow
+	// version (its child) in the same transaction; the child's end
+	// completes or fails the node, in the child's final transaction.
+	StartChild(c ChildRun) error
 }
 
 // DispatchRequest describes an outbound delivery: a worker dispatch (the

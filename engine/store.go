@@ -157,6 +157,9 @@ type Tx interface {
 	// handled by a failure edge is final) to cancelled and
 	// cancels its undelivered dispatches; it returns the keys it changed.
 	CancelNodes(ctx context.Context, runID string) ([]string, error)
+	// ChildRuns lists the runs SubFlow nodes of run runID started that are
+	// in one of statuses.
+	ChildRuns(ctx context.Context, runID string, statuses ...RunStatus) ([]string, error)
 	// UpsertEntity creates an entity or updates the one with the same email
 	// on the board, returning its id.
 	UpsertEntity(ctx context.Context, id string, e EntityUpsert) (string, error)
@@ -209,6 +212,8 @@ type NodeTransition struct {
 	// Event, for a transition that ends waiting_for_event, is what it
 	// waits for.
 	Event *EventWait
+	// ChildRunID, when set, records the child run a SubFlow node started.
+	ChildRunID *string
 }
 
 // EventWait is the event an Event node waits for.

@@ -60,6 +60,14 @@ type txn struct {
 	// noSpeculation forbids speculate (the retry of a transaction whose
 	// speculation failed).
 	noSpeculation bool
+	// nested are transactions over other runs made in this one's database
+	// transaction (a sub-flow's start, a parent told of its child's end).
+	nested []*txn
+	// starting: the transaction starts its run as a SubFlow node's child,
+	// and the node learns at once if the run ends in it.
+	starting bool
+	// ended is the status the run finished in in this transaction.
+	ended RunStatus
 }
 
 // countDown is a count-down of node key's successors sent ahead.
@@ -1019,6 +1027,9 @@ func (t *txn) flush() error {
 		HeardKeys: t.heardKeys, HeardAttempts: t.heardAttempts, HeardAt: heardAt, Relative: t.speculated}); err != nil {
 		return fmt.Errorf("error saving run %s and %d events: %w", t.run.ID, len(t.events), err)
 	}
+	if t.ended != "" && t.run.ParentRunID != nil && !t.starting {
+		return t.notifyParent()
+	}
 	return nil
 }
 
@@ -1064,6 +1075,7 @@ func (t *txn) settleRun() error {
 }
 
 func (t *txn) finishRun(output json.RawMessage, errMsg string) {
+	t.ended = t.run.Status
 	t.run.Output = output
 	if errMsg != "" {
 		t.run.Error = &errMsg

@@ -42,6 +42,11 @@ type Run struct {
 	DeadlineAt *time.Time `json:"deadline_at,omitempty"`
 	// DeadlineSeconds sets DeadlineAt when the run is inserted.
 	DeadlineSeconds int `json:"-"`
+	// ParentRunID, ParentKey and ParentAttempt name the SubFlow node
+	// instance (and its attempt) that started this run, when one did.
+	ParentRunID   *string `json:"parent_run_id,omitempty"`
+	ParentKey     *string `json:"parent_key,omitempty"`
+	ParentAttempt int     `json:"parent_attempt,omitempty"`
 }
 
 // NodeState is one node instance of a run: the node itself for a static
@@ -69,7 +74,9 @@ type NodeState struct {
 	EventName *string `json:"event_name,omitempty"`
 	EventKey  *string `json:"event_key,omitempty"`
 	// WakeAt is when a sleeping Wait node wakes (database time).
-	WakeAt     *time.Time `json:"wake_at,omitempty"`
+	WakeAt *time.Time `json:"wake_at,omitempty"`
+	// ChildRunID is the run a SubFlow node started (its latest attempt's).
+	ChildRunID *string    `json:"child_run_id,omitempty"`
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`
@@ -114,6 +121,11 @@ const (
 	EventNodeSkippedByHand = "node.completed_by_hand"
 	// EventReceived: an Event node's event arrived (or had arrived).
 	EventReceived = "node.event_received"
+	// EventChildStarted: a SubFlow node started its child run.
+	EventChildStarted = "node.child_started"
+	// EventChildFinished: a SubFlow node's child run finished (completed,
+	// failed or cancelled).
+	EventChildFinished = "node.child_finished"
 )
 
 // NewEvent is an event to append inside a transaction; the store assigns

@@ -20,5 +20,6 @@ func Registry(o Options) map[engine.NodeType]engine.NodeHandler {
 		engine.NodeTypeWait:      Wait{},
 		engine.NodeTypeEvent:     Event{},
 		engine.NodeTypeHTTP:      HTTP{},
+		engine.NodeTypeSubFlow:   SubFlow{},
 	}
 }

@@ -245,3 +245,40 @@ func (s *Store) ExecutionGraph(ctx context.Context, versionID string) (*engine.E
 	}
 	return &g, nil
 }
+
+// ResolveSubFlow finds the flow a SubFlow node names — ref is a flow's id,
+// else its name — at version number (0: its current version). A name
+// several flows share is ambiguous (engine.ErrConflict); deleted flows are
+// not found.
+func (s *Store) ResolveSubFlow(ctx context.Context, ref string, version int) (engine.SubFlowTarget, error) {
+	var t engine.SubFlowTarget
+	if version < 0 || version > math.MaxInt32 {
+		return t, fmt.Errorf("version %d of flow %q: %w", version, ref, engine.ErrNotFound)
+	}
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT f.id::text, f.name, v.id::text, v.number FROM flows f
+		JOIN flow_versions v ON v.flow_id = f.id AND (CASE WHEN ? = 0 THEN v.id = f.current_version_id ELSE v.number = ? END)
+		WHERE f.deleted_at IS NULL AND (f.id::text = ? OR f.name = ?)
+		ORDER BY f.id::text = ? DESC LIMIT 2`, version, version, ref, ref, ref).Rows()
+	if err != nil {
+		return t, fmt.Errorf("error resolving flow %q: %w", ref, interpretError(err))
+	}
+	defer rows.Close()
+	var found []engine.SubFlowTarget
+	for rows.Next() {
+		var f engine.SubFlowTarget
+		if err := rows.Scan(&f.FlowID, &f.FlowName, &f.VersionID, &f.Version); err != nil {
+			return t, interpretError(err)
+		}
+		found = append(found, f)
+	}
+	if err := rows.Err(); err != nil {
+		return t, interpretError(err)
+	}
+	switch {
+	case len(found) == 0:
+		return t, fmt.Errorf("flow %q (version %d): %w", ref, version, engine.ErrNotFound)
+	case len(found) == 2 && found[0].FlowID != ref:
+		return t, fmt.Errorf("%w: several flows are named %q; name the flow by its id", engine.ErrConflict, ref)
+	}
+	return found[0], nil
+}

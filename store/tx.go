@@ -172,7 +172,8 @@ func rebind(q string) string {
 var _ engine.Tx = (*pgTx)(nil)
 
 const runCols = `id::text, flow_id::text, flow_version_id::text, entity_id::text, status, trigger, input, output, error,
-	idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at, deadline_at`
+	idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at, deadline_at,
+	parent_run_id::text, parent_key, parent_attempt`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -182,11 +183,14 @@ func scanRun(row scanner) (*engine.Run, error) {
 	var trigger, input, output []byte
 	var finished, deadline sql.NullTime
 	var status string
+	var parent, parentKey sql.NullString
+	var parentAttempt sql.NullInt64
 	if err := row.Scan(&r.ID, &r.FlowID, &r.FlowVersionID, &entity, &status, &trigger, &input, &output, &errMsg,
 		&idem, &r.ActiveNodes, &r.FailedNodes, &r.TerminalsLeft, &r.EventSeq, &r.CreatedAt, &r.UpdatedAt, &finished,
-		&deadline); err != nil {
+		&deadline, &parent, &parentKey, &parentAttempt); err != nil {
 		return nil, interpretError(err)
 	}
+	r.ParentRunID, r.ParentKey, r.ParentAttempt = nullStr(parent), nullStr(parentKey), int(parentAttempt.Int64)
 	r.DeadlineAt = nullTime(deadline)
 	r.Status = engine.RunStatus(status)
 	r.EntityID = nullStr(entity)
@@ -214,7 +218,7 @@ func nullStr(s sql.NullString) *string {
 func nodeColsAs(a string) string {
 	return a + "key, " + a + "node_id, array_to_string(" + a + "idx, ','), " + a + "type, " + a + "status, " +
 		a + "input, " + a + "output, " + a + "error, " + a + "attempt, " + a + "pending_parents, " + a + "deadline, " +
-		a + "started_at, " + a + "finished_at, " + a + "updated_at, array_to_json(" + a + "taken)::text, " + a + "wake_at, " + a + "iteration, " + a + "event_name, " + a + "event_key"
+		a + "started_at, " + a + "finished_at, " + a + "updated_at, array_to_json(" + a + "taken)::text, " + a + "wake_at, " + a + "iteration, " + a + "event_name, " + a + "event_key, " + a + "child_run_id::text"
 }
 
 func scanNode(row scanner, runID string) (*engine.NodeState, error) {
@@ -224,9 +228,9 @@ func scanNode(row scanner, runID string) (*engine.NodeState, error) {
 	var errMsg sql.NullString
 	var deadline, started, finished, wake sql.NullTime
 	var taken []byte
-	var evName, evKey sql.NullString
+	var evName, evKey, child sql.NullString
 	if err := row.Scan(&n.Key, &n.NodeID, &idx, &typ, &status, &input, &output, &errMsg, &n.Attempt,
-		&n.PendingParents, &deadline, &started, &finished, &n.UpdatedAt, &taken, &wake, &n.Iteration, &evName, &evKey); err != nil {
+		&n.PendingParents, &deadline, &started, &finished, &n.UpdatedAt, &taken, &wake, &n.Iteration, &evName, &evKey, &child); err != nil {
 		return nil, interpretError(err)
 	}
 	if taken != nil {
@@ -246,6 +250,7 @@ func scanNode(row scanner, runID string) (*engine.NodeState, error) {
 	n.Deadline, n.StartedAt, n.FinishedAt = nullTime(deadline), nullTime(started), nullTime(finished)
 	n.WakeAt = nullTime(wake)
 	n.EventName, n.EventKey = nullStr(evName), nullStr(evKey)
+	n.ChildRunID = nullStr(child)
 	n.UpdatedAt = n.UpdatedAt.UTC()
 	return &n, nil
 }
@@ -275,7 +280,8 @@ func nullTime(t sql.NullTime) *time.Time {
 // lockCols is runCols with NULL for the trigger and the input: LockRun
 // leaves them out.
 const lockCols = `id::text, flow_id::text, flow_version_id::text, entity_id::text, status, NULL::jsonb, NULL::jsonb, output,
-	error, idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at, deadline_at`
+	error, idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at, deadline_at,
+	parent_run_id::text, parent_key, parent_attempt`
 
 func (t *pgTx) LockRun(ctx context.Context, runID string) (*engine.Run, error) {
 	r, err := scanRun(t.raw(ctx, `SELECT `+lockCols+` FROM runs WHERE id = ? FOR UPDATE`, runID).Row())
@@ -321,11 +327,16 @@ func (t *pgTx) InsertRun(ctx context.Context, r *engine.Run) error {
 	if len(trigger) == 0 {
 		trigger = json.RawMessage("{}")
 	}
+	var parentAttempt *int
+	if r.ParentRunID != nil {
+		parentAttempt = &r.ParentAttempt
+	}
 	row := t.raw(ctx, `INSERT INTO runs (id, flow_id, flow_version_id, entity_id, status, trigger, input,
-		idempotency_key, terminals_left, deadline_at) VALUES (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?,
-		CASE WHEN ? > 0 THEN now() + make_interval(secs => ?) END) RETURNING created_at, updated_at, deadline_at`,
+		idempotency_key, terminals_left, deadline_at, parent_run_id, parent_key, parent_attempt)
+		VALUES (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?,
+		CASE WHEN ? > 0 THEN now() + make_interval(secs => ?) END, ?::uuid, ?, ?) RETURNING created_at, updated_at, deadline_at`,
 		r.ID, r.FlowID, r.FlowVersionID, r.EntityID, string(r.Status), string(trigger), string(r.Input),
-		r.IdempotencyKey, r.TerminalsLeft, r.DeadlineSeconds, r.DeadlineSeconds).Row()
+		r.IdempotencyKey, r.TerminalsLeft, r.DeadlineSeconds, r.DeadlineSeconds, r.ParentRunID, r.ParentKey, parentAttempt).Row()
 	var deadline sql.NullTime
 	if err := row.Scan(&r.CreatedAt, &r.UpdatedAt, &deadline); err != nil {
 		return interpretError(err)
@@ -635,6 +646,10 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 		q += `, event_name = ?, event_key = ?`
 		args = append(args, tr.Event.Name, tr.Event.Key)
 	}
+	if tr.ChildRunID != nil {
+		q += `, child_run_id = ?::uuid`
+		args = append(args, *tr.ChildRunID)
+	}
 	q += ` WHERE run_id = ? AND key = ? AND status = ? AND (? = 0 OR attempt = ?)`
 	args = append(args, tr.RunID, tr.Key, string(tr.From), tr.Attempt, tr.Attempt)
 	if tr.NodeID != "" {
@@ -821,6 +836,28 @@ func (t *pgTx) HoldDispatches(ctx context.Context, runID string, hold bool) (int
 	res := t.exec(ctx, `UPDATE dispatches SET status = '`+to+`', next_attempt_at = `+when+`, updated_at = now()
 		WHERE run_id = ? AND status = '`+from+`'`, runID)
 	return int(res.RowsAffected), interpretError(res.Error)
+}
+
+func (t *pgTx) ChildRuns(ctx context.Context, runID string, statuses ...engine.RunStatus) ([]string, error) {
+	st := make([]string, len(statuses))
+	for i, s := range statuses {
+		st[i] = string(s)
+	}
+	rows, err := t.raw(ctx, `SELECT id::text FROM runs WHERE parent_run_id = ? AND status = ANY(?::text[]) ORDER BY id`,
+		runID, st).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error listing the sub-flow runs of run %s: %w", runID, interpretError(err))
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, interpretError(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, interpretError(rows.Err())
 }
 
 func (t *pgTx) ReadyNodes(ctx context.Context, runID string) ([]engine.NodeState, error) {

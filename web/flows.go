@@ -59,7 +59,9 @@ func toFlowJSON(f *store.Flow, withGraph bool) flowJSON {
 
 // compileGraph parses and compiles a visual graph, returning the version to
 // store (canonical visual JSON, execution JSON, hash).
-func (s *Server) compileGraph(ctx context.Context, raw json.RawMessage, message string, boardID *string) (*store.NewVersion, error) {
+// self is the flow's id ("" for a new flow): its SubFlow nodes are pinned
+// to versions of other flows, none of which may contain it.
+func (s *Server) compileGraph(ctx context.Context, raw json.RawMessage, message string, boardID *string, self string) (*store.NewVersion, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("graph is required")
 	}
@@ -81,6 +83,9 @@ func (s *Server) compileGraph(ctx context.Context, raw json.RawMessage, message 
 	if err != nil {
 		return nil, err
 	}
+	if err := compiler.LinkSubFlows(ctx, v, g, self, s.cfg.Store); err != nil {
+		return nil, err
+	}
 	canon, err := compiler.Canonical(raw)
 	if err != nil {
 		return nil, badRequest("graph: " + err.Error())
@@ -89,7 +94,15 @@ func (s *Server) compileGraph(ctx context.Context, raw json.RawMessage, message 
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(canon)
+	// The versions "latest" pinned are part of what a version is: saving
+	// the same drawing after a sub-flow changed makes a new version.
+	h := sha256.New()
+	h.Write(canon)
+	for _, id := range g.SubFlowVersions() {
+		h.Write([]byte("\n" + id))
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
 	return &store.NewVersion{ID: uuid.NewString(), Graph: canon, Execution: exec, Hash: hex.EncodeToString(sum[:]), Message: message}, nil
 }
 
@@ -107,7 +120,7 @@ func (s *Server) createFlow(c echo.Context) error {
 	if b.BoardID != nil && !validUUID(*b.BoardID) {
 		return badRequest("board_id must be a UUID")
 	}
-	v, err := s.compileGraph(c.Request().Context(), b.Graph, b.Message, b.BoardID)
+	v, err := s.compileGraph(c.Request().Context(), b.Graph, b.Message, b.BoardID, "")
 	if err != nil {
 		return err
 	}
@@ -191,7 +204,7 @@ func (s *Server) updateFlow(c echo.Context) error {
 		graph = cur.Graph // re-check the current graph against the new board
 	}
 	if len(graph) > 0 {
-		v, err := s.compileGraph(ctx, graph, b.Message, board)
+		v, err := s.compileGraph(ctx, graph, b.Message, board, id)
 		if err != nil {
 			return err
 		}

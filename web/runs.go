@@ -32,12 +32,17 @@ type runJSON struct {
 	UpdatedAt     time.Time        `json:"updated_at"`
 	FinishedAt    *time.Time       `json:"finished_at"`
 	DeadlineAt    *time.Time       `json:"deadline_at,omitempty"`
+	// ParentRunID and ParentKey name the SubFlow node that started the
+	// run (a sub-flow run).
+	ParentRunID *string `json:"parent_run_id,omitempty"`
+	ParentKey   *string `json:"parent_key,omitempty"`
 }
 
 func toRunJSON(r *engine.Run) runJSON {
 	return runJSON{ID: r.ID, FlowID: r.FlowID, FlowVersionID: r.FlowVersionID, Status: r.Status,
 		Input: nullJSON(r.Input), Output: nullJSON(r.Output), Error: r.Error, EntityID: r.EntityID, Trigger: r.Trigger,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, DeadlineAt: r.DeadlineAt}
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, DeadlineAt: r.DeadlineAt,
+		ParentRunID: r.ParentRunID, ParentKey: r.ParentKey}
 }
 
 func nullJSON(b json.RawMessage) json.RawMessage {

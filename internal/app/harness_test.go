@@ -249,6 +249,8 @@ type nodeJSON struct {
 	Attempt  int             `json:"attempt"`
 	Finished *time.Time      `json:"finished_at"`
 	Taken    []string        `json:"taken"`
+	// ChildRunID is a SubFlow node's child run.
+	ChildRunID string `json:"child_run_id"`
 }
 
 type runJSON struct {
@@ -258,6 +260,9 @@ type runJSON struct {
 	Output json.RawMessage     `json:"output"`
 	Error  *string             `json:"error"`
 	Nodes  map[string]nodeJSON `json:"nodes"`
+	// ParentRunID and ParentKey: the SubFlow node that started the run.
+	ParentRunID string `json:"parent_run_id"`
+	ParentKey   string `json:"parent_key"`
 }
 
 func (h *harness) startRun(flowID string, input any) runJSON {

@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Sub-flows (README, Sub-flows): a SubFlow node starts a run of another
+// flow version — its child — in the transaction that fires it, and the
+// child's final transaction (completed, failed or cancelled) completes or
+// fails the node, locking the parent's run after its own. Each of those
+// is a txn of its own over the same database transaction (nested), whose
+// effects after commit (outbox rows it claimed, the commit hook) are the
+// process's as any transaction's.
+
+// ChildRun is the run a SubFlow node starts.
+type ChildRun struct {
+	Target SubFlowTarget
+	Input  json.RawMessage
+	// PassEntity attaches the parent run's entity to the child.
+	PassEntity bool
+}
+
+// parentRef names the SubFlow node instance that starts a run.
+type parentRef struct {
+	runID, key string
+	attempt    int
+}
+
+// startRun creates run id of graph g inside this transaction and fires its
+// entry nodes (parent: the SubFlow node starting it, or nil).
+func (t *txn) startRun(id string, g *ExecutionGraph, p StartRunParams, parent *parentRef) (*Run, error) {
+	ctx := t.ctx
+	r := &Run{ID: id, FlowID: p.FlowID, FlowVersionID: p.VersionID, EntityID: p.EntityID,
+		Status: RunRunning, Trigger: p.Trigger, Input: p.Input, DeadlineSeconds: p.DeadlineSeconds}
+	if r.DeadlineSeconds == 0 {
+		r.DeadlineSeconds = g.DeadlineSeconds
+	}
+	if parent != nil {
+		r.ParentRunID, r.ParentKey, r.ParentAttempt = &parent.runID, &parent.key, parent.attempt
+	}
+	if p.Entity != nil {
+		eid, err := t.tx.UpsertEntity(ctx, t.e.cfg.NewID(), *p.Entity)
+		if err != nil {
+			return nil, fmt.Errorf("error saving entity: %w", err)
+		}
+		r.EntityID = &eid
+	}
+	if p.IdempotencyKey != "" {
+		k := p.IdempotencyKey
+		r.IdempotencyKey = &k
+	}
+	for _, tid := range g.TerminalNodes {
+		if g.Nodes[tid].Depth == 0 {
+			r.TerminalsLeft++
+		}
+	}
+	if err := t.tx.InsertRun(ctx, r); err != nil {
+		return nil, err
+	}
+	t.setRun(r, g)
+	var rows []NodeState
+	for _, nid := range sortedStatic(g) {
+		n := g.Nodes[nid]
+		rows = append(rows, NodeState{Key: nid, NodeID: nid, Type: n.Type, Index: []int{},
+			Status: StatusPending, PendingParents: len(g.Upstream[nid])})
+	}
+	if err := t.tx.InsertNodes(ctx, id, rows); err != nil {
+		return nil, err
+	}
+	started := map[string]any{"flow_version_id": p.VersionID, "input": p.Input}
+	if parent != nil {
+		started["parent_run_id"], started["parent_key"] = parent.runID, parent.key
+	}
+	t.event(EventRunStarted, "", started)
+	if r.EntityID != nil {
+		if err := t.moveEntity(EntityMove{Kind: JourneyRunStarted}); err != nil {
+			return nil, err
+		}
+	}
+	for _, nid := range g.EntryNodes {
+		if err := t.fire(g.Nodes[nid], nil, p.Input, StatusPending, 0); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// nestedTxn is a txn over another run in this transaction's database
+// transaction; committed hands on its effects with this one's.
+func (t *txn) nestedTxn() *txn {
+	n := &txn{e: t.e, ctx: t.ctx, tx: t.tx, room: -1, noSpeculation: true, began: t.began}
+	t.nested = append(t.nested, n)
+	return n
+}
+
+func (f *fireCtx) StartChild(c ChildRun) error {
+	if err := f.act(); err != nil {
+		return err
+	}
+	if f.unwritten() {
+		return errNeedsRow
+	}
+	t := f.t
+	g, err := t.e.Graph(t.ctx, c.Target.VersionID)
+	if err != nil {
+		return err
+	}
+	id := t.e.cfg.NewID()
+	p := StartRunParams{FlowID: c.Target.FlowID, VersionID: c.Target.VersionID, Input: c.Input}
+	if len(p.Input) == 0 || string(p.Input) == "null" {
+		p.Input = json.RawMessage("{}")
+	}
+	if c.PassEntity {
+		p.EntityID = t.run.EntityID
+	}
+	p.Trigger, _ = json.Marshal(map[string]any{"type": "subflow", "parent_run_id": t.run.ID, "parent_key": f.key,
+		"parent_attempt": f.attempt})
+	ct := t.nestedTxn()
+	ct.starting = true // its end, should it end at once, is told here, not by notifyParent
+	child, err := ct.startRun(id, g, p, &parentRef{runID: t.run.ID, key: f.key, attempt: f.attempt})
+	if err != nil {
+		return fmt.Errorf("error starting the sub-flow run of %s: %w", f.key, err)
+	}
+	if err := ct.flush(); err != nil {
+		return fmt.Errorf("error starting the sub-flow run of %s: %w", f.key, err)
+	}
+	t.event(EventChildStarted, f.key, map[string]any{"child_run_id": id, "flow_id": c.Target.FlowID,
+		"version": c.Target.Version, "attempt": f.attempt})
+	switch child.Status {
+	case RunCompleted: // a child with nothing to wait for
+		tr := f.start(StatusRunning, StatusCompleted)
+		tr.ChildRunID, tr.Output = &id, orNull(child.Output)
+		t.event(EventChildFinished, f.key, map[string]any{"child_run_id": id, "status": child.Status})
+		return t.completeWith(f.node, nil, "", tr)
+	case RunFailed:
+		tr := f.start(StatusRunning, StatusFailed)
+		msg := childFailure(child)
+		tr.ChildRunID, tr.Error = &id, &msg
+		t.event(EventChildFinished, f.key, map[string]any{"child_run_id": id, "status": child.Status})
+		return t.failWith(tr)
+	}
+	tr := f.start(StatusRunning)
+	tr.ChildRunID = &id
+	return t.transitionLater(tr, f.node.ID, f.attempt-1)
+}
+
+// childFailure is the reason a SubFlow node fails with when its child run
+// failed or was cancelled.
+func childFailure(child *Run) string {
+	if child.Status == RunCancelled {
+		return fmt.Sprintf("sub-flow run %s was cancelled", child.ID)
+	}
+	msg := "it failed"
+	if child.Error != nil {
+		msg = *child.Error
+	}
+	return childFailurePrefix(child.ID) + ": " + msg
+}
+
+func childFailurePrefix(childID string) string { return "sub-flow run " + childID + " failed" }
+
+// notifyParent tells the SubFlow node that started this run (a child that
+// just ended: t.ended) how it ended, in this transaction: completed, the
+// node completes with the run's output and walks its edges; failed or
+// cancelled, the node fails (a failure edge may take it on). A node no
+// longer running this child — cancelled, retried with a new child — is
+// left alone. A node that failed because this child failed, and was not
+// retried, completes when the child completes after all (an operator
+// repaired the child).
+func (t *txn) notifyParent() error {
+	r := t.run
+	pt := t.nestedTxn()
+	if err := pt.load(*r.ParentRunID); err != nil {
+		return fmt.Errorf("error loading the parent of run %s: %w", r.ID, err)
+	}
+	cur, err := pt.tx.Node(pt.ctx, pt.run.ID, *r.ParentKey)
+	if err != nil {
+		return fmt.Errorf("error loading the SubFlow node of run %s: %w", r.ID, err)
+	}
+	n := pt.graph.Nodes[cur.NodeID]
+	if n == nil || cur.ChildRunID == nil || *cur.ChildRunID != r.ID || cur.Attempt != r.ParentAttempt {
+		return nil
+	}
+	revived := cur.Status == StatusFailed && cur.Taken == nil && r.Status == RunCompleted &&
+		pt.run.Status != RunCancelled && cur.Error != nil && strings.HasPrefix(*cur.Error, childFailurePrefix(r.ID))
+	if cur.Status != StatusRunning && !revived {
+		return nil
+	}
+	pt.event(EventChildFinished, cur.Key, map[string]any{"child_run_id": r.ID, "status": r.Status})
+	if r.Status == RunCompleted {
+		tr := &NodeTransition{Key: cur.Key, From: cur.Status, Steps: []Status{StatusCompleted}, Attempt: cur.Attempt,
+			Output: orNull(r.Output)}
+		if revived {
+			tr.Steps = []Status{StatusRunning, StatusCompleted}
+		}
+		if err := pt.completeWith(n, cur, "", tr); err != nil {
+			return err
+		}
+	} else {
+		msg := childFailure(r)
+		if err := pt.failWith(&NodeTransition{Key: cur.Key, From: StatusRunning, Steps: []Status{StatusFailed},
+			Attempt: cur.Attempt, Error: &msg}); err != nil {
+			return err
+		}
+	}
+	return pt.flush()
+}

@@ -1,0 +1,14 @@
+-- +goose Up
+-- Sub-flows (README, Sub-flows): a SubFlow node starts a child run, which
+-- names the parent run, the node instance and the attempt that started it;
+-- the node names its child. No foreign key to the parent: the child's
+-- final transaction locks the parent's row itself, and a key share lock
+-- taken by every insert would only add waiting.
+ALTER TABLE runs ADD COLUMN parent_run_id uuid, ADD COLUMN parent_key text, ADD COLUMN parent_attempt int;
+CREATE INDEX runs_parent_idx ON runs (parent_run_id) WHERE parent_run_id IS NOT NULL;
+ALTER TABLE node_states ADD COLUMN child_run_id uuid;
+
+-- +goose Down
+ALTER TABLE node_states DROP COLUMN child_run_id;
+DROP INDEX runs_parent_idx;
+ALTER TABLE runs DROP COLUMN parent_run_id, DROP COLUMN parent_key, DROP COLUMN parent_attempt;
