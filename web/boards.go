@@ -19,6 +19,7 @@ import (
 
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/broker"
 	"github.com/stitchd/stitchd/internal/jsonlimit"
 	"github.com/stitchd/stitchd/store"
 )
@@ -260,18 +261,21 @@ func (s *Server) createTrigger(c echo.Context) error {
 			EmailPath string `json:"email_path"`
 		} `json:"entity"`
 		scheduleBody
+		brokerBody
 	}
 	if err := bind(c, &b); err != nil {
 		return err
 	}
 	switch b.Kind {
+	case broker.KindNATS, broker.KindAMQP:
+		return s.createBrokerTrigger(c, flowID, b.Kind, b.brokerBody, b.Name, b.Enabled)
 	case "schedule":
 		return s.createSchedule(c, flowID, b.scheduleBody)
 	case "event":
 		return s.createEventTrigger(c, flowID, b.Name, b.Enabled)
 	case "", "webhook":
 	default:
-		return badRequest(`kind must be "webhook" (the default), "schedule" or "event"`)
+		return badRequest(`kind must be "webhook" (the default), "schedule", "event", "nats" or "amqp"`)
 	}
 	if !slugPattern.MatchString(b.Slug) {
 		return badRequest("slug must be 1-100 lowercase letters, digits, '-' or '_'")

@@ -110,7 +110,19 @@ func (s *Server) listTriggers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, 0, len(hooks)+len(scheds)+len(evs))
+	brokers, err := s.cfg.Store.FlowBrokerTriggers(ctx, flowID)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(brokers))
+	for i := range brokers {
+		ids[i] = brokers[i].ID
+	}
+	cons, err := s.brokerConsumers(ctx, ids)
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, 0, len(hooks)+len(scheds)+len(evs)+len(brokers))
 	for i := range hooks {
 		out = append(out, webhookJSON(&hooks[i]))
 	}
@@ -120,6 +132,9 @@ func (s *Server) listTriggers(c echo.Context) error {
 	for i := range evs {
 		out = append(out, eventTriggerJSON(&evs[i]))
 	}
+	for i := range brokers {
+		out = append(out, brokerTriggerJSON(&brokers[i], cons[brokers[i].ID]))
+	}
 	return c.JSON(http.StatusOK, map[string]any{"triggers": out})
 }
 
@@ -128,10 +143,11 @@ type anyTrigger struct {
 	schedule *store.Schedule
 	webhook  *store.Trigger
 	event    *store.EventTrigger
+	broker   *store.BrokerTrigger
 }
 
 // trigger finds the trigger of the path's id: a schedule, an event
-// trigger or a webhook.
+// trigger, a broker trigger or a webhook.
 func (s *Server) trigger(c echo.Context) (anyTrigger, error) {
 	id, err := s.pathUUID(c, "id", "trigger")
 	if err != nil {
@@ -145,6 +161,11 @@ func (s *Server) trigger(c echo.Context) (anyTrigger, error) {
 	}
 	if et, err := s.cfg.Store.GetEventTrigger(ctx, id); err == nil {
 		return anyTrigger{event: et}, nil
+	} else if !errors.Is(err, engine.ErrNotFound) {
+		return anyTrigger{}, err
+	}
+	if bt, err := s.cfg.Store.GetBrokerTrigger(ctx, id); err == nil {
+		return anyTrigger{broker: bt}, nil
 	} else if !errors.Is(err, engine.ErrNotFound) {
 		return anyTrigger{}, err
 	}
@@ -165,6 +186,8 @@ func (s *Server) getTrigger(c echo.Context) error {
 		return c.JSON(http.StatusOK, scheduleJSON(t.schedule))
 	case t.event != nil:
 		return c.JSON(http.StatusOK, eventTriggerJSON(t.event))
+	case t.broker != nil:
+		return s.answerBrokerTrigger(c, http.StatusOK, t.broker)
 	}
 	return c.JSON(http.StatusOK, webhookJSON(t.webhook))
 }
@@ -173,6 +196,9 @@ func (s *Server) patchTrigger(c echo.Context) error {
 	t, err := s.trigger(c)
 	if err != nil {
 		return err
+	}
+	if t.broker != nil {
+		return s.patchBrokerTrigger(c, t.broker)
 	}
 	if t.event != nil {
 		var b struct {
@@ -226,6 +252,8 @@ func (s *Server) deleteTrigger(c echo.Context) error {
 		err = s.cfg.Store.DeleteSchedule(ctx, t.schedule.ID)
 	case t.event != nil:
 		err = s.cfg.Store.DeleteEventTrigger(ctx, t.event.ID)
+	case t.broker != nil:
+		err = s.cfg.Store.DeleteBrokerTrigger(ctx, t.broker.ID)
 	default:
 		err = s.cfg.Store.DeleteTrigger(ctx, t.webhook.ID)
 	}

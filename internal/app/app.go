@@ -18,6 +18,7 @@ import (
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/handlers"
+	"github.com/stitchd/stitchd/internal/broker"
 	"github.com/stitchd/stitchd/internal/metrics"
 	"github.com/stitchd/stitchd/internal/tracing"
 	"github.com/stitchd/stitchd/store"
@@ -76,6 +77,9 @@ type Config struct {
 	// KeyRefresh is how often callback keys are reloaded from the database,
 	// so a rotation reaches every instance (default 30s).
 	KeyRefresh time.Duration
+	// WebhookSecretRefresh is how often the secrets that sign dispatches
+	// are read again, so a rotation reaches every instance (default 2s).
+	WebhookSecretRefresh time.Duration
 	// OTLPEndpoint, when set, exports traces there over OTLP/HTTP
 	// (OTEL_EXPORTER_OTLP_ENDPOINT); empty starts nothing.
 	OTLPEndpoint string
@@ -112,6 +116,11 @@ type App struct {
 	stopErr  error
 	// URL is the address the server listens on (http://host:port).
 	URL string
+
+	// brokers consumes the broker triggers (nats, amqp); instanceID names
+	// this process in their consumer states.
+	brokers    *broker.Service
+	instanceID string
 }
 
 // ResolveDatabase returns the configured URL, or finds/starts a local server.
@@ -226,6 +235,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	client.Transport = a.tracing.Transport(client.Transport)
 	disp := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Metrics.DispatchStore(a.Store),
 		Recorder: a.Metrics.Recorder(a.Engine), Secret: secret,
+		Signer: &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh},
 		Client: client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers, HostWorkers: cfg.DispatchHostWorkers,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock})
 	a.Dispatcher, waker.d = disp, disp
@@ -336,6 +346,8 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	a.Dispatcher.Start(ctx)
+	a.brokers = a.newBrokers()
+	a.brokers.Start(ctx)
 	a.wg.Add(5)
 	go func() {
 		defer a.wg.Done()
@@ -458,6 +470,9 @@ func (a *App) stop(ctx context.Context) error {
 	}
 	a.Dispatcher.Stop()
 	a.wg.Wait()
+	if a.brokers != nil {
+		a.stopBrokers(ctx)
+	}
 	if merr := a.Engine.FlushDeliveryMarks(ctx); merr != nil && err == nil {
 		err = fmt.Errorf("error writing delivered marks: %w", merr)
 	}

@@ -161,10 +161,8 @@ func (c *Config) Validate(kind string) []Problem {
 		if c.AckWaitSeconds < 1 || c.AckWaitSeconds > MaxAckWaitSeconds {
 			bad("ack_wait_seconds", "ack_wait_seconds must be from 1 to %d", MaxAckWaitSeconds)
 		}
-		for path, v := range map[string]string{"queue": c.Queue} {
-			if v != "" {
-				bad(path, "%s is for amqp triggers; a nats trigger reads subject", path)
-			}
+		if c.Queue != "" {
+			bad("queue", "queue is for amqp triggers; a nats trigger reads subject")
 		}
 		if c.Prefetch != 0 {
 			bad("prefetch", "prefetch is for amqp triggers")
@@ -182,9 +180,10 @@ func (c *Config) Validate(kind string) []Problem {
 		if c.Prefetch < 1 || c.Prefetch > MaxPrefetch {
 			bad("prefetch", "prefetch must be from 1 to %d", MaxPrefetch)
 		}
-		for path, v := range map[string]string{"subject": c.Subject, "stream": c.Stream, "durable": c.Durable, "deliver": c.Deliver} {
-			if v != "" {
-				bad(path, "%s is for nats triggers; an amqp trigger reads queue", path)
+		for _, f := range []struct{ path, v string }{{"subject", c.Subject}, {"stream", c.Stream}, {"durable", c.Durable},
+			{"deliver", c.Deliver}} {
+			if f.v != "" {
+				bad(f.path, "%s is for nats triggers; an amqp trigger reads queue", f.path)
 			}
 		}
 		if c.AckWaitSeconds != 0 {
@@ -195,9 +194,9 @@ func (c *Config) Validate(kind string) []Problem {
 	}
 	switch c.As {
 	case AsRun:
-		for path, v := range map[string]string{"name": c.Name, "key": c.Key, "key_header": c.KeyHeader} {
-			if v != "" {
-				bad(path, `%s is for "as": "event"; a message starts a run with its body as input`, path)
+		for _, f := range []struct{ path, v string }{{"name", c.Name}, {"key", c.Key}, {"key_header", c.KeyHeader}} {
+			if f.v != "" {
+				bad(f.path, `%s is for "as": "event"; a message starts a run with its body as input`, f.path)
 			}
 		}
 		if c.TTLSeconds != 0 {

@@ -283,14 +283,16 @@ func (c *consumer) disconnected(ctx context.Context, err error) {
 	c.p.Report(ctx, st)
 }
 
-// messageFailed records a message's failure as the last error, at most
-// once a second (a broken database fails every message).
+// messageFailed records a message's failure as the last error; the same
+// error again at most once a second (a broken database fails every
+// message).
 func (c *consumer) messageFailed(ctx context.Context, m Message, err error) {
 	now := time.Now().UTC()
+	msg := fmt.Sprintf("message %s: %v", m.ID, err)
 	c.mu.Lock()
-	c.state.LastError, c.state.LastErrorAt = fmt.Sprintf("message %s: %v", m.ID, err), &now
+	report := msg != c.state.LastError || now.Sub(c.reportedAt) >= time.Second
+	c.state.LastError, c.state.LastErrorAt = msg, &now
 	st := c.state
-	report := now.Sub(c.reportedAt) >= time.Second
 	if report {
 		c.reportedAt = now
 	}
