@@ -1,0 +1,72 @@
+package broker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestValidateDefaults(t *testing.T) {
+	t.Parallel()
+	n := Config{URL: "nats://127.0.0.1:4222", Subject: "orders.>"}
+	require.Empty(t, n.Validate(KindNATS))
+	require.Equal(t, Config{URL: "nats://127.0.0.1:4222", Subject: "orders.>", Deliver: "all",
+		AckWaitSeconds: DefaultAckWaitSeconds, As: AsRun}, n)
+	require.Equal(t, "stitchd-abc", n.DurableName("abc"))
+
+	a := Config{URL: "amqp://guest:guest@127.0.0.1:5672/", Queue: "orders", As: AsEvent, Name: "order.paid", KeyHeader: "Order"}
+	require.Empty(t, a.Validate(KindAMQP))
+	require.Equal(t, DefaultPrefetch, a.Prefetch)
+}
+
+func TestValidateSubjects(t *testing.T) {
+	t.Parallel()
+	for s, ok := range map[string]bool{"a": true, "a.b.c": true, "a.*.c": true, "a.>": true, ">": true,
+		"a..b": false, "a.>.c": false, "a.b*": false, "a b": false, ".a": false, "a.": false} {
+		c := Config{URL: "nats://h", Subject: s}
+		require.Equal(t, ok, len(c.Validate(KindNATS)) == 0, "subject %q", s)
+	}
+}
+
+func TestRedactAndPatch(t *testing.T) {
+	t.Parallel()
+	c := Config{URL: "amqp://guest:secret@h:5672/"}
+	require.Equal(t, "amqp://guest:xxxxx@h:5672/", Redact(c.URL))
+	// The redacted URL sent back keeps the password; another replaces it.
+	red := Redact(c.URL)
+	Patch{URL: &red}.Apply(&c)
+	require.Equal(t, "amqp://guest:secret@h:5672/", c.URL)
+	other := "amqp://u:p@h2/"
+	Patch{URL: &other}.Apply(&c)
+	require.Equal(t, other, c.URL)
+}
+
+func TestEventKey(t *testing.T) {
+	t.Parallel()
+	c := Config{Key: "input.order.id"}
+	m := Message{Body: []byte(`{"order": {"id": 42}}`), Headers: map[string]string{"Order-Id": "7"}}
+	k, err := c.EventKey(m)
+	require.NoError(t, err)
+	require.Equal(t, "42", k)
+	_, err = c.EventKey(Message{Body: []byte(`{"order": {}}`)})
+	require.ErrorContains(t, err, "not a string or a number")
+	h := Config{KeyHeader: "order-id"}
+	k, err = h.EventKey(m)
+	require.NoError(t, err)
+	require.Equal(t, "7", k, "header names match case-insensitively")
+}
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	lo, hi := 500*time.Millisecond, 30*time.Second
+	for n := range 20 {
+		d := backoff(lo, hi, n)
+		want := min(lo<<n, hi)
+		if n > 10 {
+			want = hi
+		}
+		require.GreaterOrEqual(t, d, want*3/4, "failure %d", n)
+		require.LessOrEqual(t, d, want*5/4, "failure %d", n)
+	}
+}
