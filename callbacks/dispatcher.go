@@ -47,8 +47,13 @@ type DispatcherConfig struct {
 	// Responses takes the responses of request/response deliveries (HTTP
 	// nodes); default: Recorder, when it implements ResponseRecorder.
 	Responses ResponseRecorder
-	// Secret signs outbound requests (Standard Webhooks).
+	// Secret signs outbound requests (Standard Webhooks) when Signer is
+	// nil.
 	Secret []byte
+	// Signer, when set, gives the secrets each request is signed with:
+	// one signature each, space-separated in webhook-signature (a
+	// rotation's overlap; a flow's own secret).
+	Signer Signer
 	Client *http.Client
 	Clock  engine.Clock
 	Logger *slog.Logger
@@ -89,6 +94,23 @@ type DispatcherConfig struct {
 	// Backoff computes the delay before try n+1 (default: exponential with
 	// full jitter from 500ms, capped at 60s).
 	Backoff func(try int) time.Duration
+}
+
+// Signer gives the secrets that sign a dispatch of a run, the current
+// first (store.DispatchSigner).
+type Signer interface {
+	Secrets(ctx context.Context, runID string) ([][]byte, error)
+}
+
+// SignWebhookAll returns a webhook-signature header with one signature
+// per secret, space-separated (Standard Webhooks: a receiver accepts the
+// request when any of them verifies).
+func SignWebhookAll(secrets [][]byte, id string, timestamp int64, body []byte) string {
+	sigs := make([]string, len(secrets))
+	for i, s := range secrets {
+		sigs[i] = SignWebhook(s, id, timestamp, body)
+	}
+	return strings.Join(sigs, " ")
 }
 
 // Dispatcher delivers outbox rows claimed by this process: the rows a
@@ -631,7 +653,13 @@ func (d *Dispatcher) post(ctx context.Context, c engine.ClaimedDispatch) (int, t
 	req.Header.Set("User-Agent", "stitchd")
 	req.Header.Set("webhook-id", c.ID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("webhook-signature", SignWebhook(d.cfg.Secret, c.ID, ts, c.Payload))
+	secrets := [][]byte{d.cfg.Secret}
+	if d.cfg.Signer != nil {
+		if secrets, err = d.cfg.Signer.Secrets(ctx, c.RunID); err != nil {
+			return 0, 0, fmt.Errorf("error loading the webhook secrets: %w", err) // retried
+		}
+	}
+	req.Header.Set("webhook-signature", SignWebhookAll(secrets, c.ID, ts, c.Payload))
 	resp, err := d.cfg.Client.Do(req)
 	if err != nil && errors.Is(err, ErrAddressRefused) {
 		return -1, 0, err // not retryable

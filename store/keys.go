@@ -53,35 +53,33 @@ func (s *Store) callbackKeys(ctx context.Context) ([]SigningKey, error) {
 }
 
 // RotateCallbackKey adds a new current callback key (older keys still
-// verify until retired). An existing id is left as it is.
+// verify until retired). An id already taken is ErrConflict: the key it
+// names is left as it is and nothing rotates.
 func (s *Store) RotateCallbackKey(ctx context.Context, id string) (*SigningKey, error) {
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
 	}
-	if err := s.db.WithContext(ctx).Exec(`INSERT INTO signing_keys (id, secret) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`,
-		id, secret).Error; err != nil {
-		return nil, fmt.Errorf("error creating callback key: %w", interpretError(err))
+	res := s.db.WithContext(ctx).Exec(`INSERT INTO signing_keys (id, secret) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`,
+		id, secret)
+	if err := interpretError(res.Error); err != nil {
+		return nil, fmt.Errorf("error creating callback key: %w", err)
+	}
+	if res.RowsAffected == 0 {
+		return nil, fmt.Errorf("callback key %s: %w: the id is taken", id, engine.ErrConflict)
 	}
 	return &SigningKey{ID: id, Secret: secret}, nil
 }
 
-// WebhookSecret returns the secret that signs outbound dispatches, creating
-// it on first use.
-func (s *Store) WebhookSecret(ctx context.Context) ([]byte, error) {
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		return nil, err
-	}
-	var out []byte
-	err := s.db.WithContext(ctx).Raw(`WITH ins AS (INSERT INTO signing_keys (id, secret) VALUES (?, ?)
-		ON CONFLICT (id) DO NOTHING RETURNING secret)
-		SELECT secret FROM ins UNION ALL SELECT secret FROM signing_keys WHERE id = ? LIMIT 1`,
-		webhookKeyID, secret, webhookKeyID).Row().Scan(&out)
-	if err != nil {
-		return nil, fmt.Errorf("error loading webhook secret: %w", interpretError(err))
-	}
-	return out, nil
+// NewCallbackKeyID returns an id for a new callback key:
+// cb-<UTC time to the microsecond>-<4 random hex digits> (no dot: the id
+// is a part of the callback token), unique however close two rotations
+// are.
+func NewCallbackKeyID(now time.Time) string {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	now = now.UTC()
+	return fmt.Sprintf("cb-%s%06d-%x", now.Format("20060102T150405"), now.Nanosecond()/1000, b)
 }
 
 // RetireCallbackKey stops a callback key from verifying (callbacks signed

@@ -19,7 +19,7 @@ import (
 // schemaTables are the tables the migrations create.
 var schemaTables = []string{
 	"api_tokens", "boards", "dispatches", "entities", "flow_versions", "flows", "journey_events",
-	"broker_consumers", "broker_triggers", "event_deliveries", "event_triggers", "events", "node_states", "run_events", "runs", "schedules", "sections", "signing_keys", "triggers",
+	"broker_consumers", "broker_triggers", "event_deliveries", "event_triggers", "events", "node_states", "run_events", "runs", "schedules", "sections", "signing_keys", "triggers", "webhook_secrets",
 }
 
 // latestVersion is the highest migration in migrations/.

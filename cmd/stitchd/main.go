@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -318,7 +317,7 @@ func newKeysCmd(env envLookup, stderr io.Writer) *cobra.Command {
 			if _, err := st.CallbackKeys(cmd.Context()); err != nil {
 				return err
 			}
-			id := "cb-" + strconv.FormatInt(time.Now().Unix(), 10)
+			id := store.NewCallbackKeyID(time.Now())
 			if _, err := st.RotateCallbackKey(cmd.Context(), id); err != nil {
 				return err
 			}

@@ -77,6 +77,9 @@ type Config struct {
 	// KeyRefresh is how often callback keys are reloaded from the database,
 	// so a rotation reaches every instance (default 30s).
 	KeyRefresh time.Duration
+	// WebhookSecretRefresh is how often the secrets that sign dispatches
+	// are read again, so a rotation reaches every instance (default 2s).
+	WebhookSecretRefresh time.Duration
 	// OTLPEndpoint, when set, exports traces there over OTLP/HTTP
 	// (OTEL_EXPORTER_OTLP_ENDPOINT); empty starts nothing.
 	OTLPEndpoint string
@@ -232,6 +235,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	client.Transport = a.tracing.Transport(client.Transport)
 	disp := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Metrics.DispatchStore(a.Store),
 		Recorder: a.Metrics.Recorder(a.Engine), Secret: secret,
+		Signer: &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh},
 		Client: client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers, HostWorkers: cfg.DispatchHostWorkers,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock})
 	a.Dispatcher, waker.d = disp, disp
