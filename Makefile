@@ -60,7 +60,9 @@ soak: deps-test
 	$(GO) test -count=1 -v -timeout 60m -run '^TestChaosSoak$$' ./internal/chaos -chaos.runs=500 -chaos.kills=-1
 
 ## deps-test: what the suite needs beyond Go: Debian's Chromium for the
-## browser tests, and PostgreSQL server binaries, for
+## browser tests, NATS (JetStream) and RabbitMQ servers for the broker-trigger
+## tests (installed and started when not answering on 127.0.0.1:4222 and
+## :5672; `make run` needs neither), and PostgreSQL server binaries, for
 ## the throwaway-cluster fallback when no server runs on 127.0.0.1:5432 and for
 ## the tests that stop and restart a cluster of their own (internal/chaos,
 ## the database outage tests), which never touch a shared server.
@@ -75,6 +77,33 @@ deps-test:
 	  echo "installing Chromium for the browser tests"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) || \
 	  (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium); \
+	fi
+	@# NATS with JetStream (127.0.0.1:4222) and RabbitMQ (127.0.0.1:5672, guest),
+	@# for the broker-trigger tests: Debian's packages, installed and started
+	@# when nothing answers on the port.
+	@if ! (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; then \
+	  if ! command -v nats-server >/dev/null 2>&1 && ! test -x /usr/sbin/nats-server; then \
+	    echo "installing nats-server for the broker-trigger tests"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server) || \
+	    (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server); \
+	  fi; \
+	  echo "starting nats-server -js on 127.0.0.1:4222"; \
+	  dir=$${TMPDIR:-/tmp}/stitchd-test-nats; mkdir -p $$dir; \
+	  PATH=$$PATH:/usr/sbin nohup nats-server -a 127.0.0.1 -p 4222 -js -sd $$dir -l $$dir/nats-server.log >/dev/null 2>&1 & \
+	  for i in $$(seq 1 30); do (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null && break; sleep 1; done; \
+	  (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null || { echo "nats-server did not start (see $$dir/nats-server.log)"; exit 1; }; \
+	fi
+	@if ! (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; then \
+	  if ! test -x /usr/sbin/rabbitmq-server; then \
+	    echo "installing rabbitmq-server for the broker-trigger tests"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server) || \
+	    (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server); \
+	  fi; \
+	  echo "starting rabbitmq-server on 127.0.0.1:5672"; \
+	  service rabbitmq-server start >/dev/null 2>&1 || sudo service rabbitmq-server start >/dev/null 2>&1 || \
+	    /usr/sbin/rabbitmq-server -detached >/dev/null 2>&1 || sudo /usr/sbin/rabbitmq-server -detached >/dev/null 2>&1; \
+	  for i in $$(seq 1 90); do (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null && break; sleep 1; done; \
+	  (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null || { echo "rabbitmq-server did not start (see /var/log/rabbitmq)"; exit 1; }; \
 	fi
 
 ## bench: Go benchmarks (compiler, merge, store hot paths, engine end to end).
