@@ -217,6 +217,7 @@ func (c *consumer) stop() {
 func (c *consumer) run(ctx context.Context) {
 	defer close(c.done)
 	c.state.TriggerID = c.t.ID
+	defer c.stopped(ctx)
 	failures := 0
 	for ctx.Err() == nil {
 		var err error
@@ -270,6 +271,21 @@ func (c *consumer) connected(ctx context.Context) {
 	c.mu.Unlock()
 	c.p.Logger.Info("broker trigger connected", "trigger_id", c.t.ID, "kind", c.t.Kind)
 	c.p.Report(ctx, st)
+}
+
+// stopped reports the consumer no longer connected: its trigger was
+// disabled, changed or deleted, or the process stops.
+func (c *consumer) stopped(ctx context.Context) {
+	c.mu.Lock()
+	was := c.state.Connected
+	c.state.Connected = false
+	st := c.state
+	c.mu.Unlock()
+	if was {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		c.p.Report(rctx, st)
+	}
 }
 
 func (c *consumer) disconnected(ctx context.Context, err error) {
