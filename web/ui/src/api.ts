@@ -336,4 +336,41 @@ export interface ScheduleTrigger {
   created_at: string;
   updated_at: string;
 }
-export type Trigger = WebhookTrigger | ScheduleTrigger;
+// A broker trigger: a NATS JetStream subject or a RabbitMQ queue consumed
+// by every stitchd process (docs/triggers.md).
+export interface BrokerConsumer {
+  instance_id: string;
+  connected: boolean;
+  connected_at: string | null;
+  last_error: string | null;
+  last_error_at: string | null;
+  seen_at: string;
+}
+export interface BrokerTrigger {
+  id: string;
+  kind: "nats" | "amqp";
+  flow_id: string;
+  // url: the password shown as xxxxx.
+  url: string;
+  subject?: string;
+  stream?: string;
+  durable?: string;
+  deliver?: "all" | "new";
+  ack_wait_seconds?: number;
+  queue?: string;
+  prefetch?: number;
+  as: "run" | "event";
+  name?: string;
+  key?: string;
+  key_header?: string;
+  ttl_seconds?: number;
+  enabled: boolean;
+  // connected: a stitchd process consumes it now.
+  connected: boolean;
+  last_error: string | null;
+  last_error_at: string | null;
+  consumers: BrokerConsumer[];
+  created_at: string;
+  updated_at: string;
+}
+export type Trigger = WebhookTrigger | ScheduleTrigger | BrokerTrigger;

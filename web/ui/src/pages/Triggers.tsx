@@ -1,8 +1,10 @@
-// Triggers of one flow: webhooks (POST /hooks/{slug}) and schedules
-// (a cron in a time zone). Schedules are created, edited, enabled,
-// disabled and deleted here; webhooks created and deleted.
+// Triggers of one flow: webhooks (POST /hooks/{slug}), schedules (a cron
+// in a time zone) and broker triggers (a NATS JetStream subject or a
+// RabbitMQ queue). Schedules and broker triggers are created, edited,
+// enabled, disabled and deleted here; webhooks created and deleted. A
+// broker trigger shows whether stitchd is connected and its last error.
 import { useEffect, useState, type FormEvent } from "react";
-import { api, ApiError, describe, type Flow, type Problem, type ScheduleTrigger, type Trigger, type WebhookTrigger } from "../api";
+import { api, ApiError, describe, type BrokerTrigger, type Flow, type Problem, type ScheduleTrigger, type Trigger, type WebhookTrigger } from "../api";
 import { ago, Countdown, Empty, ErrorBox, Json, Spinner, useLoad } from "../components/common";
 import { Link } from "../router";
 import { checkJSON } from "./IntegrationSettings";
@@ -11,19 +13,22 @@ import { knownZone, zones } from "./NodeSettings";
 export function Triggers({ flowId }: { flowId: string }) {
   const flow = useLoad(() => api<Flow>("GET", `/flows/${flowId}`), [flowId]);
   const { data, error, loading, reload } = useLoad(() => api<{ triggers: Trigger[] }>("GET", `/flows/${flowId}/triggers`), [flowId]);
-  const [adding, setAdding] = useState<"schedule" | "webhook" | null>(null);
+  const [adding, setAdding] = useState<"schedule" | "webhook" | "broker" | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
-  // Read again now and then: a schedule fires, its next time moves on.
-  useEffect(() => {
-    const t = window.setInterval(reload, 15000);
-    return () => window.clearInterval(t);
-  }, [reload]);
   const triggers = data?.triggers ?? [];
+  const brokers = triggers.filter((t): t is BrokerTrigger => t.kind === "nats" || t.kind === "amqp");
+  // Read again now and then: a schedule fires, its next time moves on; a
+  // broker trigger connects or loses its connection (more often then).
+  const every = brokers.length > 0 ? 3000 : 15000;
+  useEffect(() => {
+    const t = window.setInterval(reload, every);
+    return () => window.clearInterval(t);
+  }, [reload, every]);
   const schedules = triggers.filter((t): t is ScheduleTrigger => t.kind === "schedule");
   const hooks = triggers.filter((t): t is WebhookTrigger => t.kind === "webhook");
   // Kinds this page does not know in detail yet (e.g. event triggers) are
   // listed all the same, so none is hidden.
-  const others = triggers.filter((t) => t.kind !== "schedule" && t.kind !== "webhook") as unknown as OtherTrigger[];
+  const others = triggers.filter((t) => !["schedule", "webhook", "nats", "amqp"].includes(t.kind)) as unknown as OtherTrigger[];
   const done = (msg: string) => {
     setAdding(null);
     setNotice(msg);
@@ -54,6 +59,9 @@ export function Triggers({ flowId }: { flowId: string }) {
           <button type="button" className="btn" data-action="new-webhook" onClick={() => setAdding("webhook")} disabled={adding === "webhook"}>
             New webhook
           </button>
+          <button type="button" className="btn" data-action="new-broker" onClick={() => setAdding("broker")} disabled={adding === "broker"}>
+            New broker trigger
+          </button>
         </div>
       </div>
       <ErrorBox error={flow.error ?? error} onRetry={reload} />
@@ -74,10 +82,19 @@ export function Triggers({ flowId }: { flowId: string }) {
           <WebhookForm flowId={flowId} onDone={(slug) => done(`Webhook created: POST /hooks/${slug} starts a run.`)} onCancel={() => setAdding(null)} />
         </div>
       )}
+      {adding === "broker" && (
+        <div className="card trigger-new">
+          <h2>New broker trigger</h2>
+          <BrokerForm flowId={flowId} onDone={() => done("Broker trigger created: stitchd connects within a second.")} onCancel={() => setAdding(null)} />
+        </div>
+      )}
       {loading && <Spinner label="Loading triggers…" />}
       {data && triggers.length === 0 && !adding && (
         <Empty title="No triggers yet">
-          <p>A schedule starts a run at each tick of a cron; a webhook starts one for each request to its URL.</p>
+          <p>
+            A schedule starts a run at each tick of a cron; a webhook starts one for each request to its URL; a broker trigger starts one for each message of a NATS
+            subject or RabbitMQ queue.
+          </p>
         </Empty>
       )}
       {schedules.length > 0 && (
@@ -96,6 +113,16 @@ export function Triggers({ flowId }: { flowId: string }) {
           <ul className="trigger-list" aria-label="Webhooks">
             {hooks.map((h) => (
               <WebhookCard key={h.id} hook={h} onChanged={reload} onNotice={setNotice} />
+            ))}
+          </ul>
+        </>
+      )}
+      {brokers.length > 0 && (
+        <>
+          <h2 className="section-title">Broker triggers</h2>
+          <ul className="trigger-list" aria-label="Broker triggers">
+            {brokers.map((b) => (
+              <BrokerCard key={b.id} t={b} onChanged={reload} onNotice={setNotice} />
             ))}
           </ul>
         </>
@@ -558,6 +585,340 @@ function WebhookForm({ flowId, onDone, onCancel }: { flowId: string; onDone: (sl
       <div className="row-buttons">
         <button type="submit" className="btn primary" disabled={busy || !slug.trim()}>
           {busy ? "Creating…" : "Create webhook"}
+        </button>
+        <button type="button" className="btn" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function BrokerCard({ t, onChanged, onNotice }: { t: BrokerTrigger; onChanged: () => void; onNotice: (m: string | null) => void }) {
+  const [editing, setEditing] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const source = t.kind === "nats" ? t.subject : t.queue;
+
+  async function act(fn: () => Promise<unknown>, msg: string) {
+    setBusy(true);
+    setError(null);
+    try {
+      await fn();
+      onNotice(msg);
+      onChanged();
+    } catch (err) {
+      setError(describe(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const state = !t.enabled ? "disabled" : t.connected ? "connected" : "not connected";
+  return (
+    <li className={`card trigger broker ${t.enabled ? "" : "disabled"}`} data-trigger={t.id} data-kind={t.kind} data-connected={String(t.connected)}>
+      <div className="trigger-head">
+        <span className="trigger-kind" aria-hidden="true">
+          ⇶
+        </span>
+        <strong>{t.kind === "nats" ? "NATS" : "RabbitMQ"}</strong>
+        <code data-source>{source}</code>
+        <span
+          className={`chip ${t.connected ? "chip-ok" : "chip-warn"}`}
+          data-state
+          title={t.enabled ? (t.connected ? "A stitchd process is consuming it" : "No stitchd process is connected: see the error below") : "Not consumed while disabled"}
+        >
+          {state}
+        </span>
+        <div className="bar-actions">
+          <button
+            type="button"
+            className="btn small"
+            data-action={t.enabled ? "disable" : "enable"}
+            disabled={busy}
+            onClick={() =>
+              void act(
+                () => api("PATCH", `/triggers/${t.id}`, { enabled: !t.enabled }),
+                t.enabled ? "Broker trigger disabled: its messages wait in the broker." : "Broker trigger enabled.",
+              )
+            }
+          >
+            {t.enabled ? "Disable" : "Enable"}
+          </button>
+          <button type="button" className="btn small" data-action="edit" disabled={busy} onClick={() => setEditing(!editing)} aria-expanded={editing}>
+            Edit
+          </button>
+          <button
+            type="button"
+            className="btn small danger"
+            data-action="delete"
+            disabled={busy}
+            onClick={() => {
+              if (confirm(`Delete this ${t.kind} trigger? Runs it started are kept; new messages wait in the broker.`))
+                void act(() => api("DELETE", `/triggers/${t.id}`), "Broker trigger deleted.");
+            }}
+          >
+            Delete
+          </button>
+        </div>
+      </div>
+      <dl className="kv trigger-kv">
+        <dt>Broker</dt>
+        <dd>
+          <code data-url>{t.url}</code>
+        </dd>
+        {t.kind === "nats" && (
+          <>
+            <dt>Consumer</dt>
+            <dd className="small">
+              durable <code>{t.durable || `stitchd-${t.id}`}</code>
+              {t.stream ? (
+                <>
+                  {" "}
+                  on stream <code>{t.stream}</code>
+                </>
+              ) : null}{" "}
+              · delivers {t.deliver === "new" ? "new messages" : "all"} · redelivered after {t.ack_wait_seconds ?? 30}s unacknowledged
+            </dd>
+          </>
+        )}
+        <dt>Each message</dt>
+        <dd data-as>
+          {t.as === "event" ? (
+            <>
+              is posted as the event <code>{t.name}</code>, keyed by {t.key_header ? <>the header <code>{t.key_header}</code></> : <code>{t.key}</code>}
+            </>
+          ) : (
+            "starts a run, its body as input"
+          )}
+        </dd>
+        <dt>Processes</dt>
+        <dd data-consumers>
+          {t.consumers.length === 0 ? (
+            <span className="muted">none consuming</span>
+          ) : (
+            `${t.consumers.filter((c) => c.connected).length} of ${t.consumers.length} connected`
+          )}
+        </dd>
+      </dl>
+      {t.last_error && (
+        <div className={`banner ${t.connected ? "subtle" : "warn"}`} role="note" data-last-error>
+          ⚠ {t.last_error}
+          {t.last_error_at && <span className="muted small"> · {ago(t.last_error_at)}</span>}
+        </div>
+      )}
+      {error && (
+        <p className="field-error" role="alert">
+          {error}
+        </p>
+      )}
+      {editing && (
+        <BrokerForm
+          flowId={t.flow_id}
+          initial={t}
+          onDone={() => {
+            setEditing(false);
+            onNotice("Broker trigger saved: its consumers restart with the new settings.");
+            onChanged();
+          }}
+          onCancel={() => setEditing(false)}
+        />
+      )}
+    </li>
+  );
+}
+
+const BROKER_FIELDS = ["kind", "url", "subject", "stream", "durable", "deliver", "ack_wait_seconds", "queue", "prefetch", "as", "name", "key", "key_header", "ttl_seconds", "enabled"];
+
+// BrokerForm creates a broker trigger (POST /flows/{id}/triggers) or edits
+// one (PATCH /triggers/{id}); the server's 422 messages are shown under
+// their fields.
+function BrokerForm({ flowId, initial, onDone, onCancel }: { flowId: string; initial?: BrokerTrigger; onDone: () => void; onCancel: () => void }) {
+  const p = initial ? `broker-${initial.id.slice(0, 8)}` : "broker";
+  const [kind, setKind] = useState<"nats" | "amqp">(initial?.kind ?? "nats");
+  const [url, setUrl] = useState(initial?.url ?? "nats://127.0.0.1:4222");
+  const [subject, setSubject] = useState(initial?.subject ?? "");
+  const [stream, setStream] = useState(initial?.stream ?? "");
+  const [durable, setDurable] = useState(initial?.durable ?? "");
+  const [deliver, setDeliver] = useState<string>(initial?.deliver ?? "all");
+  const [ackWait, setAckWait] = useState(String(initial?.ack_wait_seconds ?? 30));
+  const [queue, setQueue] = useState(initial?.queue ?? "");
+  const [prefetch, setPrefetch] = useState(String(initial?.prefetch ?? 32));
+  const [as, setAs] = useState<"run" | "event">(initial?.as ?? "run");
+  const [name, setName] = useState(initial?.name ?? "");
+  const [keyFrom, setKeyFrom] = useState<"expression" | "header">(initial?.key_header ? "header" : "expression");
+  const [key, setKey] = useState(initial?.key ?? "");
+  const [keyHeader, setKeyHeader] = useState(initial?.key_header ?? "");
+  const [enabled, setEnabled] = useState(initial?.enabled ?? true);
+  const [problems, setProblems] = useState<Problem[]>([]);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const at = (field: string) => problems.filter((x) => x.path === field);
+  const other = problems.filter((x) => !BROKER_FIELDS.includes(x.path));
+  const msgs = (field: string) =>
+    at(field).map((x, i) => (
+      <p key={i} className="field-error" role="alert" data-field-error={field}>
+        {x.message}
+      </p>
+    ));
+  const clear = (field: string) => setProblems((ps) => ps.filter((x) => x.path !== field));
+  const whole = (v: string) => (/^\d+$/.test(v.trim()) ? Number(v.trim()) : v.trim() === "" ? 0 : NaN);
+
+  async function submit(e: FormEvent) {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    const body: Record<string, unknown> = { url: url.trim(), as, enabled };
+    if (kind === "nats") {
+      Object.assign(body, { subject: subject.trim(), stream: stream.trim(), durable: durable.trim(), deliver, ack_wait_seconds: whole(ackWait) });
+    } else {
+      Object.assign(body, { queue: queue.trim(), prefetch: whole(prefetch) });
+    }
+    if (as === "event") {
+      Object.assign(body, { name: name.trim(), key: keyFrom === "expression" ? key.trim() : "", key_header: keyFrom === "header" ? keyHeader.trim() : "" });
+    } else if (initial) {
+      Object.assign(body, { name: "", key: "", key_header: "" });
+    }
+    for (const [k, v] of Object.entries(body)) {
+      if (typeof v === "number" && Number.isNaN(v)) {
+        setProblems([{ code: "local", path: k, message: "a whole number" } as Problem]);
+        setBusy(false);
+        return;
+      }
+    }
+    try {
+      if (initial) await api("PATCH", `/triggers/${initial.id}`, body);
+      else await api("POST", `/flows/${flowId}/triggers`, { kind, ...body });
+      setProblems([]);
+      onDone();
+    } catch (err) {
+      if (err instanceof ApiError && err.details.length) {
+        setProblems(err.details);
+        setError(`Not saved: ${err.message}.`);
+      } else {
+        setProblems([]);
+        setError(`Not saved: ${describe(err)}`);
+      }
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const text = (field: string, label: string, value: string, set: (v: string) => void, hint?: string, placeholder?: string) => (
+    <div className="field">
+      <label htmlFor={`${p}-${field}`}>{label}</label>
+      <input
+        id={`${p}-${field}`}
+        className="mono"
+        spellCheck={false}
+        placeholder={placeholder}
+        value={value}
+        aria-invalid={at(field).length > 0}
+        onChange={(e) => {
+          set(e.target.value);
+          clear(field);
+        }}
+      />
+      {hint && <p className="hint">{hint}</p>}
+      {msgs(field)}
+    </div>
+  );
+
+  return (
+    <form className="broker-form" aria-label={initial ? "Edit broker trigger" : "New broker trigger"} onSubmit={submit} noValidate>
+      {!initial && (
+        <div className="field">
+          <label htmlFor={`${p}-kind`}>Broker</label>
+          <select
+            id={`${p}-kind`}
+            value={kind}
+            onChange={(e) => {
+              const k = e.target.value as "nats" | "amqp";
+              setKind(k);
+              if (url === "nats://127.0.0.1:4222" || url === "amqp://guest:guest@127.0.0.1:5672/" || url === "") {
+                setUrl(k === "nats" ? "nats://127.0.0.1:4222" : "amqp://guest:guest@127.0.0.1:5672/");
+              }
+              setProblems([]);
+            }}
+          >
+            <option value="nats">NATS JetStream (a subject, through a durable consumer)</option>
+            <option value="amqp">RabbitMQ (a queue)</option>
+          </select>
+          {msgs("kind")}
+        </div>
+      )}
+      {text("url", "URL", url, setUrl, initial ? "The password is shown as xxxxx; leave it so to keep the stored one." : undefined)}
+      {kind === "nats" ? (
+        <>
+          {text("subject", "Subject", subject, setSubject, "Wildcards * and > allowed; a JetStream stream must capture it.", "orders.created")}
+          <div className="row-fields">
+            {text("stream", "Stream (optional)", stream, setStream, "Found from the subject when empty.")}
+            {text("durable", "Durable consumer (optional)", durable, setDurable, initial ? undefined : "Default stitchd-<trigger id>, shared by every stitchd process.")}
+          </div>
+          <div className="row-fields">
+            <div className="field">
+              <label htmlFor={`${p}-deliver`}>Start with</label>
+              <select id={`${p}-deliver`} value={deliver} onChange={(e) => setDeliver(e.target.value)}>
+                <option value="all">what the stream holds, then new messages</option>
+                <option value="new">new messages only</option>
+              </select>
+              {msgs("deliver")}
+            </div>
+            {text("ack_wait_seconds", "Redeliver after (seconds unacknowledged)", ackWait, setAckWait)}
+          </div>
+        </>
+      ) : (
+        <div className="row-fields">
+          {text("queue", "Queue", queue, setQueue, "An existing queue: stitchd declares nothing.", "orders")}
+          {text("prefetch", "Prefetch", prefetch, setPrefetch, "Unacknowledged deliveries per stitchd process.")}
+        </div>
+      )}
+      <div className="field">
+        <label htmlFor={`${p}-as`}>Each message</label>
+        <select id={`${p}-as`} value={as} onChange={(e) => setAs(e.target.value as "run" | "event")}>
+          <option value="run">starts a run (its body is the input)</option>
+          <option value="event">is posted as an event (wakes waiting runs, starts event triggers)</option>
+        </select>
+        {msgs("as")}
+      </div>
+      {as === "event" && (
+        <>
+          {text("name", "Event name", name, setName, undefined, "payment.received")}
+          <div className="field">
+            <label htmlFor={`${p}-keyfrom`}>Event key from</label>
+            <select id={`${p}-keyfrom`} value={keyFrom} onChange={(e) => setKeyFrom(e.target.value as "expression" | "header")}>
+              <option value="expression">an expression over the body (input)</option>
+              <option value="header">a header</option>
+            </select>
+          </div>
+          {keyFrom === "expression"
+            ? text("key", "Key expression", key, setKey, "expr-lang over input, the message body.", "input.order_id")
+            : text("key_header", "Key header", keyHeader, setKeyHeader, undefined, "Order-Id")}
+        </>
+      )}
+      {as !== "event" && (msgs("name").length > 0 || msgs("key").length > 0) && (
+        <>
+          {msgs("name")}
+          {msgs("key")}
+        </>
+      )}
+      <label className="choice check">
+        <input id={`${p}-enabled`} type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} /> Enabled
+      </label>
+      {other.map((x, i) => (
+        <p key={i} className="field-error" role="alert">
+          {x.path ? <span className="mono">{x.path}: </span> : null}
+          {x.message}
+        </p>
+      ))}
+      {error && (
+        <p className="field-error" role="alert" data-form-error>
+          {error}
+        </p>
+      )}
+      <div className="row-buttons">
+        <button type="submit" className="btn primary" data-action="save-broker" disabled={busy}>
+          {busy ? "Saving…" : initial ? "Save broker trigger" : "Create broker trigger"}
         </button>
         <button type="button" className="btn" onClick={onCancel}>
           Cancel
