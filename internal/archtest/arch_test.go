@@ -45,6 +45,10 @@ func TestLayerDirection(t *testing.T) {
 			if strings.HasPrefix(imp, "go.opentelemetry.io/") && pkg != "internal/tracing" {
 				t.Errorf("%s imports %s: only internal/tracing may import OpenTelemetry", pkg, imp)
 			}
+			if (strings.HasPrefix(imp, "github.com/nats-io/") || strings.HasPrefix(imp, "github.com/rabbitmq/")) &&
+				!strings.HasPrefix(pkg, "internal/broker") {
+				t.Errorf("%s imports %s: only internal/broker may import the broker clients", pkg, imp)
+			}
 			denied := rules[pkg]
 			if denied != nil {
 				denied = append(denied[:len(denied):len(denied)], observability...)
