@@ -201,9 +201,10 @@ func (h *harness) requireSettled(triggerID, queue string) {
 }
 
 // TestBrokerTriggerEvents: a trigger with "as": "event" posts each
-// message as an event: a flow's event trigger starts a run with the body,
-// once however often the message comes; a message without the key is
-// dropped and the error shown on the trigger.
+// message as an event: the run waiting on its name and key is woken with
+// the body, a flow's event trigger starts a run with it, once however
+// often the message comes; a message without the key is dropped and the
+// error shown on the trigger.
 func TestBrokerTriggerEvents(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -212,6 +213,9 @@ func TestBrokerTriggerEvents(t *testing.T) {
 	source := h.transformFlow()
 	target := h.transformFlow()
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+target+"/triggers", map[string]any{"kind": "event", "name": name}, nil))
+	waiting := h.createFlow([]map[string]any{node("pay", "Event", map[string]any{"event": name, "key": "input.order_id"})}, nil)
+	w := h.startRun(waiting, map[string]any{"order_id": 42})
+	h.waitNode(w.ID, "pay", "waiting_for_event")
 	id := h.createBrokerTrigger(source, map[string]any{"kind": "amqp", "url": brokertest.AMQPURL(), "queue": q.Name,
 		"as": "event", "name": name, "key": "input.order_id"})
 	h.waitConnected(id, true)
@@ -225,6 +229,8 @@ func TestBrokerTriggerEvents(t *testing.T) {
 	require.Equal(t, "42", key)
 	r := h.waitRun(runID, "completed")
 	require.JSONEq(t, `{"order_id": 42, "n": 1}`, string(r.Input))
+	woken := h.waitRun(w.ID, "completed")
+	require.JSONEq(t, `{"order_id": 42, "n": 1}`, string(woken.Nodes["pay"].Output), "the waiting node has the body")
 	var got map[string]any
 	h.eventually(func() bool {
 		got = nil
