@@ -276,9 +276,11 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 	ts := make([]*txn, len(ms))
 	results := make([]error, len(ms))
 	bad := -1 // the batch that failed after writing
+	var ends *childEnds
 	err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		ends = &childEnds{}
 		for i, m := range ms {
-			t := e.newTxn(ctx, tx, false)
+			t := e.newTxn(ctx, tx, false, ends)
 			if err := t.apply(m.runID, m.fn); err != nil {
 				// Left out if it wrote nothing (rejected before it did).
 				if itemError(err) && t.tx.(*countingTx).writes == 0 {
@@ -295,7 +297,7 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 			}
 			ts[i] = t
 		}
-		return nil
+		return e.tellParents(ctx, tx, ends)
 	})
 	var qe *QueuedTransitionError
 	if errors.As(err, &qe) {
@@ -327,6 +329,9 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 			e.committed(ts[i])
 			m.done <- nil
 		}
+	}
+	if err == nil {
+		e.committedParents(ends)
 	}
 }
 

@@ -509,10 +509,15 @@ func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) 
 // is set.
 func (e *Engine) inTxAs(ctx context.Context, runID string, fn func(t *txn) error, noSpeculation bool) error {
 	var t *txn
+	var ends *childEnds
 	for {
 		err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-			t = e.newTxn(ctx, tx, noSpeculation)
-			return t.apply(runID, fn)
+			ends = &childEnds{}
+			t = e.newTxn(ctx, tx, noSpeculation, ends)
+			if err := t.apply(runID, fn); err != nil {
+				return err
+			}
+			return e.tellParents(ctx, tx, ends)
 		})
 		if errors.Is(err, errNoChange) {
 			return nil
@@ -530,7 +535,16 @@ func (e *Engine) inTxAs(ctx context.Context, runID string, fn func(t *txn) error
 			return err
 		}
 		e.committed(t)
+		e.committedParents(ends)
 		return nil
+	}
+}
+
+// committedParents hands on what telling parents of ended sub-flow runs
+// did in a committed transaction.
+func (e *Engine) committedParents(ends *childEnds) {
+	for _, p := range ends.parents {
+		e.committed(p)
 	}
 }
 

@@ -1,18 +1,21 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
 // Sub-flows (README, Sub-flows): a SubFlow node starts a run of another
 // flow version — its child — in the transaction that fires it, and the
 // child's final transaction (completed, failed or cancelled) completes or
-// fails the node, locking the parent's run after its own. Each of those
-// is a txn of its own over the same database transaction (nested), whose
-// effects after commit (outbox rows it claimed, the commit hook) are the
-// process's as any transaction's.
+// fails the node before it commits, locking the parent's run after its
+// own (tellParents). Each of those is a txn of its own over the same
+// database transaction, whose effects after commit (outbox rows it
+// claimed, the commit hook) are the process's as any transaction's.
 
 // ChildRun is the run a SubFlow node starts.
 type ChildRun struct {
@@ -90,7 +93,7 @@ func (t *txn) startRun(id string, g *ExecutionGraph, p StartRunParams, parent *p
 // nestedTxn is a txn over another run in this transaction's database
 // transaction; committed hands on its effects with this one's.
 func (t *txn) nestedTxn() *txn {
-	n := &txn{e: t.e, ctx: t.ctx, tx: t.tx, room: -1, noSpeculation: true, began: t.began}
+	n := &txn{e: t.e, ctx: t.ctx, tx: t.tx, room: -1, noSpeculation: true, began: t.began, ends: t.ends}
 	t.nested = append(t.nested, n)
 	return n
 }
@@ -118,7 +121,7 @@ func (f *fireCtx) StartChild(c ChildRun) error {
 	p.Trigger, _ = json.Marshal(map[string]any{"type": "subflow", "parent_run_id": t.run.ID, "parent_key": f.key,
 		"parent_attempt": f.attempt})
 	ct := t.nestedTxn()
-	ct.starting = true // its end, should it end at once, is told here, not by notifyParent
+	ct.starting = true // its end, should it end at once, is told here, not by tellParents
 	child, err := ct.startRun(id, g, p, &parentRef{runID: t.run.ID, key: f.key, attempt: f.attempt})
 	if err != nil {
 		return fmt.Errorf("error starting the sub-flow run of %s: %w", f.key, err)
@@ -161,49 +164,137 @@ func childFailure(child *Run) string {
 
 func childFailurePrefix(childID string) string { return "sub-flow run " + childID + " failed" }
 
-// notifyParent tells the SubFlow node that started this run (a child that
-// just ended: t.ended) how it ended, in this transaction: completed, the
-// node completes with the run's output and walks its edges; failed or
-// cancelled, the node fails (a failure edge may take it on). A node no
-// longer running this child — cancelled, retried with a new child — is
-// left alone. A node that failed because this child failed, and was not
-// retried, completes when the child completes after all (an operator
-// repaired the child).
-func (t *txn) notifyParent() error {
-	r := t.run
-	pt := t.nestedTxn()
-	if err := pt.load(*r.ParentRunID); err != nil {
-		return fmt.Errorf("error loading the parent of run %s: %w", r.ID, err)
+// childEnds collects, for one database transaction, the sub-flow runs
+// that ended in it; tellParents tells their SubFlow nodes before it
+// commits. Told together, the children of one parent that end in one
+// transaction (a group's) take the parent's lock once and complete their
+// nodes with one statement.
+type childEnds struct {
+	ends []childEnd
+	// parents are the transactions over the parents told: committed hands
+	// on their effects.
+	parents []*txn
+}
+
+// childEnd is a sub-flow run that ended (a copy: its txn moves on).
+type childEnd struct {
+	parentRunID, parentKey string
+	attempt                int
+	child                  Run
+}
+
+// childEnded records that the transaction's run, a sub-flow run, ended.
+func (t *txn) childEnded() error {
+	if t.ends == nil {
+		return fmt.Errorf("run %s ended outside a transaction that tells its parent", t.run.ID)
 	}
-	cur, err := pt.tx.Node(pt.ctx, pt.run.ID, *r.ParentKey)
+	r := *t.run
+	t.ends.ends = append(t.ends.ends, childEnd{parentRunID: *r.ParentRunID, parentKey: *r.ParentKey,
+		attempt: r.ParentAttempt, child: r})
+	return nil
+}
+
+// tellParents tells the SubFlow nodes of the sub-flow runs that ended in
+// this database transaction how they ended — and so on up, when telling
+// ends a parent that is itself a sub-flow run — parents in id order.
+func (e *Engine) tellParents(ctx context.Context, tx Tx, ends *childEnds) error {
+	for len(ends.ends) > 0 {
+		batch := ends.ends
+		ends.ends = nil
+		byParent := map[string][]childEnd{}
+		for _, c := range batch {
+			byParent[c.parentRunID] = append(byParent[c.parentRunID], c)
+		}
+		for _, id := range slices.Sorted(maps.Keys(byParent)) {
+			pt := &txn{e: e, ctx: ctx, tx: tx, room: -1, noSpeculation: true, began: e.cfg.Clock.Now(), ends: ends}
+			ends.parents = append(ends.parents, pt)
+			if err := pt.tellParent(id, byParent[id]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// tellParent tells run runID's SubFlow nodes that their children ended:
+// completed, the node completes with the child's output and walks its
+// edges; failed or cancelled, the node fails (a failure edge may take it
+// on). A node no longer running that child — cancelled, retried with a
+// new child — is left alone. A node that failed because this child
+// failed, and was not retried, completes when the child completes after
+// all (an operator repaired the child). The completions of nodes that
+// decide no edges are one statement.
+func (t *txn) tellParent(runID string, ends []childEnd) error {
+	if err := t.load(runID); err != nil {
+		return fmt.Errorf("error loading the parent of %d sub-flow run(s): %w", len(ends), err)
+	}
+	var bulk []BulkComplete
+	var rest []childEnd
+	for _, c := range ends {
+		n, _, ok := t.graph.parseKey(c.parentKey)
+		if c.child.Status == RunCompleted && ok && !t.graph.hasBranches(n.ID) && t.graph.loopOf(n.ID) == nil {
+			bulk = append(bulk, BulkComplete{Key: c.parentKey, Attempt: c.attempt, Output: orNull(c.child.Output)})
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	if len(bulk) > 0 {
+		done, err := t.tx.BulkComplete(t.ctx, runID, bulk)
+		if err != nil {
+			return fmt.Errorf("error completing %d SubFlow nodes of run %s: %w", len(bulk), runID, err)
+		}
+		told := make(map[string]bool, len(done))
+		for i := range done {
+			st := &done[i]
+			told[st.Key] = true
+			t.event(EventChildFinished, st.Key, map[string]any{"child_run_id": st.ChildRunID, "status": RunCompleted})
+			t.transitioned(&NodeTransition{Key: st.Key, From: StatusRunning, Steps: []Status{StatusCompleted}}, st)
+			if err := t.completed(st); err != nil {
+				return err
+			}
+		}
+		for _, c := range ends {
+			if c.child.Status == RunCompleted && !told[c.parentKey] && slices.ContainsFunc(bulk, func(b BulkComplete) bool {
+				return b.Key == c.parentKey && b.Attempt == c.attempt
+			}) {
+				rest = append(rest, c) // not running that attempt: read and judged below
+			}
+		}
+	}
+	for _, c := range rest {
+		if err := t.tellNode(c); err != nil {
+			return err
+		}
+	}
+	return t.flush()
+}
+
+// tellNode tells one SubFlow node how its child ended, reading the node.
+func (t *txn) tellNode(c childEnd) error {
+	r := &c.child
+	cur, err := t.tx.Node(t.ctx, t.run.ID, c.parentKey)
 	if err != nil {
 		return fmt.Errorf("error loading the SubFlow node of run %s: %w", r.ID, err)
 	}
-	n := pt.graph.Nodes[cur.NodeID]
-	if n == nil || cur.ChildRunID == nil || *cur.ChildRunID != r.ID || cur.Attempt != r.ParentAttempt {
+	n := t.graph.Nodes[cur.NodeID]
+	if n == nil || cur.ChildRunID == nil || *cur.ChildRunID != r.ID || cur.Attempt != c.attempt {
 		return nil
 	}
 	revived := cur.Status == StatusFailed && cur.Taken == nil && r.Status == RunCompleted &&
-		pt.run.Status != RunCancelled && cur.Error != nil && strings.HasPrefix(*cur.Error, childFailurePrefix(r.ID))
+		t.run.Status != RunCancelled && cur.Error != nil && strings.HasPrefix(*cur.Error, childFailurePrefix(r.ID))
 	if cur.Status != StatusRunning && !revived {
 		return nil
 	}
-	pt.event(EventChildFinished, cur.Key, map[string]any{"child_run_id": r.ID, "status": r.Status})
+	t.event(EventChildFinished, cur.Key, map[string]any{"child_run_id": r.ID, "status": r.Status})
 	if r.Status == RunCompleted {
 		tr := &NodeTransition{Key: cur.Key, From: cur.Status, Steps: []Status{StatusCompleted}, Attempt: cur.Attempt,
 			Output: orNull(r.Output)}
 		if revived {
 			tr.Steps = []Status{StatusRunning, StatusCompleted}
 		}
-		if err := pt.completeWith(n, cur, "", tr); err != nil {
-			return err
-		}
-	} else {
-		msg := childFailure(r)
-		if err := pt.failWith(&NodeTransition{Key: cur.Key, From: StatusRunning, Steps: []Status{StatusFailed},
-			Attempt: cur.Attempt, Error: &msg}); err != nil {
-			return err
-		}
+		return t.completeWith(n, cur, "", tr)
 	}
-	return pt.flush()
+	msg := childFailure(r)
+	return t.failWith(&NodeTransition{Key: cur.Key, From: StatusRunning, Steps: []Status{StatusFailed},
+		Attempt: cur.Attempt, Error: &msg})
 }

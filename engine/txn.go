@@ -68,6 +68,15 @@ type txn struct {
 	starting bool
 	// ended is the status the run finished in in this transaction.
 	ended RunStatus
+	// ends collects the sub-flow runs that end in the database
+	// transaction, whose parents are told before it commits.
+	ends *childEnds
+	// lastOutput is the output of the last terminal node completed in
+	// the transaction, as its row holds it (nil when not read back).
+	lastOutput struct {
+		key string
+		out json.RawMessage
+	}
 }
 
 // countDown is a count-down of node key's successors sent ahead.
@@ -132,8 +141,9 @@ func (t *txn) flushBulk(b *bulkFires) error {
 
 // newTxn starts the state of a transaction over one run, before its first
 // statement.
-func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool) *txn {
-	return &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: -1, noSpeculation: noSpeculation, began: e.cfg.Clock.Now()}
+func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool, ends *childEnds) *txn {
+	return &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: -1, noSpeculation: noSpeculation, began: e.cfg.Clock.Now(),
+		ends: ends}
 }
 
 // claim marks an outbox row as claimed by this process when it is due now
@@ -512,6 +522,7 @@ func (t *txn) completed(st *NodeState) error {
 	}
 	if n.Depth == 0 && len(t.graph.Adjacency[n.ID]) == 0 {
 		t.run.TerminalsLeft--
+		t.lastOutput.key, t.lastOutput.out = st.Key, st.Output
 	}
 	if n.Type == NodeTypeSplitter {
 		return nil // FanOut instantiates the region instead of walking.
@@ -1028,7 +1039,7 @@ func (t *txn) flush() error {
 		return fmt.Errorf("error saving run %s and %d events: %w", t.run.ID, len(t.events), err)
 	}
 	if t.ended != "" && t.run.ParentRunID != nil && !t.starting {
-		return t.notifyParent()
+		return t.childEnded()
 	}
 	return nil
 }
@@ -1092,6 +1103,12 @@ func (t *txn) runOutput() (json.RawMessage, error) {
 		if t.graph.Nodes[id].Depth == 0 {
 			terms = append(terms, id)
 		}
+	}
+	if len(terms) == 1 && t.lastOutput.key == terms[0] && t.lastOutput.out != nil {
+		// The one terminal node completed in this transaction, its output
+		// read back from its row (a sub-flow run's end, the last step of
+		// a chain): nothing to load.
+		return t.lastOutput.out, nil
 	}
 	outs, err := t.tx.Outputs(t.ctx, t.run.ID, terms)
 	if err != nil {

@@ -331,18 +331,25 @@ func (t *pgTx) InsertRun(ctx context.Context, r *engine.Run) error {
 	if r.ParentRunID != nil {
 		parentAttempt = &r.ParentAttempt
 	}
-	row := t.raw(ctx, `INSERT INTO runs (id, flow_id, flow_version_id, entity_id, status, trigger, input,
+	// Queued: its times are read when the pipe is answered (before the
+	// commit returns), so that a fan-out of sub-flow runs starts each child
+	// without a round trip. A duplicate idempotency key then fails a later
+	// statement, or the commit, with the same conflict.
+	t.later(`INSERT INTO runs (id, flow_id, flow_version_id, entity_id, status, trigger, input,
 		idempotency_key, terminals_left, deadline_at, parent_run_id, parent_key, parent_attempt)
 		VALUES (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?,
 		CASE WHEN ? > 0 THEN now() + make_interval(secs => ?) END, ?::uuid, ?, ?) RETURNING created_at, updated_at, deadline_at`,
+		func(row scanner) error {
+			var deadline sql.NullTime
+			if err := row.Scan(&r.CreatedAt, &r.UpdatedAt, &deadline); err != nil {
+				return interpretError(err)
+			}
+			r.DeadlineAt = nullTime(deadline)
+			r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+			return nil
+		},
 		r.ID, r.FlowID, r.FlowVersionID, r.EntityID, string(r.Status), string(trigger), string(r.Input),
-		r.IdempotencyKey, r.TerminalsLeft, r.DeadlineSeconds, r.DeadlineSeconds, r.ParentRunID, r.ParentKey, parentAttempt).Row()
-	var deadline sql.NullTime
-	if err := row.Scan(&r.CreatedAt, &r.UpdatedAt, &deadline); err != nil {
-		return interpretError(err)
-	}
-	r.DeadlineAt = nullTime(deadline)
-	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+		r.IdempotencyKey, r.TerminalsLeft, r.DeadlineSeconds, r.DeadlineSeconds, r.ParentRunID, r.ParentKey, parentAttempt)
 	return nil
 }
 

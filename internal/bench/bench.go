@@ -149,7 +149,7 @@ type Latency struct {
 	Max     float64 `json:"max"`
 }
 
-var allScenarios = []string{"chain", "http", "chains", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "timers", "idle"}
+var allScenarios = []string{"chain", "http", "chains", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "subflow-10k", "timers", "idle"}
 
 // serveFlagsFor returns the serve flags that let the biggest fan-out
 // through: the default body limit (1 MiB) holds the run input of
@@ -482,6 +482,8 @@ func (r *runner) scenario(ctx context.Context, name string) (*Result, error) {
 		return r.branches(ctx)
 	case "idle":
 		return r.idle(ctx)
+	case "subflow-10k":
+		return r.subFlows(ctx, 10000)
 	default:
 		n, _ := r.opts.fanOutSize(name)
 		return r.fanOut(ctx, name, n)
@@ -796,6 +798,45 @@ func (r *runner) fanOut(ctx context.Context, name string, items int) (*Result, e
 	if lag.Valid {
 		res.CollectorLagMs = &lag.Float64
 	}
+	return res, nil
+}
+
+// subFlows fans out items sub-flow runs: each item's SubFlow node starts
+// a child run of a one-worker flow, whose end completes the item; the
+// Collector gathers the children's outputs in order.
+func (r *runner) subFlows(ctx context.Context, items int) (*Result, error) {
+	child, err := r.createFlow(ctx, "bench sub-flow child", []map[string]any{
+		{"id": "score", "type": "Worker", "data": map[string]any{"webhookUrl": r.worker.url}},
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	flow, err := r.createFlow(ctx, "bench sub-flows", []map[string]any{
+		{"id": "split", "type": "Splitter", "data": map[string]any{"arrayPath": "items"}},
+		{"id": "each", "type": "SubFlow", "data": map[string]any{"flow": child}},
+		{"id": "merge", "type": "Collector", "data": map[string]any{}},
+	}, []map[string]any{{"id": "e1", "source": "split", "target": "each"}, {"id": "e2", "source": "each", "target": "merge"}})
+	if err != nil {
+		return nil, err
+	}
+	list := make([]int, items)
+	for i := range list {
+		list[i] = i
+	}
+	res := &Result{Name: fmt.Sprintf("fan-out of %d sub-flow runs", items)}
+	var t0, started time.Time
+	if err := r.measure(ctx, res, func() error {
+		t0 = time.Now()
+		run, err := r.startRun(ctx, flow, map[string]any{"items": list})
+		if err != nil {
+			return err
+		}
+		started = time.Now()
+		return r.waitRuns(ctx, []string{run}, 0)
+	}); err != nil {
+		return nil, err
+	}
+	res.Phases = &Phases{Started: float64(started.Sub(t0).Microseconds()) / 1000}
 	return res, nil
 }
 
