@@ -325,6 +325,20 @@ func (s *Store) claimDue(ctx context.Context, q string, limit int, what string) 
 	return out, interpretError(rows.Err())
 }
 
+// OrphanedChildren lists up to limit unfinished sub-flow runs whose parent
+// run was cancelled: a process that cancelled the parent stopped before it
+// cancelled them (Engine.CancelRun passes a cancel on after its commit).
+func (s *Store) OrphanedChildren(ctx context.Context, limit int) ([]string, error) {
+	var ids []string
+	err := s.db.WithContext(ctx).Raw(`SELECT c.id::text FROM runs c JOIN runs p ON p.id = c.parent_run_id
+		WHERE c.parent_run_id IS NOT NULL AND c.status IN ('running', 'paused', 'failed') AND p.status = 'cancelled'
+		LIMIT ?`, limit).Scan(&ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("error finding the sub-flow runs of cancelled runs: %w", interpretError(err))
+	}
+	return ids, nil
+}
+
 // OverdueRuns lists up to limit running or paused runs past their
 // deadline (database time). Two sweepers may list the same run: failing
 // it is a compare-and-set on its status under its lock, so it fails once.

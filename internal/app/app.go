@@ -386,6 +386,7 @@ func (a *App) sweep(ctx context.Context) {
 		a.sweepDue(ctx, "event_timed_out", a.Store.OverdueEvents, each(a.Engine.TimeOutEvent))
 		a.deliverLeftEvents(ctx)
 		a.failRunsPastDeadline(ctx)
+		a.cancelOrphanedChildren(ctx)
 	})
 }
 

@@ -114,6 +114,25 @@ func (a *App) deliverLeftEvents(ctx context.Context) {
 	a.Metrics.SweeperAction("event_delivered_late", len(left))
 }
 
+// cancelOrphanedChildren cancels the sub-flow runs of cancelled runs that
+// a process stopped before cancelling (it does so after the parent's
+// commit).
+func (a *App) cancelOrphanedChildren(ctx context.Context) {
+	ids, err := a.Store.OrphanedChildren(ctx, 500)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.cfg.Logger.Warn("sweeper", "what", "sub-flow runs of cancelled runs", "error", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		if _, err := a.Engine.CancelRun(ctx, id); err != nil && !errors.Is(err, engine.ErrConflict) && ctx.Err() == nil {
+			a.cfg.Logger.Warn("sweeper: error cancelling a sub-flow run of a cancelled run", "run_id", id, "error", err)
+		}
+	}
+	a.Metrics.SweeperAction("orphan_cancelled", len(ids))
+}
+
 // failRunsPastDeadline fails the runs whose deadline passed.
 func (a *App) failRunsPastDeadline(ctx context.Context) {
 	ids, err := a.Store.OverdueRuns(ctx, 500)

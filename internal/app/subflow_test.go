@@ -289,3 +289,18 @@ func TestSubFlowByName(t *testing.T) {
 		"nodes": []map[string]any{subNode("s", name, nil)}, "edges": []any{}}})
 	require.Contains(t, byPath(ps)["nodes[0].data.flow"], "several flows are named")
 }
+
+// TestSubFlowOrphansOfACancelledRunAreCancelled: a process that cancelled
+// a run and stopped before passing the cancel on (it does so after the
+// commit) leaves the children running; the sweeper cancels them.
+func TestSubFlowOrphansOfACancelledRunAreCancelled(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	kyc := kycFlow(h)
+	parent := h.createFlow([]map[string]any{subNode("kyc", kyc, nil)}, nil)
+	r := h.startRun(parent, map[string]any{})
+	child := h.childOf(r.ID, "kyc")
+	// The parent's cancel, as committed, without what follows it.
+	require.NoError(t, h.app.Store.Gorm().Exec(`UPDATE runs SET status = 'cancelled' WHERE id = ?`, r.ID).Error)
+	h.waitRun(child.ID, "cancelled")
+}
