@@ -46,7 +46,7 @@ export function App() {
   else if ((m = match("/flows/:id/triggers", path))) page = <Triggers key={m.id} flowId={m.id} />;
   else if ((m = match("/flows/:id", path))) page = <FlowEditor key={m.id} flowId={m.id} version={query.get("version")} />;
   else if (path === "/runs") page = <RunList flowId={query.get("flow_id")} status={query.get("status")} />;
-  else if ((m = match("/runs/:id", path))) page = <RunView key={m.id} runId={m.id} />;
+  else if ((m = match("/runs/:id", path))) page = <RunView key={m.id} runId={m.id} focus={query.get("key")} />;
   else if (path === "/approvals") page = <Approvals />;
   else if (path === "/boards") page = <BoardList />;
   else if ((m = match("/boards/:id", path))) page = <BoardView key={m.id} boardId={m.id} entityId={query.get("entity")} />;

@@ -99,6 +99,21 @@ export async function api<T>(method: string, path: string, body?: unknown, token
   return data as T;
 }
 
+// listAll reads every page of a list (GET path → {[field]: T[],
+// next_cursor}), following next_cursor until the last page.
+export async function listAll<T>(path: string, field: string, maxPages = 50): Promise<T[]> {
+  const out: T[] = [];
+  let cursor: string | null = null;
+  for (let i = 0; i < maxPages; i++) {
+    const sep = path.includes("?") ? "&" : "?";
+    const page: Record<string, any> = await api<Record<string, any>>("GET", cursor ? `${path}${sep}cursor=${encodeURIComponent(cursor)}` : path);
+    out.push(...((page?.[field] ?? []) as T[]));
+    cursor = typeof page?.next_cursor === "string" && page.next_cursor ? page.next_cursor : null;
+    if (!cursor) break;
+  }
+  return out;
+}
+
 export interface StreamEvent {
   id: number;
   run_id: string;
@@ -235,6 +250,8 @@ export interface NodeState {
   // deadline: when a running Worker attempt, a waiting UX node or an
   // Event node's wait times out.
   deadline?: string | null;
+  // child_run_id: the run a SubFlow node started (its latest attempt's).
+  child_run_id?: string | null;
   started_at: string | null;
   finished_at: string | null;
 }
@@ -249,6 +266,10 @@ export interface Run {
   entity_id: string | null;
   created_at: string;
   finished_at: string | null;
+  // parent_run_id, parent_key: the run and the SubFlow node instance that
+  // started this run (a sub-flow run).
+  parent_run_id?: string | null;
+  parent_key?: string | null;
   nodes?: Record<string, NodeState>;
 }
 export interface Approval {

@@ -3,7 +3,7 @@
 import { MarkerType, type Edge, type Node } from "@xyflow/react";
 import type { FlowGraph, GraphEdge, GraphNode } from "./api";
 
-export const NODE_TYPES = ["Worker", "HTTP", "UX", "Condition", "Transform", "Wait", "Event", "Splitter", "Collector"] as const;
+export const NODE_TYPES = ["Worker", "HTTP", "UX", "Condition", "Transform", "Wait", "Event", "SubFlow", "Splitter", "Collector"] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
 
 export function canonicalType(t: string): NodeType | string {
@@ -19,6 +19,7 @@ export const TYPE_HELP: Record<NodeType, string> = {
   Transform: "Reshapes data: an expression over the input whose value is the output. No worker.",
   Wait: "Pauses the run for a duration (48h, P2D) or until a time, then passes its input on.",
   Event: "Waits for an event (payment.received) with a key from its input, posted to /api/v1/events.",
+  SubFlow: "Runs another flow as one step: its input starts a child run, whose output is this step's output.",
   Splitter: "Fans an array out into parallel paths, one per item.",
   Collector: "Waits for every parallel path and gathers results in order.",
 };
@@ -292,6 +293,7 @@ export const ID_PREFIX: Record<NodeType, string> = {
   Transform: "transform",
   Wait: "wait",
   Event: "event",
+  SubFlow: "sub",
   Splitter: "split",
   Collector: "collect",
 };
@@ -378,4 +380,21 @@ export function parseSuccessCodes(src: string): { ok: true; value: (number | str
     else return { ok: false, message: `“${t}” is not a status code (100–599) or a class such as 2xx.` };
   }
   return { ok: true, value: out };
+}
+
+// subflowVersion reads a SubFlow node's version: a number, or "latest"
+// (the default, pinned when the flow is saved).
+export function subflowVersion(d: Record<string, any> | undefined): number | "latest" {
+  const v = d?.version;
+  return typeof v === "number" && Number.isInteger(v) && v >= 1 ? v : "latest";
+}
+
+// subflowSummary says what a SubFlow node runs: "runs KYC · latest";
+// d._flowName is the flow's name where it is known (d.flow is its id).
+export function subflowSummary(d: Record<string, any> | undefined): string | null {
+  const ref = typeof d?.flow === "string" ? d.flow.trim() : "";
+  if (!ref) return null;
+  const name = typeof d?._flowName === "string" && d._flowName ? d._flowName : ref;
+  const v = subflowVersion(d);
+  return `runs ${truncate(name, 32)} · ${v === "latest" ? "latest" : `v${v}`}`;
 }

@@ -1,10 +1,11 @@
 import { Handle, Position, type NodeProps } from "@xyflow/react";
 import { memo } from "react";
-import { eventWaitSummary, httpSummary, truncate, waitSummary } from "../graph";
+import { eventWaitSummary, httpSummary, subflowSummary, truncate, waitSummary } from "../graph";
+import { Link } from "../router";
 import { Countdown, span } from "./common";
 
 // A mark before the type name for the node types with a look of their own.
-const MARK: Record<string, string> = { Condition: "◆", Transform: "ƒ", Wait: "◷", HTTP: "⇄", Event: "✉" };
+const MARK: Record<string, string> = { Condition: "◆", Transform: "ƒ", Wait: "◷", HTTP: "⇄", Event: "✉", SubFlow: "↳" };
 
 // StitchNode draws one node on the editor canvas and in the run view.
 // data._problems marks compile errors; data._run carries live status:
@@ -40,6 +41,17 @@ export const StitchNode = memo(function StitchNode({ id, type, data, selected }:
           HTTP {run.httpStatus}
         </span>
       )}
+      {run?.childRunId && (
+        <Link
+          className="snode-child nodrag nopan"
+          to={`/runs/${run.childRunId}`}
+          data-child-run={run.childRunId}
+          title="Open the run this step started"
+          onClick={(e) => e.stopPropagation()}
+        >
+          child run →
+        </Link>
+      )}
       {run && (run.byHand ?? 0) > 0 && (
         <span className="snode-hand" data-by-hand={run.byHand} title="Completed by hand by a person, not by the step itself">
           {run.total > 1 ? `${run.byHand} by hand` : "by hand"}
@@ -68,6 +80,7 @@ function Summary({ type, d }: { type: string; d: Record<string, any> }) {
   if (type === "Transform" && typeof d.expression === "string" && d.expression.trim()) text = truncate(d.expression, 40);
   if (type === "Wait") text = waitSummary(d);
   if (type === "HTTP") text = httpSummary(d);
+  if (type === "SubFlow") text = subflowSummary(d);
   if (type === "Event") {
     const w = eventWaitSummary(d);
     text = w ? `waits for ${w}${typeof d.timeoutSeconds === "number" && d.timeoutSeconds > 0 ? ` · fails after ${span(d.timeoutSeconds * 1000)}` : ""}` : null;
@@ -90,6 +103,8 @@ interface RunLook {
   eventKey?: string | null;
   // httpStatus: a completed HTTP node's response status.
   httpStatus?: number | null;
+  // childRunId: the run a lone SubFlow instance started.
+  childRunId?: string | null;
 }
 
 // eventWaitText is what a waiting Event node shows: "waiting for
@@ -140,6 +155,7 @@ export const nodeTypes = {
   Wait: StitchNode,
   HTTP: StitchNode,
   Event: StitchNode,
+  SubFlow: StitchNode,
   Splitter: StitchNode,
   Collector: StitchNode,
 };

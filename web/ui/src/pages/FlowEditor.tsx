@@ -15,6 +15,7 @@ import { useCallback, useEffect, useMemo, useRef, useState, type PointerEvent as
 import { api, ApiError, describe, type Flow, type Problem, type Version } from "../api";
 import { ErrorBox, Spinner } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
+import { useFlowNames } from "../flows";
 import { nodeTypes } from "../components/StitchNode";
 import {
   decorateEdge,
@@ -134,9 +135,16 @@ function Editor({ flowId, version }: Props) {
     for (const p of problems) if (p.edge_id && !p.stale) (m[p.edge_id] ??= []).push(p.message);
     return m;
   }, [problems]);
+  // SubFlow nodes show the name of the flow they run (data.flow is its id).
+  const hasSubFlow = nodes.some((n) => n.type === "SubFlow");
+  const flowNames = useFlowNames(hasSubFlow);
   const shownNodes = useMemo(
-    () => nodes.map((n) => (byNode[n.id] ? { ...n, data: { ...n.data, _problems: byNode[n.id] } } : n)),
-    [nodes, byNode],
+    () =>
+      nodes.map((n) => {
+        const named = n.type === "SubFlow" && flowNames[n.data.flow] ? { _flowName: flowNames[n.data.flow] } : null;
+        return byNode[n.id] || named ? { ...n, data: { ...n.data, ...named, ...(byNode[n.id] ? { _problems: byNode[n.id] } : {}) } } : n;
+      }),
+    [nodes, byNode, flowNames],
   );
   // Cycles no loop edge closes, found as the graph is drawn (the server
   // refuses them when saving); a cycle closed by a loop edge is a loop.
@@ -184,6 +192,7 @@ function Editor({ flowId, version }: Props) {
       if (type === "Splitter") data.arrayPath = "";
       if (type === "HTTP") Object.assign(data, { method: "GET", url: "" });
       if (type === "Event") Object.assign(data, { event: "", key: "" });
+      if (type === "SubFlow") data.flow = "";
       setNodes((ns) => [
         ...ns.map((n) => ({ ...n, selected: false })),
         { id, type, position: { x: pos.x - 80, y: pos.y - 30 }, data, selected: true },
@@ -507,6 +516,7 @@ function Editor({ flowId, version }: Props) {
               onSelectEdge={selectEdge}
               onRenameOutcome={renameOutcome}
               problems={problems.filter((p) => p.node_id === selectedNode.id)}
+              flowId={flowId}
             />
           ) : selectedEdge ? (
             <EdgeSettings

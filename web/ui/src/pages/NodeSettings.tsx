@@ -4,6 +4,7 @@ import type { Problem } from "../api";
 import { span } from "../components/common";
 import type { CanvasNode } from "../graph";
 import { EVENT_FIELDS, EventFields, HTTP_FIELDS, HTTPFields } from "./IntegrationSettings";
+import { SUBFLOW_FIELDS, SubFlowFields } from "./SubFlowSettings";
 import {
   checkLoopMax,
   DEFAULT_OUTCOMES,
@@ -40,7 +41,7 @@ function setIn(obj: Record<string, any>, path: string[], v: any): Record<string,
 
 // The node types that may move the run's entity when they complete or
 // fail (a Splitter or Collector may not).
-const MOVES: string[] = ["Worker", "HTTP", "UX", "Condition", "Transform", "Wait"];
+const MOVES: string[] = ["Worker", "HTTP", "UX", "Condition", "Transform", "Wait", "SubFlow"];
 
 const num = (s: string) => (s.trim() === "" ? undefined : Number(s));
 
@@ -50,6 +51,8 @@ interface NodeProps {
   edges: Edge[];
   sections: { id: string; name: string }[] | null;
   problems: (Problem & { stale?: boolean })[];
+  // flowId: the flow being edited (null for a new one).
+  flowId?: string | null;
   onChange: (id: string, data: Record<string, any>) => void;
   onRename: (from: string, to: string) => void;
   onDelete: (id: string) => void;
@@ -58,7 +61,7 @@ interface NodeProps {
   onRenameOutcome: (node: string, from: string, to: string) => void;
 }
 
-export function NodeSettings({ node, nodes, edges, sections, problems, onChange, onRename, onDelete, onConnect, onSelectEdge, onRenameOutcome }: NodeProps) {
+export function NodeSettings({ node, nodes, edges, sections, problems, flowId = null, onChange, onRename, onDelete, onConnect, onSelectEdge, onRenameOutcome }: NodeProps) {
   const d = node.data;
   const type = String(node.type) as NodeType;
   const set = (path: string[]) => (v: any) => onChange(node.id, setIn(d, path, v));
@@ -81,7 +84,9 @@ export function NodeSettings({ node, nodes, edges, sections, problems, onChange,
             ? HTTP_FIELDS
             : type === "Event"
               ? EVENT_FIELDS
-              : [];
+              : type === "SubFlow"
+                ? SUBFLOW_FIELDS
+                : [];
   const claimed = new Set(fields.flatMap(at));
   const commitId = () => {
     const v = idDraft.trim();
@@ -126,6 +131,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, onChange,
       )}
       {type === "HTTP" && <HTTPFields data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} nodeId={node.id} />}
       {type === "Event" && <EventFields data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} nodeId={node.id} />}
+      {type === "SubFlow" && <SubFlowFields data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} nodeId={node.id} selfId={flowId} />}
       {type === "UX" && (
         <>
           <Field label="Prompt" id="node-prompt" hint="What the person is asked in the approvals inbox.">

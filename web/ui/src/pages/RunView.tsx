@@ -4,6 +4,7 @@ import { api, ApiError, describe, stream, type Flow, type FlowGraph, type NodeSt
 import { ago, Countdown, ErrorBox, Json, Spinner, Status, useThrottled } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
 import { eventWaitText, nodeTypes } from "../components/StitchNode";
+import { useFlowNames } from "../flows";
 import { edgeKind, isLoop, loopsOf, outcomesOf, toCanvas, type CanvasNode, type LoopInfo } from "../graph";
 import { Link } from "../router";
 import { Answer } from "./Approvals";
@@ -23,6 +24,8 @@ interface Agg {
   eventKey?: string | null;
   // httpStatus: a lone completed HTTP instance's response status.
   httpStatus?: number | null;
+  // childRunId: the run a lone SubFlow instance started.
+  childRunId?: string | null;
 }
 
 // A row keyed <key>@<n> keeps iteration n of a node on a loop; the
@@ -75,7 +78,8 @@ function aggregate(states: NodeState[], byHand?: Set<string>): Agg {
   else if (total && done === total) status = "completed";
   else if (total && counts.cancelled === total) status = "cancelled";
   else if (done) status = "running";
-  return { status, total, counts, wakeAt, iteration, byHand: hand, eventName, eventKey, httpStatus };
+  const childRunId = one?.child_run_id ?? null;
+  return { status, total, counts, wakeAt, iteration, byHand: hand, eventName, eventKey, httpStatus, childRunId };
 }
 
 // edgeTaken says whether a run took an edge: true once any instance of its
@@ -99,7 +103,9 @@ function edgeTaken(e: Edge, states: NodeState[] | undefined, runDone: boolean): 
   return undecided ? null : false;
 }
 
-export function RunView({ runId }: { runId: string }) {
+// RunView shows a run; focus (?key=) names a node instance to open, as a
+// sub-flow run's breadcrumb does for its parent's SubFlow step.
+export function RunView({ runId, focus = null }: { runId: string; focus?: string | null }) {
   const [run, setRun] = useState<Run | null>(null);
   const [graph, setGraph] = useState<FlowGraph | null>(null);
   const [flow, setFlow] = useState<Flow | null>(null);
@@ -107,6 +113,7 @@ export function RunView({ runId }: { runId: string }) {
   const [error, setError] = useState<unknown>(null);
   const [live, setLive] = useState(false);
   const [selected, setSelected] = useState<string | null>(null);
+  const focused = useRef(false);
   const [actionError, setActionError] = useState<string | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
   const events = useRef<StreamEvent[]>([]);
@@ -179,6 +186,15 @@ export function RunView({ runId }: { runId: string }) {
     return [m, h];
   }, [run]);
   const loops = useMemo(() => (graph ? loopsOf(graph) : []), [graph]);
+  // Open the instance named by ?key= once the run is read.
+  useEffect(() => {
+    if (focused.current || !focus || !run?.nodes) return;
+    focused.current = true;
+    const st = run.nodes[focus];
+    if (st) setSelected(st.node_id);
+  }, [focus, run]);
+  // SubFlow nodes show the name of the flow they run.
+  const flowNames = useFlowNames(!!graph?.nodes.some((n) => n.type === "SubFlow"));
   // The keys whose current row a person completed by hand: their last
   // start (node.status running) or completion by hand was the latter (a
   // loop's next iteration starts the key again).
@@ -211,7 +227,11 @@ export function RunView({ runId }: { runId: string }) {
       connectable: false,
       selected: n.id === selected,
       measured: sizes.current.get(n.id),
-      data: { ...n.data, _run: aggregate(byNode[n.id] ?? [], byHand) },
+      data: {
+        ...n.data,
+        ...(n.type === "SubFlow" && flowNames[n.data.flow] ? { _flowName: flowNames[n.data.flow] } : {}),
+        _run: aggregate(byNode[n.id] ?? [], byHand),
+      },
     }));
     // A paused run is not done: its open edges may still be taken.
     const runDone = !!run && run.status !== "running" && run.status !== "paused";
@@ -230,7 +250,7 @@ export function RunView({ runId }: { runId: string }) {
       };
     });
     return { nodes, edges };
-  }, [graph, byNode, history, selected, run, byHand]);
+  }, [graph, byNode, history, selected, run, byHand, flowNames]);
 
   // act runs an action on the run and reads the run again; a refusal (a
   // 409 when the run moved on meanwhile) is shown with the server's words,
@@ -262,6 +282,7 @@ export function RunView({ runId }: { runId: string }) {
 
   return (
     <section className="runview" aria-label="Run" data-run-status={run.status}>
+      {run.parent_run_id && <ParentCrumb parentRunId={run.parent_run_id} parentKey={run.parent_key ?? ""} />}
       <div className="editor-bar">
         <div className="run-title">
           <h1>
@@ -371,6 +392,7 @@ export function RunView({ runId }: { runId: string }) {
               nodeId={selected}
               outcomes={outcomesOf(graph?.nodes.find((n) => n.id === selected)?.data)}
               nodeType={graph?.nodes.find((n) => n.id === selected)?.type ?? ""}
+              initialKey={focus && run.nodes?.[focus]?.node_id === selected ? focus : null}
               runStatus={run.status}
               states={byNode[selected] ?? []}
               history={history[selected] ?? []}
@@ -467,6 +489,8 @@ const EVENT_LABEL: Record<string, string> = {
   "node.completed_by_hand": "completed by hand",
   "run.paused": "run paused",
   "run.unpaused": "run resumed",
+  "node.child_started": "↳ child run started",
+  "node.child_finished": "↳ child run finished",
 };
 const EVENT_CLASS: Record<string, string> = {
   "loop.iteration": "event-loop",
@@ -483,6 +507,8 @@ function NodeDetail(props: {
   // nodeType: the node's type in the run's graph (a Splitter cannot be
   // completed by hand).
   nodeType: string;
+  // initialKey: the instance to show first (?key=).
+  initialKey?: string | null;
   runStatus: Run["status"];
   states: NodeState[];
   // history: the rows of the node's earlier loop iterations (<key>@<n>).
@@ -497,7 +523,9 @@ function NodeDetail(props: {
 }) {
   const { nodeId, states, events, runId } = props;
   const [filter, setFilter] = useState("all");
-  const [key, setKey] = useState<string | null>(states.length === 1 ? states[0].key : null);
+  const [key, setKey] = useState<string | null>(
+    props.initialKey && states.some((s) => s.key === props.initialKey) ? props.initialKey : states.length === 1 ? states[0].key : null,
+  );
   const shown = states.filter((s) => filter === "all" || s.status === filter);
   const latest = states.find((s) => s.key === key) ?? (states.length === 1 ? states[0] : null);
   // The iterations of the chosen instance, the current one last; null
@@ -674,6 +702,14 @@ function NodeDetail(props: {
                 <dd data-deadline>
                   <Countdown at={current.deadline} before="fails in" due="timing out now…" className="countdown" />
                   <div className="muted small">{new Date(current.deadline).toLocaleString()}</div>
+                </dd>
+              </>
+            )}
+            {current.child_run_id && (
+              <>
+                <dt>Child run</dt>
+                <dd data-child-run={current.child_run_id}>
+                  <ChildRun id={current.child_run_id} refresh={current.status} />
                 </dd>
               </>
             )}
@@ -937,6 +973,7 @@ function eventSummary(e: StreamEvent): string {
   if (p.to_section_id) parts.push(`→ ${p.to_section_id}`);
   if (e.type === "approval.timed_out") parts.push(`no answer in time → ${p.on_timeout && p.on_timeout !== "fail" ? p.on_timeout : "fail"}`);
   if (p.wake_at) parts.push(`wakes ${new Date(p.wake_at).toLocaleString()}`);
+  if (p.child_run_id) parts.push(`run ${p.child_run_id}`);
   return parts.join(" · ");
 }
 
@@ -1036,5 +1073,78 @@ function PostEvent({ name: initialName, eventKey, onDone }: { name: string; even
         {busy ? "Posting…" : "Post event"}
       </button>
     </form>
+  );
+}
+
+// useRunLabel reads a run and its flow's name, to name it for a person;
+// again when refresh changes.
+function useRunLabel(runId: string, refresh = ""): { run: Run | null; flowName: string | null } {
+  const [run, setRun] = useState<Run | null>(null);
+  const [flowName, setFlowName] = useState<string | null>(null);
+  useEffect(() => {
+    let gone = false;
+    api<Run>("GET", `/runs/${runId}`).then(
+      (r) => {
+        if (gone) return;
+        setRun(r);
+        api<Flow>("GET", `/flows/${r.flow_id}`).then(
+          (f) => !gone && setFlowName(f.name),
+          () => undefined,
+        );
+      },
+      () => undefined,
+    );
+    return () => {
+      gone = true;
+    };
+  }, [runId, refresh]);
+  return { run, flowName };
+}
+
+// ChildRun links to the run a SubFlow step started, with its flow and
+// status (read again when the step's status changes).
+function ChildRun({ id, refresh }: { id: string; refresh: string }) {
+  const { run, flowName } = useRunLabel(id, refresh);
+  return (
+    <>
+      <Link to={`/runs/${id}`} className="child-run-link" data-link="child-run" title="Open the run this step started">
+        {flowName ? `${flowName} run` : "Child run"} →
+      </Link>
+      {run && (
+        <>
+          {" "}
+          <Status status={run.status} />
+        </>
+      )}
+      {/* The whole id: runs started together share their first digits (UUIDv7). */}
+      <div className="mono small muted">{id}</div>
+    </>
+  );
+}
+
+// ParentCrumb leads a sub-flow run back to the run and the SubFlow step
+// that started it.
+function ParentCrumb({ parentRunId, parentKey }: { parentRunId: string; parentKey: string }) {
+  const { flowName } = useRunLabel(parentRunId);
+  const to = `/runs/${parentRunId}${parentKey ? `?key=${encodeURIComponent(parentKey)}` : ""}`;
+  return (
+    <nav className="crumbs" aria-label="Parent run" data-parent-run={parentRunId} data-parent-key={parentKey}>
+      <span className="muted">Sub-flow run of</span>{" "}
+      <Link to={`/runs/${parentRunId}`} data-link="parent-run">
+        {flowName ? `${flowName} run` : "a run"}
+      </Link>{" "}
+      <span className="mono small muted">{parentRunId}</span>
+      {parentKey && (
+        <>
+          <span className="crumb-sep" aria-hidden="true">
+            {" "}
+            ›{" "}
+          </span>
+          <Link to={to} className="mono" data-link="parent-step">
+            {parentKey}
+          </Link>
+        </>
+      )}
+    </nav>
   );
 }
