@@ -342,12 +342,13 @@ type txnSnapshot struct {
 	arrivals int
 	heard    int
 	nested   int
+	notes    int
 	failMsg  string
 }
 
 func (t *txn) snapshot() txnSnapshot {
 	return txnSnapshot{run: *t.run, events: len(t.events), claimed: len(t.claimed), arrivals: len(t.arrivals), heard: len(t.heardKeys),
-		nested: len(t.nested), failMsg: t.failMsg}
+		nested: len(t.nested), notes: len(t.notes), failMsg: t.failMsg}
 }
 
 func (t *txn) restore(s txnSnapshot) {
@@ -357,6 +358,7 @@ func (t *txn) restore(s txnSnapshot) {
 	t.arrivals = t.arrivals[:s.arrivals]
 	t.heardKeys, t.heardAttempts = t.heardKeys[:s.heard], t.heardAttempts[:s.heard]
 	t.nested = t.nested[:s.nested]
+	t.notes = t.notes[:s.notes]
 	t.failMsg = s.failMsg
 }
 
@@ -441,6 +443,14 @@ func (c *countingTx) ArchiveIteration(ctx context.Context, runID string, keys []
 
 func (c *countingTx) InsertIteration(ctx context.Context, runID string, n []NodeState) error {
 	return c.wrote(c.Tx.InsertIteration(ctx, runID, n))
+}
+
+func (c *countingTx) InsertNotifications(ctx context.Context, ns []Notification) error {
+	return c.wrote(c.Tx.InsertNotifications(ctx, ns))
+}
+
+func (c *countingTx) SetRemindAt(ctx context.Context, runID, key string, secs int) error {
+	return c.wrote(c.Tx.SetRemindAt(ctx, runID, key, secs))
 }
 
 func (c *countingTx) HoldDispatches(ctx context.Context, runID string, hold bool) (int, error) {

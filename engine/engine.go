@@ -34,6 +34,10 @@ type Config struct {
 	NewID             IDGenerator
 	Clock             Clock
 	Logger            *slog.Logger
+	// Notify writes notifications (approval.requested, .reminder,
+	// .timed_out, run.failed) to the outbox the notification webhook is
+	// served from; off, none are written.
+	Notify bool
 	// OnCommit, if set, is called after every committed transaction with
 	// what it did (metrics, tests).
 	OnCommit func(CommitInfo)
@@ -55,6 +59,8 @@ type CommitInfo struct {
 	// RunFinished is the status the run settled in (completed, failed or
 	// cancelled) when the transaction finished it, else "".
 	RunFinished RunStatus
+	// Notifications is how many notifications the transaction wrote.
+	Notifications int
 }
 
 // TransitionInfo is one node status change.
@@ -81,6 +87,7 @@ type TransitionCount struct {
 func (t *txn) commitInfo() CommitInfo {
 	ci := t.spilled
 	ci.RunID = t.run.ID
+	ci.Notifications = len(t.notes)
 	for _, ev := range t.events {
 		ci.note(ev, t.graph, false)
 	}

@@ -135,16 +135,20 @@ func (f *fireCtx) WaitForUser() error {
 	if err := f.act(); err != nil {
 		return err
 	}
-	secs := uxTimeoutSeconds(f.node)
-	if f.bulkable() {
+	secs, remind := uxTimeoutSeconds(f.node), remindSeconds(f.node)
+	// A node reminded about starts on its own: the bulk start has no
+	// reminder time.
+	if f.bulkable() && remind == 0 {
 		f.t.bulk.add(f, StatusWaitingForUser, secs, nil)
+		f.t.notifyApproval(NotifyApprovalRequested, f.node, f.key, f.attempt, nil)
 		return nil
 	}
 	if f.unwritten() {
 		return errNeedsRow
 	}
 	tr := f.start(StatusRunning, StatusWaitingForUser)
-	tr.DeadlineSeconds = secs
+	tr.DeadlineSeconds, tr.RemindSeconds = secs, remind
+	f.t.notifyApproval(NotifyApprovalRequested, f.node, f.key, f.attempt, nil)
 	return f.t.transitionLater(tr, f.node.ID, f.attempt-1)
 }
 

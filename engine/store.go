@@ -160,6 +160,11 @@ type Tx interface {
 	// ChildRuns lists the runs SubFlow nodes of run runID started that are
 	// in one of statuses.
 	ChildRuns(ctx context.Context, runID string, statuses ...RunStatus) ([]string, error)
+	// InsertNotifications writes notifications to the webhook's outbox.
+	InsertNotifications(ctx context.Context, ns []Notification) error
+	// SetRemindAt sets when a waiting UX node is next reminded about:
+	// seconds from now (database time).
+	SetRemindAt(ctx context.Context, runID, key string, seconds int) error
 	// UpsertEntity creates an entity or updates the one with the same email
 	// on the board, returning its id.
 	UpsertEntity(ctx context.Context, id string, e EntityUpsert) (string, error)
@@ -214,6 +219,9 @@ type NodeTransition struct {
 	Event *EventWait
 	// ChildRunID, when set, records the child run a SubFlow node started.
 	ChildRunID *string
+	// RemindSeconds, for a transition that ends waiting_for_user, is when
+	// the node is first reminded about (0: never).
+	RemindSeconds int
 }
 
 // EventWait is the event an Event node waits for.

@@ -71,6 +71,8 @@ type txn struct {
 	// ends collects the sub-flow runs that end in the database
 	// transaction, whose parents are told before it commits.
 	ends *childEnds
+	// notes are the notifications the transaction writes at flush.
+	notes []Notification
 	// lastOutput is the output of the last terminal node completed in
 	// the transaction, as its row holds it (nil when not read back).
 	lastOutput struct {
@@ -1025,6 +1027,11 @@ func (t *txn) flush() error {
 	} else if err := t.settleRun(); err != nil {
 		return err
 	}
+	if len(t.notes) > 0 {
+		if err := t.tx.InsertNotifications(t.ctx, t.notes); err != nil {
+			return fmt.Errorf("error writing %d notifications of run %s: %w", len(t.notes), t.run.ID, err)
+		}
+	}
 	if t.run.Status == RunPaused {
 		// What work in flight dispatched meanwhile (a retry, a loop's
 		// next iteration) waits for the resume too.
@@ -1087,6 +1094,9 @@ func (t *txn) settleRun() error {
 
 func (t *txn) finishRun(output json.RawMessage, errMsg string) {
 	t.ended = t.run.Status
+	if t.run.Status == RunFailed {
+		t.notify(NotifyRunFailed, "", map[string]any{"error": errMsg})
+	}
 	t.run.Output = output
 	if errMsg != "" {
 		t.run.Error = &errMsg

@@ -116,6 +116,7 @@ func (e *Engine) TimeOutApproval(ctx context.Context, runID, key string, attempt
 		cfg := uxTimeout(n)
 		msg := fmt.Sprintf("no answer within %d seconds", cfg.TimeoutSeconds)
 		t.event(EventApprovalTimedOut, key, map[string]any{"attempt": attempt, "on_timeout": cfg.OnTimeout})
+		t.notifyApproval(NotifyApprovalTimedOut, n, key, attempt, map[string]any{"on_timeout": cfg.OnTimeout})
 		if cfg.OnTimeout == "" || cfg.OnTimeout == "fail" {
 			return t.failWith(&NodeTransition{Key: key, From: StatusWaitingForUser, Steps: []Status{StatusRunning, StatusFailed},
 				Attempt: attempt, Error: &msg})

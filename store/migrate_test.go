@@ -19,11 +19,11 @@ import (
 // schemaTables are the tables the migrations create.
 var schemaTables = []string{
 	"api_tokens", "boards", "dispatches", "entities", "flow_versions", "flows", "journey_events",
-	"broker_consumers", "broker_triggers", "event_deliveries", "event_triggers", "events", "node_states", "run_events", "runs", "schedules", "sections", "signing_keys", "triggers", "webhook_secrets",
+	"broker_consumers", "broker_triggers", "event_deliveries", "event_triggers", "events", "node_states", "notifications", "run_events", "runs", "schedules", "sections", "signing_keys", "triggers", "webhook_secrets",
 }
 
 // latestVersion is the highest migration in migrations/.
-const latestVersion = 17
+const latestVersion = 18
 
 func openSQL(t *testing.T, url string) *sql.DB {
 	t.Helper()

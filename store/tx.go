@@ -657,6 +657,13 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 		q += `, child_run_id = ?::uuid`
 		args = append(args, *tr.ChildRunID)
 	}
+	switch {
+	case tr.RemindSeconds > 0 && tr.Final() == engine.StatusWaitingForUser:
+		q += `, remind_at = now() + make_interval(secs => ?)`
+		args = append(args, tr.RemindSeconds)
+	case tr.From == engine.StatusWaitingForUser:
+		q += `, remind_at = NULL`
+	}
 	q += ` WHERE run_id = ? AND key = ? AND status = ? AND (? = 0 OR attempt = ?)`
 	args = append(args, tr.RunID, tr.Key, string(tr.From), tr.Attempt, tr.Attempt)
 	if tr.NodeID != "" {
@@ -865,6 +872,28 @@ func (t *pgTx) ChildRuns(ctx context.Context, runID string, statuses ...engine.R
 		ids = append(ids, id)
 	}
 	return ids, interpretError(rows.Err())
+}
+
+func (t *pgTx) InsertNotifications(ctx context.Context, ns []engine.Notification) error {
+	return chunked(ns, func(part []engine.Notification, _ int) error { return t.insertNotifications(ctx, part) })
+}
+
+func (t *pgTx) insertNotifications(ctx context.Context, ns []engine.Notification) error {
+	ids := make([]string, len(ns))
+	types := make([]string, len(ns))
+	runs := make([]string, len(ns))
+	payloads := make([]string, len(ns))
+	for i, n := range ns {
+		ids[i], types[i], runs[i], payloads[i] = n.ID, n.Type, n.RunID, string(n.Payload)
+	}
+	return t.write(ctx, len(ns), `INSERT INTO notifications (id, type, run_id, payload)
+		SELECT i::uuid, ty, r::uuid, p::jsonb FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS u(i, ty, r, p)`,
+		ids, types, runs, payloads)
+}
+
+func (t *pgTx) SetRemindAt(ctx context.Context, runID, key string, seconds int) error {
+	return interpretError(t.exec(ctx, `UPDATE node_states SET remind_at = CASE WHEN ? > 0 THEN now() + make_interval(secs => ?) END
+		WHERE run_id = ? AND key = ?`, seconds, seconds, runID, key).Error)
 }
 
 func (t *pgTx) ReadyNodes(ctx context.Context, runID string) ([]engine.NodeState, error) {

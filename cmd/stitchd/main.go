@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -62,6 +63,7 @@ var settings = []setting{
 	{"worker-allow-cidrs", "STITCHD_WORKER_ALLOW_CIDRS"},
 	{"trigger-rate", "STITCHD_TRIGGER_RATE"},
 	{"pprof-addr", "STITCHD_PPROF_ADDR"},
+	{"notify-url", "STITCHD_NOTIFY_URL"},
 }
 
 // applyEnv gives every flag not set on the command line the value of its
@@ -94,6 +96,7 @@ type options struct {
 	privateAddresses, allowCIDRs          string
 	triggerRate                           float64
 	pprofAddr                             string
+	notifyURL                             string
 	// otlpEndpoint is OTEL_EXPORTER_OTLP_ENDPOINT (traces; no flag).
 	otlpEndpoint string
 }
@@ -114,6 +117,7 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.privateAddresses, "worker-private-addresses", "allow", "allow or deny worker URLs resolving to loopback, private or link-local addresses (env STITCHD_WORKER_PRIVATE_ADDRESSES)")
 	fs.StringVar(&o.allowCIDRs, "worker-allow-cidrs", "", "comma-separated CIDRs allowed when private addresses are denied (env STITCHD_WORKER_ALLOW_CIDRS)")
 	fs.Float64Var(&o.triggerRate, "trigger-rate", defaultTriggerRate, "runs one inbound trigger may start a second (bursts of as many); beyond, 429 with Retry-After; 0 = no limit (env STITCHD_TRIGGER_RATE)")
+	fs.StringVar(&o.notifyURL, "notify-url", "", "notification webhook: approvals requested, reminders, timed out, runs failed are POSTed there, signed; empty = none (env STITCHD_NOTIFY_URL)")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's pprof profiles on this address, e.g. 127.0.0.1:6060; empty = off (env STITCHD_PPROF_ADDR)")
 }
 
@@ -202,7 +206,8 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 func (o options) config(log *slog.Logger) app.Config {
 	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
 		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems, Logger: log, DataDir: o.dataDir,
-		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, OTLPEndpoint: o.otlpEndpoint, Version: version}
+		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, OTLPEndpoint: o.otlpEndpoint, Version: version,
+		NotifyURL: o.notifyURL}
 }
 
 func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) error {
@@ -219,6 +224,9 @@ func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) 
 	}
 	if o.triggerRate < 0 || math.IsNaN(o.triggerRate) || math.IsInf(o.triggerRate, 0) {
 		return fmt.Errorf("--trigger-rate must be a number of runs a second, 0 or more, not %v", o.triggerRate)
+	}
+	if u, err := url.Parse(o.notifyURL); o.notifyURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		return fmt.Errorf("--notify-url must be an absolute http(s) URL, not %q", o.notifyURL)
 	}
 	if o.privateAddresses != "allow" && o.privateAddresses != "deny" {
 		return fmt.Errorf("--worker-private-addresses must be allow or deny, not %q", o.privateAddresses)

@@ -58,6 +58,7 @@ var configSettings = []struct {
 	{"worker-allow-cidrs", "STITCHD_WORKER_ALLOW_CIDRS", "", "10.0.0.0/8", "127.0.0.1/32", func(o *options) string { return o.allowCIDRs }},
 	{"trigger-rate", "STITCHD_TRIGGER_RATE", "50", "5", "0.5", func(o *options) string { return strconv.FormatFloat(o.triggerRate, 'f', -1, 64) }},
 	{"pprof-addr", "STITCHD_PPROF_ADDR", "", "127.0.0.1:6060", "127.0.0.1:6061", func(o *options) string { return o.pprofAddr }},
+	{"notify-url", "STITCHD_NOTIFY_URL", "", "https://env.example/n", "https://flag.example/n", func(o *options) string { return o.notifyURL }},
 }
 
 // TestConfigSettingsComplete keeps configSettings in step with main.go.
@@ -201,6 +202,8 @@ func TestCommandsApplyEnv(t *testing.T) {
 			[]string{"serve", "--addr", "127.0.0.1:0"}, "--max-fanout-items must be at least 1, not 0"},
 		{"serve: negative trigger rate", map[string]string{"STITCHD_TRIGGER_RATE": "-1", "DATABASE_URL": nowhere},
 			[]string{"serve", "--addr", "127.0.0.1:0"}, "--trigger-rate must be a number of runs a second, 0 or more"},
+		{"serve: notify url not http", map[string]string{"STITCHD_NOTIFY_URL": "ftp://x", "DATABASE_URL": nowhere},
+			[]string{"serve", "--addr", "127.0.0.1:0"}, "--notify-url must be an absolute http(s) URL"},
 		{"migrate: log format from env", map[string]string{"STITCHD_LOG_FORMAT": "xml", "DATABASE_URL": dbURL}, []string{"migrate"}, "invalid log format"},
 		{"migrate: flag beats invalid env", map[string]string{"STITCHD_LOG_FORMAT": "xml", "STITCHD_BODY_LIMIT": "big"},
 			[]string{"migrate", "--log-format", "json", "--body-limit", "10", "--database-url", dbURL}, ""},

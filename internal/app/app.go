@@ -70,6 +70,9 @@ type Config struct {
 	// MetricsGaugeMaxAge is how old /metrics' database-backed gauges may be
 	// (default 5s): read at most once in that time, for every scrape.
 	MetricsGaugeMaxAge time.Duration
+	// NotifyURL is the notification webhook (approvals requested, reminded
+	// about and timed out; runs failed); empty: none.
+	NotifyURL string
 	// TriggerRate bounds the runs one inbound trigger starts a second
 	// (bursts of as many); beyond it a hook is answered 429 with
 	// Retry-After. 0 = no limit.
@@ -98,6 +101,8 @@ type App struct {
 	Store      *store.Store
 	Engine     *engine.Engine
 	Dispatcher *callbacks.Dispatcher
+	// Notifications delivers the notification webhook (nil: none).
+	Notifications *callbacks.Notifier
 	Hub        *web.Hub
 	Server     *web.Server
 	Keys       *callbacks.Keyring
@@ -211,9 +216,13 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		NewID:      timeOrderedID,
 		Clock:      clock,
 		Logger:     cfg.Logger,
+		Notify:     cfg.NotifyURL != "",
 		OnCommit: func(ci engine.CommitInfo) {
 			a.Metrics.OnCommit(ci)
 			a.notifier.Notify(ci.RunID)
+			if ci.Notifications > 0 && a.Notifications != nil {
+				a.Notifications.Poke()
+			}
 		},
 	})
 	if err != nil {
@@ -239,6 +248,11 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Client: client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers, HostWorkers: cfg.DispatchHostWorkers,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock})
 	a.Dispatcher, waker.d = disp, disp
+	if cfg.NotifyURL != "" {
+		a.Notifications = callbacks.NewNotifier(callbacks.NotifierConfig{Store: a.Store, URL: cfg.NotifyURL, Secret: secret,
+			Signer: &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh}, Client: client, Clock: clock,
+			Logger: cfg.Logger, PollInterval: cfg.PollInterval})
+	}
 	a.Metrics.WatchDispatchBacklog(disp.Backlog)
 	a.Hub = web.NewHub()
 	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Hub: a.Hub, AuthToken: cfg.AuthToken,
@@ -346,6 +360,9 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	a.Dispatcher.Start(ctx)
+	if a.Notifications != nil {
+		a.Notifications.Start(ctx)
+	}
 	a.brokers = a.newBrokers()
 	a.brokers.Start(ctx)
 	a.wg.Add(5)
@@ -383,6 +400,7 @@ func (a *App) sweep(ctx context.Context) {
 		a.expireOverdue(ctx)
 		a.sweepDue(ctx, "woken", a.Store.DueTimers, a.Engine.Wake)
 		a.sweepDue(ctx, "approval_timed_out", a.Store.OverdueApprovals, each(a.Engine.TimeOutApproval))
+		a.sweepDue(ctx, "approval_reminded", a.Store.DueReminders, each(a.Engine.RemindApproval))
 		a.sweepDue(ctx, "event_timed_out", a.Store.OverdueEvents, each(a.Engine.TimeOutEvent))
 		a.deliverLeftEvents(ctx)
 		a.failRunsPastDeadline(ctx)
@@ -470,6 +488,9 @@ func (a *App) stop(ctx context.Context) error {
 		a.cancel()
 	}
 	a.Dispatcher.Stop()
+	if a.Notifications != nil {
+		a.Notifications.Stop()
+	}
 	a.wg.Wait()
 	if a.brokers != nil {
 		a.stopBrokers(ctx)

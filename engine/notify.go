@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Notifications (README, Notifications): what people should hear about is
+// written to an outbox (Tx.InsertNotifications) by the transaction in which
+// it happened, and delivered to the notification webhook after the commit
+// (callbacks.Notifier), signed like dispatches, with retries. Nothing is
+// written when no webhook is configured (Config.Notify).
+
+// Notification types.
+const (
+	NotifyApprovalRequested = "approval.requested"
+	NotifyApprovalReminder  = "approval.reminder"
+	NotifyApprovalTimedOut  = "approval.timed_out"
+	NotifyRunFailed         = "run.failed"
+)
+
+// EventApprovalReminder: a UX node still waiting was reminded about.
+const EventApprovalReminder = "node.reminder"
+
+// Notification is one outbox row of the notification webhook.
+type Notification struct {
+	ID      string
+	Type    string
+	RunID   string
+	Payload json.RawMessage
+	// Tries is how many deliveries were tried before this one (claimed
+	// rows).
+	Tries int
+}
+
+// notify writes a notification of type typ about the transaction's run
+// (and node key, if any) with fields added to the common ones.
+func (t *txn) notify(typ, key string, fields map[string]any) {
+	if !t.e.cfg.Notify {
+		return
+	}
+	id := t.e.cfg.NewID()
+	p := map[string]any{"type": typ, "id": id, "at": t.e.cfg.Clock.Now().UTC(), "run_id": t.run.ID,
+		"flow_id": t.run.FlowID}
+	if key != "" {
+		p["node_key"] = key
+	}
+	for k, v := range fields {
+		p[k] = v
+	}
+	b, err := json.Marshal(p)
+	if err != nil { // values are the engine's own
+		b = []byte(fmt.Sprintf(`{"type":%q,"id":%q,"run_id":%q}`, typ, id, t.run.ID))
+	}
+	t.notes = append(t.notes, Notification{ID: id, Type: typ, RunID: t.run.ID, Payload: b})
+}
+
+// NotificationOutcome is the result of one delivery try of a notification.
+type NotificationOutcome struct {
+	ID        string
+	Tries     int
+	Delivered bool
+	Error     string
+	// RetryIn > 0 schedules another try; 0 with Delivered false gives up.
+	RetryIn time.Duration
+}
+
+// uxInfo is what a notification about a UX node tells of it.
+type uxInfo struct {
+	Label              string   `json:"label,omitempty"`
+	Prompt             string   `json:"prompt,omitempty"`
+	Outcomes           []string `json:"-"`
+	TimeoutSeconds     float64  `json:"timeoutSeconds,omitempty"`
+	RemindAfterSeconds float64  `json:"remindAfterSeconds,omitempty"`
+}
+
+func uxInfoOf(n *Node) uxInfo {
+	var cfg uxInfo
+	if len(n.Config) > 0 {
+		_ = json.Unmarshal(n.Config, &cfg) // the compiler checked it
+	}
+	cfg.Outcomes = UXOutcomes(n)
+	return cfg
+}
+
+// remindSeconds is a UX node's reminder interval (0: none).
+func remindSeconds(n *Node) int {
+	if n.Type != NodeTypeUX {
+		return 0
+	}
+	return int(math.Ceil(max(uxInfoOf(n).RemindAfterSeconds, 0)))
+}
+
+// notifyApproval notifies about UX node n at key, attempt.
+func (t *txn) notifyApproval(typ string, n *Node, key string, attempt int, extra map[string]any) {
+	if !t.e.cfg.Notify {
+		return
+	}
+	info := uxInfoOf(n)
+	p := map[string]any{"node_id": n.ID, "attempt": attempt, "label": info.Label, "prompt": info.Prompt,
+		"outcomes": info.Outcomes}
+	if info.TimeoutSeconds > 0 {
+		p["timeout_seconds"] = info.TimeoutSeconds
+	}
+	for k, v := range extra {
+		p[k] = v
+	}
+	t.notify(typ, key, p)
+}
+
+// RemindApproval reminds about a UX node still waiting for a person when
+// its remindAfterSeconds came round again: a node.reminder event and an
+// approval.reminder notification, and the next reminder as far ahead. A
+// node no longer waiting that attempt is left alone.
+func (e *Engine) RemindApproval(ctx context.Context, runID, key string, attempt int) error {
+	return e.whileIn(ctx, runID, key, attempt, StatusWaitingForUser, func(t *txn, n *Node, cur *NodeState) error {
+		secs := remindSeconds(n)
+		t.event(EventApprovalReminder, key, map[string]any{"attempt": attempt})
+		t.notifyApproval(NotifyApprovalReminder, n, key, attempt, map[string]any{"waiting_since": cur.StartedAt})
+		if err := t.tx.SetRemindAt(t.ctx, runID, key, secs); err != nil {
+			return fmt.Errorf("error setting the next reminder of %s: %w", key, err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,162 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/callbacks"
+	"github.com/stitchd/stitchd/internal/app"
+)
+
+// receiver is a loopback notification webhook: it records what it is
+// sent, answering fail (then 200) to the first fail requests.
+type receiver struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	got  []notice
+	fail int
+}
+
+type notice struct {
+	Header http.Header
+	Body   []byte
+	Note   struct {
+		Type     string   `json:"type"`
+		ID       string   `json:"id"`
+		RunID    string   `json:"run_id"`
+		FlowID   string   `json:"flow_id"`
+		NodeKey  string   `json:"node_key"`
+		Attempt  int      `json:"attempt"`
+		Prompt   string   `json:"prompt"`
+		Outcomes []string `json:"outcomes"`
+		Error    string   `json:"error"`
+	}
+}
+
+func newReceiver(t *testing.T, fail int) *receiver {
+	r := &receiver{fail: fail}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.fail > 0 {
+			r.fail--
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		rc := notice{Header: req.Header.Clone(), Body: b}
+		if err := json.Unmarshal(b, &rc.Note); err != nil {
+			t.Errorf("notification is not JSON: %s", b)
+		}
+		r.got = append(r.got, rc)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) all() []notice {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]notice(nil), r.got...)
+}
+
+// ofType waits for n notifications of type typ about run runID.
+func (h *harness) notified(r *receiver, runID, typ string, n int) []notice {
+	h.t.Helper()
+	var out []notice
+	h.eventually(func() bool {
+		out = nil
+		for _, g := range r.all() {
+			if g.Note.RunID == runID && g.Note.Type == typ {
+				out = append(out, g)
+			}
+		}
+		return len(out) >= n
+	}, "%d %s notification(s) of run %s", n, typ, runID)
+	return out
+}
+
+func TestNotificationsOfApprovalsAndFailedRuns(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, 2) // the first two tries fail: retried
+	h := newHarness(t, func(c *app.Config) { c.NotifyURL = rcv.srv.URL + "/notify" })
+	flow := h.createFlow([]map[string]any{node("ask", "UX", map[string]any{"prompt": "Send to sales?",
+		"remindAfterSeconds": 1, "timeoutSeconds": 3, "onTimeout": "reject"}), wnode(h, "sales")},
+		[]map[string]any{redge("ask", "sales", map[string]any{"outcome": "approve"})})
+	r := h.startRun(flow, map[string]any{"lead": "ada"})
+
+	req := h.notified(rcv, r.ID, "approval.requested", 1)[0]
+	require.Equal(t, "ask", req.Note.NodeKey)
+	require.Equal(t, flow, req.Note.FlowID)
+	require.Equal(t, "Send to sales?", req.Note.Prompt)
+	require.Equal(t, []string{"approve", "reject"}, req.Note.Outcomes)
+	require.Equal(t, 1, req.Note.Attempt)
+	// Signed as dispatches are, webhook-id the notification's id.
+	secret, err := h.app.Store.WebhookSecret(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, req.Note.ID, req.Header.Get("webhook-id"))
+	require.NoError(t, callbacks.VerifyWebhook(secret, req.Header.Get("webhook-id"), req.Header.Get("webhook-timestamp"),
+		req.Header.Get("webhook-signature"), req.Body, time.Now(), 5*time.Minute))
+
+	// Reminded about every second until the timeout takes reject.
+	reminders := h.notified(rcv, r.ID, "approval.reminder", 2)
+	require.NotEqual(t, reminders[0].Note.ID, reminders[1].Note.ID)
+	h.notified(rcv, r.ID, "approval.timed_out", 1)
+	// No outcome edge for reject: the node fails, and the run.
+	done := h.waitRun(r.ID, "failed")
+	failed := h.notified(rcv, r.ID, "run.failed", 1)[0]
+	require.Equal(t, *done.Error, failed.Note.Error)
+
+	var n int
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM run_events WHERE run_id = ? AND type = 'node.reminder'`, r.ID).
+		Row().Scan(&n))
+	require.GreaterOrEqual(t, n, 2, "each reminder is an event")
+
+	// Once decided, a node is reminded about no more; nothing is sent twice.
+	time.Sleep(1500 * time.Millisecond)
+	seen := map[string]bool{}
+	for _, g := range rcv.all() {
+		require.False(t, seen[g.Note.ID], "notification %s delivered twice", g.Note.ID)
+		seen[g.Note.ID] = true
+	}
+	var left int
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM notifications WHERE run_id = ? AND status <> 'delivered'`, r.ID).
+		Row().Scan(&left))
+	require.Zero(t, left)
+	var remindAt *time.Time
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT remind_at FROM node_states WHERE run_id = ? AND key = 'ask'`, r.ID).
+		Row().Scan(&remindAt))
+	require.Nil(t, remindAt)
+}
+
+func TestNoNotificationsWithoutAWebhook(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{node("ask", "UX", map[string]any{"remindAfterSeconds": 1})}, nil)
+	r := h.startRun(flow, map[string]any{})
+	h.eventually(func() bool {
+		var reminded int
+		require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM run_events WHERE run_id = ? AND type = 'node.reminder'`, r.ID).
+			Row().Scan(&reminded))
+		return reminded > 0
+	}, "a reminder event")
+	var notes int
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM notifications WHERE run_id = ?`, r.ID).Row().Scan(&notes))
+	require.Zero(t, notes)
+}
+
+func TestRemindAfterSecondsValidated(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	_, ps := h.refused(422, "POST", "/api/v1/flows", map[string]any{"name": "x", "graph": map[string]any{
+		"nodes": []map[string]any{node("ask", "UX", map[string]any{"remindAfterSeconds": 0})}, "edges": []any{}}})
+	require.Contains(t, byPath(ps)["nodes[0].data.remindAfterSeconds"], "at least 1")
+}
