@@ -54,6 +54,9 @@ type Options struct {
 	Timers int
 	// FanOutSizes overrides the item counts of the fanout scenarios.
 	FanOutSizes map[string]int
+	// SubFlows is how many sub-flow runs the subflow-10k scenario fans out
+	// (default 10,000).
+	SubFlows int
 	// WorkDir holds stitchd's log (default: a temp dir).
 	WorkDir string
 	// ProfileDir, when set, receives stitchd's pprof CPU and allocation
@@ -250,6 +253,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	def(&opts.ChainsRunLength, 100)
 	def(&opts.IdleRuns, 1000)
 	def(&opts.Timers, 10000)
+	def(&opts.SubFlows, 10000)
 	if opts.ChainsDuration <= 0 {
 		opts.ChainsDuration = 60 * time.Second
 	}
@@ -483,7 +487,7 @@ func (r *runner) scenario(ctx context.Context, name string) (*Result, error) {
 	case "idle":
 		return r.idle(ctx)
 	case "subflow-10k":
-		return r.subFlows(ctx, 10000)
+		return r.subFlows(ctx, r.opts.SubFlows)
 	default:
 		n, _ := r.opts.fanOutSize(name)
 		return r.fanOut(ctx, name, n)

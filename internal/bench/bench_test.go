@@ -27,10 +27,10 @@ func TestBenchSmall(t *testing.T) {
 		Binary: bin, DatabaseURL: storetest.ServerURL(t), WorkDir: t.TempDir(), Progress: &progress,
 		ChainLength: 30, Chains: 3, ChainsRunLength: 10, ChainsDuration: time.Second,
 		FanOutSizes: map[string]int{"fanout-1k": 50, "fanout-10k": 0, "fanout-100k": 1},
-		IdleRuns:    20, IdleWindow: time.Second, Timers: 50,
+		IdleRuns:    20, IdleWindow: time.Second, Timers: 50, SubFlows: 20,
 	})
 	require.NoError(t, err, progress.String())
-	require.Len(t, rep.Results, 9)
+	require.Len(t, rep.Results, 10)
 	byName := map[string]bench.Result{}
 	cpu := 0.0
 	for _, r := range rep.Results {
@@ -111,6 +111,9 @@ func TestBenchSmall(t *testing.T) {
 	require.GreaterOrEqual(t, *fan.CollectorLagMs, 0.0)
 	require.EqualValues(t, 2, byName["fan-out of 0 items"].Completions, "an empty fan-out completes splitter and collector")
 	require.EqualValues(t, 3, byName["fan-out of 1 items"].Completions)
+
+	require.EqualValues(t, 42, byName["fan-out of 20 sub-flow runs"].Completions,
+		"splitter, 20 child workers, 20 SubFlow nodes and the collector")
 
 	idle := byName["20 runs waiting on a person"]
 	require.NotNil(t, idle.IdleCPUPercent)
