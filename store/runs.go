@@ -159,8 +159,43 @@ func scanEvents(rows *sql.Rows) ([]engine.Event, error) {
 
 // RunEvents returns a run's events with seq > afterSeq, in order.
 func (s *Store) RunEvents(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error) {
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+eventCols+` FROM run_events WHERE run_id = ? AND seq > ?
-		ORDER BY seq LIMIT ?`, runID, afterSeq, limit).Rows()
+	return s.RunEventsBounded(ctx, runID, afterSeq, limit, 0)
+}
+
+// boundedEvents wraps an events query (SELECT * …, its ORDER BY and LIMIT
+// included) so
+// that it returns only the events that begin within maxBytes of payloads
+// (the ? it ends with): a page holds at most maxBytes and one event,
+// however big each is. PageFull tells whether more may follow.
+func boundedEvents(q, order string) string {
+	return `SELECT ` + eventCols + ` FROM (SELECT *, sum(octet_length(payload::text)) OVER (ORDER BY ` + order + `) AS upto
+		FROM (` + q + `) q) b WHERE upto - octet_length(payload::text) < ? ORDER BY ` + order
+}
+
+// PageFull reports whether a page of events read with limit and maxBytes
+// may have been cut short (more events may follow): it holds limit
+// events, or its payloads pass maxBytes (the event that crosses the bound
+// is the last one read).
+func PageFull(evs []engine.Event, limit, maxBytes int) bool {
+	if len(evs) >= limit {
+		return true
+	}
+	n := 0
+	for _, e := range evs {
+		n += len(e.Payload)
+	}
+	return maxBytes > 0 && n > maxBytes
+}
+
+// RunEventsBounded is RunEvents reading only the events that begin within
+// maxBytes of payloads (0: no bound); see PageFull.
+func (s *Store) RunEventsBounded(ctx context.Context, runID string, afterSeq int64, limit, maxBytes int) ([]engine.Event, error) {
+	q := `SELECT ` + eventCols + ` FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`
+	args := []any{runID, afterSeq, limit}
+	if maxBytes > 0 {
+		q, args = boundedEvents(strings.Replace(q, eventCols, "*", 1), "seq"), append(args, maxBytes)
+	}
+	rows, err := s.db.WithContext(ctx).Raw(q, args...).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error loading events of run %s: %w", runID, interpretError(err))
 	}
@@ -169,7 +204,18 @@ func (s *Store) RunEvents(ctx context.Context, runID string, afterSeq int64, lim
 
 // EventsAfter returns events of every run with id > afterID, in id order.
 func (s *Store) EventsAfter(ctx context.Context, afterID int64, limit int) ([]engine.Event, error) {
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+eventCols+` FROM run_events WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit).Rows()
+	return s.EventsAfterBounded(ctx, afterID, limit, 0)
+}
+
+// EventsAfterBounded is EventsAfter reading only the events that begin
+// within maxBytes of payloads (0: no bound); see PageFull.
+func (s *Store) EventsAfterBounded(ctx context.Context, afterID int64, limit, maxBytes int) ([]engine.Event, error) {
+	q := `SELECT ` + eventCols + ` FROM run_events WHERE id > ? ORDER BY id LIMIT ?`
+	args := []any{afterID, limit}
+	if maxBytes > 0 {
+		q, args = boundedEvents(strings.Replace(q, eventCols, "*", 1), "id"), append(args, maxBytes)
+	}
+	rows, err := s.db.WithContext(ctx).Raw(q, args...).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error loading events: %w", interpretError(err))
 	}
@@ -202,17 +248,24 @@ type Approval struct {
 	Iteration int
 }
 
-// Approvals lists every node waiting for a person, oldest first.
+// Approvals lists nodes waiting for a person, oldest first, at most limit
+// (default 500; ApprovalsPage pages through all).
 func (s *Store) Approvals(ctx context.Context, limit int) ([]Approval, error) {
 	if limit <= 0 {
 		limit = 500
 	}
+	return s.approvals(ctx, "", []any{limit})
+}
+
+// approvals lists waiting nodes; where adds conditions (" AND …") whose
+// arguments args holds, followed by the limit.
+func (s *Store) approvals(ctx context.Context, where string, args []any) ([]Approval, error) {
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT ns.run_id::text, ns.key, ns.node_id, r.flow_id::text,
 		coalesce(v.execution_graph->'nodes'->ns.node_id->'config', '{}'), ns.input, r.entity_id::text, ns.updated_at,
 		coalesce(e.name, ''), coalesce(e.type, ''), coalesce(e.board_id::text, ''), e.email, ns.deadline, ns.iteration
 		FROM node_states ns JOIN runs r ON r.id = ns.run_id JOIN flow_versions v ON v.id = r.flow_version_id
 		LEFT JOIN entities e ON e.id = r.entity_id
-		WHERE ns.status = 'waiting_for_user' ORDER BY ns.updated_at, ns.run_id, ns.key LIMIT ?`, limit).Rows()
+		WHERE ns.status = 'waiting_for_user'`+where+` ORDER BY ns.updated_at, ns.run_id, ns.key LIMIT ?`, args...).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error listing approvals: %w", interpretError(err))
 	}
@@ -237,8 +290,18 @@ func (s *Store) Approvals(ctx context.Context, limit int) ([]Approval, error) {
 // RunEventsSince returns a run's events whose global id is > afterID, in
 // sequence order.
 func (s *Store) RunEventsSince(ctx context.Context, runID string, afterID int64, limit int) ([]engine.Event, error) {
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+eventCols+` FROM run_events WHERE run_id = ? AND id > ?
-		ORDER BY seq LIMIT ?`, runID, afterID, limit).Rows()
+	return s.RunEventsSinceBounded(ctx, runID, afterID, limit, 0)
+}
+
+// RunEventsSinceBounded is RunEventsSince reading only the events that
+// begin within maxBytes of payloads (0: no bound); see PageFull.
+func (s *Store) RunEventsSinceBounded(ctx context.Context, runID string, afterID int64, limit, maxBytes int) ([]engine.Event, error) {
+	q := `SELECT ` + eventCols + ` FROM run_events WHERE run_id = ? AND id > ? ORDER BY seq LIMIT ?`
+	args := []any{runID, afterID, limit}
+	if maxBytes > 0 {
+		q, args = boundedEvents(strings.Replace(q, eventCols, "*", 1), "seq"), append(args, maxBytes)
+	}
+	rows, err := s.db.WithContext(ctx).Raw(q, args...).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error loading events of run %s: %w", runID, interpretError(err))
 	}

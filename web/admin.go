@@ -20,7 +20,11 @@ type boardSummaryJSON struct {
 }
 
 func (s *Server) listBoards(c echo.Context) error {
-	bs, err := s.cfg.Store.ListBoards(c.Request().Context())
+	p, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	bs, next, err := s.cfg.Store.ListBoardsPage(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
@@ -35,7 +39,7 @@ func (s *Server) listBoards(c echo.Context) error {
 			out[i].Sections[j].ID, out[i].Sections[j].Name = sec.ID, sec.Name
 		}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"boards": out})
+	return c.JSON(http.StatusOK, map[string]any{"boards": out, "next_cursor": nextCursor(next)})
 }
 
 // webhookSecret returns the secret workers verify dispatch signatures with.

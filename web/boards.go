@@ -30,6 +30,9 @@ type sectionJSON struct {
 	Entities []entityJSON    `json:"entities"`
 	Count    int             `json:"count"`
 	Stats    sectionStatJSON `json:"stats"`
+	// NextCursor pages through the section's entities (GET
+	// /boards/{id}?section_id=&cursor=); null on the last page.
+	NextCursor *string `json:"next_cursor"`
 }
 
 type sectionStatJSON struct {
@@ -100,7 +103,7 @@ func (s *Server) createBoard(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.writeBoard(c, board, http.StatusCreated)
+	return s.writeBoard(c, board, http.StatusCreated, store.BoardEntitiesParams{BoardID: board.ID})
 }
 
 func (s *Server) getBoard(c echo.Context) error {
@@ -108,16 +111,33 @@ func (s *Server) getBoard(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	p, err := pageParams(c)
+	if err != nil {
+		return err
+	}
 	board, err := s.cfg.Store.GetBoard(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
-	return s.writeBoard(c, board, http.StatusOK)
+	bp := store.BoardEntitiesParams{BoardID: id, SectionID: c.QueryParam("section_id"), PageParams: p}
+	if bp.SectionID != "" {
+		found := false
+		for _, sec := range board.Sections {
+			found = found || sec.ID == bp.SectionID
+		}
+		if !found {
+			return badRequest("board " + id + " has no section " + strconv.Quote(bp.SectionID))
+		}
+	}
+	return s.writeBoard(c, board, http.StatusOK, bp)
 }
 
-func (s *Server) writeBoard(c echo.Context, board *store.Board, status int) error {
+// writeBoard answers a board with a page of each section's entities (every
+// section's first page, or the page bp asks for of one section), each
+// section's count and stats over all its entities, and its next_cursor.
+func (s *Server) writeBoard(c echo.Context, board *store.Board, status int, bp store.BoardEntitiesParams) error {
 	ctx := c.Request().Context()
-	ents, err := s.cfg.Store.BoardEntities(ctx, board.ID)
+	pages, err := s.cfg.Store.BoardEntitiesPage(ctx, bp)
 	if err != nil {
 		return err
 	}
@@ -125,28 +145,23 @@ func (s *Server) writeBoard(c echo.Context, board *store.Board, status int) erro
 	if err != nil {
 		return err
 	}
-	bySection := map[string][]entityJSON{}
-	for _, e := range ents {
-		k := ""
-		if e.SectionID != nil {
-			k = *e.SectionID
+	secs := make([]sectionJSON, 0, len(board.Sections))
+	for _, sec := range board.Sections {
+		if bp.SectionID != "" && sec.ID != bp.SectionID {
+			continue
 		}
-		bySection[k] = append(bySection[k], s.toEntityJSON(e))
-	}
-	secs := make([]sectionJSON, len(board.Sections))
-	for i, sec := range board.Sections {
-		es := bySection[sec.ID]
-		if es == nil {
-			es = []entityJSON{}
+		pg := pages[sec.ID]
+		if pg == nil {
+			pg = &store.SectionPage{}
 		}
-		st := sectionStatJSON{Exits: stats[sec.ID].Exits, AvgSecondsBeforeExit: stats[sec.ID].AvgSeconds}
-		for _, e := range es {
-			st.AvgCurrentSeconds += e.TimeInSectionSeconds
+		es := make([]entityJSON, len(pg.Entities))
+		for i, e := range pg.Entities {
+			es[i] = s.toEntityJSON(e)
 		}
-		if len(es) > 0 {
-			st.AvgCurrentSeconds /= float64(len(es))
-		}
-		secs[i] = sectionJSON{ID: sec.ID, Name: sec.Name, Entities: es, Count: len(es), Stats: st}
+		st := sectionStatJSON{Exits: stats[sec.ID].Exits, AvgSecondsBeforeExit: stats[sec.ID].AvgSeconds,
+			AvgCurrentSeconds: pg.AvgCurrentSeconds}
+		secs = append(secs, sectionJSON{ID: sec.ID, Name: sec.Name, Entities: es, Count: pg.Count, Stats: st,
+			NextCursor: nextCursor(pg.Next)})
 	}
 	return c.JSON(status, map[string]any{"id": board.ID, "name": board.Name, "sections": secs, "created_at": board.CreatedAt})
 }

@@ -132,7 +132,11 @@ func (s *Server) createFlow(c echo.Context) error {
 }
 
 func (s *Server) listFlows(c echo.Context) error {
-	fs, err := s.cfg.Store.ListFlows(c.Request().Context())
+	p, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	fs, next, err := s.cfg.Store.ListFlowsPage(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
@@ -140,7 +144,7 @@ func (s *Server) listFlows(c echo.Context) error {
 	for i := range fs {
 		out[i] = toFlowJSON(&fs[i], false)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"flows": out})
+	return c.JSON(http.StatusOK, map[string]any{"flows": out, "next_cursor": nextCursor(next)})
 }
 
 func (s *Server) getFlow(c echo.Context) error {
@@ -245,7 +249,11 @@ func (s *Server) listVersions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vs, err := s.cfg.Store.ListVersions(c.Request().Context(), id)
+	p, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	vs, next, err := s.cfg.Store.ListVersionsPage(c.Request().Context(), id, p)
 	if err != nil {
 		return err
 	}
@@ -259,7 +267,7 @@ func (s *Server) listVersions(c echo.Context) error {
 	for i, v := range vs {
 		out[i] = vj{v.ID, v.Number, v.Message, v.CreatedAt}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"versions": out})
+	return c.JSON(http.StatusOK, map[string]any{"versions": out, "next_cursor": nextCursor(next)})
 }
 
 func (s *Server) getVersion(c echo.Context) error {

@@ -260,15 +260,17 @@ type streamWriter struct {
 }
 
 func (w *streamWriter) Write(p []byte) (int, error) {
+	if !w.resp.Committed {
+		w.resp.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		w.resp.WriteHeader(w.code)
+	}
+	// After the header: its Before hook sets the ordinary answers'
+	// deadline (writeDeadline), which this one replaces.
 	dl := time.Now().Add(w.timeout)
 	if w.end.Before(dl) {
 		dl = w.end
 	}
 	_ = w.rc.SetWriteDeadline(dl)
-	if !w.resp.Committed {
-		w.resp.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-		w.resp.WriteHeader(w.code)
-	}
 	return w.resp.Write(p)
 }
 
@@ -379,7 +381,11 @@ const maxCommentLen = 4096
 func actorOf(echo.Context) string { return "admin" }
 
 func (s *Server) approvals(c echo.Context) error {
-	as, err := s.cfg.Store.Approvals(c.Request().Context(), 1000)
+	p, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	as, next, err := s.cfg.Store.ApprovalsPage(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
@@ -424,5 +430,5 @@ func (s *Server) approvals(c echo.Context) error {
 			}
 		}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"approvals": out})
+	return c.JSON(http.StatusOK, map[string]any{"approvals": out, "next_cursor": nextCursor(next)})
 }

@@ -35,8 +35,17 @@ type Config struct {
 	// streamed run answer (default 30s): a client that stops reading is
 	// dropped, not waited for.
 	StreamWriteTimeout time.Duration
-	Clock              engine.Clock
-	Logger             *slog.Logger
+	// WriteTimeout bounds the writing of every other answer, from its
+	// header on (default 30s): a client that reads a big answer slowly,
+	// or not at all, is cut off and the answer's memory freed, instead of
+	// held for as long as the client keeps the connection.
+	WriteTimeout time.Duration
+	// StreamMaxRuns bounds the runs GET /api/v1/events follows for one
+	// client (default DefaultStreamMaxRuns): past it the stream ends with
+	// an event stream.end naming the id to resume from.
+	StreamMaxRuns int
+	Clock         engine.Clock
+	Logger        *slog.Logger
 	// TriggerRate bounds the runs one inbound trigger starts a second, in
 	// this process (bursts of as many, at least 1): beyond it POST
 	// /hooks/{slug} is answered 429 with Retry-After. 0 = no limit.
@@ -64,6 +73,12 @@ func New(cfg Config) *Server {
 	if cfg.StreamWriteTimeout <= 0 {
 		cfg.StreamWriteTimeout = 30 * time.Second
 	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 30 * time.Second
+	}
+	if cfg.StreamMaxRuns <= 0 {
+		cfg.StreamMaxRuns = DefaultStreamMaxRuns
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = engine.SystemClock{}
 	}
@@ -75,6 +90,7 @@ func New(cfg Config) *Server {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Use(noStore)
+	e.Use(s.writeDeadline)
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(strconv.FormatInt(cfg.BodyLimit, 10) + "B"))
 
@@ -154,6 +170,20 @@ func noStore(next echo.HandlerFunc) echo.HandlerFunc {
 		h := c.Response().Header()
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Cache-Control", "no-store")
+		return next(c)
+	}
+}
+
+// writeDeadline gives each answer WriteTimeout to reach the client from
+// the moment its header is written. Event streams and streamed run
+// answers then move the deadline on before each write (arm), by
+// StreamWriteTimeout.
+func (s *Server) writeDeadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		res := c.Response()
+		res.Before(func() {
+			_ = http.NewResponseController(res.Writer).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		})
 		return next(c)
 	}
 }

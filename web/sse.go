@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/store"
 )
 
 // Hub fans database notifications (the id of a run with new events) out
@@ -30,8 +32,25 @@ type subscriber struct {
 	wake  chan struct{}
 	mu    sync.Mutex
 	dirty map[string]struct{}
-	all   bool // a reconnect: anything may have changed
+	all   bool // a reconnect, or too many runs noted: anything may have changed
 }
+
+// Bounds on what one event stream holds, whatever its client does.
+const (
+	// maxPendingRuns bounds the runs noted as changed for a stream between
+	// two of its reads: past it the stream reads the event log from where
+	// it is instead (nothing is lost; the set is dropped).
+	maxPendingRuns = 256
+	// streamPageBytes bounds the event payloads a stream reads at once
+	// (beyond its first event): a page is written out before the next is
+	// read, so a client that does not read holds one page, until the write
+	// timeout drops it.
+	streamPageBytes = 64 << 10
+	// DefaultStreamMaxRuns is how many runs the stream of every run's
+	// events (GET /api/v1/events) follows before it asks its client to
+	// reconnect (Config.StreamMaxRuns).
+	DefaultStreamMaxRuns = 2000
+)
 
 // NewHub returns an empty hub.
 func NewHub() *Hub { return &Hub{subs: map[*subscriber]struct{}{}, done: make(chan struct{})} }
@@ -50,9 +69,10 @@ func (h *Hub) Notify(runID string) {
 			continue
 		}
 		s.mu.Lock()
-		if runID == "" {
-			s.all = true
-		} else {
+		switch {
+		case runID == "" || len(s.dirty) >= maxPendingRuns:
+			s.all, s.dirty = true, map[string]struct{}{}
+		case !s.all:
 			s.dirty[runID] = struct{}{}
 		}
 		s.mu.Unlock()
@@ -84,6 +104,29 @@ func (h *Hub) Subscribers() int {
 	return len(h.subs)
 }
 
+// requeue notes runs again (a page of their events was read: there may
+// be more) and wakes the stream.
+func (s *subscriber) requeue(runIDs []string) {
+	if len(runIDs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	for _, id := range runIDs {
+		if len(s.dirty) >= maxPendingRuns {
+			s.all, s.dirty = true, map[string]struct{}{}
+			break
+		}
+		if !s.all {
+			s.dirty[id] = struct{}{}
+		}
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
 func (s *subscriber) take() (map[string]struct{}, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -113,8 +156,8 @@ func (s *Server) sseStart(c echo.Context) error {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
+	c.Response().WriteHeader(http.StatusOK) // sets WriteTimeout's deadline (writeDeadline)
 	s.arm(c)
-	c.Response().WriteHeader(http.StatusOK)
 	return flush(c)
 }
 
@@ -164,7 +207,7 @@ func (s *Server) runEvents(c echo.Context) error {
 	defer poll.Stop()
 	for {
 		for {
-			evs, err := s.cfg.Store.RunEvents(ctx, id, after, 1000)
+			evs, err := s.cfg.Store.RunEventsBounded(ctx, id, after, 1000, streamPageBytes)
 			if err != nil {
 				return nil
 			}
@@ -178,7 +221,7 @@ func (s *Server) runEvents(c echo.Context) error {
 			if flush(c) != nil {
 				return nil
 			}
-			if len(evs) < 1000 {
+			if !store.PageFull(evs, 1000, streamPageBytes) {
 				break
 			}
 		}
@@ -218,6 +261,9 @@ func (s *Server) allEvents(c echo.Context) error {
 	// Replay what was missed since Last-Event-ID.
 	lastSeq := map[string]int64{}
 	globalAfter := start
+	// lastID is the SSE id of the last event written: where a client
+	// resumes from (Last-Event-ID).
+	lastID := start
 	send := func(evs []engine.Event) error {
 		s.arm(c)
 		for _, e := range evs {
@@ -227,19 +273,29 @@ func (s *Server) allEvents(c echo.Context) error {
 				}
 				continue
 			}
-			if e.Seq <= lastSeq[e.RunID] {
+			seq, seen := lastSeq[e.RunID]
+			if e.Seq <= seq {
 				continue
+			}
+			if !seen && len(lastSeq) >= s.cfg.StreamMaxRuns {
+				// The runs it follows are bounded: the stream ends with a
+				// word to its client, which resumes from its last event.
+				_ = flush(c)
+				return s.endStream(c, lastID, "this stream has followed "+strconv.Itoa(len(lastSeq))+
+					" runs, its most; reconnect with Last-Event-ID "+strconv.FormatInt(lastID, 10)+
+					" to go on from the last event received")
 			}
 			if err := writeEvent(c, e.ID, e); err != nil {
 				return err
 			}
 			lastSeq[e.RunID] = e.Seq
+			lastID = e.ID
 		}
 		return flush(c)
 	}
 	catchUp := func() error {
 		for {
-			evs, err := s.cfg.Store.EventsAfter(ctx, globalAfter, 1000)
+			evs, err := s.cfg.Store.EventsAfterBounded(ctx, globalAfter, 1000, streamPageBytes)
 			if err != nil {
 				return err
 			}
@@ -249,7 +305,7 @@ func (s *Server) allEvents(c echo.Context) error {
 			if err := send(evs); err != nil {
 				return err
 			}
-			if len(evs) < 1000 {
+			if !store.PageFull(evs, 1000, streamPageBytes) {
 				return nil
 			}
 		}
@@ -283,7 +339,15 @@ func (s *Server) allEvents(c echo.Context) error {
 			// order they were made, each run's in its own order: a card
 			// moved by a run and then by hand must end where the hand put it.
 			var seqs [][]engine.Event
+			var more []string
+			read := 0
 			for runID := range dirty {
+				if read++; read > 4 {
+					// Four runs' pages a write at most: the rest wait for
+					// the next turn.
+					more = append(more, runID)
+					continue
+				}
 				if entityID, ok := strings.CutPrefix(runID, "entity:"); ok {
 					if ev, ok := s.manualMove(ctx, entityID); ok {
 						seqs = append(seqs, []engine.Event{ev})
@@ -294,12 +358,15 @@ func (s *Server) allEvents(c echo.Context) error {
 				var evs []engine.Event
 				var err error
 				if seen {
-					evs, err = s.cfg.Store.RunEvents(ctx, runID, after, 5000)
+					evs, err = s.cfg.Store.RunEventsBounded(ctx, runID, after, 1000, streamPageBytes/4)
 				} else {
-					evs, err = s.cfg.Store.RunEventsSince(ctx, runID, start, 5000)
+					evs, err = s.cfg.Store.RunEventsSinceBounded(ctx, runID, start, 1000, streamPageBytes/4)
 				}
 				if err != nil {
 					return nil
+				}
+				if store.PageFull(evs, 1000, streamPageBytes/4) {
+					more = append(more, runID) // the rest on the next turn
 				}
 				for _, e := range evs {
 					if e.ID > globalAfter {
@@ -313,8 +380,24 @@ func (s *Server) allEvents(c echo.Context) error {
 			if send(mergeByTime(seqs)) != nil {
 				return nil
 			}
+			sub.requeue(more)
 		}
 	}
+}
+
+// errStreamEnded ends a stream the server closed on purpose.
+var errStreamEnded = errors.New("stream ended by the server")
+
+// endStream writes a stream's last message, event stream.end with the
+// reason and the id to resume from (and a short retry, so an EventSource
+// reconnects at once), and ends the stream.
+func (s *Server) endStream(c echo.Context, lastID int64, reason string) error {
+	b, _ := json.Marshal(map[string]any{"message": reason, "last_event_id": lastID})
+	s.arm(c)
+	if _, err := fmt.Fprintf(c.Response(), "retry: 500\nevent: stream.end\ndata: %s\n\n", b); err == nil {
+		_ = flush(c)
+	}
+	return errStreamEnded
 }
 
 // manualMove reads an entity's latest manual move (which belongs to no

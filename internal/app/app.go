@@ -93,6 +93,9 @@ type Config struct {
 	// 30s): slow clients are cut off. StreamWriteTimeout bounds each write
 	// to an event stream or of a streamed run answer (default 30s).
 	ReadHeaderTimeout, ReadTimeout, StreamWriteTimeout time.Duration
+	// WriteTimeout bounds writing an ordinary (not streamed) answer
+	// (web.Config.WriteTimeout, default 30s).
+	WriteTimeout time.Duration
 }
 
 // App is a running stitchd.
@@ -256,7 +259,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.Metrics.WatchDispatchBacklog(disp.Backlog)
 	a.Hub = web.NewHub()
 	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Hub: a.Hub, AuthToken: cfg.AuthToken,
-		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, Clock: clock, Logger: cfg.Logger,
+		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, WriteTimeout: cfg.WriteTimeout, Clock: clock, Logger: cfg.Logger,
 		TriggerRate: cfg.TriggerRate, Notify: a.notifier.Notify})
 	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, 10*time.Second),
 		ReadTimeout: orDefault(cfg.ReadTimeout, 30*time.Second), IdleTimeout: 120 * time.Second}

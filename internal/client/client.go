@@ -173,15 +173,29 @@ type FlowSpec struct {
 	Message string          `json:"message,omitempty"`
 }
 
-// ListFlows lists flows by name.
+// ListFlows lists every flow by name (following next_cursor through the
+// pages).
 func (c *Client) ListFlows(ctx context.Context) ([]Flow, error) {
-	var out struct {
-		Flows []Flow `json:"flows"`
+	var all []Flow
+	cursor := ""
+	for {
+		var out struct {
+			Flows []Flow  `json:"flows"`
+			Next  *string `json:"next_cursor"`
+		}
+		path := "/api/v1/flows?limit=500"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		if err := c.Do(ctx, http.MethodGet, path, nil, &out); err != nil {
+			return nil, err
+		}
+		all = append(all, out.Flows...)
+		if out.Next == nil || *out.Next == "" {
+			return all, nil
+		}
+		cursor = *out.Next
 	}
-	if err := c.Do(ctx, http.MethodGet, "/api/v1/flows", nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Flows, nil
 }
 
 // CreateFlow creates a flow.

@@ -1,0 +1,348 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/stitchd/stitchd/engine"
+)
+
+// Page sizes of the paginated lists (?limit=): the default and the most.
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 500
+)
+
+// pageLimit is limit within 1..MaxPageSize, DefaultPageSize for 0.
+func pageLimit(limit int) int {
+	if limit <= 0 {
+		return DefaultPageSize
+	}
+	return min(limit, MaxPageSize)
+}
+
+// encodePageCursor makes an opaque cursor of a row's sort key: a time (the
+// zero time for none) and one or more texts.
+func encodePageCursor(t time.Time, keys ...string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(append([]string{t.UTC().Format(time.RFC3339Nano)}, keys...), "\x1f")))
+}
+
+// decodePageCursor reads a cursor of n texts after its time. A cursor the
+// server did not give out is engine.ErrInvalidRequest, without the
+// database's words: it is checked before any query.
+func decodePageCursor(c string, n int, uuids ...int) (time.Time, []string, error) {
+	bad := fmt.Errorf("%w: invalid cursor (send back a next_cursor as it was given)", engine.ErrInvalidRequest)
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, nil, bad
+	}
+	parts := strings.Split(string(b), "\x1f")
+	if len(parts) != n+1 {
+		return time.Time{}, nil, bad
+	}
+	t, err := time.Parse(time.RFC3339Nano, parts[0])
+	if err != nil {
+		return time.Time{}, nil, bad
+	}
+	for _, i := range uuids {
+		if !isUUID(parts[1+i]) {
+			return time.Time{}, nil, bad
+		}
+	}
+	for _, p := range parts[1:] {
+		if len(p) > 1000 || strings.ContainsRune(p, 0) {
+			return time.Time{}, nil, bad
+		}
+	}
+	return t, parts[1:], nil
+}
+
+// PageParams asks for one page of a list.
+type PageParams struct {
+	// Limit is the page size (default DefaultPageSize, at most
+	// MaxPageSize).
+	Limit int
+	// Cursor is a next cursor given out with the previous page ("" = the
+	// first page).
+	Cursor string
+}
+
+// ApprovalsPage lists nodes waiting for a person, oldest first, one page
+// at a time; next is "" on the last page.
+func (s *Store) ApprovalsPage(ctx context.Context, p PageParams) (out []Approval, next string, err error) {
+	limit := pageLimit(p.Limit)
+	where, args := "", []any{}
+	if p.Cursor != "" {
+		t, keys, err := decodePageCursor(p.Cursor, 2, 0)
+		if err != nil {
+			return nil, "", err
+		}
+		where = ` AND (ns.updated_at, ns.run_id, ns.key) > (?, ?::uuid, ?)`
+		args = append(args, t, keys[0], keys[1])
+	}
+	out, err = s.approvals(ctx, where, append(args, limit+1))
+	if err != nil {
+		return nil, "", err
+	}
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = encodePageCursor(last.WaitingSince, last.RunID, last.Key)
+	}
+	return out, next, nil
+}
+
+// ListFlowsPage lists flows by name, one page at a time.
+func (s *Store) ListFlowsPage(ctx context.Context, p PageParams) (out []Flow, next string, err error) {
+	limit := pageLimit(p.Limit)
+	where, args := "", []any{}
+	if p.Cursor != "" {
+		_, keys, err := decodePageCursor(p.Cursor, 2, 1)
+		if err != nil {
+			return nil, "", err
+		}
+		where = ` AND (f.name, f.id) > (?, ?::uuid)`
+		args = append(args, keys[0], keys[1])
+	}
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+flowCols+` FROM flows f
+		JOIN flow_versions v ON v.id = f.current_version_id WHERE f.deleted_at IS NULL`+where+`
+		ORDER BY f.name, f.id LIMIT ?`, append(args, limit+1)...).Rows()
+	if err != nil {
+		return nil, "", fmt.Errorf("error listing flows: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out = []Flow{}
+	for rows.Next() {
+		f, err := scanFlow(rows)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, *f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", interpretError(err)
+	}
+	if len(out) > limit {
+		out = out[:limit]
+		next = encodePageCursor(time.Time{}, out[limit-1].Name, out[limit-1].ID)
+	}
+	return out, next, nil
+}
+
+// ListVersionsPage lists a flow's versions newest first, one page at a time.
+func (s *Store) ListVersionsPage(ctx context.Context, flowID string, p PageParams) (out []FlowVersion, next string, err error) {
+	limit := pageLimit(p.Limit)
+	below := int64(math.MaxInt32) + 1
+	if p.Cursor != "" {
+		_, keys, err := decodePageCursor(p.Cursor, 1)
+		if err != nil {
+			return nil, "", err
+		}
+		if _, err := fmt.Sscan(keys[0], &below); err != nil {
+			return nil, "", fmt.Errorf("%w: invalid cursor (send back a next_cursor as it was given)", engine.ErrInvalidRequest)
+		}
+	}
+	if _, err := s.GetFlow(ctx, flowID); err != nil {
+		return nil, "", err
+	}
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT id::text, flow_id::text, number, message, created_at FROM flow_versions
+		WHERE flow_id = ? AND number < ?::bigint ORDER BY number DESC LIMIT ?`, flowID, below, limit+1).Rows()
+	if err != nil {
+		return nil, "", fmt.Errorf("error listing versions of flow %s: %w", flowID, interpretError(err))
+	}
+	defer rows.Close()
+	out = []FlowVersion{}
+	for rows.Next() {
+		var v FlowVersion
+		if err := rows.Scan(&v.ID, &v.FlowID, &v.Number, &v.Message, &v.CreatedAt); err != nil {
+			return nil, "", interpretError(err)
+		}
+		v.CreatedAt = v.CreatedAt.UTC()
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", interpretError(err)
+	}
+	if len(out) > limit {
+		out = out[:limit]
+		next = encodePageCursor(time.Time{}, fmt.Sprint(out[limit-1].Number))
+	}
+	return out, next, nil
+}
+
+// ListBoardsPage lists boards by name with their sections, one page at a
+// time.
+func (s *Store) ListBoardsPage(ctx context.Context, p PageParams) (out []Board, next string, err error) {
+	limit := pageLimit(p.Limit)
+	where, args := "true", []any{}
+	if p.Cursor != "" {
+		_, keys, err := decodePageCursor(p.Cursor, 2, 1)
+		if err != nil {
+			return nil, "", err
+		}
+		where = `(name, id) > (?, ?::uuid)`
+		args = append(args, keys[0], keys[1])
+	}
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT b.id::text, b.name, b.created_at, s.id, s.name
+		FROM (SELECT * FROM boards WHERE `+where+` ORDER BY name, id LIMIT ?) b
+		LEFT JOIN sections s ON s.board_id = b.id ORDER BY b.name, b.id, s.position`, append(args, limit+1)...).Rows()
+	if err != nil {
+		return nil, "", fmt.Errorf("error listing boards: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out = []Board{}
+	for rows.Next() {
+		var b Board
+		var secID, secName sql.NullString
+		if err := rows.Scan(&b.ID, &b.Name, &b.CreatedAt, &secID, &secName); err != nil {
+			return nil, "", interpretError(err)
+		}
+		if len(out) == 0 || out[len(out)-1].ID != b.ID {
+			b.CreatedAt = b.CreatedAt.UTC()
+			b.Sections = []Section{}
+			out = append(out, b)
+		}
+		if secID.Valid {
+			last := &out[len(out)-1]
+			last.Sections = append(last.Sections, Section{ID: secID.String, Name: secName.String})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", interpretError(err)
+	}
+	if len(out) > limit {
+		out = out[:limit]
+		next = encodePageCursor(time.Time{}, out[limit-1].Name, out[limit-1].ID)
+	}
+	return out, next, nil
+}
+
+// SectionPage is one page of a board section's entities.
+type SectionPage struct {
+	Entities []engine.Entity
+	// Next is the cursor of the section's next page ("" on the last).
+	Next string
+	// Count is how many entities the section holds (every page).
+	Count int
+	// AvgCurrentSeconds is the average time the section's entities have
+	// spent in it so far (every page).
+	AvgCurrentSeconds float64
+}
+
+// BoardEntitiesParams asks for a page of entities of each section of a
+// board, oldest in section first.
+type BoardEntitiesParams struct {
+	BoardID string
+	// SectionID, if set, limits the answer to that section (and Cursor
+	// is that section's).
+	SectionID string
+	PageParams
+}
+
+// noSince stands for an entity's unknown section_since in sort keys.
+var noSince = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// BoardEntitiesPage returns, by section id, a page of each section's
+// entities (oldest in section first) with the section's count and average
+// time in section.
+func (s *Store) BoardEntitiesPage(ctx context.Context, p BoardEntitiesParams) (map[string]*SectionPage, error) {
+	limit := pageLimit(p.Limit)
+	cond, args := "", []any{}
+	if p.Cursor != "" {
+		if p.SectionID == "" {
+			return nil, fmt.Errorf("%w: a cursor is a section's: send section_id with it", engine.ErrInvalidRequest)
+		}
+		t, keys, err := decodePageCursor(p.Cursor, 1, 0)
+		if err != nil {
+			return nil, err
+		}
+		cond = ` AND (coalesce(e.section_since, ?::timestamptz), e.id) > (?, ?::uuid)`
+		args = append(args, noSince, t, keys[0])
+	}
+	secCond, secArgs := "", []any{}
+	if p.SectionID != "" {
+		secCond, secArgs = ` AND s.id = ?`, []any{p.SectionID}
+	}
+	out := map[string]*SectionPage{}
+	q := `SELECT s.id, ` + prefixCols("e.", entityCols) + ` FROM sections s CROSS JOIN LATERAL (
+			SELECT * FROM entities e WHERE e.board_id = s.board_id AND e.section_id = s.id` + cond + `
+			ORDER BY coalesce(e.section_since, ?::timestamptz), e.id LIMIT ?) e
+		WHERE s.board_id = ?` + secCond + ` ORDER BY s.position, coalesce(e.section_since, ?::timestamptz), e.id`
+	all := append(append(append(args, noSince, limit+1, p.BoardID), secArgs...), noSince)
+	rows, err := s.db.WithContext(ctx).Raw(q, all...).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error listing entities of board %s: %w", p.BoardID, interpretError(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var sec string
+		e, err := scanEntity(prefixScanner{rows, &sec})
+		if err != nil {
+			return nil, err
+		}
+		pg := out[sec]
+		if pg == nil {
+			pg = &SectionPage{}
+			out[sec] = pg
+		}
+		pg.Entities = append(pg.Entities, *e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	for _, pg := range out {
+		if len(pg.Entities) > limit {
+			pg.Entities = pg.Entities[:limit]
+			last := pg.Entities[limit-1]
+			since := noSince
+			if last.SectionSince != nil {
+				since = *last.SectionSince
+			}
+			pg.Next = encodePageCursor(since, last.ID)
+		}
+	}
+	// Counts and time in section over every entity, not the page's.
+	crows, err := s.db.WithContext(ctx).Raw(`SELECT section_id, count(*),
+			coalesce(avg(extract(epoch FROM now() - section_since)), 0)
+		FROM entities WHERE board_id = ? AND section_id IS NOT NULL GROUP BY section_id`, p.BoardID).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error counting entities of board %s: %w", p.BoardID, interpretError(err))
+	}
+	defer crows.Close()
+	for crows.Next() {
+		var sec string
+		var n int
+		var avg float64
+		if err := crows.Scan(&sec, &n, &avg); err != nil {
+			return nil, interpretError(err)
+		}
+		if pg := out[sec]; pg != nil {
+			pg.Count, pg.AvgCurrentSeconds = n, avg
+		}
+	}
+	return out, interpretError(crows.Err())
+}
+
+// prefixCols qualifies each of a column list's columns with prefix.
+func prefixCols(prefix, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, c := range parts {
+		parts[i] = prefix + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// prefixScanner scans a leading column into first, then the rest.
+type prefixScanner struct {
+	rows  *sql.Rows
+	first *string
+}
+
+func (p prefixScanner) Scan(dest ...any) error {
+	return p.rows.Scan(append([]any{p.first}, dest...)...)
+}
