@@ -392,7 +392,7 @@ var errStreamEnded = errors.New("stream ended by the server")
 // reason and the id to resume from (and a short retry, so an EventSource
 // reconnects at once), and ends the stream.
 func (s *Server) endStream(c echo.Context, lastID int64, reason string) error {
-	b, _ := json.Marshal(map[string]any{"message": reason, "last_event_id": lastID})
+	b, _ := json.Marshal(map[string]any{"type": "stream.end", "message": reason, "last_event_id": lastID})
 	s.arm(c)
 	if _, err := fmt.Fprintf(c.Response(), "retry: 500\nevent: stream.end\ndata: %s\n\n", b); err == nil {
 		_ = flush(c)

@@ -320,6 +320,8 @@ export interface Section {
   entities: Entity[];
   count: number;
   stats: { exits: number; avg_seconds_before_exit: number; avg_current_seconds: number };
+  // The section's next page of entities (GET /boards/{id}?section_id=&cursor=); null on the last.
+  next_cursor?: string | null;
 }
 export interface Board {
   id: string;

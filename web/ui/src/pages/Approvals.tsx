@@ -6,7 +6,22 @@ import { Link } from "../router";
 
 // Approvals lists every node waiting for a person, live.
 export function Approvals() {
-  const { data, error, loading, reload } = useLoad(() => api<{ approvals: Approval[] }>("GET", "/approvals"), []);
+  const { data, error, loading, reload } = useLoad(
+    () => api<{ approvals: Approval[]; next_cursor?: string | null }>("GET", "/approvals?limit=500"),
+    [],
+  );
+  // Later pages (oldest first), loaded on demand; a reload starts over.
+  const [more, setMore] = useState<{ approvals: Approval[]; next: string | null } | null>(null);
+  useEffect(() => setMore(null), [data]);
+  const next = more ? more.next : (data?.next_cursor ?? null);
+  const loadMore = () => {
+    if (!next) return;
+    api<{ approvals: Approval[]; next_cursor?: string | null }>(
+      "GET",
+      `/approvals?limit=500&cursor=${encodeURIComponent(next)}`,
+    ).then((p) => setMore((m) => ({ approvals: [...(m?.approvals ?? []), ...p.approvals], next: p.next_cursor ?? null })));
+  };
+  const approvals = data ? [...data.approvals, ...(more?.approvals ?? [])] : [];
   const refresh = useThrottled(reload, 300);
   useEffect(
     () =>
@@ -19,17 +34,22 @@ export function Approvals() {
     <section className="page">
       <div className="page-head">
         <h1>Approvals</h1>
-        {data && <span className="muted">{data.approvals.length} waiting</span>}
+        {data && (
+          <span className="muted">
+            {approvals.length}
+            {next ? "+" : ""} waiting
+          </span>
+        )}
       </div>
       <ErrorBox error={error} onRetry={reload} />
       {loading && <Spinner label="Loading approvals…" />}
-      {data && data.approvals.length === 0 && (
+      {data && approvals.length === 0 && (
         <Empty title="Nothing is waiting for you">
           <p>When a run reaches an approval step, it appears here at once.</p>
         </Empty>
       )}
       <ul className="approvals">
-        {data?.approvals.map((a) => (
+        {approvals.map((a) => (
           <li key={`${a.run_id}/${a.key}`} className="card approval" data-approval={`${a.run_id}/${a.key}`}>
             <div className="approval-head">
               <h2>{a.label || a.node_id}</h2>
@@ -81,6 +101,11 @@ export function Approvals() {
           </li>
         ))}
       </ul>
+      {next && (
+        <button type="button" className="btn ghost" onClick={loadMore}>
+          Show more (the next 500, oldest first)
+        </button>
+      )}
     </section>
   );
 }

@@ -48,6 +48,23 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
   const refresh = useThrottled(reload, 300);
   const [live, setLive] = useState(false);
   const [moved, setMoved] = useState<Record<string, number>>({});
+  // Later pages of sections' entities (oldest in section first), loaded on
+  // demand; a reload starts over.
+  const [extra, setExtra] = useState<Record<string, { entities: Entity[]; next: string | null }>>({});
+  useEffect(() => setExtra({}), [data]);
+  const loadMore = (sectionId: string, cursor: string) => {
+    api<Board>(
+      "GET",
+      `/boards/${boardId}?section_id=${encodeURIComponent(sectionId)}&cursor=${encodeURIComponent(cursor)}`,
+    ).then((b) => {
+      const s = b.sections[0];
+      if (!s) return;
+      setExtra((x) => ({
+        ...x,
+        [sectionId]: { entities: [...(x[sectionId]?.entities ?? []), ...s.entities], next: s.next_cursor ?? null },
+      }));
+    });
+  };
   useEffect(
     () =>
       stream(
@@ -96,7 +113,7 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
             </p>
             <ul className="cards">
               {s.entities.length === 0 && <li className="muted small empty-col">No entities</li>}
-              {s.entities.map((e) => (
+              {[...s.entities, ...(extra[s.id]?.entities ?? [])].map((e) => (
                 <li key={e.id}>
                   <button
                     type="button"
@@ -113,6 +130,17 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
                 </li>
               ))}
             </ul>
+            {(() => {
+              const next = extra[s.id] ? extra[s.id].next : (s.next_cursor ?? null);
+              const shown = s.entities.length + (extra[s.id]?.entities.length ?? 0);
+              return (
+                next && (
+                  <button type="button" className="btn ghost small" onClick={() => loadMore(s.id, next)}>
+                    Show more ({s.count - shown} not shown)
+                  </button>
+                )
+              );
+            })()}
           </div>
         ))}
       </div>
