@@ -287,6 +287,40 @@ func TestCLIWebhookSecret(t *testing.T) {
 	require.Equal(t, b.Secret+"\n", out)
 }
 
+// TestCLIWebhookSecretRotate: `stitchd webhook-secret rotate` prints the
+// new secret, which the server then answers; the old one's overlap ends
+// --grace later. With --flow it gives the flow a secret of its own.
+func TestCLIWebhookSecretRotate(t *testing.T) {
+	t.Parallel()
+	s := startLive(t)
+	old, _, err := s.cli(t, "webhook-secret")
+	require.NoError(t, err)
+	out, stderr, err := s.cli(t, "webhook-secret", "rotate", "--grace", "1h")
+	require.NoError(t, err, stderr)
+	require.True(t, strings.HasPrefix(out, "whsec_"), out)
+	require.NotEqual(t, old, out)
+	require.Contains(t, stderr, "the old secret signs too until")
+	now, _, err := s.cli(t, "webhook-secret")
+	require.NoError(t, err)
+	require.Equal(t, out, now)
+
+	flow, _, err := s.cli(t, "flow", "apply", writeFile(t, "f.json", `{"name":"f","graph":`+uxGraph+`}`))
+	require.NoError(t, err)
+	flowID := strings.Split(flow, "\t")[0]
+	require.True(t, isUUID(flowID), flow)
+	own, _, err := s.cli(t, "webhook-secret", "rotate", "--flow", flowID, "--grace", "0s", "--json")
+	require.NoError(t, err)
+	var r struct {
+		Secret string `json:"secret"`
+		Scope  string `json:"scope"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(own), &r), own)
+	require.Equal(t, "flow", r.Scope)
+	require.NotEqual(t, strings.TrimSpace(now), r.Secret)
+	_, _, err = s.cli(t, "webhook-secret", "rotate", "--grace", "200h")
+	require.Error(t, err, "past 7 days")
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
@@ -376,6 +410,7 @@ func TestVerbSettings(t *testing.T) {
 		{[]string{"run", "watch"}, clientSettings},
 		{[]string{"approve"}, clientSettings},
 		{[]string{"webhook-secret"}, clientSettings},
+		{[]string{"webhook-secret", "rotate"}, clientSettings},
 	}
 	for _, tt := range tests {
 		cmd, _, err := root.Find(tt.cmd)

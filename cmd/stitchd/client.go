@@ -435,7 +435,7 @@ func newApproveCmd(env envLookup) *cobra.Command {
 }
 
 func newWebhookSecretCmd(env envLookup) *cobra.Command {
-	return clientCmd(env, &cobra.Command{
+	cmd := clientCmd(env, &cobra.Command{
 		Use:   "webhook-secret",
 		Short: "Print the secret workers verify dispatch signatures with (whsec_…)",
 		Args:  cobra.NoArgs,
@@ -450,4 +450,28 @@ func newWebhookSecretCmd(env envLookup) *cobra.Command {
 		fmt.Fprintln(cmd.OutOrStdout(), s)
 		return nil
 	})
+	var flow string
+	var grace time.Duration
+	rotate := clientCmd(env, &cobra.Command{
+		Use:   "rotate",
+		Short: "Rotate the secret that signs dispatches; the old one signs beside it for --grace",
+		Args:  cobra.NoArgs,
+	}, func(cmd *cobra.Command, c *client.Client, o *clientOptions, _ []string) error {
+		r, err := c.RotateWebhookSecret(cmd.Context(), flow, grace)
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return printJSON(cmd.OutOrStdout(), r)
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), r.Secret)
+		if r.PreviousExpiresAt != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "the old secret signs too until %s\n", r.PreviousExpiresAt.Format(time.RFC3339))
+		}
+		return nil
+	})
+	rotate.Flags().StringVar(&flow, "flow", "", "rotate this flow's own secret (giving it one) instead of the server's")
+	rotate.Flags().DurationVar(&grace, "grace", 24*time.Hour, "how long the old secret goes on signing (0 to 168h)")
+	cmd.AddCommand(rotate)
+	return cmd
 }

@@ -366,6 +366,28 @@ func (c *Client) WebhookSecret(ctx context.Context) (string, error) {
 	return out.Secret, nil
 }
 
+// RotatedSecret is a webhook secret rotation's answer.
+type RotatedSecret struct {
+	Secret            string     `json:"secret"`
+	Scope             string     `json:"scope"`
+	PreviousExpiresAt *time.Time `json:"previous_secret_expires_at"`
+}
+
+// RotateWebhookSecret rotates the secret that signs dispatches: the
+// server's, or flowID's own when flowID is set; the old one signs beside
+// it for grace.
+func (c *Client) RotateWebhookSecret(ctx context.Context, flowID string, grace time.Duration) (*RotatedSecret, error) {
+	path := "/api/v1/webhook-secret/rotate"
+	if flowID != "" {
+		path = "/api/v1/flows/" + url.PathEscape(flowID) + "/webhook-secret/rotate"
+	}
+	var out RotatedSecret
+	if err := c.Do(ctx, http.MethodPost, path, map[string]any{"grace_seconds": int64(grace / time.Second)}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Event is one event of a run's stream.
 type Event struct {
 	ID        int64           `json:"id"`
