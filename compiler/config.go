@@ -19,7 +19,18 @@ const (
 	maxMaxAttempts = 100
 )
 
+// Retry policy limits.
+const (
+	maxMultiplier   = 100
+	maxNonRetryable = 100
+)
+
+// maxMaxConcurrency bounds a Splitter's maxConcurrency.
+const maxMaxConcurrency = 100_000
+
 var backoffKinds = []string{"exponential", "fixed", "linear"}
+
+var jitterWords = []string{"full", "none"}
 
 var completeAsValues = []string{"success", "failure", "neutral"}
 
@@ -68,8 +79,18 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 			c.errAt(CodeMissingArrayPath, id, "", base.field("arrayPath"), "splitter %q needs a non-empty string arrayPath (a gjson path to the array to split)", id)
 		}
 		c.rejectEntityMovement(id, base, root)
+		if m := root.Get("maxConcurrency"); present(m) {
+			if n, ok := integer(m); !ok || n < 1 || n > maxMaxConcurrency {
+				c.errAt(CodeInvalidConfig, id, "", base.field("maxConcurrency"), "splitter %q: maxConcurrency must be an integer from 1 to %d, got %s", id, maxMaxConcurrency, m.Raw)
+			}
+		}
 	case engine.NodeTypeCollector:
 		c.rejectEntityMovement(id, base, root)
+		if tf := root.Get("toleratedFailures"); present(tf) {
+			if _, err := engine.ParseTolerance(tf); err != nil {
+				c.errAt(CodeInvalidConfig, id, "", base.field("toleratedFailures"), "collector %q: toleratedFailures %s", id, err)
+			}
+		}
 	}
 }
 
@@ -114,6 +135,34 @@ func (c *compiler) checkRetry(id string, path loc, r gjson.Result) {
 	if b := r.Get("backoff"); present(b) {
 		if b.Type != gjson.String || !contains(backoffKinds, b.Str) {
 			c.errAt(CodeInvalidConfig, id, "", path.field("backoff"), "node %q: retry.backoff must be one of %s, got %s", id, strings.Join(backoffKinds, ", "), b.Raw)
+		}
+	}
+	if m := r.Get("multiplier"); present(m) {
+		switch {
+		case m.Type != gjson.Number || !(m.Num >= 1) || m.Num > maxMultiplier:
+			c.errAt(CodeInvalidConfig, id, "", path.field("multiplier"), "node %q: retry.multiplier must be a number from 1 to %d, got %s", id, maxMultiplier, m.Raw)
+		case present(r.Get("backoff")) && r.Get("backoff").Str != "exponential":
+			c.errAt(CodeInvalidConfig, id, "", path.field("multiplier"), "node %q: retry.multiplier applies to exponential backoff only, not %s", id, r.Get("backoff").Raw)
+		}
+	}
+	if j := r.Get("jitter"); present(j) {
+		if !(j.Type == gjson.Number && j.Num >= 0 && j.Num <= 1) && !(j.Type == gjson.String && contains(jitterWords, j.Str)) {
+			c.errAt(CodeInvalidConfig, id, "", path.field("jitter"), "node %q: retry.jitter must be a fraction from 0 to 1, \"full\" or \"none\", got %s", id, j.Raw)
+		}
+	}
+	if nr := r.Get("nonRetryable"); present(nr) {
+		if !nr.IsArray() {
+			c.errAt(CodeInvalidConfig, id, "", path.field("nonRetryable"), "node %q: retry.nonRetryable must be an array of error substrings", id)
+		} else {
+			list := nr.Array()
+			if len(list) > maxNonRetryable {
+				c.errAt(CodeInvalidConfig, id, "", path.field("nonRetryable"), "node %q: retry.nonRetryable has %d entries, more than %d", id, len(list), maxNonRetryable)
+			}
+			for i, v := range list {
+				if v.Type != gjson.String || v.Str == "" {
+					c.errAt(CodeInvalidConfig, id, "", path.field("nonRetryable"), "node %q: retry.nonRetryable[%d] must be a non-empty string, got %s", id, i, v.Raw)
+				}
+			}
 		}
 	}
 	initial, initialOK := c.nonNegative(id, path.field("initialDelayMs"), "retry.initialDelayMs", r.Get("initialDelayMs"))

@@ -158,6 +158,11 @@ func (e *Engine) SkipNode(ctx context.Context, p SkipNodeParams) error {
 			}
 			tr.Taken = taken
 		}
+		if cur.Status == StatusFailed {
+			if err := t.untolerate(cur); err != nil { // its Collector counted it arrived
+				return err
+			}
+		}
 		st, err := t.transition(tr)
 		if err != nil {
 			return err

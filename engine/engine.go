@@ -153,10 +153,21 @@ func transitionOf(ev NewEvent, g *ExecutionGraph) TransitionInfo {
 }
 
 // Retrier is implemented by handlers whose nodes retry automatically after
-// a reported failure (Worker). RetryDelayMs reports whether a node that just
-// failed attempt `attempt` gets another, and after how long.
+// a reported failure (Worker, HTTP). RetryDelayMs reports whether a node
+// that just failed an attempt gets another, and after how long.
 type Retrier interface {
-	RetryDelayMs(node *Node, attempt int) (delayMs int64, again bool)
+	RetryDelayMs(p RetryParams) (delayMs int64, again bool)
+}
+
+// RetryParams describe a failed attempt, for Retrier: the node, its
+// instance (run and key, from which a handler may derive a reproducible
+// jitter), the attempt that failed and its error.
+type RetryParams struct {
+	Node    *Node
+	RunID   string
+	Key     string
+	Attempt int
+	Error   string
 }
 
 // Timeouter is implemented by handlers whose nodes carry a deadline.
@@ -465,6 +476,9 @@ func (e *Engine) RetryNode(ctx context.Context, runID, key string) error {
 		}
 		if n.Type == NodeTypeCollector {
 			return t.refireCollector(n, cur)
+		}
+		if err := t.untolerate(cur); err != nil {
+			return err
 		}
 		return t.fire(n, cur.Index, cur.Input, StatusFailed, cur.Attempt)
 	})

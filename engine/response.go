@@ -104,7 +104,8 @@ func (e *Engine) CompleteFromResponse(ctx context.Context, r Response) error {
 		}
 		if retry {
 			if rt, ok := t.e.cfg.Handlers[n.Type].(Retrier); ok {
-				if delay, again := rt.RetryDelayMs(n, st.Attempt); again {
+				if delay, again := rt.RetryDelayMs(RetryParams{Node: n, RunID: t.run.ID, Key: r.Key,
+					Attempt: st.Attempt, Error: failure}); again {
 					return t.fireDelayed(n, cur.Index, cur.Input, StatusFailed, st.Attempt, max(delay, r.RetryAfterMs))
 				}
 			}

@@ -131,6 +131,13 @@ type Tx interface {
 	// plus one item index: a Collector's output when that node is its only
 	// upstream, built without loading the instances.
 	ItemOutputs(ctx context.Context, runID, nodeID, target string, prefix []int) (json.RawMessage, error)
+	// ItemTally counts the items of a fan-out (prefix plus one item index)
+	// among the instances of nodeIDs, and those with a failed instance
+	// whose failure no failure edge took on.
+	ItemTally(ctx context.Context, runID string, nodeIDs []string, prefix []int) (items, failed int, err error)
+	// ItemFailures lists the failed items of a fan-out, in index order:
+	// for each, its first failed instance (by finish time) among nodeIDs.
+	ItemFailures(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]ItemFailure, error)
 	// FirstFailure returns the error of some failed node of the run whose
 	// failure was not handled (by a failure edge).
 	FirstFailure(ctx context.Context, runID string) (string, error)

@@ -544,7 +544,8 @@ func (t *txn) failed(st *NodeState, msg string, auto bool) error {
 	}
 	if auto {
 		if r, ok := t.e.cfg.Handlers[n.Type].(Retrier); ok {
-			if delay, again := r.RetryDelayMs(n, st.Attempt); again {
+			if delay, again := r.RetryDelayMs(RetryParams{Node: n, RunID: t.run.ID, Key: st.Key,
+				Attempt: st.Attempt, Error: msg}); again {
 				return t.fireDelayed(n, st.Index, st.Input, StatusFailed, st.Attempt, delay)
 			}
 		}
@@ -555,18 +556,27 @@ func (t *txn) failed(st *NodeState, msg string, auto bool) error {
 	if len(t.graph.failureTargets(n.ID)) > 0 {
 		return t.handleFailure(n, st, msg)
 	}
+	var region *Region
+	if n.Depth > 0 && n.Region != "" {
+		region = t.graph.Regions[n.Region]
+	}
+	var coll *Node
+	var cidx []int
+	if region != nil {
+		coll = t.graph.Nodes[region.Collector]
+		cidx = st.Index[:len(st.Index)-1]
+		if tl, ok := toleranceOf(coll); ok {
+			if tolerated, err := t.tolerate(region, coll, cidx, st, msg, tl); err != nil || tolerated {
+				return err
+			}
+		}
+	}
 	if t.failMsg == "" {
 		t.failMsg = fmt.Sprintf("node %s failed: %s", st.Key, msg)
 	}
-	if n.Depth == 0 || n.Region == "" {
-		return nil
-	}
-	region := t.graph.Regions[n.Region]
 	if region == nil {
 		return nil
 	}
-	coll := t.graph.Nodes[region.Collector]
-	cidx := st.Index[:len(st.Index)-1]
 	cmsg := fmt.Sprintf("item %s failed: %s", st.Key, msg)
 	cst, err := t.transition(&NodeTransition{Key: InstanceKey(coll.ID, cidx), From: StatusPending,
 		Steps: []Status{StatusRunning, StatusFailed}, NewAttempt: true, Error: &cmsg})
@@ -893,7 +903,7 @@ func (t *txn) fireCollector(c *Node, idx []int, from Status, prevAttempt int) er
 		if err != nil {
 			return fmt.Errorf("error gathering items of %s: %w", InstanceKey(c.ID, idx), err)
 		}
-		return t.fire(c, idx, arr, from, prevAttempt)
+		return t.fireCollected(c, idx, arr, from, prevAttempt)
 	}
 	states, err := t.tx.ItemStates(t.ctx, t.run.ID, ups, idx)
 	if err != nil {
@@ -931,7 +941,30 @@ func (t *txn) fireCollector(c *Node, idx []int, from Status, prevAttempt int) er
 	if err != nil {
 		return fmt.Errorf("error encoding collector output: %w", err)
 	}
-	return t.fire(c, idx, arr, from, prevAttempt)
+	return t.fireCollected(c, idx, arr, from, prevAttempt)
+}
+
+// fireCollected fires Collector c with its items' array — or, under
+// toleratedFailures, with {items, errors}, or fails it when more items
+// failed than it tolerates.
+func (t *txn) fireCollected(c *Node, idx []int, arr json.RawMessage, from Status, prevAttempt int) error {
+	tl, ok := toleranceOf(c)
+	if !ok {
+		return t.fire(c, idx, arr, from, prevAttempt)
+	}
+	out, msg, ok, err := t.toleratedOutput(c, idx, arr, tl)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return t.fire(c, idx, out, from, prevAttempt)
+	}
+	cst, err := t.transition(&NodeTransition{Key: InstanceKey(c.ID, idx), From: from,
+		Steps: []Status{StatusRunning, StatusFailed}, Attempt: prevAttempt, NewAttempt: true, Error: &msg})
+	if err != nil {
+		return err
+	}
+	return t.failed(cst, msg, false)
 }
 
 func orNull(v json.RawMessage) json.RawMessage {

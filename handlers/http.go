@@ -99,8 +99,8 @@ func httpTimeoutSeconds(cfg HTTPConfig) float64 {
 }
 
 // RetryDelayMs implements engine.Retrier: the Worker's policy (retry.*).
-func (HTTP) RetryDelayMs(n *engine.Node, attempt int) (int64, bool) {
-	return Worker{}.RetryDelayMs(n, attempt)
+func (HTTP) RetryDelayMs(r engine.RetryParams) (int64, bool) {
+	return Worker{}.RetryDelayMs(r)
 }
 
 // Respond implements engine.Responder.

@@ -2,7 +2,10 @@ package handlers
 
 import (
 	"context"
-	"math/rand/v2"
+	"hash/fnv"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -15,6 +18,7 @@ const (
 	DefaultMaxAttempts    = 3
 	DefaultInitialDelayMs = 1000
 	DefaultMaxDelayMs     = 60000
+	DefaultMultiplier     = 2
 )
 
 // Worker hands work to an external service: it marks the node running with
@@ -29,6 +33,15 @@ type WorkerPolicy struct {
 	Backoff        string // exponential | linear | fixed
 	InitialDelayMs int64
 	MaxDelayMs     int64
+	// Multiplier is the exponential backoff's factor (default 2).
+	Multiplier float64
+	// Jitter is the fraction of each delay drawn at random (0: none, 1:
+	// full jitter, a uniform delay in (0, d]). Default: 1 for exponential
+	// backoff, 0 for linear and fixed.
+	Jitter float64
+	// NonRetryable are error substrings: a failure whose error contains
+	// one fails the node at once.
+	NonRetryable []string
 }
 
 // PolicyOf reads a Worker node's config, applying defaults.
@@ -60,31 +73,91 @@ func PolicyOf(n *engine.Node) WorkerPolicy {
 	if p.MaxDelayMs < p.InitialDelayMs {
 		p.MaxDelayMs = p.InitialDelayMs
 	}
+	p.Multiplier = DefaultMultiplier
+	if m := c.Get("retry.multiplier"); m.Type == gjson.Number && m.Num >= 1 {
+		p.Multiplier = m.Num
+	}
+	switch j := c.Get("retry.jitter"); {
+	case j.Type == gjson.Number:
+		p.Jitter = min(max(j.Num, 0), 1)
+	case j.Str == "full":
+		p.Jitter = 1
+	case j.Str == "none":
+		p.Jitter = 0
+	case p.Backoff == "exponential":
+		p.Jitter = 1 // today's full jitter
+	}
+	c.Get("retry.nonRetryable").ForEach(func(_, v gjson.Result) bool {
+		if v.Type == gjson.String && v.Str != "" {
+			p.NonRetryable = append(p.NonRetryable, v.Str)
+		}
+		return true
+	})
 	return p
 }
 
-// DelayMs is the backoff before try/attempt n+1 after n failures.
-func (p WorkerPolicy) DelayMs(n int) int64 {
-	d := p.InitialDelayMs
+// Retryable reports whether a failure with error msg may be retried: it
+// contains none of the policy's nonRetryable substrings.
+func (p WorkerPolicy) Retryable(msg string) bool {
+	for _, s := range p.NonRetryable {
+		if strings.Contains(msg, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// BaseDelayMs is the backoff before attempt n+1 after n failures, before
+// jitter.
+func (p WorkerPolicy) BaseDelayMs(n int) int64 {
+	d := float64(p.InitialDelayMs)
 	switch p.Backoff {
 	case "fixed":
 	case "linear":
-		d = p.InitialDelayMs * int64(n)
+		d *= float64(n)
 	default:
-		for i := 1; i < n && d < p.MaxDelayMs; i++ {
-			d *= 2
-		}
-		if d > p.MaxDelayMs {
-			d = p.MaxDelayMs
-		}
-		if d > 0 {
-			d = rand.Int64N(d + 1) // full jitter
+		for i := 1; i < n && d < float64(p.MaxDelayMs); i++ {
+			d *= p.Multiplier
 		}
 	}
-	if d > p.MaxDelayMs {
-		d = p.MaxDelayMs
+	if d > float64(p.MaxDelayMs) || math.IsInf(d, 0) {
+		d = float64(p.MaxDelayMs)
+	}
+	return int64(d)
+}
+
+// DelayMs is the backoff before attempt n+1 after n failures, with the
+// policy's jitter: d·(1 − jitter·u) for u in [0, 1), so within
+// [d·(1 − jitter), d]. u is the caller's (JitterFraction derives one
+// from the run, key and attempt, so a delay is reproducible).
+func (p WorkerPolicy) DelayMs(n int, u float64) int64 {
+	d := p.BaseDelayMs(n)
+	if p.Jitter > 0 && d > 0 {
+		d = int64(math.Ceil(float64(d) * (1 - p.Jitter*u)))
 	}
 	return d
+}
+
+// JitterFraction is a number in [0, 1) derived from a node instance's run,
+// key and attempt: the same attempt of the same node always waits the same
+// delay, and the instances of a fan-out that fail together spread out.
+func JitterFraction(runID, key string, attempt int) float64 {
+	h := fnv.New64a()
+	h.Write([]byte(runID))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(attempt)))
+	return float64(h.Sum64()>>11) / (1 << 53)
+}
+
+// RetryDelay applies policy p to a failure (RetryDelayMs of the Worker and
+// HTTP nodes).
+func (p WorkerPolicy) RetryDelay(r engine.RetryParams) (int64, bool) {
+	if r.Attempt >= p.MaxAttempts || !p.Retryable(r.Error) {
+		return 0, false
+	}
+	return max(p.DelayMs(r.Attempt, JitterFraction(r.RunID, r.Key, r.Attempt)), 1), true
 }
 
 // Fire dispatches the node.
@@ -95,13 +168,10 @@ func (Worker) Fire(_ context.Context, fc engine.FireContext) error {
 }
 
 // RetryDelayMs implements engine.Retrier: a worker-reported failure or a
-// missed deadline is retried as a new attempt until maxAttempts.
-func (Worker) RetryDelayMs(n *engine.Node, attempt int) (int64, bool) {
-	p := PolicyOf(n)
-	if attempt >= p.MaxAttempts {
-		return 0, false
-	}
-	return max(p.DelayMs(attempt), 1), true
+// missed deadline is retried as a new attempt until maxAttempts, unless its
+// error contains one of retry.nonRetryable.
+func (Worker) RetryDelayMs(r engine.RetryParams) (int64, bool) {
+	return PolicyOf(r.Node).RetryDelay(r)
 }
 
 // TimeoutSeconds implements engine.Timeouter.
