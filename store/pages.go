@@ -346,3 +346,48 @@ type prefixScanner struct {
 func (p prefixScanner) Scan(dest ...any) error {
 	return p.rows.Scan(append([]any{p.first}, dest...)...)
 }
+
+// JourneyPage lists an entity's journey oldest first, one page at a time.
+func (s *Store) JourneyPage(ctx context.Context, entityID string, p PageParams) (out []engine.JourneyEvent, next string, err error) {
+	limit := pageLimit(p.Limit)
+	where, args := "", []any{entityID}
+	if p.Cursor != "" {
+		t, keys, err := decodePageCursor(p.Cursor, 2, 1)
+		if err != nil {
+			return nil, "", err
+		}
+		var seq int64
+		if _, err := fmt.Sscan(keys[0], &seq); err != nil {
+			return nil, "", fmt.Errorf("%w: invalid cursor (send back a next_cursor as it was given)", engine.ErrInvalidRequest)
+		}
+		where = ` AND (entity_seq, created_at, id) > (?, ?, ?::uuid)`
+		args = append(args, seq, t, keys[1])
+	}
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT id::text, kind, from_section_id, to_section_id, run_id::text, node_key,
+		complete_as, entity_seq, created_at FROM journey_events WHERE entity_id = ?`+where+`
+		ORDER BY entity_seq, created_at, id LIMIT ?`, append(args, limit+1)...).Rows()
+	if err != nil {
+		return nil, "", fmt.Errorf("error loading journey of %s: %w", entityID, interpretError(err))
+	}
+	defer rows.Close()
+	out = []engine.JourneyEvent{}
+	for rows.Next() {
+		var j engine.JourneyEvent
+		var from, to, run, node, as sql.NullString
+		if err := rows.Scan(&j.ID, &j.Kind, &from, &to, &run, &node, &as, &j.EntitySeq, &j.CreatedAt); err != nil {
+			return nil, "", interpretError(err)
+		}
+		j.FromSectionID, j.ToSectionID, j.RunID, j.NodeKey, j.CompleteAs = nullStr(from), nullStr(to), nullStr(run), nullStr(node), nullStr(as)
+		j.CreatedAt = j.CreatedAt.UTC()
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", interpretError(err)
+	}
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = encodePageCursor(last.CreatedAt, fmt.Sprint(last.EntitySeq), last.ID)
+	}
+	return out, next, nil
+}

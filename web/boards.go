@@ -48,6 +48,9 @@ type entityJSON struct {
 	engine.Entity
 	TimeInSectionSeconds float64               `json:"time_in_section_seconds"`
 	Journey              []engine.JourneyEvent `json:"journey,omitempty"`
+	// JourneyNextCursor pages through a long journey (GET
+	// /entities/{id}?cursor=, oldest first); null on the last page.
+	JourneyNextCursor *string `json:"journey_next_cursor,omitempty"`
 }
 
 func (s *Server) toEntityJSON(e engine.Entity) entityJSON {
@@ -220,17 +223,22 @@ func (s *Server) getEntity(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	p, err := pageParams(c)
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	e, err := s.cfg.Store.GetEntity(ctx, id)
 	if err != nil {
 		return err
 	}
-	j, err := s.cfg.Store.Journey(ctx, id)
+	j, next, err := s.cfg.Store.JourneyPage(ctx, id, p)
 	if err != nil {
 		return err
 	}
 	out := s.toEntityJSON(*e)
 	out.Journey = j
+	out.JourneyNextCursor = nextCursor(next)
 	return c.JSON(http.StatusOK, out)
 }
 

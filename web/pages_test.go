@@ -13,6 +13,9 @@ import (
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
+// garbageCursor is a cursor the server never gave out.
+var garbageCursor = base64.RawURLEncoding.EncodeToString([]byte("2026-01-01T00:00:00Z\x1fx\x1fnot-a-uuid"))
+
 // page is the part of a paginated answer the tests read.
 type page struct {
 	Flows     []struct{ ID, Name string } `json:"flows"`
@@ -57,8 +60,8 @@ func walk(t *testing.T, h http.Handler, path string) []page {
 	}
 }
 
-// TestListsArePaginated: flows, a flow's versions, boards, approvals and
-// each section of a board answer at most ?limit= items (default 100, at
+// TestListsArePaginated: flows, a flow's versions, boards, approvals, an
+// entity's journey and each section of a board answer at most ?limit= items (default 100, at
 // most 500) with a next_cursor that walks through every item once, in
 // order; a cursor the server did not give out is a 400 without the
 // database's words.
@@ -152,6 +155,49 @@ func TestListsArePaginated(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"a0", "a1", "a2", "a3", "a4", "a5", "a6"}, inA, "oldest in section first, each once")
+
+	// An entity's journey, oldest first: created, then moved 6 times.
+	ent := decode[struct{ ID string }](t, call(t, h, http.StatusCreated, req{method: "POST", path: "/api/v1/entities",
+		body: fmt.Sprintf(`{"board_id":%q,"type":"lead","name":"mover","section_id":"a"}`, boardID)}))
+	for i := 0; i < 6; i++ {
+		call(t, h, http.StatusOK, req{method: "POST", path: "/api/v1/entities/" + ent.ID + "/move",
+			body: fmt.Sprintf(`{"section_id":%q}`, []string{"b", "a"}[i%2])})
+	}
+	type journeyPage struct {
+		Journey []struct {
+			ID        string `json:"id"`
+			EntitySeq int64  `json:"entity_seq"`
+		} `json:"journey"`
+		Next *string `json:"journey_next_cursor"`
+	}
+	all := decode[journeyPage](t, call(t, h, http.StatusOK, req{method: "GET", path: "/api/v1/entities/" + ent.ID}))
+	require.Nil(t, all.Next)
+	require.GreaterOrEqual(t, len(all.Journey), 6)
+	var walked []string
+	jc := ""
+	for n := 0; ; n++ {
+		require.Less(t, n, 10)
+		p := "/api/v1/entities/" + ent.ID + "?limit=2"
+		if jc != "" {
+			p += "&cursor=" + url.QueryEscape(jc)
+		}
+		pg := decode[journeyPage](t, call(t, h, http.StatusOK, req{method: "GET", path: p}))
+		require.LessOrEqual(t, len(pg.Journey), 2)
+		for _, j := range pg.Journey {
+			walked = append(walked, j.ID)
+		}
+		if pg.Next == nil {
+			break
+		}
+		jc = *pg.Next
+	}
+	var whole []string
+	for _, j := range all.Journey {
+		whole = append(whole, j.ID)
+	}
+	require.Equal(t, whole, walked, "the pages walk the whole journey once, oldest first")
+	requireError(t, http.StatusBadRequest, "invalid_request", do(t, h, req{method: "GET",
+		path: "/api/v1/entities/" + ent.ID + "?cursor=" + url.QueryEscape(garbageCursor)}))
 
 	// Approvals, oldest first.
 	var want []string
