@@ -445,6 +445,15 @@ func (c *countingTx) InsertIteration(ctx context.Context, runID string, n []Node
 	return c.wrote(c.Tx.InsertIteration(ctx, runID, n))
 }
 
+func (c *countingTx) ResetNodes(ctx context.Context, runID string, nodes []ResetNode) error {
+	return c.wrote(c.Tx.ResetNodes(ctx, runID, nodes))
+}
+
+func (c *countingTx) DeleteInstances(ctx context.Context, runID string, nodeIDs []string, idx []int) (int, error) {
+	n, err := c.Tx.DeleteInstances(ctx, runID, nodeIDs, idx)
+	return n, c.wrote(err)
+}
+
 func (c *countingTx) InsertNotifications(ctx context.Context, ns []Notification) error {
 	return c.wrote(c.Tx.InsertNotifications(ctx, ns))
 }

@@ -122,10 +122,11 @@ func (t *txn) nextIteration(l *Loop, st *NodeState) error {
 
 // pendingAttempt is the attempt of the pending row of target tg: 0, but
 // for a node on a loop, whose rows of a later iteration go on counting
-// from the earlier ones' (nextIteration). A fan-out's first fires (bulk)
-// are of first passes.
+// from the earlier ones' (nextIteration), and in a run re-run by hand
+// (RerunNode resets rows keeping their attempts). A fan-out's first fires
+// (bulk) are of new rows.
 func (t *txn) pendingAttempt(tg target) (int, error) {
-	if t.bulk != nil || t.graph.loopOf(tg.node.ID) == nil {
+	if t.bulk != nil || (t.graph.loopOf(tg.node.ID) == nil && !t.run.Reran) {
 		return 0, nil
 	}
 	cur, err := t.tx.Node(t.ctx, t.run.ID, tg.key)

@@ -167,6 +167,13 @@ type Tx interface {
 	// ChildRuns lists the runs SubFlow nodes of run runID started that are
 	// in one of statuses.
 	ChildRuns(ctx context.Context, runID string, statuses ...RunStatus) ([]string, error)
+	// ResetNodes sets node states back to pending (a rerun), each waiting
+	// for PendingParents upstream nodes, keeping their attempt and input.
+	ResetNodes(ctx context.Context, runID string, nodes []ResetNode) error
+	// DeleteInstances removes the instances of nodes whose index starts
+	// with idx (a region fanned out anew) and returns how many of them had
+	// failed unhandled; ErrConflict when one is still running or waiting.
+	DeleteInstances(ctx context.Context, runID string, nodeIDs []string, idx []int) (int, error)
 	// InsertNotifications writes notifications to the webhook's outbox.
 	InsertNotifications(ctx context.Context, ns []Notification) error
 	// SetRemindAt sets when a waiting UX node is next reminded about:

@@ -47,6 +47,9 @@ type Run struct {
 	ParentRunID   *string `json:"parent_run_id,omitempty"`
 	ParentKey     *string `json:"parent_key,omitempty"`
 	ParentAttempt int     `json:"parent_attempt,omitempty"`
+	// Reran: nodes of the run were re-run by hand (RerunNode), so a
+	// pending row may carry earlier attempts.
+	Reran bool `json:"-"`
 }
 
 // NodeState is one node instance of a run: the node itself for a static

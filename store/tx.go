@@ -173,7 +173,7 @@ var _ engine.Tx = (*pgTx)(nil)
 
 const runCols = `id::text, flow_id::text, flow_version_id::text, entity_id::text, status, trigger, input, output, error,
 	idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at, deadline_at,
-	parent_run_id::text, parent_key, parent_attempt`
+	parent_run_id::text, parent_key, parent_attempt, reran`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -187,7 +187,7 @@ func scanRun(row scanner) (*engine.Run, error) {
 	var parentAttempt sql.NullInt64
 	if err := row.Scan(&r.ID, &r.FlowID, &r.FlowVersionID, &entity, &status, &trigger, &input, &output, &errMsg,
 		&idem, &r.ActiveNodes, &r.FailedNodes, &r.TerminalsLeft, &r.EventSeq, &r.CreatedAt, &r.UpdatedAt, &finished,
-		&deadline, &parent, &parentKey, &parentAttempt); err != nil {
+		&deadline, &parent, &parentKey, &parentAttempt, &r.Reran); err != nil {
 		return nil, interpretError(err)
 	}
 	r.ParentRunID, r.ParentKey, r.ParentAttempt = nullStr(parent), nullStr(parentKey), int(parentAttempt.Int64)
@@ -281,7 +281,7 @@ func nullTime(t sql.NullTime) *time.Time {
 // leaves them out.
 const lockCols = `id::text, flow_id::text, flow_version_id::text, entity_id::text, status, NULL::jsonb, NULL::jsonb, output,
 	error, idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at, deadline_at,
-	parent_run_id::text, parent_key, parent_attempt`
+	parent_run_id::text, parent_key, parent_attempt, reran`
 
 func (t *pgTx) LockRun(ctx context.Context, runID string) (*engine.Run, error) {
 	r, err := scanRun(t.raw(ctx, `SELECT `+lockCols+` FROM runs WHERE id = ? FOR UPDATE`, runID).Row())
@@ -673,7 +673,7 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 	if tr.RunVersion != "" {
 		// Locks the run (before the node's row: the order of every
 		// engine transaction), so that no other statement is needed.
-		q += ` AND EXISTS (SELECT 1 FROM runs WHERE id = ? AND flow_version_id = ?::uuid AND status = 'running' FOR UPDATE)`
+		q += ` AND EXISTS (SELECT 1 FROM runs WHERE id = ? AND flow_version_id = ?::uuid AND status = 'running' AND NOT reran FOR UPDATE)`
 		args = append(args, tr.RunID, tr.RunVersion)
 	}
 	return q, args
@@ -872,6 +872,44 @@ func (t *pgTx) ChildRuns(ctx context.Context, runID string, statuses ...engine.R
 		ids = append(ids, id)
 	}
 	return ids, interpretError(rows.Err())
+}
+
+func (t *pgTx) ResetNodes(ctx context.Context, runID string, nodes []engine.ResetNode) error {
+	keys := make([]string, len(nodes))
+	pend := make([]int64, len(nodes))
+	for i, n := range nodes {
+		keys[i], pend[i] = n.Key, int64(n.PendingParents)
+	}
+	return interpretError(t.exec(ctx, `WITH r AS (UPDATE runs SET reran = true WHERE id = ? AND NOT reran)
+		UPDATE node_states n SET status = 'pending', output = NULL, error = NULL, taken = NULL,
+			deadline = NULL, wake_at = NULL, remind_at = NULL, event_name = NULL, event_key = NULL, started_at = NULL,
+			finished_at = NULL, pending_parents = u.p, updated_at = now()
+		FROM unnest(?::text[], ?::int[]) AS u(k, p)
+		WHERE n.run_id = ? AND n.key = u.k`, runID, keys, pend, runID).Error)
+}
+
+func (t *pgTx) DeleteInstances(ctx context.Context, runID string, nodeIDs []string, idx []int) (int, error) {
+	prefix := intsToText(idx)
+	const match = `run_id = ? AND node_id = ANY(?::text[]) AND
+		idx[1:?] = (CASE WHEN ? = '' THEN '{}'::int[] ELSE string_to_array(?, ',')::int[] END)`
+	var active string
+	err := t.raw(ctx, `SELECT coalesce(min(key || ' is ' || status), '') FROM node_states WHERE `+match+`
+		AND status IN ('running', 'waiting_for_user', 'sleeping', 'waiting_for_event')`,
+		runID, nodeIDs, len(idx), prefix, prefix).Row().Scan(&active)
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	if active != "" {
+		return 0, fmt.Errorf("%w: node %s; wait for it, or cancel the run", engine.ErrConflict, active)
+	}
+	var failed int
+	// Their outbox rows go too (each finished): the new fan-out's
+	// instances take the same keys, from attempt 1.
+	err = t.raw(ctx, `WITH gone AS (DELETE FROM node_states WHERE `+match+` RETURNING key, status, taken),
+			sent AS (DELETE FROM dispatches d USING gone WHERE d.run_id = ? AND d.key = gone.key)
+		SELECT count(*) FILTER (WHERE status = 'failed' AND taken IS NULL) FROM gone`,
+		runID, nodeIDs, len(idx), prefix, prefix, runID).Row().Scan(&failed)
+	return failed, interpretError(err)
 }
 
 func (t *pgTx) InsertNotifications(ctx context.Context, ns []engine.Notification) error {
