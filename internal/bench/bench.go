@@ -57,6 +57,9 @@ type Options struct {
 	// SubFlows is how many sub-flow runs the subflow-10k scenario fans out
 	// (default 10,000).
 	SubFlows int
+	// SleepingRuns sleep in a Wait node (30 days) while CPU is sampled for
+	// IdleWindow in the sleeping scenario (default 100,000).
+	SleepingRuns int
 	// WorkDir holds stitchd's log (default: a temp dir).
 	WorkDir string
 	// ProfileDir, when set, receives stitchd's pprof CPU and allocation
@@ -152,7 +155,7 @@ type Latency struct {
 	Max     float64 `json:"max"`
 }
 
-var allScenarios = []string{"chain", "http", "chains", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "subflow-10k", "timers", "idle"}
+var allScenarios = []string{"chain", "http", "chains", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "subflow-10k", "timers", "idle", "sleeping"}
 
 // serveFlagsFor returns the serve flags that let the biggest fan-out
 // through: the default body limit (1 MiB) holds the run input of
@@ -254,6 +257,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	def(&opts.IdleRuns, 1000)
 	def(&opts.Timers, 10000)
 	def(&opts.SubFlows, 10000)
+	def(&opts.SleepingRuns, 100000)
 	if opts.ChainsDuration <= 0 {
 		opts.ChainsDuration = 60 * time.Second
 	}
@@ -485,7 +489,11 @@ func (r *runner) scenario(ctx context.Context, name string) (*Result, error) {
 	case "branches":
 		return r.branches(ctx)
 	case "idle":
-		return r.idle(ctx)
+		return r.idle(ctx, fmt.Sprintf("%d runs waiting on a person", r.opts.IdleRuns), r.opts.IdleRuns,
+			map[string]any{"id": "ask", "type": "UX", "data": map[string]any{"prompt": "Waiting"}}, "waiting_for_user")
+	case "sleeping":
+		return r.idle(ctx, fmt.Sprintf("%d runs sleeping", r.opts.SleepingRuns), r.opts.SleepingRuns,
+			map[string]any{"id": "nap", "type": "Wait", "data": map[string]any{"duration": "720h"}}, "sleeping")
 	case "subflow-10k":
 		return r.subFlows(ctx, r.opts.SubFlows)
 	default:
@@ -568,20 +576,20 @@ func (r *runner) waitRuns(ctx context.Context, ids []string, callbacks int) erro
 	return nil
 }
 
-// waitWaiting waits until each run in ids waits on a person.
-func (r *runner) waitWaiting(ctx context.Context, ids []string) error {
+// waitWaiting waits until each run in ids has a node in status.
+func (r *runner) waitWaiting(ctx context.Context, ids []string, status string) error {
 	deadline := time.Now().Add(30 * time.Minute)
 	for {
 		var n int
 		if err := r.db.QueryRowContext(ctx, `SELECT count(DISTINCT run_id) FROM node_states
-			WHERE run_id = ANY($1::uuid[]) AND status = 'waiting_for_user'`, "{"+strings.Join(ids, ",")+"}").Scan(&n); err != nil {
+			WHERE run_id = ANY($1::uuid[]) AND status = $2`, "{"+strings.Join(ids, ",")+"}", status).Scan(&n); err != nil {
 			return fmt.Errorf("error polling runs: %w", err)
 		}
 		if n == len(ids) {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("only %d of %d runs reached their approval in time", n, len(ids))
+			return fmt.Errorf("only %d of %d runs were %s in time", n, len(ids), status)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -844,16 +852,16 @@ func (r *runner) subFlows(ctx context.Context, items int) (*Result, error) {
 	return res, nil
 }
 
-func (r *runner) idle(ctx context.Context) (*Result, error) {
-	flow, err := r.createFlow(ctx, "bench idle", []map[string]any{
-		{"id": "ask", "type": "UX", "data": map[string]any{"prompt": "Waiting"}},
-	}, nil)
+// idle starts runs runs of one node that waits (in status waiting), then
+// samples the CPU of stitchd and Postgres while nothing happens but that.
+func (r *runner) idle(ctx context.Context, name string, runs int, node map[string]any, waiting string) (*Result, error) {
+	flow, err := r.createFlow(ctx, "bench "+name, []map[string]any{node}, nil)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Name: fmt.Sprintf("%d runs waiting on a person", r.opts.IdleRuns)}
+	res := &Result{Name: name}
 	if err := r.measure(ctx, res, func() error {
-		ids := make([]string, r.opts.IdleRuns)
+		ids := make([]string, runs)
 		sem := make(chan struct{}, 16)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -876,7 +884,7 @@ func (r *runner) idle(ctx context.Context) (*Result, error) {
 		if firstErr != nil {
 			return firstErr
 		}
-		return r.waitWaiting(ctx, ids)
+		return r.waitWaiting(ctx, ids, waiting)
 	}); err != nil {
 		return nil, err
 	}

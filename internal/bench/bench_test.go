@@ -27,10 +27,10 @@ func TestBenchSmall(t *testing.T) {
 		Binary: bin, DatabaseURL: storetest.ServerURL(t), WorkDir: t.TempDir(), Progress: &progress,
 		ChainLength: 30, Chains: 3, ChainsRunLength: 10, ChainsDuration: time.Second,
 		FanOutSizes: map[string]int{"fanout-1k": 50, "fanout-10k": 0, "fanout-100k": 1},
-		IdleRuns:    20, IdleWindow: time.Second, Timers: 50, SubFlows: 20,
+		IdleRuns:    20, IdleWindow: time.Second, Timers: 50, SubFlows: 20, SleepingRuns: 20,
 	})
 	require.NoError(t, err, progress.String())
-	require.Len(t, rep.Results, 10)
+	require.Len(t, rep.Results, 11)
 	byName := map[string]bench.Result{}
 	cpu := 0.0
 	for _, r := range rep.Results {
@@ -115,12 +115,14 @@ func TestBenchSmall(t *testing.T) {
 	require.EqualValues(t, 42, byName["fan-out of 20 sub-flow runs"].Completions,
 		"splitter, 20 child workers, 20 SubFlow nodes and the collector")
 
-	idle := byName["20 runs waiting on a person"]
-	require.NotNil(t, idle.IdleCPUPercent)
-	require.GreaterOrEqual(t, *idle.IdleCPUPercent, 0.0)
-	if localPG {
-		require.NotNil(t, idle.PostgresIdleCPUPercent)
-		require.GreaterOrEqual(t, *idle.PostgresIdleCPUPercent, 0.0)
+	for _, name := range []string{"20 runs waiting on a person", "20 runs sleeping"} {
+		idle := byName[name]
+		require.NotNil(t, idle.IdleCPUPercent, name)
+		require.GreaterOrEqual(t, *idle.IdleCPUPercent, 0.0)
+		if localPG {
+			require.NotNil(t, idle.PostgresIdleCPUPercent, name)
+			require.GreaterOrEqual(t, *idle.PostgresIdleCPUPercent, 0.0)
+		}
 	}
 
 	var table bytes.Buffer
