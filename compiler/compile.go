@@ -120,6 +120,8 @@ type compiler struct {
 	loops []cedge
 	// deadline is the flow's settings.deadlineSeconds (0: none).
 	deadline int
+	// retention is settings.retentionDays (0: none).
+	retention int
 
 	// Compressed adjacency: the outbound edges of node i are
 	// outList[outStart[i]:outStart[i+1]] (indexes into edges, edge order);
@@ -517,5 +519,6 @@ func (c *compiler) build() *engine.ExecutionGraph {
 	c.buildBranches(g)
 	c.buildLoops(g)
 	g.DeadlineSeconds = c.deadline
+	g.RetentionDays = c.retention
 	return g
 }

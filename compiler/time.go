@@ -107,8 +107,12 @@ func (c *compiler) checkEvent(id string, base loc, root gjson.Result) {
 // maxRunDeadline bounds settings.deadlineSeconds (a year).
 const maxRunDeadline = 366 * 24 * 3600
 
+// maxRetentionDays bounds settings.retentionDays (ten years).
+const maxRetentionDays = 3660
+
 // collectSettings reads the flow's settings: an object with an optional
-// deadlineSeconds (a whole number of seconds, 1 to a year).
+// deadlineSeconds (a whole number of seconds, 1 to a year) and an optional
+// retentionDays (a whole number of days, 1 to ten years).
 func (c *compiler) collectSettings() {
 	if len(c.v.Settings) == 0 || string(c.v.Settings) == "null" {
 		return
@@ -124,5 +128,12 @@ func (c *compiler) collectSettings() {
 			return
 		}
 		c.deadline = int(d.Num)
+	}
+	if d := root.Get("retentionDays"); present(d) {
+		if d.Type != gjson.Number || d.Num != float64(int(d.Num)) || d.Num < 1 || d.Num > maxRetentionDays {
+			c.errorf(CodeInvalidConfig, "", "", "settings.retentionDays", "settings.retentionDays must be a whole number of days from 1 to %d", maxRetentionDays)
+			return
+		}
+		c.retention = int(d.Num)
 	}
 }

@@ -71,6 +71,9 @@ type ExecutionGraph struct {
 	// DeadlineSeconds is the flow's run deadline (settings.deadlineSeconds;
 	// 0: none).
 	DeadlineSeconds int `json:"deadlineSeconds,omitempty"`
+	// RetentionDays keeps the flow's finished runs that many days
+	// (settings.retentionDays; 0: the server's --retention).
+	RetentionDays int `json:"retentionDays,omitempty"`
 	// Loops are the graph's loops (back edges marked data.loop); LoopOf
 	// maps each node on one to its index in Loops.
 	Loops  []Loop         `json:"loops,omitempty"`

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stitchd/stitchd/callbacks"
+	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/handlers"
 	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/store"
@@ -64,6 +66,7 @@ var settings = []setting{
 	{"trigger-rate", "STITCHD_TRIGGER_RATE"},
 	{"pprof-addr", "STITCHD_PPROF_ADDR"},
 	{"notify-url", "STITCHD_NOTIFY_URL"},
+	{"retention", "STITCHD_RETENTION"},
 }
 
 // applyEnv gives every flag not set on the command line the value of its
@@ -97,6 +100,8 @@ type options struct {
 	triggerRate                           float64
 	pprofAddr                             string
 	notifyURL                             string
+	retention                             string
+	retentionPeriod                       time.Duration // retention, parsed by runServe
 	// otlpEndpoint is OTEL_EXPORTER_OTLP_ENDPOINT (traces; no flag).
 	otlpEndpoint string
 }
@@ -117,8 +122,27 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.privateAddresses, "worker-private-addresses", "allow", "allow or deny worker URLs resolving to loopback, private or link-local addresses (env STITCHD_WORKER_PRIVATE_ADDRESSES)")
 	fs.StringVar(&o.allowCIDRs, "worker-allow-cidrs", "", "comma-separated CIDRs allowed when private addresses are denied (env STITCHD_WORKER_ALLOW_CIDRS)")
 	fs.Float64Var(&o.triggerRate, "trigger-rate", defaultTriggerRate, "runs one inbound trigger may start a second (bursts of as many); beyond, 429 with Retry-After; 0 = no limit (env STITCHD_TRIGGER_RATE)")
+	fs.StringVar(&o.retention, "retention", "", "delete finished runs this long after they finished: 30d, 720h, P30D; empty = keep (a flow's settings.retentionDays still applies) (env STITCHD_RETENTION)")
 	fs.StringVar(&o.notifyURL, "notify-url", "", "notification webhook: approvals requested, reminders, timed out, runs failed are POSTed there, signed; empty = none (env STITCHD_NOTIFY_URL)")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's pprof profiles on this address, e.g. 127.0.0.1:6060; empty = off (env STITCHD_PPROF_ADDR)")
+}
+
+// parseRetention reads --retention: whole days ("30d"), a Go duration
+// ("720h") or an ISO-8601 one ("P30D"), at least an hour.
+func parseRetention(s string) (time.Duration, error) {
+	var d time.Duration
+	if n, ok := strings.CutSuffix(s, "d"); ok && n != "" && strings.Trim(n, "0123456789") == "" && len(n) <= 5 {
+		days, _ := strconv.Atoi(n)
+		d = time.Duration(days) * 24 * time.Hour
+	} else if v, err := engine.ParseWaitDuration(s); err == nil {
+		d = v
+	} else {
+		return 0, fmt.Errorf("--retention must be days (30d), a duration (720h) or ISO-8601 (P30D), not %q", s)
+	}
+	if d < time.Hour {
+		return 0, fmt.Errorf("--retention must be at least an hour, not %q", s)
+	}
+	return d, nil
 }
 
 // defaultTriggerRate bounds the runs a second one trigger starts: far
@@ -207,7 +231,7 @@ func (o options) config(log *slog.Logger) app.Config {
 	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
 		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems, Logger: log, DataDir: o.dataDir,
 		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, OTLPEndpoint: o.otlpEndpoint, Version: version,
-		NotifyURL: o.notifyURL}
+		NotifyURL: o.notifyURL, Retention: o.retentionPeriod}
 }
 
 func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) error {
@@ -224,6 +248,13 @@ func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) 
 	}
 	if o.triggerRate < 0 || math.IsNaN(o.triggerRate) || math.IsInf(o.triggerRate, 0) {
 		return fmt.Errorf("--trigger-rate must be a number of runs a second, 0 or more, not %v", o.triggerRate)
+	}
+	if o.retention != "" {
+		d, err := parseRetention(o.retention)
+		if err != nil {
+			return err
+		}
+		o.retentionPeriod = d
 	}
 	if u, err := url.Parse(o.notifyURL); o.notifyURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		return fmt.Errorf("--notify-url must be an absolute http(s) URL, not %q", o.notifyURL)

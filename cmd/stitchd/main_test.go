@@ -59,6 +59,7 @@ var configSettings = []struct {
 	{"trigger-rate", "STITCHD_TRIGGER_RATE", "50", "5", "0.5", func(o *options) string { return strconv.FormatFloat(o.triggerRate, 'f', -1, 64) }},
 	{"pprof-addr", "STITCHD_PPROF_ADDR", "", "127.0.0.1:6060", "127.0.0.1:6061", func(o *options) string { return o.pprofAddr }},
 	{"notify-url", "STITCHD_NOTIFY_URL", "", "https://env.example/n", "https://flag.example/n", func(o *options) string { return o.notifyURL }},
+	{"retention", "STITCHD_RETENTION", "", "30d", "P7D", func(o *options) string { return o.retention }},
 }
 
 // TestConfigSettingsComplete keeps configSettings in step with main.go.
@@ -202,6 +203,10 @@ func TestCommandsApplyEnv(t *testing.T) {
 			[]string{"serve", "--addr", "127.0.0.1:0"}, "--max-fanout-items must be at least 1, not 0"},
 		{"serve: negative trigger rate", map[string]string{"STITCHD_TRIGGER_RATE": "-1", "DATABASE_URL": nowhere},
 			[]string{"serve", "--addr", "127.0.0.1:0"}, "--trigger-rate must be a number of runs a second, 0 or more"},
+		{"serve: retention too short", map[string]string{"STITCHD_RETENTION": "5m", "DATABASE_URL": nowhere},
+			[]string{"serve", "--addr", "127.0.0.1:0"}, "--retention must be at least an hour"},
+		{"serve: retention unreadable", map[string]string{"STITCHD_RETENTION": "a month", "DATABASE_URL": nowhere},
+			[]string{"serve", "--addr", "127.0.0.1:0"}, "--retention must be days (30d)"},
 		{"serve: notify url not http", map[string]string{"STITCHD_NOTIFY_URL": "ftp://x", "DATABASE_URL": nowhere},
 			[]string{"serve", "--addr", "127.0.0.1:0"}, "--notify-url must be an absolute http(s) URL"},
 		{"migrate: log format from env", map[string]string{"STITCHD_LOG_FORMAT": "xml", "DATABASE_URL": dbURL}, []string{"migrate"}, "invalid log format"},
@@ -471,5 +476,18 @@ func TestBinaryShutdownWithOpenStream(t *testing.T) {
 	case <-streamDone:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the event stream was not closed by the shutdown")
+	}
+}
+
+func TestParseRetention(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{"30d": 30 * 24 * time.Hour, "720h": 720 * time.Hour, "P7D": 7 * 24 * time.Hour, "1h": time.Hour} {
+		got, err := parseRetention(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "d", "-3d", "59m", "30 days", "999999d"} {
+		_, err := parseRetention(in)
+		require.Error(t, err, in)
 	}
 }

@@ -70,6 +70,9 @@ type Config struct {
 	// MetricsGaugeMaxAge is how old /metrics' database-backed gauges may be
 	// (default 5s): read at most once in that time, for every scrape.
 	MetricsGaugeMaxAge time.Duration
+	// Retention deletes finished runs that long after they finished (0:
+	// keep them, unless their flow sets settings.retentionDays).
+	Retention time.Duration
 	// NotifyURL is the notification webhook (approvals requested, reminded
 	// about and timed out; runs failed); empty: none.
 	NotifyURL string
@@ -408,6 +411,7 @@ func (a *App) sweep(ctx context.Context) {
 		a.deliverLeftEvents(ctx)
 		a.failRunsPastDeadline(ctx)
 		a.cancelOrphanedChildren(ctx)
+		a.deleteExpiredRuns(ctx)
 	})
 }
 

@@ -133,6 +133,26 @@ func (a *App) cancelOrphanedChildren(ctx context.Context) {
 	a.Metrics.SweeperAction("orphan_cancelled", len(ids))
 }
 
+// deleteExpiredRuns deletes finished runs past their retention, in batches
+// of 500, at most 20 batches a poll (each its own short transaction).
+func (a *App) deleteExpiredRuns(ctx context.Context) {
+	total := 0
+	for i := 0; i < 20 && ctx.Err() == nil; i++ {
+		n, err := a.Store.DeleteExpiredRuns(ctx, a.cfg.Retention, 500)
+		if err != nil {
+			if ctx.Err() == nil {
+				a.cfg.Logger.Warn("sweeper", "what", "retention", "error", err)
+			}
+			break
+		}
+		total += n
+		if n < 500 {
+			break
+		}
+	}
+	a.Metrics.SweeperAction("run_deleted", total)
+}
+
 // failRunsPastDeadline fails the runs whose deadline passed.
 func (a *App) failRunsPastDeadline(ctx context.Context) {
 	ids, err := a.Store.OverdueRuns(ctx, 500)
