@@ -340,6 +340,13 @@ export interface WebhookTrigger {
   entity: { board_id?: string; type?: string; name_path?: string; email_path?: string } | null;
   created_at: string;
 }
+// A webhook trigger's secret rotation (POST /triggers/{id}/rotate-secret):
+// the new secret, shown this once, and when the one it replaced stops
+// being accepted.
+export interface RotatedTriggerSecret extends WebhookTrigger {
+  secret: string;
+  previous_secret_expires_at: string | null;
+}
 export interface ScheduleTrigger {
   id: string;
   kind: "schedule";

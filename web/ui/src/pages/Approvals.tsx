@@ -1,6 +1,6 @@
 import { useEffect, useState, type FormEvent } from "react";
-import { api, describe, stream, type Approval } from "../api";
-import { ago, Countdown, Empty, ErrorBox, Json, Spinner, useLoad, useThrottled } from "../components/common";
+import { api, describe, stream, type Approval, type Flow } from "../api";
+import { ago, Countdown, Empty, ErrorBox, Json, span, Spinner, useLoad, useThrottled } from "../components/common";
 import { outcomesOf } from "../graph";
 import { Link } from "../router";
 
@@ -22,6 +22,7 @@ export function Approvals() {
     ).then((p) => setMore((m) => ({ approvals: [...(m?.approvals ?? []), ...p.approvals], next: p.next_cursor ?? null })));
   };
   const approvals = data ? [...data.approvals, ...(more?.approvals ?? [])] : [];
+  const reminders = useReminders(approvals);
   const refresh = useThrottled(reload, 300);
   useEffect(
     () =>
@@ -77,6 +78,18 @@ export function Approvals() {
                     )}
                   </>
                 )}
+                {reminders[`${a.flow_id}/${a.node_id}`] > 0 && (
+                  <>
+                    {" · "}
+                    <span
+                      className="remind"
+                      data-remind={reminders[`${a.flow_id}/${a.node_id}`]}
+                      title="A reminder (approval.reminder) goes to the notification webhook at each interval while nobody answers"
+                    >
+                      🔔 reminded every {span(reminders[`${a.flow_id}/${a.node_id}`] * 1000)}
+                    </span>
+                  </>
+                )}
               </span>
             </div>
             {a.prompt && <p className="prompt">{a.prompt}</p>}
@@ -108,6 +121,36 @@ export function Approvals() {
       )}
     </section>
   );
+}
+
+// useReminders reads the flows of the approvals shown (once each) for
+// their UX nodes' remindAfterSeconds, keyed "<flow id>/<node id>". The
+// approvals API does not carry it, so it is the flow's current version's
+// setting.
+function useReminders(approvals: Approval[]): Record<string, number> {
+  const [byFlow, setByFlow] = useState<Record<string, Record<string, number> | null>>({});
+  const ids = [...new Set(approvals.map((a) => a.flow_id))].sort().join(",");
+  useEffect(() => {
+    for (const id of ids ? ids.split(",") : []) {
+      if (id in byFlow) continue;
+      setByFlow((m) => ({ ...m, [id]: null }));
+      api<Flow>("GET", `/flows/${id}`).then(
+        (f) => {
+          const r: Record<string, number> = {};
+          for (const n of f.graph?.nodes ?? []) {
+            const v = Number(n.data?.remindAfterSeconds);
+            if (n.type === "UX" && v > 0) r[n.id] = v;
+          }
+          setByFlow((m) => ({ ...m, [id]: r }));
+        },
+        () => undefined,
+      );
+    }
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [ids]);
+  const out: Record<string, number> = {};
+  for (const [f, nodes] of Object.entries(byFlow)) for (const [n, v] of Object.entries(nodes ?? {})) out[`${f}/${n}`] = v;
+  return out;
 }
 
 // Answer shows one button per outcome of a waiting UX node, with an

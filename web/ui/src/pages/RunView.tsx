@@ -1,7 +1,7 @@
 import { Background, Controls, ReactFlow, ReactFlowProvider, type Edge, type NodeChange } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
 import { api, ApiError, describe, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
-import { ago, Countdown, ErrorBox, Json, Spinner, Status, useThrottled } from "../components/common";
+import { ago, Countdown, ErrorBox, Json, span, Spinner, Status, useThrottled } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
 import { eventWaitText, nodeTypes } from "../components/StitchNode";
 import { useFlowNames } from "../flows";
@@ -392,6 +392,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               nodeId={selected}
               outcomes={outcomesOf(graph?.nodes.find((n) => n.id === selected)?.data)}
               nodeType={graph?.nodes.find((n) => n.id === selected)?.type ?? ""}
+              remindAfter={Number(graph?.nodes.find((n) => n.id === selected)?.data?.remindAfterSeconds) || 0}
               initialKey={focus && run.nodes?.[focus]?.node_id === selected ? focus : null}
               runStatus={run.status}
               states={byNode[selected] ?? []}
@@ -487,6 +488,8 @@ function EventItem({ e, withKey }: { e: StreamEvent; withKey?: boolean }) {
 const EVENT_LABEL: Record<string, string> = {
   "loop.iteration": "↺ loop",
   "node.completed_by_hand": "completed by hand",
+  "node.reminder": "reminder sent",
+  "node.rerun": "re-run",
   "run.paused": "run paused",
   "run.unpaused": "run resumed",
   "node.child_started": "↳ child run started",
@@ -507,6 +510,9 @@ function NodeDetail(props: {
   // nodeType: the node's type in the run's graph (a Splitter cannot be
   // completed by hand).
   nodeType: string;
+  // remindAfter: a UX node's remindAfterSeconds in the run's version (0:
+  // no reminders).
+  remindAfter: number;
   // initialKey: the instance to show first (?key=).
   initialKey?: string | null;
   runStatus: Run["status"];
@@ -728,6 +734,18 @@ function NodeDetail(props: {
                 </dd>
               </>
             )}
+            {current.status === "waiting_for_user" && props.remindAfter > 0 && (
+              <>
+                <dt>Reminders</dt>
+                <dd data-remind>
+                  every {span(props.remindAfter * 1000)} while it waits
+                  {(() => {
+                    const n = nodeEvents.filter((e) => e.type === "node.reminder").length;
+                    return n ? ` · ${n} sent` : " · none sent yet";
+                  })()}
+                </dd>
+              </>
+            )}
             {Array.isArray(current.taken) && (
               <>
                 <dt>Took</dt>
@@ -758,6 +776,9 @@ function NodeDetail(props: {
             <button type="button" className="btn primary" onClick={() => void props.onRetry(current.key)}>
               Retry {current.key}
             </button>
+          )}
+          {current && isLatest && RERUNNABLE.includes(current.status) && props.runStatus !== "cancelled" && !props.loop && (
+            <Rerun key={`${current.key}-${current.attempt}`} runId={runId} state={current} onDone={props.onAnswered} />
           )}
           {canSkip && <CompleteByHand key={current.key} runId={runId} nodeKey={current.key} status={current.status} runStatus={props.runStatus} onDone={props.onAnswered} />}
           {current.status === "waiting_for_user" && isLatest && <Answer runId={runId} nodeKey={current.key} outcomes={props.outcomes} onDone={props.onAnswered} />}
@@ -792,6 +813,110 @@ function NodeDetail(props: {
 function refusal(err: unknown): string {
   const msg = describe(err);
   return err instanceof ApiError && err.code === "conflict" ? msg.replace(/^conflict: /, "") : msg;
+}
+
+// The finished node statuses a node is re-run from (POST …/rerun).
+const RERUNNABLE = ["completed", "failed", "skipped", "cancelled"];
+
+// Rerun re-runs a finished step and every step after it (POST
+// …/nodes/{key}/rerun) as a new attempt, with its input as it was or as
+// the person edits it (JSON); a refusal (409) is shown with the server's
+// words.
+function Rerun({ runId, state, onDone }: { runId: string; state: NodeState; onDone: () => void }) {
+  const original = JSON.stringify(state.input ?? null, null, 2);
+  const [open, setOpen] = useState(false);
+  const [text, setText] = useState(original);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const parsed = parseOutput(text);
+  const changed = parsed.ok && JSON.stringify(parsed.value) !== JSON.stringify(state.input ?? null);
+  const id = `rerun-input-${state.key}`;
+
+  async function send(e: FormEvent) {
+    e.preventDefault();
+    if (!parsed.ok) return;
+    setBusy(true);
+    setError(null);
+    try {
+      await api("POST", `/runs/${runId}/nodes/${encodeURIComponent(state.key)}/rerun`, changed ? { input: parsed.value } : {});
+      setOpen(false);
+      onDone();
+    } catch (err) {
+      setError(`Not re-run: ${refusal(err)}`);
+      onDone();
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  if (!open)
+    return (
+      <div className="node-actions">
+        <button
+          type="button"
+          className="btn"
+          data-action="rerun"
+          title="Run this step again, and every step after it"
+          onClick={() => {
+            setText(original);
+            setError(null);
+            setOpen(true);
+          }}
+        >
+          Re-run from here…
+        </button>
+        {error && (
+          <p className="field-error" role="alert" data-server-error>
+            {error}
+          </p>
+        )}
+      </div>
+    );
+  return (
+    <form className="rerun-form" aria-label={`Re-run ${state.key}`} onSubmit={send}>
+      <h3>Re-run {state.key} from here</h3>
+      <p className="small">
+        This resets {state.key} and every step after it, and runs it again as attempt {state.attempt + 1}. What the earlier attempt did stays in the events.
+      </p>
+      <label htmlFor={id}>Input (JSON)</label>
+      <textarea
+        id={id}
+        className="mono"
+        rows={Math.min(12, Math.max(3, original.split("\n").length))}
+        spellCheck={false}
+        value={text}
+        disabled={busy}
+        aria-invalid={!parsed.ok}
+        aria-describedby={`${id}-help`}
+        onChange={(e) => {
+          setText(e.target.value);
+          setError(null);
+        }}
+      />
+      {parsed.ok ? (
+        <p id={`${id}-help`} className="muted small" data-input-note>
+          {changed ? "Runs with this input instead of the one it had." : "Runs with the input it had; edit it to run with another."}
+        </p>
+      ) : (
+        <p id={`${id}-help`} className="field-error" role="alert" data-json-error>
+          Not valid JSON: {parsed.message}
+        </p>
+      )}
+      {error && (
+        <p className="field-error" role="alert" data-server-error>
+          {error}
+        </p>
+      )}
+      <div className="row-buttons">
+        <button type="submit" className="btn primary" data-action="confirm-rerun" disabled={busy || !parsed.ok}>
+          {busy ? "Re-running…" : `Re-run ${state.key}`}
+        </button>
+        <button type="button" className="btn" disabled={busy} onClick={() => setOpen(false)}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
 }
 
 // The node statuses a person can complete by hand (POST …/skip).
@@ -955,6 +1080,10 @@ function eventSummary(e: StreamEvent): string {
     return `${e.key ?? "the loop's source"} went back to ${p.head ?? "the loop's head"} (edge ${p.loop ?? "?"}): iteration ${n + 1} begins`;
   }
   if (e.type === "node.completed_by_hand") return `by ${who(p.by) || "someone"}, when it was ${String(p.from ?? "?").replace(/_/g, " ")}`;
+  if (e.type === "node.rerun") {
+    const n = Number(p.reset ?? 0);
+    return `by ${who(p.by) || "someone"} · attempt ${p.attempt ?? "?"}${n ? ` · ${n} ${n === 1 ? "step" : "steps"} reset` : ""}`;
+  }
   if (e.type === "run.paused") {
     const n = Number(p.held_dispatches ?? 0);
     return `nothing new starts until it is resumed${n ? ` · ${n} ${n === 1 ? "dispatch" : "dispatches"} held` : ""}`;

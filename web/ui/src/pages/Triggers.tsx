@@ -4,7 +4,7 @@
 // enabled, disabled and deleted here; webhooks created and deleted. A
 // broker trigger shows whether stitchd is connected and its last error.
 import { useEffect, useState, type FormEvent } from "react";
-import { api, ApiError, describe, type BrokerTrigger, type Flow, type Problem, type ScheduleTrigger, type Trigger, type WebhookTrigger } from "../api";
+import { api, ApiError, describe, type BrokerTrigger, type Flow, type Problem, type RotatedTriggerSecret, type ScheduleTrigger, type Trigger, type WebhookTrigger } from "../api";
 import { ago, Countdown, Empty, ErrorBox, Json, Spinner, useLoad } from "../components/common";
 import { Link } from "../router";
 import { checkJSON } from "./IntegrationSettings";
@@ -497,6 +497,10 @@ function ScheduleForm({ flowId, initial, onDone, onCancel }: { flowId: string; i
 
 function WebhookCard({ hook, onChanged, onNotice }: { hook: WebhookTrigger; onChanged: () => void; onNotice: (m: string | null) => void }) {
   const [error, setError] = useState<string | null>(null);
+  const [rotating, setRotating] = useState(false);
+  // The last rotation's answer: its secret is shown this once (the API
+  // never gives it again).
+  const [rotated, setRotated] = useState<RotatedTriggerSecret | null>(null);
   const url = `${location.origin}${hook.url}`;
   return (
     <li className="card trigger webhook" data-trigger={hook.id}>
@@ -509,6 +513,11 @@ function WebhookCard({ hook, onChanged, onNotice }: { hook: WebhookTrigger; onCh
           {hook.has_secret ? "signed" : "no secret"}
         </span>
         <div className="bar-actions">
+          {hook.has_secret && (
+            <button type="button" className="btn small" data-action="rotate-secret" onClick={() => setRotating(!rotating)} aria-expanded={rotating}>
+              Rotate secret
+            </button>
+          )}
           <button
             type="button"
             className="btn small danger"
@@ -534,12 +543,134 @@ function WebhookCard({ hook, onChanged, onNotice }: { hook: WebhookTrigger; onCh
           ? ` · creates or updates a ${hook.entity.type ?? "entity"} from the body${hook.entity.email_path ? ` (email at ${hook.entity.email_path})` : ""}`
           : " · the request's body becomes the run's input"}
       </p>
+      {rotating && (
+        <RotateSecretForm
+          hook={hook}
+          onCancel={() => setRotating(false)}
+          onDone={(r) => {
+            setRotating(false);
+            setRotated(r);
+            onNotice(null);
+          }}
+        />
+      )}
+      {rotated && <NewSecret r={rotated} onDismiss={() => setRotated(null)} />}
       {error && (
         <p className="field-error" role="alert">
           {error}
         </p>
       )}
     </li>
+  );
+}
+
+// The grace periods offered for a rotation: how long requests signed
+// with the old secret are still accepted (the server allows 0 to 7 days).
+const GRACES: [number, string][] = [
+  [0, "not at all: the old secret stops now"],
+  [3600, "1 hour"],
+  [86400, "24 hours (the default)"],
+  [3 * 86400, "3 days"],
+  [7 * 86400, "7 days"],
+];
+
+// RotateSecretForm gives a webhook a new, generated secret (POST
+// /triggers/{id}/rotate-secret {grace_seconds}) after saying what that
+// does.
+function RotateSecretForm({ hook, onDone, onCancel }: { hook: WebhookTrigger; onDone: (r: RotatedTriggerSecret) => void; onCancel: () => void }) {
+  const [grace, setGrace] = useState(86400);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const id = `rotate-${hook.id.slice(0, 8)}`;
+  async function submit(e: FormEvent) {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      onDone(await api<RotatedTriggerSecret>("POST", `/triggers/${hook.id}/rotate-secret`, { grace_seconds: grace }));
+    } catch (err) {
+      setError(`Not rotated: ${describe(err)}`);
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <form className="rotate-form" aria-label={`Rotate the secret of /hooks/${hook.slug}`} onSubmit={submit}>
+      <p className="small">
+        stitchd generates a new secret and shows it once. Senders must sign with it; requests signed with the current secret are still accepted for the
+        time chosen below, while you update them.
+      </p>
+      <div className="field">
+        <label htmlFor={`${id}-grace`}>Keep accepting the old secret for</label>
+        <select id={`${id}-grace`} value={grace} onChange={(e) => setGrace(Number(e.target.value))}>
+          {GRACES.map(([s, label]) => (
+            <option key={s} value={s}>
+              {label}
+            </option>
+          ))}
+        </select>
+      </div>
+      {error && (
+        <p className="field-error" role="alert" data-rotate-error>
+          {error}
+        </p>
+      )}
+      <div className="row-buttons">
+        <button type="submit" className="btn primary" data-action="confirm-rotate" disabled={busy}>
+          {busy ? "Rotating…" : "Rotate secret"}
+        </button>
+        <button type="button" className="btn" onClick={onCancel} disabled={busy}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+// NewSecret shows a rotation's new secret, this once, and when the old
+// one stops being accepted.
+function NewSecret({ r, onDismiss }: { r: RotatedTriggerSecret; onDismiss: () => void }) {
+  const [copied, setCopied] = useState(false);
+  const ends = r.previous_secret_expires_at;
+  const endsLater = ends && new Date(ends).getTime() > Date.now();
+  return (
+    <div className="banner ok new-secret" role="status" data-new-secret>
+      <p>
+        <strong>New secret</strong> — copy it now: it is not shown again.
+      </p>
+      <div className="secret-row">
+        <code className="secret" data-secret>
+          {r.secret}
+        </code>
+        <button
+          type="button"
+          className="btn small"
+          data-action="copy-secret"
+          onClick={() => {
+            void navigator.clipboard?.writeText(r.secret).then(
+              () => setCopied(true),
+              () => setCopied(false),
+            );
+          }}
+        >
+          {copied ? "Copied" : "Copy"}
+        </button>
+      </div>
+      <p className="small" data-grace-end={ends ?? ""}>
+        {ends && endsLater ? (
+          <>
+            The old secret is accepted until <strong>{new Date(ends).toLocaleString()}</strong> (
+            <Countdown at={ends} before="ends in" due="ended" />
+            ).
+          </>
+        ) : (
+          "The old secret is no longer accepted."
+        )}
+      </p>
+      <button type="button" className="btn small ghost" data-action="dismiss-secret" onClick={onDismiss}>
+        I have copied it
+      </button>
+    </div>
   );
 }
 
