@@ -563,6 +563,9 @@ func (t *txn) failed(st *NodeState, msg string, auto bool) error {
 	var coll *Node
 	var cidx []int
 	if region != nil {
+		if err := t.itemFinished(n, st.Index); err != nil {
+			return err
+		}
 		coll = t.graph.Nodes[region.Collector]
 		cidx = st.Index[:len(st.Index)-1]
 		if tl, ok := toleranceOf(coll); ok {
@@ -603,6 +606,11 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 	// Items arriving at the Collector closing n's region: counted down with
 	// the other arrivals of this transaction at flush.
 	t.arrivals = append(t.arrivals, arrivals...)
+	if len(arrivals) > 0 {
+		if err := t.itemFinished(n, idx); err != nil {
+			return err
+		}
+	}
 	if len(targets) == 0 {
 		return nil
 	}
@@ -791,12 +799,22 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 	// once the rows exist. Items go fanOutChunk at a time, so that a big
 	// fan-out does not hold every instance's row and outbox payload in
 	// memory at once.
+	// Under maxConcurrency, the items from limit on are created queued
+	// (concurrency.go) and the Splitter's row points at the first of them.
+	limit := maxConcurrencyOf(s)
+	if limit >= len(items) {
+		limit = 0
+	} else if limit > 0 {
+		if err := t.tx.SetPending(t.ctx, t.run.ID, skey, limit); err != nil {
+			return fmt.Errorf("error queueing the items of %s: %w", skey, err)
+		}
+	}
 	outer := t.bulk
 	defer func() { t.bulk = outer }()
 	var again []target
 	listed := len(t.events) // the transaction's own, before the fan-out's
 	for off := 0; off < len(items); off += fanOutChunk {
-		more, err := t.instantiate(region, pending, sidx, skey, items[off:min(off+fanOutChunk, len(items))], off)
+		more, err := t.instantiate(region, pending, sidx, skey, items[off:min(off+fanOutChunk, len(items))], off, limit)
 		if err != nil {
 			return fmt.Errorf("error creating instances of %s: %w", s.ID, err)
 		}
@@ -825,10 +843,11 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 const fanOutChunk = 2000
 
 // instantiate creates the region's instances for items (at offset off of
-// the fan-out), those that depend on the Splitter alone already started,
-// and returns the fires that need their row first.
+// the fan-out), those that depend on the Splitter alone already started —
+// or, from item limit on when limit > 0, queued — and returns the fires
+// that need their row first.
 func (t *txn) instantiate(region *Region, pending map[string]int, sidx []int, skey string,
-	items []json.RawMessage, off int) ([]target, error) {
+	items []json.RawMessage, off, limit int) ([]target, error) {
 	known := make(map[string]json.RawMessage, len(items))
 	for i, it := range items {
 		known[itemKey(skey, off+i)] = it
@@ -837,6 +856,9 @@ func (t *txn) instantiate(region *Region, pending map[string]int, sidx []int, sk
 	t.bulk = first
 	var again []target
 	for i := range items {
+		if limit > 0 && off+i >= limit {
+			break // queued
+		}
 		idx := childIndex(sidx, off+i)
 		for _, m := range region.Direct {
 			if pending[m] != 0 {
@@ -858,10 +880,15 @@ func (t *txn) instantiate(region *Region, pending map[string]int, sidx []int, sk
 	starts := make([]BulkStart, 0, cap(rows))
 	for i := range items {
 		idx := childIndex(sidx, off+i)
+		queued := limit > 0 && off+i >= limit
 		for _, m := range region.Direct {
 			k := InstanceKey(m, idx)
+			p := pending[m]
+			if queued && p == 0 {
+				p = 1 // the slot it waits for
+			}
 			rows = append(rows, NodeState{Key: k, NodeID: m, Type: t.graph.Nodes[m].Type,
-				Index: idx, Status: StatusPending, PendingParents: pending[m]})
+				Index: idx, Status: StatusPending, PendingParents: p})
 			starts = append(starts, started[k])
 		}
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -53,4 +54,14 @@ func (t *pgTx) ItemFailures(ctx context.Context, runID string, nodeIDs []string,
 		out = append(out, f)
 	}
 	return out, interpretError(rows.Err())
+}
+
+func (t *pgTx) ItemAt(ctx context.Context, runID, key string, i int) (json.RawMessage, error) {
+	var out []byte
+	err := t.raw(ctx, `SELECT coalesce(output -> ?::int, 'null'::jsonb)::text FROM node_states WHERE run_id = ? AND key = ?`,
+		i, runID, key).Row().Scan(&out)
+	if err != nil {
+		return nil, fmt.Errorf("error loading item %d of %s: %w", i, key, interpretError(err))
+	}
+	return out, nil
 }
