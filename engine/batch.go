@@ -445,6 +445,14 @@ func (c *countingTx) InsertIteration(ctx context.Context, runID string, n []Node
 	return c.wrote(c.Tx.InsertIteration(ctx, runID, n))
 }
 
+func (c *countingTx) DeletePendingNodes(ctx context.Context, runID string, nodeIDs []string) error {
+	return c.wrote(c.Tx.DeletePendingNodes(ctx, runID, nodeIDs))
+}
+
+func (c *countingTx) SetRunVersion(ctx context.Context, runID, versionID string) error {
+	return c.wrote(c.Tx.SetRunVersion(ctx, runID, versionID))
+}
+
 func (c *countingTx) ResetNodes(ctx context.Context, runID string, nodes []ResetNode) error {
 	return c.wrote(c.Tx.ResetNodes(ctx, runID, nodes))
 }

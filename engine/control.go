@@ -71,26 +71,8 @@ func (e *Engine) ResumeRun(ctx context.Context, runID string) (*Run, error) {
 			return fmt.Errorf("error releasing the dispatches of run %s: %w", runID, err)
 		}
 		t.event(EventRunResumedByHand, "", map[string]any{"released_dispatches": released})
-		ready, err := t.tx.ReadyNodes(t.ctx, runID)
-		if err != nil {
-			return fmt.Errorf("error finding the ready nodes of run %s: %w", runID, err)
-		}
-		for _, st := range ready {
-			n := t.graph.Nodes[st.NodeID]
-			if n == nil {
-				return fmt.Errorf("node %s is not in the run's graph: %w", st.NodeID, ErrNotFound)
-			}
-			tg := target{node: n, idx: st.Index, key: st.Key}
-			known := map[string]json.RawMessage{}
-			if t.graph.MaySkip[n.ID] && n.Type != NodeTypeCollector {
-				err = t.readyDecided(tg, StatusPending, "", nil, known)
-			} else {
-				// A failed Collector whose items arrived fires again.
-				err = t.fireReady(tg, st.Status, known)
-			}
-			if err != nil {
-				return err
-			}
+		if err := t.fireReadyNodes(); err != nil {
+			return err
 		}
 		out = t.run
 		children, err = t.tx.ChildRuns(t.ctx, runID, RunPaused)

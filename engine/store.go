@@ -138,9 +138,6 @@ type Tx interface {
 	// ItemFailures lists the failed items of a fan-out, in index order:
 	// for each, its first failed instance (by finish time) among nodeIDs.
 	ItemFailures(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]ItemFailure, error)
-	// ItemAt returns element i of the array output of node key (a
-	// Splitter's item), null when there is none.
-	ItemAt(ctx context.Context, runID, key string, i int) (json.RawMessage, error)
 	// FirstFailure returns the error of some failed node of the run whose
 	// failure was not handled (by a failure edge).
 	FirstFailure(ctx context.Context, runID string) (string, error)
@@ -170,6 +167,13 @@ type Tx interface {
 	// ChildRuns lists the runs SubFlow nodes of run runID started that are
 	// in one of statuses.
 	ChildRuns(ctx context.Context, runID string, statuses ...RunStatus) ([]string, error)
+	// StartedNodeIDs lists the nodes of the run with an instance that is
+	// not pending.
+	StartedNodeIDs(ctx context.Context, runID string) ([]string, error)
+	// DeletePendingNodes removes the pending instances of nodes.
+	DeletePendingNodes(ctx context.Context, runID string, nodeIDs []string) error
+	// SetRunVersion moves the run to another flow version.
+	SetRunVersion(ctx context.Context, runID, versionID string) error
 	// ResetNodes sets node states back to pending (a rerun), each waiting
 	// for PendingParents upstream nodes, keeping their attempt and input.
 	ResetNodes(ctx context.Context, runID string, nodes []ResetNode) error

@@ -874,6 +874,36 @@ func (t *pgTx) ChildRuns(ctx context.Context, runID string, statuses ...engine.R
 	return ids, interpretError(rows.Err())
 }
 
+func (t *pgTx) StartedNodeIDs(ctx context.Context, runID string) ([]string, error) {
+	rows, err := t.raw(ctx, `SELECT DISTINCT node_id FROM node_states WHERE run_id = ? AND status <> 'pending' ORDER BY node_id`,
+		runID).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, interpretError(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, interpretError(rows.Err())
+}
+
+func (t *pgTx) DeletePendingNodes(ctx context.Context, runID string, nodeIDs []string) error {
+	if len(nodeIDs) == 0 {
+		return nil
+	}
+	return interpretError(t.exec(ctx, `DELETE FROM node_states WHERE run_id = ? AND node_id = ANY(?::text[]) AND status = 'pending'`,
+		runID, nodeIDs).Error)
+}
+
+func (t *pgTx) SetRunVersion(ctx context.Context, runID, versionID string) error {
+	return t.write(ctx, 1, `UPDATE runs SET flow_version_id = ?::uuid WHERE id = ?`, versionID, runID)
+}
+
 func (t *pgTx) ResetNodes(ctx context.Context, runID string, nodes []engine.ResetNode) error {
 	keys := make([]string, len(nodes))
 	pend := make([]int64, len(nodes))

@@ -2,6 +2,8 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
+	"net/http"
 
 	"github.com/labstack/echo/v4"
 
@@ -28,6 +30,43 @@ func (s *Server) rerunNode(c echo.Context) error {
 	}
 	err = s.cfg.Engine.RerunNode(c.Request().Context(), engine.RerunParams{RunID: id, Key: c.Param("key"),
 		Input: b.Input, By: actorOf(c)})
+	if err != nil {
+		return err
+	}
+	return s.getRun(c)
+}
+
+// migrateRun moves a run to another version of its flow: {"version": n}.
+func (s *Server) migrateRun(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "run")
+	if err != nil {
+		return err
+	}
+	var b struct {
+		Version *int `json:"version"`
+	}
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	if b.Version == nil || *b.Version < 1 {
+		return badRequest("version must be a version number (1, 2, …)")
+	}
+	ctx := c.Request().Context()
+	r, _, err := s.cfg.Store.GetRun(ctx, id, false)
+	if err != nil {
+		return err
+	}
+	v, err := s.cfg.Store.GetVersion(ctx, r.FlowID, *b.Version)
+	if err != nil {
+		return err
+	}
+	err = s.cfg.Engine.MigrateRun(ctx, engine.MigrateParams{RunID: id, FlowID: r.FlowID, VersionID: v.ID,
+		Version: v.Number, By: actorOf(c)})
+	var me *engine.MissingNodesError
+	if errors.As(err, &me) {
+		return &apiError{Status: http.StatusConflict, Code: "conflict", Message: me.Error(),
+			Details: map[string]any{"missing_nodes": me.Nodes}}
+	}
 	if err != nil {
 		return err
 	}

@@ -117,6 +117,7 @@ func New(cfg Config) *Server {
 	api.POST("/runs/:id/resume", s.resumeRun)
 	api.POST("/runs/:id/nodes/:key/skip", s.skipNode)
 	api.POST("/runs/:id/nodes/:key/rerun", s.rerunNode)
+	api.POST("/runs/:id/migrate", s.migrateRun)
 	api.POST("/runs/:id/nodes/:key/retry", s.retryNode)
 	api.POST("/runs/:id/nodes/:key/complete", s.completeNode)
 	api.GET("/runs/:id/events", s.runEvents)
