@@ -138,6 +138,9 @@ type Tx interface {
 	// ItemFailures lists the failed items of a fan-out, in index order:
 	// for each, its first failed instance (by finish time) among nodeIDs.
 	ItemFailures(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]ItemFailure, error)
+	// ItemAt returns element i of the array output of node key (a
+	// Splitter's item), null when there is none.
+	ItemAt(ctx context.Context, runID, key string, i int) (json.RawMessage, error)
 	// FirstFailure returns the error of some failed node of the run whose
 	// failure was not handled (by a failure edge).
 	FirstFailure(ctx context.Context, runID string) (string, error)
