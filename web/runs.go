@@ -403,13 +403,16 @@ func (s *Server) approvals(c echo.Context) error {
 		Deadline     *time.Time      `json:"deadline"`
 		OnTimeout    *string         `json:"on_timeout"`
 		Iteration    int             `json:"iteration"`
+		// RemindAfterSeconds: the node is reminded about that often.
+		RemindAfterSeconds *float64 `json:"remind_after_seconds,omitempty"`
 	}
 	out := make([]aj, len(as))
 	for i, a := range as {
 		var cfg struct {
-			Label     string  `json:"label"`
-			Prompt    string  `json:"prompt"`
-			OnTimeout *string `json:"onTimeout"`
+			Label     string   `json:"label"`
+			Prompt    string   `json:"prompt"`
+			OnTimeout *string  `json:"onTimeout"`
+			Remind    *float64 `json:"remindAfterSeconds"`
 		}
 		_ = json.Unmarshal(a.Config, &cfg)
 		if cfg.Label == "" {
@@ -421,7 +424,7 @@ func (s *Server) approvals(c echo.Context) error {
 				"board_id": a.EntityBoardID}
 		}
 		out[i] = aj{a.RunID, a.Key, a.NodeID, a.FlowID, cfg.Label, cfg.Prompt, nullJSON(a.Input), ent, a.WaitingSince,
-			engine.UXOutcomes(&engine.Node{Config: a.Config}), a.Deadline, nil, a.Iteration}
+			engine.UXOutcomes(&engine.Node{Config: a.Config}), a.Deadline, nil, a.Iteration, cfg.Remind}
 		if a.Deadline != nil {
 			out[i].OnTimeout = cfg.OnTimeout
 			if out[i].OnTimeout == nil {

@@ -151,6 +151,18 @@ func TestNoNotificationsWithoutAWebhook(t *testing.T) {
 	var notes int
 	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM notifications WHERE run_id = ?`, r.ID).Row().Scan(&notes))
 	require.Zero(t, notes)
+
+	var inbox struct {
+		Approvals []struct {
+			RunID              string   `json:"run_id"`
+			RemindAfterSeconds *float64 `json:"remind_after_seconds"`
+		} `json:"approvals"`
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/approvals", nil, &inbox))
+	require.Len(t, inbox.Approvals, 1)
+	require.Equal(t, r.ID, inbox.Approvals[0].RunID)
+	require.NotNil(t, inbox.Approvals[0].RemindAfterSeconds, "the inbox says the approval is reminded about")
+	require.Equal(t, 1.0, *inbox.Approvals[0].RemindAfterSeconds)
 }
 
 func TestRemindAfterSecondsValidated(t *testing.T) {
