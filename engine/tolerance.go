@@ -82,8 +82,9 @@ type ItemFailure struct {
 // the Collector fails as without a tolerance). The items the failure keeps
 // from arriving are counted down from the Collector's pending count, and
 // that number is kept on the failed row (as a negative pending count) so
-// that a retry of the node gives it back (untolerate).
-func (t *txn) tolerate(region *Region, coll *Node, cidx []int, st *NodeState, msg string, tl Tolerance) (bool, error) {
+// that a retry of the node gives it back (untolerate). When the failure is
+// one too many, beyond says so, for the Collector's error.
+func (t *txn) tolerate(region *Region, coll *Node, cidx []int, st *NodeState, msg string, tl Tolerance) (tolerated bool, beyond string, err error) {
 	collKey := InstanceKey(coll.ID, cidx)
 	keys := make([]string, 0, len(region.Direct)+1)
 	for _, m := range region.Direct {
@@ -92,10 +93,10 @@ func (t *txn) tolerate(region *Region, coll *Node, cidx []int, st *NodeState, ms
 	keys = append(keys, collKey)
 	states, err := t.tx.NodeStates(t.ctx, t.run.ID, keys)
 	if err != nil {
-		return false, fmt.Errorf("error loading item %s of %s: %w", st.Key, collKey, err)
+		return false, "", fmt.Errorf("error loading item %s of %s: %w", st.Key, collKey, err)
 	}
 	if cs := states[collKey]; cs == nil || cs.Status != StatusPending {
-		return false, nil // failed already, or fired: as without a tolerance
+		return false, "", nil // failed already, or fired: as without a tolerance
 	}
 	failedNodes := map[string]bool{}
 	for _, m := range region.Direct {
@@ -108,17 +109,17 @@ func (t *txn) tolerate(region *Region, coll *Node, cidx []int, st *NodeState, ms
 		// The item's first failure: within the tolerance?
 		items, failedItems, err := t.tx.ItemTally(t.ctx, t.run.ID, region.Direct, cidx)
 		if err != nil {
-			return false, fmt.Errorf("error counting the failed items of %s: %w", collKey, err)
+			return false, "", fmt.Errorf("error counting the failed items of %s: %w", collKey, err)
 		}
-		if failedItems > tl.Limit(items) {
-			return false, nil
+		if limit := tl.Limit(items); failedItems > limit {
+			return false, fmt.Sprintf(" (%d of %d items failed, more than the %d tolerated)", failedItems, items, limit), nil
 		}
 	}
 	credit := t.blockedUps(coll, region, st.Index, states, failedNodes) -
 		t.blockedUps(coll, region, st.Index, states, without(failedNodes, st.NodeID))
 	if credit > 0 {
 		if err := t.tx.SetPending(t.ctx, t.run.ID, st.Key, -credit); err != nil {
-			return false, fmt.Errorf("error marking %s tolerated: %w", st.Key, err)
+			return false, "", fmt.Errorf("error marking %s tolerated: %w", st.Key, err)
 		}
 		for range credit {
 			t.arrivals = append(t.arrivals, target{node: coll, idx: cidx, key: collKey})
@@ -126,7 +127,7 @@ func (t *txn) tolerate(region *Region, coll *Node, cidx []int, st *NodeState, ms
 	}
 	t.event(EventFailureTolerated, st.Key, map[string]any{"collector": collKey, "index": st.Index[len(st.Index)-1],
 		"error": msg})
-	return true, nil
+	return true, "", nil
 }
 
 func without(m map[string]bool, k string) map[string]bool {

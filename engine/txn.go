@@ -562,6 +562,7 @@ func (t *txn) failed(st *NodeState, msg string, auto bool) error {
 	}
 	var coll *Node
 	var cidx []int
+	var beyond string
 	if region != nil {
 		if err := t.itemFinished(n, st.Index); err != nil {
 			return err
@@ -569,9 +570,11 @@ func (t *txn) failed(st *NodeState, msg string, auto bool) error {
 		coll = t.graph.Nodes[region.Collector]
 		cidx = st.Index[:len(st.Index)-1]
 		if tl, ok := toleranceOf(coll); ok {
-			if tolerated, err := t.tolerate(region, coll, cidx, st, msg, tl); err != nil || tolerated {
+			tolerated, b, err := t.tolerate(region, coll, cidx, st, msg, tl)
+			if err != nil || tolerated {
 				return err
 			}
+			beyond = b
 		}
 	}
 	if t.failMsg == "" {
@@ -580,7 +583,7 @@ func (t *txn) failed(st *NodeState, msg string, auto bool) error {
 	if region == nil {
 		return nil
 	}
-	cmsg := fmt.Sprintf("item %s failed: %s", st.Key, msg)
+	cmsg := fmt.Sprintf("item %s failed: %s%s", st.Key, msg, beyond)
 	cst, err := t.transition(&NodeTransition{Key: InstanceKey(coll.ID, cidx), From: StatusPending,
 		Steps: []Status{StatusRunning, StatusFailed}, NewAttempt: true, Error: &cmsg})
 	if te, ok := IsTransitionError(err); ok && te.Current != nil {

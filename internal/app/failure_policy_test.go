@@ -160,6 +160,9 @@ func TestCollectorToleratedFailuresBeyond(t *testing.T) {
 	r := h.startRun(flow, map[string]any{"xs": items(1000)})
 	fin := h.waitRun(r.ID, "failed")
 	require.Equal(t, "failed", fin.Nodes["c"].Status)
+	require.NotNil(t, fin.Nodes["c"].Error)
+	require.Regexp(t, `^item w_\d+ failed: item \d+ is bad \(51 of 1000 items failed, more than the 50 tolerated\)$`, *fin.Nodes["c"].Error,
+		"the 51st failure fails the Collector")
 	require.Equal(t, "pending", fin.Nodes["after"].Status)
 	h.eventually(func() bool {
 		for _, n := range h.run(r.ID).Nodes {
