@@ -109,6 +109,15 @@ func (e *Engine) RerunNode(ctx context.Context, p RerunParams) error {
 			if st.Status == StatusFailed && st.Taken == nil {
 				t.run.FailedNodes--
 			}
+			if st.Status == StatusFailed && st.PendingParents < 0 && nd.Region != "" && len(nidx) > 0 {
+				// A tolerated failure counted its item down from the
+				// Collector by that much (tolerate): it counts it up again.
+				if r := t.graph.Regions[nd.Region]; r != nil {
+					if ck := InstanceKey(r.Collector, nidx[:len(nidx)-1]); resetSet[ck] {
+						pending[ck] -= st.PendingParents
+					}
+				}
+			}
 		}
 		for _, r := range regions {
 			failed, err := t.tx.DeleteInstances(t.ctx, p.RunID, r.members, r.idx)

@@ -117,3 +117,24 @@ func TestRerunRefused(t *testing.T) {
 	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/cancel", nil, nil))
 	require.Equal(t, 409, h.rerun(r.ID, "a", nil), "cancelled run")
 }
+
+// TestRerunATolerableFailure: re-running an item whose failure its
+// Collector tolerated counts the item back in, and the Collector fires
+// again with the item's new output and no error.
+func TestRerunATolerableFailure(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	w := wnode(h, "w")
+	w["data"].(map[string]any)["webhookUrl"] = itemWorker(t, func(n int) bool { return n == 3 })
+	flow := h.createFlow([]map[string]any{splitter("s", "xs"), w,
+		node("c", "Collector", map[string]any{"toleratedFailures": "50%"}), node("after", "Transform", map[string]any{"expression": "input"})},
+		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil), edge("c", "after", nil)})
+	r := h.startRun(flow, map[string]any{"xs": items(6)})
+	first := h.waitRun(r.ID, "completed")
+	require.JSONEq(t, `{"items": [{"n":0},{"n":1},{"n":2},null,{"n":4},{"n":5}],
+		"errors": [{"index": 3, "key": "w_3", "error": "item 3 is bad"}]}`, string(first.Output))
+
+	require.Equal(t, 200, h.rerun(r.ID, "w_3", map[string]any{"input": map[string]any{"n": 30}}))
+	done := h.waitRun(r.ID, "completed")
+	require.JSONEq(t, `{"items": [{"n":0},{"n":1},{"n":2},{"n":30},{"n":4},{"n":5}], "errors": []}`, string(done.Output))
+}
