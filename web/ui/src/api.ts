@@ -25,11 +25,15 @@ export class ApiError extends Error {
   status: number;
   code: string;
   details: Problem[];
-  constructor(status: number, code: string, message: string, details: Problem[] = []) {
+  // info: details that are an object rather than a list of problems
+  // (a refused migration's {"missing_nodes": [...]}).
+  info: Record<string, any>;
+  constructor(status: number, code: string, message: string, details: unknown = []) {
     super(message);
     this.status = status;
     this.code = code;
-    this.details = details;
+    this.details = Array.isArray(details) ? (details as Problem[]) : [];
+    this.info = details && typeof details === "object" && !Array.isArray(details) ? (details as Record<string, any>) : {};
   }
 }
 

@@ -1,5 +1,5 @@
-import { useEffect, useState } from "react";
-import { api, stream, type Flow, type Run } from "../api";
+import { useEffect, useState, type FormEvent } from "react";
+import { api, describe, stream, type Flow, type Run } from "../api";
 import { ago, Empty, ErrorBox, Spinner, Status, useLoad, useThrottled } from "../components/common";
 import { Link, navigate } from "../router";
 
@@ -13,6 +13,7 @@ export function RunList({ flowId, status }: { flowId: string | null; status: str
   const flows = useLoad(() => api<{ flows: Flow[] }>("GET", "/flows"), []);
   const { data, setData, error, loading, reload } = useLoad(() => api<{ runs: Run[]; next_cursor: string | null }>("GET", `/runs?${q}`), [flowId, status]);
   const [more, setMore] = useState(false);
+  const [bulk, setBulk] = useState(false);
   const refresh = useThrottled(reload, 1000);
   useEffect(
     () =>
@@ -63,8 +64,12 @@ export function RunList({ flowId, status }: { flowId: string | null; status: str
               </option>
             ))}
           </select>
+          <button type="button" className="btn" data-action="bulk-open" aria-expanded={bulk} onClick={() => setBulk((b) => !b)}>
+            Bulk action…
+          </button>
         </div>
       </div>
+      {bulk && <BulkBar flowId={flowId} flowName={flowId ? (names[flowId] ?? null) : null} status={status} onApplied={reload} onClose={() => setBulk(false)} />}
       <ErrorBox error={error} onRetry={reload} />
       {loading && <Spinner label="Loading runs…" />}
       {data && data.runs.length === 0 && (
@@ -111,5 +116,155 @@ export function RunList({ flowId, status }: { flowId: string | null; status: str
         </button>
       )}
     </section>
+  );
+}
+
+interface BulkAnswer {
+  action: string;
+  dry_run: boolean;
+  matched: number;
+  applied: number;
+  skipped: number;
+  errors: { run_id: string; error: string }[];
+}
+
+const BULK_ACTIONS: { value: string; label: string; effect: string }[] = [
+  { value: "retry", label: "Retry", effect: "Retries every failed step of each run (failures a failure edge took on stay)." },
+  { value: "cancel", label: "Cancel", effect: "Cancels each run still going: steps running are cancelled and nothing else starts." },
+  { value: "pause", label: "Pause", effect: "Pauses each running run: nothing new starts until it is resumed." },
+  { value: "resume", label: "Resume", effect: "Resumes each paused run." },
+];
+
+// BulkBar applies an action to every run the list's filter (flow, status)
+// and its own (a step, error text) pick: POST /runs/bulk, counted first
+// with a dry run, then applied. A run the action does not fit is skipped.
+function BulkBar(props: { flowId: string | null; flowName: string | null; status: string | null; onApplied: () => void; onClose: () => void }) {
+  const [action, setAction] = useState("retry");
+  const [node, setNode] = useState("");
+  const [errorText, setErrorText] = useState("");
+  const [busy, setBusy] = useState<"count" | "apply" | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [count, setCount] = useState<{ key: string; answer: BulkAnswer } | null>(null);
+  const [result, setResult] = useState<BulkAnswer | null>(null);
+
+  const filter: Record<string, string> = {};
+  if (props.flowId) filter.flow_id = props.flowId;
+  if (props.status) filter.status = props.status;
+  if (node.trim()) filter.node = node.trim();
+  if (errorText.trim()) filter.error_contains = errorText.trim();
+  const everyRun = Object.keys(filter).length === 0;
+  // The count is for this action and filter only: any change asks again.
+  const key = JSON.stringify([action, filter]);
+  const counted = count?.key === key ? count.answer : null;
+  const effect = BULK_ACTIONS.find((a) => a.value === action)?.effect ?? "";
+  const picks = [
+    props.flowId ? `flow ${props.flowName ?? props.flowId}` : "any flow",
+    props.status ? `status ${props.status}` : "any status",
+    ...(filter.node ? [`step ${filter.node} failed`] : []),
+    ...(filter.error_contains ? [`error containing “${filter.error_contains}”`] : []),
+  ];
+
+  async function send(dryRun: boolean) {
+    setBusy(dryRun ? "count" : "apply");
+    setError(null);
+    if (dryRun) setResult(null);
+    try {
+      const body: Record<string, unknown> = { action, filter, dry_run: dryRun };
+      if (everyRun && !dryRun) body.all = true;
+      const a = await api<BulkAnswer>("POST", "/runs/bulk", body);
+      if (dryRun) setCount({ key, answer: a });
+      else {
+        setResult(a);
+        setCount(null);
+        props.onApplied();
+      }
+    } catch (err) {
+      setError(`${dryRun ? "Not counted" : "Not applied"}: ${describe(err)}`);
+    } finally {
+      setBusy(null);
+    }
+  }
+
+  return (
+    <form
+      className="bulk-bar"
+      aria-label="Bulk action"
+      onSubmit={(e: FormEvent) => {
+        e.preventDefault();
+        void send(true);
+      }}
+    >
+      <div className="row">
+        <label htmlFor="bulk-action">Action</label>
+        <select id="bulk-action" value={action} disabled={busy !== null} onChange={(e) => setAction(e.target.value)}>
+          {BULK_ACTIONS.map((a) => (
+            <option key={a.value} value={a.value}>
+              {a.label}
+            </option>
+          ))}
+        </select>
+        <label htmlFor="bulk-node">Step</label>
+        <input id="bulk-node" className="mono" placeholder="node id (any)" value={node} disabled={busy !== null} onChange={(e) => setNode(e.target.value)} />
+        <label htmlFor="bulk-error">Error contains</label>
+        <input id="bulk-error" placeholder="text (any)" value={errorText} disabled={busy !== null} onChange={(e) => setErrorText(e.target.value)} />
+        <button type="submit" className="btn" data-action="bulk-dry-run" disabled={busy !== null}>
+          {busy === "count" ? "Counting…" : "Count runs"}
+        </button>
+        <button type="button" className="btn ghost" onClick={props.onClose}>
+          Close
+        </button>
+      </div>
+      <p className="small muted" data-bulk-filter>
+        {effect} Picks the runs of {picks.join(", ")}. The flow and status are the list's filters above; a step picks the runs in which that step (a node id or an item's key) failed, and error text is
+        looked for in the run's error, as written (case matters).
+      </p>
+      {counted && (
+        <div className="bulk-count" role="status" data-bulk-matched={counted.matched}>
+          <span>
+            <strong>
+              {counted.matched} {counted.matched === 1 ? "run matches" : "runs match"}
+            </strong>
+            {everyRun ? " — no filter: that is every run." : "."}
+          </span>
+          {counted.matched > 0 && (
+            <button
+              type="button"
+              className={`btn ${action === "cancel" ? "danger" : "primary"}`}
+              data-action="bulk-apply"
+              disabled={busy !== null}
+              onClick={() => {
+                if (everyRun && !confirm(`${action[0].toUpperCase() + action.slice(1)} every run? No filter is set.`)) return;
+                void send(false);
+              }}
+            >
+              {busy === "apply" ? "Applying…" : `${action[0].toUpperCase() + action.slice(1)} ${counted.matched} ${counted.matched === 1 ? "run" : "runs"}`}
+            </button>
+          )}
+        </div>
+      )}
+      {error && (
+        <p className="field-error" role="alert" data-server-error>
+          {error}
+        </p>
+      )}
+      {result && (
+        <div className="banner ok" role="status" data-bulk-result data-applied={result.applied} data-skipped={result.skipped} data-failed={result.errors.length}>
+          {result.action[0].toUpperCase() + result.action.slice(1)}: {result.matched} matched, {result.applied} applied, {result.skipped} skipped (the action did not fit
+          their state){result.errors.length ? `, ${result.errors.length} failed` : ""}.
+          {result.errors.length > 0 && (
+            <ul className="bulk-errors">
+              {result.errors.map((e) => (
+                <li key={e.run_id}>
+                  <Link to={`/runs/${e.run_id}`} className="mono">
+                    {e.run_id.slice(0, 8)}
+                  </Link>{" "}
+                  {e.error}
+                </li>
+              ))}
+            </ul>
+          )}
+        </div>
+      )}
+    </form>
   );
 }

@@ -1,6 +1,6 @@
 import { Background, Controls, ReactFlow, ReactFlowProvider, type Edge, type NodeChange } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
-import { api, ApiError, describe, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
+import { api, ApiError, describe, listAll, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
 import { ago, Countdown, ErrorBox, Json, span, Spinner, Status, useThrottled } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
 import { eventWaitText, nodeTypes } from "../components/StitchNode";
@@ -110,6 +110,9 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
   const [graph, setGraph] = useState<FlowGraph | null>(null);
   const [flow, setFlow] = useState<Flow | null>(null);
   const [version, setVersion] = useState<number | null>(null);
+  const [versions, setVersions] = useState<Version[]>([]);
+  const [migrating, setMigrating] = useState(false);
+  const [migrated, setMigrated] = useState<number | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [live, setLive] = useState(false);
   const [selected, setSelected] = useState<string | null>(null);
@@ -131,19 +134,30 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
 
   useEffect(() => {
     let cancelled = false;
+    api<Run>("GET", `/runs/${runId}`).then(
+      (r) => !cancelled && setRun(r),
+      (err) => !cancelled && setError(err),
+    );
+    return () => {
+      cancelled = true;
+    };
+  }, [runId]);
+
+  // The flow and the run's version of it, read again when the run moves
+  // to another version (a migration).
+  const flowId = run?.flow_id;
+  const versionId = run?.flow_version_id;
+  useEffect(() => {
+    if (!flowId || !versionId) return;
+    let cancelled = false;
     (async () => {
       try {
-        const r = await api<Run>("GET", `/runs/${runId}`);
-        if (cancelled) return;
-        setRun(r);
-        const [f, vs] = await Promise.all([
-          api<Flow>("GET", `/flows/${r.flow_id}`),
-          api<{ versions: Version[] }>("GET", `/flows/${r.flow_id}/versions`),
-        ]);
-        const v = vs.versions.find((x) => x.id === r.flow_version_id);
-        const full = v ? await api<Version>("GET", `/flows/${r.flow_id}/versions/${v.number}`) : null;
+        const [f, vs] = await Promise.all([api<Flow>("GET", `/flows/${flowId}`), listAll<Version>(`/flows/${flowId}/versions`, "versions")]);
+        const v = vs.find((x) => x.id === versionId);
+        const full = v ? await api<Version>("GET", `/flows/${flowId}/versions/${v.number}`) : null;
         if (cancelled) return;
         setFlow(f);
+        setVersions(vs);
         setVersion(v?.number ?? null);
         setGraph(full?.graph ?? f.graph ?? { nodes: [], edges: [] });
       } catch (err) {
@@ -153,7 +167,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
     return () => {
       cancelled = true;
     };
-  }, [runId]);
+  }, [flowId, versionId]);
 
   const size = run?.nodes ? Object.keys(run.nodes).length : 0;
   const refresh = useThrottled(() => void fetchRun(), Math.min(5000, 250 + size / 5));
@@ -325,6 +339,21 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               {busy === "resume" ? "Resuming…" : "Resume"}
             </button>
           )}
+          {MIGRATABLE.includes(run.status) && (
+            <button
+              type="button"
+              className="btn"
+              data-action="migrate"
+              aria-expanded={migrating}
+              title="Move this run onto another version of its flow"
+              onClick={() => {
+                setMigrating((m) => !m);
+                setMigrated(null);
+              }}
+            >
+              Migrate…
+            </button>
+          )}
           {(run.status === "running" || run.status === "paused" || run.status === "failed") && (
             <button
               type="button"
@@ -340,6 +369,25 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
           )}
         </div>
       </div>
+      {migrating && MIGRATABLE.includes(run.status) && (
+        <Migrate
+          run={run}
+          versions={versions}
+          current={version}
+          onClose={() => setMigrating(false)}
+          onDone={(r, n) => {
+            setRun(r);
+            setMigrating(false);
+            setMigrated(n);
+          }}
+          onRefused={fetchRun}
+        />
+      )}
+      {migrated !== null && (
+        <div className="banner ok" role="status" data-migrated={migrated}>
+          Moved to version {migrated}. Steps this version adds start as soon as what they wait for is done.
+        </div>
+      )}
       {actionError && (
         <div className="error-box" role="alert">
           {actionError}
@@ -492,6 +540,7 @@ const EVENT_LABEL: Record<string, string> = {
   "node.rerun": "re-run",
   "run.paused": "run paused",
   "run.unpaused": "run resumed",
+  "run.migrated": "run migrated",
   "node.child_started": "↳ child run started",
   "node.child_finished": "↳ child run finished",
 };
@@ -500,6 +549,7 @@ const EVENT_CLASS: Record<string, string> = {
   "node.completed_by_hand": "event-hand",
   "run.paused": "event-control",
   "run.unpaused": "event-control",
+  "run.migrated": "event-control",
 };
 
 const FILTERS = ["all", "failed", "running", "waiting_for_user", "sleeping", "waiting_for_event", "completed", "skipped", "cancelled"];
@@ -782,6 +832,9 @@ function NodeDetail(props: {
           )}
           {canSkip && <CompleteByHand key={current.key} runId={runId} nodeKey={current.key} status={current.status} runStatus={props.runStatus} onDone={props.onAnswered} />}
           {current.status === "waiting_for_user" && isLatest && <Answer runId={runId} nodeKey={current.key} outcomes={props.outcomes} onDone={props.onAnswered} />}
+          {(props.nodeType === "Collector" || current.type === "Collector") && Array.isArray(current.output?.errors) && current.output.errors.length > 0 && (
+            <ToleratedFailures errors={current.output.errors} total={Array.isArray(current.output.items) ? current.output.items.length : null} />
+          )}
           {current.error && (
             <>
               <h3>Error</h3>
@@ -813,6 +866,146 @@ function NodeDetail(props: {
 function refusal(err: unknown): string {
   const msg = describe(err);
   return err instanceof ApiError && err.code === "conflict" ? msg.replace(/^conflict: /, "") : msg;
+}
+
+// The run statuses a run is migrated from (POST /runs/{id}/migrate).
+const MIGRATABLE: Run["status"][] = ["running", "paused", "failed"];
+
+// Migrate moves a run onto another version of its flow (POST
+// /runs/{id}/migrate {"version": n}), picked from the flow's versions; a
+// refusal (409) is shown with the server's words and, when the version
+// lacks steps the run has started, their list.
+function Migrate(props: {
+  run: Run;
+  versions: Version[];
+  current: number | null;
+  onClose: () => void;
+  onDone: (r: Run, version: number) => void;
+  onRefused: () => void;
+}) {
+  const { run, versions, current } = props;
+  const others = [...versions].sort((a, b) => b.number - a.number).filter((v) => v.number !== current);
+  const [pick, setPick] = useState<string>(others[0] ? String(others[0].number) : "");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [missing, setMissing] = useState<string[]>([]);
+
+  async function send(e: FormEvent) {
+    e.preventDefault();
+    const n = Number(pick);
+    if (!n) return;
+    setBusy(true);
+    setError(null);
+    setMissing([]);
+    try {
+      const r = await api<Run>("POST", `/runs/${run.id}/migrate`, { version: n });
+      props.onDone(r, n);
+    } catch (err) {
+      setError(`Not migrated: ${refusal(err)}`);
+      const m = err instanceof ApiError ? err.info.missing_nodes : undefined;
+      setMissing(Array.isArray(m) ? m.map(String) : []);
+      props.onRefused();
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <form className="migrate-form" aria-label="Migrate this run" onSubmit={send}>
+      <h3>Migrate to another version</h3>
+      <p className="small">
+        The run goes on under the version you pick{current ? ` instead of v${current}` : ""}: steps already done keep their results, steps that version adds start
+        when what they wait for is done, and steps it drops are removed if they never started. Every step the run has started must be in that version, with the same
+        type.
+      </p>
+      {others.length === 0 ? (
+        <p className="muted" data-no-versions>
+          This flow has no other version. Save a change to the flow to make one.
+        </p>
+      ) : (
+        <div className="row">
+          <label htmlFor="migrate-version">Version</label>
+          <select
+            id="migrate-version"
+            value={pick}
+            disabled={busy}
+            onChange={(e) => {
+              setPick(e.target.value);
+              setError(null);
+              setMissing([]);
+            }}
+          >
+            {others.map((v) => (
+              <option key={v.id} value={v.number}>
+                v{v.number}
+                {v.message ? ` — ${v.message}` : ""} ({ago(v.created_at)})
+              </option>
+            ))}
+          </select>
+          <button type="submit" className="btn primary" data-action="confirm-migrate" disabled={busy || !pick}>
+            {busy ? "Migrating…" : `Migrate to v${pick}`}
+          </button>
+          <button type="button" className="btn" disabled={busy} onClick={props.onClose}>
+            Cancel
+          </button>
+        </div>
+      )}
+      {error && (
+        <div className="field-error" role="alert" data-server-error>
+          <p>{error}</p>
+          {missing.length > 0 && (
+            <>
+              <p>
+                v{pick} lacks {missing.length === 1 ? "this step" : "these steps"} the run has started (or has {missing.length === 1 ? "it" : "them"} as another type or in
+                another parallel branch):
+              </p>
+              <ul className="missing-nodes" data-missing-nodes aria-label="Missing steps">
+                {missing.map((m) => (
+                  <li key={m} className="mono">
+                    {m}
+                  </li>
+                ))}
+              </ul>
+            </>
+          )}
+        </div>
+      )}
+    </form>
+  );
+}
+
+// ToleratedFailures lists the items a Collector with toleratedFailures
+// fired without (its output's errors: [{index, key, error}]); each is
+// null at its index in the output's items.
+function ToleratedFailures({ errors, total }: { errors: { index?: unknown; key?: unknown; error?: unknown }[]; total: number | null }) {
+  return (
+    <div className="tolerated" data-tolerated-failures={errors.length}>
+      <h3>Tolerated failures</h3>
+      <p className="small muted">
+        {errors.length} {errors.length === 1 ? "item" : "items"}
+        {total !== null ? ` of ${total}` : ""} failed within the tolerance: the Collector fired with null at {errors.length === 1 ? "its index" : "their indexes"}.
+      </p>
+      <table className="table compact">
+        <thead>
+          <tr>
+            <th scope="col">Index</th>
+            <th scope="col">Key</th>
+            <th scope="col">Error</th>
+          </tr>
+        </thead>
+        <tbody>
+          {errors.slice(0, 500).map((e, i) => (
+            <tr key={`${String(e.key)}-${i}`} data-index={String(e.index)}>
+              <td>{String(e.index ?? "")}</td>
+              <td className="mono">{String(e.key ?? "")}</td>
+              <td className="tolerated-error">{String(e.error ?? "")}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {errors.length > 500 && <p className="muted small">…and {errors.length - 500} more (all in the output below).</p>}
+    </div>
+  );
 }
 
 // The finished node statuses a node is re-run from (POST …/rerun).
@@ -1091,6 +1284,11 @@ function eventSummary(e: StreamEvent): string {
   if (e.type === "run.unpaused") {
     const n = Number(p.released_dispatches ?? 0);
     return `what became ready starts now${n ? ` · ${n} held ${n === 1 ? "dispatch" : "dispatches"} sent` : ""}`;
+  }
+  if (e.type === "run.migrated") {
+    const added = Number(p.added ?? 0);
+    const dropped = Number(p.dropped ?? 0);
+    return `to version ${p.version ?? "?"}${who(p.by) ? ` by ${who(p.by)}` : ""}${added ? ` · ${added} ${added === 1 ? "step" : "steps"} added` : ""}${dropped ? ` · ${dropped} dropped` : ""}`;
   }
   const parts: string[] = [];
   if (p.status) parts.push(p.status);
