@@ -36,14 +36,7 @@ func (s *Store) BulkRuns(ctx context.Context, f BulkFilter, after string, limit 
 	if f.Status != "" {
 		where, args = append(where, "r.status = ?"), append(args, f.Status)
 	}
-	if f.Node != "" {
-		where = append(where, `EXISTS (SELECT 1 FROM node_states n WHERE n.run_id = r.id AND n.status = 'failed'
-			AND n.taken IS NULL AND (n.key = ? OR n.node_id = ?))`)
-		args = append(args, f.Node, f.Node)
-	}
-	if f.ErrorContains != "" {
-		where, args = append(where, "strpos(r.error, ?) > 0"), append(args, f.ErrorContains)
-	}
+	where, args = matchFailure(where, args, "r", f.Node, f.ErrorContains)
 	if f.StartedAfter != nil {
 		where, args = append(where, "r.created_at >= ?"), append(args, *f.StartedAfter)
 	}
@@ -73,4 +66,19 @@ func (s *Store) FailedKeys(ctx context.Context, runID string) ([]string, error) 
 		return nil, fmt.Errorf("error listing the failed nodes of run %s: %w", runID, interpretError(err))
 	}
 	return keys, nil
+}
+
+// matchFailure adds the conditions of a filter by failure to a query over
+// runs (alias): a node (key or id) that failed and no failure edge took
+// on, a text the run's error contains.
+func matchFailure(where []string, args []any, alias, node, errorContains string) ([]string, []any) {
+	if node != "" {
+		where = append(where, `EXISTS (SELECT 1 FROM node_states n WHERE n.run_id = `+alias+`.id AND n.status = 'failed'
+			AND n.taken IS NULL AND (n.key = ? OR n.node_id = ?))`)
+		args = append(args, node, node)
+	}
+	if errorContains != "" {
+		where, args = append(where, "strpos("+alias+".error, ?) > 0"), append(args, errorContains)
+	}
+	return where, args
 }

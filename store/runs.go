@@ -57,6 +57,9 @@ func (s *Store) EachNode(ctx context.Context, runID string, fn func(n *engine.No
 type RunFilter struct {
 	FlowID string
 	Status string
+	// Node: a node (key or id) of the run failed, not handled by a failure
+	// edge; ErrorContains: the run's error contains this text.
+	Node, ErrorContains string
 	Limit  int
 	Cursor string
 }
@@ -80,6 +83,7 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]engine.Run, string
 		where = append(where, "status = ?")
 		args = append(args, f.Status)
 	}
+	where, args = matchFailure(where, args, "runs", f.Node, f.ErrorContains)
 	if f.Cursor != "" {
 		ts, id, err := decodeCursor(f.Cursor)
 		if err != nil {

@@ -119,7 +119,11 @@ func (s *Server) startRun(c echo.Context) error {
 }
 
 func (s *Server) listRuns(c echo.Context) error {
-	f := store.RunFilter{FlowID: c.QueryParam("flow_id"), Status: c.QueryParam("status"), Cursor: c.QueryParam("cursor")}
+	f := store.RunFilter{FlowID: c.QueryParam("flow_id"), Status: c.QueryParam("status"), Cursor: c.QueryParam("cursor"),
+		Node: c.QueryParam("node"), ErrorContains: c.QueryParam("error")}
+	if len(f.Node) > 256 || len(f.ErrorContains) > 1024 {
+		return badRequest("node is at most 256 and error at most 1,024 bytes")
+	}
 	if f.FlowID != "" && !validUUID(f.FlowID) {
 		return badRequest("flow_id must be a UUID")
 	}

@@ -109,9 +109,9 @@ type App struct {
 	Dispatcher *callbacks.Dispatcher
 	// Notifications delivers the notification webhook (nil: none).
 	Notifications *callbacks.Notifier
-	Hub        *web.Hub
-	Server     *web.Server
-	Keys       *callbacks.Keyring
+	Hub           *web.Hub
+	Server        *web.Server
+	Keys          *callbacks.Keyring
 	// Metrics is this process's Prometheus registry, served at GET /metrics.
 	Metrics *metrics.Metrics
 	tracing *tracing.Tracing

@@ -198,6 +198,20 @@ func TestBulkRetryAndCancel(t *testing.T) {
 	require.Equal(t, bulkAnswer{Matched: n, Errors: []map[string]string{}}, dry, "a dry run counts and changes nothing")
 	require.Equal(t, "failed", h.run(ids[0]).Status)
 
+	// The runs list filters the same way, so the runs a bulk action picks
+	// can be looked at first.
+	var page struct {
+		Runs []struct{ ID string } `json:"runs"`
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/runs?status=failed&node=a&error=upstream+down&limit=500", nil, &page))
+	require.Len(t, page.Runs, n+1, "both flows' runs failed at a with that error")
+	require.Equal(t, 200, h.do("GET", "/api/v1/runs?flow_id="+other+"&node=a&error=upstream+down", nil, &page))
+	require.Len(t, page.Runs, 1)
+	require.Equal(t, 200, h.do("GET", "/api/v1/runs?node=b", nil, &page))
+	require.Empty(t, page.Runs, "no run failed at b")
+	require.Equal(t, 200, h.do("GET", "/api/v1/runs?error=not+this", nil, &page))
+	require.Empty(t, page.Runs)
+
 	done := bulk(map[string]any{"action": "retry", "filter": filter})
 	require.Equal(t, n, done.Matched)
 	require.Equal(t, n, done.Applied)

@@ -36,7 +36,9 @@ func TestUIOperations(t *testing.T) {
 		return map[string]any{"id": id, "type": "UX", "position": map[string]any{"x": x[id], "y": 0},
 			"data": map[string]any{"label": "Look it over", "prompt": "Go on?"}}
 	}
-	edge := func(id, from, to string) map[string]any { return map[string]any{"id": id, "source": from, "target": to} }
+	edge := func(id, from, to string) map[string]any {
+		return map[string]any{"id": id, "source": from, "target": to}
+	}
 	type versionJSON struct {
 		ID     string
 		Number int
