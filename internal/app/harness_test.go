@@ -145,7 +145,10 @@ func newHarnessOn(t *testing.T, dbURL string, opts ...func(*app.Config)) *harnes
 
 func (h *harness) eventually(cond func() bool, format string, args ...any) {
 	h.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	// Generous: under -race, beside the whole suite's parallel tests on
+	// two cores, a 4,500-item fan-out took up to 28 s. A condition that
+	// holds returns at once; only a failing test waits this long.
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("timed out waiting for "+format, args...)

@@ -197,7 +197,10 @@ func TestStalledReaderOfARunIsCutOff(t *testing.T) {
 	flow := h.createFlow(
 		[]map[string]any{splitter("split", "items"), node("ask", "UX", nil), node("merge", "Collector", nil)},
 		[]map[string]any{edge("split", "ask", nil), edge("ask", "merge", nil)})
-	const items = 20000 // ≈5 MB of answer: more than the server's send buffer (4 MB at most)
+	// ≈12 MB of answer: well past the server's send buffer (4 MB at most)
+	// and what loopback takes in besides (with 20,000 items, 5.8 MB, one
+	// run got the whole answer through).
+	const items = 40000
 	var r struct{ ID string }
 	in := map[string]any{"items": make([]int, items)}
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"input": in}, &r))
