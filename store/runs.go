@@ -60,8 +60,8 @@ type RunFilter struct {
 	// Node: a node (key or id) of the run failed, not handled by a failure
 	// edge; ErrorContains: the run's error contains this text.
 	Node, ErrorContains string
-	Limit  int
-	Cursor string
+	Limit               int
+	Cursor              string
 }
 
 // ListRuns lists runs newest first, keyset-paginated; the returned cursor
