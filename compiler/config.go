@@ -146,7 +146,9 @@ func (c *compiler) checkRetry(id string, path loc, r gjson.Result) {
 		}
 	}
 	if j := r.Get("jitter"); present(j) {
-		if !(j.Type == gjson.Number && j.Num >= 0 && j.Num <= 1) && !(j.Type == gjson.String && contains(jitterWords, j.Str)) {
+		fraction := j.Type == gjson.Number && j.Num >= 0 && j.Num <= 1
+		word := j.Type == gjson.String && contains(jitterWords, j.Str)
+		if !fraction && !word {
 			c.errAt(CodeInvalidConfig, id, "", path.field("jitter"), "node %q: retry.jitter must be a fraction from 0 to 1, \"full\" or \"none\", got %s", id, j.Raw)
 		}
 	}
