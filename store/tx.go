@@ -86,6 +86,23 @@ const bulkChunk = 2000
 
 // chunked calls fn with consecutive parts of at most bulkChunk items and
 // the offset of each; nothing for no items.
+// scanTexts reads a one-column text result (ids, keys) and closes it.
+func scanTexts(rows rows, err error) ([]string, error) {
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, v)
+	}
+	return out, interpretError(rows.Err())
+}
+
 func chunked[T any](items []T, fn func(part []T, off int) error) error {
 	for off := 0; off < len(items); off += bulkChunk {
 		if err := fn(items[off:min(off+bulkChunk, len(items))], off); err != nil {
@@ -857,39 +874,17 @@ func (t *pgTx) ChildRuns(ctx context.Context, runID string, statuses ...engine.R
 	for i, s := range statuses {
 		st[i] = string(s)
 	}
-	rows, err := t.raw(ctx, `SELECT id::text FROM runs WHERE parent_run_id = ? AND status = ANY(?::text[]) ORDER BY id`,
-		runID, st).Rows()
+	ids, err := scanTexts(t.raw(ctx, `SELECT id::text FROM runs WHERE parent_run_id = ? AND status = ANY(?::text[]) ORDER BY id`,
+		runID, st).Rows())
 	if err != nil {
-		return nil, fmt.Errorf("error listing the sub-flow runs of run %s: %w", runID, interpretError(err))
+		return nil, fmt.Errorf("error listing the sub-flow runs of run %s: %w", runID, err)
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, interpretError(err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, interpretError(rows.Err())
+	return ids, nil
 }
 
 func (t *pgTx) StartedNodeIDs(ctx context.Context, runID string) ([]string, error) {
-	rows, err := t.raw(ctx, `SELECT DISTINCT node_id FROM node_states WHERE run_id = ? AND status <> 'pending' ORDER BY node_id`,
-		runID).Rows()
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, interpretError(err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, interpretError(rows.Err())
+	return scanTexts(t.raw(ctx, `SELECT DISTINCT node_id FROM node_states WHERE run_id = ? AND status <> 'pending' ORDER BY node_id`,
+		runID).Rows())
 }
 
 func (t *pgTx) DeletePendingNodes(ctx context.Context, runID string, nodeIDs []string) error {
@@ -1000,23 +995,11 @@ func (t *pgTx) EventDelivered(ctx context.Context, eventID, runID, key string) e
 }
 
 func (t *pgTx) FailActiveNodes(ctx context.Context, runID, msg string) ([]string, error) {
-	rows, err := t.raw(ctx, `UPDATE node_states SET status = 'failed', error = ?, deadline = NULL, wake_at = NULL,
+	keys, err := scanTexts(t.raw(ctx, `UPDATE node_states SET status = 'failed', error = ?, deadline = NULL, wake_at = NULL,
 		finished_at = now(), updated_at = now()
-		WHERE run_id = ? AND status IN ('running', 'waiting_for_user', 'sleeping', 'waiting_for_event') RETURNING key`, msg, runID).Rows()
+		WHERE run_id = ? AND status IN ('running', 'waiting_for_user', 'sleeping', 'waiting_for_event') RETURNING key`, msg, runID).Rows())
 	if err != nil {
-		return nil, interpretError(err)
-	}
-	defer rows.Close()
-	var keys []string
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, interpretError(err)
-		}
-		keys = append(keys, k)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
+		return nil, err
 	}
 	err = t.exec(ctx, `UPDATE dispatches SET status = 'cancelled', locked_until = NULL, updated_at = now()
 		WHERE run_id = ? AND status IN ('pending', 'sending', 'held')`, runID).Error
@@ -1113,25 +1096,12 @@ func (t *pgTx) CancelNodes(ctx context.Context, runID string) ([]string, error) 
 	for i, s := range from {
 		fs[i] = string(s)
 	}
-	rows, err := t.raw(ctx, `UPDATE node_states SET status = 'cancelled', deadline = NULL,
+	keys, err := scanTexts(t.raw(ctx, `UPDATE node_states SET status = 'cancelled', deadline = NULL,
 		finished_at = now(), updated_at = now() WHERE run_id = ? AND status = ANY(?::text[])
 		AND NOT (status = 'failed' AND taken IS NOT NULL) RETURNING key`,
-		runID, fs).Rows()
+		runID, fs).Rows())
 	if err != nil {
-		return nil, interpretError(err)
-	}
-	var keys []string
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			rows.Close()
-			return nil, interpretError(err)
-		}
-		keys = append(keys, k)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
+		return nil, err
 	}
 	// Rows being sent are dropped too: the claimer's outcome then finds the
 	// row no longer its own and changes nothing.
