@@ -226,7 +226,8 @@ func Test1000ItemsConcurrentCallbacks(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for d := range jobs {
-					if code, _ := h.post(d.Payload.CallbackURL, fmt.Sprintf(`{"status":"completed","output":%s}`, d.Payload.Input)); code != 200 {
+					if code, body := h.post(d.Payload.CallbackURL, fmt.Sprintf(`{"status":"completed","output":%s}`, d.Payload.Input)); code != 200 {
+						t.Logf("callback of %s answered %d: %s", d.Payload.NodeID, code, body)
 						mu.Lock()
 						bad++
 						mu.Unlock()
