@@ -18,12 +18,12 @@ import (
 
 // schemaTables are the tables the migrations create.
 var schemaTables = []string{
-	"api_tokens", "boards", "dispatches", "entities", "flow_versions", "flows", "journey_events",
-	"broker_consumers", "broker_triggers", "event_deliveries", "event_triggers", "events", "node_states", "notifications", "run_events", "runs", "schedules", "sections", "signing_keys", "triggers", "webhook_secrets",
+	"api_tokens", "audit_log", "boards", "dispatches", "entities", "flow_versions", "flows", "journey_events", "login_failures",
+	"broker_consumers", "broker_triggers", "event_deliveries", "event_triggers", "events", "node_states", "notifications", "run_events", "runs", "schedules", "sections", "sessions", "signing_keys", "triggers", "users", "ux_decisions", "webhook_secrets",
 }
 
 // latestVersion is the highest migration in migrations/.
-const latestVersion = 20
+const latestVersion = 21
 
 func openSQL(t *testing.T, url string) *sql.DB {
 	t.Helper()

@@ -1,0 +1,459 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lib/pq"
+	"gorm.io/gorm"
+
+	"github.com/stitchd/stitchd/engine"
+)
+
+// Roles a user can hold (README, People and access).
+const (
+	RoleAdmin    = "admin"
+	RoleEditor   = "editor"
+	RoleOperator = "operator"
+	RoleApprover = "approver"
+	RoleViewer   = "viewer"
+)
+
+// Roles lists every role, most powerful first.
+var Roles = []string{RoleAdmin, RoleEditor, RoleOperator, RoleApprover, RoleViewer}
+
+// User is a person (or a service account) who signs in or holds tokens.
+type User struct {
+	ID       string         `json:"id"`
+	Email    string         `json:"email"`
+	Name     string         `json:"name"`
+	Role     string         `json:"role"`
+	Groups   pq.StringArray `json:"groups" gorm:"type:text[]"`
+	Disabled bool           `json:"disabled"`
+	// PasswordHash is argon2id in PHC form (nil: no password sign-in).
+	PasswordHash *string   `json:"-"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// CreateUserParams creates a user.
+type CreateUserParams struct {
+	ID, Email, Name, Role string
+	Groups                []string
+	PasswordHash          *string
+	Now                   time.Time
+}
+
+const userCols = `id, email, name, role, groups, disabled, password_hash, created_at, updated_at`
+
+func scanUser(row interface{ Scan(...any) error }, u *User) error {
+	return row.Scan(&u.ID, &u.Email, &u.Name, &u.Role, &u.Groups, &u.Disabled, &u.PasswordHash, &u.CreatedAt, &u.UpdatedAt)
+}
+
+// CreateUser adds a user; an email already taken (in any case) is
+// engine.ErrConflict.
+func (s *Store) CreateUser(ctx context.Context, p CreateUserParams) (*User, error) {
+	groups := pq.StringArray(p.Groups)
+	if groups == nil {
+		groups = pq.StringArray{}
+	}
+	var u User
+	err := scanUser(s.db.WithContext(ctx).Raw(`INSERT INTO users (id, email, name, role, groups, password_hash, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+userCols, p.ID, p.Email, p.Name, p.Role, groups, p.PasswordHash, p.Now, p.Now).Row(), &u)
+	if err != nil {
+		err = interpretError(err)
+		if errors.Is(err, engine.ErrConflict) {
+			return nil, fmt.Errorf("%w: a user with email %s exists", engine.ErrConflict, p.Email)
+		}
+		return nil, fmt.Errorf("error creating user %s: %w", p.Email, err)
+	}
+	return &u, nil
+}
+
+// GetUser loads a user by id.
+func (s *Store) GetUser(ctx context.Context, id string) (*User, error) {
+	return s.oneUser(ctx, `id = ?`, id, "user "+id)
+}
+
+// UserByEmail loads a user by email, in any case.
+func (s *Store) UserByEmail(ctx context.Context, email string) (*User, error) {
+	return s.oneUser(ctx, `lower(email) = lower(?)`, email, "user "+email)
+}
+
+func (s *Store) oneUser(ctx context.Context, cond string, arg any, what string) (*User, error) {
+	if !strings.HasPrefix(cond, "lower") && !isUUID(fmt.Sprint(arg)) {
+		return nil, fmt.Errorf("%w: %s not found", engine.ErrNotFound, what)
+	}
+	var u User
+	err := scanUser(s.db.WithContext(ctx).Raw(`SELECT `+userCols+` FROM users WHERE `+cond, arg).Row(), &u)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s not found", engine.ErrNotFound, what)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error loading %s: %w", what, interpretError(err))
+	}
+	return &u, nil
+}
+
+// ListUsers lists every user by email.
+func (s *Store) ListUsers(ctx context.Context) ([]User, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT ` + userCols + ` FROM users ORDER BY lower(email)`).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error listing users: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out := []User{}
+	for rows.Next() {
+		var u User
+		if err := scanUser(rows, &u); err != nil {
+			return nil, fmt.Errorf("error reading users: %w", err)
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// CountUsers counts users (an empty server has none).
+func (s *Store) CountUsers(ctx context.Context) (int, error) {
+	var n int
+	if err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM users`).Row().Scan(&n); err != nil {
+		return 0, fmt.Errorf("error counting users: %w", interpretError(err))
+	}
+	return n, nil
+}
+
+// UpdateUserParams changes the fields that are set.
+type UpdateUserParams struct {
+	Name, Role   *string
+	Groups       *[]string
+	Disabled     *bool
+	PasswordHash *string
+	Now          time.Time
+}
+
+// UpdateUser changes a user. Disabling a user or changing their password
+// ends their sessions.
+func (s *Store) UpdateUser(ctx context.Context, id string, p UpdateUserParams) (*User, error) {
+	if !isUUID(id) {
+		return nil, fmt.Errorf("%w: user %s not found", engine.ErrNotFound, id)
+	}
+	set, args := []string{"updated_at = ?"}, []any{p.Now}
+	add := func(col string, v any) { set, args = append(set, col+" = ?"), append(args, v) }
+	if p.Name != nil {
+		add("name", *p.Name)
+	}
+	if p.Role != nil {
+		add("role", *p.Role)
+	}
+	if p.Groups != nil {
+		add("groups", pq.StringArray(*p.Groups))
+	}
+	if p.Disabled != nil {
+		add("disabled", *p.Disabled)
+	}
+	if p.PasswordHash != nil {
+		add("password_hash", *p.PasswordHash)
+	}
+	var u User
+	err := s.inGormTx(ctx, func(tx *Store) error {
+		err := scanUser(tx.db.WithContext(ctx).Raw(`UPDATE users SET `+strings.Join(set, ", ")+` WHERE id = ? RETURNING `+userCols,
+			append(args, id)...).Row(), &u)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: user %s not found", engine.ErrNotFound, id)
+		}
+		if err != nil {
+			return fmt.Errorf("error updating user %s: %w", id, interpretError(err))
+		}
+		if (p.Disabled != nil && *p.Disabled) || p.PasswordHash != nil {
+			if err := tx.db.WithContext(ctx).Exec(`DELETE FROM sessions WHERE user_id = ?`, id).Error; err != nil {
+				return fmt.Errorf("error ending the sessions of user %s: %w", id, interpretError(err))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// DeleteUser deletes a user with their sessions and tokens.
+func (s *Store) DeleteUser(ctx context.Context, id string) error {
+	if !isUUID(id) {
+		return fmt.Errorf("%w: user %s not found", engine.ErrNotFound, id)
+	}
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM users WHERE id = ?`, id)
+	if res.Error != nil {
+		return fmt.Errorf("error deleting user %s: %w", id, interpretError(res.Error))
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("%w: user %s not found", engine.ErrNotFound, id)
+	}
+	return nil
+}
+
+// CreateSession records a sign-in: hash is the SHA-256 of the cookie's
+// value. Expired sessions of the same user are dropped on the way.
+func (s *Store) CreateSession(ctx context.Context, hash []byte, userID, csrf string, now, expires time.Time) error {
+	return s.inGormTx(ctx, func(tx *Store) error {
+		db := tx.db.WithContext(ctx)
+		if err := db.Exec(`DELETE FROM sessions WHERE user_id = ? AND expires_at <= ?`, userID, now).Error; err != nil {
+			return fmt.Errorf("error dropping expired sessions: %w", interpretError(err))
+		}
+		if err := db.Exec(`INSERT INTO sessions (id_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+			hash, userID, csrf, now, expires).Error; err != nil {
+			return fmt.Errorf("error creating a session: %w", interpretError(err))
+		}
+		return nil
+	})
+}
+
+// SessionUser returns the user of an unexpired session and its CSRF token;
+// engine.ErrNotFound when there is none.
+func (s *Store) SessionUser(ctx context.Context, hash []byte, now time.Time) (*User, string, error) {
+	var u User
+	var csrf string
+	err := s.db.WithContext(ctx).Raw(`SELECT u.id, u.email, u.name, u.role, u.groups, u.disabled, u.password_hash, u.created_at,
+		u.updated_at, s.csrf_token FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = ? AND s.expires_at > ?`,
+		hash, now).Row().Scan(&u.ID, &u.Email, &u.Name, &u.Role, &u.Groups, &u.Disabled, &u.PasswordHash, &u.CreatedAt, &u.UpdatedAt, &csrf)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", fmt.Errorf("%w: no such session", engine.ErrNotFound)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("error loading a session: %w", interpretError(err))
+	}
+	return &u, csrf, nil
+}
+
+// DeleteSession ends a session.
+func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
+	if err := s.db.WithContext(ctx).Exec(`DELETE FROM sessions WHERE id_hash = ?`, hash).Error; err != nil {
+		return fmt.Errorf("error ending a session: %w", interpretError(err))
+	}
+	return nil
+}
+
+// DeleteExpiredSessions drops sessions expired before now (the sweeper).
+func (s *Store) DeleteExpiredSessions(ctx context.Context, now time.Time) (int64, error) {
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM sessions WHERE expires_at <= ?`, now)
+	if res.Error != nil {
+		return 0, fmt.Errorf("error dropping expired sessions: %w", interpretError(res.Error))
+	}
+	return res.RowsAffected, nil
+}
+
+// APIToken is a personal API token (its secret is never kept).
+type APIToken struct {
+	ID         string     `json:"id"`
+	UserID     string     `json:"user_id"`
+	Name       string     `json:"name"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+}
+
+// CreateToken records a token: hash is the SHA-256 of its secret.
+func (s *Store) CreateToken(ctx context.Context, t APIToken, hash []byte) error {
+	if err := s.db.WithContext(ctx).Exec(`INSERT INTO api_tokens (id, user_id, name, token_hash, created_at) VALUES (?, ?, ?, ?, ?)`,
+		t.ID, t.UserID, t.Name, hash, t.CreatedAt).Error; err != nil {
+		return fmt.Errorf("error creating token %s: %w", t.Name, interpretError(err))
+	}
+	return nil
+}
+
+// TokenUser returns the user a live token acts for, and the token's id;
+// engine.ErrNotFound for a token unknown or revoked. last_used_at moves at
+// most once a minute, so a busy token does not write on every call.
+func (s *Store) TokenUser(ctx context.Context, hash []byte, now time.Time) (*User, string, error) {
+	var u User
+	var tokenID string
+	var last *time.Time
+	err := s.db.WithContext(ctx).Raw(`SELECT u.id, u.email, u.name, u.role, u.groups, u.disabled, u.password_hash, u.created_at,
+		u.updated_at, t.id, t.last_used_at FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ? AND t.revoked_at IS NULL`,
+		hash).Row().Scan(&u.ID, &u.Email, &u.Name, &u.Role, &u.Groups, &u.Disabled, &u.PasswordHash, &u.CreatedAt, &u.UpdatedAt, &tokenID, &last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", fmt.Errorf("%w: no such token", engine.ErrNotFound)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("error loading a token: %w", interpretError(err))
+	}
+	if last == nil || now.Sub(*last) >= time.Minute {
+		if err := s.db.WithContext(ctx).Exec(`UPDATE api_tokens SET last_used_at = ? WHERE id = ?`, now, tokenID).Error; err != nil {
+			return nil, "", fmt.Errorf("error noting the use of token %s: %w", tokenID, interpretError(err))
+		}
+	}
+	return &u, tokenID, nil
+}
+
+// ListTokens lists a user's live tokens, newest first.
+func (s *Store) ListTokens(ctx context.Context, userID string) ([]APIToken, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT id, user_id, name, created_at, last_used_at FROM api_tokens
+		WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at DESC, id`, userID).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error listing tokens: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out := []APIToken{}
+	for rows.Next() {
+		var t APIToken
+		if err := rows.Scan(&t.ID, &t.UserID, &t.Name, &t.CreatedAt, &t.LastUsedAt); err != nil {
+			return nil, fmt.Errorf("error reading tokens: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// RevokeToken revokes a live token of userID ("" = of anyone: an admin).
+func (s *Store) RevokeToken(ctx context.Context, id, userID string, now time.Time) error {
+	if !isUUID(id) {
+		return fmt.Errorf("%w: token %s not found", engine.ErrNotFound, id)
+	}
+	res := s.db.WithContext(ctx).Exec(`UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL
+		AND (?::uuid IS NULL OR user_id = ?::uuid)`, now, id, nullIfEmpty(userID), nullIfEmpty(userID))
+	if res.Error != nil {
+		return fmt.Errorf("error revoking token %s: %w", id, interpretError(res.Error))
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("%w: token %s not found", engine.ErrNotFound, id)
+	}
+	return nil
+}
+
+// inGormTx runs fn with a Store bound to one gorm transaction.
+func (s *Store) inGormTx(ctx context.Context, fn func(tx *Store) error) error {
+	return s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error { return fn(&Store{db: gtx, url: s.url, binds: s.binds}) })
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// LoginFailures counts the failed sign-ins since since: of the account
+// (email, in any case) and from the address.
+func (s *Store) LoginFailures(ctx context.Context, email, address string, since time.Time) (byAccount, byAddress int, err error) {
+	err = s.db.WithContext(ctx).Raw(`SELECT
+		(SELECT count(*) FROM login_failures WHERE lower(email) = lower(?) AND at > ?),
+		(SELECT count(*) FROM login_failures WHERE address = ? AND at > ?)`, email, since, address, since).Row().Scan(&byAccount, &byAddress)
+	if err != nil {
+		return 0, 0, fmt.Errorf("error counting failed sign-ins: %w", interpretError(err))
+	}
+	return byAccount, byAddress, nil
+}
+
+// RecordLoginFailure notes a failed sign-in, dropping the account's and
+// the address's notes older than before.
+func (s *Store) RecordLoginFailure(ctx context.Context, email, address string, at, before time.Time) error {
+	return s.inGormTx(ctx, func(tx *Store) error {
+		db := tx.db.WithContext(ctx)
+		if err := db.Exec(`DELETE FROM login_failures WHERE (lower(email) = lower(?) OR address = ?) AND at <= ?`,
+			email, address, before).Error; err != nil {
+			return fmt.Errorf("error dropping old failed sign-ins: %w", interpretError(err))
+		}
+		if err := db.Exec(`INSERT INTO login_failures (email, address, at) VALUES (?, ?, ?)`, email, address, at).Error; err != nil {
+			return fmt.Errorf("error noting a failed sign-in: %w", interpretError(err))
+		}
+		return nil
+	})
+}
+
+// ClearLoginFailures forgets an account's failed sign-ins (it signed in).
+func (s *Store) ClearLoginFailures(ctx context.Context, email string) error {
+	if err := s.db.WithContext(ctx).Exec(`DELETE FROM login_failures WHERE lower(email) = lower(?)`, email).Error; err != nil {
+		return fmt.Errorf("error clearing failed sign-ins: %w", interpretError(err))
+	}
+	return nil
+}
+
+// AuditEntry is one change a person or token made through the API.
+type AuditEntry struct {
+	ID        int64          `json:"id,string"`
+	At        time.Time      `json:"at"`
+	Actor     string         `json:"actor"`
+	Action    string         `json:"action"`
+	Target    string         `json:"target"`
+	RequestID string         `json:"request_id"`
+	Status    int            `json:"status"`
+	Details   map[string]any `json:"details,omitempty"`
+}
+
+// InsertAudit writes an audit entry.
+func (s *Store) InsertAudit(ctx context.Context, e AuditEntry) error {
+	var details any
+	if len(e.Details) > 0 {
+		b, err := json.Marshal(e.Details)
+		if err != nil {
+			return fmt.Errorf("error encoding an audit entry's details: %w", err)
+		}
+		details = string(b)
+	}
+	if err := s.db.WithContext(ctx).Exec(`INSERT INTO audit_log (at, actor, action, target, request_id, status, details)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, e.At, e.Actor, e.Action, e.Target, e.RequestID, e.Status, details).Error; err != nil {
+		return fmt.Errorf("error writing an audit entry: %w", interpretError(err))
+	}
+	return nil
+}
+
+// AuditFilter selects audit entries: each field set narrows the list.
+type AuditFilter struct {
+	Actor, Target string
+	Since         *time.Time
+	PageParams
+}
+
+// AuditPage lists audit entries, newest first, and the next page's cursor
+// ("" on the last page).
+func (s *Store) AuditPage(ctx context.Context, f AuditFilter) ([]AuditEntry, string, error) {
+	q, args := `SELECT id, at, actor, action, target, request_id, status, coalesce(details, 'null') FROM audit_log WHERE true`, []any{}
+	if f.Actor != "" {
+		q, args = q+` AND actor = ?`, append(args, f.Actor)
+	}
+	if f.Target != "" {
+		q, args = q+` AND target = ?`, append(args, f.Target)
+	}
+	if f.Since != nil {
+		q, args = q+` AND at >= ?`, append(args, *f.Since)
+	}
+	if f.Cursor != "" {
+		id, err := strconv.ParseInt(f.Cursor, 10, 64)
+		if err != nil || id < 1 {
+			return nil, "", fmt.Errorf("%w: invalid cursor (send back a next_cursor as it was given)", engine.ErrInvalidRequest)
+		}
+		q, args = q+` AND id < ?`, append(args, id)
+	}
+	limit := pageLimit(f.Limit)
+	rows, err := s.db.WithContext(ctx).Raw(q+` ORDER BY id DESC LIMIT ?`, append(args, limit+1)...).Rows()
+	if err != nil {
+		return nil, "", fmt.Errorf("error listing the audit log: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out := []AuditEntry{}
+	for rows.Next() {
+		var e AuditEntry
+		var details []byte
+		if err := rows.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.Target, &e.RequestID, &e.Status, &details); err != nil {
+			return nil, "", fmt.Errorf("error reading the audit log: %w", err)
+		}
+		if err := json.Unmarshal(details, &e.Details); err != nil {
+			return nil, "", fmt.Errorf("error reading audit entry %d: %w", e.ID, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("error reading the audit log: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = strconv.FormatInt(out[limit-1].ID, 10)
+	}
+	return out, next, nil
+}
