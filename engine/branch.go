@@ -356,6 +356,9 @@ func (t *txn) decideUX(n *Node, cur *NodeState, p CompleteUXParams) error {
 		tr.Steps[1], tr.Error = StatusFailed, &msg
 		return t.failWith(tr)
 	}
+	if err := checkForm(n, cur.Key, p); err != nil {
+		return err
+	}
 	out, err := withDecision(cur.Input, Decision{Outcome: outcome, Answer: orNull(p.Output), Comment: p.Comment,
 		By: p.By, At: t.e.cfg.Clock.Now().UTC()})
 	if err != nil {

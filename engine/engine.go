@@ -421,6 +421,9 @@ type CompleteUXParams struct {
 	Error string
 	// By is who decided (a user's email, a token's name).
 	By string
+	// timedOut: the node's deadline answered (onTimeout), not a person, so
+	// there is no answer for its form to check (checkForm).
+	timedOut bool
 }
 
 // CompleteUX resumes a UX node waiting for a person: waiting_for_user →

@@ -121,7 +121,7 @@ func (e *Engine) TimeOutApproval(ctx context.Context, runID, key string, attempt
 			return t.failWith(&NodeTransition{Key: key, From: StatusWaitingForUser, Steps: []Status{StatusRunning, StatusFailed},
 				Attempt: attempt, Error: &msg})
 		}
-		return t.decideUX(n, cur, CompleteUXParams{RunID: runID, Key: key, Outcome: cfg.OnTimeout, Error: msg, By: "timeout"})
+		return t.decideUX(n, cur, CompleteUXParams{RunID: runID, Key: key, Outcome: cfg.OnTimeout, Error: msg, By: "timeout", timedOut: true})
 	})
 }
 

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// refundForm is the form of the tests: an amount (0 to 500), a reason
+// (one of three) and an optional note; nothing else.
+const refundForm = `{
+  "type": "object",
+  "required": ["amount", "reason"],
+  "additionalProperties": false,
+  "properties": {
+    "amount": {"type": "number", "minimum": 0, "maximum": 500},
+    "reason": {"enum": ["damaged", "late", "other"]},
+    "note": {"type": "string", "maxLength": 20},
+    "email": {"type": "string", "format": "email"},
+    "tags": {"type": "array", "items": {"$ref": "#/$defs/tag"}}
+  },
+  "$defs": {"tag": {"type": "string", "pattern": "^[a-z]+$"}}
+}`
+
+func TestCompileForm(t *testing.T) {
+	t.Parallel()
+	_, err := CompileForm(json.RawMessage(refundForm))
+	require.NoError(t, err)
+	_, err = CompileForm(json.RawMessage(`{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "string"}`))
+	require.NoError(t, err, "the 2020-12 $schema may be named")
+
+	for _, tc := range []struct {
+		name, form string
+		want       []FormIssue // paths; messages are matched by substring
+	}{
+		{"not an object", `["type", "object"]`, []FormIssue{{"", "must be a JSON Schema object"}}},
+		{"true", `true`, []FormIssue{{"", "must be a JSON Schema object"}}},
+		{"another draft", `{"$schema": "http://json-schema.org/draft-07/schema#"}`, []FormIssue{{".$schema", "draft 2020-12"}}},
+		{"bad keyword values", `{"type": "objekt", "properties": {"n": {"minimum": "zero"}}, "required": "n"}`, []FormIssue{
+			{".properties.n.minimum", "want number"},
+			{".required", "want array"},
+			{".type", "fits none of the alternatives"},
+		}},
+		{"array index", `{"allOf": [{"type": "string"}, {"maxLength": -1}]}`, []FormIssue{{".allOf[1].maxLength", "minimum"}}},
+		{"remote $ref", `{"$ref": "https://example.com/schema.json"}`, []FormIssue{{"", "does not load schemas from URLs (https://example.com/schema.json)"}}},
+		{"relative $ref", `{"properties": {"a": {"$ref": "other.json"}}}`, []FormIssue{{"", "does not load schemas from URLs (other.json)"}}},
+		{"file $ref", `{"$ref": "file:///etc/passwd"}`, []FormIssue{{"", "does not load schemas from URLs (file:///etc/passwd)"}}},
+		{"remote $id then $ref", `{"$id": "http://127.0.0.1:9/s.json", "$ref": "t.json"}`, []FormIssue{{"", "does not load schemas from URLs (http://127.0.0.1:9/t.json)"}}},
+		{"bad pattern", `{"pattern": "(?<=a)b"}`, []FormIssue{{".pattern", "is not valid regex"}}},
+	} {
+		_, err := CompileForm(json.RawMessage(tc.form))
+		var se *FormSchemaError
+		require.True(t, errors.As(err, &se), "%s: %v", tc.name, err)
+		require.Len(t, se.Issues, len(tc.want), "%s: %+v", tc.name, se.Issues)
+		for i, w := range tc.want {
+			require.Equal(t, w.Path, se.Issues[i].Path, "%s: %+v", tc.name, se.Issues)
+			require.Contains(t, se.Issues[i].Message, w.Message, tc.name)
+		}
+	}
+}
+
+func TestFormCheck(t *testing.T) {
+	t.Parallel()
+	f, err := CompileForm(json.RawMessage(refundForm))
+	require.NoError(t, err)
+	require.Empty(t, f.Check(json.RawMessage(`{"amount": 20, "reason": "late"}`)))
+	require.Empty(t, f.Check(json.RawMessage(`{"amount": 500, "reason": "other", "note": "ok", "email": "a@example.com", "tags": ["x", "yz"]}`)))
+
+	for _, tc := range []struct {
+		answer string
+		want   []FormIssue
+	}{
+		{``, []FormIssue{{"", "got null, want object"}}},
+		{`null`, []FormIssue{{"", "got null, want object"}}},
+		{`{"amount": -1, "reason": "bored", "extra": 1}`, []FormIssue{
+			{"", "additional properties 'extra' not allowed"},
+			{".amount", "minimum: got -1, want 0"},
+			{".reason", "value must be one of"},
+		}},
+		{`{"reason": "late", "note": "far too long a note, really", "email": "nope", "tags": ["ok", "Bad"]}`, []FormIssue{
+			{"", "missing property 'amount'"},
+			{".email", "is not valid email"},
+			{".note", "maxLength"},
+			{".tags[1]", "does not match pattern"},
+		}},
+	} {
+		got := f.Check(json.RawMessage(tc.answer))
+		require.Len(t, got, len(tc.want), "%s: %+v", tc.answer, got)
+		for i, w := range tc.want {
+			require.Equal(t, w.Path, got[i].Path, "%s: %+v", tc.answer, got)
+			require.Contains(t, got[i].Message, w.Message, tc.answer)
+		}
+	}
+
+	// anyOf: one issue naming what each alternative missed.
+	f, err = CompileForm(json.RawMessage(`{"properties": {"contact": {"anyOf": [{"required": ["email"]}, {"required": ["phone"]}]}}}`))
+	require.NoError(t, err)
+	got := f.Check(json.RawMessage(`{"contact": {"name": "ada"}}`))
+	require.Len(t, got, 1, "%+v", got)
+	require.Equal(t, ".contact", got[0].Path)
+	require.Contains(t, got[0].Message, "(1) missing property 'email'")
+	require.Contains(t, got[0].Message, "(2) missing property 'phone'")
+}
+
+func TestCheckForm(t *testing.T) {
+	t.Parallel()
+	n := &Node{ID: "refund", Type: NodeTypeUX, Config: json.RawMessage(`{"prompt": "Refund?", "form": ` + refundForm + `}`)}
+	err := checkForm(n, "refund_2", CompleteUXParams{Outcome: "approve", Output: json.RawMessage(`{"amount": 900, "reason": "x"}`)})
+	var fe *FormError
+	require.True(t, errors.As(err, &fe), "%v", err)
+	require.True(t, errors.Is(err, ErrInvalidRequest), "a refused answer is a bad request")
+	require.Equal(t, "refund_2", fe.Key)
+	require.Equal(t, []Problem{
+		{Code: CodeFormInvalid, NodeID: "refund", Path: "$.output.amount", Message: "maximum: got 900, want 500"},
+		{Code: CodeFormInvalid, NodeID: "refund", Path: "$.output.reason", Message: `value must be one of 'damaged', 'late', 'other'`},
+	}, fe.Problems)
+	require.Contains(t, err.Error(), "refund_2")
+
+	require.NoError(t, checkForm(n, "refund", CompleteUXParams{Output: json.RawMessage(`{"amount": 1, "reason": "late"}`)}))
+	require.Error(t, checkForm(n, "refund", CompleteUXParams{}), "no answer is null, which the form refuses")
+	require.NoError(t, checkForm(n, "refund", CompleteUXParams{timedOut: true}), "a deadline's answer is not checked")
+	require.NoError(t, checkForm(&Node{ID: "plain", Config: json.RawMessage(`{"prompt": "ok?"}`)}, "plain", CompleteUXParams{}))
+	require.NoError(t, checkForm(&Node{ID: "null", Config: json.RawMessage(`{"form": null}`)}, "null", CompleteUXParams{}))
+	// A form that does not compile (saved before forms were checked) is
+	// not enforced.
+	require.NoError(t, checkForm(&Node{ID: "old", Config: json.RawMessage(`{"form": {"type": 5}}`)}, "old", CompleteUXParams{}))
+}
