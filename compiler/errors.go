@@ -72,6 +72,11 @@ const (
 	// CodeInvalidLoop: a loop edge (data.loop) is malformed or does not
 	// close a loop the engine can run.
 	CodeInvalidLoop = "invalid_loop"
+	// CodeInvalidForm: a UX node's data.form is not a JSON object that
+	// compiles as a draft 2020-12 JSON Schema (or refers to a schema by
+	// URL, which stitchd never loads). Path locates the problem inside the
+	// form (nodes[i].data.form.properties.amount.minimum).
+	CodeInvalidForm = "invalid_form"
 	// CodeIsolatedNode (warning): a node has no edges in a graph of several
 	// nodes.
 	CodeIsolatedNode = "isolated_node"
