@@ -59,6 +59,11 @@ func toAPIError(err error) *apiError {
 		return &apiError{Status: http.StatusUnprocessableEntity, Code: "invalid_graph",
 			Message: "the graph has " + plural(len(ce.Problems), "problem"), Details: ce.Problems}
 	}
+	var fe *engine.FormError
+	if errors.As(err, &fe) {
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_request",
+			Message: "the answer does not fit node " + fe.Key + "'s form: " + plural(len(fe.Problems), "problem"), Details: fe.Problems}
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		code := codeByStatus[he.Code]

@@ -409,6 +409,8 @@ func (s *Server) approvals(c echo.Context) error {
 		Iteration    int             `json:"iteration"`
 		// RemindAfterSeconds: the node is reminded about that often.
 		RemindAfterSeconds *float64 `json:"remind_after_seconds,omitempty"`
+		// Form: the JSON Schema of the answer (data.form), when it has one.
+		Form json.RawMessage `json:"form,omitempty"`
 	}
 	out := make([]aj, len(as))
 	for i, a := range as {
@@ -428,7 +430,7 @@ func (s *Server) approvals(c echo.Context) error {
 				"board_id": a.EntityBoardID}
 		}
 		out[i] = aj{a.RunID, a.Key, a.NodeID, a.FlowID, cfg.Label, cfg.Prompt, nullJSON(a.Input), ent, a.WaitingSince,
-			engine.UXOutcomes(&engine.Node{Config: a.Config}), a.Deadline, nil, a.Iteration, cfg.Remind}
+			engine.UXOutcomes(&engine.Node{Config: a.Config}), a.Deadline, nil, a.Iteration, cfg.Remind, engine.FormOf(a.Config)}
 		if a.Deadline != nil {
 			out[i].OnTimeout = cfg.OnTimeout
 			if out[i].OnTimeout == nil {
