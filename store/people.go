@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,8 +65,12 @@ func (s *Store) CreateUser(ctx context.Context, p CreateUserParams) (*User, erro
 		groups = pq.StringArray{}
 	}
 	var u User
-	err := scanUser(s.db.WithContext(ctx).Raw(`INSERT INTO users (id, email, name, role, groups, password_hash, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+userCols, p.ID, p.Email, p.Name, p.Role, groups, p.PasswordHash, p.Now, p.Now).Row(), &u)
+	// In a transaction of its own: a taken email then spoils nothing
+	// around it (a savepoint when the Store is bound to a transaction).
+	err := s.inGormTx(ctx, func(tx *Store) error {
+		return scanUser(tx.db.WithContext(ctx).Raw(`INSERT INTO users (id, email, name, role, groups, password_hash, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+userCols, p.ID, p.Email, p.Name, p.Role, groups, p.PasswordHash, p.Now, p.Now).Row(), &u)
+	})
 	if err != nil {
 		err = interpretError(err)
 		if errors.Is(err, engine.ErrConflict) {
@@ -207,7 +212,7 @@ func (s *Store) CreateSession(ctx context.Context, hash []byte, userID, csrf str
 			return fmt.Errorf("error dropping expired sessions: %w", interpretError(err))
 		}
 		if err := db.Exec(`INSERT INTO sessions (id_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
-			hash, userID, csrf, now, expires).Error; err != nil {
+			bytea(hash), userID, csrf, now, expires).Error; err != nil {
 			return fmt.Errorf("error creating a session: %w", interpretError(err))
 		}
 		return nil
@@ -221,7 +226,7 @@ func (s *Store) SessionUser(ctx context.Context, hash []byte, now time.Time) (*U
 	var csrf string
 	err := s.db.WithContext(ctx).Raw(`SELECT u.id, u.email, u.name, u.role, u.groups, u.disabled, u.password_hash, u.created_at,
 		u.updated_at, s.csrf_token FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = ? AND s.expires_at > ?`,
-		hash, now).Row().Scan(&u.ID, &u.Email, &u.Name, &u.Role, &u.Groups, &u.Disabled, &u.PasswordHash, &u.CreatedAt, &u.UpdatedAt, &csrf)
+		bytea(hash), now).Row().Scan(&u.ID, &u.Email, &u.Name, &u.Role, &u.Groups, &u.Disabled, &u.PasswordHash, &u.CreatedAt, &u.UpdatedAt, &csrf)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, "", fmt.Errorf("%w: no such session", engine.ErrNotFound)
 	}
@@ -233,7 +238,7 @@ func (s *Store) SessionUser(ctx context.Context, hash []byte, now time.Time) (*U
 
 // DeleteSession ends a session.
 func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
-	if err := s.db.WithContext(ctx).Exec(`DELETE FROM sessions WHERE id_hash = ?`, hash).Error; err != nil {
+	if err := s.db.WithContext(ctx).Exec(`DELETE FROM sessions WHERE id_hash = ?`, bytea(hash)).Error; err != nil {
 		return fmt.Errorf("error ending a session: %w", interpretError(err))
 	}
 	return nil
@@ -260,7 +265,7 @@ type APIToken struct {
 // CreateToken records a token: hash is the SHA-256 of its secret.
 func (s *Store) CreateToken(ctx context.Context, t APIToken, hash []byte) error {
 	if err := s.db.WithContext(ctx).Exec(`INSERT INTO api_tokens (id, user_id, name, token_hash, created_at) VALUES (?, ?, ?, ?, ?)`,
-		t.ID, t.UserID, t.Name, hash, t.CreatedAt).Error; err != nil {
+		t.ID, t.UserID, t.Name, bytea(hash), t.CreatedAt).Error; err != nil {
 		return fmt.Errorf("error creating token %s: %w", t.Name, interpretError(err))
 	}
 	return nil
@@ -275,7 +280,7 @@ func (s *Store) TokenUser(ctx context.Context, hash []byte, now time.Time) (*Use
 	var last *time.Time
 	err := s.db.WithContext(ctx).Raw(`SELECT u.id, u.email, u.name, u.role, u.groups, u.disabled, u.password_hash, u.created_at,
 		u.updated_at, t.id, t.last_used_at FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ? AND t.revoked_at IS NULL`,
-		hash).Row().Scan(&u.ID, &u.Email, &u.Name, &u.Role, &u.Groups, &u.Disabled, &u.PasswordHash, &u.CreatedAt, &u.UpdatedAt, &tokenID, &last)
+		bytea(hash)).Row().Scan(&u.ID, &u.Email, &u.Name, &u.Role, &u.Groups, &u.Disabled, &u.PasswordHash, &u.CreatedAt, &u.UpdatedAt, &tokenID, &last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, "", fmt.Errorf("%w: no such token", engine.ErrNotFound)
 	}
@@ -324,6 +329,12 @@ func (s *Store) RevokeToken(ctx context.Context, id, userID string, now time.Tim
 	}
 	return nil
 }
+
+// bytea passes a []byte as one value (gorm would spread a bare []byte
+// over several placeholders in some statements).
+type bytea []byte
+
+func (b bytea) Value() (driver.Value, error) { return []byte(b), nil }
 
 // inGormTx runs fn with a Store bound to one gorm transaction.
 func (s *Store) inGormTx(ctx context.Context, fn func(tx *Store) error) error {
@@ -456,4 +467,21 @@ func (s *Store) AuditPage(ctx context.Context, f AuditFilter) ([]AuditEntry, str
 		next = strconv.FormatInt(out[limit-1].ID, 10)
 	}
 	return out, next, nil
+}
+
+// IsParticipant reports whether a person (email, groups) is part of a
+// run: one of its UX nodes is assigned to them or their groups, or waits
+// for anyone, or they decided one.
+func (s *Store) IsParticipant(ctx context.Context, runID, email string, groups []string) (bool, error) {
+	var ok bool
+	err := s.db.WithContext(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM node_states n WHERE n.run_id = ? AND n.type = 'UX' AND (
+			EXISTS (SELECT 1 FROM unnest(n.assign_users) u WHERE lower(u) = lower(?))
+			OR n.assign_groups && ?::text[]
+			OR (n.status = 'waiting_for_user' AND n.assign_users IS NULL AND n.assign_groups IS NULL)))
+		OR EXISTS (SELECT 1 FROM ux_decisions d WHERE d.run_id = ? AND lower(d.by_email) = lower(?))`,
+		runID, email, pq.StringArray(groups), runID, email).Row().Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("error checking whether %s is part of run %s: %w", email, runID, interpretError(err))
+	}
+	return ok, nil
 }

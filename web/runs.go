@@ -176,6 +176,7 @@ func (s *Server) getRun(c echo.Context) error {
 // run without its nodes, as runs are listed: a client that starts a
 // 100,000-item fan-out, or polls a run's status, need not read every node.
 func (s *Server) writeRun(c echo.Context, code int, id string) error {
+	setAuditTarget(c, "run:"+id)
 	ctx := c.Request().Context()
 	r, _, err := s.cfg.Store.GetRun(ctx, id, false)
 	if err != nil {

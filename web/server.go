@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,6 +20,7 @@ import (
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/internal/jsonlimit"
+	"github.com/stitchd/stitchd/internal/password"
 	"github.com/stitchd/stitchd/store"
 )
 
@@ -50,6 +52,18 @@ type Config struct {
 	// this process (bursts of as many, at least 1): beyond it POST
 	// /hooks/{slug} is answered 429 with Retry-After. 0 = no limit.
 	TriggerRate float64
+	// SessionTTL is how long a sign-in lasts (default DefaultSessionTTL).
+	SessionTTL time.Duration
+	// PasswordParams is the cost of new password hashes (default
+	// password.Default).
+	PasswordParams password.Params
+	// BaseURL is the server's public URL: an https one marks the session
+	// cookie Secure even behind a proxy that does not say so.
+	BaseURL string
+	// TrustProxy takes a client's address from X-Forwarded-For (set only
+	// behind a proxy that sets it); otherwise the connection's address
+	// counts, for sign-in limits and the audit log.
+	TrustProxy bool
 	// Notify, if set, is told the key of a change made outside the engine
 	// ("entity:<id>" for a manual move) once it is committed, for the
 	// event streams of every process (store.Notifier.Notify).
@@ -63,6 +77,9 @@ type Server struct {
 	log  *slog.Logger
 	// hookRate limits run starts per trigger (nil: no limit).
 	hookRate *rateLimiter
+	// dummyHash is checked when a sign-in names no account, so it takes
+	// as long as one that does (made on first use).
+	dummyHash func() (string, error)
 }
 
 // New builds the router.
@@ -85,10 +102,22 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.PasswordParams == (password.Params{}) {
+		cfg.PasswordParams = password.Default
+	}
 	s := &Server{cfg: cfg, echo: echo.New(), log: cfg.Logger, hookRate: newRateLimiter(cfg.TriggerRate)}
+	s.dummyHash = sync.OnceValues(func() (string, error) { return password.Hash("no such account", cfg.PasswordParams) })
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.IPExtractor = echo.ExtractIPDirect()
+	if cfg.TrustProxy {
+		e.IPExtractor = echo.ExtractIPFromXFFHeader()
+	}
+	e.Use(middleware.RequestID())
 	e.Use(noStore)
 	e.Use(s.writeDeadline)
 	e.Use(middleware.Recover())
@@ -99,7 +128,19 @@ func New(cfg Config) *Server {
 	e.POST("/callbacks/:token", s.callback)
 	e.POST("/hooks/:slug", s.hook)
 
+	e.POST("/api/v1/auth/login", s.login)
 	api := e.Group("/api/v1", s.auth)
+	api.POST("/auth/logout", s.logout)
+	api.GET("/me", s.me)
+	api.POST("/tokens", s.createToken)
+	api.GET("/tokens", s.listTokens)
+	api.DELETE("/tokens/:id", s.revokeToken)
+	api.POST("/users", s.createUser)
+	api.GET("/users", s.listUsers)
+	api.GET("/users/:id", s.getUser)
+	api.PATCH("/users/:id", s.patchUser)
+	api.DELETE("/users/:id", s.deleteUser)
+	api.GET("/audit", s.listAudit)
 	api.POST("/flows", s.createFlow)
 	api.GET("/flows", s.listFlows)
 	api.GET("/flows/:id", s.getFlow)
@@ -152,16 +193,6 @@ func (s *Server) Handler() http.Handler { return s.echo }
 
 // Routes lists the registered routes (method, path).
 func (s *Server) Routes() []*echo.Route { return s.echo.Routes() }
-
-func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
-	want := s.cfg.AuthToken
-	return func(c echo.Context) error {
-		if want == "" || !BearerMatches(c.Request(), want) {
-			return errorf(http.StatusUnauthorized, "unauthorized", "missing or invalid API token")
-		}
-		return next(c)
-	}
-}
 
 // noStore marks every answer nosniff (a JSON body is never to be read as
 // HTML) and not to be stored by any cache: answers hold run data, the

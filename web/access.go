@@ -1,0 +1,107 @@
+package web
+
+import (
+	"slices"
+
+	"github.com/stitchd/stitchd/store"
+)
+
+// rule says who may call a route. Roles (README, People and access):
+// admin everything; editor flows, triggers and boards; operator runs
+// (start, cancel, retry, rerun, pause, repair); approver the approvals
+// they may decide and the runs they are part of; viewer reads.
+type rule struct {
+	roles []string
+	// participant also lets an approver read a run they are part of (one
+	// assigned to them or their groups, or decided by them).
+	participant bool
+	// public routes need no credential at all.
+	public bool
+}
+
+func (r rule) allows(role string) bool { return slices.Contains(r.roles, role) }
+
+func roles(rs ...string) rule { return rule{roles: rs} }
+
+var (
+	public   = rule{public: true}
+	everyone = roles(store.Roles...)
+	readers  = roles(store.RoleAdmin, store.RoleEditor, store.RoleOperator, store.RoleViewer)
+	// runReaders are readers, and approvers for the runs they are part of.
+	runReaders = rule{roles: readers.roles, participant: true}
+	editors    = roles(store.RoleAdmin, store.RoleEditor)
+	operators  = roles(store.RoleAdmin, store.RoleOperator)
+	// boardHands move and add entities: the board's editors and the
+	// operators who repair runs.
+	boardHands = roles(store.RoleAdmin, store.RoleEditor, store.RoleOperator)
+	deciders   = roles(store.RoleAdmin, store.RoleApprover)
+	admins     = roles(store.RoleAdmin)
+)
+
+// accessRules is every route's rule, by "METHOD path" as registered. A
+// route missing here is refused to all but admins, and fails
+// TestEveryRouteHasARule.
+var accessRules = map[string]rule{
+	"GET /healthz":            public,
+	"GET /readyz":             public,
+	"POST /callbacks/:token":  public,
+	"POST /hooks/:slug":       public,
+	"GET /*":                  public,
+	"POST /api/v1/auth/login": public,
+
+	"POST /api/v1/auth/logout":  everyone,
+	"GET /api/v1/me":            everyone,
+	"POST /api/v1/tokens":       everyone,
+	"GET /api/v1/tokens":        everyone,
+	"DELETE /api/v1/tokens/:id": everyone,
+	"GET /api/v1/openapi.yaml":  everyone,
+	"GET /api/v1/approvals":     everyone,
+	"POST /api/v1/users":        admins,
+	"GET /api/v1/users":         admins,
+	"GET /api/v1/users/:id":     admins,
+	"PATCH /api/v1/users/:id":   admins,
+	"DELETE /api/v1/users/:id":  admins,
+	"GET /api/v1/audit":         admins,
+
+	"POST /api/v1/flows":                           editors,
+	"GET /api/v1/flows":                            readers,
+	"GET /api/v1/flows/:id":                        readers,
+	"PUT /api/v1/flows/:id":                        editors,
+	"DELETE /api/v1/flows/:id":                     editors,
+	"GET /api/v1/flows/:id/versions":               readers,
+	"GET /api/v1/flows/:id/versions/:number":       readers,
+	"GET /api/v1/flows/:id/webhook-secret":         editors,
+	"POST /api/v1/flows/:id/webhook-secret/rotate": editors,
+	"DELETE /api/v1/flows/:id/webhook-secret":      editors,
+	"POST /api/v1/flows/:id/triggers":              editors,
+	"GET /api/v1/flows/:id/triggers":               readers,
+	"GET /api/v1/triggers/:id":                     readers,
+	"PATCH /api/v1/triggers/:id":                   editors,
+	"DELETE /api/v1/triggers/:id":                  editors,
+	"POST /api/v1/triggers/:id/rotate-secret":      editors,
+	"GET /api/v1/webhook-secret":                   admins,
+	"POST /api/v1/webhook-secret/rotate":           admins,
+
+	"POST /api/v1/flows/:id/runs":               operators,
+	"GET /api/v1/runs":                          readers,
+	"GET /api/v1/runs/:id":                      runReaders,
+	"GET /api/v1/runs/:id/events":               runReaders,
+	"GET /api/v1/events":                        readers,
+	"POST /api/v1/events":                       operators,
+	"POST /api/v1/runs/:id/cancel":              operators,
+	"POST /api/v1/runs/bulk":                    operators,
+	"POST /api/v1/runs/:id/pause":               operators,
+	"POST /api/v1/runs/:id/resume":              operators,
+	"POST /api/v1/runs/:id/migrate":             operators,
+	"POST /api/v1/runs/:id/nodes/:key/skip":     operators,
+	"POST /api/v1/runs/:id/nodes/:key/rerun":    operators,
+	"POST /api/v1/runs/:id/nodes/:key/retry":    operators,
+	"POST /api/v1/runs/:id/nodes/:key/complete": deciders,
+
+	"POST /api/v1/boards":            editors,
+	"GET /api/v1/boards":             readers,
+	"GET /api/v1/boards/:id":         readers,
+	"POST /api/v1/entities":          boardHands,
+	"GET /api/v1/entities/:id":       readers,
+	"POST /api/v1/entities/:id/move": boardHands,
+}

@@ -1,0 +1,189 @@
+package web_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/store"
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+// permissions is who may call each route, written out independently of
+// web/access.go: a letter per role allowed (a admin, e editor, o
+// operator, p approver, v viewer), "P" an approver only for runs they are
+// part of (others: 404), "*" no credential needed. A route registered
+// without a line here fails TestRoleRouteTable.
+var permissions = map[string]string{
+	"GET /healthz":              "*",
+	"GET /readyz":               "*",
+	"POST /callbacks/:token":    "*",
+	"POST /hooks/:slug":         "*",
+	"GET /*":                    "*",
+	"POST /api/v1/auth/login":   "*",
+	"POST /api/v1/auth/logout":  "aeopv",
+	"GET /api/v1/me":            "aeopv",
+	"POST /api/v1/tokens":       "aeopv",
+	"GET /api/v1/tokens":        "aeopv",
+	"DELETE /api/v1/tokens/:id": "aeopv",
+	"GET /api/v1/openapi.yaml":  "aeopv",
+	"GET /api/v1/approvals":     "aeopv",
+	"POST /api/v1/users":        "a",
+	"GET /api/v1/users":         "a",
+	"GET /api/v1/users/:id":     "a",
+	"PATCH /api/v1/users/:id":   "a",
+	"DELETE /api/v1/users/:id":  "a",
+	"GET /api/v1/audit":         "a",
+
+	"POST /api/v1/flows":                           "ae",
+	"GET /api/v1/flows":                            "aeov",
+	"GET /api/v1/flows/:id":                        "aeov",
+	"PUT /api/v1/flows/:id":                        "ae",
+	"DELETE /api/v1/flows/:id":                     "ae",
+	"GET /api/v1/flows/:id/versions":               "aeov",
+	"GET /api/v1/flows/:id/versions/:number":       "aeov",
+	"GET /api/v1/flows/:id/webhook-secret":         "ae",
+	"POST /api/v1/flows/:id/webhook-secret/rotate": "ae",
+	"DELETE /api/v1/flows/:id/webhook-secret":      "ae",
+	"POST /api/v1/flows/:id/triggers":              "ae",
+	"GET /api/v1/flows/:id/triggers":               "aeov",
+	"GET /api/v1/triggers/:id":                     "aeov",
+	"PATCH /api/v1/triggers/:id":                   "ae",
+	"DELETE /api/v1/triggers/:id":                  "ae",
+	"POST /api/v1/triggers/:id/rotate-secret":      "ae",
+	"GET /api/v1/webhook-secret":                   "a",
+	"POST /api/v1/webhook-secret/rotate":           "a",
+
+	"POST /api/v1/flows/:id/runs":               "ao",
+	"GET /api/v1/runs":                          "aeov",
+	"GET /api/v1/runs/:id":                      "aeovP",
+	"GET /api/v1/runs/:id/events":               "aeovP",
+	"GET /api/v1/events":                        "aeov",
+	"POST /api/v1/events":                       "ao",
+	"POST /api/v1/runs/:id/cancel":              "ao",
+	"POST /api/v1/runs/bulk":                    "ao",
+	"POST /api/v1/runs/:id/pause":               "ao",
+	"POST /api/v1/runs/:id/resume":              "ao",
+	"POST /api/v1/runs/:id/migrate":             "ao",
+	"POST /api/v1/runs/:id/nodes/:key/skip":     "ao",
+	"POST /api/v1/runs/:id/nodes/:key/rerun":    "ao",
+	"POST /api/v1/runs/:id/nodes/:key/retry":    "ao",
+	"POST /api/v1/runs/:id/nodes/:key/complete": "ap",
+
+	"POST /api/v1/boards":            "ae",
+	"GET /api/v1/boards":             "aeov",
+	"GET /api/v1/boards/:id":         "aeov",
+	"POST /api/v1/entities":          "aeo",
+	"GET /api/v1/entities/:id":       "aeov",
+	"POST /api/v1/entities/:id/move": "aeo",
+}
+
+var roleLetters = map[string]string{"a": store.RoleAdmin, "e": store.RoleEditor, "o": store.RoleOperator,
+	"p": store.RoleApprover, "v": store.RoleViewer}
+
+// addUser makes a user of role with a personal token, straight in the
+// store, and returns the token.
+func addUser(t *testing.T, st *store.Store, role string, groups ...string) (*store.User, string) {
+	t.Helper()
+	ctx := context.Background()
+	u, err := st.CreateUser(ctx, store.CreateUserParams{ID: uuid.NewString(), Email: role + "-" + uuid.NewString()[:8] + "@example.com",
+		Name: role, Role: role, Groups: groups, Now: time.Now()})
+	require.NoError(t, err)
+	tok := "stp_" + uuid.NewString()
+	h := sha256.Sum256([]byte(tok))
+	require.NoError(t, st.CreateToken(ctx, store.APIToken{ID: uuid.NewString(), UserID: u.ID, Name: "test", CreatedAt: time.Now()}, h[:]))
+	return u, tok
+}
+
+// TestRoleRouteTable walks the router: every route has a line in
+// permissions, and each role's request is let through or refused as the
+// line says (403 forbidden; 404 for an approver and a run they are not
+// part of; public routes answer without a credential).
+func TestRoleRouteTable(t *testing.T) {
+	st, _ := storetest.IsolatedDB(t)
+	srv := newServer(t, st)
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	tokens := map[string]string{}
+	for _, r := range store.Roles {
+		_, tokens[r] = addUser(t, st, r)
+	}
+	send := func(method, path, auth string) (int, []byte) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var body io.Reader
+		if method != http.MethodGet && method != http.MethodDelete {
+			body = strings.NewReader(`{}`)
+		}
+		hr, err := http.NewRequestWithContext(ctx, method, ts.URL+path, body)
+		require.NoError(t, err)
+		if body != nil {
+			hr.Header.Set("Content-Type", "application/json")
+		}
+		if auth != "" {
+			hr.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := ts.Client().Do(hr)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			return resp.StatusCode, nil // a stream: its status is the answer
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	seen := 0
+	for _, r := range srv.Routes() {
+		if r.Method == echo.RouteNotFound {
+			continue // the group's catch-all: behind auth, tested by TestAPIRequiresAuth
+		}
+		key := r.Method + " " + r.Path
+		allowed, ok := permissions[key]
+		require.True(t, ok, "route %s has no line in the permissions table (and none in web/access.go?)", key)
+		seen++
+		path := concretePath(r.Path)
+		if allowed == "*" {
+			// The handler answers (a made-up callback token is its own 401).
+			code, b := send(r.Method, path, "")
+			require.NotContains(t, string(b), "API token", "%s is public", key)
+			require.NotEqual(t, http.StatusForbidden, code, "%s is public: %s", key, b)
+			continue
+		}
+		for letter, role := range roleLetters {
+			code, b := send(r.Method, path, tokens[role])
+			var e struct {
+				Error struct{ Code string } `json:"error"`
+			}
+			_ = json.Unmarshal(b, &e)
+			switch {
+			case strings.Contains(allowed, letter):
+				require.NotEqual(t, http.StatusForbidden, code, "%s as %s: %s", key, role, b)
+				require.NotEqual(t, http.StatusUnauthorized, code, "%s as %s: %s", key, role, b)
+			case letter == "p" && strings.Contains(allowed, "P"):
+				require.Equal(t, http.StatusNotFound, code, "%s as %s, not part of the run: %s", key, role, b)
+			default:
+				require.Equal(t, http.StatusForbidden, code, "%s as %s: %s", key, role, b)
+				require.Equal(t, "forbidden", e.Error.Code, "%s as %s", key, role)
+			}
+		}
+	}
+	require.Len(t, permissions, seen, "the permissions table names a route that is not registered")
+}
+
+// TestAdminTokenIsBootstrap: the admin token acts as admin with no user.
+func TestAdminTokenIsBootstrap(t *testing.T) {
+	h := newServer(t, storetest.TestTx(t)).Handler()
+	rec := do(t, h, req{method: http.MethodGet, path: "/api/v1/me"})
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.JSONEq(t, `{"role": "admin", "bootstrap": true}`, rec.Body.String())
+}

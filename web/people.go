@@ -1,0 +1,384 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/mail"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/password"
+	"github.com/stitchd/stitchd/store"
+)
+
+// Sign-in limits: failed attempts per account and per address within
+// loginWindow before further attempts are refused (429) until the window
+// has passed.
+const (
+	DefaultSessionTTL  = 12 * time.Hour
+	loginWindow        = 15 * time.Minute
+	maxAccountFailures = 10
+	maxAddressFailures = 50
+	maxUserNameLen     = 200
+	maxGroups          = 100
+	maxGroupLen        = 100
+	maxTokenNameLen    = 100
+)
+
+type loginBody struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+func (s *Server) login(c echo.Context) error {
+	var b loginBody
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	if b.Email == "" || b.Password == "" {
+		return badRequest(`give "email" and "password"`)
+	}
+	if len(b.Email) > 320 || len(b.Password) > password.MaxLength {
+		return s.refuseLogin(c, b.Email)
+	}
+	ctx := c.Request().Context()
+	now := s.cfg.Clock.Now()
+	addr := c.RealIP()
+	byAccount, byAddress, err := s.cfg.Store.LoginFailures(ctx, b.Email, addr, now.Add(-loginWindow))
+	if err != nil {
+		return err
+	}
+	if byAccount >= maxAccountFailures || byAddress >= maxAddressFailures {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(loginWindow.Seconds())))
+		return errorf(http.StatusTooManyRequests, "rate_limited", "too many failed sign-ins; try again later")
+	}
+	u, err := s.cfg.Store.UserByEmail(ctx, b.Email)
+	if err != nil && !errors.Is(err, engine.ErrNotFound) {
+		return err
+	}
+	hash, err := s.dummyHash()
+	if err != nil {
+		return err
+	}
+	if u != nil && u.PasswordHash != nil {
+		hash = *u.PasswordHash
+	}
+	ok, verr := password.Verify(b.Password, hash)
+	if u == nil || u.PasswordHash == nil || verr != nil || !ok {
+		if verr != nil && u != nil && u.PasswordHash != nil {
+			s.log.Error("a stored password hash is malformed", "user", u.ID, "error", verr)
+		}
+		return s.refuseLogin(c, b.Email)
+	}
+	if u.Disabled {
+		return forbidden("account_disabled", "this account is disabled")
+	}
+	if err := s.cfg.Store.ClearLoginFailures(ctx, b.Email); err != nil {
+		return err
+	}
+	sid, err := randomSecret()
+	if err != nil {
+		return err
+	}
+	csrf, err := randomSecret()
+	if err != nil {
+		return err
+	}
+	expires := now.Add(s.cfg.SessionTTL)
+	if err := s.cfg.Store.CreateSession(ctx, hashSecret(sid), u.ID, csrf, now, expires); err != nil {
+		return err
+	}
+	c.SetCookie(s.sessionCookie(c, sid, expires))
+	if err := s.cfg.Store.InsertAudit(ctx, store.AuditEntry{At: now, Actor: u.Email, Action: "POST /api/v1/auth/login",
+		Target: "user:" + u.ID, RequestID: c.Response().Header().Get(echo.HeaderXRequestID), Status: http.StatusOK,
+		Details: map[string]any{"address": c.RealIP()}}); err != nil {
+		s.log.Error("error writing an audit entry", "action", "sign-in", "actor", u.Email, "error", err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"user": u, "csrf_token": csrf, "expires_at": expires.UTC()})
+}
+
+// refuseLogin notes a failed sign-in and answers it, saying nothing of
+// whether the account exists.
+func (s *Server) refuseLogin(c echo.Context, email string) error {
+	now := s.cfg.Clock.Now()
+	if err := s.cfg.Store.RecordLoginFailure(c.Request().Context(), email, c.RealIP(), now, now.Add(-loginWindow)); err != nil {
+		return err
+	}
+	return unauthorized("wrong email or password")
+}
+
+func (s *Server) sessionCookie(c echo.Context, value string, expires time.Time) *http.Cookie {
+	return &http.Cookie{Name: SessionCookie, Value: value, Path: "/", Expires: expires, HttpOnly: true,
+		Secure: c.Scheme() == "https" || strings.HasPrefix(s.cfg.BaseURL, "https://"), SameSite: http.SameSiteLaxMode}
+}
+
+func (s *Server) logout(c echo.Context) error {
+	if ck, err := c.Request().Cookie(SessionCookie); err == nil && ck.Value != "" {
+		if err := s.cfg.Store.DeleteSession(c.Request().Context(), hashSecret(ck.Value)); err != nil {
+			return err
+		}
+	}
+	gone := s.sessionCookie(c, "", time.Unix(0, 0))
+	gone.MaxAge = -1
+	c.SetCookie(gone)
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) me(c echo.Context) error {
+	p := principalOf(c)
+	if p.Bootstrap() {
+		return c.JSON(http.StatusOK, map[string]any{"role": store.RoleAdmin, "bootstrap": true})
+	}
+	out := map[string]any{"id": p.User.ID, "email": p.User.Email, "name": p.User.Name, "role": p.User.Role,
+		"groups": p.User.Groups, "disabled": p.User.Disabled}
+	if p.Session {
+		// A reloaded page finds its CSRF token here.
+		out["csrf_token"] = p.csrf
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+type userBody struct {
+	Email    *string   `json:"email"`
+	Name     *string   `json:"name"`
+	Role     *string   `json:"role"`
+	Groups   *[]string `json:"groups"`
+	Password *string   `json:"password"`
+	Disabled *bool     `json:"disabled"`
+}
+
+// check lists every problem with a user's fields (create: all required).
+func (b *userBody) check(create bool) error {
+	var problems []engine.Problem
+	add := func(path, msg string) {
+		problems = append(problems, engine.Problem{Code: "invalid_user", Path: path, Message: msg})
+	}
+	if b.Email != nil || create {
+		switch {
+		case b.Email == nil || *b.Email == "":
+			add("email", "email is required")
+		case !create:
+			add("email", "email cannot change; create a new user")
+		default:
+			a, err := mail.ParseAddress(*b.Email)
+			if err != nil || a.Address != *b.Email || len(*b.Email) > 254 {
+				add("email", "email must be a plain address such as ana@example.com")
+			} else {
+				*b.Email = strings.ToLower(*b.Email)
+			}
+		}
+	}
+	if b.Name != nil || create {
+		if b.Name == nil || strings.TrimSpace(*b.Name) == "" || len(*b.Name) > maxUserNameLen {
+			add("name", "name is required, at most "+strconv.Itoa(maxUserNameLen)+" bytes")
+		}
+	}
+	if b.Role != nil || create {
+		if b.Role == nil || !containsStr(store.Roles, *b.Role) {
+			add("role", "role must be one of "+strings.Join(store.Roles, ", "))
+		}
+	}
+	if b.Groups != nil {
+		if len(*b.Groups) > maxGroups {
+			add("groups", "at most "+strconv.Itoa(maxGroups)+" groups")
+		}
+		for i, g := range *b.Groups {
+			if strings.TrimSpace(g) == "" || len(g) > maxGroupLen {
+				add("groups["+strconv.Itoa(i)+"]", "a group is a non-empty name of at most "+strconv.Itoa(maxGroupLen)+" bytes")
+			}
+		}
+	}
+	if b.Password != nil {
+		if msg := password.Check(*b.Password); msg != "" {
+			add("password", msg)
+		}
+	}
+	if b.Disabled != nil && create {
+		add("disabled", "a new user is enabled; disable it with PATCH")
+	}
+	if len(problems) > 0 {
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_request",
+			Message: "the user has " + plural(len(problems), "problem"), Details: problems}
+	}
+	return nil
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) hashPassword(pw *string) (*string, error) {
+	if pw == nil {
+		return nil, nil
+	}
+	h, err := password.Hash(*pw, s.cfg.PasswordParams)
+	if err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+func (s *Server) createUser(c echo.Context) error {
+	var b userBody
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	if err := b.check(true); err != nil {
+		return err
+	}
+	hash, err := s.hashPassword(b.Password)
+	if err != nil {
+		return err
+	}
+	var groups []string
+	if b.Groups != nil {
+		groups = *b.Groups
+	}
+	u, err := s.cfg.Store.CreateUser(c.Request().Context(), store.CreateUserParams{ID: uuid.NewString(), Email: *b.Email,
+		Name: strings.TrimSpace(*b.Name), Role: *b.Role, Groups: groups, PasswordHash: hash, Now: s.cfg.Clock.Now()})
+	if err != nil {
+		return err
+	}
+	setAuditTarget(c, "user:"+u.ID)
+	return c.JSON(http.StatusCreated, u)
+}
+
+func (s *Server) listUsers(c echo.Context) error {
+	us, err := s.cfg.Store.ListUsers(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"users": us})
+}
+
+func (s *Server) getUser(c echo.Context) error {
+	u, err := s.cfg.Store.GetUser(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, u)
+}
+
+func (s *Server) patchUser(c echo.Context) error {
+	var b userBody
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	if err := b.check(false); err != nil {
+		return err
+	}
+	hash, err := s.hashPassword(b.Password)
+	if err != nil {
+		return err
+	}
+	if b.Name != nil {
+		n := strings.TrimSpace(*b.Name)
+		b.Name = &n
+	}
+	u, err := s.cfg.Store.UpdateUser(c.Request().Context(), c.Param("id"), store.UpdateUserParams{Name: b.Name, Role: b.Role,
+		Groups: b.Groups, Disabled: b.Disabled, PasswordHash: hash, Now: s.cfg.Clock.Now()})
+	if err != nil {
+		return err
+	}
+	details := map[string]any{}
+	for k, set := range map[string]bool{"name": b.Name != nil, "role": b.Role != nil, "groups": b.Groups != nil,
+		"disabled": b.Disabled != nil, "password": b.Password != nil} {
+		if set {
+			details[k] = true
+		}
+	}
+	c.Set(auditDetailsKey, map[string]any{"changed": details})
+	return c.JSON(http.StatusOK, u)
+}
+
+func (s *Server) deleteUser(c echo.Context) error {
+	if p := principalOf(c); p.User != nil && p.User.ID == c.Param("id") {
+		return errorf(http.StatusConflict, "conflict", "you cannot delete yourself; another admin can")
+	}
+	if err := s.cfg.Store.DeleteUser(c.Request().Context(), c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) createToken(c echo.Context) error {
+	p := principalOf(c)
+	if p.Bootstrap() {
+		return badRequest("the admin token belongs to no user: create a user (stitchd user create), sign in and make tokens as that user")
+	}
+	var b struct {
+		Name string `json:"name"`
+	}
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	b.Name = strings.TrimSpace(b.Name)
+	if b.Name == "" || len(b.Name) > maxTokenNameLen {
+		return badRequest(`"name" is required, at most ` + strconv.Itoa(maxTokenNameLen) + " bytes")
+	}
+	secret, err := randomSecret()
+	if err != nil {
+		return err
+	}
+	tok := tokenPrefix + secret
+	t := store.APIToken{ID: uuid.NewString(), UserID: p.User.ID, Name: b.Name, CreatedAt: s.cfg.Clock.Now()}
+	if err := s.cfg.Store.CreateToken(c.Request().Context(), t, hashSecret(tok)); err != nil {
+		return err
+	}
+	setAuditTarget(c, "token:"+t.ID)
+	return c.JSON(http.StatusCreated, map[string]any{"id": t.ID, "name": t.Name, "token": tok, "created_at": t.CreatedAt.UTC()})
+}
+
+func (s *Server) listTokens(c echo.Context) error {
+	p := principalOf(c)
+	if p.Bootstrap() {
+		return c.JSON(http.StatusOK, map[string]any{"tokens": []store.APIToken{}})
+	}
+	ts, err := s.cfg.Store.ListTokens(c.Request().Context(), p.User.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"tokens": ts})
+}
+
+func (s *Server) revokeToken(c echo.Context) error {
+	p := principalOf(c)
+	owner := ""
+	if p.Role() != store.RoleAdmin {
+		owner = p.User.ID
+	}
+	if err := s.cfg.Store.RevokeToken(c.Request().Context(), c.Param("id"), owner, s.cfg.Clock.Now()); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) listAudit(c echo.Context) error {
+	pp, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	f := store.AuditFilter{Actor: c.QueryParam("actor"), Target: c.QueryParam("target"), PageParams: pp}
+	if v := c.QueryParam("since"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return badRequest("since must be an RFC 3339 time such as 2026-11-25T10:00:00Z")
+		}
+		f.Since = &t
+	}
+	es, next, err := s.cfg.Store.AuditPage(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"entries": es, "next_cursor": nextCursor(next)})
+}
