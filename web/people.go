@@ -382,3 +382,27 @@ func (s *Server) listAudit(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]any{"entries": es, "next_cursor": nextCursor(next)})
 }
+
+// NewUser is a user checked as POST /api/v1/users checks one: the email
+// lower-cased, the name trimmed, every problem in the error's details.
+func NewUser(email, name, role string, groups []string, pw *string) (store.CreateUserParams, error) {
+	b := userBody{Email: &email, Name: &name, Role: &role, Groups: &groups, Password: pw}
+	if err := b.check(true); err != nil {
+		return store.CreateUserParams{}, err
+	}
+	return store.CreateUserParams{ID: uuid.NewString(), Email: *b.Email, Name: strings.TrimSpace(name), Role: role, Groups: groups}, nil
+}
+
+// ProblemsOf lists the problems an error of NewUser carries, one a line.
+func ProblemsOf(err error) []string {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		return []string{err.Error()}
+	}
+	ps, _ := ae.Details.([]engine.Problem)
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.Path+": "+p.Message)
+	}
+	return out
+}

@@ -67,6 +67,8 @@ var settings = []setting{
 	{"pprof-addr", "STITCHD_PPROF_ADDR"},
 	{"notify-url", "STITCHD_NOTIFY_URL"},
 	{"retention", "STITCHD_RETENTION"},
+	{"session-ttl", "STITCHD_SESSION_TTL"},
+	{"trust-proxy", "STITCHD_TRUST_PROXY"},
 }
 
 // applyEnv gives every flag not set on the command line the value of its
@@ -102,6 +104,8 @@ type options struct {
 	notifyURL                             string
 	retention                             string
 	retentionPeriod                       time.Duration // retention, parsed by runServe
+	sessionTTL                            time.Duration
+	trustProxy                            bool
 	// otlpEndpoint is OTEL_EXPORTER_OTLP_ENDPOINT (traces; no flag).
 	otlpEndpoint string
 }
@@ -124,6 +128,8 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.Float64Var(&o.triggerRate, "trigger-rate", defaultTriggerRate, "runs one inbound trigger may start a second (bursts of as many); beyond, 429 with Retry-After; 0 = no limit (env STITCHD_TRIGGER_RATE)")
 	fs.StringVar(&o.retention, "retention", "", "delete finished runs this long after they finished: 30d, 720h, P30D; empty = keep (a flow's settings.retentionDays still applies) (env STITCHD_RETENTION)")
 	fs.StringVar(&o.notifyURL, "notify-url", "", "notification webhook: approvals requested, reminders, timed out, runs failed are POSTed there, signed; empty = none (env STITCHD_NOTIFY_URL)")
+	fs.DurationVar(&o.sessionTTL, "session-ttl", 12*time.Hour, "how long a UI sign-in lasts (env STITCHD_SESSION_TTL)")
+	fs.BoolVar(&o.trustProxy, "trust-proxy", false, "take clients' addresses from X-Forwarded-For, for sign-in limits and the audit log; set only behind a proxy that sets it (env STITCHD_TRUST_PROXY)")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's pprof profiles on this address, e.g. 127.0.0.1:6060; empty = off (env STITCHD_PPROF_ADDR)")
 }
 
@@ -223,7 +229,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "stitchd", version) },
 	}
 	root.AddCommand(serve, migrate, ver, newKeysCmd(env, stderr), newFlowCmd(env), newRunCmd(env), newApproveCmd(env),
-		newWebhookSecretCmd(env), newWorkerCmd(env, stderr), newBenchCmd(env, stderr))
+		newWebhookSecretCmd(env), newWorkerCmd(env, stderr), newBenchCmd(env, stderr), newUserCmd(env, stderr))
 	return root
 }
 
@@ -231,7 +237,7 @@ func (o options) config(log *slog.Logger) app.Config {
 	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
 		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems, Logger: log, DataDir: o.dataDir,
 		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, OTLPEndpoint: o.otlpEndpoint, Version: version,
-		NotifyURL: o.notifyURL, Retention: o.retentionPeriod}
+		NotifyURL: o.notifyURL, Retention: o.retentionPeriod, SessionTTL: o.sessionTTL, TrustProxy: o.trustProxy}
 }
 
 func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) error {

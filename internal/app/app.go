@@ -70,6 +70,11 @@ type Config struct {
 	// MetricsGaugeMaxAge is how old /metrics' database-backed gauges may be
 	// (default 5s): read at most once in that time, for every scrape.
 	MetricsGaugeMaxAge time.Duration
+	// SessionTTL is how long a sign-in lasts (default 12h).
+	SessionTTL time.Duration
+	// TrustProxy takes clients' addresses from X-Forwarded-For (only
+	// behind a proxy that sets it): for sign-in limits and the audit log.
+	TrustProxy bool
 	// Retention deletes finished runs that long after they finished (0:
 	// keep them, unless their flow sets settings.retentionDays).
 	Retention time.Duration
@@ -118,6 +123,8 @@ type App struct {
 	// notifier tells listeners (event streams of every process) which runs
 	// have new events, after commit.
 	notifier *store.Notifier
+	// nextSessionSweep is when the sweeper next drops expired sessions.
+	nextSessionSweep time.Time
 	http     *http.Server
 	listener net.Listener
 	cluster  *localpg.Cluster
@@ -263,7 +270,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.Hub = web.NewHub()
 	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Hub: a.Hub, AuthToken: cfg.AuthToken,
 		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, WriteTimeout: cfg.WriteTimeout, Clock: clock, Logger: cfg.Logger,
-		TriggerRate: cfg.TriggerRate, Notify: a.notifier.Notify})
+		TriggerRate: cfg.TriggerRate, Notify: a.notifier.Notify, SessionTTL: cfg.SessionTTL, TrustProxy: cfg.TrustProxy,
+		BaseURL: cfg.BaseURL})
 	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, 10*time.Second),
 		ReadTimeout: orDefault(cfg.ReadTimeout, 30*time.Second), IdleTimeout: 120 * time.Second}
 	return a, nil
@@ -412,6 +420,7 @@ func (a *App) sweep(ctx context.Context) {
 		a.failRunsPastDeadline(ctx)
 		a.cancelOrphanedChildren(ctx)
 		a.deleteExpiredRuns(ctx)
+		a.deleteExpiredSessions(ctx)
 	})
 }
 

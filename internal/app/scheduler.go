@@ -153,6 +153,24 @@ func (a *App) deleteExpiredRuns(ctx context.Context) {
 	a.Metrics.SweeperAction("run_deleted", total)
 }
 
+// deleteExpiredSessions drops sign-in sessions past their expiry, once a
+// minute at most (an expired session already opens nothing).
+func (a *App) deleteExpiredSessions(ctx context.Context) {
+	now := time.Now()
+	if now.Before(a.nextSessionSweep) {
+		return
+	}
+	a.nextSessionSweep = now.Add(time.Minute)
+	n, err := a.Store.DeleteExpiredSessions(ctx, now)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.cfg.Logger.Warn("sweeper", "what", "expired sessions", "error", err)
+		}
+		return
+	}
+	a.Metrics.SweeperAction("session_deleted", int(n))
+}
+
 // failRunsPastDeadline fails the runs whose deadline passed.
 func (a *App) failRunsPastDeadline(ctx context.Context) {
 	ids, err := a.Store.OverdueRuns(ctx, 500)
