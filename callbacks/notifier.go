@@ -43,6 +43,9 @@ type NotifierConfig struct {
 	Backoff func(try int) time.Duration
 	// Workers is the number of concurrent deliveries (default 8).
 	Workers int
+	// Links, if set, adds signed one-click links for each assignee to
+	// approval.requested notifications.
+	Links *ActionLinker
 }
 
 // Notifier delivers the notification webhook's outbox: each notification is
@@ -173,7 +176,14 @@ func (n *Notifier) deliver(ctx context.Context, note engine.Notification) {
 }
 
 func (n *Notifier) post(ctx context.Context, note engine.Notification) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.URL, bytes.NewReader(note.Payload))
+	body := note.Payload
+	if n.cfg.Links != nil && note.Type == engine.NotifyApprovalRequested {
+		var err error
+		if body, err = n.cfg.Links.AddLinks(ctx, note.RunID, body); err != nil {
+			return 0, fmt.Errorf("error making the approval links: %w", err) // retried
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return -1, fmt.Errorf("invalid notification URL: %w", err)
 	}
@@ -188,7 +198,7 @@ func (n *Notifier) post(ctx context.Context, note engine.Notification) (int, err
 	req.Header.Set("User-Agent", "stitchd")
 	req.Header.Set("webhook-id", note.ID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("webhook-signature", SignWebhookAll(secrets, note.ID, ts, note.Payload))
+	req.Header.Set("webhook-signature", SignWebhookAll(secrets, note.ID, ts, body))
 	resp, err := n.cfg.Client.Do(req)
 	if err != nil {
 		if errors.Is(err, ErrAddressRefused) {

@@ -76,6 +76,15 @@ CREATE TABLE ux_decisions (
     at          timestamptz NOT NULL,
     PRIMARY KEY (run_id, key, attempt, by_email)
 );
+-- The newest vote: a live inbox's mark (store.ApprovalsMark).
+CREATE INDEX ux_decisions_at_idx ON ux_decisions (at);
+
+-- One-click approval links already used (each works once).
+CREATE TABLE used_action_links (
+    nonce    text PRIMARY KEY,
+    used_at  timestamptz NOT NULL
+);
+CREATE INDEX used_action_links_used_idx ON used_action_links (used_at);
 
 -- Whom a waiting UX node is assigned to, worked out when it starts
 -- waiting (NULL and NULL: any approver).
@@ -92,6 +101,7 @@ ALTER TABLE journey_events DROP COLUMN actor;
 ALTER TABLE runs DROP COLUMN started_by;
 ALTER TABLE node_states DROP COLUMN assign_groups;
 ALTER TABLE node_states DROP COLUMN assign_users;
+DROP TABLE used_action_links;
 DROP TABLE ux_decisions;
 DROP TABLE audit_log;
 DROP TABLE login_failures;

@@ -485,3 +485,72 @@ func (s *Store) IsParticipant(ctx context.Context, runID, email string, groups [
 	}
 	return ok, nil
 }
+
+// UserEmailsInGroups lists the emails of enabled users in any of groups.
+func (s *Store) UserEmailsInGroups(ctx context.Context, groups []string) ([]string, error) {
+	var out []string
+	err := s.db.WithContext(ctx).Raw(`SELECT email FROM users WHERE NOT disabled AND groups && ?::text[] ORDER BY email`,
+		pq.StringArray(groups)).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("error listing the members of groups %v: %w", groups, interpretError(err))
+	}
+	return out, nil
+}
+
+// UseActionLink marks a one-click link's nonce used; false when it was
+// already. Links used more than a month ago are forgotten on the way (no
+// link lives that long).
+func (s *Store) UseActionLink(ctx context.Context, nonce string, at time.Time) (bool, error) {
+	var fresh bool
+	err := s.inGormTx(ctx, func(tx *Store) error {
+		db := tx.db.WithContext(ctx)
+		if err := db.Exec(`DELETE FROM used_action_links WHERE used_at < ?`, at.Add(-31*24*time.Hour)).Error; err != nil {
+			return err
+		}
+		res := db.Exec(`INSERT INTO used_action_links (nonce, used_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, nonce, at)
+		fresh = res.RowsAffected == 1
+		return res.Error
+	})
+	if err != nil {
+		return false, fmt.Errorf("error using an approval link: %w", interpretError(err))
+	}
+	return fresh, nil
+}
+
+// ReleaseActionLink forgets a link's use (its decision failed for a
+// reason the person may retry, such as the database being away).
+func (s *Store) ReleaseActionLink(ctx context.Context, nonce string) error {
+	if err := s.db.WithContext(ctx).Exec(`DELETE FROM used_action_links WHERE nonce = ?`, nonce).Error; err != nil {
+		return fmt.Errorf("error releasing an approval link: %w", interpretError(err))
+	}
+	return nil
+}
+
+// ApprovalNode is a UX node as an approval link's page shows it.
+type ApprovalNode struct {
+	Status  engine.Status
+	Attempt int
+	// Config is the node's configuration in the run's flow version.
+	Config json.RawMessage
+}
+
+// ApprovalNode loads the node at key of run (engine.ErrNotFound when
+// there is none).
+func (s *Store) ApprovalNode(ctx context.Context, runID, key string) (*ApprovalNode, error) {
+	if !isUUID(runID) {
+		return nil, fmt.Errorf("%w: run %s not found", engine.ErrNotFound, runID)
+	}
+	var n ApprovalNode
+	var cfg []byte
+	err := s.db.WithContext(ctx).Raw(`SELECT ns.status, ns.attempt, coalesce(v.execution_graph->'nodes'->ns.node_id->'config', '{}')
+		FROM node_states ns JOIN runs r ON r.id = ns.run_id JOIN flow_versions v ON v.id = r.flow_version_id
+		WHERE ns.run_id = ? AND ns.key = ?`, runID, key).Row().Scan(&n.Status, &n.Attempt, &cfg)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: step %s of run %s not found", engine.ErrNotFound, key, runID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error loading step %s of run %s: %w", key, runID, interpretError(err))
+	}
+	n.Config = cfg
+	return &n, nil
+}

@@ -264,7 +264,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.NotifyURL != "" {
 		a.Notifications = callbacks.NewNotifier(callbacks.NotifierConfig{Store: a.Store, URL: cfg.NotifyURL, Secret: secret,
 			Signer: &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh}, Client: client, Clock: clock,
-			Logger: cfg.Logger, PollInterval: cfg.PollInterval})
+			Logger: cfg.Logger, PollInterval: cfg.PollInterval,
+			Links: &callbacks.ActionLinker{Keys: ring, BaseURL: cfg.BaseURL, Members: a.Store, Clock: clock}})
 	}
 	a.Metrics.WatchDispatchBacklog(disp.Backlog)
 	a.Hub = web.NewHub()
