@@ -105,7 +105,7 @@ func takeUpTo[T any](q *[]T, n int) []T {
 // only (a conflict, a duplicate, bad input), not the transaction.
 func itemError(err error) bool {
 	return errors.Is(err, errNoChange) || errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalidTransition) ||
-		errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidRequest)
+		errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrForbidden)
 }
 
 func (e *Engine) runBatch(runID string, items []*opItem) {
@@ -380,6 +380,13 @@ func (c *countingTx) InsertRun(ctx context.Context, r *Run) error {
 	return c.wrote(c.Tx.InsertRun(ctx, r))
 }
 func (c *countingTx) SaveRun(ctx context.Context, r *Run) error { return c.wrote(c.Tx.SaveRun(ctx, r)) }
+func (c *countingTx) AddDecision(ctx context.Context, d UXDecision) ([]Vote, bool, error) {
+	all, added, err := c.Tx.AddDecision(ctx, d)
+	if added {
+		err = c.wrote(err)
+	}
+	return all, added, err
+}
 func (c *countingTx) SaveRunWithEvents(ctx context.Context, s RunSave) error {
 	return c.wrote(c.Tx.SaveRunWithEvents(ctx, s))
 }

@@ -340,7 +340,11 @@ func (t *txn) decideUX(n *Node, cur *NodeState, p CompleteUXParams) error {
 	if outcome != "" && !slices.Contains(outcomes, outcome) {
 		return fmt.Errorf("%w: outcome %q is not one of node %s's outcomes %q", ErrInvalidRequest, outcome, cur.Key, outcomes)
 	}
-	t.outcome = outcome
+	people, by := UXPeopleOf(n), decider(p)
+	if err := t.mayDecide(n, cur, p, people); err != nil {
+		return err
+	}
+	t.outcome, t.actor = outcome, by
 	tr := &NodeTransition{Key: cur.Key, From: StatusWaitingForUser, Steps: []Status{StatusRunning, StatusCompleted}}
 	if outcome == "" || !outcomeCompletes(t.graph, n, outcome, outcomes) {
 		msg := "rejected"
@@ -353,14 +357,24 @@ func (t *txn) decideUX(n *Node, cur *NodeState, p CompleteUXParams) error {
 		case p.Comment != "":
 			msg += ": " + p.Comment // the person's reason
 		}
+		if _, decided, err := t.vote(cur, p, people, by, outcome, false); err != nil || !decided {
+			return err // a vote of several needed: the node waits on
+		}
 		tr.Steps[1], tr.Error = StatusFailed, &msg
 		return t.failWith(tr)
 	}
 	if err := checkForm(n, cur.Key, p); err != nil {
 		return err
 	}
+	votes, decided, err := t.vote(cur, p, people, by, outcome, true)
+	if err != nil || !decided {
+		return err // a vote of several needed: the node waits on
+	}
 	out, err := withDecision(cur.Input, Decision{Outcome: outcome, Answer: orNull(p.Output), Comment: p.Comment,
-		By: p.By, At: t.e.cfg.Clock.Now().UTC()})
+		By: by, At: t.e.cfg.Clock.Now().UTC()})
+	if err == nil && people.RequiredApprovals > 1 {
+		out, err = withVotes(out, votes)
+	}
 	if err != nil {
 		return err
 	}

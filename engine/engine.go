@@ -269,6 +269,10 @@ type StartRunParams struct {
 	// DeadlineSeconds, when > 0, fails the run with the reason "deadline"
 	// that long after it starts; 0 takes the flow's (settings).
 	DeadlineSeconds int
+	// StartedBy is the person who started the run (a user's email; "" for
+	// a trigger, a schedule or the admin token): a UX node with
+	// separationOfDuties refuses their decision.
+	StartedBy string
 }
 
 // StartRun creates a run pinned to p.VersionID and fires its entry nodes
@@ -421,6 +425,12 @@ type CompleteUXParams struct {
 	Error string
 	// By is who decided (a user's email, a token's name).
 	By string
+	// Actor is the person deciding, checked against the node's assignees
+	// and separation of duties (assign.go); their vote counts towards its
+	// requiredApprovals, and decision.by is their email. Nil: an internal
+	// caller (a timeout, the admin token), not checked, whose decision
+	// decides the node at once.
+	Actor *Actor
 	// timedOut: the node's deadline answered (onTimeout), not a person, so
 	// there is no answer for its form to check (checkForm).
 	timedOut bool

@@ -42,7 +42,10 @@ type JourneyEvent struct {
 	CompleteAs    *string `json:"complete_as"`
 	// EntitySeq is the entity's move count this event reached: its moves
 	// in the order they were applied (created is 1).
-	EntitySeq int64     `json:"entity_seq"`
+	EntitySeq int64 `json:"entity_seq"`
+	// Actor is who moved the entity by hand, or decided the UX step that
+	// moved it (a user's email, "timeout", …; nil when no one did).
+	Actor     *string   `json:"actor,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -67,6 +70,8 @@ type EntityMove struct {
 	NodeKey    string
 	CompleteAs string
 	SetType    string
+	// Actor is who decided the move (journey_events.actor; "" none).
+	Actor string
 }
 
 // EntityMoved is what Tx.MoveEntity reports: the entity's board, and its

@@ -136,9 +136,10 @@ func (f *fireCtx) WaitForUser() error {
 		return err
 	}
 	secs, remind := uxTimeoutSeconds(f.node), remindSeconds(f.node)
-	// A node reminded about starts on its own: the bulk start has no
-	// reminder time.
-	if f.bulkable() && remind == 0 {
+	people := UXPeopleOf(f.node)
+	// A node reminded about or assigned starts on its own: the bulk start
+	// has no reminder time and no assignees.
+	if f.bulkable() && remind == 0 && !people.Assigned() {
 		f.t.bulk.add(f, StatusWaitingForUser, secs, nil)
 		f.t.notifyApproval(NotifyApprovalRequested, f.node, f.key, f.attempt, nil)
 		return nil
@@ -146,9 +147,17 @@ func (f *fireCtx) WaitForUser() error {
 	if f.unwritten() {
 		return errNeedsRow
 	}
+	assign, err := f.assignees(people)
+	if err != nil {
+		return f.fail(err.Error()) // no one to ask
+	}
 	tr := f.start(StatusRunning, StatusWaitingForUser)
-	tr.DeadlineSeconds, tr.RemindSeconds = secs, remind
-	f.t.notifyApproval(NotifyApprovalRequested, f.node, f.key, f.attempt, nil)
+	tr.DeadlineSeconds, tr.RemindSeconds, tr.Assign = secs, remind, assign
+	var extra map[string]any
+	if assign != nil {
+		extra = map[string]any{"assignees": assign}
+	}
+	f.t.notifyApproval(NotifyApprovalRequested, f.node, f.key, f.attempt, extra)
 	return f.t.transitionLater(tr, f.node.ID, f.attempt-1)
 }
 
@@ -191,6 +200,11 @@ func (f *fireCtx) Fail(reason string) error {
 	if err := f.act(); err != nil {
 		return err
 	}
+	return f.fail(reason)
+}
+
+// fail fails the node firing, its action taken.
+func (f *fireCtx) fail(reason string) error {
 	if f.unwritten() {
 		return errNeedsRow
 	}

@@ -200,6 +200,13 @@ type Tx interface {
 	// AppendEvents inserts events with sequence numbers firstSeq, firstSeq+1, …
 	// and notifies listeners once the transaction commits.
 	AppendEvents(ctx context.Context, runID string, firstSeq int64, events []NewEvent) error
+	// Assignment returns whom UX node key of run runID is assigned to
+	// (nil: anyone).
+	Assignment(ctx context.Context, runID, key string) (*Assignees, error)
+	// AddDecision records a person's vote at a UX node's attempt unless
+	// they voted at that attempt already (added false, nothing written),
+	// and returns every vote of the attempt, oldest first.
+	AddDecision(ctx context.Context, d UXDecision) (all []Vote, added bool, err error)
 }
 
 // NodeTransition is one compare-and-set on a node state.
@@ -246,6 +253,9 @@ type NodeTransition struct {
 	// RemindSeconds, for a transition that ends waiting_for_user, is when
 	// the node is first reminded about (0: never).
 	RemindSeconds int
+	// Assign, for a transition that ends waiting_for_user, is whom the
+	// node is assigned to (nil: anyone).
+	Assign *Assignees
 }
 
 // EventWait is the event an Event node waits for.

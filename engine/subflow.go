@@ -36,7 +36,7 @@ type parentRef struct {
 func (t *txn) startRun(id string, g *ExecutionGraph, p StartRunParams, parent *parentRef) (*Run, error) {
 	ctx := t.ctx
 	r := &Run{ID: id, FlowID: p.FlowID, FlowVersionID: p.VersionID, EntityID: p.EntityID,
-		Status: RunRunning, Trigger: p.Trigger, Input: p.Input, DeadlineSeconds: p.DeadlineSeconds}
+		Status: RunRunning, Trigger: p.Trigger, Input: p.Input, DeadlineSeconds: p.DeadlineSeconds, StartedBy: p.StartedBy}
 	if r.DeadlineSeconds == 0 {
 		r.DeadlineSeconds = g.DeadlineSeconds
 	}
@@ -111,7 +111,9 @@ func (f *fireCtx) StartChild(c ChildRun) error {
 		return err
 	}
 	id := t.e.cfg.NewID()
-	p := StartRunParams{FlowID: c.Target.FlowID, VersionID: c.Target.VersionID, Input: c.Input}
+	// The person who started the parent started the child too (separation
+	// of duties holds across sub-flows).
+	p := StartRunParams{FlowID: c.Target.FlowID, VersionID: c.Target.VersionID, Input: c.Input, StartedBy: t.run.StartedBy}
 	if len(p.Input) == 0 || string(p.Input) == "null" {
 		p.Input = json.RawMessage("{}")
 	}

@@ -55,8 +55,9 @@ type txn struct {
 	// its counters, saved relative to the row.
 	speculated bool
 	// outcome is the outcome a person chose at the UX node this
-	// transaction completes ("" otherwise), for its entity movement.
-	outcome string
+	// transaction completes ("" otherwise), for its entity movement;
+	// actor is who decided it, for the journey.
+	outcome, actor string
 	// noSpeculation forbids speculate (the retry of a transaction whose
 	// speculation failed).
 	noSpeculation bool
@@ -261,7 +262,7 @@ func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, e
 // to travel with COMMIT in one round trip. It does so only when the outcome cannot
 // depend on what the database would answer: this process knows the run's
 // flow version (and so its graph); the node is a Worker that moves no
-// entity, and every node after it is a Worker or UX node at its depth
+// entity, and every node after it is a Worker or unassigned UX node at its depth
 // whose only upstream node it is (so each is pending and fires now, with
 // the callback's output as input, and the run stays running: it has work
 // left and a node that just became active). What it assumed travels with
@@ -302,6 +303,11 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 	for _, tg := range targets {
 		if !soleParent(g, tg.node) || tg.node.Depth != n.Depth || g.loopOf(tg.node.ID) != nil ||
 			(tg.node.Type != NodeTypeWorker && tg.node.Type != NodeTypeUX) {
+			return nil, false, nil
+		}
+		// An assigned UX node's assignees may need the run's entity, and
+		// failing to work them out would fail the run.
+		if tg.node.Type == NodeTypeUX && UXPeopleOf(tg.node).Assigned() {
 			return nil, false, nil
 		}
 	}
@@ -1236,8 +1242,12 @@ func (t *txn) applyMovement(n *Node, key string, success bool) error {
 	if m == nil {
 		return nil
 	}
-	return t.moveEntity(EntityMove{Kind: JourneyMoved, ToSection: m.TargetSectionID, NodeKey: key,
-		CompleteAs: m.CompleteAs, SetType: m.SetEntityType})
+	mv := EntityMove{Kind: JourneyMoved, ToSection: m.TargetSectionID, NodeKey: key,
+		CompleteAs: m.CompleteAs, SetType: m.SetEntityType}
+	if n.Type == NodeTypeUX {
+		mv.Actor = t.actor
+	}
+	return t.moveEntity(mv)
 }
 
 // moveEntity moves the run's entity and records the journey and run events.

@@ -16,6 +16,9 @@ var (
 	ErrConflict          = errors.New("conflict")
 	ErrInvalidRequest    = errors.New("invalid request")
 	ErrUnavailable       = errors.New("database unavailable")
+	// ErrForbidden: the caller may not do this (a decision at a UX node
+	// not assigned to them, or refused by separation of duties).
+	ErrForbidden = errors.New("forbidden")
 )
 
 // Run is one execution of a flow version.
@@ -50,6 +53,10 @@ type Run struct {
 	// Reran: nodes of the run were re-run by hand (RerunNode), so a
 	// pending row may carry earlier attempts.
 	Reran bool `json:"-"`
+	// StartedBy is who started the run through the API (a user's email;
+	// "" for a trigger, a schedule, the admin token). A sub-flow run
+	// inherits its parent's.
+	StartedBy string `json:"started_by,omitempty"`
 }
 
 // NodeState is one node instance of a run: the node itself for a static

@@ -217,7 +217,7 @@ func (s *Store) GetEntity(ctx context.Context, id string) (*engine.Entity, error
 // Journey lists an entity's journey, oldest first.
 func (s *Store) Journey(ctx context.Context, entityID string) ([]engine.JourneyEvent, error) {
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT id::text, kind, from_section_id, to_section_id, run_id::text, node_key,
-		complete_as, entity_seq, created_at FROM journey_events WHERE entity_id = ? ORDER BY entity_seq, created_at, id`, entityID).Rows()
+		complete_as, entity_seq, created_at, actor FROM journey_events WHERE entity_id = ? ORDER BY entity_seq, created_at, id`, entityID).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error loading journey of %s: %w", entityID, interpretError(err))
 	}
@@ -225,11 +225,12 @@ func (s *Store) Journey(ctx context.Context, entityID string) ([]engine.JourneyE
 	out := []engine.JourneyEvent{}
 	for rows.Next() {
 		var j engine.JourneyEvent
-		var from, to, run, node, as sql.NullString
-		if err := rows.Scan(&j.ID, &j.Kind, &from, &to, &run, &node, &as, &j.EntitySeq, &j.CreatedAt); err != nil {
+		var from, to, run, node, as, actor sql.NullString
+		if err := rows.Scan(&j.ID, &j.Kind, &from, &to, &run, &node, &as, &j.EntitySeq, &j.CreatedAt, &actor); err != nil {
 			return nil, interpretError(err)
 		}
 		j.FromSectionID, j.ToSectionID, j.RunID, j.NodeKey, j.CompleteAs = nullStr(from), nullStr(to), nullStr(run), nullStr(node), nullStr(as)
+		j.Actor = nullStr(actor)
 		j.CreatedAt = j.CreatedAt.UTC()
 		out = append(out, j)
 	}
@@ -360,7 +361,7 @@ func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (engine.Enti
 	out.Seq++
 	want := out.Seq
 	t.later(`INSERT INTO journey_events (id, entity_id, kind, from_section_id, to_section_id, run_id,
-		node_key, complete_as) VALUES (?, ?, ?, ?, ?, nullif(?, '')::uuid, nullif(?, ''), nullif(?, ''))
+		node_key, complete_as, actor) VALUES (?, ?, ?, ?, ?, nullif(?, '')::uuid, nullif(?, ''), nullif(?, ''), nullif(?, ''))
 		RETURNING entity_seq`,
 		func(row scanner) error {
 			var got int64
@@ -371,7 +372,7 @@ func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (engine.Enti
 				return fmt.Errorf("error counting a move of entity %s: the journey counted %d, expected %d", m.EntityID, got, want)
 			}
 			return nil
-		}, m.ID, m.EntityID, m.Kind, from, to, m.RunID, m.NodeKey, m.CompleteAs)
+		}, m.ID, m.EntityID, m.Kind, from, to, m.RunID, m.NodeKey, m.CompleteAs, m.Actor)
 	return out, nil
 }
 

@@ -75,14 +75,22 @@ type PageParams struct {
 // ApprovalsPage lists nodes waiting for a person, oldest first, one page
 // at a time; next is "" on the last page.
 func (s *Store) ApprovalsPage(ctx context.Context, p PageParams) (out []Approval, next string, err error) {
+	return s.ApprovalsPageFor(ctx, p, ApprovalFilter{})
+}
+
+// ApprovalsPageFor is ApprovalsPage narrowed to a caller's approvals.
+func (s *Store) ApprovalsPageFor(ctx context.Context, p PageParams, f ApprovalFilter) (out []Approval, next string, err error) {
 	limit := pageLimit(p.Limit)
-	where, args := "", []any{}
+	where, args, err := f.where()
+	if err != nil {
+		return nil, "", err
+	}
 	if p.Cursor != "" {
 		t, keys, err := decodePageCursor(p.Cursor, 2, 0)
 		if err != nil {
 			return nil, "", err
 		}
-		where = ` AND (ns.updated_at, ns.run_id, ns.key) > (?, ?::uuid, ?)`
+		where += ` AND (ns.updated_at, ns.run_id, ns.key) > (?, ?::uuid, ?)`
 		args = append(args, t, keys[0], keys[1])
 	}
 	out, err = s.approvals(ctx, where, append(args, limit+1))
@@ -364,7 +372,7 @@ func (s *Store) JourneyPage(ctx context.Context, entityID string, p PageParams) 
 		args = append(args, seq, t, keys[1])
 	}
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT id::text, kind, from_section_id, to_section_id, run_id::text, node_key,
-		complete_as, entity_seq, created_at FROM journey_events WHERE entity_id = ?`+where+`
+		complete_as, entity_seq, created_at, actor FROM journey_events WHERE entity_id = ?`+where+`
 		ORDER BY entity_seq, created_at, id LIMIT ?`, append(args, limit+1)...).Rows()
 	if err != nil {
 		return nil, "", fmt.Errorf("error loading journey of %s: %w", entityID, interpretError(err))
@@ -373,11 +381,12 @@ func (s *Store) JourneyPage(ctx context.Context, entityID string, p PageParams) 
 	out = []engine.JourneyEvent{}
 	for rows.Next() {
 		var j engine.JourneyEvent
-		var from, to, run, node, as sql.NullString
-		if err := rows.Scan(&j.ID, &j.Kind, &from, &to, &run, &node, &as, &j.EntitySeq, &j.CreatedAt); err != nil {
+		var from, to, run, node, as, actor sql.NullString
+		if err := rows.Scan(&j.ID, &j.Kind, &from, &to, &run, &node, &as, &j.EntitySeq, &j.CreatedAt, &actor); err != nil {
 			return nil, "", interpretError(err)
 		}
 		j.FromSectionID, j.ToSectionID, j.RunID, j.NodeKey, j.CompleteAs = nullStr(from), nullStr(to), nullStr(run), nullStr(node), nullStr(as)
+		j.Actor = nullStr(actor)
 		j.CreatedAt = j.CreatedAt.UTC()
 		out = append(out, j)
 	}

@@ -250,6 +250,12 @@ type Approval struct {
 	Deadline *time.Time
 	// Iteration is the node's loop iteration (0: the first pass).
 	Iteration int
+	// Attempt is the node's attempt; Votes are the votes of that attempt
+	// so far, oldest first.
+	Attempt int
+	Votes   []engine.Vote
+	// Assignees is whom the node is assigned to (nil: anyone).
+	Assignees *engine.Assignees
 }
 
 // Approvals lists nodes waiting for a person, oldest first, at most limit
@@ -266,7 +272,11 @@ func (s *Store) Approvals(ctx context.Context, limit int) ([]Approval, error) {
 func (s *Store) approvals(ctx context.Context, where string, args []any) ([]Approval, error) {
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT ns.run_id::text, ns.key, ns.node_id, r.flow_id::text,
 		coalesce(v.execution_graph->'nodes'->ns.node_id->'config', '{}'), ns.input, r.entity_id::text, ns.updated_at,
-		coalesce(e.name, ''), coalesce(e.type, ''), coalesce(e.board_id::text, ''), e.email, ns.deadline, ns.iteration
+		coalesce(e.name, ''), coalesce(e.type, ''), coalesce(e.board_id::text, ''), e.email, ns.deadline, ns.iteration,
+		ns.attempt, array_to_json(ns.assign_users)::text, array_to_json(ns.assign_groups)::text,
+		(SELECT json_agg(json_build_object('by', d.by_email, 'outcome', d.outcome, 'comment', d.comment,
+			'answer', d.answer, 'at', d.at) ORDER BY d.at, d.by_email)::text
+			FROM ux_decisions d WHERE d.run_id = ns.run_id AND d.key = ns.key AND d.attempt = ns.attempt)
 		FROM node_states ns JOIN runs r ON r.id = ns.run_id JOIN flow_versions v ON v.id = r.flow_version_id
 		LEFT JOIN entities e ON e.id = r.entity_id
 		WHERE ns.status = 'waiting_for_user'`+where+` ORDER BY ns.updated_at, ns.run_id, ns.key LIMIT ?`, args...).Rows()
@@ -280,9 +290,21 @@ func (s *Store) approvals(ctx context.Context, where string, args []any) ([]Appr
 		var cfg, in []byte
 		var ent, email sql.NullString
 		var deadline sql.NullTime
+		var users, groups, votes []byte
 		if err := rows.Scan(&a.RunID, &a.Key, &a.NodeID, &a.FlowID, &cfg, &in, &ent, &a.WaitingSince,
-			&a.EntityName, &a.EntityType, &a.EntityBoardID, &email, &deadline, &a.Iteration); err != nil {
+			&a.EntityName, &a.EntityType, &a.EntityBoardID, &email, &deadline, &a.Iteration,
+			&a.Attempt, &users, &groups, &votes); err != nil {
 			return nil, interpretError(err)
+		}
+		var err error
+		if a.Assignees, err = assigneesOf(users, groups); err != nil {
+			return nil, err
+		}
+		a.Votes = []engine.Vote{}
+		if votes != nil {
+			if err := json.Unmarshal(votes, &a.Votes); err != nil {
+				return nil, fmt.Errorf("error reading the votes at %s: %w", a.Key, err)
+			}
 		}
 		a.Deadline = nullTime(deadline)
 		a.Config, a.Input, a.EntityID, a.EntityEmail, a.WaitingSince = cfg, in, nullStr(ent), nullStr(email), a.WaitingSince.UTC()

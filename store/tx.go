@@ -190,7 +190,7 @@ var _ engine.Tx = (*pgTx)(nil)
 
 const runCols = `id::text, flow_id::text, flow_version_id::text, entity_id::text, status, trigger, input, output, error,
 	idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at, deadline_at,
-	parent_run_id::text, parent_key, parent_attempt, reran`
+	parent_run_id::text, parent_key, parent_attempt, reran, started_by`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -200,13 +200,14 @@ func scanRun(row scanner) (*engine.Run, error) {
 	var trigger, input, output []byte
 	var finished, deadline sql.NullTime
 	var status string
-	var parent, parentKey sql.NullString
+	var parent, parentKey, startedBy sql.NullString
 	var parentAttempt sql.NullInt64
 	if err := row.Scan(&r.ID, &r.FlowID, &r.FlowVersionID, &entity, &status, &trigger, &input, &output, &errMsg,
 		&idem, &r.ActiveNodes, &r.FailedNodes, &r.TerminalsLeft, &r.EventSeq, &r.CreatedAt, &r.UpdatedAt, &finished,
-		&deadline, &parent, &parentKey, &parentAttempt, &r.Reran); err != nil {
+		&deadline, &parent, &parentKey, &parentAttempt, &r.Reran, &startedBy); err != nil {
 		return nil, interpretError(err)
 	}
+	r.StartedBy = startedBy.String
 	r.ParentRunID, r.ParentKey, r.ParentAttempt = nullStr(parent), nullStr(parentKey), int(parentAttempt.Int64)
 	r.DeadlineAt = nullTime(deadline)
 	r.Status = engine.RunStatus(status)
@@ -298,7 +299,7 @@ func nullTime(t sql.NullTime) *time.Time {
 // leaves them out.
 const lockCols = `id::text, flow_id::text, flow_version_id::text, entity_id::text, status, NULL::jsonb, NULL::jsonb, output,
 	error, idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at, deadline_at,
-	parent_run_id::text, parent_key, parent_attempt, reran`
+	parent_run_id::text, parent_key, parent_attempt, reran, started_by`
 
 func (t *pgTx) LockRun(ctx context.Context, runID string) (*engine.Run, error) {
 	r, err := scanRun(t.raw(ctx, `SELECT `+lockCols+` FROM runs WHERE id = ? FOR UPDATE`, runID).Row())
@@ -353,9 +354,9 @@ func (t *pgTx) InsertRun(ctx context.Context, r *engine.Run) error {
 	// without a round trip. A duplicate idempotency key then fails a later
 	// statement, or the commit, with the same conflict.
 	t.later(`INSERT INTO runs (id, flow_id, flow_version_id, entity_id, status, trigger, input,
-		idempotency_key, terminals_left, deadline_at, parent_run_id, parent_key, parent_attempt)
+		idempotency_key, terminals_left, deadline_at, parent_run_id, parent_key, parent_attempt, started_by)
 		VALUES (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?,
-		CASE WHEN ? > 0 THEN now() + make_interval(secs => ?) END, ?::uuid, ?, ?) RETURNING created_at, updated_at, deadline_at`,
+		CASE WHEN ? > 0 THEN now() + make_interval(secs => ?) END, ?::uuid, ?, ?, nullif(?, '')) RETURNING created_at, updated_at, deadline_at`,
 		func(row scanner) error {
 			var deadline sql.NullTime
 			if err := row.Scan(&r.CreatedAt, &r.UpdatedAt, &deadline); err != nil {
@@ -366,7 +367,8 @@ func (t *pgTx) InsertRun(ctx context.Context, r *engine.Run) error {
 			return nil
 		},
 		r.ID, r.FlowID, r.FlowVersionID, r.EntityID, string(r.Status), string(trigger), string(r.Input),
-		r.IdempotencyKey, r.TerminalsLeft, r.DeadlineSeconds, r.DeadlineSeconds, r.ParentRunID, r.ParentKey, parentAttempt)
+		r.IdempotencyKey, r.TerminalsLeft, r.DeadlineSeconds, r.DeadlineSeconds, r.ParentRunID, r.ParentKey, parentAttempt,
+		r.StartedBy)
 	return nil
 }
 
@@ -680,6 +682,13 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 		args = append(args, tr.RemindSeconds)
 	case tr.From == engine.StatusWaitingForUser:
 		q += `, remind_at = NULL`
+	}
+	switch {
+	case tr.Assign != nil && tr.Final() == engine.StatusWaitingForUser:
+		q += `, assign_users = ?::text[], assign_groups = ?::text[]`
+		args = append(args, nonNil(tr.Assign.Users), nonNil(tr.Assign.Groups))
+	case tr.Final() == engine.StatusWaitingForUser:
+		q += `, assign_users = NULL, assign_groups = NULL`
 	}
 	q += ` WHERE run_id = ? AND key = ? AND status = ? AND (? = 0 OR attempt = ?)`
 	args = append(args, tr.RunID, tr.Key, string(tr.From), tr.Attempt, tr.Attempt)

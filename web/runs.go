@@ -36,13 +36,16 @@ type runJSON struct {
 	// run (a sub-flow run).
 	ParentRunID *string `json:"parent_run_id,omitempty"`
 	ParentKey   *string `json:"parent_key,omitempty"`
+	// StartedBy is the person who started the run (none: a trigger, a
+	// schedule, the admin token).
+	StartedBy string `json:"started_by,omitempty"`
 }
 
 func toRunJSON(r *engine.Run) runJSON {
 	return runJSON{ID: r.ID, FlowID: r.FlowID, FlowVersionID: r.FlowVersionID, Status: r.Status,
 		Input: nullJSON(r.Input), Output: nullJSON(r.Output), Error: r.Error, EntityID: r.EntityID, Trigger: r.Trigger,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, DeadlineAt: r.DeadlineAt,
-		ParentRunID: r.ParentRunID, ParentKey: r.ParentKey}
+		ParentRunID: r.ParentRunID, ParentKey: r.ParentKey, StartedBy: r.StartedBy}
 }
 
 func nullJSON(b json.RawMessage) json.RawMessage {

@@ -1,0 +1,368 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Assignment and decisions (README, Approvals): a UX node may be assigned
+// to people and groups (data.assignees: static, or an expression over its
+// input evaluated when it starts waiting), may need requiredApprovals
+// distinct people to choose the same outcome before it completes
+// (rejectPolicy says whether one rejecting vote is enough), and may refuse
+// a decision by the person who started the run (separationOfDuties). Each
+// person's vote is a row of ux_decisions, keyed by the node's attempt, so
+// a retried node starts with none.
+
+// Actor is a person deciding at a UX node (CompleteUXParams.Actor).
+type Actor struct {
+	Email  string
+	Groups []string
+	// Override: may decide any approval, assigned or not (admins).
+	// Separation of duties still holds.
+	Override bool
+}
+
+// Assignees is whom a UX node waiting for a person is assigned to: any of
+// Users (emails, lower case) or any member of one of Groups.
+type Assignees struct {
+	Users  []string `json:"users"`
+	Groups []string `json:"groups"`
+}
+
+// Includes reports whether actor is one of the assignees (nil: anyone is).
+func (a *Assignees) Includes(actor *Actor) bool {
+	if a == nil {
+		return true
+	}
+	for _, u := range a.Users {
+		if strings.EqualFold(u, actor.Email) {
+			return true
+		}
+	}
+	for _, g := range a.Groups {
+		if slices.Contains(actor.Groups, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// Vote is one person's decision at a UX node's attempt: a row of
+// ux_decisions, and an entry of an N-of-M node's output "decisions".
+type Vote struct {
+	By      string          `json:"by"`
+	Outcome string          `json:"outcome"`
+	Comment string          `json:"comment"`
+	Answer  json.RawMessage `json:"answer"`
+	At      time.Time       `json:"at"`
+}
+
+// UXDecision is a vote at attempt Attempt of node Key of run RunID
+// (Tx.AddDecision).
+type UXDecision struct {
+	RunID, Key string
+	Attempt    int
+	Vote
+}
+
+// Reject policies: with "any", one vote for an outcome that does not
+// complete the node (reject) decides it; with "majority" such an outcome
+// needs requiredApprovals votes too.
+const (
+	RejectAny      = "any"
+	RejectMajority = "majority"
+)
+
+// EventApprovalVote: a person voted at an N-of-M UX node
+// (requiredApprovals > 1); the node keeps waiting unless the vote decided.
+const EventApprovalVote = "approval.vote"
+
+// UXPeople is what a UX node's data says about who decides it.
+type UXPeople struct {
+	// Assignees is data.assignees as written: an object {users, groups},
+	// or a string (an expression), or nothing.
+	Assignees          json.RawMessage `json:"assignees"`
+	RequiredApprovals  int             `json:"requiredApprovals"`
+	RejectPolicy       string          `json:"rejectPolicy"`
+	SeparationOfDuties bool            `json:"separationOfDuties"`
+}
+
+// UXPeopleOf reads a UX node's people settings, with their defaults
+// (requiredApprovals 1, rejectPolicy any).
+func UXPeopleOf(n *Node) UXPeople {
+	var p UXPeople
+	if len(n.Config) > 0 {
+		_ = json.Unmarshal(n.Config, &p) // the compiler checked it
+	}
+	if p.RequiredApprovals < 1 {
+		p.RequiredApprovals = 1
+	}
+	if p.RejectPolicy == "" {
+		p.RejectPolicy = RejectAny
+	}
+	return p
+}
+
+// Assigned reports whether the node names assignees.
+func (p UXPeople) Assigned() bool {
+	a := strings.TrimSpace(string(p.Assignees))
+	return a != "" && a != "null"
+}
+
+// expression returns the assignees expression, if assignees is one.
+func (p UXPeople) expression() (string, bool) {
+	var src string
+	if json.Unmarshal(p.Assignees, &src) != nil {
+		return "", false
+	}
+	return src, true
+}
+
+// Limits of assignees.
+const (
+	MaxAssignees   = 1000
+	maxEmailLen    = 320
+	maxGroupLen    = 200
+	maxRequiredVal = 1000
+)
+
+// MaxRequiredApprovals bounds requiredApprovals.
+const MaxRequiredApprovals = maxRequiredVal
+
+// AssigneesOf reads assignees from a value: an email, a list of emails, or
+// an object {users: email or [emails], groups: name or [names]}. Emails
+// are trimmed and lowered, repeats dropped. The error says what was wrong
+// for the person who wrote the flow.
+func AssigneesOf(v any) (*Assignees, error) {
+	a := &Assignees{Users: []string{}, Groups: []string{}}
+	var err error
+	switch x := v.(type) {
+	case string, []any, []string:
+		a.Users, err = names(x, "the value", CheckEmail, true)
+	case map[string]any:
+		for k, e := range x {
+			switch k {
+			case "users":
+				a.Users, err = names(e, "users", CheckEmail, true)
+			case "groups":
+				a.Groups, err = names(e, "groups", CheckGroup, false)
+			default:
+				err = fmt.Errorf("has %q: only users and groups are allowed", k)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	default:
+		return nil, fmt.Errorf("gave %s, not an email, a list of emails or {users, groups}", describe(v))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(a.Users) == 0 && len(a.Groups) == 0 {
+		return nil, fmt.Errorf("names no one (no users and no groups)")
+	}
+	if len(a.Users)+len(a.Groups) > MaxAssignees {
+		return nil, fmt.Errorf("names %d users and groups, more than %d", len(a.Users)+len(a.Groups), MaxAssignees)
+	}
+	return a, nil
+}
+
+// names reads a string or a list of strings, each trimmed, checked by
+// check, and lowered when lower is set.
+func names(v any, what string, check func(string) error, lower bool) ([]string, error) {
+	var list []string
+	switch x := v.(type) {
+	case string:
+		list = []string{x}
+	case []string:
+		list = x
+	case []any:
+		for i, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("%s[%d] is %s, not a string", what, i, describe(e))
+			}
+			list = append(list, s)
+		}
+	default:
+		return nil, fmt.Errorf("%s is %s, not a string or a list of strings", what, describe(v))
+	}
+	out := make([]string, 0, len(list))
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if err := check(s); err != nil {
+			return nil, err
+		}
+		if lower {
+			s = strings.ToLower(s)
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// CheckEmail checks an assignee's email: not empty, with an @, at most 320
+// bytes.
+func CheckEmail(s string) error {
+	if s == "" || len(s) > maxEmailLen || !strings.Contains(s, "@") || strings.ContainsAny(s, " \t\r\n") {
+		return fmt.Errorf("%q is not an email address", s)
+	}
+	return nil
+}
+
+// CheckGroup checks a group's name: not empty, at most 200 bytes.
+func CheckGroup(s string) error {
+	if s == "" || len(s) > maxGroupLen {
+		return fmt.Errorf("%q is not a group name (1 to %d characters)", s, maxGroupLen)
+	}
+	return nil
+}
+
+// describe names a value's JSON kind for an error.
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case int, int64, float64, json.Number:
+		return "a number"
+	case string:
+		return fmt.Sprintf("the string %q", x)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// assignees works out whom the UX node firing is assigned to (nil: no
+// one in particular), evaluating its expression over its input.
+func (f *fireCtx) assignees(p UXPeople) (*Assignees, error) {
+	if !p.Assigned() {
+		return nil, nil
+	}
+	if src, ok := p.expression(); ok {
+		v, err := f.Eval(src)
+		if err != nil {
+			return nil, fmt.Errorf("the assignees expression of node %s could not be evaluated: %s", f.key, ExprMessage(err))
+		}
+		a, err := AssigneesOf(v)
+		if err != nil {
+			return nil, fmt.Errorf("the assignees expression of node %s %s", f.key, err)
+		}
+		return a, nil
+	}
+	v, err := decodeJSON(p.Assignees)
+	if err != nil {
+		return nil, err
+	}
+	a, err := AssigneesOf(v)
+	if err != nil {
+		return nil, fmt.Errorf("the assignees of node %s: %s", f.key, err)
+	}
+	return a, nil
+}
+
+// mayDecide checks that p's actor may decide UX node n (cur: its state):
+// separation of duties (the person who started the run may not, admins
+// included), then the node's assignees (anyone when it has none; an
+// override decides any). An internal caller (no actor) is not checked.
+func (t *txn) mayDecide(n *Node, cur *NodeState, p CompleteUXParams, people UXPeople) error {
+	a := p.Actor
+	if a == nil {
+		return nil
+	}
+	if strings.TrimSpace(a.Email) == "" {
+		return fmt.Errorf("%w: a decision needs a person with an email", ErrForbidden)
+	}
+	if people.SeparationOfDuties && t.run.StartedBy != "" && strings.EqualFold(t.run.StartedBy, a.Email) {
+		return fmt.Errorf("%w: separation of duties: %s started run %s, so someone else must decide its step %s",
+			ErrForbidden, a.Email, t.run.ID, cur.Key)
+	}
+	if a.Override {
+		return nil
+	}
+	as, err := t.tx.Assignment(t.ctx, t.run.ID, cur.Key)
+	if err != nil {
+		return fmt.Errorf("error loading the assignees of %s: %w", cur.Key, err)
+	}
+	if !as.Includes(a) {
+		return fmt.Errorf("%w: step %s of run %s is not assigned to %s or to a group of theirs", ErrForbidden, cur.Key,
+			t.run.ID, a.Email)
+	}
+	return nil
+}
+
+// vote records p's decision (outcome; completes: whether that outcome
+// completes the node) at the node's current attempt and reports whether
+// the node is decided now, with every vote of the attempt, oldest first.
+// An internal caller's decision decides at once; a person's counts
+// towards requiredApprovals of the same outcome (one vote for an outcome
+// that does not complete the node is enough under rejectPolicy any). A
+// second vote by the same person is a conflict.
+func (t *txn) vote(cur *NodeState, p CompleteUXParams, people UXPeople, by, outcome string, completes bool) ([]Vote, bool, error) {
+	if cur.Status != StatusWaitingForUser {
+		return nil, false, &TransitionError{Key: cur.Key, Want: StatusWaitingForUser, Current: cur}
+	}
+	v := Vote{By: by, Outcome: outcome, Comment: p.Comment, Answer: orNull(p.Output), At: t.e.cfg.Clock.Now().UTC()}
+	all, added, err := t.tx.AddDecision(t.ctx, UXDecision{RunID: t.run.ID, Key: cur.Key, Attempt: cur.Attempt, Vote: v})
+	if err != nil {
+		return nil, false, fmt.Errorf("error recording the decision of %s at %s: %w", by, cur.Key, err)
+	}
+	if !added {
+		return nil, false, fmt.Errorf("%w: %s already decided step %s of run %s (attempt %d); each person decides once",
+			ErrConflict, by, cur.Key, t.run.ID, cur.Attempt)
+	}
+	need := people.RequiredApprovals
+	if !completes && people.RejectPolicy != RejectMajority {
+		need = 1
+	}
+	count := 0
+	for _, o := range all {
+		if o.Outcome == outcome {
+			count++
+		}
+	}
+	decided := p.Actor == nil || count >= need
+	if people.RequiredApprovals > 1 {
+		t.event(EventApprovalVote, cur.Key, map[string]any{"attempt": cur.Attempt, "by": by, "outcome": outcome,
+			"comment": v.Comment, "votes": count, "required": need, "decided": decided})
+	}
+	return all, decided, nil
+}
+
+// decider is who decides p: the actor's email, else p.By ("system" when
+// empty).
+func decider(p CompleteUXParams) string {
+	switch {
+	case p.Actor != nil:
+		return p.Actor.Email
+	case p.By != "":
+		return p.By
+	}
+	return "system"
+}
+
+// withVotes adds every vote of an N-of-M node (oldest first) to its
+// output object, under "decisions".
+func withVotes(out json.RawMessage, votes []Vote) (json.RawMessage, error) {
+	obj := map[string]json.RawMessage{}
+	if err := json.Unmarshal(out, &obj); err != nil {
+		return nil, fmt.Errorf("error decoding a UX node's output: %w", err)
+	}
+	vj, err := json.Marshal(votes)
+	if err != nil {
+		return nil, fmt.Errorf("error encoding decisions: %w", err)
+	}
+	obj["decisions"] = vj
+	return json.Marshal(obj)
+}

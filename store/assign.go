@@ -1,0 +1,167 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/lib/pq"
+
+	"github.com/stitchd/stitchd/engine"
+)
+
+// Assignment and decisions at UX nodes (engine/assign.go): whom a waiting
+// node is assigned to (node_states.assign_users, assign_groups) and the
+// votes of each attempt (ux_decisions).
+
+// nonNil is s, or an empty list for nil (written as '{}', not NULL).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Assignment implements engine.Tx.
+func (t *pgTx) Assignment(ctx context.Context, runID, key string) (*engine.Assignees, error) {
+	var users, groups []byte
+	err := t.raw(ctx, `SELECT array_to_json(assign_users)::text, array_to_json(assign_groups)::text
+		FROM node_states WHERE run_id = ? AND key = ?`, runID, key).Row().Scan(&users, &groups)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", key, interpretError(err))
+	}
+	return assigneesOf(users, groups)
+}
+
+// assigneesOf reads the two columns as array_to_json gives them (nil for
+// NULL): nil when both are NULL.
+func assigneesOf(users, groups []byte) (*engine.Assignees, error) {
+	if users == nil && groups == nil {
+		return nil, nil
+	}
+	a := &engine.Assignees{Users: []string{}, Groups: []string{}}
+	if users != nil {
+		if err := json.Unmarshal(users, &a.Users); err != nil {
+			return nil, fmt.Errorf("error reading assignees: %w", err)
+		}
+	}
+	if groups != nil {
+		if err := json.Unmarshal(groups, &a.Groups); err != nil {
+			return nil, fmt.Errorf("error reading assignees: %w", err)
+		}
+	}
+	a.Users, a.Groups = nonNil(a.Users), nonNil(a.Groups)
+	return a, nil
+}
+
+// AddDecision implements engine.Tx: one statement inserts the vote (or
+// nothing, for a person who voted at that attempt already) and reads the
+// attempt's votes; the insert's own row comes from its RETURNING (the
+// statement's snapshot does not see it).
+func (t *pgTx) AddDecision(ctx context.Context, d engine.UXDecision) ([]engine.Vote, bool, error) {
+	rows, err := t.raw(ctx, `WITH ins AS (
+		INSERT INTO ux_decisions (run_id, key, attempt, by_email, outcome, comment, answer, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?::jsonb, ?) ON CONFLICT DO NOTHING
+		RETURNING by_email, outcome, comment, answer, at)
+		SELECT by_email, outcome, comment, answer, at, false FROM ux_decisions WHERE run_id = ? AND key = ? AND attempt = ?
+		UNION ALL SELECT by_email, outcome, comment, answer, at, true FROM ins
+		ORDER BY 5, 1`,
+		d.RunID, d.Key, d.Attempt, d.By, d.Outcome, d.Comment, jsonArg(d.Answer), d.At,
+		d.RunID, d.Key, d.Attempt).Rows()
+	if err != nil {
+		return nil, false, interpretError(err)
+	}
+	defer rows.Close()
+	var all []engine.Vote
+	added := false
+	for rows.Next() {
+		var v engine.Vote
+		var answer []byte
+		var mine bool
+		if err := rows.Scan(&v.By, &v.Outcome, &v.Comment, &answer, &v.At, &mine); err != nil {
+			return nil, false, interpretError(err)
+		}
+		v.Answer, v.At = nullRaw(answer), v.At.UTC()
+		added = added || mine
+		all = append(all, v)
+	}
+	return all, added, interpretError(rows.Err())
+}
+
+// nullRaw is a JSON value read from a nullable column (null for NULL).
+func nullRaw(b []byte) json.RawMessage {
+	if b == nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// Votes lists the votes of attempt of UX node key of run runID, oldest
+// first.
+func (s *Store) Votes(ctx context.Context, runID, key string, attempt int) ([]engine.Vote, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT by_email, outcome, comment, answer, at FROM ux_decisions
+		WHERE run_id = ? AND key = ? AND attempt = ? ORDER BY at, by_email`, runID, key, attempt).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error loading the decisions at %s: %w", key, interpretError(err))
+	}
+	defer rows.Close()
+	out := []engine.Vote{}
+	for rows.Next() {
+		var v engine.Vote
+		var answer []byte
+		if err := rows.Scan(&v.By, &v.Outcome, &v.Comment, &answer, &v.At); err != nil {
+			return nil, interpretError(err)
+		}
+		v.Answer, v.At = nullRaw(answer), v.At.UTC()
+		out = append(out, v)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// Which approvals a caller lists (ApprovalFilter.Assigned).
+const (
+	// AssignedMe: those assigned to the caller's email, and the
+	// unassigned ones.
+	AssignedMe = "me"
+	// AssignedGroups: those assigned to one of the caller's groups.
+	AssignedGroups = "groups"
+	// AssignedAll: every one the caller may see.
+	AssignedAll = "all"
+)
+
+// ApprovalFilter narrows the approvals listed to a caller's.
+type ApprovalFilter struct {
+	// Assigned is AssignedMe, AssignedGroups or AssignedAll ("": all).
+	Assigned string
+	// Email and Groups are the caller's.
+	Email  string
+	Groups []string
+	// Decidable keeps only what the caller may decide (assigned to them,
+	// to one of their groups, or to no one): an approver's view.
+	Decidable bool
+}
+
+// where is the filter's SQL condition (" AND …") over node_states ns,
+// and its arguments.
+func (f ApprovalFilter) where() (string, []any, error) {
+	const unassigned = `(ns.assign_users IS NULL AND ns.assign_groups IS NULL)`
+	const mine = `lower(?) = ANY(ns.assign_users)`
+	const ours = `ns.assign_groups && ?::text[]`
+	groups := pq.StringArray(nonNil(f.Groups)) // gorm would spread a []string
+	var where string
+	var args []any
+	switch f.Assigned {
+	case AssignedMe:
+		where, args = ` AND (`+unassigned+` OR `+mine+`)`, []any{f.Email}
+	case AssignedGroups:
+		where, args = ` AND `+ours, []any{groups}
+	case AssignedAll, "":
+	default:
+		return "", nil, fmt.Errorf("%w: assigned must be me, groups or all", engine.ErrInvalidRequest)
+	}
+	if f.Decidable {
+		where += ` AND (` + unassigned + ` OR ` + mine + ` OR ` + ours + `)`
+		args = append(args, f.Email, groups)
+	}
+	return where, args, nil
+}
