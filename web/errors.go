@@ -86,6 +86,8 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusNotFound, "not_found", err.Error())
 	case errors.Is(err, engine.ErrConflict), errors.Is(err, engine.ErrInvalidTransition):
 		return errorf(http.StatusConflict, "conflict", err.Error())
+	case errors.Is(err, engine.ErrForbidden):
+		return errorf(http.StatusForbidden, "forbidden", err.Error())
 	case errors.Is(err, engine.ErrUnavailable):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the database is unavailable; try again")
 	}

@@ -114,7 +114,7 @@ func (s *Server) startRun(c echo.Context) error {
 	}
 	run, _, err := s.cfg.Engine.StartRun(ctx, engine.StartRunParams{FlowID: flowID, VersionID: versionID,
 		Input: b.Input, EntityID: b.EntityID, Trigger: json.RawMessage(`{"type":"api"}`), IdempotencyKey: key,
-		DeadlineSeconds: deadline})
+		DeadlineSeconds: deadline, StartedBy: startedByOf(c)})
 	if err != nil {
 		return err
 	}
@@ -371,7 +371,7 @@ func (s *Server) completeNode(c echo.Context) error {
 	}
 	err = s.cfg.Engine.CompleteUX(c.Request().Context(), engine.CompleteUXParams{RunID: id, Key: c.Param("key"),
 		Outcome: b.Outcome, Status: engine.Status(b.Status), Output: b.Output, Comment: b.Comment, Error: b.Error,
-		By: actorOf(c)})
+		By: actorOf(c), Actor: deciderOf(c)})
 	if err != nil {
 		return err
 	}
@@ -384,9 +384,14 @@ const maxDeadlineSeconds = 366 * 24 * 3600
 // maxCommentLen bounds a decision's comment.
 const maxCommentLen = 4096
 
-// actorOf names who made a request, for the records of what they decided.
-// One admin token opens the API today: its holder is "admin".
-func actorOf(echo.Context) string { return "admin" }
+// actorOf names who made a request, for the records of what they decided:
+// the user's email, "admin" for the admin token.
+func actorOf(c echo.Context) string {
+	if p := principalOf(c); p != nil {
+		return p.Email()
+	}
+	return "admin"
+}
 
 func (s *Server) approvals(c echo.Context) error {
 	p, err := pageParams(c)
@@ -415,6 +420,13 @@ func (s *Server) approvals(c echo.Context) error {
 		RemindAfterSeconds *float64 `json:"remind_after_seconds,omitempty"`
 		// Form: the JSON Schema of the answer (data.form), when it has one.
 		Form json.RawMessage `json:"form,omitempty"`
+		// Assignees: whom the node is assigned to (null: anyone who may
+		// decide approvals); RequiredApprovals and RejectPolicy: how many
+		// people must agree; Votes: the votes of its attempt so far.
+		Assignees         *engine.Assignees `json:"assignees"`
+		RequiredApprovals int               `json:"required_approvals"`
+		RejectPolicy      string            `json:"reject_policy"`
+		Votes             []engine.Vote     `json:"votes"`
 	}
 	out := make([]aj, len(as))
 	for i, a := range as {
@@ -434,7 +446,10 @@ func (s *Server) approvals(c echo.Context) error {
 				"board_id": a.EntityBoardID}
 		}
 		out[i] = aj{a.RunID, a.Key, a.NodeID, a.FlowID, cfg.Label, cfg.Prompt, nullJSON(a.Input), ent, a.WaitingSince,
-			engine.UXOutcomes(&engine.Node{Config: a.Config}), a.Deadline, nil, a.Iteration, cfg.Remind, engine.FormOf(a.Config)}
+			engine.UXOutcomes(&engine.Node{Config: a.Config}), a.Deadline, nil, a.Iteration, cfg.Remind, engine.FormOf(a.Config),
+			a.Assignees, 0, "", a.Votes}
+		people := engine.UXPeopleOf(&engine.Node{Config: a.Config})
+		out[i].RequiredApprovals, out[i].RejectPolicy = people.RequiredApprovals, people.RejectPolicy
 		if a.Deadline != nil {
 			out[i].OnTimeout = cfg.OnTimeout
 			if out[i].OnTimeout == nil {
