@@ -554,3 +554,21 @@ func (s *Store) ApprovalNode(ctx context.Context, runID, key string) (*ApprovalN
 	n.Config = cfg
 	return &n, nil
 }
+
+// ApprovalsMark sums up the approvals f selects: their count, and a mark
+// that changes when one is added, decided or voted on (the newest waiting
+// node's time and the newest vote's). A live inbox re-reads its list when
+// the mark moves.
+func (s *Store) ApprovalsMark(ctx context.Context, f ApprovalFilter) (count int, mark string, err error) {
+	where, args, err := f.where()
+	if err != nil {
+		return 0, "", err
+	}
+	err = s.db.WithContext(ctx).Raw(`SELECT count(*), coalesce(max(ns.updated_at)::text, '') || '|' ||
+		coalesce((SELECT max(at)::text FROM ux_decisions), '') || '|' || count(*)
+		FROM node_states ns WHERE ns.status = 'waiting_for_user'`+where, args...).Row().Scan(&count, &mark)
+	if err != nil {
+		return 0, "", fmt.Errorf("error summing up approvals: %w", interpretError(err))
+	}
+	return count, mark, nil
+}

@@ -191,7 +191,6 @@ func TestSignInRefusals(t *testing.T) {
 	require.Len(t, users, 2)
 }
 
-
 func TestPersonalTokens(t *testing.T) {
 	st := storetest.TestTx(t)
 	h, _ := peopleServer(t, st)

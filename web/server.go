@@ -127,6 +127,8 @@ func New(cfg Config) *Server {
 	e.GET("/readyz", s.readyz)
 	e.POST("/callbacks/:token", s.callback)
 	e.POST("/hooks/:slug", s.hook)
+	e.GET("/approve/:token", s.approveForm)
+	e.POST("/approve/:token", s.approveSubmit)
 
 	e.POST("/api/v1/auth/login", s.login)
 	api := e.Group("/api/v1", s.auth)
@@ -164,6 +166,7 @@ func New(cfg Config) *Server {
 	api.GET("/runs/:id/events", s.runEvents)
 	api.GET("/events", s.allEvents)
 	api.GET("/approvals", s.approvals)
+	api.GET("/approvals/stream", s.approvalsStream)
 	api.POST("/boards", s.createBoard)
 	api.GET("/boards", s.listBoards)
 	api.GET("/webhook-secret", s.webhookSecret)

@@ -125,13 +125,13 @@ type App struct {
 	notifier *store.Notifier
 	// nextSessionSweep is when the sweeper next drops expired sessions.
 	nextSessionSweep time.Time
-	http     *http.Server
-	listener net.Listener
-	cluster  *localpg.Cluster
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	stopOnce sync.Once
-	stopErr  error
+	http             *http.Server
+	listener         net.Listener
+	cluster          *localpg.Cluster
+	cancel           context.CancelFunc
+	wg               sync.WaitGroup
+	stopOnce         sync.Once
+	stopErr          error
 	// URL is the address the server listens on (http://host:port).
 	URL string
 

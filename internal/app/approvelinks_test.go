@@ -1,0 +1,125 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/callbacks"
+	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/store"
+)
+
+// page fetches an approval link's page (GET, or POST with a comment).
+func (h *harness) page(method, link, comment string) (int, string) {
+	h.t.Helper()
+	var resp *http.Response
+	var err error
+	if method == http.MethodPost {
+		resp, err = h.client.PostForm(link, url.Values{"comment": {comment}})
+	} else {
+		resp, err = h.client.Get(link)
+	}
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestApprovalLinks: an approval.requested notification carries a signed
+// link per assignee (users named and members of groups named) and
+// outcome; the link's page asks to confirm and decides nothing; the POST
+// decides as that person, once; a tampered, expired, or stale link
+// decides nothing.
+func TestApprovalLinks(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, 0)
+	h := newHarness(t, func(c *app.Config) { c.NotifyURL = rcv.srv.URL })
+	ctx := context.Background()
+	for _, u := range []struct{ email, role string }{{"ann@example.com", "approver"}, {"off@example.com", "approver"}} {
+		_, err := h.app.Store.CreateUser(ctx, store.CreateUserParams{ID: uuid.NewString(), Email: u.email, Name: u.email,
+			Role: u.role, Groups: []string{"finance"}, Now: time.Now()})
+		require.NoError(t, err)
+	}
+	disabled := true
+	off, err := h.app.Store.UserByEmail(ctx, "off@example.com")
+	require.NoError(t, err)
+	_, err = h.app.Store.UpdateUser(ctx, off.ID, store.UpdateUserParams{Disabled: &disabled, Now: time.Now()})
+	require.NoError(t, err)
+
+	flow, v := h.askFlow(map[string]any{"assignees": map[string]any{"users": []string{"bob@example.com"}, "groups": []string{"finance"}},
+		"outcomes": []string{"approve", "reject"}})
+	run := h.startBy(flow, v, "", map[string]any{"amount": 5})
+	note := h.notified(rcv, run, "approval.requested", 1)[0]
+	var body struct {
+		Links []callbacks.ActionLink `json:"links"`
+	}
+	require.NoError(t, json.Unmarshal(note.Body, &body))
+	links := map[string]string{}
+	for _, l := range body.Links {
+		require.True(t, strings.HasPrefix(l.URL, h.app.URL+"/approve/"), l.URL)
+		require.True(t, l.ExpiresAt.After(time.Now().Add(6*24*time.Hour)), "a week to decide")
+		links[l.Email+" "+l.Outcome] = l.URL
+	}
+	// bob by name, ann as a member of finance; the disabled member has none.
+	require.Len(t, links, 4, "%v", links)
+	ann := links["ann@example.com approve"]
+	require.NotEmpty(t, ann)
+	require.NotEmpty(t, links["bob@example.com reject"])
+
+	// GET only asks.
+	code, html := h.page(http.MethodGet, ann, "")
+	require.Equal(t, http.StatusOK, code, html)
+	require.Contains(t, html, "Confirm: approve")
+	require.Contains(t, html, "ann@example.com")
+	require.Equal(t, "waiting_for_user", h.run(run).Nodes["ask"].Status, "opening the link decides nothing")
+
+	// A tampered link is refused.
+	i := strings.LastIndex(ann, ".") + 3
+	tampered := ann[:i] + string("AB"[strings.IndexByte("AB", ann[i])+1&1]) + ann[i+1:]
+	code, _ = h.page(http.MethodPost, tampered, "")
+	require.Equal(t, http.StatusNotFound, code)
+
+	// An expired one too.
+	claims, err := h.app.Keys.VerifyAction(strings.TrimPrefix(ann, h.app.URL+"/approve/"), time.Now())
+	require.NoError(t, err)
+	claims.Expiry, claims.Nonce = time.Now().Add(-time.Second), "other"
+	old, err := h.app.Keys.MintAction(claims)
+	require.NoError(t, err)
+	code, html = h.page(http.MethodPost, h.app.URL+"/approve/"+old, "")
+	require.Equal(t, http.StatusGone, code, html)
+	require.Equal(t, "waiting_for_user", h.run(run).Nodes["ask"].Status)
+
+	// POST decides, as ann.
+	code, html = h.page(http.MethodPost, ann, "fine by me")
+	require.Equal(t, http.StatusOK, code, html)
+	require.Contains(t, html, "Your decision (approve) is recorded")
+	out := h.askOutput(run)
+	require.Equal(t, "approve", out.Decision.Outcome)
+	require.Equal(t, "ann@example.com", out.Decision.By)
+	require.Equal(t, "fine by me", out.Decision.Comment)
+
+	// Once.
+	code, html = h.page(http.MethodPost, ann, "")
+	require.Equal(t, http.StatusGone, code, html)
+	require.Contains(t, html, "already used")
+	// Another link of the decided step: nothing to decide.
+	code, html = h.page(http.MethodPost, links["bob@example.com reject"], "")
+	require.Equal(t, http.StatusConflict, code, html)
+	require.Equal(t, "completed", h.run(run).Nodes["ask"].Status)
+
+	entries, _, err := h.app.Store.AuditPage(ctx, store.AuditFilter{Target: "run:" + run})
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.Equal(t, "ann@example.com", entries[0].Actor)
+	require.Equal(t, "POST /approve/:token", entries[0].Action)
+	require.Equal(t, "link", entries[0].Details["via"])
+}
