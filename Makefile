@@ -42,7 +42,9 @@ test: deps-test test-go fuzz-short
 
 test-go:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m ./...
+	@# -parallel 4: the suite's tests mostly wait on Postgres and loopback
+	@# HTTP, so four at a time on two cores halves internal/app's time.
+	$(GO) test -race -count=1 -parallel 4 -timeout 30m ./...
 
 fuzz-short:
 	$(GO) test -run='^$$' -fuzz='^FuzzCompile$$' -fuzztime=$(FUZZTIME) ./compiler
