@@ -238,11 +238,11 @@ func (s *Store) Journey(ctx context.Context, entityID string) ([]engine.JourneyE
 }
 
 // MoveEntityManually moves an entity to a section of its board and records
-// a manual_move journey event. The caller notifies board listeners after
+// a manual_move journey event naming actor (who moved it). The caller notifies board listeners after
 // it (a Notifier's "entity:<id>" key), in the same coalesced stream of
 // notifications as the runs' changes, so that streams see the two in
 // order.
-func (s *Store) MoveEntityManually(ctx context.Context, entityID, sectionID, journeyID string) error {
+func (s *Store) MoveEntityManually(ctx context.Context, entityID, sectionID, journeyID, actor string) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var ok bool
 		if err := tx.Raw(`SELECT EXISTS (SELECT 1 FROM entities e JOIN sections s ON s.board_id = e.board_id
@@ -257,7 +257,7 @@ func (s *Store) MoveEntityManually(ctx context.Context, entityID, sectionID, jou
 		}
 		q := &sqlQuerier{conn: tx.Statement.ConnPool}
 		_, err := (&pgTx{q: q, binds: s.binds}).MoveEntity(ctx, engine.EntityMove{ID: journeyID, EntityID: entityID,
-			Kind: engine.JourneyManualMove, ToSection: sectionID})
+			Kind: engine.JourneyManualMove, ToSection: sectionID, Actor: actor})
 		if err != nil {
 			return err
 		}

@@ -193,7 +193,7 @@ func TestMigrationNumbersExistingJourneys(t *testing.T) {
 	// The next move continues the count, and so does a journey event
 	// written without one (by a stitchd of before the migration, still
 	// running during a rolling upgrade).
-	require.NoError(t, st.MoveEntityManually(ctx, "00000000-0000-0000-0000-0000000000e1", "new", "00000000-0000-0000-0000-000000000a06"))
+	require.NoError(t, st.MoveEntityManually(ctx, "00000000-0000-0000-0000-0000000000e1", "new", "00000000-0000-0000-0000-000000000a06", "admin"))
 	require.Equal(t, []int64{1, 2, 3, 4}, seqs("00000000-0000-0000-0000-0000000000e1"))
 	_, err = db.ExecContext(ctx, `INSERT INTO journey_events (id, entity_id, kind, to_section_id)
 		VALUES ('00000000-0000-0000-0000-000000000a07', '00000000-0000-0000-0000-0000000000e1', 'manual_move', 'won')`)

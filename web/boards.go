@@ -256,7 +256,7 @@ func (s *Server) moveEntity(c echo.Context) error {
 	if b.SectionID == "" {
 		return badRequest("section_id is required")
 	}
-	if err := s.cfg.Store.MoveEntityManually(c.Request().Context(), id, b.SectionID, uuid.NewString()); err != nil {
+	if err := s.cfg.Store.MoveEntityManually(c.Request().Context(), id, b.SectionID, uuid.NewString(), principalOf(c).Email()); err != nil {
 		return err
 	}
 	if s.cfg.Notify != nil {

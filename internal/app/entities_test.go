@@ -46,6 +46,7 @@ type entityJSON struct {
 		NodeKey    *string `json:"node_key"`
 		CompleteAs *string `json:"complete_as"`
 		EntitySeq  int64   `json:"entity_seq"`
+		Actor      *string `json:"actor"`
 	} `json:"journey"`
 }
 
@@ -171,6 +172,8 @@ func TestEntityMovesThroughSections(t *testing.T) {
 	require.Equal(t, "nurture", *got.SectionID)
 	require.Equal(t, "manual_move", got.Journey[len(got.Journey)-1].Kind)
 	require.Equal(t, int64(6), got.Journey[len(got.Journey)-1].EntitySeq)
+	require.NotNil(t, got.Journey[len(got.Journey)-1].Actor, "the manual move names who moved it")
+	require.Equal(t, "admin", *got.Journey[len(got.Journey)-1].Actor, "the admin token")
 	require.Equal(t, 400, h.do("POST", "/api/v1/entities/"+e.ID+"/move", map[string]any{"section_id": "nowhere"}, nil))
 }
 
