@@ -40,8 +40,7 @@ func TestUIBranches(t *testing.T) {
 	var run struct{ ID string }
 	s.api("POST", "/flows/"+flow.ID+"/runs", map[string]any{"input": map[string]any{"lead": "ada@example.com"}}, &run)
 
-	s.run("open", chromedp.Navigate(s.url+"/approvals"), chromedp.WaitVisible("#token", chromedp.ByQuery),
-		setValue("#token", token), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery))
+	s.run("open", chromedp.Navigate(s.url+"/approvals"), tokenSignIn(token))
 
 	// The approvals page: one button per outcome and a comment box.
 	card := fmt.Sprintf(`li[data-approval="%s/review"]`, run.ID)

@@ -26,8 +26,7 @@ func TestUIBrokerTriggers(t *testing.T) {
 		"edges": []map[string]any{},
 	}}, &flow)
 
-	s.run("open", chromedp.Navigate(s.url+"/flows/"+flow.ID+"/triggers"), chromedp.WaitVisible("#token", chromedp.ByQuery),
-		setValue("#token", token), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery))
+	s.run("open", chromedp.Navigate(s.url+"/flows/"+flow.ID+"/triggers"), tokenSignIn(token))
 	s.waitJS("triggers page", `!!document.querySelector(".triggers-page .empty")`)
 	s.run("new broker trigger", chromedp.Click(`[data-action="new-broker"]`, chromedp.ByQuery), chromedp.WaitVisible("#broker-url", chromedp.ByQuery),
 		setValue("#broker-url", brokertest.NATSURL()), chromedp.Click(`[data-action="save-broker"]`, chromedp.ByQuery))

@@ -56,8 +56,7 @@ func TestUIRunControl(t *testing.T) {
 	var run struct{ ID string }
 	s.api("POST", "/flows/"+fixFlow.ID+"/runs", map[string]any{"input": map[string]any{"fail": true}}, &run)
 
-	s.run("open", chromedp.Navigate(s.url+"/runs/"+run.ID), chromedp.WaitVisible("#token", chromedp.ByQuery),
-		setValue("#token", token), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery))
+	s.run("open", chromedp.Navigate(s.url+"/runs/"+run.ID), tokenSignIn(token))
 	s.waitJS("fix failed", node("fix", "failed"))
 	s.waitJS("run failed", runStatus("failed"))
 	s.waitJS("failure banner", `document.body.innerText.includes("Run failed:")`)

@@ -53,8 +53,7 @@ func TestUIHTTPEventTriggers(t *testing.T) {
 	}}, &flow)
 
 	node := func(id string) string { return fmt.Sprintf(`.react-flow__node[data-id="%s"]`, id) }
-	s.run("open", chromedp.Navigate(s.url+"/flows/"+flow.ID), chromedp.WaitVisible("#token", chromedp.ByQuery),
-		setValue("#token", token), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery))
+	s.run("open", chromedp.Navigate(s.url+"/flows/"+flow.ID), tokenSignIn(token))
 	s.waitJS("editor", fmt.Sprintf(`!!document.querySelector(%q)`, node("prep")))
 	s.settle(node("prep"))
 	px, py := s.center(node("prep"))

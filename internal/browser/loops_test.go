@@ -70,8 +70,7 @@ func TestUILoops(t *testing.T) {
 
 	// Iteration 1: rejected on the approvals page.
 	waitReview(0)
-	s.run("open", chromedp.Navigate(s.url+"/approvals"), chromedp.WaitVisible("#token", chromedp.ByQuery),
-		setValue("#token", token), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery))
+	s.run("open", chromedp.Navigate(s.url+"/approvals"), tokenSignIn(token))
 	card := fmt.Sprintf(`li[data-approval="%s/review"]`, run.ID)
 	s.waitJS("approval card", fmt.Sprintf(`!!document.querySelector(%q)`, card+` button[data-outcome="reject"]`))
 	s.run("comment", chromedp.SendKeys(card+" textarea.comment", "too long", chromedp.ByQuery))

@@ -77,8 +77,7 @@ func TestUIOperations(t *testing.T) {
 	var run struct{ ID string }
 	s.api("POST", "/flows/"+flow.ID+"/runs", map[string]any{"input": map[string]any{"n": 1}, "version": 1}, &run)
 
-	s.run("open", chromedp.Navigate(s.url+"/runs/"+run.ID), chromedp.WaitVisible("#token", chromedp.ByQuery),
-		setValue("#token", token), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery))
+	s.run("open", chromedp.Navigate(s.url+"/runs/"+run.ID), tokenSignIn(token))
 	s.waitJS("ask waiting", node("ask", "waiting_for_user"))
 	s.waitJS("v1", `document.querySelector(".run-title h1")?.innerText.includes("v1")`)
 	require.False(t, s.exists(`.snode[data-node-id="check"]`))

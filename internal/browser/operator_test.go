@@ -60,8 +60,7 @@ func TestUIOperatorTools(t *testing.T) {
 	var hook struct{ ID string }
 	s.api("POST", "/flows/"+flow.ID+"/triggers", map[string]any{"slug": "ops-hook", "secret": oldSecret}, &hook)
 
-	s.run("open triggers", chromedp.Navigate(s.url+"/flows/"+flow.ID+"/triggers"), chromedp.WaitVisible("#token", chromedp.ByQuery),
-		setValue("#token", token), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery))
+	s.run("open triggers", chromedp.Navigate(s.url+"/flows/"+flow.ID+"/triggers"), tokenSignIn(token))
 	card := fmt.Sprintf(`li[data-trigger="%s"]`, hook.ID)
 	s.waitJS("webhook card", fmt.Sprintf(`!!document.querySelector(%q)`, card+` [data-action="rotate-secret"]`))
 	require.False(t, s.exists(card+" [data-new-secret]"))

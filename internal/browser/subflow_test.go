@@ -57,8 +57,7 @@ func TestUISubFlow(t *testing.T) {
 	status := func(id, st string) string {
 		return fmt.Sprintf(`!!document.querySelector('.snode[data-node-id="%s"][data-status="%s"]')`, id, st)
 	}
-	s.run("open", chromedp.Navigate(s.url+"/flows/"+parent.ID), chromedp.WaitVisible("#token", chromedp.ByQuery),
-		setValue("#token", token), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery))
+	s.run("open", chromedp.Navigate(s.url+"/flows/"+parent.ID), tokenSignIn(token))
 	s.waitJS("editor", fmt.Sprintf(`!!document.querySelector(%q)`, node("after")))
 	s.settle(node("after"))
 

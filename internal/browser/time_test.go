@@ -32,8 +32,7 @@ func TestUITransformWait(t *testing.T) {
 	}}, &flow)
 
 	node := func(id string) string { return fmt.Sprintf(`.react-flow__node[data-id="%s"]`, id) }
-	s.run("open", chromedp.Navigate(s.url+"/flows/"+flow.ID), chromedp.WaitVisible("#token", chromedp.ByQuery),
-		setValue("#token", token), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery))
+	s.run("open", chromedp.Navigate(s.url+"/flows/"+flow.ID), tokenSignIn(token))
 	s.waitJS("editor", fmt.Sprintf(`!!document.querySelector(%q)`, node("review")))
 	require.True(t, s.exists(node("prep")+" .snode-transform"), "the Transform node has its own look")
 	require.Contains(t, s.text(node("prep")), `{"name": upper(input.first)}`, "a Transform shows its expression")

@@ -26,8 +26,9 @@ func TestUI(t *testing.T) {
 
 	step("sign in", func(t *testing.T) {
 		s.t = t
-		s.run("open", chromedp.Navigate(s.url+"/flows"), chromedp.WaitVisible("#token", chromedp.ByQuery))
+		s.run("open", chromedp.Navigate(s.url+"/flows"), chromedp.WaitVisible("#email", chromedp.ByQuery))
 		s.shot("01-sign-in")
+		s.run("token form", chromedp.Click(`[data-action="use-token"]`, chromedp.ByQuery), chromedp.WaitVisible("#token", chromedp.ByQuery))
 		s.run("wrong token", chromedp.SendKeys("#token", "not-the-token", chromedp.ByQuery), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery),
 			chromedp.WaitVisible("#signin-error", chromedp.ByQuery))
 		require.Contains(t, s.text("#signin-error"), "not accepted")
@@ -294,7 +295,7 @@ func TestUI(t *testing.T) {
 
 	step("sign out", func(t *testing.T) {
 		s.t = t
-		s.run("sign out", chromedp.Click(`//button[text()="Sign out"]`, chromedp.BySearch), chromedp.WaitVisible("#token", chromedp.ByQuery))
+		s.run("sign out", chromedp.Click(`//button[text()="Sign out"]`, chromedp.BySearch), chromedp.WaitVisible("#email", chromedp.ByQuery))
 		var stored any
 		s.run("session", chromedp.Evaluate(`sessionStorage.getItem("stitchd.token")`, &stored))
 		require.Nil(t, stored)

@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import { getToken, setToken } from "./api";
+import { can, currentMe, restore, signOut, type Me } from "./api";
 import { Link, match, navigate, usePath } from "./router";
 import { SignIn } from "./pages/SignIn";
 import { FlowList } from "./pages/FlowList";
@@ -9,61 +9,96 @@ import { RunView } from "./pages/RunView";
 import { Approvals } from "./pages/Approvals";
 import { Triggers } from "./pages/Triggers";
 import { BoardList, BoardView } from "./pages/Boards";
-import { Empty } from "./components/common";
+import { Users } from "./pages/Users";
+import { Tokens } from "./pages/Tokens";
+import { Audit } from "./pages/Audit";
+import { Empty, Spinner } from "./components/common";
 
-function useToken() {
-  const [token, set] = useState(getToken());
+// useMe is the signed-in caller, asked of the server once when the page
+// loads (a session cookie or a token from an earlier visit).
+export function useMe(): { me: Me | null; known: boolean } {
+  const [state, set] = useState(currentMe());
   useEffect(() => {
-    const on = () => set(getToken());
+    const on = () => set(currentMe());
     window.addEventListener("stitchd:auth", on);
+    if (!currentMe().known) void restore();
     return () => window.removeEventListener("stitchd:auth", on);
   }, []);
-  return token;
+  return state;
 }
 
-const NAV = [
-  { to: "/flows", label: "Flows" },
-  { to: "/runs", label: "Runs" },
-  { to: "/approvals", label: "Approvals" },
-  { to: "/boards", label: "Boards" },
+// The main navigation, each item with what the role must be able to do.
+const NAV: { to: string; label: string; needs: "read" | "approvals" }[] = [
+  { to: "/flows", label: "Flows", needs: "read" },
+  { to: "/runs", label: "Runs", needs: "read" },
+  { to: "/approvals", label: "Approvals", needs: "approvals" },
+  { to: "/boards", label: "Boards", needs: "read" },
 ];
 
+// home is where a person lands: an approver has only the inbox.
+function home(me: Me): string {
+  return can(me, "read") ? "/flows" : "/approvals";
+}
+
+// allowed says whether the role may open a page at all (an approver: the
+// inbox, a run they are part of, their tokens).
+function allowed(me: Me, path: string): boolean {
+  if (path === "/users" || path === "/audit") return can(me, "admin");
+  if (can(me, "read")) return true;
+  return path === "/approvals" || path === "/tokens" || !!match("/runs/:id", path);
+}
+
 export function App() {
-  const token = useToken();
+  const { me, known } = useMe();
   const [path, query] = usePath();
   const [menu, setMenu] = useState(false);
   useEffect(() => setMenu(false), [path]);
 
-  if (!token) return <SignIn />;
+  if (!known) return <Spinner label="Signing in…" />;
+  if (!me) return <SignIn />;
   if (path === "/" || path === "/signin") {
-    navigate("/flows", true);
+    navigate(home(me), true);
     return null;
   }
   let page;
   let m;
-  if (path === "/flows") page = <FlowList />;
+  if (!allowed(me, path))
+    page = (
+      <Empty title="Not for your role">
+        <p>
+          You are signed in as <strong>{me.role}</strong>, which may not open this page.
+        </p>
+        <Link to={home(me)}>Go to {home(me) === "/approvals" ? "approvals" : "flows"}</Link>
+      </Empty>
+    );
+  else if (path === "/flows") page = <FlowList />;
   else if (path === "/flows/new") page = <FlowEditor key="new" flowId={null} />;
   else if ((m = match("/flows/:id/triggers", path))) page = <Triggers key={m.id} flowId={m.id} />;
   else if ((m = match("/flows/:id", path))) page = <FlowEditor key={m.id} flowId={m.id} version={query.get("version")} />;
   else if (path === "/runs") page = <RunList flowId={query.get("flow_id")} status={query.get("status")} />;
   else if ((m = match("/runs/:id", path))) page = <RunView key={m.id} runId={m.id} focus={query.get("key")} />;
-  else if (path === "/approvals") page = <Approvals />;
+  else if (path === "/approvals") page = <Approvals tab={query.get("assigned")} />;
   else if (path === "/boards") page = <BoardList />;
   else if ((m = match("/boards/:id", path))) page = <BoardView key={m.id} boardId={m.id} entityId={query.get("entity")} />;
+  else if (path === "/users") page = <Users />;
+  else if (path === "/tokens") page = <Tokens />;
+  else if (path === "/audit")
+    page = <Audit key={query.toString()} actor={query.get("actor") ?? ""} target={query.get("target") ?? ""} since={query.get("since") ?? ""} />;
   else
     page = (
       <Empty title="Page not found">
-        <Link to="/flows">Go to flows</Link>
+        <Link to={home(me)}>Go to {home(me) === "/approvals" ? "approvals" : "flows"}</Link>
       </Empty>
     );
 
+  const nav = NAV.filter((n) => n.needs === "approvals" || can(me, "read"));
   return (
     <div className="app">
       <a className="skip" href="#main">
         Skip to content
       </a>
       <header className="topbar">
-        <Link to="/flows" className="brand" aria-label="stitchd home">
+        <Link to={home(me)} className="brand" aria-label="stitchd home">
           <span className="logo" aria-hidden="true" />
           stitchd
         </Link>
@@ -77,12 +112,32 @@ export function App() {
           Menu
         </button>
         <nav id="nav" className={menu ? "open" : ""} aria-label="Main">
-          {NAV.map((n) => (
+          {nav.map((n) => (
             <Link key={n.to} to={n.to} aria-current={path.startsWith(n.to) ? "page" : undefined}>
               {n.label}
             </Link>
           ))}
-          <button type="button" className="btn ghost" onClick={() => setToken(null)}>
+          <span className="nav-sep" aria-hidden="true" />
+          {can(me, "admin") && (
+            <>
+              <Link to="/users" aria-current={path === "/users" ? "page" : undefined}>
+                Users
+              </Link>
+              <Link to="/audit" aria-current={path === "/audit" ? "page" : undefined}>
+                Audit
+              </Link>
+            </>
+          )}
+          {!me.bootstrap && (
+            <Link to="/tokens" aria-current={path === "/tokens" ? "page" : undefined}>
+              My tokens
+            </Link>
+          )}
+          <span className="whoami" data-role={me.role} title={me.name || undefined}>
+            <span className="whoami-email">{me.bootstrap ? "admin token" : me.email}</span>
+            <span className="role-chip">{me.role}</span>
+          </span>
+          <button type="button" className="btn ghost" onClick={() => void signOut()}>
             Sign out
           </button>
         </nav>

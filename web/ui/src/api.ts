@@ -1,5 +1,8 @@
-// The API client: every call sends the token from sessionStorage as a
-// Bearer header (never in a URL), and errors arrive in the contract's shape.
+// The API client. Two ways to be signed in: a session (the HttpOnly
+// cookie stitchd_session, set by POST /auth/login; every write carries the
+// session's CSRF token in X-CSRF-Token) or an API token kept in
+// sessionStorage and sent as a Bearer header (never in a URL). Errors
+// arrive in the contract's shape.
 
 const TOKEN_KEY = "stitchd.token";
 
@@ -11,6 +14,109 @@ export function setToken(token: string | null) {
   if (token) sessionStorage.setItem(TOKEN_KEY, token);
   else sessionStorage.removeItem(TOKEN_KEY);
   window.dispatchEvent(new Event("stitchd:auth"));
+}
+
+export type Role = "admin" | "editor" | "operator" | "approver" | "viewer";
+export const ROLES: Role[] = ["admin", "editor", "operator", "approver", "viewer"];
+
+// Me is the signed-in caller (GET /api/v1/me): a user, or the admin token
+// ({role: "admin", bootstrap: true}).
+export interface Me {
+  id?: string;
+  email?: string;
+  name?: string;
+  role: Role;
+  groups?: string[];
+  disabled?: boolean;
+  bootstrap?: boolean;
+  csrf_token?: string;
+}
+
+// The signed-in caller and the session's CSRF token, kept in memory only:
+// a reloaded page reads both again from GET /me.
+let me: Me | null = null;
+let csrf: string | null = null;
+let known = false;
+
+function authChanged() {
+  window.dispatchEvent(new Event("stitchd:auth"));
+}
+
+// currentMe is the signed-in caller; known is false until the page has
+// asked the server (restore).
+export function currentMe(): { me: Me | null; known: boolean } {
+  return { me, known };
+}
+
+// signedIn records a caller: after a sign-in with a password (csrf from
+// the answer) or with a token (no csrf: the Bearer header needs none).
+export function signedIn(m: Me, csrfToken: string | null) {
+  me = m;
+  csrf = csrfToken;
+  known = true;
+  authChanged();
+}
+
+// signedOut forgets the caller (and the token, if there was one).
+export function signedOut() {
+  me = null;
+  csrf = null;
+  known = true;
+  if (getToken()) sessionStorage.removeItem(TOKEN_KEY);
+  authChanged();
+}
+
+// restore finds out who is signed in when the page loads: the token in
+// sessionStorage, else the session cookie.
+export async function restore() {
+  try {
+    const m = await api<Me>("GET", "/me", undefined, getToken(), { quiet: true });
+    signedIn(m, m.csrf_token ?? null);
+  } catch (err) {
+    if (err instanceof ApiError && (err.status === 401 || err.status === 403)) signedOut();
+    else {
+      // The server is unreachable: show sign-in, which says so on submit.
+      me = null;
+      known = true;
+      authChanged();
+    }
+  }
+}
+
+// signOut ends the session on the server (a token needs nothing: it is
+// forgotten here and stays valid until revoked).
+export async function signOut() {
+  if (!getToken() && me && !me.bootstrap) {
+    try {
+      await api("POST", "/auth/logout", undefined, null, { quiet: true });
+    } catch {
+      /* the session may be gone already */
+    }
+  }
+  signedOut();
+}
+
+// can says whether the caller's role may do something (docs/people.md);
+// the server checks every call anyway.
+export type Ability = "read" | "edit" | "operate" | "decide" | "board" | "admin";
+export function can(m: Me | null, what: Ability): boolean {
+  const r = m?.role;
+  if (!r) return false;
+  if (r === "admin") return true;
+  switch (what) {
+    case "read":
+      return r !== "approver";
+    case "edit":
+      return r === "editor";
+    case "operate":
+      return r === "operator";
+    case "decide":
+      return r === "approver";
+    case "board":
+      return r === "editor" || r === "operator";
+    case "admin":
+      return false;
+  }
 }
 
 export interface Problem {
@@ -28,6 +134,8 @@ export class ApiError extends Error {
   // info: details that are an object rather than a list of problems
   // (a refused migration's {"missing_nodes": [...]}).
   info: Record<string, any>;
+  // retryAfter: the seconds a 429 says to wait (0 when not given).
+  retryAfter = 0;
   constructor(status: number, code: string, message: string, details: unknown = []) {
     super(message);
     this.status = status;
@@ -43,6 +151,12 @@ export function describe(err: unknown): string {
     switch (err.code) {
       case "unauthorized":
         return "Your session has expired or the token is wrong. Sign in again.";
+      case "forbidden":
+        return err.message || "Your role may not do that.";
+      case "csrf":
+        return "This page's session token is stale. Reload the page and try again.";
+      case "rate_limited":
+        return `Too many attempts. Try again${err.retryAfter ? ` in ${Math.ceil(err.retryAfter / 60)} min` : " later"}.`;
       case "unavailable":
         return "stitchd cannot reach its database right now. Try again in a moment.";
       case "not_found":
@@ -74,13 +188,15 @@ export function serverNow(): number {
   return Date.now() + clockOffset;
 }
 
-export async function api<T>(method: string, path: string, body?: unknown, token = getToken()): Promise<T> {
+export async function api<T>(method: string, path: string, body?: unknown, token = getToken(), opts: { quiet?: boolean } = {}): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (token) headers.Authorization = `Bearer ${token}`;
+  else if (csrf && method !== "GET" && method !== "HEAD") headers["X-CSRF-Token"] = csrf;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const res = await fetch(`/api/v1${path}`, {
     method,
     headers,
+    credentials: "same-origin",
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   noteServerTime(res);
@@ -97,7 +213,9 @@ export async function api<T>(method: string, path: string, body?: unknown, token
   if (!res.ok) {
     const e = data?.error;
     const err = new ApiError(res.status, e?.code ?? "internal", e?.message ?? res.statusText, e?.details ?? []);
-    if (res.status === 401 && token === getToken()) setToken(null);
+    err.retryAfter = Number(res.headers.get("Retry-After")) || 0;
+    // An expired session or a revoked token: back to sign-in.
+    if (res.status === 401 && !opts.quiet && token === getToken()) signedOut();
     throw err;
   }
   return data as T;
@@ -130,7 +248,9 @@ export interface StreamEvent {
 
 // stream reads a server-sent event stream with fetch (EventSource cannot
 // send an Authorization header) and reconnects with Last-Event-ID.
-export function stream(path: string, onEvent: (e: StreamEvent) => void, onState?: (live: boolean) => void): () => void {
+// A stream answered 404 or 403 is given up (onState(false) stays) when
+// stopOn lists the status: the caller falls back to polling.
+export function stream(path: string, onEvent: (e: StreamEvent) => void, onState?: (live: boolean) => void, stopOn: number[] = []): () => void {
   const ctrl = new AbortController();
   let lastId = "";
   let stopped = false;
@@ -142,9 +262,13 @@ export function stream(path: string, onEvent: (e: StreamEvent) => void, onState?
         const token = getToken();
         if (token) headers.Authorization = `Bearer ${token}`;
         if (lastId) headers["Last-Event-ID"] = lastId;
-        const res = await fetch(`/api/v1${path}`, { headers, signal: ctrl.signal });
+        const res = await fetch(`/api/v1${path}`, { headers, signal: ctrl.signal, credentials: "same-origin" });
         if (res.status === 401) {
-          setToken(null);
+          if (token === getToken()) signedOut();
+          return;
+        }
+        if (stopOn.includes(res.status)) {
+          onState?.(false);
           return;
         }
         if (!res.ok || !res.body) throw new Error(`stream answered ${res.status}`);
@@ -274,6 +398,9 @@ export interface Run {
   // started this run (a sub-flow run).
   parent_run_id?: string | null;
   parent_key?: string | null;
+  // started_by: the person who started the run (absent: a trigger, a
+  // schedule or the admin token).
+  started_by?: string;
   nodes?: Record<string, NodeState>;
 }
 export interface Approval {
@@ -293,6 +420,49 @@ export interface Approval {
   on_timeout?: string | null;
   // iteration: the loop iteration the node waits in (0: the first pass).
   iteration?: number;
+  // form: the JSON Schema (2020-12) of the answer, when the node has one.
+  form?: Record<string, any> | null;
+  // assignees: whom the node is assigned to (null: any approver).
+  assignees?: { users?: string[] | null; groups?: string[] | null } | null;
+  // required_approvals: how many people must choose the same outcome.
+  required_approvals?: number;
+  // votes: the decisions so far of this attempt.
+  votes?: Vote[] | null;
+  attempt?: number;
+}
+export interface Vote {
+  by: string;
+  outcome: string;
+  comment?: string;
+  answer?: any;
+  at: string;
+}
+export interface User {
+  id: string;
+  email: string;
+  name: string;
+  role: Role;
+  groups: string[] | null;
+  disabled: boolean;
+  created_at?: string;
+  updated_at?: string;
+}
+export interface ApiToken {
+  id: string;
+  name: string;
+  created_at: string;
+  last_used_at: string | null;
+  user_id?: string;
+}
+export interface AuditEntry {
+  id: string;
+  at: string;
+  actor: string;
+  action: string;
+  target: string;
+  request_id: string;
+  status: number;
+  details: any;
 }
 export interface Entity {
   id: string;

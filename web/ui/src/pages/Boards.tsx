@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import { api, describe, stream, type Board, type Entity } from "../api";
+import { api, can, currentMe, describe, stream, type Board, type Entity } from "../api";
 import { ago, duration, Empty, ErrorBox, Json, Modal, Spinner, useLoad, useThrottled } from "../components/common";
 import { Link, navigate } from "../router";
 
@@ -227,6 +227,7 @@ function Journey({
               <Json value={data.metadata} />
             </details>
           )}
+          {can(currentMe().me, "board") && (
           <div className="row">
             <label htmlFor="move-to">Move to</label>
             <select id="move-to" value={target} onChange={(e) => setTarget(e.target.value)}>
@@ -243,6 +244,7 @@ function Journey({
               Move
             </button>
           </div>
+          )}
           {moveError && (
             <p className="field-error" role="alert">
               {moveError}

@@ -12,7 +12,7 @@ import {
   type Edge,
 } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type PointerEvent as RPointerEvent } from "react";
-import { api, ApiError, describe, type Flow, type Problem, type Version } from "../api";
+import { api, ApiError, can, currentMe, describe, type Flow, type Problem, type Version } from "../api";
 import { ErrorBox, Spinner } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
 import { useFlowNames } from "../flows";
@@ -406,14 +406,23 @@ function Editor({ flowId, version }: Props) {
           </div>
         )}
         <div className="bar-actions">
-          <button type="button" className="btn primary" onClick={() => void save()} disabled={saving} aria-keyshortcuts="Control+S">
+          <button
+            type="button"
+            className="btn primary"
+            onClick={() => void save()}
+            disabled={saving || !can(currentMe().me, "edit")}
+            title={can(currentMe().me, "edit") ? undefined : `Your role (${currentMe().me?.role}) may not change flows`}
+            aria-keyshortcuts="Control+S"
+          >
             {saving ? "Saving…" : "Save"}
           </button>
           {flowId && (
             <>
-              <button type="button" className="btn" onClick={() => setStartOpen(true)}>
-                Start run
-              </button>
+              {can(currentMe().me, "operate") && (
+                <button type="button" className="btn" onClick={() => setStartOpen(true)}>
+                  Start run
+                </button>
+              )}
               <Link className="btn ghost" to={`/runs?flow_id=${flowId}`}>
                 Runs
               </Link>

@@ -1,4 +1,4 @@
-import { api, type Flow } from "../api";
+import { api, can, currentMe, type Flow } from "../api";
 import { Link } from "../router";
 import { ago, Empty, ErrorBox, Spinner, useLoad } from "../components/common";
 
@@ -8,18 +8,22 @@ export function FlowList() {
     <section className="page">
       <div className="page-head">
         <h1>Flows</h1>
-        <Link to="/flows/new" className="btn primary">
-          New flow
-        </Link>
+        {can(currentMe().me, "edit") && (
+          <Link to="/flows/new" className="btn primary">
+            New flow
+          </Link>
+        )}
       </div>
       <ErrorBox error={error} onRetry={reload} />
       {loading && <Spinner label="Loading flows…" />}
       {data && data.flows.length === 0 && (
         <Empty title="No flows yet">
           <p>A flow is a graph of steps: workers that call your services, approvals by people, and parallel fan-outs.</p>
-          <Link to="/flows/new" className="btn primary">
-            Draw your first flow
-          </Link>
+          {can(currentMe().me, "edit") && (
+            <Link to="/flows/new" className="btn primary">
+              Draw your first flow
+            </Link>
+          )}
         </Empty>
       )}
       {data && data.flows.length > 0 && (

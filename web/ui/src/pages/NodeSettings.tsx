@@ -2,6 +2,7 @@ import type { Edge } from "@xyflow/react";
 import { useEffect, useRef, useState } from "react";
 import type { Problem } from "../api";
 import { span } from "../components/common";
+import { TaskForm } from "../components/LazyTaskForm";
 import type { CanvasNode } from "../graph";
 import { EVENT_FIELDS, EventFields, HTTP_FIELDS, HTTPFields } from "./IntegrationSettings";
 import { SUBFLOW_FIELDS, SubFlowFields } from "./SubFlowSettings";
@@ -79,7 +80,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
       : type === "Wait"
         ? ["duration", "until", "timezone"]
         : type === "UX"
-          ? ["timeoutSeconds", "onTimeout"]
+          ? ["timeoutSeconds", "onTimeout", ...UX_PEOPLE_FIELDS]
           : type === "HTTP"
             ? HTTP_FIELDS
             : type === "Event"
@@ -154,6 +155,8 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
             }}
           />
           <UXTimeout data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} />
+          <UXPeople key={`people-${node.id}`} data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} />
+          <UXForm key={`form-${node.id}`} nodeId={node.id} data={d} onChange={(nd) => onChange(node.id, nd)} problems={at("form")} />
         </>
       )}
       {type === "Transform" && <ExpressionField value={d.expression ?? ""} onChange={set(["expression"])} problems={at("expression")} nodeId={node.id} />}
@@ -637,6 +640,277 @@ function UXTimeout({
           )}
           <ServerProblems problems={problemsAt("onTimeout")} id="" />
         </div>
+      )}
+    </fieldset>
+  );
+}
+
+// The UX settings of who decides and what they answer.
+const UX_PEOPLE_FIELDS = ["assignees", "requiredApprovals", "rejectPolicy", "separationOfDuties", "form"];
+
+// splitList reads a comma- or newline-separated list.
+function splitList(s: string): string[] {
+  return s
+    .split(/[,\n]/)
+    .map((x) => x.trim())
+    .filter(Boolean);
+}
+
+// UXPeople edits who may decide a UX step: its assignees (anyone; people
+// and groups; or an expression over the input that names them), how many
+// must agree (requiredApprovals, N of M), whether one reject is enough,
+// and whether the person who started the run is kept out.
+function UXPeople({
+  data,
+  onChange,
+  problemsAt,
+}: {
+  data: Record<string, any>;
+  onChange: (d: Record<string, any>) => void;
+  problemsAt: (field: string) => (Problem & { stale?: boolean })[];
+}) {
+  const a = data.assignees;
+  const initial: "anyone" | "list" | "expr" = typeof a === "string" ? "expr" : a && typeof a === "object" ? "list" : "anyone";
+  const [mode, setMode] = useState(initial);
+  const [users, setUsers] = useState<string>(Array.isArray(a?.users) ? a.users.join(", ") : "");
+  const [groups, setGroups] = useState<string>(Array.isArray(a?.groups) ? a.groups.join(", ") : "");
+  const [expr, setExpr] = useState<string>(typeof a === "string" ? a : "");
+  const set = (patch: Record<string, any>) => {
+    const next = { ...data };
+    for (const [k, v] of Object.entries(patch)) {
+      if (v === undefined) delete next[k];
+      else next[k] = v;
+    }
+    onChange(next);
+  };
+  const listOf = (u: string, g: string) => {
+    const us = splitList(u);
+    const gs = splitList(g);
+    if (!us.length && !gs.length) return { users: [] as string[] }; // the server says it names no one
+    return { ...(us.length ? { users: us } : {}), ...(gs.length ? { groups: gs } : {}) };
+  };
+  const choose = (m: typeof mode) => {
+    setMode(m);
+    set({ assignees: m === "anyone" ? undefined : m === "expr" ? expr || undefined : listOf(users, groups) });
+  };
+  const required = typeof data.requiredApprovals === "number" ? data.requiredApprovals : undefined;
+  const requiredBad = required !== undefined && (!Number.isInteger(required) || required < 1);
+  const listed = mode === "list" ? splitList(users).length : 0;
+  const tooMany = mode === "list" && !splitList(groups).length && required !== undefined && required > listed;
+  const badEmails = mode === "list" ? splitList(users).filter((u) => !/^[^@\s]+@[^@\s]+$/.test(u)) : [];
+  return (
+    <fieldset className="ux-people">
+      <legend>Who decides</legend>
+      <div className="tabs" role="radiogroup" aria-label="Assigned to">
+        {(
+          [
+            ["anyone", "Anyone"],
+            ["list", "People and groups"],
+            ["expr", "From the input"],
+          ] as const
+        ).map(([m, label]) => (
+          <label key={m} className={mode === m ? "active" : ""}>
+            <input type="radio" name="node-assign-mode" value={m} checked={mode === m} onChange={() => choose(m)} data-assign-mode={m} /> {label}
+          </label>
+        ))}
+      </div>
+      {mode === "anyone" && <p className="hint">Any approver (or admin) may decide.</p>}
+      {mode === "list" && (
+        <>
+          <div className="field">
+            <label htmlFor="node-assign-users">People (emails)</label>
+            <textarea
+              id="node-assign-users"
+              rows={2}
+              placeholder="ann@example.com, bob@example.com"
+              value={users}
+              aria-invalid={badEmails.length > 0}
+              onChange={(e) => {
+                setUsers(e.target.value);
+                set({ assignees: listOf(e.target.value, groups) });
+              }}
+            />
+            {badEmails.length > 0 && (
+              <p className="field-error" role="alert" data-check="local">
+                Not an email: {badEmails.join(", ")}
+              </p>
+            )}
+          </div>
+          <div className="field">
+            <label htmlFor="node-assign-groups">Groups</label>
+            <input
+              id="node-assign-groups"
+              placeholder="finance, legal"
+              value={groups}
+              onChange={(e) => {
+                setGroups(e.target.value);
+                set({ assignees: listOf(users, e.target.value) });
+              }}
+            />
+            <p className="hint">Comma-separated. A member of any of them may decide.</p>
+          </div>
+        </>
+      )}
+      {mode === "expr" && (
+        <div className="field">
+          <label htmlFor="node-assign-expr">Assignees expression</label>
+          <input
+            id="node-assign-expr"
+            className="mono"
+            placeholder="input.owner_email"
+            value={expr}
+            onChange={(e) => {
+              setExpr(e.target.value);
+              set({ assignees: e.target.value.trim() ? e.target.value : undefined });
+            }}
+          />
+          <p className="hint">
+            Evaluated over <code>input</code>, <code>run</code> and <code>entity</code> when the step starts waiting: an email, a list of emails, or{" "}
+            <code>{"{users: [...], groups: [...]}"}</code>.
+          </p>
+        </div>
+      )}
+      <ServerProblems problems={problemsAt("assignees")} id="" />
+      <div className="field">
+        <label htmlFor="node-required">Approvals needed</label>
+        <input
+          id="node-required"
+          type="number"
+          min={1}
+          step={1}
+          placeholder="1"
+          value={required ?? ""}
+          aria-invalid={requiredBad || tooMany}
+          onChange={(e) => set({ requiredApprovals: num(e.target.value) === undefined || isNaN(num(e.target.value)!) ? undefined : num(e.target.value) })}
+        />
+        {requiredBad ? (
+          <p className="field-error" role="alert" data-check="local">
+            A whole number, 1 or more.
+          </p>
+        ) : tooMany ? (
+          <p className="field-error" role="alert" data-check="local">
+            {required} approvals from {listed} {listed === 1 ? "person" : "people"}: it could never complete.
+          </p>
+        ) : (
+          <p className="hint">
+            {required && required > 1 ? `${required} different people must choose the same outcome.` : "One person's decision is enough."}
+          </p>
+        )}
+        <ServerProblems problems={problemsAt("requiredApprovals")} id="" />
+      </div>
+      {required !== undefined && required > 1 && (
+        <div className="field">
+          <label htmlFor="node-reject-policy">A reject</label>
+          <select id="node-reject-policy" value={data.rejectPolicy ?? "any"} onChange={(e) => set({ rejectPolicy: e.target.value === "any" ? undefined : e.target.value })}>
+            <option value="any">decides at once (one reject is enough)</option>
+            <option value="majority">needs as many votes as an approval</option>
+          </select>
+          <ServerProblems problems={problemsAt("rejectPolicy")} id="" />
+        </div>
+      )}
+      <div className="field check">
+        <label>
+          <input
+            type="checkbox"
+            id="node-sod"
+            checked={data.separationOfDuties === true}
+            onChange={(e) => set({ separationOfDuties: e.target.checked ? true : undefined })}
+          />{" "}
+          Separation of duties
+        </label>
+        <p className="hint">The person who started the run may not decide this step (admins included).</p>
+        <ServerProblems problems={problemsAt("separationOfDuties")} id="" />
+      </div>
+    </fieldset>
+  );
+}
+
+const FORM_EXAMPLE = {
+  type: "object",
+  required: ["amount", "reason"],
+  properties: {
+    amount: { type: "number", minimum: 0, title: "Amount (EUR)" },
+    reason: { enum: ["damaged", "late", "other"], title: "Reason" },
+    note: { type: "string", maxLength: 500, title: "Note" },
+  },
+};
+
+// UXForm edits a UX step's form: a JSON Schema (2020-12) of the answer,
+// checked as JSON here and compiled by the server when the flow is saved
+// (422 invalid_form at its place in the form). A text that is not JSON is
+// kept as it is, so saving says so instead of silently keeping the old one.
+function UXForm({
+  nodeId,
+  data,
+  onChange,
+  problems,
+}: {
+  nodeId: string;
+  data: Record<string, any>;
+  onChange: (d: Record<string, any>) => void;
+  problems: (Problem & { stale?: boolean })[];
+}) {
+  const f = data.form;
+  const [text, setText] = useState(f === undefined || f === null ? "" : typeof f === "string" ? f : JSON.stringify(f, null, 2));
+  const [preview, setPreview] = useState<any>(undefined);
+  let parsed: any = undefined;
+  let jsonError: string | null = null;
+  if (text.trim()) {
+    try {
+      parsed = JSON.parse(text);
+      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) jsonError = "A form is a JSON object (a JSON Schema), e.g. {\"type\": \"object\", …}.";
+    } catch (e) {
+      jsonError = `Not JSON: ${(e as Error).message}`;
+    }
+  }
+  const update = (t: string) => {
+    setText(t);
+    const next = { ...data };
+    if (!t.trim()) delete next.form;
+    else {
+      try {
+        next.form = JSON.parse(t);
+      } catch {
+        next.form = t; // saving is refused with the server's message
+      }
+    }
+    onChange(next);
+  };
+  return (
+    <fieldset className="ux-form">
+      <legend>Answer form</legend>
+      <p className="hint">
+        Optional: a JSON Schema of the answer. The inbox shows it as a form, and stitchd refuses an answer that does not fit. See docs/forms.md.
+      </p>
+      <div className="field">
+        <label htmlFor="node-form">Form (JSON Schema)</label>
+        <textarea
+          id="node-form"
+          className="mono"
+          rows={8}
+          spellCheck={false}
+          placeholder='{"type": "object", "required": ["amount"], "properties": {"amount": {"type": "number", "minimum": 1}}}'
+          value={text}
+          aria-invalid={!!jsonError || problems.some((p) => !p.stale)}
+          onChange={(e) => update(e.target.value)}
+        />
+        {jsonError && (
+          <p className="field-error" role="alert" data-check="local">
+            {jsonError}
+          </p>
+        )}
+        <ServerProblems problems={problems} id="" />
+        {!text.trim() && (
+          <button type="button" className="btn small" onClick={() => update(JSON.stringify(FORM_EXAMPLE, null, 2))}>
+            Start from an example
+          </button>
+        )}
+      </div>
+      {parsed && !jsonError && (
+        <details className="form-preview">
+          <summary>Preview</summary>
+          <TaskForm id={`preview-${nodeId}`} schema={parsed} value={preview} onChange={setPreview} serverProblems={[]} />
+        </details>
       )}
     </fieldset>
   );

@@ -1,5 +1,5 @@
 import { useEffect, useState, type FormEvent } from "react";
-import { api, describe, stream, type Flow, type Run } from "../api";
+import { api, can, currentMe, describe, stream, type Flow, type Run } from "../api";
 import { ago, Empty, ErrorBox, Spinner, Status, useLoad, useThrottled } from "../components/common";
 import { Link, navigate } from "../router";
 
@@ -64,9 +64,11 @@ export function RunList({ flowId, status }: { flowId: string | null; status: str
               </option>
             ))}
           </select>
-          <button type="button" className="btn" data-action="bulk-open" aria-expanded={bulk} onClick={() => setBulk((b) => !b)}>
-            Bulk action…
-          </button>
+          {can(currentMe().me, "operate") && (
+            <button type="button" className="btn" data-action="bulk-open" aria-expanded={bulk} onClick={() => setBulk((b) => !b)}>
+              Bulk action…
+            </button>
+          )}
         </div>
       </div>
       {bulk && <BulkBar flowId={flowId} flowName={flowId ? (names[flowId] ?? null) : null} status={status} onApplied={reload} onClose={() => setBulk(false)} />}

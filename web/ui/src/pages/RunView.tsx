@@ -1,6 +1,6 @@
 import { Background, Controls, ReactFlow, ReactFlowProvider, type Edge, type NodeChange } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
-import { api, ApiError, describe, listAll, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
+import { api, ApiError, can, currentMe, describe, listAll, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
 import { ago, Countdown, ErrorBox, Json, span, Spinner, Status, useThrottled } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
 import { eventWaitText, nodeTypes } from "../components/StitchNode";
@@ -114,6 +114,10 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
   const [migrating, setMigrating] = useState(false);
   const [migrated, setMigrated] = useState<number | null>(null);
   const [error, setError] = useState<unknown>(null);
+  // flowHidden: the caller may not read the flow (an approver reading a
+  // run they are part of): the canvas shows the run's steps without edges.
+  const [flowHidden, setFlowHidden] = useState(false);
+  const me = currentMe().me;
   const [live, setLive] = useState(false);
   const [selected, setSelected] = useState<string | null>(null);
   const focused = useRef(false);
@@ -161,13 +165,16 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
         setVersion(v?.number ?? null);
         setGraph(full?.graph ?? f.graph ?? { nodes: [], edges: [] });
       } catch (err) {
-        if (!cancelled) setError(err);
+        if (cancelled) return;
+        if (err instanceof ApiError && (err.status === 403 || err.status === 404)) setFlowHidden(true);
+        else setError(err);
       }
     })();
     return () => {
       cancelled = true;
     };
   }, [flowId, versionId]);
+  const shownGraph = useMemo(() => graph ?? (flowHidden && run ? stepsOf(run) : null), [graph, flowHidden, run]);
 
   const size = run?.nodes ? Object.keys(run.nodes).length : 0;
   const refresh = useThrottled(() => void fetchRun(), Math.min(5000, 250 + size / 5));
@@ -199,7 +206,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
     for (const k in h) h[k].sort((a, b) => iterationOf(a) - iterationOf(b));
     return [m, h];
   }, [run]);
-  const loops = useMemo(() => (graph ? loopsOf(graph) : []), [graph]);
+  const loops = useMemo(() => (shownGraph ? loopsOf(shownGraph) : []), [shownGraph]);
   // Open the instance named by ?key= once the run is read.
   useEffect(() => {
     if (focused.current || !focus || !run?.nodes) return;
@@ -208,7 +215,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
     if (st) setSelected(st.node_id);
   }, [focus, run]);
   // SubFlow nodes show the name of the flow they run.
-  const flowNames = useFlowNames(!!graph?.nodes.some((n) => n.type === "SubFlow"));
+  const flowNames = useFlowNames(!flowHidden && !!graph?.nodes.some((n) => n.type === "SubFlow"));
   // The keys whose current row a person completed by hand: their last
   // start (node.status running) or completion by hand was the latter (a
   // loop's next iteration starts the key again).
@@ -233,8 +240,8 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
   }, []);
 
   const canvas = useMemo(() => {
-    if (!graph) return null;
-    const c = toCanvas(graph);
+    if (!shownGraph) return null;
+    const c = toCanvas(shownGraph);
     const nodes: CanvasNode[] = c.nodes.map((n) => ({
       ...n,
       draggable: false,
@@ -264,7 +271,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
       };
     });
     return { nodes, edges };
-  }, [graph, byNode, history, selected, run, byHand, flowNames]);
+  }, [shownGraph, byNode, history, selected, run, byHand, flowNames]);
 
   // act runs an action on the run and reads the run again; a refusal (a
   // 409 when the run moved on meanwhile) is shown with the server's words,
@@ -315,7 +322,12 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               Entity
             </Link>
           )}
-          {run.status === "running" && (
+          {can(me, "admin") && (
+            <Link className="btn ghost" to={`/audit?target=${encodeURIComponent(`run:${run.id}`)}`} data-link="audit" title="Who started, decided and changed this run">
+              Audit trail
+            </Link>
+          )}
+          {run.status === "running" && can(me, "operate") && (
             <button
               type="button"
               className="btn"
@@ -327,7 +339,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               {busy === "pause" ? "Pausing…" : "Pause"}
             </button>
           )}
-          {run.status === "paused" && (
+          {run.status === "paused" && can(me, "operate") && (
             <button
               type="button"
               className="btn primary"
@@ -339,7 +351,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               {busy === "resume" ? "Resuming…" : "Resume"}
             </button>
           )}
-          {MIGRATABLE.includes(run.status) && (
+          {MIGRATABLE.includes(run.status) && can(me, "operate") && (
             <button
               type="button"
               className="btn"
@@ -354,7 +366,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               Migrate…
             </button>
           )}
-          {(run.status === "running" || run.status === "paused" || run.status === "failed") && (
+          {(run.status === "running" || run.status === "paused" || run.status === "failed") && can(me, "operate") && (
             <button
               type="button"
               className="btn danger"
@@ -403,6 +415,11 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
         </div>
       )}
       {run.error && <div className="error-box">Run failed: {run.error}</div>}
+      {flowHidden && (
+        <p className="banner subtle" data-flow-hidden>
+          Your role may not read this run's flow: its steps are shown without their connections.
+        </p>
+      )}
       <div className="editor-body">
         <div className="canvas">
           <ReactFlowProvider>
@@ -439,6 +456,9 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               key={selected}
               nodeId={selected}
               outcomes={outcomesOf(graph?.nodes.find((n) => n.id === selected)?.data)}
+              form={graph?.nodes.find((n) => n.id === selected)?.data?.form ?? null}
+              decideHere={!flowHidden && can(me, "decide")}
+              operate={can(me, "operate")}
               nodeType={graph?.nodes.find((n) => n.id === selected)?.type ?? ""}
               remindAfter={Number(graph?.nodes.find((n) => n.id === selected)?.data?.remindAfterSeconds) || 0}
               initialKey={focus && run.nodes?.[focus]?.node_id === selected ? focus : null}
@@ -496,7 +516,15 @@ function RunSummary({ run, events }: { run: Run; events: StreamEvent[]; eventCou
           <Status status={run.status} />
         </dd>
         <dt>Started</dt>
-        <dd title={run.created_at}>{ago(run.created_at)}</dd>
+        <dd title={run.created_at}>
+          {ago(run.created_at)}
+          {run.started_by ? (
+            <>
+              {" by "}
+              <span data-started-by>{run.started_by}</span>
+            </>
+          ) : null}
+        </dd>
         <dt>Finished</dt>
         <dd title={run.finished_at ?? ""}>{run.finished_at && run.status !== "paused" ? ago(run.finished_at) : "—"}</dd>
       </dl>
@@ -565,6 +593,12 @@ function NodeDetail(props: {
   remindAfter: number;
   // initialKey: the instance to show first (?key=).
   initialKey?: string | null;
+  // form: a UX node's form (data.form), null without one.
+  form?: Record<string, any> | null;
+  // decideHere: the caller may decide a waiting UX node here (else the
+  // inbox is pointed to); operate: may retry, rerun, complete by hand.
+  decideHere: boolean;
+  operate: boolean;
   runStatus: Run["status"];
   states: NodeState[];
   // history: the rows of the node's earlier loop iterations (<key>@<n>).
@@ -819,19 +853,26 @@ function NodeDetail(props: {
           {current.status === "sleeping" && (
             <p className="muted small">Sleeping: this Wait step goes on with its input when its time comes. Cancelling the run ends the wait.</p>
           )}
-          {current.status === "waiting_for_event" && isLatest && (
+          {current.status === "waiting_for_event" && isLatest && props.operate && (
             <PostEvent key={current.key} name={current.event_name ?? ""} eventKey={current.event_key ?? ""} onDone={props.onAnswered} />
           )}
-          {current.status === "failed" && isLatest && (
+          {current.status === "failed" && isLatest && props.operate && (
             <button type="button" className="btn primary" onClick={() => void props.onRetry(current.key)}>
               Retry {current.key}
             </button>
           )}
-          {current && isLatest && RERUNNABLE.includes(current.status) && props.runStatus !== "cancelled" && !props.loop && (
+          {current && isLatest && props.operate && RERUNNABLE.includes(current.status) && props.runStatus !== "cancelled" && !props.loop && (
             <Rerun key={`${current.key}-${current.attempt}`} runId={runId} state={current} onDone={props.onAnswered} />
           )}
-          {canSkip && <CompleteByHand key={current.key} runId={runId} nodeKey={current.key} status={current.status} runStatus={props.runStatus} onDone={props.onAnswered} />}
-          {current.status === "waiting_for_user" && isLatest && <Answer runId={runId} nodeKey={current.key} outcomes={props.outcomes} onDone={props.onAnswered} />}
+          {canSkip && props.operate && <CompleteByHand key={current.key} runId={runId} nodeKey={current.key} status={current.status} runStatus={props.runStatus} onDone={props.onAnswered} />}
+          {current.status === "waiting_for_user" && isLatest && props.decideHere && (
+            <Answer key={`${current.key}-${current.attempt}`} runId={runId} nodeKey={current.key} outcomes={props.outcomes} form={props.form ?? null} onDone={props.onAnswered} />
+          )}
+          {current.status === "waiting_for_user" && isLatest && !props.decideHere && currentMe().me?.role === "approver" && (
+            <p className="muted small">
+              Decide this step in the <Link to="/approvals">approvals inbox</Link>.
+            </p>
+          )}
           {(props.nodeType === "Collector" || current.type === "Collector") && Array.isArray(current.output?.errors) && current.output.errors.length > 0 && (
             <ToleratedFailures errors={current.output.errors} total={Array.isArray(current.output.items) ? current.output.items.length : null} />
           )}
@@ -1474,4 +1515,20 @@ function ParentCrumb({ parentRunId, parentKey }: { parentRunId: string; parentKe
       )}
     </nav>
   );
+}
+
+// stepsOf is a run's steps as a graph without edges, in the order they
+// started, for a caller who may not read the flow.
+function stepsOf(run: Run): FlowGraph {
+  const first = new Map<string, { type: string; at: string }>();
+  for (const st of Object.values(run.nodes ?? {})) {
+    const at = st.started_at ?? st.finished_at ?? "9999";
+    const had = first.get(st.node_id);
+    if (!had || at < had.at) first.set(st.node_id, { type: st.type, at });
+  }
+  const ids = [...first.entries()].sort((a, b) => (a[1].at < b[1].at ? -1 : a[1].at > b[1].at ? 1 : 0));
+  return {
+    nodes: ids.map(([id, v], i) => ({ id, type: v.type, position: { x: (i % 4) * 240, y: Math.floor(i / 4) * 140 }, data: {} })),
+    edges: [],
+  };
 }

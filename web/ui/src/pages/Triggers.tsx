@@ -4,7 +4,7 @@
 // enabled, disabled and deleted here; webhooks created and deleted. A
 // broker trigger shows whether stitchd is connected and its last error.
 import { useEffect, useState, type FormEvent } from "react";
-import { api, ApiError, describe, type BrokerTrigger, type Flow, type Problem, type RotatedTriggerSecret, type ScheduleTrigger, type Trigger, type WebhookTrigger } from "../api";
+import { api, ApiError, can, currentMe, describe, type BrokerTrigger, type Flow, type Problem, type RotatedTriggerSecret, type ScheduleTrigger, type Trigger, type WebhookTrigger } from "../api";
 import { ago, Countdown, Empty, ErrorBox, Json, Spinner, useLoad } from "../components/common";
 import { Link } from "../router";
 import { checkJSON } from "./IntegrationSettings";
@@ -53,15 +53,19 @@ export function Triggers({ flowId }: { flowId: string }) {
           <Link className="btn ghost" to={`/runs?flow_id=${flowId}`}>
             Runs
           </Link>
-          <button type="button" className="btn primary" data-action="new-schedule" onClick={() => setAdding("schedule")} disabled={adding === "schedule"}>
-            New schedule
-          </button>
-          <button type="button" className="btn" data-action="new-webhook" onClick={() => setAdding("webhook")} disabled={adding === "webhook"}>
-            New webhook
-          </button>
-          <button type="button" className="btn" data-action="new-broker" onClick={() => setAdding("broker")} disabled={adding === "broker"}>
-            New broker trigger
-          </button>
+          {can(currentMe().me, "edit") && (
+            <>
+              <button type="button" className="btn primary" data-action="new-schedule" onClick={() => setAdding("schedule")} disabled={adding === "schedule"}>
+                New schedule
+              </button>
+              <button type="button" className="btn" data-action="new-webhook" onClick={() => setAdding("webhook")} disabled={adding === "webhook"}>
+                New webhook
+              </button>
+              <button type="button" className="btn" data-action="new-broker" onClick={() => setAdding("broker")} disabled={adding === "broker"}>
+                New broker trigger
+              </button>
+            </>
+          )}
         </div>
       </div>
       <ErrorBox error={flow.error ?? error} onRetry={reload} />

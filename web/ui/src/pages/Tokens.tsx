@@ -1,0 +1,135 @@
+import { useState, type FormEvent } from "react";
+import { api, describe, type ApiToken } from "../api";
+import { ago, Empty, ErrorBox, Spinner, useLoad } from "../components/common";
+
+// Tokens lists the signed-in person's API tokens, makes new ones (the
+// secret is shown once, here) and revokes them.
+export function Tokens() {
+  const { data, error, loading, reload } = useLoad(() => api<{ tokens: ApiToken[] }>("GET", "/tokens"), []);
+  const [name, setName] = useState("");
+  const [made, setMade] = useState<{ id: string; name: string; token: string } | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [formError, setFormError] = useState<string | null>(null);
+  const [actionError, setActionError] = useState<string | null>(null);
+  const [copied, setCopied] = useState(false);
+
+  async function create(e: FormEvent) {
+    e.preventDefault();
+    if (!name.trim()) {
+      setFormError("Name the token after what will use it, e.g. “ci” or “laptop script”.");
+      return;
+    }
+    setBusy(true);
+    setFormError(null);
+    try {
+      const t = await api<{ id: string; name: string; token: string }>("POST", "/tokens", { name: name.trim() });
+      setMade(t);
+      setCopied(false);
+      setName("");
+      reload();
+    } catch (err) {
+      setFormError(describe(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function revoke(t: ApiToken) {
+    if (!confirm(`Revoke the token “${t.name}”? Whatever uses it stops working at once.`)) return;
+    setActionError(null);
+    try {
+      await api("DELETE", `/tokens/${t.id}`);
+      if (made?.id === t.id) setMade(null);
+    } catch (err) {
+      setActionError(`Could not revoke ${t.name}: ${describe(err)}`);
+    }
+    reload();
+  }
+
+  return (
+    <section className="page">
+      <div className="page-head">
+        <h1>My tokens</h1>
+      </div>
+      <p className="muted">
+        A token lets a script or a service call the API as you, with your role: send it as <code>Authorization: Bearer …</code>.
+      </p>
+      <form className="card token-form" onSubmit={create} aria-label="New token">
+        <div className="row">
+          <label htmlFor="token-name" className="sr-only">
+            Token name
+          </label>
+          <input id="token-name" placeholder="Name, e.g. ci" maxLength={100} value={name} onChange={(e) => setName(e.target.value)} aria-invalid={!!formError} />
+          <button type="submit" className="btn primary" disabled={busy}>
+            {busy ? "Creating…" : "Create token"}
+          </button>
+        </div>
+        {formError && (
+          <p className="field-error" role="alert">
+            {formError}
+          </p>
+        )}
+      </form>
+      {made && (
+        <div className="banner ok new-token" role="status" data-token-id={made.id}>
+          <p>
+            <strong>Token “{made.name}” created.</strong> Copy it now: it is not shown again.
+          </p>
+          <div className="row">
+            <input className="mono" readOnly value={made.token} aria-label="The new token" onFocus={(e) => e.target.select()} data-new-token />
+            <button
+              type="button"
+              className="btn small"
+              onClick={() => {
+                void navigator.clipboard?.writeText(made.token).then(() => setCopied(true));
+              }}
+            >
+              {copied ? "Copied" : "Copy"}
+            </button>
+            <button type="button" className="btn ghost small" onClick={() => setMade(null)}>
+              Done
+            </button>
+          </div>
+        </div>
+      )}
+      {actionError && (
+        <div className="error-box" role="alert">
+          {actionError}
+        </div>
+      )}
+      <ErrorBox error={error} onRetry={reload} />
+      {loading && <Spinner label="Loading tokens…" />}
+      {data && data.tokens.length === 0 && <Empty title="No tokens yet" />}
+      {data && data.tokens.length > 0 && (
+        <div className="table-wrap">
+          <table className="table" aria-label="Tokens">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+                <th scope="col">
+                  <span className="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.tokens.map((t) => (
+                <tr key={t.id} data-token={t.name}>
+                  <td>{t.name}</td>
+                  <td title={t.created_at}>{ago(t.created_at)}</td>
+                  <td title={t.last_used_at ?? undefined}>{t.last_used_at ? ago(t.last_used_at) : "never"}</td>
+                  <td className="actions">
+                    <button type="button" className="btn danger small" onClick={() => void revoke(t)}>
+                      Revoke
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
