@@ -398,7 +398,11 @@ func (s *Server) approvals(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	as, next, err := s.cfg.Store.ApprovalsPage(c.Request().Context(), p)
+	f, err := approvalsFilterFor(c)
+	if err != nil {
+		return err
+	}
+	as, next, err := s.cfg.Store.ApprovalsPageFor(c.Request().Context(), p, f)
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,20 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/engine"
@@ -472,4 +479,182 @@ func TestDecisionJourneyActor(t *testing.T) {
 	require.NotNil(t, last.Actor)
 	require.Equal(t, "carol@example.com", *last.Actor)
 	require.Nil(t, journey[0].Actor, "created by no one in particular")
+}
+
+// tokenFor creates a user (role, groups) and a personal API token acting
+// as them, and returns the token.
+func (h *harness) tokenFor(email, role string, groups ...string) string {
+	h.t.Helper()
+	ctx := context.Background()
+	u, err := h.app.Store.CreateUser(ctx, store.CreateUserParams{ID: uuid.NewString(), Email: email, Name: email, Role: role,
+		Groups: groups, Now: time.Now()})
+	require.NoError(h.t, err)
+	tok := "stp_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	sum := sha256.Sum256([]byte(tok))
+	require.NoError(h.t, h.app.Store.CreateToken(ctx, store.APIToken{ID: uuid.NewString(), UserID: u.ID, Name: "test",
+		CreatedAt: time.Now()}, sum[:]))
+	return tok
+}
+
+// doAs is do with another bearer token.
+func (h *harness) doAs(tok, method, path string, body any, out any) int {
+	h.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(h.t, err)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, h.app.URL+path, rd)
+	require.NoError(h.t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := h.client.Do(req)
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && len(b) > 0 {
+		require.NoError(h.t, json.Unmarshal(b, out), "body: %s", b)
+	}
+	return resp.StatusCode
+}
+
+// TestDecisionsOverTheAPI: the API decides as the caller — a person not
+// assigned is 403 forbidden with nothing changed, a second vote 409, the
+// starter of a run refused by separation of duties; the approvals list
+// narrows by ?assigned and an approver sees only what they may decide.
+func TestDecisionsOverTheAPI(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ops := h.tokenFor("olga@example.com", "operator")
+	annTok := h.tokenFor("ann@example.com", "approver", "finance")
+	benTok := h.tokenFor("ben@example.com", "approver", "ops")
+	cyTok := h.tokenFor("cy@example.com", "approver")
+	admin := h.tokenFor("root@example.com", "admin")
+	flowID := h.createFlow([]map[string]any{node("ask", "UX", map[string]any{"prompt": "Pay?",
+		"assignees":         map[string]any{"users": []string{"ben@example.com", "olga@example.com"}, "groups": []string{"finance"}},
+		"requiredApprovals": 2, "separationOfDuties": true})}, nil)
+	other := h.createFlow([]map[string]any{node("ask", "UX", map[string]any{"prompt": "Anyone?"})}, nil)
+
+	var r runJSON
+	var started map[string]any
+	require.Equal(t, 201, h.doAs(ops, "POST", "/api/v1/flows/"+flowID+"/runs", map[string]any{"input": map[string]any{}}, &started))
+	require.Equal(t, "olga@example.com", started["started_by"], "the API records who started the run")
+	r.ID = started["id"].(string)
+	anyRun := h.startRun(other, map[string]any{})
+	var raw map[string]any
+	require.Equal(t, 200, h.do("GET", "/api/v1/runs/"+anyRun.ID, nil, &raw))
+	require.NotContains(t, raw, "started_by", "the admin token starts runs as no one")
+
+	complete := func(tok, outcome string) (int, string) {
+		var e struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		code := h.doAs(tok, "POST", "/api/v1/runs/"+r.ID+"/nodes/ask/complete", map[string]any{"outcome": outcome}, &e)
+		return code, e.Error.Code + ": " + e.Error.Message
+	}
+	code, msg := complete(cyTok, "approve")
+	require.Equal(t, 403, code, msg)
+	require.Contains(t, msg, "forbidden: step ask of run "+r.ID+" is not assigned to cy@example.com")
+	require.Equal(t, 0, h.decisionRows(r.ID), "nothing changed")
+	require.Equal(t, "waiting_for_user", h.run(r.ID).Nodes["ask"].Status)
+
+	// The approvals lists.
+	type item struct {
+		RunID             string            `json:"run_id"`
+		Assignees         *engine.Assignees `json:"assignees"`
+		RequiredApprovals int               `json:"required_approvals"`
+		RejectPolicy      string            `json:"reject_policy"`
+		Votes             []engine.Vote     `json:"votes"`
+	}
+	list := func(tok, assigned string) map[string]item {
+		t.Helper()
+		var out struct {
+			Approvals []item `json:"approvals"`
+		}
+		path := "/api/v1/approvals"
+		if assigned != "" {
+			path += "?assigned=" + assigned
+		}
+		require.Equal(t, 200, h.doAs(tok, "GET", path, nil, &out))
+		m := map[string]item{}
+		for _, a := range out.Approvals {
+			m[a.RunID] = a
+		}
+		return m
+	}
+	keys := func(m map[string]item) []string {
+		var ks []string
+		for k := range m {
+			ks = append(ks, k)
+		}
+		return ks
+	}
+	require.ElementsMatch(t, []string{r.ID, anyRun.ID}, keys(list(benTok, "me")))
+	require.ElementsMatch(t, []string{anyRun.ID}, keys(list(annTok, "me")))
+	require.ElementsMatch(t, []string{r.ID}, keys(list(annTok, "groups")))
+	require.Empty(t, keys(list(benTok, "groups")), "ops is not assigned")
+	require.ElementsMatch(t, []string{anyRun.ID}, keys(list(cyTok, "all")), "an approver sees only what they may decide")
+	require.ElementsMatch(t, []string{anyRun.ID}, keys(list(cyTok, "")))
+	require.ElementsMatch(t, []string{r.ID, anyRun.ID}, keys(list(admin, "all")))
+	it := list(admin, "")[r.ID]
+	require.Equal(t, &engine.Assignees{Users: []string{"ben@example.com", "olga@example.com"}, Groups: []string{"finance"}}, it.Assignees)
+	require.Equal(t, 2, it.RequiredApprovals)
+	require.Equal(t, "any", it.RejectPolicy)
+	require.Empty(t, it.Votes)
+	require.Nil(t, list(admin, "")[anyRun.ID].Assignees)
+	var bad struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	require.Equal(t, 400, h.doAs(admin, "GET", "/api/v1/approvals?assigned=mine", nil, &bad))
+
+	// Olga is assigned, but an operator may not decide (the route's
+	// rule), and she started the run.
+	code, msg = complete(ops, "approve")
+	require.Equal(t, 403, code, msg)
+
+	code, msg = complete(annTok, "approve")
+	require.Equal(t, 200, code, msg)
+	require.Equal(t, "waiting_for_user", h.run(r.ID).Nodes["ask"].Status, "one of two")
+	require.Len(t, list(admin, "")[r.ID].Votes, 1)
+	code, msg = complete(annTok, "approve")
+	require.Equal(t, 409, code, msg)
+	require.Contains(t, msg, "ann@example.com already decided step ask")
+	code, msg = complete(benTok, "approve")
+	require.Equal(t, 200, code, msg)
+	out := h.askOutput(r.ID)
+	require.Equal(t, "ben@example.com", out.Decision.By)
+	require.Len(t, out.Decisions, 2)
+	require.Equal(t, "ann@example.com", out.Decisions[0].By)
+}
+
+// TestSeparationOfDutiesOverTheAPI: an admin who started a run may not
+// decide its step with separationOfDuties, though an admin may decide any
+// other.
+func TestSeparationOfDutiesOverTheAPI(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	root := h.tokenFor("root@example.com", "admin")
+	flowID := h.createFlow([]map[string]any{node("ask", "UX", map[string]any{"prompt": "Pay?",
+		"assignees": map[string]any{"users": []string{"ann@example.com"}}, "separationOfDuties": true})}, nil)
+	var started map[string]any
+	require.Equal(t, 201, h.doAs(root, "POST", "/api/v1/flows/"+flowID+"/runs", map[string]any{}, &started))
+	id := started["id"].(string)
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	require.Equal(t, 403, h.doAs(root, "POST", "/api/v1/runs/"+id+"/nodes/ask/complete", map[string]any{"outcome": "approve"}, &e))
+	require.Equal(t, "forbidden", e.Error.Code)
+	require.Contains(t, e.Error.Message, "separation of duties: root@example.com started run")
+	require.Equal(t, 0, h.decisionRows(id))
+	// Another admin decides it (an admin may decide any approval).
+	other := h.tokenFor("second@example.com", "admin")
+	require.Equal(t, 200, h.doAs(other, "POST", "/api/v1/runs/"+id+"/nodes/ask/complete", map[string]any{"outcome": "approve"}, nil))
+	require.Equal(t, "second@example.com", h.askOutput(id).Decision.By)
 }
