@@ -245,7 +245,7 @@ func TestUIPeople(t *testing.T) {
 			chromedp.WaitVisible(`tr[data-user="eve@example.com"] input[type="checkbox"]`, chromedp.ByQuery),
 			chromedp.Click(`tr[data-user="eve@example.com"] input[type="checkbox"]`, chromedp.ByQuery),
 			chromedp.Click(`//tr[@data-user="eve@example.com"]//button[text()="Save"]`, chromedp.BySearch))
-		s.waitJS("eve disabled", `document.querySelector('tr[data-user="eve@example.com"]')?.innerText.includes("disabled")`)
+		s.waitJS("eve disabled", `document.querySelector('tr[data-user="eve@example.com"] .chip-warn')?.innerText === "disabled"`)
 		var users struct {
 			Users []struct {
 				Email, Role string
