@@ -60,6 +60,8 @@ var configSettings = []struct {
 	{"pprof-addr", "STITCHD_PPROF_ADDR", "", "127.0.0.1:6060", "127.0.0.1:6061", func(o *options) string { return o.pprofAddr }},
 	{"notify-url", "STITCHD_NOTIFY_URL", "", "https://env.example/n", "https://flag.example/n", func(o *options) string { return o.notifyURL }},
 	{"retention", "STITCHD_RETENTION", "", "30d", "P7D", func(o *options) string { return o.retention }},
+	{"session-ttl", "STITCHD_SESSION_TTL", "12h0m0s", "1h0m0s", "30m0s", func(o *options) string { return o.sessionTTL.String() }},
+	{"trust-proxy", "STITCHD_TRUST_PROXY", "false", "true", "false", func(o *options) string { return strconv.FormatBool(o.trustProxy) }},
 }
 
 // TestConfigSettingsComplete keeps configSettings in step with main.go.
@@ -109,6 +111,10 @@ func TestConfigPrecedence(t *testing.T) {
 			{"empty env is unset", nil, map[string]string{s.env: ""}, s.def},
 			{"flag over default", []string{"--" + s.flag + "=" + s.flagV}, nil, s.flagV},
 			{"flag over env", []string{"--" + s.flag, s.flagV}, map[string]string{s.env: s.envVal}, s.flagV},
+		}
+		if s.def == "false" || s.def == "true" {
+			// A boolean flag takes its value only as --flag=value.
+			cases[4].args = []string{"--" + s.flag + "=" + s.flagV}
 		}
 		for _, c := range cases {
 			t.Run(s.flag+"/"+c.name, func(t *testing.T) {
