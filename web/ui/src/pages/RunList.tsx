@@ -158,6 +158,13 @@ function BulkBar(props: { flowId: string | null; flowName: string | null; status
   // The count is for this action and filter only: any change asks again.
   const key = JSON.stringify([action, filter]);
   const counted = count?.key === key ? count.answer : null;
+  // change sets a field and drops the count: switching back to an action
+  // counted before must not bring its old count (and apply button) back
+  // while the new count is on its way.
+  const change = (set: (v: string) => void, v: string) => {
+    set(v);
+    setCount(null);
+  };
   const effect = BULK_ACTIONS.find((a) => a.value === action)?.effect ?? "";
   const picks = [
     props.flowId ? `flow ${props.flowName ?? props.flowId}` : "any flow",
@@ -198,7 +205,7 @@ function BulkBar(props: { flowId: string | null; flowName: string | null; status
     >
       <div className="row">
         <label htmlFor="bulk-action">Action</label>
-        <select id="bulk-action" value={action} disabled={busy !== null} onChange={(e) => setAction(e.target.value)}>
+        <select id="bulk-action" value={action} disabled={busy !== null} onChange={(e) => change(setAction, e.target.value)}>
           {BULK_ACTIONS.map((a) => (
             <option key={a.value} value={a.value}>
               {a.label}
@@ -206,9 +213,9 @@ function BulkBar(props: { flowId: string | null; flowName: string | null; status
           ))}
         </select>
         <label htmlFor="bulk-node">Step</label>
-        <input id="bulk-node" className="mono" placeholder="node id (any)" value={node} disabled={busy !== null} onChange={(e) => setNode(e.target.value)} />
+        <input id="bulk-node" className="mono" placeholder="node id (any)" value={node} disabled={busy !== null} onChange={(e) => change(setNode, e.target.value)} />
         <label htmlFor="bulk-error">Error contains</label>
-        <input id="bulk-error" placeholder="text (any)" value={errorText} disabled={busy !== null} onChange={(e) => setErrorText(e.target.value)} />
+        <input id="bulk-error" placeholder="text (any)" value={errorText} disabled={busy !== null} onChange={(e) => change(setErrorText, e.target.value)} />
         <button type="submit" className="btn" data-action="bulk-dry-run" disabled={busy !== null}>
           {busy === "count" ? "Counting…" : "Count runs"}
         </button>
