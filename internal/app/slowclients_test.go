@@ -205,6 +205,14 @@ func TestStalledReaderOfARunIsCutOff(t *testing.T) {
 	in := map[string]any{"items": make([]int, items)}
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"input": in}, &r))
 
+	// A reader that reads gets the whole run (and the run's rows are then
+	// in Postgres's buffers, so the stalled reader's answer is written
+	// fast enough to fill the connection's buffers while it sleeps, even
+	// on a loaded machine).
+	var full struct{ Nodes map[string]any }
+	require.Equal(t, 200, h.do("GET", "/api/v1/runs/"+r.ID, nil, &full))
+	require.Len(t, full.Nodes, items+2)
+
 	c, err := net.Dial("tcp", strings.TrimPrefix(h.app.URL, "http://"))
 	require.NoError(t, err)
 	defer c.Close()
@@ -217,7 +225,10 @@ func TestStalledReaderOfARunIsCutOff(t *testing.T) {
 	_, err = fmt.Fprintf(c, "GET /api/v1/runs/%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer %s\r\n\r\n",
 		r.ID, token)
 	require.NoError(t, err)
-	time.Sleep(3 * time.Second) // not reading
+	// Not reading, long enough for the server to fill the buffers and be
+	// cut off even when the suite loads the machine (3 s was too short
+	// at -parallel 4 once).
+	time.Sleep(6 * time.Second)
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
 	got, err := io.ReadAll(c)
 	require.NoError(t, err, "the server closed the connection (EOF), it did not leave it hanging")
@@ -228,8 +239,4 @@ func TestStalledReaderOfARunIsCutOff(t *testing.T) {
 	// Chunked: an answer cut off lacks its last (empty) chunk.
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF, "the answer was cut off, after %d bytes of %d", len(body), len(got))
 
-	// A reader that reads gets the whole run.
-	var full struct{ Nodes map[string]any }
-	require.Equal(t, 200, h.do("GET", "/api/v1/runs/"+r.ID, nil, &full))
-	require.Len(t, full.Nodes, items+2)
 }
