@@ -70,8 +70,8 @@ func (k *Keyring) VerifyAction(token string, now time.Time) (ActionClaims, error
 	return c, nil
 }
 
-// GroupMembers lists the emails of the enabled users in any of groups
-// (store.Store).
+// GroupMembers lists the emails of the enabled users who may decide
+// approvals (approvers and admins) in any of groups (store.Store).
 type GroupMembers interface {
 	UserEmailsInGroups(ctx context.Context, groups []string) ([]string, error)
 }

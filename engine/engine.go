@@ -431,6 +431,9 @@ type CompleteUXParams struct {
 	// caller (a timeout, the admin token), not checked, whose decision
 	// decides the node at once.
 	Actor *Actor
+	// Attempt, when not 0, is the node's attempt the decision is for (a
+	// one-click link's): another attempt is a conflict.
+	Attempt int
 	// timedOut: the node's deadline answered (onTimeout), not a person, so
 	// there is no answer for its form to check (checkForm).
 	timedOut bool
@@ -455,6 +458,10 @@ func (e *Engine) CompleteUX(ctx context.Context, p CompleteUXParams) error {
 		}
 		if cur.Type != NodeTypeUX {
 			return fmt.Errorf("%w: node %s is a %s node, not a UX node", ErrInvalidRequest, p.Key, cur.Type)
+		}
+		if p.Attempt != 0 && cur.Attempt != p.Attempt {
+			return fmt.Errorf("%w: node %s is at attempt %d, not %d: the decision was for an earlier one", ErrConflict, p.Key,
+				cur.Attempt, p.Attempt)
 		}
 		n := t.graph.Nodes[cur.NodeID]
 		if n == nil {

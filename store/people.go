@@ -486,10 +486,12 @@ func (s *Store) IsParticipant(ctx context.Context, runID, email string, groups [
 	return ok, nil
 }
 
-// UserEmailsInGroups lists the emails of enabled users in any of groups.
+// UserEmailsInGroups lists the emails of enabled users who may decide
+// approvals (approvers and admins) in any of groups.
 func (s *Store) UserEmailsInGroups(ctx context.Context, groups []string) ([]string, error) {
 	var out []string
-	err := s.db.WithContext(ctx).Raw(`SELECT email FROM users WHERE NOT disabled AND groups && ?::text[] ORDER BY email`,
+	err := s.db.WithContext(ctx).Raw(`SELECT email FROM users WHERE NOT disabled AND role IN ('approver', 'admin')
+		AND groups && ?::text[] ORDER BY email`,
 		pq.StringArray(groups)).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("error listing the members of groups %v: %w", groups, interpretError(err))
@@ -556,16 +558,17 @@ func (s *Store) ApprovalNode(ctx context.Context, runID, key string) (*ApprovalN
 }
 
 // ApprovalsMark sums up the approvals f selects: their count, and a mark
-// that changes when one is added, decided or voted on (the newest waiting
-// node's time and the newest vote's). A live inbox re-reads its list when
+// that changes when one is added, decided or voted on (the newest of the
+// selected nodes' times and their votes': nothing about other nodes). A live inbox re-reads its list when
 // the mark moves.
 func (s *Store) ApprovalsMark(ctx context.Context, f ApprovalFilter) (count int, mark string, err error) {
 	where, args, err := f.where()
 	if err != nil {
 		return 0, "", err
 	}
-	err = s.db.WithContext(ctx).Raw(`SELECT count(*), coalesce(max(ns.updated_at)::text, '') || '|' ||
-		coalesce((SELECT max(at)::text FROM ux_decisions), '') || '|' || count(*)
+	err = s.db.WithContext(ctx).Raw(`SELECT count(*), coalesce(max(greatest(ns.updated_at,
+		(SELECT max(d.at) FROM ux_decisions d WHERE d.run_id = ns.run_id AND d.key = ns.key AND d.attempt = ns.attempt)))::text, '')
+		|| '|' || count(*)
 		FROM node_states ns WHERE ns.status = 'waiting_for_user'`+where, args...).Row().Scan(&count, &mark)
 	if err != nil {
 		return 0, "", fmt.Errorf("error summing up approvals: %w", interpretError(err))

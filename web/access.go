@@ -40,7 +40,7 @@ var (
 
 // accessRules is every route's rule, by "METHOD path" as registered. A
 // route missing here is refused to all but admins, and fails
-// TestEveryRouteHasARule.
+// TestRoleRouteTable.
 var accessRules = map[string]rule{
 	"GET /healthz":            public,
 	"GET /readyz":             public,

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -109,6 +110,10 @@ func (s *Server) approveSubmit(c echo.Context) error {
 		return err
 	}
 	comment := c.FormValue("comment")
+	if !utf8.ValidString(comment) || strings.ContainsRune(comment, 0) {
+		return s.renderApprove(c, http.StatusBadRequest, approveView{Title: "Comment not readable", Failed: true,
+			Message: "The comment must be text (UTF-8, no NUL)."})
+	}
 	if len(comment) > maxCommentLen {
 		return s.renderApprove(c, http.StatusBadRequest, approveView{Title: "Comment too long", Failed: true,
 			Message: "Keep the comment under 4,096 bytes and try again."})
@@ -118,14 +123,20 @@ func (s *Server) approveSubmit(c echo.Context) error {
 	if err != nil && !errors.Is(err, engine.ErrNotFound) {
 		return err
 	}
-	actor := &engine.Actor{Email: cl.Email}
-	if u != nil {
-		if u.Disabled {
-			return s.renderApprove(c, http.StatusForbidden, approveView{Title: "Account disabled", Failed: true,
-				Message: "The account this link was made for is disabled."})
-		}
-		actor.Groups = u.Groups
+	// The link decides as its person, as if they had signed in: a user who
+	// may decide approvals (an approver or an admin), enabled.
+	switch {
+	case u == nil:
+		return s.renderApprove(c, http.StatusForbidden, approveView{Title: "No such account", Failed: true,
+			Message: "The account this link was made for does not exist (any more)."})
+	case u.Disabled:
+		return s.renderApprove(c, http.StatusForbidden, approveView{Title: "Account disabled", Failed: true,
+			Message: "The account this link was made for is disabled."})
+	case u.Role != store.RoleApprover && u.Role != store.RoleAdmin:
+		return s.renderApprove(c, http.StatusForbidden, approveView{Title: "Not an approver", Failed: true,
+			Message: "The account this link was made for (role " + u.Role + ") may not decide approvals."})
 	}
+	actor := &engine.Actor{Email: u.Email, Groups: u.Groups, Override: u.Role == store.RoleAdmin}
 	now := s.cfg.Clock.Now()
 	fresh, err := s.cfg.Store.UseActionLink(ctx, cl.Nonce, now)
 	if err != nil {
@@ -143,7 +154,7 @@ func (s *Server) approveSubmit(c echo.Context) error {
 		return s.renderApprove(c, http.StatusConflict, approveView{Title: "Nothing to decide", Failed: true,
 			Message: "This step is no longer waiting for this decision: it was decided, timed out, or the run moved on."})
 	}
-	err = s.cfg.Engine.CompleteUX(ctx, engine.CompleteUXParams{RunID: cl.RunID, Key: cl.Key,
+	err = s.cfg.Engine.CompleteUX(ctx, engine.CompleteUXParams{RunID: cl.RunID, Key: cl.Key, Attempt: cl.Attempt,
 		Outcome: cl.Outcome, Comment: comment, By: cl.Email, Actor: actor})
 	if err != nil {
 		ae := toAPIError(err)

@@ -174,7 +174,7 @@ func (s *Server) authorize(c echo.Context, p *Principal) error {
 	rule, ok := accessRules[c.Request().Method+" "+c.Path()]
 	if !ok {
 		// A route added without a rule is closed to all but admins (and
-		// TestEveryRouteHasARule fails).
+		// TestRoleRouteTable fails).
 		rule = admins
 	}
 	role := p.Role()

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -36,6 +37,11 @@ type loginBody struct {
 }
 
 func (s *Server) login(c echo.Context) error {
+	// JSON only: a cross-site form (text/plain) cannot sign a browser in
+	// as someone else.
+	if ct := c.Request().Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/json") {
+		return errorf(http.StatusUnsupportedMediaType, "invalid_request", "sign in with a JSON body (Content-Type: application/json)")
+	}
 	var b loginBody
 	if err := bind(c, &b); err != nil {
 		return err
@@ -44,16 +50,22 @@ func (s *Server) login(c echo.Context) error {
 		return badRequest(`give "email" and "password"`)
 	}
 	if len(b.Email) > 320 || len(b.Password) > password.MaxLength {
-		return s.refuseLogin(c, b.Email)
+		return unauthorized("wrong email or password")
 	}
 	ctx := c.Request().Context()
 	now := s.cfg.Clock.Now()
 	addr := c.RealIP()
+	// The attempt counts as a failure until it succeeds (then the
+	// account's failures are cleared): attempts sent at once each see the
+	// others, so no burst gets past the limits.
+	if err := s.cfg.Store.RecordLoginFailure(ctx, b.Email, addr, now, now.Add(-loginWindow)); err != nil {
+		return err
+	}
 	byAccount, byAddress, err := s.cfg.Store.LoginFailures(ctx, b.Email, addr, now.Add(-loginWindow))
 	if err != nil {
 		return err
 	}
-	if byAccount >= maxAccountFailures || byAddress >= maxAddressFailures {
+	if byAccount > maxAccountFailures || byAddress > maxAddressFailures {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(loginWindow.Seconds())))
 		return errorf(http.StatusTooManyRequests, "rate_limited", "too many failed sign-ins; try again later")
 	}
@@ -73,7 +85,7 @@ func (s *Server) login(c echo.Context) error {
 		if verr != nil && u != nil && u.PasswordHash != nil {
 			s.log.Error("a stored password hash is malformed", "user", u.ID, "error", verr)
 		}
-		return s.refuseLogin(c, b.Email)
+		return unauthorized("wrong email or password")
 	}
 	if u.Disabled {
 		return forbidden("account_disabled", "this account is disabled")
@@ -100,16 +112,6 @@ func (s *Server) login(c echo.Context) error {
 		s.log.Error("error writing an audit entry", "action", "sign-in", "actor", u.Email, "error", err)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"user": u, "csrf_token": csrf, "expires_at": expires.UTC()})
-}
-
-// refuseLogin notes a failed sign-in and answers it, saying nothing of
-// whether the account exists.
-func (s *Server) refuseLogin(c echo.Context, email string) error {
-	now := s.cfg.Clock.Now()
-	if err := s.cfg.Store.RecordLoginFailure(c.Request().Context(), email, c.RealIP(), now, now.Add(-loginWindow)); err != nil {
-		return err
-	}
-	return unauthorized("wrong email or password")
 }
 
 func (s *Server) sessionCookie(c echo.Context, value string, expires time.Time) *http.Cookie {
@@ -316,6 +318,11 @@ func (s *Server) createToken(c echo.Context) error {
 	if p.Bootstrap() {
 		return badRequest("the admin token belongs to no user: create a user (stitchd user create), sign in and make tokens as that user")
 	}
+	if p.TokenID != "" {
+		// A stolen token must not outlive its revocation through tokens it
+		// made.
+		return forbidden("session_required", "tokens are made by a signed-in person, not by another token")
+	}
 	var b struct {
 		Name string `json:"name"`
 	}
@@ -369,6 +376,11 @@ func (s *Server) listAudit(c echo.Context) error {
 		return err
 	}
 	f := store.AuditFilter{Actor: c.QueryParam("actor"), Target: c.QueryParam("target"), PageParams: pp}
+	for _, v := range []string{f.Actor, f.Target} {
+		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) || len(v) > 1000 {
+			return badRequest("actor and target must be text (UTF-8, no NUL, at most 1000 bytes)")
+		}
+	}
 	if v := c.QueryParam("since"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {

@@ -158,6 +158,11 @@ func TestSignInRefusals(t *testing.T) {
 	require.Contains(t, b1, "wrong email or password")
 	c, b := login("", "", nil)
 	require.Equal(t, http.StatusBadRequest, c, b)
+	// A cross-site form cannot sign a browser in: JSON only.
+	rec := do(t, h, req{method: http.MethodPost, path: "/api/v1/auth/login", noAuth: true,
+		header: map[string]string{"Content-Type": "text/plain"}, body: `{"email": "bo@example.com", "password": "right password"}`})
+	require.Equal(t, http.StatusUnsupportedMediaType, rec.Code, rec.Body.String())
+	require.Empty(t, rec.Result().Cookies())
 
 	// Per account: after 10 failures even the right password waits.
 	for range 9 {
@@ -180,7 +185,7 @@ func TestSignInRefusals(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, c)
 
 	// Bad users: every problem listed, nothing created.
-	rec := do(t, h, req{method: http.MethodPost, path: "/api/v1/users",
+	rec = do(t, h, req{method: http.MethodPost, path: "/api/v1/users",
 		body: `{"email": "not an email", "name": "", "role": "boss", "password": "short", "groups": [""]}`})
 	require.Equal(t, http.StatusBadRequest, rec.Code)
 	for _, p := range []string{`"path":"email"`, `"path":"name"`, `"path":"role"`, `"path":"password"`, `"path":"groups[0]"`} {
@@ -211,9 +216,13 @@ func TestPersonalTokens(t *testing.T) {
 	require.Contains(t, list, `"name":"laptop"`)
 	require.Contains(t, list, `"last_used_at":"2026-11-25T10:00:00Z"`)
 	require.NotContains(t, list, tok.Token, "the token is shown only once")
+	// A token does not make tokens (a stolen one would outlive its
+	// revocation through them).
+	require.Contains(t, string(call(t, h, http.StatusForbidden, req{method: http.MethodPost, path: "/api/v1/tokens", header: bearer,
+		body: `{"name": "more"}`})), "session_required")
 	// The admin token belongs to no user.
 	call(t, h, http.StatusBadRequest, req{method: http.MethodPost, path: "/api/v1/tokens", body: `{"name": "x"}`})
-	call(t, h, http.StatusBadRequest, req{method: http.MethodPost, path: "/api/v1/tokens", header: bearer, body: `{"name": ""}`})
+	call(t, h, http.StatusBadRequest, req{method: http.MethodPost, path: "/api/v1/tokens", noAuth: true, header: sess, body: `{"name": ""}`})
 
 	call(t, h, http.StatusNoContent, req{method: http.MethodDelete, path: "/api/v1/tokens/" + tok.ID, header: bearer})
 	rec := do(t, h, req{method: http.MethodGet, path: "/api/v1/me", header: bearer})
@@ -263,4 +272,5 @@ func TestAuditTrail(t *testing.T) {
 	require.Contains(t, admin, `"next_cursor":"`)
 	call(t, h, http.StatusBadRequest, req{method: http.MethodGet, path: "/api/v1/audit?since=yesterday"})
 	call(t, h, http.StatusBadRequest, req{method: http.MethodGet, path: "/api/v1/audit?cursor=zz"})
+	call(t, h, http.StatusBadRequest, req{method: http.MethodGet, path: "/api/v1/audit?actor=a%00b"})
 }

@@ -113,9 +113,17 @@ func TestApprovalLinks(t *testing.T) {
 	require.Equal(t, http.StatusGone, code, html)
 	require.Contains(t, html, "already used")
 	// Another link of the decided step: nothing to decide.
-	code, html = h.page(http.MethodPost, links["bob@example.com reject"], "")
+	code, html = h.page(http.MethodPost, links["ann@example.com reject"], "")
 	require.Equal(t, http.StatusConflict, code, html)
 	require.Equal(t, "completed", h.run(run).Nodes["ask"].Status)
+	// A link decides only as a user who may decide approvals: bob is named
+	// but has no account.
+	code, html = h.page(http.MethodPost, links["bob@example.com reject"], "")
+	require.Equal(t, http.StatusForbidden, code, html)
+	require.Contains(t, html, "does not exist")
+	// A comment that is not text is a 400, not a 500.
+	code, _ = h.page(http.MethodPost, links["ann@example.com reject"], "a\x00b")
+	require.Contains(t, []int{http.StatusBadRequest, http.StatusGone, http.StatusConflict}, code)
 
 	entries, _, err := h.app.Store.AuditPage(ctx, store.AuditFilter{Target: "run:" + run})
 	require.NoError(t, err)
