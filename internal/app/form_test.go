@@ -64,6 +64,8 @@ func TestUXForm(t *testing.T) {
 	require.JSONEq(t, refundForm, string(forms[r.ID]))
 	plain := h.createFlow([]map[string]any{node("ask", "UX", map[string]any{"prompt": "OK?"})}, nil)
 	pr := h.startRun(plain, map[string]any{})
+	// A fresh list: decoding into the old one would keep its maps' keys.
+	inbox.Approvals = nil
 	require.Equal(t, 200, h.do("GET", "/api/v1/approvals", nil, &inbox))
 	for _, a := range inbox.Approvals {
 		if string(a["run_id"]) == `"`+pr.ID+`"` {
