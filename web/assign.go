@@ -8,12 +8,14 @@ import (
 )
 
 // deciderOf is the person deciding a UX node in request c, checked by the
-// engine against the node's assignees and separation of duties: a user
-// (an admin may decide any approval), or the admin token as "admin" with
-// an admin's override. Nil outside /api/v1.
+// engine against the node's assignees and separation of duties (an admin
+// may decide any approval). The admin token is no person: its decision
+// (by "admin") decides the step at once, as a break-glass repair, and is
+// not one of N votes — else an admin holding it could vote twice. Nil for
+// it and outside /api/v1.
 func deciderOf(c echo.Context) *engine.Actor {
 	p := principalOf(c)
-	if p == nil {
+	if p == nil || p.Bootstrap() {
 		return nil
 	}
 	return &engine.Actor{Email: p.Email(), Groups: p.Groups(), Override: p.Role() == store.RoleAdmin}

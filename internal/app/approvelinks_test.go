@@ -224,3 +224,20 @@ func TestApproverReadsOnlyTheirRuns(t *testing.T) {
 	require.Equal(t, "POST /api/v1/runs/:id/nodes/:key/complete", entries[0].Action)
 	require.Equal(t, "ask", entries[0].Details["key"])
 }
+
+// TestAdminTokenDecidesOutright: the admin token is no person — its
+// decision settles a 2-of-3 step at once instead of being one vote, so an
+// admin holding it cannot vote twice.
+func TestAdminTokenDecidesOutright(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow, v := h.askFlow(map[string]any{"requiredApprovals": 2,
+		"assignees": map[string]any{"users": []string{"a@example.com", "b@example.com", "c@example.com"}}})
+	run := h.startBy(flow, v, "", map[string]any{})
+	require.Equal(t, http.StatusOK, h.do("POST", "/api/v1/runs/"+run+"/nodes/ask/complete", map[string]any{"outcome": "approve"}, nil))
+	out := h.askOutput(run)
+	require.Equal(t, "approve", out.Decision.Outcome)
+	require.Equal(t, "admin", out.Decision.By)
+	require.Len(t, out.Decisions, 1, "one decision settled it")
+	require.Equal(t, "admin", out.Decisions[0].By)
+}
