@@ -163,5 +163,13 @@ func (f ApprovalFilter) where() (string, []any, error) {
 		where += ` AND (` + unassigned + ` OR ` + mine + ` OR ` + ours + `)`
 		args = append(args, f.Email, groups)
 	}
+	if f.Email != "" && (f.Decidable || f.Assigned == AssignedMe || f.Assigned == AssignedGroups) {
+		// Not the steps separation of duties keeps from the run's starter:
+		// "assigned to me" lists what I can decide.
+		where += ` AND NOT EXISTS (SELECT 1 FROM runs sr JOIN flow_versions sv ON sv.id = sr.flow_version_id
+			WHERE sr.id = ns.run_id AND lower(sr.started_by) = lower(?)
+			AND sv.execution_graph->'nodes'->ns.node_id->'config'->>'separationOfDuties' = 'true')`
+		args = append(args, f.Email)
+	}
 	return where, args, nil
 }

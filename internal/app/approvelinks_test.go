@@ -241,3 +241,38 @@ func TestAdminTokenDecidesOutright(t *testing.T) {
 	require.Len(t, out.Decisions, 1, "one decision settled it")
 	require.Equal(t, "admin", out.Decisions[0].By)
 }
+
+// TestInboxLeavesOutWhatSeparationOfDutiesRefuses: the person who started
+// a run does not find its separation-of-duties step under "assigned to
+// me" or "my groups" (they could not decide it); "all" still lists it.
+func TestInboxLeavesOutWhatSeparationOfDutiesRefuses(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	flow, v := h.askFlow(map[string]any{"separationOfDuties": true,
+		"assignees": map[string]any{"users": []string{"ada@example.com"}, "groups": []string{"ops"}}})
+	own := h.startBy(flow, v, "ada@example.com", map[string]any{})
+	other := h.startBy(flow, v, "bob@example.com", map[string]any{})
+	list := func(f store.ApprovalFilter) []string {
+		page, _, err := h.app.Store.ApprovalsPageFor(ctx, store.PageParams{}, f)
+		require.NoError(t, err)
+		var ids []string
+		for _, a := range page {
+			ids = append(ids, a.RunID)
+		}
+		return ids
+	}
+	ada := store.ApprovalFilter{Email: "ADA@example.com", Groups: []string{"ops"}}
+	for _, a := range []string{store.AssignedMe, store.AssignedGroups} {
+		f := ada
+		f.Assigned = a
+		require.Equal(t, []string{other}, list(f), a)
+	}
+	f := ada
+	f.Decidable = true
+	require.Equal(t, []string{other}, list(f), "an approver's view")
+	require.ElementsMatch(t, []string{own, other}, list(store.ApprovalFilter{Assigned: store.AssignedAll}))
+	n, _, err := h.app.Store.ApprovalsMark(ctx, store.ApprovalFilter{Email: "ada@example.com", Assigned: store.AssignedMe})
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the live inbox counts the same")
+}
