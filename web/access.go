@@ -49,6 +49,10 @@ var accessRules = map[string]rule{
 	"GET /*":                  public,
 	"POST /api/v1/auth/login": public,
 
+	"GET /api/v1/auth/providers":     public,
+	"GET /api/v1/auth/oidc/login":    public,
+	"GET /api/v1/auth/oidc/callback": public,
+
 	"POST /api/v1/auth/logout":     everyone,
 	"GET /api/v1/me":               everyone,
 	"POST /api/v1/tokens":          everyone,

@@ -48,6 +48,10 @@ var permissions = map[string]string{
 	"DELETE /api/v1/users/:id":     "a",
 	"GET /api/v1/audit":            "a",
 
+	"GET /api/v1/auth/providers":     "*",
+	"GET /api/v1/auth/oidc/login":    "*",
+	"GET /api/v1/auth/oidc/callback": "*",
+
 	"POST /api/v1/flows":                           "ae",
 	"GET /api/v1/flows":                            "aeov",
 	"GET /api/v1/flows/:id":                        "aeov",

@@ -93,25 +93,38 @@ func (s *Server) login(c echo.Context) error {
 	if err := s.cfg.Store.ClearLoginFailures(ctx, b.Email); err != nil {
 		return err
 	}
-	sid, err := randomSecret()
+	csrf, expires, err := s.startSession(c, u, "POST /api/v1/auth/login", map[string]any{"address": c.RealIP()})
 	if err != nil {
 		return err
-	}
-	csrf, err := randomSecret()
-	if err != nil {
-		return err
-	}
-	expires := now.Add(s.cfg.SessionTTL)
-	if err := s.cfg.Store.CreateSession(ctx, hashSecret(sid), u.ID, csrf, now, expires); err != nil {
-		return err
-	}
-	c.SetCookie(s.sessionCookie(c, sid, expires))
-	if err := s.cfg.Store.InsertAudit(ctx, store.AuditEntry{At: now, Actor: u.Email, Action: "POST /api/v1/auth/login",
-		Target: "user:" + u.ID, RequestID: c.Response().Header().Get(echo.HeaderXRequestID), Status: http.StatusOK,
-		Details: map[string]any{"address": c.RealIP()}}); err != nil {
-		s.log.Error("error writing an audit entry", "action", "sign-in", "actor", u.Email, "error", err)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"user": u, "csrf_token": csrf, "expires_at": expires.UTC()})
+}
+
+// startSession signs u in, however they proved who they are (a password,
+// an OIDC provider): a session kept as the SHA-256 of its random cookie,
+// with its CSRF token, for SessionTTL; the cookie; and the sign-in's audit
+// entry (action, details), whose failure is logged.
+func (s *Server) startSession(c echo.Context, u *store.User, action string, details map[string]any) (csrf string, expires time.Time, err error) {
+	ctx := c.Request().Context()
+	sid, err := randomSecret()
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if csrf, err = randomSecret(); err != nil {
+		return "", time.Time{}, err
+	}
+	now := s.cfg.Clock.Now()
+	expires = now.Add(s.cfg.SessionTTL)
+	if err := s.cfg.Store.CreateSession(ctx, hashSecret(sid), u.ID, csrf, now, expires); err != nil {
+		return "", time.Time{}, err
+	}
+	c.SetCookie(s.sessionCookie(c, sid, expires))
+	if err := s.cfg.Store.InsertAudit(ctx, store.AuditEntry{At: now, Actor: u.Email, Action: action,
+		Target: "user:" + u.ID, RequestID: c.Response().Header().Get(echo.HeaderXRequestID), Status: http.StatusOK,
+		Details: details}); err != nil {
+		s.log.Error("error writing an audit entry", "action", action, "actor", u.Email, "error", err)
+	}
+	return csrf, expires, nil
 }
 
 func (s *Server) sessionCookie(c echo.Context, value string, expires time.Time) *http.Cookie {

@@ -64,6 +64,10 @@ type Config struct {
 	// behind a proxy that sets it); otherwise the connection's address
 	// counts, for sign-in limits and the audit log.
 	TrustProxy bool
+	// OIDC, when its issuer and client id are set, signs people in
+	// through an OpenID Connect provider (oidc.go); the provider sends
+	// them back to BaseURL + OIDCCallbackPath.
+	OIDC OIDCConfig
 	// Notify, if set, is told the key of a change made outside the engine
 	// ("entity:<id>" for a manual move) once it is committed, for the
 	// event streams of every process (store.Notifier.Notify).
@@ -80,6 +84,8 @@ type Server struct {
 	// dummyHash is checked when a sign-in names no account, so it takes
 	// as long as one that does (made on first use).
 	dummyHash func() (string, error)
+	// oidc signs people in through an OIDC provider (nil: off).
+	oidc *oidcAuth
 }
 
 // New builds the router.
@@ -109,6 +115,9 @@ func New(cfg Config) *Server {
 		cfg.PasswordParams = password.Default
 	}
 	s := &Server{cfg: cfg, echo: echo.New(), log: cfg.Logger, hookRate: newRateLimiter(cfg.TriggerRate)}
+	if cfg.OIDC.Enabled() {
+		s.oidc = newOIDCAuth(cfg.OIDC, cfg.BaseURL, cfg.Logger)
+	}
 	s.dummyHash = sync.OnceValues(func() (string, error) { return password.Hash("no such account", cfg.PasswordParams) })
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
@@ -131,6 +140,9 @@ func New(cfg Config) *Server {
 	e.POST("/approve/:token", s.approveSubmit)
 
 	e.POST("/api/v1/auth/login", s.login)
+	e.GET("/api/v1/auth/providers", s.authProviders)
+	e.GET(OIDCLoginPath, s.oidcLogin)
+	e.GET(OIDCCallbackPath, s.oidcCallback)
 	api := e.Group("/api/v1", s.auth)
 	api.POST("/auth/logout", s.logout)
 	api.GET("/me", s.me)
