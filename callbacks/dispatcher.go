@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -94,6 +95,19 @@ type DispatcherConfig struct {
 	// Backoff computes the delay before try n+1 (default: exponential with
 	// full jitter from 500ms, capped at 60s).
 	Backoff func(try int) time.Duration
+	// Rates limits deliveries to some hosts (host:port, or a host name for
+	// every port, lower case) to so many a second, across every process
+	// (--dispatch-rate): each delivery takes a token from the host's
+	// bucket in RateStore first, waiting for one, or giving the row back
+	// for later when the wait is long.
+	Rates     map[string]float64
+	RateStore RateStore
+}
+
+// RateStore keeps the per-host token buckets (store.Store).
+type RateStore interface {
+	TakeDispatchToken(ctx context.Context, host string, rate, burst float64) (bool, time.Duration, error)
+	PostponeDispatch(ctx context.Context, id string, delay time.Duration) error
 }
 
 // Signer gives the secrets that sign a dispatch of a run, the current
@@ -518,7 +532,7 @@ func (d *Dispatcher) Start(ctx context.Context) {
 			for {
 				if q, host, ok := d.next(); ok {
 					began := d.cfg.Clock.Now()
-					if d.stillOurs(ctx, q) {
+					if d.stillOurs(ctx, q) && d.token(ctx, q.c, host) {
 						d.deliver(ctx, q.c)
 						if ctx.Err() == nil { // a delivery cut short by Stop says nothing of the pace
 							d.observe(d.cfg.Clock.Now().Sub(began))
@@ -635,6 +649,55 @@ func (d *Dispatcher) deliver(ctx context.Context, c engine.ClaimedDispatch) {
 	}
 	if err := d.cfg.Recorder.RecordDelivery(ctx, o); err != nil && ctx.Err() == nil {
 		d.cfg.Logger.Warn("error recording delivery", "run_id", c.RunID, "node_key", c.Key, "error", err)
+	}
+}
+
+// rateOf is host's delivery rate (0: none): its own, else its name's.
+func (d *Dispatcher) rateOf(host string) float64 {
+	if r, ok := d.cfg.Rates[host]; ok {
+		return r
+	}
+	if name, _, err := net.SplitHostPort(host); err == nil {
+		return d.cfg.Rates[name]
+	}
+	return 0
+}
+
+// token waits for a token of host's rate, if it has one, and reports
+// whether to deliver c now. A wait past a quarter lease gives the row
+// back to the outbox for then (the try not counted): the row is not held
+// longer than its lease allows. A bucket that cannot be read lets the
+// delivery go (the rate is a courtesy to the worker, not a guarantee
+// worth stalling deliveries for) and is logged.
+func (d *Dispatcher) token(ctx context.Context, c engine.ClaimedDispatch, host string) bool {
+	rate := d.rateOf(host)
+	if rate <= 0 || d.cfg.RateStore == nil {
+		return true
+	}
+	burst := max(1, rate/10) // a tenth of a second's worth: the rate holds from the first second
+	var waited time.Duration
+	for {
+		ok, wait, err := d.cfg.RateStore.TakeDispatchToken(ctx, host, rate, burst)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				d.cfg.Logger.Warn("error taking a dispatch token; delivering", "host", host, "error", err)
+			}
+			return ctx.Err() == nil
+		case ok:
+			return true
+		case waited+wait > d.cfg.Lease/4:
+			if err := d.cfg.RateStore.PostponeDispatch(ctx, c.ID, wait); err != nil && ctx.Err() == nil {
+				d.cfg.Logger.Warn("error postponing a dispatch", "run_id", c.RunID, "node_key", c.Key, "error", err)
+			}
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+		waited += wait
 	}
 }
 

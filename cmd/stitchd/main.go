@@ -67,6 +67,7 @@ var settings = []setting{
 	{"pprof-addr", "STITCHD_PPROF_ADDR"},
 	{"notify-url", "STITCHD_NOTIFY_URL"},
 	{"retention", "STITCHD_RETENTION"},
+	{"dispatch-rate", "STITCHD_DISPATCH_RATE"},
 	{"session-ttl", "STITCHD_SESSION_TTL"},
 	{"trust-proxy", "STITCHD_TRUST_PROXY"},
 }
@@ -104,6 +105,8 @@ type options struct {
 	notifyURL                             string
 	retention                             string
 	retentionPeriod                       time.Duration // retention, parsed by runServe
+	dispatchRate                          string
+	dispatchRates                         map[string]float64 // dispatchRate, parsed by runServe
 	sessionTTL                            time.Duration
 	trustProxy                            bool
 	// otlpEndpoint is OTEL_EXPORTER_OTLP_ENDPOINT (traces; no flag).
@@ -128,9 +131,29 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.Float64Var(&o.triggerRate, "trigger-rate", defaultTriggerRate, "runs one inbound trigger may start a second (bursts of as many); beyond, 429 with Retry-After; 0 = no limit (env STITCHD_TRIGGER_RATE)")
 	fs.StringVar(&o.retention, "retention", "", "delete finished runs this long after they finished: 30d, 720h, P30D; empty = keep (a flow's settings.retentionDays still applies) (env STITCHD_RETENTION)")
 	fs.StringVar(&o.notifyURL, "notify-url", "", "notification webhook: approvals requested, reminders, timed out, runs failed are POSTed there, signed; empty = none (env STITCHD_NOTIFY_URL)")
+	fs.StringVar(&o.dispatchRate, "dispatch-rate", "", "limit deliveries to hosts, across every process: HOST=RPS[,HOST=RPS…], HOST a host:port or a host name for every port, e.g. api.example.com=50 (env STITCHD_DISPATCH_RATE)")
 	fs.DurationVar(&o.sessionTTL, "session-ttl", 12*time.Hour, "how long a UI sign-in lasts (env STITCHD_SESSION_TTL)")
 	fs.BoolVar(&o.trustProxy, "trust-proxy", false, "take clients' addresses from X-Forwarded-For, for sign-in limits and the audit log; set only behind a proxy that sets it (env STITCHD_TRUST_PROXY)")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's pprof profiles on this address, e.g. 127.0.0.1:6060; empty = off (env STITCHD_PPROF_ADDR)")
+}
+
+// parseDispatchRates reads --dispatch-rate: HOST=RPS, comma-separated;
+// hosts lower case, rates above 0.
+func parseDispatchRates(s string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, part := range strings.Split(s, ",") {
+		host, rate, ok := strings.Cut(strings.TrimSpace(part), "=")
+		host = strings.ToLower(strings.TrimSpace(host))
+		r, err := strconv.ParseFloat(strings.TrimSpace(rate), 64)
+		if !ok || host == "" || strings.ContainsAny(host, "/ ") || err != nil || !(r > 0) || math.IsInf(r, 0) {
+			return nil, fmt.Errorf("--dispatch-rate takes HOST=RPS[,HOST=RPS…] with a rate above 0 (e.g. api.example.com=50), not %q", part)
+		}
+		if _, dup := out[host]; dup {
+			return nil, fmt.Errorf("--dispatch-rate names %s twice", host)
+		}
+		out[host] = r
+	}
+	return out, nil
 }
 
 // parseRetention reads --retention: whole days ("30d"), a Go duration
@@ -237,7 +260,8 @@ func (o options) config(log *slog.Logger) app.Config {
 	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
 		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems, Logger: log, DataDir: o.dataDir,
 		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, OTLPEndpoint: o.otlpEndpoint, Version: version,
-		NotifyURL: o.notifyURL, Retention: o.retentionPeriod, SessionTTL: o.sessionTTL, TrustProxy: o.trustProxy}
+		NotifyURL: o.notifyURL, Retention: o.retentionPeriod, SessionTTL: o.sessionTTL, TrustProxy: o.trustProxy,
+		DispatchRates: o.dispatchRates}
 }
 
 func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) error {
@@ -261,6 +285,13 @@ func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) 
 			return err
 		}
 		o.retentionPeriod = d
+	}
+	if o.dispatchRate != "" {
+		r, err := parseDispatchRates(o.dispatchRate)
+		if err != nil {
+			return err
+		}
+		o.dispatchRates = r
 	}
 	if u, err := url.Parse(o.notifyURL); o.notifyURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		return fmt.Errorf("--notify-url must be an absolute http(s) URL, not %q", o.notifyURL)

@@ -60,6 +60,7 @@ var configSettings = []struct {
 	{"pprof-addr", "STITCHD_PPROF_ADDR", "", "127.0.0.1:6060", "127.0.0.1:6061", func(o *options) string { return o.pprofAddr }},
 	{"notify-url", "STITCHD_NOTIFY_URL", "", "https://env.example/n", "https://flag.example/n", func(o *options) string { return o.notifyURL }},
 	{"retention", "STITCHD_RETENTION", "", "30d", "P7D", func(o *options) string { return o.retention }},
+	{"dispatch-rate", "STITCHD_DISPATCH_RATE", "", "a.example=5", "b.example:8080=0.5", func(o *options) string { return o.dispatchRate }},
 	{"session-ttl", "STITCHD_SESSION_TTL", "12h0m0s", "1h0m0s", "30m0s", func(o *options) string { return o.sessionTTL.String() }},
 	{"trust-proxy", "STITCHD_TRUST_PROXY", "false", "true", "false", func(o *options) string { return strconv.FormatBool(o.trustProxy) }},
 }
@@ -495,5 +496,16 @@ func TestParseRetention(t *testing.T) {
 	for _, in := range []string{"", "d", "-3d", "59m", "30 days", "999999d"} {
 		_, err := parseRetention(in)
 		require.Error(t, err, in)
+	}
+}
+
+func TestParseDispatchRates(t *testing.T) {
+	t.Parallel()
+	r, err := parseDispatchRates("API.example.com=50, 127.0.0.1:9000=0.5")
+	require.NoError(t, err)
+	require.Equal(t, map[string]float64{"api.example.com": 50, "127.0.0.1:9000": 0.5}, r)
+	for _, bad := range []string{"x", "=5", "a=0", "a=-1", "a=b", "a=5,a=6", "a=Inf", "a/b=1", "a=NaN"} {
+		_, err := parseDispatchRates(bad)
+		require.Error(t, err, bad)
 	}
 }

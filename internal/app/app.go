@@ -70,6 +70,9 @@ type Config struct {
 	// MetricsGaugeMaxAge is how old /metrics' database-backed gauges may be
 	// (default 5s): read at most once in that time, for every scrape.
 	MetricsGaugeMaxAge time.Duration
+	// DispatchRates limits deliveries to hosts (host:port or host name →
+	// deliveries a second), across every process (--dispatch-rate).
+	DispatchRates map[string]float64
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
 	// TrustProxy takes clients' addresses from X-Forwarded-For (only
@@ -259,6 +262,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Recorder: a.Metrics.Recorder(a.Engine), Secret: secret,
 		Signer: &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh},
 		Client: client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers, HostWorkers: cfg.DispatchHostWorkers,
+		Rates: cfg.DispatchRates, RateStore: a.Store,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock})
 	a.Dispatcher, waker.d = disp, disp
 	if cfg.NotifyURL != "" {

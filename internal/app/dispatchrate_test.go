@@ -1,0 +1,120 @@
+package app_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+// TestDispatchRateAcrossProcesses: --dispatch-rate HOST=50 holds within
+// 10 % for a 500-item fan-out delivered by two processes on one database
+// (measured where the deliveries arrive), and a host without a rate is
+// not slowed.
+func TestDispatchRateAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var arrivals []time.Time
+	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer limited.Close()
+	u, err := url.Parse(limited.URL)
+	require.NoError(t, err)
+	const rate, items = 50.0, 500
+	_, dbURL := storetest.IsolatedDB(t)
+	opt := func(c *app.Config) { c.DispatchRates = map[string]float64{u.Host: rate} }
+	a := newHarnessOn(t, dbURL, opt)
+	newHarnessOn(t, dbURL, opt) // a second process, sharing the bucket
+
+	flow := a.createFlow([]map[string]any{splitter("s", "xs"),
+		node("w", "Worker", map[string]any{"webhookUrl": limited.URL + "/w", "retry": map[string]any{"maxAttempts": 1}}),
+		node("c", "Collector", nil)},
+		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil)})
+	a.startRun(flow, map[string]any{"xs": make([]int, items)})
+	a.eventually(func() bool { mu.Lock(); defer mu.Unlock(); return len(arrivals) >= items }, "%d deliveries", items)
+
+	mu.Lock()
+	got := append([]time.Time(nil), arrivals...)
+	mu.Unlock()
+	require.Len(t, got, items, "each item delivered once")
+	sort.Slice(got, func(i, j int) bool { return got[i].Before(got[j]) })
+	// The pace after the first burst (a tenth of a second's worth).
+	burst := int(rate / 10)
+	span := got[len(got)-1].Sub(got[burst]).Seconds()
+	pace := float64(len(got)-1-burst) / span
+	t.Logf("%d deliveries, %.1f/s after the first %d (limit %.0f/s)", len(got), pace, burst, rate)
+	require.InDelta(t, rate, pace, rate*0.1, "within 10 %% of the limit: %.1f/s", pace)
+	// No second of deliveries above the limit by more than 10 % (plus the burst).
+	for i := range got {
+		j := sort.Search(len(got), func(k int) bool { return got[k].After(got[i].Add(time.Second)) })
+		require.LessOrEqual(t, j-i, int(rate*1.1)+burst, "deliveries in the second from %d", i)
+	}
+
+	// Another host is not limited: 200 items arrive well above 50/s.
+	w := a.worker
+	flow2 := a.createFlow([]map[string]any{splitter("s", "xs"), wnode(a, "w"), node("c", "Collector", nil)},
+		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil)})
+	began := time.Now()
+	r := a.startRun(flow2, map[string]any{"xs": make([]int, 200)})
+	a.eventually(func() bool {
+		n := 0
+		for _, d := range w.all() {
+			if d.Payload.RunID == r.ID {
+				n++
+			}
+		}
+		return n >= 200
+	}, "200 unlimited deliveries")
+	require.Less(t, time.Since(began), 4*time.Second, fmt.Sprintf("200 deliveries to an unlimited host took %s", time.Since(began)))
+}
+
+// TestDispatchRatePostpones: a wait past a quarter lease gives the row
+// back to the outbox for later instead of holding it, without counting a
+// try; every item is still delivered once, at the rate.
+func TestDispatchRatePostpones(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var arrivals []time.Time
+	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer limited.Close()
+	u, err := url.Parse(limited.URL)
+	require.NoError(t, err)
+	// 0.5/s: a 2 s wait, past a quarter of the harness's 7 s lease.
+	h := newHarness(t, func(c *app.Config) { c.DispatchRates = map[string]float64{u.Hostname(): 0.5} })
+	flow := h.createFlow([]map[string]any{splitter("s", "xs"),
+		node("w", "Worker", map[string]any{"webhookUrl": limited.URL + "/w", "retry": map[string]any{"maxAttempts": 1}}),
+		node("c", "Collector", nil)},
+		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil)})
+	r := h.startRun(flow, map[string]any{"xs": make([]int, 3)})
+	h.eventually(func() bool { mu.Lock(); defer mu.Unlock(); return len(arrivals) >= 3 }, "3 deliveries")
+	mu.Lock()
+	got := append([]time.Time(nil), arrivals...)
+	mu.Unlock()
+	sort.Slice(got, func(i, j int) bool { return got[i].Before(got[j]) })
+	require.GreaterOrEqual(t, got[2].Sub(got[0]), 3500*time.Millisecond, "three deliveries at 0.5/s take 4 s")
+	var tries []int
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT tries FROM dispatches WHERE run_id = ? ORDER BY tries`, r.ID).Scan(&tries).Error)
+	require.Equal(t, []int{1, 1, 1}, tries, "a postponement is not a try")
+	time.Sleep(500 * time.Millisecond)
+	mu.Lock()
+	require.Len(t, arrivals, 3, "each delivered once")
+	mu.Unlock()
+}

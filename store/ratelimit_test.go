@@ -1,0 +1,57 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+// TestDispatchTokensShared: a bucket starts full (burst), refills at
+// rate, and many takers at once (as several processes) get no more
+// tokens than it holds.
+func TestDispatchTokensShared(t *testing.T) {
+	t.Parallel()
+	st, _ := storetest.IsolatedDB(t)
+	ctx := context.Background()
+	// A slow refill (1 a minute): the burst of 5 is all there is.
+	var got atomic.Int32
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, wait, err := st.TakeDispatchToken(ctx, "h:1", 1.0/60, 5)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if ok {
+				got.Add(1)
+			} else if wait <= 0 || wait > time.Minute {
+				t.Errorf("wait %s", wait)
+			}
+		}()
+	}
+	wg.Wait()
+	require.EqualValues(t, 5, got.Load())
+	// Another host has its own bucket.
+	ok, _, err := st.TakeDispatchToken(ctx, "h:2", 1.0/60, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	// A fast refill gives tokens again soon.
+	ok, _, err = st.TakeDispatchToken(ctx, "h:3", 1000, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Eventually(t, func() bool {
+		ok, _, err := st.TakeDispatchToken(ctx, "h:3", 1000, 1)
+		return err == nil && ok
+	}, 5*time.Second, 5*time.Millisecond)
+	_, _, err = st.TakeDispatchToken(ctx, "h:4", 0, 1)
+	require.Error(t, err)
+}
