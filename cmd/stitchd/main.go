@@ -25,6 +25,7 @@ import (
 	"github.com/stitchd/stitchd/handlers"
 	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/store"
+	"github.com/stitchd/stitchd/web"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -70,6 +71,12 @@ var settings = []setting{
 	{"dispatch-rate", "STITCHD_DISPATCH_RATE"},
 	{"session-ttl", "STITCHD_SESSION_TTL"},
 	{"trust-proxy", "STITCHD_TRUST_PROXY"},
+	{"oidc-issuer", "STITCHD_OIDC_ISSUER"},
+	{"oidc-client-id", "STITCHD_OIDC_CLIENT_ID"},
+	{"oidc-client-secret", "STITCHD_OIDC_CLIENT_SECRET"},
+	{"oidc-groups-claim", "STITCHD_OIDC_GROUPS_CLAIM"},
+	{"oidc-default-role", "STITCHD_OIDC_DEFAULT_ROLE"},
+	{"oidc-scopes", "STITCHD_OIDC_SCOPES"},
 }
 
 // applyEnv gives every flag not set on the command line the value of its
@@ -109,6 +116,9 @@ type options struct {
 	dispatchRates                         map[string]float64 // dispatchRate, parsed by runServe
 	sessionTTL                            time.Duration
 	trustProxy                            bool
+	oidcIssuer, oidcClientID              string
+	oidcClientSecret, oidcGroupsClaim     string
+	oidcDefaultRole, oidcScopes           string
 	// otlpEndpoint is OTEL_EXPORTER_OTLP_ENDPOINT (traces; no flag).
 	otlpEndpoint string
 }
@@ -134,6 +144,12 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.dispatchRate, "dispatch-rate", "", "limit deliveries to hosts, across every process: HOST=RPS[,HOST=RPS…], HOST a host:port or a host name for every port, e.g. api.example.com=50 (env STITCHD_DISPATCH_RATE)")
 	fs.DurationVar(&o.sessionTTL, "session-ttl", 12*time.Hour, "how long a UI sign-in lasts (env STITCHD_SESSION_TTL)")
 	fs.BoolVar(&o.trustProxy, "trust-proxy", false, "take clients' addresses from X-Forwarded-For, for sign-in limits and the audit log; set only behind a proxy that sets it (env STITCHD_TRUST_PROXY)")
+	fs.StringVar(&o.oidcIssuer, "oidc-issuer", "", "OIDC sign-in: the provider's issuer URL; on with --oidc-client-id (env STITCHD_OIDC_ISSUER)")
+	fs.StringVar(&o.oidcClientID, "oidc-client-id", "", "OIDC sign-in: stitchd's client id at the provider (env STITCHD_OIDC_CLIENT_ID)")
+	fs.StringVar(&o.oidcClientSecret, "oidc-client-secret", "", "OIDC sign-in: the client's secret; prefer the environment variable (env STITCHD_OIDC_CLIENT_SECRET)")
+	fs.StringVar(&o.oidcGroupsClaim, "oidc-groups-claim", "groups", "OIDC sign-in: the ID token claim whose names replace a user's groups at each sign-in (env STITCHD_OIDC_GROUPS_CLAIM)")
+	fs.StringVar(&o.oidcDefaultRole, "oidc-default-role", "viewer", "OIDC sign-in: the role of a person signing in for the first time; empty or none = only existing users may sign in (env STITCHD_OIDC_DEFAULT_ROLE)")
+	fs.StringVar(&o.oidcScopes, "oidc-scopes", "openid email profile", "OIDC sign-in: the scopes asked for, space- or comma-separated (add groups if the provider gives groups only then) (env STITCHD_OIDC_SCOPES)")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's pprof profiles on this address, e.g. 127.0.0.1:6060; empty = off (env STITCHD_PPROF_ADDR)")
 }
 
@@ -261,7 +277,19 @@ func (o options) config(log *slog.Logger) app.Config {
 		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems, Logger: log, DataDir: o.dataDir,
 		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, OTLPEndpoint: o.otlpEndpoint, Version: version,
 		NotifyURL: o.notifyURL, Retention: o.retentionPeriod, SessionTTL: o.sessionTTL, TrustProxy: o.trustProxy,
-		DispatchRates: o.dispatchRates}
+		DispatchRates: o.dispatchRates, OIDC: o.oidc()}
+}
+
+// oidc is the OIDC sign-in settings: a default role of "none" is none (an
+// empty environment variable counts as unset).
+func (o options) oidc() web.OIDCConfig {
+	role := o.oidcDefaultRole
+	if strings.EqualFold(role, "none") {
+		role = ""
+	}
+	return web.OIDCConfig{Issuer: o.oidcIssuer, ClientID: o.oidcClientID, ClientSecret: o.oidcClientSecret,
+		GroupsClaim: o.oidcGroupsClaim, DefaultRole: role,
+		Scopes: strings.FieldsFunc(o.oidcScopes, func(r rune) bool { return r == ',' || r == ' ' })}
 }
 
 func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) error {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -63,6 +64,12 @@ var configSettings = []struct {
 	{"dispatch-rate", "STITCHD_DISPATCH_RATE", "", "a.example=5", "b.example:8080=0.5", func(o *options) string { return o.dispatchRate }},
 	{"session-ttl", "STITCHD_SESSION_TTL", "12h0m0s", "1h0m0s", "30m0s", func(o *options) string { return o.sessionTTL.String() }},
 	{"trust-proxy", "STITCHD_TRUST_PROXY", "false", "true", "false", func(o *options) string { return strconv.FormatBool(o.trustProxy) }},
+	{"oidc-issuer", "STITCHD_OIDC_ISSUER", "", "https://env.example/id", "https://flag.example/id", func(o *options) string { return o.oidcIssuer }},
+	{"oidc-client-id", "STITCHD_OIDC_CLIENT_ID", "", "env-client", "flag-client", func(o *options) string { return o.oidcClientID }},
+	{"oidc-client-secret", "STITCHD_OIDC_CLIENT_SECRET", "", "env-secret", "flag-secret", func(o *options) string { return o.oidcClientSecret }},
+	{"oidc-groups-claim", "STITCHD_OIDC_GROUPS_CLAIM", "groups", "roles", "teams", func(o *options) string { return o.oidcGroupsClaim }},
+	{"oidc-default-role", "STITCHD_OIDC_DEFAULT_ROLE", "viewer", "none", "approver", func(o *options) string { return o.oidcDefaultRole }},
+	{"oidc-scopes", "STITCHD_OIDC_SCOPES", "openid email profile", "openid,email,groups", "openid email", func(o *options) string { return o.oidcScopes }},
 }
 
 // TestConfigSettingsComplete keeps configSettings in step with main.go.
@@ -507,5 +514,36 @@ func TestParseDispatchRates(t *testing.T) {
 	for _, bad := range []string{"x", "=5", "a=0", "a=-1", "a=b", "a=5,a=6", "a=Inf", "a/b=1", "a=NaN"} {
 		_, err := parseDispatchRates(bad)
 		require.Error(t, err, bad)
+	}
+}
+
+// TestOIDCSettings: the OIDC flags become web.OIDCConfig; "none" (or
+// empty) is no default role, since an empty variable counts as unset.
+func TestOIDCSettings(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args     []string
+		env      map[string]string
+		role     string
+		scopes   []string
+		enabled  bool
+		groupsCl string
+	}{
+		{nil, nil, "viewer", []string{"openid", "email", "profile"}, false, "groups"},
+		{[]string{"--oidc-issuer=https://id.example", "--oidc-client-id=s", "--oidc-default-role="}, nil, "", []string{"openid", "email", "profile"}, true, "groups"},
+		{nil, map[string]string{"STITCHD_OIDC_ISSUER": "https://id.example", "STITCHD_OIDC_CLIENT_ID": "s", "STITCHD_OIDC_DEFAULT_ROLE": "None",
+			"STITCHD_OIDC_SCOPES": "openid, email,groups", "STITCHD_OIDC_GROUPS_CLAIM": "roles"}, "", []string{"openid", "email", "groups"}, true, "roles"},
+	} {
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		var o options
+		addServerFlags(fs, &o)
+		require.NoError(t, fs.Parse(c.args))
+		require.NoError(t, applyEnv(fs, mapEnv(c.env)))
+		cfg := o.config(slog.New(slog.NewTextHandler(io.Discard, nil))).OIDC
+		require.Equal(t, c.role, cfg.DefaultRole, c.args)
+		require.Equal(t, c.scopes, cfg.Scopes, c.args)
+		require.Equal(t, c.enabled, cfg.Enabled(), c.args)
+		require.Equal(t, c.groupsCl, cfg.GroupsClaim, c.args)
+		require.NoError(t, cfg.Check())
 	}
 }

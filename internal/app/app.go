@@ -75,6 +75,10 @@ type Config struct {
 	DispatchRates map[string]float64
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
+	// OIDC signs people in through an OpenID Connect provider when its
+	// issuer and client id are set (web.OIDCConfig); the provider sends
+	// them back to BaseURL + web.OIDCCallbackPath.
+	OIDC web.OIDCConfig
 	// TrustProxy takes clients' addresses from X-Forwarded-For (only
 	// behind a proxy that sets it): for sign-in limits and the audit log.
 	TrustProxy bool
@@ -176,6 +180,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.DispatchLease <= cfg.DispatchTimeout {
 		return nil, fmt.Errorf("the dispatch lease (%s) must exceed the dispatch timeout (%s)", cfg.DispatchLease, cfg.DispatchTimeout)
 	}
+	if err := cfg.OIDC.Check(); err != nil {
+		return nil, err
+	}
 	url, cluster, err := ResolveDatabase(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -195,6 +202,14 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, fmt.Errorf("error listening on %s: %w", cfg.Addr, err)
 	}
 	a.URL = "http://" + a.listener.Addr().String()
+	if cfg.OIDC.Enabled() {
+		redirect := strings.TrimRight(cfg.BaseURL, "/") + web.OIDCCallbackPath
+		if cfg.BaseURL == "" {
+			redirect = a.URL + web.OIDCCallbackPath
+			cfg.Logger.Warn("OIDC sign-in without --base-url: the provider sends people back to this process's own address; set --base-url to the address people use")
+		}
+		cfg.Logger.Info("OIDC sign-in is on; register the redirect URL at the provider", "issuer", cfg.OIDC.Issuer, "redirect_url", redirect)
+	}
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = a.URL
 	}
@@ -276,7 +291,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Hub: a.Hub, AuthToken: cfg.AuthToken,
 		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, WriteTimeout: cfg.WriteTimeout, Clock: clock, Logger: cfg.Logger,
 		TriggerRate: cfg.TriggerRate, Notify: a.notifier.Notify, SessionTTL: cfg.SessionTTL, TrustProxy: cfg.TrustProxy,
-		BaseURL: cfg.BaseURL})
+		BaseURL: cfg.BaseURL, OIDC: cfg.OIDC})
 	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, 10*time.Second),
 		ReadTimeout: orDefault(cfg.ReadTimeout, 30*time.Second), IdleTimeout: 120 * time.Second}
 	return a, nil
