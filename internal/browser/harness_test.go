@@ -100,13 +100,17 @@ func chromium(t *testing.T) string {
 	return p
 }
 
-func newStack(t *testing.T) *stack {
+func newStack(t *testing.T, mods ...func(*app.Config)) *stack {
 	t.Helper()
 	_, dbURL := storetest.IsolatedDB(t)
 	ctx := context.Background()
-	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
+	cfg := app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
 		PollInterval: 50 * time.Millisecond, DispatchTimeout: 5 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	a, err := app.New(ctx, cfg)
 	require.NoError(t, err)
 	require.NoError(t, a.Start(ctx))
 	t.Cleanup(func() {

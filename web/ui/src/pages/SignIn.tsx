@@ -1,10 +1,12 @@
-import { useState, type FormEvent } from "react";
+import { useEffect, useState, type FormEvent } from "react";
 import { api, ApiError, describe, setToken, signedIn, type Me } from "../api";
 
 // SignIn signs a person in with their email and password (a session
 // cookie the page cannot read, and a CSRF token kept in memory), or, as a
 // second way, with an API token kept in the browser session
-// (sessionStorage): sent as a Bearer header, never put in a URL.
+// (sessionStorage): sent as a Bearer header, never put in a URL. When the
+// server has OIDC sign-in (GET /auth/providers), a "Sign in with SSO" link
+// goes through the provider and comes back to this page's address.
 export function SignIn() {
   const [mode, setMode] = useState<"password" | "token">("password");
   return (
@@ -22,7 +24,25 @@ function Brand() {
   );
 }
 
+// useSSO is the OIDC login URL, or null when the server has none.
+function useSSO(): string | null {
+  const [url, setURL] = useState<string | null>(null);
+  useEffect(() => {
+    let live = true;
+    api<{ oidc?: { enabled: boolean; login_url: string } }>("GET", "/auth/providers", undefined, null, { quiet: true })
+      .then((p) => {
+        if (live && p.oidc?.enabled) setURL(p.oidc.login_url);
+      })
+      .catch(() => {});
+    return () => {
+      live = false;
+    };
+  }, []);
+  return url;
+}
+
 function PasswordForm({ onToken }: { onToken: () => void }) {
+  const sso = useSSO();
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
   const [error, setError] = useState<string | null>(null);
@@ -83,6 +103,11 @@ function PasswordForm({ onToken }: { onToken: () => void }) {
       <button type="submit" className="btn primary" disabled={busy}>
         {busy ? "Signing in…" : "Sign in"}
       </button>
+      {sso && (
+        <a className="btn" data-action="sso" href={`${sso}?next=${encodeURIComponent(location.pathname + location.search)}`}>
+          Sign in with SSO
+        </a>
+      )}
       <button type="button" className="linklike" data-action="use-token" onClick={onToken}>
         Sign in with an API token
       </button>
