@@ -127,6 +127,11 @@ type Result struct {
 	// PostgresIdleCPUPercent the local Postgres server's.
 	IdleCPUPercent         *float64 `json:"idle_cpu_percent,omitempty"`
 	PostgresIdleCPUPercent *float64 `json:"postgres_idle_cpu_percent,omitempty"`
+	// BackendsIdleCPUPercent is that of the Postgres backends serving
+	// stitchd's connections alone: what its waiting costs the server,
+	// whatever else the server does (the whole server's figure counts
+	// other databases' work too).
+	BackendsIdleCPUPercent *float64 `json:"postgres_backends_idle_cpu_percent,omitempty"`
 	RSSMB                  float64  `json:"rss_mb"`
 	PeakRSSMB              float64  `json:"peak_rss_mb"`
 	// Database work per completion: rows inserted (runs, node states,
@@ -888,16 +893,28 @@ func (r *runner) idle(ctx context.Context, name string, runs int, node map[strin
 	}); err != nil {
 		return nil, err
 	}
+	// The steady state of runs that wait for days: what loading them left
+	// to do (autovacuum of the fresh rows, a checkpoint of the dirty
+	// pages) done first, so the window measures the waiting alone.
+	if err := r.settle(ctx); err != nil {
+		return nil, err
+	}
 	// Now nothing happens but waiting: sample the CPU over the window.
+	backends, err := r.backends(ctx)
+	if err != nil {
+		return nil, err
+	}
 	c0, err := r.cpuNow()
 	if err != nil {
 		return nil, err
 	}
+	b0 := pidsCPU(backends)
 	time.Sleep(r.opts.IdleWindow)
 	c1, err := r.cpuNow()
 	if err != nil {
 		return nil, err
 	}
+	b1 := pidsCPU(backends)
 	percent := func(d time.Duration) *float64 {
 		v := 100 * d.Seconds() / r.opts.IdleWindow.Seconds()
 		return &v
@@ -905,6 +922,9 @@ func (r *runner) idle(ctx context.Context, name string, runs int, node map[strin
 	res.IdleCPUPercent = percent(c1.stitchd - c0.stitchd)
 	if c0.pgOK && c1.pgOK {
 		res.PostgresIdleCPUPercent = percent(c1.pg - c0.pg)
+	}
+	if len(backends) > 0 {
+		res.BackendsIdleCPUPercent = percent(b1 - b0)
 	}
 	if t := c1.total - c0.total; t > 0 {
 		res.MachineBusyPercent = 100 * float64(c1.busy-c0.busy) / float64(t)
@@ -915,6 +935,54 @@ func (r *runner) idle(ctx context.Context, name string, runs int, node map[strin
 	}
 	res.RSSMB, res.PeakRSSMB = float64(rss)/(1<<20), float64(peak)/(1<<20)
 	return res, nil
+}
+
+// settle vacuums and analyzes the database and checkpoints, then lets a
+// second pass: an idle window after a big load would otherwise measure
+// autovacuum and the checkpointer catching up with the load.
+func (r *runner) settle(ctx context.Context) error {
+	for _, q := range []string{`VACUUM (ANALYZE)`, `CHECKPOINT`} {
+		if _, err := r.db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("error settling the database (%s): %w", q, err)
+		}
+	}
+	time.Sleep(time.Second)
+	return nil
+}
+
+// backends are the pids of the server processes serving stitchd's
+// connections to the bench's database (none when the server is not on
+// this machine).
+func (r *runner) backends(ctx context.Context) ([]int, error) {
+	if r.pg == nil {
+		return nil, nil
+	}
+	rows, err := r.db.QueryContext(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()
+		AND pid <> pg_backend_pid() AND backend_type = 'client backend'`)
+	if err != nil {
+		return nil, fmt.Errorf("error listing stitchd's backends: %w", err)
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var pid int
+		if err := rows.Scan(&pid); err != nil {
+			return nil, err
+		}
+		out = append(out, pid)
+	}
+	return out, rows.Err()
+}
+
+// pidsCPU is the CPU time so far of the processes still alive.
+func pidsCPU(pids []int) time.Duration {
+	var total time.Duration
+	for _, p := range pids {
+		if t, err := readProcStat(p); err == nil {
+			total += t.self
+		}
+	}
+	return total
 }
 
 func distribution(ds []time.Duration) *Latency {

@@ -122,6 +122,8 @@ func TestBenchSmall(t *testing.T) {
 		if localPG {
 			require.NotNil(t, idle.PostgresIdleCPUPercent, name)
 			require.GreaterOrEqual(t, *idle.PostgresIdleCPUPercent, 0.0)
+			require.NotNil(t, idle.BackendsIdleCPUPercent, name)
+			require.GreaterOrEqual(t, *idle.BackendsIdleCPUPercent, 0.0)
 		}
 	}
 
