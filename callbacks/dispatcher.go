@@ -646,6 +646,8 @@ func (d *Dispatcher) deliver(ctx context.Context, c engine.ClaimedDispatch) {
 			}
 			o.RetryInMs = max(delay.Milliseconds(), 1)
 		}
+		d.cfg.Logger.Warn("delivery failed", "run_id", c.RunID, "node_key", c.Key, "attempt", c.Attempt, "try", c.Tries,
+			"max_tries", c.MaxTries, "status", code, "retry_in_ms", o.RetryInMs, "error", err)
 	}
 	if err := d.cfg.Recorder.RecordDelivery(ctx, o); err != nil && ctx.Err() == nil {
 		d.cfg.Logger.Warn("error recording delivery", "run_id", c.RunID, "node_key", c.Key, "error", err)

@@ -34,6 +34,10 @@ func (d *Dispatcher) request(ctx context.Context, c engine.ClaimedDispatch) {
 	if ctx.Err() != nil {
 		return // shutting down: the lease expires and a process sends it again
 	}
+	if r.Error != "" {
+		d.cfg.Logger.Warn("request failed", "run_id", c.RunID, "node_key", c.Key, "attempt", c.Attempt, "try", c.Tries,
+			"error", r.Error)
+	}
 	if d.cfg.Responses == nil {
 		d.cfg.Logger.Error("a request's response has no taker (DispatcherConfig.Responses)", "run_id", c.RunID, "node_key", c.Key)
 		return

@@ -250,6 +250,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Notify:     cfg.NotifyURL != "",
 		OnCommit: func(ci engine.CommitInfo) {
 			a.Metrics.OnCommit(ci)
+			logFailures(cfg.Logger, ci)
 			a.notifier.Notify(ci.RunID)
 			if ci.Notifications > 0 && a.Notifications != nil {
 				a.Notifications.Poke()
@@ -559,5 +560,20 @@ func each(fn func(ctx context.Context, runID, key string, attempt int) error) fu
 			}
 		}
 		return errors.Join(errs...)
+	}
+}
+
+// logFailures logs, at WARN, the node failures and the run failure a
+// committed transaction made: what an operator watching the logs must
+// see (the run's events hold the rest).
+func logFailures(log *slog.Logger, ci engine.CommitInfo) {
+	for _, tr := range ci.Transitions {
+		if tr.To == engine.StatusFailed {
+			log.Warn("node failed", "run_id", ci.RunID, "node_key", tr.Key, "node_id", tr.NodeID, "type", tr.Type,
+				"attempt", tr.Attempt, "error", tr.Error)
+		}
+	}
+	if ci.RunFinished == engine.RunFailed {
+		log.Warn("run failed", "run_id", ci.RunID)
 	}
 }
