@@ -476,3 +476,47 @@ func TestWorkerDemoCommand(t *testing.T) {
 	_, _, err = runRoot(t, nil, "worker", "demo", "--secret", "not-a-secret", "--addr", freeAddr(t))
 	require.ErrorContains(t, err, "whsec_")
 }
+
+// TestCLIRunListCancelRetryApprovals: run list (filtered), run cancel,
+// run retry's refusal in the server's words, approvals list.
+func TestCLIRunListCancelRetryApprovals(t *testing.T) {
+	t.Parallel()
+	s := startLive(t)
+	_, _, err := s.cli(t, "flow", "apply", writeFile(t, "f.json", `{"name":"cli-list","graph":`+uxGraph+`}`))
+	require.NoError(t, err)
+	var ids []string
+	for range 2 {
+		out, _, err := s.cli(t, "run", "start", "cli-list", "--input", `{"who":"ada"}`)
+		require.NoError(t, err)
+		ids = append(ids, strings.TrimSpace(out))
+	}
+	waitFor(t, "both approvals", func() bool {
+		out, _, err := s.cli(t, "approvals", "list")
+		return err == nil && strings.Contains(out, ids[0]) && strings.Contains(out, ids[1])
+	})
+	out, _, err := s.cli(t, "approvals", "list")
+	require.NoError(t, err)
+	require.Regexp(t, ids[0]+`\s+approve\s+\S+\s+approve\|reject\s+\S+\s+anyone`, out)
+
+	out, _, err = s.cli(t, "run", "list", "--flow", "cli-list", "--status", "running")
+	require.NoError(t, err)
+	require.Contains(t, out, ids[0])
+	require.Contains(t, out, ids[1])
+
+	out, _, err = s.cli(t, "run", "cancel", ids[0])
+	require.NoError(t, err)
+	require.Contains(t, out, "run "+ids[0]+" is cancelled")
+	out, _, err = s.cli(t, "run", "list", "--flow", "cli-list", "--status", "cancelled", "--json")
+	require.NoError(t, err)
+	require.Contains(t, out, ids[0])
+	require.NotContains(t, out, ids[1])
+	out, _, err = s.cli(t, "approvals", "list")
+	require.NoError(t, err)
+	require.NotContains(t, out, ids[0], "a cancelled run waits for no one")
+
+	_, stderr, err := s.cli(t, "run", "retry", ids[1], "approve")
+	require.Error(t, err, "the node has not failed")
+	require.Contains(t, stderr+err.Error(), "waiting_for_user")
+	_, _, err = s.cli(t, "run", "list", "--status", "bogus")
+	require.Error(t, err)
+}

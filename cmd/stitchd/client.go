@@ -232,8 +232,114 @@ func newRunCmd(env envLookup) *cobra.Command {
 	}, func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
 		return watchRun(cmd.Context(), c, args[0], cmd.OutOrStdout(), o.json)
 	})
-	run.AddCommand(start, get, watch)
+	var lp client.ListRunsParams
+	var flowRef string
+	list := clientCmd(env, &cobra.Command{Use: "list", Short: "List runs, newest first (--flow, --status, --node, --error, --limit)",
+		Args: cobra.NoArgs},
+		func(cmd *cobra.Command, c *client.Client, o *clientOptions, _ []string) error {
+			p := lp
+			if flowRef != "" {
+				f, err := c.FindFlow(cmd.Context(), flowRef)
+				if err != nil {
+					return err
+				}
+				p.FlowID = f.ID
+			}
+			runs, err := c.ListRuns(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), runs)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATUS\tFLOW\tCREATED\tERROR")
+			for _, r := range runs {
+				e := ""
+				if r.Error != nil {
+					e = *r.Error
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.FlowID, r.CreatedAt.Format(time.RFC3339), e)
+			}
+			return tw.Flush()
+		})
+	lf := list.Flags()
+	lf.StringVar(&flowRef, "flow", "", "only runs of this flow (an id or a name)")
+	lf.StringVar(&lp.Status, "status", "", "only runs in this status: running, paused, completed, failed, cancelled")
+	lf.StringVar(&lp.Node, "node", "", "only runs with a failed node of this id")
+	lf.StringVar(&lp.Error, "error", "", "only runs whose failure's text contains this")
+	lf.IntVar(&lp.Limit, "limit", 50, "how many runs at most (1–500)")
+
+	cancel := clientCmd(env, &cobra.Command{Use: "cancel ID", Short: "Cancel a run (its sub-flow runs too)", Args: cobra.ExactArgs(1)},
+		func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
+			r, err := c.CancelRun(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), r)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s is %s\n", r.ID, r.Status)
+			return nil
+		})
+	retry := clientCmd(env, &cobra.Command{Use: "retry ID KEY", Short: "Fire a failed node of a run again, as a new attempt",
+		Args: cobra.ExactArgs(2)},
+		func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
+			r, err := c.RetryNode(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), r)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "retried %s; run %s is %s\n", args[1], r.ID, r.Status)
+			return nil
+		})
+	run.AddCommand(start, get, watch, list, cancel, retry)
 	return run
+}
+
+// newApprovalsCmd lists the steps waiting for a person.
+func newApprovalsCmd(env envLookup) *cobra.Command {
+	approvals := &cobra.Command{Use: "approvals", Short: "The steps waiting for a person"}
+	var assigned string
+	list := clientCmd(env, &cobra.Command{Use: "list", Short: "List the steps waiting for a person, oldest first (--assigned me|groups|all)",
+		Args: cobra.NoArgs},
+		func(cmd *cobra.Command, c *client.Client, o *clientOptions, _ []string) error {
+			as, err := c.ListApprovals(cmd.Context(), assigned)
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), as)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tKEY\tLABEL\tOUTCOMES\tWAITING SINCE\tASSIGNED TO\tVOTES")
+			for _, a := range as {
+				who := "anyone"
+				if a.Assignees != nil {
+					who = strings.Join(append(append([]string{}, a.Assignees.Users...), prefixed("@", a.Assignees.Groups)...), ",")
+				}
+				votes := ""
+				if a.RequiredApprovals > 1 {
+					votes = fmt.Sprintf("%d/%d", len(a.Votes), a.RequiredApprovals)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.RunID, a.Key, a.Label, strings.Join(a.Outcomes, "|"),
+					a.WaitingSince.Format(time.RFC3339), who, votes)
+			}
+			return tw.Flush()
+		})
+	list.Flags().StringVar(&assigned, "assigned", "", "me (yours and unassigned), groups (your groups') or all")
+	approvals.AddCommand(list)
+	return approvals
+}
+
+func prefixed(p string, xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = p + x
+	}
+	return out
 }
 
 func printRun(w io.Writer, r *client.Run) error {

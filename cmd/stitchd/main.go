@@ -268,7 +268,8 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "stitchd", version) },
 	}
 	root.AddCommand(serve, migrate, ver, newKeysCmd(env, stderr), newFlowCmd(env), newRunCmd(env), newApproveCmd(env),
-		newWebhookSecretCmd(env), newWorkerCmd(env, stderr), newBenchCmd(env, stderr), newUserCmd(env, stderr))
+		newWebhookSecretCmd(env), newWorkerCmd(env, stderr), newBenchCmd(env, stderr), newUserCmd(env, stderr),
+		newApprovalsCmd(env))
 	return root
 }
 

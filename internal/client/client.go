@@ -488,3 +488,83 @@ func (c *Client) streamOnce(ctx context.Context, runID string, after *int64, fn 
 	}
 	return fmt.Errorf("%w: %v", errDropped, sc.Err())
 }
+
+// ListRunsParams narrows a list of runs ("" fields: any).
+type ListRunsParams struct {
+	FlowID, Status, Node, Error string
+	Limit                       int
+}
+
+// ListRuns lists runs, newest first: one page of at most Limit.
+func (c *Client) ListRuns(ctx context.Context, p ListRunsParams) ([]Run, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"flow_id": p.FlowID, "status": p.Status, "node": p.Node, "error": p.Error} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	var out struct {
+		Runs []Run `json:"runs"`
+	}
+	if err := c.Do(ctx, http.MethodGet, "/api/v1/runs?"+q.Encode(), nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Runs, nil
+}
+
+// CancelRun cancels a run.
+func (c *Client) CancelRun(ctx context.Context, id string) (*Run, error) {
+	var out Run
+	if err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/cancel", map[string]any{}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RetryNode fires a failed node again as a new attempt.
+func (c *Client) RetryNode(ctx context.Context, runID, key string) (*Run, error) {
+	var out Run
+	if err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(runID)+"/nodes/"+url.PathEscape(key)+"/retry",
+		map[string]any{}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Approval is a step waiting for a person.
+type Approval struct {
+	RunID        string    `json:"run_id"`
+	Key          string    `json:"key"`
+	Label        string    `json:"label"`
+	Prompt       string    `json:"prompt"`
+	Outcomes     []string  `json:"outcomes"`
+	WaitingSince time.Time `json:"waiting_since"`
+	Assignees    *struct {
+		Users  []string `json:"users"`
+		Groups []string `json:"groups"`
+	} `json:"assignees"`
+	RequiredApprovals int `json:"required_approvals"`
+	Votes             []struct {
+		By      string `json:"by"`
+		Outcome string `json:"outcome"`
+	} `json:"votes"`
+}
+
+// ListApprovals lists the steps waiting for a person (assigned: me,
+// groups or all; "" all), oldest first, at most 500.
+func (c *Client) ListApprovals(ctx context.Context, assigned string) ([]Approval, error) {
+	q := url.Values{"limit": {"500"}}
+	if assigned != "" {
+		q.Set("assigned", assigned)
+	}
+	var out struct {
+		Approvals []Approval `json:"approvals"`
+	}
+	if err := c.Do(ctx, http.MethodGet, "/api/v1/approvals?"+q.Encode(), nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Approvals, nil
+}
