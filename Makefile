@@ -14,8 +14,11 @@ export STITCHD_AUTH_TOKEN ?= dev-token
 
 all: build
 
+# VERSION: the commit (and -dirty with local changes), for stitchd version;
+# "dev" outside a git checkout.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build: ui-fresh
-	$(GO) build -o $(BIN) ./cmd/stitchd
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/stitchd
 
 ## ui: rebuild the web UI (web/ui → web/dist, embedded by `go build`).
 ui: web/ui/node_modules/.package-lock.json

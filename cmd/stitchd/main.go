@@ -153,6 +153,43 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's pprof profiles on this address, e.g. 127.0.0.1:6060; empty = off (env STITCHD_PPROF_ADDR)")
 }
 
+// versionOf is the version to print: the one set at build time, else
+// the module's, else the commit Go stamped into the binary (its revision,
+// time, and whether the tree had changes), else "dev".
+func versionOf(set string, bi *debug.BuildInfo) string {
+	if set != "" && set != "dev" {
+		return set
+	}
+	if bi == nil {
+		return "dev"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, at, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	out := "dev " + rev[:min(12, len(rev))]
+	if at != "" {
+		out += " " + at
+	}
+	if modified == "true" {
+		out += " (modified)"
+	}
+	return out
+}
+
 // parseDispatchRates reads --dispatch-rate: HOST=RPS, comma-separated;
 // hosts lower case, rates above 0.
 func parseDispatchRates(s string) (map[string]float64, error) {
@@ -265,7 +302,10 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
-		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "stitchd", version) },
+		Run: func(cmd *cobra.Command, _ []string) {
+			bi, _ := debug.ReadBuildInfo()
+			fmt.Fprintln(cmd.OutOrStdout(), "stitchd", versionOf(version, bi))
+		},
 	}
 	root.AddCommand(serve, migrate, ver, newKeysCmd(env, stderr), newFlowCmd(env), newRunCmd(env), newApproveCmd(env),
 		newWebhookSecretCmd(env), newWorkerCmd(env, stderr), newBenchCmd(env, stderr), newUserCmd(env, stderr),

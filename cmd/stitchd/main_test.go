@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -546,4 +547,16 @@ func TestOIDCSettings(t *testing.T) {
 		require.Equal(t, c.groupsCl, cfg.GroupsClaim, c.args)
 		require.NoError(t, cfg.Check())
 	}
+}
+
+func TestVersionOf(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "1.2.3", versionOf("1.2.3", nil))
+	require.Equal(t, "dev", versionOf("dev", nil))
+	require.Equal(t, "v0.4.0", versionOf("dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.4.0"}}))
+	bi := &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.time", Value: "2026-11-25T14:00:00Z"},
+		{Key: "vcs.modified", Value: "true"}}}
+	require.Equal(t, "dev 0123456789ab 2026-11-25T14:00:00Z (modified)", versionOf("dev", bi))
+	require.Equal(t, "dev", versionOf("dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}))
 }
