@@ -520,3 +520,18 @@ func TestCLIRunListCancelRetryApprovals(t *testing.T) {
 	_, _, err = s.cli(t, "run", "list", "--status", "bogus")
 	require.Error(t, err)
 }
+
+// TestCLIWrongTokenSaysHow: a refused token's error says how to give one.
+func TestCLIWrongTokenSaysHow(t *testing.T) {
+	t.Parallel()
+	s := startLive(t)
+	env := map[string]string{}
+	for k, v := range s.env {
+		env[k] = v
+	}
+	env["STITCHD_AUTH_TOKEN"] = "wrong"
+	_, _, err := runRoot(t, env, "flow", "list")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "missing or invalid API token")
+	require.Contains(t, err.Error(), "STITCHD_AUTH_TOKEN")
+}

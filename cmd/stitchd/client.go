@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -48,7 +49,12 @@ func clientCmd(env envLookup, cmd *cobra.Command, run func(cmd *cobra.Command, c
 		if err := applyEnvFrom(cmd.Flags(), env, clientSettings); err != nil {
 			return err
 		}
-		return run(cmd, o.client(), o, args)
+		err := run(cmd, o.client(), o, args)
+		var ae *client.Error
+		if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
+			return fmt.Errorf("%w (give --token or set STITCHD_AUTH_TOKEN: the server's admin token, or a personal API token made on the UI's My tokens page)", err)
+		}
+		return err
 	}
 	return cmd
 }
