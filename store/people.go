@@ -108,20 +108,55 @@ func (s *Store) oneUser(ctx context.Context, cond string, arg any, what string) 
 
 // ListUsers lists every user by email.
 func (s *Store) ListUsers(ctx context.Context) ([]User, error) {
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT ` + userCols + ` FROM users ORDER BY lower(email)`).Rows()
+	var all []User
+	p := PageParams{Limit: MaxPageSize}
+	for {
+		page, next, err := s.ListUsersPage(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if next == "" {
+			return all, nil
+		}
+		p.Cursor = next
+	}
+}
+
+// ListUsersPage lists users by email (lower case), one page at a time;
+// next is "" on the last page.
+func (s *Store) ListUsersPage(ctx context.Context, p PageParams) ([]User, string, error) {
+	q, args := `SELECT `+userCols+` FROM users`, []any{}
+	if p.Cursor != "" {
+		_, keys, err := decodePageCursor(p.Cursor, 1)
+		if err != nil {
+			return nil, "", err
+		}
+		q, args = q+` WHERE lower(email) > ?`, append(args, keys[0])
+	}
+	limit := pageLimit(p.Limit)
+	rows, err := s.db.WithContext(ctx).Raw(q+` ORDER BY lower(email) LIMIT ?`, append(args, limit+1)...).Rows()
 	if err != nil {
-		return nil, fmt.Errorf("error listing users: %w", interpretError(err))
+		return nil, "", fmt.Errorf("error listing users: %w", interpretError(err))
 	}
 	defer rows.Close()
 	out := []User{}
 	for rows.Next() {
 		var u User
 		if err := scanUser(rows, &u); err != nil {
-			return nil, fmt.Errorf("error reading users: %w", err)
+			return nil, "", fmt.Errorf("error reading users: %w", err)
 		}
 		out = append(out, u)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("error reading users: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = encodePageCursor(time.Time{}, strings.ToLower(out[limit-1].Email))
+	}
+	return out, next, nil
 }
 
 // CountUsers counts users (an empty server has none).

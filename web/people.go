@@ -269,11 +269,15 @@ func (s *Server) createUser(c echo.Context) error {
 }
 
 func (s *Server) listUsers(c echo.Context) error {
-	us, err := s.cfg.Store.ListUsers(c.Request().Context())
+	p, err := pageParams(c)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"users": us})
+	us, next, err := s.cfg.Store.ListUsersPage(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"users": us, "next_cursor": nextCursor(next)})
 }
 
 func (s *Server) getUser(c echo.Context) error {

@@ -194,6 +194,22 @@ func TestSignInRefusals(t *testing.T) {
 	users, err := st.ListUsers(context.Background())
 	require.NoError(t, err)
 	require.Len(t, users, 2)
+	// Paginated: one a page, by email.
+	page := decode[struct {
+		Users      []userJSON `json:"users"`
+		NextCursor *string    `json:"next_cursor"`
+	}](t, call(t, h, http.StatusOK, req{method: http.MethodGet, path: "/api/v1/users?limit=1"}))
+	require.Len(t, page.Users, 1)
+	require.Equal(t, "bo@example.com", page.Users[0].Email)
+	require.NotNil(t, page.NextCursor)
+	page2 := decode[struct {
+		Users      []userJSON `json:"users"`
+		NextCursor *string    `json:"next_cursor"`
+	}](t, call(t, h, http.StatusOK, req{method: http.MethodGet, path: "/api/v1/users?limit=1&cursor=" + *page.NextCursor}))
+	require.Len(t, page2.Users, 1)
+	require.Equal(t, "nopw@example.com", page2.Users[0].Email)
+	require.Nil(t, page2.NextCursor)
+	call(t, h, http.StatusBadRequest, req{method: http.MethodGet, path: "/api/v1/users?cursor=bogus"})
 }
 
 func TestPersonalTokens(t *testing.T) {
