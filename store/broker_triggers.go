@@ -61,9 +61,9 @@ func (s *Store) GetBrokerTrigger(ctx context.Context, id string) (*BrokerTrigger
 }
 
 // FlowBrokerTriggers lists a flow's broker triggers, oldest first.
-func (s *Store) FlowBrokerTriggers(ctx context.Context, flowID string) ([]BrokerTrigger, error) {
+func (s *Store) FlowBrokerTriggers(ctx context.Context, flowID string, w TriggerWindow) ([]BrokerTrigger, error) {
 	out := []BrokerTrigger{}
-	if err := s.db.WithContext(ctx).Where("flow_id = ?", flowID).Order("created_at, id").Find(&out).Error; err != nil {
+	if err := w.apply(s.db.WithContext(ctx).Where("flow_id = ?", flowID)).Order("created_at, id").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("error listing the broker triggers of flow %s: %w", flowID, interpretError(err))
 	}
 	return out, nil

@@ -40,9 +40,9 @@ func (s *Store) GetEventTrigger(ctx context.Context, id string) (*EventTrigger, 
 }
 
 // FlowEventTriggers lists a flow's event triggers, oldest first.
-func (s *Store) FlowEventTriggers(ctx context.Context, flowID string) ([]EventTrigger, error) {
+func (s *Store) FlowEventTriggers(ctx context.Context, flowID string, w TriggerWindow) ([]EventTrigger, error) {
 	out := []EventTrigger{}
-	if err := s.db.WithContext(ctx).Where("flow_id = ?", flowID).Order("created_at, id").Find(&out).Error; err != nil {
+	if err := w.apply(s.db.WithContext(ctx).Where("flow_id = ?", flowID)).Order("created_at, id").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("error listing the event triggers of flow %s: %w", flowID, interpretError(err))
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"fmt"
+	"gorm.io/gorm"
 	"math"
 	"strings"
 	"time"
@@ -399,4 +400,37 @@ func (s *Store) JourneyPage(ctx context.Context, entityID string, p PageParams) 
 		next = encodePageCursor(last.CreatedAt, fmt.Sprint(last.EntitySeq), last.ID)
 	}
 	return out, next, nil
+}
+
+// TriggerWindow is a page of a flow's triggers of one kind: those after
+// (AfterAt, AfterID) in (created_at, id) order, at most Limit (0: all).
+type TriggerWindow struct {
+	AfterAt time.Time
+	AfterID string
+	Limit   int
+}
+
+// sql is the window's condition and limit over a table with created_at
+// and id, for a gorm chain.
+func (w TriggerWindow) apply(db *gorm.DB) *gorm.DB {
+	if w.AfterID != "" {
+		db = db.Where("(created_at, id) > (?, ?::uuid)", w.AfterAt, w.AfterID)
+	}
+	if w.Limit > 0 {
+		db = db.Limit(w.Limit)
+	}
+	return db
+}
+
+// EncodeTimeIDCursor is the cursor after a row keyed (created_at, id).
+func EncodeTimeIDCursor(at time.Time, id string) string { return encodePageCursor(at, id) }
+
+// DecodeTimeIDCursor reads a cursor EncodeTimeIDCursor made (any other is
+// engine.ErrInvalidRequest).
+func DecodeTimeIDCursor(c string) (time.Time, string, error) {
+	at, keys, err := decodePageCursor(c, 1, 0)
+	if err != nil {
+		return time.Time{}, "", err
+	}
+	return at, keys[0], nil
 }

@@ -53,9 +53,9 @@ func (s *Store) GetSchedule(ctx context.Context, id string) (*Schedule, error) {
 }
 
 // FlowSchedules lists a flow's schedules, oldest first.
-func (s *Store) FlowSchedules(ctx context.Context, flowID string) ([]Schedule, error) {
+func (s *Store) FlowSchedules(ctx context.Context, flowID string, w TriggerWindow) ([]Schedule, error) {
 	out := []Schedule{}
-	if err := s.db.WithContext(ctx).Where("flow_id = ?", flowID).Order("created_at, id").Find(&out).Error; err != nil {
+	if err := w.apply(s.db.WithContext(ctx).Where("flow_id = ?", flowID)).Order("created_at, id").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("error listing the schedules of flow %s: %w", flowID, interpretError(err))
 	}
 	return out, nil
@@ -146,9 +146,16 @@ func (s *Store) fireOne(ctx context.Context, fire func(ctx context.Context, d *D
 }
 
 // FlowTriggers lists a flow's webhook triggers, oldest first.
-func (s *Store) FlowTriggers(ctx context.Context, flowID string) ([]Trigger, error) {
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+triggerCols+` FROM triggers t
-		WHERE t.flow_id = ? ORDER BY t.created_at, t.id`, flowID).Rows()
+func (s *Store) FlowTriggers(ctx context.Context, flowID string, w TriggerWindow) ([]Trigger, error) {
+	q, args := `SELECT `+triggerCols+` FROM triggers t WHERE t.flow_id = ?`, []any{flowID}
+	if w.AfterID != "" {
+		q, args = q+` AND (t.created_at, t.id) > (?, ?::uuid)`, append(args, w.AfterAt, w.AfterID)
+	}
+	q += ` ORDER BY t.created_at, t.id`
+	if w.Limit > 0 {
+		q, args = q+` LIMIT ?`, append(args, w.Limit)
+	}
+	rows, err := s.db.WithContext(ctx).Raw(q, args...).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error listing the triggers of flow %s: %w", flowID, interpretError(err))
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
@@ -98,19 +99,35 @@ func (s *Server) listTriggers(c echo.Context) error {
 	if _, err := s.cfg.Store.GetFlow(ctx, flowID); err != nil {
 		return err
 	}
-	hooks, err := s.cfg.Store.FlowTriggers(ctx, flowID)
+	// A page of every kind after the cursor, merged by (created_at, id):
+	// each kind reads at most a page and one more.
+	pp, err := pageParams(c)
 	if err != nil {
 		return err
 	}
-	scheds, err := s.cfg.Store.FlowSchedules(ctx, flowID)
+	limit := pp.Limit
+	if limit <= 0 {
+		limit = store.DefaultPageSize
+	}
+	w := store.TriggerWindow{Limit: limit + 1}
+	if pp.Cursor != "" {
+		if w.AfterAt, w.AfterID, err = store.DecodeTimeIDCursor(pp.Cursor); err != nil {
+			return err
+		}
+	}
+	hooks, err := s.cfg.Store.FlowTriggers(ctx, flowID, w)
 	if err != nil {
 		return err
 	}
-	evs, err := s.cfg.Store.FlowEventTriggers(ctx, flowID)
+	scheds, err := s.cfg.Store.FlowSchedules(ctx, flowID, w)
 	if err != nil {
 		return err
 	}
-	brokers, err := s.cfg.Store.FlowBrokerTriggers(ctx, flowID)
+	evs, err := s.cfg.Store.FlowEventTriggers(ctx, flowID, w)
+	if err != nil {
+		return err
+	}
+	brokers, err := s.cfg.Store.FlowBrokerTriggers(ctx, flowID, w)
 	if err != nil {
 		return err
 	}
@@ -122,20 +139,42 @@ func (s *Server) listTriggers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, 0, len(hooks)+len(scheds)+len(evs)+len(brokers))
+	type item struct {
+		at   time.Time
+		id   string
+		json map[string]any
+	}
+	all := make([]item, 0, len(hooks)+len(scheds)+len(evs)+len(brokers))
 	for i := range hooks {
-		out = append(out, webhookJSON(&hooks[i]))
+		all = append(all, item{hooks[i].CreatedAt, hooks[i].ID, webhookJSON(&hooks[i])})
 	}
 	for i := range scheds {
-		out = append(out, scheduleJSON(&scheds[i]))
+		all = append(all, item{scheds[i].CreatedAt, scheds[i].ID, scheduleJSON(&scheds[i])})
 	}
 	for i := range evs {
-		out = append(out, eventTriggerJSON(&evs[i]))
+		all = append(all, item{evs[i].CreatedAt, evs[i].ID, eventTriggerJSON(&evs[i])})
 	}
 	for i := range brokers {
-		out = append(out, brokerTriggerJSON(&brokers[i], cons[brokers[i].ID]))
+		all = append(all, item{brokers[i].CreatedAt, brokers[i].ID, brokerTriggerJSON(&brokers[i], cons[brokers[i].ID])})
 	}
-	return c.JSON(http.StatusOK, map[string]any{"triggers": out})
+	// Postgres orders uuids by their bytes, as their text compares.
+	sort.Slice(all, func(i, j int) bool {
+		if !all[i].at.Equal(all[j].at) {
+			return all[i].at.Before(all[j].at)
+		}
+		return all[i].id < all[j].id
+	})
+	var next *string
+	if len(all) > limit {
+		all = all[:limit]
+		n := store.EncodeTimeIDCursor(all[limit-1].at, all[limit-1].id)
+		next = &n
+	}
+	out := make([]map[string]any, len(all))
+	for i := range all {
+		out[i] = all[i].json
+	}
+	return c.JSON(http.StatusOK, map[string]any{"triggers": out, "next_cursor": next})
 }
 
 // anyTrigger is the trigger of the path's id: one of its fields is set.
