@@ -2,6 +2,9 @@ package web
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,13 +115,54 @@ func (s *Server) startRun(c echo.Context) error {
 	if len(key) > 255 {
 		return badRequest("Idempotency-Key is longer than 255 characters")
 	}
-	run, _, err := s.cfg.Engine.StartRun(ctx, engine.StartRunParams{FlowID: flowID, VersionID: versionID,
-		Input: b.Input, EntityID: b.EntityID, Trigger: json.RawMessage(`{"type":"api"}`), IdempotencyKey: key,
+	trigger := json.RawMessage(`{"type":"api"}`)
+	hash := ""
+	if key != "" {
+		// The request a key stands for: the same key with another request
+		// is a mistake to say, not the first run to give back.
+		if hash, err = requestHash(b.Version, b.Input, b.EntityID, b.DeadlineSeconds); err != nil {
+			return err
+		}
+		trigger = json.RawMessage(`{"type":"api","request_hash":"` + hash + `"}`)
+	}
+	run, created, err := s.cfg.Engine.StartRun(ctx, engine.StartRunParams{FlowID: flowID, VersionID: versionID,
+		Input: b.Input, EntityID: b.EntityID, Trigger: trigger, IdempotencyKey: key,
 		DeadlineSeconds: deadline, StartedBy: startedByOf(c)})
 	if err != nil {
 		return err
 	}
+	if !created && hash != "" {
+		var was struct {
+			Hash string `json:"request_hash"`
+		}
+		_ = json.Unmarshal(run.Trigger, &was)
+		if was.Hash != "" && was.Hash != hash {
+			return &apiError{Status: http.StatusConflict, Code: "idempotency_key_reused",
+				Message: "Idempotency-Key " + key + " was used for run " + run.ID + " with another request (input, version, entity or deadline); use a new key for a new request",
+				Details: map[string]any{"run_id": run.ID}}
+		}
+	}
 	return s.writeRun(c, http.StatusCreated, run.ID)
+}
+
+// requestHash is a run start's request in short: SHA-256 of its fields in
+// a canonical form (object keys sorted, numbers as written), so the same
+// request however formatted hashes the same.
+func requestHash(version *int, input json.RawMessage, entityID *string, deadline *int) (string, error) {
+	var in any
+	if len(input) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(input))
+		dec.UseNumber()
+		if err := dec.Decode(&in); err != nil {
+			return "", badRequest("input is not JSON: " + err.Error())
+		}
+	}
+	b, err := json.Marshal(map[string]any{"version": version, "input": in, "entity_id": entityID, "deadline": deadline})
+	if err != nil {
+		return "", fmt.Errorf("error hashing a run start: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16]), nil
 }
 
 func (s *Server) listRuns(c echo.Context) error {

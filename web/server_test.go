@@ -859,6 +859,19 @@ func TestRunIdempotencyAndListing(t *testing.T) {
 	r1 := startRun(t, h, f.ID, `{"input":{"n":1}}`, key)
 	r2 := startRun(t, h, f.ID, `{"input":{"n":1}}`, key)
 	require.Equal(t, r1.ID, r2.ID, "a repeated Idempotency-Key returns the same run")
+	r2b := startRun(t, h, f.ID, `{ "input" : { "n" : 1 } }`, key)
+	require.Equal(t, r1.ID, r2b.ID, "the same request however formatted")
+	// The same key with another request: 409, nothing started.
+	rec := do(t, h, req{method: "POST", path: "/api/v1/flows/" + f.ID + "/runs", body: `{"input":{"n":2}}`, header: key})
+	require.Equal(t, http.StatusConflict, rec.Code, rec.Body.String())
+	reused := decode[struct {
+		Error struct {
+			Code    string            `json:"code"`
+			Details map[string]string `json:"details"`
+		} `json:"error"`
+	}](t, rec.Body.Bytes())
+	require.Equal(t, "idempotency_key_reused", reused.Error.Code)
+	require.Equal(t, r1.ID, reused.Error.Details["run_id"])
 	r3 := startRun(t, h, f.ID, `{"input":{"n":1}}`, map[string]string{"Idempotency-Key": "order-43"})
 	require.NotEqual(t, r1.ID, r3.ID)
 	o1 := startRun(t, h, other.ID, `{}`, key)
