@@ -378,12 +378,14 @@ func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (engine.Enti
 
 // Trigger is an inbound webhook that starts runs of a flow.
 type Trigger struct {
-	ID        string
-	FlowID    string
-	Slug      string
-	Secret    *string
-	Entity    json.RawMessage
-	CreatedAt time.Time
+	ID     string
+	FlowID string
+	Slug   string
+	Secret *string
+	Entity json.RawMessage
+	// InputSchema, when set, is the JSON Schema request bodies must meet.
+	InputSchema json.RawMessage
+	CreatedAt   time.Time
 	// PreviousSecret is the secret a rotation replaced, while it still
 	// verifies (nil once PreviousSecretExpiresAt has passed, database time).
 	PreviousSecret          *string
@@ -396,8 +398,12 @@ func (s *Store) CreateTrigger(ctx context.Context, t Trigger) (*Trigger, error) 
 	if len(t.Entity) > 0 {
 		ent = string(t.Entity)
 	}
-	err := s.db.WithContext(ctx).Raw(`INSERT INTO triggers (id, flow_id, slug, secret, entity) VALUES (?, ?, ?, ?, ?::jsonb)
-		RETURNING created_at`, t.ID, t.FlowID, t.Slug, t.Secret, ent).Row().Scan(&t.CreatedAt)
+	schema := any(nil)
+	if len(t.InputSchema) > 0 {
+		schema = string(t.InputSchema)
+	}
+	err := s.db.WithContext(ctx).Raw(`INSERT INTO triggers (id, flow_id, slug, secret, entity, input_schema)
+		VALUES (?, ?, ?, ?, ?::jsonb, ?::jsonb) RETURNING created_at`, t.ID, t.FlowID, t.Slug, t.Secret, ent, schema).Row().Scan(&t.CreatedAt)
 	if err != nil {
 		return nil, fmt.Errorf("error creating trigger %q: %w", t.Slug, interpretError(err))
 	}
@@ -416,7 +422,7 @@ func (s *Store) TriggerBySlug(ctx context.Context, slug string) (*Trigger, error
 }
 
 // triggerCols are the triggers columns scanTrigger reads (alias t).
-const triggerCols = `t.id::text, t.flow_id::text, t.slug, t.secret, t.entity, t.created_at,
+const triggerCols = `t.id::text, t.flow_id::text, t.slug, t.secret, t.entity, t.input_schema, t.created_at,
 	CASE WHEN t.previous_secret_expires_at > now() THEN t.previous_secret END,
 	CASE WHEN t.previous_secret_expires_at > now() THEN t.previous_secret_expires_at END`
 
@@ -425,9 +431,11 @@ func scanTrigger(row scanner) (*Trigger, error) {
 	var secret, prev sql.NullString
 	var prevUntil sql.NullTime
 	var ent []byte
-	if err := row.Scan(&t.ID, &t.FlowID, &t.Slug, &secret, &ent, &t.CreatedAt, &prev, &prevUntil); err != nil {
+	var schema []byte
+	if err := row.Scan(&t.ID, &t.FlowID, &t.Slug, &secret, &ent, &schema, &t.CreatedAt, &prev, &prevUntil); err != nil {
 		return nil, interpretError(err)
 	}
+	t.InputSchema = schema
 	t.Secret, t.Entity, t.CreatedAt = nullStr(secret), ent, t.CreatedAt.UTC()
 	t.PreviousSecret = nullStr(prev)
 	if prevUntil.Valid {
@@ -517,10 +525,15 @@ func (s *Store) ClaimTrigger(ctx context.Context, t Trigger) error {
 	if len(t.Entity) > 0 {
 		ent = string(t.Entity)
 	}
-	res := s.db.WithContext(ctx).Exec(`INSERT INTO triggers (id, flow_id, slug, secret, entity) VALUES (?, ?, ?, ?, ?::jsonb)
+	schema := any(nil)
+	if len(t.InputSchema) > 0 {
+		schema = string(t.InputSchema)
+	}
+	res := s.db.WithContext(ctx).Exec(`INSERT INTO triggers (id, flow_id, slug, secret, entity, input_schema)
+		VALUES (?, ?, ?, ?, ?::jsonb, ?::jsonb)
 		ON CONFLICT (slug) DO UPDATE SET flow_id = EXCLUDED.flow_id, secret = EXCLUDED.secret, entity = EXCLUDED.entity,
-			previous_secret = NULL, previous_secret_expires_at = NULL, created_at = now()
-		WHERE triggers.flow_id IN (SELECT id FROM flows WHERE deleted_at IS NOT NULL)`, t.ID, t.FlowID, t.Slug, t.Secret, ent)
+			input_schema = EXCLUDED.input_schema, previous_secret = NULL, previous_secret_expires_at = NULL, created_at = now()
+		WHERE triggers.flow_id IN (SELECT id FROM flows WHERE deleted_at IS NOT NULL)`, t.ID, t.FlowID, t.Slug, t.Secret, ent, schema)
 	if err := interpretError(res.Error); err != nil {
 		return fmt.Errorf("error claiming trigger %q: %w", t.Slug, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -283,6 +284,7 @@ func (s *Server) createTrigger(c echo.Context) error {
 			NamePath  string `json:"name_path"`
 			EmailPath string `json:"email_path"`
 		} `json:"entity"`
+		InputSchema json.RawMessage `json:"input_schema"`
 		scheduleBody
 		brokerBody
 	}
@@ -309,6 +311,12 @@ func (s *Server) createTrigger(c echo.Context) error {
 		return err
 	}
 	t := store.Trigger{ID: uuid.NewString(), FlowID: flowID, Slug: b.Slug}
+	if len(b.InputSchema) > 0 && string(b.InputSchema) != "null" {
+		if _, err := engine.CompileForm(b.InputSchema); err != nil {
+			return schemaError("input_schema", err)
+		}
+		t.InputSchema = b.InputSchema
+	}
 	if b.Secret != "" {
 		t.Secret = &b.Secret
 	}
@@ -382,6 +390,11 @@ func (s *Server) hook(c echo.Context) error {
 	}
 	if !json.Valid(body) {
 		return badRequest("body must be JSON")
+	}
+	if len(t.InputSchema) > 0 {
+		if err := checkInput(t.InputSchema, body); err != nil {
+			return err
+		}
 	}
 	f, err := s.cfg.Store.GetFlow(ctx, t.FlowID)
 	if err != nil {
@@ -471,4 +484,38 @@ func verifyInbound(secret []byte, h http.Header, body []byte, now time.Time) err
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// schemaError is a 422 listing what is wrong with a JSON Schema given in
+// field (every issue at its path: input_schema.properties.email.format).
+func schemaError(field string, err error) error {
+	var fe *engine.FormSchemaError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	ps := make([]engine.Problem, len(fe.Issues))
+	for i, is := range fe.Issues {
+		ps[i] = engine.Problem{Code: "invalid_schema", Path: field + is.Path, Message: is.Message}
+	}
+	return &apiError{Status: http.StatusUnprocessableEntity, Code: "invalid_schema",
+		Message: field + " is not a usable JSON Schema (draft 2020-12): " + plural(len(ps), "problem"), Details: ps}
+}
+
+// checkInput checks a hook's body against its trigger's input_schema: a
+// 400 listing every way it breaks it ($.email, $.items[2]).
+func checkInput(schema, body json.RawMessage) error {
+	f, err := engine.CompileForm(schema)
+	if err != nil {
+		return fmt.Errorf("error compiling a trigger's input_schema: %w", err)
+	}
+	issues := f.Check(body)
+	if len(issues) == 0 {
+		return nil
+	}
+	ps := make([]engine.Problem, len(issues))
+	for i, is := range issues {
+		ps[i] = engine.Problem{Code: "input_invalid", Path: "$" + is.Path, Message: is.Message}
+	}
+	return &apiError{Status: http.StatusBadRequest, Code: "invalid_request",
+		Message: "the body does not fit the trigger's input_schema: " + plural(len(ps), "problem"), Details: ps}
 }

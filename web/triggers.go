@@ -305,7 +305,7 @@ func (s *Server) deleteTrigger(c echo.Context) error {
 func webhookJSON(t *store.Trigger) map[string]any {
 	return map[string]any{"id": t.ID, "kind": "webhook", "flow_id": t.FlowID, "slug": t.Slug,
 		"has_secret": t.Secret != nil, "entity": json.RawMessage(orEmpty(t.Entity)),
-		"url": "/hooks/" + t.Slug, "created_at": t.CreatedAt}
+		"url": "/hooks/" + t.Slug, "created_at": t.CreatedAt, "input_schema": json.RawMessage(orEmpty(t.InputSchema))}
 }
 
 func scheduleJSON(sc *store.Schedule) map[string]any {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"net/http/httptest"
 	"strconv"
 	"testing"
@@ -354,4 +355,37 @@ func TestWorkerRefusesBadDispatches(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, c.want, resp.StatusCode, c.name)
 	}
+}
+
+// TestDemoHookRefusesALeadWithoutEmail: the demo trigger's input_schema
+// keeps a body without a name or email from making a nameless card.
+func TestDemoHookRefusesALeadWithoutEmail(t *testing.T) {
+	t.Parallel()
+	s := startDemo(t)
+	for _, body := range []string{`{}`, `{"name":"Ada"}`, `{"name":"Ada","email":"not an email"}`, `{"name":"","email":"a@b.example","contacts":3}`} {
+		resp, err := http.Post(s.app.URL+"/hooks/lead", "application/json", bytes.NewBufferString(body))
+		require.NoError(t, err)
+		var e struct {
+			Error struct {
+				Code    string `json:"code"`
+				Details []struct {
+					Code, Path, Message string
+				} `json:"details"`
+			} `json:"error"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+		resp.Body.Close()
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+		require.Equal(t, "invalid_request", e.Error.Code)
+		require.NotEmpty(t, e.Error.Details, body)
+		for _, d := range e.Error.Details {
+			require.Equal(t, "input_invalid", d.Code)
+			require.True(t, strings.HasPrefix(d.Path, "$"), d.Path)
+		}
+	}
+	var runs struct {
+		Runs []any `json:"runs"`
+	}
+	require.Equal(t, 200, s.do("GET", "/api/v1/runs", "", &runs))
+	require.Empty(t, runs.Runs, "no run started")
 }

@@ -152,6 +152,13 @@ func TriggerEntity(boardID string) json.RawMessage {
 	return b
 }
 
+// TriggerInputSchema is what the demo trigger's bodies must hold: a lead
+// with a name and an email (a body without them would make a card with
+// neither), and contacts as a list when given.
+var TriggerInputSchema = json.RawMessage(`{"type": "object", "required": ["name", "email"],
+	"properties": {"name": {"type": "string", "minLength": 1}, "email": {"type": "string", "format": "email"},
+		"contacts": {"type": "array", "items": {"type": "object"}}}}`)
+
 func ensureTrigger(ctx context.Context, st *store.Store, flowID, boardID string, out *Loaded) error {
 	t, err := st.TriggerBySlug(ctx, TriggerSlug)
 	switch {
@@ -166,7 +173,7 @@ func ensureTrigger(ctx context.Context, st *store.Store, flowID, boardID string,
 	}
 	// Missing, or left behind by a deleted flow: (re)point it at the demo.
 	if err := st.ClaimTrigger(ctx, store.Trigger{ID: uuid.NewString(), FlowID: flowID, Slug: TriggerSlug,
-		Entity: TriggerEntity(boardID)}); err != nil {
+		Entity: TriggerEntity(boardID), InputSchema: TriggerInputSchema}); err != nil {
 		return err
 	}
 	out.Created = append(out.Created, "trigger")
