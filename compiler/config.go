@@ -44,9 +44,10 @@ func present(r gjson.Result) bool { return r.Exists() && r.Type != gjson.Null }
 func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cfg []byte) {
 	base := nodeLoc(vi).field("data")
 	root := gjson.ParseBytes(cfg)
+	c.checkUnknownKeys(id, base, root)
 	switch typ {
 	case engine.NodeTypeWorker:
-		c.checkWebhookURL(id, base, root.Get("webhookUrl"))
+		c.checkWebhookURL(id, base, root.Get("webhookUrl"), didYouMean(root, "webhookUrl"))
 		c.checkTimeout(id, base, root.Get("timeoutSeconds"))
 		c.checkRetry(id, base.field("retry"), root.Get("retry"))
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
@@ -96,11 +97,13 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 	}
 }
 
-func (c *compiler) checkWebhookURL(id string, base loc, r gjson.Result) {
+// hint, for a missing webhookUrl, names a key of the data that looks like
+// it (didYouMean).
+func (c *compiler) checkWebhookURL(id string, base loc, r gjson.Result, hint string) {
 	path := base.field("webhookUrl")
 	switch {
 	case !present(r):
-		c.errAt(CodeInvalidWebhookURL, id, "", path, "worker %q needs a webhookUrl", id)
+		c.errAt(CodeInvalidWebhookURL, id, "", path, "worker %q needs a webhookUrl%s", id, hint)
 	case r.Type != gjson.String:
 		c.errAt(CodeInvalidWebhookURL, id, "", path, "worker %q: webhookUrl must be a string", id)
 	default:

@@ -80,6 +80,9 @@ const (
 	// CodeIsolatedNode (warning): a node has no edges in a graph of several
 	// nodes.
 	CodeIsolatedNode = "isolated_node"
+	// CodeUnknownField (warning): a node's data has a field no node type
+	// reads — likely a typo; the message names the nearest known field.
+	CodeUnknownField = "unknown_field"
 )
 
 // MaxNestingDepth is the deepest nesting of parallel regions the compiler

@@ -1,0 +1,42 @@
+package compiler_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/compiler"
+	"github.com/stitchd/stitchd/engine"
+)
+
+// TestUnknownDataFieldsNamed: a typo in node data is a warning naming the
+// field and the nearest known one; a missing webhookUrl whose data holds
+// a look-alike says so in the error; known fields warn of nothing.
+func TestUnknownDataFieldsNamed(t *testing.T) {
+	g := compiler.VisualGraph{
+		Nodes: []compiler.VisualNode{
+			node("w", "Worker", `{"webhookUrl": "http://w.example/x", "retyr": {"maxAttempts": 2}, "label": "W", "description": "d", "colour": "red"}`),
+			node("a", "UX", `{"prompt": "OK?", "timeoutSecond": 5}`),
+		},
+		Edges: []compiler.VisualEdge{edge("e", "w", "a")},
+	}
+	eg, err := compiler.Compile(g)
+	require.NoError(t, err)
+	byPath := map[string]engine.Problem{}
+	for _, w := range eg.Warnings {
+		require.Equal(t, compiler.CodeUnknownField, w.Code)
+		byPath[w.Path] = w
+	}
+	require.Len(t, byPath, 3, "%v", eg.Warnings)
+	require.Contains(t, byPath["nodes[0].data.retyr"].Message, `did you mean "retry"?`)
+	require.Equal(t, "w", byPath["nodes[0].data.retyr"].NodeID)
+	require.Contains(t, byPath["nodes[1].data.timeoutSecond"].Message, `did you mean "timeoutSeconds"?`)
+	require.NotContains(t, byPath["nodes[0].data.colour"].Message, "did you mean", "nothing near")
+
+	_, err = compiler.Compile(compiler.VisualGraph{Nodes: []compiler.VisualNode{node("w", "Worker", `{"webhookURL": "http://w.example/x"}`)}})
+	var ce *compiler.Error
+	require.ErrorAs(t, err, &ce)
+	require.Len(t, ce.Problems, 1)
+	require.Equal(t, compiler.CodeInvalidWebhookURL, ce.Problems[0].Code)
+	require.Contains(t, ce.Problems[0].Message, `the data has "webhookURL": did you mean "webhookUrl"?`)
+}
