@@ -75,7 +75,7 @@ export function App() {
   else if (path === "/flows/new") page = <FlowEditor key="new" flowId={null} />;
   else if ((m = match("/flows/:id/triggers", path))) page = <Triggers key={m.id} flowId={m.id} />;
   else if ((m = match("/flows/:id", path))) page = <FlowEditor key={m.id} flowId={m.id} version={query.get("version")} />;
-  else if (path === "/runs") page = <RunList flowId={query.get("flow_id")} status={query.get("status")} />;
+  else if (path === "/runs") page = <RunList flowId={query.get("flow_id")} status={query.get("status")} node={query.get("node")} errorText={query.get("error")} />;
   else if ((m = match("/runs/:id", path))) page = <RunView key={m.id} runId={m.id} focus={query.get("key")} />;
   else if (path === "/approvals") page = <Approvals tab={query.get("assigned")} />;
   else if (path === "/boards") page = <BoardList />;

@@ -1,24 +1,60 @@
 import { useEffect, useState, type FormEvent } from "react";
 import { api, can, currentMe, describe, stream, type Flow, type Run } from "../api";
-import { ago, Empty, ErrorBox, Spinner, Status, useLoad, useThrottled } from "../components/common";
+import { ago, duration, Empty, ErrorBox, Spinner, Status, useLoad, useThrottled } from "../components/common";
 import { Link, navigate } from "../router";
 
 const STATUSES = ["", "running", "paused", "completed", "failed", "cancelled"];
 
-export function RunList({ flowId, status }: { flowId: string | null; status: string | null }) {
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+// RunId shows a whole run id, its timestamp head (a UUIDv7 begins with the
+// time it was made, so runs started together share it) muted and its
+// random tail, which tells runs apart, in bold.
+export function RunId({ id }: { id: string }) {
+  return (
+    <span className="run-id mono" title={id}>
+      <span className="id-head">{id.slice(0, 24)}</span>
+      <span className="id-tail">{id.slice(24)}</span>
+    </span>
+  );
+}
+
+// runDuration is how long a run took, or has been going.
+function runDuration(r: Run): string {
+  const end = r.finished_at && r.status !== "paused" && r.status !== "running" ? new Date(r.finished_at).getTime() : Date.now();
+  return duration(Math.max(0, (end - new Date(r.created_at).getTime()) / 1000));
+}
+
+export function RunList({ flowId, status, node, errorText }: { flowId: string | null; status: string | null; node?: string | null; errorText?: string | null }) {
   const q = new URLSearchParams();
   if (flowId) q.set("flow_id", flowId);
   if (status) q.set("status", status);
+  if (node) q.set("node", node);
+  if (errorText) q.set("error", errorText);
   q.set("limit", "50");
   const flows = useLoad(() => api<{ flows: Flow[] }>("GET", "/flows"), []);
-  const { data, setData, error, loading, reload } = useLoad(() => api<{ runs: Run[]; next_cursor: string | null }>("GET", `/runs?${q}`), [flowId, status]);
+  const { data, setData, error, loading, reload } = useLoad(() => api<{ runs: Run[]; next_cursor: string | null }>("GET", `/runs?${q}`), [flowId, status, node, errorText]);
+  // The runs a person is asked something in: the inbox, read with the list
+  // (a role that cannot read it sees no marks).
+  const waiting = useLoad(
+    () => api<{ approvals: { run_id: string; label: string }[] }>("GET", "/approvals?assigned=all&limit=500").catch(() => ({ approvals: [] })),
+    [],
+  );
+  const asked: Record<string, string> = {};
+  for (const a of waiting.data?.approvals ?? []) asked[a.run_id] = a.label;
   const [more, setMore] = useState(false);
   const [bulk, setBulk] = useState(false);
-  const refresh = useThrottled(reload, 1000);
+  const [find, setFind] = useState("");
+  const [nodeText, setNodeText] = useState(node ?? "");
+  const [errText, setErrText] = useState(errorText ?? "");
+  const refresh = useThrottled(() => {
+    reload();
+    waiting.reload();
+  }, 1000);
   useEffect(
     () =>
       stream("/events", (e) => {
-        if (e.type.startsWith("run.")) refresh();
+        if (e.type.startsWith("run.") || e.type.startsWith("node.")) refresh();
       }),
     [refresh],
   );
@@ -31,6 +67,17 @@ export function RunList({ flowId, status }: { flowId: string | null; status: str
     else p.delete(k);
     navigate(`/runs${p.toString() ? `?${p}` : ""}`);
   };
+  const setFilters = (set: Record<string, string>) => {
+    const p = new URLSearchParams(location.search);
+    for (const [k, v] of Object.entries(set)) {
+      if (v) p.set(k, v);
+      else p.delete(k);
+    }
+    navigate(`/runs${p.toString() ? `?${p}` : ""}`);
+  };
+  // find: a whole run id opens that run; part of one narrows the list.
+  const needle = find.trim().toLowerCase();
+  const shown = (data?.runs ?? []).filter((r) => !needle || r.id.includes(needle));
   async function loadMore() {
     if (!data?.next_cursor) return;
     setMore(true);
@@ -71,6 +118,32 @@ export function RunList({ flowId, status }: { flowId: string | null; status: str
           )}
         </div>
       </div>
+      <div className="filters run-search">
+        <form
+          role="search"
+          onSubmit={(e: FormEvent) => {
+            e.preventDefault();
+            if (UUID.test(find.trim())) navigate(`/runs/${find.trim().toLowerCase()}`);
+          }}
+        >
+          <label htmlFor="runs-find">Run id</label>
+          <input id="runs-find" className="mono" placeholder="whole id to open, or part to narrow" value={find} onChange={(e) => setFind(e.target.value)} />
+        </form>
+        <form
+          onSubmit={(e: FormEvent) => {
+            e.preventDefault();
+            setFilters({ node: nodeText.trim(), error: errText.trim() });
+          }}
+        >
+          <label htmlFor="runs-node">Failed step</label>
+          <input id="runs-node" className="mono" placeholder="node id" value={nodeText} onChange={(e) => setNodeText(e.target.value)} />
+          <label htmlFor="runs-error">Error contains</label>
+          <input id="runs-error" placeholder="text" value={errText} onChange={(e) => setErrText(e.target.value)} />
+          <button type="submit" className="btn" data-action="runs-filter">
+            Filter
+          </button>
+        </form>
+      </div>
       {bulk && <BulkBar flowId={flowId} flowName={flowId ? (names[flowId] ?? null) : null} status={status} onApplied={reload} onClose={() => setBulk(false)} />}
       <ErrorBox error={error} onRetry={reload} />
       {loading && <Spinner label="Loading runs…" />}
@@ -80,7 +153,12 @@ export function RunList({ flowId, status }: { flowId: string | null; status: str
           <Link to="/flows">Go to flows</Link>
         </Empty>
       )}
-      {data && data.runs.length > 0 && (
+      {data && data.runs.length > 0 && shown.length === 0 && (
+        <Empty title="No run here has that id">
+          <p>Only the runs listed are looked through; paste a whole id to open any run.</p>
+        </Empty>
+      )}
+      {data && shown.length > 0 && (
         <div className="table-wrap">
           <table className="table">
             <thead>
@@ -90,22 +168,35 @@ export function RunList({ flowId, status }: { flowId: string | null; status: str
                 <th scope="col">Status</th>
                 <th scope="col">Started</th>
                 <th scope="col">Finished</th>
+                <th scope="col">Duration</th>
+                <th scope="col">Entity</th>
+                <th scope="col">Error</th>
               </tr>
             </thead>
             <tbody>
-              {data.runs.map((r) => (
-                <tr key={r.id}>
+              {shown.map((r) => (
+                <tr key={r.id} data-run={r.id} data-waiting={r.id in asked ? "" : undefined}>
                   <td>
-                    <Link to={`/runs/${r.id}`} className="mono">
-                      {r.id.slice(0, 8)}
+                    <Link to={`/runs/${r.id}`}>
+                      <RunId id={r.id} />
                     </Link>
                   </td>
                   <td>{names[r.flow_id] ?? <span className="mono">{r.flow_id.slice(0, 8)}</span>}</td>
                   <td>
                     <Status status={r.status} />
+                    {r.id in asked && (
+                      <span className="waiting-chip" title={asked[r.id] ? `Waiting for a person: ${asked[r.id]}` : "Waiting for a person"}>
+                        waiting for a person
+                      </span>
+                    )}
                   </td>
                   <td title={r.created_at}>{ago(r.created_at)}</td>
                   <td title={r.finished_at ?? ""}>{r.finished_at && r.status !== "paused" ? ago(r.finished_at) : "—"}</td>
+                  <td className="num">{runDuration(r)}</td>
+                  <td>{r.entity_id ? <span className="mono" title={r.entity_id}>…{r.entity_id.slice(-8)}</span> : "—"}</td>
+                  <td className="run-error" title={r.error ?? ""}>
+                    {r.error ?? ""}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -264,8 +355,8 @@ function BulkBar(props: { flowId: string | null; flowName: string | null; status
             <ul className="bulk-errors">
               {result.errors.map((e) => (
                 <li key={e.run_id}>
-                  <Link to={`/runs/${e.run_id}`} className="mono">
-                    {e.run_id.slice(0, 8)}
+                  <Link to={`/runs/${e.run_id}`}>
+                    <RunId id={e.run_id} />
                   </Link>{" "}
                   {e.error}
                 </li>

@@ -1,0 +1,57 @@
+package browser_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// TestUINewcomer covers rough edges a first week found (issue 34): the runs
+// list tells runs apart and says which wait for a person, with their
+// error, duration and entity, and finds a run by its id; the nav counts
+// the approvals waiting.
+func TestUINewcomer(t *testing.T) {
+	s := newStack(t)
+	var flow struct{ ID string }
+	s.api("POST", "/flows", map[string]any{"name": "Newcomer", "graph": map[string]any{
+		"nodes": []map[string]any{
+			{"id": "work", "type": "Worker", "position": map[string]any{"x": 0, "y": 0},
+				"data": map[string]any{"label": "Work", "webhookUrl": s.worker.srv.URL + "/work", "timeoutSeconds": 30}},
+			{"id": "ask", "type": "UX", "position": map[string]any{"x": 320, "y": 0},
+				"data": map[string]any{"label": "Look it over", "prompt": "Is this lead worth a call?"}},
+		},
+		"edges": []map[string]any{{"id": "e1", "source": "work", "target": "ask"}},
+	}}, &flow)
+	var failed, waiting struct{ ID string }
+	s.api("POST", "/flows/"+flow.ID+"/runs", map[string]any{"input": map[string]any{"fail": true}}, &failed)
+	s.api("POST", "/flows/"+flow.ID+"/runs", map[string]any{"input": map[string]any{}}, &waiting)
+
+	// The runs list: whole ids, the waiting run marked, the failed one's error.
+	s.run("runs", chromedp.Navigate(s.url+"/runs"), tokenSignIn(token))
+	row := func(id string) string { return fmt.Sprintf(`tbody tr[data-run=%q]`, id) }
+	s.waitJS("waiting marked", fmt.Sprintf(`!!document.querySelector(%q)`, row(waiting.ID)+"[data-waiting] .waiting-chip"))
+	s.waitJS("failed shown", fmt.Sprintf(`document.querySelector(%q)?.innerText.includes("failed")`, row(failed.ID)))
+	require.Contains(t, s.text(row(waiting.ID)), waiting.ID, "the whole id is shown")
+	require.Contains(t, s.text(row(failed.ID)+" .run-error"), "this item is marked to fail")
+	require.False(t, s.exists(row(failed.ID)+"[data-waiting]"), "a failed run waits for nobody")
+	for _, h := range []string{"Duration", "Entity", "Error"} {
+		require.Contains(t, strings.ToLower(s.text("thead")), strings.ToLower(h))
+	}
+	s.shot("n01-runs-list")
+
+	// Part of an id narrows the list; a whole id opens the run.
+	tail := failed.ID[len(failed.ID)-6:]
+	s.run("narrow", setValue("#runs-find", tail))
+	s.waitJS("narrowed", `document.querySelectorAll("tbody tr").length === 1`)
+	require.True(t, s.exists(row(failed.ID)))
+	s.run("jump", setValue("#runs-find", waiting.ID), chromedp.Evaluate(`document.querySelector("#runs-find").form.requestSubmit()`, nil))
+	s.waitJS("opened", fmt.Sprintf(`location.pathname === "/runs/%s"`, waiting.ID))
+
+	// Failed runs by step and error text.
+	s.run("runs again", chromedp.Navigate(s.url+"/runs"), chromedp.WaitVisible("#runs-error", chromedp.ByQuery))
+	s.run("error filter", setValue("#runs-error", "marked to fail"), chromedp.Click(`[data-action="runs-filter"]`, chromedp.ByQuery))
+	s.waitJS("filtered", fmt.Sprintf(`location.search.includes("error=") && document.querySelectorAll("tbody tr").length === 1 && !!document.querySelector(%q)`, row(failed.ID)))
+}
