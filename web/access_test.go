@@ -187,6 +187,11 @@ func TestRoleRouteTable(t *testing.T) {
 		}
 	}
 	require.Len(t, permissions, seen, "the permissions table names a route that is not registered")
+	// A path no route matches is a 404 for every role, not a 403.
+	for _, role := range roleLetters {
+		code, b := send(http.MethodGet, "/api/v1/no/such/route", tokens[role])
+		require.Equal(t, http.StatusNotFound, code, "%s: %s", role, b)
+	}
 }
 
 // TestAdminTokenIsBootstrap: the admin token acts as admin with no user.
