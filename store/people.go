@@ -411,6 +411,16 @@ func (s *Store) RecordLoginFailure(ctx context.Context, email, address string, a
 	})
 }
 
+// DeleteOldLoginFailures drops failed sign-ins noted before before (the
+// sweeper: accounts and addresses never tried again would keep theirs).
+func (s *Store) DeleteOldLoginFailures(ctx context.Context, before time.Time) (int64, error) {
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM login_failures WHERE at < ?`, before)
+	if res.Error != nil {
+		return 0, fmt.Errorf("error dropping old failed sign-ins: %w", interpretError(res.Error))
+	}
+	return res.RowsAffected, nil
+}
+
 // ClearLoginFailures forgets an account's failed sign-ins (it signed in).
 func (s *Store) ClearLoginFailures(ctx context.Context, email string) error {
 	if err := s.db.WithContext(ctx).Exec(`DELETE FROM login_failures WHERE lower(email) = lower(?)`, email).Error; err != nil {

@@ -55,3 +55,21 @@ func TestDispatchTokensShared(t *testing.T) {
 	_, _, err = st.TakeDispatchToken(ctx, "h:4", 0, 1)
 	require.Error(t, err)
 }
+
+func TestDeleteOldLoginFailures(t *testing.T) {
+	t.Parallel()
+	st := storetest.TestTx(t)
+	ctx := context.Background()
+	now := time.Now()
+	require.NoError(t, st.RecordLoginFailure(ctx, "a@example.com", "10.0.0.1", now.Add(-2*time.Hour), now.Add(-3*time.Hour)))
+	require.NoError(t, st.RecordLoginFailure(ctx, "b@example.com", "10.0.0.2", now, now.Add(-time.Hour)))
+	n, err := st.DeleteOldLoginFailures(ctx, now.Add(-time.Hour))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	a, _, err := st.LoginFailures(ctx, "a@example.com", "x", now.Add(-24*time.Hour))
+	require.NoError(t, err)
+	require.Zero(t, a)
+	b, _, err := st.LoginFailures(ctx, "B@example.com", "x", now.Add(-time.Minute))
+	require.NoError(t, err)
+	require.Equal(t, 1, b)
+}

@@ -153,8 +153,9 @@ func (a *App) deleteExpiredRuns(ctx context.Context) {
 	a.Metrics.SweeperAction("run_deleted", total)
 }
 
-// deleteExpiredSessions drops sign-in sessions past their expiry, once a
-// minute at most (an expired session already opens nothing).
+// deleteExpiredSessions drops sign-in sessions past their expiry, and
+// failed sign-ins long past counting, once a minute at most (an expired
+// session already opens nothing).
 func (a *App) deleteExpiredSessions(ctx context.Context) {
 	now := time.Now()
 	if now.Before(a.nextSessionSweep) {
@@ -169,6 +170,11 @@ func (a *App) deleteExpiredSessions(ctx context.Context) {
 		return
 	}
 	a.Metrics.SweeperAction("session_deleted", int(n))
+	// Sign-in failures count for 15 minutes (web's login window); an hour
+	// keeps them well past it.
+	if _, err := a.Store.DeleteOldLoginFailures(ctx, now.Add(-time.Hour)); err != nil && ctx.Err() == nil {
+		a.cfg.Logger.Warn("sweeper", "what", "old failed sign-ins", "error", err)
+	}
 }
 
 // failRunsPastDeadline fails the runs whose deadline passed.
