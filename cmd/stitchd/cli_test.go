@@ -535,3 +535,27 @@ func TestCLIWrongTokenSaysHow(t *testing.T) {
 	require.Contains(t, err.Error(), "missing or invalid API token")
 	require.Contains(t, err.Error(), "STITCHD_AUTH_TOKEN")
 }
+
+// TestCLIRunStartWithEntity: run start --entity attaches an entity.
+func TestCLIRunStartWithEntity(t *testing.T) {
+	t.Parallel()
+	s := startLive(t)
+	c := &client.Client{BaseURL: s.app.URL, Token: cliToken}
+	var board struct{ ID string }
+	require.NoError(t, c.Do(context.Background(), "POST", "/api/v1/boards",
+		map[string]any{"name": "cli board", "sections": []map[string]any{{"id": "new", "name": "New"}}}, &board))
+	var ent struct{ ID string }
+	require.NoError(t, c.Do(context.Background(), "POST", "/api/v1/entities",
+		map[string]any{"board_id": board.ID, "type": "lead", "name": "Ada"}, &ent))
+	_, _, err := s.cli(t, "flow", "apply", writeFile(t, "f.json", `{"name":"cli-entity","board_id":"`+board.ID+`","graph":`+uxGraph+`}`))
+	require.NoError(t, err)
+	out, _, err := s.cli(t, "run", "start", "cli-entity", "--entity", ent.ID)
+	require.NoError(t, err)
+	r, err := c.GetRun(context.Background(), strings.TrimSpace(out))
+	require.NoError(t, err)
+	require.NotNil(t, r.EntityID)
+	require.Equal(t, ent.ID, *r.EntityID)
+	_, stderr, err := s.cli(t, "run", "start", "cli-entity", "--entity", "not-a-uuid")
+	require.Error(t, err)
+	require.Contains(t, stderr+err.Error(), "entity_id must be a UUID")
+}

@@ -190,7 +190,7 @@ func graphError(stderr io.Writer, file string, err error) error {
 
 func newRunCmd(env envLookup) *cobra.Command {
 	run := &cobra.Command{Use: "run", Short: "Start, inspect and watch runs on a running server"}
-	var input string
+	var input, entity string
 	start := clientCmd(env, &cobra.Command{
 		Use:   "start FLOW",
 		Short: "Start a run of FLOW (an id or a name); prints the run id",
@@ -207,7 +207,7 @@ func newRunCmd(env envLookup) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		r, err := c.StartRun(cmd.Context(), f.ID, in)
+		r, err := c.StartRun(cmd.Context(), f.ID, in, entity)
 		if err != nil {
 			return err
 		}
@@ -218,6 +218,7 @@ func newRunCmd(env envLookup) *cobra.Command {
 		return nil
 	})
 	start.Flags().StringVar(&input, "input", "", "the run's input: JSON, @file or - for standard input (default {})")
+	start.Flags().StringVar(&entity, "entity", "", "the id of an entity the run carries (on the flow's board)")
 
 	get := clientCmd(env, &cobra.Command{Use: "get ID", Short: "Show a run and its nodes", Args: cobra.ExactArgs(1)},
 		func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {

@@ -295,11 +295,15 @@ func (r *Run) Finished() bool {
 	return r.Status == "completed" || r.Status == "failed" || r.Status == "cancelled"
 }
 
-// StartRun starts a run of a flow with input (nil = {}).
-func (c *Client) StartRun(ctx context.Context, flowID string, input json.RawMessage) (*Run, error) {
+// StartRun starts a run of a flow with input (nil = {}), on entity
+// entityID when given.
+func (c *Client) StartRun(ctx context.Context, flowID string, input json.RawMessage, entityID ...string) (*Run, error) {
 	body := map[string]any{}
 	if len(input) > 0 {
 		body["input"] = input
+	}
+	if len(entityID) > 0 && entityID[0] != "" {
+		body["entity_id"] = entityID[0]
 	}
 	var out Run
 	if err := c.Do(ctx, http.MethodPost, "/api/v1/flows/"+url.PathEscape(flowID)+"/runs", body, &out); err != nil {
