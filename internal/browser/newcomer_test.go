@@ -40,6 +40,8 @@ func TestUINewcomer(t *testing.T) {
 	for _, h := range []string{"Duration", "Entity", "Error"} {
 		require.Contains(t, strings.ToLower(s.text("thead")), strings.ToLower(h))
 	}
+	// The nav counts the approvals waiting, live: one, then none once decided.
+	s.waitJS("nav badge", `document.querySelector('nav a[href="/approvals"] .nav-badge')?.dataset.count === "1"`)
 	s.shot("n01-runs-list")
 
 	// Part of an id narrows the list; a whole id opens the run.
@@ -49,6 +51,8 @@ func TestUINewcomer(t *testing.T) {
 	require.True(t, s.exists(row(failed.ID)))
 	s.run("jump", setValue("#runs-find", waiting.ID), chromedp.Evaluate(`document.querySelector("#runs-find").form.requestSubmit()`, nil))
 	s.waitJS("opened", fmt.Sprintf(`location.pathname === "/runs/%s"`, waiting.ID))
+	s.api("POST", "/runs/"+waiting.ID+"/nodes/ask/complete", map[string]any{"outcome": "approve"}, nil)
+	s.waitJS("badge gone", `!document.querySelector('nav a[href="/approvals"] .nav-badge')`)
 
 	// Failed runs by step and error text.
 	s.run("runs again", chromedp.Navigate(s.url+"/runs"), chromedp.WaitVisible("#runs-error", chromedp.ByQuery))

@@ -98,8 +98,10 @@ func TestUIPeople(t *testing.T) {
 		require.Contains(t, s.text(".whoami"), "ann@example.com")
 		require.Contains(t, s.text(".whoami .role-chip"), "approver")
 		var nav []string
-		s.run("nav", chromedp.Evaluate(`[...document.querySelectorAll("nav a")].map(a => a.innerText)`, &nav))
+		s.run("nav", chromedp.Evaluate(`[...document.querySelectorAll("nav a")].map(a => a.firstChild.textContent)`, &nav))
 		require.Equal(t, []string{"Approvals", "My tokens"}, nav)
+		// The nav counts what waits in her inbox.
+		s.waitJS("nav badge", `document.querySelector('nav a[href="/approvals"] .nav-badge')?.dataset.count === "2"`)
 		var tabs []string
 		s.run("tabs", chromedp.Evaluate(`[...document.querySelectorAll("[data-tab]")].map(b => b.dataset.tab + "=" + b.querySelector(".count").dataset.count)`, &tabs))
 		require.Equal(t, []string{"me=1", "groups=1"}, tabs, "sign-off is assigned to Ann, the refund to finance; no All tab for an approver")

@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import { can, currentMe, restore, signOut, type Me } from "./api";
+import { can, currentMe, restore, signOut, stream, type Me } from "./api";
 import { Link, match, navigate, usePath } from "./router";
 import { SignIn } from "./pages/SignIn";
 import { FlowList } from "./pages/FlowList";
@@ -25,6 +25,29 @@ export function useMe(): { me: Me | null; known: boolean } {
     return () => window.removeEventListener("stitchd:auth", on);
   }, []);
   return state;
+}
+
+// useInboxCount is how many approvals the caller sees waiting, live from
+// the inbox stream (an "approvals" event with {"count": n} when it starts
+// and whenever the inbox may have changed); null until it is known or when
+// the server has no stream.
+function useInboxCount(me: Me | null): number | null {
+  const [count, setCount] = useState<number | null>(null);
+  const who = me ? `${me.email}/${me.role}` : "";
+  useEffect(() => {
+    setCount(null);
+    if (!who) return;
+    return stream(
+      "/approvals/stream?assigned=all",
+      (e) => {
+        const n = (e as unknown as { count?: unknown }).count;
+        if (typeof n === "number") setCount(n);
+      },
+      undefined,
+      [403, 404, 405],
+    );
+  }, [who]);
+  return count;
 }
 
 // The main navigation, each item with what the role must be able to do.
@@ -53,6 +76,7 @@ export function App() {
   const [path, query] = usePath();
   const [menu, setMenu] = useState(false);
   useEffect(() => setMenu(false), [path]);
+  const inbox = useInboxCount(me);
 
   if (!known) return <Spinner label="Signing in…" />;
   if (!me) return <SignIn />;
@@ -115,6 +139,11 @@ export function App() {
           {nav.map((n) => (
             <Link key={n.to} to={n.to} aria-current={path.startsWith(n.to) ? "page" : undefined}>
               {n.label}
+              {n.to === "/approvals" && inbox !== null && inbox > 0 && (
+                <span className="nav-badge" data-count={inbox} aria-label={`, ${inbox} waiting`} title={`${inbox} ${inbox === 1 ? "approval" : "approvals"} waiting`}>
+                  {inbox > 99 ? "99+" : inbox}
+                </span>
+              )}
             </Link>
           ))}
           <span className="nav-sep" aria-hidden="true" />
