@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/google/uuid"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,22 @@ func TestLoadIsIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, f.VersionNumber)
 	require.Contains(t, string(f.Graph), "http://127.0.0.1:9999/enrich")
+
+	// A person's edit of the demo flow stays: a later load warns instead.
+	edited := *f
+	_, created, err := st.UpdateFlow(ctx, first.FlowID, store.UpdateFlowParams{Version: &store.NewVersion{ID: uuid.NewString(),
+		Graph: edited.Graph, Execution: edited.Execution, Hash: "edited-by-a-person", Message: "my change"}})
+	require.NoError(t, err)
+	require.True(t, created)
+	kept, err := demo.Load(ctx, st, demo.Options{WorkerURL: "http://127.0.0.1:7777"})
+	require.NoError(t, err)
+	require.Empty(t, kept.Created)
+	require.Len(t, kept.Warnings, 1)
+	require.Contains(t, kept.Warnings[0], "was edited (version 3)")
+	f, err = st.GetFlow(ctx, first.FlowID)
+	require.NoError(t, err)
+	require.Equal(t, 3, f.VersionNumber, "no version made over the person's")
+	require.NotContains(t, string(f.Graph), "7777")
 
 	// A deleted demo flow is made again, and the slug follows it.
 	require.NoError(t, st.DeleteFlow(ctx, first.FlowID))

@@ -55,8 +55,9 @@ type Loaded struct {
 // Load makes sure the demo board, flow and trigger exist: a board named
 // BoardName, a flow named FlowName on it whose current graph is Graph, and
 // the trigger POST /hooks/lead. Calling it again creates nothing new; a
-// demo flow whose graph was edited gets the demo graph back as a new
-// version (its older versions stay). Processes sharing the database load
+// demo flow still at a version the demo made follows the demo's graph (a
+// new worker address is a new version), one a person saved since is left
+// as it is (with a warning). Processes sharing the database load
 // it one at a time.
 func Load(ctx context.Context, st *store.Store, o Options) (*Loaded, error) {
 	if o.WorkerURL == "" {
@@ -106,6 +107,12 @@ func load(ctx context.Context, st *store.Store, workerURL string) (*Loaded, erro
 			return nil, err
 		}
 		out.Created = append(out.Created, "flow")
+	} else if cur, err := st.GetVersion(ctx, flow.ID, flow.VersionNumber); err != nil {
+		return nil, err
+	} else if cur.Message != v.Message {
+		// Someone saved the demo flow since the demo did: their edit stays.
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the %q flow was edited (version %d): left as it is, not reset to the demo's graph",
+			FlowName, flow.VersionNumber))
 	} else {
 		p := store.UpdateFlowParams{Version: v}
 		if flow.BoardID == nil || *flow.BoardID != board.ID {
