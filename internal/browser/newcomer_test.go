@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
@@ -53,6 +54,21 @@ func TestUINewcomer(t *testing.T) {
 	s.waitJS("opened", fmt.Sprintf(`location.pathname === "/runs/%s"`, waiting.ID))
 	s.api("POST", "/runs/"+waiting.ID+"/nodes/ask/complete", map[string]any{"outcome": "approve"}, nil)
 	s.waitJS("badge gone", `!document.querySelector('nav a[href="/approvals"] .nav-badge')`)
+
+	// Dark mode follows the system's choice, the canvas too.
+	bg := `getComputedStyle(document.documentElement).backgroundColor`
+	s.waitJS("light canvas", `!!document.querySelector(".react-flow.light .snode")`)
+	var light string
+	s.run("light", chromedp.Evaluate(bg, &light))
+	require.Equal(t, "rgb(246, 247, 251)", light)
+	s.run("dark", emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}))
+	s.waitJS("dark page", bg+` === "rgb(15, 17, 21)"`)
+	s.waitJS("dark canvas", `!!document.querySelector(".react-flow.dark .snode")`)
+	var node string
+	s.run("node colour", chromedp.Evaluate(`getComputedStyle(document.querySelector(".snode")).backgroundColor`, &node))
+	require.NotEqual(t, "rgb(255, 255, 255)", node, "a node is not white in the dark")
+	s.shot("n02-dark-run")
+	s.run("light again", emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}))
 
 	// Failed runs by step and error text.
 	s.run("runs again", chromedp.Navigate(s.url+"/runs"), chromedp.WaitVisible("#runs-error", chromedp.ByQuery))

@@ -459,6 +459,7 @@ function Editor({ flowId, version }: Props) {
         <Palette onAdd={addNode} />
         <div className="canvas" ref={wrapper} aria-label="Canvas">
           <ReactFlow
+            colorMode="system"
             nodes={shownNodes}
             edges={shownEdges}
             nodeTypes={nodeTypes}

@@ -424,6 +424,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
         <div className="canvas">
           <ReactFlowProvider>
             <ReactFlow
+              colorMode="system"
               nodes={canvas.nodes}
               edges={canvas.edges}
               nodeTypes={nodeTypes}
