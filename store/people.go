@@ -431,8 +431,10 @@ func (s *Store) ClearLoginFailures(ctx context.Context, email string) error {
 
 // AuditEntry is one change a person or token made through the API.
 type AuditEntry struct {
-	ID        int64          `json:"id,string"`
-	At        time.Time      `json:"at"`
+	ID int64     `json:"id,string"`
+	At time.Time `json:"at"`
+	// Time is At again, under the name the issue's contract uses.
+	Time      time.Time      `json:"time"`
 	Actor     string         `json:"actor"`
 	Action    string         `json:"action"`
 	Target    string         `json:"target"`
@@ -473,7 +475,12 @@ func (s *Store) AuditPage(ctx context.Context, f AuditFilter) ([]AuditEntry, str
 		q, args = q+` AND actor = ?`, append(args, f.Actor)
 	}
 	if f.Target != "" {
-		q, args = q+` AND target = ?`, append(args, f.Target)
+		if strings.Contains(f.Target, ":") {
+			q, args = q+` AND target = ?`, append(args, f.Target)
+		} else {
+			// A bare id: whatever kind it is (run:<id>, flow:<id>, …).
+			q, args = q+` AND (target = ? OR split_part(target, ':', 2) = ?)`, append(args, f.Target, f.Target)
+		}
 	}
 	if f.Since != nil {
 		q, args = q+` AND at >= ?`, append(args, *f.Since)
@@ -501,6 +508,8 @@ func (s *Store) AuditPage(ctx context.Context, f AuditFilter) ([]AuditEntry, str
 		if err := json.Unmarshal(details, &e.Details); err != nil {
 			return nil, "", fmt.Errorf("error reading audit entry %d: %w", e.ID, err)
 		}
+		e.At = e.At.UTC()
+		e.Time = e.At
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

@@ -281,6 +281,10 @@ func TestAuditTrail(t *testing.T) {
 	require.Equal(t, "req-42", page.Entries[1].RequestID)
 	require.Equal(t, http.StatusCreated, page.Entries[1].Status)
 
+	// A bare id finds the same entries.
+	bare := string(call(t, h, http.StatusOK, req{method: http.MethodGet, path: "/api/v1/audit?target=" + run.ID}))
+	require.Contains(t, bare, "POST /api/v1/runs/:id/cancel")
+	require.Contains(t, bare, `"time":"`)
 	byActor := string(call(t, h, http.StatusOK, req{method: http.MethodGet, path: "/api/v1/audit?actor=op@example.com"}))
 	require.Contains(t, byActor, "POST /api/v1/auth/login")
 	require.Contains(t, byActor, "user:"+u.ID)
