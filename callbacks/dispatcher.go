@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/stitchd/stitchd/engine"
 )
 
@@ -102,6 +104,10 @@ type DispatcherConfig struct {
 	// for later when the wait is long.
 	Rates     map[string]float64
 	RateStore RateStore
+	// MaxTokenWait is the longest a delivery waits for a token holding
+	// its row, its lease renewed (default 1 minute); past it the row goes
+	// back to the outbox for when a token is due, the try not counted.
+	MaxTokenWait time.Duration
 }
 
 // RateStore keeps the per-host token buckets (store.Store).
@@ -198,6 +204,9 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = func(try int) time.Duration { return FullJitter(try, 500*time.Millisecond, time.Minute) }
+	}
+	if cfg.MaxTokenWait <= 0 {
+		cfg.MaxTokenWait = time.Minute
 	}
 	rc := *cfg.Client
 	rc.Timeout = 0
@@ -665,38 +674,73 @@ func (d *Dispatcher) rateOf(host string) float64 {
 	return 0
 }
 
-// token waits for a token of host's rate, if it has one, and reports
-// whether to deliver c now. A wait past a quarter lease gives the row
-// back to the outbox for then (the try not counted): the row is not held
-// longer than its lease allows. A bucket that cannot be read lets the
+// token waits for a token of host's rate, if it has one, and of the
+// worker node's rateLimit, if it has one, and reports whether to deliver
+// c now. While it waits the row's lease is renewed; a wait past
+// MaxTokenWait gives the row back to the outbox for then (the try not
+// counted). A bucket that cannot be read lets the
 // delivery go (the rate is a courtesy to the worker, not a guarantee
 // worth stalling deliveries for) and is logged.
 func (d *Dispatcher) token(ctx context.Context, c engine.ClaimedDispatch, host string) bool {
-	rate := d.rateOf(host)
-	if rate <= 0 || d.cfg.RateStore == nil {
+	if d.cfg.RateStore == nil {
 		return true
 	}
+	if rate := d.rateOf(host); rate > 0 && !d.takeToken(ctx, c, host, rate) {
+		return false
+	}
+	// A worker node's own rateLimit: its endpoint's bucket, shared by the
+	// nodes that call the same URL.
+	if c.Request == nil {
+		if r := gjson.GetBytes(c.Payload, "config.rateLimit"); r.Type == gjson.Number && r.Num > 0 {
+			return d.takeToken(ctx, c, "url:"+c.URL, r.Num)
+		}
+	}
+	return true
+}
+
+// takeToken waits for a token of bucket key at rate (token's rules).
+func (d *Dispatcher) takeToken(ctx context.Context, c engine.ClaimedDispatch, key string, rate float64) bool {
 	burst := max(1, rate/10) // a tenth of a second's worth: the rate holds from the first second
 	var waited time.Duration
+	wctx := ctx
+	var stopLease func()
+	defer func() {
+		if stopLease != nil {
+			stopLease()
+		}
+	}()
 	for {
-		ok, wait, err := d.cfg.RateStore.TakeDispatchToken(ctx, host, rate, burst)
+		ok, wait, err := d.cfg.RateStore.TakeDispatchToken(ctx, key, rate, burst)
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {
-				d.cfg.Logger.Warn("error taking a dispatch token; delivering", "host", host, "error", err)
+				d.cfg.Logger.Warn("error taking a dispatch token; delivering", "bucket", key, "error", err)
 			}
 			return ctx.Err() == nil
-		case ok:
+		case ok && waited == 0:
 			return true
-		case waited+wait > d.cfg.Lease/4:
+		case ok:
+			// The lease was kept while waiting: give the delivery a whole
+			// one (a row another process took meanwhile is not ours).
+			ids, err := d.cfg.Store.RenewLeases(ctx, []engine.ClaimedDispatch{c}, d.cfg.Lease)
+			return err == nil && len(ids) == 1
+		case waited+wait > d.cfg.MaxTokenWait:
 			if err := d.cfg.RateStore.PostponeDispatch(ctx, c.ID, wait); err != nil && ctx.Err() == nil {
 				d.cfg.Logger.Warn("error postponing a dispatch", "run_id", c.RunID, "node_key", c.Key, "error", err)
+			} else {
+				d.cfg.Logger.Debug("delivery postponed for its rate", "run_id", c.RunID, "node_key", c.Key, "bucket", key, "for", wait)
 			}
 			return false
 		}
+		if stopLease == nil {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithCancel(ctx)
+			stop := d.keepLease(ctx, c, cancel)
+			stopLease = func() { stop(); cancel() }
+		}
 		select {
-		case <-ctx.Done():
-			return false
+		case <-wctx.Done():
+			return false // shutting down, or the row is no longer ours
 		case <-time.After(wait):
 		}
 		waited += wait

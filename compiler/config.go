@@ -30,6 +30,9 @@ const maxMaxConcurrency = 100_000
 
 var backoffKinds = []string{"exponential", "fixed", "linear"}
 
+// maxRateLimit bounds a worker node's rateLimit (deliveries a second).
+const maxRateLimit = 100000
+
 var jitterWords = []string{"full", "none"}
 
 var completeAsValues = []string{"success", "failure", "neutral"}
@@ -48,6 +51,9 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 	switch typ {
 	case engine.NodeTypeWorker:
 		c.checkWebhookURL(id, base, root.Get("webhookUrl"), didYouMean(root, "webhookUrl"))
+		if r := root.Get("rateLimit"); present(r) && (r.Type != gjson.Number || !(r.Num > 0) || r.Num > maxRateLimit) {
+			c.errAt(CodeInvalidConfig, id, "", base.field("rateLimit"), "worker %q: rateLimit must be a number of deliveries a second above 0 (at most %d), got %s", id, maxRateLimit, r.Raw)
+		}
 		c.checkTimeout(id, base, root.Get("timeoutSeconds"))
 		c.checkRetry(id, base.field("retry"), root.Get("retry"))
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))

@@ -17,7 +17,7 @@ import (
 var knownDataKeys = []string{
 	"arrayPath", "assignees", "body", "description", "duration", "entityMovement", "event", "expression", "flow", "form",
 	"headers", "key", "label", "maxConcurrency", "method", "onTimeout", "outcomes", "passEntity", "prompt",
-	"rejectPolicy", "remindAfterSeconds", "requiredApprovals", "retry", "separationOfDuties", "successCodes",
+	"rateLimit", "rejectPolicy", "remindAfterSeconds", "requiredApprovals", "retry", "separationOfDuties", "successCodes",
 	"timeoutSeconds", "timezone", "toleratedFailures", "until", "url", "version", "webhookUrl",
 }
 

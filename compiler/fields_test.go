@@ -40,3 +40,14 @@ func TestUnknownDataFieldsNamed(t *testing.T) {
 	require.Equal(t, compiler.CodeInvalidWebhookURL, ce.Problems[0].Code)
 	require.Contains(t, ce.Problems[0].Message, `the data has "webhookURL": did you mean "webhookUrl"?`)
 }
+
+func TestWorkerRateLimit(t *testing.T) {
+	_, err := compiler.Compile(compiler.VisualGraph{Nodes: []compiler.VisualNode{node("w", "Worker", `{"webhookUrl": "http://w.example/x", "rateLimit": 20}`)}})
+	require.NoError(t, err)
+	for _, bad := range []string{`0`, `-1`, `"fast"`, `1e9`} {
+		_, err := compiler.Compile(compiler.VisualGraph{Nodes: []compiler.VisualNode{node("w", "Worker", `{"webhookUrl": "http://w.example/x", "rateLimit": `+bad+`}`)}})
+		var ce *compiler.Error
+		require.ErrorAs(t, err, &ce, bad)
+		require.Equal(t, "nodes[0].data.rateLimit", ce.Problems[0].Path)
+	}
+}

@@ -71,8 +71,11 @@ type Config struct {
 	// (default 5s): read at most once in that time, for every scrape.
 	MetricsGaugeMaxAge time.Duration
 	// DispatchRates limits deliveries to hosts (host:port or host name →
-	// deliveries a second), across every process (--dispatch-rate).
-	DispatchRates map[string]float64
+	// deliveries a second), across every process (--dispatch-rate);
+	// DispatchMaxTokenWait is how long a delivery waits for a token holding
+	// its row (callbacks.DispatcherConfig.MaxTokenWait).
+	DispatchRates        map[string]float64
+	DispatchMaxTokenWait time.Duration
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
 	// OIDC signs people in through an OpenID Connect provider when its
@@ -278,7 +281,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Recorder: a.Metrics.Recorder(a.Engine), Secret: secret,
 		Signer: &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh},
 		Client: client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers, HostWorkers: cfg.DispatchHostWorkers,
-		Rates: cfg.DispatchRates, RateStore: a.Store,
+		Rates: cfg.DispatchRates, RateStore: a.Store, MaxTokenWait: cfg.DispatchMaxTokenWait,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock})
 	a.Dispatcher, waker.d = disp, disp
 	if cfg.NotifyURL != "" {

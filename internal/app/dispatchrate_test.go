@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/syncbuf"
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
@@ -84,9 +86,9 @@ func TestDispatchRateAcrossProcesses(t *testing.T) {
 	require.Less(t, time.Since(began), 4*time.Second, fmt.Sprintf("200 deliveries to an unlimited host took %s", time.Since(began)))
 }
 
-// TestDispatchRatePostpones: a wait past a quarter lease gives the row
-// back to the outbox for later instead of holding it, without counting a
-// try; every item is still delivered once, at the rate.
+// TestDispatchRatePostpones: a wait past MaxTokenWait gives the row back
+// to the outbox for later instead of holding it, without counting a try;
+// every item is still delivered once, at the rate.
 func TestDispatchRatePostpones(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -100,8 +102,13 @@ func TestDispatchRatePostpones(t *testing.T) {
 	defer limited.Close()
 	u, err := url.Parse(limited.URL)
 	require.NoError(t, err)
-	// 0.5/s: a 2 s wait, past a quarter of the harness's 7 s lease.
-	h := newHarness(t, func(c *app.Config) { c.DispatchRates = map[string]float64{u.Hostname(): 0.5} })
+	// 0.5/s: a 2 s wait, past the 1 s a delivery may wait holding its row.
+	var logs syncbuf.Buffer
+	h := newHarness(t, func(c *app.Config) {
+		c.DispatchRates = map[string]float64{u.Hostname(): 0.5}
+		c.DispatchMaxTokenWait = time.Second
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
 	flow := h.createFlow([]map[string]any{splitter("s", "xs"),
 		node("w", "Worker", map[string]any{"webhookUrl": limited.URL + "/w", "retry": map[string]any{"maxAttempts": 1}}),
 		node("c", "Collector", nil)},
@@ -116,8 +123,39 @@ func TestDispatchRatePostpones(t *testing.T) {
 	var tries []int
 	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT tries FROM dispatches WHERE run_id = ? ORDER BY tries`, r.ID).Scan(&tries).Error)
 	require.Equal(t, []int{1, 1, 1}, tries, "a postponement is not a try")
+	require.Contains(t, logs.String(), "delivery postponed for its rate", "the rows went back to the outbox")
 	time.Sleep(500 * time.Millisecond)
 	mu.Lock()
 	require.Len(t, arrivals, 3, "each delivered once")
 	mu.Unlock()
+}
+
+// TestWorkerNodeRateLimit: a worker node's rateLimit holds for its own
+// deliveries, within 10 %, with no --dispatch-rate.
+func TestWorkerNodeRateLimit(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var arrivals []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	h := newHarness(t)
+	const rate, items = 20.0, 100
+	flow := h.createFlow([]map[string]any{splitter("s", "xs"),
+		node("w", "Worker", map[string]any{"webhookUrl": srv.URL + "/w", "rateLimit": rate}), node("c", "Collector", nil)},
+		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil)})
+	h.startRun(flow, map[string]any{"xs": make([]int, items)})
+	h.eventually(func() bool { mu.Lock(); defer mu.Unlock(); return len(arrivals) >= items }, "%d deliveries", items)
+	mu.Lock()
+	got := append([]time.Time(nil), arrivals...)
+	mu.Unlock()
+	sort.Slice(got, func(i, j int) bool { return got[i].Before(got[j]) })
+	burst := int(rate / 10)
+	pace := float64(len(got)-1-burst) / got[len(got)-1].Sub(got[burst]).Seconds()
+	t.Logf("%.1f/s for a rateLimit of %.0f/s", pace, rate)
+	require.InDelta(t, rate, pace, rate*0.1)
 }
