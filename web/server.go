@@ -126,7 +126,6 @@ func New(cfg Config) *Server {
 	if cfg.TrustProxy {
 		e.IPExtractor = echo.ExtractIPFromXFFHeader()
 	}
-	e.Use(middleware.RequestID())
 	e.Use(noStore)
 	e.Use(s.writeDeadline)
 	e.Use(middleware.Recover())
@@ -136,14 +135,18 @@ func New(cfg Config) *Server {
 	e.GET("/readyz", s.readyz)
 	e.POST("/callbacks/:token", s.callback)
 	e.POST("/hooks/:slug", s.hook)
-	e.GET("/approve/:token", s.approveForm)
-	e.POST("/approve/:token", s.approveSubmit)
+	// What people do carries a request id (X-Request-Id, given or made):
+	// the audit trail names it. Worker callbacks and hooks, the hot path,
+	// go without.
+	reqID := middleware.RequestID()
+	e.GET("/approve/:token", s.approveForm, reqID)
+	e.POST("/approve/:token", s.approveSubmit, reqID)
 
-	e.POST("/api/v1/auth/login", s.login)
+	e.POST("/api/v1/auth/login", s.login, reqID)
 	e.GET("/api/v1/auth/providers", s.authProviders)
-	e.GET(OIDCLoginPath, s.oidcLogin)
-	e.GET(OIDCCallbackPath, s.oidcCallback)
-	api := e.Group("/api/v1", s.auth)
+	e.GET(OIDCLoginPath, s.oidcLogin, reqID)
+	e.GET(OIDCCallbackPath, s.oidcCallback, reqID)
+	api := e.Group("/api/v1", reqID, s.auth)
 	api.POST("/auth/logout", s.logout)
 	api.GET("/me", s.me)
 	api.POST("/tokens", s.createToken)
