@@ -2,6 +2,7 @@ package browser_test
 
 import (
 	"fmt"
+
 	"strings"
 	"testing"
 
@@ -69,6 +70,25 @@ func TestUINewcomer(t *testing.T) {
 	require.NotEqual(t, "rgb(255, 255, 255)", node, "a node is not white in the dark")
 	s.shot("n02-dark-run")
 	s.run("light again", emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}))
+
+	// Links that lead nowhere say so, with a way back. (Page after page,
+	// each with its inbox stream: a stream the page leaves is closed, or a
+	// few loads later the browser's connections to the server are all
+	// taken and nothing loads.)
+	for _, c := range []struct{ path, what, back string }{
+		{"/nowhere", "page", "/flows"},
+		{"/flows/" + flow.ID + "?version=9", "version", "/flows/" + flow.ID},
+		{"/runs/" + flow.ID, "run", "/runs"},
+		{"/runs/not-an-id", "run", "/runs"},
+		{"/flows/" + waiting.ID, "flow", "/flows"},
+		{"/boards/" + flow.ID, "board", "/boards"},
+	} {
+		s.run("open "+c.what, chromedp.Navigate(s.url+c.path))
+		s.waitJS("not found "+c.path, fmt.Sprintf(`!!document.querySelector('[data-not-found=%q] a.btn[href=%q]')`, c.what, c.back))
+		require.Contains(t, s.text(".not-found h3"), "not found", c.path)
+	}
+	s.run("back", chromedp.Click(".not-found a.btn", chromedp.ByQuery))
+	s.waitJS("back on the list", `location.pathname === "/boards"`)
 
 	// Failed runs by step and error text.
 	s.run("runs again", chromedp.Navigate(s.url+"/runs"), chromedp.WaitVisible("#runs-error", chromedp.ByQuery))

@@ -12,7 +12,7 @@ import { BoardList, BoardView } from "./pages/Boards";
 import { Users } from "./pages/Users";
 import { Tokens } from "./pages/Tokens";
 import { Audit } from "./pages/Audit";
-import { Empty, Spinner } from "./components/common";
+import { Empty, NotFound, Spinner } from "./components/common";
 
 // useMe is the signed-in caller, asked of the server once when the page
 // loads (a session cookie or a token from an earlier visit).
@@ -108,12 +108,7 @@ export function App() {
   else if (path === "/tokens") page = <Tokens />;
   else if (path === "/audit")
     page = <Audit key={query.toString()} actor={query.get("actor") ?? ""} target={query.get("target") ?? ""} since={query.get("since") ?? ""} />;
-  else
-    page = (
-      <Empty title="Page not found">
-        <Link to={home(me)}>Go to {home(me) === "/approvals" ? "approvals" : "flows"}</Link>
-      </Empty>
-    );
+  else page = <NotFound what="page" back={home(me)} backLabel={`Go to ${home(me) === "/approvals" ? "approvals" : "flows"}`} />;
 
   const nav = NAV.filter((n) => n.needs === "approvals" || can(me, "read"));
   return (

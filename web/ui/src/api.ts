@@ -251,12 +251,17 @@ export interface StreamEvent {
 // A stream answered 404 or 403 is given up (onState(false) stays) when
 // stopOn lists the status: the caller falls back to polling.
 export function stream(path: string, onEvent: (e: StreamEvent) => void, onState?: (live: boolean) => void, stopOn: number[] = []): () => void {
-  const ctrl = new AbortController();
+  let ctrl = new AbortController();
   let lastId = "";
   let stopped = false;
-  const run = async () => {
+  // gen is the reading loop that may go on: leaving the page ends it (a
+  // stream left open as the page goes keeps its connection, and a browser
+  // has six per server: a few page loads later, nothing loads), and coming
+  // back to the page from the back-forward cache starts another.
+  let gen = 0;
+  const run = async (g: number) => {
     let delay = 500;
-    while (!stopped) {
+    while (!stopped && g === gen) {
       try {
         const headers: Record<string, string> = { Accept: "text/event-stream" };
         const token = getToken();
@@ -300,18 +305,31 @@ export function stream(path: string, onEvent: (e: StreamEvent) => void, onState?
           }
         }
       } catch (err) {
-        if (stopped) return;
+        if (stopped || g !== gen) return;
       }
       onState?.(false);
-      if (stopped) return;
+      if (stopped || g !== gen) return;
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(delay * 2, 10000);
     }
   };
-  void run();
+  const hide = () => {
+    gen++;
+    ctrl.abort();
+  };
+  const show = (e: PageTransitionEvent) => {
+    if (!e.persisted || stopped) return;
+    ctrl = new AbortController();
+    void run(++gen);
+  };
+  window.addEventListener("pagehide", hide);
+  window.addEventListener("pageshow", show);
+  void run(gen);
   return () => {
     stopped = true;
     ctrl.abort();
+    window.removeEventListener("pagehide", hide);
+    window.removeEventListener("pageshow", show);
   };
 }
 

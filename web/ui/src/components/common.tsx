@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState, type ReactNode } from "react";
-import { describe, serverNow } from "../api";
+import { ApiError, describe, serverNow } from "../api";
+import { Link } from "../router";
 
 export function Spinner({ label = "Loading…" }: { label?: string }) {
   return (
@@ -30,6 +31,45 @@ export function Empty({ title, children }: { title: string; children?: ReactNode
       <h3>{title}</h3>
       {children && <div>{children}</div>}
     </div>
+  );
+}
+
+// isNotFound says whether an error is the server's 404: the thing asked
+// for does not exist (or the id is not one).
+export function isNotFound(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 404;
+}
+
+// NotFound is the page for a link that leads nowhere: what was looked for,
+// and ways back.
+export function NotFound({ what, id, back, backLabel }: { what: string; id?: string; back: string; backLabel: string }) {
+  return (
+    <section className="page not-found" data-not-found={what}>
+      <Empty title={`${what[0].toUpperCase() + what.slice(1)} not found`}>
+        <p>
+          {id ? (
+            <>
+              There is no {what} <span className="mono">{id}</span>.
+            </>
+          ) : (
+            <>
+              There is no page at <span className="mono">{location.pathname}</span>.
+            </>
+          )}{" "}
+          The link may be mistyped, or what it led to was deleted.
+        </p>
+        <p className="not-found-links">
+          <Link to={back} className="btn primary">
+            {backLabel}
+          </Link>
+          {history.length > 1 && (
+            <button type="button" className="btn" onClick={() => history.back()}>
+              Go back
+            </button>
+          )}
+        </p>
+      </Empty>
+    </section>
   );
 }
 

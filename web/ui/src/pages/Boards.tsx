@@ -1,6 +1,6 @@
 import { useEffect, useState } from "react";
 import { api, can, currentMe, describe, stream, type Board, type Entity } from "../api";
-import { ago, duration, Empty, ErrorBox, Json, Modal, Spinner, useLoad, useThrottled } from "../components/common";
+import { ago, duration, Empty, ErrorBox, isNotFound, Json, Modal, NotFound, Spinner, useLoad, useThrottled } from "../components/common";
 import { Link, navigate } from "../router";
 
 interface BoardSummary {
@@ -88,6 +88,7 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
   }, []);
 
   if (loading) return <Spinner label="Loading board…" />;
+  if (!data && isNotFound(error)) return <NotFound what="board" id={boardId} back="/boards" backLabel="All boards" />;
   if (error || !data) return <ErrorBox error={error} onRetry={reload} />;
   const total = data.sections.reduce((n, s) => n + s.count, 0);
   const sectionName: Record<string, string> = {};

@@ -13,7 +13,7 @@ import {
 } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type PointerEvent as RPointerEvent } from "react";
 import { api, ApiError, can, currentMe, describe, type Flow, type Problem, type Version } from "../api";
-import { ErrorBox, Spinner } from "../components/common";
+import { ErrorBox, isNotFound, NotFound, Spinner } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
 import { useFlowNames } from "../flows";
 import { nodeTypes } from "../components/StitchNode";
@@ -72,6 +72,8 @@ function Editor({ flowId, version }: Props) {
   const [problems, setProblems] = useState<(Problem & { stale?: boolean })[]>([]);
   const [loading, setLoading] = useState(!!flowId);
   const [loadError, setLoadError] = useState<unknown>(null);
+  // missingVersion: ?version= names a version the flow does not have.
+  const [missingVersion, setMissingVersion] = useState<string | null>(null);
   const [saving, setSaving] = useState(false);
   // A flow just created arrives here under its new URL with its notice.
   const [notice, setNotice] = useState<string | null>(() => {
@@ -92,12 +94,20 @@ function Editor({ flowId, version }: Props) {
     );
     if (!flowId) return;
     setLoading(true);
+    setMissingVersion(null);
     try {
       const f = await api<Flow>("GET", `/flows/${flowId}`);
       const vs = await api<{ versions: Version[] }>("GET", `/flows/${flowId}/versions`);
       let graph = f.graph!;
       if (version && Number(version) !== f.version.number) {
-        const v = await api<Version>("GET", `/flows/${flowId}/versions/${version}`);
+        let v: Version;
+        try {
+          v = await api<Version>("GET", `/flows/${flowId}/versions/${version}`);
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+          setMissingVersion(version);
+          return;
+        }
         graph = v.graph!;
       }
       const c = toCanvas(graph);
@@ -341,6 +351,9 @@ function Editor({ flowId, version }: Props) {
   const viewing = version ? Number(version) : current;
 
   if (loading) return <Spinner label="Loading flow…" />;
+  if (missingVersion && flowId)
+    return <NotFound what="version" id={`${missingVersion} of this flow`} back={`/flows/${flowId}`} backLabel="Open the current version" />;
+  if (loadError && isNotFound(loadError)) return <NotFound what="flow" id={flowId ?? undefined} back="/flows" backLabel="All flows" />;
   if (loadError)
     return (
       <section className="page">

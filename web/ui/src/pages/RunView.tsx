@@ -1,7 +1,7 @@
 import { Background, Controls, ReactFlow, ReactFlowProvider, type Edge, type NodeChange } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
 import { api, ApiError, can, currentMe, describe, listAll, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
-import { ago, Countdown, ErrorBox, Json, span, Spinner, Status, useThrottled } from "../components/common";
+import { ago, Countdown, ErrorBox, isNotFound, Json, NotFound, span, Spinner, Status, useThrottled } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
 import { eventWaitText, nodeTypes } from "../components/StitchNode";
 import { useFlowNames } from "../flows";
@@ -296,6 +296,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
     }
   }
 
+  if (error && !run && isNotFound(error)) return <NotFound what="run" id={runId} back="/runs" backLabel="All runs" />;
   if (error && !run) return <ErrorBox error={error} onRetry={fetchRun} />;
   if (!run || !canvas) return <Spinner label="Loading run…" />;
 
