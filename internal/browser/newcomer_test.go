@@ -94,4 +94,36 @@ func TestUINewcomer(t *testing.T) {
 	s.run("runs again", chromedp.Navigate(s.url+"/runs"), chromedp.WaitVisible("#runs-error", chromedp.ByQuery))
 	s.run("error filter", setValue("#runs-error", "marked to fail"), chromedp.Click(`[data-action="runs-filter"]`, chromedp.ByQuery))
 	s.waitJS("filtered", fmt.Sprintf(`location.search.includes("error=") && document.querySelectorAll("tbody tr").length === 1 && !!document.querySelector(%q)`, row(failed.ID)))
+
+	// The editor: a Worker's long settings scroll in the side panel; the
+	// canvas and the Save bar stay in the viewport.
+	s.run("editor", chromedp.Navigate(s.url+"/flows/"+flow.ID), chromedp.WaitVisible(`.react-flow__node[data-id="work"]`, chromedp.ByQuery))
+	s.settle(`.react-flow__node[data-id="work"]`)
+	s.run("select worker", chromedp.Click(`.react-flow__node[data-id="work"]`, chromedp.ByQuery), chromedp.WaitVisible("#node-label", chromedp.ByQuery))
+	var fit struct{ Page, View, CanvasBottom, SideScroll, SideHeight float64 }
+	s.run("measure", chromedp.Evaluate(`({Page: document.scrollingElement.scrollHeight, View: innerHeight,
+		CanvasBottom: document.querySelector(".canvas").getBoundingClientRect().bottom,
+		SideScroll: document.querySelector(".side").scrollHeight, SideHeight: document.querySelector(".side").clientHeight})`, &fit))
+	require.LessOrEqual(t, fit.Page, fit.View, "the page does not scroll: %+v", fit)
+	require.LessOrEqual(t, fit.CanvasBottom, fit.View, "the canvas ends in the viewport: %+v", fit)
+	require.Greater(t, fit.SideScroll, fit.SideHeight, "the side panel scrolls instead: %+v", fit)
+	s.shot("n03-editor-worker-selected")
+
+	// Nodes added by keyboard land in the visible pane, on top of none.
+	for i := 0; i < 3; i++ {
+		s.run("add by keyboard", chromedp.Focus(`[data-palette="Worker"]`, chromedp.ByQuery), chromedp.KeyEvent("\r"))
+	}
+	s.waitJS("three added", `document.querySelectorAll(".react-flow__node").length === 5`)
+	var bad string
+	s.run("placement", chromedp.Evaluate(`(() => {
+		const pane = document.querySelector(".canvas .react-flow").getBoundingClientRect();
+		const rs = [...document.querySelectorAll(".react-flow__node")].map(n => [n.dataset.id, n.getBoundingClientRect()]);
+		for (const [id, r] of rs) {
+			if (r.left < pane.left || r.top < pane.top || r.right > pane.right || r.bottom > pane.bottom) return id + " is outside the pane";
+			for (const [id2, r2] of rs) if (id < id2 && r.left < r2.right && r2.left < r.right && r.top < r2.bottom && r2.top < r.bottom) return id + " overlaps " + id2;
+		}
+		return "";
+	})()`, &bad))
+	require.Empty(t, bad)
+	s.shot("n04-editor-added")
 }
