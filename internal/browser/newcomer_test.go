@@ -53,6 +53,11 @@ func TestUINewcomer(t *testing.T) {
 	require.True(t, s.exists(row(failed.ID)))
 	s.run("jump", setValue("#runs-find", waiting.ID), chromedp.Evaluate(`document.querySelector("#runs-find").form.requestSubmit()`, nil))
 	s.waitJS("opened", fmt.Sprintf(`location.pathname === "/runs/%s"`, waiting.ID))
+	// The UX step's panel shows what it asks.
+	s.settle(`.react-flow__node[data-id="ask"]`)
+	s.run("open ask", chromedp.Click(`.react-flow__node[data-id="ask"]`, chromedp.ByQuery), chromedp.WaitVisible(".node-detail [data-ux-prompt]", chromedp.ByQuery))
+	require.Contains(t, s.text(".node-detail [data-ux-prompt]"), "Is this lead worth a call?")
+	require.Contains(t, s.text(".node-detail [data-ux-prompt]"), "Look it over")
 	s.api("POST", "/runs/"+waiting.ID+"/nodes/ask/complete", map[string]any{"outcome": "approve"}, nil)
 	s.waitJS("badge gone", `!document.querySelector('nav a[href="/approvals"] .nav-badge')`)
 

@@ -462,6 +462,8 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               decideHere={!flowHidden && can(me, "decide")}
               operate={can(me, "operate")}
               nodeType={graph?.nodes.find((n) => n.id === selected)?.type ?? ""}
+              prompt={String(graph?.nodes.find((n) => n.id === selected)?.data?.prompt ?? "")}
+              label={String(graph?.nodes.find((n) => n.id === selected)?.data?.label ?? "")}
               remindAfter={Number(graph?.nodes.find((n) => n.id === selected)?.data?.remindAfterSeconds) || 0}
               initialKey={focus && run.nodes?.[focus]?.node_id === selected ? focus : null}
               runStatus={run.status}
@@ -590,6 +592,10 @@ function NodeDetail(props: {
   // nodeType: the node's type in the run's graph (a Splitter cannot be
   // completed by hand).
   nodeType: string;
+  // prompt, label: what a UX node asks a person, and its name, in the
+  // run's version ("" when it has none).
+  prompt?: string;
+  label?: string;
   // remindAfter: a UX node's remindAfterSeconds in the run's version (0:
   // no reminders).
   remindAfter: number;
@@ -664,6 +670,12 @@ function NodeDetail(props: {
   return (
     <div className="settings node-detail">
       <h2>{nodeId}</h2>
+      {props.nodeType === "UX" && (props.label || props.prompt) && (
+        <div className="ux-ask" data-ux-prompt>
+          {props.label && <p className="ux-ask-label">{props.label}</p>}
+          {props.prompt ? <p className="ux-ask-prompt">{props.prompt}</p> : <p className="muted small">No prompt: the person sees the step's name only.</p>}
+        </div>
+      )}
       {states.length === 0 && <p className="muted">This node has not started yet.</p>}
       {states.length > 1 && (
         <>
