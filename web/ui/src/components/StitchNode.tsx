@@ -20,9 +20,13 @@ export const StitchNode = memo(function StitchNode({ id, type, data, selected }:
   if (selected) cls.push("selected");
   if (problems.length) cls.push("has-error");
   if (run) cls.push(`run-${run.status}`);
+  // A fan-out with failures while other instances still go: painted as
+  // going, with a failure mark, not as failed.
+  const partial = !!run && run.status === "failed" && stillGoing(run.counts);
+  if (partial) cls.push("run-partial");
   const title = d.label || id;
   return (
-    <div className={cls.join(" ")} data-node-id={id} data-status={run?.status} title={problems.join("\n") || undefined}>
+    <div className={cls.join(" ")} data-node-id={id} data-status={run?.status} data-partial={partial ? "true" : undefined} title={problems.join("\n") || undefined}>
       <Handle type="target" position={Position.Left} />
       <div className="snode-type">
         {MARK[String(type)] && (
@@ -113,6 +117,11 @@ export function eventWaitText(name: string | null | undefined, key: string | nul
   return `waiting for ${name || "an event"}${key ? ` · key ${key}` : ""}`;
 }
 
+// stillGoing says whether some instances are still running or waiting.
+function stillGoing(c: Record<string, number>): boolean {
+  return !!(c.running || c.waiting_for_user || c.sleeping || c.waiting_for_event);
+}
+
 function RunBadge({ run, id }: { run: RunLook; id: string }) {
   const c = run.counts;
   if (run.total <= 1 && !(run.total === 1 && c._instances)) {
@@ -142,7 +151,8 @@ function RunBadge({ run, id }: { run: RunLook; id: string }) {
       <strong>
         {id} ×{run.total}
       </strong>
-      : {parts.join(" ") || "pending"}
+      : {run.status === "failed" && stillGoing(c) ? "running, some failed: " : ""}
+      {parts.join(" ") || "pending"}
     </div>
   );
 }
