@@ -60,7 +60,7 @@ fuzz-short:
 ## soak: the chaos soak (docs/reliability.md): 500 runs of a 50-way fan-out on
 ## two stitchd processes, one SIGKILLed every 5–15 s, Postgres restarted once,
 ## a misbehaving worker; invariants checked from the database. The quick form
-## (50 runs, one kill) is part of make test.
+## (50 runs, three kills) is part of make test.
 soak: deps-test
 	$(GO) test -count=1 -v -timeout 60m -run '^TestChaosSoak$$' ./internal/chaos -chaos.runs=500 -chaos.kills=-1
 

@@ -3,12 +3,16 @@
 // worker that misbehaves (5xx, 429 with Retry-After, hangs, dropped and
 // refused connections, failures, heartbeats, duplicated and late
 // callbacks), processes killed with SIGKILL and restarted, and Postgres
-// restarted once. Afterwards stitchd's promises are checked from the
-// database: every run completes, node histories follow the state machine,
-// each attempt completes at most once, every collector fires exactly once
-// with its items in order, no dispatch is lost and no node runs past its
-// deadline by more than the sweeper's bound.
+// restarted once, while clients follow event streams across it all.
+// Afterwards stitchd's promises are checked from the database, against
+// rules written out in the test (docs/state_machine.md's moves, never the
+// engine's own tables): every run completes, node and run histories follow
+// the state machines, each attempt completes at most once, every collector
+// fires exactly once with its items in order, no dispatch is lost, no node
+// runs past its deadline by more than the sweeper's bound, every callback
+// got the answer its attempt's history says and changed only that, and a
+// run's event stream delivered every event exactly once, in order.
 //
-// go test runs the quick form (50 runs, one kill); make soak runs 500 runs
-// with a kill every 5–15 s. See docs/reliability.md.
+// go test runs the quick form (50 runs, three kills); make soak runs 500
+// runs with a kill every 5–15 s. See docs/reliability.md.
 package chaos

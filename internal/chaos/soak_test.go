@@ -30,9 +30,13 @@ import (
 var (
 	flagRuns     = flag.Int("chaos.runs", 50, "runs to start")
 	flagItems    = flag.Int("chaos.items", 50, "splitter items per run")
-	flagKills    = flag.Int("chaos.kills", 1, "SIGKILLs of a stitchd process; -1 kills one every 5–15 s until every run completed")
+	flagKills    = flag.Int("chaos.kills", 3, "SIGKILLs of a stitchd process; -1 kills one every 5–15 s until every run completed")
 	flagInFlight = flag.Int("chaos.inflight", 20, "runs in flight at once")
 	flagRace     = flag.Bool("chaos.race", true, "build stitchd with the race detector")
+	// The stream of every run's events resumes from one event id, which
+	// loses and repeats events at a reconnection (checkStream); this
+	// requires it exact anyway, to show the defect or its fix.
+	flagAllEventsExact = flag.Bool("chaos.allevents.exact", false, "require GET /api/v1/events exact across reconnections too")
 )
 
 const (
@@ -67,12 +71,23 @@ type soak struct {
 	flowID string
 	runIDs []string
 
+	// followers follow event streams across the kills: every run's (one
+	// per instance it prefers) and those of every tenth run.
+	followers []*follower
+	followCtx context.Context
+	followWG  sync.WaitGroup
+
 	started   atomic.Int64
 	completed atomic.Int64
 
 	nKills, nRestarts, nPGRestarts atomic.Int64
-	api503, apiConnErr             atomic.Int64
-	pgDowntime                     time.Duration
+	// disruptions are the times from a kill to the instance's restart and
+	// from the database's crash to its restart (only the chaos goroutine
+	// writes them, read once it ended).
+	disruptions        [][2]time.Time
+	lastKilled         int
+	api503, apiConnErr atomic.Int64
+	pgDowntime         time.Duration
 
 	mu         sync.Mutex
 	unexpected []string
@@ -151,6 +166,12 @@ func TestChaosSoak(t *testing.T) {
 	defer s.worker.close()
 	go s.worker.outages(wctx, func() time.Duration { return 15*time.Second + rand.N(20*time.Second) }, time.Second)
 	go s.monitor(wctx)
+	fctx, fcancel := context.WithCancel(ctx)
+	defer fcancel()
+	s.followCtx = fctx
+	for i := range s.cl.instances {
+		s.follow(newFollower(s.cl, i, ""))
+	}
 
 	s.createFlow(ctx)
 	chaosDone := make(chan struct{})
@@ -174,6 +195,37 @@ func TestChaosSoak(t *testing.T) {
 	})
 	wcancel()
 
+	// The event streams catch up with the database.
+	stored, total := storedEvents(t, ctx, s.db)
+	caughtUp := func() bool {
+		for _, f := range s.followers {
+			want := total
+			if f.runID != "" {
+				want = len(stored[f.runID])
+			}
+			if f.received() < want {
+				return false
+			}
+		}
+		return true
+	}
+	// Within a minute, and while they make progress: one that lost an
+	// event never catches up.
+	progress, moved := -1, time.Now()
+	for deadline := time.Now().Add(time.Minute); !caughtUp() && time.Now().Before(deadline) && time.Since(moved) < 10*time.Second; {
+		time.Sleep(100 * time.Millisecond)
+		n := 0
+		for _, f := range s.followers {
+			n += f.received()
+		}
+		if n != progress {
+			progress, moved = n, time.Now()
+		}
+	}
+	fcancel()
+	s.followWG.Wait()
+	stored, _ = storedEvents(t, ctx, s.db) // what they are checked against: all there is now
+
 	require.Empty(t, s.worker.problems(), "the worker saw only answers the contract allows")
 	s.mu.Lock()
 	require.Empty(t, s.unexpected, "the API answered only as the contract allows")
@@ -183,8 +235,20 @@ func TestChaosSoak(t *testing.T) {
 	}
 	require.EqualValues(t, 1, s.nPGRestarts.Load(), "Postgres was restarted once")
 
-	f := checkInvariants(t, ctx, s.db, s.runIDs, s.items, nodeTimeout, sweepBound)
-	s.report(f, setup, flowed)
+	f, h := checkInvariants(t, ctx, s.db, s.runIDs, s.items, nodeTimeout, sweepBound)
+	cf := checkCallbacks(t, s.worker.callbacks(), h, nodeTimeout)
+	var sf streamFigures
+	for _, fl := range s.followers {
+		sf.add(fl)
+	}
+	for _, fl := range s.followers {
+		l := checkStream(t, fl, stored, s.nearDisruption)
+		sf.lost += l.lost
+		sf.repeated += l.repeated
+	}
+	s.report(f, cf, sf, setup, flowed)
+	require.Positive(t, sf.globalCuts, "a stream of every run's events was cut by a kill and followed on")
+	require.Positive(t, sf.perRunCuts, "a run's stream was cut by a kill and followed on")
 }
 
 // waitFor polls cond until it holds or within passes.
@@ -307,6 +371,46 @@ func (s *soak) startRun(ctx context.Context, r int) {
 		fmt.Sprintf("soak-%d", r), http.StatusCreated, http.StatusOK)
 	require.NoError(s.t, json.Unmarshal(b, &run))
 	s.runIDs = append(s.runIDs, run.ID)
+	if r%10 == 3 {
+		s.follow(newFollower(s.cl, r%2, run.ID))
+	}
+}
+
+// follow starts f.
+func (s *soak) follow(f *follower) {
+	s.followers = append(s.followers, f)
+	s.followWG.Add(1)
+	go func() {
+		defer s.followWG.Done()
+		f.run(s.followCtx)
+	}()
+}
+
+// streamFigures sum up what the followers saw.
+type streamFigures struct {
+	global, perRun                            int
+	globalEvents, perRunEvents                int
+	globalConnects, globalCuts, globalRefused int64
+	perRunConnects, perRunCuts, perRunRefused int64
+	ends                                      int64
+	lost, repeated                            int // by every run's streams at reconnections
+}
+
+func (sf *streamFigures) add(f *follower) {
+	if f.runID == "" {
+		sf.global++
+		sf.globalEvents += f.received()
+		sf.globalConnects += f.connects.Load()
+		sf.globalCuts += f.cuts.Load()
+		sf.globalRefused += f.refused.Load()
+	} else {
+		sf.perRun++
+		sf.perRunEvents += f.received()
+		sf.perRunConnects += f.connects.Load()
+		sf.perRunCuts += f.cuts.Load()
+		sf.perRunRefused += f.refused.Load()
+	}
+	sf.ends += f.ends.Load()
 }
 
 var digits = regexp.MustCompile(`\d+`)
@@ -378,9 +482,10 @@ func (s *soak) retryNode(ctx context.Context, runID, key, reason string) {
 }
 
 // chaos kills processes and restarts Postgres until stop is closed. With
-// a kill count, kill k happens once (k+1)/(kills+2) of the runs were
-// started; with -1, one process is killed every 5–15 s. Postgres restarts
-// once, when 60% (40% with endless kills) of the runs were started.
+// a kill count, kill k happens once (k+1)/(kills+2) of the runs completed
+// (spread over the runs' time: the first 20 start at once); with -1, one
+// process is killed every 5–15 s. Postgres restarts once, when 60% (40%
+// with endless kills) of the runs were started.
 func (s *soak) chaos(ctx context.Context, stop <-chan struct{}) {
 	pgAt := 0.6
 	if s.kills < 0 {
@@ -401,17 +506,27 @@ func (s *soak) chaos(ctx context.Context, stop <-chan struct{}) {
 		case s.kills < 0 && time.Now().After(nextKill):
 			s.killOne(ctx)
 			nextKill = time.Now().Add(5*time.Second + rand.N(10*time.Second))
-		case s.kills > 0 && done < s.kills && frac >= float64(done+1)/float64(s.kills+2) && s.completed.Load() < s.started.Load():
+		case s.kills > 0 && done < s.kills && float64(s.completed.Load()) >= float64(done+1)*float64(s.runs)/float64(s.kills+2) &&
+			s.completed.Load() < s.started.Load():
 			s.killOne(ctx)
 			done++
 		}
 	}
 }
 
+// killOne kills an instance — the first at random, then each in turn, so
+// that two kills hit both — and starts it again.
 func (s *soak) killOne(ctx context.Context) {
-	in := s.cl.instances[rand.IntN(len(s.cl.instances))]
+	if s.nKills.Load() == 0 {
+		s.lastKilled = rand.IntN(len(s.cl.instances))
+	} else {
+		s.lastKilled = (s.lastKilled + 1) % len(s.cl.instances)
+	}
+	in := s.cl.instances[s.lastKilled]
 	in.kill()
 	s.nKills.Add(1)
+	killed := time.Now()
+	s.t.Logf("%s killed at %s", in.name, killed.Format("15:04:05.000"))
 	time.Sleep(500*time.Millisecond + rand.N(1500*time.Millisecond)) // down for a while
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -420,6 +535,8 @@ func (s *soak) killOne(ctx context.Context) {
 		return
 	}
 	s.nRestarts.Add(1)
+	s.t.Logf("%s ready again at %s", in.name, time.Now().Format("15:04:05.000"))
+	s.disruptions = append(s.disruptions, [2]time.Time{killed, time.Now()})
 }
 
 // restartPostgres crashes Postgres (immediate stop: no shutdown
@@ -431,13 +548,29 @@ func (s *soak) restartPostgres(ctx context.Context) {
 		s.fail("crashing Postgres: %v", err)
 		return
 	}
+	s.t.Logf("Postgres crashed at %s", began.Format("15:04:05.000"))
 	time.Sleep(2 * time.Second) // down for a while
 	if err := s.pg.Start(ctx); err != nil {
 		s.fail("starting Postgres again: %v", err)
 		return
 	}
 	s.pgDowntime = time.Since(began)
+	s.t.Logf("Postgres up again at %s", time.Now().Format("15:04:05.000"))
+	// The processes' listeners reconnect within seconds after.
+	s.disruptions = append(s.disruptions, [2]time.Time{began, time.Now().Add(5 * time.Second)})
 	s.nPGRestarts.Add(1)
+}
+
+// nearDisruption reports whether an event made at t (its transaction's
+// start) may have been in flight during a disruption: from 3 s before one
+// began until 3 s after it ended.
+func (s *soak) nearDisruption(t time.Time) bool {
+	for _, d := range s.disruptions {
+		if t.After(d[0].Add(-3*time.Second)) && t.Before(d[1].Add(3*time.Second)) {
+			return true
+		}
+	}
+	return false
 }
 
 // monitor samples how far past its deadline the most overdue running
@@ -462,7 +595,7 @@ func (s *soak) monitor(ctx context.Context) {
 	}
 }
 
-func (s *soak) report(f figures, setup, flowed time.Duration) {
+func (s *soak) report(f figures, cf callbackFigures, sf streamFigures, setup, flowed time.Duration) {
 	w := &s.worker.stats
 	var reasons []string
 	s.mu.Lock()
@@ -488,6 +621,15 @@ func (s *soak) report(f figures, setup, flowed time.Duration) {
 		fmt.Sprintf("callbacks %d (failed %d, heartbeats %d); duplicates %d → 200 unchanged %d, 409 %d; late %d → 409 %d, 200 %d",
 			w.callbacks.Load(), w.failedReported.Load(), w.heartbeats.Load(), w.dupSent.Load(), w.dup200.Load(), w.dup409.Load(),
 			w.lateSent.Load(), w.late409.Load(), w.late200.Load()),
+		fmt.Sprintf("callbacks checked against the attempts: %d results (200 %d, 409 %d), %d heartbeats (200 %d, 409 %d); "+
+			"late without a heartbeat → 409 %d (failed by the deadline), 200 %d (applied before the sweeper); "+
+			"late after a heartbeat: %d attempts, their %d callbacks required and answered 200", cf.results, cf.result200, cf.result409,
+			cf.heartbeats, cf.beat200, cf.b409, cf.late409, cf.late200, w.beatLateSent.Load(), cf.beatLate200),
+		fmt.Sprintf("event streams: %d of every run's events, %d events each (%d connections, %d cut, %d refused); "+
+			"%d runs' own, %d events (%d connections, %d cut, %d refused): every event exactly once, in order; "+
+			"every run's streams lost %d events and repeated %d at reconnections (known: they keep their place by event id)",
+			sf.global, sf.globalEvents/max(sf.global, 1), sf.globalConnects, sf.globalCuts, sf.globalRefused,
+			sf.perRun, sf.perRunEvents, sf.perRunConnects, sf.perRunCuts, sf.perRunRefused, sf.lost, sf.repeated),
 		fmt.Sprintf("failed tries logged %d (429 retried after Retry-After %d), successful deliveries logged %d",
 			f.failedTriesLogd, f.retryAfter429, f.deliveredLogged),
 		fmt.Sprintf("callbacks answered 503 %d, connection errors %d; API 503 %d, connection errors %d",

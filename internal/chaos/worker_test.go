@@ -19,18 +19,36 @@ import (
 
 // Behaviour of the misbehaving worker, per delivery and per callback.
 const (
-	p500      = 0.05 // answer 500
-	p503      = 0.04 // answer 503
-	p429      = 0.04 // answer 429 with Retry-After: 1
-	pHang     = 0.02 // hang past the dispatch timeout
-	pHijack   = 0.03 // hijack the connection and close it (no answer)
-	pFailed   = 0.02 // accept, then call back {"status":"failed"}
-	pHeartbt  = 0.03 // send a heartbeat before the result
-	pDup      = 0.10 // send the callback twice
-	pLate     = 0.003
-	poisonMod = 20 // runs r with r%poisonMod == poisonRun have item 7 poisoned
+	p500      = 0.05  // answer 500
+	p503      = 0.04  // answer 503
+	p429      = 0.04  // answer 429 with Retry-After: 1
+	pHang     = 0.02  // hang past the dispatch timeout
+	pHijack   = 0.03  // hijack the connection and close it (no answer)
+	pFailed   = 0.02  // accept, then call back {"status":"failed"}
+	pHeartbt  = 0.03  // send a heartbeat before the result
+	pDup      = 0.10  // send the callback twice
+	pLate     = 0.003 // call back 1–3 s after the node's deadline
+	pBeatLate = 0.003 // send a heartbeat halfway to the deadline, then call back 1–3 s after the original deadline
+	poisonMod = 20    // runs r with r%poisonMod == poisonRun have item 7 poisoned
 	poisonRun = 7
 )
+
+// callbackRecord is one callback the worker sent and the answer it got,
+// checked against the database afterwards (checkCallbacks).
+type callbackRecord struct {
+	run, key string
+	attempt  int
+	status   string          // completed, failed or running (a heartbeat)
+	output   json.RawMessage // of a completed callback
+	errMsg   string          // of a failed callback
+	late     bool            // sent 1–3 s after the node's deadline
+	beatLate bool            // late, after a heartbeat sent halfway to the deadline
+	dup      bool            // one of a callback sent twice
+	sent     time.Time       // the first try was sent
+	answered time.Time       // the answer counted was received
+	code     int             // the answer (0: the test ended first)
+	body     []byte          // the answer's body
+}
 
 // workerStats counts what the worker saw and did.
 type workerStats struct {
@@ -39,6 +57,7 @@ type workerStats struct {
 	callbacks, failedReported, heartbeats                                          atomic.Int64
 	dupSent, dup200, dup409                                                        atomic.Int64
 	lateSent, late200, late409                                                     atomic.Int64
+	beatLateSent                                                                   atomic.Int64
 	cb503, cbConnErr                                                               atomic.Int64
 	done                                                                           atomic.Int64 // work goroutines finished
 }
@@ -74,6 +93,9 @@ type chaosWorker struct {
 	accepted sync.Map // webhook-id → struct{}
 
 	stats workerStats
+
+	recMu   sync.Mutex
+	records []callbackRecord
 
 	unexpectedMu sync.Mutex
 	unexpected   []string
@@ -258,29 +280,54 @@ func output(p dispatchPayload) json.RawMessage {
 func (w *chaosWorker) work(p dispatchPayload) {
 	defer w.wg.Done()
 	defer w.stats.done.Add(1)
+	rec := callbackRecord{run: p.RunID, key: p.NodeID, attempt: p.Attempt}
 	var body string
 	if rand.Float64() < pFailed {
 		w.stats.failedReported.Add(1)
+		rec.status, rec.errMsg = "failed", "chaos: the worker failed"
 		body = `{"status":"failed","error":"chaos: the worker failed"}`
 	} else {
-		body = fmt.Sprintf(`{"status":"completed","output":%s}`, output(p))
+		rec.status, rec.output = "completed", output(p)
+		body = fmt.Sprintf(`{"status":"completed","output":%s}`, rec.output)
 	}
-	late := rand.Float64() < pLate
+	began := time.Now()
+	sleep := func(d time.Duration) bool {
+		select {
+		case <-w.ctx.Done():
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+	roll := rand.Float64()
+	rec.late = roll < pLate+pBeatLate
+	rec.beatLate = roll >= pLate && rec.late
 	delay := time.Duration(rand.IntN(30)) * time.Millisecond
-	if late {
+	if rec.late {
 		delay = w.deadline + time.Second + time.Duration(rand.IntN(2000))*time.Millisecond
 	}
-	select { // the work itself
-	case <-w.ctx.Done():
-		return
-	case <-time.After(delay):
-	}
-	if rand.Float64() < pHeartbt {
+	heartbeat := func() {
 		w.stats.heartbeats.Add(1)
-		w.post(p.CallbackURL, `{"status":"running","progress":0.5}`)
+		w.post(callbackRecord{run: p.RunID, key: p.NodeID, attempt: p.Attempt, status: "running", beatLate: rec.beatLate},
+			p.CallbackURL, `{"status":"running","progress":0.5}`)
+	}
+	if rec.beatLate {
+		// A heartbeat in time moves the deadline on, so the callback
+		// after the original deadline is in time after all.
+		w.stats.beatLateSent.Add(1)
+		if !sleep(w.deadline / 2) {
+			return
+		}
+		heartbeat()
+	}
+	if !sleep(time.Until(began.Add(delay))) { // the work itself
+		return
+	}
+	if !rec.beatLate && rand.Float64() < pHeartbt {
+		heartbeat()
 	}
 	w.stats.callbacks.Add(1)
-	if late {
+	if rec.late {
 		w.stats.lateSent.Add(1)
 	}
 	count := func(code int, ok200, ok409 *atomic.Int64) {
@@ -292,13 +339,14 @@ func (w *chaosWorker) work(p dispatchPayload) {
 		}
 	}
 	if rand.Float64() >= pDup {
-		code := w.post(p.CallbackURL, body)
-		if late {
+		code := w.post(rec, p.CallbackURL, body)
+		if rec.late {
 			count(code, &w.stats.late200, &w.stats.late409)
 		}
 		return
 	}
 	w.stats.dupSent.Add(1)
+	rec.dup = true
 	if rand.Float64() < 0.5 { // both at once
 		codes := make([]int, 2)
 		var wg sync.WaitGroup
@@ -306,20 +354,34 @@ func (w *chaosWorker) work(p dispatchPayload) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				codes[i] = w.post(p.CallbackURL, body)
+				codes[i] = w.post(rec, p.CallbackURL, body)
 			}()
 		}
 		wg.Wait()
 		count(codes[1], &w.stats.dup200, &w.stats.dup409)
 		return
 	}
-	w.post(p.CallbackURL, body)
-	count(w.post(p.CallbackURL, body), &w.stats.dup200, &w.stats.dup409)
+	w.post(rec, p.CallbackURL, body)
+	count(w.post(rec, p.CallbackURL, body), &w.stats.dup200, &w.stats.dup409)
+}
+
+// callbacks returns every callback sent so far.
+func (w *chaosWorker) callbacks() []callbackRecord {
+	w.recMu.Lock()
+	defer w.recMu.Unlock()
+	return append([]callbackRecord(nil), w.records...)
 }
 
 // post sends a callback to a live instance until it answers 200 or 409
-// (or the test ends); connection errors and 503 are retried.
-func (w *chaosWorker) post(callbackURL, body string) int {
+// (or the test ends); connection errors and 503 are retried. rec, with
+// the answer, is recorded.
+func (w *chaosWorker) post(rec callbackRecord, callbackURL, body string) int {
+	rec.sent = time.Now()
+	defer func() {
+		w.recMu.Lock()
+		w.records = append(w.records, rec)
+		w.recMu.Unlock()
+	}()
 	_, path, _ := strings.Cut(strings.TrimPrefix(callbackURL, "http://"), "/")
 	for w.ctx.Err() == nil {
 		in := w.cl.pick()
@@ -348,6 +410,7 @@ func (w *chaosWorker) post(callbackURL, body string) int {
 		}
 		switch resp.StatusCode {
 		case http.StatusOK, http.StatusConflict:
+			rec.code, rec.body, rec.answered = resp.StatusCode, b, time.Now()
 			return resp.StatusCode
 		case http.StatusServiceUnavailable:
 			w.stats.cb503.Add(1)
@@ -357,6 +420,7 @@ func (w *chaosWorker) post(callbackURL, body string) int {
 			time.Sleep(50 * time.Millisecond)
 		default:
 			w.fail("callback %s answered %d: %s", body, resp.StatusCode, b)
+			rec.code, rec.body, rec.answered = resp.StatusCode, b, time.Now()
 			return resp.StatusCode
 		}
 	}
