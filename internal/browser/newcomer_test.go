@@ -42,6 +42,12 @@ func TestUINewcomer(t *testing.T) {
 	for _, h := range []string{"Duration", "Entity", "Error"} {
 		require.Contains(t, strings.ToLower(s.text("thead")), strings.ToLower(h))
 	}
+	// "Waiting for a person" is a filter too.
+	s.run("waiting filter", setValue("#runs-status", "waiting"))
+	s.waitJS("waiting only", fmt.Sprintf(`location.search.includes("status=waiting") && document.querySelectorAll("tbody tr").length === 1 && !!document.querySelector(%q)`, row(waiting.ID)))
+	s.run("any status", setValue("#runs-status", ""))
+	s.waitJS("all again", `document.querySelectorAll("tbody tr").length === 2`)
+
 	// The nav counts the approvals waiting, live: one, then none once decided.
 	s.waitJS("nav badge", `document.querySelector('nav a[href="/approvals"] .nav-badge')?.dataset.count === "1"`)
 	s.shot("n01-runs-list")

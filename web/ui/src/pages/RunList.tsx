@@ -3,7 +3,8 @@ import { api, can, currentMe, describe, stream, type Flow, type Run } from "../a
 import { ago, duration, Empty, ErrorBox, Spinner, Status, useLoad, useThrottled } from "../components/common";
 import { Link, navigate } from "../router";
 
-const STATUSES = ["", "running", "paused", "completed", "failed", "cancelled"];
+const STATUSES = ["", "running", "waiting", "paused", "completed", "failed", "cancelled"];
+const STATUS_LABEL: Record<string, string> = { "": "Any status", waiting: "waiting for a person" };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -28,7 +29,10 @@ function runDuration(r: Run): string {
 export function RunList({ flowId, status, node, errorText }: { flowId: string | null; status: string | null; node?: string | null; errorText?: string | null }) {
   const q = new URLSearchParams();
   if (flowId) q.set("flow_id", flowId);
-  if (status) q.set("status", status);
+  // "waiting" (for a person) is a running run with a step in the inbox:
+  // running runs are read and those the inbox names kept.
+  const waitingOnly = status === "waiting";
+  if (status) q.set("status", waitingOnly ? "running" : status);
   if (node) q.set("node", node);
   if (errorText) q.set("error", errorText);
   q.set("limit", "50");
@@ -77,7 +81,7 @@ export function RunList({ flowId, status, node, errorText }: { flowId: string | 
   };
   // find: a whole run id opens that run; part of one narrows the list.
   const needle = find.trim().toLowerCase();
-  const shown = (data?.runs ?? []).filter((r) => !needle || r.id.includes(needle));
+  const shown = (data?.runs ?? []).filter((r) => (!needle || r.id.includes(needle)) && (!waitingOnly || r.id in asked));
   async function loadMore() {
     if (!data?.next_cursor) return;
     setMore(true);
@@ -107,12 +111,12 @@ export function RunList({ flowId, status, node, errorText }: { flowId: string | 
           <select id="runs-status" value={status ?? ""} onChange={(e) => setFilter("status", e.target.value)}>
             {STATUSES.map((s) => (
               <option key={s} value={s}>
-                {s || "Any status"}
+                {STATUS_LABEL[s] ?? s}
               </option>
             ))}
           </select>
           {can(currentMe().me, "operate") && (
-            <button type="button" className="btn" data-action="bulk-open" aria-expanded={bulk} onClick={() => setBulk((b) => !b)}>
+            <button type="button" className="btn" data-action="bulk-open" aria-expanded={bulk && !waitingOnly} disabled={waitingOnly} title={waitingOnly ? "Bulk actions pick by status; choose running" : undefined} onClick={() => setBulk((b) => !b)}>
               Bulk action…
             </button>
           )}
@@ -144,7 +148,7 @@ export function RunList({ flowId, status, node, errorText }: { flowId: string | 
           </button>
         </form>
       </div>
-      {bulk && <BulkBar flowId={flowId} flowName={flowId ? (names[flowId] ?? null) : null} status={status} onApplied={reload} onClose={() => setBulk(false)} />}
+      {bulk && !waitingOnly && <BulkBar flowId={flowId} flowName={flowId ? (names[flowId] ?? null) : null} status={status} onApplied={reload} onClose={() => setBulk(false)} />}
       <ErrorBox error={error} onRetry={reload} />
       {loading && <Spinner label="Loading runs…" />}
       {data && data.runs.length === 0 && (
@@ -153,9 +157,14 @@ export function RunList({ flowId, status, node, errorText }: { flowId: string | 
           <Link to="/flows">Go to flows</Link>
         </Empty>
       )}
-      {data && data.runs.length > 0 && shown.length === 0 && (
+      {data && data.runs.length > 0 && shown.length === 0 && needle && (
         <Empty title="No run here has that id">
           <p>Only the runs listed are looked through; paste a whole id to open any run.</p>
+        </Empty>
+      )}
+      {data && data.runs.length > 0 && shown.length === 0 && !needle && waitingOnly && (
+        <Empty title="No run here waits for a person">
+          <p>{data.next_cursor ? "Load more to look through older running runs." : "Nothing is in the inbox."}</p>
         </Empty>
       )}
       {data && shown.length > 0 && (
