@@ -137,4 +137,31 @@ func TestUINewcomer(t *testing.T) {
 	})()`, &bad))
 	require.Empty(t, bad)
 	s.shot("n04-editor-added")
+
+	// Starting a run by hand can make an entity on the flow's board for it.
+	var board struct{ ID string }
+	s.api("POST", "/boards", map[string]any{"name": "Leads", "sections": []map[string]any{{"id": "new", "name": "New"}}}, &board)
+	var boarded struct{ ID string }
+	s.api("POST", "/flows", map[string]any{"name": "On a board", "board_id": board.ID, "graph": map[string]any{
+		"nodes": []map[string]any{{"id": "work", "type": "Worker", "position": map[string]any{"x": 0, "y": 0},
+			"data": map[string]any{"webhookUrl": s.worker.srv.URL + "/work"}}}, "edges": []any{}}}, &boarded)
+	s.run("boarded editor", chromedp.Navigate(s.url+"/flows/"+boarded.ID), chromedp.WaitVisible(`.react-flow__node[data-id="work"]`, chromedp.ByQuery))
+	s.run("start run", chromedp.Click(`//button[text()="Start run"]`, chromedp.BySearch), chromedp.WaitVisible("#run-input", chromedp.ByQuery),
+		chromedp.Click(`input[name="run-entity"][value="new"]`, chromedp.ByQuery), chromedp.WaitVisible("#run-entity-name", chromedp.ByQuery),
+		setValue("#run-entity-name", "Ada Lovelace"), chromedp.Click(`.modal button[type="submit"]`, chromedp.ByQuery))
+	s.waitJS("run page", `location.pathname.startsWith("/runs/")`)
+	var started string
+	s.run("run id", chromedp.Evaluate(`location.pathname.split("/")[2]`, &started))
+	var withEntity struct {
+		EntityID *string `json:"entity_id"`
+	}
+	s.api("GET", "/runs/"+started, nil, &withEntity)
+	require.NotNil(t, withEntity.EntityID, "the run has the new entity")
+	var ent struct {
+		Name    string `json:"name"`
+		BoardID string `json:"board_id"`
+	}
+	s.api("GET", "/entities/"+*withEntity.EntityID, nil, &ent)
+	require.Equal(t, "Ada Lovelace", ent.Name)
+	require.Equal(t, board.ID, ent.BoardID)
 }

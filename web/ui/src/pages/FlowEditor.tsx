@@ -561,7 +561,7 @@ function Editor({ flowId, version }: Props) {
           )}
         </aside>
       </div>
-      {startOpen && flowId && <StartRunDialog flowId={flowId} dirty={dirty} onClose={() => setStartOpen(false)} />}
+      {startOpen && flowId && <StartRunDialog flowId={flowId} dirty={dirty} boardId={flow?.board_id ?? null} onClose={() => setStartOpen(false)} />}
     </section>
   );
 }
