@@ -164,4 +164,28 @@ func TestUINewcomer(t *testing.T) {
 	s.api("GET", "/entities/"+*withEntity.EntityID, nil, &ent)
 	require.Equal(t, "Ada Lovelace", ent.Name)
 	require.Equal(t, board.ID, ent.BoardID)
+
+	// A fan-out's instance list shows 200, then 200 more at a time.
+	var fan struct{ ID string }
+	s.api("POST", "/flows", map[string]any{"name": "Wide", "graph": map[string]any{
+		"nodes": []map[string]any{
+			{"id": "split", "type": "Splitter", "position": map[string]any{"x": 0, "y": 0}, "data": map[string]any{"arrayPath": "items"}},
+			{"id": "t", "type": "Transform", "position": map[string]any{"x": 320, "y": 0}, "data": map[string]any{"expression": `{"n": input.n}`}},
+			{"id": "merge", "type": "Collector", "position": map[string]any{"x": 640, "y": 0}, "data": map[string]any{}},
+		},
+		"edges": []map[string]any{{"id": "e1", "source": "split", "target": "t"}, {"id": "e2", "source": "t", "target": "merge"}},
+	}}, &fan)
+	items := make([]map[string]any, 230)
+	for i := range items {
+		items[i] = map[string]any{"n": i}
+	}
+	var wide struct{ ID string }
+	s.api("POST", "/flows/"+fan.ID+"/runs", map[string]any{"input": map[string]any{"items": items}}, &wide)
+	s.run("wide run", chromedp.Navigate(s.url+"/runs/"+wide.ID))
+	s.waitJS("all done", `(document.querySelector('.snode[data-node-id="t"] .snode-counts')?.innerText ?? "").includes("230 ✓")`)
+	s.settle(`.react-flow__node[data-id="t"]`)
+	s.run("open t", chromedp.Click(`.react-flow__node[data-id="t"]`, chromedp.ByQuery), chromedp.WaitVisible(`[data-action="more-instances"]`, chromedp.ByQuery))
+	require.Contains(t, s.text(`[data-action="more-instances"]`), "Show 30 more")
+	s.run("more", chromedp.Click(`[data-action="more-instances"]`, chromedp.ByQuery))
+	s.waitJS("all listed", `document.querySelectorAll('ul[aria-label="Instances"] li button.linklike').length === 230 && !document.querySelector('[data-action="more-instances"]')`)
 }

@@ -625,6 +625,8 @@ function NodeDetail(props: {
     props.initialKey && states.some((s) => s.key === props.initialKey) ? props.initialKey : states.length === 1 ? states[0].key : null,
   );
   const shown = states.filter((s) => filter === "all" || s.status === filter);
+  // upTo: how many instances the list shows, 200 more at a time.
+  const [upTo, setUpTo] = useState(200);
   const latest = states.find((s) => s.key === key) ?? (states.length === 1 ? states[0] : null);
   // The iterations of the chosen instance, the current one last; null
   // shows the current one.
@@ -696,7 +698,7 @@ function NodeDetail(props: {
             ))}
           </select>
           <ul className="instances" aria-label="Instances">
-            {shown.slice(0, 200).map((s) => (
+            {shown.slice(0, upTo).map((s) => (
               <li key={s.key}>
                 <button
                   type="button"
@@ -711,7 +713,13 @@ function NodeDetail(props: {
                 </button>
               </li>
             ))}
-            {shown.length > 200 && <li className="muted">…and {shown.length - 200} more</li>}
+            {shown.length > upTo && (
+              <li>
+                <button type="button" className="btn small" data-action="more-instances" onClick={() => setUpTo((n) => n + 200)}>
+                  Show {Math.min(200, shown.length - upTo)} more (of {shown.length - upTo} not shown)
+                </button>
+              </li>
+            )}
           </ul>
         </>
       )}
