@@ -48,6 +48,11 @@ func TestUINewcomer(t *testing.T) {
 	s.run("any status", setValue("#runs-status", ""))
 	s.waitJS("all again", `document.querySelectorAll("tbody tr").length === 2`)
 
+	// The flows list shows each flow's last run.
+	s.run("flows", chromedp.Navigate(s.url+"/flows"))
+	s.waitJS("last run", `[...document.querySelectorAll("tbody tr")].some(tr => tr.innerText.includes("Newcomer") && tr.querySelector("[data-last-run]"))`)
+	s.run("runs back", chromedp.Navigate(s.url+"/runs"), chromedp.WaitVisible("tbody tr", chromedp.ByQuery))
+
 	// The nav counts the approvals waiting, live: one, then none once decided.
 	s.waitJS("nav badge", `document.querySelector('nav a[href="/approvals"] .nav-badge')?.dataset.count === "1"`)
 	s.shot("n01-runs-list")

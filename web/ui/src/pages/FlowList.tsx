@@ -1,6 +1,20 @@
-import { api, can, currentMe, type Flow } from "../api";
+import { api, can, currentMe, type Flow, type Run } from "../api";
 import { Link } from "../router";
-import { ago, Empty, ErrorBox, Spinner, useLoad } from "../components/common";
+import { ago, Empty, ErrorBox, Spinner, Status, useLoad } from "../components/common";
+
+// LastRun is a flow's newest run: its status and when it started.
+function LastRun({ flowId }: { flowId: string }) {
+  const { data, error } = useLoad(() => api<{ runs: Run[] }>("GET", `/runs?flow_id=${flowId}&limit=1`), [flowId]);
+  if (error) return <span className="muted">—</span>;
+  if (!data) return <span className="muted">…</span>;
+  const r = data.runs[0];
+  if (!r) return <span className="muted">never run</span>;
+  return (
+    <Link to={`/runs/${r.id}`} className="last-run" data-last-run={r.status} title={r.created_at}>
+      <Status status={r.status} /> {ago(r.created_at)}
+    </Link>
+  );
+}
 
 export function FlowList() {
   const { data, error, loading, reload } = useLoad(() => api<{ flows: Flow[] }>("GET", "/flows"), []);
@@ -34,6 +48,7 @@ export function FlowList() {
                 <th scope="col">Name</th>
                 <th scope="col">Version</th>
                 <th scope="col">Updated</th>
+                <th scope="col">Last run</th>
                 <th scope="col">
                   <span className="sr-only">Actions</span>
                 </th>
@@ -47,6 +62,7 @@ export function FlowList() {
                   </td>
                   <td>v{f.version.number}</td>
                   <td title={f.updated_at}>{ago(f.updated_at)}</td>
+                  <td>{can(currentMe().me, "read") ? <LastRun flowId={f.id} /> : "—"}</td>
                   <td className="actions">
                     <Link to={`/runs?flow_id=${f.id}`}>Runs</Link>
                     {" · "}
