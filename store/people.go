@@ -373,7 +373,10 @@ func (b bytea) Value() (driver.Value, error) { return []byte(b), nil }
 
 // inGormTx runs fn with a Store bound to one gorm transaction.
 func (s *Store) inGormTx(ctx context.Context, fn func(tx *Store) error) error {
-	return s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error { return fn(&Store{db: gtx, url: s.url, binds: s.binds}) })
+	err := s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error { return fn(&Store{db: gtx, url: s.url, binds: s.binds}) })
+	// BEGIN's and COMMIT's errors (the database away) come back as they
+	// are: give them their meaning (fn's own errors are already wrapped).
+	return interpretError(err)
 }
 
 func nullIfEmpty(s string) any {

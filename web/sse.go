@@ -248,12 +248,15 @@ func (s *Server) allEvents(c echo.Context) error {
 	ctx := c.Request().Context()
 	sub := s.cfg.Hub.subscribe("")
 	defer s.cfg.Hub.unsubscribe(sub)
+	// Read before the stream's 200: a database that is away is a 503, not
+	// a stream that ends empty.
+	last, err := s.cfg.Store.LastEventID(ctx)
+	if err != nil {
+		return err
+	}
 	start := lastEventID(c)
 	if c.Request().Header.Get("Last-Event-ID") == "" && c.QueryParam("last_event_id") == "" {
-		var err error
-		if start, err = s.cfg.Store.LastEventID(ctx); err != nil {
-			return err
-		}
+		start = last
 	}
 	if s.sseStart(c) != nil {
 		return nil
