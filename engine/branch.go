@@ -363,7 +363,7 @@ func (t *txn) decideUX(n *Node, cur *NodeState, p CompleteUXParams) error {
 		tr.Steps[1], tr.Error = StatusFailed, &msg
 		return t.failWith(tr)
 	}
-	if err := checkForm(n, cur.Key, p); err != nil {
+	if err := checkForm(&t.e.forms, n, cur.Key, p); err != nil {
 		return err
 	}
 	votes, decided, err := t.vote(cur, p, people, by, outcome, true)

@@ -184,6 +184,8 @@ type Engine struct {
 	// by source.
 	conds *compiled[*Condition]
 	vals  *compiled[*Value]
+	// forms caches UX nodes' compiled forms.
+	forms FormCache
 	batch batcher
 	// delivered holds and group-commits the marks of successful deliveries.
 	delivered deliveredBatch

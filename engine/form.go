@@ -267,38 +267,49 @@ func (e *FormError) Is(target error) bool { return target == ErrInvalidRequest }
 // formAnswerPath is where a decision's answer is in the request.
 const formAnswerPath = "$.output"
 
-// maxFormCache bounds the compiled forms kept (decisions are rare: a
-// handful of forms are in use at once).
+// maxFormCache bounds the compiled forms a FormCache keeps (a handful
+// are in use at once).
 const maxFormCache = 256
 
-// formCache keeps compiled forms by their canonical JSON (a nil *Form for
-// one that does not compile).
-var formCache = struct {
-	sync.Mutex
-	m map[string]*Form
-}{m: map[string]*Form{}}
+// FormCache keeps compiled JSON Schemas by their JSON, so a form is
+// compiled once, not at each answer (nil for one that does not compile).
+// The zero value is ready; it is safe for concurrent use.
+type FormCache struct {
+	mu sync.Mutex
+	m  map[string]*Form
+}
+
+// Get returns raw compiled (nil, with the error, when it does not
+// compile).
+func (c *FormCache) Get(raw json.RawMessage) (*Form, error) {
+	c.mu.Lock()
+	f, ok := c.m[string(raw)]
+	c.mu.Unlock()
+	if ok {
+		if f == nil {
+			return nil, &FormSchemaError{Issues: []FormIssue{{Message: "form does not compile"}}}
+		}
+		return f, nil
+	}
+	f, err := CompileForm(raw)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxFormCache {
+		c.m = map[string]*Form{}
+	}
+	c.m[string(raw)] = f
+	c.mu.Unlock()
+	return f, err
+}
 
 // nodeForm returns node n's compiled form (nil when it has none). A form
 // that does not compile — only in a version saved before forms were
 // checked — is not enforced.
-func nodeForm(n *Node) *Form {
+func (c *FormCache) nodeForm(n *Node) *Form {
 	raw := FormOf(n.Config)
 	if raw == nil {
 		return nil
 	}
-	formCache.Lock()
-	f, ok := formCache.m[string(raw)]
-	formCache.Unlock()
-	if ok {
-		return f
-	}
-	f, _ = CompileForm(raw)
-	formCache.Lock()
-	if len(formCache.m) >= maxFormCache {
-		clear(formCache.m)
-	}
-	formCache.m[string(raw)] = f
-	formCache.Unlock()
+	f, _ := c.Get(raw)
 	return f
 }
 
@@ -319,11 +330,11 @@ func FormOf(config json.RawMessage) json.RawMessage {
 // called for an outcome that completes the node, whose output then
 // carries the answer; a failing outcome keeps no answer, and a deadline's
 // onTimeout outcome has none (nobody answered), so neither is checked.
-func checkForm(n *Node, key string, p CompleteUXParams) error {
+func checkForm(forms *FormCache, n *Node, key string, p CompleteUXParams) error {
 	if p.timedOut {
 		return nil
 	}
-	f := nodeForm(n)
+	f := forms.nodeForm(n)
 	if f == nil {
 		return nil
 	}

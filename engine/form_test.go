@@ -107,7 +107,7 @@ func TestFormCheck(t *testing.T) {
 func TestCheckForm(t *testing.T) {
 	t.Parallel()
 	n := &Node{ID: "refund", Type: NodeTypeUX, Config: json.RawMessage(`{"prompt": "Refund?", "form": ` + refundForm + `}`)}
-	err := checkForm(n, "refund_2", CompleteUXParams{Outcome: "approve", Output: json.RawMessage(`{"amount": 900, "reason": "x"}`)})
+	err := checkForm(&FormCache{}, n, "refund_2", CompleteUXParams{Outcome: "approve", Output: json.RawMessage(`{"amount": 900, "reason": "x"}`)})
 	var fe *FormError
 	require.True(t, errors.As(err, &fe), "%v", err)
 	require.True(t, errors.Is(err, ErrInvalidRequest), "a refused answer is a bad request")
@@ -118,12 +118,12 @@ func TestCheckForm(t *testing.T) {
 	}, fe.Problems)
 	require.Contains(t, err.Error(), "refund_2")
 
-	require.NoError(t, checkForm(n, "refund", CompleteUXParams{Output: json.RawMessage(`{"amount": 1, "reason": "late"}`)}))
-	require.Error(t, checkForm(n, "refund", CompleteUXParams{}), "no answer is null, which the form refuses")
-	require.NoError(t, checkForm(n, "refund", CompleteUXParams{timedOut: true}), "a deadline's answer is not checked")
-	require.NoError(t, checkForm(&Node{ID: "plain", Config: json.RawMessage(`{"prompt": "ok?"}`)}, "plain", CompleteUXParams{}))
-	require.NoError(t, checkForm(&Node{ID: "null", Config: json.RawMessage(`{"form": null}`)}, "null", CompleteUXParams{}))
+	require.NoError(t, checkForm(&FormCache{}, n, "refund", CompleteUXParams{Output: json.RawMessage(`{"amount": 1, "reason": "late"}`)}))
+	require.Error(t, checkForm(&FormCache{}, n, "refund", CompleteUXParams{}), "no answer is null, which the form refuses")
+	require.NoError(t, checkForm(&FormCache{}, n, "refund", CompleteUXParams{timedOut: true}), "a deadline's answer is not checked")
+	require.NoError(t, checkForm(&FormCache{}, &Node{ID: "plain", Config: json.RawMessage(`{"prompt": "ok?"}`)}, "plain", CompleteUXParams{}))
+	require.NoError(t, checkForm(&FormCache{}, &Node{ID: "null", Config: json.RawMessage(`{"form": null}`)}, "null", CompleteUXParams{}))
 	// A form that does not compile (saved before forms were checked) is
 	// not enforced.
-	require.NoError(t, checkForm(&Node{ID: "old", Config: json.RawMessage(`{"form": {"type": 5}}`)}, "old", CompleteUXParams{}))
+	require.NoError(t, checkForm(&FormCache{}, &Node{ID: "old", Config: json.RawMessage(`{"form": {"type": 5}}`)}, "old", CompleteUXParams{}))
 }

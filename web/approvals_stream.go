@@ -60,7 +60,7 @@ func (s *Server) approvalsStream(c echo.Context) error {
 	if send(count) != nil {
 		return nil
 	}
-	keepalive := time.NewTicker(15 * time.Second)
+	keepalive := time.NewTicker(keepaliveEvery)
 	defer keepalive.Stop()
 	var last time.Time
 	for {
@@ -70,8 +70,7 @@ func (s *Server) approvalsStream(c echo.Context) error {
 		case <-s.cfg.Hub.done:
 			return nil
 		case <-keepalive.C:
-			s.arm(c)
-			if _, err := fmt.Fprint(c.Response(), ": keepalive\n\n"); err != nil || flush(c) != nil {
+			if s.keepalive(c) != nil {
 				return nil
 			}
 		case <-sub.wake:

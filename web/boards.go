@@ -392,7 +392,7 @@ func (s *Server) hook(c echo.Context) error {
 		return badRequest("body must be JSON")
 	}
 	if len(t.InputSchema) > 0 {
-		if err := checkInput(t.InputSchema, body); err != nil {
+		if err := s.checkInput(t.InputSchema, body); err != nil {
 			return err
 		}
 	}
@@ -503,8 +503,8 @@ func schemaError(field string, err error) error {
 
 // checkInput checks a hook's body against its trigger's input_schema: a
 // 400 listing every way it breaks it ($.email, $.items[2]).
-func checkInput(schema, body json.RawMessage) error {
-	f, err := engine.CompileForm(schema)
+func (s *Server) checkInput(schema, body json.RawMessage) error {
+	f, err := s.inputSchemas.Get(schema)
 	if err != nil {
 		return fmt.Errorf("error compiling a trigger's input_schema: %w", err)
 	}

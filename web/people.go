@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/mail"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -194,7 +195,7 @@ func (b *userBody) check(create bool) error {
 		}
 	}
 	if b.Role != nil || create {
-		if b.Role == nil || !containsStr(store.Roles, *b.Role) {
+		if b.Role == nil || !slices.Contains(store.Roles, *b.Role) {
 			add("role", "role must be one of "+strings.Join(store.Roles, ", "))
 		}
 	}
@@ -221,15 +222,6 @@ func (b *userBody) check(create bool) error {
 			Message: "the user has " + plural(len(problems), "problem"), Details: problems}
 	}
 	return nil
-}
-
-func containsStr(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Server) hashPassword(pw *string) (*string, error) {

@@ -84,6 +84,9 @@ type Server struct {
 	// dummyHash is checked when a sign-in names no account, so it takes
 	// as long as one that does (made on first use).
 	dummyHash func() (string, error)
+	// inputSchemas caches webhook triggers' compiled input_schema: a hook
+	// checks its body without compiling it again.
+	inputSchemas engine.FormCache
 	// oidc signs people in through an OIDC provider (nil: off).
 	oidc *oidcAuth
 }

@@ -150,6 +150,20 @@ func flush(c echo.Context) error {
 	return http.NewResponseController(c.Response().Writer).Flush()
 }
 
+// keepaliveEvery is how often an idle stream says it is alive (a comment
+// line), so proxies and clients do not drop it.
+const keepaliveEvery = 15 * time.Second
+
+// keepalive writes a stream's keepalive comment; an error means the client
+// is gone or too slow.
+func (s *Server) keepalive(c echo.Context) error {
+	s.arm(c)
+	if _, err := fmt.Fprint(c.Response(), ": keepalive\n\n"); err != nil {
+		return err
+	}
+	return flush(c)
+}
+
 func (s *Server) sseStart(c echo.Context) error {
 	h := c.Response().Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -201,7 +215,7 @@ func (s *Server) runEvents(c echo.Context) error {
 		return nil
 	}
 	after := lastEventID(c)
-	keepalive := time.NewTicker(15 * time.Second)
+	keepalive := time.NewTicker(keepaliveEvery)
 	defer keepalive.Stop()
 	poll := time.NewTicker(5 * time.Second) // safety net if a notification is lost
 	defer poll.Stop()
@@ -234,8 +248,7 @@ func (s *Server) runEvents(c echo.Context) error {
 			sub.take()
 		case <-poll.C:
 		case <-keepalive.C:
-			s.arm(c)
-			if _, err := fmt.Fprint(c.Response(), ": keepalive\n\n"); err != nil || flush(c) != nil {
+			if s.keepalive(c) != nil {
 				return nil
 			}
 		}
@@ -316,7 +329,7 @@ func (s *Server) allEvents(c echo.Context) error {
 	if err := catchUp(); err != nil {
 		return nil
 	}
-	keepalive := time.NewTicker(15 * time.Second)
+	keepalive := time.NewTicker(keepaliveEvery)
 	defer keepalive.Stop()
 	for {
 		select {
@@ -325,8 +338,7 @@ func (s *Server) allEvents(c echo.Context) error {
 		case <-s.cfg.Hub.done:
 			return nil
 		case <-keepalive.C:
-			s.arm(c)
-			if _, err := fmt.Fprint(c.Response(), ": keepalive\n\n"); err != nil || flush(c) != nil {
+			if s.keepalive(c) != nil {
 				return nil
 			}
 		case <-sub.wake:

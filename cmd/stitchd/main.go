@@ -435,20 +435,7 @@ func runMigrate(ctx context.Context, o options, stderr io.Writer) error {
 func newKeysCmd(env envLookup, stderr io.Writer) *cobra.Command {
 	keys := &cobra.Command{Use: "keys", Short: "Manage callback signing keys"}
 	var o options
-	open := func(cmd *cobra.Command) (*store.Store, error) {
-		if err := applyEnv(cmd.Flags(), env); err != nil {
-			return nil, err
-		}
-		log, err := newLogger(stderr, o.logFormat, o.logLevel)
-		if err != nil {
-			return nil, err
-		}
-		url, _, err := app.ResolveDatabase(cmd.Context(), o.config(log))
-		if err != nil {
-			return nil, err
-		}
-		return store.Open(cmd.Context(), url, store.Options{MaxOpenConns: 2})
-	}
+	open := func(cmd *cobra.Command) (*store.Store, error) { return openStore(cmd, env, &o, stderr) }
 	rotate := &cobra.Command{
 		Use:   "rotate",
 		Short: "Add a new signing key; older keys keep verifying until retired",

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"testing"
@@ -45,7 +44,8 @@ func TestApprovalLinks(t *testing.T) {
 	rcv := newReceiver(t, 0)
 	h := newHarness(t, func(c *app.Config) { c.NotifyURL = rcv.srv.URL })
 	ctx := context.Background()
-	for _, u := range []struct{ email, role string }{{"ann@example.com", "approver"}, {"off@example.com", "approver"}} {
+	for _, u := range []struct{ email, role string }{{"ann@example.com", "approver"}, {"off@example.com", "approver"},
+		{"vic@example.com", "viewer"}, {"val@example.com", "viewer"}} {
 		_, err := h.app.Store.CreateUser(ctx, store.CreateUserParams{ID: uuid.NewString(), Email: u.email, Name: u.email,
 			Role: u.role, Groups: []string{"finance"}, Now: time.Now()})
 		require.NoError(t, err)
@@ -56,7 +56,8 @@ func TestApprovalLinks(t *testing.T) {
 	_, err = h.app.Store.UpdateUser(ctx, off.ID, store.UpdateUserParams{Disabled: &disabled, Now: time.Now()})
 	require.NoError(t, err)
 
-	flow, v := h.askFlow(map[string]any{"assignees": map[string]any{"users": []string{"bob@example.com"}, "groups": []string{"finance"}},
+	flow, v := h.askFlow(map[string]any{"assignees": map[string]any{"users": []string{"bob@example.com", "vic@example.com"},
+		"groups": []string{"finance"}},
 		"outcomes": []string{"approve", "reject"}})
 	run := h.startBy(flow, v, "", map[string]any{"amount": 5})
 	note := h.notified(rcv, run, "approval.requested", 1)[0]
@@ -70,8 +71,10 @@ func TestApprovalLinks(t *testing.T) {
 		require.True(t, l.ExpiresAt.After(time.Now().Add(6*24*time.Hour)), "a week to decide")
 		links[l.Email+" "+l.Outcome] = l.URL
 	}
-	// bob by name, ann as a member of finance; the disabled member has none.
-	require.Len(t, links, 4, "%v", links)
+	// bob and vic by name, ann as a member of finance; the disabled member
+	// has none, nor val, a viewer in finance (a viewer may not decide).
+	require.Len(t, links, 6, "%v", links)
+	require.Empty(t, links["val@example.com approve"])
 	ann := links["ann@example.com approve"]
 	require.NotEmpty(t, ann)
 	require.NotEmpty(t, links["bob@example.com reject"])
@@ -121,6 +124,10 @@ func TestApprovalLinks(t *testing.T) {
 	code, html = h.page(http.MethodPost, links["bob@example.com reject"], "")
 	require.Equal(t, http.StatusForbidden, code, html)
 	require.Contains(t, html, "does not exist")
+	// Nor as a user whose role may not decide.
+	code, html = h.page(http.MethodPost, links["vic@example.com approve"], "")
+	require.Equal(t, http.StatusForbidden, code, html)
+	require.Contains(t, html, "Not an approver")
 	// A comment that is not text is a 400, not a 500.
 	code, _ = h.page(http.MethodPost, links["ann@example.com reject"], "a\x00b")
 	require.Contains(t, []int{http.StatusBadRequest, http.StatusGone, http.StatusConflict}, code)
@@ -133,57 +140,6 @@ func TestApprovalLinks(t *testing.T) {
 	require.Equal(t, "link", entries[0].Details["via"])
 }
 
-// as sends an API request with a personal token and returns the status.
-func (h *harness) as(tok, method, path string, body any) (int, string) {
-	h.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		require.NoError(h.t, err)
-		rd = strings.NewReader(string(b))
-	}
-	req, err := http.NewRequest(method, h.app.URL+path, rd)
-	require.NoError(h.t, err)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := h.client.Do(req)
-	require.NoError(h.t, err)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-// userToken makes a user with a personal API token, over the API.
-func (h *harness) userToken(email, role, pw string, groups ...string) string {
-	h.t.Helper()
-	require.Equal(h.t, http.StatusCreated, h.do("POST", "/api/v1/users", map[string]any{"email": email, "name": email,
-		"role": role, "groups": groups, "password": pw}, nil))
-	jar, err := cookiejar.New(nil)
-	require.NoError(h.t, err)
-	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	resp, err := c.Post(h.app.URL+"/api/v1/auth/login", "application/json",
-		strings.NewReader(`{"email": "`+email+`", "password": "`+pw+`"}`))
-	require.NoError(h.t, err)
-	var in struct {
-		CSRF string `json:"csrf_token"`
-	}
-	require.NoError(h.t, json.NewDecoder(resp.Body).Decode(&in))
-	resp.Body.Close()
-	req, err := http.NewRequest("POST", h.app.URL+"/api/v1/tokens", strings.NewReader(`{"name": "t"}`))
-	require.NoError(h.t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-CSRF-Token", in.CSRF)
-	resp, err = c.Do(req)
-	require.NoError(h.t, err)
-	defer resp.Body.Close()
-	require.Equal(h.t, http.StatusCreated, resp.StatusCode)
-	var out struct {
-		Token string `json:"token"`
-	}
-	require.NoError(h.t, json.NewDecoder(resp.Body).Decode(&out))
-	return out.Token
-}
-
 // TestApproverReadsOnlyTheirRuns: an approver reads a run one of whose
 // steps is assigned to them (or their groups) and decides it through the
 // API; a run assigned to others is not there for them; the audit trail
@@ -191,31 +147,30 @@ func (h *harness) userToken(email, role, pw string, groups ...string) string {
 func TestApproverReadsOnlyTheirRuns(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	ann := h.userToken("ann@example.com", "approver", "ann password", "finance")
+	ann := h.tokenFor("ann@example.com", "approver", "finance")
 	mine, v := h.askFlow(map[string]any{"assignees": map[string]any{"groups": []string{"finance"}}})
 	theirs, v2 := h.askFlow(map[string]any{"assignees": map[string]any{"users": []string{"bob@example.com"}}})
 	r1 := h.startBy(mine, v, "", map[string]any{})
 	r2 := h.startBy(theirs, v2, "", map[string]any{})
 
-	code, body := h.as(ann, "GET", "/api/v1/runs/"+r1, nil)
-	require.Equal(t, http.StatusOK, code, body)
-	code, _ = h.as(ann, "GET", "/api/v1/runs/"+r2, nil)
-	require.Equal(t, http.StatusNotFound, code)
-	code, _ = h.as(ann, "GET", "/api/v1/runs", nil)
-	require.Equal(t, http.StatusForbidden, code)
-	code, body = h.as(ann, "GET", "/api/v1/approvals", nil)
-	require.Equal(t, http.StatusOK, code)
-	require.Contains(t, body, r1)
-	require.NotContains(t, body, r2)
+	require.Equal(t, http.StatusOK, h.doAs(ann, "GET", "/api/v1/runs/"+r1, nil, nil))
+	require.Equal(t, http.StatusNotFound, h.doAs(ann, "GET", "/api/v1/runs/"+r2, nil, nil))
+	require.Equal(t, http.StatusForbidden, h.doAs(ann, "GET", "/api/v1/runs", nil, nil))
+	var inbox struct {
+		Approvals []struct {
+			RunID string `json:"run_id"`
+		} `json:"approvals"`
+	}
+	require.Equal(t, http.StatusOK, h.doAs(ann, "GET", "/api/v1/approvals", nil, &inbox))
+	require.Len(t, inbox.Approvals, 1)
+	require.Equal(t, r1, inbox.Approvals[0].RunID)
 
-	code, body = h.as(ann, "POST", "/api/v1/runs/"+r2+"/nodes/ask/complete", map[string]any{"outcome": "approve"})
-	require.Equal(t, http.StatusForbidden, code, body)
-	code, body = h.as(ann, "POST", "/api/v1/runs/"+r1+"/nodes/ask/complete", map[string]any{"outcome": "approve", "comment": "ok"})
-	require.Equal(t, http.StatusOK, code, body)
+	require.Equal(t, http.StatusForbidden, h.doAs(ann, "POST", "/api/v1/runs/"+r2+"/nodes/ask/complete", map[string]any{"outcome": "approve"}, nil))
+	require.Equal(t, http.StatusOK, h.doAs(ann, "POST", "/api/v1/runs/"+r1+"/nodes/ask/complete",
+		map[string]any{"outcome": "approve", "comment": "ok"}, nil))
 	require.Equal(t, "ann@example.com", h.askOutput(r1).Decision.By)
 	// Having decided, she still reads the run.
-	code, _ = h.as(ann, "GET", "/api/v1/runs/"+r1, nil)
-	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, http.StatusOK, h.doAs(ann, "GET", "/api/v1/runs/"+r1, nil, nil))
 
 	entries, _, err := h.app.Store.AuditPage(context.Background(), store.AuditFilter{Target: "run:" + r1})
 	require.NoError(t, err)

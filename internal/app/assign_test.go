@@ -1,14 +1,11 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -494,29 +491,6 @@ func (h *harness) tokenFor(email, role string, groups ...string) string {
 	require.NoError(h.t, h.app.Store.CreateToken(ctx, store.APIToken{ID: uuid.NewString(), UserID: u.ID, Name: "test",
 		CreatedAt: time.Now()}, sum[:]))
 	return tok
-}
-
-// doAs is do with another bearer token.
-func (h *harness) doAs(tok, method, path string, body any, out any) int {
-	h.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		require.NoError(h.t, err)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, h.app.URL+path, rd)
-	require.NoError(h.t, err)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := h.client.Do(req)
-	require.NoError(h.t, err)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if out != nil && len(b) > 0 {
-		require.NoError(h.t, json.Unmarshal(b, out), "body: %s", b)
-	}
-	return resp.StatusCode
 }
 
 // TestDecisionsOverTheAPI: the API decides as the caller — a person not

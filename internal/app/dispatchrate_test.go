@@ -24,15 +24,7 @@ import (
 // not slowed.
 func TestDispatchRateAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var arrivals []time.Time
-	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		mu.Lock()
-		arrivals = append(arrivals, time.Now())
-		mu.Unlock()
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	defer limited.Close()
+	limited, arrived := arrivalServer(t)
 	u, err := url.Parse(limited.URL)
 	require.NoError(t, err)
 	const rate, items = 50.0, 500
@@ -46,13 +38,9 @@ func TestDispatchRateAcrossProcesses(t *testing.T) {
 		node("c", "Collector", nil)},
 		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil)})
 	a.startRun(flow, map[string]any{"xs": make([]int, items)})
-	a.eventually(func() bool { mu.Lock(); defer mu.Unlock(); return len(arrivals) >= items }, "%d deliveries", items)
-
-	mu.Lock()
-	got := append([]time.Time(nil), arrivals...)
-	mu.Unlock()
+	a.eventually(func() bool { return len(arrived()) >= items }, "%d deliveries", items)
+	got := arrived()
 	require.Len(t, got, items, "each item delivered once")
-	sort.Slice(got, func(i, j int) bool { return got[i].Before(got[j]) })
 	// The pace after the first burst (a tenth of a second's worth).
 	burst := int(rate / 10)
 	span := got[len(got)-1].Sub(got[burst]).Seconds()
@@ -91,15 +79,7 @@ func TestDispatchRateAcrossProcesses(t *testing.T) {
 // every item is still delivered once, at the rate.
 func TestDispatchRatePostpones(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var arrivals []time.Time
-	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		mu.Lock()
-		arrivals = append(arrivals, time.Now())
-		mu.Unlock()
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	defer limited.Close()
+	limited, arrived := arrivalServer(t)
 	u, err := url.Parse(limited.URL)
 	require.NoError(t, err)
 	// 0.5/s: a 2 s wait, past the 1 s a delivery may wait holding its row.
@@ -114,48 +94,53 @@ func TestDispatchRatePostpones(t *testing.T) {
 		node("c", "Collector", nil)},
 		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil)})
 	r := h.startRun(flow, map[string]any{"xs": make([]int, 3)})
-	h.eventually(func() bool { mu.Lock(); defer mu.Unlock(); return len(arrivals) >= 3 }, "3 deliveries")
-	mu.Lock()
-	got := append([]time.Time(nil), arrivals...)
-	mu.Unlock()
-	sort.Slice(got, func(i, j int) bool { return got[i].Before(got[j]) })
+	h.eventually(func() bool { return len(arrived()) >= 3 }, "3 deliveries")
+	got := arrived()
 	require.GreaterOrEqual(t, got[2].Sub(got[0]), 3500*time.Millisecond, "three deliveries at 0.5/s take 4 s")
 	var tries []int
 	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT tries FROM dispatches WHERE run_id = ? ORDER BY tries`, r.ID).Scan(&tries).Error)
 	require.Equal(t, []int{1, 1, 1}, tries, "a postponement is not a try")
 	require.Contains(t, logs.String(), "delivery postponed for its rate", "the rows went back to the outbox")
 	time.Sleep(500 * time.Millisecond)
-	mu.Lock()
-	require.Len(t, arrivals, 3, "each delivered once")
-	mu.Unlock()
+	require.Len(t, arrived(), 3, "each delivered once")
 }
 
 // TestWorkerNodeRateLimit: a worker node's rateLimit holds for its own
 // deliveries, within 10 %, with no --dispatch-rate.
 func TestWorkerNodeRateLimit(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var arrivals []time.Time
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		mu.Lock()
-		arrivals = append(arrivals, time.Now())
-		mu.Unlock()
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	defer srv.Close()
+	srv, arrived := arrivalServer(t)
 	h := newHarness(t)
 	const rate, items = 20.0, 100
 	flow := h.createFlow([]map[string]any{splitter("s", "xs"),
 		node("w", "Worker", map[string]any{"webhookUrl": srv.URL + "/w", "rateLimit": rate}), node("c", "Collector", nil)},
 		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil)})
 	h.startRun(flow, map[string]any{"xs": make([]int, items)})
-	h.eventually(func() bool { mu.Lock(); defer mu.Unlock(); return len(arrivals) >= items }, "%d deliveries", items)
-	mu.Lock()
-	got := append([]time.Time(nil), arrivals...)
-	mu.Unlock()
-	sort.Slice(got, func(i, j int) bool { return got[i].Before(got[j]) })
+	h.eventually(func() bool { return len(arrived()) >= items }, "%d deliveries", items)
+	got := arrived()
 	burst := int(rate / 10)
 	pace := float64(len(got)-1-burst) / got[len(got)-1].Sub(got[burst]).Seconds()
 	t.Logf("%.1f/s for a rateLimit of %.0f/s", pace, rate)
 	require.InDelta(t, rate, pace, rate*0.1)
+}
+
+// arrivalServer is a worker that accepts every delivery and notes when it
+// arrived; arrived returns the times so far, in order.
+func arrivalServer(t *testing.T) (*httptest.Server, func() []time.Time) {
+	var mu sync.Mutex
+	var at []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		at = append(at, time.Now())
+		mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		got := append([]time.Time(nil), at...)
+		sort.Slice(got, func(i, j int) bool { return got[i].Before(got[j]) })
+		return got
+	}
 }

@@ -160,6 +160,12 @@ func (h *harness) eventually(cond func() bool, format string, args ...any) {
 // do sends an API request and decodes the JSON answer into out (if not nil).
 func (h *harness) do(method, path string, body any, out any) int {
 	h.t.Helper()
+	return h.doAs(token, method, path, body, out)
+}
+
+// doAs is do with another bearer token (a personal one).
+func (h *harness) doAs(tok, method, path string, body any, out any) int {
+	h.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -168,7 +174,7 @@ func (h *harness) do(method, path string, body any, out any) int {
 	}
 	req, err := http.NewRequest(method, h.app.URL+path, rd)
 	require.NoError(h.t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := h.client.Do(req)
 	require.NoError(h.t, err)
