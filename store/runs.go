@@ -313,27 +313,6 @@ func (s *Store) approvals(ctx context.Context, where string, args []any) ([]Appr
 	return out, interpretError(rows.Err())
 }
 
-// RunEventsSince returns a run's events whose global id is > afterID, in
-// sequence order.
-func (s *Store) RunEventsSince(ctx context.Context, runID string, afterID int64, limit int) ([]engine.Event, error) {
-	return s.RunEventsSinceBounded(ctx, runID, afterID, limit, 0)
-}
-
-// RunEventsSinceBounded is RunEventsSince reading only the events that
-// begin within maxBytes of payloads (0: no bound); see PageFull.
-func (s *Store) RunEventsSinceBounded(ctx context.Context, runID string, afterID int64, limit, maxBytes int) ([]engine.Event, error) {
-	q := `SELECT ` + eventCols + ` FROM run_events WHERE run_id = ? AND id > ? ORDER BY seq LIMIT ?`
-	args := []any{runID, afterID, limit}
-	if maxBytes > 0 {
-		q, args = boundedEvents(strings.Replace(q, eventCols, "*", 1), "seq"), append(args, maxBytes)
-	}
-	rows, err := s.db.WithContext(ctx).Raw(q, args...).Rows()
-	if err != nil {
-		return nil, fmt.Errorf("error loading events of run %s: %w", runID, interpretError(err))
-	}
-	return scanEvents(rows)
-}
-
 // Overdue is a running node past its deadline.
 type Overdue struct {
 	RunID   string

@@ -419,7 +419,9 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
 		return nil
 	}
 	// Events before HeardAt keep their numbers, the deliveries follow them
-	// and the rest move up by the number of deliveries.
+	// and the rest move up by the number of deliveries. Inserted in number
+	// order, so a run's events take ids in their own order: the stream of
+	// every run's events follows ids (web.allEvents).
 	mdSQL, mdArgs := markDeliveredStmt(r.ID, s.HeardKeys, s.HeardAttempts)
 	save, saveArgs := strings.Replace(saveRunSQL, "event_seq = ?", "event_seq = ? + (SELECT count(*) FROM md)", 1), saveRunArgs(r)
 	first := any(s.FirstSeq)
@@ -434,12 +436,12 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
 		types, keys, payloads, r.ID, first, s.HeardAt), saveArgs...)
 	q := `WITH md AS (` + mdSQL + `),
 		ev AS (INSERT INTO run_events (run_id, seq, type, key, payload)
-			SELECT ?::uuid, ` + firstSQL + ` + ord - 1 + CASE WHEN ord > ?::int THEN (SELECT count(*) FROM md) ELSE 0 END, ty, nullif(k, ''), p::jsonb
+			SELECT * FROM (SELECT ?::uuid, ` + firstSQL + ` + ord - 1 + CASE WHEN ord > ?::int THEN (SELECT count(*) FROM md) ELSE 0 END, ty, nullif(k, ''), p::jsonb
 			FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(ty, k, p, ord)
 			UNION ALL
 			SELECT ?::uuid, ` + firstSQL + ` + ?::int + row_number() OVER (ORDER BY key, attempt) - 1, 'dispatch.attempt', key,
 				jsonb_build_object('dispatch_id', id, 'attempt', attempt, 'try', tries, 'delivered', true)
-			FROM md) ` + save + `, event_seq`
+			FROM md) AS numbered ORDER BY 2) ` + save + `, event_seq`
 	t.later(q, func(row scanner) error { return scanSavedRun(r, row, &r.EventSeq) }, planFor(rows, args...)...)
 	return nil
 }

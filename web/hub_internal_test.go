@@ -34,18 +34,4 @@ func TestHubPendingRunsAreBounded(t *testing.T) {
 	dirty, all = sub.take()
 	require.True(t, all, "past the bound, the stream reads the log")
 	require.Empty(t, dirty)
-
-	ids := make([]string, 2*maxPendingRuns)
-	for i := range ids {
-		ids[i] = fmt.Sprint("again-", i)
-	}
-	sub.requeue(ids)
-	dirty, all = sub.take()
-	require.True(t, all)
-	require.Empty(t, dirty)
-	select {
-	case <-sub.wake:
-	default:
-		t.Fatal("a requeue wakes the stream")
-	}
 }

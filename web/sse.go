@@ -104,29 +104,6 @@ func (h *Hub) Subscribers() int {
 	return len(h.subs)
 }
 
-// requeue notes runs again (a page of their events was read: there may
-// be more) and wakes the stream.
-func (s *subscriber) requeue(runIDs []string) {
-	if len(runIDs) == 0 {
-		return
-	}
-	s.mu.Lock()
-	for _, id := range runIDs {
-		if len(s.dirty) >= maxPendingRuns {
-			s.all, s.dirty = true, map[string]struct{}{}
-			break
-		}
-		if !s.all {
-			s.dirty[id] = struct{}{}
-		}
-	}
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
 func (s *subscriber) take() (map[string]struct{}, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -256,7 +233,10 @@ func (s *Server) runEvents(c echo.Context) error {
 }
 
 // allEvents streams every run's events (boards, dashboards). The SSE id is
-// the global event id; each run's events arrive in order.
+// the global event id, and the stream delivers events in id order without
+// ever passing an id that may still commit (eventCursor), so resuming with
+// Last-Event-ID repeats and loses nothing; each run's events take ids in
+// their own order.
 func (s *Server) allEvents(c echo.Context) error {
 	ctx := c.Request().Context()
 	sub := s.cfg.Hub.subscribe("")
@@ -274,9 +254,8 @@ func (s *Server) allEvents(c echo.Context) error {
 	if s.sseStart(c) != nil {
 		return nil
 	}
-	// Replay what was missed since Last-Event-ID.
-	lastSeq := map[string]int64{}
-	globalAfter := start
+	cur := &eventCursor{store: s.cfg.Store, after: start, final: start}
+	runs := map[string]struct{}{} // the runs this stream has followed
 	// lastID is the SSE id of the last event written: where a client
 	// resumes from (Last-Event-ID).
 	lastID := start
@@ -289,49 +268,63 @@ func (s *Server) allEvents(c echo.Context) error {
 				}
 				continue
 			}
-			seq, seen := lastSeq[e.RunID]
-			if e.Seq <= seq {
-				continue
-			}
-			if !seen && len(lastSeq) >= s.cfg.StreamMaxRuns {
+			if _, seen := runs[e.RunID]; !seen && len(runs) >= s.cfg.StreamMaxRuns {
 				// The runs it follows are bounded: the stream ends with a
 				// word to its client, which resumes from its last event.
 				_ = flush(c)
-				return s.endStream(c, lastID, "this stream has followed "+strconv.Itoa(len(lastSeq))+
+				return s.endStream(c, lastID, "this stream has followed "+strconv.Itoa(len(runs))+
 					" runs, its most; reconnect with Last-Event-ID "+strconv.FormatInt(lastID, 10)+
 					" to go on from the last event received")
 			}
 			if err := writeEvent(c, e.ID, e); err != nil {
 				return err
 			}
-			lastSeq[e.RunID] = e.Seq
+			runs[e.RunID] = struct{}{}
 			lastID = e.ID
 		}
 		return flush(c)
 	}
-	catchUp := func() error {
+	// held wakes the stream again while an id it must not pass may still
+	// commit: soon at first, then less often (a long transaction).
+	held := time.NewTimer(time.Hour)
+	held.Stop()
+	defer held.Stop()
+	heldFor := time.Duration(0)
+	// catchUp sends what the cursor can give, with the manual moves of
+	// this wake-up (one notification may carry many, coalesced) merged in
+	// by time, each run's events in their own order: a card moved by a run
+	// and then by hand must end where the hand put it.
+	catchUp := func(moves []engine.Event) error {
 		for {
-			evs, err := s.cfg.Store.EventsAfterBounded(ctx, globalAfter, 1000, streamPageBytes)
+			evs, state, err := cur.next(ctx)
 			if err != nil {
 				return err
 			}
-			if len(evs) > 0 {
-				globalAfter = evs[len(evs)-1].ID
-			}
-			if err := send(evs); err != nil {
+			if err := send(mergeByTime([][]engine.Event{evs, moves})); err != nil {
 				return err
 			}
-			if !store.PageFull(evs, 1000, streamPageBytes) {
-				return nil
+			moves = nil
+			switch state {
+			case cursorMore:
+				continue
+			case cursorHeld:
+				heldFor = min(max(2*heldFor, 10*time.Millisecond), 500*time.Millisecond)
+				held.Reset(heldFor)
+			default:
+				heldFor = 0
 			}
+			return nil
 		}
 	}
-	if err := catchUp(); err != nil {
+	if err := catchUp(nil); err != nil {
 		return nil
 	}
 	keepalive := time.NewTicker(keepaliveEvery)
 	defer keepalive.Stop()
+	poll := time.NewTicker(5 * time.Second) // safety net if a notification is lost
+	defer poll.Stop()
 	for {
+		var moves []engine.Event
 		select {
 		case <-ctx.Done():
 			return nil
@@ -341,63 +334,103 @@ func (s *Server) allEvents(c echo.Context) error {
 			if s.keepalive(c) != nil {
 				return nil
 			}
+			continue
+		case <-held.C:
+		case <-poll.C:
 		case <-sub.wake:
-			dirty, all := sub.take()
-			if all {
-				if catchUp() != nil {
-					return nil
-				}
-				continue
-			}
-			// The runs' new events and the manual moves of this wake-up
-			// (one notification may carry many, coalesced) are sent in the
-			// order they were made, each run's in its own order: a card
-			// moved by a run and then by hand must end where the hand put it.
-			var seqs [][]engine.Event
-			var more []string
-			read := 0
-			for runID := range dirty {
-				if read++; read > 4 {
-					// Four runs' pages a write at most: the rest wait for
-					// the next turn.
-					more = append(more, runID)
-					continue
-				}
-				if entityID, ok := strings.CutPrefix(runID, "entity:"); ok {
+			dirty, _ := sub.take()
+			for key := range dirty {
+				if entityID, ok := strings.CutPrefix(key, "entity:"); ok {
 					if ev, ok := s.manualMove(ctx, entityID); ok {
-						seqs = append(seqs, []engine.Event{ev})
-					}
-					continue
-				}
-				after, seen := lastSeq[runID]
-				var evs []engine.Event
-				var err error
-				if seen {
-					evs, err = s.cfg.Store.RunEventsBounded(ctx, runID, after, 1000, streamPageBytes/4)
-				} else {
-					evs, err = s.cfg.Store.RunEventsSinceBounded(ctx, runID, start, 1000, streamPageBytes/4)
-				}
-				if err != nil {
-					return nil
-				}
-				if store.PageFull(evs, 1000, streamPageBytes/4) {
-					more = append(more, runID) // the rest on the next turn
-				}
-				for _, e := range evs {
-					if e.ID > globalAfter {
-						globalAfter = e.ID
+						moves = append(moves, ev)
 					}
 				}
-				if len(evs) > 0 {
-					seqs = append(seqs, evs)
-				}
 			}
-			if send(mergeByTime(seqs)) != nil {
-				return nil
-			}
-			sub.requeue(more)
+		}
+		if catchUp(moves) != nil {
+			return nil
 		}
 	}
+}
+
+// cursorState says what an eventCursor read left.
+type cursorState int
+
+const (
+	cursorDone cursorState = iota // caught up
+	cursorMore                    // a page was full: read again now
+	cursorHeld                    // an id it must not pass may still commit: read again soon
+)
+
+// eventCursor reads every run's events in id order from after, never
+// passing an id that may still commit. Ids are taken at insert, not at
+// commit, so a lower id can commit after a higher one (or never, rolled
+// back): the cursor passes a missing id only once it is proven final
+// (store.EventIDBound).
+type eventCursor struct {
+	store *store.Store
+	after int64 // every id ≤ after was read, or is final and missing
+	final int64 // every id ≤ final is final: it is stored, or never will be
+	bound *store.EventBound
+}
+
+// next reads the next page of events.
+func (cur *eventCursor) next(ctx context.Context) ([]engine.Event, cursorState, error) {
+	for proofs := 0; ; proofs++ {
+		page, err := cur.store.EventsAfterBounded(ctx, cur.after, 1000, streamPageBytes)
+		if err != nil {
+			return nil, cursorDone, err
+		}
+		n := 0
+		for _, e := range page {
+			if e.ID != cur.after+1 && e.ID > cur.final {
+				break // a missing id below e's may still commit
+			}
+			cur.after = e.ID
+			n++
+		}
+		switch {
+		case n == len(page) && store.PageFull(page, 1000, streamPageBytes):
+			return page, cursorMore, nil
+		case n == len(page):
+			return page, cursorDone, nil
+		case n > 0:
+			return page[:n], cursorMore, nil
+		case proofs == 2:
+			return nil, cursorHeld, nil
+		}
+		// Stopped before a missing id: prove ids final, and read again
+		// (after the proof, so the page holds whatever committed).
+		proved, err := cur.prove(ctx)
+		if err != nil {
+			return nil, cursorDone, err
+		}
+		if !proved {
+			return nil, cursorHeld, nil
+		}
+	}
+}
+
+// prove moves final up when every transaction that could hold an id below
+// a bound has ended.
+func (cur *eventCursor) prove(ctx context.Context) (bool, error) {
+	if cur.bound == nil {
+		b, err := cur.store.EventIDBound(ctx)
+		if err != nil {
+			return false, err
+		}
+		cur.bound = &b
+	}
+	xmin, err := cur.store.SnapshotXmin(ctx)
+	if err != nil {
+		return false, err
+	}
+	if xmin < cur.bound.Xmax {
+		return false, nil
+	}
+	cur.final = max(cur.final, cur.bound.ID)
+	cur.bound = nil
+	return true, nil
 }
 
 // errStreamEnded ends a stream the server closed on purpose.

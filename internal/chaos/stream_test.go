@@ -247,31 +247,14 @@ func compact(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
-// streamLoss counts what a stream of every run's events lost, and what it
-// repeated where a reconnection resumed from one event id.
-type streamLoss struct{ lost, repeated int }
-
-// checkStream checks what f received against the stored events.
-//
-// A run's stream (its SSE id the event's number in the run) must deliver
-// every event of the run exactly once, in order, as stored, whatever kills
-// and reconnections happen.
-//
-// The stream of every run's events must deliver each run's events in
-// order, as stored, every event once on each connection. It is known not
-// to be exact (docs/reliability.md): it keeps its place by the global
-// event id, but events are not written, nor committed, in id order (each
-// run's in order, runs merged by time; transactions commit out of id
-// order). Resuming after the last id received repeats the later-numbered
-// events already received, and loses the earlier-numbered ones not yet
-// received; catching up by id (after the listener reconnected, or a burst
-// of notifications) skips events committed after a later-numbered one it
-// has sent. Both happen to events in flight when a process is killed or
-// the database restarts: a loss of an event made near such a disruption
-// (near(its created_at)), and a repeat a reconnection explains, are
-// counted in the returned streamLoss; any other loss or repeat fails, and
-// with -chaos.allevents.exact so does every one.
-func checkStream(t *testing.T, f *follower, stored map[string][]storedEvent, near func(time.Time) bool) streamLoss {
+// checkStream checks what f received against the stored events: every
+// event of the stream's runs exactly once, each run's in order, as stored,
+// whatever kills, database restarts and reconnections happened. A run's
+// stream keeps its place by the event's number in the run; the stream of
+// every run's events by the global event id, which it never passes while a
+// lower id may still commit (web's eventCursor), so resuming from the last
+// id received repeats and loses nothing.
+func checkStream(t *testing.T, f *follower, stored map[string][]storedEvent) {
 	t.Helper()
 	f.mu.Lock()
 	require.Empty(t, f.problems, "%s: the stream answered as the contract says", f.name)
@@ -283,12 +266,6 @@ func checkStream(t *testing.T, f *follower, stored map[string][]storedEvent, nea
 	if global {
 		runs = stored
 	}
-	resumedAt := make([]int64, len(conns)) // the Last-Event-ID of each connection
-	for i, c := range conns {
-		resumedAt[i], _ = strconv.ParseInt(c.lastID, 10, 64)
-	}
-
-	var loss streamLoss
 	var bad []string
 	note := func(format string, args ...any) {
 		if len(bad) < 8 {
@@ -316,13 +293,7 @@ func checkStream(t *testing.T, f *follower, stored map[string][]storedEvent, nea
 		lastOnConn[ck] = e.Seq
 		k := [2]any{e.RunID, e.Seq}
 		if r, seen := first[k]; seen {
-			// Received again: only a later connection that resumed below
-			// its id may repeat it.
-			if global && e.conn > r.conn && resumedAt[e.conn] < e.ID && !*flagAllEventsExact {
-				loss.repeated++
-			} else {
-				note("event %d of run %s (id %d) came again on connection %d (first on %d)", e.Seq, e.RunID, e.ID, e.conn, r.conn)
-			}
+			note("event %d of run %s (id %d) came again on connection %d (first on %d)", e.Seq, e.RunID, e.ID, e.conn, r.conn)
 			continue
 		}
 		first[k] = receipt{e.conn, e.Seq}
@@ -336,12 +307,8 @@ func checkStream(t *testing.T, f *follower, stored map[string][]storedEvent, nea
 			if _, ok := first[[2]any{run, w.seq}]; ok {
 				continue
 			}
-			if global && near(w.at) && !*flagAllEventsExact {
-				loss.lost++
-			} else {
-				note("event %d of %d of run %s (%s, id %d, made %s) never came", w.seq, len(want), run, w.typ, w.id,
-					w.at.Format("15:04:05.000"))
-			}
+			note("event %d of %d of run %s (%s, id %d, made %s) never came", w.seq, len(want), run, w.typ, w.id,
+				w.at.Format("15:04:05.000"))
 		}
 	}
 	if len(bad) > 0 {
@@ -355,5 +322,4 @@ func checkStream(t *testing.T, f *follower, stored map[string][]storedEvent, nea
 		assert.Fail(t, f.name+": every event exactly once, each run's in order", "%s\nconnections:\n  %s",
 			strings.Join(bad, "\n  "), strings.Join(cs, "\n  "))
 	}
-	return loss
 }
