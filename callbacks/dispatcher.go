@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -203,7 +205,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Backoff == nil {
-		cfg.Backoff = func(try int) time.Duration { return FullJitter(try, 500*time.Millisecond, time.Minute) }
+		cfg.Backoff = func(try int) time.Duration { return EqualJitter(try, 500*time.Millisecond, time.Minute) }
 	}
 	if cfg.MaxTokenWait <= 0 {
 		cfg.MaxTokenWait = time.Minute
@@ -233,9 +235,11 @@ func NewHTTPClient(timeout time.Duration, guard *AddressGuard) *http.Client {
 	}
 }
 
-// FullJitter is exponential backoff with full jitter: a uniform delay in
-// [0, min(max, base·2^(try-1))].
-func FullJitter(try int, base, max time.Duration) time.Duration {
+// EqualJitter is exponential backoff with equal jitter: d = min(max,
+// base·2^(try-1)), and a delay uniform in [d/2, d] — never much shorter
+// than the schedule says, so the tries of a dispatch span what the docs
+// promise (docs/workers.md), and never all at once.
+func EqualJitter(try int, base, max time.Duration) time.Duration {
 	d := base
 	for i := 1; i < try && d < max; i++ {
 		d *= 2
@@ -243,7 +247,7 @@ func FullJitter(try int, base, max time.Duration) time.Duration {
 	if d > max {
 		d = max
 	}
-	return time.Duration(rand.Int64N(int64(d) + 1))
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
 
 // Room is how many more claimed rows the queue takes (engine.Waker).
@@ -781,15 +785,47 @@ func (d *Dispatcher) post(ctx context.Context, c engine.ClaimedDispatch) (int, t
 		return 0, 0, fmt.Errorf("worker unreachable: %w", err)
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return resp.StatusCode, 0, nil
 	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	ra := d.retryAfter(resp.Header)
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return resp.StatusCode, ra, fmt.Errorf("worker answered %d (redirects are not followed)", resp.StatusCode)
+		return resp.StatusCode, ra, fmt.Errorf("worker answered %d (redirects are not followed)%s", resp.StatusCode, bodyExcerpt(body))
 	}
-	return resp.StatusCode, ra, fmt.Errorf("worker answered %d", resp.StatusCode)
+	return resp.StatusCode, ra, fmt.Errorf("worker answered %d%s", resp.StatusCode, bodyExcerpt(body))
+}
+
+// maxExcerpt bounds the part of a worker's answer a failed try records.
+const maxExcerpt = 200
+
+// bodyExcerpt is ": " and the start of a failed answer's body, on one line
+// (control characters and runs of spaces as one space, invalid UTF-8
+// dropped, cut at maxExcerpt bytes with "…"), or "" for an empty body:
+// what the worker said is in the run's events, not only its status.
+func bodyExcerpt(b []byte) string {
+	var sb strings.Builder
+	space := false
+	for _, r := range strings.ToValidUTF8(string(b), "") {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			space = sb.Len() > 0
+			continue
+		}
+		if space {
+			sb.WriteByte(' ')
+			space = false
+		}
+		if sb.Len()+utf8.RuneLen(r) > maxExcerpt {
+			sb.WriteString("…")
+			break
+		}
+		sb.WriteRune(r)
+	}
+	if sb.Len() == 0 {
+		return ""
+	}
+	return ": " + sb.String()
 }
 
 // retryAfter reads a Retry-After header (seconds or an HTTP date), at

@@ -56,6 +56,7 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 		}
 		c.checkTimeout(id, base, root.Get("timeoutSeconds"))
 		c.checkRetry(id, base.field("retry"), root.Get("retry"))
+		c.checkDelivery(id, base.field("delivery"), root.Get("delivery"))
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
 	case engine.NodeTypeUX:
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
@@ -127,6 +128,29 @@ func (c *compiler) checkTimeout(id string, base loc, r gjson.Result) {
 	if r.Type != gjson.Number || !(r.Num > 0) || r.Num > maxTimeoutSeconds {
 		c.errAt(CodeInvalidConfig, id, "", base.field("timeoutSeconds"), "node %q: timeoutSeconds must be a positive number of seconds (at most %.0f), got %s", id, maxTimeoutSeconds, r.Raw)
 	}
+}
+
+// checkDelivery checks a worker's delivery policy: {"maxTries": n}.
+func (c *compiler) checkDelivery(id string, path loc, r gjson.Result) {
+	if !present(r) {
+		return
+	}
+	if !r.IsObject() {
+		c.errAt(CodeInvalidConfig, id, "", path, "node %q: delivery must be an object, e.g. {\"maxTries\": 12}", id)
+		return
+	}
+	if m := r.Get("maxTries"); present(m) {
+		n, ok := integer(m)
+		if !ok || n < minMaxAttempts || n > maxMaxAttempts {
+			c.errAt(CodeInvalidConfig, id, "", path.field("maxTries"), "node %q: delivery.maxTries must be an integer from %d to %d, got %s", id, minMaxAttempts, maxMaxAttempts, m.Raw)
+		}
+	}
+	r.ForEach(func(k, _ gjson.Result) bool {
+		if k.Str != "maxTries" {
+			c.errAt(CodeInvalidConfig, id, "", path.field(k.Str), "node %q: delivery has no field %q (it takes maxTries)", id, k.Str)
+		}
+		return true
+	})
 }
 
 func (c *compiler) checkRetry(id string, path loc, r gjson.Result) {

@@ -19,6 +19,11 @@ const (
 	DefaultInitialDelayMs = 1000
 	DefaultMaxDelayMs     = 60000
 	DefaultMultiplier     = 2
+	// DefaultDeliveryTries is how many times one attempt's dispatch is
+	// POSTed before the attempt fails: with the dispatcher's backoff
+	// (callbacks.EqualJitter, 0.5 s doubling to 60 s) the tries span 2.5 to
+	// 5 minutes, so a worker's restart or deploy fails nothing.
+	DefaultDeliveryTries = 12
 )
 
 // Worker hands work to an external service: it marks the node running with
@@ -42,6 +47,10 @@ type WorkerPolicy struct {
 	// NonRetryable are error substrings: a failure whose error contains
 	// one fails the node at once.
 	NonRetryable []string
+	// DeliveryTries bounds the POSTs of one attempt's dispatch
+	// (delivery.maxTries): a worker that is down or answers 5xx, 408, 425
+	// or 429 is tried again, with backoff, up to this many times.
+	DeliveryTries int
 }
 
 // PolicyOf reads a Worker node's config, applying defaults.
@@ -54,6 +63,10 @@ func PolicyOf(n *engine.Node) WorkerPolicy {
 		Backoff:        c.Get("retry.backoff").String(),
 		InitialDelayMs: c.Get("retry.initialDelayMs").Int(),
 		MaxDelayMs:     c.Get("retry.maxDelayMs").Int(),
+		DeliveryTries:  int(c.Get("delivery.maxTries").Int()),
+	}
+	if p.DeliveryTries <= 0 {
+		p.DeliveryTries = DefaultDeliveryTries
 	}
 	if p.TimeoutSeconds <= 0 {
 		p.TimeoutSeconds = DefaultTimeoutSeconds
@@ -164,7 +177,7 @@ func (p WorkerPolicy) RetryDelay(r engine.RetryParams) (int64, bool) {
 func (Worker) Fire(_ context.Context, fc engine.FireContext) error {
 	p := PolicyOf(fc.Node())
 	return fc.Dispatch(engine.DispatchRequest{URL: p.URL, Config: fc.Node().Config,
-		TimeoutSeconds: p.TimeoutSeconds, MaxTries: p.MaxAttempts})
+		TimeoutSeconds: p.TimeoutSeconds, MaxTries: p.DeliveryTries})
 }
 
 // RetryDelayMs implements engine.Retrier: a worker-reported failure or a

@@ -69,7 +69,7 @@ func TestPauseHoldsDispatchesAndBranches(t *testing.T) {
 	// holds it; resuming sends it again at once.
 	h.worker.setStatus(500)
 	flow := h.createFlow(
-		[]map[string]any{wnode(h, "a", "retry", `{"maxAttempts": 5, "initialDelayMs": 60000, "maxDelayMs": 60000}`),
+		[]map[string]any{wnode(h, "a", "retry", `{"maxAttempts": 5, "initialDelayMs": 60000, "maxDelayMs": 60000}`, "delivery", `{"maxTries": 5}`),
 			node("yes", "Condition", nil), node("no", "Condition", nil)},
 		[]map[string]any{redge("a", "yes", map[string]any{"condition": "output.ok"}), redge("a", "no", map[string]any{"default": true})})
 	r := h.startRun(flow, map[string]any{})
@@ -299,7 +299,7 @@ func TestPauseHoldsDeadlines(t *testing.T) {
 	h := newHarness(t)
 	h.worker.setStatus(500)
 	flow := h.createFlow([]map[string]any{wnode(h, "a", "retry", `{"maxAttempts": 3, "initialDelayMs": 60000, "maxDelayMs": 60000}`,
-		"timeoutSeconds", "1")}, nil)
+		"delivery", `{"maxTries": 3}`, "timeoutSeconds", "1")}, nil)
 	r := h.startRun(flow, map[string]any{})
 	h.waitDispatch(r.ID, "a", 1)
 	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/pause", nil, nil))

@@ -303,7 +303,8 @@ func TestWorkerRejectsDispatch(t *testing.T) {
 func TestUnreachableWorker(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	n := node("a", "Worker", map[string]any{"webhookUrl": "http://127.0.0.1:1/nothing", "retry": map[string]any{"maxAttempts": 1}})
+	n := node("a", "Worker", map[string]any{"webhookUrl": "http://127.0.0.1:1/nothing", "retry": map[string]any{"maxAttempts": 1},
+		"delivery": map[string]any{"maxTries": 1}})
 	flow := h.createFlow([]map[string]any{n}, nil)
 	r := h.startRun(flow, map[string]any{})
 	fin := h.waitRun(r.ID, "failed")

@@ -198,7 +198,8 @@ func (h *harness) post(url string, body string) (int, string) {
 
 // node is a shorthand for graph nodes in tests.
 func wnode(h *harness, id string, extra ...string) map[string]any {
-	data := map[string]any{"webhookUrl": h.worker.srv.URL + "/" + id, "retry": map[string]any{"maxAttempts": 1}}
+	data := map[string]any{"webhookUrl": h.worker.srv.URL + "/" + id, "retry": map[string]any{"maxAttempts": 1},
+		"delivery": map[string]any{"maxTries": 1}}
 	for i := 0; i+1 < len(extra); i += 2 {
 		var v any
 		if err := json.Unmarshal([]byte(extra[i+1]), &v); err != nil {

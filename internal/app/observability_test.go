@@ -72,7 +72,7 @@ func TestMetricsAfterRuns(t *testing.T) {
 	// 2. A worker that answers 503: one retry, then the node gives up.
 	down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) }))
 	flaky := h.createFlow([]map[string]any{node("flaky", "Worker", map[string]any{"webhookUrl": down,
-		"retry": map[string]any{"maxAttempts": 2, "initialDelayMs": 10, "maxDelayMs": 10}})}, nil)
+		"retry": map[string]any{"maxAttempts": 2, "initialDelayMs": 10, "maxDelayMs": 10}, "delivery": map[string]any{"maxTries": 2}})}, nil)
 	r2 := h.startRun(flaky, nil)
 
 	// 3. A worker that never calls back: the sweeper expires it.

@@ -25,6 +25,7 @@ type scriptedWorker struct {
 	mu     sync.Mutex
 	script []int
 	header map[string]string
+	body   string // written with every answer but 2xx
 	ids    []string
 	at     []time.Time
 	cbURL  string
@@ -55,9 +56,44 @@ func (h *harness) scripted(t *testing.T, s *scriptedWorker) string {
 			w.Header().Set("Location", "http://127.0.0.1:1/elsewhere")
 		}
 		w.WriteHeader(code)
+		if code >= 300 {
+			_, _ = w.Write([]byte(s.body))
+		}
 	})
 	srv := newServer(t, mux)
 	return srv
+}
+
+// TestDeliveryDefaultsOutlastARestart: a worker that answers 503 for its
+// first four tries (a restart) gets the dispatch on the fifth with the
+// default delivery policy (3 tries gave up before), and each failed try's
+// event carries what the worker said.
+func TestDeliveryDefaultsOutlastARestart(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	s := &scriptedWorker{script: []int{503, 503, 503, 503}, body: "{\"error\":\n \"restarting\"}"}
+	url := h.scripted(t, s)
+	flow := h.createFlow([]map[string]any{node("a", "Worker", map[string]any{"webhookUrl": url})}, nil)
+	r := h.startRun(flow, map[string]any{})
+	h.eventually(func() bool {
+		var st string
+		var tries int
+		_ = h.app.Store.Gorm().Raw(`SELECT status, tries FROM dispatches WHERE run_id = ?`, r.ID).Row().Scan(&st, &tries)
+		return st == "delivered" && tries == 5
+	}, "the outbox row delivered on try 5")
+	var errs []string
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT payload->>'error' FROM run_events
+		WHERE run_id = ? AND type = 'dispatch.attempt' AND NOT (payload->>'delivered')::bool ORDER BY seq`, r.ID).Scan(&errs).Error)
+	require.Equal(t, []string{`worker answered 503: {"error": "restarting"}`, `worker answered 503: {"error": "restarting"}`,
+		`worker answered 503: {"error": "restarting"}`, `worker answered 503: {"error": "restarting"}`}, errs)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := 1; i < len(s.at); i++ {
+		// The schedule's least wait before try i+1: half of 0.5 s × 2^(i−1).
+		least := 250 * time.Millisecond << (i - 1)
+		require.GreaterOrEqual(t, s.at[i].Sub(s.at[i-1]), least-20*time.Millisecond, "the wait before try %d", i+1)
+	}
+	require.Equal(t, "running", h.run(r.ID).Nodes["a"].Status)
 }
 
 func TestDeliveryRetriesKeepWebhookID(t *testing.T) {
@@ -102,7 +138,7 @@ func TestDeliveryGivesUpWithLastReason(t *testing.T) {
 	s := &scriptedWorker{script: []int{503, 502, 504}}
 	url := h.scripted(t, s)
 	flow := h.createFlow([]map[string]any{node("a", "Worker", map[string]any{"webhookUrl": url,
-		"retry": map[string]any{"maxAttempts": 3, "initialDelayMs": 10, "maxDelayMs": 20}})}, nil)
+		"retry": map[string]any{"maxAttempts": 3, "initialDelayMs": 10, "maxDelayMs": 20}, "delivery": map[string]any{"maxTries": 3}})}, nil)
 	r := h.startRun(flow, map[string]any{})
 	fin := h.waitRun(r.ID, "failed")
 	require.Contains(t, *fin.Nodes["a"].Error, "worker answered 504")

@@ -260,7 +260,10 @@ func (w *chaosWorker) pending() int64 {
 func (s *soak) workerNode(id string) map[string]any {
 	return map[string]any{"id": id, "type": "Worker", "position": map[string]int{"x": 0, "y": 0},
 		"data": map[string]any{"webhookUrl": s.worker.url() + "/" + id, "timeoutSeconds": int(nodeTimeout.Seconds()),
-			"retry": map[string]any{"maxAttempts": maxAttempts, "initialDelayMs": 200, "maxDelayMs": 2000}}}
+			"retry": map[string]any{"maxAttempts": maxAttempts, "initialDelayMs": 200, "maxDelayMs": 2000},
+			// As many tries of a delivery as attempts (the defaults span
+			// minutes): the soak's misbehaving worker fails some for good.
+			"delivery": map[string]any{"maxTries": maxAttempts}}}
 }
 
 func (s *soak) createFlow(ctx context.Context) {
