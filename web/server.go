@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -282,9 +283,19 @@ func bind(c echo.Context, v any) error {
 		return bodyError(err)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return badRequest("malformed JSON: " + err.Error())
+		return malformedJSON(body, err)
 	}
 	return nil
+}
+
+// malformedJSON is the 400 for a body that does not decode: where the
+// decoder stopped, as a line and column (a flow file edited by hand is
+// found at once), and why.
+func malformedJSON(body []byte, err error) *apiError {
+	if line, col, ok := jsonlimit.Position(body, err); ok {
+		return badRequest(fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, err.Error()))
+	}
+	return badRequest("malformed JSON: " + err.Error())
 }
 
 func validUUID(s string) bool {

@@ -1137,3 +1137,29 @@ func TestConcurrentFlowUpdates(t *testing.T) {
 	got := decode[flowResp](t, call(t, h, http.StatusOK, req{method: "GET", path: "/api/v1/flows/" + f.ID}))
 	require.Equal(t, n+1, got.Version.Number)
 }
+
+// TestMalformedJSONSaysWhere: a body that does not decode is a 400 naming
+// the line and column where the decoder stopped, and changes nothing.
+func TestMalformedJSONSaysWhere(t *testing.T) {
+	t.Parallel()
+	st := storetest.TestTx(t)
+	h := newServer(t, st).Handler()
+	for _, tc := range []struct{ body, where string }{
+		{"{\n  \"name\": \"leads\",\n  \"graph\": {\"nodes\": [}\n}", "line 3, column 23"},
+		{"{\"name\": \"é\", \"graph\": 1,}", "line 1, column 26"},
+		{"{\n\t\"name\": \"x\",\n\t\"graph\": {\"nodes\": [], \"edges\": []}\n", "line 4, column 1"},
+		{"{\"name\": 7}\n", "line 1, column 10"},
+		{"{\"name\": \"x\" é}", "line 1, column 14"},
+	} {
+		var p struct {
+			Error problem `json:"error"`
+		}
+		b := call(t, h, http.StatusBadRequest, req{method: "POST", path: "/api/v1/flows", body: tc.body})
+		require.NoError(t, json.Unmarshal(b, &p), string(b))
+		require.Equal(t, "invalid_request", p.Error.Code, tc.body)
+		require.Contains(t, p.Error.Message, "malformed JSON at "+tc.where+": ", tc.body)
+	}
+	require.Equal(t, "[]", strings.TrimSpace(string(decode[struct {
+		Flows json.RawMessage `json:"flows"`
+	}](t, call(t, h, http.StatusOK, req{method: "GET", path: "/api/v1/flows"})).Flows)), "no flow was made")
+}
