@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -126,7 +127,9 @@ func TestCLIFlowApplyErrors(t *testing.T) {
 		{"compile errors", []string{"flow", "apply", bad}, nil, "was refused",
 			[]string{"nodes[0].data.webhookUrl, node fetch: worker \"fetch\" needs a webhookUrl", "nodes[1].data.arrayPath, node split:", "edge e1"}},
 		{"missing file", []string{"flow", "apply", filepath.Join(t.TempDir(), "none.json")}, nil, "no such file", nil},
-		{"not JSON", []string{"flow", "apply", writeFile(t, "x.json", "name: x")}, nil, "not valid JSON", nil},
+		{"not JSON", []string{"flow", "apply", writeFile(t, "x.json", "name: x")}, nil, "not valid JSON: line 1, column 2: invalid character 'a'", nil},
+		{"a slip on line 3", []string{"flow", "apply", writeFile(t, "slip.json", "{\"name\": \"x\",\n \"graph\": {\"nodes\": [],\n   \"edges\": [}}")},
+			nil, "not valid JSON: line 3, column 14: invalid character '}'", nil},
 		{"no name", []string{"flow", "apply", writeFile(t, "n.json", `{"graph":`+uxGraph+`}`)}, nil, "name is required", nil},
 		{"wrong token", []string{"flow", "list"}, map[string]string{"STITCHD_AUTH_TOKEN": "nope"}, "401", nil},
 		{"token flag beats env", []string{"flow", "list", "--token", "nope"}, nil, "401", nil},
@@ -356,6 +359,7 @@ func TestBinaryServeDemo(t *testing.T) {
 	s := start()
 	waitFor(t, "the demo banner", func() bool { return strings.Contains(s.log(), "Fire a lead") })
 	require.Contains(t, s.log(), "created board, flow, trigger")
+	require.Contains(t, s.log(), "(sign in with the API token: --auth-token / STITCHD_AUTH_TOKEN)", "not make run's dev-token")
 
 	code, body := httpDo(t, "POST", s.url+"/hooks/lead", "", `{"name":"Ada Lovelace","email":"ada@example.com","contacts":[{"name":"Ada","title":"CEO"}]}`)
 	require.Equal(t, http.StatusAccepted, code, body)
@@ -558,4 +562,73 @@ func TestCLIRunStartWithEntity(t *testing.T) {
 	_, stderr, err := s.cli(t, "run", "start", "cli-entity", "--entity", "not-a-uuid")
 	require.Error(t, err)
 	require.Contains(t, stderr+err.Error(), "entity_id must be a UUID")
+}
+
+// TestCLIRunGetSummariesTriggersRerun: run get sums a fan-out up (counts
+// by status, the first failures, how many more) unless --all; trigger
+// list names each trigger; run rerun runs a finished node again.
+func TestCLIRunGetSummariesTriggersRerun(t *testing.T) {
+	t.Parallel()
+	s := startLive(t)
+	// Six items: four fail in their Transform (not numbers), two pass.
+	graph := `{"nodes":[
+		{"id":"split","type":"Splitter","data":{"arrayPath":"items"}},
+		{"id":"num","type":"Transform","data":{"expression":"int(input) * 2"}},
+		{"id":"gather","type":"Collector","data":{}}],
+	"edges":[{"id":"e1","source":"split","target":"num"},{"id":"e2","source":"num","target":"gather"}]}`
+	_, _, err := s.cli(t, "flow", "apply", writeFile(t, "f.json", `{"name":"cli-fan","graph":`+graph+`}`))
+	require.NoError(t, err)
+	out, _, err := s.cli(t, "run", "start", "cli-fan", "--input", `{"items":["1","a","b","2","c","d"]}`)
+	require.NoError(t, err)
+	id := strings.TrimSpace(out)
+	waitFor(t, "the run to fail", func() bool {
+		out, _, err := s.cli(t, "run", "get", id)
+		return err == nil && strings.Contains(out, "status   failed")
+	})
+	out, _, err = s.cli(t, "run", "get", id)
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^num ×6\s+Transform\s+completed 2, failed 4\s*$`, out)
+	require.Regexp(t, `(?m)^  num_1\s+Transform\s+failed\s+1\s+\S`, out, "the first failures, by index")
+	require.Contains(t, out, "  num_2 ")
+	require.Contains(t, out, "  num_4 ")
+	require.NotContains(t, out, "num_5", "past the first three")
+	require.Contains(t, out, "… 1 more failed (--all lists them)")
+	require.NotContains(t, out, "num_0", "a completed instance is counted, not listed")
+	all, _, err := s.cli(t, "run", "get", id, "--all")
+	require.NoError(t, err)
+	for i := range 6 {
+		require.Regexp(t, fmt.Sprintf(`(?m)^num_%d\s+Transform\s+(completed|failed)`, i), all)
+	}
+	require.NotContains(t, all, "×6")
+
+	// trigger list: the demo flow's webhook.
+	out, _, err = s.cli(t, "trigger", "list", "Lead qualification")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^ID\s+KIND\s+WHAT\s+ENABLED$`, out)
+	require.Regexp(t, `(?m)^\S+\s+webhook\s+POST /hooks/lead\s+true$`, out)
+	_, _, err = s.cli(t, "trigger", "list", "no-such-flow")
+	require.Error(t, err)
+
+	// run rerun: a completed UX step runs again, so the run waits again.
+	_, _, err = s.cli(t, "flow", "apply", writeFile(t, "ux.json", `{"name":"cli-rerun","graph":`+uxGraph+`}`))
+	require.NoError(t, err)
+	out, _, err = s.cli(t, "run", "start", "cli-rerun")
+	require.NoError(t, err)
+	rid := strings.TrimSpace(out)
+	waitFor(t, "the approval", func() bool {
+		out, _, err := s.cli(t, "approvals", "list")
+		return err == nil && strings.Contains(out, rid)
+	})
+	_, _, err = s.cli(t, "approve", rid, "approve")
+	require.NoError(t, err)
+	waitFor(t, "the run to complete", func() bool {
+		out, _, err := s.cli(t, "run", "get", rid)
+		return err == nil && strings.Contains(out, "status   completed")
+	})
+	out, _, err = s.cli(t, "run", "rerun", rid, "approve")
+	require.NoError(t, err)
+	require.Contains(t, out, "reran approve; run "+rid+" is running")
+	_, stderr, err := s.cli(t, "run", "rerun", rid, "nowhere")
+	require.Error(t, err)
+	require.Contains(t, stderr+err.Error(), "nowhere")
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stitchd/stitchd/internal/client"
+	"github.com/stitchd/stitchd/internal/jsonlimit"
 )
 
 // clientSettings bind the flags of the verbs that talk to a running server.
@@ -83,8 +85,12 @@ func readArg(cmd *cobra.Command, v, what string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error reading %s: %w", what, err)
 	}
-	if !json.Valid(b) {
-		return nil, fmt.Errorf("%s is not valid JSON", what)
+	var v0 any
+	if err := json.Unmarshal(b, &v0); err != nil {
+		if line, col, ok := jsonlimit.Position(b, err); ok {
+			return nil, fmt.Errorf("%s is not valid JSON: line %d, column %d: %w", what, line, col, err)
+		}
+		return nil, fmt.Errorf("%s is not valid JSON: %w", what, err)
 	}
 	return b, nil
 }
@@ -108,6 +114,9 @@ func newFlowCmd(env envLookup) *cobra.Command {
 		}
 		var spec client.FlowSpec
 		if err := json.Unmarshal(raw, &spec); err != nil {
+			if line, col, ok := jsonlimit.Position(raw, err); ok {
+				return fmt.Errorf("%s: line %d, column %d: %w", args[0], line, col, err)
+			}
 			return fmt.Errorf("%s: %w", args[0], err)
 		}
 		if strings.TrimSpace(spec.Name) == "" {
@@ -220,7 +229,9 @@ func newRunCmd(env envLookup) *cobra.Command {
 	start.Flags().StringVar(&input, "input", "", "the run's input: JSON, @file or - for standard input (default {})")
 	start.Flags().StringVar(&entity, "entity", "", "the id of an entity the run carries (on the flow's board)")
 
-	get := clientCmd(env, &cobra.Command{Use: "get ID", Short: "Show a run and its nodes", Args: cobra.ExactArgs(1)},
+	var allNodes bool
+	get := clientCmd(env, &cobra.Command{Use: "get ID", Short: "Show a run and its nodes (a fan-out's instances summed up unless --all)",
+		Args: cobra.ExactArgs(1)},
 		func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
 			r, err := c.GetRun(cmd.Context(), args[0])
 			if err != nil {
@@ -229,8 +240,9 @@ func newRunCmd(env envLookup) *cobra.Command {
 			if o.json {
 				return printJSON(cmd.OutOrStdout(), r)
 			}
-			return printRun(cmd.OutOrStdout(), r)
+			return printRun(cmd.OutOrStdout(), r, allNodes)
 		})
+	get.Flags().BoolVar(&allNodes, "all", false, "list every instance of a fan-out, not counts by status and the first failures")
 
 	watch := clientCmd(env, &cobra.Command{
 		Use:   "watch ID",
@@ -302,8 +314,77 @@ func newRunCmd(env envLookup) *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "retried %s; run %s is %s\n", args[1], r.ID, r.Status)
 			return nil
 		})
-	run.AddCommand(start, get, watch, list, cancel, retry)
+	rerun := clientCmd(env, &cobra.Command{Use: "rerun ID KEY", Short: "Run a finished node again, and everything downstream of it",
+		Args: cobra.ExactArgs(2)},
+		func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
+			r, err := c.RerunNode(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), r)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "reran %s; run %s is %s\n", args[1], r.ID, r.Status)
+			return nil
+		})
+	run.AddCommand(start, get, watch, list, cancel, retry, rerun)
 	return run
+}
+
+// newTriggerCmd lists a flow's triggers.
+func newTriggerCmd(env envLookup) *cobra.Command {
+	trigger := &cobra.Command{Use: "trigger", Short: "A flow's triggers: webhooks, schedules, events, brokers"}
+	list := clientCmd(env, &cobra.Command{Use: "list FLOW", Short: "List a flow's triggers (FLOW: an id or a name), oldest first",
+		Args: cobra.ExactArgs(1)},
+		func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
+			f, err := c.FindFlow(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			ts, err := c.ListTriggers(cmd.Context(), f.ID)
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), ts)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tKIND\tWHAT\tENABLED")
+			for _, t := range ts {
+				fmt.Fprintf(tw, "%v\t%v\t%s\t%v\n", t["id"], t["kind"], triggerWhat(t), t["enabled"] != false)
+			}
+			return tw.Flush()
+		})
+	trigger.AddCommand(list)
+	return trigger
+}
+
+// triggerWhat is what sets a trigger off, by kind.
+func triggerWhat(t client.Trigger) string {
+	str := func(k string) string {
+		if v, ok := t[k].(string); ok {
+			return v
+		}
+		return ""
+	}
+	switch t["kind"] {
+	case "webhook":
+		return "POST /hooks/" + str("slug")
+	case "schedule":
+		if tz := str("timezone"); tz != "" {
+			return str("cron") + " (" + tz + ")"
+		}
+		return str("cron")
+	case "event":
+		return "event " + str("name")
+	default:
+		for _, k := range []string{"subject", "queue", "name"} {
+			if v := str(k); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
 }
 
 // newApprovalsCmd lists the steps waiting for a person.
@@ -349,7 +430,7 @@ func prefixed(p string, xs []string) []string {
 	return out
 }
 
-func printRun(w io.Writer, r *client.Run) error {
+func printRun(w io.Writer, r *client.Run, all bool) error {
 	fmt.Fprintf(w, "run      %s\nflow     %s\nstatus   %s\n", r.ID, r.FlowID, r.Status)
 	if r.Error != nil {
 		fmt.Fprintf(w, "error    %s\n", *r.Error)
@@ -374,8 +455,27 @@ func printRun(w io.Writer, r *client.Run) error {
 	})
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nNODE\tTYPE\tSTATUS\tATTEMPT\tERROR")
+	// A fan-out's instances (keys of one node id with an index) are one
+	// line each with --all, else one line for the node: counts by status,
+	// then its first failures.
+	fanned := map[string][]*client.Node{}
+	if !all {
+		for _, k := range keys {
+			if n := r.Nodes[k]; len(n.Index) > 0 {
+				fanned[n.NodeID] = append(fanned[n.NodeID], &n)
+			}
+		}
+	}
+	done := map[string]bool{}
 	for _, k := range keys {
 		n := r.Nodes[k]
+		if insts := fanned[n.NodeID]; len(n.Index) > 0 && insts != nil {
+			if !done[n.NodeID] {
+				done[n.NodeID] = true
+				printFanOut(tw, n.NodeID, insts)
+			}
+			continue
+		}
 		e := ""
 		if n.Error != nil {
 			e = *n.Error
@@ -383,6 +483,45 @@ func printRun(w io.Writer, r *client.Run) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", k, n.Type, n.Status, n.Attempt, e)
 	}
 	return tw.Flush()
+}
+
+// maxFailuresShown is how many of a fan-out's failed instances run get
+// names without --all.
+const maxFailuresShown = 3
+
+// printFanOut writes a fan-out node's line: its instances' count by status
+// and its first failed instances, in index order.
+func printFanOut(w io.Writer, nodeID string, insts []*client.Node) {
+	sort.Slice(insts, func(i, j int) bool { return slices.Compare(insts[i].Index, insts[j].Index) < 0 })
+	counts := map[string]int{}
+	var failed []*client.Node
+	for _, n := range insts {
+		counts[n.Status]++
+		if n.Status == "failed" {
+			failed = append(failed, n)
+		}
+	}
+	statuses := make([]string, 0, len(counts))
+	for st := range counts {
+		statuses = append(statuses, st)
+	}
+	sort.Strings(statuses)
+	parts := make([]string, len(statuses))
+	for i, st := range statuses {
+		parts[i] = fmt.Sprintf("%s %d", st, counts[st])
+	}
+	fmt.Fprintf(w, "%s ×%d\t%s\t%s\t\t\n", nodeID, len(insts), insts[0].Type, strings.Join(parts, ", "))
+	for i, n := range failed {
+		if i == maxFailuresShown {
+			fmt.Fprintf(w, "  … %d more failed (--all lists them)\t\t\t\t\n", len(failed)-maxFailuresShown)
+			break
+		}
+		e := ""
+		if n.Error != nil {
+			e = *n.Error
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%d\t%s\n", n.Key, n.Type, n.Status, n.Attempt, e)
+	}
 }
 
 func compact(b json.RawMessage) string {

@@ -57,9 +57,14 @@ func addDemoFlags(fs *pflag.FlagSet, o *demoOptions) {
 	fs.DurationVar(&o.maxDelay, "demo-max-delay", 2*time.Second, "longest time a demo job takes (env STITCHD_DEMO_MAX_DELAY)")
 }
 
+// devToken is the admin token `make run` gives (the Makefile's
+// STITCHD_AUTH_TOKEN): the banner names it, as it is no secret.
+const devToken = "dev-token"
+
 // startDemo loads the demo into a's database and, unless told not to, runs
-// the demo worker. The returned function stops the worker.
-func startDemo(ctx context.Context, a *app.App, o demoOptions, log *slog.Logger, out io.Writer) (func(), error) {
+// the demo worker; token is the admin token, named in the banner when it
+// is `make run`'s. The returned function stops the worker.
+func startDemo(ctx context.Context, a *app.App, o demoOptions, token string, log *slog.Logger, out io.Writer) (func(), error) {
 	stop := func() {}
 	if a.DeniesPrivateWorkers() {
 		log.Warn("demo: --worker-private-addresses deny refuses the demo worker's loopback address; the demo's runs will fail")
@@ -90,6 +95,10 @@ func startDemo(ctx context.Context, a *app.App, o demoOptions, log *slog.Logger,
 		created = "created " + strings.Join(loaded.Created, ", ")
 	}
 	log.Info("demo loaded", "board_id", loaded.BoardID, "flow_id", loaded.FlowID, "what", created)
+	signIn := "sign in with the API token: --auth-token / STITCHD_AUTH_TOKEN"
+	if token == devToken {
+		signIn = "sign in with the API token dev-token, make run's STITCHD_AUTH_TOKEN"
+	}
 	fmt.Fprintf(out, `
   stitchd demo — "Lead qualification" (%s)
 
@@ -97,11 +106,11 @@ func startDemo(ctx context.Context, a *app.App, o demoOptions, log *slog.Logger,
     curl -X POST %[2]s/hooks/lead -H 'Content-Type: application/json' \
       -d '{"name":"Ada Lovelace","email":"ada@example.com","contacts":[{"name":"Ada Lovelace","title":"CEO"},{"name":"Charles Babbage","title":"Engineer"}]}'
 
-  Watch it:  %[2]s/boards/%[3]s   (sign in with the API token)
+  Watch it:  %[2]s/boards/%[3]s   (%[4]s)
   Approve:   %[2]s/approvals, or: stitchd approve <run id> approve
   API:       curl -H "Authorization: Bearer $STITCHD_AUTH_TOKEN" %[2]s/api/v1/boards/%[3]s
 
-`, created, a.URL, loaded.BoardID)
+`, created, a.URL, loaded.BoardID, signIn)
 	return stop, nil
 }
 

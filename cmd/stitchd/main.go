@@ -307,7 +307,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 			fmt.Fprintln(cmd.OutOrStdout(), "stitchd", versionOf(version, bi))
 		},
 	}
-	root.AddCommand(serve, migrate, ver, newKeysCmd(env, stderr), newFlowCmd(env), newRunCmd(env), newApproveCmd(env),
+	root.AddCommand(serve, migrate, ver, newKeysCmd(env, stderr), newFlowCmd(env), newRunCmd(env), newTriggerCmd(env), newApproveCmd(env),
 		newWebhookSecretCmd(env), newWorkerCmd(env, stderr), newBenchCmd(env, stderr), newUserCmd(env, stderr),
 		newApprovalsCmd(env))
 	return root
@@ -392,7 +392,7 @@ func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) 
 	}
 	stopDemo := func() {}
 	if do.enabled {
-		if stopDemo, err = startDemo(ctx, a, do, log, stderr); err != nil {
+		if stopDemo, err = startDemo(ctx, a, do, o.authToken, log, stderr); err != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
 			_ = a.Stop(sctx)

@@ -15,6 +15,10 @@ import (
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
+// TestMain drops what storetest made for the package (its template and
+// clones), so make test leaves no database behind on the server.
+func TestMain(m *testing.M) { storetest.Main(m) }
+
 // TestBenchSmall runs every scenario at a tiny size against a real stitchd
 // process: the harness must count exactly, and measure something.
 func TestBenchSmall(t *testing.T) {

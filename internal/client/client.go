@@ -538,6 +538,44 @@ func (c *Client) RetryNode(ctx context.Context, runID, key string) (*Run, error)
 	return &out, nil
 }
 
+// RerunNode runs a finished node again, and everything downstream of it.
+func (c *Client) RerunNode(ctx context.Context, runID, key string) (*Run, error) {
+	var out Run
+	if err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(runID)+"/nodes/"+url.PathEscape(key)+"/rerun",
+		map[string]any{}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Trigger is a flow's trigger as the API lists it: its kind (webhook,
+// schedule, event, nats, amqp) and the fields of that kind.
+type Trigger map[string]any
+
+// ListTriggers lists every trigger of a flow, oldest first (all pages).
+func (c *Client) ListTriggers(ctx context.Context, flowID string) ([]Trigger, error) {
+	var all []Trigger
+	cursor := ""
+	for {
+		var page struct {
+			Triggers   []Trigger `json:"triggers"`
+			NextCursor *string   `json:"next_cursor"`
+		}
+		path := "/api/v1/flows/" + url.PathEscape(flowID) + "/triggers?limit=500"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		if err := c.Do(ctx, http.MethodGet, path, nil, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Triggers...)
+		if page.NextCursor == nil || *page.NextCursor == "" {
+			return all, nil
+		}
+		cursor = *page.NextCursor
+	}
+}
+
 // Approval is a step waiting for a person.
 type Approval struct {
 	RunID        string    `json:"run_id"`
