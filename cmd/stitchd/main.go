@@ -60,6 +60,7 @@ var settings = []setting{
 	{"body-limit", "STITCHD_BODY_LIMIT"},
 	{"max-fanout-items", "STITCHD_MAX_FANOUT_ITEMS"},
 	{"data-dir", "STITCHD_DATA_DIR"},
+	{"local-postgres", "STITCHD_LOCAL_POSTGRES"},
 	{"dispatch-timeout", "STITCHD_DISPATCH_TIMEOUT"},
 	{"poll-interval", "STITCHD_POLL_INTERVAL"},
 	{"worker-private-addresses", "STITCHD_WORKER_PRIVATE_ADDRESSES"},
@@ -100,25 +101,25 @@ func applyEnvFrom(fs *pflag.FlagSet, env envLookup, list []setting) error {
 }
 
 type options struct {
-	addr, databaseURL, baseURL, authToken string
-	metricsToken                          string
-	logFormat, logLevel, dataDir          string
-	bodyLimit                             int64
-	maxFanOutItems                        int
-	dispatchTimeout, pollInterval         time.Duration
-	privateAddresses, allowCIDRs          string
-	triggerRate                           float64
-	pprofAddr                             string
-	notifyURL                             string
-	retention                             string
-	retentionPeriod                       time.Duration // retention, parsed by runServe
-	dispatchRate                          string
-	dispatchRates                         map[string]float64 // dispatchRate, parsed by runServe
-	sessionTTL                            time.Duration
-	trustProxy                            bool
-	oidcIssuer, oidcClientID              string
-	oidcClientSecret, oidcGroupsClaim     string
-	oidcDefaultRole, oidcScopes           string
+	addr, databaseURL, baseURL, authToken       string
+	metricsToken                                string
+	logFormat, logLevel, dataDir, localPostgres string
+	bodyLimit                                   int64
+	maxFanOutItems                              int
+	dispatchTimeout, pollInterval               time.Duration
+	privateAddresses, allowCIDRs                string
+	triggerRate                                 float64
+	pprofAddr                                   string
+	notifyURL                                   string
+	retention                                   string
+	retentionPeriod                             time.Duration // retention, parsed by runServe
+	dispatchRate                                string
+	dispatchRates                               map[string]float64 // dispatchRate, parsed by runServe
+	sessionTTL                                  time.Duration
+	trustProxy                                  bool
+	oidcIssuer, oidcClientID                    string
+	oidcClientSecret, oidcGroupsClaim           string
+	oidcDefaultRole, oidcScopes                 string
 	// otlpEndpoint is OTEL_EXPORTER_OTLP_ENDPOINT (traces; no flag).
 	otlpEndpoint string
 }
@@ -134,6 +135,8 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.Int64Var(&o.bodyLimit, "body-limit", 1<<20, "request body limit in bytes (env STITCHD_BODY_LIMIT)")
 	fs.IntVar(&o.maxFanOutItems, "max-fanout-items", handlers.DefaultMaxItems, "most items a Splitter fans out; a bigger array fails it (env STITCHD_MAX_FANOUT_ITEMS)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "where a throwaway Postgres cluster lives (env STITCHD_DATA_DIR)")
+	fs.StringVar(&o.localPostgres, "local-postgres", "", "without --database-url: the local server to try before starting a throwaway cluster (default "+
+		"postgres://postgres@127.0.0.1:5432/postgres; none: always the throwaway cluster) (env STITCHD_LOCAL_POSTGRES)")
 	fs.DurationVar(&o.dispatchTimeout, "dispatch-timeout", 10*time.Second, "timeout of one delivery to a worker (env STITCHD_DISPATCH_TIMEOUT)")
 	fs.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often due retries and overdue nodes are swept (env STITCHD_POLL_INTERVAL)")
 	fs.StringVar(&o.privateAddresses, "worker-private-addresses", "allow", "allow or deny worker URLs resolving to loopback, private or link-local addresses (env STITCHD_WORKER_PRIVATE_ADDRESSES)")
@@ -315,7 +318,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 
 func (o options) config(log *slog.Logger) app.Config {
 	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
-		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems, Logger: log, DataDir: o.dataDir,
+		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems, Logger: log, DataDir: o.dataDir, LocalPostgres: o.localPostgres,
 		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, OTLPEndpoint: o.otlpEndpoint, Version: version,
 		NotifyURL: o.notifyURL, Retention: o.retentionPeriod, SessionTTL: o.sessionTTL, TrustProxy: o.trustProxy,
 		DispatchRates: o.dispatchRates, OIDC: o.oidc()}

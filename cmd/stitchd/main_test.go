@@ -560,3 +560,43 @@ func TestVersionOf(t *testing.T) {
 	require.Equal(t, "dev 0123456789ab 2026-11-25T14:00:00Z (modified)", versionOf("dev", bi))
 	require.Equal(t, "dev", versionOf("dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}))
 }
+
+// TestServeStopsItsOwnClusterOnCtrlC: with no server to use, serve starts a
+// throwaway cluster (make run on a machine without Postgres); Ctrl-C
+// (SIGINT) stops stitchd and that cluster with it — no postmaster left, its
+// port closed. As root, the data directory's parents are left as they were.
+func TestServeStopsItsOwnClusterOnCtrlC(t *testing.T) {
+	t.Parallel()
+	bin := stitchdBinary(t)
+	parent, err := os.MkdirTemp("", "stitchd-run-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(parent) })
+	require.NoError(t, os.Chmod(parent, 0o755))
+	dir := filepath.Join(parent, "pg")
+	s := startServe(t, bin, "", "--local-postgres", "none", "--data-dir", dir)
+	require.Contains(t, s.log(), "started a throwaway PostgreSQL cluster in "+dir)
+	pid, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
+	require.NoError(t, err, "the cluster runs")
+	lines := strings.Split(string(pid), "\n")
+	require.GreaterOrEqual(t, len(lines), 4)
+	port := strings.TrimSpace(lines[3])
+	conn, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+	require.NoError(t, err, "the cluster listens on %s", port)
+	conn.Close()
+
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGINT))
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("stitchd did not exit within 30s of SIGINT; log:\n%s", s.log())
+	}
+	require.NoError(t, s.err, s.log())
+	require.Contains(t, s.log(), "stopped the throwaway PostgreSQL cluster")
+	_, err = os.Stat(filepath.Join(dir, "postmaster.pid"))
+	require.ErrorIs(t, err, os.ErrNotExist, "no postmaster is left")
+	_, err = net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+	require.Error(t, err, "nothing listens on the cluster's port")
+	st, err := os.Stat(parent)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o755), st.Mode().Perm(), "the parent's mode is unchanged")
+}

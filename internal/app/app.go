@@ -62,6 +62,11 @@ type Config struct {
 	DispatchQueue int
 	// DataDir holds a throwaway Postgres cluster when no server is found.
 	DataDir string
+	// LocalPostgres is the local server tried, without DatabaseURL, before
+	// a throwaway cluster is started (default localpg.LocalServerURL;
+	// localpg.NoLocalServer: none). A cluster this process starts stops
+	// with it.
+	LocalPostgres string
 	// WorkerGuard, when it denies private addresses, refuses dispatches to
 	// loopback, private and reserved workers not in its allow list. Nil or
 	// not, stitchd's own addresses (listen address, BaseURL) and link-local
@@ -156,7 +161,7 @@ func ResolveDatabase(ctx context.Context, cfg Config) (string, *localpg.Cluster,
 	if cfg.DatabaseURL != "" {
 		return cfg.DatabaseURL, nil, nil
 	}
-	return localpg.Resolve(ctx, localpg.Options{DataDir: cfg.DataDir, Logf: func(f string, a ...any) {
+	return localpg.Resolve(ctx, localpg.Options{DataDir: cfg.DataDir, LocalURL: cfg.LocalPostgres, Logf: func(f string, a ...any) {
 		if cfg.Logger != nil {
 			cfg.Logger.Info(fmt.Sprintf(f, a...))
 		}
@@ -193,10 +198,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a := &App{cfg: cfg, cluster: cluster}
 	a.Store, err = store.Open(ctx, url, store.Options{})
 	if err != nil {
+		_ = a.stopCluster()
 		return nil, err
 	}
 	if err := a.Store.Migrate(ctx, cfg.Logger); err != nil {
 		a.Store.Close()
+		_ = a.stopCluster()
 		return nil, err
 	}
 	a.listener, err = net.Listen("tcp", cfg.Addr)
@@ -384,9 +391,25 @@ type lateWaker struct{ d *callbacks.Dispatcher }
 func (w *lateWaker) Room() int                        { return w.d.Room() }
 func (w *lateWaker) Wake(ds []engine.ClaimedDispatch) { w.d.Wake(ds) }
 
+// stopCluster stops the throwaway cluster this process started, if any:
+// make run's own Postgres goes with it (Ctrl-C stops everything).
+func (a *App) stopCluster() error {
+	if a.cluster == nil || !a.cluster.Started() {
+		return nil
+	}
+	if err := a.cluster.Stop(); err != nil {
+		return err
+	}
+	a.cfg.Logger.Info("stopped the throwaway PostgreSQL cluster", "data_dir", a.cluster.DataDir)
+	return nil
+}
+
 func (a *App) closeEarly(err error) error {
 	a.listener.Close()
 	a.Store.Close()
+	if cerr := a.stopCluster(); cerr != nil && err == nil {
+		err = cerr
+	}
 	return err
 }
 
@@ -542,6 +565,9 @@ func (a *App) stop(ctx context.Context) error {
 		err = fmt.Errorf("error flushing traces: %w", terr)
 	}
 	a.Store.Close()
+	if cerr := a.stopCluster(); cerr != nil && err == nil {
+		err = cerr
+	}
 	return err
 }
 

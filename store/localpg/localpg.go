@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"net/url"
@@ -28,15 +29,21 @@ var ErrNoPostgres = errors.New("no PostgreSQL available: set DATABASE_URL (or --
 // throwaway cluster.
 const LocalServerURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
+// NoLocalServer as Options.LocalURL skips the local server.
+const NoLocalServer = "none"
+
 // Options tunes Resolve.
 type Options struct {
 	// DatabaseName is the database to use (created if missing) on the local
 	// or throwaway server. Default "stitchd".
 	DatabaseName string
-	// DataDir is where a throwaway cluster lives. Default: $STITCHD_DATA_DIR,
-	// else ~/.cache/stitchd/pg (or the system temp dir when there is no home).
+	// DataDir is where a throwaway cluster lives. Default: $STITCHD_DATA_DIR/pg,
+	// else /var/lib/stitchd/pg when run as root (the postgres user runs the
+	// cluster, and reaches it without any home directory opened up), else
+	// ~/.cache/stitchd/pg (or the system temp dir when there is no home).
 	DataDir string
-	// LocalURL overrides LocalServerURL (tests use it to force the fallback).
+	// LocalURL overrides LocalServerURL; NoLocalServer ("none") skips it
+	// and starts a throwaway cluster.
 	LocalURL string
 	// Logf, if set, receives one line per decision.
 	Logf func(format string, args ...any)
@@ -48,6 +55,9 @@ type Cluster struct {
 	Port    int
 	pgCtl   string
 	cred    *syscall.Credential
+	// started: this process started the cluster (it did not find it
+	// running, left by another).
+	started bool
 }
 
 // Resolve returns a URL to a stitchd database on the local server at
@@ -66,7 +76,9 @@ func Resolve(ctx context.Context, opts Options) (string, *Cluster, error) {
 	if local == "" {
 		local = LocalServerURL
 	}
-	if err := ping(ctx, local); err == nil {
+	if local == NoLocalServer {
+		logf("not looking for a local PostgreSQL server")
+	} else if err := ping(ctx, local); err == nil {
 		u, err := EnsureDatabase(ctx, local, opts.DatabaseName)
 		if err != nil {
 			return "", nil, err
@@ -91,6 +103,10 @@ func Resolve(ctx context.Context, opts Options) (string, *Cluster, error) {
 func (c *Cluster) URL(name string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.Port, name)
 }
+
+// Started reports whether this process started the cluster, rather than
+// finding it running: the one to stop it.
+func (c *Cluster) Started() bool { return c.started }
 
 // Stop shuts the cluster down (fast mode) and leaves its data directory.
 func (c *Cluster) Stop() error { return c.stop("fast") }
@@ -159,7 +175,12 @@ func StartCluster(ctx context.Context, dataDir string) (*Cluster, error) {
 		gid, _ = strconv.Atoi(u.Gid)
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+	// Parents it creates are searchable (0755), the directory itself the
+	// cluster's alone (0700).
+	if err := os.MkdirAll(filepath.Dir(dataDir), 0o755); err != nil {
+		return nil, fmt.Errorf("error creating data directory %s: %w", dataDir, err)
+	}
+	if err := os.Mkdir(dataDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("error creating data directory %s: %w", dataDir, err)
 	}
 	if uid >= 0 {
@@ -190,6 +211,7 @@ func StartCluster(ctx context.Context, dataDir string) (*Cluster, error) {
 	if err := c.Start(ctx); err != nil {
 		return nil, err
 	}
+	c.started = true
 	return c, nil
 }
 
@@ -238,6 +260,9 @@ func defaultDataDir() string {
 	if d := os.Getenv("STITCHD_DATA_DIR"); d != "" {
 		return filepath.Join(d, "pg")
 	}
+	if os.Geteuid() == 0 {
+		return "/var/lib/stitchd/pg"
+	}
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "stitchd", "pg")
 	}
@@ -258,10 +283,26 @@ func runningPort(dataDir string) (int, bool) {
 }
 
 func chownTree(dir string, uid, gid int) error {
-	// The parents must be traversable by the postgres user too.
-	for p := filepath.Dir(dir); p != "/" && p != "."; p = filepath.Dir(p) {
-		if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o001 == 0 {
-			_ = os.Chmod(p, st.Mode().Perm()|0o011)
+	// The parents must be searchable by the postgres user too. Only a
+	// temporary directory's (a test's, say) are opened up; any other —
+	// a home directory — is left as it is, and the choice of directory
+	// refused.
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("error resolving data directory %s: %w", dir, err)
+	}
+	tmp := filepath.Clean(os.TempDir())
+	for p := filepath.Dir(abs); p != "/" && p != "."; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		if err != nil || st.Mode().Perm()&0o001 != 0 {
+			continue
+		}
+		if !strings.HasPrefix(p, tmp+string(filepath.Separator)) {
+			return fmt.Errorf("the postgres user cannot reach the data directory %s: %s is not searchable by others "+
+				"(stitchd opens up no such directory): give --data-dir (or STITCHD_DATA_DIR) a directory under /var/lib or %s", dir, p, tmp)
+		}
+		if err := os.Chmod(p, st.Mode().Perm()|0o011); err != nil {
+			return fmt.Errorf("error making %s searchable for the postgres user: %w", p, err)
 		}
 	}
 	return filepath.Walk(dir, func(path string, _ os.FileInfo, err error) error {
