@@ -24,7 +24,9 @@ type NotificationStore interface {
 // NotifierConfig configures a Notifier.
 type NotifierConfig struct {
 	Store NotificationStore
-	// URL is the notification webhook.
+	// URL is the notification webhook ("" for none: then only
+	// notifications with a URL of their own, a worker's cancel notices,
+	// are sent).
 	URL string
 	// Signer gives the secrets a notification about a run is signed with
 	// (those of its dispatches); Secret when nil.
@@ -183,7 +185,14 @@ func (n *Notifier) post(ctx context.Context, note engine.Notification) (int, err
 			return 0, fmt.Errorf("error making the approval links: %w", err) // retried
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.URL, bytes.NewReader(body))
+	to := note.URL
+	if to == "" {
+		to = n.cfg.URL
+	}
+	if to == "" {
+		return -1, errors.New("no notification webhook (--notify-url) to send it to") // given up
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, to, bytes.NewReader(body))
 	if err != nil {
 		return -1, fmt.Errorf("invalid notification URL: %w", err)
 	}

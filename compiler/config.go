@@ -57,6 +57,11 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 		c.checkTimeout(id, base, root.Get("timeoutSeconds"))
 		c.checkRetry(id, base.field("retry"), root.Get("retry"))
 		c.checkDelivery(id, base.field("delivery"), root.Get("delivery"))
+		if r := root.Get("cancelUrl"); present(r) {
+			if u, err := url.Parse(r.Str); r.Type != gjson.String || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+				c.errAt(CodeInvalidConfig, id, "", base.field("cancelUrl"), "worker %q: cancelUrl must be an absolute http or https URL with a host, got %s", id, r.Raw)
+			}
+		}
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
 	case engine.NodeTypeUX:
 		c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))

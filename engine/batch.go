@@ -435,7 +435,7 @@ func (c *countingTx) ExtendDeadline(ctx context.Context, runID, key string, atte
 	ok, err := c.Tx.ExtendDeadline(ctx, runID, key, attempt, secs)
 	return ok, c.wrote(err)
 }
-func (c *countingTx) CancelNodes(ctx context.Context, runID string) ([]string, error) {
+func (c *countingTx) CancelNodes(ctx context.Context, runID string) ([]CancelledNode, error) {
 	k, err := c.Tx.CancelNodes(ctx, runID)
 	return k, c.wrote(err)
 }

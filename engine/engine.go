@@ -519,12 +519,13 @@ func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
 		if t.run.Status != RunRunning && t.run.Status != RunFailed && t.run.Status != RunPaused {
 			return fmt.Errorf("%w: run %s is already %s", ErrConflict, runID, t.run.Status)
 		}
-		keys, err := t.tx.CancelNodes(ctx, runID)
+		nodes, err := t.tx.CancelNodes(ctx, runID)
 		if err != nil {
 			return err
 		}
-		for _, k := range keys {
-			t.event(EventNodeStatus, k, map[string]any{"status": StatusCancelled})
+		for _, c := range nodes {
+			t.event(EventNodeStatus, c.Key, map[string]any{"status": StatusCancelled})
+			t.tellWorkerCancelled(c)
 		}
 		t.run.Status = RunCancelled
 		// Every node that was running, waiting or failed is cancelled now.

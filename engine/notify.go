@@ -12,7 +12,8 @@ import (
 // written to an outbox (Tx.InsertNotifications) by the transaction in which
 // it happened, and delivered to the notification webhook after the commit
 // (callbacks.Notifier), signed like dispatches, with retries. Nothing is
-// written when no webhook is configured (Config.Notify).
+// written when no webhook is configured (Config.Notify) — but a worker's
+// cancel notice, which goes to its node's own cancelUrl.
 
 // Notification types.
 const (
@@ -31,6 +32,8 @@ type Notification struct {
 	Type    string
 	RunID   string
 	Payload json.RawMessage
+	// URL is where it goes; "" for the notification webhook.
+	URL string
 	// Tries is how many deliveries were tried before this one (claimed
 	// rows).
 	Tries int
@@ -56,6 +59,36 @@ func (t *txn) notify(typ, key string, fields map[string]any) {
 		b = []byte(fmt.Sprintf(`{"type":%q,"id":%q,"run_id":%q}`, typ, id, t.run.ID))
 	}
 	t.notes = append(t.notes, Notification{ID: id, Type: typ, RunID: t.run.ID, Payload: b})
+}
+
+// NotifyWorkerCancel is the notice a Worker node's cancelUrl gets when the
+// run of a job it was given is cancelled.
+const NotifyWorkerCancel = "worker.cancel"
+
+// tellWorkerCancelled writes, for a Worker node that was running (its job
+// handed to, or on its way to, its worker) and has a cancelUrl, a notice to
+// that URL: {"type": "worker.cancel", "runId", "nodeId", "attempt",
+// "reason"} — the dispatch's own names, so the worker finds the job. It
+// travels the notification outbox (signed, retried), whether or not a
+// notification webhook is configured.
+func (t *txn) tellWorkerCancelled(c CancelledNode) {
+	n := t.graph.Nodes[c.NodeID]
+	if c.Was != StatusRunning || n == nil || n.Type != NodeTypeWorker {
+		return
+	}
+	var cfg struct {
+		CancelURL string `json:"cancelUrl"`
+	}
+	if len(n.Config) > 0 {
+		_ = json.Unmarshal(n.Config, &cfg) // the compiler checked it
+	}
+	if cfg.CancelURL == "" {
+		return
+	}
+	id := t.e.cfg.NewID()
+	b, _ := json.Marshal(map[string]any{"type": NotifyWorkerCancel, "id": id, "at": t.e.cfg.Clock.Now().UTC(),
+		"runId": t.run.ID, "nodeId": c.Key, "attempt": c.Attempt, "reason": "run cancelled"})
+	t.notes = append(t.notes, Notification{ID: id, Type: NotifyWorkerCancel, RunID: t.run.ID, URL: cfg.CancelURL, Payload: b})
 }
 
 // NotificationOutcome is the result of one delivery try of a notification.

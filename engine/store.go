@@ -165,8 +165,8 @@ type Tx interface {
 	ExtendDeadline(ctx context.Context, runID, key string, attempt, seconds int) (bool, error)
 	// CancelNodes moves every non-terminal node of the run (a failure
 	// handled by a failure edge is final) to cancelled and
-	// cancels its undelivered dispatches; it returns the keys it changed.
-	CancelNodes(ctx context.Context, runID string) ([]string, error)
+	// cancels its undelivered dispatches; it returns the nodes it changed.
+	CancelNodes(ctx context.Context, runID string) ([]CancelledNode, error)
 	// ChildRuns lists the runs SubFlow nodes of run runID started that are
 	// in one of statuses.
 	ChildRuns(ctx context.Context, runID string, statuses ...RunStatus) ([]string, error)
@@ -404,6 +404,14 @@ type BulkComplete struct {
 	Key     string
 	Attempt int
 	Output  json.RawMessage
+}
+
+// CancelledNode is a node CancelNodes cancelled: its key, node id, the
+// status it had and its attempt.
+type CancelledNode struct {
+	Key, NodeID string
+	Was         Status
+	Attempt     int
 }
 
 // RunSave is what Tx.SaveRunWithEvents writes.

@@ -30,7 +30,7 @@ func (s *Store) ClaimNotifications(ctx context.Context, limit int, lease time.Du
 			next_attempt_at = now() + make_interval(secs => ?)
 		WHERE id IN (SELECT id FROM notifications WHERE status IN ('pending', 'sending') AND next_attempt_at <= now()
 			ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED)
-		RETURNING id::text, type, run_id::text, payload, tries`, lease.Seconds(), limit).Rows()
+		RETURNING id::text, type, run_id::text, payload, tries, coalesce(url, '')`, lease.Seconds(), limit).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error claiming notifications: %w", interpretError(err))
 	}
@@ -39,7 +39,7 @@ func (s *Store) ClaimNotifications(ctx context.Context, limit int, lease time.Du
 	for rows.Next() {
 		var n engine.Notification
 		var payload []byte
-		if err := rows.Scan(&n.ID, &n.Type, &n.RunID, &payload, &n.Tries); err != nil {
+		if err := rows.Scan(&n.ID, &n.Type, &n.RunID, &payload, &n.Tries, &n.URL); err != nil {
 			return nil, interpretError(err)
 		}
 		n.Payload = payload

@@ -641,9 +641,11 @@ func TestTxCancelNodes(t *testing.T) {
 			URL: "http://worker.local/r", Payload: json.RawMessage(`{}`)})
 	})
 	inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
-		keys, err := tx.CancelNodes(ctx, run.ID)
+		nodes, err := tx.CancelNodes(ctx, run.ID)
 		require.NoError(t, err)
-		require.ElementsMatch(t, []string{"p", "r", "w", "x"}, keys)
+		require.ElementsMatch(t, []engine.CancelledNode{{Key: "p", NodeID: "p", Was: engine.StatusPending},
+			{Key: "r", NodeID: "r", Was: engine.StatusRunning}, {Key: "w", NodeID: "w", Was: engine.StatusWaitingForUser},
+			{Key: "x", NodeID: "x", Was: engine.StatusFailed}}, nodes, "each with the status it had")
 		return nil
 	})
 	_, nodes, err := st.GetRun(ctx, run.ID, true)

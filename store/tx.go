@@ -957,12 +957,13 @@ func (t *pgTx) insertNotifications(ctx context.Context, ns []engine.Notification
 	types := make([]string, len(ns))
 	runs := make([]string, len(ns))
 	payloads := make([]string, len(ns))
+	urls := make([]string, len(ns))
 	for i, n := range ns {
-		ids[i], types[i], runs[i], payloads[i] = n.ID, n.Type, n.RunID, string(n.Payload)
+		ids[i], types[i], runs[i], payloads[i], urls[i] = n.ID, n.Type, n.RunID, string(n.Payload), n.URL
 	}
-	return t.write(ctx, len(ns), `INSERT INTO notifications (id, type, run_id, payload)
-		SELECT i::uuid, ty, r::uuid, p::jsonb FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS u(i, ty, r, p)`,
-		ids, types, runs, payloads)
+	return t.write(ctx, len(ns), `INSERT INTO notifications (id, type, run_id, payload, url)
+		SELECT i::uuid, ty, r::uuid, p::jsonb, nullif(w, '') FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) AS u(i, ty, r, p, w)`,
+		ids, types, runs, payloads, urls)
 }
 
 func (t *pgTx) SetRemindAt(ctx context.Context, runID, key string, seconds int) error {
@@ -1101,24 +1102,37 @@ func (t *pgTx) ExtendDeadline(ctx context.Context, runID, key string, attempt, s
 	return res.RowsAffected == 1, interpretError(res.Error)
 }
 
-func (t *pgTx) CancelNodes(ctx context.Context, runID string) ([]string, error) {
+func (t *pgTx) CancelNodes(ctx context.Context, runID string) ([]engine.CancelledNode, error) {
 	from := engine.AllowedFrom(engine.StatusCancelled)
 	fs := make([]string, len(from))
 	for i, s := range from {
 		fs[i] = string(s)
 	}
-	keys, err := scanTexts(t.raw(ctx, `UPDATE node_states SET status = 'cancelled', deadline = NULL,
-		finished_at = now(), updated_at = now() WHERE run_id = ? AND status = ANY(?::text[])
-		AND NOT (status = 'failed' AND taken IS NOT NULL) RETURNING key`,
-		runID, fs).Rows())
+	rows, err := t.raw(ctx, `WITH was AS (SELECT key, status FROM node_states WHERE run_id = ? AND status = ANY(?::text[])
+			AND NOT (status = 'failed' AND taken IS NOT NULL) FOR UPDATE)
+		UPDATE node_states n SET status = 'cancelled', deadline = NULL, finished_at = now(), updated_at = now()
+		FROM was WHERE n.run_id = ? AND n.key = was.key RETURNING n.key, n.node_id, was.status, n.attempt`,
+		runID, fs, runID).Rows()
 	if err != nil {
-		return nil, err
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var nodes []engine.CancelledNode
+	for rows.Next() {
+		var c engine.CancelledNode
+		if err := rows.Scan(&c.Key, &c.NodeID, &c.Was, &c.Attempt); err != nil {
+			return nil, interpretError(err)
+		}
+		nodes = append(nodes, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
 	}
 	// Rows being sent are dropped too: the claimer's outcome then finds the
 	// row no longer its own and changes nothing.
 	err = t.exec(ctx, `UPDATE dispatches SET status = 'cancelled', locked_until = NULL, updated_at = now()
 		WHERE run_id = ? AND status IN ('pending', 'sending', 'held')`, runID).Error
-	return keys, interpretError(err)
+	return nodes, interpretError(err)
 }
 
 func (t *pgTx) AppendEvents(ctx context.Context, runID string, firstSeq int64, events []engine.NewEvent) error {

@@ -291,12 +291,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Rates: cfg.DispatchRates, RateStore: a.Store, MaxTokenWait: cfg.DispatchMaxTokenWait,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock})
 	a.Dispatcher, waker.d = disp, disp
-	if cfg.NotifyURL != "" {
-		a.Notifications = callbacks.NewNotifier(callbacks.NotifierConfig{Store: a.Store, URL: cfg.NotifyURL, Secret: secret,
-			Signer: &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh}, Client: client, Clock: clock,
-			Logger: cfg.Logger, PollInterval: cfg.PollInterval,
-			Links: &callbacks.ActionLinker{Keys: ring, BaseURL: cfg.BaseURL, Members: a.Store, Clock: clock}})
-	}
+	// Always: without a notification webhook the outbox still carries the
+	// workers' cancel notices (to their nodes' cancelUrl).
+	a.Notifications = callbacks.NewNotifier(callbacks.NotifierConfig{Store: a.Store, URL: cfg.NotifyURL, Secret: secret,
+		Signer: &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh}, Client: client, Clock: clock,
+		Logger: cfg.Logger, PollInterval: cfg.PollInterval,
+		Links: &callbacks.ActionLinker{Keys: ring, BaseURL: cfg.BaseURL, Members: a.Store, Clock: clock}})
 	a.Metrics.WatchDispatchBacklog(disp.Backlog)
 	a.Hub = web.NewHub()
 	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Hub: a.Hub, AuthToken: cfg.AuthToken,

@@ -172,3 +172,84 @@ func TestRemindAfterSecondsValidated(t *testing.T) {
 		"nodes": []map[string]any{node("ask", "UX", map[string]any{"remindAfterSeconds": 0})}, "edges": []any{}}})
 	require.Contains(t, byPath(ps)["nodes[0].data.remindAfterSeconds"], "at least 1")
 }
+
+// TestCancelTellsWorkers: cancelling a run sends each running Worker node
+// with a cancelUrl a signed worker.cancel notice (the dispatch's names:
+// runId, nodeId, attempt), retried like a notification, with no
+// notification webhook configured; a worker without a cancelUrl, and a
+// step that was not running, get nothing.
+func TestCancelTellsWorkers(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, 1) // the first try fails: retried
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{wnode(h, "a", "cancelUrl", rcv.srv.URL+"/cancel"), wnode(h, "b"),
+		node("ask", "UX", nil), wnode(h, "later", "cancelUrl", rcv.srv.URL+"/cancel")},
+		[]map[string]any{edge("ask", "later", nil)})
+	r := h.startRun(flow, map[string]any{})
+	h.waitDispatch(r.ID, "a", 1)
+	h.waitDispatch(r.ID, "b", 1)
+	h.waitNode(r.ID, "ask", "waiting_for_user")
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/cancel", nil, nil))
+
+	var got notice
+	h.eventually(func() bool {
+		all := rcv.all()
+		if len(all) > 0 {
+			got = all[0]
+		}
+		return len(all) > 0
+	}, "the cancel notice")
+	var body struct {
+		Type    string `json:"type"`
+		ID      string `json:"id"`
+		RunID   string `json:"runId"`
+		NodeID  string `json:"nodeId"`
+		Attempt int    `json:"attempt"`
+		Reason  string `json:"reason"`
+	}
+	require.NoError(t, json.Unmarshal(got.Body, &body))
+	require.Equal(t, "worker.cancel", body.Type)
+	require.Equal(t, r.ID, body.RunID)
+	require.Equal(t, "a", body.NodeID)
+	require.Equal(t, 1, body.Attempt)
+	require.Equal(t, "run cancelled", body.Reason)
+	secret, err := h.app.Store.WebhookSecret(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, body.ID, got.Header.Get("webhook-id"))
+	require.NoError(t, callbacks.VerifyWebhook(secret, got.Header.Get("webhook-id"), got.Header.Get("webhook-timestamp"),
+		got.Header.Get("webhook-signature"), got.Body, time.Now(), 5*time.Minute))
+
+	var rows []struct {
+		Type, Status string
+		Tries        int
+		URL          string
+	}
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT type, status, tries, url FROM notifications WHERE run_id = ?`, r.ID).
+		Scan(&rows).Error)
+	require.Len(t, rows, 1, "a notice for a only: b has no cancelUrl, later never ran")
+	require.Equal(t, "worker.cancel", rows[0].Type)
+	require.Equal(t, "delivered", rows[0].Status)
+	require.Equal(t, 2, rows[0].Tries, "the refused first try was retried")
+	require.Equal(t, rcv.srv.URL+"/cancel", rows[0].URL)
+}
+
+// TestCancelURLIsChecked: a cancelUrl that is no absolute http(s) URL is
+// refused at save, with its path.
+func TestCancelURLIsChecked(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	var out struct {
+		Error struct {
+			Details []struct {
+				Path    string `json:"path"`
+				Message string `json:"message"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	code := h.do("POST", "/api/v1/flows", map[string]any{"name": "bad cancel", "graph": map[string]any{
+		"nodes": []map[string]any{wnode(h, "a", "cancelUrl", "ftp://x/y")}, "edges": []any{}}}, &out)
+	require.Equal(t, 422, code)
+	require.Len(t, out.Error.Details, 1)
+	require.Equal(t, "nodes[0].data.cancelUrl", out.Error.Details[0].Path)
+	require.Contains(t, out.Error.Details[0].Message, "cancelUrl must be an absolute http or https URL")
+}
