@@ -13,10 +13,9 @@ import (
 // pass an id that may still appear. These two reads let it prove that ids
 // are final without any cost on the writing side: every id at or below a
 // bound read from the sequence was taken by a transaction that already had
-// its transaction id (each run's events are written after its row is
-// locked FOR UPDATE or inserted, earlier in the same transaction, which
-// gives the transaction its id), and that transaction id is below the xmax
-// of any later snapshot; once a snapshot's xmin reaches that xmax, all those
+// its transaction id (every statement that inserts events asks for it
+// first: xidFirst), and that transaction id is below the xmax of any later
+// snapshot; once a snapshot's xmin reaches that xmax, all those
 // transactions have ended, and an id still missing is a hole.
 
 // EventBound is a pending proof that event ids up to ID are final: they

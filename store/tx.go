@@ -441,7 +441,7 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
 			UNION ALL
 			SELECT ?::uuid, ` + firstSQL + ` + ?::int + row_number() OVER (ORDER BY key, attempt) - 1, 'dispatch.attempt', key,
 				jsonb_build_object('dispatch_id', id, 'attempt', attempt, 'try', tries, 'delivered', true)
-			FROM md) AS numbered ORDER BY 2) ` + save + `, event_seq`
+			FROM md) AS numbered WHERE ` + xidFirst + ` ORDER BY 2) ` + save + `, event_seq`
 	t.later(q, func(row scanner) error { return scanSavedRun(r, row, &r.EventSeq) }, planFor(rows, args...)...)
 	return nil
 }
@@ -1144,9 +1144,19 @@ func (t *pgTx) AppendEvents(ctx context.Context, runID string, firstSeq int64, e
 // insertEventsSQL appends events (run id, first sequence number, then
 // types, keys and JSON payloads as arrays). No NOTIFY here: it would
 // serialize commits (see Notifier); the process notifies after commit.
+// The filter gives the transaction its id before the first event takes an
+// id from the sequence (xidFirst).
 const insertEventsSQL = `INSERT INTO run_events (run_id, seq, type, key, payload)
 		SELECT ?, ? + ord - 1, ty, nullif(k, ''), p::jsonb
-		FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(ty, k, p, ord)`
+		FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS u(ty, k, p, ord) WHERE ` + xidFirst
+
+// xidFirst, as a statement's filter, makes sure its transaction has a
+// transaction id before the statement inserts an event (and takes its id
+// from the sequence): the stream of every run's events proves event ids
+// final by transaction ids (store.EventIDBound), and a transaction that
+// took an event id before its own could be missed. Evaluated once, before
+// the first row.
+const xidFirst = `pg_current_xact_id() IS NOT NULL`
 
 func encodeEvents(events []engine.NewEvent) (types, keys, payloads []string, err error) {
 	types = make([]string, len(events))
