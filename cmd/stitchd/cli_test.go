@@ -239,10 +239,15 @@ func TestCLIRunWatchApprove(t *testing.T) {
 func TestCLIWatchDemoRun(t *testing.T) {
 	t.Parallel()
 	s := startLive(t)
-	out, _, err := s.cli(t, "run", "start", s.loaded.FlowID, "--input",
+	// Through the demo's hook: the run carries a lead across the board.
+	code, body := httpDo(t, "POST", s.app.URL+"/hooks/lead", "",
 		`{"name":"Ada","email":"ada@example.com","contacts":[{"name":"Ada","title":"CEO"},{"name":"Bob","title":"Intern"}]}`)
-	require.NoError(t, err)
-	runID := strings.TrimSpace(out)
+	require.Equal(t, http.StatusAccepted, code, body)
+	var hook struct {
+		RunID string `json:"run_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &hook))
+	runID := hook.RunID
 	done := make(chan error, 1)
 	var watchOut string
 	go func() {
@@ -257,7 +262,7 @@ func TestCLIWatchDemoRun(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(o), &r))
 		return r.Nodes["approve"].Status == "waiting_for_user"
 	})
-	_, _, err = s.cli(t, "approve", runID, "approve")
+	_, _, err := s.cli(t, "approve", runID, "approve")
 	require.NoError(t, err)
 	select {
 	case err = <-done:
@@ -267,7 +272,8 @@ func TestCLIWatchDemoRun(t *testing.T) {
 	require.NoError(t, err)
 	for _, want := range []string{"enrich           running", "split            split into 2 items", "score_1          completed",
 		"collect          completed", "qualify          completed", "handoff          completed", "nurture          skipped",
-		"run completed", `"decision":{"answer":{"approved":true}`, `"outcome":"approve"`} {
+		"run completed", `"decision":{"answer":{"approved":true}`, `"outcome":"approve"`,
+		"entity moved to Enriched", "entity moved to Qualified"} {
 		require.Contains(t, watchOut, want)
 	}
 }

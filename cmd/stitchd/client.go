@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"sort"
@@ -553,11 +554,12 @@ func (e *errRunNotCompleted) Error() string {
 // watchRun prints a run's events as they happen until it finishes.
 func watchRun(ctx context.Context, c *client.Client, id string, w io.Writer, asJSON bool) error {
 	var end error
+	sections := sectionNames{c: c, ctx: ctx}
 	err := c.RunEvents(ctx, id, 0, func(e client.Event) error {
 		if asJSON {
 			b, _ := json.Marshal(e)
 			fmt.Fprintln(w, string(b))
-		} else if line := eventLine(id, e); line != "" {
+		} else if line := eventLine(id, e, sections.name); line != "" {
 			fmt.Fprintf(w, "%s  %s\n", e.CreatedAt.Local().Format("15:04:05.000"), line)
 		}
 		switch e.Type {
@@ -586,8 +588,44 @@ func watchRun(ctx context.Context, c *client.Client, id string, w io.Writer, asJ
 	return end
 }
 
-// eventLine renders an event for a person ("" = not worth a line).
-func eventLine(runID string, e client.Event) string {
+// sectionNames names a board's sections for run watch, reading each board
+// once.
+type sectionNames struct {
+	c      *client.Client
+	ctx    context.Context
+	boards map[string]map[string]string // board → section id → name
+}
+
+// name is the section's name, or its id when the board cannot be read.
+func (s *sectionNames) name(boardID, sectionID string) string {
+	if s.boards == nil {
+		s.boards = map[string]map[string]string{}
+	}
+	names, ok := s.boards[boardID]
+	if !ok {
+		var b struct {
+			Sections []struct {
+				ID   string `json:"id"`
+				Name string `json:"name"`
+			} `json:"sections"`
+		}
+		names = map[string]string{}
+		if s.c.Do(s.ctx, http.MethodGet, "/api/v1/boards/"+url.PathEscape(boardID)+"?limit=1", nil, &b) == nil {
+			for _, sec := range b.Sections {
+				names[sec.ID] = sec.Name
+			}
+		}
+		s.boards[boardID] = names
+	}
+	if n := names[sectionID]; n != "" {
+		return n
+	}
+	return sectionID
+}
+
+// eventLine renders an event for a person ("" = not worth a line);
+// section names a board's section.
+func eventLine(runID string, e client.Event, section func(boardID, sectionID string) string) string {
 	var p map[string]any
 	_ = json.Unmarshal(e.Payload, &p)
 	str := func(k string) string {
@@ -636,7 +674,7 @@ func eventLine(runID string, e client.Event) string {
 		return line
 	case "entity.moved":
 		if to := str("to_section_id"); to != "" {
-			return fmt.Sprintf("%-16s entity moved to %s", e.Key, to)
+			return fmt.Sprintf("%-16s entity moved to %s", e.Key, section(str("board_id"), to))
 		}
 		return ""
 	case "callback.rejected":
