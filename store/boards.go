@@ -21,10 +21,13 @@ type Section struct {
 
 // Board is a board with its ordered sections.
 type Board struct {
-	ID        string
-	Name      string
-	Sections  []Section
-	CreatedAt time.Time
+	ID       string
+	Name     string
+	Sections []Section
+	// CardFields are the metadata keys the board's cards show (empty: the
+	// first few keys of each entity's metadata).
+	CardFields []string
+	CreatedAt  time.Time
 }
 
 // CreateBoard stores a board and its sections in order.
@@ -49,9 +52,14 @@ func (s *Store) CreateBoard(ctx context.Context, id, name string, sections []Sec
 // GetBoard loads a board and its sections.
 func (s *Store) GetBoard(ctx context.Context, id string) (*Board, error) {
 	var b Board
-	err := s.db.WithContext(ctx).Raw(`SELECT id::text, name, created_at FROM boards WHERE id = ?`, id).Row().Scan(&b.ID, &b.Name, &b.CreatedAt)
+	var fields []byte
+	err := s.db.WithContext(ctx).Raw(`SELECT id::text, name, card_fields, created_at FROM boards WHERE id = ?`, id).Row().
+		Scan(&b.ID, &b.Name, &fields, &b.CreatedAt)
 	if err != nil {
 		return nil, fmt.Errorf("error loading board %s: %w", id, interpretError(err))
+	}
+	if err := json.Unmarshal(fields, &b.CardFields); err != nil {
+		return nil, fmt.Errorf("error reading the card fields of board %s: %w", id, err)
 	}
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT id, name FROM sections WHERE board_id = ? ORDER BY position`, id).Rows()
 	if err != nil {
@@ -492,7 +500,7 @@ func (s *Store) LatestJourney(ctx context.Context, entityID string) (*engine.Jou
 
 // ListBoards lists every board with its ordered sections, by name.
 func (s *Store) ListBoards(ctx context.Context) ([]Board, error) {
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT b.id::text, b.name, b.created_at, s.id, s.name
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT b.id::text, b.name, b.card_fields, b.created_at, s.id, s.name
 		FROM boards b LEFT JOIN sections s ON s.board_id = b.id ORDER BY b.name, b.id, s.position`).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error listing boards: %w", interpretError(err))
@@ -502,10 +510,14 @@ func (s *Store) ListBoards(ctx context.Context) ([]Board, error) {
 	for rows.Next() {
 		var b Board
 		var secID, secName sql.NullString
-		if err := rows.Scan(&b.ID, &b.Name, &b.CreatedAt, &secID, &secName); err != nil {
+		var fields []byte
+		if err := rows.Scan(&b.ID, &b.Name, &fields, &b.CreatedAt, &secID, &secName); err != nil {
 			return nil, interpretError(err)
 		}
 		if len(out) == 0 || out[len(out)-1].ID != b.ID {
+			if err := json.Unmarshal(fields, &b.CardFields); err != nil {
+				return nil, fmt.Errorf("error reading the card fields of board %s: %w", b.ID, err)
+			}
 			b.CreatedAt = b.CreatedAt.UTC()
 			b.Sections = []Section{}
 			out = append(out, b)

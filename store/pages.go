@@ -250,6 +250,9 @@ type BoardEntitiesParams struct {
 	// SectionID, if set, limits the answer to that section (and Cursor
 	// is that section's).
 	SectionID string
+	// Query, if set, keeps only the entities whose name or email contains
+	// it (case-insensitive); counts and averages are then of those.
+	Query string
 	PageParams
 }
 
@@ -276,6 +279,13 @@ func (s *Store) BoardEntitiesPage(ctx context.Context, p BoardEntitiesParams) (m
 	secCond, secArgs := "", []any{}
 	if p.SectionID != "" {
 		secCond, secArgs = ` AND s.id = ?`, []any{p.SectionID}
+	}
+	qCond, qArgs := "", []any{}
+	if p.Query != "" {
+		like := "%" + likeEscaper.Replace(p.Query) + "%"
+		qCond, qArgs = ` AND (e.name ILIKE ? OR e.email ILIKE ?)`, []any{like, like}
+		cond += qCond
+		args = append(args, qArgs...)
 	}
 	out := map[string]*SectionPage{}
 	q := `SELECT s.id, ` + prefixCols("e.", entityCols) + ` FROM sections s CROSS JOIN LATERAL (
@@ -318,7 +328,8 @@ func (s *Store) BoardEntitiesPage(ctx context.Context, p BoardEntitiesParams) (m
 	// Counts and time in section over every entity, not the page's.
 	crows, err := s.db.WithContext(ctx).Raw(`SELECT section_id, count(*),
 			coalesce(avg(extract(epoch FROM now() - section_since)), 0)
-		FROM entities WHERE board_id = ? AND section_id IS NOT NULL GROUP BY section_id`, p.BoardID).Rows()
+		FROM entities e WHERE board_id = ? AND section_id IS NOT NULL`+qCond+` GROUP BY section_id`,
+		append([]any{p.BoardID}, qArgs...)...).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error counting entities of board %s: %w", p.BoardID, interpretError(err))
 	}
@@ -336,6 +347,9 @@ func (s *Store) BoardEntitiesPage(ctx context.Context, p BoardEntitiesParams) (m
 	}
 	return out, interpretError(crows.Err())
 }
+
+// likeEscaper makes a search's text literal in an ILIKE pattern.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // prefixCols qualifies each of a column list's columns with prefix.
 func prefixCols(prefix, cols string) string {

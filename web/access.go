@@ -109,4 +109,12 @@ var accessRules = map[string]rule{
 	"POST /api/v1/entities":          boardHands,
 	"GET /api/v1/entities/:id":       readers,
 	"POST /api/v1/entities/:id/move": boardHands,
+
+	"PATCH /api/v1/boards/:id":                    editors,
+	"DELETE /api/v1/boards/:id":                   editors,
+	"POST /api/v1/boards/:id/sections":            editors,
+	"PATCH /api/v1/boards/:id/sections/:section":  editors,
+	"DELETE /api/v1/boards/:id/sections/:section": editors,
+	"PATCH /api/v1/entities/:id":                  boardHands,
+	"DELETE /api/v1/entities/:id":                 boardHands,
 }

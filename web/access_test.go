@@ -93,6 +93,14 @@ var permissions = map[string]string{
 	"POST /api/v1/entities":          "aeo",
 	"GET /api/v1/entities/:id":       "aeov",
 	"POST /api/v1/entities/:id/move": "aeo",
+
+	"PATCH /api/v1/boards/:id":                    "ae",
+	"DELETE /api/v1/boards/:id":                   "ae",
+	"POST /api/v1/boards/:id/sections":            "ae",
+	"PATCH /api/v1/boards/:id/sections/:section":  "ae",
+	"DELETE /api/v1/boards/:id/sections/:section": "ae",
+	"PATCH /api/v1/entities/:id":                  "aeo",
+	"DELETE /api/v1/entities/:id":                 "aeo",
 }
 
 var roleLetters = map[string]string{"a": store.RoleAdmin, "e": store.RoleEditor, "o": store.RoleOperator,

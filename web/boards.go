@@ -123,7 +123,11 @@ func (s *Server) getBoard(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	bp := store.BoardEntitiesParams{BoardID: id, SectionID: c.QueryParam("section_id"), PageParams: p}
+	bp := store.BoardEntitiesParams{BoardID: id, SectionID: c.QueryParam("section_id"), Query: strings.TrimSpace(c.QueryParam("q")),
+		PageParams: p}
+	if err := checkName("q", bp.Query); err != nil {
+		return err
+	}
 	if bp.SectionID != "" {
 		found := false
 		for _, sec := range board.Sections {
@@ -167,7 +171,12 @@ func (s *Server) writeBoard(c echo.Context, board *store.Board, status int, bp s
 		secs = append(secs, sectionJSON{ID: sec.ID, Name: sec.Name, Entities: es, Count: pg.Count, Stats: st,
 			NextCursor: nextCursor(pg.Next)})
 	}
-	return c.JSON(status, map[string]any{"id": board.ID, "name": board.Name, "sections": secs, "created_at": board.CreatedAt})
+	fields := board.CardFields
+	if fields == nil {
+		fields = []string{}
+	}
+	return c.JSON(status, map[string]any{"id": board.ID, "name": board.Name, "sections": secs, "card_fields": fields,
+		"created_at": board.CreatedAt})
 }
 
 func (s *Server) createEntity(c echo.Context) error {

@@ -1,0 +1,215 @@
+package app_test
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+type boardView struct {
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	CardFields []string `json:"card_fields"`
+	Sections   []struct {
+		ID       string       `json:"id"`
+		Name     string       `json:"name"`
+		Count    int          `json:"count"`
+		Entities []entityJSON `json:"entities"`
+	} `json:"sections"`
+}
+
+func (h *harness) board(id, query string) boardView {
+	h.t.Helper()
+	var b boardView
+	require.Equal(h.t, http.StatusOK, h.do("GET", "/api/v1/boards/"+id+query, nil, &b))
+	return b
+}
+
+// layout is a board's sections as "id:name" and, by section, its entities'
+// names.
+func (b boardView) layout() ([]string, map[string][]string) {
+	var secs []string
+	ents := map[string][]string{}
+	for _, s := range b.Sections {
+		secs = append(secs, s.ID+":"+s.Name)
+		for _, e := range s.Entities {
+			ents[s.ID] = append(ents[s.ID], e.Name)
+		}
+	}
+	return secs, ents
+}
+
+// TestBoardEditing covers boards, sections and entities edited and
+// deleted through the API (issue 34): renames, card fields, sections
+// added, moved, renamed and deleted (their entities moved on), search by
+// name or email, entity edits; each refusal (bad input 400, a clash 409,
+// something live using what would go 409) in the contract's error shape
+// and changing nothing; runs of a deleted entity kept, detached; every
+// write in the audit trail.
+func TestBoardEditing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	board := h.createBoard("new", "mid", "done")
+	mk := func(name, email, section string) string {
+		var e entityJSON
+		require.Equal(t, 201, h.do("POST", "/api/v1/entities", map[string]any{"board_id": board, "type": "lead", "name": name,
+			"email": email, "section_id": section}, &e))
+		return e.ID
+	}
+	ada, bob := mk("Ada Lovelace", "ada@example.com", "new"), mk("Bob", "bob_99@example.com", "mid")
+	before := h.board(board, "")
+
+	// Bad input: 400, nothing changed.
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"PATCH", "/api/v1/boards/" + board, map[string]any{"name": "  "}},
+		{"PATCH", "/api/v1/boards/" + board, map[string]any{}},
+		{"PATCH", "/api/v1/boards/" + board, map[string]any{"card_fields": []string{"score", ""}}},
+		{"PATCH", "/api/v1/boards/" + board, map[string]any{"card_fields": []string{"a", "a"}}},
+		{"PATCH", "/api/v1/boards/" + board, map[string]any{"card_fields": []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"}}},
+		{"POST", "/api/v1/boards/" + board + "/sections", map[string]any{"id": "bad id"}},
+		{"POST", "/api/v1/boards/" + board + "/sections", map[string]any{"id": "x", "position": -1}},
+		{"PATCH", "/api/v1/boards/" + board + "/sections/mid", map[string]any{"name": ""}},
+		{"PATCH", "/api/v1/boards/" + board + "/sections/mid", map[string]any{"id": "other", "name": "M"}},
+		{"DELETE", "/api/v1/boards/" + board + "/sections/mid?move_to=mid", nil},
+		{"DELETE", "/api/v1/boards/" + board + "/sections/mid?move_to=nowhere", nil},
+		{"PATCH", "/api/v1/entities/" + ada, map[string]any{"name": ""}},
+		{"PATCH", "/api/v1/entities/" + ada, map[string]any{"metadata": []int{1}}},
+		{"PATCH", "/api/v1/entities/" + ada, map[string]any{}},
+		{"GET", "/api/v1/boards/" + board + "?q=" + url.QueryEscape(string(make([]byte, 201))), nil},
+	} {
+		code, _ := h.refused(http.StatusBadRequest, c.method, c.path, c.body)
+		require.Equal(t, "invalid_request", code, "%s %s %v", c.method, c.path, c.body)
+	}
+	// Clashes: 409, nothing changed.
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/api/v1/boards/" + board + "/sections", map[string]any{"id": "mid"}},
+		{"DELETE", "/api/v1/boards/" + board + "/sections/mid", nil}, // holds Bob
+		{"PATCH", "/api/v1/entities/" + ada, map[string]any{"email": "BOB_99@example.com"}},
+	} {
+		code, _ := h.refused(http.StatusConflict, c.method, c.path, c.body)
+		require.Equal(t, "conflict", code, "%s %s", c.method, c.path)
+	}
+	h.refused(http.StatusNotFound, "PATCH", "/api/v1/boards/"+board+"/sections/nope", map[string]any{"name": "N"})
+	h.refused(http.StatusNotFound, "DELETE", "/api/v1/boards/"+bob, nil)
+	require.Equal(t, before, h.board(board, ""), "refusals change nothing")
+
+	// Edits.
+	var b boardView
+	require.Equal(t, 200, h.do("PATCH", "/api/v1/boards/"+board, map[string]any{"name": "Pipeline", "card_fields": []string{"score"}}, &b))
+	require.Equal(t, "Pipeline", b.Name)
+	require.Equal(t, []string{"score"}, b.CardFields)
+	require.Equal(t, 201, h.do("POST", "/api/v1/boards/"+board+"/sections", map[string]any{"id": "later", "name": "Later", "position": 1}, nil))
+	require.Equal(t, 200, h.do("PATCH", "/api/v1/boards/"+board+"/sections/mid", map[string]any{"name": "Middle", "position": 0}, nil))
+	secs, ents := h.board(board, "").layout()
+	require.Equal(t, []string{"mid:Middle", "new:new", "later:Later", "done:done"}, secs)
+	require.Equal(t, map[string][]string{"new": {"Ada Lovelace"}, "mid": {"Bob"}}, ents)
+	var e entityJSON
+	require.Equal(t, 200, h.do("PATCH", "/api/v1/entities/"+ada, map[string]any{"name": "Ada King", "type": "customer",
+		"metadata": map[string]any{"score": 87}}, &e))
+	require.Equal(t, "Ada King", e.Name)
+	require.Equal(t, "customer", e.Type)
+	require.Equal(t, "new", *e.SectionID, "an edit moves nothing")
+
+	// Search: name or email, case-insensitive, the text literal (no
+	// wildcards); counts are the matches'.
+	for q, want := range map[string]map[string][]string{
+		"king":     {"new": {"Ada King"}},
+		"BOB_99@":  {"mid": {"Bob"}},
+		"ada@":     {"new": {"Ada King"}},
+		"%":        {},
+		"b_b":      {},
+		"example.": {"new": {"Ada King"}, "mid": {"Bob"}},
+	} {
+		got := h.board(board, "?q="+url.QueryEscape(q))
+		_, ents := got.layout()
+		if len(want) == 0 {
+			want = map[string][]string{}
+		}
+		require.Equal(t, want, ents, "q=%s", q)
+		for _, s := range got.Sections {
+			require.Equal(t, len(want[s.ID]), s.Count, "q=%s: section %s counts the matches", q, s.ID)
+		}
+	}
+
+	// A section deleted with move_to: its entities move on, each with a
+	// manual move in its journey.
+	require.Equal(t, 200, h.do("DELETE", "/api/v1/boards/"+board+"/sections/mid?move_to=done", nil, &b))
+	secs, ents = b.layout()
+	require.Equal(t, []string{"new:new", "later:Later", "done:done"}, secs)
+	require.Equal(t, []string{"Bob"}, ents["done"])
+	j := h.entity(bob).Journey
+	last := j[len(j)-1]
+	require.Equal(t, "manual_move", last.Kind)
+	require.Equal(t, "mid", *last.From)
+	require.Equal(t, "done", *last.To)
+
+	// A flow on the board moving entities to "done", and a run of Ada's
+	// that is still running: the section, the board and Ada stay.
+	w := wnode(h, "work")
+	w["data"].(map[string]any)["entityMovement"] = movement("done", "", nil)
+	flow := h.createBoardFlow(board, []map[string]any{w}, nil)
+	var r runJSON
+	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"entity_id": ada, "input": map[string]any{}}, &r))
+	d := h.waitDispatch(r.ID, "work", 1)
+	h.refused(http.StatusConflict, "DELETE", "/api/v1/boards/"+board+"/sections/done?move_to=new", nil)
+	h.refused(http.StatusConflict, "DELETE", "/api/v1/entities/"+ada, nil)
+	h.refused(http.StatusConflict, "DELETE", "/api/v1/boards/"+board, nil)
+	// A section no flow moves to goes (it is empty).
+	require.Equal(t, 200, h.do("DELETE", "/api/v1/boards/"+board+"/sections/later", nil, nil))
+	h.complete(d, `{}`)
+	h.waitRun(r.ID, "completed")
+	require.Equal(t, "done", *h.entity(ada).SectionID)
+
+	// Finished: Ada goes; her run stays, without her.
+	require.Equal(t, http.StatusNoContent, h.do("DELETE", "/api/v1/entities/"+ada, nil, nil))
+	h.refused(http.StatusNotFound, "GET", "/api/v1/entities/"+ada, nil)
+	var rr struct {
+		Status   string  `json:"status"`
+		EntityID *string `json:"entity_id"`
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/runs/"+r.ID, nil, &rr))
+	require.Equal(t, "completed", rr.Status)
+	require.Nil(t, rr.EntityID, "the run is detached from the deleted entity")
+
+	// The flow still names the board; once it is deleted, the board goes
+	// with its sections and entities.
+	h.refused(http.StatusConflict, "DELETE", "/api/v1/boards/"+board, nil)
+	require.Equal(t, http.StatusNoContent, h.do("DELETE", "/api/v1/flows/"+flow, nil, nil))
+	require.Equal(t, http.StatusNoContent, h.do("DELETE", "/api/v1/boards/"+board, nil, nil))
+	h.refused(http.StatusNotFound, "GET", "/api/v1/boards/"+board, nil)
+	h.refused(http.StatusNotFound, "GET", "/api/v1/entities/"+bob, nil)
+	h.refused(http.StatusNotFound, "DELETE", "/api/v1/boards/"+board, nil)
+
+	// Every write is in the audit trail, by its route.
+	var audit struct {
+		Entries []struct {
+			Action string `json:"action"`
+			Target string `json:"target"`
+		} `json:"entries"`
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/audit?target=board:"+board, nil, &audit))
+	var actions []string
+	for _, a := range audit.Entries {
+		actions = append(actions, a.Action)
+	}
+	for _, want := range []string{"PATCH /api/v1/boards/:id", "POST /api/v1/boards/:id/sections",
+		"PATCH /api/v1/boards/:id/sections/:section", "DELETE /api/v1/boards/:id/sections/:section", "DELETE /api/v1/boards/:id"} {
+		require.True(t, slices.Contains(actions, want), "audit has %s: %v", want, actions)
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/audit?target=entity:"+ada, nil, &audit))
+	actions = actions[:0]
+	for _, a := range audit.Entries {
+		actions = append(actions, a.Action)
+	}
+	require.Contains(t, actions, "PATCH /api/v1/entities/:id")
+	require.Contains(t, actions, "DELETE /api/v1/entities/:id")
+}
