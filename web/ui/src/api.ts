@@ -504,6 +504,10 @@ export interface JourneyEvent {
   run_id: string | null;
   node_key: string | null;
   complete_as: string | null;
+  // actor: who moved it by hand or decided the step that moved it.
+  actor?: string;
+  // comment: the comment of that decision (a rejection's reason).
+  comment?: string;
   created_at: string;
 }
 export interface Section {
@@ -519,6 +523,8 @@ export interface Board {
   id: string;
   name: string;
   sections: Section[];
+  // card_fields: the metadata keys its cards show (empty: the first three).
+  card_fields?: string[];
 }
 
 // Triggers of a flow (GET /flows/{id}/triggers).

@@ -1,4 +1,4 @@
-import { useEffect, useState } from "react";
+import { useEffect, useRef, useState, type FormEvent } from "react";
 import { api, can, currentMe, describe, stream, type Board, type Entity } from "../api";
 import { ago, duration, Empty, ErrorBox, isNotFound, Json, Modal, NotFound, Spinner, useLoad, useThrottled } from "../components/common";
 import { Link, navigate } from "../router";
@@ -9,20 +9,92 @@ interface BoardSummary {
   sections: { id: string; name: string }[];
 }
 
+// sectionID makes a section id from its name: "Follow up" → "follow-up".
+export function sectionID(name: string, taken: string[]): string {
+  const base =
+    name
+      .toLowerCase()
+      .normalize("NFKD")
+      .replace(/[^a-z0-9]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 56) || "section";
+  let id = base;
+  for (let n = 2; taken.includes(id); n++) id = `${base}-${n}`;
+  return id;
+}
+
+function NewBoard({ onClose }: { onClose: () => void }) {
+  const [name, setName] = useState("");
+  const [sections, setSections] = useState("New, In progress, Done");
+  const [err, setErr] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  async function submit(e: FormEvent) {
+    e.preventDefault();
+    setErr(null);
+    const ids: string[] = [];
+    const secs = sections
+      .split(/[,\n]/)
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map((n) => {
+        const id = sectionID(n, ids);
+        ids.push(id);
+        return { id, name: n };
+      });
+    setBusy(true);
+    try {
+      const b = await api<Board>("POST", "/boards", { name, sections: secs });
+      navigate(`/boards/${b.id}`);
+    } catch (x) {
+      setErr(describe(x));
+      setBusy(false);
+    }
+  }
+  return (
+    <Modal title="New board" onClose={onClose}>
+      <form onSubmit={(e) => void submit(e)} data-form="new-board">
+        <div className="field">
+          <label htmlFor="board-name">Name</label>
+          <input id="board-name" value={name} required maxLength={200} onChange={(e) => setName(e.target.value)} />
+        </div>
+        <div className="field">
+          <label htmlFor="board-sections">Sections, in order (comma-separated)</label>
+          <input id="board-sections" value={sections} onChange={(e) => setSections(e.target.value)} />
+        </div>
+        {err && (
+          <p className="field-error" role="alert">
+            {err}
+          </p>
+        )}
+        <button type="submit" className="btn primary" disabled={busy || !name.trim()}>
+          Create board
+        </button>
+      </form>
+    </Modal>
+  );
+}
+
 export function BoardList() {
   const { data, error, loading, reload } = useLoad(() => api<{ boards: BoardSummary[] }>("GET", "/boards"), []);
+  const [creating, setCreating] = useState(false);
   return (
     <section className="page">
       <div className="page-head">
         <h1>Boards</h1>
+        {can(currentMe().me, "edit") && (
+          <button type="button" className="btn primary" data-action="new-board" onClick={() => setCreating(true)}>
+            New board
+          </button>
+        )}
       </div>
+      {creating && <NewBoard onClose={() => setCreating(false)} />}
       <ErrorBox error={error} onRetry={reload} />
       {loading && <Spinner label="Loading boards…" />}
       {data && data.boards.length === 0 && (
         <Empty title="No boards yet">
           <p>
-            A board shows entities (leads, customers) moving through sections as runs progress. Create one with <code>POST /api/v1/boards</code>,
-            then choose it on a flow.
+            A board shows entities (leads, customers) moving through sections as runs progress. Create one with <strong>New board</strong>{" "}
+            (or <code>POST /api/v1/boards</code>), then choose it on a flow.
           </p>
         </Empty>
       )}
@@ -44,7 +116,23 @@ export function BoardList() {
 // the global stream), counts and time in section per column, and an
 // entity's journey.
 export function BoardView({ boardId, entityId }: { boardId: string; entityId: string | null }) {
-  const { data, error, loading, reload } = useLoad(() => api<Board>("GET", `/boards/${boardId}`), [boardId]);
+  // The search is read through a ref so that a new search keeps the board
+  // on screen until its answer arrives.
+  const query = useRef("");
+  const [q, setQ] = useState("");
+  const { data, error, loading, reload } = useLoad(
+    () => api<Board>("GET", `/boards/${boardId}${query.current ? `?q=${encodeURIComponent(query.current)}` : ""}`),
+    [boardId],
+  );
+  useEffect(() => {
+    const t = setTimeout(() => {
+      if (query.current === q.trim()) return;
+      query.current = q.trim();
+      reload();
+    }, 250);
+    return () => clearTimeout(t);
+  }, [q, reload]);
+  const [editing, setEditing] = useState(false);
   const refresh = useThrottled(reload, 300);
   const [live, setLive] = useState(false);
   const [moved, setMoved] = useState<Record<string, number>>({});
@@ -55,7 +143,7 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
   const loadMore = (sectionId: string, cursor: string) => {
     api<Board>(
       "GET",
-      `/boards/${boardId}?section_id=${encodeURIComponent(sectionId)}&cursor=${encodeURIComponent(cursor)}`,
+      `/boards/${boardId}?section_id=${encodeURIComponent(sectionId)}&cursor=${encodeURIComponent(cursor)}${query.current ? `&q=${encodeURIComponent(query.current)}` : ""}`,
     ).then((b) => {
       const s = b.sections[0];
       if (!s) return;
@@ -100,7 +188,28 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
         <h1>{data.name}</h1>
         <span className="muted">{total === 1 ? "1 entity" : `${total} entities`}</span>
         <span className={`live ${live ? "on" : ""}`}>{live ? "● live" : "○ reconnecting…"}</span>
+        <input
+          id="board-search"
+          type="search"
+          className="board-search"
+          placeholder="Search name or email…"
+          aria-label="Search entities by name or email"
+          value={q}
+          maxLength={200}
+          onChange={(e) => setQ(e.target.value)}
+        />
+        {can(currentMe().me, "edit") && (
+          <button type="button" className="btn" data-action="edit-board" onClick={() => setEditing(true)}>
+            Edit board
+          </button>
+        )}
       </div>
+      {query.current && (
+        <p className="muted small" data-search-result>
+          {total === 1 ? "1 entity matches" : `${total} entities match`} “{query.current}”
+        </p>
+      )}
+      {editing && <BoardSettings board={data} onClose={() => setEditing(false)} onChanged={reload} />}
       <div className="board" role="list" aria-label="Sections">
         {data.sections.map((s) => (
           <div key={s.id} className="column" role="listitem" aria-label={`${s.name}: ${s.count}`} data-section={s.id}>
@@ -124,6 +233,7 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
                   >
                     <strong>{e.name}</strong>
                     {e.email && <span className="small">{e.email}</span>}
+                    <CardMeta metadata={e.metadata} fields={data.card_fields} />
                     <span className="small muted">
                       {e.type} · {duration(e.time_in_section_seconds ?? 0)} here
                     </span>
@@ -145,8 +255,284 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
           </div>
         ))}
       </div>
-      {entityId && <Journey entityId={entityId} sections={data.sections} sectionName={sectionName} onClose={() => navigate(`/boards/${boardId}`)} onMoved={reload} />}
+      {entityId && (
+        <Journey
+          entityId={entityId}
+          sections={data.sections}
+          sectionName={sectionName}
+          onClose={() => navigate(`/boards/${boardId}`)}
+          onMoved={reload}
+        />
+      )}
     </section>
+  );
+}
+
+// cardKeys are the metadata keys a card shows: the board's card_fields,
+// else the first three keys of the entity's metadata.
+export function cardKeys(metadata: any, fields: string[] | undefined): string[] {
+  if (!metadata || typeof metadata !== "object" || Array.isArray(metadata)) return [];
+  if (fields && fields.length > 0) return fields.filter((k) => k in metadata);
+  return Object.keys(metadata).slice(0, 3);
+}
+
+function metaText(v: unknown): string {
+  if (v === null || v === undefined) return "—";
+  if (typeof v === "object") return JSON.stringify(v);
+  return String(v);
+}
+
+function CardMeta({ metadata, fields }: { metadata: any; fields?: string[] }) {
+  const keys = cardKeys(metadata, fields);
+  if (keys.length === 0) return null;
+  return (
+    <dl className="card-meta">
+      {keys.map((k) => (
+        <div key={k} data-meta-key={k}>
+          <dt>{k}</dt>
+          <dd title={metaText(metadata[k])}>{metaText(metadata[k])}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+// BoardSettings renames the board, chooses what its cards show, adds,
+// renames, reorders and deletes sections, and deletes the board. Every
+// change is sent at once; the server's refusal is shown in its words.
+function BoardSettings({ board, onClose, onChanged }: { board: Board; onClose: () => void; onChanged: () => void }) {
+  const [name, setName] = useState(board.name);
+  const [fields, setFields] = useState((board.card_fields ?? []).join(", "));
+  const [names, setNames] = useState<Record<string, string>>(() => Object.fromEntries(board.sections.map((s) => [s.id, s.name])));
+  const [newSection, setNewSection] = useState("");
+  const [moveTo, setMoveTo] = useState<Record<string, string>>({});
+  const [err, setErr] = useState<string | null>(null);
+  useEffect(() => setNames(Object.fromEntries(board.sections.map((s) => [s.id, s.name]))), [board]);
+  async function act(fn: () => Promise<unknown>) {
+    setErr(null);
+    try {
+      await fn();
+      onChanged();
+    } catch (x) {
+      setErr(describe(x));
+    }
+  }
+  const base = `/boards/${board.id}`;
+  const saveBoard = (e: FormEvent) => {
+    e.preventDefault();
+    const cf = fields
+      .split(",")
+      .map((f) => f.trim())
+      .filter(Boolean);
+    void act(() => api("PATCH", base, { name, card_fields: cf }));
+  };
+  return (
+    <Modal title={`Edit board — ${board.name}`} onClose={onClose}>
+      <form onSubmit={saveBoard} className="board-settings">
+        <div className="field">
+          <label htmlFor="board-rename">Name</label>
+          <input id="board-rename" value={name} maxLength={200} onChange={(e) => setName(e.target.value)} />
+        </div>
+        <div className="field">
+          <label htmlFor="board-card-fields">Metadata shown on cards (keys, comma-separated; empty: the first three)</label>
+          <input id="board-card-fields" value={fields} placeholder="score, plan" onChange={(e) => setFields(e.target.value)} />
+        </div>
+        <button type="submit" className="btn primary small" data-action="save-board">
+          Save
+        </button>
+      </form>
+      <h3>Sections</h3>
+      <ol className="section-edit">
+        {board.sections.map((s, i) => (
+          <li key={s.id} data-section-edit={s.id}>
+            <div className="row">
+              <input
+                aria-label={`Name of section ${s.id}`}
+                value={names[s.id] ?? ""}
+                maxLength={200}
+                onChange={(e) => setNames({ ...names, [s.id]: e.target.value })}
+              />
+              <button
+                type="button"
+                className="btn small"
+                data-action="rename-section"
+                disabled={!names[s.id]?.trim() || names[s.id] === s.name}
+                onClick={() => void act(() => api("PATCH", `${base}/sections/${encodeURIComponent(s.id)}`, { name: names[s.id] }))}
+              >
+                Rename
+              </button>
+              <button
+                type="button"
+                className="btn small ghost"
+                aria-label={`Move ${s.name} left`}
+                disabled={i === 0}
+                onClick={() => void act(() => api("PATCH", `${base}/sections/${encodeURIComponent(s.id)}`, { position: i - 1 }))}
+              >
+                ←
+              </button>
+              <button
+                type="button"
+                className="btn small ghost"
+                aria-label={`Move ${s.name} right`}
+                disabled={i === board.sections.length - 1}
+                onClick={() => void act(() => api("PATCH", `${base}/sections/${encodeURIComponent(s.id)}`, { position: i + 1 }))}
+              >
+                →
+              </button>
+            </div>
+            <div className="row">
+              {s.count > 0 && (
+                <select
+                  aria-label={`Where the entities of ${s.name} go`}
+                  value={moveTo[s.id] ?? ""}
+                  onChange={(e) => setMoveTo({ ...moveTo, [s.id]: e.target.value })}
+                >
+                  <option value="">Its {s.count} entities go to…</option>
+                  {board.sections
+                    .filter((o) => o.id !== s.id)
+                    .map((o) => (
+                      <option key={o.id} value={o.id}>
+                        {o.name}
+                      </option>
+                    ))}
+                </select>
+              )}
+              <button
+                type="button"
+                className="btn small danger"
+                data-action="delete-section"
+                disabled={s.count > 0 && !moveTo[s.id]}
+                title={s.count > 0 && !moveTo[s.id] ? "Choose where its entities go first" : undefined}
+                onClick={() => {
+                  if (!confirm(`Delete the section “${s.name}”?`)) return;
+                  const mv = moveTo[s.id] ? `?move_to=${encodeURIComponent(moveTo[s.id])}` : "";
+                  void act(() => api("DELETE", `${base}/sections/${encodeURIComponent(s.id)}${mv}`));
+                }}
+              >
+                Delete section
+              </button>
+            </div>
+          </li>
+        ))}
+      </ol>
+      <form
+        className="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const n = newSection.trim();
+          if (!n) return;
+          void act(async () => {
+            await api("POST", `${base}/sections`, { id: sectionID(n, board.sections.map((s) => s.id)), name: n });
+            setNewSection("");
+          });
+        }}
+      >
+        <input id="new-section-name" placeholder="New section name" value={newSection} maxLength={200} onChange={(e) => setNewSection(e.target.value)} />
+        <button type="submit" className="btn small" data-action="add-section" disabled={!newSection.trim()}>
+          Add section
+        </button>
+      </form>
+      {err && (
+        <p className="field-error" role="alert" data-board-error>
+          {err}
+        </p>
+      )}
+      <hr />
+      <button
+        type="button"
+        className="btn danger"
+        data-action="delete-board"
+        onClick={() => {
+          if (!confirm(`Delete the board “${board.name}” with its sections and entities? This cannot be undone.`)) return;
+          void (async () => {
+            setErr(null);
+            try {
+              await api("DELETE", base);
+              navigate("/boards");
+            } catch (x) {
+              setErr(describe(x));
+            }
+          })();
+        }}
+      >
+        Delete board
+      </button>
+      <p className="muted small">
+        A board a flow, a webhook trigger or an unfinished run uses is not deleted: the refusal says which.
+      </p>
+    </Modal>
+  );
+}
+
+// EntityEdit edits an entity's name, email, type and metadata, or deletes it.
+function EntityEdit({ entity, onSaved, onDeleted }: { entity: Entity; onSaved: () => void; onDeleted: () => void }) {
+  const [name, setName] = useState(entity.name);
+  const [email, setEmail] = useState(entity.email ?? "");
+  const [type, setType] = useState(entity.type);
+  const [meta, setMeta] = useState(JSON.stringify(entity.metadata ?? {}, null, 2));
+  const [err, setErr] = useState<string | null>(null);
+  async function save(e: FormEvent) {
+    e.preventDefault();
+    setErr(null);
+    let metadata: unknown;
+    try {
+      metadata = JSON.parse(meta || "{}");
+    } catch {
+      setErr("Metadata must be a JSON object");
+      return;
+    }
+    try {
+      await api("PATCH", `/entities/${entity.id}`, { name, email, type, metadata });
+      onSaved();
+    } catch (x) {
+      setErr(describe(x));
+    }
+  }
+  async function remove() {
+    if (!confirm(`Delete “${entity.name}” and its journey?`)) return;
+    setErr(null);
+    try {
+      await api("DELETE", `/entities/${entity.id}`);
+      onDeleted();
+    } catch (x) {
+      setErr(describe(x));
+    }
+  }
+  return (
+    <details className="entity-edit">
+      <summary>Edit or delete</summary>
+      <form onSubmit={(e) => void save(e)}>
+        <div className="field">
+          <label htmlFor="entity-name">Name</label>
+          <input id="entity-name" value={name} required maxLength={200} onChange={(e) => setName(e.target.value)} />
+        </div>
+        <div className="field">
+          <label htmlFor="entity-email">Email</label>
+          <input id="entity-email" type="email" value={email} maxLength={200} onChange={(e) => setEmail(e.target.value)} />
+        </div>
+        <div className="field">
+          <label htmlFor="entity-type">Type</label>
+          <input id="entity-type" value={type} required maxLength={200} onChange={(e) => setType(e.target.value)} />
+        </div>
+        <div className="field">
+          <label htmlFor="entity-metadata">Metadata (JSON)</label>
+          <textarea id="entity-metadata" rows={4} className="mono" value={meta} onChange={(e) => setMeta(e.target.value)} />
+        </div>
+        <div className="row-buttons">
+          <button type="submit" className="btn primary small" data-action="save-entity">
+            Save
+          </button>
+          <button type="button" className="btn danger small" data-action="delete-entity" onClick={() => void remove()}>
+            Delete entity
+          </button>
+        </div>
+        {err && (
+          <p className="field-error" role="alert" data-entity-error>
+            {err}
+          </p>
+        )}
+      </form>
+    </details>
   );
 }
 
@@ -211,6 +597,12 @@ function Journey({
                     <> in {name(j.to_section_id)}</>
                   ))}
                   {j.complete_as && <span className={`tag tag-${j.complete_as}`}>{j.complete_as}</span>}
+                  {j.actor && <span className="muted small"> by {j.actor}</span>}
+                  {j.comment && (
+                    <q className="journey-comment" data-journey-comment>
+                      {j.comment}
+                    </q>
+                  )}
                   {j.run_id && (
                     <>
                       {" "}
@@ -250,6 +642,20 @@ function Journey({
             <p className="field-error" role="alert">
               {moveError}
             </p>
+          )}
+          {can(currentMe().me, "board") && (
+            <EntityEdit
+              key={data.updated_at}
+              entity={data}
+              onSaved={() => {
+                reload();
+                onMoved();
+              }}
+              onDeleted={() => {
+                onMoved();
+                onClose();
+              }}
+            />
           )}
         </div>
       )}
