@@ -2,6 +2,7 @@ package compiler_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -501,6 +502,23 @@ func TestCompileProblems(t *testing.T) {
 			},
 		},
 		{
+			name: "entity movement setMetadata",
+			g: graph(nodes(
+				workerWith("a", `"entityMovement":{"onSuccess":{"targetSectionId":"s1","setMetadata":{"score":"score","":"x","plan":"","n":7}}}`),
+				workerWith("b", `"entityMovement":{"onSuccess":{"targetSectionId":"s1","setMetadata":["score"]},"onFailure":{"targetSectionId":"s1","setMetadata":{"e":"error"}}}`),
+				node("c", "UX", `{"entityMovement":{"onOutcome":{"approve":{"targetSectionId":"s1","setMetadata":{"by":"decision.by","long key":"a"}}}}}`),
+				workerWith("d", `"entityMovement":{"onSuccess":{"targetSectionId":"s1","setMetadata":`+manyKeys(51)+`}}`),
+			), chain("e", "a", "b", "c", "d")),
+			want: []prob{
+				{compiler.CodeInvalidConfig, "a", "", `nodes[0].data.entityMovement.onSuccess.setMetadata[""]`},
+				{compiler.CodeInvalidConfig, "a", "", "nodes[0].data.entityMovement.onSuccess.setMetadata.n"},
+				{compiler.CodeInvalidConfig, "a", "", "nodes[0].data.entityMovement.onSuccess.setMetadata.plan"},
+				{compiler.CodeInvalidConfig, "b", "", "nodes[1].data.entityMovement.onSuccess.setMetadata"},
+				{compiler.CodeInvalidConfig, "b", "", "nodes[1].data.entityMovement.onFailure.setMetadata"},
+				{compiler.CodeInvalidConfig, "d", "", "nodes[3].data.entityMovement.onSuccess.setMetadata"},
+			},
+		},
+		{
 			name: "unknown board section",
 			g: graph(nodes(
 				workerWith("a", `"entityMovement":{"onSuccess":{"targetSectionId":"won"},"onFailure":{"targetSectionId":"lost"}}`),
@@ -830,4 +848,13 @@ func TestNestingTooDeep(t *testing.T) {
 	require.Equal(t, compiler.MaxNestingDepth, eg.Nodes["w"].Depth)
 	ps := compileErr(t, build(compiler.MaxNestingDepth+2), compiler.Options{})
 	require.Equal(t, []prob{{compiler.CodeNestingTooDeep, "s" + strings.Repeat("x", compiler.MaxNestingDepth), "", "nodes[32]"}}, strip(ps))
+}
+
+// manyKeys is a setMetadata object of n keys.
+func manyKeys(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`"k%d":"p"`, i)
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }

@@ -294,6 +294,47 @@ func (c *compiler) checkMovement(id string, apath loc, key string, a gjson.Resul
 	if st := a.Get("setEntityType"); present(st) && st.Type != gjson.String {
 		c.errAt(CodeInvalidConfig, id, "", apath.field("setEntityType"), "node %q: entityMovement.%s.setEntityType must be a string", id, key)
 	}
+	c.checkSetMetadata(id, apath.field("setMetadata"), key, a.Get("setMetadata"))
+}
+
+// Bounds of an entityMovement's setMetadata: the metadata is shown on
+// board cards and travels with every entity read.
+const (
+	maxSetMetadataKeys   = 50
+	maxSetMetadataKeyLen = 200
+)
+
+// checkSetMetadata checks entityMovement.<key>.setMetadata: an object of
+// metadata key → gjson path into the node's output, on a movement that
+// has an output (not onFailure).
+func (c *compiler) checkSetMetadata(id string, path loc, key string, m gjson.Result) {
+	if !present(m) {
+		return
+	}
+	if key == "onFailure" {
+		c.errAt(CodeInvalidConfig, id, "", path, "node %q: entityMovement.onFailure.setMetadata: a failed node has no output to take values from", id)
+		return
+	}
+	if !m.IsObject() {
+		c.errAt(CodeInvalidConfig, id, "", path, "node %q: entityMovement.%s.setMetadata must be an object of metadata key → gjson path into the output", id, key)
+		return
+	}
+	n := 0
+	m.ForEach(func(k, v gjson.Result) bool {
+		n++
+		switch {
+		case k.Str == "":
+			c.errAt(CodeInvalidConfig, id, "", path.field(k.Str), "node %q: entityMovement.%s.setMetadata has an empty metadata key", id, key)
+		case len(k.Str) > maxSetMetadataKeyLen:
+			c.errAt(CodeInvalidConfig, id, "", path.field(k.Str), "node %q: entityMovement.%s.setMetadata key is %d bytes long (at most %d)", id, key, len(k.Str), maxSetMetadataKeyLen)
+		case v.Type != gjson.String || v.Str == "":
+			c.errAt(CodeInvalidConfig, id, "", path.field(k.Str), "node %q: entityMovement.%s.setMetadata %q must be a non-empty gjson path string, got %s", id, key, k.Str, v.Raw)
+		}
+		return true
+	})
+	if n > maxSetMetadataKeys {
+		c.errAt(CodeInvalidConfig, id, "", path, "node %q: entityMovement.%s.setMetadata sets %d keys (at most %d)", id, key, n, maxSetMetadataKeys)
+	}
 }
 
 func (c *compiler) rejectEntityMovement(id string, base loc, root gjson.Result) {

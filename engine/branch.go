@@ -344,7 +344,10 @@ func (t *txn) decideUX(n *Node, cur *NodeState, p CompleteUXParams) error {
 	if err := t.mayDecide(n, cur, p, people); err != nil {
 		return err
 	}
-	t.outcome, t.actor = outcome, by
+	t.outcome, t.actor, t.comment = outcome, by, p.Comment
+	if t.comment == "" {
+		t.comment = p.Error // a legacy {"status": "failed", "error"} answer's reason
+	}
 	tr := &NodeTransition{Key: cur.Key, From: StatusWaitingForUser, Steps: []Status{StatusRunning, StatusCompleted}}
 	if outcome == "" || !outcomeCompletes(t.graph, n, outcome, outcomes) {
 		msg := "rejected"

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // Journey event kinds.
@@ -45,7 +48,10 @@ type JourneyEvent struct {
 	EntitySeq int64 `json:"entity_seq"`
 	// Actor is who moved the entity by hand, or decided the UX step that
 	// moved it (a user's email, "timeout", …; nil when no one did).
-	Actor     *string   `json:"actor,omitempty"`
+	Actor *string `json:"actor,omitempty"`
+	// Comment is the comment of the decision that moved the entity (a
+	// rejection's reason; nil when none was given).
+	Comment   *string   `json:"comment,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -72,6 +78,11 @@ type EntityMove struct {
 	SetType    string
 	// Actor is who decided the move (journey_events.actor; "" none).
 	Actor string
+	// Comment is the decision's comment (journey_events.comment; "" none).
+	Comment string
+	// Metadata, a JSON object, is merged into the entity's metadata (its
+	// keys replace the entity's; nil changes nothing).
+	Metadata json.RawMessage
 }
 
 // EntityMoved is what Tx.MoveEntity reports: the entity's board, and its
@@ -86,6 +97,31 @@ type Movement struct {
 	TargetSectionID string `json:"targetSectionId"`
 	CompleteAs      string `json:"completeAs"`
 	SetEntityType   string `json:"setEntityType"`
+	// SetMetadata writes values of the node's output into the entity's
+	// metadata: target key → gjson path into the output.
+	SetMetadata map[string]string `json:"setMetadata"`
+}
+
+// metadataFrom is the object SetMetadata makes from a node's output (nil
+// when it sets nothing). A path the output lacks leaves its key as it is.
+func (m *Movement) metadataFrom(output json.RawMessage) (json.RawMessage, error) {
+	if len(m.SetMetadata) == 0 {
+		return nil, nil
+	}
+	vals := make(map[string]json.RawMessage, len(m.SetMetadata))
+	for key, path := range m.SetMetadata {
+		if r := gjson.GetBytes(output, path); r.Exists() {
+			vals[key] = json.RawMessage(r.Raw)
+		}
+	}
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(vals)
+	if err != nil {
+		return nil, fmt.Errorf("error encoding setMetadata: %w", err)
+	}
+	return b, nil
 }
 
 // outcomeMovement reads a UX node's entityMovement.onOutcome[outcome].

@@ -58,6 +58,8 @@ type txn struct {
 	// transaction completes ("" otherwise), for its entity movement;
 	// actor is who decided it, for the journey.
 	outcome, actor string
+	// comment is the person's comment on that decision, for the journey.
+	comment string
 	// noSpeculation forbids speculate (the retry of a transaction whose
 	// speculation failed).
 	noSpeculation bool
@@ -522,7 +524,7 @@ func (t *txn) completed(st *NodeState) error {
 	if n == nil {
 		return fmt.Errorf("node %s is not in the run's graph: %w", st.NodeID, ErrNotFound)
 	}
-	if err := t.applyMovement(n, st.Key, true); err != nil {
+	if err := t.applyMovement(n, st, true); err != nil {
 		return err
 	}
 	if l := t.graph.loopTaken(n.ID, st.Taken); l != nil {
@@ -556,7 +558,7 @@ func (t *txn) failed(st *NodeState, msg string, auto bool) error {
 			}
 		}
 	}
-	if err := t.applyMovement(n, st.Key, false); err != nil {
+	if err := t.applyMovement(n, st, false); err != nil {
 		return err
 	}
 	if len(t.graph.failureTargets(n.ID)) > 0 {
@@ -1227,9 +1229,10 @@ func sortedStatic(g *ExecutionGraph) []string {
 	return ids
 }
 
-// applyMovement moves the run's entity per the node's entityMovement, in
-// this transaction.
-func (t *txn) applyMovement(n *Node, key string, success bool) error {
+// applyMovement moves the run's entity per the node's entityMovement (and
+// writes its setMetadata from the node's output), in this transaction.
+func (t *txn) applyMovement(n *Node, st *NodeState, success bool) error {
+	key := st.Key
 	if t.run.EntityID == nil {
 		return nil
 	}
@@ -1244,8 +1247,15 @@ func (t *txn) applyMovement(n *Node, key string, success bool) error {
 	}
 	mv := EntityMove{Kind: JourneyMoved, ToSection: m.TargetSectionID, NodeKey: key,
 		CompleteAs: m.CompleteAs, SetType: m.SetEntityType}
+	if success {
+		meta, err := m.metadataFrom(st.Output)
+		if err != nil {
+			return fmt.Errorf("error setting metadata from node %s: %w", key, err)
+		}
+		mv.Metadata = meta
+	}
 	if n.Type == NodeTypeUX {
-		mv.Actor = t.actor
+		mv.Actor, mv.Comment = t.actor, t.comment
 	}
 	return t.moveEntity(mv)
 }
@@ -1266,6 +1276,12 @@ func (t *txn) moveEntity(m EntityMove) error {
 	}
 	if m.SetType != "" {
 		p["entity_type"] = m.SetType
+	}
+	if m.Comment != "" {
+		p["comment"] = m.Comment
+	}
+	if len(m.Metadata) > 0 {
+		p["metadata"] = m.Metadata
 	}
 	t.event(EventEntityMoved, m.NodeKey, p)
 	return nil

@@ -225,7 +225,7 @@ func (s *Store) GetEntity(ctx context.Context, id string) (*engine.Entity, error
 // Journey lists an entity's journey, oldest first.
 func (s *Store) Journey(ctx context.Context, entityID string) ([]engine.JourneyEvent, error) {
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT id::text, kind, from_section_id, to_section_id, run_id::text, node_key,
-		complete_as, entity_seq, created_at, actor FROM journey_events WHERE entity_id = ? ORDER BY entity_seq, created_at, id`, entityID).Rows()
+		complete_as, entity_seq, created_at, actor, comment FROM journey_events WHERE entity_id = ? ORDER BY entity_seq, created_at, id`, entityID).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error loading journey of %s: %w", entityID, interpretError(err))
 	}
@@ -233,12 +233,12 @@ func (s *Store) Journey(ctx context.Context, entityID string) ([]engine.JourneyE
 	out := []engine.JourneyEvent{}
 	for rows.Next() {
 		var j engine.JourneyEvent
-		var from, to, run, node, as, actor sql.NullString
-		if err := rows.Scan(&j.ID, &j.Kind, &from, &to, &run, &node, &as, &j.EntitySeq, &j.CreatedAt, &actor); err != nil {
+		var from, to, run, node, as, actor, comment sql.NullString
+		if err := rows.Scan(&j.ID, &j.Kind, &from, &to, &run, &node, &as, &j.EntitySeq, &j.CreatedAt, &actor, &comment); err != nil {
 			return nil, interpretError(err)
 		}
 		j.FromSectionID, j.ToSectionID, j.RunID, j.NodeKey, j.CompleteAs = nullStr(from), nullStr(to), nullStr(run), nullStr(node), nullStr(as)
-		j.Actor = nullStr(actor)
+		j.Actor, j.Comment = nullStr(actor), nullStr(comment)
 		j.CreatedAt = j.CreatedAt.UTC()
 		out = append(out, j)
 	}
@@ -349,9 +349,10 @@ func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (engine.Enti
 		type = coalesce(nullif(?, ''), e.type),
 		current_run_id = coalesce(nullif(?, '')::uuid, e.current_run_id),
 		current_node_key = CASE WHEN ? <> '' THEN ? ELSE e.current_node_key END,
+		metadata = e.metadata || coalesce(?::jsonb, '{}'),
 		updated_at = now()
 		WHERE e.id = ? RETURNING e.board_id::text, e.moves`,
-		m.ToSection, m.ToSection, m.ToSection, m.SetType, m.RunID, m.NodeKey, m.NodeKey, m.EntityID).
+		m.ToSection, m.ToSection, m.ToSection, m.SetType, m.RunID, m.NodeKey, m.NodeKey, metaArg(m.Metadata), m.EntityID).
 		Row().Scan(&out.BoardID, &out.Seq)
 	if err != nil {
 		return engine.EntityMoved{}, interpretError(err)
@@ -369,8 +370,8 @@ func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (engine.Enti
 	out.Seq++
 	want := out.Seq
 	t.later(`INSERT INTO journey_events (id, entity_id, kind, from_section_id, to_section_id, run_id,
-		node_key, complete_as, actor) VALUES (?, ?, ?, ?, ?, nullif(?, '')::uuid, nullif(?, ''), nullif(?, ''), nullif(?, ''))
-		RETURNING entity_seq`,
+		node_key, complete_as, actor, comment) VALUES (?, ?, ?, ?, ?, nullif(?, '')::uuid, nullif(?, ''), nullif(?, ''), nullif(?, ''),
+		nullif(?, '')) RETURNING entity_seq`,
 		func(row scanner) error {
 			var got int64
 			if err := row.Scan(&got); err != nil {
@@ -380,8 +381,16 @@ func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (engine.Enti
 				return fmt.Errorf("error counting a move of entity %s: the journey counted %d, expected %d", m.EntityID, got, want)
 			}
 			return nil
-		}, m.ID, m.EntityID, m.Kind, from, to, m.RunID, m.NodeKey, m.CompleteAs, m.Actor)
+		}, m.ID, m.EntityID, m.Kind, from, to, m.RunID, m.NodeKey, m.CompleteAs, m.Actor, m.Comment)
 	return out, nil
+}
+
+// metaArg is a move's metadata as a query argument (nil: none).
+func metaArg(m json.RawMessage) any {
+	if len(m) == 0 {
+		return nil
+	}
+	return string(m)
 }
 
 // Trigger is an inbound webhook that starts runs of a flow.

@@ -213,3 +213,44 @@ func TestBoardEditing(t *testing.T) {
 	require.Contains(t, actions, "PATCH /api/v1/entities/:id")
 	require.Contains(t, actions, "DELETE /api/v1/entities/:id")
 }
+
+// TestSetMetadata: a node's entityMovement.onSuccess.setMetadata writes
+// values of its output into its entity's metadata, in the completing
+// transaction with the move: keys it names are replaced, others kept, a
+// path the output lacks leaves its key alone; the entity.moved event
+// carries what was set. A bad setMetadata is refused when the flow is
+// saved, at its path.
+func TestSetMetadata(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	board := h.createBoard("new", "scored")
+	w := wnode(h, "score")
+	w["data"].(map[string]any)["entityMovement"] = movement("scored", "", map[string]any{
+		"setMetadata": map[string]any{"score": "score", "tier": "result.tier", "missing": "nothere"}})
+	flow := h.createBoardFlow(board, []map[string]any{w}, nil)
+	var e struct {
+		ID string `json:"id"`
+	}
+	require.Equal(t, 201, h.do("POST", "/api/v1/entities", map[string]any{"board_id": board, "type": "lead", "name": "Ada",
+		"metadata": map[string]any{"source": "web", "score": 1, "missing": "kept"}}, &e))
+	var r runJSON
+	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"entity_id": e.ID, "input": map[string]any{}}, &r))
+	h.complete(h.waitDispatch(r.ID, "score", 1), `{"score": 87, "result": {"tier": "gold"}}`)
+	h.waitRun(r.ID, "completed")
+	var got struct {
+		SectionID string         `json:"section_id"`
+		Metadata  map[string]any `json:"metadata"`
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/entities/"+e.ID, nil, &got))
+	require.Equal(t, "scored", got.SectionID)
+	require.Equal(t, map[string]any{"source": "web", "score": float64(87), "tier": "gold", "missing": "kept"}, got.Metadata)
+	// The board's card data has it too.
+	b := h.board(board, "")
+	require.Equal(t, float64(87), b.Sections[1].Entities[0].Metadata["score"])
+	code, ps := h.refused(http.StatusUnprocessableEntity, "POST", "/api/v1/flows", map[string]any{"name": "bad", "graph": map[string]any{
+		"nodes": []map[string]any{node("x", "Worker", map[string]any{"webhookUrl": h.worker.srv.URL + "/x",
+			"entityMovement": map[string]any{"onSuccess": map[string]any{"targetSectionId": "scored", "setMetadata": map[string]any{"score": ""}}}})},
+		"edges": []map[string]any{}}})
+	require.Equal(t, "invalid_graph", code)
+	require.Contains(t, byPath(ps), "nodes[0].data.entityMovement.onSuccess.setMetadata.score")
+}

@@ -32,12 +32,13 @@ type boardJSON struct {
 }
 
 type entityJSON struct {
-	ID             string  `json:"id"`
-	Type           string  `json:"type"`
-	Name           string  `json:"name"`
-	SectionID      *string `json:"section_id"`
-	CurrentRunID   *string `json:"current_run_id"`
-	CurrentNodeKey *string `json:"current_node_key"`
+	ID             string         `json:"id"`
+	Metadata       map[string]any `json:"metadata"`
+	Type           string         `json:"type"`
+	Name           string         `json:"name"`
+	SectionID      *string        `json:"section_id"`
+	CurrentRunID   *string        `json:"current_run_id"`
+	CurrentNodeKey *string        `json:"current_node_key"`
 	Journey        []struct {
 		Kind       string  `json:"kind"`
 		From       *string `json:"from_section_id"`

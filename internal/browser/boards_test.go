@@ -85,3 +85,28 @@ func TestUIBoardEditing(t *testing.T) {
 	s.api("GET", "/boards", nil, &boards)
 	require.Empty(t, boards.Boards)
 }
+
+// TestUISetMetadataOnCard (issue 34): a worker's output {"score": 87},
+// written into its entity's metadata by entityMovement.onSuccess.setMetadata,
+// shows on the entity's card on the board.
+func TestUISetMetadataOnCard(t *testing.T) {
+	s := newStack(t)
+	s.worker.output.Store(&map[string]any{"score": 87})
+	var board struct{ ID string }
+	s.api("POST", "/boards", map[string]any{"name": "Scores", "sections": []map[string]string{{"id": "new"}, {"id": "scored", "name": "Scored"}}}, &board)
+	var flow struct{ ID string }
+	s.api("POST", "/flows", map[string]any{"name": "Score", "board_id": board.ID, "graph": map[string]any{
+		"nodes": []map[string]any{{"id": "score", "type": "Worker", "position": map[string]any{"x": 0, "y": 0},
+			"data": map[string]any{"webhookUrl": s.worker.srv.URL + "/score", "entityMovement": map[string]any{
+				"onSuccess": map[string]any{"targetSectionId": "scored", "setMetadata": map[string]any{"score": "score"}}}}}},
+		"edges": []map[string]any{}}}, &flow)
+	var ent struct{ ID string }
+	s.api("POST", "/entities", map[string]any{"board_id": board.ID, "type": "lead", "name": "Ada"}, &ent)
+	s.run("board", chromedp.Navigate(s.url+"/boards/"+board.ID), tokenSignIn(token))
+	s.waitJS("Ada in New", fmt.Sprintf(`!!document.querySelector('.column[data-section="new"] .entity-card[data-entity=%q]')`, ent.ID))
+	require.False(t, s.exists(`[data-meta-key="score"]`), "no score before the run")
+	s.api("POST", "/flows/"+flow.ID+"/runs", map[string]any{"entity_id": ent.ID, "input": map[string]any{}}, nil)
+	// Live: the card moves to Scored and shows the score the worker gave.
+	s.waitJS("score on the card", fmt.Sprintf(`document.querySelector('.column[data-section="scored"] .entity-card[data-entity=%q] [data-meta-key="score"]')?.innerText.includes("87")`, ent.ID))
+	s.shot("b02-set-metadata-card")
+}

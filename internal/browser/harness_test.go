@@ -49,6 +49,8 @@ type worker struct {
 	srv      *httptest.Server
 	delay    time.Duration
 	received atomic.Int64
+	// output, if set, replaces the output every callback carries.
+	output atomic.Pointer[map[string]any]
 }
 
 func newWorker(t *testing.T, delay time.Duration) *worker {
@@ -70,7 +72,11 @@ func newWorker(t *testing.T, delay time.Duration) *worker {
 			time.Sleep(w.delay) // a worker that takes a moment, as real ones do
 			var in map[string]any
 			_ = json.Unmarshal(p.Input, &in)
-			body := map[string]any{"status": "completed", "output": map[string]any{"scored_by": p.NodeID, "score": 42}}
+			out := map[string]any{"scored_by": p.NodeID, "score": 42}
+			if o := w.output.Load(); o != nil {
+				out = *o
+			}
+			body := map[string]any{"status": "completed", "output": out}
 			if in != nil && in["fail"] == true {
 				body = map[string]any{"status": "failed", "error": "this item is marked to fail"}
 			}
