@@ -69,6 +69,7 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 		c.checkTimeout(id, base, root.Get("timeoutSeconds"))
 		c.checkOnTimeout(id, base, root)
 		c.checkForm(id, base.field("form"), root.Get("form"))
+		c.checkSummary(id, base.field("summary"), root.Get("summary"))
 		c.checkPeople(id, base, root)
 		if r := root.Get("remindAfterSeconds"); present(r) && (r.Type != gjson.Number || !(r.Num >= 1) || r.Num > maxTimeoutSeconds) {
 			c.errAt(CodeInvalidConfig, id, "", base.field("remindAfterSeconds"), "node %q: remindAfterSeconds must be a number of seconds, at least 1 (at most %.0f), got %s", id, maxTimeoutSeconds, r.Raw)
@@ -295,6 +296,57 @@ func (c *compiler) checkMovement(id string, apath loc, key string, a gjson.Resul
 		c.errAt(CodeInvalidConfig, id, "", apath.field("setEntityType"), "node %q: entityMovement.%s.setEntityType must be a string", id, key)
 	}
 	c.checkSetMetadata(id, apath.field("setMetadata"), key, a.Get("setMetadata"))
+}
+
+// maxSummary bounds a UX node's summary: a few values beside the
+// decision, not the input again.
+const maxSummary = 20
+
+// checkSummary checks a UX node's summary: a list of gjson paths into its
+// input, each a string or {"label"?, "path"}.
+func (c *compiler) checkSummary(id string, path loc, r gjson.Result) {
+	if !present(r) {
+		return
+	}
+	if !r.IsArray() {
+		c.errAt(CodeInvalidConfig, id, "", path, `node %q: summary must be a list of gjson paths into the input (strings, or {"label", "path"})`, id)
+		return
+	}
+	items := r.Array()
+	if len(items) > maxSummary {
+		c.errAt(CodeInvalidConfig, id, "", path, "node %q: summary lists %d values (at most %d)", id, len(items), maxSummary)
+	}
+	for i, it := range items {
+		at := path.field(strconv.Itoa(i))
+		switch {
+		case it.Type == gjson.String:
+			if strings.TrimSpace(it.Str) == "" {
+				c.errAt(CodeInvalidConfig, id, "", at, "node %q: summary[%d] must be a non-empty gjson path", id, i)
+			}
+		case it.IsObject():
+			if p := it.Get("path"); p.Type != gjson.String || strings.TrimSpace(p.Str) == "" {
+				c.errAt(CodeInvalidConfig, id, "", at.field("path"), "node %q: summary[%d].path must be a non-empty gjson path, got %s", id, i, orMissing(p))
+			}
+			if l := it.Get("label"); present(l) && (l.Type != gjson.String || len(l.Str) > 200) {
+				c.errAt(CodeInvalidConfig, id, "", at.field("label"), "node %q: summary[%d].label must be a string of at most 200 bytes", id, i)
+			}
+			it.ForEach(func(k, _ gjson.Result) bool {
+				if k.Str != "path" && k.Str != "label" {
+					c.errAt(CodeInvalidConfig, id, "", at.field(k.Str), "node %q: summary[%d] has an unknown field %q (label, path)", id, i, k.Str)
+				}
+				return true
+			})
+		default:
+			c.errAt(CodeInvalidConfig, id, "", at, `node %q: summary[%d] must be a gjson path or {"label", "path"}, got %s`, id, i, it.Raw)
+		}
+	}
+}
+
+func orMissing(r gjson.Result) string {
+	if !r.Exists() {
+		return "nothing"
+	}
+	return r.Raw
 }
 
 // Bounds of an entityMovement's setMetadata: the metadata is shown on

@@ -18,7 +18,7 @@ var knownDataKeys = []string{
 	"arrayPath", "assignees", "body", "cancelUrl", "delivery", "description", "duration", "entityMovement", "event", "expression", "flow", "form",
 	"headers", "key", "label", "maxConcurrency", "method", "onTimeout", "outcomes", "passEntity", "prompt",
 	"rateLimit", "rejectPolicy", "remindAfterSeconds", "requiredApprovals", "retry", "separationOfDuties", "successCodes",
-	"timeoutSeconds", "timezone", "toleratedFailures", "until", "url", "version", "webhookUrl",
+	"summary", "timeoutSeconds", "timezone", "toleratedFailures", "until", "url", "version", "webhookUrl",
 }
 
 // checkUnknownKeys warns of each key of node data that no node type reads.

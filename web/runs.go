@@ -475,6 +475,8 @@ func (s *Server) approvals(c echo.Context) error {
 		RequiredApprovals int               `json:"required_approvals"`
 		RejectPolicy      string            `json:"reject_policy"`
 		Votes             []engine.Vote     `json:"votes"`
+		// Summary: the node's summary values, read from its input.
+		Summary []engine.SummaryValue `json:"summary,omitempty"`
 	}
 	out := make([]aj, len(as))
 	for i, a := range as {
@@ -495,9 +497,10 @@ func (s *Server) approvals(c echo.Context) error {
 		}
 		out[i] = aj{a.RunID, a.Key, a.NodeID, a.FlowID, cfg.Label, cfg.Prompt, nullJSON(a.Input), ent, a.WaitingSince,
 			engine.UXOutcomes(&engine.Node{Config: a.Config}), a.Deadline, nil, a.Iteration, cfg.Remind, engine.FormOf(a.Config),
-			a.Assignees, 0, "", a.Votes}
+			a.Assignees, 0, "", a.Votes, nil}
 		people := engine.UXPeopleOf(&engine.Node{Config: a.Config})
 		out[i].RequiredApprovals, out[i].RejectPolicy = people.RequiredApprovals, people.RejectPolicy
+		out[i].Summary = engine.SummaryOf(a.Config, a.Input)
 		if a.Deadline != nil {
 			out[i].OnTimeout = cfg.OnTimeout
 			if out[i].OnTimeout == nil {

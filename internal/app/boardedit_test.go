@@ -254,3 +254,72 @@ func TestSetMetadata(t *testing.T) {
 	require.Equal(t, "invalid_graph", code)
 	require.Contains(t, byPath(ps), "nodes[0].data.entityMovement.onSuccess.setMetadata.score")
 }
+
+// TestApprovalSummaryAndReason (issue 34): a UX node's summary — gjson
+// paths into its input, plain or labelled — comes with its approval as
+// labelled values (null for a path the input lacks); a bad summary is
+// refused when the flow is saved, at its path; a rejection's reason is
+// kept in the entity's journey, with who gave it.
+func TestApprovalSummaryAndReason(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	board := h.createBoard("new", "review", "nurture")
+	ask := node("ask", "UX", map[string]any{"prompt": "Call them?",
+		"summary": []any{map[string]any{"label": "Email", "path": "email"}, "company.size", map[string]any{"path": "nope"}},
+		"entityMovement": map[string]any{"onSuccess": map[string]any{"targetSectionId": "review"},
+			"onOutcome": map[string]any{"reject": map[string]any{"targetSectionId": "nurture", "completeAs": "neutral"}}}})
+	flow := h.createBoardFlow(board, []map[string]any{ask, node("later", "Condition", nil)},
+		[]map[string]any{redge("ask", "later", map[string]any{"outcome": "reject"})})
+	var e entityJSON
+	require.Equal(t, 201, h.do("POST", "/api/v1/entities", map[string]any{"board_id": board, "type": "lead", "name": "Ada"}, &e))
+	var r runJSON
+	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"entity_id": e.ID,
+		"input": map[string]any{"email": "ada@example.com", "company": map[string]any{"size": 120}}}, &r))
+	h.waitNode(r.ID, "ask", "waiting_for_user")
+	var inbox struct {
+		Approvals []struct {
+			Summary []struct {
+				Label string `json:"label"`
+				Path  string `json:"path"`
+				Value any    `json:"value"`
+			} `json:"summary"`
+			Entity struct{ Name string } `json:"entity"`
+		} `json:"approvals"`
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/approvals", nil, &inbox))
+	require.Len(t, inbox.Approvals, 1)
+	s := inbox.Approvals[0].Summary
+	require.Len(t, s, 3)
+	require.Equal(t, []any{"Email", "email", "ada@example.com"}, []any{s[0].Label, s[0].Path, s[0].Value})
+	require.Equal(t, []any{"company.size", "company.size", float64(120)}, []any{s[1].Label, s[1].Path, s[1].Value})
+	require.Equal(t, []any{"nope", nil}, []any{s[2].Label, s[2].Value})
+	require.Equal(t, "Ada", inbox.Approvals[0].Entity.Name)
+
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/ask/complete", map[string]any{"outcome": "reject",
+		"comment": "budget frozen until Q3"}, nil))
+	h.waitRun(r.ID, "completed")
+	got := h.entity(e.ID)
+	require.Equal(t, "nurture", *got.SectionID)
+	last := got.Journey[len(got.Journey)-1]
+	require.Equal(t, "moved", last.Kind)
+	require.NotNil(t, last.Comment, "the rejection's reason is in the journey")
+	require.Equal(t, "budget frozen until Q3", *last.Comment)
+	require.Equal(t, "admin", *last.Actor)
+
+	for _, c := range []struct {
+		summary any
+		path    string
+	}{
+		{"email", "nodes[0].data.summary"},
+		{[]any{""}, `nodes[0].data.summary["0"]`},
+		{[]any{7}, `nodes[0].data.summary["0"]`},
+		{[]any{map[string]any{"label": "L"}}, `nodes[0].data.summary["0"].path`},
+		{[]any{map[string]any{"path": "a", "label": 3}}, `nodes[0].data.summary["0"].label`},
+		{[]any{map[string]any{"path": "a", "lable": "x"}}, `nodes[0].data.summary["0"].lable`},
+	} {
+		code, ps := h.refused(http.StatusUnprocessableEntity, "POST", "/api/v1/flows", map[string]any{"name": "bad", "graph": map[string]any{
+			"nodes": []map[string]any{node("x", "UX", map[string]any{"summary": c.summary})}, "edges": []map[string]any{}}})
+		require.Equal(t, "invalid_graph", code)
+		require.Contains(t, byPath(ps), c.path, "%v: %v", c.summary, ps)
+	}
+}

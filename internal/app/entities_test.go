@@ -48,6 +48,7 @@ type entityJSON struct {
 		CompleteAs *string `json:"complete_as"`
 		EntitySeq  int64   `json:"entity_seq"`
 		Actor      *string `json:"actor"`
+		Comment    *string `json:"comment"`
 	} `json:"journey"`
 }
 
