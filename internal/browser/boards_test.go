@@ -110,3 +110,39 @@ func TestUISetMetadataOnCard(t *testing.T) {
 	s.waitJS("score on the card", fmt.Sprintf(`document.querySelector('.column[data-section="scored"] .entity-card[data-entity=%q] [data-meta-key="score"]')?.innerText.includes("87")`, ent.ID))
 	s.shot("b02-set-metadata-card")
 }
+
+// TestUIApprovalSummary (issue 34): the inbox card of a UX step with a
+// summary is titled with its entity's name and shows the summary's
+// labelled values; a rejection's reason shows in the entity's journey.
+func TestUIApprovalSummary(t *testing.T) {
+	s := newStack(t)
+	var board struct{ ID string }
+	s.api("POST", "/boards", map[string]any{"name": "Leads", "sections": []map[string]string{{"id": "new"}, {"id": "nurture", "name": "Nurture"}}}, &board)
+	var flow struct{ ID string }
+	s.api("POST", "/flows", map[string]any{"name": "Review", "board_id": board.ID, "graph": map[string]any{
+		"nodes": []map[string]any{
+			{"id": "ask", "type": "UX", "position": map[string]any{"x": 0, "y": 0}, "data": map[string]any{"label": "Send to sales?",
+				"summary": []any{map[string]any{"label": "Email", "path": "email"}, "company.size"},
+				"entityMovement": map[string]any{"onOutcome": map[string]any{"reject": map[string]any{"targetSectionId": "nurture"}}}}},
+			{"id": "no", "type": "Condition", "position": map[string]any{"x": 300, "y": 0}, "data": map[string]any{}}},
+		"edges": []map[string]any{{"id": "e1", "source": "ask", "target": "no", "data": map[string]any{"outcome": "reject"}}}}}, &flow)
+	var ent struct{ ID string }
+	s.api("POST", "/entities", map[string]any{"board_id": board.ID, "type": "lead", "name": "Grace Hopper"}, &ent)
+	var run struct{ ID string }
+	s.api("POST", "/flows/"+flow.ID+"/runs", map[string]any{"entity_id": ent.ID,
+		"input": map[string]any{"email": "grace@example.com", "company": map[string]any{"size": 250}}}, &run)
+
+	card := fmt.Sprintf(`li.approval[data-approval="%s/ask"]`, run.ID)
+	s.run("inbox", chromedp.Navigate(s.url+"/approvals"), tokenSignIn(token))
+	s.waitJS("card", fmt.Sprintf(`!!document.querySelector(%q)`, card+" [data-summary]"))
+	require.Contains(t, s.text(card+" [data-approval-title]"), "Grace Hopper", "the entity's name is the card's title")
+	require.Contains(t, s.text(card+" [data-approval-title]"), "Send to sales?")
+	require.Equal(t, "Email", s.text(card+` [data-summary-item="Email"] dt`))
+	require.Equal(t, "grace@example.com", s.text(card+` [data-summary-item="Email"] dd`))
+	require.Equal(t, "250", s.text(card+` [data-summary-item="company.size"] dd`))
+	s.shot("b03-approval-summary")
+
+	s.api("POST", "/runs/"+run.ID+"/nodes/ask/complete", map[string]any{"outcome": "reject", "comment": "not before the budget"}, nil)
+	s.run("journey", chromedp.Navigate(s.url+"/boards/"+board.ID+"?entity="+ent.ID))
+	s.waitJS("reason in the journey", `[...document.querySelectorAll("[data-journey-comment]")].some(q => q.innerText.includes("not before the budget"))`)
+}

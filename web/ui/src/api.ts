@@ -447,6 +447,8 @@ export interface Approval {
   // votes: the decisions so far of this attempt.
   votes?: Vote[] | null;
   attempt?: number;
+  // summary: the step's data.summary read from its input, labelled.
+  summary?: { label: string; path: string; value: unknown }[];
 }
 export interface Vote {
   by: string;

@@ -167,6 +167,27 @@ function assignedTo(a: Approval): string {
   return parts.join(" and ");
 }
 
+// summaryText shows a summary value: text as it is, other JSON compactly.
+export function summaryText(v: unknown): string {
+  if (v === null || v === undefined) return "—";
+  if (typeof v === "string") return v;
+  return JSON.stringify(v);
+}
+
+// Summary is a UX step's data.summary: the values to decide by, labelled.
+export function Summary({ items }: { items: { label: string; path: string; value: unknown }[] }) {
+  return (
+    <dl className="approval-summary" data-summary>
+      {items.map((it, i) => (
+        <div key={i} data-summary-item={it.label}>
+          <dt title={it.path}>{it.label}</dt>
+          <dd>{summaryText(it.value)}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
 function ApprovalCard({ a, me, onDone }: { a: Approval; me: Me | null; onDone: () => void }) {
   const need = a.required_approvals ?? 1;
   const votes = a.votes ?? [];
@@ -175,7 +196,16 @@ function ApprovalCard({ a, me, onDone }: { a: Approval; me: Me | null; onDone: (
   return (
     <li className="card approval" data-approval={`${a.run_id}/${a.key}`}>
       <div className="approval-head">
-        <h2>{a.label || a.node_id}</h2>
+        {/* The entity decided about is the card's title; the step names it. */}
+        <h2 data-approval-title>
+          {a.entity ? (
+            <>
+              {a.entity.name || a.entity.id.slice(0, 8)} <span className="approval-step">· {a.label || a.node_id}</span>
+            </>
+          ) : (
+            a.label || a.node_id
+          )}
+        </h2>
         <span className="approval-times">
           <span className="muted" title={a.waiting_since}>
             waiting {ago(a.waiting_since).replace(" ago", "")}
@@ -236,6 +266,7 @@ function ApprovalCard({ a, me, onDone }: { a: Approval; me: Me | null; onDone: (
           assigned to {assignedTo(a)}
         </span>
       </p>
+      {a.summary && a.summary.length > 0 && <Summary items={a.summary} />}
       {need > 1 && <VoteTally need={need} votes={votes} />}
       <div className={`approval-body ${a.form ? "with-form" : ""}`}>
         <div className="approval-context">
