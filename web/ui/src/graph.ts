@@ -398,3 +398,15 @@ export function subflowSummary(d: Record<string, any> | undefined): string | nul
   const v = subflowVersion(d);
   return `runs ${truncate(name, 32)} · ${v === "latest" ? "latest" : `v${v}`}`;
 }
+
+// READABLE_ZOOM is the least zoom a canvas fits a flow at on a wide
+// screen: node titles (0.85rem, 12.75 px) stay at 11 px or more, and a flow wider
+// than the canvas is panned rather than shrunk into small print. On a
+// narrow (phone) screen the whole flow is fitted, however small: there is
+// no room to pan to the rest.
+export const READABLE_ZOOM = 0.9;
+
+export function fitViewOptions() {
+  const narrow = typeof window !== "undefined" && window.innerWidth < 700;
+  return { padding: 0.2, maxZoom: 1.2, minZoom: narrow ? 0.1 : READABLE_ZOOM };
+}

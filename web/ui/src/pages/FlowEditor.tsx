@@ -19,6 +19,7 @@ import { useFlowNames } from "../flows";
 import { nodeTypes } from "../components/StitchNode";
 import {
   decorateEdge,
+  fitViewOptions,
   fromCanvas,
   ID_PREFIX,
   nextId,
@@ -487,7 +488,8 @@ function Editor({ flowId, version }: Props) {
             onConnect={connect}
             deleteKeyCode={["Backspace", "Delete"]}
             fitView={!!flowId}
-            fitViewOptions={{ padding: 0.2, maxZoom: 1.2 }}
+            fitViewOptions={fitViewOptions()}
+              minZoom={0.1}
             proOptions={{ hideAttribution: true }}
           >
             <Background gap={16} />

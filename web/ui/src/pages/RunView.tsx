@@ -3,9 +3,10 @@ import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } fro
 import { api, ApiError, can, currentMe, describe, listAll, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
 import { ago, Countdown, ErrorBox, isNotFound, Json, NotFound, span, Spinner, Status, useThrottled } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
+import { Timeline } from "../components/Timeline";
 import { eventWaitText, nodeTypes } from "../components/StitchNode";
 import { useFlowNames } from "../flows";
-import { edgeKind, isLoop, loopsOf, outcomesOf, toCanvas, type CanvasNode, type LoopInfo } from "../graph";
+import { edgeKind, fitViewOptions, isLoop, loopsOf, outcomesOf, toCanvas, type CanvasNode, type LoopInfo } from "../graph";
 import { Link } from "../router";
 import { Answer } from "./Approvals";
 
@@ -437,7 +438,8 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               nodesConnectable={false}
               elementsSelectable
               fitView
-              fitViewOptions={{ padding: 0.2, maxZoom: 1.2 }}
+              fitViewOptions={fitViewOptions()}
+              minZoom={0.1}
               proOptions={{ hideAttribution: true }}
             >
               <Background gap={16} />
@@ -477,7 +479,10 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               onAnswered={fetchRun}
             />
           ) : (
-            <RunSummary run={run} events={events.current} eventCount={eventCount} />
+            <>
+              <Timeline run={run} />
+              <RunSummary run={run} events={events.current} eventCount={eventCount} />
+            </>
           )}
         </aside>
       </div>
