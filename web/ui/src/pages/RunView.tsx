@@ -662,6 +662,7 @@ function NodeDetail(props: {
   };
   const nodeEvents = current ? events.filter((e) => e.key === baseKey(current.key) && (rounds.length < 2 || eventIter(e) === iterationOf(current))) : [];
   const agg = aggregate(states);
+  const isCollector = props.nodeType === "Collector" || current?.type === "Collector";
   const byHand = current?.status === "completed" ? nodeEvents.filter((e) => e.type === "node.completed_by_hand").at(-1) : undefined;
   // What the server lets a person complete by hand: a stuck step of a run
   // still going (a failure a failure edge took on is final).
@@ -885,8 +886,19 @@ function NodeDetail(props: {
           )}
           {current.status === "failed" && isLatest && props.operate && (
             <button type="button" className="btn primary" onClick={() => void props.onRetry(current.key)}>
-              Retry {current.key}
+              {isCollector ? "Retry gather" : `Retry ${current.key}`}
             </button>
+          )}
+          {isCollector && isLatest && props.operate && (current.status === "pending" || current.status === "running") && (
+            // Retrying a gather that has not failed does nothing: it fires
+            // by itself once its items have arrived. Say so, rather than
+            // offer a button that answers 409.
+            <p className="muted small" data-retry-gather="waiting">
+              <button type="button" className="btn small" disabled title="Only a failed gather can be retried">
+                Retry gather
+              </button>{" "}
+              Still gathering: it goes on by itself once every item has arrived. Retry a failed item instead.
+            </p>
           )}
           {current && isLatest && props.operate && RERUNNABLE.includes(current.status) && props.runStatus !== "cancelled" && !props.loop && (
             <Rerun key={`${current.key}-${current.attempt}`} runId={runId} state={current} onDone={props.onAnswered} />
