@@ -122,6 +122,8 @@ type compiler struct {
 	deadline int
 	// retention is settings.retentionDays (0: none).
 	retention int
+	// entityConcurrency is settings.entityConcurrency ("": queue).
+	entityConcurrency string
 
 	// Compressed adjacency: the outbound edges of node i are
 	// outList[outStart[i]:outStart[i+1]] (indexes into edges, edge order);
@@ -520,5 +522,6 @@ func (c *compiler) build() *engine.ExecutionGraph {
 	c.buildLoops(g)
 	g.DeadlineSeconds = c.deadline
 	g.RetentionDays = c.retention
+	g.EntityConcurrency = c.entityConcurrency
 	return g
 }

@@ -136,4 +136,12 @@ func (c *compiler) collectSettings() {
 		}
 		c.retention = int(d.Num)
 	}
+	if m := root.Get("entityConcurrency"); present(m) {
+		if m.Type != gjson.String || !slices.Contains(engine.EntityModes, m.Str) {
+			c.errorf(CodeInvalidConfig, "", "", "settings.entityConcurrency", "settings.entityConcurrency must be one of %s, got %s",
+				strings.Join(engine.EntityModes, ", "), m.Raw)
+			return
+		}
+		c.entityConcurrency = m.Str
+	}
 }

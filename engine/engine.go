@@ -516,7 +516,7 @@ func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
 		if err := t.load(runID); err != nil {
 			return err
 		}
-		if t.run.Status != RunRunning && t.run.Status != RunFailed && t.run.Status != RunPaused {
+		if t.run.Status != RunRunning && t.run.Status != RunFailed && t.run.Status != RunPaused && t.run.Status != RunQueued {
 			return fmt.Errorf("%w: run %s is already %s", ErrConflict, runID, t.run.Status)
 		}
 		nodes, err := t.tx.CancelNodes(ctx, runID)

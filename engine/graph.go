@@ -74,6 +74,10 @@ type ExecutionGraph struct {
 	// RetentionDays keeps the flow's finished runs that many days
 	// (settings.retentionDays; 0: the server's --retention).
 	RetentionDays int `json:"retentionDays,omitempty"`
+	// EntityConcurrency is what starting a run for an entity with a run
+	// of the flow still active does (settings.entityConcurrency): allow,
+	// skip or queue ("": queue).
+	EntityConcurrency string `json:"entityConcurrency,omitempty"`
 	// Loops are the graph's loops (back edges marked data.loop); LoopOf
 	// maps each node on one to its index in Loops.
 	Loops  []Loop         `json:"loops,omitempty"`

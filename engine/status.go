@@ -35,6 +35,9 @@ const (
 	// RunPaused: an operator paused the run; nothing new fires until it
 	// resumes.
 	RunPaused RunStatus = "paused"
+	// RunQueued: the run waits for its entity's active run of the flow to
+	// end (settings.entityConcurrency queue); nothing of it has fired.
+	RunQueued RunStatus = "queued"
 )
 
 // AllowedFrom returns the statuses a node may move to dest from. It is the
@@ -107,4 +110,4 @@ func (s Status) Active() bool {
 }
 
 // Finished reports whether the run status is final.
-func (s RunStatus) Finished() bool { return s != RunRunning && s != RunPaused }
+func (s RunStatus) Finished() bool { return s != RunRunning && s != RunPaused && s != RunQueued }

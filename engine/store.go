@@ -167,6 +167,17 @@ type Tx interface {
 	// handled by a failure edge is final) to cancelled and
 	// cancels its undelivered dispatches; it returns the nodes it changed.
 	CancelNodes(ctx context.Context, runID string) ([]CancelledNode, error)
+	// LockEntityRuns takes, for the rest of the transaction, the lock that
+	// orders starting and ending runs of flowID for entityID (entity
+	// concurrency).
+	LockEntityRuns(ctx context.Context, flowID, entityID string) error
+	// ActiveEntityRun returns the oldest run of flowID for entityID that is
+	// running, paused or queued ("" when none).
+	ActiveEntityRun(ctx context.Context, flowID, entityID string) (string, error)
+	// NextQueuedRun returns the oldest queued run of flowID for entityID
+	// when no run of it for the entity but ending is running or paused (""
+	// otherwise).
+	NextQueuedRun(ctx context.Context, flowID, entityID, ending string) (string, error)
 	// ChildRuns lists the runs SubFlow nodes of run runID started that are
 	// in one of statuses.
 	ChildRuns(ctx context.Context, runID string, statuses ...RunStatus) ([]string, error)

@@ -59,9 +59,22 @@ func (t *txn) startRun(id string, g *ExecutionGraph, p StartRunParams, parent *p
 			r.TerminalsLeft++
 		}
 	}
+	if parent == nil && r.EntityID != nil {
+		queued, err := t.entityTurn(r, g)
+		if err != nil || queued {
+			return r, err
+		}
+	}
 	if err := t.tx.InsertRun(ctx, r); err != nil {
 		return nil, err
 	}
+	return r, t.beginRun(r, g, parent)
+}
+
+// beginRun starts inserted run r: its nodes, run.started, its entity's
+// move, its entry nodes fired with its input.
+func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
+	ctx, id := t.ctx, r.ID
 	t.setRun(r, g)
 	var rows []NodeState
 	for _, nid := range sortedStatic(g) {
@@ -70,24 +83,24 @@ func (t *txn) startRun(id string, g *ExecutionGraph, p StartRunParams, parent *p
 			Status: StatusPending, PendingParents: len(g.Upstream[nid])})
 	}
 	if err := t.tx.InsertNodes(ctx, id, rows); err != nil {
-		return nil, err
+		return err
 	}
-	started := map[string]any{"flow_version_id": p.VersionID, "input": p.Input}
+	started := map[string]any{"flow_version_id": r.FlowVersionID, "input": r.Input}
 	if parent != nil {
 		started["parent_run_id"], started["parent_key"] = parent.runID, parent.key
 	}
 	t.event(EventRunStarted, "", started)
 	if r.EntityID != nil {
 		if err := t.moveEntity(EntityMove{Kind: JourneyRunStarted}); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, nid := range g.EntryNodes {
-		if err := t.fire(g.Nodes[nid], nil, p.Input, StatusPending, 0); err != nil {
-			return nil, err
+		if err := t.fire(g.Nodes[nid], nil, r.Input, StatusPending, 0); err != nil {
+			return err
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // nestedTxn is a txn over another run in this transaction's database

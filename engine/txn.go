@@ -1116,6 +1116,11 @@ func (t *txn) flush() error {
 		HeardKeys: t.heardKeys, HeardAttempts: t.heardAttempts, HeardAt: heardAt, Relative: t.speculated}); err != nil {
 		return fmt.Errorf("error saving run %s and %d events: %w", t.run.ID, len(t.events), err)
 	}
+	if t.ended != "" && !t.starting {
+		if err := t.beginQueued(); err != nil {
+			return fmt.Errorf("error beginning the next queued run of run %s's entity: %w", t.run.ID, err)
+		}
+	}
 	if t.ended != "" && t.run.ParentRunID != nil && !t.starting {
 		return t.childEnded()
 	}

@@ -375,7 +375,7 @@ func (t *pgTx) InsertRun(ctx context.Context, r *engine.Run) error {
 // saveRunSQL updates a run's row; saveRunArgs are its arguments.
 const saveRunSQL = `UPDATE runs SET status = ?, output = ?::jsonb, error = ?, active_nodes = ?,
 		failed_nodes = ?, terminals_left = ?, event_seq = ?, updated_at = now(),
-		finished_at = CASE WHEN ? IN ('running', 'paused') THEN NULL ELSE coalesce(finished_at, now()) END
+		finished_at = CASE WHEN ? IN ('running', 'paused', 'queued') THEN NULL ELSE coalesce(finished_at, now()) END
 		WHERE id = ? RETURNING updated_at, finished_at`
 
 func saveRunArgs(r *engine.Run) []any {
@@ -1100,6 +1100,31 @@ func (t *pgTx) ExtendDeadline(ctx context.Context, runID, key string, attempt, s
 	res := t.exec(ctx, `UPDATE node_states SET deadline = now() + make_interval(secs => ?), updated_at = now()
 		WHERE run_id = ? AND key = ? AND status = 'running' AND attempt = ?`, seconds, runID, key, attempt)
 	return res.RowsAffected == 1, interpretError(res.Error)
+}
+
+func (t *pgTx) LockEntityRuns(ctx context.Context, flowID, entityID string) error {
+	return interpretError(t.exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('entity-runs:' || ? || ':' || ?, 0))`,
+		flowID, entityID).Error)
+}
+
+func (t *pgTx) ActiveEntityRun(ctx context.Context, flowID, entityID string) (string, error) {
+	ids, err := scanTexts(t.raw(ctx, `SELECT id::text FROM runs WHERE entity_id = ? AND flow_id = ?
+		AND status IN ('running', 'paused', 'queued') ORDER BY created_at, id LIMIT 1`, entityID, flowID).Rows())
+	if err != nil || len(ids) == 0 {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+func (t *pgTx) NextQueuedRun(ctx context.Context, flowID, entityID, ending string) (string, error) {
+	ids, err := scanTexts(t.raw(ctx, `SELECT id::text FROM runs WHERE entity_id = ? AND flow_id = ? AND status = 'queued'
+			AND NOT EXISTS (SELECT 1 FROM runs a WHERE a.entity_id = ? AND a.flow_id = ? AND a.status IN ('running', 'paused')
+				AND a.id <> ?)
+		ORDER BY created_at, id LIMIT 1`, entityID, flowID, entityID, flowID, ending).Rows())
+	if err != nil || len(ids) == 0 {
+		return "", err
+	}
+	return ids[0], nil
 }
 
 func (t *pgTx) CancelNodes(ctx context.Context, runID string) ([]engine.CancelledNode, error) {

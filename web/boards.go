@@ -462,10 +462,16 @@ func (s *Server) hook(c echo.Context) error {
 			strconv.FormatFloat(s.cfg.TriggerRate, 'f', -1, 64)+" runs a second; retry later")
 	}
 	run, _, err := s.cfg.Engine.StartRun(ctx, p)
+	if eb, ok := engine.IsEntityBusy(err); ok {
+		// entityConcurrency skip: the sender did nothing wrong and must not
+		// retry — a 200 that says the start was skipped for the run going.
+		return c.JSON(http.StatusOK, map[string]any{"skipped": true, "run_id": eb.RunID, "entity_id": eb.EntityID,
+			"reason": eb.Error()})
+	}
 	if err != nil {
 		return entityExists(err)
 	}
-	return c.JSON(http.StatusAccepted, map[string]any{"run_id": run.ID, "entity_id": run.EntityID})
+	return c.JSON(http.StatusAccepted, map[string]any{"run_id": run.ID, "entity_id": run.EntityID, "status": run.Status})
 }
 
 // verifyInbound accepts Standard Webhooks (webhook-id, webhook-timestamp,

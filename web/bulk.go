@@ -68,9 +68,9 @@ func (s *Server) bulkRuns(c echo.Context) error {
 		return badRequest(`action must be "retry", "cancel", "pause" or "resume"`)
 	}
 	switch engine.RunStatus(b.Filter.Status) {
-	case "", engine.RunRunning, engine.RunCompleted, engine.RunFailed, engine.RunCancelled, engine.RunPaused:
+	case "", engine.RunRunning, engine.RunCompleted, engine.RunFailed, engine.RunCancelled, engine.RunPaused, engine.RunQueued:
 	default:
-		return badRequest("filter.status must be running, paused, completed, failed or cancelled")
+		return badRequest("filter.status must be running, paused, queued, completed, failed or cancelled")
 	}
 	if b.Filter == (bulkFilter{}) && !b.All && !b.DryRun {
 		return badRequest(`an empty filter picks every run: say "all": true to mean it`)

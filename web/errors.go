@@ -79,6 +79,9 @@ func toAPIError(err error) *apiError {
 		}
 		return &apiError{Status: he.Code, Code: code, Message: msg}
 	}
+	if eb, ok := engine.IsEntityBusy(err); ok {
+		return errorf(http.StatusConflict, "entity_busy", eb.Error())
+	}
 	switch {
 	case errors.Is(err, engine.ErrInvalidRequest):
 		return errorf(http.StatusBadRequest, "invalid_request", err.Error())

@@ -175,9 +175,9 @@ func (s *Server) listRuns(c echo.Context) error {
 		return badRequest("flow_id must be a UUID")
 	}
 	switch engine.RunStatus(f.Status) {
-	case "", engine.RunRunning, engine.RunCompleted, engine.RunFailed, engine.RunCancelled, engine.RunPaused:
+	case "", engine.RunRunning, engine.RunCompleted, engine.RunFailed, engine.RunCancelled, engine.RunPaused, engine.RunQueued:
 	default:
-		return badRequest("status must be running, paused, completed, failed or cancelled")
+		return badRequest("status must be running, paused, queued, completed, failed or cancelled")
 	}
 	if l := c.QueryParam("limit"); l != "" {
 		n, err := strconv.Atoi(l)
