@@ -122,7 +122,7 @@ func TestUIApprovalSummary(t *testing.T) {
 	s.api("POST", "/flows", map[string]any{"name": "Review", "board_id": board.ID, "graph": map[string]any{
 		"nodes": []map[string]any{
 			{"id": "ask", "type": "UX", "position": map[string]any{"x": 0, "y": 0}, "data": map[string]any{"label": "Send to sales?",
-				"summary": []any{map[string]any{"label": "Email", "path": "email"}, "company.size"},
+				"summary":        []any{map[string]any{"label": "Email", "path": "email"}, "company.size"},
 				"entityMovement": map[string]any{"onOutcome": map[string]any{"reject": map[string]any{"targetSectionId": "nurture"}}}}},
 			{"id": "no", "type": "Condition", "position": map[string]any{"x": 300, "y": 0}, "data": map[string]any{}}},
 		"edges": []map[string]any{{"id": "e1", "source": "ask", "target": "no", "data": map[string]any{"outcome": "reject"}}}}}, &flow)
