@@ -131,6 +131,7 @@ func (f *follower) follow(ctx context.Context, in *instance) {
 	f.mu.Unlock()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	sc.Split(completeLines)
 	var id, typ string
 	var data []byte
 	for sc.Scan() {
@@ -156,6 +157,18 @@ func (f *follower) follow(ctx context.Context, in *instance) {
 		}
 	}
 	f.cuts.Add(1) // the process was killed, the database restarted, or the server ended the stream
+}
+
+// completeLines splits a stream into lines that ended: a last line a kill
+// cut off (no newline before the end) is dropped, not read as a field.
+func completeLines(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, bytes.TrimSuffix(data[:i], []byte("\r")), nil
+	}
+	if atEOF {
+		return len(data), nil, nil
+	}
+	return 0, nil, nil
 }
 
 // deliver takes one complete event; it reports whether the stream ended
