@@ -135,10 +135,40 @@ func TestEventStreamNeverPassesAnIDThatMayCommit(t *testing.T) {
 	require.NoError(t, t2.Rollback())
 	require.Equal(t, sseEvent{after, 1004}, stream.next(t))
 
+	// The higher id from a transaction older than the lower's: when it
+	// ends, the newest transaction to end is older than the one still
+	// holding the lower id (a snapshot's xmax is then no bound).
+	t0, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = t0.Rollback() }()
+	_, err = t0.ExecContext(ctx, `SELECT pg_current_xact_id()`)
+	require.NoError(t, err)
+	t3, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = t3.Rollback() }()
+	_, err = t3.ExecContext(ctx, `SELECT pg_current_xact_id()`)
+	require.NoError(t, err)
+	var low3, high3 int64
+	require.NoError(t, t3.QueryRowContext(ctx, insert, run.ID, 1005).Scan(&low3))
+	require.NoError(t, t0.QueryRowContext(ctx, insert, run.ID, 1006).Scan(&high3))
+	require.NoError(t, t0.Commit())
+	hub.Notify(run.ID)
+	select {
+	case e := <-stream.events:
+		t.Fatalf("event id %d (seq %d) sent while id %d may still commit", e.id, e.seq, low3)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	require.NoError(t, t3.Commit())
+	hub.Notify(run.ID)
+	require.Equal(t, sseEvent{low3, 1005}, stream.next(t))
+	require.Equal(t, sseEvent{high3, 1006}, stream.next(t))
+
 	// Resuming after the lower id gives the rest once, in order.
 	again := openAllEvents(t, ts.URL, strconv.FormatInt(low, 10))
 	require.Equal(t, sseEvent{high, 1002}, again.next(t))
 	require.Equal(t, sseEvent{after, 1004}, again.next(t))
+	require.Equal(t, sseEvent{low3, 1005}, again.next(t))
+	require.Equal(t, sseEvent{high3, 1006}, again.next(t))
 	select {
 	case e := <-again.events:
 		t.Fatalf("an event after the last: %+v", e)

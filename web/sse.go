@@ -411,8 +411,8 @@ func (cur *eventCursor) next(ctx context.Context) ([]engine.Event, cursorState, 
 	}
 }
 
-// prove moves final up when every transaction that could hold an id below
-// a bound has ended.
+// prove moves final up when every transaction that could hold an id up to
+// a bound has ended (store.EventIDBound).
 func (cur *eventCursor) prove(ctx context.Context) (bool, error) {
 	if cur.bound == nil {
 		b, err := cur.store.EventIDBound(ctx)
@@ -425,7 +425,7 @@ func (cur *eventCursor) prove(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if xmin < cur.bound.Xmax {
+	if xmin <= cur.bound.Xid {
 		return false, nil
 	}
 	cur.final = max(cur.final, cur.bound.ID)
