@@ -148,7 +148,9 @@ func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
 	if _, err := rand.Read(k); err != nil {
 		return nil, false, fmt.Errorf("error making a secret key: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	// 0755 as localpg makes a cluster's parents (the postgres user must
+	// pass through them when stitchd runs as root); the file is 0600.
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, false, fmt.Errorf("error creating the directory of %s: %w", path, err)
 	}
 	// Written aside, then linked into place: a process starting at the
