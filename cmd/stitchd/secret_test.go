@@ -104,6 +104,8 @@ func TestBinaryServeDemoKeepsSecretKey(t *testing.T) {
 		return startServeEnv(t, bin, dbURL, []string{"STITCHD_DATA_DIR=" + dataDir}, "--demo", "--demo-worker=false")
 	}
 	s := start()
+	// Stopped before the demo is loaded, serve exits 1: wait for it.
+	waitFor(t, "the demo banner", func() bool { return strings.Contains(s.log(), "Fire a lead") })
 	keyFile := filepath.Join(dataDir, app.DevSecretKeyName)
 	key1, err := os.ReadFile(keyFile)
 	require.NoError(t, err, s.log())
@@ -116,6 +118,7 @@ func TestBinaryServeDemoKeepsSecretKey(t *testing.T) {
 	s.stop(t)
 
 	again := start()
+	waitFor(t, "the demo banner", func() bool { return strings.Contains(again.log(), "Fire a lead") })
 	key2, err := os.ReadFile(keyFile)
 	require.NoError(t, err)
 	require.Equal(t, key1, key2)
