@@ -30,7 +30,7 @@ const SecretNameRule = "a secret name is 1 to 100 letters, digits, _ and -, star
 // used): the node fails at once.
 var ErrSecret = errors.New("secret unusable")
 
-// ErrSecretUse is the message for a {{ }} that uses secret any other way
+// errSecretUse is the message for a {{ }} that uses secret any other way
 // than alone with its name in quotes.
 var errSecretUse = errors.New(`secret must stand alone in its {{ }}, with its name in quotes: {{ secret "NAME" }} ` +
 	`(the names a flow uses are known when it is saved)`)

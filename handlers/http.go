@@ -53,14 +53,16 @@ func (HTTP) Fire(_ context.Context, fc engine.FireContext) error {
 	// A {{ secret "NAME" }} renders as a placeholder of this request
 	// (engine.SecretUse): the value is filled in only by the dispatcher,
 	// in memory, as it sends the request.
-	use, err := engine.NewSecretUse()
-	if err != nil {
-		return err
-	}
+	var use *engine.SecretUse // made at the first secret: most requests use none
 	eval := func(src string) (any, error) {
 		if name, ok, err := engine.SecretCall(src); ok {
 			if err != nil {
 				return nil, err
+			}
+			if use == nil {
+				if use, err = engine.NewSecretUse(); err != nil {
+					return nil, err
+				}
 			}
 			return use.Placeholder(name), nil
 		}
@@ -85,7 +87,7 @@ func (HTTP) Fire(_ context.Context, fc engine.FireContext) error {
 	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Hostname() == "" {
 		return fc.Fail(fmt.Sprintf("url %q is not an absolute http or https URL with a host", u))
 	}
-	if use.HasPlaceholder(pu.Scheme + "://" + pu.User.String() + "@" + pu.Host) {
+	if use != nil && use.HasPlaceholder(pu.Scheme+"://"+pu.User.String()+"@"+pu.Host) {
 		return fc.Fail("url: a secret may be used in the url's path or query, not in its scheme, user or host")
 	}
 	headers := make(map[string]string, len(cfg.Headers)+1)
@@ -108,7 +110,7 @@ func (HTTP) Fire(_ context.Context, fc engine.FireContext) error {
 	}
 	req := engine.DispatchRequest{Kind: engine.DispatchHTTP, URL: u, Method: method, Headers: headers,
 		Body: body, RequestTimeoutMs: int64(httpTimeoutSeconds(cfg) * 1000), MaxTries: 1}
-	if len(use.Names) > 0 {
+	if use != nil {
 		use.BodyJSON = ctype == "application/json"
 		req.Secrets = use
 	}
