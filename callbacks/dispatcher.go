@@ -59,9 +59,12 @@ type DispatcherConfig struct {
 	// one signature each, space-separated in webhook-signature (a
 	// rotation's overlap; a flow's own secret).
 	Signer Signer
-	Client *http.Client
-	Clock  engine.Clock
-	Logger *slog.Logger
+	// Secrets reveals the secrets an HTTP node's request uses ({{ secret
+	// "NAME" }}), filled in as it is sent (nil: such a request fails).
+	Secrets SecretSource
+	Client  *http.Client
+	Clock   engine.Clock
+	Logger  *slog.Logger
 	// Workers is the number of concurrent deliveries (default 64).
 	Workers int
 	// HostWorkers is the most concurrent deliveries to one destination

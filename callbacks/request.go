@@ -49,6 +49,21 @@ func (d *Dispatcher) request(ctx context.Context, c engine.ClaimedDispatch) {
 }
 
 func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engine.Response) {
+	target, headers, body := c.URL, c.Request.Headers, []byte(c.Payload)
+	if use := c.Request.Secrets; use != nil {
+		values, err := d.revealSecrets(ctx, use)
+		if err == nil {
+			target, headers, body, err = use.Fill(target, headers, body, values)
+		}
+		if err != nil {
+			r.Error, r.NoRetry = "request not sent: "+err.Error(), errors.Is(err, engine.ErrSecret)
+			return
+		}
+		// Whatever comes back (a response echoing the request, an error
+		// quoting its URL) is stored and logged with the values redacted.
+		red := engine.NewRedactor(mapValues(values))
+		defer redactResponse(r, red)
+	}
 	timeout := time.Duration(c.Request.TimeoutMs) * time.Millisecond
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
@@ -59,16 +74,16 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 		stop := d.keepLease(rctx, c, cancel)
 		defer stop()
 	}
-	req, err := http.NewRequestWithContext(rctx, c.Request.Method, c.URL, bytes.NewReader(c.Payload))
+	req, err := http.NewRequestWithContext(rctx, c.Request.Method, target, bytes.NewReader(body))
 	if err != nil {
 		r.Error, r.NoRetry = fmt.Sprintf("the request cannot be made: %v", err), true
 		return
 	}
-	if len(c.Payload) == 0 {
+	if len(body) == 0 {
 		req.Body, req.ContentLength = http.NoBody, 0
 	}
 	req.Header.Set("User-Agent", "stitchd")
-	for k, v := range c.Request.Headers {
+	for k, v := range headers {
 		if strings.EqualFold(k, "host") {
 			req.Host = v
 			continue
@@ -88,7 +103,7 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 		return
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))
+	got, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))
 	if err != nil {
 		if rctx.Err() != nil && ctx.Err() == nil {
 			r.Error = fmt.Sprintf("the response (%d) was not read within %s", resp.StatusCode, timeout)
@@ -97,15 +112,47 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 		}
 		return
 	}
-	if len(body) > MaxResponseBody {
-		body, r.BodyTruncated = body[:MaxResponseBody], true
+	if len(got) > MaxResponseBody {
+		got, r.BodyTruncated = got[:MaxResponseBody], true
 	}
-	r.Status, r.Body = resp.StatusCode, body
+	r.Status, r.Body = resp.StatusCode, got
 	r.Headers = make(map[string]string, len(resp.Header))
 	for k, vs := range resp.Header {
 		r.Headers[strings.ToLower(k)] = strings.Join(vs, ", ")
 	}
 	r.RetryAfterMs = d.retryAfter(resp.Header).Milliseconds()
+}
+
+// SecretSource reveals the values of named secrets (store.SecretReader).
+// A failure another try would not mend (no such secret, secrets off, a
+// value that does not decrypt) wraps engine.ErrSecret.
+type SecretSource interface {
+	Reveal(ctx context.Context, names []string) (map[string]string, error)
+}
+
+func (d *Dispatcher) revealSecrets(ctx context.Context, use *engine.SecretUse) (map[string]string, error) {
+	if d.cfg.Secrets == nil {
+		return nil, fmt.Errorf("%w: this server reads no secrets", engine.ErrSecret)
+	}
+	return d.cfg.Secrets.Reveal(ctx, use.Names)
+}
+
+func mapValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// redactResponse replaces the secrets' values in all of r that is stored
+// or logged.
+func redactResponse(r *engine.Response, red *engine.Redactor) {
+	r.Error = red.String(r.Error)
+	r.Body = red.Bytes(r.Body)
+	for k, v := range r.Headers {
+		r.Headers[k] = red.String(v)
+	}
 }
 
 // keepLease renews the row's lease every quarter lease while a long

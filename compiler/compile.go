@@ -112,6 +112,8 @@ type compiler struct {
 
 	problems []engine.Problem
 	warnings []engine.Problem
+	// secrets are the {{ secret "NAME" }} references (http.go).
+	secrets []engine.SecretRef
 
 	nodes []cnode
 	byID  map[string]int32
@@ -478,6 +480,7 @@ func (c *compiler) build() *engine.ExecutionGraph {
 		TerminalNodes: []string{},
 		Regions:       make(map[string]*engine.Region),
 		Warnings:      c.warnings,
+		Secrets:       c.secrets,
 	}
 	slab := make([]engine.Node, n)
 	down := make([]string, len(c.edges))

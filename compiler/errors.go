@@ -83,6 +83,13 @@ const (
 	// CodeUnknownField (warning): a node's data has a field no node type
 	// reads — likely a typo; the message names the nearest known field.
 	CodeUnknownField = "unknown_field"
+	// CodeUnknownSecret (warning, added by the server when a flow is
+	// saved): a {{ secret "NAME" }} names no stored secret; the node fails
+	// when it runs unless the secret is set by then.
+	CodeUnknownSecret = "unknown_secret"
+	// CodeSecretsOff (warning, added by the server): the flow uses secrets
+	// and the server has no STITCHD_SECRET_KEY, so it can read none.
+	CodeSecretsOff = "secrets_off"
 )
 
 // MaxNestingDepth is the deepest nesting of parallel regions the compiler

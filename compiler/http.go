@@ -36,8 +36,9 @@ func (c *compiler) checkHTTP(id string, base loc, root gjson.Result) {
 		mpath := base.field("method")
 		if m.Type != gjson.String {
 			c.errAt(CodeInvalidConfig, id, "", mpath, "HTTP node %q: method must be a string (%s)", id, strings.Join(engine.HTTPMethods, ", "))
-		} else if t, ok := c.template(id, mpath.String(), m.Str); ok && t.Static() &&
-			!contains(engine.HTTPMethods, strings.ToUpper(strings.TrimSpace(m.Str))) {
+		} else if t, ok := c.template(id, mpath.String(), m.Str); ok && len(t.Secrets()) > 0 {
+			c.errAt(CodeInvalidExpression, id, "", mpath, "HTTP node %q: a secret cannot give the method (only the url, headers and body)", id)
+		} else if ok && t.Static() && !contains(engine.HTTPMethods, strings.ToUpper(strings.TrimSpace(m.Str))) {
 			c.errAt(CodeInvalidConfig, id, "", mpath, "HTTP node %q: method %q is not one of %s", id, m.Str, strings.Join(engine.HTTPMethods, ", "))
 		}
 	}
@@ -88,7 +89,8 @@ func (c *compiler) checkHTTP(id string, base loc, root gjson.Result) {
 }
 
 // template compiles a templated string, reporting invalid_expression at
-// path; ok is false when it does not compile.
+// path, and notes the secrets it uses; ok is false when it does not
+// compile.
 func (c *compiler) template(id, path, s string) (*engine.Template, bool) {
 	if len(s) > maxTemplateLen {
 		c.errorf(CodeInvalidExpression, id, "", path, "node %q: the text is longer than %d characters", id, maxTemplateLen)
@@ -98,6 +100,9 @@ func (c *compiler) template(id, path, s string) (*engine.Template, bool) {
 	if err != nil {
 		c.errorf(CodeInvalidExpression, id, "", path, "node %q: %s", id, engine.ExprMessage(err))
 		return nil, false
+	}
+	for _, name := range t.Secrets() {
+		c.secrets = append(c.secrets, engine.SecretRef{NodeID: id, Path: path, Name: name})
 	}
 	return t, true
 }

@@ -86,7 +86,7 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 	var hr *HTTPRequest
 	if req.Kind == DispatchHTTP {
 		payload = req.Body
-		hr = &HTTPRequest{Method: req.Method, Headers: req.Headers, TimeoutMs: req.RequestTimeoutMs}
+		hr = &HTTPRequest{Method: req.Method, Headers: req.Headers, TimeoutMs: req.RequestTimeoutMs, Secrets: req.Secrets}
 	} else {
 		cb, err := t.e.cfg.Minter.CallbackURL(t.run.ID, f.key, f.attempt)
 		if err != nil {

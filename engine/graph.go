@@ -85,6 +85,17 @@ type ExecutionGraph struct {
 	// Warnings are problems that do not stop the graph from running
 	// (isolated nodes, for example).
 	Warnings []Problem `json:"warnings,omitempty"`
+	// Secrets are the graph's {{ secret "NAME" }} references, in node
+	// order (names only: values are never in a graph).
+	Secrets []SecretRef `json:"secrets,omitempty"`
+}
+
+// SecretRef is one use of a secret in a node's templates.
+type SecretRef struct {
+	NodeID string `json:"node_id"`
+	// Path is the templated string's JSON path in the visual graph.
+	Path string `json:"path"`
+	Name string `json:"name"`
 }
 
 // Node is one node of an execution graph.

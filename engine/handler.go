@@ -78,6 +78,9 @@ type DispatchRequest struct {
 	Headers          map[string]string
 	Body             []byte
 	RequestTimeoutMs int64
+	// Secrets are the secrets whose placeholders the request holds
+	// (nil: none).
+	Secrets *SecretUse
 }
 
 // DispatchKind is what an outbox row delivers.

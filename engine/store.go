@@ -353,6 +353,9 @@ type HTTPRequest struct {
 	Method    string            `json:"method"`
 	Headers   map[string]string `json:"headers,omitempty"`
 	TimeoutMs int64             `json:"timeoutMs,omitempty"`
+	// Secrets names the secrets whose placeholders the URL, headers and
+	// body hold, filled in as the request is sent (no value is stored).
+	Secrets *SecretUse `json:"secrets,omitempty"`
 }
 
 // IsTransitionError reports whether err is a *TransitionError and returns it.

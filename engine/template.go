@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,9 @@ type Template struct {
 type templatePart struct {
 	lit  string
 	expr string // set for an expression part
+	// secret is the name of a {{ secret "NAME" }} part (expr holds its
+	// source).
+	secret string
 }
 
 // ErrTemplate wraps the errors of ParseTemplate.
@@ -56,9 +60,24 @@ func ParseTemplate(s string) (*Template, error) {
 				firstErr = fmt.Errorf("%w: an empty {{ }}", ErrTemplate)
 				break
 			}
+			if name, isSecret, err := SecretCall(src); isSecret {
+				if err != nil {
+					if firstErr == nil {
+						firstErr = fmt.Errorf("%w: {{%s}}: %s", ErrTemplate, src, err.Error())
+					}
+					continue
+				}
+				t.parts = append(t.parts, templatePart{expr: src, secret: name})
+				rest, found = body[off:], true
+				break
+			}
 			if _, err := CompileValue(src); err != nil {
 				if firstErr == nil {
-					firstErr = fmt.Errorf("%w: {{%s}}: %s", ErrTemplate, src, ExprMessage(err))
+					msg := ExprMessage(err)
+					if mentionsSecret(src) {
+						msg = errSecretUse.Error()
+					}
+					firstErr = fmt.Errorf("%w: {{%s}}: %s", ErrTemplate, src, msg)
 				}
 				continue
 			}
@@ -83,6 +102,18 @@ func (t *Template) Static() bool {
 		}
 	}
 	return true
+}
+
+// Secrets lists the names of the secrets the template uses, in order,
+// each once.
+func (t *Template) Secrets() []string {
+	var out []string
+	for _, p := range t.parts {
+		if p.secret != "" && !slices.Contains(out, p.secret) {
+			out = append(out, p.secret)
+		}
+	}
+	return out
 }
 
 // Sole returns the expression of a template that is one {{ expr }} and

@@ -50,10 +50,27 @@ func (HTTP) Fire(_ context.Context, fc engine.FireContext) error {
 	if err := json.Unmarshal(fc.Node().Config, &cfg); err != nil {
 		return fc.Fail(fmt.Sprintf("the node's data cannot be read: %v", err))
 	}
-	eval := fc.Eval
+	// A {{ secret "NAME" }} renders as a placeholder of this request
+	// (engine.SecretUse): the value is filled in only by the dispatcher,
+	// in memory, as it sends the request.
+	var use *engine.SecretUse // made at the first secret: most requests use none
+	eval := func(src string) (any, error) {
+		if name, ok, err := engine.SecretCall(src); ok {
+			if err != nil {
+				return nil, err
+			}
+			if use == nil {
+				if use, err = engine.NewSecretUse(); err != nil {
+					return nil, err
+				}
+			}
+			return use.Placeholder(name), nil
+		}
+		return fc.Eval(src)
+	}
 	method := "GET"
 	if cfg.Method != "" {
-		m, err := render(cfg.Method, eval, nil)
+		m, err := render(cfg.Method, fc.Eval, nil)
 		if err != nil {
 			return fc.Fail("method: " + err.Error())
 		}
@@ -62,12 +79,16 @@ func (HTTP) Fire(_ context.Context, fc engine.FireContext) error {
 			return fc.Fail(fmt.Sprintf("method %q is not one of %s", method, strings.Join(engine.HTTPMethods, ", ")))
 		}
 	}
-	u, err := render(cfg.URL, eval, escapeURLValue)
+	u, err := render(cfg.URL, eval, engine.EscapeURLValue)
 	if err != nil {
 		return fc.Fail("url: " + err.Error())
 	}
-	if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Hostname() == "" {
+	pu, err := url.Parse(u)
+	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Hostname() == "" {
 		return fc.Fail(fmt.Sprintf("url %q is not an absolute http or https URL with a host", u))
+	}
+	if use != nil && use.HasPlaceholder(pu.Scheme+"://"+pu.User.String()+"@"+pu.Host) {
+		return fc.Fail("url: a secret may be used in the url's path or query, not in its scheme, user or host")
 	}
 	headers := make(map[string]string, len(cfg.Headers)+1)
 	for k, v := range cfg.Headers {
@@ -87,8 +108,13 @@ func (HTTP) Fire(_ context.Context, fc engine.FireContext) error {
 	if ctype != "" && !hasHeader(headers, "Content-Type") {
 		headers["Content-Type"] = ctype
 	}
-	return fc.Dispatch(engine.DispatchRequest{Kind: engine.DispatchHTTP, URL: u, Method: method, Headers: headers,
-		Body: body, RequestTimeoutMs: int64(httpTimeoutSeconds(cfg) * 1000), MaxTries: 1})
+	req := engine.DispatchRequest{Kind: engine.DispatchHTTP, URL: u, Method: method, Headers: headers,
+		Body: body, RequestTimeoutMs: int64(httpTimeoutSeconds(cfg) * 1000), MaxTries: 1}
+	if use != nil {
+		use.BodyJSON = ctype == "application/json"
+		req.Secrets = use
+	}
+	return fc.Dispatch(req)
 }
 
 func httpTimeoutSeconds(cfg HTTPConfig) float64 {
@@ -215,20 +241,6 @@ func render(src string, eval func(string) (any, error), escape func(before, valu
 		return "", err
 	}
 	return t.Render(eval, escape)
-}
-
-// escapeURLValue escapes a value written into a URL by where it falls: in
-// the query (after a ?) as a query value, in the path (after the host) as
-// a path segment, untouched before that (a template giving the whole URL,
-// or its scheme and host).
-func escapeURLValue(before, value string) string {
-	if strings.ContainsAny(before, "?") {
-		return url.QueryEscape(value)
-	}
-	if i := strings.Index(before, "://"); i >= 0 && strings.Contains(before[i+3:], "/") {
-		return url.PathEscape(value)
-	}
-	return value
 }
 
 // renderBody renders an HTTP node's body: a string is a template sent as

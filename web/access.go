@@ -85,6 +85,9 @@ var accessRules = map[string]rule{
 	"DELETE /api/v1/triggers/:id":                  editors,
 	"POST /api/v1/triggers/:id/rotate-secret":      editors,
 	"GET /api/v1/webhook-secret":                   admins,
+	"POST /api/v1/secrets":                         editors,
+	"GET /api/v1/secrets":                          editors,
+	"DELETE /api/v1/secrets/:name":                 editors,
 	"POST /api/v1/webhook-secret/rotate":           admins,
 
 	"POST /api/v1/flows/:id/runs":               operators,

@@ -70,6 +70,9 @@ var permissions = map[string]string{
 	"POST /api/v1/triggers/:id/rotate-secret":      "ae",
 	"GET /api/v1/webhook-secret":                   "a",
 	"POST /api/v1/webhook-secret/rotate":           "a",
+	"POST /api/v1/secrets":                         "ae",
+	"GET /api/v1/secrets":                          "ae",
+	"DELETE /api/v1/secrets/:name":                 "ae",
 
 	"POST /api/v1/flows/:id/runs":               "ao",
 	"GET /api/v1/runs":                          "aeov",

@@ -86,6 +86,11 @@ func (s *Server) compileGraph(ctx context.Context, raw json.RawMessage, message 
 	if err := compiler.LinkSubFlows(ctx, v, g, self, s.cfg.Store); err != nil {
 		return nil, err
 	}
+	warn, err := s.secretWarnings(ctx, g.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	g.Warnings = append(g.Warnings, warn...)
 	canon, err := compiler.Canonical(raw)
 	if err != nil {
 		return nil, badRequest("graph: " + err.Error())

@@ -22,14 +22,18 @@ import (
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/internal/jsonlimit"
 	"github.com/stitchd/stitchd/internal/password"
+	"github.com/stitchd/stitchd/internal/secretbox"
 	"github.com/stitchd/stitchd/store"
 )
 
 // Config wires a Server.
 type Config struct {
-	Store     *store.Store
-	Engine    *engine.Engine
-	Keys      *callbacks.Keyring
+	Store  *store.Store
+	Engine *engine.Engine
+	Keys   *callbacks.Keyring
+	// Secrets seals the values POST /api/v1/secrets stores (nil: the
+	// server has no STITCHD_SECRET_KEY, and that route answers 503).
+	Secrets   *secretbox.Box
 	Hub       *Hub
 	AuthToken string
 	// BodyLimit bounds request bodies (default 1 MiB).
@@ -205,6 +209,9 @@ func New(cfg Config) *Server {
 	api.POST("/entities", s.createEntity)
 	api.GET("/entities/:id", s.getEntity)
 	api.POST("/entities/:id/move", s.moveEntity)
+	api.POST("/secrets", s.putSecret)
+	api.GET("/secrets", s.listSecrets)
+	api.DELETE("/secrets/:name", s.deleteSecret)
 	api.POST("/flows/:id/triggers", s.createTrigger)
 	api.GET("/flows/:id/triggers", s.listTriggers)
 	api.GET("/triggers/:id", s.getTrigger)

@@ -34,13 +34,17 @@ type liveServer struct {
 	loaded *demo.Loaded
 }
 
-func startLive(t *testing.T) *liveServer {
+func startLive(t *testing.T, opts ...func(*app.Config)) *liveServer {
 	t.Helper()
 	_, dbURL := storetest.IsolatedDB(t)
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: cliToken,
-		PollInterval: 50 * time.Millisecond, DispatchTimeout: 2 * time.Second, Logger: quiet})
+	cfg := app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: cliToken,
+		PollInterval: 50 * time.Millisecond, DispatchTimeout: 2 * time.Second, Logger: quiet}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a, err := app.New(ctx, cfg)
 	require.NoError(t, err)
 	require.NoError(t, a.Start(ctx))
 	t.Cleanup(func() {
@@ -358,8 +362,11 @@ func TestBinaryServeDemo(t *testing.T) {
 	bin := stitchdBinary(t)
 	_, dbURL := storetest.IsolatedDB(t)
 	workerAddr := freeAddr(t)
+	// --demo keeps a development secret key in the data directory: a
+	// temporary one, not the home directory's.
+	dataDir := t.TempDir()
 	start := func() *server {
-		return startServe(t, bin, dbURL, "--demo", "--demo-worker-addr", workerAddr,
+		return startServeEnv(t, bin, dbURL, []string{"STITCHD_DATA_DIR=" + dataDir}, "--demo", "--demo-worker-addr", workerAddr,
 			"--demo-min-delay", "10ms", "--demo-max-delay", "50ms")
 	}
 	s := start()

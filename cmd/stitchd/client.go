@@ -765,3 +765,61 @@ func newWebhookSecretCmd(env envLookup) *cobra.Command {
 	cmd.AddCommand(rotate)
 	return cmd
 }
+
+func newSecretCmd(env envLookup) *cobra.Command {
+	secret := &cobra.Command{Use: "secret", Short: "Set, list and delete the named secrets HTTP nodes use ({{ secret \"NAME\" }})"}
+	set := clientCmd(env, &cobra.Command{
+		Use:   "set NAME",
+		Short: "Create or replace a secret; its value is read from standard input",
+		Long: "Reads the value from standard input (never an argument: arguments are in every process listing);\n" +
+			"one trailing newline is dropped, so `echo $TOKEN | stitchd secret set API_TOKEN` stores $TOKEN.\n" +
+			"The server must have STITCHD_SECRET_KEY (docs/configuration.md).",
+		Args: cobra.ExactArgs(1),
+	}, func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
+		b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 1<<20))
+		if err != nil {
+			return fmt.Errorf("error reading the secret's value: %w", err)
+		}
+		value := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		if value == "" {
+			return errors.New("no value on standard input (pipe the value in: echo \"$TOKEN\" | stitchd secret set NAME)")
+		}
+		info, err := c.SetSecret(cmd.Context(), args[0], value)
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return printJSON(cmd.OutOrStdout(), info)
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), info.Name)
+		return nil
+	})
+	list := clientCmd(env, &cobra.Command{
+		Use:   "list",
+		Short: "List the secrets: names and times, never values",
+		Args:  cobra.NoArgs,
+	}, func(cmd *cobra.Command, c *client.Client, o *clientOptions, _ []string) error {
+		ss, err := c.ListSecrets(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return printJSON(cmd.OutOrStdout(), map[string]any{"secrets": ss})
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tUPDATED\tBY")
+		for _, s := range ss {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.UpdatedAt.UTC().Format(time.RFC3339), s.UpdatedBy)
+		}
+		return tw.Flush()
+	})
+	del := clientCmd(env, &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a secret (nodes using it fail when they next send their request)",
+		Args:  cobra.ExactArgs(1),
+	}, func(cmd *cobra.Command, c *client.Client, _ *clientOptions, args []string) error {
+		return c.DeleteSecret(cmd.Context(), args[0])
+	})
+	secret.AddCommand(set, list, del)
+	return secret
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/handlers"
 	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/secretbox"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/web"
 )
@@ -122,6 +123,12 @@ type options struct {
 	oidcDefaultRole, oidcScopes                 string
 	// otlpEndpoint is OTEL_EXPORTER_OTLP_ENDPOINT (traces; no flag).
 	otlpEndpoint string
+	// secretKey is STITCHD_SECRET_KEY (no flag: a key on the command line
+	// is in every process listing); secretKeyBytes, parsed by runServe.
+	secretKey      string
+	secretKeyBytes []byte
+	// devSecrets keeps a development secret key (serve --demo).
+	devSecrets bool
 }
 
 func addServerFlags(fs *pflag.FlagSet, o *options) {
@@ -278,6 +285,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			o.otlpEndpoint, _ = env("OTEL_EXPORTER_OTLP_ENDPOINT")
+			o.secretKey, _ = env(secretbox.EnvKey)
 			if _, set := env("GOGC"); !set {
 				debug.SetGCPercent(defaultGCPercent)
 			}
@@ -312,7 +320,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.AddCommand(serve, migrate, ver, newKeysCmd(env, stderr), newFlowCmd(env), newRunCmd(env), newTriggerCmd(env), newApproveCmd(env),
 		newWebhookSecretCmd(env), newWorkerCmd(env, stderr), newBenchCmd(env, stderr), newUserCmd(env, stderr),
-		newApprovalsCmd(env))
+		newApprovalsCmd(env), newSecretCmd(env))
 	return root
 }
 
@@ -321,7 +329,7 @@ func (o options) config(log *slog.Logger) app.Config {
 		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems, Logger: log, DataDir: o.dataDir, LocalPostgres: o.localPostgres,
 		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, OTLPEndpoint: o.otlpEndpoint, Version: version,
 		NotifyURL: o.notifyURL, Retention: o.retentionPeriod, SessionTTL: o.sessionTTL, TrustProxy: o.trustProxy,
-		DispatchRates: o.dispatchRates, OIDC: o.oidc()}
+		DispatchRates: o.dispatchRates, OIDC: o.oidc(), SecretKey: o.secretKeyBytes, DevSecrets: o.devSecrets}
 }
 
 // oidc is the OIDC sign-in settings: a default role of "none" is none (an
@@ -368,6 +376,12 @@ func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) 
 	if u, err := url.Parse(o.notifyURL); o.notifyURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		return fmt.Errorf("--notify-url must be an absolute http(s) URL, not %q", o.notifyURL)
 	}
+	if strings.TrimSpace(o.secretKey) != "" {
+		if o.secretKeyBytes, err = secretbox.ParseKey(o.secretKey); err != nil {
+			return err
+		}
+	}
+	o.devSecrets = do.enabled
 	if o.privateAddresses != "allow" && o.privateAddresses != "deny" {
 		return fmt.Errorf("--worker-private-addresses must be allow or deny, not %q", o.privateAddresses)
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/stitchd/stitchd/handlers"
 	"github.com/stitchd/stitchd/internal/broker"
 	"github.com/stitchd/stitchd/internal/metrics"
+	"github.com/stitchd/stitchd/internal/secretbox"
 	"github.com/stitchd/stitchd/internal/tracing"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/localpg"
@@ -67,6 +69,14 @@ type Config struct {
 	// localpg.NoLocalServer: none). A cluster this process starts stops
 	// with it.
 	LocalPostgres string
+	// SecretKey seals the secrets of POST /api/v1/secrets (32 bytes,
+	// STITCHD_SECRET_KEY). Nil, on a throwaway cluster or with DevSecrets,
+	// a development key is kept beside the cluster's data (DevKeyFile);
+	// otherwise secrets are off.
+	SecretKey []byte
+	// DevSecrets uses the development key even on a database that is not
+	// a throwaway cluster (serve --demo).
+	DevSecrets bool
 	// WorkerGuard, when it denies private addresses, refuses dispatches to
 	// loopback, private and reserved workers not in its allow list. Nil or
 	// not, stitchd's own addresses (listen address, BaseURL) and link-local
@@ -132,6 +142,8 @@ type App struct {
 	Hub           *web.Hub
 	Server        *web.Server
 	Keys          *callbacks.Keyring
+	// SecretBox seals and opens the named secrets (nil: secrets are off).
+	SecretBox *secretbox.Box
 	// Metrics is this process's Prometheus registry, served at GET /metrics.
 	Metrics *metrics.Metrics
 	tracing *tracing.Tracing
@@ -233,6 +245,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, a.closeEarly(err)
 	}
 	a.Keys = ring
+	if a.SecretBox, err = a.secretBox(); err != nil {
+		return nil, a.closeEarly(err)
+	}
 	secret, err := a.Store.WebhookSecret(ctx)
 	if err != nil {
 		return nil, a.closeEarly(err)
@@ -286,8 +301,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	client.Transport = a.tracing.Transport(client.Transport)
 	disp := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Metrics.DispatchStore(a.Store),
 		Recorder: a.Metrics.Recorder(a.Engine), Secret: secret,
-		Signer: &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh},
-		Client: client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers, HostWorkers: cfg.DispatchHostWorkers,
+		Signer:  &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh},
+		Secrets: &store.SecretReader{Store: a.Store, Box: a.SecretBox},
+		Client:  client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers, HostWorkers: cfg.DispatchHostWorkers,
 		Rates: cfg.DispatchRates, RateStore: a.Store, MaxTokenWait: cfg.DispatchMaxTokenWait,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock})
 	a.Dispatcher, waker.d = disp, disp
@@ -299,13 +315,52 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Links: &callbacks.ActionLinker{Keys: ring, BaseURL: cfg.BaseURL, Members: a.Store, Clock: clock}})
 	a.Metrics.WatchDispatchBacklog(disp.Backlog)
 	a.Hub = web.NewHub()
-	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Hub: a.Hub, AuthToken: cfg.AuthToken,
+	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Secrets: a.SecretBox, Hub: a.Hub, AuthToken: cfg.AuthToken,
 		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, WriteTimeout: cfg.WriteTimeout, Clock: clock, Logger: cfg.Logger,
 		TriggerRate: cfg.TriggerRate, Notify: a.notifier.Notify, SessionTTL: cfg.SessionTTL, TrustProxy: cfg.TrustProxy,
 		BaseURL: cfg.BaseURL, OIDC: cfg.OIDC})
 	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, 10*time.Second),
 		ReadTimeout: orDefault(cfg.ReadTimeout, 30*time.Second), IdleTimeout: 120 * time.Second}
 	return a, nil
+}
+
+// DevSecretKeyName is the file that keeps the development secret key.
+const DevSecretKeyName = "stitchd_secret.key"
+
+// DevKeyFile is where a development server keeps its secret key: in
+// dataDir (--data-dir, where its throwaway cluster lives), else beside the
+// default cluster's directory (~/.cache/stitchd).
+func DevKeyFile(dataDir string) string {
+	if dataDir != "" {
+		return filepath.Join(dataDir, DevSecretKeyName)
+	}
+	return filepath.Join(filepath.Dir(localpg.DefaultDataDir()), DevSecretKeyName)
+}
+
+// secretBox is the box of the configured key; without one, on a
+// throwaway cluster or with DevSecrets, of the development key (made
+// once, kept in a file, so restarts still open the secrets stored
+// before); else nil: secrets are off.
+func (a *App) secretBox() (*secretbox.Box, error) {
+	cfg := a.cfg
+	if cfg.SecretKey != nil {
+		return secretbox.New(cfg.SecretKey)
+	}
+	if a.cluster == nil && !cfg.DevSecrets {
+		cfg.Logger.Warn("secrets are off: " + secretbox.EnvKey + " is not set (POST /api/v1/secrets answers 503, and HTTP nodes using {{ secret }} fail)")
+		return nil, nil
+	}
+	path := DevKeyFile(cfg.DataDir)
+	key, created, err := secretbox.LoadOrCreateKeyFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		cfg.Logger.Warn("secrets: made a development key; set "+secretbox.EnvKey+" in production", "file", path)
+	} else {
+		cfg.Logger.Info("secrets: using the development key", "file", path)
+	}
+	return secretbox.New(key)
 }
 
 // DeniesPrivateWorkers reports whether dispatches to loopback and private

@@ -158,7 +158,9 @@ func postgresOutage(t *testing.T, stop func(*localpg.Cluster) error) {
 	t.Cleanup(func() { _ = pg.Stop() })
 	dbURL, err := localpg.EnsureDatabase(ctx, pg.URL("postgres"), "stitchd")
 	require.NoError(t, err)
-	h := newHarnessOn(t, dbURL)
+	// With a secret key: POST /api/v1/secrets then needs the database
+	// (without one it answers 503 before any query).
+	h := newHarnessOn(t, dbURL, withSecretKey(t))
 	w := newAutoWorker(t)
 
 	wn := func(id, path string) map[string]any {
@@ -475,6 +477,9 @@ func outageRequests(fx outageFixtures) map[string]outageRequest {
 		"POST /api/v1/flows/:id/webhook-secret/rotate": api(flow+"/webhook-secret/rotate", `{}`),
 		"DELETE /api/v1/flows/:id/webhook-secret":      api(flow+"/webhook-secret", ""),
 		"GET /api/v1/openapi.yaml":                     api("/api/v1/openapi.yaml", ""),
+		"POST /api/v1/secrets":                         api("/api/v1/secrets", `{"name":"OUTAGE","value":"v"}`),
+		"GET /api/v1/secrets":                          api("/api/v1/secrets", ""),
+		"DELETE /api/v1/secrets/:name":                 api("/api/v1/secrets/OUTAGE", ""),
 		"GET /api/v1/boards/:id":                       api("/api/v1/boards/"+fx.board, ""),
 		"POST /api/v1/entities":                        api("/api/v1/entities", `{"board_id":"`+fx.board+`","type":"lead","name":"Bob"}`),
 		"GET /api/v1/entities/:id":                     api("/api/v1/entities/"+fx.entity, ""),

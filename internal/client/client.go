@@ -392,6 +392,54 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, flowID string, grace t
 	return &out, nil
 }
 
+// SecretInfo is what the API shows of a secret: its name and times,
+// never its value.
+type SecretInfo struct {
+	Name      string    `json:"name"`
+	CreatedBy string    `json:"created_by"`
+	UpdatedBy string    `json:"updated_by"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// SetSecret creates or replaces the secret name (POST /api/v1/secrets).
+func (c *Client) SetSecret(ctx context.Context, name, value string) (*SecretInfo, error) {
+	var out SecretInfo
+	if err := c.Do(ctx, http.MethodPost, "/api/v1/secrets", map[string]string{"name": name, "value": value}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListSecrets lists every secret by name, following the pages.
+func (c *Client) ListSecrets(ctx context.Context) ([]SecretInfo, error) {
+	all := []SecretInfo{}
+	cursor := ""
+	for {
+		q := url.Values{"limit": {"500"}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var page struct {
+			Secrets    []SecretInfo `json:"secrets"`
+			NextCursor *string      `json:"next_cursor"`
+		}
+		if err := c.Do(ctx, http.MethodGet, "/api/v1/secrets?"+q.Encode(), nil, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Secrets...)
+		if page.NextCursor == nil || *page.NextCursor == "" {
+			return all, nil
+		}
+		cursor = *page.NextCursor
+	}
+}
+
+// DeleteSecret deletes the secret name.
+func (c *Client) DeleteSecret(ctx context.Context, name string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/secrets/"+url.PathEscape(name), nil, nil)
+}
+
 // Event is one event of a run's stream.
 type Event struct {
 	ID        int64           `json:"id"`

@@ -256,6 +256,11 @@ func versionOf(binDir string) int {
 	return v
 }
 
+// DefaultDataDir is where a throwaway cluster lives when no directory is
+// given: $STITCHD_DATA_DIR/pg, else ~/.cache/stitchd/pg (or the system
+// temp dir when there is no home).
+func DefaultDataDir() string { return defaultDataDir() }
+
 func defaultDataDir() string {
 	if d := os.Getenv("STITCHD_DATA_DIR"); d != "" {
 		return filepath.Join(d, "pg")
