@@ -23,6 +23,75 @@ var rules = map[string][]string{
 	"store":     {"github.com/labstack/echo", mod + "/web", mod + "/callbacks", mod + "/handlers"},
 }
 
+// allowed: the core packages' allow lists — beyond the standard library
+// (less what stdlibDenied names), only these module paths (an import
+// equal to one or under it). A new dependency of the core is a decision
+// made here, not an accident.
+var allowed = map[string][]string{
+	"engine": {
+		"github.com/tidwall/gjson",
+		"github.com/expr-lang/expr",
+		"github.com/santhosh-tekuri/jsonschema/v6", // UX forms: JSON Schema 2020-12
+		"github.com/sosodev/duration",              // Wait nodes: ISO 8601 durations
+		"golang.org/x/text",                        // form errors' messages
+	},
+	"compiler": {mod + "/engine", "github.com/tidwall/gjson", "github.com/expr-lang/expr"},
+	"handlers": {mod + "/engine", "github.com/tidwall/gjson", "github.com/expr-lang/expr"},
+}
+
+// stdlibDenied: standard packages the core must not use (it declares
+// interfaces for I/O; the shell does the I/O).
+var stdlibDenied = []string{"net/http", "database/sql", "os/exec"}
+
+// disallowed says why pkg may not import imp ("" when it may), by the
+// allow lists; packages without one are checked by rules alone.
+func disallowed(pkg, imp string) string {
+	allow, ok := allowed[pkg]
+	if !ok {
+		return ""
+	}
+	first, _, _ := strings.Cut(imp, "/")
+	if !strings.Contains(first, ".") { // the standard library
+		for _, d := range stdlibDenied {
+			if imp == d || strings.HasPrefix(imp, d+"/") {
+				return pkg + " must not import " + imp + " (the standard library's I/O stays outside the core)"
+			}
+		}
+		return ""
+	}
+	for _, a := range allow {
+		if imp == a || strings.HasPrefix(imp, a+"/") {
+			return ""
+		}
+	}
+	return pkg + " imports " + imp + ", which is not on its allow list (internal/archtest: allowed)"
+}
+
+// TestAllowListCatchesAnImport: the allow lists refuse what is not on them
+// (a test of the check itself: it must be able to fail).
+func TestAllowListCatchesAnImport(t *testing.T) {
+	for _, c := range []struct{ pkg, imp string }{
+		{"engine", "github.com/google/uuid"},
+		{"engine", "net/http"},
+		{"engine", "net/http/httptest"},
+		{"compiler", "github.com/santhosh-tekuri/jsonschema/v6"},
+		{"handlers", mod + "/store"},
+		{"handlers", "gorm.io/gorm"},
+		{"engine", "github.com/tidwall/gjsonx"},
+	} {
+		require.NotEmpty(t, disallowed(c.pkg, c.imp), "%s importing %s", c.pkg, c.imp)
+	}
+	for _, c := range []struct{ pkg, imp string }{
+		{"engine", "github.com/expr-lang/expr/vm"},
+		{"engine", "encoding/json"},
+		{"compiler", mod + "/engine"},
+		{"handlers", "github.com/tidwall/gjson"},
+		{"store", "gorm.io/gorm"}, // no allow list: rules apply
+	} {
+		require.Empty(t, disallowed(c.pkg, c.imp), "%s importing %s", c.pkg, c.imp)
+	}
+}
+
 func TestLayerDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, mod+"/...").CombinedOutput()
 	require.NoError(t, err, string(out))
@@ -49,6 +118,9 @@ func TestLayerDirection(t *testing.T) {
 				!strings.HasPrefix(pkg, "internal/broker") {
 				t.Errorf("%s imports %s: only internal/broker may import the broker clients", pkg, imp)
 			}
+			if why := disallowed(pkg, imp); why != "" {
+				t.Error(why)
+			}
 			denied := rules[pkg]
 			if denied != nil {
 				denied = append(denied[:len(denied):len(denied)], observability...)
@@ -61,6 +133,9 @@ func TestLayerDirection(t *testing.T) {
 		}
 	}
 	for pkg := range rules {
+		require.True(t, seen[pkg], "package %s exists", pkg)
+	}
+	for pkg := range allowed {
 		require.True(t, seen[pkg], "package %s exists", pkg)
 	}
 }
