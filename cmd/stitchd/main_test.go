@@ -54,6 +54,7 @@ var configSettings = []struct {
 	{"body-limit", "STITCHD_BODY_LIMIT", "1048576", "2048", "4096", func(o *options) string { return strconv.FormatInt(o.bodyLimit, 10) }},
 	{"max-fanout-items", "STITCHD_MAX_FANOUT_ITEMS", "100000", "250000", "5", func(o *options) string { return strconv.Itoa(o.maxFanOutItems) }},
 	{"data-dir", "STITCHD_DATA_DIR", "", "/env/pg", "/flag/pg", func(o *options) string { return o.dataDir }},
+	{"local-postgres", "STITCHD_LOCAL_POSTGRES", "", "none", "postgres://x@127.0.0.1:1/postgres", func(o *options) string { return o.localPostgres }},
 	{"dispatch-timeout", "STITCHD_DISPATCH_TIMEOUT", "10s", "3s", "4s", func(o *options) string { return o.dispatchTimeout.String() }},
 	{"poll-interval", "STITCHD_POLL_INTERVAL", "1s", "250ms", "2s", func(o *options) string { return o.pollInterval.String() }},
 	{"worker-private-addresses", "STITCHD_WORKER_PRIVATE_ADDRESSES", "allow", "deny", "allow", func(o *options) string { return o.privateAddresses }},
