@@ -70,6 +70,7 @@ var settings = []setting{
 	{"pprof-addr", "STITCHD_PPROF_ADDR"},
 	{"notify-url", "STITCHD_NOTIFY_URL"},
 	{"retention", "STITCHD_RETENTION"},
+	{"archive-url", "STITCHD_ARCHIVE_URL"},
 	{"dispatch-rate", "STITCHD_DISPATCH_RATE"},
 	{"session-ttl", "STITCHD_SESSION_TTL"},
 	{"trust-proxy", "STITCHD_TRUST_PROXY"},
@@ -111,7 +112,7 @@ type options struct {
 	privateAddresses, allowCIDRs                string
 	triggerRate                                 float64
 	pprofAddr                                   string
-	notifyURL                                   string
+	notifyURL, archiveURL                       string
 	retention                                   string
 	retentionPeriod                             time.Duration // retention, parsed by runServe
 	dispatchRate                                string
@@ -149,6 +150,7 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.privateAddresses, "worker-private-addresses", "allow", "allow or deny worker URLs resolving to loopback, private or link-local addresses (env STITCHD_WORKER_PRIVATE_ADDRESSES)")
 	fs.StringVar(&o.allowCIDRs, "worker-allow-cidrs", "", "comma-separated CIDRs allowed when private addresses are denied (env STITCHD_WORKER_ALLOW_CIDRS)")
 	fs.Float64Var(&o.triggerRate, "trigger-rate", defaultTriggerRate, "runs one inbound trigger may start a second (bursts of as many); beyond, 429 with Retry-After; 0 = no limit (env STITCHD_TRIGGER_RATE)")
+	fs.StringVar(&o.archiveURL, "archive-url", "", "retention sends each batch of runs it deletes there first (signed JSON: runs with their node states, events and journey); a batch not taken (2xx) is kept and sent again; empty = none (env STITCHD_ARCHIVE_URL)")
 	fs.StringVar(&o.retention, "retention", "", "delete finished runs this long after they finished: 30d, 720h, P30D; empty = keep (a flow's settings.retentionDays still applies) (env STITCHD_RETENTION)")
 	fs.StringVar(&o.notifyURL, "notify-url", "", "notification webhook: approvals requested, reminders, timed out, runs failed are POSTed there, signed; empty = none (env STITCHD_NOTIFY_URL)")
 	fs.StringVar(&o.dispatchRate, "dispatch-rate", "", "limit deliveries to hosts, across every process: HOST=RPS[,HOST=RPS…], HOST a host:port or a host name for every port, e.g. api.example.com=50 (env STITCHD_DISPATCH_RATE)")
@@ -328,7 +330,7 @@ func (o options) config(log *slog.Logger) app.Config {
 	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
 		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems, Logger: log, DataDir: o.dataDir, LocalPostgres: o.localPostgres,
 		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, OTLPEndpoint: o.otlpEndpoint, Version: version,
-		NotifyURL: o.notifyURL, Retention: o.retentionPeriod, SessionTTL: o.sessionTTL, TrustProxy: o.trustProxy,
+		NotifyURL: o.notifyURL, ArchiveURL: o.archiveURL, Retention: o.retentionPeriod, SessionTTL: o.sessionTTL, TrustProxy: o.trustProxy,
 		DispatchRates: o.dispatchRates, OIDC: o.oidc(), SecretKey: o.secretKeyBytes, DevSecrets: o.devSecrets}
 }
 
@@ -375,6 +377,9 @@ func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) 
 	}
 	if u, err := url.Parse(o.notifyURL); o.notifyURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		return fmt.Errorf("--notify-url must be an absolute http(s) URL, not %q", o.notifyURL)
+	}
+	if u, err := url.Parse(o.archiveURL); o.archiveURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		return fmt.Errorf("--archive-url must be an absolute http(s) URL, not %q", o.archiveURL)
 	}
 	if strings.TrimSpace(o.secretKey) != "" {
 		if o.secretKeyBytes, err = secretbox.ParseKey(o.secretKey); err != nil {

@@ -103,6 +103,11 @@ type Config struct {
 	// Retention deletes finished runs that long after they finished (0:
 	// keep them, unless their flow sets settings.retentionDays).
 	Retention time.Duration
+	// ArchiveURL, when set, gets every batch of runs retention deletes —
+	// each run with its node states, events and journey — as signed JSON
+	// before they are deleted; a batch it does not take (2xx) is kept and
+	// sent again (docs/configuration.md).
+	ArchiveURL string
 	// NotifyURL is the notification webhook (approvals requested, reminded
 	// about and timed out; runs failed); empty: none.
 	NotifyURL string
@@ -155,6 +160,10 @@ type App struct {
 	http             *http.Server
 	listener         net.Listener
 	cluster          *localpg.Cluster
+	// archiveClient sends retention's batches to Config.ArchiveURL (the
+	// operator's own address: no worker guard; redirects not followed).
+	archiveClient *http.Client
+	clock         engine.Clock
 	cancel           context.CancelFunc
 	wg               sync.WaitGroup
 	stopOnce         sync.Once
@@ -307,6 +316,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Rates: cfg.DispatchRates, RateStore: a.Store, MaxTokenWait: cfg.DispatchMaxTokenWait,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock})
 	a.Dispatcher, waker.d = disp, disp
+	a.archiveClient, a.clock = callbacks.NewHTTPClient(30*time.Second, nil), clock
 	// Always: without a notification webhook the outbox still carries the
 	// workers' cancel notices (to their nodes' cancelUrl).
 	a.Notifications = callbacks.NewNotifier(callbacks.NotifierConfig{Store: a.Store, URL: cfg.NotifyURL, Secret: secret,

@@ -1,11 +1,18 @@
 package app_test
 
 import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/internal/app"
 )
 
@@ -94,4 +101,101 @@ func TestRetentionKeepsTheChildOfARunningParent(t *testing.T) {
 	h.eventually(func() bool { n, _, _ := h.rowsOf(other.ID); return n == 0 }, "run %s to be deleted", other.ID)
 	n, _, _ := h.rowsOf(kid)
 	require.Equal(t, 1, n, "the child of a run still going is kept")
+}
+
+// TestRetentionArchivesBeforeDeleting: with an archive, retention sends
+// each batch of expired runs — the run, its node states, events and
+// journey — signed, before it deletes them; an archive that refuses keeps
+// them (sent again, the same batch id, until it takes them).
+func TestRetentionArchivesBeforeDeleting(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	refuse := true
+	var got []archived
+	archive := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, archived{header: r.Header.Clone(), body: b, refused: refuse})
+		if refuse {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(archive.Close)
+	h := newHarness(t, func(c *app.Config) { c.Retention = 24 * time.Hour; c.ArchiveURL = archive.URL + "/runs" })
+	board := h.createBoard("new", "done")
+	moves := node("t", "Transform", map[string]any{"expression": `{"n": 1}`,
+		"entityMovement": movement("done", "", nil)})
+	flow := h.createBoardFlow(board, []map[string]any{moves}, nil)
+	ent := h.newEntity(board, "Ada")
+	var old runJSON
+	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"entity_id": ent, "input": map[string]any{"a": 1}}, &old))
+	young := h.startRun(flow, map[string]any{})
+	h.waitRun(old.ID, "completed")
+	h.finishedAgo(old.ID, 25*time.Hour)
+
+	sent := func() []archived {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]archived(nil), got...)
+	}
+	h.eventually(func() bool { return len(sent()) >= 2 }, "the refused batch sent again")
+	r, nodes, events := h.rowsOf(old.ID)
+	require.Equal(t, []int{1, 1}, []int{r, nodes}, "a batch the archive refused is kept")
+	require.Positive(t, events)
+	all := sent()
+	require.Equal(t, all[0].header.Get("webhook-id"), all[1].header.Get("webhook-id"), "the same batch, the same id")
+
+	mu.Lock()
+	refuse = false
+	mu.Unlock()
+	h.eventually(func() bool { r, _, _ := h.rowsOf(old.ID); return r == 0 }, "run %s archived and deleted", old.ID)
+	last := sent()[len(sent())-1]
+	require.False(t, last.refused)
+	secret, err := h.app.Store.WebhookSecret(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, callbacks.VerifyWebhook(secret, last.header.Get("webhook-id"), last.header.Get("webhook-timestamp"),
+		last.header.Get("webhook-signature"), last.body, time.Now(), 5*time.Minute))
+	var batch struct {
+		Type string `json:"type"`
+		Runs []struct {
+			Run struct {
+				ID       string          `json:"id"`
+				Status   string          `json:"status"`
+				Input    json.RawMessage `json:"input"`
+				EntityID string          `json:"entity_id"`
+			} `json:"run"`
+			Nodes []struct {
+				Key    string          `json:"key"`
+				Output json.RawMessage `json:"output"`
+			} `json:"nodes"`
+			Events  []struct{ Type string } `json:"events"`
+			Journey []struct {
+				Kind        string  `json:"kind"`
+				ToSectionID *string `json:"to_section_id"`
+			} `json:"journey"`
+		} `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal(last.body, &batch))
+	require.Equal(t, "runs.archived", batch.Type)
+	require.Len(t, batch.Runs, 1, "only the run past its retention")
+	a := batch.Runs[0]
+	require.Equal(t, old.ID, a.Run.ID)
+	require.Equal(t, "completed", a.Run.Status)
+	require.JSONEq(t, `{"a": 1}`, string(a.Run.Input))
+	require.Equal(t, ent, a.Run.EntityID)
+	require.Len(t, a.Nodes, 1)
+	require.JSONEq(t, `{"n": 1}`, string(a.Nodes[0].Output))
+	require.Len(t, a.Events, events, "every event of the run")
+	require.Equal(t, "run.started", a.Events[0].Type)
+	require.NotEmpty(t, a.Journey)
+	r, _, _ = h.rowsOf(young.ID)
+	require.Equal(t, 1, r, "a run within the retention stays, and is not sent")
+	require.Equal(t, "done", *h.entity(ent).SectionID, "the entity stays where the run left it")
+}
+
+type archived struct {
+	header  http.Header
+	body    []byte
+	refused bool
 }

@@ -1,12 +1,17 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"time"
 
+	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/internal/schedule"
 	"github.com/stitchd/stitchd/store"
@@ -134,11 +139,17 @@ func (a *App) cancelOrphanedChildren(ctx context.Context) {
 }
 
 // deleteExpiredRuns deletes finished runs past their retention, in batches
-// of 500, at most 20 batches a poll (each its own short transaction).
+// of 500, at most 20 batches a poll (each its own short transaction); with
+// an archive, batches of 50, each sent to it first.
 func (a *App) deleteExpiredRuns(ctx context.Context) {
-	total := 0
+	total, batch := 0, 500
+	del := func() (int, error) { return a.Store.DeleteExpiredRuns(ctx, a.cfg.Retention, batch) }
+	if a.cfg.ArchiveURL != "" {
+		batch = archiveBatch
+		del = func() (int, error) { return a.Store.ArchiveExpiredRuns(ctx, a.cfg.Retention, batch, a.sendArchive) }
+	}
 	for i := 0; i < 20 && ctx.Err() == nil; i++ {
-		n, err := a.Store.DeleteExpiredRuns(ctx, a.cfg.Retention, 500)
+		n, err := del()
 		if err != nil {
 			if ctx.Err() == nil {
 				a.cfg.Logger.Warn("sweeper", "what", "retention", "error", err)
@@ -146,11 +157,46 @@ func (a *App) deleteExpiredRuns(ctx context.Context) {
 			break
 		}
 		total += n
-		if n < 500 {
+		if n < batch {
 			break
 		}
 	}
 	a.Metrics.SweeperAction("run_deleted", total)
+}
+
+// archiveBatch is how many runs go to the archive in one request: a run
+// carries all its node states and events, so fewer than are deleted at
+// once without one.
+const archiveBatch = 50
+
+// sendArchive POSTs a batch of runs to the archive, signed as dispatches
+// are (Standard Webhooks; webhook-id the batch's id, the same for the same
+// runs, so a receiver drops a batch it already has): 2xx takes it.
+func (a *App) sendArchive(ctx context.Context, batchID string, body []byte) error {
+	secret, err := a.Store.WebhookSecret(ctx)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.ArchiveURL, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("invalid archive URL: %w", err)
+	}
+	ts := a.clock.Now().Unix()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "stitchd")
+	req.Header.Set("webhook-id", batchID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", callbacks.SignWebhook(secret, batchID, ts, body))
+	resp, err := a.archiveClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("archive unreachable: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("archive answered %d", resp.StatusCode)
+	}
+	return nil
 }
 
 // deleteExpiredSessions drops sign-in sessions past their expiry, and
