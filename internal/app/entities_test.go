@@ -405,7 +405,11 @@ func TestConcurrentMovesAreCounted(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	board := h.createBoard("a", "b", "c")
-	flow := h.createBoardFlow(board, []map[string]any{wnode(h, "w")}, nil)
+	// Runs of the flow start at once for one entity (allow): each moves it.
+	var raw map[string]any
+	require.Equal(t, 201, h.do("POST", "/api/v1/flows", map[string]any{"name": "moves", "board_id": board, "graph": map[string]any{
+		"nodes": []map[string]any{wnode(h, "w")}, "edges": []any{}, "settings": map[string]any{"entityConcurrency": "allow"}}}, &raw))
+	flow := raw["id"].(string)
 	var e entityJSON
 	require.Equal(t, 201, h.do("POST", "/api/v1/entities", map[string]any{"board_id": board, "type": "lead", "name": "Lin"}, &e))
 

@@ -91,7 +91,12 @@ func TestPublicTriggerOnlyCreatesEntities(t *testing.T) {
 	require.Equal(t, ada.ID, out["entity_id"])
 	after := h.entity(ada.ID)
 	require.Equal(t, "Ada Lovelace", after.Name)
-	require.Equal(t, out["run_id"], *after.CurrentRunID)
+	// Ada's first run still goes: the new one waits its turn
+	// (entityConcurrency queue) and takes the card when it begins.
+	require.Equal(t, "queued", out["status"])
+	require.Equal(t, run1.ID, *after.CurrentRunID)
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+run1.ID+"/cancel", nil, nil))
+	h.eventually(func() bool { return *h.entity(ada.ID).CurrentRunID == out["run_id"] }, "the queued run to take the card")
 }
 
 // TestRunEntityBoards: a run whose entity is on another board than the
