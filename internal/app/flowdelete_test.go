@@ -85,12 +85,14 @@ func TestFlowListCountsRunsAndTriggers(t *testing.T) {
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"kind": "event", "name": "lead.counted"}, nil))
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"kind": "nats", "url": "nats://127.0.0.1:1",
 		"subject": "counted.x", "enabled": false}, nil))
+	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"kind": "amqp", "url": "amqp://127.0.0.1:1/",
+		"queue": "counted", "enabled": false}, nil))
 
 	got := h.listed(flow, "")
 	require.NotNil(t, got)
 	require.Equal(t, map[string]int{"running": 1, "queued": 1, "paused": 1, "failed": 1, "completed": 1, "cancelled": 1}, got.RunCounts)
 	require.Empty(t, got.RunCountsCapped)
-	require.Equal(t, map[string]int{"webhook": 2, "schedule": 1, "event": 1, "nats": 1, "amqp": 0}, got.Triggers)
+	require.Equal(t, map[string]int{"webhook": 2, "schedule": 1, "event": 1, "nats": 1, "amqp": 1}, got.Triggers)
 	other := h.listed(quiet, "")
 	require.Equal(t, map[string]int{"running": 0, "queued": 0, "paused": 0, "failed": 0, "completed": 0, "cancelled": 0}, other.RunCounts)
 	require.Equal(t, map[string]int{"webhook": 0, "schedule": 0, "event": 0, "nats": 0, "amqp": 0}, other.Triggers)
