@@ -361,7 +361,13 @@ export interface Flow {
   graph?: FlowGraph;
   created_at: string;
   updated_at: string;
+  // In the flows list: runs by status (a status in run_counts_capped has
+  // that many or more) and triggers by kind.
+  run_counts?: Record<RunStatus, number>;
+  run_counts_capped?: string[];
+  triggers?: Record<TriggerKind, number>;
 }
+export type TriggerKind = "webhook" | "schedule" | "event" | "nats" | "amqp";
 export interface Version {
   id: string;
   number: number;
@@ -401,11 +407,14 @@ export interface NodeState {
   started_at: string | null;
   finished_at: string | null;
 }
+// queued: started for an entity whose run of the flow still goes; it
+// waits its turn (settings.entityConcurrency "queue").
+export type RunStatus = "running" | "queued" | "paused" | "completed" | "failed" | "cancelled";
 export interface Run {
   id: string;
   flow_id: string;
   flow_version_id: string;
-  status: "running" | "paused" | "completed" | "failed" | "cancelled";
+  status: RunStatus;
   input: any;
   output: any;
   error: string | null;

@@ -36,7 +36,7 @@ export function RunList({ flowId, status, node, errorText }: { flowId: string | 
   if (node) q.set("node", node);
   if (errorText) q.set("error", errorText);
   q.set("limit", "50");
-  const flows = useLoad(() => api<{ flows: Flow[] }>("GET", "/flows"), []);
+  const flows = useLoad(() => api<{ flows: Flow[] }>("GET", "/flows?counts=false&limit=500"), []);
   const { data, setData, error, loading, reload } = useLoad(() => api<{ runs: Run[]; next_cursor: string | null }>("GET", `/runs?${q}`), [flowId, status, node, errorText]);
   // The runs a person is asked something in: the inbox, read with the list
   // (a role that cannot read it sees no marks).
