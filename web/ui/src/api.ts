@@ -337,6 +337,9 @@ export function stream(path: string, onEvent: (e: StreamEvent) => void, onState?
 export interface FlowGraph {
   nodes: GraphNode[];
   edges: GraphEdge[];
+  // settings: the flow's own (deadlineSeconds, retentionDays,
+  // entityConcurrency), kept as they are when not edited.
+  settings?: Record<string, any>;
 }
 export interface GraphNode {
   id: string;

@@ -3,8 +3,8 @@ import { api, can, currentMe, describe, stream, type Flow, type Run } from "../a
 import { ago, duration, Empty, ErrorBox, Spinner, Status, useLoad, useThrottled } from "../components/common";
 import { Link, navigate } from "../router";
 
-const STATUSES = ["", "running", "waiting", "paused", "completed", "failed", "cancelled"];
-const STATUS_LABEL: Record<string, string> = { "": "Any status", waiting: "waiting for a person" };
+const STATUSES = ["", "running", "waiting", "queued", "paused", "completed", "failed", "cancelled"];
+const STATUS_LABEL: Record<string, string> = { "": "Any status", waiting: "waiting for a person", queued: "queued (waiting its turn)" };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
