@@ -124,3 +124,88 @@ func TestUIFlowsPage(t *testing.T) {
 	s.api("GET", "/runs/"+started.ID, nil, &run)
 	require.Equal(t, "cancelled", run.Status)
 }
+
+// TestUIQueuedRun (issue 34): a run queued behind its entity's run has a
+// look of its own (neither running nor failed), says what it waits behind
+// with a link to that run, is offered by the runs filter, and begins — on
+// screen — when the run before it ends.
+func TestUIQueuedRun(t *testing.T) {
+	s := newStack(t)
+	var board struct{ ID string }
+	s.api("POST", "/boards", map[string]any{"name": "Leads", "sections": []map[string]string{{"id": "new", "name": "New"}}}, &board)
+	flow := s.uxFlow("One at a time", board.ID)
+	var ada struct{ ID string }
+	s.api("POST", "/entities", map[string]any{"board_id": board.ID, "type": "lead", "name": "Ada"}, &ada)
+	var first, second struct{ ID, Status string }
+	s.api("POST", "/flows/"+flow+"/runs", map[string]any{"entity_id": ada.ID}, &first)
+	s.api("POST", "/flows/"+flow+"/runs", map[string]any{"entity_id": ada.ID}, &second)
+	require.Equal(t, "queued", second.Status)
+
+	s.run("queued run", chromedp.Navigate(s.url+"/runs/"+second.ID), tokenSignIn(token))
+	s.waitJS("queued banner", fmt.Sprintf(`!!document.querySelector('[data-run-status="queued"] [data-queued] [data-behind=%q]')`, first.ID))
+	require.Contains(t, s.text("[data-queued]"), "waits its turn")
+	// Its own look: the chip is the queued one, coloured unlike a running
+	// or a failed run's.
+	var look struct {
+		Class, Border, Color, Running, Failed string
+	}
+	s.run("look", chromedp.Evaluate(`(() => { const el = document.querySelector(".runview .editor-bar .status");
+		const probe = c => { const p = document.createElement("span"); p.className = "status " + c; document.body.append(p);
+			const v = getComputedStyle(p).backgroundColor + " " + getComputedStyle(p).color; p.remove(); return v; };
+		const cs = getComputedStyle(el);
+		return {Class: el.className, Border: cs.borderTopStyle, Color: cs.backgroundColor + " " + cs.color,
+			Running: probe("status-running"), Failed: probe("status-failed")}; })()`, &look))
+	require.Equal(t, "status status-queued", look.Class)
+	require.Equal(t, "dashed", look.Border)
+	require.NotEqual(t, look.Running, look.Color, "not the running look")
+	require.NotEqual(t, look.Failed, look.Color, "not the failed look")
+	s.shot("q01-queued-run")
+
+	// The link leads to the run it waits behind.
+	s.run("behind", chromedp.Click(`[data-behind]`, chromedp.ByQuery))
+	s.waitJS("first run", `location.pathname.endsWith("`+first.ID+`") && !!document.querySelector('[data-run-status="running"]')`)
+
+	// The runs list: filtered to queued, only the queued run, with its look.
+	s.run("runs list", chromedp.Navigate(s.url+"/runs?status=queued"))
+	s.waitJS("queued rows", fmt.Sprintf(`!!document.querySelector('tr[data-run=%q] .status-queued')`, second.ID))
+	var rows int
+	var selected string
+	s.run("rows", chromedp.Evaluate(`document.querySelectorAll("tr[data-run]").length`, &rows),
+		chromedp.Value("#runs-status", &selected, chromedp.ByQuery))
+	require.Equal(t, 1, rows)
+	require.Equal(t, "queued", selected, "the filter offers queued")
+
+	// The run before it ends: the queued run begins, and its view says so.
+	s.run("back", chromedp.Navigate(s.url+"/runs/"+second.ID))
+	s.waitJS("queued again", `!!document.querySelector("[data-queued]")`)
+	s.api("POST", "/runs/"+first.ID+"/nodes/ask/complete", map[string]any{"outcome": "approve"}, nil)
+	s.waitJS("begun", `!!document.querySelector('[data-run-status="running"]') && !document.querySelector("[data-queued]")`)
+}
+
+// TestUIFlowSettings (issue 34): the flow editor's settings set
+// entityConcurrency (queue by default) and keep the graph's other settings
+// when saved.
+func TestUIFlowSettings(t *testing.T) {
+	s := newStack(t)
+	var f struct{ ID string }
+	s.api("POST", "/flows", map[string]any{"name": "Settled", "graph": map[string]any{"settings": map[string]any{"deadlineSeconds": 3600},
+		"nodes": []map[string]any{{"id": "ask", "type": "UX", "position": map[string]any{"x": 0, "y": 0}, "data": map[string]any{"prompt": "OK?"}}},
+		"edges": []any{}}}, &f)
+	s.run("editor", chromedp.Navigate(s.url+"/flows/"+f.ID), tokenSignIn(token))
+	s.waitJS("settings", `!!document.querySelector("[data-flow-settings]")`)
+	var checked bool
+	s.run("default", chromedp.Evaluate(`document.querySelector('[data-concurrency="queue"]').checked`, &checked))
+	require.True(t, checked, "queue is the default")
+	require.Equal(t, "3600", s.value("#flow-deadline"))
+	require.Contains(t, s.text("[data-flow-settings]"), "begins by itself when the entity's run before it ends")
+	s.run("skip", chromedp.Click(`[data-concurrency="skip"]`, chromedp.ByQuery),
+		chromedp.Click(`.editor-bar .bar-actions .btn.primary`, chromedp.ByQuery))
+	s.waitJS("saved", `/Saved as version 2/.test(document.querySelector(".editor-msgs").innerText)`)
+	var got struct {
+		Graph struct {
+			Settings map[string]any `json:"settings"`
+		} `json:"graph"`
+	}
+	s.api("GET", "/flows/"+f.ID, nil, &got)
+	require.Equal(t, map[string]any{"deadlineSeconds": 3600.0, "entityConcurrency": "skip"}, got.Graph.Settings)
+}
