@@ -219,7 +219,9 @@ func (s *Store) DeleteFlow(ctx context.Context, id string) error {
 		return interpretError(tx.Exec(`UPDATE flows SET deleted_at = now() WHERE id = ?`, id).Error)
 	})
 	if err != nil {
-		return fmt.Errorf("error deleting flow %s: %w", id, err)
+		// Interpreted again: a BEGIN or COMMIT that found no database is
+		// 503, not 500.
+		return fmt.Errorf("error deleting flow %s: %w", id, interpretError(err))
 	}
 	return nil
 }

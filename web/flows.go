@@ -312,16 +312,15 @@ func (s *Server) deleteFlow(c echo.Context) error {
 	for round := 0; ; round++ {
 		err := s.cfg.Store.DeleteFlow(ctx, id)
 		var busy *store.FlowBusyError
-		if !errors.As(err, &busy) {
-			if err == nil && cancelled > 0 {
+		switch {
+		case err == nil:
+			if cancelled > 0 {
 				c.Set(auditDetailsKey, map[string]any{"cancelled_runs": cancelled})
 			}
-			if err != nil {
-				return err
-			}
 			return c.NoContent(http.StatusNoContent)
-		}
-		if !cancel || round == deleteRounds {
+		case !errors.As(err, &busy):
+			return err
+		case !cancel || round == deleteRounds:
 			return &apiError{Status: http.StatusConflict, Code: "flow_busy", Message: busy.Error(),
 				Details: map[string]int{"running": busy.Running, "paused": busy.Paused, "queued": busy.Queued}}
 		}

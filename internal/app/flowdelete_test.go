@@ -168,6 +168,22 @@ func TestFlowDeleteWithRunsGoing(t *testing.T) {
 
 	require.Equal(t, 204, h.do("DELETE", "/api/v1/flows/"+flow+"?cancel_runs=true", nil, nil))
 	require.Nil(t, h.listed(flow, ""), "gone from the list")
+	// The audit trail says how many runs the delete cancelled (refusals
+	// wrote nothing).
+	var audit struct {
+		Entries []struct {
+			Action  string         `json:"action"`
+			Status  int            `json:"status"`
+			Details map[string]any `json:"details"`
+		} `json:"entries"`
+	}
+	h.eventually(func() bool {
+		require.Equal(t, 200, h.do("GET", "/api/v1/audit?target=flow:"+flow, nil, &audit))
+		return len(audit.Entries) > 0
+	}, "the delete's audit entry")
+	require.Len(t, audit.Entries, 1)
+	require.Equal(t, "DELETE /api/v1/flows/:id", audit.Entries[0].Action)
+	require.EqualValues(t, 3, audit.Entries[0].Details["cancelled_runs"])
 	require.Equal(t, 404, h.do("GET", "/api/v1/flows/"+flow, nil, nil))
 	for _, id := range []string{running.ID, queued.ID, paused.ID} {
 		require.Equal(t, "cancelled", h.run(id).Status, "run %s", id)
