@@ -178,16 +178,65 @@ func (s *Store) ListFlows(ctx context.Context) ([]Flow, error) {
 	return out, interpretError(rows.Err())
 }
 
-// DeleteFlow hides a flow; its versions and runs stay for history.
+// FlowBusyError refuses to delete a flow while runs of it are still going
+// (running, paused or queued): deleting it would strand them.
+type FlowBusyError struct {
+	FlowID                  string
+	Running, Paused, Queued int
+}
+
+func (e *FlowBusyError) Error() string {
+	return fmt.Sprintf("flow %s has %d runs going (%d running, %d paused, %d queued); cancel them, or delete with cancel_runs=true",
+		e.FlowID, e.Running+e.Paused+e.Queued, e.Running, e.Paused, e.Queued)
+}
+
+// Unwrap makes a busy flow a conflict for callers that know no better.
+func (e *FlowBusyError) Unwrap() error { return engine.ErrConflict }
+
+// DeleteFlow hides a flow; its versions and runs stay for history. It
+// refuses (*FlowBusyError) while a run of the flow is running, paused or
+// queued. Its triggers stop with it: every trigger's lookup skips deleted
+// flows.
 func (s *Store) DeleteFlow(ctx context.Context, id string) error {
-	res := s.db.WithContext(ctx).Exec(`UPDATE flows SET deleted_at = now() WHERE id = ? AND deleted_at IS NULL`, id)
-	if err := interpretError(res.Error); err != nil {
-		return fmt.Errorf("error deleting flow %s: %w", id, err)
-	}
-	if res.RowsAffected == 0 {
-		return fmt.Errorf("flow %s: %w", id, engine.ErrNotFound)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// The row lock waits for starts whose run insert already checked
+		// the flow (the foreign key's share lock), so their runs are
+		// counted below.
+		var found string
+		if err := tx.Raw(`SELECT id::text FROM flows WHERE id = ? AND deleted_at IS NULL FOR UPDATE`, id).Row().Scan(&found); err != nil {
+			return interpretError(err)
+		}
+		busy := FlowBusyError{FlowID: id}
+		if err := tx.Raw(`SELECT count(*) FILTER (WHERE status = 'running'), count(*) FILTER (WHERE status = 'paused'),
+			count(*) FILTER (WHERE status = 'queued')
+			FROM runs WHERE flow_id = ? AND status IN ('running', 'paused', 'queued')`, id).Row().
+			Scan(&busy.Running, &busy.Paused, &busy.Queued); err != nil {
+			return interpretError(err)
+		}
+		if busy.Running+busy.Paused+busy.Queued > 0 {
+			return &busy
+		}
+		return interpretError(tx.Exec(`UPDATE flows SET deleted_at = now() WHERE id = ?`, id).Error)
+	})
+	if err != nil {
+		// Interpreted again: a BEGIN or COMMIT that found no database is
+		// 503, not 500.
+		return fmt.Errorf("error deleting flow %s: %w", id, interpretError(err))
 	}
 	return nil
+}
+
+// GoingFlowRuns lists up to limit ids of a flow's runs still going,
+// queued ones first: cancelling those begins nothing, where cancelling a
+// running run would begin its entity's next queued one.
+func (s *Store) GoingFlowRuns(ctx context.Context, flowID string, limit int) ([]string, error) {
+	var ids []string
+	err := s.db.WithContext(ctx).Raw(`SELECT id::text FROM runs WHERE flow_id = ? AND status IN ('queued', 'paused', 'running')
+		ORDER BY status = 'queued' DESC, created_at, id LIMIT ?`, flowID, limit).Scan(&ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("error listing the runs going of flow %s: %w", flowID, interpretError(err))
+	}
+	return ids, nil
 }
 
 // ListVersions lists a flow's versions, newest first.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -136,18 +137,66 @@ func (s *Server) createFlow(c echo.Context) error {
 	return c.JSON(http.StatusCreated, toFlowJSON(f, true))
 }
 
+// flowListJSON is a flow as the list shows it: with its runs counted by
+// status and its triggers by kind.
+type flowListJSON struct {
+	flowJSON
+	RunCounts       map[string]int `json:"run_counts,omitempty"`
+	RunCountsCapped []string       `json:"run_counts_capped,omitempty"`
+	Triggers        map[string]int `json:"triggers,omitempty"`
+}
+
+// queryBool reads an optional true/false query parameter.
+func queryBool(c echo.Context, name string, def bool) (bool, error) {
+	v := c.QueryParam(name)
+	switch v {
+	case "":
+		return def, nil
+	case "true", "1":
+		return true, nil
+	case "false", "0":
+		return false, nil
+	}
+	return false, badRequest(name + " must be true or false")
+}
+
 func (s *Server) listFlows(c echo.Context) error {
 	p, err := pageParams(c)
 	if err != nil {
 		return err
 	}
-	fs, next, err := s.cfg.Store.ListFlowsPage(c.Request().Context(), p)
+	// counts=false: a caller that wants names only skips the counting.
+	counts, err := queryBool(c, "counts", true)
 	if err != nil {
 		return err
 	}
-	out := make([]flowJSON, len(fs))
+	ctx := c.Request().Context()
+	fs, next, err := s.cfg.Store.ListFlowsPage(ctx, p)
+	if err != nil {
+		return err
+	}
+	out := make([]flowListJSON, len(fs))
+	ids := make([]string, len(fs))
 	for i := range fs {
-		out[i] = toFlowJSON(&fs[i], false)
+		out[i] = flowListJSON{flowJSON: toFlowJSON(&fs[i], false)}
+		ids[i] = fs[i].ID
+	}
+	if counts {
+		runs, err := s.cfg.Store.FlowRunCounts(ctx, ids)
+		if err != nil {
+			return err
+		}
+		trigs, err := s.cfg.Store.FlowTriggerCounts(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for i := range out {
+			rc := runs[ids[i]]
+			out[i].RunCounts, out[i].RunCountsCapped, out[i].Triggers = rc.ByStatus, rc.Capped, trigs[ids[i]]
+			if out[i].RunCountsCapped == nil {
+				out[i].RunCountsCapped = []string{}
+			}
+		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"flows": out, "next_cursor": nextCursor(next)})
 }
@@ -238,15 +287,79 @@ func bind2(raw map[string]json.RawMessage, v any) error {
 	return nil
 }
 
+// deleteRounds bounds how often a delete with cancel_runs cancels the
+// runs going and tries again, when triggers keep starting new ones.
+const deleteRounds = 5
+
+// deleteFlow deletes a flow. While runs of it are going it answers 409
+// flow_busy, unless cancel_runs=true: then it cancels them (as POST
+// /runs/{id}/cancel does; the caller's role must allow that too) and
+// deletes. A run a trigger starts meanwhile is cancelled in the next round.
 func (s *Server) deleteFlow(c echo.Context) error {
 	id, err := s.pathUUID(c, "id", "flow")
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Store.DeleteFlow(c.Request().Context(), id); err != nil {
+	cancel, err := queryBool(c, "cancel_runs", false)
+	if err != nil {
 		return err
 	}
-	return c.NoContent(http.StatusNoContent)
+	if p := principalOf(c); cancel && p != nil && !accessRules["POST /api/v1/runs/:id/cancel"].allows(p.Role()) {
+		return forbidden("forbidden", "role "+p.Role()+" may not cancel runs: delete without cancel_runs once they have ended, or ask an operator")
+	}
+	ctx := c.Request().Context()
+	cancelled := 0
+	for round := 0; ; round++ {
+		err := s.cfg.Store.DeleteFlow(ctx, id)
+		var busy *store.FlowBusyError
+		switch {
+		case err == nil:
+			if cancelled > 0 {
+				c.Set(auditDetailsKey, map[string]any{"cancelled_runs": cancelled})
+			}
+			return c.NoContent(http.StatusNoContent)
+		case !errors.As(err, &busy):
+			return err
+		case !cancel || round == deleteRounds:
+			return &apiError{Status: http.StatusConflict, Code: "flow_busy", Message: busy.Error(),
+				Details: map[string]int{"running": busy.Running, "paused": busy.Paused, "queued": busy.Queued}}
+		}
+		n, err := s.cancelFlowRuns(ctx, id)
+		cancelled += n
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// cancelFlowRuns cancels every run of a flow still going, and says how
+// many it cancelled.
+func (s *Server) cancelFlowRuns(ctx context.Context, flowID string) (int, error) {
+	n := 0
+	for {
+		ids, err := s.cfg.Store.GoingFlowRuns(ctx, flowID, 500)
+		if err != nil {
+			return n, err
+		}
+		if len(ids) == 0 {
+			return n, nil
+		}
+		before := n
+		for _, runID := range ids {
+			_, err := s.cfg.Engine.CancelRun(ctx, runID)
+			switch {
+			case err == nil:
+				n++
+			case errors.Is(err, engine.ErrConflict):
+				// It ended meanwhile.
+			default:
+				return n, fmt.Errorf("error cancelling run %s of flow %s: %w", runID, flowID, err)
+			}
+		}
+		if n == before {
+			return n, nil // what is left is for the caller's next round
+		}
+	}
 }
 
 func (s *Server) listVersions(c echo.Context) error {

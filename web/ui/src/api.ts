@@ -337,6 +337,9 @@ export function stream(path: string, onEvent: (e: StreamEvent) => void, onState?
 export interface FlowGraph {
   nodes: GraphNode[];
   edges: GraphEdge[];
+  // settings: the flow's own (deadlineSeconds, retentionDays,
+  // entityConcurrency), kept as they are when not edited.
+  settings?: Record<string, any>;
 }
 export interface GraphNode {
   id: string;
@@ -361,7 +364,13 @@ export interface Flow {
   graph?: FlowGraph;
   created_at: string;
   updated_at: string;
+  // In the flows list: runs by status (a status in run_counts_capped has
+  // that many or more) and triggers by kind.
+  run_counts?: Record<RunStatus, number>;
+  run_counts_capped?: string[];
+  triggers?: Record<TriggerKind, number>;
 }
+export type TriggerKind = "webhook" | "schedule" | "event" | "nats" | "amqp";
 export interface Version {
   id: string;
   number: number;
@@ -401,11 +410,14 @@ export interface NodeState {
   started_at: string | null;
   finished_at: string | null;
 }
+// queued: started for an entity whose run of the flow still goes; it
+// waits its turn (settings.entityConcurrency "queue").
+export type RunStatus = "running" | "queued" | "paused" | "completed" | "failed" | "cancelled";
 export interface Run {
   id: string;
   flow_id: string;
   flow_version_id: string;
-  status: "running" | "paused" | "completed" | "failed" | "cancelled";
+  status: RunStatus;
   input: any;
   output: any;
   error: string | null;

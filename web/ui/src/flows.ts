@@ -17,7 +17,7 @@ const listeners = new Set<() => void>();
 
 function load(): Promise<void> {
   if (pending) return pending;
-  pending = listAll<FlowSummary>("/flows", "flows")
+  pending = listAll<FlowSummary>("/flows?counts=false", "flows")
     .then(
       (fs) => {
         cache = [...fs].sort((a, b) => a.name.localeCompare(b.name));

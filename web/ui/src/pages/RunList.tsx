@@ -3,8 +3,8 @@ import { api, can, currentMe, describe, stream, type Flow, type Run } from "../a
 import { ago, duration, Empty, ErrorBox, Spinner, Status, useLoad, useThrottled } from "../components/common";
 import { Link, navigate } from "../router";
 
-const STATUSES = ["", "running", "waiting", "paused", "completed", "failed", "cancelled"];
-const STATUS_LABEL: Record<string, string> = { "": "Any status", waiting: "waiting for a person" };
+const STATUSES = ["", "running", "waiting", "queued", "paused", "completed", "failed", "cancelled"];
+const STATUS_LABEL: Record<string, string> = { "": "Any status", waiting: "waiting for a person", queued: "queued (waiting its turn)" };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -36,7 +36,7 @@ export function RunList({ flowId, status, node, errorText }: { flowId: string | 
   if (node) q.set("node", node);
   if (errorText) q.set("error", errorText);
   q.set("limit", "50");
-  const flows = useLoad(() => api<{ flows: Flow[] }>("GET", "/flows"), []);
+  const flows = useLoad(() => api<{ flows: Flow[] }>("GET", "/flows?counts=false&limit=500"), []);
   const { data, setData, error, loading, reload } = useLoad(() => api<{ runs: Run[]; next_cursor: string | null }>("GET", `/runs?${q}`), [flowId, status, node, errorText]);
   // The runs a person is asked something in: the inbox, read with the list
   // (a role that cannot read it sees no marks).

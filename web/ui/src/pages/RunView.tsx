@@ -9,6 +9,7 @@ import { useFlowNames } from "../flows";
 import { edgeKind, fitViewOptions, isLoop, loopsOf, outcomesOf, toCanvas, type CanvasNode, type LoopInfo } from "../graph";
 import { Link } from "../router";
 import { Answer } from "./Approvals";
+import { RunId } from "./RunList";
 
 interface Agg {
   status: string;
@@ -256,7 +257,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
       },
     }));
     // A paused run is not done: its open edges may still be taken.
-    const runDone = !!run && run.status !== "running" && run.status !== "paused";
+    const runDone = !!run && run.status !== "running" && run.status !== "paused" && run.status !== "queued";
     const edges: Edge[] = c.edges.map((e) => {
       // A loop edge was taken by the earlier iterations of its source.
       const rounds = isLoop(e.data) ? (history[e.source] ?? []).filter((s) => Array.isArray(s.taken) && s.taken.includes(e.target)).length : 0;
@@ -302,6 +303,9 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
   if (!run || !canvas) return <Spinner label="Loading run…" />;
 
   const pausedAt = run.status === "paused" ? [...events.current].reverse().find((e) => e.type === "run.paused")?.created_at : undefined;
+  // A queued run's run.queued event names the run it waits behind.
+  const queuedEv = run.status === "queued" ? [...events.current].reverse().find((e) => e.type === "run.queued") : undefined;
+  const behind: string | undefined = typeof queuedEv?.payload?.behind === "string" ? queuedEv.payload.behind : undefined;
 
   return (
     <section className="runview" aria-label="Run" data-run-status={run.status}>
@@ -368,7 +372,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               Migrate…
             </button>
           )}
-          {(run.status === "running" || run.status === "paused" || run.status === "failed") && can(me, "operate") && (
+          {(run.status === "running" || run.status === "paused" || run.status === "failed" || run.status === "queued") && can(me, "operate") && (
             <button
               type="button"
               className="btn danger"
@@ -414,6 +418,23 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
             Paused{pausedAt ? ` ${ago(pausedAt)}` : ""}.
           </strong> Nothing new starts while the run is paused: steps already running finish and their
           results are kept, and what they make ready waits. Resume to go on.
+        </div>
+      )}
+      {run.status === "queued" && (
+        <div className="banner queued" role="status" data-queued>
+          <strong>
+            Queued{queuedEv ? ` ${ago(queuedEv.created_at)}` : ""}.
+          </strong>{" "}
+          This run waits its turn: its entity already has a run of this flow going
+          {behind ? (
+            <>
+              {" — "}
+              <Link to={`/runs/${behind}`} data-behind={behind}>
+                <RunId id={behind} />
+              </Link>
+            </>
+          ) : null}
+          . It begins by itself when that run ends (the flow's entity concurrency is “queue”); none of its steps has started yet.
         </div>
       )}
       {run.error && <div className="error-box">Run failed: {run.error}</div>}
@@ -577,6 +598,7 @@ const EVENT_LABEL: Record<string, string> = {
   "node.rerun": "re-run",
   "run.paused": "run paused",
   "run.unpaused": "run resumed",
+  "run.queued": "run queued",
   "run.migrated": "run migrated",
   "node.child_started": "↳ child run started",
   "node.child_finished": "↳ child run finished",
@@ -586,6 +608,7 @@ const EVENT_CLASS: Record<string, string> = {
   "node.completed_by_hand": "event-hand",
   "run.paused": "event-control",
   "run.unpaused": "event-control",
+  "run.queued": "event-control",
   "run.migrated": "event-control",
 };
 
@@ -1361,6 +1384,7 @@ function eventSummary(e: StreamEvent): string {
     const n = Number(p.held_dispatches ?? 0);
     return `nothing new starts until it is resumed${n ? ` · ${n} ${n === 1 ? "dispatch" : "dispatches"} held` : ""}`;
   }
+  if (e.type === "run.queued") return `waits behind run ${typeof p.behind === "string" ? p.behind : "?"} of its entity`;
   if (e.type === "run.unpaused") {
     const n = Number(p.released_dispatches ?? 0);
     return `what became ready starts now${n ? ` · ${n} held ${n === 1 ? "dispatch" : "dispatches"} sent` : ""}`;
