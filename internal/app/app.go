@@ -164,10 +164,10 @@ type App struct {
 	// operator's own address: no worker guard; redirects not followed).
 	archiveClient *http.Client
 	clock         engine.Clock
-	cancel           context.CancelFunc
-	wg               sync.WaitGroup
-	stopOnce         sync.Once
-	stopErr          error
+	cancel        context.CancelFunc
+	wg            sync.WaitGroup
+	stopOnce      sync.Once
+	stopErr       error
 	// URL is the address the server listens on (http://host:port).
 	URL string
 
