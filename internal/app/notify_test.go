@@ -88,8 +88,10 @@ func TestNotificationsOfApprovalsAndFailedRuns(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t, 2) // the first two tries fail: retried
 	h := newHarness(t, func(c *app.Config) { c.NotifyURL = rcv.srv.URL + "/notify" })
+	// Reminded every second; five seconds leave room for the two the test
+	// waits for however slow the sweeps are on a loaded machine.
 	flow := h.createFlow([]map[string]any{node("ask", "UX", map[string]any{"prompt": "Send to sales?",
-		"remindAfterSeconds": 1, "timeoutSeconds": 3, "onTimeout": "reject"}), wnode(h, "sales")},
+		"remindAfterSeconds": 1, "timeoutSeconds": 5, "onTimeout": "reject"}), wnode(h, "sales")},
 		[]map[string]any{redge("ask", "sales", map[string]any{"outcome": "approve"})})
 	r := h.startRun(flow, map[string]any{"lead": "ada"})
 
@@ -224,8 +226,14 @@ func TestCancelTellsWorkers(t *testing.T) {
 		Tries        int
 		URL          string
 	}
-	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT type, status, tries, url FROM notifications WHERE run_id = ?`, r.ID).
-		Scan(&rows).Error)
+	// The receiver has it; its row is marked delivered once the answer is
+	// read.
+	h.eventually(func() bool {
+		rows = nil
+		require.NoError(t, h.app.Store.Gorm().Raw(`SELECT type, status, tries, url FROM notifications WHERE run_id = ?`, r.ID).
+			Scan(&rows).Error)
+		return len(rows) != 1 || rows[0].Status != "sending"
+	}, "the notice's row to record its delivery")
 	require.Len(t, rows, 1, "a notice for a only: b has no cancelUrl, later never ran")
 	require.Equal(t, "worker.cancel", rows[0].Type)
 	require.Equal(t, "delivered", rows[0].Status)
