@@ -199,10 +199,17 @@ func (e *Engine) writeMarks(ctx context.Context, due map[string]string) error {
 	// seconds, and its marks came due by the thousand: 214 ms statements
 	// that callbacks queued behind).
 	// A chunk that fails does not stop the others.
+	// A chunk that failed on its connection (one a cancelled query left
+	// broken, at a shutdown) is written again on another: the marks are
+	// taken from the batch and would be lost.
 	var errs []error
 	for off := 0; off < len(ids); off += markChunk {
 		part := ids[off:min(off+markChunk, len(ids))]
-		if err := e.cfg.Store.DispatchesDelivered(ctx, part); err != nil {
+		err := e.cfg.Store.DispatchesDelivered(ctx, part)
+		for try := 1; try < markTries && errors.Is(err, ErrUnavailable) && ctx.Err() == nil; try++ {
+			err = e.cfg.Store.DispatchesDelivered(ctx, part)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("error marking %d dispatches delivered: %w", len(part), err))
 		}
 	}
@@ -211,6 +218,10 @@ func (e *Engine) writeMarks(ctx context.Context, due map[string]string) error {
 
 // markChunk bounds the rows one delivered-mark statement locks.
 const markChunk = 128
+
+// markTries is how many times a chunk of marks is written before its
+// connection's failure is given up on.
+const markTries = 3
 
 // FlushDeliveryMarks writes every pending delivered mark now (at shutdown,
 // so that no accepted dispatch is delivered again when its lease ends).
