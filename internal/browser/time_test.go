@@ -34,6 +34,9 @@ func TestUITransformWait(t *testing.T) {
 	node := func(id string) string { return fmt.Sprintf(`.react-flow__node[data-id="%s"]`, id) }
 	s.run("open", chromedp.Navigate(s.url+"/flows/"+flow.ID), tokenSignIn(token))
 	s.waitJS("editor", fmt.Sprintf(`!!document.querySelector(%q)`, node("review")))
+	// React Flow shows a node once it has measured it: its text is empty
+	// (hidden) until then.
+	s.waitJS("the Transform node shown", fmt.Sprintf(`(document.querySelector(%q)?.innerText || "") !== ""`, node("prep")))
 	require.True(t, s.exists(node("prep")+" .snode-transform"), "the Transform node has its own look")
 	require.Contains(t, s.text(node("prep")), `{"name": upper(input.first)}`, "a Transform shows its expression")
 
