@@ -140,7 +140,9 @@ func newHarnessOn(t *testing.T, dbURL string, opts ...func(*app.Config)) *harnes
 		defer cancel()
 		_ = a.Stop(sctx)
 	})
-	return &harness{t: t, app: a, dbURL: dbURL, worker: newWorker(t), client: &http.Client{Timeout: 30 * time.Second}}
+	// A minute: a 1,000-item run answered whole takes seconds alone and,
+	// with the suite on both cores, once took more than thirty.
+	return &harness{t: t, app: a, dbURL: dbURL, worker: newWorker(t), client: &http.Client{Timeout: time.Minute}}
 }
 
 func (h *harness) eventually(cond func() bool, format string, args ...any) {
