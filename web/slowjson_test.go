@@ -71,8 +71,13 @@ func TestSlowReadersOfJSONAnswersAreCutOff(t *testing.T) {
 	}
 	// The clients never read and keep their connections: the server
 	// closes every one of them (its side), its writes having waited the
-	// write timeout.
+	// write timeout — once it has taken them all (on a loaded machine it
+	// may not have taken any yet).
 	deadline := time.Now().Add(60 * time.Second)
+	for open.accepted() < stalled {
+		require.False(t, time.Now().After(deadline), "connections the server accepted: %d of %d", open.accepted(), stalled)
+		time.Sleep(10 * time.Millisecond)
+	}
 	for open.count() != 0 {
 		require.False(t, time.Now().After(deadline), "connections the server still holds: %d of %d", open.count(), stalled)
 		time.Sleep(50 * time.Millisecond)

@@ -111,6 +111,8 @@ func TestStalledEventStreamsAreDropped(t *testing.T) {
 type connSet struct {
 	mu sync.Mutex
 	m  map[net.Conn]bool
+	// seen counts the connections ever accepted.
+	seen int
 }
 
 func (s *connSet) track(c net.Conn, st http.ConnState) {
@@ -119,9 +121,17 @@ func (s *connSet) track(c net.Conn, st http.ConnState) {
 	switch st {
 	case http.StateNew:
 		s.m[c] = true
+		s.seen++
 	case http.StateClosed, http.StateHijacked:
 		delete(s.m, c)
 	}
+}
+
+// accepted is how many connections the server has accepted so far.
+func (s *connSet) accepted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen
 }
 
 func (s *connSet) count() int {
