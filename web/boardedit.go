@@ -30,14 +30,11 @@ func (s *Server) patchBoard(c echo.Context) error {
 		return badRequest("send name or card_fields")
 	}
 	if b.Name != nil {
-		n := strings.TrimSpace(*b.Name)
-		if n == "" {
-			return badRequest("name must not be empty")
-		}
-		if err := checkName("name", n); err != nil {
+		n, err := newName(*b.Name)
+		if err != nil {
 			return err
 		}
-		b.Name = &n
+		b.Name = n
 	}
 	if b.CardFields != nil {
 		if len(*b.CardFields) > maxCardFields {

@@ -228,14 +228,11 @@ func (s *Server) updateFlow(c echo.Context) error {
 	}
 	p := store.UpdateFlowParams{}
 	if b.Name != nil {
-		n := strings.TrimSpace(*b.Name)
-		if n == "" {
-			return badRequest("name must not be empty")
-		}
-		if err := checkName("name", n); err != nil {
+		n, err := newName(*b.Name)
+		if err != nil {
 			return err
 		}
-		p.Name = &n
+		p.Name = n
 	}
 	if bv, ok := raw["board_id"]; ok {
 		if string(bv) == "null" {
