@@ -411,6 +411,8 @@ type BulkStart struct {
 	Input           json.RawMessage
 	Status          Status // running or waiting_for_user
 	DeadlineSeconds int
+	// ChildRunID is the sub-flow run a SubFlow instance started.
+	ChildRunID string
 }
 
 // BulkComplete is one node of Tx.BulkComplete.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -71,20 +72,14 @@ func (t *txn) startRun(id string, g *ExecutionGraph, p StartRunParams, parent *p
 	return r, t.beginRun(r, g, parent)
 }
 
-// beginRun starts inserted run r: its nodes, run.started, its entity's
-// move, its entry nodes fired with its input.
+// beginRun starts inserted run r: run.started, its entity's move, its
+// entry nodes fired with its input and its nodes' rows. Entry nodes that
+// only start (a dispatch, a wait for a person) are created started, as a
+// fan-out's instances are (instantiate): one INSERT, no UPDATE of each;
+// the others fire once the rows exist.
 func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
 	ctx, id := t.ctx, r.ID
 	t.setRun(r, g)
-	var rows []NodeState
-	for _, nid := range sortedStatic(g) {
-		n := g.Nodes[nid]
-		rows = append(rows, NodeState{Key: nid, NodeID: nid, Type: n.Type, Index: []int{},
-			Status: StatusPending, PendingParents: len(g.Upstream[nid])})
-	}
-	if err := t.tx.InsertNodes(ctx, id, rows); err != nil {
-		return err
-	}
 	started := map[string]any{"flow_version_id": r.FlowVersionID, "input": r.Input}
 	if parent != nil {
 		started["parent_run_id"], started["parent_key"] = parent.runID, parent.key
@@ -95,7 +90,38 @@ func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
 			return err
 		}
 	}
+	first := &bulkFires{unwritten: true}
+	outer := t.bulk
+	t.bulk = first
+	var again []string
 	for _, nid := range g.EntryNodes {
+		err := t.fire(g.Nodes[nid], nil, r.Input, StatusPending, 0)
+		if errors.Is(err, errNeedsRow) {
+			again = append(again, nid)
+		} else if err != nil {
+			t.bulk = outer
+			return err
+		}
+	}
+	t.bulk = outer
+	starts := make(map[string]BulkStart, len(first.starts))
+	for _, st := range first.starts {
+		starts[st.Key] = st
+	}
+	order := sortedStatic(g)
+	rows, rowStarts := make([]NodeState, 0, len(order)), make([]BulkStart, 0, len(order))
+	for _, nid := range order {
+		rows = append(rows, NodeState{Key: nid, NodeID: nid, Type: g.Nodes[nid].Type, Index: []int{},
+			Status: StatusPending, PendingParents: len(g.Upstream[nid])})
+		rowStarts = append(rowStarts, starts[nid])
+	}
+	if err := t.tx.InsertStartedNodes(ctx, id, rows, rowStarts); err != nil {
+		return err
+	}
+	if err := t.flushBulk(first); err != nil {
+		return err
+	}
+	for _, nid := range again {
 		if err := t.fire(g.Nodes[nid], nil, r.Input, StatusPending, 0); err != nil {
 			return err
 		}
@@ -158,6 +184,12 @@ func (f *fireCtx) StartChild(c ChildRun) error {
 		tr.ChildRunID, tr.Error = &id, &msg
 		t.event(EventChildFinished, f.key, map[string]any{"child_run_id": id, "status": child.Status})
 		return t.failWith(tr)
+	}
+	if f.bulkable() {
+		// A fan-out's SubFlow instances start in one UPDATE.
+		t.bulk.add(f, StatusRunning, 0, nil)
+		t.bulk.starts[len(t.bulk.starts)-1].ChildRunID = id
+		return nil
 	}
 	tr := f.start(StatusRunning)
 	tr.ChildRunID = &id

@@ -183,9 +183,11 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx engine
 	}
 	err := s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
 		q := &sqlQuerier{conn: gtx.Statement.ConnPool}
-		if err := fn(ctx, &pgTx{q: q, binds: s.binds}); err != nil {
+		tx := &pgTx{q: q, binds: s.binds}
+		if err := fn(ctx, tx); err != nil {
 			return err
 		}
+		tx.queueNewRuns()
 		return q.flush(ctx)
 	})
 	return interpretError(err)
@@ -208,12 +210,14 @@ func inPipe(ctx context.Context, pool *sql.DB, b *binds, fn func(ctx context.Con
 			return fmt.Errorf("unexpected driver connection %T", dc)
 		}
 		p := newPipe(sc.Conn())
-		if fnErr = fn(ctx, &pgTx{q: p, binds: b}); fnErr != nil {
+		tx := &pgTx{q: p, binds: b}
+		if fnErr = fn(ctx, tx); fnErr != nil {
 			if err := p.rollback(context.WithoutCancel(ctx)); err != nil {
 				return driver.ErrBadConn
 			}
 			return nil
 		}
+		tx.queueNewRuns() // to travel with COMMIT
 		if fnErr = p.commit(ctx); fnErr != nil {
 			if sc.Conn().PgConn().TxStatus() != 'I' {
 				if err := p.rollback(context.WithoutCancel(ctx)); err != nil {

@@ -27,6 +27,9 @@ import (
 type pgTx struct {
 	q     querier
 	binds *binds
+	// fresh holds the rows of runs started in the transaction, queued
+	// before its next statement (newRuns).
+	fresh *newRuns
 	// written counts the rows bulk statements wrote, by ANALYZE statement
 	// (analyzeAfter).
 	written map[string]int
@@ -44,8 +47,15 @@ type rawQuery struct {
 	args []any
 }
 
-func (r rawQuery) Row() scanner        { return r.t.q.row(r.ctx, r.q, r.args) }
-func (r rawQuery) Rows() (rows, error) { return r.t.q.query(r.ctx, r.q, r.args) }
+func (r rawQuery) Row() scanner {
+	r.t.queueNewRuns()
+	return r.t.q.row(r.ctx, r.q, r.args)
+}
+
+func (r rawQuery) Rows() (rows, error) {
+	r.t.queueNewRuns()
+	return r.t.q.query(r.ctx, r.q, r.args)
+}
 
 // execResult mirrors the two fields of gorm's result a caller reads.
 type execResult struct {
@@ -55,6 +65,7 @@ type execResult struct {
 
 // exec runs a statement written with ? placeholders.
 func (t *pgTx) exec(ctx context.Context, q string, args ...any) execResult {
+	t.queueNewRuns()
 	n, err := t.q.exec(ctx, t.binds.get(q), args)
 	return execResult{RowsAffected: n, Error: err}
 }
@@ -63,6 +74,12 @@ func (t *pgTx) exec(ctx context.Context, q string, args ...any) execResult {
 // the next statement that must be answered or with COMMIT; its error
 // surfaces there. scan, when set, reads its one row.
 func (t *pgTx) later(q string, scan func(scanner) error, args ...any) {
+	t.queueNewRuns()
+	t.queue(q, scan, args...)
+}
+
+// queue is later without the new runs' rows first: theirs.
+func (t *pgTx) queue(q string, scan func(scanner) error, args ...any) {
 	t.q.later(t.binds.get(q), args, scan)
 }
 
@@ -340,38 +357,6 @@ func (t *pgTx) RunByIdempotencyKey(ctx context.Context, flowID, key string) (*en
 	return scanRun(t.raw(ctx, `SELECT `+runCols+` FROM runs WHERE flow_id = ? AND idempotency_key = ?`, flowID, key).Row())
 }
 
-func (t *pgTx) InsertRun(ctx context.Context, r *engine.Run) error {
-	trigger := r.Trigger
-	if len(trigger) == 0 {
-		trigger = json.RawMessage("{}")
-	}
-	var parentAttempt *int
-	if r.ParentRunID != nil {
-		parentAttempt = &r.ParentAttempt
-	}
-	// Queued: its times are read when the pipe is answered (before the
-	// commit returns), so that a fan-out of sub-flow runs starts each child
-	// without a round trip. A duplicate idempotency key then fails a later
-	// statement, or the commit, with the same conflict.
-	t.later(`INSERT INTO runs (id, flow_id, flow_version_id, entity_id, status, trigger, input,
-		idempotency_key, terminals_left, deadline_at, parent_run_id, parent_key, parent_attempt, started_by)
-		VALUES (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?,
-		CASE WHEN ? > 0 THEN now() + make_interval(secs => ?) END, ?::uuid, ?, ?, nullif(?, '')) RETURNING created_at, updated_at, deadline_at`,
-		func(row scanner) error {
-			var deadline sql.NullTime
-			if err := row.Scan(&r.CreatedAt, &r.UpdatedAt, &deadline); err != nil {
-				return interpretError(err)
-			}
-			r.DeadlineAt = nullTime(deadline)
-			r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
-			return nil
-		},
-		r.ID, r.FlowID, r.FlowVersionID, r.EntityID, string(r.Status), string(trigger), string(r.Input),
-		r.IdempotencyKey, r.TerminalsLeft, r.DeadlineSeconds, r.DeadlineSeconds, r.ParentRunID, r.ParentKey, parentAttempt,
-		r.StartedBy)
-	return nil
-}
-
 // saveRunSQL updates a run's row; saveRunArgs are its arguments.
 const saveRunSQL = `UPDATE runs SET status = ?, output = ?::jsonb, error = ?, active_nodes = ?,
 		failed_nodes = ?, terminals_left = ?, event_seq = ?, updated_at = now(),
@@ -384,6 +369,9 @@ func saveRunArgs(r *engine.Run) []any {
 }
 
 func (t *pgTx) SaveRun(ctx context.Context, r *engine.Run) error {
+	if ok, err := t.saveNew(engine.RunSave{Run: r, FirstSeq: r.EventSeq + 1}); ok {
+		return err
+	}
 	t.later(saveRunSQL, func(row scanner) error { return scanSavedRun(r, row) }, saveRunArgs(r)...)
 	return nil
 }
@@ -397,6 +385,9 @@ func (t *pgTx) SaveRun(ctx context.Context, r *engine.Run) error {
 func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
 	if s.Relative && (len(s.HeardKeys) == 0 || len(s.Events) > bulkChunk || len(s.HeardKeys) > bulkChunk) {
 		return fmt.Errorf("%w: a relative run save needs heard pairs and at most %d events", engine.ErrInvalidRequest, bulkChunk)
+	}
+	if ok, err := t.saveNew(s); ok {
+		return err
 	}
 	if len(s.Events) > bulkChunk || len(s.HeardKeys) > bulkChunk {
 		return t.saveRunInSteps(ctx, s)
@@ -564,6 +555,9 @@ func (t *pgTx) InsertStartedNodes(ctx context.Context, runID string, nodes []eng
 	if len(starts) != len(nodes) {
 		return fmt.Errorf("error creating node states: %d starts for %d nodes", len(starts), len(nodes))
 	}
+	if t.addNodes(runID, nodes, starts) {
+		return nil
+	}
 	if err := chunked(nodes, func(part []engine.NodeState, off int) error {
 		return t.insertStartedNodes(ctx, runID, part, starts[off:off+len(part)])
 	}); err != nil {
@@ -573,6 +567,13 @@ func (t *pgTx) InsertStartedNodes(ctx context.Context, runID string, nodes []eng
 }
 
 func (t *pgTx) insertStartedNodes(ctx context.Context, runID string, nodes []engine.NodeState, starts []engine.BulkStart) error {
+	q, args := nodeRowsInsert(runID, nil, nodes, starts)
+	return t.write(ctx, len(nodes), q, args...)
+}
+
+// nodeRowsInsert is the statement writing nodes (as started by starts) of
+// run runID, or of runIDs[i] each when runIDs is set.
+func nodeRowsInsert(runID string, runIDs []string, nodes []engine.NodeState, starts []engine.BulkStart) (string, []any) {
 	keys := make([]string, len(nodes))
 	ids := make([]string, len(nodes))
 	idxs := make([]string, len(nodes))
@@ -581,26 +582,34 @@ func (t *pgTx) insertStartedNodes(ctx context.Context, runID string, nodes []eng
 	statuses := make([]string, len(nodes))
 	inputs := make([]string, len(nodes))
 	secs := make([]int64, len(nodes))
+	children := make([]string, len(nodes))
 	for i, n := range nodes {
 		keys[i], ids[i], idxs[i], types[i], pend[i] = n.Key, n.NodeID, intsToText(n.Index), string(n.Type), int64(n.PendingParents)
 		statuses[i] = string(engine.StatusPending)
 		if s := starts[i]; s.Status != "" {
-			statuses[i], secs[i] = string(s.Status), int64(s.DeadlineSeconds)
+			statuses[i], secs[i], children[i] = string(s.Status), int64(s.DeadlineSeconds), s.ChildRunID
 			inputs[i] = string(s.Input)
 			if len(s.Input) == 0 {
 				inputs[i] = "null"
 			}
 		}
 	}
-	return t.write(ctx, len(nodes), `INSERT INTO node_states (run_id, key, node_id, idx, type, status, pending_parents,
-			attempt, input, deadline, started_at)
-		SELECT ?, k, n, CASE WHEN i = '' THEN '{}'::int[] ELSE string_to_array(i, ',')::int[] END, ty, st, p,
+	run, runs := "?::uuid", "'{}'::text[]"
+	if runIDs != nil {
+		run, runs = "r::uuid", "?::text[]"
+	}
+	q := `INSERT INTO node_states (run_id, key, node_id, idx, type, status, pending_parents,
+			attempt, input, deadline, started_at, child_run_id)
+		SELECT ` + run + `, k, n, CASE WHEN i = '' THEN '{}'::int[] ELSE string_to_array(i, ',')::int[] END, ty, st, p,
 			CASE WHEN st = 'pending' THEN 0 ELSE 1 END, nullif(inp, '')::jsonb,
 			CASE WHEN secs > 0 THEN now() + make_interval(secs => secs) END,
-			CASE WHEN st <> 'pending' THEN now() END
-		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[])
-			AS u(k, n, i, ty, p, st, inp, secs)`,
-		runID, keys, ids, idxs, types, pend, statuses, inputs, secs)
+			CASE WHEN st <> 'pending' THEN now() END, nullif(c, '')::uuid
+		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[], ?::text[], ` + runs + `)
+			AS u(k, n, i, ty, p, st, inp, secs, c, r)`
+	if runIDs != nil {
+		return q, []any{keys, ids, idxs, types, pend, statuses, inputs, secs, children, runIDs}
+	}
+	return q, []any{runID, keys, ids, idxs, types, pend, statuses, inputs, secs, children}
 }
 
 // analyzeAfterRows is how many rows the bulk statements of a transaction
@@ -1253,8 +1262,9 @@ func (t *pgTx) bulkStart(ctx context.Context, runID string, starts []engine.Bulk
 	inputs := make([]string, len(starts))
 	statuses := make([]string, len(starts))
 	secs := make([]int64, len(starts))
+	children := make([]string, len(starts))
 	for i, s := range starts {
-		keys[i], statuses[i], secs[i] = s.Key, string(s.Status), int64(s.DeadlineSeconds)
+		keys[i], statuses[i], secs[i], children[i] = s.Key, string(s.Status), int64(s.DeadlineSeconds), s.ChildRunID
 		inputs[i] = string(s.Input)
 		if len(s.Input) == 0 {
 			inputs[i] = "null"
@@ -1262,14 +1272,17 @@ func (t *pgTx) bulkStart(ctx context.Context, runID string, starts []engine.Bulk
 	}
 	res := t.exec(ctx, `UPDATE node_states n SET status = u.st, attempt = n.attempt + 1, input = u.inp::jsonb,
 		deadline = CASE WHEN u.secs > 0 THEN now() + make_interval(secs => u.secs) ELSE NULL END,
-		error = NULL, started_at = now(), finished_at = NULL, updated_at = now()
-		FROM unnest(?::text[], ?::text[], ?::text[], ?::int[]) AS u(k, inp, st, secs)
+		error = NULL, started_at = now(), finished_at = NULL, updated_at = now(), child_run_id = coalesce(nullif(u.c, '')::uuid, n.child_run_id)
+		FROM unnest(?::text[], ?::text[], ?::text[], ?::int[], ?::text[]) AS u(k, inp, st, secs, c)
 		WHERE n.run_id = ? AND n.key = ANY(?::text[]) AND n.key = u.k AND n.status = 'pending'`,
-		planFor(len(starts), keys, inputs, statuses, secs, runID, keys)...)
+		planFor(len(starts), keys, inputs, statuses, secs, children, runID, keys)...)
 	return int(res.RowsAffected), interpretError(res.Error)
 }
 
 func (t *pgTx) InsertDispatches(ctx context.Context, ds []*engine.Dispatch) error {
+	if t.addDispatches(ds) {
+		return nil
+	}
 	if err := chunked(ds, func(part []*engine.Dispatch, _ int) error { return t.insertDispatches(ctx, part) }); err != nil {
 		return err
 	}
@@ -1339,7 +1352,14 @@ func (t *pgTx) insertWithRequests(ctx context.Context, ds []*engine.Dispatch, fi
 
 // insertCallbacks writes worker dispatches.
 func (t *pgTx) insertCallbacks(ctx context.Context, ds []*engine.Dispatch) error {
+	q, args := callbacksInsert(ds)
+	return t.write(ctx, len(ds), q, args...)
+}
+
+// callbacksInsert is the statement writing worker dispatches (of any runs).
+func callbacksInsert(ds []*engine.Dispatch) (string, []any) {
 	ids := make([]string, len(ds))
+	runs := make([]string, len(ds))
 	keys := make([]string, len(ds))
 	urls := make([]string, len(ds))
 	payloads := make([]string, len(ds))
@@ -1348,7 +1368,7 @@ func (t *pgTx) insertCallbacks(ctx context.Context, ds []*engine.Dispatch) error
 	delays := make([]int64, len(ds))
 	claims := make([]float64, len(ds))
 	for i, d := range ds {
-		ids[i], keys[i], urls[i], payloads[i], attempts[i] = d.ID, d.Key, d.URL, string(d.Payload), int64(d.Attempt)
+		ids[i], runs[i], keys[i], urls[i], payloads[i], attempts[i] = d.ID, d.RunID, d.Key, d.URL, string(d.Payload), int64(d.Attempt)
 		tries[i], delays[i], claims[i] = int64(max(d.MaxTries, 1)), d.DelayMs, d.ClaimSeconds
 	}
 	// A claimed row is written as being sent (first try) by this process
@@ -1357,17 +1377,16 @@ func (t *pgTx) insertCallbacks(ctx context.Context, ds []*engine.Dispatch) error
 	// start (now()): a transaction shared by a group of runs, or one
 	// writing a large fan-out, may have begun before the engine noted the
 	// time its claims' leases start from (ClaimedDispatch.LeasedAt).
-	return t.write(ctx, len(ds), `INSERT INTO dispatches (id, run_id, key, attempt, url, payload, status,
+	return `INSERT INTO dispatches (id, run_id, key, attempt, url, payload, status,
 		max_tries, tries, locked_until, next_attempt_at)
-		SELECT u.id::uuid, ?, u.k, u.a, u.url, u.p::jsonb, CASE WHEN u.c > 0 THEN 'sending' ELSE 'pending' END, u.mt,
+		SELECT u.id::uuid, u.r::uuid, u.k, u.a, u.url, u.p::jsonb, CASE WHEN u.c > 0 THEN 'sending' ELSE 'pending' END, u.mt,
 			CASE WHEN u.c > 0 THEN 1 ELSE 0 END,
 			CASE WHEN u.c > 0 THEN clk.at + make_interval(secs => u.c) END,
 			CASE WHEN u.c > 0 THEN clk.at + make_interval(secs => u.c)
 				ELSE now() + make_interval(secs => u.ms::float8 / 1000) END
-		FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[], ?::bigint[], ?::float8[])
-			AS u(id, k, a, url, p, mt, ms, c), (SELECT clock_timestamp() AS at) clk`,
-		ds[0].RunID, ids, keys, attempts, urls,
-		payloads, tries, delays, claims)
+		FROM unnest(?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[], ?::bigint[], ?::float8[])
+			AS u(id, r, k, a, url, p, mt, ms, c), (SELECT clock_timestamp() AS at) clk`,
+		[]any{ids, runs, keys, attempts, urls, payloads, tries, delays, claims}
 }
 
 // markDeliveredSQL marks the outbox rows of (key, attempt) pairs (run id,
