@@ -178,10 +178,10 @@ func (t *pgTx) queueRuns(part []newRun) {
 	n := len(part)
 	cols := struct {
 		ids, flows, versions, entities, statuses, triggers, inputs, outputs, errs, keys []string
-		parents, parentKeys, startedBy                                                   []string
-		hasErr                                                                           []bool
-		active, failed, terminals, secs, parentAttempts                                  []int64
-		seqs                                                                             []int64
+		parents, parentKeys, startedBy                                                  []string
+		hasErr                                                                          []bool
+		active, failed, terminals, secs, parentAttempts                                 []int64
+		seqs                                                                            []int64
 	}{}
 	for i := range part {
 		r := &part[i].row
