@@ -15,6 +15,10 @@ type Options struct {
 	// board: every entityMovement targetSectionId must be one of them. Nil
 	// skips the check (the flow has no board, or the caller checks later).
 	BoardSections []string
+	// Types are node types beside the built-in ones (engine.NodeTypeSpec:
+	// an embedding program's, a test's): their nodes' data is checked
+	// against their ConfigSchema and by their Check.
+	Types []engine.NodeTypeSpec
 }
 
 // Compile validates a visual graph and compiles it into an execution graph.
@@ -54,14 +58,33 @@ var nodeTypes = []engine.NodeType{
 }
 
 // canonicalType matches t case-insensitively (ASCII only) against the type
-// table.
-func canonicalType(t string) (engine.NodeType, bool) {
+// table, then against the added types (Options.Types); spec is the added
+// type's.
+func (c *compiler) canonicalType(t string) (engine.NodeType, *engine.NodeTypeSpec, bool) {
 	for _, nt := range nodeTypes {
 		if asciiEqualFold(t, string(nt)) {
-			return nt, true
+			return nt, nil, true
 		}
 	}
-	return "", false
+	for i, s := range c.opts.Types {
+		if asciiEqualFold(t, string(s.Type)) {
+			return s.Type, &c.opts.Types[i], true
+		}
+	}
+	return "", nil, false
+}
+
+// typeNames lists the types a node may have, for the message of an
+// unknown one.
+func (c *compiler) typeNames() string {
+	names := make([]string, 0, len(nodeTypes)+len(c.opts.Types))
+	for _, nt := range nodeTypes {
+		names = append(names, string(nt))
+	}
+	for _, s := range c.opts.Types {
+		names = append(names, string(s.Type))
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func asciiEqualFold(a, b string) bool {
@@ -186,12 +209,15 @@ func (c *compiler) collectNodes() {
 	c.nodes = make([]cnode, 0, len(c.v.Nodes))
 	c.byID = make(map[string]int32, len(c.v.Nodes))
 	for i, vn := range c.v.Nodes {
-		typ, known := canonicalType(vn.Type)
+		typ, spec, known := c.canonicalType(vn.Type)
 		if !known {
-			c.errorf(CodeUnknownType, vn.ID, "", nodePath(i)+".type", "node %q has unknown type %q (want Worker, UX, Splitter, Collector, Condition, Transform, Wait, HTTP or Event)", vn.ID, vn.Type)
+			c.errorf(CodeUnknownType, vn.ID, "", nodePath(i)+".type", "node %q has unknown type %q (want %s)", vn.ID, vn.Type, c.typeNames())
 		}
 		cfg, ok := c.canonicalData(vn.Data, vn.ID, "", nodeLoc(i).field("data"))
-		if ok && known {
+		switch {
+		case ok && spec != nil:
+			c.checkAddedType(i, vn.ID, spec, cfg)
+		case ok && known:
 			c.validateNodeConfig(i, vn.ID, typ, cfg)
 		}
 		if vn.ID == "" {

@@ -110,6 +110,29 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 	}
 }
 
+// checkAddedType checks the data of node vi of an added type (Options.Types)
+// against the type's config schema and with its Check, and its entity
+// movement as any step's.
+func (c *compiler) checkAddedType(vi int, id string, spec *engine.NodeTypeSpec, cfg []byte) {
+	base := nodeLoc(vi).field("data")
+	if len(spec.ConfigSchema) > 0 {
+		schema, err := engine.CompileForm(spec.ConfigSchema)
+		if err != nil {
+			c.errAt(CodeInvalidConfig, id, "", base, "%s %q: the type's config schema does not compile: %v", spec.Type, id, err)
+			return
+		}
+		for _, is := range schema.Check(cfg) {
+			c.errorf(CodeInvalidConfig, id, "", base.String()+is.Path, "%s %q: data%s: %s", spec.Type, id, is.Path, is.Message)
+		}
+	}
+	if spec.Check != nil {
+		for _, msg := range spec.Check(cfg) {
+			c.errAt(CodeInvalidConfig, id, "", base, "%s %q: %s", spec.Type, id, msg)
+		}
+	}
+	c.checkEntityMovement(id, base.field("entityMovement"), gjson.GetBytes(cfg, "entityMovement"))
+}
+
 // hint, for a missing webhookUrl, names a key of the data that looks like
 // it (didYouMean).
 func (c *compiler) checkWebhookURL(id string, base loc, r gjson.Result, hint string) {

@@ -8,18 +8,11 @@ type Options struct {
 	MaxFanOutItems int
 }
 
-// Registry returns the handlers of every built-in node type.
-func Registry(o Options) map[engine.NodeType]engine.NodeHandler {
-	return map[engine.NodeType]engine.NodeHandler{
-		engine.NodeTypeWorker:    Worker{},
-		engine.NodeTypeUX:        UX{},
-		engine.NodeTypeSplitter:  Splitter{MaxItems: o.MaxFanOutItems},
-		engine.NodeTypeCollector: Collector{},
-		engine.NodeTypeCondition: Condition{},
-		engine.NodeTypeTransform: Transform{},
-		engine.NodeTypeWait:      Wait{},
-		engine.NodeTypeEvent:     Event{},
-		engine.NodeTypeHTTP:      HTTP{},
-		engine.NodeTypeSubFlow:   SubFlow{},
+// Registry returns the handlers of types (Types, and any added).
+func Registry(types []engine.NodeTypeSpec) map[engine.NodeType]engine.NodeHandler {
+	m := make(map[engine.NodeType]engine.NodeHandler, len(types))
+	for _, t := range types {
+		m[t.Type] = t.Handler
 	}
+	return m
 }

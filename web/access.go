@@ -59,6 +59,7 @@ var accessRules = map[string]rule{
 	"GET /api/v1/tokens":           everyone,
 	"DELETE /api/v1/tokens/:id":    everyone,
 	"GET /api/v1/openapi.yaml":     everyone,
+	"GET /api/v1/node-types":       everyone,
 	"GET /api/v1/approvals":        everyone,
 	"GET /api/v1/approvals/stream": everyone,
 	"POST /api/v1/users":           admins,

@@ -39,6 +39,7 @@ var permissions = map[string]string{
 	"GET /api/v1/tokens":           "aeopv",
 	"DELETE /api/v1/tokens/:id":    "aeopv",
 	"GET /api/v1/openapi.yaml":     "aeopv",
+	"GET /api/v1/node-types":       "aeopv",
 	"GET /api/v1/approvals":        "aeopv",
 	"GET /api/v1/approvals/stream": "aeopv",
 	"POST /api/v1/users":           "a",

@@ -53,6 +53,9 @@ type Config struct {
 	StreamMaxRuns int
 	Clock         engine.Clock
 	Logger        *slog.Logger
+	// NodeTypes are the node types flows may use (GET /api/v1/node-types;
+	// handlers.Types and any added).
+	NodeTypes []engine.NodeTypeSpec
 	// TriggerRate bounds the runs one inbound trigger starts a second, in
 	// this process (bursts of as many, at least 1): beyond it POST
 	// /hooks/{slug} is answered 429 with Retry-After. 0 = no limit.
@@ -198,6 +201,7 @@ func New(cfg Config) *Server {
 	api.POST("/flows/:id/webhook-secret/rotate", s.rotateFlowWebhookSecret)
 	api.DELETE("/flows/:id/webhook-secret", s.dropFlowWebhookSecret)
 	api.GET("/openapi.yaml", s.openAPI)
+	api.GET("/node-types", s.listNodeTypes)
 	api.GET("/boards/:id", s.getBoard)
 	api.PATCH("/boards/:id", s.patchBoard)
 	api.DELETE("/boards/:id", s.deleteBoard)

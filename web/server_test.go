@@ -43,13 +43,13 @@ func newServer(t *testing.T, st *store.Store, mod ...func(*web.Config)) *web.Ser
 	require.NoError(t, err)
 	eng, err := engine.New(engine.Config{
 		Store:    st,
-		Handlers: handlers.Registry(handlers.Options{}),
+		Handlers: handlers.Registry(handlers.Types(handlers.Options{})),
 		Minter:   &callbacks.Minter{Keys: ring, BaseURL: "http://x", Clock: engine.SystemClock{}},
 		NewID:    uuid.NewString,
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
-	cfg := web.Config{Store: st, Engine: eng, Keys: ring, Hub: web.NewHub(), AuthToken: token,
+	cfg := web.Config{Store: st, Engine: eng, Keys: ring, Hub: web.NewHub(), AuthToken: token, NodeTypes: handlers.Types(handlers.Options{}),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, m := range mod {
 		m(&cfg)

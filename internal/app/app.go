@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,7 +43,11 @@ type Config struct {
 	// MaxFanOutItems bounds a Splitter's array (default 100,000): a
 	// bigger one fails the Splitter with a clear error.
 	MaxFanOutItems int
-	Logger         *slog.Logger
+	// NodeTypes are node types beside the built-in ones (an embedding
+	// program's, a test's): each is one engine.NodeTypeSpec, whose name
+	// must not be a built-in type's.
+	NodeTypes []engine.NodeTypeSpec
+	Logger    *slog.Logger
 	// DispatchWorkers is the number of concurrent outbound deliveries
 	// (default 64).
 	DispatchWorkers int
@@ -272,9 +277,13 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.notifier = a.Store.NewNotifier(store.EventsChannel, 0, cfg.Logger)
 	clock := engine.SystemClock{}
 	waker := &lateWaker{}
+	types, err := nodeTypes(handlers.Types(handlers.Options{MaxFanOutItems: cfg.MaxFanOutItems}), cfg.NodeTypes)
+	if err != nil {
+		return nil, a.closeEarly(err)
+	}
 	a.Engine, err = engine.New(engine.Config{
 		Store:      a.Store,
-		Handlers:   handlers.Registry(handlers.Options{MaxFanOutItems: cfg.MaxFanOutItems}),
+		Handlers:   handlers.Registry(types),
 		Minter:     &callbacks.Minter{Keys: ring, BaseURL: cfg.BaseURL, Clock: clock},
 		Waker:      waker,
 		ClaimLease: cfg.DispatchLease,
@@ -328,7 +337,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Secrets: a.SecretBox, Hub: a.Hub, AuthToken: cfg.AuthToken,
 		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, WriteTimeout: cfg.WriteTimeout, Clock: clock, Logger: cfg.Logger,
 		TriggerRate: cfg.TriggerRate, Notify: a.notifier.Notify, SessionTTL: cfg.SessionTTL, TrustProxy: cfg.TrustProxy,
-		BaseURL: cfg.BaseURL, OIDC: cfg.OIDC})
+		BaseURL: cfg.BaseURL, OIDC: cfg.OIDC, NodeTypes: types})
 	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, 10*time.Second),
 		ReadTimeout: orDefault(cfg.ReadTimeout, 30*time.Second), IdleTimeout: 120 * time.Second}
 	return a, nil
@@ -670,4 +679,28 @@ func logFailures(log *slog.Logger, ci engine.CommitInfo) {
 	if ci.RunFinished == engine.RunFailed {
 		log.Warn("run failed", "run_id", ci.RunID)
 	}
+}
+
+// nodeTypes is the built-in node types followed by the added ones, each
+// checked: a name of its own (no built-in's, in any case), a handler.
+func nodeTypes(builtin, added []engine.NodeTypeSpec) ([]engine.NodeTypeSpec, error) {
+	all := slices.Clone(builtin)
+	for _, t := range added {
+		if t.Type == "" || t.Handler == nil {
+			return nil, fmt.Errorf("error adding node type %q: it needs a name and a handler", t.Type)
+		}
+		for _, o := range all {
+			if strings.EqualFold(string(o.Type), string(t.Type)) {
+				return nil, fmt.Errorf("error adding node type %q: the name is taken", t.Type)
+			}
+		}
+		if len(t.ConfigSchema) > 0 {
+			if _, err := engine.CompileForm(t.ConfigSchema); err != nil {
+				return nil, fmt.Errorf("error adding node type %q: its config schema: %w", t.Type, err)
+			}
+		}
+		t.Builtin = false
+		all = append(all, t)
+	}
+	return all, nil
 }

@@ -32,7 +32,7 @@ func engineOn(t testing.TB, st engine.Store, opts ...func(*engine.Config)) *engi
 	ring, err := callbacks.NewKeyring(callbacks.Key{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")})
 	require.NoError(t, err)
 	clock := fixedClock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	cfg := engine.Config{Store: st, Handlers: handlers.Registry(handlers.Options{}), NewID: uuid.NewString, Clock: clock,
+	cfg := engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), NewID: uuid.NewString, Clock: clock,
 		Minter: &callbacks.Minter{Keys: ring, BaseURL: "http://stitchd.invalid", Clock: clock},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, o := range opts {

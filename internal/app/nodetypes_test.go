@@ -1,0 +1,125 @@
+package app_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/testtypes"
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+// TestAddedNodeType: a type registered in app.Config.NodeTypes alone (the
+// test-only Shout, one file) is listed by GET /api/v1/node-types after the
+// built-in ones, its nodes' data is checked at save against its schema and
+// by its own check, and a run of it completes end to end.
+func TestAddedNodeType(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *app.Config) { c.NodeTypes = []engine.NodeTypeSpec{testtypes.Shout()} })
+
+	var list struct {
+		Types []struct {
+			Type          string          `json:"type"`
+			Label         string          `json:"label"`
+			Help          string          `json:"help"`
+			Color         string          `json:"color"`
+			DefaultConfig json.RawMessage `json:"defaultConfig"`
+			ConfigSchema  json.RawMessage `json:"configSchema"`
+			Statuses      []string        `json:"statuses"`
+			Panel         bool            `json:"panel"`
+			Builtin       bool            `json:"builtin"`
+		} `json:"types"`
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/node-types", nil, &list))
+	var names []string
+	for _, nt := range list.Types {
+		names = append(names, nt.Type)
+		require.NotEmpty(t, nt.Help, nt.Type)
+		require.NotEmpty(t, nt.Color, nt.Type)
+		require.Contains(t, nt.Statuses, "pending", nt.Type)
+		_, err := engine.CompileForm(nt.ConfigSchema)
+		require.NoError(t, err, "%s's schema compiles", nt.Type)
+		require.True(t, json.Valid(nt.DefaultConfig), nt.Type)
+	}
+	require.Equal(t, []string{"Worker", "HTTP", "UX", "Condition", "Transform", "Wait", "Event", "SubFlow", "Splitter", "Collector", "Shout"}, names)
+	shout := list.Types[len(list.Types)-1]
+	require.False(t, shout.Builtin)
+	require.False(t, shout.Panel, "the editor renders its schema")
+	require.JSONEq(t, `{"field":"name","suffix":"!"}`, string(shout.DefaultConfig))
+	require.True(t, list.Types[0].Builtin && list.Types[0].Panel)
+
+	// Bad data: every problem, where it is, and nothing saved.
+	for name, tc := range map[string]struct {
+		data  map[string]any
+		paths []string
+	}{
+		"no field":        {map[string]any{"suffix": "!"}, []string{"nodes[0].data"}},
+		"a long suffix":   {map[string]any{"field": "name", "suffix": "!!!!"}, []string{"nodes[0].data.suffix"}},
+		"an unknown key":  {map[string]any{"field": "name", "volume": 11}, []string{"nodes[0].data"}},
+		"a path, checked": {map[string]any{"field": "a.b"}, []string{"nodes[0].data"}},
+	} {
+		var resp struct {
+			Error struct {
+				Code    string `json:"code"`
+				Details []struct {
+					Code, Path, Message string
+				} `json:"details"`
+			} `json:"error"`
+		}
+		code := h.do("POST", "/api/v1/flows", map[string]any{"name": "bad " + name, "graph": map[string]any{
+			"nodes": []map[string]any{{"id": "s", "type": "Shout", "data": tc.data}}, "edges": []any{}}}, &resp)
+		require.Equal(t, 422, code, name)
+		var paths []string
+		for _, d := range resp.Error.Details {
+			require.Equal(t, "invalid_config", d.Code, "%s: %s", name, d.Message)
+			paths = append(paths, d.Path)
+		}
+		require.Equal(t, tc.paths, paths, "%s: %+v", name, resp.Error.Details)
+	}
+	var flows struct {
+		Flows []any `json:"flows"`
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/flows", nil, &flows))
+	require.Empty(t, flows.Flows, "no bad flow saved")
+
+	// An unknown type names every type a node may have, the added one too.
+	var resp json.RawMessage
+	require.Equal(t, 422, h.do("POST", "/api/v1/flows", map[string]any{"name": "whisper", "graph": map[string]any{
+		"nodes": []map[string]any{{"id": "s", "type": "Whisper"}}, "edges": []any{}}}, &resp))
+	require.Contains(t, string(resp), "SubFlow or Shout")
+
+	// End to end, after a Transform and before a Worker; the type's name
+	// in any case.
+	flow := h.createFlow([]map[string]any{
+		node("t", "Transform", map[string]any{"expression": `{"name": input.who}`}),
+		node("s", "shout", map[string]any{"field": "name", "suffix": "!"}),
+		wnode(h, "w"),
+	}, []map[string]any{edge("t", "s", nil), edge("s", "w", nil)})
+	r := h.startRun(flow, map[string]any{"who": "ada"})
+	h.waitNode(r.ID, "w", "running")
+	require.JSONEq(t, `{"shout":"ADA!"}`, string(h.run(r.ID).Nodes["s"].Output))
+	// A failure of its own is the node's, with its reason.
+	r = h.startRun(flow, map[string]any{"who": 42})
+	h.waitRun(r.ID, "failed")
+	require.Contains(t, *h.run(r.ID).Nodes["s"].Error, "not a string")
+}
+
+// TestAddedNodeTypeIsChecked: a type without a handler, or named as a
+// built-in one in any case, or whose schema does not compile, stops the
+// server from starting, with the reason.
+func TestAddedNodeTypeIsChecked(t *testing.T) {
+	t.Parallel()
+	_, dbURL := storetest.IsolatedDB(t)
+	for name, spec := range map[string]engine.NodeTypeSpec{
+		"no handler":   {Type: "Quiet"},
+		"a taken name": {Type: "worker", Handler: testtypes.Shout().Handler},
+		"a bad schema": {Type: "Odd", Handler: testtypes.Shout().Handler, ConfigSchema: json.RawMessage(`{"type": 7}`)},
+	} {
+		_, err := app.New(t.Context(), app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
+			NodeTypes: []engine.NodeTypeSpec{spec}})
+		require.ErrorContains(t, err, "error adding node type", name)
+	}
+}
