@@ -38,7 +38,7 @@ func Types(o Options) []engine.NodeTypeSpec {
 			Statuses: statuses(engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed)},
 		{Type: engine.NodeTypeUX, Label: "UX", Color: "#d97706", Icon: "☺",
 			Help:          "Waits for a person to choose an outcome (approve, reject, …).",
-			DefaultConfig: raw(`{"prompt":"","outcomes":["approve","reject"]}`), Handler: UX{},
+			DefaultConfig: raw(`{"prompt":""}`), Handler: UX{},
 			ConfigSchema: object(`"properties":{
 				"prompt":{"type":"string"},
 				"outcomes":{"type":"array","items":{"type":"string"},"minItems":1},
@@ -59,13 +59,13 @@ func Types(o Options) []engine.NodeTypeSpec {
 			Statuses:     statuses(engine.StatusCompleted)},
 		{Type: engine.NodeTypeTransform, Label: "Transform", Color: "#0d9488", Icon: "ƒ",
 			Help:          "Reshapes data: an expression over the input whose value is the output. No worker.",
-			DefaultConfig: raw(`{"expression":"input"}`), Handler: Transform{},
+			DefaultConfig: raw(`{}`), Handler: Transform{},
 			ConfigSchema: object(`"required":["expression"],"properties":{
 				"expression":{"type":"string","title":"Expression (expr-lang)"},` + common + `}`),
 			Statuses: statuses(engine.StatusCompleted, engine.StatusFailed)},
 		{Type: engine.NodeTypeWait, Label: "Wait", Color: "#4a5f8f", Icon: "◷",
 			Help:          "Pauses the run for a duration (48h, P2D) or until a time, then passes its input on.",
-			DefaultConfig: raw(`{"duration":"1h"}`), Handler: Wait{},
+			DefaultConfig: raw(`{}`), Handler: Wait{},
 			ConfigSchema: object(`"properties":{
 				"duration":{"type":"string","title":"Duration (48h, P2D)"},
 				"until":{"type":"string","title":"Until (a time, or an expression)"},
@@ -82,7 +82,7 @@ func Types(o Options) []engine.NodeTypeSpec {
 			Statuses: statuses(engine.StatusRunning, engine.StatusWaitingForEvent, engine.StatusCompleted, engine.StatusFailed)},
 		{Type: engine.NodeTypeSubFlow, Label: "SubFlow", Color: "#4338ca", Icon: "↳",
 			Help:          "Runs another flow as one step: its input starts a child run, whose output is this step's output.",
-			DefaultConfig: raw(`{"flow":"","version":"latest"}`), Handler: SubFlow{},
+			DefaultConfig: raw(`{"flow":""}`), Handler: SubFlow{},
 			ConfigSchema: object(`"required":["flow"],"properties":{
 				"flow":{"type":"string","title":"Flow (id or name)"},
 				"version":{"anyOf":[{"type":"integer","minimum":1},{"const":"latest"}]},
@@ -90,7 +90,7 @@ func Types(o Options) []engine.NodeTypeSpec {
 			Statuses: statuses(engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed)},
 		{Type: engine.NodeTypeSplitter, Label: "Splitter", Color: "#0891b2", Icon: "⑃",
 			Help:          "Fans an array out into parallel paths, one per item.",
-			DefaultConfig: raw(`{"arrayPath":"items"}`), Handler: Splitter{MaxItems: o.MaxFanOutItems},
+			DefaultConfig: raw(`{"arrayPath":""}`), Handler: Splitter{MaxItems: o.MaxFanOutItems},
 			ConfigSchema: object(`"required":["arrayPath"],"properties":{
 				"arrayPath":{"type":"string","minLength":1,"title":"Array path (gjson)"},
 				"maxConcurrency":{"type":"integer","minimum":1},

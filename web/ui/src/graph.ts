@@ -2,13 +2,14 @@
 // and the canvas, plus a layered layout for graphs saved without positions.
 import { MarkerType, type Edge, type Node } from "@xyflow/react";
 import type { FlowGraph, GraphEdge, GraphNode } from "./api";
+import { typeInfo } from "./nodetypes";
 
 export const NODE_TYPES = ["Worker", "HTTP", "UX", "Condition", "Transform", "Wait", "Event", "SubFlow", "Splitter", "Collector"] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
 
 export function canonicalType(t: string): NodeType | string {
   const hit = NODE_TYPES.find((n) => n.toLowerCase() === (t ?? "").toLowerCase());
-  return hit ?? t;
+  return hit ?? typeInfo(t)?.type ?? t;
 }
 
 export const TYPE_HELP: Record<NodeType, string> = {

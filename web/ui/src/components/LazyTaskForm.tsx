@@ -10,7 +10,7 @@ const Impl = lazy(() => import("./TaskForm").then((m) => ({ default: m.TaskForm 
 
 export const TaskForm = forwardRef<
   TaskFormHandle,
-  { id: string; schema: Record<string, any>; value: any; onChange: (v: any) => void; serverProblems: Problem[]; disabled?: boolean }
+  { id: string; schema: Record<string, any>; value: any; onChange: (v: any) => void; serverProblems: Problem[]; disabled?: boolean; inside?: boolean }
 >(function LazyTaskForm(props, ref) {
   return (
     <Suspense fallback={<p className="muted small">Loading the form…</p>}>

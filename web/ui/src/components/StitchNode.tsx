@@ -1,5 +1,6 @@
 import { Handle, Position, type NodeProps } from "@xyflow/react";
-import { memo } from "react";
+import { memo, useMemo, type CSSProperties } from "react";
+import { typeInfo, useNodeTypes } from "../nodetypes";
 import { eventWaitSummary, httpSummary, subflowSummary, truncate, waitSummary } from "../graph";
 import { Link } from "../router";
 import { Countdown, span } from "./common";
@@ -25,13 +26,19 @@ export const StitchNode = memo(function StitchNode({ id, type, data, selected }:
   const partial = !!run && run.status === "failed" && stillGoing(run.counts);
   if (partial) cls.push("run-partial");
   const title = d.label || id;
+  // A type added to stitchd (GET /api/v1/node-types) has its colour and
+  // mark from there; the built-in ones have a look of their own.
+  const added = MARK[String(type)] ? undefined : typeInfo(String(type));
+  const look = added && !added.builtin ? added : undefined;
+  const style = look?.color ? ({ "--c": look.color } as CSSProperties) : undefined;
+  const mark = MARK[String(type)] ?? look?.icon;
   return (
-    <div className={cls.join(" ")} data-node-id={id} data-status={run?.status} data-partial={partial ? "true" : undefined} title={problems.join("\n") || undefined}>
+    <div className={cls.join(" ")} style={style} data-node-id={id} data-status={run?.status} data-partial={partial ? "true" : undefined} title={problems.join("\n") || undefined}>
       <Handle type="target" position={Position.Left} />
       <div className="snode-type">
-        {MARK[String(type)] && (
+        {mark && (
           <span className={`snode-mark ${type === "Condition" ? "snode-diamond" : ""}`} aria-hidden="true">
-            {run?.status === "sleeping" ? "☾" : MARK[String(type)]}{" "}
+            {run?.status === "sleeping" ? "☾" : mark}{" "}
           </span>
         )}
         {String(type)}
@@ -155,6 +162,14 @@ function RunBadge({ run, id }: { run: RunLook; id: string }) {
       {parts.join(" ") || "pending"}
     </div>
   );
+}
+
+// useFlowNodeTypes is React Flow's node types: the built-in ones and every
+// type added to stitchd, all drawn by StitchNode (stable until the list of
+// types changes).
+export function useFlowNodeTypes() {
+  const types = useNodeTypes();
+  return useMemo(() => ({ ...nodeTypes, ...Object.fromEntries(types.filter((t) => !t.builtin).map((t) => [t.type, StitchNode])) }), [types]);
 }
 
 export const nodeTypes = {

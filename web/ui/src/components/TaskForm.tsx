@@ -63,8 +63,8 @@ export interface TaskFormHandle {
 
 export const TaskForm = forwardRef<
   TaskFormHandle,
-  { id: string; schema: Record<string, any>; value: any; onChange: (v: any) => void; serverProblems: Problem[]; disabled?: boolean }
->(function TaskForm({ id, schema, value, onChange, serverProblems, disabled }, ref) {
+  { id: string; schema: Record<string, any>; value: any; onChange: (v: any) => void; serverProblems: Problem[]; disabled?: boolean; inside?: boolean }
+>(function TaskForm({ id, schema, value, onChange, serverProblems, disabled, inside }, ref) {
   const form = useRef<Form<any, RJSFSchema, any>>(null);
   const checkable = useMemo(() => canCheck(schema), [schema]);
   const { schema: extra, unplaced } = useMemo(() => errorSchemaOf(serverProblems), [serverProblems]);
@@ -84,6 +84,7 @@ export const TaskForm = forwardRef<
         noValidate={!checkable}
         disabled={disabled}
         onSubmit={() => undefined}
+        tagName={inside ? "div" : undefined}
         onError={() => undefined}
       >
         {/* The outcome buttons below the form send it. */}

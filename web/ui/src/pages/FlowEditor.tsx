@@ -11,23 +11,22 @@ import {
   type Connection,
   type Edge,
 } from "@xyflow/react";
-import { useCallback, useEffect, useMemo, useRef, useState, type PointerEvent as RPointerEvent } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState, type CSSProperties, type PointerEvent as RPointerEvent } from "react";
 import { api, ApiError, can, currentMe, describe, type Flow, type Problem, type Version } from "../api";
 import { ErrorBox, isNotFound, NotFound, Spinner } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
 import { useFlowNames } from "../flows";
-import { nodeTypes } from "../components/StitchNode";
+import { useFlowNodeTypes } from "../components/StitchNode";
+import { typeInfo, useNodeTypes, type NodeTypeInfo } from "../nodetypes";
 import {
   decorateEdge,
   fitViewOptions,
   fromCanvas,
   ID_PREFIX,
   nextId,
-  NODE_TYPES,
   problemText,
   toCanvas,
   truncate,
-  TYPE_HELP,
   unmarkedCycles,
   type CanvasNode,
   type NodeType,
@@ -57,6 +56,8 @@ interface BoardSummary {
 
 function Editor({ flowId, version }: Props) {
   const rf = useReactFlow();
+  const flowNodeTypes = useFlowNodeTypes();
+  const types = useNodeTypes();
   const wrapper = useRef<HTMLDivElement>(null);
   const [nodes, setNodes, onNodesChange] = useNodesState<CanvasNode>([]);
   const [edges, setEdges, onEdgesChange] = useEdgesState<Edge>([]);
@@ -191,21 +192,16 @@ function Editor({ flowId, version }: Props) {
   const selectedEdge = selectedNode ? undefined : edges.find((e) => e.selected);
 
   const addNode = useCallback(
-    (type: NodeType, screen: { x: number; y: number } | null) => {
+    (type: string, screen: { x: number; y: number } | null) => {
       const r = wrapper.current?.getBoundingClientRect();
       const at = screen ?? (r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : { x: 200, y: 200 });
       let pos = rf.screenToFlowPosition(at);
       // A node added by click or keyboard goes in the visible pane, at the
       // free place nearest its centre: on top of no other node.
       if (!screen && r) pos = freeSpot(pos, nodes, rf.screenToFlowPosition({ x: r.left, y: r.top }), rf.screenToFlowPosition({ x: r.right, y: r.bottom }));
-      const id = nextId(ID_PREFIX[type], new Set(nodes.map((n) => n.id)));
-      const data: Record<string, any> = {};
-      if (type === "Worker") data.webhookUrl = "";
-      if (type === "UX") data.prompt = "";
-      if (type === "Splitter") data.arrayPath = "";
-      if (type === "HTTP") Object.assign(data, { method: "GET", url: "" });
-      if (type === "Event") Object.assign(data, { event: "", key: "" });
-      if (type === "SubFlow") data.flow = "";
+      const id = nextId(ID_PREFIX[type as NodeType] ?? type.toLowerCase(), new Set(nodes.map((n) => n.id)));
+      // The data a new node starts with is its type's (GET /api/v1/node-types).
+      const data: Record<string, any> = structuredClone(typeInfo(type)?.defaultConfig ?? {});
       setNodes((ns) => [
         ...ns.map((n) => ({ ...n, selected: false })),
         { id, type, position: { x: pos.x - 80, y: pos.y - 30 }, data, selected: true },
@@ -473,13 +469,13 @@ function Editor({ flowId, version }: Props) {
         )}
       </div>
       <div className="editor-body">
-        <Palette onAdd={addNode} />
+        <Palette types={types} onAdd={addNode} />
         <div className="canvas" ref={wrapper} aria-label="Canvas">
           <ReactFlow
             colorMode="system"
             nodes={shownNodes}
             edges={shownEdges}
-            nodeTypes={nodeTypes}
+            nodeTypes={flowNodeTypes}
             edgeTypes={edgeTypes}
             onNodesChange={(c) => {
               onNodesChange(c);
@@ -638,12 +634,12 @@ function FlowSettings({ settings, problems, onChange }: { settings: Record<strin
 // Palette: drag a step onto the canvas with the mouse, touch or pen
 // (pointer events), or press it (click, Enter, Space) to add it in the
 // middle of the view.
-function Palette({ onAdd }: { onAdd: (t: NodeType, at: { x: number; y: number } | null) => void }) {
-  const [ghost, setGhost] = useState<{ type: NodeType; x: number; y: number } | null>(null);
-  const drag = useRef<{ type: NodeType; x: number; y: number; moved: boolean } | null>(null);
+function Palette({ types, onAdd }: { types: NodeTypeInfo[]; onAdd: (t: string, at: { x: number; y: number } | null) => void }) {
+  const [ghost, setGhost] = useState<{ type: string; x: number; y: number } | null>(null);
+  const drag = useRef<{ type: string; x: number; y: number; moved: boolean } | null>(null);
   const suppressClick = useRef(false);
 
-  const down = (type: NodeType) => (e: RPointerEvent<HTMLButtonElement>) => {
+  const down = (type: string) => (e: RPointerEvent<HTMLButtonElement>) => {
     if (e.button !== 0) return;
     drag.current = { type, x: e.clientX, y: e.clientY, moved: false };
     e.currentTarget.setPointerCapture(e.pointerId);
@@ -668,11 +664,12 @@ function Palette({ onAdd }: { onAdd: (t: NodeType, at: { x: number; y: number } 
   return (
     <div className="palette" aria-label="Palette">
       <h2>Steps</h2>
-      {NODE_TYPES.map((t) => (
+      {types.map(({ type: t, label, help, color, builtin }) => (
         <button
           key={t}
           type="button"
           className={`palette-item snode-${t.toLowerCase()}`}
+          style={!builtin && color ? ({ "--c": color } as CSSProperties) : undefined}
           data-palette={t}
           onPointerDown={down(t)}
           onPointerMove={move}
@@ -688,11 +685,11 @@ function Palette({ onAdd }: { onAdd: (t: NodeType, at: { x: number; y: number } 
             }
             onAdd(t, null);
           }}
-          title={TYPE_HELP[t]}
-          aria-label={`Add ${t} step: ${TYPE_HELP[t]}`}
+          title={help}
+          aria-label={`Add ${label} step: ${help}`}
         >
-          <strong>{t}</strong>
-          <span>{TYPE_HELP[t]}</span>
+          <strong>{label}</strong>
+          <span>{help}</span>
         </button>
       ))}
       {ghost && (

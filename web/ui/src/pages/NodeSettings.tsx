@@ -4,6 +4,7 @@ import type { Problem } from "../api";
 import { span } from "../components/common";
 import { TaskForm } from "../components/LazyTaskForm";
 import type { CanvasNode } from "../graph";
+import { typeInfo } from "../nodetypes";
 import { EVENT_FIELDS, EventFields, HTTP_FIELDS, HTTPFields } from "./IntegrationSettings";
 import { SUBFLOW_FIELDS, SubFlowFields } from "./SubFlowSettings";
 import {
@@ -65,6 +66,11 @@ interface NodeProps {
 export function NodeSettings({ node, nodes, edges, sections, problems, flowId = null, onChange, onRename, onDelete, onConnect, onSelectEdge, onRenameOutcome }: NodeProps) {
   const d = node.data;
   const type = String(node.type) as NodeType;
+  const info = typeInfo(type);
+  // A type without a panel of its own (one added to stitchd) is set up by
+  // the form its config schema describes; label and description have
+  // their fields here.
+  const schemaForm = info && !info.panel ? withoutKeys(info.configSchema, ["label", "description"]) : null;
   const set = (path: string[]) => (v: any) => onChange(node.id, setIn(d, path, v));
   const [idDraft, setIdDraft] = useState(node.id);
   const [idError, setIdError] = useState<string | null>(null);
@@ -103,7 +109,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
       <h2>
         <span className={`type-chip snode-${type.toLowerCase()}`}>{type}</span> {node.id}
       </h2>
-      <p className="muted small">{TYPE_HELP[type]}</p>
+      <p className="muted small">{info?.help ?? TYPE_HELP[type]}</p>
       {problems
         .filter((p) => !claimed.has(p))
         .map((p, i) => (
@@ -119,6 +125,18 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
       <Field label="Label" id="node-label">
         <input id="node-label" value={d.label ?? ""} onChange={(e) => set(["label"])(e.target.value)} />
       </Field>
+      {schemaForm && (
+        <div className="type-config" data-type-config={type}>
+          <TaskForm
+            inside
+            id={`cfg-${node.id}`}
+            schema={schemaForm}
+            value={withoutKeys(d, ["label", "description", "_problems", "_run"])}
+            onChange={(v) => onChange(node.id, { ...(v ?? {}), ...(d.label !== undefined ? { label: d.label } : {}), ...(d.description !== undefined ? { description: d.description } : {}) })}
+            serverProblems={[]}
+          />
+        </div>
+      )}
       {type === "Worker" && (
         <>
           <Field label="Webhook URL" id="node-url" hint="stitchd POSTs the work here; your service calls back.">
@@ -1359,4 +1377,17 @@ export function RetryFields({ retry, set }: { retry: Record<string, any> | undef
       </Field>
     </fieldset>
   );
+}
+
+// withoutKeys is obj (a schema's properties, or data) without keys.
+function withoutKeys(obj: Record<string, any>, keys: string[]): Record<string, any> {
+  const out = { ...obj };
+  if (out.properties && typeof out.properties === "object") {
+    out.properties = { ...out.properties };
+    for (const k of keys) delete out.properties[k];
+    if (Array.isArray(out.required)) out.required = out.required.filter((r: string) => !keys.includes(r));
+    return out;
+  }
+  for (const k of keys) delete out[k];
+  return out;
 }

@@ -4,7 +4,7 @@ import { api, ApiError, can, currentMe, describe, listAll, stream, type Flow, ty
 import { ago, Countdown, ErrorBox, isNotFound, Json, NotFound, span, Spinner, Status, useThrottled } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
 import { Timeline } from "../components/Timeline";
-import { eventWaitText, nodeTypes } from "../components/StitchNode";
+import { eventWaitText, useFlowNodeTypes } from "../components/StitchNode";
 import { useFlowNames } from "../flows";
 import { edgeKind, fitViewOptions, isLoop, loopsOf, outcomesOf, toCanvas, type CanvasNode, type LoopInfo } from "../graph";
 import { Link } from "../router";
@@ -108,6 +108,7 @@ function edgeTaken(e: Edge, states: NodeState[] | undefined, runDone: boolean): 
 // RunView shows a run; focus (?key=) names a node instance to open, as a
 // sub-flow run's breadcrumb does for its parent's SubFlow step.
 export function RunView({ runId, focus = null }: { runId: string; focus?: string | null }) {
+  const flowNodeTypes = useFlowNodeTypes();
   const [run, setRun] = useState<Run | null>(null);
   const [graph, setGraph] = useState<FlowGraph | null>(null);
   const [flow, setFlow] = useState<Flow | null>(null);
@@ -450,7 +451,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               colorMode="system"
               nodes={canvas.nodes}
               edges={canvas.edges}
-              nodeTypes={nodeTypes}
+              nodeTypes={flowNodeTypes}
               edgeTypes={edgeTypes}
               onNodesChange={onNodesChange}
               onNodeClick={(_, n) => setSelected(n.id)}
