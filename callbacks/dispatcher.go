@@ -23,6 +23,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/startstop"
 )
 
 // DispatchStore is what the Dispatcher needs from the outbox.
@@ -166,8 +167,8 @@ type Dispatcher struct {
 	signal      chan struct{}
 	// refill asks the poller to claim more: the queue fell below half.
 	refill chan struct{}
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// lifecycle: Start and Stop (startstop).
+	lifecycle startstop.Base
 }
 
 // NewDispatcher returns a Dispatcher; call Start.
@@ -538,54 +539,55 @@ func (d *Dispatcher) renewQueued(ctx context.Context) {
 	d.mu.Unlock()
 }
 
-// Start runs the dispatcher until Stop.
-func (d *Dispatcher) Start(ctx context.Context) {
-	ctx, d.cancel = context.WithCancel(ctx)
-	for i := 0; i < d.cfg.Workers; i++ {
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			for {
-				if q, host, ok := d.next(); ok {
-					began := d.cfg.Clock.Now()
-					if d.stillOurs(ctx, q) && d.token(ctx, q.c, host) {
-						d.deliver(ctx, q.c)
-						if ctx.Err() == nil { // a delivery cut short by Stop says nothing of the pace
-							d.observe(d.cfg.Clock.Now().Sub(began))
-						}
-					}
-					d.done(host)
-					continue
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-d.signal:
-				}
-			}
-		}()
-	}
-	d.wg.Add(2)
-	go func() {
-		defer d.wg.Done()
-		d.poll(ctx)
-	}()
-	go func() {
-		defer d.wg.Done()
-		// Every eighth of a lease: a row is renewed before three eighths
-		// of its lease are gone, leaving the rest for a slow statement or
-		// a stalled process.
-		tick := time.NewTicker(d.cfg.Lease / 8)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				d.renewQueued(ctx)
-			}
+// Start runs the dispatcher until Stop (startstop.Service: on a running
+// dispatcher it does nothing).
+func (d *Dispatcher) Start(ctx context.Context) error {
+	return d.lifecycle.StartWith(ctx, func(ctx context.Context) error {
+		for i := 0; i < d.cfg.Workers; i++ {
+			d.lifecycle.Go(ctx, d.work)
 		}
-	}()
+		d.lifecycle.Go(ctx, d.poll)
+		d.lifecycle.Go(ctx, d.renewLoop)
+		return nil
+	})
+}
+
+// work delivers queued rows until ctx ends.
+func (d *Dispatcher) work(ctx context.Context) {
+	for {
+		if q, host, ok := d.next(); ok {
+			began := d.cfg.Clock.Now()
+			if d.stillOurs(ctx, q) && d.token(ctx, q.c, host) {
+				d.deliver(ctx, q.c)
+				if ctx.Err() == nil { // a delivery cut short by Stop says nothing of the pace
+					d.observe(d.cfg.Clock.Now().Sub(began))
+				}
+			}
+			d.done(host)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.signal:
+		}
+	}
+}
+
+// renewLoop renews the leases of queued rows every eighth of a lease: a
+// row is renewed before three eighths of its lease are gone, leaving the
+// rest for a slow statement or a stalled process.
+func (d *Dispatcher) renewLoop(ctx context.Context) {
+	tick := time.NewTicker(d.cfg.Lease / 8)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			d.renewQueued(ctx)
+		}
+	}
 }
 
 // poll claims due rows every PollInterval (any room: retries come due,
@@ -633,13 +635,9 @@ func (d *Dispatcher) poll(ctx context.Context) {
 	}
 }
 
-// Stop stops claiming and waits for deliveries in progress.
-func (d *Dispatcher) Stop() {
-	if d.cancel != nil {
-		d.cancel()
-	}
-	d.wg.Wait()
-}
+// Stop stops claiming and waits for deliveries in progress (on a stopped
+// dispatcher it does nothing).
+func (d *Dispatcher) Stop() { d.lifecycle.Stop() }
 
 func (d *Dispatcher) deliver(ctx context.Context, c engine.ClaimedDispatch) {
 	if c.Request != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/startstop"
 )
 
 // NotificationStore is the notifications outbox (store.Store).
@@ -58,10 +59,9 @@ type NotifierConfig struct {
 // from one outbox: a notification is claimed for a lease, and one a
 // stopped process was sending is claimed again when its lease ends.
 type Notifier struct {
-	cfg  NotifierConfig
-	stop context.CancelFunc
-	done chan struct{}
-	wake chan struct{}
+	cfg       NotifierConfig
+	wake      chan struct{}
+	lifecycle startstop.Base
 }
 
 // notifyLease is how long a claimed notification is this process's.
@@ -92,24 +92,27 @@ func NewNotifier(cfg NotifierConfig) *Notifier {
 	return &Notifier{cfg: cfg, wake: make(chan struct{}, 1)}
 }
 
-// Start delivers until Stop.
-func (n *Notifier) Start(ctx context.Context) {
-	ctx, n.stop = context.WithCancel(ctx)
-	n.done = make(chan struct{})
-	go func() {
-		defer close(n.done)
-		t := time.NewTicker(n.cfg.PollInterval)
-		defer t.Stop()
-		for {
-			n.deliverDue(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			case <-n.wake:
-			}
+// Start delivers until Stop (startstop.Service: on a running notifier it
+// does nothing).
+func (n *Notifier) Start(ctx context.Context) error {
+	return n.lifecycle.StartWith(ctx, func(ctx context.Context) error {
+		n.lifecycle.Go(ctx, n.run)
+		return nil
+	})
+}
+
+func (n *Notifier) run(ctx context.Context) {
+	t := time.NewTicker(n.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		n.deliverDue(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-n.wake:
 		}
-	}()
+	}
 }
 
 // Poke makes the notifier look for due notifications now (a commit wrote
@@ -121,14 +124,9 @@ func (n *Notifier) Poke() {
 	}
 }
 
-// Stop stops delivering and waits for deliveries under way.
-func (n *Notifier) Stop() {
-	if n.stop == nil {
-		return
-	}
-	n.stop()
-	<-n.done
-}
+// Stop stops delivering and waits for deliveries under way (on a stopped
+// notifier it does nothing).
+func (n *Notifier) Stop() { n.lifecycle.Stop() }
 
 // deliverDue claims and delivers due notifications until none is left.
 func (n *Notifier) deliverDue(ctx context.Context) {

@@ -1356,10 +1356,11 @@ func (t *pgTx) insertCallbacks(ctx context.Context, ds []*engine.Dispatch) error
 	return t.write(ctx, len(ds), q, args...)
 }
 
-// callbacksInsert is the statement writing worker dispatches (of any runs).
+// callbacksInsert is the statement writing worker dispatches: of one run
+// (the hot path: a chain's next step, a fan-out's items), or of several
+// (newRuns: sub-flow runs started together), with a run id per row.
 func callbacksInsert(ds []*engine.Dispatch) (string, []any) {
 	ids := make([]string, len(ds))
-	runs := make([]string, len(ds))
 	keys := make([]string, len(ds))
 	urls := make([]string, len(ds))
 	payloads := make([]string, len(ds))
@@ -1367,9 +1368,21 @@ func callbacksInsert(ds []*engine.Dispatch) (string, []any) {
 	tries := make([]int64, len(ds))
 	delays := make([]int64, len(ds))
 	claims := make([]float64, len(ds))
+	var runs []string
 	for i, d := range ds {
-		ids[i], runs[i], keys[i], urls[i], payloads[i], attempts[i] = d.ID, d.RunID, d.Key, d.URL, string(d.Payload), int64(d.Attempt)
+		ids[i], keys[i], urls[i], payloads[i], attempts[i] = d.ID, d.Key, d.URL, string(d.Payload), int64(d.Attempt)
 		tries[i], delays[i], claims[i] = int64(max(d.MaxTries, 1)), d.DelayMs, d.ClaimSeconds
+		if d.RunID != ds[0].RunID && runs == nil {
+			runs = make([]string, len(ds))
+			for j := range ds {
+				runs[j] = ds[j].RunID
+			}
+		}
+	}
+	run, runArray, runCol := "?", "", ""
+	args := []any{ds[0].RunID, ids, keys, attempts, urls, payloads, tries, delays, claims}
+	if runs != nil {
+		run, runArray, runCol, args = "u.r::uuid", ", ?::text[]", ", r", append(args[1:], runs)
 	}
 	// A claimed row is written as being sent (first try) by this process
 	// until its lease ends; others wait for the next poll. The lease runs
@@ -1379,14 +1392,13 @@ func callbacksInsert(ds []*engine.Dispatch) (string, []any) {
 	// time its claims' leases start from (ClaimedDispatch.LeasedAt).
 	return `INSERT INTO dispatches (id, run_id, key, attempt, url, payload, status,
 		max_tries, tries, locked_until, next_attempt_at)
-		SELECT u.id::uuid, u.r::uuid, u.k, u.a, u.url, u.p::jsonb, CASE WHEN u.c > 0 THEN 'sending' ELSE 'pending' END, u.mt,
+		SELECT u.id::uuid, ` + run + `, u.k, u.a, u.url, u.p::jsonb, CASE WHEN u.c > 0 THEN 'sending' ELSE 'pending' END, u.mt,
 			CASE WHEN u.c > 0 THEN 1 ELSE 0 END,
 			CASE WHEN u.c > 0 THEN clk.at + make_interval(secs => u.c) END,
 			CASE WHEN u.c > 0 THEN clk.at + make_interval(secs => u.c)
 				ELSE now() + make_interval(secs => u.ms::float8 / 1000) END
-		FROM unnest(?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[], ?::bigint[], ?::float8[])
-			AS u(id, r, k, a, url, p, mt, ms, c), (SELECT clock_timestamp() AS at) clk`,
-		[]any{ids, runs, keys, attempts, urls, payloads, tries, delays, claims}
+		FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[], ?::bigint[], ?::float8[]` + runArray + `)
+			AS u(id, k, a, url, p, mt, ms, c` + runCol + `), (SELECT clock_timestamp() AS at) clk`, args
 }
 
 // markDeliveredSQL marks the outbox rows of (key, attempt) pairs (run id,

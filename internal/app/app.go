@@ -23,6 +23,7 @@ import (
 	"github.com/stitchd/stitchd/internal/broker"
 	"github.com/stitchd/stitchd/internal/metrics"
 	"github.com/stitchd/stitchd/internal/secretbox"
+	"github.com/stitchd/stitchd/internal/startstop"
 	"github.com/stitchd/stitchd/internal/tracing"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/localpg"
@@ -171,8 +172,11 @@ type App struct {
 	clock         engine.Clock
 	cancel        context.CancelFunc
 	wg            sync.WaitGroup
-	stopOnce      sync.Once
-	stopErr       error
+	// services are the goroutine owners Start starts, in order, and Stop
+	// stops, in reverse (startstop).
+	services []startstop.Service
+	stopOnce sync.Once
+	stopErr  error
 	// URL is the address the server listens on (http://host:port).
 	URL string
 
@@ -494,34 +498,25 @@ func (a *App) Start(ctx context.Context) error {
 	if err := store.Listen(ctx, a.Store.URL(), store.EventsChannel, a.cfg.Logger, a.Hub.Notify); err != nil {
 		return err
 	}
-	a.Dispatcher.Start(ctx)
+	a.services = []startstop.Service{a.Dispatcher}
 	if a.Notifications != nil {
-		a.Notifications.Start(ctx)
+		a.services = append(a.services, a.Notifications)
+	}
+	a.services = append(a.services, startstop.NewLoop(a.runSchedules), startstop.NewLoop(a.notifier.Run),
+		startstop.NewLoop(a.refreshKeys), startstop.NewLoop(a.sweep))
+	for _, svc := range a.services {
+		if err := svc.Start(ctx); err != nil {
+			return fmt.Errorf("error starting services: %w", err)
+		}
 	}
 	a.brokers = a.newBrokers()
 	a.brokers.Start(ctx)
-	a.wg.Add(5)
-	go func() {
-		defer a.wg.Done()
-		a.runSchedules(ctx)
-	}()
-	go func() {
-		defer a.wg.Done()
-		a.notifier.Run(ctx)
-	}()
-	go func() {
-		defer a.wg.Done()
-		a.refreshKeys(ctx)
-	}()
+	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		if err := a.http.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.cfg.Logger.Error("http server", "error", err)
 		}
-	}()
-	go func() {
-		defer a.wg.Done()
-		a.sweep(ctx)
 	}()
 	a.cfg.Logger.Info("stitchd listening", "url", a.URL, "base_url", a.cfg.BaseURL)
 	return nil
@@ -624,9 +619,8 @@ func (a *App) stop(ctx context.Context) error {
 	if a.cancel != nil {
 		a.cancel()
 	}
-	a.Dispatcher.Stop()
-	if a.Notifications != nil {
-		a.Notifications.Stop()
+	for i := len(a.services) - 1; i >= 0; i-- {
+		a.services[i].Stop()
 	}
 	a.wg.Wait()
 	if a.brokers != nil {
