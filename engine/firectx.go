@@ -28,6 +28,14 @@ func (f *fireCtx) Input() json.RawMessage { return f.input }
 func (f *fireCtx) Attempt() int           { return f.attempt }
 func (f *fireCtx) Now() time.Time         { return f.t.e.cfg.Clock.Now() }
 
+func (f *fireCtx) CallbackURL() (string, error) {
+	u, err := f.t.e.cfg.Minter.CallbackURL(f.t.run.ID, f.key, f.attempt)
+	if err != nil {
+		return "", fmt.Errorf("error minting callback URL: %w", err)
+	}
+	return u, nil
+}
+
 func (f *fireCtx) Eval(src string) (any, error) {
 	v, err := f.t.e.vals.get(src)
 	if err != nil {
@@ -82,20 +90,10 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 		return err
 	}
 	t := f.t
-	var payload []byte
+	payload := req.Body
 	var hr *HTTPRequest
 	if req.Kind == DispatchHTTP {
-		payload = req.Body
 		hr = &HTTPRequest{Method: req.Method, Headers: req.Headers, TimeoutMs: req.RequestTimeoutMs, Secrets: req.Secrets}
-	} else {
-		cb, err := t.e.cfg.Minter.CallbackURL(t.run.ID, f.key, f.attempt)
-		if err != nil {
-			return fmt.Errorf("error minting callback URL: %w", err)
-		}
-		if payload, err = json.Marshal(WorkerPayload{RunID: t.run.ID, NodeID: f.key, Config: req.Config,
-			Input: orNull(f.input), CallbackURL: cb, Attempt: f.attempt}); err != nil {
-			return fmt.Errorf("error encoding dispatch payload: %w", err)
-		}
 	}
 	if req.DelayMs == 0 {
 		req.DelayMs = f.delayMs

@@ -31,9 +31,13 @@ type FireContext interface {
 	// Now is the engine's clock.
 	Now() time.Time
 
+	// CallbackURL is the signed URL on which this attempt is completed
+	// (a worker's callback), for the body of a callback dispatch.
+	CallbackURL() (string, error)
 	// Dispatch marks the node running with a deadline of timeoutSeconds
-	// and writes an outbox row delivering the contract payload to url after
-	// the transaction commits.
+	// and writes an outbox row delivering req's body to its URL after the
+	// transaction commits. What completes the node is req.Kind's: the
+	// callback on CallbackURL, or the request's response.
 	Dispatch(req DispatchRequest) error
 	// WaitForUser marks the node waiting_for_user; with timeoutSeconds > 0
 	// it times out then (the node's onTimeout).
@@ -63,20 +67,22 @@ type FireContext interface {
 // with Kind DispatchHTTP, a request whose response completes the node
 // (Engine.CompleteFromResponse).
 type DispatchRequest struct {
-	URL    string
-	Config json.RawMessage
+	URL string
+	// Body is what is sent: for a callback dispatch, the payload the
+	// handler built (a Worker's is WorkerPayload, carrying CallbackURL).
+	Body []byte
 	// TimeoutSeconds is the node's deadline (0: none).
 	TimeoutSeconds int
 	MaxTries       int
 	// DelayMs postpones delivery (backoff before an automatic retry).
 	DelayMs int64
-	// Kind, Method, Headers, Body and RequestTimeoutMs describe a
-	// request/response delivery (Kind DispatchHTTP): sent as they are,
-	// unsigned, with no callback.
+	// Kind is what completes the node. Method, Headers and
+	// RequestTimeoutMs describe a request/response delivery (Kind
+	// DispatchHTTP): sent as it is, unsigned, with no callback; a
+	// callback dispatch is POSTed signed.
 	Kind             DispatchKind
 	Method           string
 	Headers          map[string]string
-	Body             []byte
 	RequestTimeoutMs int64
 	// Secrets are the secrets whose placeholders the request holds
 	// (nil: none).

@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"strconv"
@@ -173,10 +175,24 @@ func (p WorkerPolicy) RetryDelay(r engine.RetryParams) (int64, bool) {
 	return max(p.DelayMs(r.Attempt, JitterFraction(r.RunID, r.Key, r.Attempt)), 1), true
 }
 
-// Fire dispatches the node.
+// Fire dispatches the node: the contract payload (engine.WorkerPayload),
+// completed by the worker's callback on its URL.
 func (Worker) Fire(_ context.Context, fc engine.FireContext) error {
 	p := PolicyOf(fc.Node())
-	return fc.Dispatch(engine.DispatchRequest{URL: p.URL, Config: fc.Node().Config,
+	cb, err := fc.CallbackURL()
+	if err != nil {
+		return err
+	}
+	input := fc.Input()
+	if len(input) == 0 {
+		input = json.RawMessage("null")
+	}
+	body, err := json.Marshal(engine.WorkerPayload{RunID: fc.RunID(), NodeID: fc.Key(), Config: fc.Node().Config,
+		Input: input, CallbackURL: cb, Attempt: fc.Attempt()})
+	if err != nil {
+		return fmt.Errorf("error encoding dispatch payload: %w", err)
+	}
+	return fc.Dispatch(engine.DispatchRequest{URL: p.URL, Body: body, Kind: engine.DispatchCallback,
 		TimeoutSeconds: p.TimeoutSeconds, MaxTries: p.DeliveryTries})
 }
 
