@@ -243,13 +243,13 @@ func NewHTTPClient(timeout time.Duration, guard *AddressGuard) *http.Client {
 // base·2^(try-1)), and a delay uniform in [d/2, d] — never much shorter
 // than the schedule says, so the tries of a dispatch span what the docs
 // promise (docs/workers.md), and never all at once.
-func EqualJitter(try int, base, max time.Duration) time.Duration {
+func EqualJitter(try int, base, ceiling time.Duration) time.Duration {
 	d := base
-	for i := 1; i < try && d < max; i++ {
+	for i := 1; i < try && d < ceiling; i++ {
 		d *= 2
 	}
-	if d > max {
-		d = max
+	if d > ceiling {
+		d = ceiling
 	}
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }

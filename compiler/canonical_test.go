@@ -85,11 +85,11 @@ func TestCanonicalDetectsChanges(t *testing.T) {
 	require.NotEqual(t, saved, canon(swapped))
 }
 
-func replaceOnce(t *testing.T, s, old, new string) string {
+func replaceOnce(t *testing.T, s, old, repl string) string {
 	t.Helper()
 	i := indexOf(s, old)
 	require.GreaterOrEqual(t, i, 0, "%q not found", old)
-	return s[:i] + new + s[i+len(old):]
+	return s[:i] + repl + s[i+len(old):]
 }
 
 func indexOf(s, sub string) int {

@@ -180,11 +180,11 @@ func (t *txn) readyDecided(tg target, status Status, from string, taken []string
 			}
 		}
 	}
-	any := false
+	anyTaken := false
 	for _, ok := range takenFrom {
-		any = any || ok
+		anyTaken = anyTaken || ok
 	}
-	if !any {
+	if !anyTaken {
 		return t.skip(tg)
 	}
 	if tg.node.Type == NodeTypeCollector {

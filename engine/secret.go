@@ -42,7 +42,7 @@ func ValidSecretName(name string) bool {
 		return false
 	}
 	for i := 1; i < len(name); i++ {
-		if b := name[i]; !isLetter(b) && !(b >= '0' && b <= '9') && b != '_' && b != '-' {
+		if b := name[i]; !isLetter(b) && (b < '0' || b > '9') && b != '_' && b != '-' {
 			return false
 		}
 	}

@@ -494,7 +494,7 @@ func (s *Store) RotateTriggerSecret(ctx context.Context, p RotateTriggerSecretPa
 	return t, nil
 }
 
-// JourneyEventByEntity returns an entity's newest journey event (for the
+// LatestJourney returns an entity's newest journey event (for the
 // live board stream after a manual move).
 func (s *Store) LatestJourney(ctx context.Context, entityID string) (*engine.JourneyEvent, error) {
 	js, err := s.Journey(ctx, entityID)

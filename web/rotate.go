@@ -80,7 +80,7 @@ func (s *Server) rotateTriggerSecret(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	secret := ""
+	var secret string
 	if b.Secret != nil {
 		if secret = *b.Secret; len(secret) < 16 || len(secret) > 256 {
 			return badRequest("secret must be 16 to 256 characters")

@@ -304,13 +304,13 @@ func (s *Server) deleteTrigger(c echo.Context) error {
 
 func webhookJSON(t *store.Trigger) map[string]any {
 	return map[string]any{"id": t.ID, "kind": "webhook", "flow_id": t.FlowID, "slug": t.Slug,
-		"has_secret": t.Secret != nil, "entity": json.RawMessage(orEmpty(t.Entity)),
-		"url": "/hooks/" + t.Slug, "created_at": t.CreatedAt, "input_schema": json.RawMessage(orEmpty(t.InputSchema))}
+		"has_secret": t.Secret != nil, "entity": orEmpty(t.Entity),
+		"url": "/hooks/" + t.Slug, "created_at": t.CreatedAt, "input_schema": orEmpty(t.InputSchema)}
 }
 
 func scheduleJSON(sc *store.Schedule) map[string]any {
 	m := map[string]any{"id": sc.ID, "kind": "schedule", "flow_id": sc.FlowID, "cron": sc.Cron, "timezone": sc.Timezone,
-		"input": json.RawMessage(orEmpty(sc.Input)), "overlap": sc.Overlap, "catch_up": sc.CatchUp, "enabled": sc.Enabled,
+		"input": orEmpty(sc.Input), "overlap": sc.Overlap, "catch_up": sc.CatchUp, "enabled": sc.Enabled,
 		"next_fire_at": nil, "last_fired_at": sc.LastFiredAt, "last_run_id": sc.LastRunID, "last_error": sc.LastError,
 		"created_at": sc.CreatedAt.UTC(), "updated_at": sc.UpdatedAt.UTC()}
 	if sc.Enabled {

@@ -37,7 +37,7 @@ func TestRefillClaimsHalfAQueue(t *testing.T) {
 	d := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: spy, Recorder: eng, Secret: []byte("0123456789abcdef"),
 		Workers: 2, QueueSize: queue, QueueMax: queue, PollInterval: time.Hour, Lease: time.Minute})
 	dctx, cancel := context.WithCancel(ctx)
-	d.Start(dctx)
+	require.NoError(t, d.Start(dctx))
 	defer d.Stop()
 	defer cancel()
 	// The poll interval is an hour: only refills claim. The first queue
@@ -121,7 +121,7 @@ func TestQueueFollowsThePaceOfDeliveries(t *testing.T) {
 				QueueBytes: tc.bytesRows * least, PollInterval: 10 * time.Millisecond, Lease: time.Minute})
 			require.Equal(t, floor, d.Room(), "before any delivery the queue is QueueSize")
 			dctx, cancel := context.WithCancel(ctx)
-			d.Start(dctx)
+			require.NoError(t, d.Start(dctx))
 			defer d.Stop()
 			defer cancel()
 			require.Eventually(t, func() bool { return hits.Load() >= runs }, 30*time.Second, 10*time.Millisecond,

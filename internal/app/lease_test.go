@@ -97,7 +97,7 @@ func TestWokenRowsAreRenewedByTheirLeasedAt(t *testing.T) {
 	d := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: st, Recorder: eng, Secret: []byte("0123456789abcdef"),
 		Workers: 1, QueueSize: 16, QueueMax: 16, PollInterval: 10 * time.Millisecond, Lease: lease})
 	dctx, cancel := context.WithCancel(ctx)
-	d.Start(dctx)
+	require.NoError(t, d.Start(dctx))
 	defer d.Stop()
 	defer cancel()
 	d.Wake(claimed)

@@ -9,13 +9,13 @@ import (
 )
 
 // reviseFlow: draft (a worker) → review (a person): approve → publish;
-// reject → back to draft, at most max iterations; review's failure (past
-// max) goes to escalate when withEscalation.
-func reviseFlow(h *harness, max int, withEscalation bool) string {
+// reject → back to draft, at most limit iterations; review's failure (past
+// limit) goes to escalate when withEscalation.
+func reviseFlow(h *harness, limit int, withEscalation bool) string {
 	nodes := []map[string]any{wnode(h, "draft"), node("review", "UX", map[string]any{"prompt": "Good enough?"}), node("publish", "Condition", nil)}
 	edges := []map[string]any{edge("draft", "review", nil),
 		redge("review", "publish", map[string]any{"outcome": "approve"}),
-		redge("review", "draft", map[string]any{"outcome": "reject", "loop": map[string]any{"maxIterations": max}})}
+		redge("review", "draft", map[string]any{"outcome": "reject", "loop": map[string]any{"maxIterations": limit}})}
 	if withEscalation {
 		nodes = append(nodes, node("escalate", "Condition", nil))
 		edges = append(edges, redge("review", "escalate", map[string]any{"on": "failure"}))

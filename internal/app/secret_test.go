@@ -363,7 +363,7 @@ func TestSecretUnknownOrMisused(t *testing.T) {
 	require.Empty(t, api.requests(), "nothing was sent")
 
 	require.Equal(t, http.StatusCreated, h.setSecret("NOT_YET", "now-set"))
-	fin = h.waitRun(h.startRun(f.ID, map[string]any{}).ID, "completed")
+	h.waitRun(h.startRun(f.ID, map[string]any{}).ID, "completed")
 	require.Equal(t, "now-set", api.requests()[0].Header.Get("X-Key"))
 
 	bad := map[string]any{"nodes": []map[string]any{

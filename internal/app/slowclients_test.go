@@ -238,5 +238,4 @@ func TestStalledReaderOfARunIsCutOff(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	// Chunked: an answer cut off lacks its last (empty) chunk.
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF, "the answer was cut off, after %d bytes of %d", len(body), len(got))
-
 }
