@@ -255,8 +255,19 @@ func OwnDir(dir string, cred *syscall.Credential) error {
 func SetCredential(cmd *exec.Cmd, cred *syscall.Credential) { setCred(cmd, cred) }
 
 // BinDir is the directory of the PostgreSQL server binaries (initdb,
-// pg_ctl, postgres), or ErrNoPostgres.
-func BinDir() (string, error) { return findBinDir() }
+// pg_ctl, postgres and the rest of the installation: an initdb in PATH
+// that is a symlink is followed), or ErrNoPostgres.
+func BinDir() (string, error) {
+	dir, err := findBinDir()
+	if err != nil {
+		return "", err
+	}
+	initdb, err := filepath.EvalSymlinks(filepath.Join(dir, "initdb"))
+	if err != nil {
+		return "", fmt.Errorf("error resolving %s: %w", filepath.Join(dir, "initdb"), err)
+	}
+	return filepath.Dir(initdb), nil
+}
 
 func findBinDir() (string, error) {
 	if p, err := exec.LookPath("initdb"); err == nil {
