@@ -10,7 +10,7 @@ FUZZTIME ?= 30000x
 FUZZTIME_DB ?= 2000x
 export STITCHD_AUTH_TOKEN ?= dev-token
 
-.PHONY: all build ui ui-fresh run test test-go fuzz-short soak bench bench-e2e lint deps-test tools
+.PHONY: all build ui ui-fresh run test test-go fuzz-short soak ha-soak bench bench-e2e lint deps-test deps-ha tools
 
 all: build
 
@@ -63,6 +63,28 @@ fuzz-short:
 ## (50 runs, three kills) is part of make test.
 soak: deps-test
 	$(GO) test -count=1 -v -timeout 60m -run '^TestChaosSoak$$' ./internal/chaos -chaos.runs=500 -chaos.kills=-1
+
+## ha-soak: the failover soak (docs/reliability.md, Failover): the chaos
+## soak's workload, 200 runs on three stitchd processes connected with a
+## multi-host URL to a Postgres pair under Patroni (etcd, synchronous_mode),
+## the primary's postmaster SIGKILLed three times mid-flight; invariants
+## checked from the database, the stall without completions at most 30 s.
+ha-soak: deps-ha
+	$(GO) test -count=1 -v -timeout 60m -run '^TestHASoak$$' ./internal/chaos -ha -chaos.runs=200 -ha.failovers=3
+
+## deps-ha: what the failover soak needs: Debian's patroni and etcd-server,
+## and the PostgreSQL server binaries Patroni runs (pg_ctl, pg_rewind, …).
+deps-ha:
+	@if ! ls /usr/lib/postgresql/*/bin/pg_rewind >/dev/null 2>&1; then \
+	  echo "installing PostgreSQL server binaries"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql) || \
+	  (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql); \
+	fi
+	@if ! command -v patroni >/dev/null 2>&1 || ! command -v etcd >/dev/null 2>&1; then \
+	  echo "installing patroni and etcd-server for the failover soak"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq patroni etcd-server) || \
+	  (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq patroni etcd-server); \
+	fi
 
 ## deps-test: what the suite needs beyond Go: Debian's Chromium for the
 ## browser tests, NATS (JetStream) and RabbitMQ servers for the broker-trigger
