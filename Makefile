@@ -69,8 +69,9 @@ soak: deps-test
 ## multi-host URL to a Postgres pair under Patroni (etcd, synchronous_mode),
 ## the primary's postmaster SIGKILLed three times mid-flight; invariants
 ## checked from the database, the stall without completions at most 30 s.
+## The quick form (50 runs, one failover) is part of make test.
 ha-soak: deps-ha
-	$(GO) test -count=1 -v -timeout 60m -run '^TestHASoak$$' ./internal/chaos -ha -chaos.runs=200 -ha.failovers=3
+	$(GO) test -count=1 -v -timeout 60m -run '^TestHASoak$$' ./internal/chaos -chaos.runs=200 -ha.failovers=3
 
 ## deps-ha: what the failover soak needs: Debian's patroni and etcd-server,
 ## and the PostgreSQL server binaries Patroni runs (pg_ctl, pg_rewind, …).
@@ -92,8 +93,9 @@ deps-ha:
 ## :5672; `make run` needs neither), and PostgreSQL server binaries, for
 ## the throwaway-cluster fallback when no server runs on 127.0.0.1:5432 and for
 ## the tests that stop and restart a cluster of their own (internal/chaos,
-## the database outage tests), which never touch a shared server.
-deps-test:
+## the database outage tests), which never touch a shared server; and
+## deps-ha, for the failover soak's quick form.
+deps-test: deps-ha
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then \
 	  echo "installing PostgreSQL server binaries"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql) || \
