@@ -66,12 +66,7 @@ func TestHASoak(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	var bin string
-	built := make(chan struct{})
-	go func() {
-		defer close(built)
-		bin = buildStitchd(t, dir, *flagRace)
-	}()
+	built := buildInBackground(t, dir)
 	ha := startHACluster(t, ctx, filepath.Join(dir, "ha"))
 	primary := ha.waitHealthy(ctx, "")
 	_, err := localpg.EnsureDatabase(ctx, ha.nodes[primary].url("postgres"), "stitchd")
@@ -80,11 +75,11 @@ func TestHASoak(t *testing.T) {
 	// for the standby's disk, not its replay, and pgx does not try the next
 	// host after one that says the database does not exist.
 	for _, n := range ha.nodes {
-		waitFor(t, 30*time.Second, "the database on "+n.name, func() bool { return pingDB(ctx, n.url("stitchd")) == nil })
+		waitFor(t, 30*time.Second, "the database on "+n.name, func() bool { return localpg.Ping(ctx, n.url("stitchd")) == nil })
 	}
 	dsn := ha.dsn("stitchd")
 	s.openDB(dsn)
-	<-built
+	bin := built()
 	if t.Failed() {
 		return
 	}
@@ -132,17 +127,6 @@ func TestHASoak(t *testing.T) {
 	for i, st := range stalls {
 		require.LessOrEqual(t, st.gap, maxStall, "the stall without completions around failover %d", i+1)
 	}
-}
-
-func pingDB(ctx context.Context, url string) error {
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	return db.PingContext(ctx)
 }
 
 // haNode is one Postgres instance with its Patroni.

@@ -113,12 +113,7 @@ func TestChaosSoak(t *testing.T) {
 
 	// Build stitchd and start a cluster of our own at once: this test
 	// restarts Postgres, so it must never use a shared server.
-	var bin string
-	built := make(chan struct{})
-	go func() {
-		defer close(built)
-		bin = buildStitchd(t, dir, *flagRace)
-	}()
+	built := buildInBackground(t, dir)
 	pg, err := localpg.StartCluster(ctx, filepath.Join(dir, "pg"))
 	require.NoError(t, err)
 	s.pg = pg
@@ -126,7 +121,7 @@ func TestChaosSoak(t *testing.T) {
 	dbURL, err := localpg.EnsureDatabase(ctx, pg.URL("postgres"), "stitchd")
 	require.NoError(t, err)
 	s.openDB(dbURL)
-	<-built
+	bin := built()
 	if t.Failed() {
 		return
 	}

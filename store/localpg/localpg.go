@@ -388,6 +388,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// Ping connects to dsn and pings it, within 3 s.
+func Ping(ctx context.Context, dsn string) error { return ping(ctx, dsn) }
+
 func ping(ctx context.Context, dsn string) error {
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
