@@ -10,7 +10,7 @@ FUZZTIME ?= 30000x
 FUZZTIME_DB ?= 2000x
 export STITCHD_AUTH_TOKEN ?= dev-token
 
-.PHONY: all build ui ui-fresh run test test-go fuzz-short soak bench bench-e2e lint deps-test tools
+.PHONY: all build ui ui-fresh run test test-go fuzz-short soak ha-soak bench bench-e2e lint deps-test deps-ha tools
 
 all: build
 
@@ -64,14 +64,38 @@ fuzz-short:
 soak: deps-test
 	$(GO) test -count=1 -v -timeout 60m -run '^TestChaosSoak$$' ./internal/chaos -chaos.runs=500 -chaos.kills=-1
 
+## ha-soak: the failover soak (docs/reliability.md, Failover): the chaos
+## soak's workload, 200 runs on three stitchd processes connected with a
+## multi-host URL to a Postgres pair under Patroni (etcd, synchronous_mode),
+## the primary's postmaster SIGKILLed three times mid-flight; invariants
+## checked from the database, the stall without completions at most 30 s.
+## The quick form (50 runs, one failover) is part of make test.
+ha-soak: deps-ha
+	$(GO) test -count=1 -v -timeout 60m -run '^TestHASoak$$' ./internal/chaos -chaos.runs=200 -ha.failovers=3
+
+## deps-ha: what the failover soak needs: Debian's patroni and etcd-server,
+## and the PostgreSQL server binaries Patroni runs (pg_ctl, pg_rewind, …).
+deps-ha:
+	@if ! ls /usr/lib/postgresql/*/bin/pg_rewind >/dev/null 2>&1; then \
+	  echo "installing PostgreSQL server binaries"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql) || \
+	  (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql); \
+	fi
+	@if ! command -v patroni >/dev/null 2>&1 || ! command -v etcd >/dev/null 2>&1; then \
+	  echo "installing patroni and etcd-server for the failover soak"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq patroni etcd-server) || \
+	  (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq patroni etcd-server); \
+	fi
+
 ## deps-test: what the suite needs beyond Go: Debian's Chromium for the
 ## browser tests, NATS (JetStream) and RabbitMQ servers for the broker-trigger
 ## tests (installed and started when not answering on 127.0.0.1:4222 and
 ## :5672; `make run` needs neither), and PostgreSQL server binaries, for
 ## the throwaway-cluster fallback when no server runs on 127.0.0.1:5432 and for
 ## the tests that stop and restart a cluster of their own (internal/chaos,
-## the database outage tests), which never touch a shared server.
-deps-test:
+## the database outage tests), which never touch a shared server; and
+## deps-ha, for the failover soak's quick form.
+deps-test: deps-ha
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then \
 	  echo "installing PostgreSQL server binaries"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql) || \

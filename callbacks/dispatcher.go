@@ -663,9 +663,29 @@ func (d *Dispatcher) deliver(ctx context.Context, c engine.ClaimedDispatch) {
 		d.cfg.Logger.Warn("delivery failed", "run_id", c.RunID, "node_key", c.Key, "attempt", c.Attempt, "try", c.Tries,
 			"max_tries", c.MaxTries, "status", code, "retry_in_ms", o.RetryInMs, "error", err)
 	}
-	if err := d.cfg.Recorder.RecordDelivery(ctx, o); err != nil && ctx.Err() == nil {
+	if err := d.record(ctx, c, o); err != nil && ctx.Err() == nil {
 		d.cfg.Logger.Warn("error recording delivery", "run_id", c.RunID, "node_key", c.Key, "error", err)
 	}
+}
+
+// record records o, again while the database is unavailable (a failover)
+// and c's lease lasts. Again is safe: an outcome applies only to a row
+// still claimed by that try, so one that did commit before its connection
+// was lost makes the next a no-op. Unrecorded, a failed try's row would
+// wait for its lease to end and be tried again without its backoff and
+// without the try being counted.
+func (d *Dispatcher) record(ctx context.Context, c engine.ClaimedDispatch, o engine.DeliveryOutcome) error {
+	err := d.cfg.Recorder.RecordDelivery(ctx, o)
+	leaseEnds := c.LeasedAt.Add(d.cfg.Lease)
+	for wait := 100 * time.Millisecond; errors.Is(err, engine.ErrUnavailable) && d.cfg.Clock.Now().Add(wait).Before(leaseEnds); wait = min(2*wait, time.Second) {
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		err = d.cfg.Recorder.RecordDelivery(ctx, o)
+	}
+	return err
 }
 
 // rateOf is host's delivery rate (0: none): its own, else its name's.

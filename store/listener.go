@@ -4,17 +4,30 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
 )
 
+// ListenerAppName is the listening connection's application_name in
+// pg_stat_activity, unless the database URL names one.
+const ListenerAppName = "stitchd-listener"
+
 // Listen LISTENs on channel with lib/pq's Listener (reconnecting on its own)
 // and calls fn with each key of each notification's payload (a Notifier
 // joins keys with commas) until ctx ends. fn is also called with "" after a
-// reconnect, when notifications may have been missed.
+// reconnect, when notifications may have been missed. A URL naming several
+// hosts reconnects to whichever its target_session_attrs accepts, as the
+// pool does: after a failover, the new primary.
 func Listen(ctx context.Context, url, channel string, log *slog.Logger, fn func(payload string)) error {
-	l := pq.NewListener(url, 100*time.Millisecond, 5*time.Second, func(ev pq.ListenerEventType, err error) {
+	dsn, err := listenerDSN(url)
+	if err != nil {
+		return err
+	}
+	l := pq.NewListener(dsn, 100*time.Millisecond, 5*time.Second, func(ev pq.ListenerEventType, err error) {
 		if err != nil && log != nil {
 			log.Warn("database listener", "event", ev, "error", err)
 		}
@@ -48,4 +61,67 @@ func Listen(ctx context.Context, url, channel string, log *slog.Logger, fn func(
 		}
 	}()
 	return nil
+}
+
+// listenerDSN is dsn for lib/pq, named ListenerAppName (as a fallback). A
+// URL is rewritten in key=value form: lib/pq reads a URL's
+// host1:port1,host2:port2 (which pgx, the pool's driver, reads as two
+// hosts, as libpq does) as one host name.
+func listenerDSN(dsn string) (string, error) {
+	const name = "fallback_application_name=" + ListenerAppName
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok || (scheme != "postgres" && scheme != "postgresql") {
+		return strings.TrimSpace(dsn + " " + name), nil
+	}
+	// The host list is not a URL's host: take it out, parse the rest.
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	userinfo, hostList := "", rest[:end]
+	if i := strings.LastIndexByte(hostList, '@'); i >= 0 {
+		userinfo, hostList = hostList[:i+1], hostList[i+1:]
+	}
+	u, err := url.Parse(scheme + "://" + userinfo + "h" + rest[end:])
+	if err != nil {
+		return "", fmt.Errorf("error parsing the database URL: %w", err)
+	}
+	var kvs []string
+	add := func(k, v string) {
+		if v != "" {
+			kvs = append(kvs, k+"='"+strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v)+"'")
+		}
+	}
+	if u.User != nil {
+		add("user", u.User.Username())
+		pw, _ := u.User.Password()
+		add("password", pw)
+	}
+	var hosts, ports []string
+	for _, hp := range strings.Split(hostList, ",") {
+		host, port := hp, ""
+		if strings.HasPrefix(hp, "[") { // [IPv6]:port
+			if i := strings.IndexByte(hp, ']'); i > 0 {
+				host, port = hp[1:i], strings.TrimPrefix(hp[i+1:], ":")
+			}
+		} else if i := strings.IndexByte(hp, ':'); i >= 0 {
+			host, port = hp[:i], hp[i+1:]
+		}
+		hosts, ports = append(hosts, host), append(ports, port)
+	}
+	add("host", strings.Join(hosts, ","))
+	if strings.Join(ports, "") != "" {
+		add("port", strings.Join(ports, ","))
+	}
+	add("dbname", strings.TrimPrefix(u.Path, "/"))
+	q := u.Query()
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		add(k, q.Get(k))
+	}
+	return strings.Join(append(kvs, name), " "), nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -116,4 +118,56 @@ func TestNotifierPaces(t *testing.T) {
 		t.Fatalf("a third notification: %v", extra)
 	default:
 	}
+}
+
+// A multi-host URL, as for a Patroni pair (postgres://h1:p1,h2:p2/db?
+// target_session_attrs=read-write): the listener tries the hosts as the
+// pool does and listens on the one that is up and writable (lib/pq read
+// such a URL's host list as one host name and could not connect). Its
+// connection is named in pg_stat_activity.
+func TestListenFollowsMultiHostURL(t *testing.T) {
+	t.Parallel()
+	st, u := storetest.IsolatedDB(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	down := l.Addr().String() // nothing listens there once closed
+	l.Close()
+	pu, err := neturl.Parse(u)
+	require.NoError(t, err)
+	pu.Host = down + "," + pu.Host
+	q := pu.Query()
+	q.Set("target_session_attrs", "read-write")
+	pu.RawQuery = q.Encode()
+
+	channel := "stitchd_test_" + uuid.NewString()[:8]
+	got := make(chan string, 100)
+	listening := make(chan error, 1)
+	go func() { listening <- store.Listen(ctx, pu.String(), channel, nil, func(k string) { got <- k }) }()
+	select {
+	case err := <-listening:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second): // lib/pq waits as long as it cannot connect
+		t.Fatal("the listener did not connect through a multi-host URL")
+	}
+	db, err := st.SQLDB()
+	require.NoError(t, err)
+	deadline := time.After(10 * time.Second)
+	for received := false; !received; {
+		// Sent again until it arrives: the LISTEN may not be in place yet.
+		_, err := db.ExecContext(ctx, `SELECT pg_notify($1, 'k')`, channel)
+		require.NoError(t, err)
+		select {
+		case k := <-got:
+			received = k == "k"
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("no notification through a multi-host URL")
+		}
+	}
+	var named int
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+		AND application_name = $1`, store.ListenerAppName).Scan(&named))
+	require.Equal(t, 1, named)
 }

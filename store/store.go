@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -41,7 +42,8 @@ type Options struct {
 
 // Open connects to the database at url.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
-	db, err := gorm.Open(postgres.Open(url), &gorm.Config{
+	db, err := gorm.Open(postgres.New(postgres.Config{DSN: url,
+		OptionOpenDB: []stdlib.OptionOpenDB{stdlib.OptionBeforeConnect(dropReadOnly)}}), &gorm.Config{
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true,
 		DisableAutomaticPing:   true,
@@ -60,6 +62,28 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	sqlDB.SetMaxIdleConns(opts.MaxOpenConns)
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	return &Store{db: db, url: url, binds: &binds{}}, nil
+}
+
+// readOnlySQLState is Postgres's read_only_sql_transaction: a write sent
+// to a standby (or a primary demoted under the connection).
+const readOnlySQLState = "25006"
+
+// dropReadOnly makes a connection close itself when the server refuses a
+// write as read-only, so that the pool drops it and dials again: with
+// target_session_attrs=read-write the new connection finds the primary.
+// A connection checks only when it is made that its server takes writes;
+// one made to a primary that was since demoted, or through an address
+// that now leads to a standby, would otherwise fail every write it is
+// given.
+func dropReadOnly(_ context.Context, cfg *pgx.ConnConfig) error {
+	next := cfg.OnPgError
+	cfg.OnPgError = func(c *pgconn.PgConn, e *pgconn.PgError) bool {
+		if e.Code == readOnlySQLState {
+			return false
+		}
+		return next == nil || next(c, e)
+	}
+	return nil
 }
 
 // Close closes the pool.
@@ -275,7 +299,8 @@ func interpretError(err error) error {
 			return &clientError{sentinel: engine.ErrNotFound, what: "malformed id", cause: err}
 		case pgErr.Code == "23503":
 			return &clientError{sentinel: engine.ErrInvalidRequest, what: "it refers to something that does not exist", cause: err}
-		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "57P"), pgErr.Code == "53300":
+		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "57P"), pgErr.Code == "53300",
+			pgErr.Code == readOnlySQLState: // not the primary (any more): a failover is under way
 			return fmt.Errorf("%w: %s", engine.ErrUnavailable, pgErr.Message)
 		}
 		return err

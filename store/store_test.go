@@ -950,3 +950,38 @@ func TestInterpretConnectionLoss(t *testing.T) {
 	}
 	require.NotErrorIs(t, store.InterpretError(errors.New("some other failure")), engine.ErrUnavailable)
 }
+
+// A server that refuses a write as read-only — a standby a connection
+// reached, or a primary demoted under it during a failover — means the
+// database is unavailable (503, tried again), and the connection is
+// dropped: the next write dials again (with target_session_attrs=read-write
+// it would find the new primary). Here the one connection of the pool is
+// made read-only; without dropping it, every later write through it failed.
+func TestReadOnlyServerIsUnavailableAndDropped(t *testing.T) {
+	t.Parallel()
+	_, u := storetest.IsolatedDB(t)
+	ctx := context.Background()
+	writes := map[string]func(st *store.Store) error{
+		"gorm": func(st *store.Store) error {
+			_, err := st.CreateBoard(ctx, uuid.NewString(), "read-only", nil)
+			return err
+		},
+		"pipe": func(st *store.Store) error {
+			return st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
+				return tx.SetRunVersion(ctx, uuid.NewString(), uuid.NewString())
+			})
+		},
+	}
+	for name, write := range writes {
+		st, err := store.Open(ctx, u, store.Options{MaxOpenConns: 1})
+		require.NoError(t, err)
+		defer st.Close()
+		db, err := st.SQLDB()
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `SET SESSION default_transaction_read_only = on`)
+		require.NoError(t, err)
+		err = write(st)
+		require.ErrorIs(t, err, engine.ErrUnavailable, "%s: %v", name, err)
+		require.NoError(t, write(st), "%s: the read-only connection was dropped, the next one takes writes", name)
+	}
+}

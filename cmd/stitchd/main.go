@@ -53,6 +53,7 @@ type setting struct {
 var settings = []setting{
 	{"addr", "STITCHD_ADDR"},
 	{"database-url", "DATABASE_URL"},
+	{"session-database-url", "STITCHD_SESSION_DATABASE_URL"},
 	{"base-url", "STITCHD_BASE_URL"},
 	{"auth-token", "STITCHD_AUTH_TOKEN"},
 	{"metrics-token", "STITCHD_METRICS_TOKEN"},
@@ -104,6 +105,7 @@ func applyEnvFrom(fs *pflag.FlagSet, env envLookup, list []setting) error {
 
 type options struct {
 	addr, databaseURL, baseURL, authToken       string
+	sessionDatabaseURL                          string
 	metricsToken                                string
 	logFormat, logLevel, dataDir, localPostgres string
 	bodyLimit                                   int64
@@ -135,6 +137,8 @@ type options struct {
 func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (env STITCHD_ADDR)")
 	fs.StringVar(&o.databaseURL, "database-url", "", "Postgres URL; empty = local server or a throwaway cluster (env DATABASE_URL)")
+	fs.StringVar(&o.sessionDatabaseURL, "session-database-url", "", "Postgres URL for the LISTEN connection and migrations, direct or through a "+
+		"session-mode pooler, when --database-url goes through PgBouncer in transaction mode; empty = --database-url (env STITCHD_SESSION_DATABASE_URL)")
 	fs.StringVar(&o.baseURL, "base-url", "", "public URL workers call back on; default http://<addr> (env STITCHD_BASE_URL)")
 	fs.StringVar(&o.authToken, "auth-token", "", "admin API token; empty = a random one, printed at start-up (env STITCHD_AUTH_TOKEN)")
 	fs.StringVar(&o.metricsToken, "metrics-token", "", "bearer token GET /metrics requires; empty = none (env STITCHD_METRICS_TOKEN)")
@@ -327,7 +331,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 }
 
 func (o options) config(log *slog.Logger) app.Config {
-	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
+	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, SessionDatabaseURL: o.sessionDatabaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
 		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems, Logger: log, DataDir: o.dataDir, LocalPostgres: o.localPostgres,
 		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, OTLPEndpoint: o.otlpEndpoint, Version: version,
 		NotifyURL: o.notifyURL, ArchiveURL: o.archiveURL, Retention: o.retentionPeriod, SessionTTL: o.sessionTTL, TrustProxy: o.trustProxy,
@@ -443,7 +447,7 @@ func runMigrate(ctx context.Context, o options, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	if err := st.Migrate(ctx, log); err != nil {
+	if err := app.Migrate(ctx, st, o.config(log)); err != nil {
 		return err
 	}
 	v, err := st.MigrationVersion(ctx)

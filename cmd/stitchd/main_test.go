@@ -46,6 +46,8 @@ var configSettings = []struct {
 }{
 	{"addr", "STITCHD_ADDR", "127.0.0.1:8080", "0.0.0.0:9000", "127.0.0.1:7000", func(o *options) string { return o.addr }},
 	{"database-url", "DATABASE_URL", "", "postgres://env@db/env", "postgres://flag@db/flag", func(o *options) string { return o.databaseURL }},
+	{"session-database-url", "STITCHD_SESSION_DATABASE_URL", "", "postgres://env@db/direct", "postgres://flag@db/direct",
+		func(o *options) string { return o.sessionDatabaseURL }},
 	{"base-url", "STITCHD_BASE_URL", "", "https://env.example", "https://flag.example", func(o *options) string { return o.baseURL }},
 	{"auth-token", "STITCHD_AUTH_TOKEN", "", "env-token", "flag-token", func(o *options) string { return o.authToken }},
 	{"metrics-token", "STITCHD_METRICS_TOKEN", "", "env-secret", "flag-secret", func(o *options) string { return o.metricsToken }},

@@ -34,6 +34,11 @@ import (
 type Config struct {
 	Addr        string
 	DatabaseURL string
+	// SessionDatabaseURL is the database for what needs a server session
+	// of its own — the LISTEN connection and the migrations' advisory
+	// lock — when DatabaseURL goes through a pooler in transaction mode
+	// (PgBouncer), which holds neither; empty: DatabaseURL.
+	SessionDatabaseURL string
 	// BaseURL is the public URL workers call back on (default http://<addr>).
 	BaseURL   string
 	AuthToken string
@@ -198,6 +203,30 @@ func ResolveDatabase(ctx context.Context, cfg Config) (string, *localpg.Cluster,
 	}})
 }
 
+// Migrate applies pending migrations to st's database, through
+// cfg.SessionDatabaseURL when it is set (goose's lock is a session's).
+func Migrate(ctx context.Context, st *store.Store, cfg Config) error { return migrate(ctx, st, cfg) }
+
+func migrate(ctx context.Context, st *store.Store, cfg Config) error {
+	if cfg.SessionDatabaseURL == "" {
+		return st.Migrate(ctx, cfg.Logger)
+	}
+	direct, err := store.Open(ctx, cfg.SessionDatabaseURL, store.Options{MaxOpenConns: 2})
+	if err != nil {
+		return err
+	}
+	defer direct.Close()
+	return direct.Migrate(ctx, cfg.Logger)
+}
+
+// sessionURL is the URL of the LISTEN connection and of migrations.
+func (a *App) sessionURL() string {
+	if a.cfg.SessionDatabaseURL != "" {
+		return a.cfg.SessionDatabaseURL
+	}
+	return a.Store.URL()
+}
+
 // New connects, migrates and wires stitchd; call Start to serve.
 func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Logger == nil {
@@ -231,7 +260,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		_ = a.stopCluster()
 		return nil, err
 	}
-	if err := a.Store.Migrate(ctx, cfg.Logger); err != nil {
+	if err := migrate(ctx, a.Store, cfg); err != nil {
 		a.Store.Close()
 		_ = a.stopCluster()
 		return nil, err
@@ -495,7 +524,7 @@ func (a *App) closeEarly(err error) error {
 // listener until Stop.
 func (a *App) Start(ctx context.Context) error {
 	ctx, a.cancel = context.WithCancel(ctx)
-	if err := store.Listen(ctx, a.Store.URL(), store.EventsChannel, a.cfg.Logger, a.Hub.Notify); err != nil {
+	if err := store.Listen(ctx, a.sessionURL(), store.EventsChannel, a.cfg.Logger, a.Hub.Notify); err != nil {
 		return err
 	}
 	a.services = []startstop.Service{a.Dispatcher}

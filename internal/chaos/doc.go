@@ -15,4 +15,11 @@
 //
 // go test runs the quick form (50 runs, three kills); make soak runs 500
 // runs with a kill every 5–15 s. See docs/reliability.md.
+//
+// TestHASoak runs the same workload on three stitchd processes given a
+// multi-host URL to a Postgres pair under Patroni (etcd, synchronous
+// replication) and SIGKILLs the primary's postmaster mid-flight: Patroni
+// promotes the standby, stitchd follows it. Its quick form (50 runs, one
+// failover) is part of go test; make ha-soak runs 200 runs and three
+// failovers.
 package chaos

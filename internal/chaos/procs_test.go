@@ -42,6 +42,22 @@ func buildStitchd(t *testing.T, dir string, race bool) string {
 	return bin
 }
 
+// buildInBackground builds stitchd into dir (with the race detector if
+// -chaos.race) while the caller sets up a database; the returned func
+// waits for the build and returns the binary.
+func buildInBackground(t *testing.T, dir string) func() string {
+	var bin string
+	built := make(chan struct{})
+	go func() {
+		defer close(built)
+		bin = buildStitchd(t, dir, *flagRace)
+	}()
+	return func() string {
+		<-built
+		return bin
+	}
+}
+
 // instance is one stitchd process on a fixed address; it can be killed and
 // started again on the same address.
 type instance struct {

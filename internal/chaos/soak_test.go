@@ -106,53 +106,90 @@ func (s *soak) fail(format string, args ...any) {
 // complete; the invariants are then checked from the database.
 func TestChaosSoak(t *testing.T) {
 	began := time.Now()
-	s := &soak{t: t, runs: *flagRuns, items: *flagItems, kills: *flagKills, flight: *flagInFlight,
-		client:  &http.Client{Timeout: 20 * time.Second},
-		retried: map[[2]string]int{}, reasons: map[string]int{}}
-	require.Less(t, s.items, 1000, "items are numbered run*1000+i")
+	s := newSoak(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
 	// Build stitchd and start a cluster of our own at once: this test
 	// restarts Postgres, so it must never use a shared server.
-	var bin string
-	built := make(chan struct{})
-	go func() {
-		defer close(built)
-		bin = buildStitchd(t, dir, *flagRace)
-	}()
+	built := buildInBackground(t, dir)
 	pg, err := localpg.StartCluster(ctx, filepath.Join(dir, "pg"))
 	require.NoError(t, err)
 	s.pg = pg
 	t.Cleanup(func() { _ = pg.Stop() })
 	dbURL, err := localpg.EnsureDatabase(ctx, pg.URL("postgres"), "stitchd")
 	require.NoError(t, err)
-	s.db, err = sql.Open("pgx", dbURL)
-	require.NoError(t, err)
-	s.db.SetMaxOpenConns(4)
-	defer s.db.Close()
-	<-built
+	s.openDB(dbURL)
+	bin := built()
 	if t.Failed() {
 		return
 	}
 	setup := time.Since(began)
 
-	s.cl = &cluster{}
-	for _, name := range []string{"a", "b"} {
-		in := &instance{name: name, bin: bin, addr: freeAddr(t), dbURL: dbURL, logDir: dir}
-		sctx, scancel := context.WithTimeout(ctx, 2*time.Minute)
-		require.NoError(t, in.start(sctx))
-		scancel()
-		s.cl.instances = append(s.cl.instances, in)
+	s.startInstances(ctx, bin, dir, dbURL, "a", "b")
+	flowed := s.run(ctx, s.chaos)
+	if s.kills >= 0 {
+		require.EqualValues(t, s.kills, s.nKills.Load(), "every planned kill happened")
 	}
-	t.Cleanup(func() {
+	require.EqualValues(t, 1, s.nPGRestarts.Load(), "Postgres was restarted once")
+
+	f, cf, sf := s.check(ctx)
+	s.report(f, cf, sf, setup, flowed,
+		fmt.Sprintf("kills (SIGKILL) %d, restarts %d, Postgres restarts %d (down %s)", s.nKills.Load(), s.nRestarts.Load(),
+			s.nPGRestarts.Load(), s.pgDowntime.Round(100*time.Millisecond)))
+	require.Positive(t, sf.globalCuts, "a stream of every run's events was cut by a kill and followed on")
+	require.Positive(t, sf.perRunCuts, "a run's stream was cut by a kill and followed on")
+}
+
+// newSoak is a soak of the flags' size.
+func newSoak(t *testing.T) *soak {
+	s := &soak{t: t, runs: *flagRuns, items: *flagItems, kills: *flagKills, flight: *flagInFlight,
+		client:  &http.Client{Timeout: 20 * time.Second},
+		retried: map[[2]string]int{}, reasons: map[string]int{}}
+	require.Less(t, s.items, 1000, "items are numbered run*1000+i")
+	return s
+}
+
+// openDB opens the checker's own connections to the database at dbURL.
+func (s *soak) openDB(dbURL string) {
+	var err error
+	s.db, err = sql.Open("pgx", dbURL)
+	require.NoError(s.t, err)
+	s.db.SetMaxOpenConns(4)
+	s.t.Cleanup(func() { s.db.Close() })
+}
+
+// startInstances starts one stitchd process (bin, logs in dir) on dbURL
+// for each name and waits until each is ready.
+func (s *soak) startInstances(ctx context.Context, bin, dir, dbURL string, names ...string) {
+	s.cl = &cluster{}
+	s.t.Cleanup(func() {
 		for _, in := range s.cl.instances {
 			in.kill()
 		}
 	})
+	for _, name := range names {
+		in := &instance{name: name, bin: bin, addr: freeAddr(s.t), dbURL: dbURL, logDir: dir}
+		sctx, scancel := context.WithTimeout(ctx, 2*time.Minute)
+		err := in.start(sctx)
+		scancel()
+		require.NoError(s.t, err)
+		s.cl.instances = append(s.cl.instances, in)
+	}
+}
+
+// run runs the workload — the misbehaving worker, event-stream
+// followers, runs started until all completed — with disrupt doing its
+// damage until it is told to stop, then waits until every callback was
+// answered, every outbox row settled and the streams caught up. It
+// returns how long the runs took.
+func (s *soak) run(ctx context.Context, disrupt func(ctx context.Context, stop <-chan struct{})) time.Duration {
+	t := s.t
+	began := time.Now()
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
+	var err error
 	s.worker, err = newChaosWorker(wctx, s.cl, nodeTimeout)
 	require.NoError(t, err)
 	defer s.worker.close()
@@ -170,12 +207,12 @@ func TestChaosSoak(t *testing.T) {
 	stop := make(chan struct{})
 	go func() {
 		defer close(chaosDone)
-		s.chaos(ctx, stop)
+		disrupt(ctx, stop)
 	}()
 	s.drive(ctx)
 	close(stop)
 	<-chaosDone
-	flowed := time.Since(began) - setup
+	flowed := time.Since(began)
 
 	// Late and repeated callbacks still in flight get their answers, and
 	// outbox rows of attempts that ended are retired once their lease ends.
@@ -216,16 +253,19 @@ func TestChaosSoak(t *testing.T) {
 	}
 	fcancel()
 	s.followWG.Wait()
-	stored, _ = storedEvents(t, ctx, s.db) // what they are checked against: all there is now
+	return flowed
+}
 
+// check checks, once run returned, that every answer was one the contract
+// allows, the invariants in the database, the worker's callbacks against
+// the attempts' histories, and each event stream against the stored events.
+func (s *soak) check(ctx context.Context) (figures, callbackFigures, streamFigures) {
+	t := s.t
+	stored, _ := storedEvents(t, ctx, s.db) // what the streams are checked against: all there is now
 	require.Empty(t, s.worker.problems(), "the worker saw only answers the contract allows")
 	s.mu.Lock()
 	require.Empty(t, s.unexpected, "the API answered only as the contract allows")
 	s.mu.Unlock()
-	if s.kills >= 0 {
-		require.EqualValues(t, s.kills, s.nKills.Load(), "every planned kill happened")
-	}
-	require.EqualValues(t, 1, s.nPGRestarts.Load(), "Postgres was restarted once")
 
 	f, h := checkInvariants(t, ctx, s.db, s.runIDs, s.items, nodeTimeout, sweepBound)
 	cf := checkCallbacks(t, s.worker.callbacks(), h, nodeTimeout)
@@ -236,9 +276,7 @@ func TestChaosSoak(t *testing.T) {
 	for _, fl := range s.followers {
 		checkStream(t, fl, stored)
 	}
-	s.report(f, cf, sf, setup, flowed)
-	require.Positive(t, sf.globalCuts, "a stream of every run's events was cut by a kill and followed on")
-	require.Positive(t, sf.perRunCuts, "a run's stream was cut by a kill and followed on")
+	return f, cf, sf
 }
 
 // waitFor polls cond until it holds or within passes.
@@ -365,7 +403,7 @@ func (s *soak) startRun(ctx context.Context, r int) {
 	require.NoError(s.t, json.Unmarshal(b, &run))
 	s.runIDs = append(s.runIDs, run.ID)
 	if r%10 == 3 {
-		s.follow(newFollower(s.cl, r%2, run.ID))
+		s.follow(newFollower(s.cl, r%len(s.cl.instances), run.ID))
 	}
 }
 
@@ -435,8 +473,11 @@ func (s *soak) drive(ctx context.Context) {
 			var st string
 			_ = s.db.QueryRowContext(ctx, `SELECT string_agg(status || ':' || n, ', ') FROM
 				(SELECT status, count(*) n FROM node_states GROUP BY status) x`).Scan(&st)
-			s.t.Fatalf("%d of %d runs completed in time; node states: %s\nlog a: %s\nlog b: %s", completed, s.runs, st,
-				tail(s.cl.instances[0].logPath(), 20), tail(s.cl.instances[1].logPath(), 20))
+			var logs strings.Builder
+			for _, in := range s.cl.instances {
+				fmt.Fprintf(&logs, "\nlog %s: %s", in.name, tail(in.logPath(), 20))
+			}
+			s.t.Fatalf("%d of %d runs completed in time; node states: %s%s", completed, s.runs, st, logs.String())
 		}
 		time.Sleep(200 * time.Millisecond) // polling the database
 	}
@@ -573,7 +614,9 @@ func (s *soak) monitor(ctx context.Context) {
 	}
 }
 
-func (s *soak) report(f figures, cf callbackFigures, sf streamFigures, setup, flowed time.Duration) {
+// report logs the figures, with the disruption's own lines after the
+// first two.
+func (s *soak) report(f figures, cf callbackFigures, sf streamFigures, setup, flowed time.Duration, disruption ...string) {
 	w := &s.worker.stats
 	var reasons []string
 	s.mu.Lock()
@@ -587,8 +630,9 @@ func (s *soak) report(f figures, cf callbackFigures, sf streamFigures, setup, fl
 	lines := []string{
 		fmt.Sprintf("runs %d (%d items each), all completed; node instances %d; events %d", f.runs, s.items, f.nodes, f.events),
 		fmt.Sprintf("setup (build, initdb) %s; runs flowed in %s", setup.Round(time.Second), flowed.Round(time.Second)),
-		fmt.Sprintf("kills (SIGKILL) %d, restarts %d, Postgres restarts %d (down %s)", s.nKills.Load(), s.nRestarts.Load(),
-			s.nPGRestarts.Load(), s.pgDowntime.Round(100*time.Millisecond)),
+	}
+	lines = append(lines, disruption...)
+	lines = append(lines,
 		fmt.Sprintf("worker attempts (= outbox rows) %d, of them retries %d; delivery tries %d; rows failed %d, retired %d",
 			f.workerAttempts, f.retriedAttempts, f.dispatchTries, f.dispatchFailed, f.dispatchCancelled),
 		fmt.Sprintf("attempts failed %d (deadline %d); collectors re-fired after a retried item %d", f.failedAttempts,
@@ -614,6 +658,6 @@ func (s *soak) report(f figures, cf callbackFigures, sf streamFigures, setup, fl
 		fmt.Sprintf("nodes retried through the API %d: %s", retries, strings.Join(reasons, ", ")),
 		fmt.Sprintf("max time past deadline: %s (events), %s (sampled)", f.maxOverrun.Round(10*time.Millisecond),
 			sampled.Round(10*time.Millisecond)),
-	}
-	s.t.Log("chaos soak report:\n  " + strings.Join(lines, "\n  "))
+	)
+	s.t.Log("soak report:\n  " + strings.Join(lines, "\n  "))
 }

@@ -164,29 +164,12 @@ func StartCluster(ctx context.Context, dataDir string) (*Cluster, error) {
 	if dataDir == "" {
 		dataDir = defaultDataDir()
 	}
-	var cred *syscall.Credential
-	var uid, gid = -1, -1
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			return nil, fmt.Errorf("running as root needs a 'postgres' user to run PostgreSQL: %w", err)
-		}
-		uid, _ = strconv.Atoi(u.Uid)
-		gid, _ = strconv.Atoi(u.Gid)
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	cred, err := ServerCredential()
+	if err != nil {
+		return nil, err
 	}
-	// Parents it creates are searchable (0755), the directory itself the
-	// cluster's alone (0700).
-	if err := os.MkdirAll(filepath.Dir(dataDir), 0o755); err != nil {
-		return nil, fmt.Errorf("error creating data directory %s: %w", dataDir, err)
-	}
-	if err := os.Mkdir(dataDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("error creating data directory %s: %w", dataDir, err)
-	}
-	if uid >= 0 {
-		if err := chownTree(dataDir, uid, gid); err != nil {
-			return nil, err
-		}
+	if err := OwnDir(dataDir, cred); err != nil {
+		return nil, err
 	}
 	c := &Cluster{DataDir: dataDir, pgCtl: filepath.Join(bin, "pg_ctl"), cred: cred}
 	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); err != nil {
@@ -233,6 +216,57 @@ func (c *Cluster) Start(ctx context.Context) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// ServerCredential is whom PostgreSQL runs as: the "postgres" user when
+// this process is root (PostgreSQL refuses to run as root), else nil (this
+// process's user).
+func ServerCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("running as root needs a 'postgres' user to run PostgreSQL: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// OwnDir creates dir for a server running as cred (nil: this process's
+// user): its parents searchable (0755), dir itself the server's alone
+// (0700), a temporary parent opened up for the postgres user.
+func OwnDir(dir string, cred *syscall.Credential) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("error creating data directory %s: %w", dir, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("error creating data directory %s: %w", dir, err)
+	}
+	if cred == nil {
+		return nil
+	}
+	return chownTree(dir, int(cred.Uid), int(cred.Gid))
+}
+
+// SetCredential makes cmd run as cred (nil: unchanged), from a directory
+// and with a home it can reach.
+func SetCredential(cmd *exec.Cmd, cred *syscall.Credential) { setCred(cmd, cred) }
+
+// BinDir is the directory of the PostgreSQL server binaries (initdb,
+// pg_ctl, postgres and the rest of the installation: an initdb in PATH
+// that is a symlink is followed), or ErrNoPostgres.
+func BinDir() (string, error) {
+	dir, err := findBinDir()
+	if err != nil {
+		return "", err
+	}
+	initdb, err := filepath.EvalSymlinks(filepath.Join(dir, "initdb"))
+	if err != nil {
+		return "", fmt.Errorf("error resolving %s: %w", filepath.Join(dir, "initdb"), err)
+	}
+	return filepath.Dir(initdb), nil
 }
 
 func findBinDir() (string, error) {
@@ -330,6 +364,9 @@ func setCred(cmd *exec.Cmd, cred *syscall.Credential) {
 	cmd.Dir = "/"
 }
 
+// FreePort is freePort, for servers a test starts itself (Patroni's).
+func FreePort() (int, error) { return freePort() }
+
 // freePort picks a free port below Linux's ephemeral range (32768–60999),
 // from which outgoing connections take their local ports: a cluster
 // restarted on its port (Stop or Crash, then Start) cannot then find it
@@ -350,6 +387,9 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// Ping connects to dsn and pings it, within 3 s.
+func Ping(ctx context.Context, dsn string) error { return ping(ctx, dsn) }
 
 func ping(ctx context.Context, dsn string) error {
 	db, err := sql.Open("pgx", dsn)
