@@ -153,7 +153,7 @@ type haCluster struct {
 	api   *http.Client
 }
 
-// startHACluster starts etcd and two Patronis under dir; Patroni
+// startHACluster starts etcd and two Patroni instances under dir; Patroni
 // initialises one instance, makes it primary and the other its
 // synchronous standby. Everything is stopped when the test ends.
 func startHACluster(t *testing.T, ctx context.Context, dir string) *haCluster {
