@@ -21,25 +21,15 @@ func TestAddedNodeType(t *testing.T) {
 	h := newHarness(t, func(c *app.Config) { c.NodeTypes = []engine.NodeTypeSpec{testtypes.Shout()} })
 
 	var list struct {
-		Types []struct {
-			Type          string          `json:"type"`
-			Label         string          `json:"label"`
-			Help          string          `json:"help"`
-			Color         string          `json:"color"`
-			DefaultConfig json.RawMessage `json:"defaultConfig"`
-			ConfigSchema  json.RawMessage `json:"configSchema"`
-			Statuses      []string        `json:"statuses"`
-			Panel         bool            `json:"panel"`
-			Builtin       bool            `json:"builtin"`
-		} `json:"types"`
+		Types []engine.NodeTypeSpec `json:"types"`
 	}
 	require.Equal(t, 200, h.do("GET", "/api/v1/node-types", nil, &list))
 	var names []string
 	for _, nt := range list.Types {
-		names = append(names, nt.Type)
+		names = append(names, string(nt.Type))
 		require.NotEmpty(t, nt.Help, nt.Type)
 		require.NotEmpty(t, nt.Color, nt.Type)
-		require.Contains(t, nt.Statuses, "pending", nt.Type)
+		require.Contains(t, nt.Statuses, engine.StatusPending, nt.Type)
 		_, err := engine.CompileForm(nt.ConfigSchema)
 		require.NoError(t, err, "%s's schema compiles", nt.Type)
 		require.True(t, json.Valid(nt.DefaultConfig), nt.Type)
