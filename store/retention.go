@@ -5,11 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lib/pq"
-	"gorm.io/gorm"
 )
 
 // DeleteExpiredRuns deletes up to limit finished runs (completed, failed or
@@ -37,14 +35,17 @@ func (s *Store) DeleteExpiredRuns(ctx context.Context, keep time.Duration, limit
 // first, locked (SKIP LOCKED: another process takes others); its
 // arguments are the bound, the server's retention (or NULL) and the limit
 // (retentionBound).
-const expiredRunsSQL = `SELECT r.id FROM runs r
+const expiredRunsSQL = expiredRunsSelect + ` ORDER BY r.finished_at LIMIT ? FOR UPDATE OF r SKIP LOCKED`
+
+// expiredRunsSelect selects the runs past their retention; its arguments
+// are the bound and the server's retention (or NULL).
+const expiredRunsSelect = `SELECT r.id FROM runs r
 			JOIN flows f ON f.id = r.flow_id
 			JOIN flow_versions v ON v.id = f.current_version_id
 		WHERE r.finished_at < now() - make_interval(secs => ?::float8) AND r.status IN ('completed', 'failed', 'cancelled')
 			AND r.finished_at < now() - coalesce(make_interval(days => (v.execution_graph->>'retentionDays')::int),
 				make_interval(secs => ?::float8))
-			AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.id = r.parent_run_id AND p.finished_at IS NULL)
-		ORDER BY r.finished_at LIMIT ? FOR UPDATE OF r SKIP LOCKED`
+			AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.id = r.parent_run_id AND p.finished_at IS NULL)`
 
 // retentionBound returns the shortest retention in force, in seconds, and
 // the server's (nil: none); ok is false when no run is ever deleted. The
@@ -72,51 +73,60 @@ func (s *Store) retentionBound(ctx context.Context, keep time.Duration) (bound f
 }
 
 // ArchiveSender sends a batch of runs to the archive: batchID is the same
-// for the same runs (a receiver drops a repeat by it); an error keeps the
-// runs.
+// for the same runs in the same state (a receiver drops a repeat by it);
+// an error keeps the runs.
 type ArchiveSender func(ctx context.Context, batchID string, body []byte) error
 
 // ArchiveExpiredRuns is DeleteExpiredRuns with a copy sent first: up to
 // limit runs past their retention are read — each run with its node
 // states, events and journey entries — into one JSON document
-// ({"type": "runs.archived", "runs": [...]}) that send gets; only when it
-// returns nil are they deleted, in the same transaction, whose row locks
-// keep other processes off them meanwhile. An error leaves them for the
-// next try.
+// ({"type": "runs.archived", "runs": [...]}) in one statement (one
+// snapshot), which send gets; only when it returns nil are they deleted.
+// No transaction is open while send runs (it may wait on the network for
+// seconds): the delete is a statement of its own that deletes only the
+// runs still as they were read (the row version, xmin, unchanged) and
+// still past their retention, so a run that changed meanwhile — a rerun,
+// a late event — is kept and sent again later in its new state. An error
+// leaves the batch for the next try, which reads the same runs (oldest
+// first) and sends them with the same batch id. Two processes may send
+// the same batch (the same id); one of them deletes it.
 func (s *Store) ArchiveExpiredRuns(ctx context.Context, keep time.Duration, limit int, send ArchiveSender) (int, error) {
 	bound, global, ok, err := s.retentionBound(ctx, keep)
 	if err != nil || !ok {
 		return 0, err
 	}
-	n := 0
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var ids []string
-		if err := tx.Raw(`SELECT id::text FROM (`+expiredRunsSQL+`) x ORDER BY id`, bound, global, limit).Scan(&ids).Error; err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		var body []byte
-		if err := tx.Raw(`SELECT json_build_object('type', 'runs.archived', 'runs', json_agg(json_build_object(
+	var (
+		body      []byte
+		ids, xmin pq.StringArray
+	)
+	if err := s.db.WithContext(ctx).Raw(`WITH picked AS (`+expiredRunsSelect+` ORDER BY r.finished_at LIMIT ?)
+		SELECT json_build_object('type', 'runs.archived', 'runs', json_agg(json_build_object(
 				'run', to_jsonb(r),
 				'nodes', (SELECT coalesce(jsonb_agg(to_jsonb(n) ORDER BY n.key), '[]') FROM node_states n WHERE n.run_id = r.id),
 				'events', (SELECT coalesce(jsonb_agg(to_jsonb(e) ORDER BY e.seq), '[]') FROM run_events e WHERE e.run_id = r.id),
 				'journey', (SELECT coalesce(jsonb_agg(to_jsonb(j) ORDER BY j.created_at, j.id), '[]') FROM journey_events j
-					WHERE j.run_id = r.id)) ORDER BY r.finished_at, r.id))::text
-			FROM runs r WHERE r.id = ANY(?::uuid[])`, pq.StringArray(ids)).Row().Scan(&body); err != nil {
-			return err
-		}
-		sum := sha256.Sum256([]byte(strings.Join(ids, ",")))
-		if err := send(ctx, "archive_"+hex.EncodeToString(sum[:16]), body); err != nil {
-			return fmt.Errorf("error sending %d runs to the archive: %w", len(ids), err)
-		}
-		res := tx.Exec(`DELETE FROM runs WHERE id = ANY(?::uuid[])`, pq.StringArray(ids))
-		n = int(res.RowsAffected)
-		return res.Error
-	})
-	if err != nil {
-		return 0, fmt.Errorf("error archiving expired runs: %w", interpretError(err))
+					WHERE j.run_id = r.id)) ORDER BY r.finished_at, r.id))::text,
+			array_agg(r.id::text ORDER BY r.id), array_agg(r.xmin::text ORDER BY r.id)
+		FROM runs r JOIN picked USING (id)`, bound, global, limit).Row().Scan(&body, &ids, &xmin); err != nil {
+		return 0, fmt.Errorf("error reading expired runs to archive: %w", interpretError(err))
 	}
-	return n, nil
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	// The batch's id names the runs and their row versions: the same runs
+	// unchanged are the same batch.
+	h := sha256.New()
+	for i := range ids {
+		fmt.Fprintf(h, "%s:%s,", ids[i], xmin[i])
+	}
+	if err := send(ctx, "archive_"+hex.EncodeToString(h.Sum(nil)[:16]), body); err != nil {
+		return 0, fmt.Errorf("error sending %d runs to the archive: %w", len(ids), err)
+	}
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM runs WHERE id IN (`+expiredRunsSelect+`
+			AND (r.id, r.xmin::text) IN (SELECT * FROM unnest(?::uuid[], ?::text[]))
+		FOR UPDATE OF r SKIP LOCKED)`, bound, global, ids, xmin)
+	if err := interpretError(res.Error); err != nil {
+		return 0, fmt.Errorf("error deleting %d archived runs: %w", len(ids), err)
+	}
+	return int(res.RowsAffected), nil
 }

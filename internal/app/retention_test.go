@@ -199,3 +199,72 @@ type archived struct {
 	body    []byte
 	refused bool
 }
+
+// TestRetentionHoldsNoTransactionWhileArchiving: while the archive takes
+// its time over a batch, nothing of stitchd's holds the batch's runs —
+// no row lock, no transaction left open — and a run that changed
+// meanwhile is not deleted: it is sent again, in its new state, under a
+// new batch id.
+func TestRetentionHoldsNoTransactionWhileArchiving(t *testing.T) {
+	t.Parallel()
+	type seen struct {
+		id      string
+		body    []byte
+		lockErr error
+		idleTx  int
+		err     error
+	}
+	var (
+		mu    sync.Mutex
+		got   []seen
+		h     *harness
+		ready = make(chan struct{})
+	)
+	archive := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-ready
+		b, _ := io.ReadAll(r.Body)
+		var batch struct {
+			Runs []struct {
+				Run struct{ ID string } `json:"run"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal(b, &batch); err != nil || len(batch.Runs) == 0 {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		db := h.app.Store.Gorm()
+		s := seen{id: r.Header.Get("webhook-id"), body: b}
+		// The rows being archived can be locked by another session at once.
+		s.lockErr = db.Exec(`SELECT id FROM runs WHERE id = ? FOR UPDATE NOWAIT`, batch.Runs[0].Run.ID).Error
+		// No session of this database idles in a transaction holding runs.
+		s.err = db.Raw(`SELECT count(*) FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+			WHERE a.datname = current_database() AND a.state LIKE 'idle in transaction%' AND l.relation = 'runs'::regclass`).
+			Row().Scan(&s.idleTx)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) == 0 && s.err == nil {
+			// The run changes while its first copy is on its way.
+			s.err = db.Exec(`UPDATE runs SET updated_at = now() WHERE id = ?`, batch.Runs[0].Run.ID).Error
+		}
+		got = append(got, s)
+	}))
+	t.Cleanup(archive.Close)
+	h = newHarness(t, func(c *app.Config) { c.Retention = 24 * time.Hour; c.ArchiveURL = archive.URL })
+	flow := h.createFlow([]map[string]any{node("t", "Transform", map[string]any{"expression": "input"})}, nil)
+	old := h.startRun(flow, map[string]any{})
+	require.Equal(t, "completed", old.Status)
+	h.finishedAgo(old.ID, 25*time.Hour)
+	close(ready)
+
+	h.eventually(func() bool { r, _, _ := h.rowsOf(old.ID); return r == 0 }, "run %s archived and deleted", old.ID)
+	mu.Lock()
+	defer mu.Unlock()
+	require.GreaterOrEqual(t, len(got), 2, "the run that changed after it was read is kept, and sent again")
+	for i, s := range got {
+		require.NoError(t, s.err, "send %d", i)
+		require.NoError(t, s.lockErr, "send %d: the run is not locked while the archive has it", i)
+		require.Zero(t, s.idleTx, "send %d: no transaction is left open on runs during the POST", i)
+	}
+	require.NotEqual(t, got[0].id, got[1].id, "its new state is another batch")
+	require.NotEqual(t, string(got[0].body), string(got[1].body))
+}
