@@ -29,7 +29,9 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 			"throwaway cluster) with an instant worker on loopback, runs each scenario and prints throughput,\n" +
 			"callback-to-next-dispatch latency, stitchd's CPU and memory and database work per completion.\n" +
 			"Scenarios: chain, http, chains, branches, fanout-1k, fanout-10k, fanout-100k, subflow-10k, timers, idle, sleeping (the default: all, in this order);\n" +
-			"fanout-<n> runs a fan-out of any size (fanout-300k, fanout-1m). The database is dropped afterwards.",
+			"fanout-<n> runs a fan-out of any size (fanout-300k, fanout-1m); history (only when named) runs chain and chains\n" +
+			"on the empty database, loads --history-runs finished runs, runs them again, then chains while retention deletes\n" +
+			"the loaded runs. The database is dropped afterwards.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.DatabaseURL == "" {
@@ -78,6 +80,8 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 	f.StringVar(&o.ProfileDir, "profile-dir", "", "save stitchd's pprof CPU and allocation profiles of each scenario here")
 	f.IntVar(&o.IdleRuns, "idle-runs", 1000, "runs waiting on a person in the idle scenario")
 	f.IntVar(&o.SleepingRuns, "sleeping-runs", 100000, "runs sleeping in a Wait node in the sleeping scenario")
+	f.IntVar(&o.HistoryRuns, "history-runs", 1_000_000, "finished runs the history scenario loads (about 11 rows each)")
+	f.StringVar(&o.HistoryLoader, "history-loader", "sql", "how the history scenario loads: sql (INSERT … SELECT generate_series) or copy (COPY from the bench)")
 	f.IntVar(&o.SubFlows, "subflows", 10000, "sub-flow runs the subflow-10k scenario fans out")
 	f.DurationVar(&o.IdleWindow, "idle-window", 10*time.Second, "how long idle CPU is sampled")
 	return cmd

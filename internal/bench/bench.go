@@ -57,6 +57,12 @@ type Options struct {
 	// SubFlows is how many sub-flow runs the subflow-10k scenario fans out
 	// (default 10,000).
 	SubFlows int
+	// HistoryRuns finished runs are loaded in the history scenario
+	// (default 1,000,000), by HistoryLoader: "sql" (INSERT … SELECT
+	// generate_series, in the server; the default) or "copy" (COPY from
+	// the bench).
+	HistoryRuns   int
+	HistoryLoader string
 	// SleepingRuns sleep in a Wait node (30 days) while CPU is sampled for
 	// IdleWindow in the sleeping scenario (default 100,000).
 	SleepingRuns int
@@ -74,6 +80,8 @@ type Report struct {
 	StartedAt time.Time `json:"started_at"`
 	Machine   Machine   `json:"machine"`
 	Results   []Result  `json:"results"`
+	// History is the history scenario's comparison (when it ran).
+	History *History `json:"history,omitempty"`
 }
 
 // Machine describes where the figures were taken.
@@ -162,6 +170,10 @@ type Latency struct {
 
 var allScenarios = []string{"chain", "http", "chains", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "subflow-10k", "timers", "idle", "sleeping"}
 
+// optInScenarios run only when named: history loads a million runs and
+// runs chain and chains three times.
+var optInScenarios = []string{"history"}
+
 // serveFlagsFor returns the serve flags that let the biggest fan-out
 // through: the default body limit (1 MiB) holds the run input of
 // fanout-100k (up to 8 bytes an item, "99999,"; 9 are budgeted) and the default
@@ -232,6 +244,8 @@ type runner struct {
 	pg     *pgServer
 	client *http.Client
 	logf   func(string, ...any)
+	// since is when the bench began, by the database's clock.
+	since time.Time
 }
 
 // Run starts stitchd on a fresh database and runs the scenarios.
@@ -247,8 +261,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		opts.Scenarios = allScenarios
 	}
 	for _, s := range opts.Scenarios {
-		if _, fanOut := fanOutItems(s); !fanOut && !slices.Contains(allScenarios, s) {
-			return nil, fmt.Errorf("unknown scenario %q (have %s, or fanout-<n> for up to 10m items)", s, strings.Join(allScenarios, ", "))
+		if _, fanOut := fanOutItems(s); !fanOut && !slices.Contains(allScenarios, s) && !slices.Contains(optInScenarios, s) {
+			return nil, fmt.Errorf("unknown scenario %q (have %s, or fanout-<n> for up to 10m items)", s,
+				strings.Join(append(slices.Clone(allScenarios), optInScenarios...), ", "))
 		}
 	}
 	def := func(v *int, d int) {
@@ -263,6 +278,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	def(&opts.Timers, 10000)
 	def(&opts.SubFlows, 10000)
 	def(&opts.SleepingRuns, 100000)
+	def(&opts.HistoryRuns, 1_000_000)
+	switch opts.HistoryLoader {
+	case "":
+		opts.HistoryLoader = "sql"
+	case "sql", "copy":
+	default:
+		return nil, fmt.Errorf("unknown history loader %q (have sql, copy)", opts.HistoryLoader)
+	}
 	if opts.ChainsDuration <= 0 {
 		opts.ChainsDuration = 60 * time.Second
 	}
@@ -310,6 +333,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	defer r.worker.close()
 	go r.watch.run(wctx)
+	// Completions and rows are counted from this moment on: rows the
+	// history scenario loads are older, and deleting them changes no count.
+	if err := r.db.QueryRowContext(ctx, `SELECT now()`).Scan(&r.since); err != nil {
+		return nil, fmt.Errorf("error reading the database's clock: %w", err)
+	}
 
 	if r.proc, err = startStitchd(ctx, opts.Binary, dbURL, token, filepath.Join(opts.WorkDir, "stitchd.log"), opts.ProfileDir != "",
 		serveFlagsFor(opts)...); err != nil {
@@ -341,6 +369,13 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			if _, err := r.db.ExecContext(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
 				return rep, fmt.Errorf("error resetting pg_stat_statements: %w", err)
 			}
+		}
+		if s == "history" {
+			// Several results, each measured on its own.
+			if err := r.history(ctx, rep); err != nil {
+				return rep, fmt.Errorf("scenario %s: %w", s, err)
+			}
+			continue
 		}
 		res, err := r.scenario(ctx, s)
 		if err != nil {
@@ -431,14 +466,20 @@ func (r *runner) cpuNow() (cpuSample, error) {
 
 func (r *runner) snap(ctx context.Context) (snapshot, error) {
 	s := snapshot{at: time.Now()}
-	if err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM node_states WHERE status = 'completed'`).Scan(&s.completions); err != nil {
+	if err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM node_states WHERE status = 'completed' AND finished_at >= $1`,
+		r.since).Scan(&s.completions); err != nil {
 		return s, fmt.Errorf("error counting completions: %w", err)
 	}
 	// Rows stitchd inserted, counted exactly (pg_stat's counters reach the
 	// statistics system only when each backend flushes them, up to 10 s
 	// late for an idle connection).
-	if err := r.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM runs) + (SELECT count(*) FROM node_states)
-		+ (SELECT count(*) FROM run_events) + (SELECT count(*) FROM dispatches) + (SELECT count(*) FROM journey_events)`).Scan(&s.rows); err != nil {
+	// Since the bench began: rows the history scenario loads are older
+	// (node states by updated_at: they have no created_at, and the rows
+	// loaded are never updated).
+	if err := r.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM runs WHERE created_at >= $1)
+		+ (SELECT count(*) FROM node_states WHERE updated_at >= $1) + (SELECT count(*) FROM run_events WHERE created_at >= $1)
+		+ (SELECT count(*) FROM dispatches WHERE created_at >= $1) + (SELECT count(*) FROM journey_events WHERE created_at >= $1)`,
+		r.since).Scan(&s.rows); err != nil {
 		return s, fmt.Errorf("error counting rows: %w", err)
 	}
 	// Write transactions, from the transaction id counter: exact, but
@@ -746,11 +787,23 @@ func branchesGraph(url string, stages int) (nodes, edges []map[string]any) {
 // run's input is input(i)) one after the other until ChainsDuration has
 // passed, each run done after callbacks callbacks.
 func (r *runner) concurrentRuns(ctx context.Context, flow string, callbacks int, input func(i int64) any) (*Result, []string, error) {
+	// The clock starts at the first run, after measure's snapshot.
+	var stop time.Time
+	var once sync.Once
+	return r.concurrentRunsUntil(ctx, flow, callbacks, input, func() bool {
+		once.Do(func() { stop = time.Now().Add(r.opts.ChainsDuration) })
+		return !time.Now().Before(stop)
+	})
+}
+
+// concurrentRunsUntil is concurrentRuns until done reports true (each
+// loop asks before each run).
+func (r *runner) concurrentRunsUntil(ctx context.Context, flow string, callbacks int, input func(i int64) any,
+	done func() bool) (*Result, []string, error) {
 	res := &Result{}
 	var runs []string
 	var started atomic.Int64
 	err := r.measure(ctx, res, func() error {
-		stop := time.Now().Add(r.opts.ChainsDuration)
 		var mu sync.Mutex
 		var firstErr error
 		var wg sync.WaitGroup
@@ -758,7 +811,7 @@ func (r *runner) concurrentRuns(ctx context.Context, flow string, callbacks int,
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for time.Now().Before(stop) {
+				for !done() {
 					run, err := r.runToEnd(ctx, flow, input(started.Add(1)), callbacks)
 					mu.Lock()
 					runs = append(runs, run)

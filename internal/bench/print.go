@@ -33,5 +33,35 @@ func Print(w io.Writer, rep *Report) error {
 			opt(r.IdleCPUPercent, "%.2f"), opt(r.PostgresIdleCPUPercent, "%.2f"), opt(r.BackendsIdleCPUPercent, "%.2f"),
 			r.RSSMB, r.PeakRSSMB, r.RowsPerCompletion, r.TxPerCompletion)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printHistory(w, rep.History)
+}
+
+// printHistory writes the history scenario's comparison.
+func printHistory(w io.Writer, h *History) error {
+	if h == nil {
+		return nil
+	}
+	fmt.Fprintf(w, "\nhistory: %d finished runs, %d rows (%.1f a run), loaded by %s in %.1f s (%.0f rows/s), VACUUM ANALYZE %.1f s, %.0f MB\n",
+		h.Runs, h.Rows, float64(h.Rows)/float64(max(h.Runs, 1)), h.Loader, h.LoadSeconds, float64(h.Rows)/max(h.LoadSeconds, 1e-9),
+		h.VacuumSeconds, h.TablesMB)
+	fmt.Fprintf(w, "flows page: %.1f ms empty, %.1f ms loaded; retention deleted them in %.1f s (%.0f runs/s, %.0f rows/s)\n\n",
+		h.FlowsPageMs[0], h.FlowsPageMs[1], h.DeleteSeconds, h.DeletedRunsPerSec, h.DeletedRowsPerSec)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "figure\tbase\t\tagainst\t\tchange %\ttarget %\tmet\t")
+	for _, c := range h.Compared {
+		met := "yes"
+		if !c.Met {
+			met = "NO"
+		}
+		sign := "-"
+		if !c.HigherIsBetter {
+			sign = "+"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%s\t%.2f\t%+.1f\t%s%.0f\t%s\t\n", c.Figure, c.BaseLabel, c.Base, c.ValueLabel, c.Value,
+			c.ChangePercent, sign, c.TargetPercent, met)
+	}
 	return tw.Flush()
 }
