@@ -136,44 +136,49 @@ func TestBenchSmall(t *testing.T) {
 	require.Contains(t, table.String(), "chain of 30 workers")
 }
 
-// TestBenchHistory runs the history scenario small: the loader writes the
-// rows a finished run has, the chains run on, and stitchd's retention
-// deletes every loaded run while they do.
+// TestBenchHistory runs the history scenario small, with each loader: the
+// loader writes the rows finished runs have, the chains run on, and
+// stitchd's retention deletes every loaded run while they do.
 func TestBenchHistory(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "stitchd")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/stitchd/stitchd/cmd/stitchd").CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 
-	var progress bytes.Buffer
-	rep, err := bench.Run(context.Background(), bench.Options{
-		Binary: bin, DatabaseURL: storetest.ServerURL(t), WorkDir: t.TempDir(), Progress: &progress,
-		Scenarios: []string{"history"}, HistoryRuns: 2000,
-		ChainLength: 20, Chains: 3, ChainsRunLength: 10, ChainsDuration: time.Second,
-	})
-	require.NoError(t, err, progress.String())
-	h := rep.History
-	require.NotNil(t, h)
-	require.Equal(t, 2000, h.Runs)
-	// 1,000 one-worker runs (8 rows), 1,000 two-worker runs (13), 500 of
-	// them with an entity (2 journey entries).
-	require.EqualValues(t, 1000*8+1000*13+500*2, h.Rows)
-	require.Positive(t, h.LoadSeconds)
-	require.Positive(t, h.DeleteSeconds, "retention deleted the loaded runs")
-	require.Len(t, h.Compared, 6)
-	require.Len(t, rep.Results, 5, "chain and chains empty, chain and chains loaded, chains during retention")
-	for i, r := range rep.Results {
-		require.Zero(t, r.WorkerFailures, r.Name)
-		require.NotNil(t, r.Latency, r.Name)
-		if i%2 == 0 && i < 4 {
-			require.EqualValues(t, 20, r.Completions, "%s: completions count the chain's alone, not the loaded runs'", r.Name)
-		} else {
-			require.Zero(t, r.Completions%10, "%s: whole runs of 10 workers", r.Name)
-			require.Positive(t, r.Completions, r.Name)
-		}
-		require.Positive(t, r.RowsPerCompletion, r.Name)
+	for _, loader := range []string{"sql", "copy"} {
+		t.Run(loader, func(t *testing.T) {
+			var progress bytes.Buffer
+			rep, err := bench.Run(context.Background(), bench.Options{
+				Binary: bin, DatabaseURL: storetest.ServerURL(t), WorkDir: t.TempDir(), Progress: &progress,
+				Scenarios: []string{"history"}, HistoryRuns: 2000, HistoryLoader: loader,
+				ChainLength: 20, Chains: 3, ChainsRunLength: 10, ChainsDuration: 500 * time.Millisecond,
+			})
+			require.NoError(t, err, progress.String())
+			h := rep.History
+			require.NotNil(t, h)
+			require.Equal(t, 2000, h.Runs)
+			require.Equal(t, loader, h.Loader)
+			// 1,000 one-worker runs (8 rows), 1,000 two-worker runs (13), 500
+			// of them with an entity (2 journey entries).
+			require.EqualValues(t, 1000*8+1000*13+500*2, h.Rows)
+			require.Positive(t, h.LoadSeconds)
+			require.Positive(t, h.DeleteSeconds, "retention deleted the loaded runs")
+			require.Len(t, h.Compared, 6)
+			require.Len(t, rep.Results, 5, "chain and chains empty, chain and chains loaded, chains during retention")
+			for i, r := range rep.Results {
+				require.Zero(t, r.WorkerFailures, r.Name)
+				require.NotNil(t, r.Latency, r.Name)
+				if i%2 == 0 && i < 4 {
+					require.EqualValues(t, 20, r.Completions, "%s: completions count the chain's alone, not the loaded runs'", r.Name)
+				} else {
+					require.Zero(t, r.Completions%10, "%s: whole runs of 10 workers", r.Name)
+					require.Positive(t, r.Completions, r.Name)
+				}
+				require.Positive(t, r.RowsPerCompletion, r.Name)
+			}
+			var table bytes.Buffer
+			require.NoError(t, bench.Print(&table, rep))
+			require.Contains(t, table.String(), "retention deleting")
+			t.Log("\n" + table.String())
+		})
 	}
-	var table bytes.Buffer
-	require.NoError(t, bench.Print(&table, rep))
-	require.Contains(t, table.String(), "retention deleting")
-	t.Log("\n" + table.String())
 }

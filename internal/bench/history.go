@@ -248,7 +248,11 @@ func (r *runner) loadHistory(ctx context.Context, flows [2]historyFlow, runs int
 	var total int64
 	for lo := 0; lo < runs; lo += historyBatch {
 		hi := min(lo+historyBatch, runs) - 1
-		n, err := r.loadHistoryBatch(ctx, flows, lo, hi, historyEntities(runs))
+		load := r.loadHistoryBatch
+		if r.opts.HistoryLoader == "copy" {
+			load = r.loadHistoryBatchCopy
+		}
+		n, err := load(ctx, flows, lo, hi, historyEntities(runs))
 		if err != nil {
 			return total, fmt.Errorf("error loading runs %d to %d: %w", lo, hi, err)
 		}
