@@ -20,56 +20,49 @@ import (
 // (SKIP LOCKED), so several processes delete side by side, each batch a
 // short transaction. It returns how many runs it deleted.
 func (s *Store) DeleteExpiredRuns(ctx context.Context, keep time.Duration, limit int) (int, error) {
-	bound, global, ok, err := s.retentionBound(ctx, keep)
+	global, ok, err := s.retentionInForce(ctx, keep)
 	if err != nil || !ok {
 		return 0, err
 	}
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM runs WHERE id IN (`+expiredRunsSQL+`)`, bound, global, limit)
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM runs WHERE id IN (SELECT r.id FROM runs r
+		WHERE r.id IN (`+expiredRunsSelect+`) AND r.finished_at IS NOT NULL FOR UPDATE OF r SKIP LOCKED)`, global, limit, limit)
 	if err := interpretError(res.Error); err != nil {
 		return 0, fmt.Errorf("error deleting expired runs: %w", err)
 	}
 	return int(res.RowsAffected), nil
 }
 
-// expiredRunsSQL picks up to limit runs past their retention, oldest
-// first, locked (SKIP LOCKED: another process takes others); its
-// arguments are the bound, the server's retention (or NULL) and the limit
-// (retentionBound).
-const expiredRunsSQL = expiredRunsSelect + ` ORDER BY r.finished_at LIMIT ? FOR UPDATE OF r SKIP LOCKED`
+// expiredRunsSelect selects up to limit runs past their retention,
+// oldest first: for each flow, its oldest finished runs past the flow's
+// retention (settings.retentionDays of its current version, else the
+// server's), an index range scan (runs_flow_finished_idx) that stops at
+// the flow's bound — runs kept longer by their flow are never read, however
+// many. Its arguments are the server's retention in seconds (or NULL) and
+// the limit, twice.
+const expiredRunsSelect = `SELECT x.id FROM flows f
+		JOIN flow_versions v ON v.id = f.current_version_id
+		CROSS JOIN LATERAL (SELECT r.id, r.finished_at FROM runs r
+			WHERE r.flow_id = f.id AND r.finished_at IS NOT NULL
+				AND r.finished_at < now() - coalesce(make_interval(days => (v.execution_graph->>'retentionDays')::int),
+					make_interval(secs => ?::float8))
+				AND r.status IN ('completed', 'failed', 'cancelled')
+				AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.id = r.parent_run_id AND p.finished_at IS NULL)
+			ORDER BY r.finished_at LIMIT ?) x
+		ORDER BY x.finished_at LIMIT ?`
 
-// expiredRunsSelect selects the runs past their retention; its arguments
-// are the bound and the server's retention (or NULL).
-const expiredRunsSelect = `SELECT r.id FROM runs r
-			JOIN flows f ON f.id = r.flow_id
-			JOIN flow_versions v ON v.id = f.current_version_id
-		WHERE r.finished_at < now() - make_interval(secs => ?::float8) AND r.status IN ('completed', 'failed', 'cancelled')
-			AND r.finished_at < now() - coalesce(make_interval(days => (v.execution_graph->>'retentionDays')::int),
-				make_interval(secs => ?::float8))
-			AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.id = r.parent_run_id AND p.finished_at IS NULL)`
-
-// retentionBound returns the shortest retention in force, in seconds, and
-// the server's (nil: none); ok is false when no run is ever deleted. The
-// bound limits the index scan: no run finished since can be due,
-// whatever its flow.
-func (s *Store) retentionBound(ctx context.Context, keep time.Duration) (bound float64, global *float64, ok bool, err error) {
+// retentionInForce returns the server's retention in seconds (nil:
+// none); ok is false when no run is ever deleted (neither the server nor
+// any flow has a retention): one small query a poll then.
+func (s *Store) retentionInForce(ctx context.Context, keep time.Duration) (global *float64, ok bool, err error) {
 	if keep > 0 {
 		secs := keep.Seconds()
-		global = &secs
+		return &secs, true, nil
 	}
-	var shortestDays *int
-	if err := s.db.WithContext(ctx).Raw(`SELECT min((v.execution_graph->>'retentionDays')::int) FROM flows f
-		JOIN flow_versions v ON v.id = f.current_version_id WHERE v.execution_graph->>'retentionDays' IS NOT NULL`).
-		Row().Scan(&shortestDays); err != nil {
-		return 0, nil, false, fmt.Errorf("error reading the flows' retention: %w", interpretError(err))
+	if err := s.db.WithContext(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM flows f JOIN flow_versions v ON v.id = f.current_version_id
+		WHERE v.execution_graph->>'retentionDays' IS NOT NULL)`).Row().Scan(&ok); err != nil {
+		return nil, false, fmt.Errorf("error reading the flows' retention: %w", interpretError(err))
 	}
-	bound = -1.0
-	if global != nil {
-		bound = *global
-	}
-	if shortestDays != nil && (bound < 0 || float64(*shortestDays)*86400 < bound) {
-		bound = float64(*shortestDays) * 86400
-	}
-	return bound, global, bound >= 0, nil
+	return nil, ok, nil
 }
 
 // ArchiveSender sends a batch of runs to the archive: batchID is the same
@@ -91,7 +84,7 @@ type ArchiveSender func(ctx context.Context, batchID string, body []byte) error
 // first) and sends them with the same batch id. Two processes may send
 // the same batch (the same id); one of them deletes it.
 func (s *Store) ArchiveExpiredRuns(ctx context.Context, keep time.Duration, limit int, send ArchiveSender) (int, error) {
-	bound, global, ok, err := s.retentionBound(ctx, keep)
+	global, ok, err := s.retentionInForce(ctx, keep)
 	if err != nil || !ok {
 		return 0, err
 	}
@@ -99,7 +92,7 @@ func (s *Store) ArchiveExpiredRuns(ctx context.Context, keep time.Duration, limi
 		body      []byte
 		ids, xmin pq.StringArray
 	)
-	if err := s.db.WithContext(ctx).Raw(`WITH picked AS (`+expiredRunsSelect+` ORDER BY r.finished_at LIMIT ?)
+	if err := s.db.WithContext(ctx).Raw(`WITH picked AS (`+expiredRunsSelect+`)
 		SELECT json_build_object('type', 'runs.archived', 'runs', json_agg(json_build_object(
 				'run', to_jsonb(r),
 				'nodes', (SELECT coalesce(jsonb_agg(to_jsonb(n) ORDER BY n.key), '[]') FROM node_states n WHERE n.run_id = r.id),
@@ -107,7 +100,7 @@ func (s *Store) ArchiveExpiredRuns(ctx context.Context, keep time.Duration, limi
 				'journey', (SELECT coalesce(jsonb_agg(to_jsonb(j) ORDER BY j.created_at, j.id), '[]') FROM journey_events j
 					WHERE j.run_id = r.id)) ORDER BY r.finished_at, r.id))::text,
 			array_agg(r.id::text ORDER BY r.id), array_agg(r.xmin::text ORDER BY r.id)
-		FROM runs r JOIN picked USING (id)`, bound, global, limit).Row().Scan(&body, &ids, &xmin); err != nil {
+		FROM runs r JOIN picked USING (id)`, global, limit, limit).Row().Scan(&body, &ids, &xmin); err != nil {
 		return 0, fmt.Errorf("error reading expired runs to archive: %w", interpretError(err))
 	}
 	if len(ids) == 0 {
@@ -122,9 +115,14 @@ func (s *Store) ArchiveExpiredRuns(ctx context.Context, keep time.Duration, limi
 	if err := send(ctx, "archive_"+hex.EncodeToString(h.Sum(nil)[:16]), body); err != nil {
 		return 0, fmt.Errorf("error sending %d runs to the archive: %w", len(ids), err)
 	}
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM runs WHERE id IN (`+expiredRunsSelect+`
-			AND (r.id, r.xmin::text) IN (SELECT * FROM unnest(?::uuid[], ?::text[]))
-		FOR UPDATE OF r SKIP LOCKED)`, bound, global, ids, xmin)
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM runs WHERE id IN (SELECT r.id FROM runs r
+			JOIN flows f ON f.id = r.flow_id
+			JOIN flow_versions v ON v.id = f.current_version_id
+		WHERE (r.id, r.xmin::text) IN (SELECT * FROM unnest(?::uuid[], ?::text[])) AND r.status IN ('completed', 'failed', 'cancelled')
+			AND r.finished_at < now() - coalesce(make_interval(days => (v.execution_graph->>'retentionDays')::int),
+				make_interval(secs => ?::float8))
+			AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.id = r.parent_run_id AND p.finished_at IS NULL)
+		FOR UPDATE OF r SKIP LOCKED)`, ids, xmin, global)
 	if err := interpretError(res.Error); err != nil {
 		return 0, fmt.Errorf("error deleting %d archived runs: %w", len(ids), err)
 	}

@@ -268,3 +268,30 @@ func TestRetentionHoldsNoTransactionWhileArchiving(t *testing.T) {
 	require.NotEqual(t, got[0].id, got[1].id, "its new state is another batch")
 	require.NotEqual(t, string(got[0].body), string(got[1].body))
 }
+
+// TestRetentionOfAFlowKeepsLongerThanTheServers: a flow's own retention
+// longer than the server's keeps its runs past the server's, and deletes
+// them past its own.
+func TestRetentionOfAFlowKeepsLongerThanTheServers(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *app.Config) { c.Retention = 24 * time.Hour })
+	plain := h.createFlow([]map[string]any{node("t", "Transform", map[string]any{"expression": "1"})}, nil)
+	var f flowResp
+	require.Equal(t, 201, h.do("POST", "/api/v1/flows", map[string]any{"name": "long-lived", "graph": map[string]any{
+		"nodes":    []map[string]any{node("t", "Transform", map[string]any{"expression": "1"})},
+		"edges":    []any{},
+		"settings": map[string]any{"retentionDays": 10}}}, &f))
+	kept := h.startRun(f.ID, map[string]any{})
+	due := h.startRun(f.ID, map[string]any{})
+	other := h.startRun(plain, map[string]any{})
+	h.finishedAgo(kept.ID, 3*24*time.Hour)
+	h.finishedAgo(due.ID, 11*24*time.Hour)
+	h.finishedAgo(other.ID, 25*time.Hour)
+	h.eventually(func() bool {
+		a, _, _ := h.rowsOf(due.ID)
+		b, _, _ := h.rowsOf(other.ID)
+		return a+b == 0
+	}, "runs %s and %s to be deleted", due.ID, other.ID)
+	r, _, _ := h.rowsOf(kept.ID)
+	require.Equal(t, 1, r, "the flow keeps its runs ten days, past the server's one")
+}
