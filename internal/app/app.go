@@ -532,7 +532,7 @@ func (a *App) Start(ctx context.Context) error {
 		a.services = append(a.services, a.Notifications)
 	}
 	a.services = append(a.services, startstop.NewLoop(a.runSchedules), startstop.NewLoop(a.notifier.Run),
-		startstop.NewLoop(a.refreshKeys), startstop.NewLoop(a.sweep))
+		startstop.NewLoop(a.refreshKeys), startstop.NewLoop(a.sweep), startstop.NewLoop(a.retain))
 	for _, svc := range a.services {
 		if err := svc.Start(ctx); err != nil {
 			return fmt.Errorf("error starting services: %w", err)
@@ -564,7 +564,6 @@ func (a *App) sweep(ctx context.Context) {
 		a.deliverLeftEvents(ctx)
 		a.failRunsPastDeadline(ctx)
 		a.cancelOrphanedChildren(ctx)
-		a.deleteExpiredRuns(ctx)
 		a.deleteExpiredSessions(ctx)
 	})
 }

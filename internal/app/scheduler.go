@@ -138,30 +138,53 @@ func (a *App) cancelOrphanedChildren(ctx context.Context) {
 	a.Metrics.SweeperAction("orphan_cancelled", len(ids))
 }
 
-// deleteExpiredRuns deletes finished runs past their retention, in batches
-// of 500, at most 20 batches a poll (each its own short transaction); with
-// an archive, batches of 50, each sent to it first.
-func (a *App) deleteExpiredRuns(ctx context.Context) {
-	total, batch := 0, 500
-	del := func() (int, error) { return a.Store.DeleteExpiredRuns(ctx, a.cfg.Retention, batch) }
+// retain deletes finished runs past their retention, in batches of 500
+// (each its own short transaction; with an archive, batches of 50, each
+// sent to it first). It has a loop of its own, so that a backlog — a
+// retention set on a flow with a year of runs — never holds up the
+// sweeper's deadlines and timers: batch after batch while whole batches
+// are due, each followed by a pause as long as it took, so that retention
+// takes at most half of one connection's time, and less of a busy
+// database's (its batches take longer there); once caught up, one batch
+// every poll interval.
+func (a *App) retain(ctx context.Context) {
+	timer := time.NewTimer(a.cfg.PollInterval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		start := time.Now()
+		n, full := a.deleteExpiredRuns(ctx)
+		a.Metrics.SweeperAction("run_deleted", n)
+		wait := a.cfg.PollInterval
+		if full {
+			wait = time.Since(start)
+		}
+		timer.Reset(wait)
+	}
+}
+
+// deleteExpiredRuns deletes one batch of finished runs past their
+// retention; full reports that the batch was whole (more may be due).
+func (a *App) deleteExpiredRuns(ctx context.Context) (n int, full bool) {
+	batch := 500
+	var err error
 	if a.cfg.ArchiveURL != "" {
 		batch = archiveBatch
-		del = func() (int, error) { return a.Store.ArchiveExpiredRuns(ctx, a.cfg.Retention, batch, a.sendArchive) }
+		n, err = a.Store.ArchiveExpiredRuns(ctx, a.cfg.Retention, batch, a.sendArchive)
+	} else {
+		n, err = a.Store.DeleteExpiredRuns(ctx, a.cfg.Retention, batch)
 	}
-	for i := 0; i < 20 && ctx.Err() == nil; i++ {
-		n, err := del()
-		if err != nil {
-			if ctx.Err() == nil {
-				a.cfg.Logger.Warn("sweeper", "what", "retention", "error", err)
-			}
-			break
+	if err != nil {
+		if ctx.Err() == nil {
+			a.cfg.Logger.Warn("sweeper", "what", "retention", "error", err)
 		}
-		total += n
-		if n < batch {
-			break
-		}
+		return 0, false
 	}
-	a.Metrics.SweeperAction("run_deleted", total)
+	return n, n == batch
 }
 
 // archiveBatch is how many runs go to the archive in one request: a run
