@@ -47,8 +47,12 @@ func printHistory(w io.Writer, h *History) error {
 	fmt.Fprintf(w, "\nhistory: %d finished runs, %d rows (%.1f a run), loaded by %s in %.1f s (%.0f rows/s), VACUUM ANALYZE %.1f s, %.0f MB\n",
 		h.Runs, h.Rows, float64(h.Rows)/float64(max(h.Runs, 1)), h.Loader, h.LoadSeconds, float64(h.Rows)/max(h.LoadSeconds, 1e-9),
 		h.VacuumSeconds, h.TablesMB)
-	fmt.Fprintf(w, "flows page: %.1f ms empty, %.1f ms loaded; retention deleted them in %.1f s (%.0f runs/s, %.0f rows/s)\n\n",
+	fmt.Fprintf(w, "flows page: %.1f ms empty, %.1f ms loaded; retention deleted them in %.1f s (%.0f runs/s, %.0f rows/s)",
 		h.FlowsPageMs[0], h.FlowsPageMs[1], h.DeleteSeconds, h.DeletedRunsPerSec, h.DeletedRowsPerSec)
+	if h.Vacuums > 0 {
+		fmt.Fprintf(w, "; autovacuum off: the bench vacuumed meanwhile (%d passes)", h.Vacuums)
+	}
+	fmt.Fprint(w, "\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "figure\tbase\t\tagainst\t\tchange %\ttarget %\tmet\t")
 	for _, c := range h.Compared {
