@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -83,6 +84,11 @@ func (r *runner) history(ctx context.Context, rep *Report) error {
 	add := func(label string, res *Result) {
 		res.Name = "history, " + label + ": " + res.Name
 		rep.Results = append(rep.Results, *res)
+		// Each phase's figures as soon as it has them: the deletion can take
+		// a long time.
+		if b, err := json.Marshal(res); err == nil {
+			r.logf("result %s", b)
+		}
 	}
 	var err error
 	if h.FlowsPageMs[0], err = r.flowsPageMs(ctx); err != nil {
