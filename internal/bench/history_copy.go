@@ -124,11 +124,11 @@ func (r *runner) loadHistoryBatchCopy(ctx context.Context, flows [2]historyFlow,
 				for s := 1; s <= 3*w+2; s++ {
 					var typ, payload string
 					var key any
-					switch {
-					case s == 1:
+					switch s {
+					case 1:
 						typ = "run.started"
 						payload = fmt.Sprintf(`{"input": {"i": %d}, "flow_version_id": %q}`, i, flows[i%2].version)
-					case s == 3*w+2:
+					case 3*w + 2:
 						typ, payload = "run.completed", `{}`
 					default:
 						k := (s - 2) / 3
