@@ -539,7 +539,9 @@ func (a *App) Start(ctx context.Context) error {
 		}
 	}
 	a.brokers = a.newBrokers()
-	a.brokers.Start(ctx)
+	if err := a.brokers.Start(ctx); err != nil {
+		return fmt.Errorf("error starting the broker consumers: %w", err)
+	}
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/stitchd/stitchd/internal/startstop"
 )
 
 // Trigger is a broker trigger to consume.
@@ -63,8 +65,7 @@ type Service struct {
 	p         Params
 	mu        sync.Mutex
 	consumers map[string]*consumer
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	lifecycle startstop.Base
 }
 
 // New returns a Service; Start runs it.
@@ -99,25 +100,20 @@ func New(p Params) *Service {
 	return &Service{p: p, consumers: map[string]*consumer{}}
 }
 
-// Start watches the trigger list and consumes its triggers until Stop.
-func (s *Service) Start(ctx context.Context) {
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.watch(ctx)
-	}()
+// Start watches the trigger list and consumes its triggers until Stop
+// (startstop.Service: on a running service it does nothing).
+func (s *Service) Start(ctx context.Context) error {
+	return s.lifecycle.StartWith(ctx, func(ctx context.Context) error {
+		s.lifecycle.Go(ctx, s.watch)
+		return nil
+	})
 }
 
 // Stop stops every consumer: no message is taken any more, the ones being
 // handled are finished (within HandleTimeout) and acknowledged, and the
 // connections are closed.
 func (s *Service) Stop() {
-	if s.cancel == nil {
-		return
-	}
-	s.cancel()
-	s.wg.Wait()
+	s.lifecycle.Stop()
 	s.mu.Lock()
 	cs := s.consumers
 	s.consumers = map[string]*consumer{}
