@@ -13,6 +13,7 @@ import (
 
 	"github.com/lib/pq"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/stitchd/stitchd/engine"
 )
@@ -43,18 +44,15 @@ type User struct {
 	UpdatedAt    time.Time `json:"updated_at"`
 }
 
+// TableName is the users table.
+func (User) TableName() string { return "users" }
+
 // CreateUserParams creates a user.
 type CreateUserParams struct {
 	ID, Email, Name, Role string
 	Groups                []string
 	PasswordHash          *string
 	Now                   time.Time
-}
-
-const userCols = `id, email, name, role, groups, disabled, password_hash, created_at, updated_at`
-
-func scanUser(row interface{ Scan(...any) error }, u *User) error {
-	return row.Scan(&u.ID, &u.Email, &u.Name, &u.Role, &u.Groups, &u.Disabled, &u.PasswordHash, &u.CreatedAt, &u.UpdatedAt)
 }
 
 // CreateUser adds a user; an email already taken (in any case) is
@@ -64,12 +62,13 @@ func (s *Store) CreateUser(ctx context.Context, p CreateUserParams) (*User, erro
 	if groups == nil {
 		groups = pq.StringArray{}
 	}
-	var u User
+	u := User{ID: p.ID, Email: p.Email, Name: p.Name, Role: p.Role, Groups: groups, PasswordHash: p.PasswordHash,
+		CreatedAt: p.Now, UpdatedAt: p.Now}
 	// In a transaction of its own: a taken email then spoils nothing
 	// around it (a savepoint when the Store is bound to a transaction).
+	// RETURNING reads the row back as stored (times to the microsecond).
 	err := s.inGormTx(ctx, func(tx *Store) error {
-		return scanUser(tx.db.WithContext(ctx).Raw(`INSERT INTO users (id, email, name, role, groups, password_hash, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+userCols, p.ID, p.Email, p.Name, p.Role, groups, p.PasswordHash, p.Now, p.Now).Row(), &u)
+		return tx.db.WithContext(ctx).Clauses(clause.Returning{}).Create(&u).Error
 	})
 	if err != nil {
 		err = interpretError(err)
@@ -96,8 +95,8 @@ func (s *Store) oneUser(ctx context.Context, cond string, arg any, what string) 
 		return nil, fmt.Errorf("%w: %s not found", engine.ErrNotFound, what)
 	}
 	var u User
-	err := scanUser(s.db.WithContext(ctx).Raw(`SELECT `+userCols+` FROM users WHERE `+cond, arg).Row(), &u)
-	if errors.Is(err, sql.ErrNoRows) {
+	err := s.db.WithContext(ctx).Where(cond, arg).Take(&u).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, fmt.Errorf("%w: %s not found", engine.ErrNotFound, what)
 	}
 	if err != nil {
@@ -126,30 +125,18 @@ func (s *Store) ListUsers(ctx context.Context) ([]User, error) {
 // ListUsersPage lists users by email (lower case), one page at a time;
 // next is "" on the last page.
 func (s *Store) ListUsersPage(ctx context.Context, p PageParams) ([]User, string, error) {
-	q, args := `SELECT `+userCols+` FROM users`, []any{}
+	q := s.db.WithContext(ctx)
 	if p.Cursor != "" {
 		_, keys, err := decodePageCursor(p.Cursor, 1)
 		if err != nil {
 			return nil, "", err
 		}
-		q, args = q+` WHERE lower(email) > ?`, append(args, keys[0])
+		q = q.Where("lower(email) > ?", keys[0])
 	}
 	limit := pageLimit(p.Limit)
-	rows, err := s.db.WithContext(ctx).Raw(q+` ORDER BY lower(email) LIMIT ?`, append(args, limit+1)...).Rows()
-	if err != nil {
-		return nil, "", fmt.Errorf("error listing users: %w", interpretError(err))
-	}
-	defer rows.Close()
 	out := []User{}
-	for rows.Next() {
-		var u User
-		if err := scanUser(rows, &u); err != nil {
-			return nil, "", fmt.Errorf("error reading users: %w", err)
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("error reading users: %w", err)
+	if err := q.Order("lower(email)").Limit(limit + 1).Find(&out).Error; err != nil {
+		return nil, "", fmt.Errorf("error listing users: %w", interpretError(err))
 	}
 	next := ""
 	if len(out) > limit {
@@ -161,11 +148,11 @@ func (s *Store) ListUsersPage(ctx context.Context, p PageParams) ([]User, string
 
 // CountUsers counts users (an empty server has none).
 func (s *Store) CountUsers(ctx context.Context) (int, error) {
-	var n int
-	if err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM users`).Row().Scan(&n); err != nil {
+	var n int64
+	if err := s.db.WithContext(ctx).Model(&User{}).Count(&n).Error; err != nil {
 		return 0, fmt.Errorf("error counting users: %w", interpretError(err))
 	}
-	return n, nil
+	return int(n), nil
 }
 
 // UpdateUserParams changes the fields that are set.
@@ -183,32 +170,30 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p UpdateUserParams) (
 	if !isUUID(id) {
 		return nil, fmt.Errorf("%w: user %s not found", engine.ErrNotFound, id)
 	}
-	set, args := []string{"updated_at = ?"}, []any{p.Now}
-	add := func(col string, v any) { set, args = append(set, col+" = ?"), append(args, v) }
+	set := map[string]any{"updated_at": p.Now}
 	if p.Name != nil {
-		add("name", *p.Name)
+		set["name"] = *p.Name
 	}
 	if p.Role != nil {
-		add("role", *p.Role)
+		set["role"] = *p.Role
 	}
 	if p.Groups != nil {
-		add("groups", pq.StringArray(*p.Groups))
+		set["groups"] = pq.StringArray(*p.Groups)
 	}
 	if p.Disabled != nil {
-		add("disabled", *p.Disabled)
+		set["disabled"] = *p.Disabled
 	}
 	if p.PasswordHash != nil {
-		add("password_hash", *p.PasswordHash)
+		set["password_hash"] = *p.PasswordHash
 	}
 	var u User
 	err := s.inGormTx(ctx, func(tx *Store) error {
-		err := scanUser(tx.db.WithContext(ctx).Raw(`UPDATE users SET `+strings.Join(set, ", ")+` WHERE id = ? RETURNING `+userCols,
-			append(args, id)...).Row(), &u)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: user %s not found", engine.ErrNotFound, id)
+		res := tx.db.WithContext(ctx).Model(&u).Clauses(clause.Returning{}).Where("id = ?", id).Updates(set)
+		if res.Error != nil {
+			return fmt.Errorf("error updating user %s: %w", id, interpretError(res.Error))
 		}
-		if err != nil {
-			return fmt.Errorf("error updating user %s: %w", id, interpretError(err))
+		if res.RowsAffected == 0 {
+			return fmt.Errorf("%w: user %s not found", engine.ErrNotFound, id)
 		}
 		if (p.Disabled != nil && *p.Disabled) || p.PasswordHash != nil {
 			if err := tx.db.WithContext(ctx).Exec(`DELETE FROM sessions WHERE user_id = ?`, id).Error; err != nil {
@@ -228,7 +213,7 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	if !isUUID(id) {
 		return fmt.Errorf("%w: user %s not found", engine.ErrNotFound, id)
 	}
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM users WHERE id = ?`, id)
+	res := s.db.WithContext(ctx).Delete(&User{}, "id = ?", id)
 	if res.Error != nil {
 		return fmt.Errorf("error deleting user %s: %w", id, interpretError(res.Error))
 	}
@@ -297,10 +282,19 @@ type APIToken struct {
 	LastUsedAt *time.Time `json:"last_used_at"`
 }
 
+// TableName is the api_tokens table.
+func (APIToken) TableName() string { return "api_tokens" }
+
+// apiToken is an api_tokens row: a token with what is never shown.
+type apiToken struct {
+	APIToken
+	TokenHash []byte
+	RevokedAt *time.Time
+}
+
 // CreateToken records a token: hash is the SHA-256 of its secret.
 func (s *Store) CreateToken(ctx context.Context, t APIToken, hash []byte) error {
-	if err := s.db.WithContext(ctx).Exec(`INSERT INTO api_tokens (id, user_id, name, token_hash, created_at) VALUES (?, ?, ?, ?, ?)`,
-		t.ID, t.UserID, t.Name, bytea(hash), t.CreatedAt).Error; err != nil {
+	if err := s.db.WithContext(ctx).Create(&apiToken{APIToken: t, TokenHash: hash}).Error; err != nil {
 		return fmt.Errorf("error creating token %s: %w", t.Name, interpretError(err))
 	}
 	return nil
@@ -323,7 +317,7 @@ func (s *Store) TokenUser(ctx context.Context, hash []byte, now time.Time) (*Use
 		return nil, "", fmt.Errorf("error loading a token: %w", interpretError(err))
 	}
 	if last == nil || now.Sub(*last) >= time.Minute {
-		if err := s.db.WithContext(ctx).Exec(`UPDATE api_tokens SET last_used_at = ? WHERE id = ?`, now, tokenID).Error; err != nil {
+		if err := s.db.WithContext(ctx).Model(&APIToken{ID: tokenID}).Update("last_used_at", now).Error; err != nil {
 			return nil, "", fmt.Errorf("error noting the use of token %s: %w", tokenID, interpretError(err))
 		}
 	}
@@ -332,21 +326,12 @@ func (s *Store) TokenUser(ctx context.Context, hash []byte, now time.Time) (*Use
 
 // ListTokens lists a user's live tokens, newest first.
 func (s *Store) ListTokens(ctx context.Context, userID string) ([]APIToken, error) {
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT id, user_id, name, created_at, last_used_at FROM api_tokens
-		WHERE user_id = ? AND revoked_at IS NULL ORDER BY created_at DESC, id`, userID).Rows()
+	out := []APIToken{}
+	err := s.db.WithContext(ctx).Where("user_id = ? AND revoked_at IS NULL", userID).Order("created_at DESC, id").Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("error listing tokens: %w", interpretError(err))
 	}
-	defer rows.Close()
-	out := []APIToken{}
-	for rows.Next() {
-		var t APIToken
-		if err := rows.Scan(&t.ID, &t.UserID, &t.Name, &t.CreatedAt, &t.LastUsedAt); err != nil {
-			return nil, fmt.Errorf("error reading tokens: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // RevokeToken revokes a live token of userID ("" = of anyone: an admin).
@@ -354,8 +339,11 @@ func (s *Store) RevokeToken(ctx context.Context, id, userID string, now time.Tim
 	if !isUUID(id) {
 		return fmt.Errorf("%w: token %s not found", engine.ErrNotFound, id)
 	}
-	res := s.db.WithContext(ctx).Exec(`UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL
-		AND (?::uuid IS NULL OR user_id = ?::uuid)`, now, id, nullIfEmpty(userID), nullIfEmpty(userID))
+	q := s.db.WithContext(ctx).Model(&apiToken{}).Where("id = ? AND revoked_at IS NULL", id)
+	if userID != "" {
+		q = q.Where("user_id = ?", userID)
+	}
+	res := q.Update("revoked_at", now)
 	if res.Error != nil {
 		return fmt.Errorf("error revoking token %s: %w", id, interpretError(res.Error))
 	}
@@ -377,13 +365,6 @@ func (s *Store) inGormTx(ctx context.Context, fn func(tx *Store) error) error {
 	// BEGIN's and COMMIT's errors (the database away) come back as they
 	// are: give them their meaning (fn's own errors are already wrapped).
 	return interpretError(err)
-}
-
-func nullIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 // LoginFailures counts the failed sign-ins since since: of the account
