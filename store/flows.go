@@ -2,13 +2,13 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math"
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/stitchd/stitchd/engine"
 )
@@ -49,11 +49,57 @@ type NewVersion struct {
 	Message string
 }
 
+// flowRow is a flows row; Version is its current version. Deleted flows
+// (deleted_at set) are hidden from every query made through it. Times are
+// the database's (now()), not the process's.
+type flowRow struct {
+	ID               string         `gorm:"primaryKey;type:uuid"`
+	Name             string         ``
+	BoardID          *string        `gorm:"type:uuid"`
+	CurrentVersionID string         `gorm:"type:uuid"`
+	Version          flowVersionRow `gorm:"foreignKey:CurrentVersionID"`
+	CreatedAt        time.Time      `gorm:"default:now();autoCreateTime:false"`
+	UpdatedAt        time.Time      `gorm:"default:now();autoUpdateTime:false"`
+	DeletedAt        gorm.DeletedAt
+}
+
+// TableName is the flows table.
+func (flowRow) TableName() string { return "flows" }
+
+func (r *flowRow) flow() Flow {
+	return Flow{ID: r.ID, Name: r.Name, BoardID: r.BoardID, VersionID: r.Version.ID, VersionNumber: r.Version.Number,
+		Graph: r.Version.VisualGraph, Execution: r.Version.ExecutionGraph, GraphHash: r.Version.GraphHash,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+}
+
+// flowVersionRow is a flow_versions row.
+type flowVersionRow struct {
+	ID             string          `gorm:"primaryKey;type:uuid"`
+	FlowID         string          `gorm:"type:uuid"`
+	Number         int             ``
+	VisualGraph    json.RawMessage `gorm:"type:jsonb"`
+	ExecutionGraph json.RawMessage `gorm:"type:jsonb"`
+	GraphHash      string          ``
+	Message        string          ``
+	CreatedAt      time.Time       `gorm:"default:now();autoCreateTime:false"`
+}
+
+// TableName is the flow_versions table.
+func (flowVersionRow) TableName() string { return "flow_versions" }
+
+func (r *flowVersionRow) version() FlowVersion {
+	return FlowVersion{ID: r.ID, FlowID: r.FlowID, Number: r.Number, Message: r.Message, Graph: r.VisualGraph,
+		Execution: r.ExecutionGraph, CreatedAt: r.CreatedAt.UTC()}
+}
+
+// versionListCols are the columns a list of versions shows (not the graphs).
+const versionListCols = "id, flow_id, number, message, created_at"
+
 // CreateFlow stores a flow and its first version.
 func (s *Store) CreateFlow(ctx context.Context, id, name string, boardID *string, v NewVersion) (*Flow, error) {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Exec(`INSERT INTO flows (id, name, board_id, current_version_id) VALUES (?, ?, ?, ?)`,
-			id, name, boardID, v.ID).Error; err != nil {
+		f := flowRow{ID: id, Name: name, BoardID: boardID, CurrentVersionID: v.ID}
+		if err := tx.Omit(clause.Associations).Create(&f).Error; err != nil {
 			return err
 		}
 		return insertVersion(tx, id, 1, v)
@@ -65,8 +111,8 @@ func (s *Store) CreateFlow(ctx context.Context, id, name string, boardID *string
 }
 
 func insertVersion(tx *gorm.DB, flowID string, number int, v NewVersion) error {
-	return tx.Exec(`INSERT INTO flow_versions (id, flow_id, number, visual_graph, execution_graph, graph_hash, message)
-		VALUES (?, ?, ?, ?::jsonb, ?::jsonb, ?, ?)`, v.ID, flowID, number, string(v.Graph), string(v.Execution), v.Hash, v.Message).Error
+	return tx.Create(&flowVersionRow{ID: v.ID, FlowID: flowID, Number: number, VisualGraph: v.Graph,
+		ExecutionGraph: v.Execution, GraphHash: v.Hash, Message: v.Message}).Error
 }
 
 // UpdateFlowParams changes a flow; nil fields are left alone.
@@ -87,35 +133,29 @@ func (s *Store) UpdateFlow(ctx context.Context, id string, p UpdateFlowParams) (
 		// Lock the flow row alone, then read its current version: a join
 		// locked FOR UPDATE would be re-checked against the version row a
 		// concurrent save replaced, and match nothing.
-		var number int
-		var hash, current string
-		if err := tx.Raw(`SELECT current_version_id::text FROM flows WHERE id = ? AND deleted_at IS NULL FOR UPDATE`, id).
-			Row().Scan(&current); err != nil {
+		var f flowRow
+		var cur flowVersionRow
+		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select("current_version_id").Take(&f, "id = ?", id).Error; err != nil {
 			return err
 		}
-		if err := tx.Raw(`SELECT number, graph_hash FROM flow_versions WHERE id = ?`, current).Row().Scan(&number, &hash); err != nil {
+		if err := tx.Select("number", "graph_hash").Take(&cur, "id = ?", f.CurrentVersionID).Error; err != nil {
 			return err
 		}
-		if p.Version != nil && p.Version.Hash != hash {
-			if err := insertVersion(tx, id, number+1, *p.Version); err != nil {
+		set := map[string]any{"updated_at": gorm.Expr("now()")}
+		if p.Version != nil && p.Version.Hash != cur.GraphHash {
+			if err := insertVersion(tx, id, cur.Number+1, *p.Version); err != nil {
 				return err
 			}
-			if err := tx.Exec(`UPDATE flows SET current_version_id = ? WHERE id = ?`, p.Version.ID, id).Error; err != nil {
-				return err
-			}
+			set["current_version_id"] = p.Version.ID
 			created = true
 		}
 		if p.Name != nil {
-			if err := tx.Exec(`UPDATE flows SET name = ? WHERE id = ?`, *p.Name, id).Error; err != nil {
-				return err
-			}
+			set["name"] = *p.Name
 		}
 		if p.BoardID != nil || p.ClearBoard {
-			if err := tx.Exec(`UPDATE flows SET board_id = ? WHERE id = ?`, p.BoardID, id).Error; err != nil {
-				return err
-			}
+			set["board_id"] = p.BoardID
 		}
-		if err := tx.Exec(`UPDATE flows SET updated_at = now() WHERE id = ?`, id).Error; err != nil {
+		if err := tx.Model(&flowRow{}).Where("id = ?", id).Updates(set).Error; err != nil {
 			return err
 		}
 		// The flow as this transaction left it (a concurrent save may
@@ -131,23 +171,25 @@ func (s *Store) UpdateFlow(ctx context.Context, id string, p UpdateFlowParams) (
 }
 
 func getFlow(db *gorm.DB, id string) (*Flow, error) {
-	return scanFlow(db.Raw(`SELECT `+flowCols+` FROM flows f
-		JOIN flow_versions v ON v.id = f.current_version_id WHERE f.id = ? AND f.deleted_at IS NULL`, id).Row())
-}
-
-const flowCols = `f.id::text, f.name, f.board_id::text, v.id::text, v.number, v.visual_graph, v.execution_graph, v.graph_hash, f.created_at, f.updated_at`
-
-func scanFlow(row scanner) (*Flow, error) {
-	var f Flow
-	var board sql.NullString
-	var g, e []byte
-	if err := row.Scan(&f.ID, &f.Name, &board, &f.VersionID, &f.VersionNumber, &g, &e, &f.GraphHash, &f.CreatedAt, &f.UpdatedAt); err != nil {
+	var r flowRow
+	if err := db.Joins("Version").Take(&r, "flows.id = ?", id).Error; err != nil {
 		return nil, interpretError(err)
 	}
-	f.BoardID = nullStr(board)
-	f.Graph, f.Execution = g, e
-	f.CreatedAt, f.UpdatedAt = f.CreatedAt.UTC(), f.UpdatedAt.UTC()
+	f := r.flow()
 	return &f, nil
+}
+
+// listFlows lists the flows q selects by name, with their current versions.
+func listFlows(q *gorm.DB) ([]Flow, error) {
+	var rows []flowRow
+	if err := q.Joins("Version").Order("flows.name, flows.id").Find(&rows).Error; err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]Flow, len(rows))
+	for i := range rows {
+		out[i] = rows[i].flow()
+	}
+	return out, nil
 }
 
 // GetFlow loads a (not deleted) flow with its current version.
@@ -161,21 +203,11 @@ func (s *Store) GetFlow(ctx context.Context, id string) (*Flow, error) {
 
 // ListFlows lists flows by name.
 func (s *Store) ListFlows(ctx context.Context) ([]Flow, error) {
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT ` + flowCols + ` FROM flows f
-		JOIN flow_versions v ON v.id = f.current_version_id WHERE f.deleted_at IS NULL ORDER BY f.name, f.id`).Rows()
+	out, err := listFlows(s.db.WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("error listing flows: %w", interpretError(err))
+		return nil, fmt.Errorf("error listing flows: %w", err)
 	}
-	defer rows.Close()
-	out := []Flow{}
-	for rows.Next() {
-		f, err := scanFlow(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *f)
-	}
-	return out, interpretError(rows.Err())
+	return out, nil
 }
 
 // FlowBusyError refuses to delete a flow while runs of it are still going
@@ -202,10 +234,10 @@ func (s *Store) DeleteFlow(ctx context.Context, id string) error {
 		// The row lock waits for starts whose run insert already checked
 		// the flow (the foreign key's share lock), so their runs are
 		// counted below.
-		var found string
-		if err := tx.Raw(`SELECT id::text FROM flows WHERE id = ? AND deleted_at IS NULL FOR UPDATE`, id).Row().Scan(&found); err != nil {
+		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select("id").Take(&flowRow{}, "id = ?", id).Error; err != nil {
 			return interpretError(err)
 		}
+		// Counted in SQL: one aggregate over the flow's runs.
 		busy := FlowBusyError{FlowID: id}
 		if err := tx.Raw(`SELECT count(*) FILTER (WHERE status = 'running'), count(*) FILTER (WHERE status = 'paused'),
 			count(*) FILTER (WHERE status = 'queued')
@@ -216,7 +248,8 @@ func (s *Store) DeleteFlow(ctx context.Context, id string) error {
 		if busy.Running+busy.Paused+busy.Queued > 0 {
 			return &busy
 		}
-		return interpretError(tx.Exec(`UPDATE flows SET deleted_at = now() WHERE id = ?`, id).Error)
+		// Soft deletion by hand: gorm's Delete would stamp the process's clock.
+		return interpretError(tx.Model(&flowRow{}).Where("id = ?", id).Update("deleted_at", gorm.Expr("now()")).Error)
 	})
 	if err != nil {
 		// Interpreted again: a BEGIN or COMMIT that found no database is
@@ -244,22 +277,20 @@ func (s *Store) ListVersions(ctx context.Context, flowID string) ([]FlowVersion,
 	if _, err := s.GetFlow(ctx, flowID); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT id::text, flow_id::text, number, message, created_at FROM flow_versions
-		WHERE flow_id = ? ORDER BY number DESC`, flowID).Rows()
-	if err != nil {
+	var rows []flowVersionRow
+	if err := s.db.WithContext(ctx).Select(versionListCols).Where("flow_id = ?", flowID).Order("number DESC").
+		Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("error listing versions of flow %s: %w", flowID, interpretError(err))
 	}
-	defer rows.Close()
-	out := []FlowVersion{}
-	for rows.Next() {
-		var v FlowVersion
-		if err := rows.Scan(&v.ID, &v.FlowID, &v.Number, &v.Message, &v.CreatedAt); err != nil {
-			return nil, interpretError(err)
-		}
-		v.CreatedAt = v.CreatedAt.UTC()
-		out = append(out, v)
+	return versions(rows), nil
+}
+
+func versions(rows []flowVersionRow) []FlowVersion {
+	out := make([]FlowVersion, len(rows))
+	for i := range rows {
+		out[i] = rows[i].version()
 	}
-	return out, interpretError(rows.Err())
+	return out
 }
 
 // GetVersion loads version number of a flow.
@@ -268,20 +299,19 @@ func (s *Store) GetVersion(ctx context.Context, flowID string, number int) (*Flo
 	if number < 1 || number > math.MaxInt32 {
 		return nil, fmt.Errorf("error loading version %d of flow %s: %w", number, flowID, engine.ErrNotFound)
 	}
-	var v FlowVersion
-	var g, e []byte
-	err := s.db.WithContext(ctx).Raw(`SELECT v.id::text, v.flow_id::text, v.number, v.message, v.visual_graph, v.execution_graph, v.created_at
-		FROM flow_versions v JOIN flows f ON f.id = v.flow_id
-		WHERE v.flow_id = ? AND v.number = ? AND f.deleted_at IS NULL`, flowID, number).Row().
-		Scan(&v.ID, &v.FlowID, &v.Number, &v.Message, &g, &e, &v.CreatedAt)
+	db := s.db.WithContext(ctx)
+	var r flowVersionRow
+	err := db.Where("flow_id = ? AND number = ?", flowID, number).
+		Where("flow_id IN (?)", db.Model(&flowRow{}).Select("id")). // not of a deleted flow
+		Take(&r).Error
 	if err != nil {
 		return nil, fmt.Errorf("error loading version %d of flow %s: %w", number, flowID, interpretError(err))
 	}
-	v.Graph, v.Execution, v.CreatedAt = g, e, v.CreatedAt.UTC()
+	v := r.version()
 	return &v, nil
 }
 
-// ExecutionGraph implements engine.Store.
+// ExecutionGraph implements engine.Store: the engine's path, left in SQL.
 func (s *Store) ExecutionGraph(ctx context.Context, versionID string) (*engine.ExecutionGraph, error) {
 	var raw []byte
 	err := s.db.WithContext(ctx).Raw(`SELECT execution_graph FROM flow_versions WHERE id = ?`, versionID).Row().Scan(&raw)

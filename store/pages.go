@@ -109,32 +109,17 @@ func (s *Store) ApprovalsPageFor(ctx context.Context, p PageParams, f ApprovalFi
 // ListFlowsPage lists flows by name, one page at a time.
 func (s *Store) ListFlowsPage(ctx context.Context, p PageParams) (out []Flow, next string, err error) {
 	limit := pageLimit(p.Limit)
-	where, args := "", []any{}
+	q := s.db.WithContext(ctx)
 	if p.Cursor != "" {
 		_, keys, err := decodePageCursor(p.Cursor, 2, 1)
 		if err != nil {
 			return nil, "", err
 		}
-		where = ` AND (f.name, f.id) > (?, ?::uuid)`
-		args = append(args, keys[0], keys[1])
+		q = q.Where("(flows.name, flows.id) > (?, ?::uuid)", keys[0], keys[1])
 	}
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+flowCols+` FROM flows f
-		JOIN flow_versions v ON v.id = f.current_version_id WHERE f.deleted_at IS NULL`+where+`
-		ORDER BY f.name, f.id LIMIT ?`, append(args, limit+1)...).Rows()
+	out, err = listFlows(q.Limit(limit + 1))
 	if err != nil {
-		return nil, "", fmt.Errorf("error listing flows: %w", interpretError(err))
-	}
-	defer rows.Close()
-	out = []Flow{}
-	for rows.Next() {
-		f, err := scanFlow(rows)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, *f)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", interpretError(err)
+		return nil, "", fmt.Errorf("error listing flows: %w", err)
 	}
 	if len(out) > limit {
 		out = out[:limit]
@@ -159,24 +144,12 @@ func (s *Store) ListVersionsPage(ctx context.Context, flowID string, p PageParam
 	if _, err := s.GetFlow(ctx, flowID); err != nil {
 		return nil, "", err
 	}
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT id::text, flow_id::text, number, message, created_at FROM flow_versions
-		WHERE flow_id = ? AND number < ?::bigint ORDER BY number DESC LIMIT ?`, flowID, below, limit+1).Rows()
-	if err != nil {
+	var rows []flowVersionRow
+	if err := s.db.WithContext(ctx).Select(versionListCols).Where("flow_id = ? AND number < ?::bigint", flowID, below).
+		Order("number DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
 		return nil, "", fmt.Errorf("error listing versions of flow %s: %w", flowID, interpretError(err))
 	}
-	defer rows.Close()
-	out = []FlowVersion{}
-	for rows.Next() {
-		var v FlowVersion
-		if err := rows.Scan(&v.ID, &v.FlowID, &v.Number, &v.Message, &v.CreatedAt); err != nil {
-			return nil, "", interpretError(err)
-		}
-		v.CreatedAt = v.CreatedAt.UTC()
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", interpretError(err)
-	}
+	out = versions(rows)
 	if len(out) > limit {
 		out = out[:limit]
 		next = encodePageCursor(time.Time{}, fmt.Sprint(out[limit-1].Number))
