@@ -11,6 +11,7 @@ import (
 	"github.com/lib/pq"
 	"github.com/tidwall/gjson"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/stitchd/stitchd/engine"
 )
@@ -30,16 +31,18 @@ type UpdateBoardParams struct {
 
 // UpdateBoard renames a board or sets its card fields.
 func (s *Store) UpdateBoard(ctx context.Context, p UpdateBoardParams) (*Board, error) {
-	var fields any
+	set := map[string]any{"updated_at": gorm.Expr("now()")}
+	if p.Name != nil {
+		set["name"] = *p.Name
+	}
 	if p.CardFields != nil {
 		b, err := json.Marshal(*p.CardFields)
 		if err != nil {
 			return nil, fmt.Errorf("error encoding card fields: %w", err)
 		}
-		fields = string(b)
+		set["card_fields"] = json.RawMessage(b)
 	}
-	res := s.db.WithContext(ctx).Exec(`UPDATE boards SET name = coalesce(?, name),
-		card_fields = coalesce(?::jsonb, card_fields), updated_at = now() WHERE id = ?`, p.Name, fields, p.ID)
+	res := s.db.WithContext(ctx).Model(&boardRow{}).Where("id = ?", p.ID).Updates(set)
 	if err := interpretError(res.Error); err != nil {
 		return nil, fmt.Errorf("error updating board %s: %w", p.ID, err)
 	}
@@ -74,8 +77,7 @@ func (s *Store) AddSection(ctx context.Context, p AddSectionParams) (*Board, err
 			pos = *p.Position
 		}
 		ids = slices.Insert(ids, pos, p.ID)
-		if err := tx.Exec(`INSERT INTO sections (board_id, id, name, position) VALUES (?, ?, ?, ?)`,
-			p.BoardID, p.ID, p.Name, pos).Error; err != nil {
+		if err := tx.Create(&sectionRow{BoardID: p.BoardID, ID: p.ID, Name: p.Name, Position: pos}).Error; err != nil {
 			return err
 		}
 		return renumberSections(tx, p.BoardID, ids)
@@ -106,7 +108,7 @@ func (s *Store) UpdateSection(ctx context.Context, p UpdateSectionParams) (*Boar
 			return fmt.Errorf("board %s has no section %q: %w", p.BoardID, p.ID, engine.ErrNotFound)
 		}
 		if p.Name != nil {
-			if err := tx.Exec(`UPDATE sections SET name = ? WHERE board_id = ? AND id = ?`, *p.Name, p.BoardID, p.ID).Error; err != nil {
+			if err := tx.Model(&sectionRow{}).Where("board_id = ? AND id = ?", p.BoardID, p.ID).Update("name", *p.Name).Error; err != nil {
 				return err
 			}
 		}
@@ -197,12 +199,11 @@ func (s *Store) DeleteSection(ctx context.Context, p DeleteSectionParams) (*Boar
 // them (entity_id null); deleted flows forget it.
 func (s *Store) DeleteBoard(ctx context.Context, id string) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Raw(`SELECT id FROM boards WHERE id = ? FOR UPDATE`, id).Row().Scan(new(string)); err != nil {
+		if err := lockBoard(tx, id); err != nil {
 			return err
 		}
 		var flows []string
-		if err := tx.Raw(`SELECT name FROM flows WHERE board_id = ? AND deleted_at IS NULL ORDER BY name`, id).
-			Scan(&flows).Error; err != nil {
+		if err := tx.Model(&flowRow{}).Where("board_id = ?", id).Order("name").Pluck("name", &flows).Error; err != nil {
 			return err
 		}
 		if len(flows) > 0 {
@@ -221,6 +222,8 @@ func (s *Store) DeleteBoard(ctx context.Context, id string) error {
 		if err := detachRuns(tx, `SELECT id FROM entities WHERE board_id = ?`, id); err != nil {
 			return err
 		}
+		// Bulk statements, deleted flows included (they still refer to
+		// the board).
 		for _, q := range []string{
 			`UPDATE flows SET board_id = NULL WHERE board_id = ?`,
 			`DELETE FROM entities WHERE board_id = ?`,
@@ -315,12 +318,17 @@ func detachRuns(tx *gorm.DB, entitiesQuery string, arg any) error {
 // lockSections locks a board (against concurrent section edits) and
 // returns its section ids in order.
 func lockSections(tx *gorm.DB, boardID string) ([]string, error) {
-	if err := tx.Raw(`SELECT id FROM boards WHERE id = ? FOR UPDATE`, boardID).Row().Scan(new(string)); err != nil {
+	if err := lockBoard(tx, boardID); err != nil {
 		return nil, err
 	}
 	var ids []string
-	err := tx.Raw(`SELECT id FROM sections WHERE board_id = ? ORDER BY position, id`, boardID).Scan(&ids).Error
+	err := tx.Model(&sectionRow{}).Where("board_id = ?", boardID).Order("position, id").Pluck("id", &ids).Error
 	return ids, err
+}
+
+// lockBoard takes a board's row lock (ErrRecordNotFound: no board).
+func lockBoard(tx *gorm.DB, boardID string) error {
+	return tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select("id").Take(&boardRow{}, "id = ?", boardID).Error
 }
 
 // renumberSections stores ids' order as the sections' positions.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/stitchd/stitchd/engine"
 )
@@ -30,18 +31,80 @@ type Board struct {
 	CreatedAt  time.Time
 }
 
+// boardRow is a boards row; Sections are its sections when preloaded
+// (withSections). Times are the database's (now()).
+type boardRow struct {
+	ID         string          `gorm:"primaryKey;type:uuid"`
+	Name       string          ``
+	CardFields json.RawMessage `gorm:"type:jsonb"`
+	Sections   []sectionRow    `gorm:"foreignKey:BoardID"`
+	CreatedAt  time.Time       `gorm:"default:now();autoCreateTime:false"`
+	UpdatedAt  time.Time       `gorm:"default:now();autoUpdateTime:false"`
+}
+
+// TableName is the boards table.
+func (boardRow) TableName() string { return "boards" }
+
+func (r *boardRow) board() (Board, error) {
+	b := Board{ID: r.ID, Name: r.Name, Sections: make([]Section, len(r.Sections)), CreatedAt: r.CreatedAt.UTC()}
+	for i, sec := range r.Sections {
+		b.Sections[i] = Section{ID: sec.ID, Name: sec.Name}
+	}
+	if err := json.Unmarshal(r.CardFields, &b.CardFields); err != nil {
+		return Board{}, fmt.Errorf("error reading the card fields of board %s: %w", r.ID, err)
+	}
+	return b, nil
+}
+
+// sectionRow is a sections row: a board's column at Position (from 0).
+type sectionRow struct {
+	BoardID  string `gorm:"primaryKey;type:uuid"`
+	ID       string `gorm:"primaryKey"`
+	Name     string ``
+	Position int    ``
+}
+
+// TableName is the sections table.
+func (sectionRow) TableName() string { return "sections" }
+
+// withSections loads boards with their sections in order.
+func withSections(db *gorm.DB) *gorm.DB {
+	return db.Preload("Sections", func(db *gorm.DB) *gorm.DB { return db.Order("position") })
+}
+
+// listBoards lists the boards q selects by name, with their sections.
+func listBoards(q *gorm.DB) ([]Board, error) {
+	var rows []boardRow
+	if err := withSections(q).Order("name, id").Find(&rows).Error; err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]Board, len(rows))
+	for i := range rows {
+		b, err := rows[i].board()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
 // CreateBoard stores a board and its sections in order.
 func (s *Store) CreateBoard(ctx context.Context, id, name string, sections []Section) (*Board, error) {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Exec(`INSERT INTO boards (id, name) VALUES (?, ?)`, id, name).Error; err != nil {
+		// Sections inserted by hand: gorm's association save would skip a
+		// repeated section id (ON CONFLICT DO NOTHING) where it must fail.
+		if err := tx.Omit(clause.Associations).Create(&boardRow{ID: id, Name: name, CardFields: json.RawMessage("[]")}).Error; err != nil {
 			return err
 		}
-		for i, sec := range sections {
-			if err := tx.Exec(`INSERT INTO sections (board_id, id, name, position) VALUES (?, ?, ?, ?)`, id, sec.ID, sec.Name, i).Error; err != nil {
-				return err
-			}
+		if len(sections) == 0 {
+			return nil
 		}
-		return nil
+		rows := make([]sectionRow, len(sections))
+		for i, sec := range sections {
+			rows[i] = sectionRow{BoardID: id, ID: sec.ID, Name: sec.Name, Position: i}
+		}
+		return tx.Create(&rows).Error
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating board: %w", interpretError(err))
@@ -51,29 +114,15 @@ func (s *Store) CreateBoard(ctx context.Context, id, name string, sections []Sec
 
 // GetBoard loads a board and its sections.
 func (s *Store) GetBoard(ctx context.Context, id string) (*Board, error) {
-	var b Board
-	var fields []byte
-	err := s.db.WithContext(ctx).Raw(`SELECT id::text, name, card_fields, created_at FROM boards WHERE id = ?`, id).Row().
-		Scan(&b.ID, &b.Name, &fields, &b.CreatedAt)
-	if err != nil {
+	var r boardRow
+	if err := withSections(s.db.WithContext(ctx)).Take(&r, "id = ?", id).Error; err != nil {
 		return nil, fmt.Errorf("error loading board %s: %w", id, interpretError(err))
 	}
-	if err := json.Unmarshal(fields, &b.CardFields); err != nil {
-		return nil, fmt.Errorf("error reading the card fields of board %s: %w", id, err)
-	}
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT id, name FROM sections WHERE board_id = ? ORDER BY position`, id).Rows()
+	b, err := r.board()
 	if err != nil {
-		return nil, interpretError(err)
+		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var sec Section
-		if err := rows.Scan(&sec.ID, &sec.Name); err != nil {
-			return nil, interpretError(err)
-		}
-		b.Sections = append(b.Sections, sec)
-	}
-	return &b, interpretError(rows.Err())
+	return &b, nil
 }
 
 // BoardSections returns the section ids of a board (nil error, empty slice
@@ -509,34 +558,11 @@ func (s *Store) LatestJourney(ctx context.Context, entityID string) (*engine.Jou
 
 // ListBoards lists every board with its ordered sections, by name.
 func (s *Store) ListBoards(ctx context.Context) ([]Board, error) {
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT b.id::text, b.name, b.card_fields, b.created_at, s.id, s.name
-		FROM boards b LEFT JOIN sections s ON s.board_id = b.id ORDER BY b.name, b.id, s.position`).Rows()
+	out, err := listBoards(s.db.WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("error listing boards: %w", interpretError(err))
+		return nil, fmt.Errorf("error listing boards: %w", err)
 	}
-	defer rows.Close()
-	out := []Board{}
-	for rows.Next() {
-		var b Board
-		var secID, secName sql.NullString
-		var fields []byte
-		if err := rows.Scan(&b.ID, &b.Name, &fields, &b.CreatedAt, &secID, &secName); err != nil {
-			return nil, interpretError(err)
-		}
-		if len(out) == 0 || out[len(out)-1].ID != b.ID {
-			if err := json.Unmarshal(fields, &b.CardFields); err != nil {
-				return nil, fmt.Errorf("error reading the card fields of board %s: %w", b.ID, err)
-			}
-			b.CreatedAt = b.CreatedAt.UTC()
-			b.Sections = []Section{}
-			out = append(out, b)
-		}
-		if secID.Valid {
-			last := &out[len(out)-1]
-			last.Sections = append(last.Sections, Section{ID: secID.String, Name: secName.String})
-		}
-	}
-	return out, interpretError(rows.Err())
+	return out, nil
 }
 
 // ClaimTrigger creates trigger t, or takes its slug over from a trigger

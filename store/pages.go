@@ -161,41 +161,17 @@ func (s *Store) ListVersionsPage(ctx context.Context, flowID string, p PageParam
 // time.
 func (s *Store) ListBoardsPage(ctx context.Context, p PageParams) (out []Board, next string, err error) {
 	limit := pageLimit(p.Limit)
-	where, args := "true", []any{}
+	q := s.db.WithContext(ctx)
 	if p.Cursor != "" {
 		_, keys, err := decodePageCursor(p.Cursor, 2, 1)
 		if err != nil {
 			return nil, "", err
 		}
-		where = `(name, id) > (?, ?::uuid)`
-		args = append(args, keys[0], keys[1])
+		q = q.Where("(name, id) > (?, ?::uuid)", keys[0], keys[1])
 	}
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT b.id::text, b.name, b.created_at, s.id, s.name
-		FROM (SELECT * FROM boards WHERE `+where+` ORDER BY name, id LIMIT ?) b
-		LEFT JOIN sections s ON s.board_id = b.id ORDER BY b.name, b.id, s.position`, append(args, limit+1)...).Rows()
+	out, err = listBoards(q.Limit(limit + 1))
 	if err != nil {
-		return nil, "", fmt.Errorf("error listing boards: %w", interpretError(err))
-	}
-	defer rows.Close()
-	out = []Board{}
-	for rows.Next() {
-		var b Board
-		var secID, secName sql.NullString
-		if err := rows.Scan(&b.ID, &b.Name, &b.CreatedAt, &secID, &secName); err != nil {
-			return nil, "", interpretError(err)
-		}
-		if len(out) == 0 || out[len(out)-1].ID != b.ID {
-			b.CreatedAt = b.CreatedAt.UTC()
-			b.Sections = []Section{}
-			out = append(out, b)
-		}
-		if secID.Valid {
-			last := &out[len(out)-1]
-			last.Sections = append(last.Sections, Section{ID: secID.String, Name: secName.String})
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", interpretError(err)
+		return nil, "", fmt.Errorf("error listing boards: %w", err)
 	}
 	if len(out) > limit {
 		out = out[:limit]
