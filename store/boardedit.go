@@ -254,17 +254,24 @@ type UpdateEntityParams struct {
 // UpdateEntity edits an entity. An email another entity of the board has
 // is ErrConflict.
 func (s *Store) UpdateEntity(ctx context.Context, p UpdateEntityParams) (*engine.Entity, error) {
-	var meta, email any
+	set := map[string]any{"updated_at": gorm.Expr("now()")}
+	if p.Type != nil {
+		set["type"] = *p.Type
+	}
+	if p.Name != nil {
+		set["name"] = *p.Name
+	}
+	if p.Email != nil {
+		var email *string // "" clears it
+		if *p.Email != "" {
+			email = p.Email
+		}
+		set["email"] = email
+	}
 	if len(p.Metadata) > 0 {
-		meta = string(p.Metadata)
+		set["metadata"] = p.Metadata
 	}
-	setEmail := p.Email != nil
-	if setEmail && *p.Email != "" {
-		email = *p.Email
-	}
-	res := s.db.WithContext(ctx).Exec(`UPDATE entities SET type = coalesce(?, type), name = coalesce(?, name),
-		email = CASE WHEN ? THEN ? ELSE email END, metadata = coalesce(?::jsonb, metadata), updated_at = now()
-		WHERE id = ?`, p.Type, p.Name, setEmail, email, meta, p.ID)
+	res := s.db.WithContext(ctx).Model(&entityRow{}).Where("id = ?", p.ID).Updates(set)
 	if err := interpretError(res.Error); err != nil {
 		if errors.Is(err, engine.ErrConflict) {
 			return nil, fmt.Errorf("%w: another entity on the board has this email", engine.ErrConflict)
@@ -285,13 +292,13 @@ func (s *Store) DeleteEntity(ctx context.Context, id string) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// FOR UPDATE conflicts with the KEY SHARE lock a run starting for
 		// the entity takes: that run waits, then finds it gone.
-		if err := tx.Raw(`SELECT id FROM entities WHERE id = ? FOR UPDATE`, id).Row().Scan(new(string)); err != nil {
+		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select("id").Take(&entityRow{}, "id = ?", id).Error; err != nil {
 			return err
 		}
 		if err := detachRuns(tx, `SELECT ?::uuid`, id); err != nil {
 			return err
 		}
-		return tx.Exec(`DELETE FROM entities WHERE id = ?`, id).Error
+		return tx.Delete(&entityRow{}, "id = ?", id).Error
 	})
 	if err != nil {
 		return fmt.Errorf("error deleting entity %s: %w", id, interpretError(err))

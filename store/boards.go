@@ -139,6 +139,40 @@ func (s *Store) BoardSections(ctx context.Context, id string) ([]string, error) 
 	return ids, nil
 }
 
+// entityRow is an entities row. The engine moves entities (MoveEntity,
+// UpsertEntity: pgx, in its transactions); the API creates, reads, edits
+// and deletes them through this model.
+type entityRow struct {
+	ID             string          `gorm:"primaryKey;type:uuid"`
+	BoardID        string          `gorm:"type:uuid"`
+	Type           string          ``
+	Name           string          ``
+	Email          *string         ``
+	Metadata       json.RawMessage `gorm:"type:jsonb"`
+	SectionID      *string         ``
+	SectionSince   *time.Time      ``
+	CurrentRunID   *string         `gorm:"type:uuid"`
+	CurrentNodeKey *string         ``
+	CreatedAt      time.Time       `gorm:"default:now();autoCreateTime:false"`
+	UpdatedAt      time.Time       `gorm:"default:now();autoUpdateTime:false"`
+}
+
+// TableName is the entities table.
+func (entityRow) TableName() string { return "entities" }
+
+func (r *entityRow) entity() engine.Entity {
+	e := engine.Entity{ID: r.ID, BoardID: r.BoardID, Type: r.Type, Name: r.Name, Email: r.Email, Metadata: r.Metadata,
+		SectionID: r.SectionID, CurrentRunID: r.CurrentRunID, CurrentNodeKey: r.CurrentNodeKey,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+	if r.SectionSince != nil {
+		since := r.SectionSince.UTC()
+		e.SectionSince = &since
+	}
+	return e
+}
+
+// entityCols are the columns scanEntity reads (the sections page's
+// lateral join).
 const entityCols = `id::text, board_id::text, type, name, email, metadata, section_id, section_since, current_run_id::text,
 	current_node_key, created_at, updated_at`
 
@@ -160,21 +194,16 @@ func scanEntity(row scanner) (*engine.Entity, error) {
 
 // BoardEntities lists a board's entities by section, oldest in section first.
 func (s *Store) BoardEntities(ctx context.Context, boardID string) ([]engine.Entity, error) {
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+entityCols+` FROM entities WHERE board_id = ?
-		ORDER BY section_id, section_since, id`, boardID).Rows()
-	if err != nil {
+	var rows []entityRow
+	if err := s.db.WithContext(ctx).Where("board_id = ?", boardID).Order("section_id, section_since, id").
+		Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("error listing entities of board %s: %w", boardID, interpretError(err))
 	}
-	defer rows.Close()
-	out := []engine.Entity{}
-	for rows.Next() {
-		e, err := scanEntity(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *e)
+	out := make([]engine.Entity, len(rows))
+	for i := range rows {
+		out[i] = rows[i].entity()
 	}
-	return out, interpretError(rows.Err())
+	return out, nil
 }
 
 // SectionStats is the historical time entities spent in a section (moves
@@ -236,23 +265,32 @@ func (s *Store) CreateEntity(ctx context.Context, e NewEntity, journeyID string)
 		meta = json.RawMessage("{}")
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var section sql.NullString
-		if e.SectionID != nil {
-			var ok bool
-			if err := tx.Raw(`SELECT EXISTS (SELECT 1 FROM sections WHERE board_id = ? AND id = ?)`, e.BoardID, *e.SectionID).Row().Scan(&ok); err != nil {
+		section := e.SectionID
+		if section != nil {
+			var n int64
+			if err := tx.Model(&sectionRow{}).Where("board_id = ? AND id = ?", e.BoardID, *section).Count(&n).Error; err != nil {
 				return err
 			}
-			if !ok {
-				return fmt.Errorf("%w: section %q is not on board %s", engine.ErrInvalidRequest, *e.SectionID, e.BoardID)
+			if n == 0 {
+				return fmt.Errorf("%w: section %q is not on board %s", engine.ErrInvalidRequest, *section, e.BoardID)
 			}
-			section = sql.NullString{String: *e.SectionID, Valid: true}
-		} else if err := tx.Raw(`SELECT id FROM sections WHERE board_id = ? ORDER BY position LIMIT 1`, e.BoardID).Row().Scan(&section); err != nil && err != sql.ErrNoRows {
+		} else {
+			var first []string
+			if err := tx.Model(&sectionRow{}).Where("board_id = ?", e.BoardID).Order("position").Limit(1).
+				Pluck("id", &first).Error; err != nil {
+				return err
+			}
+			if len(first) > 0 {
+				section = &first[0]
+			}
+		}
+		// A map, for section_since to be the database's now().
+		if err := tx.Model(&entityRow{}).Create(map[string]any{"id": e.ID, "board_id": e.BoardID, "type": e.Type,
+			"name": e.Name, "email": e.Email, "metadata": meta, "section_id": section,
+			"section_since": gorm.Expr("now()")}).Error; err != nil {
 			return err
 		}
-		if err := tx.Exec(`INSERT INTO entities (id, board_id, type, name, email, metadata, section_id, section_since)
-			VALUES (?, ?, ?, ?, ?, ?::jsonb, ?, now())`, e.ID, e.BoardID, e.Type, e.Name, e.Email, string(meta), section).Error; err != nil {
-			return err
-		}
+		// The journey is the engine's (migration 4's trigger counts it).
 		return tx.Exec(`INSERT INTO journey_events (id, entity_id, kind, to_section_id) VALUES (?, ?, 'created', ?)`,
 			journeyID, e.ID, section).Error
 	})
@@ -264,11 +302,12 @@ func (s *Store) CreateEntity(ctx context.Context, e NewEntity, journeyID string)
 
 // GetEntity loads an entity.
 func (s *Store) GetEntity(ctx context.Context, id string) (*engine.Entity, error) {
-	e, err := scanEntity(s.db.WithContext(ctx).Raw(`SELECT `+entityCols+` FROM entities WHERE id = ?`, id).Row())
-	if err != nil {
-		return nil, fmt.Errorf("error loading entity %s: %w", id, err)
+	var r entityRow
+	if err := s.db.WithContext(ctx).Take(&r, "id = ?", id).Error; err != nil {
+		return nil, fmt.Errorf("error loading entity %s: %w", id, interpretError(err))
 	}
-	return e, nil
+	e := r.entity()
+	return &e, nil
 }
 
 // Journey lists an entity's journey, oldest first.
