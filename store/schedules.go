@@ -182,7 +182,7 @@ func (s *Store) TriggerByID(ctx context.Context, id string) (*Trigger, error) {
 
 // DeleteTrigger deletes a webhook trigger: its slug answers 404 from then.
 func (s *Store) DeleteTrigger(ctx context.Context, id string) error {
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM triggers WHERE id = ?`, id)
+	res := s.db.WithContext(ctx).Delete(&triggerRow{}, "id = ?", id)
 	if res.Error != nil {
 		return fmt.Errorf("error deleting trigger %s: %w", id, interpretError(res.Error))
 	}
