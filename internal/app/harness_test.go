@@ -127,7 +127,12 @@ func newHarnessOn(t *testing.T, dbURL string, opts ...func(*app.Config)) *harnes
 	t.Helper()
 	ctx := context.Background()
 	cfg := app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
-		PollInterval: 50 * time.Millisecond, DispatchTimeout: 2 * time.Second,
+		// A loopback worker answers at once, but the full suite (-race, the
+		// browser and failover soaks beside it) can hold an answer up for
+		// seconds: with a 2 s limit a delivery timed out, its node failed,
+		// and the test's callback then met a failed node (409, once in
+		// TestJoinOf100ConcurrentCallbacks). Tests of the limit set their own.
+		PollInterval: 50 * time.Millisecond, DispatchTimeout: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, o := range opts {
 		o(&cfg)
