@@ -137,6 +137,8 @@ type compiler struct {
 	warnings []engine.Problem
 	// secrets are the {{ secret "NAME" }} references (http.go).
 	secrets []engine.SecretRef
+	// schemas are the added types' compiled config schemas (typeSchema).
+	schemas map[engine.NodeType]*engine.Form
 
 	nodes []cnode
 	byID  map[string]int32

@@ -116,7 +116,7 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 func (c *compiler) checkAddedType(vi int, id string, spec *engine.NodeTypeSpec, cfg []byte) {
 	base := nodeLoc(vi).field("data")
 	if len(spec.ConfigSchema) > 0 {
-		schema, err := engine.CompileForm(spec.ConfigSchema)
+		schema, err := c.typeSchema(spec)
 		if err != nil {
 			c.errAt(CodeInvalidConfig, id, "", base, "%s %q: the type's config schema does not compile: %v", spec.Type, id, err)
 			return
@@ -131,6 +131,23 @@ func (c *compiler) checkAddedType(vi int, id string, spec *engine.NodeTypeSpec, 
 		}
 	}
 	c.checkEntityMovement(id, base.field("entityMovement"), gjson.GetBytes(cfg, "entityMovement"))
+}
+
+// typeSchema is an added type's compiled config schema, compiled once a
+// compilation however many nodes have the type.
+func (c *compiler) typeSchema(spec *engine.NodeTypeSpec) (*engine.Form, error) {
+	if f, ok := c.schemas[spec.Type]; ok {
+		return f, nil
+	}
+	f, err := engine.CompileForm(spec.ConfigSchema)
+	if err != nil {
+		return nil, err
+	}
+	if c.schemas == nil {
+		c.schemas = map[engine.NodeType]*engine.Form{}
+	}
+	c.schemas[spec.Type] = f
+	return f, nil
 }
 
 // hint, for a missing webhookUrl, names a key of the data that looks like
