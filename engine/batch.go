@@ -112,7 +112,7 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if len(items) == 1 {
-		items[0].done <- e.shared(ctx, runID, items[0].op)
+		items[0].done <- e.sharedCallback(ctx, runID, items[0].op, items[0].cb)
 		return
 	}
 	results := make([]error, len(items))
@@ -194,6 +194,9 @@ type member struct {
 	runID string
 	fn    func(t *txn) error
 	done  chan error
+	// cb is set when the batch is one worker callback: a group of
+	// completions may be applied together (completeTogether).
+	cb *CallbackParams
 }
 
 type grouper struct {
@@ -206,7 +209,13 @@ type grouper struct {
 // runs' batches, and returns once that transaction committed (or fn was
 // rejected, or failed alone).
 func (e *Engine) shared(ctx context.Context, runID string, fn func(t *txn) error) error {
-	m := &member{runID: runID, fn: fn, done: make(chan error, 1)}
+	return e.sharedCallback(ctx, runID, fn, nil)
+}
+
+// sharedCallback is shared for a batch that is the one worker callback cb
+// (nil: any other batch).
+func (e *Engine) sharedCallback(ctx context.Context, runID string, fn func(t *txn) error, cb *CallbackParams) error {
+	m := &member{runID: runID, fn: fn, done: make(chan error, 1), cb: cb}
 	g := &e.groups
 	g.mu.Lock()
 	g.pending = append(g.pending, m)
@@ -277,10 +286,17 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 	results := make([]error, len(ms))
 	bad := -1 // the batch that failed after writing
 	var ends *childEnds
+	var together *together
 	err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		ends = &childEnds{}
+		var err error
+		together, err = e.completeTogether(ctx, tx, ms)
+		if err != nil {
+			return err
+		}
 		for i, m := range ms {
 			t := e.newTxn(ctx, tx, false, ends)
+			together.give(t, m.runID)
 			if err := t.apply(m.runID, m.fn); err != nil {
 				// Left out if it wrote nothing (rejected before it did).
 				if itemError(err) && t.tx.(*countingTx).writes == 0 {
@@ -332,6 +348,7 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 	}
 	if err == nil {
 		e.committedParents(ends)
+		e.together.Add(int64(together.completed()))
 	}
 }
 

@@ -283,15 +283,10 @@ func (t *txn) mayBranch(runID, key string) bool {
 		n, _, ok := t.graph.parseKey(key)
 		return !ok || t.graph.hasBranches(n.ID)
 	}
-	v, ok := t.e.versions.get(runID)
+	_, g, ok := t.e.knownGraph(runID)
 	if !ok {
 		return true
 	}
-	gv, ok := t.e.graphs.Load(v)
-	if !ok {
-		return true
-	}
-	g := gv.(*ExecutionGraph)
 	n, _, ok := g.parseKey(key)
 	return !ok || g.hasBranches(n.ID)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -191,6 +192,9 @@ type Engine struct {
 	delivered deliveredBatch
 	versions  runVersions
 	groups    grouper
+	// together counts nodes completed across runs (completeTogether) in
+	// committed transactions.
+	together atomic.Int64
 }
 
 // runVersions remembers the flow version of runs this process locked, so
@@ -255,6 +259,20 @@ func (e *Engine) Graph(ctx context.Context, versionID string) (*ExecutionGraph, 
 	}
 	e.graphs.Store(versionID, g)
 	return g, nil
+}
+
+// knownGraph returns the flow version and graph of run runID when this
+// process knows them without asking the database.
+func (e *Engine) knownGraph(runID string) (string, *ExecutionGraph, bool) {
+	v, ok := e.versions.get(runID)
+	if !ok {
+		return "", nil, false
+	}
+	g, ok := e.graphs.Load(v)
+	if !ok {
+		return "", nil, false
+	}
+	return v, g.(*ExecutionGraph), true
 }
 
 // StartRunParams starts a run.

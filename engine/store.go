@@ -43,6 +43,9 @@ type Tx interface {
 	// statement was answered (nil and no error if it never was: the
 	// statement carrying it failed first).
 	LockRunLater(ctx context.Context, runID string) func() (*Run, error)
+	// LockRuns is LockRun for many runs with one statement, locking them
+	// in id order; a run that does not exist is left out.
+	LockRuns(ctx context.Context, ids []string) ([]*Run, error)
 	// SaveRunWithEvents ends an engine transaction's writes: it marks the
 	// heard dispatches delivered, appends the events (with a
 	// dispatch.attempt event for each delivery not logged yet) and saves
@@ -152,6 +155,9 @@ type Tx interface {
 	// status running and the attempt) in one statement and returns the rows
 	// it moved, without their inputs (nil).
 	BulkComplete(ctx context.Context, runID string, cs []BulkComplete) ([]NodeState, error)
+	// CompleteAcrossRuns is BulkComplete over nodes of different runs
+	// (BulkComplete.RunID), each run locked already.
+	CompleteAcrossRuns(ctx context.Context, cs []BulkComplete) ([]NodeState, error)
 	// InsertDispatches writes many outbox rows in one statement.
 	InsertDispatches(ctx context.Context, ds []*Dispatch) error
 	// InsertDispatch writes an outbox row.
@@ -417,6 +423,8 @@ type BulkStart struct {
 
 // BulkComplete is one node of Tx.BulkComplete.
 type BulkComplete struct {
+	// RunID is the node's run (Tx.CompleteAcrossRuns only).
+	RunID   string
 	Key     string
 	Attempt int
 	Output  json.RawMessage

@@ -278,40 +278,13 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 		tr.Attempt <= 0 || tr.NewAttempt {
 		return nil, false, nil
 	}
-	v, ok := t.e.versions.get(runID)
+	v, g, ok := t.e.knownGraph(runID)
 	if !ok {
 		return nil, false, nil
 	}
-	gv, ok := t.e.graphs.Load(v)
-	if !ok {
-		return nil, false, nil
-	}
-	g := gv.(*ExecutionGraph)
 	n, idx, ok := g.parseKey(tr.Key)
-	if !ok || n.Type != NodeTypeWorker || movementOf(n, true) != nil || g.hasBranches(n.ID) {
+	if !ok || !speculable(g, n, idx, tr.Output) {
 		return nil, false, nil
-	}
-	targets, arrivals := successors(g, n, idx)
-	if len(targets) == 0 || len(targets) > maxAhead || len(arrivals) > 0 {
-		return nil, false, nil
-	}
-	// The successors' inputs are made from the callback's bytes, where
-	// the ordinary path reads the output back from Postgres: the same
-	// JSON unless an object repeats a key (jsonb keeps the last, a gjson
-	// mapping finds the first).
-	if !distinctKeys(gjson.ParseBytes(tr.Output)) {
-		return nil, false, nil
-	}
-	for _, tg := range targets {
-		if !soleParent(g, tg.node) || tg.node.Depth != n.Depth || g.loopOf(tg.node.ID) != nil ||
-			(tg.node.Type != NodeTypeWorker && tg.node.Type != NodeTypeUX) {
-			return nil, false, nil
-		}
-		// An assigned UX node's assignees may need the run's entity, and
-		// failing to work them out would fail the run.
-		if tg.node.Type == NodeTypeUX && UXPeopleOf(tg.node).Assigned() {
-			return nil, false, nil
-		}
 	}
 	tr.RunID, tr.NodeID, tr.RunVersion = runID, n.ID, v
 	// The compare-and-set checks and locks the run.
@@ -323,6 +296,36 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 		Output: tr.Output, Attempt: tr.Attempt}
 	t.transitioned(tr, st)
 	return st, true, nil
+}
+
+// speculable reports whether completing node n at index idx with output
+// may be speculated (speculate): a Worker that moves no entity and
+// decides no edges, whose successors are Worker or unassigned UX nodes
+// at its depth that it alone starts.
+func speculable(g *ExecutionGraph, n *Node, idx []int, output json.RawMessage) bool {
+	if n.Type != NodeTypeWorker || movementOf(n, true) != nil || g.hasBranches(n.ID) {
+		return false
+	}
+	targets, arrivals := successors(g, n, idx)
+	if len(targets) == 0 || len(targets) > maxAhead || len(arrivals) > 0 {
+		return false
+	}
+	for _, tg := range targets {
+		if !soleParent(g, tg.node) || tg.node.Depth != n.Depth || g.loopOf(tg.node.ID) != nil ||
+			(tg.node.Type != NodeTypeWorker && tg.node.Type != NodeTypeUX) {
+			return false
+		}
+		// An assigned UX node's assignees may need the run's entity, and
+		// failing to work them out would fail the run.
+		if tg.node.Type == NodeTypeUX && UXPeopleOf(tg.node).Assigned() {
+			return false
+		}
+	}
+	// The successors' inputs are made from the callback's bytes, where
+	// the ordinary path reads the output back from Postgres: the same
+	// JSON unless an object repeats a key (jsonb keeps the last, a gjson
+	// mapping finds the first).
+	return distinctKeys(gjson.ParseBytes(output))
 }
 
 // distinctKeys reports whether no object in the JSON value v repeats a key

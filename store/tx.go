@@ -345,6 +345,24 @@ func (t *pgTx) LockRunLater(_ context.Context, runID string) func() (*engine.Run
 	return func() (*engine.Run, error) { return r, err }
 }
 
+func (t *pgTx) LockRuns(ctx context.Context, ids []string) ([]*engine.Run, error) {
+	rows, err := t.raw(ctx, `SELECT `+lockCols+` FROM runs WHERE id = ANY(?::uuid[]) ORDER BY id FOR UPDATE`,
+		planFor(len(ids), ids)...).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := make([]*engine.Run, 0, len(ids))
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, interpretError(rows.Err())
+}
+
 func (t *pgTx) RunInput(ctx context.Context, runID string) (json.RawMessage, error) {
 	var in []byte
 	if err := t.raw(ctx, `SELECT input FROM runs WHERE id = ?`, runID).Row().Scan(&in); err != nil {
@@ -1470,6 +1488,49 @@ func (t *pgTx) WakeNodes(ctx context.Context, runID string, due []engine.DueNode
 	}
 	return scanNodes(rows, runID, len(due))
 }
+
+func (t *pgTx) CompleteAcrossRuns(ctx context.Context, cs []engine.BulkComplete) ([]engine.NodeState, error) {
+	runs := make([]string, len(cs))
+	keys := make([]string, len(cs))
+	attempts := make([]int64, len(cs))
+	outputs := make([]string, len(cs))
+	for i, c := range cs {
+		runs[i], keys[i], attempts[i], outputs[i] = c.RunID, c.Key, int64(c.Attempt), string(c.Output)
+	}
+	// As BulkComplete, with the run on each row; the run id is the last
+	// column (withRunID).
+	rows, err := t.raw(ctx, `UPDATE node_states n SET status = 'completed', output = u.out::jsonb,
+		error = NULL, deadline = NULL, finished_at = now(), updated_at = now()
+		FROM (SELECT DISTINCT ON (r, k) r, k, a, out
+			FROM unnest(?::uuid[], ?::text[], ?::int[], ?::text[]) WITH ORDINALITY AS x(r, k, a, out, ord)
+			ORDER BY r, k, ord) u
+		WHERE n.run_id = u.r AND n.key = u.k AND n.status = 'running' AND n.attempt = u.a
+		RETURNING `+strings.Replace(nodeColsAs("n."), "n.input", "NULL::jsonb", 1)+`, n.run_id::text`,
+		planFor(len(cs), runs, keys, attempts, outputs)...).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := make([]engine.NodeState, 0, len(cs))
+	for rows.Next() {
+		var runID string
+		st, err := scanNode(withRunID{rows, &runID}, "")
+		if err != nil {
+			return nil, err
+		}
+		st.RunID = runID
+		out = append(out, *st)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// withRunID scans a node row whose last column is its run's id.
+type withRunID struct {
+	scanner
+	runID *string
+}
+
+func (w withRunID) Scan(dest ...any) error { return w.scanner.Scan(append(dest, w.runID)...) }
 
 func (t *pgTx) BulkComplete(ctx context.Context, runID string, cs []engine.BulkComplete) ([]engine.NodeState, error) {
 	keys := make([]string, len(cs))

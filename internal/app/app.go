@@ -337,6 +337,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, a.closeEarly(err)
 	}
 	a.Metrics.WatchBacklog(a.Engine.Waiting)
+	a.Metrics.WatchTogether(a.Engine.CompletedTogether)
 	// Whatever the configured guard, dispatches to stitchd's own listen
 	// address or base URL are refused: a flow whose worker is its own hook
 	// would start runs in a loop.

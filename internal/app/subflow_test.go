@@ -3,7 +3,11 @@ package app_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -303,4 +307,86 @@ func TestSubFlowOrphansOfACancelledRunAreCancelled(t *testing.T) {
 	// The parent's cancel, as committed, without what follows it.
 	require.NoError(t, h.app.Store.Gorm().Exec(`UPDATE runs SET status = 'cancelled' WHERE id = ?`, r.ID).Error)
 	h.waitRun(child.ID, "cancelled")
+}
+
+// TestSubFlowEndsCompletedTogether: the children of a fan-out that end at
+// once have their nodes completed together — the runs locked with one
+// statement and the nodes completed with another (engine's
+// completeTogether) — and the parent still takes each child's output
+// once, in order. A stale callback among them (another attempt) is
+// refused and changes nothing.
+func TestSubFlowEndsCompletedTogether(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	one := h.createFlow([]map[string]any{wnode(h, "work")}, nil)
+	parent := h.createFlow([]map[string]any{node("split", "Splitter", map[string]any{"arrayPath": "items"}),
+		subNode("each", one, nil), node("join", "Collector", nil)},
+		[]map[string]any{edge("split", "each", nil), edge("each", "join", nil)})
+	const n = 64
+	items := make([]int, n)
+	for i := range items {
+		items[i] = i
+	}
+	r := h.startRun(parent, map[string]any{"items": items})
+	h.eventually(func() bool { return len(h.worker.all()) >= n }, "%d dispatches", n)
+	byItem := make([]dispatch, n)
+	for _, d := range h.worker.all() {
+		var in int
+		require.NoError(t, json.Unmarshal(d.Payload.Input, &in))
+		byItem[in] = d
+	}
+
+	// Holding the parent's row, every child's end waits to tell it: the
+	// callbacks queue up, and the groups after those waiting take many.
+	lock := h.app.Store.Gorm().Begin()
+	require.NoError(t, lock.Error)
+	require.NoError(t, lock.Exec(`SELECT 1 FROM runs WHERE id = ? FOR UPDATE`, r.ID).Error)
+	before := h.app.Engine.CompletedTogether()
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	send := func(i int, url, body string) {
+		defer wg.Done()
+		resp, err := h.client.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			codes[i] = -1
+			return
+		}
+		_ = resp.Body.Close()
+		codes[i] = resp.StatusCode
+	}
+	wg.Add(n)
+	// Item 0's callback is for an attempt the node is not at.
+	stale := h.mint(byItem[0].Payload.RunID, byItem[0].Payload.NodeID, 2, time.Now().Add(time.Hour))
+	go send(0, stale, `{"status":"completed","output":{"i":-1}}`)
+	for i := 1; i < n; i++ {
+		go send(i, byItem[i].Payload.CallbackURL, fmt.Sprintf(`{"status":"completed","output":{"i":%d}}`, i))
+	}
+	h.eventually(func() bool { return h.app.Engine.Waiting() >= 8 }, "callbacks queued behind the parent's lock")
+	queued := h.app.Engine.Waiting()
+	require.NoError(t, lock.Rollback().Error)
+	wg.Wait()
+	require.Equal(t, http.StatusConflict, codes[0], "the stale callback")
+	for i := 1; i < n; i++ {
+		require.Equal(t, http.StatusOK, codes[i], "item %d's callback", i)
+	}
+	together := h.app.Engine.CompletedTogether() - before
+	// Groups of at most 32: one left alone at the end of a group goes on
+	// its own.
+	require.GreaterOrEqual(t, together, int64(queued/2), "the callbacks queued at the release (%d) were completed together", queued)
+	require.LessOrEqual(t, together, int64(n-1), "none twice, not the stale one")
+	require.Equal(t, "running", h.run(r.ID).Status, "item 0 is still to come")
+	require.Equal(t, "running", h.run(byItem[0].Payload.RunID).Status, "the stale callback changed nothing")
+
+	h.complete(byItem[0], `{"i": 0}`)
+	done := h.waitRun(r.ID, "completed")
+	var out []struct{ I int }
+	require.NoError(t, json.Unmarshal(done.Output, &out))
+	require.Len(t, out, n)
+	for i, o := range out {
+		require.Equal(t, i, o.I, "item %d in order", i)
+	}
+	var finished int
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM runs WHERE parent_run_id = ? AND status = 'completed'`,
+		r.ID).Row().Scan(&finished))
+	require.Equal(t, n, finished, "every child completed once")
 }

@@ -131,6 +131,15 @@ func (m *Metrics) WatchBacklog(waiting func() int) {
 		func() float64 { return float64(waiting()) }))
 }
 
+// WatchTogether registers a counter read from together at every scrape:
+// worker callbacks whose nodes were completed with those of other runs in
+// one statement (engine.Engine.CompletedTogether).
+func (m *Metrics) WatchTogether(together func() int64) {
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stitchd_engine_completed_together_total",
+		Help: "Worker callbacks whose nodes were completed together with other runs' in one statement (a fan-out's sub-flow runs ending at once)."},
+		func() float64 { return float64(together()) }))
+}
+
 // WatchDispatchBacklog registers stitchd_dispatch_host_backlog, read from
 // backlog at every scrape (callbacks.Dispatcher.Backlog, in memory): this
 // process's deliveries queued and in flight, by destination host — a host

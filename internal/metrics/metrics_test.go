@@ -257,6 +257,21 @@ func TestBacklog(t *testing.T) {
 	require.Zero(t, v)
 }
 
+// TestTogether: the engine's count of nodes completed together is read at
+// every scrape.
+func TestTogether(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Config{Logger: quiet()})
+	var n int64 = 12
+	m.WatchTogether(func() int64 { return n })
+	v, ok := value(t, m, "stitchd_engine_completed_together_total", nil)
+	require.True(t, ok)
+	require.Equal(t, float64(12), v)
+	n = 40
+	v, _ = value(t, m, "stitchd_engine_completed_together_total", nil)
+	require.Equal(t, float64(40), v)
+}
+
 // BenchmarkOnCommit measures the cost the commit hook adds per node
 // transition (a 1,000-item fan-out commits 2,000 transitions at once).
 func BenchmarkOnCommit(b *testing.B) {

@@ -1,0 +1,121 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+)
+
+// Completions across runs. A group (applyGroup) of worker callbacks that
+// each complete a node of a different run — the ends of a fan-out's
+// sub-flow runs, each the last step of its run — would lock each run and
+// compare-and-set each node with statements of its own: two statements a
+// run. Instead the group locks its runs with one statement (in id order,
+// as the group would) and completes their nodes with another; each
+// callback's operation then finds its run loaded and its node completed
+// (preCompleted), as a batch's bulk completion leaves them, and runs only
+// the consequences. Steps that speculate (a chain's) are left to
+// speculation, which needs no lock of its own.
+
+// together is what completeTogether did for each run of a group.
+type together struct {
+	runs map[string]togetherRun
+	done int
+}
+
+type togetherRun struct {
+	run   *Run
+	graph *ExecutionGraph
+	// node is the node the group's compare-and-set completed (nil: it did
+	// not match — a repeated or stale callback, judged by its operation).
+	node *NodeState
+}
+
+// completeTogether locks the runs of group ms (sorted by run id) and
+// completes their callbacks' nodes, when every member is one completion
+// callback of a run whose graph this process knows, of a node that decides
+// no edges and would not be speculated; else it does nothing (nil).
+func (e *Engine) completeTogether(ctx context.Context, tx Tx, ms []*member) (*together, error) {
+	if len(ms) < 2 {
+		return nil, nil
+	}
+	ids := make([]string, len(ms))
+	cs := make([]BulkComplete, len(ms))
+	versions := make(map[string]string, len(ms))
+	for i, m := range ms {
+		p := m.cb
+		if p == nil || p.Status != StatusCompleted || p.Attempt <= 0 {
+			return nil, nil
+		}
+		v, g, ok := e.knownGraph(p.RunID)
+		if !ok {
+			return nil, nil
+		}
+		n, idx, ok := g.parseKey(p.Key)
+		if !ok || g.hasBranches(n.ID) || speculable(g, n, idx, p.Output) {
+			return nil, nil
+		}
+		ids[i], versions[p.RunID] = p.RunID, v
+		cs[i] = BulkComplete{RunID: p.RunID, Key: p.Key, Attempt: p.Attempt, Output: orNull(p.Output)}
+	}
+	runs, err := tx.LockRuns(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("error locking %d runs: %w", len(ids), err)
+	}
+	c := &together{runs: make(map[string]togetherRun, len(runs))}
+	for _, r := range runs {
+		if r.FlowVersionID != versions[r.ID] {
+			// Moved to another version (Engine.Migrate) since this
+			// process learnt it: what was judged above may not hold.
+			return nil, fmt.Errorf("error completing callbacks together: run %s is on version %s, not %s",
+				r.ID, r.FlowVersionID, versions[r.ID])
+		}
+		g, err := e.Graph(ctx, r.FlowVersionID)
+		if err != nil {
+			return nil, err
+		}
+		c.runs[r.ID] = togetherRun{run: r, graph: g}
+	}
+	done, err := tx.CompleteAcrossRuns(ctx, cs)
+	if err != nil {
+		return nil, fmt.Errorf("error completing nodes of %d runs: %w", len(cs), err)
+	}
+	c.done = len(done)
+	for i := range done {
+		if tr, ok := c.runs[done[i].RunID]; ok {
+			tr.node = &done[i]
+			c.runs[done[i].RunID] = tr
+		}
+	}
+	return c, nil
+}
+
+// completed is how many nodes the group's compare-and-set completed.
+func (c *together) completed() int {
+	if c == nil {
+		return 0
+	}
+	return c.done
+}
+
+// CompletedTogether is how many worker callbacks' nodes this process
+// completed with those of other runs in one statement (completeTogether),
+// in committed transactions (stitchd_engine_completed_together_total).
+func (e *Engine) CompletedTogether() int64 { return e.together.Load() }
+
+// give hands run runID's part to its operation's transaction: the run,
+// locked, and the node completed for it — a write, so the operation can
+// no longer be left out of the group.
+func (c *together) give(t *txn, runID string) {
+	if c == nil {
+		return
+	}
+	tr, ok := c.runs[runID]
+	if !ok {
+		return
+	}
+	t.setRun(tr.run, tr.graph)
+	if tr.node != nil {
+		t.pre = map[string]*NodeState{tr.node.Key: tr.node}
+		t.tx.(*countingTx).writes++
+	}
+}
