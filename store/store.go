@@ -211,7 +211,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx engine
 		if err := fn(ctx, tx); err != nil {
 			return err
 		}
-		tx.queueNewRuns()
+		tx.writeHeld()
 		return q.flush(ctx)
 	})
 	return interpretError(err)
@@ -241,7 +241,7 @@ func inPipe(ctx context.Context, pool *sql.DB, b *binds, fn func(ctx context.Con
 			}
 			return nil
 		}
-		tx.queueNewRuns() // to travel with COMMIT
+		tx.writeHeld() // to travel with COMMIT
 		if fnErr = p.commit(ctx); fnErr != nil {
 			if sc.Conn().PgConn().TxStatus() != 'I' {
 				if err := p.rollback(context.WithoutCancel(ctx)); err != nil {

@@ -30,6 +30,9 @@ type pgTx struct {
 	// fresh holds the rows of runs started in the transaction, queued
 	// before its next statement (newRuns).
 	fresh *newRuns
+	// saves are run saves that mark deliveries, held back so that
+	// consecutive ones go as one statement (queueSaves).
+	saves []heldSave
 	// written counts the rows bulk statements wrote, by ANALYZE statement
 	// (analyzeAfter).
 	written map[string]int
@@ -48,12 +51,12 @@ type rawQuery struct {
 }
 
 func (r rawQuery) Row() scanner {
-	r.t.queueNewRuns()
+	r.t.writeHeld()
 	return r.t.q.row(r.ctx, r.q, r.args)
 }
 
 func (r rawQuery) Rows() (rows, error) {
-	r.t.queueNewRuns()
+	r.t.writeHeld()
 	return r.t.q.query(r.ctx, r.q, r.args)
 }
 
@@ -65,7 +68,7 @@ type execResult struct {
 
 // exec runs a statement written with ? placeholders.
 func (t *pgTx) exec(ctx context.Context, q string, args ...any) execResult {
-	t.queueNewRuns()
+	t.writeHeld()
 	n, err := t.q.exec(ctx, t.binds.get(q), args)
 	return execResult{RowsAffected: n, Error: err}
 }
@@ -74,7 +77,7 @@ func (t *pgTx) exec(ctx context.Context, q string, args ...any) execResult {
 // the next statement that must be answered or with COMMIT; its error
 // surfaces there. scan, when set, reads its one row.
 func (t *pgTx) later(q string, scan func(scanner) error, args ...any) {
-	t.queueNewRuns()
+	t.writeHeld()
 	t.queue(q, scan, args...)
 }
 
@@ -427,6 +430,23 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
 			planFor(rows, args...)...)
 		return nil
 	}
+	if !s.Relative {
+		// Held back: the saves of a group's runs that end together go as
+		// one statement (queueSaves).
+		t.hold(s, types, keys, payloads)
+		return nil
+	}
+	q, scan, args := markAndSave(s, s.Run, types, keys, payloads)
+	t.later(q, scan, args...)
+	return nil
+}
+
+// markAndSave is the statement of SaveRunWithEvents for one run's save
+// that marks deliveries, and how its answer is read.
+// The answer is read into dst (s.Run, or the Run it is a copy of).
+func markAndSave(s engine.RunSave, dst *engine.Run, types, keys, payloads []string) (string, func(scanner) error, []any) {
+	r := s.Run
+	rows := max(len(types), len(s.HeardKeys))
 	// Events before HeardAt keep their numbers, the deliveries follow them
 	// and the rest move up by the number of deliveries. Inserted in number
 	// order, so a run's events take ids in their own order: the stream of
@@ -451,8 +471,7 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
 			SELECT ?::uuid, ` + firstSQL + ` + ?::int + row_number() OVER (ORDER BY key, attempt) - 1, 'dispatch.attempt', key,
 				jsonb_build_object('dispatch_id', id, 'attempt', attempt, 'try', tries, 'delivered', true)
 			FROM md) AS numbered WHERE ` + xidFirst + ` ORDER BY 2) ` + save + `, event_seq`
-	t.later(q, func(row scanner) error { return scanSavedRun(r, row, &r.EventSeq) }, planFor(rows, args...)...)
-	return nil
+	return q, func(row scanner) error { return scanSavedRun(dst, row, &dst.EventSeq) }, planFor(rows, args...)
 }
 
 // saveRunRelativeSQL is saveRunSQL for RunSave.Relative (within
