@@ -258,6 +258,9 @@ func (e *Engine) runGroups() {
 	for {
 		g.mu.Lock()
 		ms := takeUpTo(&g.pending, maxGroup)
+		if len(ms) == maxGroup {
+			ms = e.takeTogether(ms, &g.pending)
+		}
 		if len(ms) == 0 {
 			g.running--
 			g.mu.Unlock()

@@ -272,21 +272,47 @@ func (e *Engine) tellParents(ctx context.Context, tx Tx, ends *childEnds) error 
 // all (an operator repaired the child). The completions of nodes that
 // decide no edges are one statement.
 func (t *txn) tellParent(runID string, ends []childEnd) error {
-	if err := t.load(runID); err != nil {
-		return fmt.Errorf("error loading the parent of %d sub-flow run(s): %w", len(ends), err)
+	// The parent's lock is held from here to the commit, and the groups of
+	// its children's ends wait for it one after another: when this
+	// process knows the parent's graph, the lock travels with the
+	// completions (one round trip).
+	version, g, known := t.e.knownGraph(runID)
+	if !known {
+		if err := t.load(runID); err != nil {
+			return fmt.Errorf("error loading the parent of %d sub-flow run(s): %w", len(ends), err)
+		}
+		g = t.graph
 	}
 	var bulk []BulkComplete
 	var rest []childEnd
 	for _, c := range ends {
-		n, _, ok := t.graph.parseKey(c.parentKey)
-		if c.child.Status == RunCompleted && ok && !t.graph.hasBranches(n.ID) && t.graph.loopOf(n.ID) == nil {
+		n, _, ok := g.parseKey(c.parentKey)
+		if c.child.Status == RunCompleted && ok && !g.hasBranches(n.ID) && g.loopOf(n.ID) == nil {
 			bulk = append(bulk, BulkComplete{Key: c.parentKey, Attempt: c.attempt, Output: orNull(c.child.Output)})
 		} else {
 			rest = append(rest, c)
 		}
 	}
+	if known && len(bulk) == 0 {
+		if err := t.load(runID); err != nil {
+			return fmt.Errorf("error loading the parent of %d sub-flow run(s): %w", len(ends), err)
+		}
+	}
 	if len(bulk) > 0 {
+		var locked func() (*Run, error)
+		if known {
+			locked = t.tx.LockRunLater(t.ctx, runID)
+		}
 		done, err := t.tx.BulkComplete(t.ctx, runID, bulk)
+		if known {
+			if lerr := t.lockAnswered(runID, locked, err); lerr != nil {
+				return fmt.Errorf("error loading the parent of %d sub-flow run(s): %w", len(ends), lerr)
+			}
+			if t.run.FlowVersionID != version {
+				return fmt.Errorf("error telling run %s of its sub-flow runs: it is on version %s, not %s",
+					runID, t.run.FlowVersionID, version)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("error completing %d SubFlow nodes of run %s: %w", len(bulk), runID, err)
 		}

@@ -42,18 +42,11 @@ func (e *Engine) completeTogether(ctx context.Context, tx Tx, ms []*member) (*to
 	cs := make([]BulkComplete, len(ms))
 	versions := make(map[string]string, len(ms))
 	for i, m := range ms {
-		p := m.cb
-		if p == nil || p.Status != StatusCompleted || p.Attempt <= 0 {
-			return nil, nil
-		}
-		v, g, ok := e.knownGraph(p.RunID)
+		v, ok := e.mayCompleteTogether(m)
 		if !ok {
 			return nil, nil
 		}
-		n, idx, ok := g.parseKey(p.Key)
-		if !ok || g.hasBranches(n.ID) || speculable(g, n, idx, p.Output) {
-			return nil, nil
-		}
+		p := m.cb
 		ids[i], versions[p.RunID] = p.RunID, v
 		cs[i] = BulkComplete{RunID: p.RunID, Key: p.Key, Attempt: p.Attempt, Output: orNull(p.Output)}
 	}
@@ -101,6 +94,56 @@ func (c *together) completed() int {
 // completed with those of other runs in one statement (completeTogether),
 // in committed transactions (stitchd_engine_completed_together_total).
 func (e *Engine) CompletedTogether() int64 { return e.together.Load() }
+
+// mayCompleteTogether reports whether member m is one completion callback of a
+// run whose graph this process knows (and returns its version), of a node
+// that decides no edges and would not be speculated: one that
+// completeTogether may apply.
+func (e *Engine) mayCompleteTogether(m *member) (string, bool) {
+	p := m.cb
+	if p == nil || p.Status != StatusCompleted || p.Attempt <= 0 {
+		return "", false
+	}
+	v, g, ok := e.knownGraph(p.RunID)
+	if !ok {
+		return "", false
+	}
+	n, idx, ok := g.parseKey(p.Key)
+	if !ok || g.hasBranches(n.ID) || speculable(g, n, idx, p.Output) {
+		return "", false
+	}
+	return v, true
+}
+
+// maxTogether bounds the runs of a group whose members completeTogether
+// may apply, beyond maxGroup: every group of a fan-out's children ending
+// locks the parent run until it commits (tellParents), one group after
+// another, so fewer, bigger groups end them sooner.
+const maxTogether = 512
+
+// takeTogether extends group ms (maxGroup members taken from pending)
+// with the members after it, up to maxTogether, while all are members
+// completeTogether may apply. Called with the grouper's lock held.
+func (e *Engine) takeTogether(ms []*member, pending *[]*member) []*member {
+	for _, m := range ms {
+		if _, ok := e.mayCompleteTogether(m); !ok {
+			return ms
+		}
+	}
+	n := 0
+	for n < len(*pending) && len(ms)+n < maxTogether {
+		if _, ok := e.mayCompleteTogether((*pending)[n]); !ok {
+			break
+		}
+		n++
+	}
+	if n == 0 {
+		return ms
+	}
+	ms = append(ms, (*pending)[:n]...)
+	*pending = (*pending)[n:]
+	return ms
+}
 
 // give hands run runID's part to its operation's transaction: the run,
 // locked, and the node completed for it — a write, so the operation can
