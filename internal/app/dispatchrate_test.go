@@ -66,7 +66,7 @@ func TestDispatchRateAcrossProcesses(t *testing.T) {
 	r := a.startRun(flow2, map[string]any{"xs": make([]int, 200)})
 	a.eventually(func() bool {
 		n := 0
-		for _, d := range w.all() {
+		for _, d := range w.All() {
 			if d.Payload.RunID == r.ID {
 				n++
 			}

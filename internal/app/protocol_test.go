@@ -245,12 +245,12 @@ func TestKeyRotation(t *testing.T) {
 func TestPrivateWorkerAddressesDenied(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *app.Config) { c.WorkerGuard = &callbacks.AddressGuard{DenyPrivate: true} })
-	flow := h.createFlow([]map[string]any{node("a", "Worker", map[string]any{"webhookUrl": h.worker.srv.URL,
+	flow := h.createFlow([]map[string]any{node("a", "Worker", map[string]any{"webhookUrl": h.worker.URL,
 		"retry": map[string]any{"maxAttempts": 3}})}, nil)
 	r := h.startRun(flow, map[string]any{})
 	fin := h.waitRun(r.ID, "failed")
 	require.Contains(t, *fin.Nodes["a"].Error, "worker address refused")
-	require.Empty(t, h.worker.all(), "nothing reached the worker")
+	require.Empty(t, h.worker.All(), "nothing reached the worker")
 
 	allowed := newHarness(t, func(c *app.Config) {
 		c.WorkerGuard = &callbacks.AddressGuard{DenyPrivate: true, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
