@@ -378,7 +378,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	client.Transport = a.tracing.Transport(client.Transport)
 	disp := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Metrics.DispatchStore(a.Store),
 		Recorder: a.Metrics.Recorder(a.Engine), Secret: secret,
-		Signer:  &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh},
+		Signer:  &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh, Clock: clock},
 		Secrets: &store.SecretReader{Store: a.Store, Box: a.SecretBox},
 		Client:  client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers, HostWorkers: cfg.DispatchHostWorkers,
 		Rates: cfg.DispatchRates, RateStore: a.Store, MaxTokenWait: cfg.DispatchMaxTokenWait,
@@ -388,7 +388,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// Always: without a notification webhook the outbox still carries the
 	// workers' cancel notices (to their nodes' cancelUrl).
 	a.Notifications = callbacks.NewNotifier(callbacks.NotifierConfig{Store: a.Store, URL: cfg.NotifyURL, Secret: secret,
-		Signer: &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh}, Client: client, Clock: clock,
+		Signer: &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh, Clock: clock}, Client: client, Clock: clock,
 		Logger: cfg.Logger, PollInterval: cfg.PollInterval,
 		Links: &callbacks.ActionLinker{Keys: ring, BaseURL: cfg.BaseURL, Members: a.Store, Clock: clock}})
 	a.Metrics.WatchDispatchBacklog(disp.Backlog)
