@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -62,6 +63,9 @@ type Worker struct {
 	srv  *httptest.Server
 	ctx  context.Context
 	wg   sync.WaitGroup
+
+	// answered counts the dispatches answered (after Delay).
+	answered atomic.Int64
 
 	mu     sync.Mutex
 	got    []Dispatch
@@ -119,6 +123,7 @@ func (w *Worker) serve(rw http.ResponseWriter, r *http.Request) {
 	if w.opts.Delay > 0 {
 		wait(r.Context(), w.opts.Delay) // a slow worker: real time is the point
 	}
+	w.answered.Add(1)
 	rw.WriteHeader(status)
 	if w.opts.CallBack == nil || status < 200 || status > 299 {
 		return
@@ -196,6 +201,10 @@ func (w *Worker) Received() int {
 	defer w.mu.Unlock()
 	return len(w.got)
 }
+
+// Answered is how many dispatches the worker answered (Delay after each
+// arrived).
+func (w *Worker) Answered() int64 { return w.answered.Load() }
 
 // Answers returns how many callbacks stitchd answered with each status (0:
 // no answer: a refused connection, a timeout).
