@@ -103,7 +103,8 @@ func TestDispatchRatePostpones(t *testing.T) {
 	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT tries FROM dispatches WHERE run_id = ? ORDER BY tries`, r.ID).Scan(&tries).Error)
 	require.Equal(t, []int{1, 1, 1}, tries, "a postponement is not a try")
 	require.Contains(t, logs.String(), "delivery postponed for its rate", "the rows went back to the outbox")
-	time.Sleep(500 * time.Millisecond)
+	h.advance(time.Minute) // every postponement and lease due: nothing is sent again
+	h.sweeps(3)            // the dispatcher polls as often
 	require.Len(t, arrived(), 3, "each delivered once")
 }
 
