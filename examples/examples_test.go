@@ -25,6 +25,7 @@ import (
 	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/internal/client"
 	"github.com/stitchd/stitchd/internal/syncbuf"
+	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
@@ -68,21 +69,23 @@ func startWorker(t *testing.T, secret string, argv ...string) (url string, logs 
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	listening := false
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			return "http://" + addr, logs
+			listening = true
+			return true
 		}
 		select {
 		case <-exited:
-			t.Fatalf("%v exited before listening:\n%s", argv, logs)
+			return true
 		default:
+			return false
 		}
-		require.True(t, time.Now().Before(deadline), "%v did not listen within 30s:\n%s", argv, logs)
-		time.Sleep(20 * time.Millisecond)
-	}
+	}, "%v to listen:\n%s", argv, logs)
+	require.True(t, listening, "%v exited before listening:\n%s", argv, logs)
+	return "http://" + addr, logs
 }
 
 func TestExampleWorkers(t *testing.T) {
@@ -140,13 +143,11 @@ func TestExampleWorkers(t *testing.T) {
 			for i, name := range []string{"Ada", "Grace"} {
 				r, err := c.StartRun(ctx, f.ID, json.RawMessage(`{"name":"`+name+`"}`))
 				require.NoError(t, err)
-				deadline := time.Now().Add(30 * time.Second)
-				for !r.Finished() {
-					require.True(t, time.Now().Before(deadline), "run %d did not finish; worker log:\n%s", i, logs)
-					time.Sleep(20 * time.Millisecond)
+				testkit.Eventually(t, 30*time.Second, func() bool {
 					r, err = c.GetRun(ctx, r.ID)
 					require.NoError(t, err)
-				}
+					return r.Finished()
+				}, "run %d to finish; worker log:\n%s", i, logs)
 				require.Equal(t, "completed", r.Status, "worker log:\n%s", logs)
 				var out struct {
 					Worker   string `json:"worker"`

@@ -36,7 +36,9 @@ func TestNotifierReachesListener(t *testing.T) {
 		got[k]++
 		mu.Unlock()
 	}))
-	time.Sleep(100 * time.Millisecond) // the listener's LISTEN is in place
+	// Listen returns with the LISTEN in place: lib/pq's Listener.Listen
+	// waits for its connection, which listens on every channel before it
+	// is up.
 
 	n := st.NewNotifier(channel, 0, slog.New(slog.DiscardHandler))
 	go n.Run(ctx)

@@ -234,6 +234,8 @@ func (s *Store) SigningSecrets(ctx context.Context) (*SigningSet, error) {
 type DispatchSigner struct {
 	Store  *Store
 	MaxAge time.Duration
+	// Clock times MaxAge (default engine.SystemClock).
+	Clock engine.Clock
 
 	mu     sync.Mutex
 	set    *SigningSet
@@ -278,12 +280,16 @@ func (d *DispatchSigner) current(ctx context.Context) (*SigningSet, error) {
 	if maxAge <= 0 {
 		maxAge = 2 * time.Second
 	}
-	if d.set == nil || time.Since(d.readAt) > maxAge {
+	clock := d.Clock
+	if clock == nil {
+		clock = engine.SystemClock{}
+	}
+	if now := clock.Now(); d.set == nil || now.Sub(d.readAt) > maxAge {
 		set, err := d.Store.SigningSecrets(ctx)
 		if err != nil {
 			return nil, err
 		}
-		d.set, d.readAt = set, time.Now()
+		d.set, d.readAt = set, now
 	}
 	return d.set, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store/storetest"
 	"github.com/stitchd/stitchd/web"
 )
@@ -73,15 +74,8 @@ func TestSlowReadersOfJSONAnswersAreCutOff(t *testing.T) {
 	// closes every one of them (its side), its writes having waited the
 	// write timeout — once it has taken them all (on a loaded machine it
 	// may not have taken any yet).
-	deadline := time.Now().Add(60 * time.Second)
-	for open.accepted() < stalled {
-		require.False(t, time.Now().After(deadline), "connections the server accepted: %d of %d", open.accepted(), stalled)
-		time.Sleep(10 * time.Millisecond)
-	}
-	for open.count() != 0 {
-		require.False(t, time.Now().After(deadline), "connections the server still holds: %d of %d", open.count(), stalled)
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 60*time.Second, func() bool { return open.accepted() >= stalled }, "the server to accept %d connections", stalled)
+	testkit.Eventually(t, 60*time.Second, func() bool { return open.count() == 0 }, "the server to close the %d connections", stalled)
 	cut := time.Since(began)
 	heap1 := heap()
 

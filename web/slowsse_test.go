@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store/storetest"
 	"github.com/stitchd/stitchd/web"
 )
@@ -85,16 +86,11 @@ func TestStalledEventStreamsAreDropped(t *testing.T) {
 
 	// Every stalled stream ends and its connection is closed; the
 	// reader's stays.
-	deadline := time.Now().Add(30 * time.Second)
-	for hub.Subscribers() != 1 {
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		hub.Notify(run.ID) // never blocks, whatever the streams do
-		require.False(t, time.Now().After(deadline), "streams still open: %d", hub.Subscribers())
-		time.Sleep(50 * time.Millisecond)
-	}
-	for open.count() != 1 {
-		require.False(t, time.Now().After(deadline), "connections still open: %d", open.count())
-		time.Sleep(50 * time.Millisecond)
-	}
+		return hub.Subscribers() == 1
+	}, "the stalled streams to end")
+	testkit.Eventually(t, 30*time.Second, func() bool { return open.count() == 1 }, "the stalled connections to close")
 
 	// The reading client still gets a new event.
 	require.NoError(t, st.Gorm().Exec(`INSERT INTO run_events (run_id, seq, type, payload) VALUES (?, ?, 'test.new', '{}')`,

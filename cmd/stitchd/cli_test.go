@@ -21,6 +21,7 @@ import (
 	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/internal/client"
 	"github.com/stitchd/stitchd/internal/demo"
+	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
@@ -347,11 +348,7 @@ func isUUID(s string) bool {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 20*time.Second, cond, "%s", what)
 }
 
 // TestBinaryServeDemo is `make run`: `stitchd serve --demo` loads the demo

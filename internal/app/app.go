@@ -24,6 +24,7 @@ import (
 	"github.com/stitchd/stitchd/internal/metrics"
 	"github.com/stitchd/stitchd/internal/secretbox"
 	"github.com/stitchd/stitchd/internal/startstop"
+	"github.com/stitchd/stitchd/internal/testsignal"
 	"github.com/stitchd/stitchd/internal/tracing"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/localpg"
@@ -145,6 +146,25 @@ type Config struct {
 	// WriteTimeout bounds writing an ordinary (not streamed) answer
 	// (web.Config.WriteTimeout, default 30s).
 	WriteTimeout time.Duration
+	// Clock tells the process's time (default engine.SystemClock): a
+	// test's clock moves it forward. Due work is found by the database's
+	// clock (DESIGN.md, Time).
+	Clock engine.Clock
+}
+
+// TestSignals are test hooks (internal/testsignal): they do nothing
+// unless a test calls Init before Start.
+type TestSignals struct {
+	// SweepDone is sent after each pass of the sweeper (deadlines,
+	// timers, approvals, event waits, run deadlines), and ScheduleDone
+	// after each pass of the scheduler, with the time the pass began.
+	SweepDone, ScheduleDone testsignal.Signal[time.Time]
+}
+
+// Init makes every signal record.
+func (s *TestSignals) Init() {
+	s.SweepDone.Init()
+	s.ScheduleDone.Init()
 }
 
 // App is a running stitchd.
@@ -184,6 +204,8 @@ type App struct {
 	stopErr  error
 	// URL is the address the server listens on (http://host:port).
 	URL string
+	// TestSignals are tests' hooks into the sweeper and the scheduler.
+	TestSignals TestSignals
 
 	// brokers consumes the broker triggers (nats, amqp); instanceID names
 	// this process in their consumer states.
@@ -308,7 +330,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		cfg.Logger.Info("exporting traces", "endpoint", cfg.OTLPEndpoint)
 	}
 	a.notifier = a.Store.NewNotifier(store.EventsChannel, 0, cfg.Logger)
-	clock := engine.SystemClock{}
+	var clock engine.Clock = engine.SystemClock{}
+	if cfg.Clock != nil {
+		clock = cfg.Clock
+	}
 	waker := &lateWaker{}
 	types, err := nodeTypes(handlers.Types(handlers.Options{MaxFanOutItems: cfg.MaxFanOutItems}), cfg.NodeTypes)
 	if err != nil {
@@ -353,7 +378,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	client.Transport = a.tracing.Transport(client.Transport)
 	disp := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Metrics.DispatchStore(a.Store),
 		Recorder: a.Metrics.Recorder(a.Engine), Secret: secret,
-		Signer:  &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh},
+		Signer:  &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh, Clock: clock},
 		Secrets: &store.SecretReader{Store: a.Store, Box: a.SecretBox},
 		Client:  client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers, HostWorkers: cfg.DispatchHostWorkers,
 		Rates: cfg.DispatchRates, RateStore: a.Store, MaxTokenWait: cfg.DispatchMaxTokenWait,
@@ -363,7 +388,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// Always: without a notification webhook the outbox still carries the
 	// workers' cancel notices (to their nodes' cancelUrl).
 	a.Notifications = callbacks.NewNotifier(callbacks.NotifierConfig{Store: a.Store, URL: cfg.NotifyURL, Secret: secret,
-		Signer: &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh}, Client: client, Clock: clock,
+		Signer: &store.DispatchSigner{Store: a.Store, MaxAge: cfg.WebhookSecretRefresh, Clock: clock}, Client: client, Clock: clock,
 		Logger: cfg.Logger, PollInterval: cfg.PollInterval,
 		Links: &callbacks.ActionLinker{Keys: ring, BaseURL: cfg.BaseURL, Members: a.Store, Clock: clock}})
 	a.Metrics.WatchDispatchBacklog(disp.Backlog)
@@ -559,6 +584,8 @@ func (a *App) Start(ctx context.Context) error {
 // past their deadline, event deliveries left undone, runs past theirs.
 func (a *App) sweep(ctx context.Context) {
 	a.everyPoll(ctx, func() {
+		began := a.clock.Now()
+		defer a.TestSignals.SweepDone.Signal(began)
 		a.expireOverdue(ctx)
 		a.sweepDue(ctx, "woken", a.Store.DueTimers, a.Engine.Wake)
 		a.sweepDue(ctx, "approval_timed_out", a.Store.OverdueApprovals, each(a.Engine.TimeOutApproval))

@@ -85,6 +85,8 @@ func benchPost(b *testing.B, a *app.App, path string, body any) map[string]any {
 	return out
 }
 
+// waitRunDone polls every 2 ms: the benchmark's latencies are read at
+// that grain (testkit.Poll's backoff would blur them).
 func waitRunDone(b *testing.B, a *app.App, id string) {
 	for {
 		var st string

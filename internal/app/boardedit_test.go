@@ -248,7 +248,7 @@ func TestSetMetadata(t *testing.T) {
 	b := h.board(board, "")
 	require.Equal(t, float64(87), b.Sections[1].Entities[0].Metadata["score"])
 	code, ps := h.refused(http.StatusUnprocessableEntity, "POST", "/api/v1/flows", map[string]any{"name": "bad", "graph": map[string]any{
-		"nodes": []map[string]any{node("x", "Worker", map[string]any{"webhookUrl": h.worker.srv.URL + "/x",
+		"nodes": []map[string]any{node("x", "Worker", map[string]any{"webhookUrl": h.worker.URL + "/x",
 			"entityMovement": map[string]any{"onSuccess": map[string]any{"targetSectionId": "scored", "setMetadata": map[string]any{"score": ""}}}})},
 		"edges": []map[string]any{}}})
 	require.Equal(t, "invalid_graph", code)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/internal/broker/brokertest"
+	"github.com/stitchd/stitchd/internal/testkit"
 )
 
 // brokerRuns counts a flow's runs started by a broker trigger: all of
@@ -26,19 +27,12 @@ func (h *harness) brokerRuns(flowID string) (runs, distinct int) {
 // distinct message.
 func (h *harness) waitBrokerRuns(flowID string, n int, within time.Duration) {
 	h.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	testkit.Eventually(h.t, within, func() bool {
 		runs, distinct := h.brokerRuns(flowID)
 		require.Equal(h.t, runs, distinct, "a message started two runs")
 		require.LessOrEqual(h.t, runs, n, "more runs than messages")
-		if runs == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("%d runs of %d after %s", runs, n, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return runs == n
+	}, "%d runs, one a message", n)
 }
 
 // transformFlow is a flow of one Transform node: its runs complete at

@@ -58,7 +58,9 @@ func newFlightWorker(t *testing.T, total int, bases []string) (*flightWorker, st
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(time.Duration(n%5) * time.Millisecond) // the work
+			// The work: real time, so items finish out of order while
+			// others are in flight.
+			time.Sleep(time.Duration(n%5) * time.Millisecond)
 			w.mu.Lock()
 			delete(w.inFlight, p.NodeID) // done: from now on the item may be replaced
 			w.mu.Unlock()
@@ -67,7 +69,7 @@ func newFlightWorker(t *testing.T, total int, bases []string) (*flightWorker, st
 				if code == 200 || code == 409 {
 					break
 				}
-				time.Sleep(20 * time.Millisecond) // the worker's retry backoff
+				time.Sleep(20 * time.Millisecond) // the worker's retry backoff (a real client's pacing)
 			}
 			w.mu.Lock()
 			w.done++

@@ -67,7 +67,7 @@ func TestPauseHoldsDispatchesAndBranches(t *testing.T) {
 	h := newHarness(t)
 	// a's worker refuses (500): its dispatch waits to be retried. Pausing
 	// holds it; resuming sends it again at once.
-	h.worker.setStatus(500)
+	h.worker.SetStatus(500)
 	flow := h.createFlow(
 		[]map[string]any{wnode(h, "a", "retry", `{"maxAttempts": 5, "initialDelayMs": 60000, "maxDelayMs": 60000}`, "delivery", `{"maxTries": 5}`),
 			node("yes", "Condition", nil), node("no", "Condition", nil)},
@@ -82,11 +82,12 @@ func TestPauseHoldsDispatchesAndBranches(t *testing.T) {
 	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/pause", nil, nil))
 	// Held at once, or when the delivery in flight at the pause fails.
 	h.eventually(func() bool { return count("held") == 1 }, "the refused dispatch to be held")
-	sent := len(h.worker.all())
-	time.Sleep(1500 * time.Millisecond) // several backoffs: nothing goes out while paused
-	require.Equal(t, sent, len(h.worker.all()), "no delivery while paused")
+	sent := len(h.worker.All())
+	h.advance(5 * time.Minute) // several backoffs: nothing goes out while paused
+	h.sweeps(2)
+	require.Equal(t, sent, len(h.worker.All()), "no delivery while paused")
 	require.Zero(t, count("pending"))
-	h.worker.setStatus(202)
+	h.worker.SetStatus(202)
 	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/resume", nil, nil))
 	d := h.waitDispatch(r.ID, "a", 1)
 	// Paused again before the callback: the branch is decided when it
@@ -297,13 +298,14 @@ func TestHandledCollectorFailureWaitsForItems(t *testing.T) {
 func TestPauseHoldsDeadlines(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.worker.setStatus(500)
+	h.worker.SetStatus(500)
 	flow := h.createFlow([]map[string]any{wnode(h, "a", "retry", `{"maxAttempts": 3, "initialDelayMs": 60000, "maxDelayMs": 60000}`,
 		"delivery", `{"maxTries": 3}`, "timeoutSeconds", "1")}, nil)
 	r := h.startRun(flow, map[string]any{})
 	h.waitDispatch(r.ID, "a", 1)
 	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/pause", nil, nil))
-	time.Sleep(2500 * time.Millisecond) // past the node's deadline, a few sweeps
+	h.advance(5 * time.Minute) // past the node's deadline and its retries' backoff
+	h.sweeps(2)
 	got := h.run(r.ID)
 	require.Equal(t, "running", got.Nodes["a"].Status)
 	require.Equal(t, 1, got.Nodes["a"].Attempt, "no timeout and no new attempt while paused")

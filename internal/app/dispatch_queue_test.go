@@ -1,12 +1,7 @@
 package app_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +9,7 @@ import (
 
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/testkit"
 )
 
 // TestSlowFanOutIsDeliveredOnce: a fan-out whose deliveries take longer in
@@ -48,31 +44,7 @@ func slowFanOut(t *testing.T, queue int) {
 	// least 3 s in all, beyond the 2 s lease) and calls back at once. (A
 	// lease of 1 s left too little room for a renewal statement on a
 	// loaded machine running every package's tests under -race.)
-	var mu sync.Mutex
-	got := map[string]int{}
-	cb := &http.Client{Timeout: 10 * time.Second}
-	slow := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		var p struct {
-			NodeID      string `json:"nodeId"`
-			CallbackURL string `json:"callbackUrl"`
-		}
-		if json.NewDecoder(r.Body).Decode(&p) != nil {
-			rw.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		got[p.NodeID]++
-		mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-		rw.WriteHeader(http.StatusAccepted)
-		go func() {
-			resp, err := cb.Post(p.CallbackURL, "application/json", bytes.NewBufferString(`{"status":"completed","output":{"ok":true}}`))
-			if err == nil {
-				_ = resp.Body.Close()
-			}
-		}()
-	}))
-	defer slow.Close()
+	slow := testkit.NewWorker(t, testkit.WorkerOptions{Delay: 20 * time.Millisecond, CallBack: testkit.OnlyComplete(`{"ok":true}`)})
 
 	flow := h.createFlow([]map[string]any{
 		node("split", "Splitter", map[string]any{"arrayPath": "items"}),
@@ -85,14 +57,12 @@ func slowFanOut(t *testing.T, queue int) {
 	}
 	run := h.startRun(flow, map[string]any{"items": list})
 
-	deadline := time.Now().Add(60 * time.Second)
-	for h.run(run.ID).Status != string(engine.RunCompleted) {
-		require.True(t, time.Now().Before(deadline), "the fan-out did not finish")
-		time.Sleep(50 * time.Millisecond)
-	}
+	h.waitRun(run.ID, string(engine.RunCompleted))
 
-	mu.Lock()
-	defer mu.Unlock()
+	got := map[string]int{}
+	for _, d := range slow.All() {
+		got[d.Payload.NodeID]++
+	}
 	require.Len(t, got, items, "every item was dispatched")
 	for k, n := range got {
 		require.Equal(t, 1, n, "item %s was dispatched %d times", k, n)

@@ -2,10 +2,7 @@ package app_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +10,7 @@ import (
 
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/storetest"
 )
@@ -33,7 +31,7 @@ func TestRefillClaimsHalfAQueue(t *testing.T) {
 	graph, hits := acceptingWorker(t, 0)
 	startRuns(t, st, eng, graph, runs)
 
-	spy := &claimSpy{Store: st, hits: hits}
+	spy := &claimSpy{Store: st, hits: hits.Answered}
 	d := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: spy, Recorder: eng, Secret: []byte("0123456789abcdef"),
 		Workers: 2, QueueSize: queue, QueueMax: queue, PollInterval: time.Hour, Lease: time.Minute})
 	dctx, cancel := context.WithCancel(ctx)
@@ -47,7 +45,7 @@ func TestRefillClaimsHalfAQueue(t *testing.T) {
 	require.Len(t, first, queue)
 	d.Wake(first)
 
-	require.Eventually(t, func() bool { return hits.Load() >= runs }, 30*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return hits.Answered() >= runs }, 30*time.Second, 10*time.Millisecond,
 		"every row delivered")
 	spy.mu.Lock()
 	defer spy.mu.Unlock()
@@ -62,20 +60,18 @@ func TestRefillClaimsHalfAQueue(t *testing.T) {
 // only once a delivery was made while the claim ran (or after a second).
 type claimSpy struct {
 	*store.Store
-	hits   *atomic.Int64
+	hits   func() int64
 	mu     sync.Mutex
 	limits []int
 }
 
 func (s *claimSpy) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]engine.ClaimedDispatch, error) {
-	before := s.hits.Load()
+	before := s.hits()
 	s.mu.Lock()
 	s.limits = append(s.limits, limit)
 	s.mu.Unlock()
 	rows, err := s.Store.ClaimDue(ctx, limit, lease)
-	for end := time.Now().Add(time.Second); s.hits.Load() == before && time.Now().Before(end) && ctx.Err() == nil; {
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Poll(time.Second, func() bool { return s.hits() != before || ctx.Err() != nil })
 	return rows, err
 }
 
@@ -124,7 +120,7 @@ func TestQueueFollowsThePaceOfDeliveries(t *testing.T) {
 			require.NoError(t, d.Start(dctx))
 			defer d.Stop()
 			defer cancel()
-			require.Eventually(t, func() bool { return hits.Load() >= runs }, 30*time.Second, 10*time.Millisecond,
+			require.Eventually(t, func() bool { return hits.Answered() >= runs }, 30*time.Second, 10*time.Millisecond,
 				"every row delivered")
 			// The last delivery is recorded after the worker answered.
 			require.Eventually(t, func() bool {
@@ -140,16 +136,11 @@ func TestQueueFollowsThePaceOfDeliveries(t *testing.T) {
 }
 
 // acceptingWorker serves a worker that takes the given time to answer 202
-// to each dispatch, and returns a one-Worker graph that dispatches to it
-// and the count of dispatches it answered.
-func acceptingWorker(t *testing.T, takes time.Duration) (string, *atomic.Int64) {
+// to each dispatch (a slow worker: real time), and returns a one-Worker
+// graph that dispatches to it, and it (Answered counts the dispatches it
+// answered).
+func acceptingWorker(t *testing.T, takes time.Duration) (string, *testkit.Worker) {
 	t.Helper()
-	hits := new(atomic.Int64)
-	worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		time.Sleep(takes)
-		hits.Add(1)
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	t.Cleanup(worker.Close)
-	return `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"` + worker.URL + `/a"}}],"edges":[]}`, hits
+	worker := testkit.NewWorker(t, testkit.WorkerOptions{Delay: takes})
+	return `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"` + worker.URL + `/a"}}],"edges":[]}`, worker
 }

@@ -66,7 +66,7 @@ func TestDispatchRateAcrossProcesses(t *testing.T) {
 	r := a.startRun(flow2, map[string]any{"xs": make([]int, 200)})
 	a.eventually(func() bool {
 		n := 0
-		for _, d := range w.all() {
+		for _, d := range w.All() {
 			if d.Payload.RunID == r.ID {
 				n++
 			}
@@ -103,7 +103,8 @@ func TestDispatchRatePostpones(t *testing.T) {
 	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT tries FROM dispatches WHERE run_id = ? ORDER BY tries`, r.ID).Scan(&tries).Error)
 	require.Equal(t, []int{1, 1, 1}, tries, "a postponement is not a try")
 	require.Contains(t, logs.String(), "delivery postponed for its rate", "the rows went back to the outbox")
-	time.Sleep(500 * time.Millisecond)
+	h.advance(time.Minute) // every postponement and lease due: nothing is sent again
+	h.sweeps(3)            // the dispatcher polls as often
 	require.Len(t, arrived(), 3, "each delivered once")
 }
 

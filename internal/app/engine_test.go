@@ -293,7 +293,7 @@ func TestCallbackConflicts(t *testing.T) {
 func TestWorkerRejectsDispatch(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.worker.setStatus(500)
+	h.worker.SetStatus(500)
 	flow := h.createFlow([]map[string]any{wnode(h, "a")}, nil)
 	r := h.startRun(flow, map[string]any{})
 	fin := h.waitRun(r.ID, "failed")

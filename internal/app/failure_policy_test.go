@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
 	"github.com/stitchd/stitchd/handlers"
+	"github.com/stitchd/stitchd/internal/testkit"
 )
 
 // failWith calls a dispatch back as failed with msg.
@@ -70,29 +70,13 @@ func TestRetryMultiplierAndJitterDelays(t *testing.T) {
 // itemWorker calls back every dispatch at once: failed when fail says so
 // for its input, else completed with the input.
 func itemWorker(t *testing.T, fail func(item int) bool) string {
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait)
-	return newServer(t, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		var p struct {
-			Input       json.RawMessage `json:"input"`
-			CallbackURL string          `json:"callbackUrl"`
-		}
-		require.NoError(t, json.NewDecoder(r.Body).Decode(&p))
-		rw.WriteHeader(http.StatusAccepted)
-		body := `{"status":"completed","output":` + string(p.Input) + `}`
-		if item := int(gjson.GetBytes(p.Input, "n").Int()); fail(item) {
-			body = fmt.Sprintf(`{"status":"failed","error":"item %d is bad"}`, item)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 50 {
-				if code := postJSON(t.Context(), p.CallbackURL, body); code == 200 || code == 409 {
-					return
-				}
+	return testkit.NewWorker(t, testkit.WorkerOptions{Tries: 50, Client: http.DefaultClient,
+		CallBack: func(d testkit.Dispatch) (string, bool) {
+			if item := int(gjson.GetBytes(d.Payload.Input, "n").Int()); fail(item) {
+				return fmt.Sprintf(`{"status":"failed","error":"item %d is bad"}`, item), true
 			}
-		}()
-	}))
+			return testkit.EchoInput(d)
+		}}).URL
 }
 
 func items(n int) []map[string]int {

@@ -20,7 +20,7 @@ func TestFailuresLogAtWarn(t *testing.T) {
 	h := newHarness(t, func(c *app.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	})
-	h.worker.setStatus(http.StatusBadRequest) // not retried: the node fails at once
+	h.worker.SetStatus(http.StatusBadRequest) // not retried: the node fails at once
 	flow := h.createFlow([]map[string]any{wnode(h, "w")}, nil)
 	r := h.startRun(flow, map[string]any{})
 	h.waitRun(r.ID, "failed")

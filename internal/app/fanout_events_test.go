@@ -27,8 +27,8 @@ func TestBigFanOutWritesItsEventsAhead(t *testing.T) {
 	const items = 4500 // two chunks of 2,000 written ahead, 500 at the commit
 	// src's callback ({"v": its input}) fires the Splitter: the fan-out
 	// happens in the callback's transaction.
-	flow := h.createFlow([]map[string]any{node("src", "Worker", map[string]any{"webhookUrl": w.srv.URL}),
-		splitter("s", "v.xs"), node("w", "Worker", map[string]any{"webhookUrl": w.srv.URL}), node("c", "Collector", nil)},
+	flow := h.createFlow([]map[string]any{node("src", "Worker", map[string]any{"webhookUrl": w.URL}),
+		splitter("s", "v.xs"), node("w", "Worker", map[string]any{"webhookUrl": w.URL}), node("c", "Collector", nil)},
 		[]map[string]any{edge("src", "s", nil), edge("s", "w", nil), edge("w", "c", nil)})
 	xs := make([]int, items)
 	for i := range xs {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,8 @@ import (
 
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/testkit"
+	"github.com/stitchd/stitchd/internal/testsignal"
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
@@ -30,85 +31,28 @@ type harness struct {
 	t      *testing.T
 	app    *app.App
 	dbURL  string
-	worker *worker
+	worker *testkit.Worker
 	client *http.Client
+	// clock is the process's clock (app.Config.Clock), unless an option
+	// set another.
+	clock *testkit.Clock
 }
 
-type dispatch struct {
-	Header  http.Header
-	Body    []byte
-	Payload struct {
-		RunID       string          `json:"runId"`
-		NodeID      string          `json:"nodeId"`
-		Config      json.RawMessage `json:"config"`
-		Input       json.RawMessage `json:"input"`
-		CallbackURL string          `json:"callbackUrl"`
-		Attempt     int             `json:"attempt"`
-	}
-}
+// dispatch is one delivery the harness's worker received.
+type dispatch = testkit.Dispatch
 
-// worker records every dispatch it receives and answers with status (202
-// unless set).
-type worker struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	got    []dispatch
-	status int
-	notify chan struct{}
-}
-
-func newWorker(t *testing.T) *worker {
-	w := &worker{status: http.StatusAccepted, notify: make(chan struct{}, 1)}
-	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		var d dispatch
-		d.Header, d.Body = r.Header.Clone(), b
-		if err := json.Unmarshal(b, &d.Payload); err != nil {
-			rw.WriteHeader(400)
-			return
-		}
-		w.mu.Lock()
-		w.got = append(w.got, d)
-		st := w.status
-		w.mu.Unlock()
-		select {
-		case w.notify <- struct{}{}:
-		default:
-		}
-		rw.WriteHeader(st)
-	}))
-	t.Cleanup(w.srv.Close)
-	return w
-}
-
-func (w *worker) setStatus(s int) { w.mu.Lock(); w.status = s; w.mu.Unlock() }
-
-func (w *worker) all() []dispatch {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]dispatch(nil), w.got...)
-}
-
-// waitFor waits until a dispatch for run and key (and attempt, if > 0)
-// arrived.
+// waitDispatch waits until a dispatch for run and key (and attempt, if >
+// 0) arrived.
 func (h *harness) waitDispatch(runID, key string, attempt int) dispatch {
 	h.t.Helper()
-	var found dispatch
-	h.eventually(func() bool {
-		for _, d := range h.worker.all() {
-			if d.Payload.RunID == runID && d.Payload.NodeID == key && (attempt == 0 || d.Payload.Attempt == attempt) {
-				found = d
-				return true
-			}
-		}
-		return false
-	}, "dispatch of %s attempt %d", key, attempt)
-	return found
+	return h.worker.Wait(h.t, waitLimit, fmt.Sprintf("dispatch of %s attempt %d", key, attempt), func(d dispatch) bool {
+		return d.Payload.RunID == runID && d.Payload.NodeID == key && (attempt == 0 || d.Payload.Attempt == attempt)
+	})
 }
 
 func (h *harness) dispatchCount(runID, key string) int {
 	n := 0
-	for _, d := range h.worker.all() {
+	for _, d := range h.worker.All() {
 		if d.Payload.RunID == runID && d.Payload.NodeID == key {
 			n++
 		}
@@ -126,7 +70,8 @@ func newHarness(t *testing.T, opts ...func(*app.Config)) *harness {
 func newHarnessOn(t *testing.T, dbURL string, opts ...func(*app.Config)) *harness {
 	t.Helper()
 	ctx := context.Background()
-	cfg := app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
+	clock := &testkit.Clock{}
+	cfg := app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token, Clock: clock,
 		// A loopback worker answers at once, but the full suite (-race, the
 		// browser and failover soaks beside it) can hold an answer up for
 		// seconds: with a 2 s limit a delivery timed out, its node failed,
@@ -139,6 +84,7 @@ func newHarnessOn(t *testing.T, dbURL string, opts ...func(*app.Config)) *harnes
 	}
 	a, err := app.New(ctx, cfg)
 	require.NoError(t, err)
+	a.TestSignals.Init()
 	require.NoError(t, a.Start(ctx))
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -147,20 +93,45 @@ func newHarnessOn(t *testing.T, dbURL string, opts ...func(*app.Config)) *harnes
 	})
 	// A minute: a 1,000-item run answered whole takes seconds alone and,
 	// with the suite on both cores, once took more than thirty.
-	return &harness{t: t, app: a, dbURL: dbURL, worker: newWorker(t), client: &http.Client{Timeout: time.Minute}}
+	return &harness{t: t, app: a, dbURL: dbURL, worker: testkit.NewWorker(t, testkit.WorkerOptions{}),
+		client: &http.Client{Timeout: time.Minute}, clock: clock}
 }
+
+// waitLimit is how long the harness waits for what a test expects.
+// Generous: under -race, beside the whole suite's parallel tests on two
+// cores, a 4,500-item fan-out took up to 28 s. A condition that holds
+// returns at once; only a failing test waits this long.
+const waitLimit = 60 * time.Second
 
 func (h *harness) eventually(cond func() bool, format string, args ...any) {
 	h.t.Helper()
-	// Generous: under -race, beside the whole suite's parallel tests on
-	// two cores, a 4,500-item fan-out took up to 28 s. A condition that
-	// holds returns at once; only a failing test waits this long.
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for "+format, args...)
+	testkit.Eventually(h.t, waitLimit, cond, format, args...)
+}
+
+// advance moves time forward by d, for the process (its clock) and for
+// the due work in its database (storetest.AdvanceDueTimes): deadlines,
+// timers, retries and leases due within d are due now.
+func (h *harness) advance(d time.Duration) {
+	h.t.Helper()
+	h.clock.Advance(d)
+	storetest.AdvanceDueTimes(h.t, h.app.Store, d)
+}
+
+// sweeps waits until the sweeper has made n whole passes begun after the
+// call: whatever was due then has been handled.
+func (h *harness) sweeps(n int) { h.t.Helper(); h.passes(&h.app.TestSignals.SweepDone, n) }
+
+// schedulePasses waits until the scheduler has made n whole passes begun
+// after the call.
+func (h *harness) schedulePasses(n int) { h.t.Helper(); h.passes(&h.app.TestSignals.ScheduleDone, n) }
+
+func (h *harness) passes(s *testsignal.Signal[time.Time], n int) {
+	h.t.Helper()
+	since := h.clock.Now()
+	for n > 0 {
+		if !s.Wait(h.t, waitLimit).Before(since) {
+			n--
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -205,7 +176,7 @@ func (h *harness) post(url string, body string) (int, string) {
 
 // node is a shorthand for graph nodes in tests.
 func wnode(h *harness, id string, extra ...string) map[string]any {
-	data := map[string]any{"webhookUrl": h.worker.srv.URL + "/" + id, "retry": map[string]any{"maxAttempts": 1},
+	data := map[string]any{"webhookUrl": h.worker.URL + "/" + id, "retry": map[string]any{"maxAttempts": 1},
 		"delivery": map[string]any{"maxTries": 1}}
 	for i := 0; i+1 < len(extra); i += 2 {
 		var v any

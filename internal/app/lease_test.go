@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/storetest"
 )
@@ -72,16 +71,9 @@ func TestWokenRowsAreRenewedByTheirLeasedAt(t *testing.T) {
 	ctx := context.Background()
 	st, _ := storetest.IsolatedDB(t)
 	eng := engineOn(t, st)
-	release := make(chan struct{})
-	worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select { // the first delivery holds the only delivery worker
-		case <-release:
-		case <-r.Context().Done():
-		}
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	defer worker.Close()
-	defer close(release)
+	// The first delivery holds the only delivery worker until the test
+	// ends (a worker that takes longer than the test).
+	worker := testkit.NewWorker(t, testkit.WorkerOptions{Delay: time.Hour})
 
 	const lease, rows = 10 * time.Second, 4
 	graph := `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"` + worker.URL + `/a"}}],"edges":[]}`
@@ -100,17 +92,24 @@ func TestWokenRowsAreRenewedByTheirLeasedAt(t *testing.T) {
 	require.NoError(t, d.Start(dctx))
 	defer d.Stop()
 	defer cancel()
+	var claimedEnd time.Time
+	require.NoError(t, st.Gorm().Raw(`SELECT max(locked_until) FROM dispatches`).Row().Scan(&claimedEnd))
 	d.Wake(claimed)
 
-	// Past the end of the leases as claimed, and a poll or more beyond.
-	time.Sleep(time.Until(leasedAt.Add(lease + 500*time.Millisecond)))
+	// Until every row's lease ends after it did as claimed: renewed (or,
+	// renewed too late, claimed again by the poller).
 	var maxTries, n int
 	var renewed bool
-	require.NoError(t, st.Gorm().Raw(`SELECT count(*), max(tries), bool_and(locked_until > now()) FROM dispatches`).
-		Row().Scan(&n, &maxTries, &renewed))
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		require.NoError(t, st.Gorm().Raw(`SELECT count(*), max(tries), bool_and(locked_until > ?) FROM dispatches`, claimedEnd).
+			Row().Scan(&n, &maxTries, &renewed))
+		return renewed
+	}, "every row's lease to end later than as claimed")
 	require.Equal(t, rows, n)
 	require.Equal(t, 1, maxTries, "no row was claimed again")
-	require.True(t, renewed, "every row's lease was renewed")
+	require.NoError(t, st.Gorm().Raw(`SELECT bool_and(locked_until > ?) FROM dispatches`, claimedEnd.Add(lease/2)).
+		Row().Scan(&renewed))
+	require.True(t, renewed, "every row's lease was renewed, for a lease")
 }
 
 // slowCommits is the store, its transactions first reading (so they have
@@ -125,6 +124,8 @@ func (s *slowCommits) InTx(ctx context.Context, fn func(ctx context.Context, tx 
 		if _, err := tx.FirstFailure(ctx, uuid.NewString()); err != nil {
 			return err
 		}
+		// A slow transaction: real time passes in the database, whose
+		// clock starts the leases.
 		time.Sleep(s.wait)
 		if err := fn(ctx, tx); err != nil {
 			return err

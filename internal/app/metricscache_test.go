@@ -18,8 +18,8 @@ func TestMetricsScrapesShareOneRead(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *app.Config) { c.MetricsGaugeMaxAge = time.Hour })
 	// A delivery the worker refuses for a while: a pending outbox row.
-	h.worker.setStatus(503)
-	flow := h.createFlow([]map[string]any{node("a", "Worker", map[string]any{"webhookUrl": h.worker.srv.URL,
+	h.worker.SetStatus(503)
+	flow := h.createFlow([]map[string]any{node("a", "Worker", map[string]any{"webhookUrl": h.worker.URL,
 		"retry": map[string]any{"maxAttempts": 5, "initialDelayMs": 600000, "maxDelayMs": 600000}})}, nil)
 	r := h.startRun(flow, nil)
 	h.waitDispatch(r.ID, "a", 1)

@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +19,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/stitchd/stitchd/callbacks"
+	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store/localpg"
 )
 
@@ -48,67 +49,32 @@ func (s *statusCounts) get() map[int]int {
 // {"v": input}, retrying connection errors and 503 until it gets 200 or
 // 409; dispatches to /hold are only recorded.
 type autoWorker struct {
-	srv     *httptest.Server
-	answers statusCounts
-	held    chan string // callback URLs of /hold dispatches
-	wg      sync.WaitGroup
-	ctx     context.Context
-
-	mu         sync.Mutex
-	deliveries map[string]int // webhook-id (the outbox row's id) → deliveries
+	*testkit.Worker
+	held chan string // callback URLs of /hold dispatches
 }
 
 // delivered returns how many times each outbox row was delivered.
 func (w *autoWorker) delivered() map[string]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make(map[string]int, len(w.deliveries))
-	for k, v := range w.deliveries {
-		out[k] = v
+	out := map[string]int{}
+	for _, d := range w.All() {
+		out[d.Header.Get("webhook-id")]++ // the outbox row's id
 	}
 	return out
 }
 
 func newAutoWorker(t *testing.T) *autoWorker {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &autoWorker{answers: statusCounts{m: map[int]int{}}, held: make(chan string, 16), ctx: ctx, deliveries: map[string]int{}}
-	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			return
-		}
-		cb := gjson.GetBytes(body, "callbackUrl").String()
-		w.mu.Lock()
-		w.deliveries[r.Header.Get("webhook-id")]++
-		w.mu.Unlock()
-		rw.WriteHeader(http.StatusAccepted)
-		if r.URL.Path == "/hold" {
-			w.held <- cb
-			return
-		}
-		out := fmt.Sprintf(`{"status":"completed","output":{"v":%s}}`, gjson.GetBytes(body, "input").Raw)
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			for w.ctx.Err() == nil {
-				code := postJSON(w.ctx, cb, out)
-				w.answers.add(code)
-				if code == http.StatusOK || code == http.StatusConflict {
-					return
-				}
-				time.Sleep(20 * time.Millisecond) // the worker's retry backoff
+	w := &autoWorker{held: make(chan string, 16)}
+	w.Worker = testkit.NewWorker(t, testkit.WorkerOptions{Tries: math.MaxInt, RetryWait: 20 * time.Millisecond,
+		Client: http.DefaultClient, CallBack: func(d testkit.Dispatch) (string, bool) {
+			if d.Path == "/hold" {
+				w.held <- d.Payload.CallbackURL
+				return "", false
 			}
-		}()
-	}))
-	t.Cleanup(func() {
-		cancel()
-		w.wg.Wait()
-		w.srv.Close()
-	})
+			return fmt.Sprintf(`{"status":"completed","output":{"v":%s}}`, d.Payload.Input), true
+		}})
 	return w
 }
 
-// postJSON posts body and returns the status (0 when nothing answered).
 func postJSON(ctx context.Context, url, body string) int {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
@@ -164,7 +130,7 @@ func postgresOutage(t *testing.T, stop func(*localpg.Cluster) error) {
 	w := newAutoWorker(t)
 
 	wn := func(id, path string) map[string]any {
-		return node(id, "Worker", map[string]any{"webhookUrl": w.srv.URL + path, "retry": map[string]any{"maxAttempts": 5}})
+		return node(id, "Worker", map[string]any{"webhookUrl": w.URL + path, "retry": map[string]any{"maxAttempts": 5}})
 	}
 	flow := h.createFlow([]map[string]any{splitter("s", "xs"), wn("w", "/w"), node("c", "Collector", nil), wn("j", "/j")},
 		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil), edge("c", "j", map[string]string{"items": "@this"})})
@@ -200,7 +166,7 @@ func postgresOutage(t *testing.T, stop func(*localpg.Cluster) error) {
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					starts.add(0)
-					time.Sleep(20 * time.Millisecond)
+					time.Sleep(20 * time.Millisecond) // a real client's pacing, as below
 					continue
 				}
 				b, _ := io.ReadAll(resp.Body)
@@ -221,7 +187,9 @@ func postgresOutage(t *testing.T, stop func(*localpg.Cluster) error) {
 
 	// While Postgres is down: every route.
 	walkRoutesDuringOutage(t, h, fx)
-	time.Sleep(time.Until(down.Add(2 * time.Second))) // keep it down while traffic retries
+	// A real outage: Postgres stays down two seconds of wall time while
+	// traffic retries against it.
+	time.Sleep(time.Until(down.Add(2 * time.Second)))
 
 	require.NoError(t, pg.Start(ctx))
 	h.eventually(func() bool {
@@ -325,7 +293,7 @@ func postgresOutage(t *testing.T, stop func(*localpg.Cluster) error) {
 	require.Empty(t, delivered, "the worker got nothing but the outbox's rows")
 
 	// Nobody saw anything but success, a conflict or 503.
-	for _, counts := range []map[int]int{starts.get(), w.answers.get()} {
+	for _, counts := range []map[int]int{starts.get(), w.Answers()} {
 		for code := range counts {
 			require.Contains(t, []int{0, http.StatusOK, http.StatusCreated, http.StatusConflict, http.StatusServiceUnavailable}, code,
 				"answers: %v", counts)
@@ -333,7 +301,7 @@ func postgresOutage(t *testing.T, stop func(*localpg.Cluster) error) {
 	}
 	require.Positive(t, starts.get()[http.StatusServiceUnavailable], "run starts met the outage")
 	t.Logf("outage %s; run starts answered %v; callbacks answered %v; %d outbox rows, %d redeliveries",
-		time.Since(down).Round(100*time.Millisecond), starts.get(), w.answers.get(), outboxRows, redelivered)
+		time.Since(down).Round(100*time.Millisecond), starts.get(), w.Answers(), outboxRows, redelivered)
 
 	// The event stream is live again: the listener reconnected.
 	sctx, cancel := context.WithCancel(ctx)

@@ -213,7 +213,7 @@ func Test1000ItemsConcurrentCallbacks(t *testing.T) {
 		r := h.startRun(flow, map[string]any{"xs": xs})
 		byKey := map[string]dispatch{}
 		h.eventually(func() bool {
-			for _, d := range h.worker.all() {
+			for _, d := range h.worker.All() {
 				if d.Payload.RunID == r.ID {
 					byKey[d.Payload.NodeID] = d
 				}

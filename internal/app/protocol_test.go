@@ -199,13 +199,14 @@ func TestHeartbeatExtendsDeadline(t *testing.T) {
 	flow := h.createFlow([]map[string]any{n}, nil)
 	r := h.startRun(flow, map[string]any{})
 	d := h.waitDispatch(r.ID, "a", 1)
-	start := time.Now()
-	// Heartbeat every 500ms for 3.5s: longer than the 2s timeout.
-	for time.Since(start) < 3500*time.Millisecond {
-		code, _ := h.post(d.Payload.CallbackURL, `{"status":"running","progress":{"t":`+strconv.Itoa(int(time.Since(start).Milliseconds()))+`}}`)
+	// A heartbeat every 1.5 s for 6 s: longer than the 2 s timeout. The
+	// sweeps after each step expire the node if its deadline passed.
+	for step := range 4 {
+		code, _ := h.post(d.Payload.CallbackURL, `{"status":"running","progress":{"t":`+strconv.Itoa(1500*step)+`}}`)
 		require.Equal(t, 200, code)
+		h.advance(1500 * time.Millisecond)
+		h.sweeps(2)
 		require.Equal(t, "running", h.run(r.ID).Nodes["a"].Status)
-		time.Sleep(500 * time.Millisecond)
 	}
 	h.complete(d, `{"ok":true}`)
 	h.waitRun(r.ID, "completed")
@@ -245,12 +246,12 @@ func TestKeyRotation(t *testing.T) {
 func TestPrivateWorkerAddressesDenied(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *app.Config) { c.WorkerGuard = &callbacks.AddressGuard{DenyPrivate: true} })
-	flow := h.createFlow([]map[string]any{node("a", "Worker", map[string]any{"webhookUrl": h.worker.srv.URL,
+	flow := h.createFlow([]map[string]any{node("a", "Worker", map[string]any{"webhookUrl": h.worker.URL,
 		"retry": map[string]any{"maxAttempts": 3}})}, nil)
 	r := h.startRun(flow, map[string]any{})
 	fin := h.waitRun(r.ID, "failed")
 	require.Contains(t, *fin.Nodes["a"].Error, "worker address refused")
-	require.Empty(t, h.worker.all(), "nothing reached the worker")
+	require.Empty(t, h.worker.All(), "nothing reached the worker")
 
 	allowed := newHarness(t, func(c *app.Config) {
 		c.WorkerGuard = &callbacks.AddressGuard{DenyPrivate: true, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}

@@ -59,7 +59,7 @@ func TestRerunOneItemOfAThousand(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	w := newAutoWorker(t)
-	flow := h.createFlow([]map[string]any{splitter("s", "xs"), node("w", "Worker", map[string]any{"webhookUrl": w.srv.URL}),
+	flow := h.createFlow([]map[string]any{splitter("s", "xs"), node("w", "Worker", map[string]any{"webhookUrl": w.URL}),
 		node("c", "Collector", nil), node("after", "Transform", map[string]any{"expression": "len(input)"})},
 		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil), edge("c", "after", nil)})
 	xs := make([]int, 1000)
@@ -95,7 +95,7 @@ func TestRerunFansOutAnew(t *testing.T) {
 	h := newHarness(t)
 	w := newAutoWorker(t)
 	flow := h.createFlow([]map[string]any{node("src", "Transform", map[string]any{"expression": "input"}), splitter("s", "xs"),
-		node("w", "Worker", map[string]any{"webhookUrl": w.srv.URL}), node("c", "Collector", nil)},
+		node("w", "Worker", map[string]any{"webhookUrl": w.URL}), node("c", "Collector", nil)},
 		[]map[string]any{edge("src", "s", nil), edge("s", "w", nil), edge("w", "c", nil)})
 	r := h.startRun(flow, map[string]any{"xs": []int{1, 2, 3}})
 	h.waitRun(r.ID, "completed")

@@ -2,6 +2,8 @@ package app_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,12 +57,15 @@ func TestScheduleOneRunPerTickAcrossProcesses(t *testing.T) {
 	flow := a.createFlow([]map[string]any{node("tick", "Condition", nil)}, nil)
 	sc := a.createSchedule(flow, map[string]any{"cron": "* * * * * *", "input": map[string]any{"from": "schedule"}, "overlap": "allow"})
 	require.NotNil(t, sc.NextFireAt)
-	time.Sleep(6 * time.Second) // real time: six ticks, two schedulers racing for each
+	// Ticks are the cron's seconds of the database's clock, so they come
+	// in real time: six of them, two schedulers racing for each.
+	a.eventually(func() bool { return len(scheduledRuns(t, a, sc.ID)) >= 6 }, "six ticks' runs")
 	var off scheduleJSON
 	require.Equal(t, 200, b.do("PATCH", "/api/v1/triggers/"+sc.ID, map[string]any{"enabled": false}, &off))
 	require.False(t, off.Enabled)
 	require.Nil(t, off.NextFireAt)
-	time.Sleep(100 * time.Millisecond) // a tick being started when it was disabled
+	a.schedulePasses(1) // a tick being started when it was disabled is done
+	b.schedulePasses(1)
 	runs := scheduledRuns(t, a, sc.ID)
 	require.GreaterOrEqual(t, len(runs), 4, "a tick a second")
 	var first, last time.Time
@@ -74,8 +79,10 @@ func TestScheduleOneRunPerTickAcrossProcesses(t *testing.T) {
 		}
 	}
 	require.Equal(t, int(last.Sub(first)/time.Second)+1, len(runs), "no tick missed between the first and the last")
-	// Disabled: no more runs.
-	time.Sleep(1500 * time.Millisecond)
+	// Disabled: no more runs, ticks later.
+	a.advance(5 * time.Second)
+	a.schedulePasses(2)
+	b.schedulePasses(2)
 	require.Equal(t, len(runs), len(scheduledRuns(t, a, sc.ID)))
 	var got runJSON
 	require.Equal(t, 200, a.do("GET", "/api/v1/runs/"+*off.LastRunID, nil, &got))
@@ -87,7 +94,7 @@ func TestScheduleCatchUp(t *testing.T) {
 	for _, catchUp := range []string{"one", "none"} {
 		t.Run(catchUp, func(t *testing.T) {
 			t.Parallel()
-			_, dbURL := storetest.IsolatedDB(t)
+			st, dbURL := storetest.IsolatedDB(t)
 			a := newHarnessOn(t, dbURL)
 			flow := a.createFlow([]map[string]any{node("tick", "Condition", nil)}, nil)
 			sc := a.createSchedule(flow, map[string]any{"cron": "* * * * * *", "catch_up": catchUp, "enabled": false})
@@ -102,7 +109,7 @@ func TestScheduleCatchUp(t *testing.T) {
 			_, err = conn.Exec(context.Background(), `UPDATE schedules SET enabled = true, next_fire_at = now() WHERE id = $1`, sc.ID)
 			require.NoError(t, err)
 			require.NoError(t, conn.Close(context.Background()))
-			time.Sleep(5 * time.Second)
+			storetest.AdvanceDueTimes(t, st, 5*time.Second)
 			restart := time.Now()
 			b := newHarnessOn(t, dbURL)
 			var first scheduleJSON // its last_error may say the ticks were skipped, until the next run
@@ -110,12 +117,15 @@ func TestScheduleCatchUp(t *testing.T) {
 				require.Equal(t, 200, b.do("GET", "/api/v1/triggers/"+sc.ID, nil, &first))
 				return first.NextFireAt != nil && first.NextFireAt.After(restart)
 			}, "the scheduler to look at the schedule")
-			time.Sleep(2200 * time.Millisecond) // and two more ticks, on time
 			var catchUps, missed, onTime int
-			require.NoError(t, b.app.Store.Gorm().Raw(`SELECT count(*) FILTER (WHERE (trigger->>'missed')::int > 0),
-				coalesce(sum((trigger->>'missed')::int), 0), count(*) FILTER (WHERE (trigger->>'missed')::int = 0)
-				FROM runs WHERE trigger->>'schedule_id' = ?`, sc.ID).Row().Scan(&catchUps, &missed, &onTime))
-			require.GreaterOrEqual(t, onTime, 1, "the ticks after the restart start their runs")
+			// The ticks after the restart start their runs (real ticks of
+			// the database's clock).
+			b.eventually(func() bool {
+				require.NoError(t, b.app.Store.Gorm().Raw(`SELECT count(*) FILTER (WHERE (trigger->>'missed')::int > 0),
+					coalesce(sum((trigger->>'missed')::int), 0), count(*) FILTER (WHERE (trigger->>'missed')::int = 0)
+					FROM runs WHERE trigger->>'schedule_id' = ?`, sc.ID).Row().Scan(&catchUps, &missed, &onTime))
+				return onTime >= 2
+			}, "two ticks on time after the restart")
 			for _, n := range scheduledRuns(t, b, sc.ID) {
 				require.Equal(t, 1, n)
 			}
@@ -135,11 +145,26 @@ func TestScheduleOverlapSkip(t *testing.T) {
 	flow := h.createFlow([]map[string]any{node("ask", "UX", nil)}, nil)
 	sc := h.createSchedule(flow, map[string]any{"cron": "* * * * * *"})
 	h.eventually(func() bool { return len(scheduledRuns(t, h, sc.ID)) == 1 }, "the first tick's run")
-	time.Sleep(2200 * time.Millisecond) // two more ticks while the first run waits for a person
-	require.Len(t, scheduledRuns(t, h, sc.ID), 1, "overlap skip: no run while the last one waits")
+	var first time.Time
+	for tick := range scheduledRuns(t, h, sc.ID) {
+		first = tick
+	}
+	// Two more ticks (real ones: the cron's seconds of the database's
+	// clock) while the first run waits for a person: each says it skipped.
 	var s scheduleJSON
-	require.Equal(t, 200, h.do("GET", "/api/v1/triggers/"+sc.ID, nil, &s))
-	require.NotNil(t, s.LastError)
+	h.eventually(func() bool {
+		require.Equal(t, 200, h.do("GET", "/api/v1/triggers/"+sc.ID, nil, &s))
+		if s.LastError == nil {
+			return false
+		}
+		var tick string
+		if _, err := fmt.Sscanf(*s.LastError, "skipped the tick of %s", &tick); err != nil {
+			return false
+		}
+		at, err := time.Parse(time.RFC3339, strings.TrimSuffix(tick, ":"))
+		return err == nil && !at.Before(first.Add(2*time.Second))
+	}, "the second tick after the first run's to be skipped")
+	require.Len(t, scheduledRuns(t, h, sc.ID), 1, "overlap skip: no run while the last one waits")
 	require.Contains(t, *s.LastError, "is still running (overlap skip)")
 	require.Equal(t, 204, h.do("DELETE", "/api/v1/triggers/"+sc.ID, nil, nil))
 	require.Equal(t, 404, h.do("GET", "/api/v1/triggers/"+sc.ID, nil, nil))

@@ -24,6 +24,7 @@ import (
 // in a crash after the run started starts nothing twice.
 func (a *App) runSchedules(ctx context.Context) {
 	a.everyPoll(ctx, func() {
+		defer a.TestSignals.ScheduleDone.Signal(a.clock.Now())
 		n, err := a.Store.FireSchedules(ctx, 100, a.fireSchedule)
 		if err != nil && ctx.Err() == nil {
 			a.cfg.Logger.Warn("scheduler", "error", err)
@@ -228,7 +229,7 @@ func (a *App) sendArchive(ctx context.Context, batchID string, body []byte) erro
 // failed sign-ins long past counting, once a minute at most (an expired
 // session already opens nothing).
 func (a *App) deleteExpiredSessions(ctx context.Context) {
-	now := time.Now()
+	now := a.clock.Now()
 	if now.Before(a.nextSessionSweep) {
 		return
 	}

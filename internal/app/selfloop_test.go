@@ -79,7 +79,7 @@ func TestMetadataAndReservedAddressesRefused(t *testing.T) {
 	deny := newHarness(t, func(c *app.Config) {
 		c.WorkerGuard = &callbacks.AddressGuard{DenyPrivate: true, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	})
-	wu, err := url.Parse(deny.worker.srv.URL)
+	wu, err := url.Parse(deny.worker.URL)
 	require.NoError(t, err)
 	wport := wu.Port()
 	for _, host := range []string{"[64:ff9b::7f00:1]", "[2002:7f00:1::]", "[::7f00:1]", "198.18.0.1", "240.0.0.1", "255.255.255.255"} {
@@ -93,7 +93,7 @@ func TestMetadataAndReservedAddressesRefused(t *testing.T) {
 	r := deny.startRun(flow, map[string]any{})
 	deny.complete(deny.waitDispatch(r.ID, "a", 1), `{}`)
 	deny.waitRun(r.ID, "completed")
-	require.Empty(t, deny.worker.all()[1:], "nothing but the allowed run reached the worker")
+	require.Empty(t, deny.worker.All()[1:], "nothing but the allowed run reached the worker")
 }
 
 // TestTriggerRateLimit: beyond its rate, a trigger's hook is answered 429

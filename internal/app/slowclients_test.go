@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/testkit"
 )
 
 // slowTimeouts are short server timeouts for the slow-client tests (the
@@ -161,10 +162,7 @@ func TestManySlowClientsKeepMemoryBounded(t *testing.T) {
 	}
 	// Measure the peak once every client is connected: a serving goroutine
 	// on the server and two on the client side each.
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() < goroutines0+3*len(clients) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Poll(10*time.Second, func() bool { return runtime.NumGoroutine() >= goroutines0+3*len(clients) })
 	goroutinesPeak, heapPeak := runtime.NumGoroutine(), heap()
 	done.Wait()
 	for i, r := range results {
@@ -173,11 +171,8 @@ func TestManySlowClientsKeepMemoryBounded(t *testing.T) {
 	}
 
 	// The server's per-connection goroutines end; poll until they are gone.
-	deadline = time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > goroutines0+5 {
-		require.False(t, time.Now().After(deadline), "goroutines: %d before, %d now", goroutines0, runtime.NumGoroutine())
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, func() bool { return runtime.NumGoroutine() <= goroutines0+5 },
+		"the goroutines to end: %d before", goroutines0)
 	heap1 := heap()
 	mib := func(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 	t.Logf("%d slow clients: heap %s before, %s with all connected (%.1f KiB per client, client side included), %s after; goroutines %d, %d, %d",
@@ -227,7 +222,9 @@ func TestStalledReaderOfARunIsCutOff(t *testing.T) {
 	require.NoError(t, err)
 	// Not reading, long enough for the server to fill the buffers and be
 	// cut off even when the suite loads the machine (3 s was too short
-	// at -parallel 4 once).
+	// at -parallel 4 once). Real time: the stall is the kernel's (full
+	// TCP buffers) and the cut-off a real write deadline; nothing the
+	// client can see tells it apart before it reads.
 	time.Sleep(6 * time.Second)
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
 	got, err := io.ReadAll(c)

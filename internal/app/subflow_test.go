@@ -195,9 +195,9 @@ func TestSubFlowPerItemInAFanOut(t *testing.T) {
 		items[i] = i
 	}
 	r := h.startRun(parent, map[string]any{"items": items})
-	h.eventually(func() bool { return len(h.worker.all()) >= n }, "%d dispatches", n)
+	h.eventually(func() bool { return len(h.worker.All()) >= n }, "%d dispatches", n)
 	seen := map[string]bool{}
-	for _, d := range h.worker.all() {
+	for _, d := range h.worker.All() {
 		require.False(t, seen[d.Payload.RunID], "child run %s dispatched twice", d.Payload.RunID)
 		seen[d.Payload.RunID] = true
 		var in int
@@ -328,9 +328,9 @@ func TestSubFlowEndsCompletedTogether(t *testing.T) {
 		items[i] = i
 	}
 	r := h.startRun(parent, map[string]any{"items": items})
-	h.eventually(func() bool { return len(h.worker.all()) >= n }, "%d dispatches", n)
+	h.eventually(func() bool { return len(h.worker.All()) >= n }, "%d dispatches", n)
 	byItem := make([]dispatch, n)
-	for _, d := range h.worker.all() {
+	for _, d := range h.worker.All() {
 		var in int
 		require.NoError(t, json.Unmarshal(d.Payload.Input, &in))
 		byItem[in] = d

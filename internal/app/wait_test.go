@@ -80,7 +80,8 @@ func TestWaitCancelWhileSleeping(t *testing.T) {
 	got := h.run(r.ID)
 	require.Equal(t, "cancelled", got.Status)
 	require.Equal(t, "cancelled", got.Nodes["pause"].Status)
-	time.Sleep(1500 * time.Millisecond) // past the wake time: it must not wake
+	h.advance(time.Minute) // past the wake time: it must not wake
+	h.sweeps(2)
 	got = h.run(r.ID)
 	require.Equal(t, "cancelled", got.Nodes["pause"].Status)
 	require.Equal(t, "cancelled", got.Nodes["after"].Status)
@@ -133,15 +134,15 @@ func TestWaitTimersAcrossProcesses(t *testing.T) {
 
 func TestWaitSurvivesARestart(t *testing.T) {
 	t.Parallel()
-	_, dbURL := storetest.IsolatedDB(t)
+	st, dbURL := storetest.IsolatedDB(t)
 	a := newHarnessOn(t, dbURL)
 	flow := a.createFlow([]map[string]any{node("pause", "Wait", map[string]any{"duration": "1s"}), node("after", "Condition", nil)},
 		[]map[string]any{edge("pause", "after", nil)})
 	r := a.startRun(flow, map[string]any{})
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	require.NoError(t, a.app.Stop(sctx)) // no process left to wake it
-	time.Sleep(1200 * time.Millisecond)
+	require.NoError(t, a.app.Stop(sctx))          // no process left to wake it
+	storetest.AdvanceDueTimes(t, st, time.Minute) // the timer fell due meanwhile
 	b := newHarnessOn(t, dbURL)
 	require.Equal(t, "completed", b.waitRun(r.ID, "completed").Nodes["after"].Status)
 }
@@ -196,7 +197,8 @@ func TestApprovalTimeout(t *testing.T) {
 	flow = h.createFlow([]map[string]any{node("review", "UX", map[string]any{"timeoutSeconds": 1, "onTimeout": "fail"})}, nil)
 	r = h.startRun(flow, map[string]any{})
 	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/review/complete", map[string]any{"outcome": "approve"}, nil))
-	time.Sleep(1500 * time.Millisecond)
+	h.advance(time.Minute) // past the deadline it had
+	h.sweeps(2)
 	require.Equal(t, "completed", h.run(r.ID).Status)
 }
 

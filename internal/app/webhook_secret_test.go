@@ -32,7 +32,7 @@ func TestDispatchSecretRotation(t *testing.T) {
 	// dispatch, checking each against the secrets it should be made with.
 	sigs := func(flow, key string, want ...string) []string {
 		t.Helper()
-		time.Sleep(3 * refresh) // every process reads the secrets again within refresh
+		h.clock.Advance(2 * refresh) // every process reads the secrets again within refresh
 		r := h.startRun(flow, map[string]any{})
 		d := h.waitDispatch(r.ID, key, 0)
 		fields := strings.Fields(d.Header.Get("webhook-signature"))

@@ -118,6 +118,9 @@ func TestLayerDirection(t *testing.T) {
 				!strings.HasPrefix(pkg, "internal/broker") {
 				t.Errorf("%s imports %s: only internal/broker may import the broker clients", pkg, imp)
 			}
+			if imp == mod+"/internal/testkit" {
+				t.Errorf("%s imports %s: tests' helpers stay out of the program (test hooks: internal/testsignal)", pkg, imp)
+			}
 			if why := disallowed(pkg, imp); why != "" {
 				t.Error(why)
 			}

@@ -97,7 +97,7 @@ func TestUISetMetadataOnCard(t *testing.T) {
 	var flow struct{ ID string }
 	s.api("POST", "/flows", map[string]any{"name": "Score", "board_id": board.ID, "graph": map[string]any{
 		"nodes": []map[string]any{{"id": "score", "type": "Worker", "position": map[string]any{"x": 0, "y": 0},
-			"data": map[string]any{"webhookUrl": s.worker.srv.URL + "/score", "entityMovement": map[string]any{
+			"data": map[string]any{"webhookUrl": s.worker.URL + "/score", "entityMovement": map[string]any{
 				"onSuccess": map[string]any{"targetSectionId": "scored", "setMetadata": map[string]any{"score": "score"}}}}}},
 		"edges": []map[string]any{}}}, &flow)
 	var ent struct{ ID string }

@@ -21,13 +21,13 @@ func TestUIBranches(t *testing.T) {
 	var flow struct{ ID string }
 	s.api("POST", "/flows", map[string]any{"name": "Branches", "graph": map[string]any{
 		"nodes": []map[string]any{
-			{"id": "score", "type": "Worker", "data": map[string]any{"webhookUrl": s.worker.srv.URL + "/score", "timeoutSeconds": 30}},
+			{"id": "score", "type": "Worker", "data": map[string]any{"webhookUrl": s.worker.URL + "/score", "timeoutSeconds": 30}},
 			{"id": "check", "type": "Condition", "data": map[string]any{"label": "Worth a look?"}},
 			{"id": "review", "type": "UX", "data": map[string]any{"label": "Review the lead", "prompt": "Call this lead?",
 				"outcomes": []string{"approve", "reject", "escalate"}}},
-			{"id": "approved", "type": "Worker", "data": map[string]any{"webhookUrl": s.worker.srv.URL + "/approved"}},
-			{"id": "nurture", "type": "Worker", "data": map[string]any{"webhookUrl": s.worker.srv.URL + "/nurture"}},
-			{"id": "alert", "type": "Worker", "data": map[string]any{"webhookUrl": s.worker.srv.URL + "/alert"}},
+			{"id": "approved", "type": "Worker", "data": map[string]any{"webhookUrl": s.worker.URL + "/approved"}},
+			{"id": "nurture", "type": "Worker", "data": map[string]any{"webhookUrl": s.worker.URL + "/nurture"}},
+			{"id": "alert", "type": "Worker", "data": map[string]any{"webhookUrl": s.worker.URL + "/alert"}},
 		},
 		"edges": []map[string]any{
 			{"id": "e1", "source": "score", "target": "check"},

@@ -47,9 +47,9 @@ func TestUIRunControl(t *testing.T) {
 	s.api("POST", "/flows", map[string]any{"name": "Fix by hand", "graph": map[string]any{
 		"nodes": []map[string]any{
 			{"id": "fix", "type": "Worker", "position": map[string]any{"x": 0, "y": 0},
-				"data": map[string]any{"label": "Fix the record", "webhookUrl": s.worker.srv.URL + "/fix", "timeoutSeconds": 30}},
+				"data": map[string]any{"label": "Fix the record", "webhookUrl": s.worker.URL + "/fix", "timeoutSeconds": 30}},
 			{"id": "next", "type": "Worker", "position": map[string]any{"x": 320, "y": 0},
-				"data": map[string]any{"label": "Carry on", "webhookUrl": s.worker.srv.URL + "/next", "timeoutSeconds": 30}},
+				"data": map[string]any{"label": "Carry on", "webhookUrl": s.worker.URL + "/next", "timeoutSeconds": 30}},
 		},
 		"edges": []map[string]any{{"id": "e1", "source": "fix", "target": "next"}},
 	}}, &fixFlow)
@@ -127,7 +127,7 @@ func TestUIRunControl(t *testing.T) {
 			{"id": "ask", "type": "UX", "position": map[string]any{"x": 0, "y": 0},
 				"data": map[string]any{"label": "Look it over", "prompt": "Go on?"}},
 			{"id": "done", "type": "Worker", "position": map[string]any{"x": 320, "y": 0},
-				"data": map[string]any{"label": "Finish", "webhookUrl": s.worker.srv.URL + "/done", "timeoutSeconds": 30}},
+				"data": map[string]any{"label": "Finish", "webhookUrl": s.worker.URL + "/done", "timeoutSeconds": 30}},
 		},
 		"edges": []map[string]any{{"id": "e1", "source": "ask", "target": "done"}},
 	}}, &askFlow)
@@ -170,14 +170,20 @@ func TestUIRunControl(t *testing.T) {
 	// While paused, an answer is recorded but nothing new starts.
 	s.run("back", chromedp.Navigate(s.url+"/runs/"+second.ID))
 	s.waitJS("paused again", runStatus("paused"))
-	sent := s.worker.received.Load()
+	sent := s.worker.Received()
 	s.api("POST", "/runs/"+second.ID+"/nodes/ask/complete", map[string]any{"outcome": "approve"}, nil)
 	s.waitJS("ask completed", node("ask", "completed"))
-	time.Sleep(700 * time.Millisecond) // many poll intervals: done must not start
+	// Several poll intervals: done must not start.
+	since := time.Now()
+	for passes := 0; passes < 4; {
+		if !s.app.TestSignals.SweepDone.Wait(t, time.Minute).Before(since) {
+			passes++
+		}
+	}
 	s.api("GET", "/runs/"+second.ID, nil, &second1)
 	require.Equal(t, "paused", second1.Status)
 	require.Equal(t, "pending", second1.Nodes["done"].Status)
-	require.Equal(t, sent, s.worker.received.Load(), "nothing is dispatched while paused")
+	require.Equal(t, sent, s.worker.Received(), "nothing is dispatched while paused")
 	require.True(t, s.exists(`.snode[data-node-id="done"][data-status="pending"]`))
 	require.Equal(t, "true", s.attr(`.react-flow__edge[data-id="e1"]`, "data-taken"), "ask took its edge; done waits for the resume")
 	s.run("resume", chromedp.Click(`.editor-bar [data-action="resume"]`, chromedp.ByQuery))

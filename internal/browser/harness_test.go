@@ -10,7 +10,6 @@ import (
 
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
@@ -36,6 +36,7 @@ const token = "browser-token"
 // stack is a real stitchd, a loopback worker and a Chromium tab.
 type stack struct {
 	t      *testing.T
+	app    *app.App
 	url    string
 	worker *worker
 	ctx    context.Context // the tab
@@ -43,36 +44,22 @@ type stack struct {
 }
 
 // worker answers every dispatch with 202 and calls back after delay with
-// {"status":"completed","output":{...input, "scored_by": nodeId}}, or
+// {"status":"completed","output":{"scored_by": nodeId, "score": 42}}, or
 // fails when the input has "fail": true.
 type worker struct {
-	srv      *httptest.Server
-	delay    time.Duration
-	received atomic.Int64
+	*testkit.Worker
 	// output, if set, replaces the output every callback carries.
 	output atomic.Pointer[map[string]any]
 }
 
 func newWorker(t *testing.T, delay time.Duration) *worker {
-	w := &worker{delay: delay}
-	client := &http.Client{Timeout: 10 * time.Second}
-	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		var p struct {
-			NodeID      string          `json:"nodeId"`
-			Input       json.RawMessage `json:"input"`
-			CallbackURL string          `json:"callbackUrl"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
-			rw.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		w.received.Add(1)
-		rw.WriteHeader(http.StatusAccepted)
-		go func() {
-			time.Sleep(w.delay) // a worker that takes a moment, as real ones do
+	w := &worker{}
+	w.Worker = testkit.NewWorker(t, testkit.WorkerOptions{
+		CallbackDelay: delay, // a worker that takes a moment, as real ones do
+		CallBack: func(d testkit.Dispatch) (string, bool) {
 			var in map[string]any
-			_ = json.Unmarshal(p.Input, &in)
-			out := map[string]any{"scored_by": p.NodeID, "score": 42}
+			_ = json.Unmarshal(d.Payload.Input, &in)
+			out := map[string]any{"scored_by": d.Payload.NodeID, "score": 42}
 			if o := w.output.Load(); o != nil {
 				out = *o
 			}
@@ -81,13 +68,8 @@ func newWorker(t *testing.T, delay time.Duration) *worker {
 				body = map[string]any{"status": "failed", "error": "this item is marked to fail"}
 			}
 			b, _ := json.Marshal(body)
-			resp, err := client.Post(p.CallbackURL, "application/json", bytes.NewReader(b))
-			if err == nil {
-				_ = resp.Body.Close()
-			}
-		}()
-	}))
-	t.Cleanup(w.srv.Close)
+			return string(b), true
+		}})
 	return w
 }
 
@@ -118,6 +100,7 @@ func newStack(t *testing.T, mods ...func(*app.Config)) *stack {
 	}
 	a, err := app.New(ctx, cfg)
 	require.NoError(t, err)
+	a.TestSignals.Init()
 	require.NoError(t, a.Start(ctx))
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -164,7 +147,7 @@ func newStack(t *testing.T, mods ...func(*app.Config)) *stack {
 
 	shots := filepath.Join("..", "..", "test-artifacts", "browser")
 	require.NoError(t, os.MkdirAll(shots, 0o755))
-	return &stack{t: t, url: a.URL, worker: newWorker(t, 300*time.Millisecond), ctx: tab, shots: shots}
+	return &stack{t: t, app: a, url: a.URL, worker: newWorker(t, 300*time.Millisecond), ctx: tab, shots: shots}
 }
 
 // run runs browser actions with a deadline, failing the test on error.

@@ -9,6 +9,8 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/internal/testkit"
 )
 
 // TestUILoops walks a loop in the web UI: draft (a Worker) → review (UX);
@@ -28,11 +30,11 @@ func TestUILoops(t *testing.T) {
 	s.api("POST", "/flows", map[string]any{"name": "Loops", "graph": map[string]any{
 		"nodes": []map[string]any{
 			{"id": "draft", "type": "Worker", "position": map[string]any{"x": 0, "y": 0},
-				"data": map[string]any{"label": "Write the draft", "webhookUrl": s.worker.srv.URL + "/draft", "timeoutSeconds": 30}},
+				"data": map[string]any{"label": "Write the draft", "webhookUrl": s.worker.URL + "/draft", "timeoutSeconds": 30}},
 			{"id": "review", "type": "UX", "position": map[string]any{"x": 320, "y": 0},
 				"data": map[string]any{"label": "Review the draft", "prompt": "Publish this draft?"}},
 			{"id": "publish", "type": "Worker", "position": map[string]any{"x": 640, "y": 0},
-				"data": map[string]any{"label": "Publish", "webhookUrl": s.worker.srv.URL + "/publish"}},
+				"data": map[string]any{"label": "Publish", "webhookUrl": s.worker.URL + "/publish"}},
 		},
 		"edges": []map[string]any{
 			{"id": "e1", "source": "draft", "target": "review"},
@@ -55,17 +57,11 @@ func TestUILoops(t *testing.T) {
 	// waitReview waits until review waits for a person in iteration iter.
 	waitReview := func(iter int) {
 		t.Helper()
-		deadline := time.Now().Add(25 * time.Second)
-		for {
+		testkit.Eventually(t, 25*time.Second, func() bool {
 			s.api("GET", "/runs/"+run.ID, nil, &got)
-			if r := got.Nodes["review"]; r.Status == "waiting_for_user" && r.Iteration == iter {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("review never waited in iteration %d: %+v", iter, got)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			r := got.Nodes["review"]
+			return r.Status == "waiting_for_user" && r.Iteration == iter
+		}, "review to wait in iteration %d", iter)
 	}
 
 	// Iteration 1: rejected on the approvals page.

@@ -21,7 +21,7 @@ func TestUINewcomer(t *testing.T) {
 	s.api("POST", "/flows", map[string]any{"name": "Newcomer", "graph": map[string]any{
 		"nodes": []map[string]any{
 			{"id": "work", "type": "Worker", "position": map[string]any{"x": 0, "y": 0},
-				"data": map[string]any{"label": "Work", "webhookUrl": s.worker.srv.URL + "/work", "timeoutSeconds": 30}},
+				"data": map[string]any{"label": "Work", "webhookUrl": s.worker.URL + "/work", "timeoutSeconds": 30}},
 			{"id": "ask", "type": "UX", "position": map[string]any{"x": 320, "y": 0},
 				"data": map[string]any{"label": "Look it over", "prompt": "Is this lead worth a call?"}},
 		},
@@ -149,7 +149,7 @@ func TestUINewcomer(t *testing.T) {
 	var boarded struct{ ID string }
 	s.api("POST", "/flows", map[string]any{"name": "On a board", "board_id": board.ID, "graph": map[string]any{
 		"nodes": []map[string]any{{"id": "work", "type": "Worker", "position": map[string]any{"x": 0, "y": 0},
-			"data": map[string]any{"webhookUrl": s.worker.srv.URL + "/work"}}}, "edges": []any{}}}, &boarded)
+			"data": map[string]any{"webhookUrl": s.worker.URL + "/work"}}}, "edges": []any{}}}, &boarded)
 	s.run("boarded editor", chromedp.Navigate(s.url+"/flows/"+boarded.ID), chromedp.WaitVisible(`.react-flow__node[data-id="work"]`, chromedp.ByQuery))
 	s.run("start run", chromedp.Click(`//button[text()="Start run"]`, chromedp.BySearch), chromedp.WaitVisible("#run-input", chromedp.ByQuery),
 		chromedp.Click(`input[name="run-entity"][value="new"]`, chromedp.ByQuery), chromedp.WaitVisible("#run-entity-name", chromedp.ByQuery),

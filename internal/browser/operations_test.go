@@ -30,7 +30,7 @@ func TestUIOperations(t *testing.T) {
 	x := map[string]int{"ask": 0, "review": 0, "wait": 0, "check": 320, "done": 640}
 	worker := func(id, label string) map[string]any {
 		return map[string]any{"id": id, "type": "Worker", "position": map[string]any{"x": x[id], "y": 0},
-			"data": map[string]any{"label": label, "webhookUrl": s.worker.srv.URL + "/" + id, "timeoutSeconds": 30}}
+			"data": map[string]any{"label": label, "webhookUrl": s.worker.URL + "/" + id, "timeoutSeconds": 30}}
 	}
 	ux := func(id string) map[string]any {
 		return map[string]any{"id": id, "type": "UX", "position": map[string]any{"x": x[id], "y": 0},
@@ -177,7 +177,7 @@ func TestUIOperations(t *testing.T) {
 	s.api("POST", "/flows", map[string]any{"name": "Tolerant", "graph": map[string]any{
 		"nodes": []map[string]any{
 			{"id": "split", "type": "Splitter", "data": map[string]any{"arrayPath": "items"}},
-			{"id": "score", "type": "Worker", "data": map[string]any{"webhookUrl": s.worker.srv.URL + "/score", "retry": map[string]any{"maxAttempts": 1}}},
+			{"id": "score", "type": "Worker", "data": map[string]any{"webhookUrl": s.worker.URL + "/score", "retry": map[string]any{"maxAttempts": 1}}},
 			{"id": "merge", "type": "Collector", "data": map[string]any{"toleratedFailures": 1}},
 		},
 		"edges": []map[string]any{edge("e1", "split", "score"), edge("e2", "score", "merge")},

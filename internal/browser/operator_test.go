@@ -52,7 +52,7 @@ func TestUIOperatorTools(t *testing.T) {
 			{"id": "prep", "type": "Transform", "position": map[string]any{"x": 0, "y": 0},
 				"data": map[string]any{"label": "Shape the lead", "expression": `{"name": upper(input.first)}`}},
 			{"id": "score", "type": "Worker", "position": map[string]any{"x": 320, "y": 0},
-				"data": map[string]any{"label": "Score", "webhookUrl": s.worker.srv.URL + "/score", "timeoutSeconds": 30}},
+				"data": map[string]any{"label": "Score", "webhookUrl": s.worker.URL + "/score", "timeoutSeconds": 30}},
 		},
 		"edges": []map[string]any{{"id": "e1", "source": "prep", "target": "score"}},
 	}}, &flow)

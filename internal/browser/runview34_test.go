@@ -20,7 +20,7 @@ func TestUIRunTimeline(t *testing.T) {
 	s.api("POST", "/flows", map[string]any{"name": "Timed", "graph": map[string]any{
 		"nodes": []map[string]any{
 			{"id": "split", "type": "Splitter", "position": map[string]any{"x": 0, "y": 0}, "data": map[string]any{"arrayPath": "xs"}},
-			{"id": "work", "type": "Worker", "position": map[string]any{"x": 250, "y": 0}, "data": map[string]any{"webhookUrl": s.worker.srv.URL + "/work"}},
+			{"id": "work", "type": "Worker", "position": map[string]any{"x": 250, "y": 0}, "data": map[string]any{"webhookUrl": s.worker.URL + "/work"}},
 			{"id": "join", "type": "Collector", "position": map[string]any{"x": 500, "y": 0}, "data": map[string]any{}},
 			{"id": "ask", "type": "UX", "position": map[string]any{"x": 750, "y": 0}, "data": map[string]any{"prompt": "OK?"}},
 		},
@@ -64,7 +64,7 @@ func TestUIReadableZoom(t *testing.T) {
 	}
 	s.api("POST", "/boards", map[string]any{"name": "Lead qualification", "sections": secs}, &board)
 	var graph any
-	require.NoError(t, json.Unmarshal(demo.Graph(s.worker.srv.URL), &graph))
+	require.NoError(t, json.Unmarshal(demo.Graph(s.worker.URL), &graph))
 	var flow struct{ ID string }
 	s.api("POST", "/flows", map[string]any{"name": "Lead qualification", "board_id": board.ID, "graph": graph}, &flow)
 

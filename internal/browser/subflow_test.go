@@ -27,7 +27,7 @@ func TestUISubFlow(t *testing.T) {
 		return map[string]any{
 			"nodes": []map[string]any{
 				{"id": "check", "type": "Worker", "position": map[string]any{"x": 0, "y": 0},
-					"data": map[string]any{"label": label, "webhookUrl": s.worker.srv.URL}},
+					"data": map[string]any{"label": label, "webhookUrl": s.worker.URL}},
 				{"id": "review", "type": "UX", "position": map[string]any{"x": 320, "y": 0},
 					"data": map[string]any{"label": "Review the check", "prompt": "Approve this person?"}},
 			},

@@ -78,7 +78,7 @@ func TestUI(t *testing.T) {
 
 		// Fix it in the side panel and save: version 1.
 		s.run("fix", chromedp.Click(`.react-flow__node[data-id="worker1"]`, chromedp.ByQuery), chromedp.WaitVisible("#node-url", chromedp.ByQuery),
-			chromedp.SendKeys("#node-url", s.worker.srv.URL+"/score", chromedp.ByQuery),
+			chromedp.SendKeys("#node-url", s.worker.URL+"/score", chromedp.ByQuery),
 			chromedp.SendKeys("#node-timeout", "30", chromedp.ByQuery),
 			chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
 		s.waitJS("saved", `document.body.innerText.includes("saved as version 1")`)
@@ -104,7 +104,7 @@ func TestUI(t *testing.T) {
 		require.Equal(t, "approval1", flow.Graph.Edges[0].Target)
 		for _, n := range flow.Graph.Nodes {
 			if n.ID == "worker1" {
-				require.Equal(t, s.worker.srv.URL+"/score", n.Data["webhookUrl"])
+				require.Equal(t, s.worker.URL+"/score", n.Data["webhookUrl"])
 				require.EqualValues(t, 30, n.Data["timeoutSeconds"])
 			}
 		}
@@ -192,7 +192,7 @@ func TestUI(t *testing.T) {
 		s.api("POST", "/flows", map[string]any{"name": "Fan-out", "graph": map[string]any{
 			"nodes": []map[string]any{
 				{"id": "split", "type": "Splitter", "data": map[string]any{"arrayPath": "items"}},
-				{"id": "score", "type": "Worker", "data": map[string]any{"webhookUrl": s.worker.srv.URL + "/score", "retry": map[string]any{"maxAttempts": 1}}},
+				{"id": "score", "type": "Worker", "data": map[string]any{"webhookUrl": s.worker.URL + "/score", "retry": map[string]any{"maxAttempts": 1}}},
 				{"id": "merge", "type": "Collector", "data": map[string]any{}},
 			},
 			"edges": []map[string]any{{"id": "e1", "source": "split", "target": "score"}, {"id": "e2", "source": "score", "target": "merge"}},
@@ -236,7 +236,7 @@ func TestUI(t *testing.T) {
 		var f struct{ ID string }
 		s.api("POST", "/flows", map[string]any{"name": "Qualify", "board_id": board.ID, "graph": map[string]any{
 			"nodes": []map[string]any{
-				{"id": "enrich", "type": "Worker", "data": map[string]any{"webhookUrl": s.worker.srv.URL + "/enrich",
+				{"id": "enrich", "type": "Worker", "data": map[string]any{"webhookUrl": s.worker.URL + "/enrich",
 					"entityMovement": map[string]any{"onSuccess": map[string]any{"targetSectionId": "enriched"}}}},
 				{"id": "check", "type": "UX", "data": map[string]any{"prompt": "Qualified?",
 					"entityMovement": map[string]any{"onSuccess": map[string]any{"targetSectionId": "qualified", "completeAs": "success", "setEntityType": "prospect"}}}},

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/internal/broker/brokertest"
+	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
@@ -115,16 +116,11 @@ func TestBrokerTriggersSurviveSIGKILL(t *testing.T) {
 			killedAt := time.Since(began)
 			require.NoError(t, ins[0].start(ctx))
 			<-published
-			deadline := time.Now().Add(90 * time.Second)
-			for {
+			testkit.Eventually(t, 90*time.Second, func() bool {
 				runs, distinct := count()
 				require.Equal(t, runs, distinct, "a message started two runs")
-				if runs == n {
-					break
-				}
-				require.True(t, time.Now().Before(deadline), "%d runs of %d", runs, n)
-				time.Sleep(20 * time.Millisecond)
-			}
+				return runs == n
+			}, "%d runs", n)
 			var inputs, redelivered int
 			require.NoError(t, db.QueryRow(`SELECT count(DISTINCT input->>'n'), count(*) FILTER (WHERE trigger->>'redelivered' = 'true')
 				FROM runs WHERE flow_id = $1`, flow.ID).Scan(&inputs, &redelivered))

@@ -150,7 +150,7 @@ func (in *instance) startOnce(ctx context.Context) error {
 			in.kill()
 			return fmt.Errorf("%s not ready in time: %s", in.name, tail(in.logPath(), 5))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polling /readyz of a process starting: it signals nothing else
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store/localpg"
 )
 
@@ -242,7 +243,7 @@ func (s *soak) run(ctx context.Context, disrupt func(ctx context.Context, stop <
 	// event never catches up.
 	progress, moved := -1, time.Now()
 	for deadline := time.Now().Add(time.Minute); !caughtUp() && time.Now().Before(deadline) && time.Since(moved) < 10*time.Second; {
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // a poll with a deadline that also ends when progress stops
 		n := 0
 		for _, f := range s.followers {
 			n += f.received()
@@ -282,13 +283,7 @@ func (s *soak) check(ctx context.Context) (figures, callbackFigures, streamFigur
 // waitFor polls cond until it holds or within passes.
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testkit.Eventually(t, within, cond, "%s", what)
 }
 
 func (w *chaosWorker) pending() int64 {
@@ -347,7 +342,7 @@ func (s *soak) call(ctx context.Context, method, path string, body any, idemKey 
 		require.False(s.t, time.Now().After(deadline), "%s %s got no answer for 2 minutes", method, path)
 		in := s.cl.pick()
 		if in == nil {
-			time.Sleep(50 * time.Millisecond) // both instances are down
+			time.Sleep(50 * time.Millisecond) // both instances are down (a real client's pacing, as below)
 			continue
 		}
 		req, err := http.NewRequestWithContext(ctx, method, in.url()+path, bytes.NewReader(raw))
@@ -479,7 +474,7 @@ func (s *soak) drive(ctx context.Context) {
 			}
 			s.t.Fatalf("%d of %d runs completed in time; node states: %s%s", completed, s.runs, st, logs.String())
 		}
-		time.Sleep(200 * time.Millisecond) // polling the database
+		time.Sleep(200 * time.Millisecond) // polling the database (its failure reports what is stuck)
 	}
 }
 
@@ -560,7 +555,7 @@ func (s *soak) killOne(ctx context.Context) {
 	s.nKills.Add(1)
 	killed := time.Now()
 	s.t.Logf("%s killed at %s", in.name, killed.Format("15:04:05.000"))
-	time.Sleep(500*time.Millisecond + rand.N(1500*time.Millisecond)) // down for a while
+	time.Sleep(500*time.Millisecond + rand.N(1500*time.Millisecond)) // down for a while: the soak's real outage
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := in.start(sctx); err != nil {
@@ -581,7 +576,7 @@ func (s *soak) restartPostgres(ctx context.Context) {
 		return
 	}
 	s.t.Logf("Postgres crashed at %s", began.Format("15:04:05.000"))
-	time.Sleep(2 * time.Second) // down for a while
+	time.Sleep(2 * time.Second) // down for a while: a real Postgres outage
 	if err := s.pg.Start(ctx); err != nil {
 		s.fail("starting Postgres again: %v", err)
 		return

@@ -167,7 +167,7 @@ func (w *chaosWorker) outages(ctx context.Context, every func() time.Duration, l
 			_ = c.Close()
 		}
 		w.stats.outages.Add(1)
-		time.Sleep(length) // the outage itself
+		time.Sleep(length) // the outage itself: real time, the chaos being tested
 		for {
 			ln, err := net.Listen("tcp", w.addr)
 			if err == nil {

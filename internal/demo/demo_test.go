@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/google/uuid"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,11 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/internal/demo"
+	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/storetest"
 )
@@ -202,11 +204,7 @@ type run struct {
 // waitFor polls cond until it holds or 20 s pass.
 func (s *stitchd) waitFor(what string, cond func() bool) {
 	s.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		require.True(s.t, time.Now().Before(deadline), "timed out waiting for %s", what)
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(s.t, 20*time.Second, cond, "%s", what)
 }
 
 // sections lists the sections an entity's journey went through.
