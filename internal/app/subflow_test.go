@@ -182,20 +182,28 @@ func TestSubFlowThatEndsAtOnceCompletesInTheSameTransaction(t *testing.T) {
 	require.Equal(t, r.ID, child.ParentRunID)
 }
 
-func TestSubFlowPerItemInAFanOut(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
-	double := h.createFlow([]map[string]any{wnode(h, "work")}, nil)
+// subFlowFanOut starts a run fanning items 0…n-1 out to a one-worker
+// sub-flow each, collected, and waits for the n children's dispatches.
+func (h *harness) subFlowFanOut(n int) runJSON {
+	h.t.Helper()
+	one := h.createFlow([]map[string]any{wnode(h, "work")}, nil)
 	parent := h.createFlow([]map[string]any{node("split", "Splitter", map[string]any{"arrayPath": "items"}),
-		subNode("each", double, nil), node("join", "Collector", nil)},
+		subNode("each", one, nil), node("join", "Collector", nil)},
 		[]map[string]any{edge("split", "each", nil), edge("each", "join", nil)})
-	const n = 300
 	items := make([]int, n)
 	for i := range items {
 		items[i] = i
 	}
 	r := h.startRun(parent, map[string]any{"items": items})
 	h.eventually(func() bool { return len(h.worker.All()) >= n }, "%d dispatches", n)
+	return r
+}
+
+func TestSubFlowPerItemInAFanOut(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	const n = 300
+	r := h.subFlowFanOut(n)
 	seen := map[string]bool{}
 	for _, d := range h.worker.All() {
 		require.False(t, seen[d.Payload.RunID], "child run %s dispatched twice", d.Payload.RunID)
@@ -318,17 +326,8 @@ func TestSubFlowOrphansOfACancelledRunAreCancelled(t *testing.T) {
 func TestSubFlowEndsCompletedTogether(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	one := h.createFlow([]map[string]any{wnode(h, "work")}, nil)
-	parent := h.createFlow([]map[string]any{node("split", "Splitter", map[string]any{"arrayPath": "items"}),
-		subNode("each", one, nil), node("join", "Collector", nil)},
-		[]map[string]any{edge("split", "each", nil), edge("each", "join", nil)})
 	const n = 64
-	items := make([]int, n)
-	for i := range items {
-		items[i] = i
-	}
-	r := h.startRun(parent, map[string]any{"items": items})
-	h.eventually(func() bool { return len(h.worker.All()) >= n }, "%d dispatches", n)
+	r := h.subFlowFanOut(n)
 	byItem := make([]dispatch, n)
 	for _, d := range h.worker.All() {
 		var in int

@@ -11,17 +11,12 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stitchd/stitchd/engine"
 )
 
 // Payload is what stitchd POSTs to a worker (DESIGN.md, Worker protocol).
-type Payload struct {
-	RunID       string          `json:"runId"`
-	NodeID      string          `json:"nodeId"`
-	Config      json.RawMessage `json:"config"`
-	Input       json.RawMessage `json:"input"`
-	CallbackURL string          `json:"callbackUrl"`
-	Attempt     int             `json:"attempt"`
-}
+type Payload = engine.WorkerPayload
 
 // Dispatch is one delivery a Worker received.
 type Dispatch struct {
