@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -93,7 +92,7 @@ func TestExampleWorkers(t *testing.T) {
 	_, dbURL := storetest.IsolatedDB(t)
 	ctx := context.Background()
 	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
-		PollInterval: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		PollInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	require.NoError(t, a.Start(ctx))
 	t.Cleanup(func() {
@@ -124,7 +123,7 @@ func TestExampleWorkers(t *testing.T) {
 
 			// A dispatch that is not signed with the secret is refused.
 			for _, bad := range []string{"", callbacks.SignWebhook([]byte("another key, 16+ bytes"), "msg_x", time.Now().Unix(), []byte(`{}`))} {
-				req, err := http.NewRequest("POST", url+"/greet", strings.NewReader(`{}`))
+				req, err := http.NewRequest(http.MethodPost, url+"/greet", strings.NewReader(`{}`))
 				require.NoError(t, err)
 				req.Header.Set("webhook-id", "msg_x")
 				req.Header.Set("webhook-timestamp", strconv.FormatInt(time.Now().Unix(), 10))

@@ -46,11 +46,11 @@ func newServer(t *testing.T, st *store.Store, mod ...func(*web.Config)) *web.Ser
 		Handlers: handlers.Registry(handlers.Types(handlers.Options{})),
 		Minter:   &callbacks.Minter{Keys: ring, BaseURL: "http://x", Clock: engine.SystemClock{}},
 		NewID:    uuid.NewString,
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:   slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
 	cfg := web.Config{Store: st, Engine: eng, Keys: ring, Hub: web.NewHub(), AuthToken: token, NodeTypes: handlers.Types(handlers.Options{}),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Logger: slog.New(slog.DiscardHandler)}
 	for _, m := range mod {
 		m(&cfg)
 	}
@@ -1074,7 +1074,7 @@ func TestConcurrentIdempotentStarts(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			hr := httptest.NewRequest("POST", "/api/v1/flows/"+f.ID+"/runs", strings.NewReader(`{"input":{"i":1}}`))
+			hr := httptest.NewRequest(http.MethodPost, "/api/v1/flows/"+f.ID+"/runs", strings.NewReader(`{"input":{"i":1}}`))
 			hr.Header.Set("Authorization", "Bearer "+token)
 			hr.Header.Set("Idempotency-Key", "same-key")
 			recs[i] = httptest.NewRecorder()
@@ -1113,7 +1113,7 @@ func TestConcurrentFlowUpdates(t *testing.T) {
 			<-start
 			// Each update moves the node somewhere else: n distinct graphs.
 			g := fmt.Sprintf(`{"nodes":[{"id":"approve","type":"UX","position":{"x":%d,"y":0},"data":{}}],"edges":[]}`, i+1)
-			hr := httptest.NewRequest("PUT", "/api/v1/flows/"+f.ID, strings.NewReader(`{"graph":`+g+`}`))
+			hr := httptest.NewRequest(http.MethodPut, "/api/v1/flows/"+f.ID, strings.NewReader(`{"graph":`+g+`}`))
 			hr.Header.Set("Authorization", "Bearer "+token)
 			recs[i] = httptest.NewRecorder()
 			h.ServeHTTP(recs[i], hr)

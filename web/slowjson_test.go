@@ -85,7 +85,7 @@ func TestSlowReadersOfJSONAnswersAreCutOff(t *testing.T) {
 
 	// A reader gets it all.
 	resp, err := ts.Client().Do(func() *http.Request {
-		r, _ := http.NewRequest("GET", ts.URL+path, nil)
+		r, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
 		r.Header.Set("Authorization", "Bearer "+token)
 		return r
 	}())

@@ -39,7 +39,7 @@ func startLive(t *testing.T, opts ...func(*app.Config)) *liveServer {
 	t.Helper()
 	_, dbURL := storetest.IsolatedDB(t)
 	ctx := context.Background()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	cfg := app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: cliToken,
 		PollInterval: 50 * time.Millisecond, DispatchTimeout: 2 * time.Second, Logger: quiet}
 	for _, o := range opts {
@@ -289,7 +289,7 @@ func TestCLIWebhookSecret(t *testing.T) {
 	out, _, err := s.cli(t, "webhook-secret")
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(out, "whsec_"), out)
-	resp := must(http.NewRequest("GET", s.app.URL+"/api/v1/webhook-secret", nil))
+	resp := must(http.NewRequest(http.MethodGet, s.app.URL+"/api/v1/webhook-secret", nil))
 	resp.Header.Set("Authorization", "Bearer "+cliToken)
 	r, err := http.DefaultClient.Do(resp)
 	require.NoError(t, err)

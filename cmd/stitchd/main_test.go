@@ -475,7 +475,7 @@ func TestBinaryShutdownWithOpenStream(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r, err := http.NewRequestWithContext(ctx, "GET", s.url+"/api/v1/events", nil)
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/api/v1/events", nil)
 	require.NoError(t, err)
 	r.Header.Set("Authorization", "Bearer x")
 	resp, err := http.DefaultClient.Do(r)
@@ -548,7 +548,7 @@ func TestOIDCSettings(t *testing.T) {
 		addServerFlags(fs, &o)
 		require.NoError(t, fs.Parse(c.args))
 		require.NoError(t, applyEnv(fs, mapEnv(c.env)))
-		cfg := o.config(slog.New(slog.NewTextHandler(io.Discard, nil))).OIDC
+		cfg := o.config(slog.New(slog.DiscardHandler)).OIDC
 		require.Equal(t, c.role, cfg.DefaultRole, c.args)
 		require.Equal(t, c.scopes, cfg.Scopes, c.args)
 		require.Equal(t, c.enabled, cfg.Enabled(), c.args)

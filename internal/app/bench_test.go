@@ -36,7 +36,7 @@ func newInstantWorker(tb testing.TB) *instantWorker {
 			CallbackURL string          `json:"callbackUrl"`
 		}
 		_ = json.Unmarshal(b, &p)
-		rw.WriteHeader(202)
+		rw.WriteHeader(http.StatusAccepted)
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
@@ -57,7 +57,7 @@ func newInstantWorker(tb testing.TB) *instantWorker {
 func benchApp(b *testing.B) (*app.App, *instantWorker) {
 	_, dbURL := storetest.IsolatedDB(b)
 	a, err := app.New(context.Background(), app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), DispatchWorkers: 64})
+		Logger: slog.New(slog.DiscardHandler), DispatchWorkers: 64})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func benchApp(b *testing.B) (*app.App, *instantWorker) {
 
 func benchPost(b *testing.B, a *app.App, path string, body any) map[string]any {
 	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", a.URL+path, bytes.NewReader(raw))
+	req, _ := http.NewRequest(http.MethodPost, a.URL+path, bytes.NewReader(raw))
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -34,7 +33,7 @@ func engineOn(t testing.TB, st engine.Store, opts ...func(*engine.Config)) *engi
 	clock := fixedClock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	cfg := engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), NewID: uuid.NewString, Clock: clock,
 		Minter: &callbacks.Minter{Keys: ring, BaseURL: "http://stitchd.invalid", Clock: clock},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(&cfg)
 	}

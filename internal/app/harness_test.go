@@ -78,7 +78,7 @@ func newHarnessOn(t *testing.T, dbURL string, opts ...func(*app.Config)) *harnes
 		// and the test's callback then met a failed node (409, once in
 		// TestJoinOf100ConcurrentCallbacks). Tests of the limit set their own.
 		PollInterval: 50 * time.Millisecond, DispatchTimeout: 10 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -78,12 +78,12 @@ func TestHTTPNodeGetThenPost(t *testing.T) {
 	h := newHarness(t)
 	api := newAPIServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
-		case "GET":
+		case http.MethodGet:
 			w.Header().Set("X-Rate-Left", "41")
 			jsonAnswer(w, 200, `{"id": 7, "name": "Widget Pro", "price": 12.5}`)
-		case "POST":
+		case http.MethodPost:
 			w.Header().Set("Content-Type", "text/plain")
-			w.WriteHeader(201)
+			w.WriteHeader(http.StatusCreated)
 			_, _ = io.WriteString(w, "order created")
 		}
 	})
@@ -181,7 +181,7 @@ func TestHTTPNode404Fails(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	api := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(404)
+		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, "no such   customer\n")
 	})
 	flow := h.createFlow([]map[string]any{node("call", "HTTP", map[string]any{"url": api.url + "/customers/9", "retry": fastRetry})}, nil)

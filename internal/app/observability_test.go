@@ -70,7 +70,7 @@ func TestMetricsAfterRuns(t *testing.T) {
 	h.waitRun(r1.ID, "completed")
 
 	// 2. A worker that answers 503: one retry, then the node gives up.
-	down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) }))
+	down := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
 	flaky := h.createFlow([]map[string]any{node("flaky", "Worker", map[string]any{"webhookUrl": down,
 		"retry": map[string]any{"maxAttempts": 2, "initialDelayMs": 10, "maxDelayMs": 10}, "delivery": map[string]any{"maxTries": 2}})}, nil)
 	r2 := h.startRun(flaky, nil)

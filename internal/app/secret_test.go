@@ -66,7 +66,7 @@ func (h *harness) sseText(path string, until ...string) string {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", h.app.URL+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.app.URL+path, nil)
 	require.NoError(h.t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Last-Event-ID", "0")
@@ -150,7 +150,7 @@ func TestSecretInHeaderReachesOnlyTheRequest(t *testing.T) {
 			b, _ := json.Marshal(map[string]string{"you_sent": r.Header.Get("Authorization"), "query": r.URL.RawQuery})
 			jsonAnswer(w, 200, string(b))
 		case "/deny":
-			w.WriteHeader(401)
+			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = io.WriteString(w, "bad token "+r.Header.Get("Authorization"))
 		default:
 			jsonAnswer(w, 200, `{"ok": true}`)

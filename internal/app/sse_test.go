@@ -32,7 +32,7 @@ type sseEvent struct {
 
 // readSSE streams events from path into a channel until ctx ends.
 func (h *harness) readSSE(ctx context.Context, path, lastID string) <-chan sseEvent {
-	req, err := http.NewRequestWithContext(ctx, "GET", h.app.URL+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.app.URL+path, nil)
 	require.NoError(h.t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
 	if lastID != "" {

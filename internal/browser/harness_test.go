@@ -94,7 +94,7 @@ func newStack(t *testing.T, mods ...func(*app.Config)) *stack {
 	ctx := context.Background()
 	cfg := app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
 		PollInterval: 50 * time.Millisecond, DispatchTimeout: 5 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Logger: slog.New(slog.DiscardHandler)}
 	for _, m := range mods {
 		m(&cfg)
 	}

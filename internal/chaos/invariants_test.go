@@ -232,7 +232,7 @@ func checkInvariants(t *testing.T, ctx context.Context, db *sql.DB, runIDs []str
 			} else {
 				f.failedTriesLogd++
 			}
-			if p.StatusCode == 429 && p.RetryInMs > 0 {
+			if p.StatusCode == http.StatusTooManyRequests && p.RetryInMs > 0 {
 				f.retryAfter429++
 				require.GreaterOrEqual(t, p.RetryInMs, int64(1000), "a 429 with Retry-After: 1 is retried no sooner (run %s, event %d)", run, seq)
 			}

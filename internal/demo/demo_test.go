@@ -29,7 +29,7 @@ func TestMain(m *testing.M) { storetest.Main(m) }
 
 const token = "demo-test-token"
 
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func TestLoadIsIdempotent(t *testing.T) {
 	t.Parallel()
@@ -360,7 +360,7 @@ func TestWorkerRefusesBadDispatches(t *testing.T) {
 		{"redelivery", "/enrich", sign(secret, now), now, http.StatusAccepted},
 	}
 	for _, c := range cases {
-		req, err := http.NewRequest("POST", srv.URL+c.path, bytes.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, srv.URL+c.path, bytes.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("webhook-id", "msg_1")
 		req.Header.Set("webhook-timestamp", strconv.FormatInt(c.ts, 10))

@@ -18,9 +18,15 @@ func TestWriterRecordsTheFirstStatus(t *testing.T) {
 		want    int
 	}{
 		{"body only", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("x")) }, 200},
-		{"explicit", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(409) }, 409},
-		{"first wins", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503); w.WriteHeader(200) }, 503},
-		{"header after body ignored", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(nil); w.WriteHeader(500) }, 200},
+		{"explicit", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusConflict) }, 409},
+		{"first wins", func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.WriteHeader(http.StatusOK)
+		}, 503},
+		{"header after body ignored", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write(nil)
+			w.WriteHeader(http.StatusInternalServerError)
+		}, 200},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

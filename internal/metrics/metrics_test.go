@@ -3,7 +3,6 @@ package metrics_test
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -19,7 +18,7 @@ import (
 	"github.com/stitchd/stitchd/internal/metrics"
 )
 
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // value returns the value of the series name{labels} ("" = no labels).
 func value(t *testing.T, m *metrics.Metrics, name string, labels map[string]string) (float64, bool) {
@@ -127,11 +126,11 @@ func TestMiddlewareTimesCallbacksOnly(t *testing.T) {
 		_, _ = w.Write([]byte("ok"))
 	}))
 	for _, req := range []*http.Request{
-		httptest.NewRequest("POST", "/callbacks/tok", nil),
-		httptest.NewRequest("POST", "/callbacks/tok", nil),
-		httptest.NewRequest("POST", "/callbacks/stale", nil),
-		httptest.NewRequest("POST", "/api/v1/flows", nil),
-		httptest.NewRequest("GET", "/callbacks/tok", nil),
+		httptest.NewRequest(http.MethodPost, "/callbacks/tok", nil),
+		httptest.NewRequest(http.MethodPost, "/callbacks/tok", nil),
+		httptest.NewRequest(http.MethodPost, "/callbacks/stale", nil),
+		httptest.NewRequest(http.MethodPost, "/api/v1/flows", nil),
+		httptest.NewRequest(http.MethodGet, "/callbacks/tok", nil),
 	} {
 		h.ServeHTTP(httptest.NewRecorder(), req)
 	}
@@ -169,7 +168,7 @@ func TestOutboxDepth(t *testing.T) {
 	_, err := m.Registry.Gather()
 	require.ErrorContains(t, err, "database down", "a failed read is reported, not a false zero")
 	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	require.Equal(t, http.StatusOK, rec.Code, "the other series are still served")
 	require.Contains(t, rec.Body.String(), "stitchd_runs_started_total")
 	require.NotContains(t, rec.Body.String(), `stitchd_outbox_depth{`)
@@ -197,7 +196,7 @@ func TestOutboxDepthIsShared(t *testing.T) {
 		}})
 	scrape := func() string {
 		rec := httptest.NewRecorder()
-		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 		return rec.Body.String()
 	}
 	pending.Store(7)
