@@ -34,11 +34,12 @@ func (t *pgTx) hold(s engine.RunSave, types, keys, payloads []string) {
 	t.saves = append(t.saves, heldSave{save: s, dst: dst, types: types, keys: keys, payloads: payloads})
 }
 
-// writeHeld queues what the transaction holds back — saves, then the
-// rows of new runs — ahead of the statement about to be sent.
+// writeHeld queues what the transaction holds back — the rows of new
+// runs, then saves (one may be a new run's) — ahead of the statement about
+// to be sent.
 func (t *pgTx) writeHeld() {
-	t.queueSaves()
 	t.queueNewRuns()
+	t.queueSaves()
 }
 
 // queueSaves queues the held saves: one alone as its own statement, more

@@ -206,3 +206,34 @@ func TestSavesHeldTogether(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldSaveOfARunStartedInTheTransaction: a save that marks deliveries
+// of a run inserted in the same transaction (both held back) writes the
+// run first.
+func TestHeldSaveOfARunStartedInTheTransaction(t *testing.T) {
+	t.Parallel()
+	for name, st := range queriers(t) {
+		t.Run(name, func(t *testing.T) {
+			f := createFlow(t, st)
+			r := newRun(f)
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				require.NoError(t, tx.InsertRun(ctx, r))
+				require.NoError(t, tx.InsertStartedNodes(ctx, r.ID, []engine.NodeState{static("w", engine.NodeTypeWorker, 0)},
+					[]engine.BulkStart{{Key: "w", Input: json.RawMessage(`{}`), Status: engine.StatusRunning}}))
+				require.NoError(t, tx.InsertDispatches(ctx, []*engine.Dispatch{{ID: uuid.NewString(), RunID: r.ID, Key: "w",
+					Attempt: 1, URL: "http://127.0.0.1:1/", Payload: []byte(`{}`), MaxTries: 1}}))
+				r.Status, r.TerminalsLeft, r.EventSeq = engine.RunCompleted, 0, 1
+				return tx.SaveRunWithEvents(ctx, engine.RunSave{Run: r, FirstSeq: 1, HeardAt: 0,
+					HeardKeys: []string{"w"}, HeardAttempts: []int{1}, Events: []engine.NewEvent{{Type: "run.status"}}})
+			})
+			var row struct {
+				Status   string
+				EventSeq int64
+			}
+			require.NoError(t, st.Gorm().Raw(`SELECT status, event_seq FROM runs WHERE id = ?`, r.ID).Scan(&row).Error)
+			require.Equal(t, "completed", row.Status)
+			require.EqualValues(t, 2, row.EventSeq, "its event and its delivery's")
+			require.EqualValues(t, 2, r.EventSeq)
+		})
+	}
+}
