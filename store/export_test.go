@@ -39,3 +39,7 @@ func InTxQuerier(ctx context.Context, s *Store, fn func(ctx context.Context, q Q
 
 // InterpretError is interpretError, for tests of the classification.
 func InterpretError(err error) error { return interpretError(err) }
+
+// DeleteExpiredRunsSQL is the statement DeleteExpiredRuns runs (arguments:
+// the server's retention in seconds or nil, the limit, the limit).
+const DeleteExpiredRunsSQL = deleteExpiredRuns
