@@ -43,3 +43,11 @@ func InterpretError(err error) error { return interpretError(err) }
 // DeleteExpiredRunsSQL is the statement DeleteExpiredRuns runs (arguments:
 // the server's retention in seconds or nil, the limit, the limit).
 const DeleteExpiredRunsSQL = deleteExpiredRuns
+
+// ArchiveExpiredRunsSQL and DeleteArchivedRunsSQL are the statements
+// ArchiveExpiredRuns runs: the read (as DeleteExpiredRunsSQL's arguments)
+// and the delete (ids, ids, xmins, the server's retention).
+const (
+	ArchiveExpiredRunsSQL = archiveExpiredRuns
+	DeleteArchivedRunsSQL = deleteArchivedRuns
+)

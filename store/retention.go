@@ -112,15 +112,7 @@ func (s *Store) ArchiveExpiredRuns(ctx context.Context, keep time.Duration, limi
 		body      []byte
 		ids, xmin pq.StringArray
 	)
-	if err := s.db.WithContext(ctx).Raw(`WITH picked AS (`+expiredRunsSelect+`)
-		SELECT json_build_object('type', 'runs.archived', 'runs', json_agg(json_build_object(
-				'run', to_jsonb(r),
-				'nodes', (SELECT coalesce(jsonb_agg(to_jsonb(n) ORDER BY n.key), '[]') FROM node_states n WHERE n.run_id = r.id),
-				'events', (SELECT coalesce(jsonb_agg(to_jsonb(e) ORDER BY e.seq), '[]') FROM run_events e WHERE e.run_id = r.id),
-				'journey', (SELECT coalesce(jsonb_agg(to_jsonb(j) ORDER BY j.created_at, j.id), '[]') FROM journey_events j
-					WHERE j.run_id = r.id)) ORDER BY r.finished_at, r.id))::text,
-			array_agg(r.id::text ORDER BY r.id), array_agg(r.xmin::text ORDER BY r.id)
-		FROM runs r JOIN picked USING (id)`, global, limit, limit).Row().Scan(&body, &ids, &xmin); err != nil {
+	if err := s.db.WithContext(ctx).Raw(archiveExpiredRuns, global, limit, limit).Row().Scan(&body, &ids, &xmin); err != nil {
 		return 0, fmt.Errorf("error reading expired runs to archive: %w", interpretError(err))
 	}
 	if len(ids) == 0 {
@@ -135,16 +127,35 @@ func (s *Store) ArchiveExpiredRuns(ctx context.Context, keep time.Duration, limi
 	if err := send(ctx, "archive_"+hex.EncodeToString(h.Sum(nil)[:16]), body); err != nil {
 		return 0, fmt.Errorf("error sending %d runs to the archive: %w", len(ids), err)
 	}
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM runs WHERE id IN (SELECT r.id FROM runs r
-			JOIN flows f ON f.id = r.flow_id
-			JOIN flow_versions v ON v.id = f.current_version_id
-		WHERE (r.id, r.xmin::text) IN (SELECT * FROM unnest(?::uuid[], ?::text[])) AND r.status IN ('completed', 'failed', 'cancelled')
-			AND r.finished_at < now() - coalesce(make_interval(days => (v.execution_graph->>'retentionDays')::int),
-				make_interval(secs => ?::float8))
-			AND `+parentNotRunning+`
-		FOR UPDATE OF r SKIP LOCKED)`, ids, xmin, global)
+	res := s.db.WithContext(ctx).Exec(deleteArchivedRuns, ids, ids, xmin, global)
 	if err := interpretError(res.Error); err != nil {
 		return 0, fmt.Errorf("error deleting %d archived runs: %w", len(ids), err)
 	}
 	return int(res.RowsAffected), nil
 }
+
+// archiveExpiredRuns reads the runs expiredRunsSelect picks (its
+// arguments) as the archive's document, with their ids and row versions
+// (xmin), in id order.
+const archiveExpiredRuns = `SELECT json_build_object('type', 'runs.archived', 'runs', json_agg(json_build_object(
+				'run', to_jsonb(r),
+				'nodes', (SELECT coalesce(jsonb_agg(to_jsonb(n) ORDER BY n.key), '[]') FROM node_states n WHERE n.run_id = r.id),
+				'events', (SELECT coalesce(jsonb_agg(to_jsonb(e) ORDER BY e.seq), '[]') FROM run_events e WHERE e.run_id = r.id),
+				'journey', (SELECT coalesce(jsonb_agg(to_jsonb(j) ORDER BY j.created_at, j.id), '[]') FROM journey_events j
+					WHERE j.run_id = r.id)) ORDER BY r.finished_at, r.id))::text,
+			array_agg(r.id::text ORDER BY r.id), array_agg(r.xmin::text ORDER BY r.id)
+		FROM runs r WHERE r.id = ANY (ARRAY(` + expiredRunsSelect + `))`
+
+// deleteArchivedRuns deletes the runs of ids (twice) whose row versions
+// are still those of xmin (the same order) and that are still past their
+// retention (the server's in seconds, or NULL), skipping any another
+// process holds: the runs sent to the archive, unchanged since.
+const deleteArchivedRuns = `DELETE FROM runs WHERE id = ANY (ARRAY(SELECT r.id FROM runs r
+			JOIN flows f ON f.id = r.flow_id
+			JOIN flow_versions v ON v.id = f.current_version_id
+		WHERE r.id = ANY (?::uuid[]) AND (r.id, r.xmin::text) IN (SELECT * FROM unnest(?::uuid[], ?::text[]))
+			AND r.status IN ('completed', 'failed', 'cancelled')
+			AND r.finished_at < now() - coalesce(make_interval(days => (v.execution_graph->>'retentionDays')::int),
+				make_interval(secs => ?::float8))
+			AND ` + parentNotRunning + `
+		FOR UPDATE OF r SKIP LOCKED))`
