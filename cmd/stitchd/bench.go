@@ -31,7 +31,7 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 			"Scenarios: chain, http, chains, branches, fanout-1k, fanout-10k, fanout-100k, subflow-10k, timers, idle, sleeping (the default: all, in this order);\n" +
 			"fanout-<n> runs a fan-out of any size (fanout-300k, fanout-1m); history (only when named) runs chain and chains\n" +
 			"on the empty database, loads --history-runs finished runs, runs them again, then chains while retention deletes\n" +
-			"the loaded runs. The database is dropped afterwards.",
+			"the loaded runs, on and off in turns of --history-window. The database is dropped afterwards.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.DatabaseURL == "" {
@@ -82,6 +82,7 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 	f.IntVar(&o.SleepingRuns, "sleeping-runs", 100000, "runs sleeping in a Wait node in the sleeping scenario")
 	f.IntVar(&o.HistoryRuns, "history-runs", 1_000_000, "finished runs the history scenario loads (about 11 rows each)")
 	f.StringVar(&o.HistoryLoader, "history-loader", "sql", "how the history scenario loads: sql (INSERT … SELECT generate_series) or copy (COPY from the bench)")
+	f.DurationVar(&o.HistoryWindow, "history-window", 30*time.Second, "while retention deletes the history's runs, chains run with it on and off in turns this long")
 	f.IntVar(&o.SubFlows, "subflows", 10000, "sub-flow runs the subflow-10k scenario fans out")
 	f.DurationVar(&o.IdleWindow, "idle-window", 10*time.Second, "how long idle CPU is sampled")
 	return cmd

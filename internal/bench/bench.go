@@ -63,6 +63,9 @@ type Options struct {
 	// the bench).
 	HistoryRuns   int
 	HistoryLoader string
+	// HistoryWindow is how long each turn of the history's last phase
+	// lasts, retention on or off (default 30 s).
+	HistoryWindow time.Duration
 	// SleepingRuns sleep in a Wait node (30 days) while CPU is sampled for
 	// IdleWindow in the sleeping scenario (default 100,000).
 	SleepingRuns int
@@ -291,6 +294,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	if opts.IdleWindow <= 0 {
 		opts.IdleWindow = 10 * time.Second
+	}
+	if opts.HistoryWindow <= 0 {
+		opts.HistoryWindow = 30 * time.Second
 	}
 	if opts.WorkDir == "" {
 		dir, err := os.MkdirTemp("", "stitchd-bench-")

@@ -150,7 +150,7 @@ func TestBenchHistory(t *testing.T) {
 			rep, err := bench.Run(context.Background(), bench.Options{
 				Binary: bin, DatabaseURL: storetest.ServerURL(t), WorkDir: t.TempDir(), Progress: &progress,
 				Scenarios: []string{"history"}, HistoryRuns: 2000, HistoryLoader: loader,
-				ChainLength: 20, Chains: 3, ChainsRunLength: 10, ChainsDuration: 500 * time.Millisecond,
+				ChainLength: 20, Chains: 3, ChainsRunLength: 10, ChainsDuration: 500 * time.Millisecond, HistoryWindow: time.Second,
 			})
 			require.NoError(t, err, progress.String())
 			h := rep.History
@@ -162,7 +162,20 @@ func TestBenchHistory(t *testing.T) {
 			require.EqualValues(t, 1000*8+1000*13+500*2, h.Rows)
 			require.Positive(t, h.LoadSeconds)
 			require.Positive(t, h.DeleteSeconds, "retention deleted the loaded runs")
-			require.Len(t, h.Compared, 6)
+			require.GreaterOrEqual(t, h.DeleteWallSeconds, h.DeleteSeconds)
+			// Turns off and on, off first and last.
+			require.GreaterOrEqual(t, len(h.Turns), 3)
+			require.Len(t, h.Turns, h.On.Turns+h.Off.Turns)
+			require.Equal(t, h.On.Turns+1, h.Off.Turns)
+			for i, turn := range h.Turns {
+				require.Equal(t, i%2 == 1, turn.On, "turn %d", i+1)
+				require.Positive(t, turn.Completions, "turn %d: the chains ran", i+1)
+			}
+			require.EqualValues(t, 2000, h.On.RunsDeleted+h.Off.RunsDeleted, "every loaded run, none else")
+			require.Positive(t, h.On.RunsDeleted)
+			require.Positive(t, h.On.CompletionsPerSec)
+			require.Positive(t, h.Off.CompletionsPerSec)
+			require.Len(t, h.Compared, 7)
 			require.Len(t, rep.Results, 5, "chain and chains empty, chain and chains loaded, chains during retention")
 			for i, r := range rep.Results {
 				require.Zero(t, r.WorkerFailures, r.Name)
@@ -177,7 +190,7 @@ func TestBenchHistory(t *testing.T) {
 			}
 			var table bytes.Buffer
 			require.NoError(t, bench.Print(&table, rep))
-			require.Contains(t, table.String(), "retention deleting")
+			require.Contains(t, table.String(), "retention on")
 			t.Log("\n" + table.String())
 		})
 	}

@@ -14,7 +14,8 @@ import (
 
 // History is the history scenario's outcome: chain and chains on an empty
 // database, then beside HistoryRuns finished runs loaded in bulk, then
-// chains again while retention deletes them.
+// chains again while retention deletes them, in turns with and without
+// it.
 type History struct {
 	Runs int `json:"runs"`
 	// Rows loaded: runs, node states, events, outbox rows, journey entries.
@@ -31,10 +32,20 @@ type History struct {
 	// Compared are the figures the targets are judged on.
 	Compared []Comparison `json:"compared"`
 	// DeleteSeconds is how long stitchd's retention took to delete the
-	// loaded runs (from their flows' retention set to their last delete).
+	// loaded runs: the turns it was on, up to the last delete;
+	// DeleteWallSeconds from the first turn's start, turns off included.
 	DeleteSeconds     float64 `json:"delete_seconds"`
+	DeleteWallSeconds float64 `json:"delete_wall_seconds"`
 	DeletedRunsPerSec float64 `json:"deleted_runs_per_sec"`
 	DeletedRowsPerSec float64 `json:"deleted_rows_per_sec"`
+	// Turns are the last phase's turns, retention off and on; On and Off
+	// their sums. OnAgainstNeighbours is the lowest and highest change
+	// of a turn on's chains rate against the mean of the turns off on
+	// either side of it, in percent.
+	Turns               []RetentionTurn `json:"turns"`
+	On                  TurnsTotal      `json:"retention_on"`
+	Off                 TurnsTotal      `json:"retention_off"`
+	OnAgainstNeighbours [2]float64      `json:"on_against_neighbours_percent"`
 	// Vacuums is how many VACUUM ANALYZE passes the bench ran during the
 	// deletion, as autovacuum would have, when the server's autovacuum is
 	// off (0 when it is on: the server's own then).
@@ -136,7 +147,7 @@ func (r *runner) history(ctx context.Context, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	add("retention deleting", during)
+	add("retention in turns", during)
 	if h.DeleteSeconds > 0 {
 		h.DeletedRunsPerSec = float64(h.Runs) / h.DeleteSeconds
 		h.DeletedRowsPerSec = float64(h.Rows) / h.DeleteSeconds
@@ -154,8 +165,9 @@ func (r *runner) history(ctx context.Context, rep *Report) error {
 		compare("chain compl/s", "empty", empty[0].CompletionsPerSec, n, loaded[0].CompletionsPerSec, true, 10),
 		compare("chains p50 ms", "empty", ms(empty[1]), n, ms(loaded[1]), false, 10),
 		compare("chains compl/s", "empty", empty[1].CompletionsPerSec, n, loaded[1].CompletionsPerSec, true, 10),
-		compare("chains compl/s", n, loaded[1].CompletionsPerSec, "retention deleting", during.CompletionsPerSec, true, 20),
-		compare("chains compl/s", "empty", empty[1].CompletionsPerSec, "retention deleting", during.CompletionsPerSec, true, 20),
+		compare("chains compl/s", "retention off", h.Off.CompletionsPerSec, "retention on", h.On.CompletionsPerSec, true, 20),
+		compare("chains compl/s", n, loaded[1].CompletionsPerSec, "retention on", h.On.CompletionsPerSec, true, 20),
+		compare("chains compl/s", "empty", empty[1].CompletionsPerSec, "retention on", h.On.CompletionsPerSec, true, 20),
 	}
 	rep.History = h
 	return nil
@@ -347,10 +359,18 @@ func (r *runner) loadHistoryBatch(ctx context.Context, flows [2]historyFlow, lo,
 	return rows, tx.Commit()
 }
 
-// chainsWhileDeleting sets the history flows' retention (30 days: every
-// loaded run is past it), so that stitchd's sweeper deletes them — its own
-// code path, in its batches — and runs chains until it has deleted them
-// all. h gets the deletion's time.
+// chainsWhileDeleting runs chains while stitchd's own retention deletes
+// the loaded runs, in turns: retention on for HistoryWindow (the history
+// flows' retention set to 30 days through the API — a new version — so
+// that every loaded run is past it, and stitchd's sweeper deletes them in
+// its batches), then off for as long (the retention taken out again), and
+// so on until every loaded run is gone, ending with an off turn. The
+// chains never stop, so the turns with and without retention see the same
+// machine minutes apart at most: the comparison the target is judged on
+// (the machine's load, shared, moves more than 20 % between phases minutes
+// apart). h gets each turn, the chains' rate with and without retention
+// over all turns, and the deletion's time: the turns retention was on
+// until the last loaded run went.
 func (r *runner) chainsWhileDeleting(ctx context.Context, flows [2]historyFlow, h *History) (*Result, error) {
 	before, err := r.deletedRuns(ctx)
 	if err != nil {
@@ -366,42 +386,30 @@ func (r *runner) chainsWhileDeleting(ctx context.Context, flows [2]historyFlow, 
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	for _, f := range flows {
-		if err := r.api(ctx, "PUT", "/flows/"+f.id, map[string]any{"graph": map[string]any{"nodes": f.nodes, "edges": f.edges,
-			"settings": map[string]any{"retentionDays": 30}}}, nil); err != nil {
-			return nil, fmt.Errorf("error setting the history's retention: %w", err)
-		}
-	}
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// finished is set once retention has deleted every loaded run (or
-	// failed: deleteErr) and the chains have run at least ChainsDuration,
-	// so that a quick deletion still leaves a rate to compare.
+	// the turns failed: turnsErr) and the last turn, without retention,
+	// has run.
 	var finished atomic.Bool
-	var deleteErr error
+	var turnsErr error
 	vacuumed := make(chan int, 1)
 	go func() { vacuumed <- r.vacuumLikeAutovacuum(dctx, &finished) }()
 	go func() {
-		deleteErr = r.awaitDeleted(dctx, before, h, start)
-		if deleteErr == nil {
-			select {
-			case <-time.After(time.Until(start.Add(r.opts.ChainsDuration))):
-			case <-dctx.Done():
-			}
-		}
+		turnsErr = r.retentionTurns(dctx, flows, before, h)
 		finished.Store(true)
 	}()
 	res, runs, err := r.concurrentRunsUntil(ctx, flow, n, func(int64) any { return map[string]any{} }, finished.Load)
 	if err != nil {
 		return nil, err
 	}
-	if deleteErr != nil {
-		return nil, deleteErr
+	if turnsErr != nil {
+		return nil, turnsErr
 	}
 	cancel()
 	h.Vacuums = <-vacuumed
-	res.Name = fmt.Sprintf("%d concurrent chains (%d runs of %d workers)", r.opts.Chains, len(runs), n)
+	res.Name = fmt.Sprintf("%d concurrent chains, retention on and off in turns of %s (%d runs of %d workers)",
+		r.opts.Chains, r.opts.HistoryWindow, len(runs), n)
 	res.Latency = distribution(r.worker.chainLatencies(runs, n))
 	var left int
 	if err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE flow_id IN ($1, $2)`, flows[0].id, flows[1].id).Scan(&left); err != nil {
@@ -411,6 +419,187 @@ func (r *runner) chainsWhileDeleting(ctx context.Context, flows [2]historyFlow, 
 		return nil, fmt.Errorf("%d loaded runs left after retention reported them deleted", left)
 	}
 	return res, nil
+}
+
+// RetentionTurn is one turn of the history's last phase: chains with
+// stitchd's retention deleting the loaded runs (On) or not.
+type RetentionTurn struct {
+	On      bool    `json:"retention_on"`
+	Seconds float64 `json:"seconds"`
+	// Completions are the chains' (the dispatches the worker received).
+	Completions       int64   `json:"completions"`
+	CompletionsPerSec float64 `json:"completions_per_sec"`
+	RunsDeleted       int64   `json:"runs_deleted"`
+	// PostgresCores is the server's CPU time over the turn's time (when
+	// the bench can see the server's processes); MachineBusyPercent the
+	// whole machine's.
+	PostgresCores      float64 `json:"postgres_cores,omitempty"`
+	MachineBusyPercent float64 `json:"machine_cpu_busy_percent"`
+}
+
+// historyDeleteLimit bounds the history's last phase (turns on and off):
+// twice the time retention may take to delete the loaded runs.
+const historyDeleteLimit = 2 * time.Hour
+
+// retentionTurns turns the history flows' retention off and on, a
+// HistoryWindow each, until stitchd has deleted h.Runs runs more than
+// before (the turn on in which it does ends then), then runs a last turn
+// without it; h gets the turns and their
+// sums. It polls stitchd's own count of deleted runs (its metrics).
+func (r *runner) retentionTurns(ctx context.Context, flows [2]historyFlow, before int64, h *History) error {
+	setRetention := func(on bool) error {
+		for _, f := range flows {
+			graph := map[string]any{"nodes": f.nodes, "edges": f.edges}
+			if on {
+				graph["settings"] = map[string]any{"retentionDays": 30}
+			}
+			if err := r.api(ctx, "PUT", "/flows/"+f.id, map[string]any{"graph": graph}, nil); err != nil {
+				return fmt.Errorf("error setting the history's retention (%v): %w", on, err)
+			}
+		}
+		return nil
+	}
+	type mark struct {
+		at       time.Time
+		received int64
+		deleted  int64
+		cpu      cpuSample
+	}
+	now := func() (mark, error) {
+		m := mark{at: time.Now()}
+		m.received, _ = r.worker.stats()
+		var err error
+		if m.deleted, err = r.deletedRuns(ctx); err != nil {
+			return m, err
+		}
+		m.cpu, err = r.cpuNow()
+		return m, err
+	}
+	end := func(t *RetentionTurn, a, b mark) {
+		t.Seconds = b.at.Sub(a.at).Seconds()
+		t.Completions = b.received - a.received
+		t.CompletionsPerSec = float64(t.Completions) / max(t.Seconds, 1e-9)
+		t.RunsDeleted = b.deleted - a.deleted
+		if a.cpu.pgOK && b.cpu.pgOK {
+			t.PostgresCores = (b.cpu.pg - a.cpu.pg).Seconds() / max(t.Seconds, 1e-9)
+		}
+		if total := b.cpu.total - a.cpu.total; total > 0 {
+			t.MachineBusyPercent = 100 * float64(b.cpu.busy-a.cpu.busy) / float64(total)
+		}
+		h.Turns = append(h.Turns, *t)
+		label := "off"
+		if t.On {
+			label = "on"
+		}
+		r.logf("history: retention %s %.1f s: chains %.0f compl/s, %d runs deleted (%d of %d), machine %.0f %% busy",
+			label, t.Seconds, t.CompletionsPerSec, t.RunsDeleted, b.deleted-before, h.Runs, t.MachineBusyPercent)
+	}
+	start := time.Now()
+	deadline := start.Add(historyDeleteLimit)
+	on := true // the first turn is off: every turn on has one off on each side
+	a, err := now()
+	if err != nil {
+		return err
+	}
+	for {
+		on = !on
+		if err := setRetention(on); err != nil {
+			return err
+		}
+		turn := RetentionTurn{On: on}
+		turnEnd := time.Now().Add(r.opts.HistoryWindow)
+		done := false
+		for time.Now().Before(turnEnd) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+			if !on {
+				continue
+			}
+			n, err := r.deletedRuns(ctx)
+			if err != nil {
+				return err
+			}
+			if n-before >= int64(h.Runs) {
+				done = true
+				break
+			}
+		}
+		b, err := now()
+		if err != nil {
+			return err
+		}
+		end(&turn, a, b)
+		a = b
+		if done {
+			h.DeleteSeconds += turn.Seconds
+			h.DeleteWallSeconds = time.Since(start).Seconds()
+			break
+		}
+		if on {
+			h.DeleteSeconds += turn.Seconds
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("retention deleted only %d of %d runs in %s", b.deleted-before, h.Runs, historyDeleteLimit)
+		}
+	}
+	// The last turn, without retention: as many turns off as on.
+	if err := setRetention(false); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(r.opts.HistoryWindow):
+	}
+	b, err := now()
+	if err != nil {
+		return err
+	}
+	end(&RetentionTurn{}, a, b)
+	seen := false
+	for i, t := range h.Turns {
+		x := &h.Off
+		if t.On {
+			x = &h.On
+		}
+		x.Turns++
+		x.Seconds += t.Seconds
+		x.Completions += t.Completions
+		x.RunsDeleted += t.RunsDeleted
+		if !t.On || i == 0 || i == len(h.Turns)-1 {
+			continue
+		}
+		// Each turn on against the mean of the turns off around it (the
+		// machine's drift between them taken out): the spread.
+		around := (h.Turns[i-1].CompletionsPerSec + h.Turns[i+1].CompletionsPerSec) / 2
+		if around <= 0 {
+			continue
+		}
+		change := 100 * (t.CompletionsPerSec - around) / around
+		if !seen || change < h.OnAgainstNeighbours[0] {
+			h.OnAgainstNeighbours[0] = change
+		}
+		if !seen || change > h.OnAgainstNeighbours[1] {
+			h.OnAgainstNeighbours[1] = change
+		}
+		seen = true
+	}
+	for _, x := range []*TurnsTotal{&h.On, &h.Off} {
+		x.CompletionsPerSec = float64(x.Completions) / max(x.Seconds, 1e-9)
+	}
+	return nil
+}
+
+// TurnsTotal sums the turns with retention on, or off.
+type TurnsTotal struct {
+	Turns             int     `json:"turns"`
+	Seconds           float64 `json:"seconds"`
+	Completions       int64   `json:"completions"`
+	CompletionsPerSec float64 `json:"completions_per_sec"`
+	RunsDeleted       int64   `json:"runs_deleted"`
 }
 
 // vacuumLikeAutovacuum stands in for autovacuum when the server has it
@@ -452,36 +641,6 @@ func (r *runner) vacuumLikeAutovacuum(ctx context.Context, done *atomic.Bool) in
 		passes++
 	}
 	return passes
-}
-
-// awaitDeleted waits until stitchd's retention has deleted h.Runs runs
-// more than before, and sets h.DeleteSeconds from start. It polls
-// stitchd's own count (its metrics), not the database the chains use.
-func (r *runner) awaitDeleted(ctx context.Context, before int64, h *History, start time.Time) error {
-	deadline := time.Now().Add(30 * time.Minute)
-	last := time.Now()
-	for {
-		n, err := r.deletedRuns(ctx)
-		if err != nil {
-			return err
-		}
-		if n-before >= int64(h.Runs) {
-			h.DeleteSeconds = time.Since(start).Seconds()
-			return nil
-		}
-		if time.Since(last) > 10*time.Second {
-			r.logf("history: retention deleted %d of %d runs", n-before, h.Runs)
-			last = time.Now()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("retention deleted only %d of %d runs in 30 minutes", n-before, h.Runs)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // deletedRuns is how many runs stitchd's retention has deleted, from its

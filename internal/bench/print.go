@@ -47,13 +47,33 @@ func printHistory(w io.Writer, h *History) error {
 	fmt.Fprintf(w, "\nhistory: %d finished runs, %d rows (%.1f a run), loaded by %s in %.1f s (%.0f rows/s), VACUUM ANALYZE %.1f s, %.0f MB\n",
 		h.Runs, h.Rows, float64(h.Rows)/float64(max(h.Runs, 1)), h.Loader, h.LoadSeconds, float64(h.Rows)/max(h.LoadSeconds, 1e-9),
 		h.VacuumSeconds, h.TablesMB)
-	fmt.Fprintf(w, "flows page: %.1f ms empty, %.1f ms loaded; retention deleted them in %.1f s (%.0f runs/s, %.0f rows/s)",
-		h.FlowsPageMs[0], h.FlowsPageMs[1], h.DeleteSeconds, h.DeletedRunsPerSec, h.DeletedRowsPerSec)
+	fmt.Fprintf(w, "flows page: %.1f ms empty, %.1f ms loaded\n", h.FlowsPageMs[0], h.FlowsPageMs[1])
+	fmt.Fprintf(w, "retention deleted them in %.1f s on (%.0f runs/s, %.0f rows/s), %.1f s with the turns off",
+		h.DeleteSeconds, h.DeletedRunsPerSec, h.DeletedRowsPerSec, h.DeleteWallSeconds)
 	if h.Vacuums > 0 {
 		fmt.Fprintf(w, "; autovacuum off: the bench vacuumed meanwhile (%d passes)", h.Vacuums)
 	}
+	fmt.Fprintf(w, "\nchains with retention on: %.0f compl/s over %d turns (%.0f s, %d runs deleted); off: %.0f compl/s over %d turns (%.0f s)",
+		h.On.CompletionsPerSec, h.On.Turns, h.On.Seconds, h.On.RunsDeleted, h.Off.CompletionsPerSec, h.Off.Turns, h.Off.Seconds)
+	if h.On.Turns > 0 && len(h.Turns) > 2 {
+		fmt.Fprintf(w, "; each turn on against the turns off around it: %+.1f to %+.1f %%", h.OnAgainstNeighbours[0], h.OnAgainstNeighbours[1])
+	}
 	fmt.Fprint(w, "\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "turn\tretention\tseconds\tchains compl/s\truns deleted\tpostgres cores\tmachine busy %\t")
+	for i, t := range h.Turns {
+		on := "off"
+		if t.On {
+			on = "on"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%.1f\t%.0f\t%d\t%.2f\t%.0f\t\n", i+1, on, t.Seconds, t.CompletionsPerSec, t.RunsDeleted,
+			t.PostgresCores, t.MachineBusyPercent)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "figure\tbase\t\tagainst\t\tchange %\ttarget %\tmet\t")
 	for _, c := range h.Compared {
 		met := "yes"
