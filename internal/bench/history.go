@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -39,13 +40,13 @@ type History struct {
 	DeletedRunsPerSec float64 `json:"deleted_runs_per_sec"`
 	DeletedRowsPerSec float64 `json:"deleted_rows_per_sec"`
 	// Turns are the last phase's turns, retention off and on; On and Off
-	// their sums. OnAgainstNeighbours is the lowest and highest change
-	// of a turn on's chains rate against the mean of the turns off on
-	// either side of it, in percent.
+	// their sums. OnAgainstNeighbours is the lowest, median and highest
+	// change of a turn on's chains rate against the mean of the turns off
+	// on either side of it, in percent.
 	Turns               []RetentionTurn `json:"turns"`
 	On                  TurnsTotal      `json:"retention_on"`
 	Off                 TurnsTotal      `json:"retention_off"`
-	OnAgainstNeighbours [2]float64      `json:"on_against_neighbours_percent"`
+	OnAgainstNeighbours [3]float64      `json:"on_against_neighbours_percent"`
 	// Vacuums is how many VACUUM ANALYZE passes the bench ran during the
 	// deletion, as autovacuum would have, when the server's autovacuum is
 	// off (0 when it is on: the server's own then).
@@ -559,7 +560,7 @@ func (r *runner) retentionTurns(ctx context.Context, flows [2]historyFlow, befor
 		return err
 	}
 	end(&RetentionTurn{}, a, b)
-	seen := false
+	var changes []float64
 	for i, t := range h.Turns {
 		x := &h.Off
 		if t.On {
@@ -574,18 +575,13 @@ func (r *runner) retentionTurns(ctx context.Context, flows [2]historyFlow, befor
 		}
 		// Each turn on against the mean of the turns off around it (the
 		// machine's drift between them taken out): the spread.
-		around := (h.Turns[i-1].CompletionsPerSec + h.Turns[i+1].CompletionsPerSec) / 2
-		if around <= 0 {
-			continue
+		if around := (h.Turns[i-1].CompletionsPerSec + h.Turns[i+1].CompletionsPerSec) / 2; around > 0 {
+			changes = append(changes, 100*(t.CompletionsPerSec-around)/around)
 		}
-		change := 100 * (t.CompletionsPerSec - around) / around
-		if !seen || change < h.OnAgainstNeighbours[0] {
-			h.OnAgainstNeighbours[0] = change
-		}
-		if !seen || change > h.OnAgainstNeighbours[1] {
-			h.OnAgainstNeighbours[1] = change
-		}
-		seen = true
+	}
+	if len(changes) > 0 {
+		slices.Sort(changes)
+		h.OnAgainstNeighbours = [3]float64{changes[0], changes[len(changes)/2], changes[len(changes)-1]}
 	}
 	for _, x := range []*TurnsTotal{&h.On, &h.Off} {
 		x.CompletionsPerSec = float64(x.Completions) / max(x.Seconds, 1e-9)

@@ -56,7 +56,8 @@ func printHistory(w io.Writer, h *History) error {
 	fmt.Fprintf(w, "\nchains with retention on: %.0f compl/s over %d turns (%.0f s, %d runs deleted); off: %.0f compl/s over %d turns (%.0f s)",
 		h.On.CompletionsPerSec, h.On.Turns, h.On.Seconds, h.On.RunsDeleted, h.Off.CompletionsPerSec, h.Off.Turns, h.Off.Seconds)
 	if h.On.Turns > 0 && len(h.Turns) > 2 {
-		fmt.Fprintf(w, "; each turn on against the turns off around it: %+.1f to %+.1f %%", h.OnAgainstNeighbours[0], h.OnAgainstNeighbours[1])
+		fmt.Fprintf(w, "; each turn on against the turns off around it: %+.1f to %+.1f %% (median %+.1f)",
+			h.OnAgainstNeighbours[0], h.OnAgainstNeighbours[2], h.OnAgainstNeighbours[1])
 	}
 	fmt.Fprint(w, "\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
