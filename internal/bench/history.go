@@ -581,7 +581,8 @@ func (r *runner) retentionTurns(ctx context.Context, flows [2]historyFlow, befor
 	}
 	if len(changes) > 0 {
 		slices.Sort(changes)
-		h.OnAgainstNeighbours = [3]float64{changes[0], changes[len(changes)/2], changes[len(changes)-1]}
+		median := (changes[(len(changes)-1)/2] + changes[len(changes)/2]) / 2
+		h.OnAgainstNeighbours = [3]float64{changes[0], median, changes[len(changes)-1]}
 	}
 	for _, x := range []*TurnsTotal{&h.On, &h.Off} {
 		x.CompletionsPerSec = float64(x.Completions) / max(x.Seconds, 1e-9)
