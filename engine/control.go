@@ -164,8 +164,8 @@ func (t *txn) countWhilePaused(key string, targets []target) error {
 			sole = append(sole, tg.key)
 		}
 	}
-	if a := t.ahead; a != nil && a.key == key {
-		t.ahead = nil
+	if a := t.countedDown; a != nil && a.key == key {
+		t.countedDown = nil
 		if _, err := a.got(); err != nil {
 			return fmt.Errorf("error counting down successors of %s: %w", key, err)
 		}

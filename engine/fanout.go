@@ -55,28 +55,28 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 	}
 	outer := t.bulk
 	defer func() { t.bulk = outer }()
-	var again []target
+	var needRows []target
 	listed := len(t.events) // the transaction's own, before the fan-out's
 	for off := 0; off < len(items); off += fanOutChunk {
 		more, err := t.instantiate(region, pending, sidx, skey, items[off:min(off+fanOutChunk, len(items))], off, limit)
 		if err != nil {
 			return fmt.Errorf("error creating instances of %s: %w", s.ID, err)
 		}
-		again = append(again, more...)
+		needRows = append(needRows, more...)
 		if spilled, err := t.spillEvents(listed); err != nil {
 			return err
 		} else if spilled {
 			listed = 0
 		}
 	}
-	known := map[string]json.RawMessage{}
-	for _, tg := range again {
+	outputs := map[string]json.RawMessage{}
+	for _, tg := range needRows {
 		i := tg.idx[len(tg.idx)-1]
-		known[itemKey(skey, i)] = items[i]
+		outputs[itemKey(skey, i)] = items[i]
 	}
 	t.bulk = &bulkFires{}
-	for _, tg := range again {
-		if err := t.fireReady(tg, StatusPending, known); err != nil {
+	for _, tg := range needRows {
+		if err := t.fireReady(tg, StatusPending, outputs); err != nil {
 			return err
 		}
 	}
@@ -92,13 +92,13 @@ const fanOutChunk = 2000
 // that need their row first.
 func (t *txn) instantiate(region *Region, pending map[string]int, sidx []int, skey string,
 	items []json.RawMessage, off, limit int) ([]target, error) {
-	known := make(map[string]json.RawMessage, len(items))
+	outputs := make(map[string]json.RawMessage, len(items))
 	for i, it := range items {
-		known[itemKey(skey, off+i)] = it
+		outputs[itemKey(skey, off+i)] = it
 	}
 	first := &bulkFires{unwritten: true}
 	t.bulk = first
-	var again []target
+	var needRows []target
 	for i := range items {
 		if limit > 0 && off+i >= limit {
 			break // queued
@@ -109,8 +109,8 @@ func (t *txn) instantiate(region *Region, pending map[string]int, sidx []int, sk
 				continue
 			}
 			tg := target{node: t.graph.Nodes[m], idx: idx, key: InstanceKey(m, idx)}
-			if err := t.fireReady(tg, StatusPending, known); errors.Is(err, errNeedsRow) {
-				again = append(again, tg)
+			if err := t.fireReady(tg, StatusPending, outputs); errors.Is(err, errNeedsRow) {
+				needRows = append(needRows, tg)
 			} else if err != nil {
 				return nil, err
 			}
@@ -139,7 +139,7 @@ func (t *txn) instantiate(region *Region, pending map[string]int, sidx []int, sk
 	if err := t.tx.InsertStartedNodes(t.ctx, t.run.ID, rows, starts); err != nil {
 		return nil, err
 	}
-	return again, t.flushBulk(first)
+	return needRows, t.flushBulk(first)
 }
 
 func childIndex(parent []int, i int) []int {

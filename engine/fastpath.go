@@ -12,7 +12,7 @@ import (
 // path would do in fewer statements or round trips. Speculation applies a
 // chain step without waiting for the database (speculate); the count-down
 // of a completing node's successors travels with its compare-and-set
-// (countDownAhead); a fan-out's or a run's first fires are written in
+// (queueCountDown); a fan-out's or a run's first fires are written in
 // bulk (bulkFires); a big fan-out's events are written before the commit
 // (spillEvents). A batch's bulk completion of callbacks is in batch.go,
 // completion across runs in together.go.
@@ -37,7 +37,7 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 		tr.Attempt <= 0 || tr.NewAttempt {
 		return nil, false, nil
 	}
-	v, g, ok := t.e.knownGraph(runID)
+	v, g, ok := t.e.cachedGraph(runID)
 	if !ok {
 		return nil, false, nil
 	}
@@ -66,7 +66,7 @@ func speculable(g *ExecutionGraph, n *Node, idx []int, output json.RawMessage) b
 		return false
 	}
 	targets, arrivals := successors(g, n, idx)
-	if len(targets) == 0 || len(targets) > maxAhead || len(arrivals) > 0 {
+	if len(targets) == 0 || len(targets) > maxFastSuccessors || len(arrivals) > 0 {
 		return false
 	}
 	for _, tg := range targets {
@@ -115,20 +115,22 @@ func distinctKeys(v gjson.Result) bool {
 // errMisspeculated: a speculated step did something speculate ruled out.
 var errMisspeculated = fmt.Errorf("%w: a speculated step did not leave its run running with a node started", ErrConflict)
 
-// maxAhead bounds the successors counted down ahead, and those a
-// speculated step fires.
-const maxAhead = 8
+// maxFastSuccessors bounds the successors whose count-down is queued with
+// their parent's completion (queueCountDown), and those a speculated step
+// fires.
+const maxFastSuccessors = 8
 
-// countDown is a count-down of node key's successors sent ahead.
+// countDown is a count-down of node key's successors queued with its
+// completion (queueCountDown).
 type countDown struct {
 	key string
 	got func() (map[string]Pending, error)
 }
 
-// countDownAhead queues the count-down of the successors of the node tr
-// completes, when the run's flow version is known to this process and its
+// queueCountDown queues the count-down of the successors of the node tr
+// completes, when the run's flow version is cached by this process and its
 // graph is in memory, and returns it with the version and node it assumed.
-func (t *txn) countDownAhead(runID string, tr *NodeTransition) (*countDown, string, string) {
+func (t *txn) queueCountDown(runID string, tr *NodeTransition) (*countDown, string, string) {
 	if tr.Final() != StatusCompleted {
 		return nil, "", ""
 	}
@@ -147,7 +149,7 @@ func (t *txn) countDownAhead(runID string, tr *NodeTransition) (*countDown, stri
 	}
 	targets, _ := successors(g, n, idx)
 	keys := counted(g, targets)
-	if len(keys) == 0 || len(keys) > maxAhead {
+	if len(keys) == 0 || len(keys) > maxFastSuccessors {
 		return nil, "", ""
 	}
 	return &countDown{key: tr.Key, got: t.tx.AddPendingLater(t.ctx, runID, keys, -1)}, v, n.ID
@@ -207,7 +209,7 @@ func (t *txn) flushBulk(b *bulkFires) error {
 	return nil
 }
 
-// spillEvents writes the events so far ahead of the commit, once they are
+// spillEvents writes the events so far before the commit, once they are
 // a fan-out chunk's worth, so that a big fan-out's transaction does not
 // hold an event per instance (and its commit information a transition per
 // instance) until it commits: the fan-out's memory stays that of a chunk.

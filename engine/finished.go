@@ -42,8 +42,8 @@ func (t *txn) failed(st *NodeState, msg string, auto bool) error {
 	}
 	if auto {
 		if r, ok := t.e.cfg.Handlers[n.Type].(Retrier); ok {
-			if delay, again := r.RetryDelayMs(RetryParams{Node: n, RunID: t.run.ID, Key: st.Key,
-				Attempt: st.Attempt, Error: msg}); again {
+			if delay, retry := r.RetryDelayMs(RetryParams{Node: n, RunID: t.run.ID, Key: st.Key,
+				Attempt: st.Attempt, Error: msg}); retry {
 				return t.fireDelayed(n, st.Index, st.Input, StatusFailed, st.Attempt, delay)
 			}
 		}

@@ -20,7 +20,7 @@ func (t *txn) flush() error {
 	}
 	// Deliveries the callbacks proved are logged after the events so far
 	// and before the run's settlement.
-	heardAt := len(t.events)
+	deliveredAt := len(t.events)
 	if t.speculated {
 		// A speculated step leaves the run running (speculate): its
 		// completed node's successors started, nothing failed or
@@ -47,7 +47,7 @@ func (t *txn) flush() error {
 	first := t.run.EventSeq + 1
 	t.run.EventSeq += int64(len(t.events))
 	if err := t.tx.SaveRunWithEvents(t.ctx, RunSave{Run: t.run, FirstSeq: first, Events: t.events,
-		HeardKeys: t.heardKeys, HeardAttempts: t.heardAttempts, HeardAt: heardAt, Relative: t.speculated}); err != nil {
+		DeliveredKeys: t.deliveredKeys, DeliveredAttempts: t.deliveredAttempts, DeliveredAt: deliveredAt, Relative: t.speculated}); err != nil {
 		return fmt.Errorf("error saving run %s and %d events: %w", t.run.ID, len(t.events), err)
 	}
 	if t.ended != "" && !t.starting {

@@ -16,21 +16,23 @@ type txn struct {
 	run    *Run
 	graph  *ExecutionGraph
 	events []NewEvent
-	// spilled is what the events written ahead of the commit
+	// spilled is what the events written before the commit
 	// (spillEvents) did, for the commit hook; spilledEvents counts them.
 	spilled       CommitInfo
 	spilledEvents int
 	claimed       []ClaimedDispatch
 	failMsg       string
-	// heard are (key, attempt) pairs a worker called back for: their
-	// dispatches arrived.
-	heardKeys     []string
-	heardAttempts []int
+	// deliveredKeys and deliveredAttempts are (key, attempt) pairs a worker
+	// called back for (or whose deadline passed): their dispatches arrived.
+	deliveredKeys     []string
+	deliveredAttempts []int
 	// arrivals are items that reached their Collector in this transaction;
 	// flush counts them down with one UPDATE … RETURNING per Collector.
 	arrivals []target
-	// pre holds nodes a batch's bulk compare-and-set completed, by key.
-	pre map[string]*NodeState
+	// completedInBulk holds nodes a batch's bulk compare-and-set
+	// (loadAndBulkComplete) or a group's completion across runs
+	// (completeTogether) completed, by key.
+	completedInBulk map[string]*NodeState
 	// bulk collects first fires of Worker and UX instances while a
 	// Splitter fans out, written with one statement each at the end.
 	bulk *bulkFires
@@ -40,10 +42,10 @@ type txn struct {
 	// began is the clock's time before the transaction's first statement
 	// (the leases of the rows it claims start later).
 	began time.Time
-	// ahead is the count-down of a completing node's successors, sent with
-	// the run's lock and the node's compare-and-set (lockAndTransition) and
-	// consumed by walk.
-	ahead *countDown
+	// countedDown is the count-down of a completing node's successors,
+	// queued with the run's lock and the node's compare-and-set
+	// (lockAndTransition, queueCountDown) and consumed by walk.
+	countedDown *countDown
 	// speculated: the run was not read (speculate); run holds changes to
 	// its counters, saved relative to the row.
 	speculated bool
@@ -153,7 +155,7 @@ func (t *txn) setRun(r *Run, g *ExecutionGraph) {
 }
 
 // lockAndTransition is load followed by transition, in one round trip
-// when the run is not locked yet: the lock is queued ahead of the
+// when the run is not locked yet: the lock is queued before the
 // compare-and-set (which needs neither the run nor its graph). When the
 // transition completes a node of a run whose graph this process knows,
 // the count-down of the node's successors travels in the same round trip
@@ -170,7 +172,7 @@ func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, e
 		return nil, fmt.Errorf("error moving node %s: %w", tr.Key, err)
 	}
 	locked := t.tx.LockRunLater(t.ctx, runID)
-	ahead, aheadVersion, aheadNode := t.countDownAhead(runID, tr)
+	queued, queuedVersion, queuedNode := t.queueCountDown(runID, tr)
 	st, err := t.tx.Transition(t.ctx, tr)
 	if lerr := t.lockAnswered(runID, locked, err); lerr != nil {
 		return nil, lerr
@@ -178,14 +180,14 @@ func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, e
 	if err != nil {
 		return nil, err // the transaction is rolled back, count-down included
 	}
-	if ahead != nil {
+	if queued != nil {
 		// What the count-down assumed must be what the lock and the
 		// compare-and-set found; else the transaction must not commit.
-		if t.run.FlowVersionID != aheadVersion || st.NodeID != aheadNode {
+		if t.run.FlowVersionID != queuedVersion || st.NodeID != queuedNode {
 			return nil, fmt.Errorf("error completing %s: counted down successors of node %s of version %s, found node %s of version %s",
-				tr.Key, aheadNode, aheadVersion, st.NodeID, t.run.FlowVersionID)
+				tr.Key, queuedNode, queuedVersion, st.NodeID, t.run.FlowVersionID)
 		}
-		t.ahead = ahead
+		t.countedDown = queued
 	}
 	t.transitioned(tr, st)
 	return st, nil

@@ -42,8 +42,8 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 	var remaining map[string]Pending
 	if keys := counted(t.graph, targets); len(keys) > 0 {
 		var err error
-		if a := t.ahead; a != nil && a.key == key {
-			t.ahead = nil
+		if a := t.countedDown; a != nil && a.key == key {
+			t.countedDown = nil
 			remaining, err = a.got()
 		} else {
 			remaining, err = t.tx.AddPending(t.ctx, t.run.ID, keys, -1)
@@ -52,7 +52,7 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 			return fmt.Errorf("error counting down successors of %s: %w", key, err)
 		}
 	}
-	known := map[string]json.RawMessage{key: output}
+	outputs := map[string]json.RawMessage{key: output}
 	for _, tg := range targets {
 		p, ok := remaining[tg.key]
 		if soleParent(t.graph, tg.node) {
@@ -66,12 +66,12 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 			continue
 		}
 		if t.graph.MaySkip[tg.node.ID] {
-			if err := t.readyDecided(tg, p.Status, key, taken, known); err != nil {
+			if err := t.readyDecided(tg, p.Status, key, taken, outputs); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := t.fireReady(tg, p.Status, known); err != nil {
+		if err := t.fireReady(tg, p.Status, outputs); err != nil {
 			return err
 		}
 	}
@@ -114,14 +114,14 @@ func successors(g *ExecutionGraph, n *Node, idx []int) (targets, arrivals []targ
 }
 
 // fireReady fires a node whose upstream count reached zero.
-func (t *txn) fireReady(tg target, status Status, known map[string]json.RawMessage) error {
+func (t *txn) fireReady(tg target, status Status, outputs map[string]json.RawMessage) error {
 	if tg.node.Type == NodeTypeCollector {
 		return t.fireCollector(tg.node, tg.idx, status, 0)
 	}
 	if status != StatusPending {
 		return nil // cancelled, or already fired
 	}
-	input, err := t.inputFor(tg.node, tg.idx, known)
+	input, err := t.inputFor(tg.node, tg.idx, outputs)
 	if err != nil {
 		return err
 	}
@@ -133,13 +133,13 @@ func (t *txn) fireReady(tg target, status Status, known map[string]json.RawMessa
 }
 
 // inputFor merges the upstream outputs of node n at index idx.
-func (t *txn) inputFor(n *Node, idx []int, known map[string]json.RawMessage) (json.RawMessage, error) {
-	return t.inputFrom(n, idx, known, nil)
+func (t *txn) inputFor(n *Node, idx []int, outputs map[string]json.RawMessage) (json.RawMessage, error) {
+	return t.inputFrom(n, idx, outputs, nil)
 }
 
 // inputFrom merges the outputs of the upstream nodes of n at index idx
 // whose edge to n was taken (taken nil: all of them).
-func (t *txn) inputFrom(n *Node, idx []int, known map[string]json.RawMessage, taken map[string]bool) (json.RawMessage, error) {
+func (t *txn) inputFrom(n *Node, idx []int, outputs map[string]json.RawMessage, taken map[string]bool) (json.RawMessage, error) {
 	ups := t.graph.Upstream[n.ID]
 	if len(ups) == 0 {
 		return t.runInput()
@@ -154,10 +154,10 @@ func (t *txn) inputFrom(n *Node, idx []int, known map[string]json.RawMessage, ta
 		k := InstanceKey(u, idx[:un.Depth])
 		if un.Type == NodeTypeSplitter && n.Region == u {
 			k = itemKey(k, idx[len(idx)-1])
-			if _, ok := known[k]; !ok {
+			if _, ok := outputs[k]; !ok {
 				missing = append(missing, InstanceKey(u, idx[:un.Depth]))
 			}
-		} else if _, ok := known[k]; !ok {
+		} else if _, ok := outputs[k]; !ok {
 			missing = append(missing, k)
 		}
 		keys[i] = k
@@ -168,15 +168,15 @@ func (t *txn) inputFrom(n *Node, idx []int, known map[string]json.RawMessage, ta
 			return nil, fmt.Errorf("error loading upstream outputs of %s: %w", InstanceKey(n.ID, idx), err)
 		}
 		for k, v := range outs {
-			known[k] = v
+			outputs[k] = v
 		}
 	}
 	merge := make([]Upstream, len(ups))
 	for i, u := range ups {
-		out, ok := known[keys[i]]
+		out, ok := outputs[keys[i]]
 		if !ok && t.graph.Nodes[u].Type == NodeTypeSplitter && n.Region == u {
 			sk := InstanceKey(u, idx[:t.graph.Nodes[u].Depth])
-			out = json.RawMessage(gjson.GetBytes(known[sk], strconv.Itoa(idx[len(idx)-1])).Raw)
+			out = json.RawMessage(gjson.GetBytes(outputs[sk], strconv.Itoa(idx[len(idx)-1])).Raw)
 		}
 		merge[i] = Upstream{NodeID: u, Output: out, Mapping: t.graph.EdgeData[EdgeKey(u, n.ID)]}
 	}
