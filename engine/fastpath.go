@@ -10,11 +10,13 @@ import (
 
 // Fast paths: optimisations the rules call, each doing what the ordinary
 // path would do in fewer statements or round trips. Speculation applies a
-// chain step without waiting for the database (speculate); the count-down
-// of a completing node's successors travels with its compare-and-set
-// (queueCountDown); a fan-out's or a run's first fires are written in
-// bulk (bulkFires); a big fan-out's events are written before the commit
-// (spillEvents). A batch's bulk completion of callbacks is in batch.go,
+// chain step without waiting for the database (speculate, checked at
+// flush by checkSpeculation); the count-down of a completing node's
+// successors travels with its compare-and-set (queueCountDown,
+// keepCountDown) and walk takes its answer (countDownSuccessors); a
+// fan-out's or a run's first fires are written in bulk (bulkFires); a big
+// fan-out's events are written before the commit (spillEvents). A batch's
+// bulk completion of callbacks is in batch.go (takeCompletedInBulk),
 // completion across runs in together.go.
 
 // speculate applies the completion of a chain step without waiting for
@@ -121,38 +123,76 @@ var errMisspeculated = fmt.Errorf("%w: a speculated step did not leave its run r
 const maxFastSuccessors = 8
 
 // countDown is a count-down of node key's successors queued with its
-// completion (queueCountDown).
+// completion (queueCountDown), assuming the run is on flow version
+// version and key is an instance of node nodeID.
 type countDown struct {
-	key string
-	got func() (map[string]Pending, error)
+	key, version, nodeID string
+	got                  func() (map[string]Pending, error)
 }
 
 // queueCountDown queues the count-down of the successors of the node tr
-// completes, when the run's flow version is cached by this process and its
-// graph is in memory, and returns it with the version and node it assumed.
-func (t *txn) queueCountDown(runID string, tr *NodeTransition) (*countDown, string, string) {
+// completes, when the run's flow version and graph are cached by this
+// process (cachedGraph), and returns it with the version and node it
+// assumed.
+func (t *txn) queueCountDown(runID string, tr *NodeTransition) *countDown {
 	if tr.Final() != StatusCompleted {
-		return nil, "", ""
+		return nil
 	}
-	v, ok := t.e.versions.get(runID)
+	v, g, ok := t.e.cachedGraph(runID)
 	if !ok {
-		return nil, "", ""
+		return nil
 	}
-	gv, ok := t.e.graphs.Load(v)
-	if !ok {
-		return nil, "", ""
-	}
-	g := gv.(*ExecutionGraph)
 	n, idx, ok := g.parseKey(tr.Key)
 	if !ok || n.Type == NodeTypeSplitter {
-		return nil, "", ""
+		return nil
 	}
 	targets, _ := successors(g, n, idx)
 	keys := counted(g, targets)
 	if len(keys) == 0 || len(keys) > maxFastSuccessors {
-		return nil, "", ""
+		return nil
 	}
-	return &countDown{key: tr.Key, got: t.tx.AddPendingLater(t.ctx, runID, keys, -1)}, v, n.ID
+	return &countDown{key: tr.Key, version: v, nodeID: n.ID, got: t.tx.AddPendingLater(t.ctx, runID, keys, -1)}
+}
+
+// keepCountDown keeps count-down c (nil: none was queued) for walk once
+// the lock and the compare-and-set that completed st answered: what it
+// assumed must be what they found, else the transaction must not commit.
+func (t *txn) keepCountDown(c *countDown, st *NodeState) error {
+	if c == nil {
+		return nil
+	}
+	if t.run.FlowVersionID != c.version || st.NodeID != c.nodeID {
+		return fmt.Errorf("error completing %s: counted down successors of node %s of version %s, found node %s of version %s",
+			c.key, c.nodeID, c.version, st.NodeID, t.run.FlowVersionID)
+	}
+	t.countedDown = c
+	return nil
+}
+
+// countDownSuccessors counts the pending parents of node key's successors
+// keys down by one and returns what remains of them: the answer of the
+// count-down queued with key's completion (queueCountDown) when there is
+// one, else one UPDATE … RETURNING (nothing for no keys).
+func (t *txn) countDownSuccessors(key string, keys []string) (map[string]Pending, error) {
+	if c := t.countedDown; c != nil && c.key == key {
+		t.countedDown = nil
+		return c.got()
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	return t.tx.AddPending(t.ctx, t.run.ID, keys, -1)
+}
+
+// checkSpeculation reports errMisspeculated unless a speculated step left
+// the run running (speculate): its completed node's successors started,
+// nothing failed or finished. Handlers are what fire them; should one have
+// done otherwise, the step is applied again the ordinary way.
+func (t *txn) checkSpeculation() error {
+	if r := t.run; r.ActiveNodes < 0 || r.FailedNodes != 0 || r.TerminalsLeft != 0 || t.failMsg != "" {
+		return errMisspeculated
+	}
+	return nil
 }
 
 type bulkFires struct {

@@ -22,12 +22,8 @@ func (t *txn) flush() error {
 	// and before the run's settlement.
 	deliveredAt := len(t.events)
 	if t.speculated {
-		// A speculated step leaves the run running (speculate): its
-		// completed node's successors started, nothing failed or
-		// finished. Handlers are what fire them; should one have done
-		// otherwise, the step is applied again the ordinary way.
-		if r := t.run; r.ActiveNodes < 0 || r.FailedNodes != 0 || r.TerminalsLeft != 0 || t.failMsg != "" {
-			return errMisspeculated
+		if err := t.checkSpeculation(); err != nil {
+			return err
 		}
 	} else if err := t.settleRun(); err != nil {
 		return err

@@ -172,7 +172,7 @@ func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, e
 		return nil, fmt.Errorf("error moving node %s: %w", tr.Key, err)
 	}
 	locked := t.tx.LockRunLater(t.ctx, runID)
-	queued, queuedVersion, queuedNode := t.queueCountDown(runID, tr)
+	queued := t.queueCountDown(runID, tr)
 	st, err := t.tx.Transition(t.ctx, tr)
 	if lerr := t.lockAnswered(runID, locked, err); lerr != nil {
 		return nil, lerr
@@ -180,14 +180,8 @@ func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, e
 	if err != nil {
 		return nil, err // the transaction is rolled back, count-down included
 	}
-	if queued != nil {
-		// What the count-down assumed must be what the lock and the
-		// compare-and-set found; else the transaction must not commit.
-		if t.run.FlowVersionID != queuedVersion || st.NodeID != queuedNode {
-			return nil, fmt.Errorf("error completing %s: counted down successors of node %s of version %s, found node %s of version %s",
-				tr.Key, queuedNode, queuedVersion, st.NodeID, t.run.FlowVersionID)
-		}
-		t.countedDown = queued
+	if err := t.keepCountDown(queued, st); err != nil {
+		return nil, err
 	}
 	t.transitioned(tr, st)
 	return st, nil

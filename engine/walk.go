@@ -39,18 +39,9 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 	if t.run.Status == RunPaused {
 		return t.countWhilePaused(key, targets)
 	}
-	var remaining map[string]Pending
-	if keys := counted(t.graph, targets); len(keys) > 0 {
-		var err error
-		if a := t.countedDown; a != nil && a.key == key {
-			t.countedDown = nil
-			remaining, err = a.got()
-		} else {
-			remaining, err = t.tx.AddPending(t.ctx, t.run.ID, keys, -1)
-		}
-		if err != nil {
-			return fmt.Errorf("error counting down successors of %s: %w", key, err)
-		}
+	remaining, err := t.countDownSuccessors(key, counted(t.graph, targets))
+	if err != nil {
+		return fmt.Errorf("error counting down successors of %s: %w", key, err)
 	}
 	outputs := map[string]json.RawMessage{key: output}
 	for _, tg := range targets {
