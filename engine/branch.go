@@ -194,11 +194,7 @@ func (t *txn) readyDecided(tg target, status Status, from string, taken []string
 	if err != nil {
 		return err
 	}
-	prev, err := t.pendingAttempt(tg)
-	if err != nil {
-		return err
-	}
-	return t.fire(tg.node, tg.idx, input, StatusPending, prev)
+	return t.firePending(tg, input)
 }
 
 // skip moves a pending node whose inbound edges were all decided not taken

@@ -116,6 +116,12 @@ func (t *txn) fireReady(tg target, status Status, outputs map[string]json.RawMes
 	if err != nil {
 		return err
 	}
+	return t.firePending(tg, input)
+}
+
+// firePending fires pending node tg with input, as the attempt after the
+// one its row holds (pendingAttempt).
+func (t *txn) firePending(tg target, input json.RawMessage) error {
 	prev, err := t.pendingAttempt(tg)
 	if err != nil {
 		return err
