@@ -84,7 +84,7 @@ func (t *pgTx) queueSavesTogether(part []heldSave) {
 		hasErr                                 []bool
 		firsts, seqs                           []int64
 		deliveredAt, active, failed, terminals []int64
-		heardRuns, deliveredKeys               []string
+		deliveredRuns, deliveredKeys           []string
 		deliveredAttempts                      []int64
 		evRuns, evTypes, evKeys, evPayloads    []string
 		evOrds                                 []int64
@@ -106,7 +106,7 @@ func (t *pgTx) queueSavesTogether(part []heldSave) {
 		c.failed = append(c.failed, int64(r.FailedNodes))
 		c.terminals = append(c.terminals, int64(r.TerminalsLeft))
 		for i, k := range s.DeliveredKeys {
-			c.heardRuns = append(c.heardRuns, r.ID)
+			c.deliveredRuns = append(c.deliveredRuns, r.ID)
 			c.deliveredKeys = append(c.deliveredKeys, k)
 			c.deliveredAttempts = append(c.deliveredAttempts, int64(s.DeliveredAttempts[i]))
 		}
@@ -171,7 +171,7 @@ func (t *pgTx) queueSavesTogether(part []heldSave) {
 			}
 			return nil
 		},
-		planFor(rows, c.heardRuns, c.deliveredKeys, c.deliveredAttempts,
+		planFor(rows, c.deliveredRuns, c.deliveredKeys, c.deliveredAttempts,
 			c.ids, c.statuses, c.outputs, c.errs, c.hasErr, c.firsts, c.seqs, c.deliveredAt, c.active, c.failed, c.terminals,
 			c.evRuns, c.evOrds, c.evTypes, c.evKeys, c.evPayloads)...)
 }
