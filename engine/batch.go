@@ -123,14 +123,14 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 		}
 		for i, it := range items {
 			snap := t.snapshot()
-			before, pre := t.tx.(*countingTx).writes, len(t.pre)
+			before, inBulk := t.tx.(*countingTx).writes, len(t.completedInBulk)
 			err := it.op(t)
 			if err == nil {
 				continue
 			}
 			// An operation may be left out only if it wrote nothing — and
 			// one whose node the bulk compare-and-set already completed did.
-			if !itemError(err) || t.tx.(*countingTx).writes != before || len(t.pre) != pre {
+			if !itemError(err) || t.tx.(*countingTx).writes != before || len(t.completedInBulk) != inBulk {
 				return err
 			}
 			t.restore(snap)
@@ -356,18 +356,18 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 }
 
 type txnSnapshot struct {
-	run      Run
-	events   int
-	claimed  int
-	arrivals int
-	heard    int
-	nested   int
-	notes    int
-	failMsg  string
+	run       Run
+	events    int
+	claimed   int
+	arrivals  int
+	delivered int
+	nested    int
+	notes     int
+	failMsg   string
 }
 
 func (t *txn) snapshot() txnSnapshot {
-	return txnSnapshot{run: *t.run, events: len(t.events), claimed: len(t.claimed), arrivals: len(t.arrivals), heard: len(t.heardKeys),
+	return txnSnapshot{run: *t.run, events: len(t.events), claimed: len(t.claimed), arrivals: len(t.arrivals), delivered: len(t.deliveredKeys),
 		nested: len(t.nested), notes: len(t.notes), failMsg: t.failMsg}
 }
 
@@ -376,7 +376,7 @@ func (t *txn) restore(s txnSnapshot) {
 	t.events = t.events[:s.events]
 	t.claimed = t.claimed[:s.claimed]
 	t.arrivals = t.arrivals[:s.arrivals]
-	t.heardKeys, t.heardAttempts = t.heardKeys[:s.heard], t.heardAttempts[:s.heard]
+	t.deliveredKeys, t.deliveredAttempts = t.deliveredKeys[:s.delivered], t.deliveredAttempts[:s.delivered]
 	t.nested = t.nested[:s.nested]
 	t.notes = t.notes[:s.notes]
 	t.failMsg = s.failMsg
@@ -535,11 +535,11 @@ func (c *countingTx) AppendEvents(ctx context.Context, runID string, seq int64, 
 // loadAndBulkComplete locks the run and applies the completions among a
 // batch's callbacks with one compare-and-set (running → completed for the
 // given attempt), in one round trip when the run is not locked yet: the
-// lock is queued ahead of the compare-and-set, which needs neither the run
+// lock is queued before the compare-and-set, which needs neither the run
 // nor its graph. Each callback operation then finds its node already
-// completed (preCompleted) and runs only the consequences; a callback the
-// bulk update did not match (stale, repeated, conflicting) runs its own
-// compare-and-set as usual.
+// completed (takeCompletedInBulk) and runs only the consequences; a
+// callback the bulk update did not match (stale, repeated, conflicting)
+// runs its own compare-and-set as usual.
 func (t *txn) loadAndBulkComplete(runID string, items []*opItem) error {
 	if _, ok := t.e.versions.get(runID); !ok {
 		// Which callbacks' nodes decide their edges first is unknown
@@ -563,21 +563,21 @@ func (t *txn) loadAndBulkComplete(runID string, items []*opItem) error {
 	if err != nil {
 		return fmt.Errorf("error completing %d nodes: %w", len(cs), err)
 	}
-	t.pre = make(map[string]*NodeState, len(done))
+	t.completedInBulk = make(map[string]*NodeState, len(done))
 	for i := range done {
-		t.pre[done[i].Key] = &done[i]
+		t.completedInBulk[done[i].Key] = &done[i]
 	}
 	return nil
 }
 
-// preCompleted returns (once) the node the batch's bulk compare-and-set
+// takeCompletedInBulk returns (once) the node the batch's bulk compare-and-set
 // completed for this callback.
-func (t *txn) preCompleted(p CallbackParams) *NodeState {
-	st := t.pre[p.Key]
+func (t *txn) takeCompletedInBulk(p CallbackParams) *NodeState {
+	st := t.completedInBulk[p.Key]
 	if st == nil || st.Attempt != p.Attempt {
 		return nil
 	}
-	delete(t.pre, p.Key)
+	delete(t.completedInBulk, p.Key)
 	return st
 }
 

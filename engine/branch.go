@@ -149,9 +149,9 @@ func edgeTaken(u *NodeState, target string) bool {
 // readyDecided settles a target that may have an inbound edge not taken,
 // once all its inbound edges are decided: it fires with the outputs of the
 // edges taken, or is skipped when none was. from is the node whose
-// decision made it ready (taken: its edges taken, nil for all) and known
+// decision made it ready (taken: its edges taken, nil for all) and outputs
 // holds outputs already in hand.
-func (t *txn) readyDecided(tg target, status Status, from string, taken []string, known map[string]json.RawMessage) error {
+func (t *txn) readyDecided(tg target, status Status, from string, taken []string, outputs map[string]json.RawMessage) error {
 	if status != StatusPending {
 		return nil // cancelled, or already settled
 	}
@@ -175,7 +175,7 @@ func (t *txn) readyDecided(tg target, status Status, from string, taken []string
 			if st := states[InstanceKey(u, tg.idx[:t.graph.Nodes[u].Depth])]; st != nil {
 				takenFrom[u] = edgeTaken(st, tg.node.ID)
 				if takenFrom[u] {
-					known[st.Key] = st.Output
+					outputs[st.Key] = st.Output
 				}
 			}
 		}
@@ -190,15 +190,11 @@ func (t *txn) readyDecided(tg target, status Status, from string, taken []string
 	if tg.node.Type == NodeTypeCollector {
 		return t.fireCollector(tg.node, tg.idx, status, 0)
 	}
-	input, err := t.inputFrom(tg.node, tg.idx, known, takenFrom)
+	input, err := t.inputFrom(tg.node, tg.idx, outputs, takenFrom)
 	if err != nil {
 		return err
 	}
-	prev, err := t.pendingAttempt(tg)
-	if err != nil {
-		return err
-	}
-	return t.fire(tg.node, tg.idx, input, StatusPending, prev)
+	return t.firePending(tg, input)
 }
 
 // skip moves a pending node whose inbound edges were all decided not taken
@@ -283,7 +279,7 @@ func (t *txn) mayBranch(runID, key string) bool {
 		n, _, ok := t.graph.parseKey(key)
 		return !ok || t.graph.hasBranches(n.ID)
 	}
-	_, g, ok := t.e.knownGraph(runID)
+	_, g, ok := t.e.cachedGraph(runID)
 	if !ok {
 		return true
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCommitInfoOfSpilledEvents: events written ahead of the commit are
+// TestCommitInfoOfSpilledEvents: events written before the commit are
 // counted by kind (failures listed all the same), those kept until the
 // commit are listed, and the run's start and finish come from either.
 func TestCommitInfoOfSpilledEvents(t *testing.T) {
@@ -24,7 +24,7 @@ func TestCommitInfoOfSpilledEvents(t *testing.T) {
 		return NewEvent{Type: EventNodeStatus, Key: key, Payload: &nodeStatus{Status: to, Attempt: 1, NodeID: node, Error: msg}}
 	}
 	tx := &txn{run: &Run{ID: "r"}, graph: g}
-	// Written ahead: the transaction's own first (listed), then the fan-out's.
+	// Written before the commit: the transaction's own first (listed), then the fan-out's.
 	for i, e := range []NewEvent{{Type: EventRunStarted}, ev("src", "src", StatusCompleted),
 		ev("w_0", "w", StatusRunning), ev("w_1", "w", StatusRunning), ev("u_0", "u", StatusRunning),
 		ev("w_2", "w", StatusFailed), ev("w_3", "w", StatusRunning)} {

@@ -117,13 +117,13 @@ func (t *txn) releaseNext(region *Region, s *Node, sidx []int) error {
 	if err != nil {
 		return err
 	}
-	known := map[string]json.RawMessage{itemKey(skey, next): item}
+	outputs := map[string]json.RawMessage{itemKey(skey, next): item}
 	for _, tg := range slots {
 		p, ok := remaining[tg.key]
 		if !ok || p.Remaining != 0 || p.Status != StatusPending {
 			continue
 		}
-		if err := t.fireReady(tg, p.Status, known); err != nil {
+		if err := t.fireReady(tg, p.Status, outputs); err != nil {
 			return err
 		}
 	}

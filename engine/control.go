@@ -164,15 +164,8 @@ func (t *txn) countWhilePaused(key string, targets []target) error {
 			sole = append(sole, tg.key)
 		}
 	}
-	if a := t.ahead; a != nil && a.key == key {
-		t.ahead = nil
-		if _, err := a.got(); err != nil {
-			return fmt.Errorf("error counting down successors of %s: %w", key, err)
-		}
-	} else if keys := counted(t.graph, targets); len(keys) > 0 {
-		if _, err := t.tx.AddPending(t.ctx, t.run.ID, keys, -1); err != nil {
-			return fmt.Errorf("error counting down successors of %s: %w", key, err)
-		}
+	if _, err := t.countDownSuccessors(key, counted(t.graph, targets)); err != nil {
+		return fmt.Errorf("error counting down successors of %s: %w", key, err)
 	}
 	if len(sole) > 0 {
 		if _, err := t.tx.AddPending(t.ctx, t.run.ID, sole, -1); err != nil {

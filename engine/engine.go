@@ -52,7 +52,7 @@ type CommitInfo struct {
 	// but for those only counted in Counted.
 	Transitions []TransitionInfo
 	// Counted are transitions counted by kind, not listed: those of a big
-	// fan-out, whose events the transaction wrote ahead of its commit
+	// fan-out, whose events the transaction wrote before its commit
 	// (failures among them are listed in Transitions all the same).
 	Counted []TransitionCount
 	// RunStarted is set when the transaction created the run.
@@ -84,7 +84,7 @@ type TransitionCount struct {
 }
 
 // commitInfo summarises the transaction from the events it wrote: those
-// written ahead (spillEvents), then the rest.
+// written before the commit (spillEvents), then the rest.
 func (t *txn) commitInfo() CommitInfo {
 	ci := t.spilled
 	ci.RunID = t.run.ID
@@ -157,7 +157,7 @@ func transitionOf(ev NewEvent, g *ExecutionGraph) TransitionInfo {
 // a reported failure (Worker, HTTP). RetryDelayMs reports whether a node
 // that just failed an attempt gets another, and after how long.
 type Retrier interface {
-	RetryDelayMs(p RetryParams) (delayMs int64, again bool)
+	RetryDelayMs(p RetryParams) (delayMs int64, retry bool)
 }
 
 // RetryParams describe a failed attempt, for Retrier: the node, its
@@ -261,9 +261,9 @@ func (e *Engine) Graph(ctx context.Context, versionID string) (*ExecutionGraph, 
 	return g, nil
 }
 
-// knownGraph returns the flow version and graph of run runID when this
+// cachedGraph returns the flow version and graph of run runID when this
 // process knows them without asking the database.
-func (e *Engine) knownGraph(runID string) (string, *ExecutionGraph, bool) {
+func (e *Engine) cachedGraph(runID string) (string, *ExecutionGraph, bool) {
 	v, ok := e.versions.get(runID)
 	if !ok {
 		return "", nil, false
@@ -363,8 +363,8 @@ func (e *Engine) HandleCallback(ctx context.Context, p CallbackParams) error {
 				return err
 			}
 		}
-		t.heardKeys = append(t.heardKeys, p.Key)
-		t.heardAttempts = append(t.heardAttempts, p.Attempt)
+		t.deliveredKeys = append(t.deliveredKeys, p.Key)
+		t.deliveredAttempts = append(t.deliveredAttempts, p.Attempt)
 		switch p.Status {
 		case StatusRunning:
 			return t.heartbeat(p.Key, p.Attempt)
@@ -375,7 +375,7 @@ func (e *Engine) HandleCallback(ctx context.Context, p CallbackParams) error {
 			}
 			tr := &NodeTransition{Key: p.Key, From: StatusRunning, Steps: []Status{StatusCompleted},
 				Attempt: p.Attempt, Output: out}
-			if st := t.preCompleted(p); st != nil { // applied by the batch's bulk compare-and-set
+			if st := t.takeCompletedInBulk(p); st != nil { // applied by the batch's bulk compare-and-set
 				t.transitioned(tr, st)
 				return t.completed(st)
 			}
@@ -413,8 +413,8 @@ func (e *Engine) Expire(ctx context.Context, runID, key string, attempt int) err
 		if err := t.load(runID); err != nil {
 			return err
 		}
-		t.heardKeys = append(t.heardKeys, key) // its delivery, if any, goes into the log now
-		t.heardAttempts = append(t.heardAttempts, attempt)
+		t.deliveredKeys = append(t.deliveredKeys, key) // its delivery, if any, goes into the log now
+		t.deliveredAttempts = append(t.deliveredAttempts, attempt)
 		msg := fmt.Sprintf("deadline exceeded on attempt %d", attempt)
 		st, err := t.transition(&NodeTransition{Key: key, From: StatusRunning,
 			Steps: []Status{StatusFailed}, Attempt: attempt, Error: &msg})
@@ -615,8 +615,8 @@ func (t *txn) apply(runID string, fn func(t *txn) error) error {
 	if err := fn(t); err != nil {
 		return err
 	}
-	if t.ahead != nil {
-		return fmt.Errorf("error in run %s: successors of %s were counted down but not walked", runID, t.ahead.key)
+	if t.countedDown != nil {
+		return fmt.Errorf("error in run %s: successors of %s were counted down but not walked", runID, t.countedDown.key)
 	}
 	return t.flush()
 }
@@ -628,8 +628,8 @@ func (e *Engine) committed(t *txn) {
 	for _, n := range t.nested {
 		e.committed(n)
 	}
-	if len(t.heardKeys) > 0 && t.run != nil {
-		e.forget(t.run.ID, t.heardKeys, t.heardAttempts)
+	if len(t.deliveredKeys) > 0 && t.run != nil {
+		e.forget(t.run.ID, t.deliveredKeys, t.deliveredAttempts)
 	}
 	if len(t.claimed) > 0 && e.cfg.Waker != nil {
 		e.cfg.Waker.Wake(t.claimed)

@@ -160,3 +160,61 @@ func movementOf(n *Node, success bool) *Movement {
 	}
 	return m
 }
+
+// applyMovement moves the run's entity per the node's entityMovement (and
+// writes its setMetadata from the node's output), in this transaction.
+func (t *txn) applyMovement(n *Node, st *NodeState, success bool) error {
+	key := st.Key
+	if t.run.EntityID == nil {
+		return nil
+	}
+	m := movementOf(n, success)
+	if t.outcome != "" && n.Type == NodeTypeUX {
+		if om := outcomeMovement(n, t.outcome); om != nil {
+			m = om
+		}
+	}
+	if m == nil {
+		return nil
+	}
+	mv := EntityMove{Kind: JourneyMoved, ToSection: m.TargetSectionID, NodeKey: key,
+		CompleteAs: m.CompleteAs, SetType: m.SetEntityType}
+	if success {
+		meta, err := m.metadataFrom(st.Output)
+		if err != nil {
+			return fmt.Errorf("error setting metadata from node %s: %w", key, err)
+		}
+		mv.Metadata = meta
+	}
+	if n.Type == NodeTypeUX {
+		mv.Actor, mv.Comment = t.actor, t.comment
+	}
+	return t.moveEntity(mv)
+}
+
+// moveEntity moves the run's entity and records the journey and run events.
+func (t *txn) moveEntity(m EntityMove) error {
+	m.ID, m.EntityID, m.RunID = t.e.cfg.NewID(), *t.run.EntityID, t.run.ID
+	moved, err := t.tx.MoveEntity(t.ctx, m)
+	if err != nil {
+		return fmt.Errorf("error moving entity %s: %w", m.EntityID, err)
+	}
+	p := map[string]any{"entity_id": m.EntityID, "board_id": moved.BoardID, "kind": m.Kind, "entity_seq": moved.Seq}
+	if m.ToSection != "" {
+		p["to_section_id"] = m.ToSection
+	}
+	if m.CompleteAs != "" {
+		p["complete_as"] = m.CompleteAs
+	}
+	if m.SetType != "" {
+		p["entity_type"] = m.SetType
+	}
+	if m.Comment != "" {
+		p["comment"] = m.Comment
+	}
+	if len(m.Metadata) > 0 {
+		p["metadata"] = m.Metadata
+	}
+	t.event(EventEntityMoved, m.NodeKey, p)
+	return nil
+}

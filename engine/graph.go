@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -225,4 +226,16 @@ func (g *ExecutionGraph) parseKey(key string) (n *Node, idx []int, ok bool) {
 		idx = []int{}
 	}
 	return n, idx, true
+}
+
+// sortedStatic lists the graph's static (depth 0) node ids, sorted.
+func sortedStatic(g *ExecutionGraph) []string {
+	ids := make([]string, 0, len(g.Nodes))
+	for id, n := range g.Nodes {
+		if n.Depth == 0 {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
 }

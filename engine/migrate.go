@@ -168,12 +168,12 @@ func (t *txn) fireReadyNodes() error {
 			return fmt.Errorf("node %s is not in the run's graph: %w", st.NodeID, ErrNotFound)
 		}
 		tg := target{node: n, idx: st.Index, key: st.Key}
-		known := map[string]json.RawMessage{}
+		outputs := map[string]json.RawMessage{}
 		if t.graph.MaySkip[n.ID] && n.Type != NodeTypeCollector {
-			err = t.readyDecided(tg, StatusPending, "", nil, known)
+			err = t.readyDecided(tg, StatusPending, "", nil, outputs)
 		} else {
 			// A failed Collector whose items arrived fires again.
-			err = t.fireReady(tg, st.Status, known)
+			err = t.fireReady(tg, st.Status, outputs)
 		}
 		if err != nil {
 			return err

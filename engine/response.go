@@ -80,8 +80,8 @@ func (e *Engine) CompleteFromResponse(ctx context.Context, r Response) error {
 		out, failure, retry := h.Respond(n, r)
 		if failure == "" {
 			// Marks the row delivered and logs its delivery.
-			t.heardKeys = append(t.heardKeys, r.Key)
-			t.heardAttempts = append(t.heardAttempts, r.Attempt)
+			t.deliveredKeys = append(t.deliveredKeys, r.Key)
+			t.deliveredAttempts = append(t.deliveredAttempts, r.Attempt)
 			return t.completeWith(n, cur, "", &NodeTransition{Key: r.Key, From: StatusRunning,
 				Steps: []Status{StatusCompleted}, Attempt: r.Attempt, Output: orNull(out)})
 		}
@@ -104,8 +104,8 @@ func (e *Engine) CompleteFromResponse(ctx context.Context, r Response) error {
 		}
 		if retry {
 			if rt, ok := t.e.cfg.Handlers[n.Type].(Retrier); ok {
-				if delay, again := rt.RetryDelayMs(RetryParams{Node: n, RunID: t.run.ID, Key: r.Key,
-					Attempt: st.Attempt, Error: failure}); again {
+				if delay, retry := rt.RetryDelayMs(RetryParams{Node: n, RunID: t.run.ID, Key: r.Key,
+					Attempt: st.Attempt, Error: failure}); retry {
 					return t.fireDelayed(n, cur.Index, cur.Input, StatusFailed, st.Attempt, max(delay, r.RetryAfterMs))
 				}
 			}

@@ -47,9 +47,9 @@ type Tx interface {
 	// in id order; a run that does not exist is left out.
 	LockRuns(ctx context.Context, ids []string) ([]*Run, error)
 	// SaveRunWithEvents ends an engine transaction's writes: it marks the
-	// heard dispatches delivered, appends the events (with a
-	// dispatch.attempt event for each delivery not logged yet) and saves
-	// the run — in one statement when it can.
+	// dispatches of RunSave.DeliveredKeys delivered, appends the events
+	// (with a dispatch.attempt event for each delivery not logged yet) and
+	// saves the run — in one statement when it can.
 	SaveRunWithEvents(ctx context.Context, s RunSave) error
 	// RunInput loads a run's input.
 	RunInput(ctx context.Context, runID string) (json.RawMessage, error)
@@ -445,19 +445,19 @@ type RunSave struct {
 	// FirstSeq numbers the first event.
 	FirstSeq int64
 	Events   []NewEvent
-	// HeardKeys and HeardAttempts are (key, attempt) pairs a worker called
-	// back for: their dispatches arrived. Their outbox rows are marked
-	// delivered, and each delivery not yet in the run's events gets a
+	// DeliveredKeys and DeliveredAttempts are (key, attempt) pairs a
+	// worker called back for: their dispatches arrived. Their outbox rows
+	// are marked delivered, and each delivery not yet in the run's events gets a
 	// dispatch.attempt event (delivered: true), ordered by key and
-	// attempt, between Events[:HeardAt] and Events[HeardAt:].
-	HeardKeys     []string
-	HeardAttempts []int
-	HeardAt       int
+	// attempt, between Events[:DeliveredAt] and Events[DeliveredAt:].
+	DeliveredKeys     []string
+	DeliveredAttempts []int
+	DeliveredAt       int
 	// Relative saves a run whose row the transaction never read (a
 	// speculated chain step): Run's ActiveNodes, FailedNodes and
 	// TerminalsLeft are changes to add to the row's, its status, output
 	// and error are left as they are, and the events are numbered after
-	// the row's event_seq (FirstSeq is ignored). Only with heard pairs,
+	// the row's event_seq (FirstSeq is ignored). Only with delivered pairs,
 	// up to a chunk of events.
 	Relative bool
 }

@@ -93,11 +93,11 @@ func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
 	first := &bulkFires{unwritten: true}
 	outer := t.bulk
 	t.bulk = first
-	var again []string
+	var needRows []string
 	for _, nid := range g.EntryNodes {
 		err := t.fire(g.Nodes[nid], nil, r.Input, StatusPending, 0)
 		if errors.Is(err, errNeedsRow) {
-			again = append(again, nid)
+			needRows = append(needRows, nid)
 		} else if err != nil {
 			t.bulk = outer
 			return err
@@ -121,7 +121,7 @@ func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
 	if err := t.flushBulk(first); err != nil {
 		return err
 	}
-	for _, nid := range again {
+	for _, nid := range needRows {
 		if err := t.fire(g.Nodes[nid], nil, r.Input, StatusPending, 0); err != nil {
 			return err
 		}
@@ -276,8 +276,8 @@ func (t *txn) tellParent(runID string, ends []childEnd) error {
 	// its children's ends wait for it one after another: when this
 	// process knows the parent's graph, the lock travels with the
 	// completions (one round trip).
-	version, g, known := t.e.knownGraph(runID)
-	if !known {
+	version, g, cached := t.e.cachedGraph(runID)
+	if !cached {
 		if err := t.load(runID); err != nil {
 			return fmt.Errorf("error loading the parent of %d sub-flow run(s): %w", len(ends), err)
 		}
@@ -293,18 +293,18 @@ func (t *txn) tellParent(runID string, ends []childEnd) error {
 			rest = append(rest, c)
 		}
 	}
-	if known && len(bulk) == 0 {
+	if cached && len(bulk) == 0 {
 		if err := t.load(runID); err != nil {
 			return fmt.Errorf("error loading the parent of %d sub-flow run(s): %w", len(ends), err)
 		}
 	}
 	if len(bulk) > 0 {
 		var locked func() (*Run, error)
-		if known {
+		if cached {
 			locked = t.tx.LockRunLater(t.ctx, runID)
 		}
 		done, err := t.tx.BulkComplete(t.ctx, runID, bulk)
-		if known {
+		if cached {
 			if lerr := t.lockAnswered(runID, locked, err); lerr != nil {
 				return fmt.Errorf("error loading the parent of %d sub-flow run(s): %w", len(ends), lerr)
 			}

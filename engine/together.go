@@ -12,7 +12,7 @@ import (
 // run. Instead the group locks its runs with one statement (in id order,
 // as the group would) and completes their nodes with another; each
 // callback's operation then finds its run loaded and its node completed
-// (preCompleted), as a batch's bulk completion leaves them, and runs only
+// (takeCompletedInBulk), as a batch's bulk completion leaves them, and runs only
 // the consequences. Steps that speculate (a chain's) are left to
 // speculation, which needs no lock of its own.
 
@@ -104,7 +104,7 @@ func (e *Engine) mayCompleteTogether(m *member) (string, bool) {
 	if p == nil || p.Status != StatusCompleted || p.Attempt <= 0 {
 		return "", false
 	}
-	v, g, ok := e.knownGraph(p.RunID)
+	v, g, ok := e.cachedGraph(p.RunID)
 	if !ok {
 		return "", false
 	}
@@ -158,7 +158,7 @@ func (c *together) give(t *txn, runID string) {
 	}
 	t.setRun(tr.run, tr.graph)
 	if tr.node != nil {
-		t.pre = map[string]*NodeState{tr.node.Key: tr.node}
+		t.completedInBulk = map[string]*NodeState{tr.node.Key: tr.node}
 		t.tx.(*countingTx).writes++
 	}
 }

@@ -77,7 +77,7 @@ func (t *pgTx) InsertRun(_ context.Context, r *engine.Run) error {
 // false when the save must be a statement of its own (the run is written,
 // or the save marks deliveries, which a new run has none of).
 func (t *pgTx) saveNew(s engine.RunSave) (bool, error) {
-	if !t.fresh.has(s.Run.ID) || s.Relative || len(s.HeardKeys) > 0 || len(s.Events) > bulkChunk {
+	if !t.fresh.has(s.Run.ID) || s.Relative || len(s.DeliveredKeys) > 0 || len(s.Events) > bulkChunk {
 		return false, nil
 	}
 	types, keys, payloads, err := encodeEvents(s.Events)

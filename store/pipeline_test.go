@@ -21,8 +21,8 @@ func queriers(t *testing.T) map[string]*store.Store {
 	return map[string]*store.Store{"pipe": storetest.Store(t), "savepoint": storetest.TestTx(t)}
 }
 
-// TestSaveRunLogsDeliveries: the heard dispatches are marked delivered and
-// logged once, between the events before HeardAt and the rest, and the
+// TestSaveRunLogsDeliveries: the dispatches callbacks proved delivered are marked delivered and
+// logged once, between the events before DeliveredAt and the rest, and the
 // run's event sequence counts them — in one statement (a pair, a few,
 // many: planned for its parameters) and in steps (more than a chunk of
 // 2,000), over both queriers.
@@ -58,7 +58,7 @@ func TestSaveRunLogsDeliveries(t *testing.T) {
 						first := r.EventSeq + 1
 						r.EventSeq += int64(len(evs))
 						require.NoError(t, tx.SaveRunWithEvents(ctx, engine.RunSave{Run: r, FirstSeq: first, Events: evs,
-							HeardKeys: keys, HeardAttempts: attempts, HeardAt: 1}))
+							DeliveredKeys: keys, DeliveredAttempts: attempts, DeliveredAt: 1}))
 						saved = r
 						return nil
 					})
@@ -66,7 +66,7 @@ func TestSaveRunLogsDeliveries(t *testing.T) {
 				}
 				r := save(engine.EventNodeStatus, engine.EventRunCompleted)
 				require.EqualValues(t, n+2, r.EventSeq, "the deliveries are counted")
-				// Heard again: marked already, nothing more is logged.
+				// Delivered again: marked already, nothing more is logged.
 				r = save(engine.EventNodeHeartbeat)
 				require.EqualValues(t, n+3, r.EventSeq)
 

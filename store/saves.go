@@ -29,7 +29,7 @@ func (t *pgTx) hold(s engine.RunSave, types, keys, payloads []string) {
 	dst := s.Run
 	run := *s.Run
 	s.Run = &run
-	s.HeardKeys, s.HeardAttempts = slices.Clone(s.HeardKeys), slices.Clone(s.HeardAttempts)
+	s.DeliveredKeys, s.DeliveredAttempts = slices.Clone(s.DeliveredKeys), slices.Clone(s.DeliveredAttempts)
 	s.Events = nil // encoded: types, keys, payloads
 	t.saves = append(t.saves, heldSave{save: s, dst: dst, types: types, keys: keys, payloads: payloads})
 }
@@ -75,19 +75,19 @@ func (t *pgTx) queueSaves() {
 
 // queueSavesTogether is markAndSave for many runs in one statement: each
 // run's deliveries marked, its events numbered from its FirstSeq with the
-// deliveries' dispatch.attempt events after its HeardAt, and its row
+// deliveries' dispatch.attempt events after its DeliveredAt, and its row
 // saved; the answer (one row: the runs' times and sequences as JSON) is
 // given to the engine's Runs.
 func (t *pgTx) queueSavesTogether(part []heldSave) {
 	var c struct {
-		ids, statuses, outputs, errs        []string
-		hasErr                              []bool
-		firsts, seqs                        []int64
-		heardAt, active, failed, terminals  []int64
-		heardRuns, heardKeys                []string
-		heardAttempts                       []int64
-		evRuns, evTypes, evKeys, evPayloads []string
-		evOrds                              []int64
+		ids, statuses, outputs, errs           []string
+		hasErr                                 []bool
+		firsts, seqs                           []int64
+		deliveredAt, active, failed, terminals []int64
+		deliveredRuns, deliveredKeys           []string
+		deliveredAttempts                      []int64
+		evRuns, evTypes, evKeys, evPayloads    []string
+		evOrds                                 []int64
 	}
 	runs := make(map[string]*engine.Run, len(part))
 	rows := 0
@@ -101,14 +101,14 @@ func (t *pgTx) queueSavesTogether(part []heldSave) {
 		c.hasErr = append(c.hasErr, r.Error != nil)
 		c.firsts = append(c.firsts, s.FirstSeq)
 		c.seqs = append(c.seqs, r.EventSeq)
-		c.heardAt = append(c.heardAt, int64(s.HeardAt))
+		c.deliveredAt = append(c.deliveredAt, int64(s.DeliveredAt))
 		c.active = append(c.active, int64(r.ActiveNodes))
 		c.failed = append(c.failed, int64(r.FailedNodes))
 		c.terminals = append(c.terminals, int64(r.TerminalsLeft))
-		for i, k := range s.HeardKeys {
-			c.heardRuns = append(c.heardRuns, r.ID)
-			c.heardKeys = append(c.heardKeys, k)
-			c.heardAttempts = append(c.heardAttempts, int64(s.HeardAttempts[i]))
+		for i, k := range s.DeliveredKeys {
+			c.deliveredRuns = append(c.deliveredRuns, r.ID)
+			c.deliveredKeys = append(c.deliveredKeys, k)
+			c.deliveredAttempts = append(c.deliveredAttempts, int64(s.DeliveredAttempts[i]))
 		}
 		for i := range h.types {
 			c.evRuns = append(c.evRuns, r.ID)
@@ -117,7 +117,7 @@ func (t *pgTx) queueSavesTogether(part []heldSave) {
 		c.evTypes = append(c.evTypes, h.types...)
 		c.evKeys = append(c.evKeys, h.keys...)
 		c.evPayloads = append(c.evPayloads, h.payloads...)
-		rows += max(len(h.types), len(s.HeardKeys))
+		rows += max(len(h.types), len(s.DeliveredKeys))
 	}
 	t.queue(`WITH md AS (UPDATE dispatches d SET status = 'delivered', locked_until = NULL, delivery_logged = true, updated_at = now()
 			FROM unnest(?::uuid[], ?::text[], ?::int[]) AS h(r, k, a)
@@ -171,7 +171,7 @@ func (t *pgTx) queueSavesTogether(part []heldSave) {
 			}
 			return nil
 		},
-		planFor(rows, c.heardRuns, c.heardKeys, c.heardAttempts,
-			c.ids, c.statuses, c.outputs, c.errs, c.hasErr, c.firsts, c.seqs, c.heardAt, c.active, c.failed, c.terminals,
+		planFor(rows, c.deliveredRuns, c.deliveredKeys, c.deliveredAttempts,
+			c.ids, c.statuses, c.outputs, c.errs, c.hasErr, c.firsts, c.seqs, c.deliveredAt, c.active, c.failed, c.terminals,
 			c.evRuns, c.evOrds, c.evTypes, c.evKeys, c.evPayloads)...)
 }

@@ -926,9 +926,9 @@ func TestClaimDueRetiresEndedAttempts(t *testing.T) {
 	require.Equal(t, row{Status: "cancelled", Tries: 0}, state(ids["ended"]))
 	require.Equal(t, row{Status: "pending", Tries: 0}, state(ids["later"]))
 
-	again, err := st.ClaimDue(ctx, 10, time.Minute)
+	reclaimed, err := st.ClaimDue(ctx, 10, time.Minute)
 	require.NoError(t, err)
-	require.Empty(t, again, "a leased row is not claimed again before its lease ends")
+	require.Empty(t, reclaimed, "a leased row is not claimed reclaimed before its lease ends")
 }
 
 // TestInterpretConnectionLoss: errors of a connection lost without the

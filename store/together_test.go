@@ -87,7 +87,7 @@ func TestLocksAndCompletesAcrossRuns(t *testing.T) {
 // TestSavesHeldTogether: consecutive run saves that mark deliveries go as
 // one statement, with what each would have written alone — each run's
 // dispatch marked delivered, its events numbered from its FirstSeq with a
-// dispatch.attempt event after HeardAt (none for a delivery already
+// dispatch.attempt event after DeliveredAt (none for a delivery already
 // logged), its row saved (a run that fails keeps its error, one that
 // stays running no finish) — and the Runs given the rows' times and
 // sequences.
@@ -131,8 +131,8 @@ func TestSavesHeldTogether(t *testing.T) {
 					}
 					first := r.EventSeq + 1
 					r.EventSeq += 2
-					require.NoError(t, tx.SaveRunWithEvents(ctx, engine.RunSave{Run: r, FirstSeq: first, HeardAt: 1,
-						HeardKeys: []string{"w"}, HeardAttempts: []int{1},
+					require.NoError(t, tx.SaveRunWithEvents(ctx, engine.RunSave{Run: r, FirstSeq: first, DeliveredAt: 1,
+						DeliveredKeys: []string{"w"}, DeliveredAttempts: []int{1},
 						Events: []engine.NewEvent{{Type: "node.status", Key: "w", Payload: map[string]any{"i": i}}, {Type: "run.status"}}}))
 					// What the engine does to its Run after the save is
 					// not what is saved.
@@ -223,8 +223,8 @@ func TestHeldSaveOfARunStartedInTheTransaction(t *testing.T) {
 				require.NoError(t, tx.InsertDispatches(ctx, []*engine.Dispatch{{ID: uuid.NewString(), RunID: r.ID, Key: "w",
 					Attempt: 1, URL: "http://127.0.0.1:1/", Payload: []byte(`{}`), MaxTries: 1}}))
 				r.Status, r.TerminalsLeft, r.EventSeq = engine.RunCompleted, 0, 1
-				return tx.SaveRunWithEvents(ctx, engine.RunSave{Run: r, FirstSeq: 1, HeardAt: 0,
-					HeardKeys: []string{"w"}, HeardAttempts: []int{1}, Events: []engine.NewEvent{{Type: "run.status"}}})
+				return tx.SaveRunWithEvents(ctx, engine.RunSave{Run: r, FirstSeq: 1, DeliveredAt: 0,
+					DeliveredKeys: []string{"w"}, DeliveredAttempts: []int{1}, Events: []engine.NewEvent{{Type: "run.status"}}})
 			})
 			var row struct {
 				Status   string

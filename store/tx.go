@@ -397,32 +397,32 @@ func (t *pgTx) SaveRun(ctx context.Context, r *engine.Run) error {
 	return nil
 }
 
-// SaveRunWithEvents marks the heard dispatches delivered, appends the
-// events with a dispatch.attempt event for each delivery not logged yet,
-// and saves the run. Up to a chunk (2,000) of events and of heard pairs
-// (every step of a chain, a batch of a fan-out's callbacks) this is one
-// statement, queued to travel with COMMIT; beyond, the marks are made
-// first and the events written in chunks.
+// SaveRunWithEvents marks the dispatches of s.DeliveredKeys delivered,
+// appends the events with a dispatch.attempt event for each delivery not
+// logged yet, and saves the run. Up to a chunk (2,000) of events and of
+// delivered pairs (every step of a chain, a batch of a fan-out's
+// callbacks) this is one statement, queued to travel with COMMIT; beyond,
+// the marks are made first and the events written in chunks.
 func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
-	if s.Relative && (len(s.HeardKeys) == 0 || len(s.Events) > bulkChunk || len(s.HeardKeys) > bulkChunk) {
-		return fmt.Errorf("%w: a relative run save needs heard pairs and at most %d events", engine.ErrInvalidRequest, bulkChunk)
+	if s.Relative && (len(s.DeliveredKeys) == 0 || len(s.Events) > bulkChunk || len(s.DeliveredKeys) > bulkChunk) {
+		return fmt.Errorf("%w: a relative run save needs delivered pairs and at most %d events", engine.ErrInvalidRequest, bulkChunk)
 	}
 	if ok, err := t.saveNew(s); ok {
 		return err
 	}
-	if len(s.Events) > bulkChunk || len(s.HeardKeys) > bulkChunk {
+	if len(s.Events) > bulkChunk || len(s.DeliveredKeys) > bulkChunk {
 		return t.saveRunInSteps(ctx, s)
 	}
-	// Queued to travel with COMMIT; with many events or heard pairs,
+	// Queued to travel with COMMIT; with many events or delivered pairs,
 	// planned for its actual parameters (planFor).
-	rows := max(len(s.Events), len(s.HeardKeys))
+	rows := max(len(s.Events), len(s.DeliveredKeys))
 	r := s.Run
 	types, keys, payloads, err := encodeEvents(s.Events)
 	if err != nil {
 		return err
 	}
-	if len(s.HeardKeys) == 0 {
-		// Without heard pairs the marking part would be planned again at
+	if len(s.DeliveredKeys) == 0 {
+		// Without delivered pairs the marking part would be planned again at
 		// every call (an empty array makes a custom plan far cheaper than
 		// the generic one): 0.4 ms of planning for every run started.
 		args := append([]any{r.ID, s.FirstSeq, types, keys, payloads}, saveRunArgs(r)...)
@@ -446,12 +446,12 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
 // The answer is read into dst (s.Run, or the Run it is a copy of).
 func markAndSave(s engine.RunSave, dst *engine.Run, types, keys, payloads []string) (string, func(scanner) error, []any) {
 	r := s.Run
-	rows := max(len(types), len(s.HeardKeys))
-	// Events before HeardAt keep their numbers, the deliveries follow them
+	rows := max(len(types), len(s.DeliveredKeys))
+	// Events before DeliveredAt keep their numbers, the deliveries follow them
 	// and the rest move up by the number of deliveries. Inserted in number
 	// order, so a run's events take ids in their own order: the stream of
 	// every run's events follows ids (web.allEvents).
-	mdSQL, mdArgs := markDeliveredStmt(r.ID, s.HeardKeys, s.HeardAttempts)
+	mdSQL, mdArgs := markDeliveredStmt(r.ID, s.DeliveredKeys, s.DeliveredAttempts)
 	save, saveArgs := strings.Replace(saveRunSQL, "event_seq = ?", "event_seq = ? + (SELECT count(*) FROM md)", 1), saveRunArgs(r)
 	first := any(s.FirstSeq)
 	firstSQL := `?::bigint`
@@ -461,8 +461,8 @@ func markAndSave(s engine.RunSave, dst *engine.Run, types, keys, payloads []stri
 		save, saveArgs = saveRunRelativeSQL, []any{r.ActiveNodes, r.FailedNodes, r.TerminalsLeft, len(s.Events), r.ID}
 		first, firstSQL = r.ID, `(SELECT event_seq + 1 FROM runs WHERE id = ?::uuid)`
 	}
-	args := append(append(mdArgs, r.ID, first, s.HeardAt,
-		types, keys, payloads, r.ID, first, s.HeardAt), saveArgs...)
+	args := append(append(mdArgs, r.ID, first, s.DeliveredAt,
+		types, keys, payloads, r.ID, first, s.DeliveredAt), saveArgs...)
 	q := `WITH md AS (` + mdSQL + `),
 		ev AS (INSERT INTO run_events (run_id, seq, type, key, payload)
 			SELECT * FROM (SELECT ?::uuid, ` + firstSQL + ` + ord - 1 + CASE WHEN ord > ?::int THEN (SELECT count(*) FROM md) ELSE 0 END, ty, nullif(k, ''), p::jsonb
@@ -481,12 +481,12 @@ const saveRunRelativeSQL = `UPDATE runs SET active_nodes = active_nodes + ?, fai
 		terminals_left = terminals_left + ?, event_seq = event_seq + ? + (SELECT count(*) FROM md), updated_at = now()
 		WHERE id = ? RETURNING updated_at, finished_at`
 
-// saveRunInSteps is SaveRunWithEvents for more events or heard pairs than
+// saveRunInSteps is SaveRunWithEvents for more events or delivered pairs than
 // a chunk: the marks, then the events in chunks, then the run.
 func (t *pgTx) saveRunInSteps(ctx context.Context, s engine.RunSave) error {
 	r, events := s.Run, s.Events
-	if len(s.HeardKeys) > 0 {
-		ds, err := t.markDelivered(ctx, r.ID, s.HeardKeys, s.HeardAttempts)
+	if len(s.DeliveredKeys) > 0 {
+		ds, err := t.markDelivered(ctx, r.ID, s.DeliveredKeys, s.DeliveredAttempts)
 		if err != nil {
 			return fmt.Errorf("error marking dispatches delivered: %w", err)
 		}
@@ -495,12 +495,12 @@ func (t *pgTx) saveRunInSteps(ctx context.Context, s engine.RunSave) error {
 				return ds[i].Key < ds[j].Key || ds[i].Key == ds[j].Key && ds[i].Attempt < ds[j].Attempt
 			})
 			evs := make([]engine.NewEvent, 0, len(events)+len(ds))
-			evs = append(evs, events[:s.HeardAt]...)
+			evs = append(evs, events[:s.DeliveredAt]...)
 			for _, d := range ds {
 				evs = append(evs, engine.NewEvent{Type: engine.EventDispatchAttempt, Key: d.Key, Payload: map[string]any{
 					"dispatch_id": d.ID, "attempt": d.Attempt, "try": d.Tries, "delivered": true}})
 			}
-			events = append(evs, events[s.HeardAt:]...)
+			events = append(evs, events[s.DeliveredAt:]...)
 			r.EventSeq += int64(len(ds))
 		}
 	}
@@ -1458,7 +1458,7 @@ func markDeliveredStmt(runID string, keys []string, attempts []int) (string, []a
 	if len(keys) == 1 {
 		return markDeliveredOneSQL, []any{runID, keys[0], attempts[0]}
 	}
-	return markDeliveredSQL, []any{runID, keys, heardPairs(keys, attempts)}
+	return markDeliveredSQL, []any{runID, keys, deliveredPairs(keys, attempts)}
 }
 
 const markDeliveredOneSQL = `UPDATE dispatches SET status = 'delivered', locked_until = NULL,
@@ -1466,7 +1466,7 @@ const markDeliveredOneSQL = `UPDATE dispatches SET status = 'delivered', locked_
 		WHERE run_id = ? AND key = ? AND attempt = ? AND status IN ('pending', 'sending', 'delivered') AND NOT delivery_logged
 		RETURNING id::text AS id, key, attempt, tries`
 
-func heardPairs(keys []string, attempts []int) []string {
+func deliveredPairs(keys []string, attempts []int) []string {
 	pairs := make([]string, len(keys))
 	for i, k := range keys {
 		pairs[i] = k + ":" + strconv.Itoa(attempts[i])
@@ -1475,7 +1475,7 @@ func heardPairs(keys []string, attempts []int) []string {
 }
 
 func (t *pgTx) markDelivered(ctx context.Context, runID string, keys []string, attempts []int) ([]engine.Delivered, error) {
-	rows, err := t.raw(ctx, markDeliveredSQL, planFor(len(keys), runID, keys, heardPairs(keys, attempts))...).Rows()
+	rows, err := t.raw(ctx, markDeliveredSQL, planFor(len(keys), runID, keys, deliveredPairs(keys, attempts))...).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}

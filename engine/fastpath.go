@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/tidwall/gjson"
+)
+
+// Fast paths: optimisations the rules call, each doing what the ordinary
+// path would do in fewer statements or round trips. Speculation applies a
+// chain step without waiting for the database (speculate, checked at
+// flush by checkSpeculation); the count-down of a completing node's
+// successors travels with its compare-and-set (queueCountDown,
+// keepCountDown) and walk takes its answer (countDownSuccessors); a
+// fan-out's or a run's first fires are written in bulk (bulkFires); a big
+// fan-out's events are written before the commit (spillEvents). A batch's
+// bulk completion of callbacks is in batch.go (takeCompletedInBulk),
+// completion across runs in together.go.
+
+// speculate applies the completion of a chain step without waiting for
+// anything: the node's compare-and-set (which locks the run), its
+// successors' starts and outbox rows and the run's save are all queued,
+// to travel with COMMIT in one round trip. It does so only when the outcome cannot
+// depend on what the database would answer: this process knows the run's
+// flow version (and so its graph); the node is a Worker that moves no
+// entity, and every node after it is a Worker or unassigned UX node at its depth
+// whose only upstream node it is (so each is pending and fires now, with
+// the callback's output as input, and the run stays running: it has work
+// left and a node that just became active). What it assumed travels with
+// the compare-and-set (the row's node, the run running on that version),
+// which fails the transaction in the database when it moves no row — a
+// repeated or stale callback, a cancelled run — and Engine.inTx then
+// applies the operation again without speculating. The run's counters are
+// saved as changes to the row's (RunSave.Relative).
+func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, error) {
+	if t.noSpeculation || tr.From != StatusRunning || len(tr.Steps) != 1 || tr.Steps[0] != StatusCompleted ||
+		tr.Attempt <= 0 || tr.NewAttempt {
+		return nil, false, nil
+	}
+	v, g, ok := t.e.cachedGraph(runID)
+	if !ok {
+		return nil, false, nil
+	}
+	n, idx, ok := g.parseKey(tr.Key)
+	if !ok || !speculable(g, n, idx, tr.Output) {
+		return nil, false, nil
+	}
+	tr.RunID, tr.NodeID, tr.RunVersion = runID, n.ID, v
+	// The compare-and-set checks and locks the run.
+	if err := t.tx.TransitionLater(t.ctx, tr); err != nil {
+		return nil, true, fmt.Errorf("error moving node %s: %w", tr.Key, err)
+	}
+	t.run, t.graph, t.speculated = &Run{ID: runID, FlowVersionID: v, Status: RunRunning}, g, true
+	st := &NodeState{RunID: runID, Key: tr.Key, NodeID: n.ID, Index: idx, Type: n.Type, Status: StatusCompleted,
+		Output: tr.Output, Attempt: tr.Attempt}
+	t.transitioned(tr, st)
+	return st, true, nil
+}
+
+// speculable reports whether completing node n at index idx with output
+// may be speculated (speculate): a Worker that moves no entity and
+// decides no edges, whose successors are Worker or unassigned UX nodes
+// at its depth that it alone starts.
+func speculable(g *ExecutionGraph, n *Node, idx []int, output json.RawMessage) bool {
+	if n.Type != NodeTypeWorker || movementOf(n, true) != nil || g.hasBranches(n.ID) {
+		return false
+	}
+	targets, arrivals := successors(g, n, idx)
+	if len(targets) == 0 || len(targets) > maxFastSuccessors || len(arrivals) > 0 {
+		return false
+	}
+	for _, tg := range targets {
+		if !soleParent(g, tg.node) || tg.node.Depth != n.Depth || g.loopOf(tg.node.ID) != nil ||
+			(tg.node.Type != NodeTypeWorker && tg.node.Type != NodeTypeUX) {
+			return false
+		}
+		// An assigned UX node's assignees may need the run's entity, and
+		// failing to work them out would fail the run.
+		if tg.node.Type == NodeTypeUX && UXPeopleOf(tg.node).Assigned() {
+			return false
+		}
+	}
+	// The successors' inputs are made from the callback's bytes, where
+	// the ordinary path reads the output back from Postgres: the same
+	// JSON unless an object repeats a key (jsonb keeps the last, a gjson
+	// mapping finds the first).
+	return distinctKeys(gjson.ParseBytes(output))
+}
+
+// distinctKeys reports whether no object in the JSON value v repeats a key
+// (keys compared unescaped, as jsonb compares them).
+func distinctKeys(v gjson.Result) bool {
+	ok := true
+	switch {
+	case v.IsObject():
+		seen := map[string]struct{}{}
+		v.ForEach(func(k, val gjson.Result) bool {
+			if _, dup := seen[k.Str]; dup {
+				ok = false
+				return false
+			}
+			seen[k.Str] = struct{}{}
+			ok = distinctKeys(val)
+			return ok
+		})
+	case v.IsArray():
+		v.ForEach(func(_, val gjson.Result) bool {
+			ok = distinctKeys(val)
+			return ok
+		})
+	}
+	return ok
+}
+
+// errMisspeculated: a speculated step did something speculate ruled out.
+var errMisspeculated = fmt.Errorf("%w: a speculated step did not leave its run running with a node started", ErrConflict)
+
+// maxFastSuccessors bounds the successors whose count-down is queued with
+// their parent's completion (queueCountDown), and those a speculated step
+// fires.
+const maxFastSuccessors = 8
+
+// countDown is a count-down of node key's successors queued with its
+// completion (queueCountDown), assuming the run is on flow version
+// version and key is an instance of node nodeID.
+type countDown struct {
+	key, version, nodeID string
+	got                  func() (map[string]Pending, error)
+}
+
+// queueCountDown queues the count-down of the successors of the node tr
+// completes, when the run's flow version and graph are cached by this
+// process (cachedGraph), and returns it with the version and node it
+// assumed.
+func (t *txn) queueCountDown(runID string, tr *NodeTransition) *countDown {
+	if tr.Final() != StatusCompleted {
+		return nil
+	}
+	v, g, ok := t.e.cachedGraph(runID)
+	if !ok {
+		return nil
+	}
+	n, idx, ok := g.parseKey(tr.Key)
+	if !ok || n.Type == NodeTypeSplitter {
+		return nil
+	}
+	targets, _ := successors(g, n, idx)
+	keys := counted(g, targets)
+	if len(keys) == 0 || len(keys) > maxFastSuccessors {
+		return nil
+	}
+	return &countDown{key: tr.Key, version: v, nodeID: n.ID, got: t.tx.AddPendingLater(t.ctx, runID, keys, -1)}
+}
+
+// keepCountDown keeps count-down c (nil: none was queued) for walk once
+// the lock and the compare-and-set that completed st answered: what it
+// assumed must be what they found, else the transaction must not commit.
+func (t *txn) keepCountDown(c *countDown, st *NodeState) error {
+	if c == nil {
+		return nil
+	}
+	if t.run.FlowVersionID != c.version || st.NodeID != c.nodeID {
+		return fmt.Errorf("error completing %s: counted down successors of node %s of version %s, found node %s of version %s",
+			c.key, c.nodeID, c.version, st.NodeID, t.run.FlowVersionID)
+	}
+	t.countedDown = c
+	return nil
+}
+
+// countDownSuccessors counts the pending parents of node key's successors
+// keys down by one and returns what remains of them: the answer of the
+// count-down queued with key's completion (queueCountDown) when there is
+// one, else one UPDATE … RETURNING (nothing for no keys).
+func (t *txn) countDownSuccessors(key string, keys []string) (map[string]Pending, error) {
+	if c := t.countedDown; c != nil && c.key == key {
+		t.countedDown = nil
+		return c.got()
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	return t.tx.AddPending(t.ctx, t.run.ID, keys, -1)
+}
+
+// checkSpeculation reports errMisspeculated unless a speculated step left
+// the run running (speculate): its completed node's successors started,
+// nothing failed or finished. Handlers are what fire them; should one have
+// done otherwise, the step is applied again the ordinary way.
+func (t *txn) checkSpeculation() error {
+	if r := t.run; r.ActiveNodes < 0 || r.FailedNodes != 0 || r.TerminalsLeft != 0 || t.failMsg != "" {
+		return errMisspeculated
+	}
+	return nil
+}
+
+type bulkFires struct {
+	starts     []BulkStart
+	dispatches []*Dispatch
+	nodeIDs    []string
+	// unwritten: the fired instances' rows do not exist yet — they are
+	// created already started — so an action other than a plain start
+	// (errNeedsRow) is taken again once they exist.
+	unwritten bool
+}
+
+// errNeedsRow: a fire before its instance's row exists took an action that
+// needs the row (not a plain dispatch or a wait for a person).
+var errNeedsRow = errors.New("the instance's row does not exist yet")
+
+func (b *bulkFires) add(f *fireCtx, status Status, secs int, d *Dispatch) {
+	b.starts = append(b.starts, BulkStart{Key: f.key, Input: f.input, Status: status, DeadlineSeconds: secs})
+	b.nodeIDs = append(b.nodeIDs, f.node.ID)
+	if d != nil {
+		b.dispatches = append(b.dispatches, d)
+	}
+}
+
+// flushBulk writes the collected first fires: one UPDATE for the node
+// states (unless they were created started), one INSERT for the outbox
+// rows.
+func (t *txn) flushBulk(b *bulkFires) error {
+	if len(b.starts) == 0 {
+		return nil
+	}
+	if !b.unwritten {
+		n, err := t.tx.BulkStart(t.ctx, t.run.ID, b.starts)
+		if err != nil {
+			return fmt.Errorf("error starting %d instances: %w", len(b.starts), err)
+		}
+		if n != len(b.starts) {
+			return fmt.Errorf("%w: started %d of %d instances", ErrConflict, n, len(b.starts))
+		}
+	}
+	if err := t.tx.InsertDispatches(t.ctx, b.dispatches); err != nil {
+		return fmt.Errorf("error writing %d dispatches: %w", len(b.dispatches), err)
+	}
+	t.run.ActiveNodes += len(b.starts)
+	for i, s := range b.starts {
+		t.event(EventNodeStatus, s.Key, &nodeStatus{Status: StatusRunning, Attempt: 1, NodeID: b.nodeIDs[i]})
+		if s.Status == StatusWaitingForUser {
+			t.event(EventNodeStatus, s.Key, &nodeStatus{Status: StatusWaitingForUser, Attempt: 1, NodeID: b.nodeIDs[i]})
+		}
+	}
+	for _, d := range b.dispatches {
+		t.noteDispatch(d)
+	}
+	return nil
+}
+
+// spillEvents writes the events so far before the commit, once they are
+// a fan-out chunk's worth, so that a big fan-out's transaction does not
+// hold an event per instance (and its commit information a transition per
+// instance) until it commits: the fan-out's memory stays that of a chunk.
+// The commit hook gets the transitions of all but the first listed events
+// (the transaction's before the fan-out's) counted, failures listed. A
+// speculated step's events are numbered relative to the run's row, unknown
+// here: they stay for flush. It reports whether it wrote.
+func (t *txn) spillEvents(listed int) (bool, error) {
+	if t.speculated || len(t.events) < fanOutChunk {
+		return false, nil
+	}
+	if err := t.tx.AppendEvents(t.ctx, t.run.ID, t.run.EventSeq+1, t.events); err != nil {
+		return false, fmt.Errorf("error writing %d events of run %s: %w", len(t.events), t.run.ID, err)
+	}
+	t.run.EventSeq += int64(len(t.events))
+	for i, ev := range t.events {
+		t.spilled.note(ev, t.graph, i >= listed)
+	}
+	t.spilledEvents += len(t.events)
+	t.events = nil
+	return true, nil
+}

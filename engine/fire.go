@@ -1,0 +1,32 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Firing a node: its handler takes the action its type calls for (a
+// dispatch, a wait for a person, a completion), as a first fire or a
+// retry.
+
+// fire starts node n at index idx with input, from status `from` (pending
+// for a first fire, failed for a retry) as attempt prevAttempt+1.
+func (t *txn) fire(n *Node, idx []int, input json.RawMessage, from Status, prevAttempt int) error {
+	return t.fireDelayed(n, idx, input, from, prevAttempt, 0)
+}
+
+func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status, prevAttempt int, delayMs int64) error {
+	h := t.e.cfg.Handlers[n.Type]
+	if h == nil {
+		return fmt.Errorf("no handler for node type %s", n.Type)
+	}
+	fc := &fireCtx{t: t, node: n, key: InstanceKey(n.ID, idx), idx: idx, input: input,
+		from: from, attempt: prevAttempt + 1, delayMs: delayMs}
+	if err := h.Fire(t.ctx, fc); err != nil {
+		return fmt.Errorf("error firing node %s: %w", fc.key, err)
+	}
+	if !fc.acted {
+		return fmt.Errorf("handler for %s node %s took no action", n.Type, fc.key)
+	}
+	return nil
+}
