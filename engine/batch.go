@@ -203,6 +203,9 @@ type grouper struct {
 	mu      sync.Mutex
 	pending []*member
 	running int
+	// alone bounds the batches applied on their own after their shared
+	// transaction failed (Engine.alone).
+	alone chan struct{}
 }
 
 // shared applies fn to run runID in a transaction it may share with other
@@ -230,11 +233,24 @@ func (e *Engine) sharedCallback(ctx context.Context, runID string, fn func(t *tx
 	err := <-m.done
 	switch {
 	case errors.Is(err, errAssumptionFailed):
-		return e.inTxAs(ctx, runID, fn, true) // on its own, reading as it goes
+		return e.alone(ctx, runID, fn, true) // on its own, reading as it goes
 	case errors.Is(err, errGroupFailed):
-		return e.inTx(ctx, runID, fn) // on its own
+		return e.alone(ctx, runID, fn, false) // on its own
 	}
 	return err
+}
+
+// alone applies fn on its own, once the shared transaction it was in
+// failed: at most GroupTransactions at a time, so that a failed group
+// (up to maxTogether members) does not take every connection at once.
+func (e *Engine) alone(ctx context.Context, runID string, fn func(t *txn) error, noSpeculation bool) error {
+	select {
+	case e.groups.alone <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-e.groups.alone }()
+	return e.inTxAs(ctx, runID, fn, noSpeculation)
 }
 
 // Waiting reports how many batches wait for a shared transaction to take

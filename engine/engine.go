@@ -243,7 +243,7 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("engine: no handler for node type %s", t)
 		}
 	}
-	return &Engine{cfg: cfg, batch: batcher{queues: map[string]*runQueue{}},
+	return &Engine{cfg: cfg, batch: batcher{queues: map[string]*runQueue{}}, groups: grouper{alone: make(chan struct{}, cfg.GroupTransactions)},
 		conds: &compiled[*Condition]{compile: CompileCondition}, vals: &compiled[*Value]{compile: CompileValue}}, nil
 }
 
@@ -572,6 +572,7 @@ func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) 
 func (e *Engine) inTxAs(ctx context.Context, runID string, fn func(t *txn) error, noSpeculation bool) error {
 	var t *txn
 	var ends *childEnds
+	moved := false // applied again once, after errVersionMoved
 	for {
 		err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 			ends = &childEnds{}
@@ -581,6 +582,10 @@ func (e *Engine) inTxAs(ctx context.Context, runID string, fn func(t *txn) error
 			}
 			return e.tellParents(ctx, tx, ends)
 		})
+		if errors.Is(err, errVersionMoved) && !moved && ctx.Err() == nil {
+			moved, t = true, nil
+			continue
+		}
 		if errors.Is(err, errNoChange) {
 			return nil
 		}

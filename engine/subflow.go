@@ -196,6 +196,11 @@ func (f *fireCtx) StartChild(c ChildRun) error {
 	return t.transitionLater(tr, f.node.ID, f.attempt-1)
 }
 
+// errVersionMoved: a run's version, taken from this process's cache, was
+// not the row's (the run was migrated); the transaction is applied again
+// (Engine.inTxAs), knowing it now.
+var errVersionMoved = errors.New("the run moved to another version")
+
 // childFailure is the reason a SubFlow node fails with when its child run
 // failed or was cancelled.
 func childFailure(child *Run) string {
@@ -309,8 +314,10 @@ func (t *txn) tellParent(runID string, ends []childEnd) error {
 				return fmt.Errorf("error loading the parent of %d sub-flow run(s): %w", len(ends), lerr)
 			}
 			if t.run.FlowVersionID != version {
-				return fmt.Errorf("error telling run %s of its sub-flow runs: it is on version %s, not %s",
-					runID, t.run.FlowVersionID, version)
+				// The lock taught this process the run's version
+				// (setRun): the transaction is applied again.
+				return fmt.Errorf("error telling run %s of its sub-flow runs: %w (version %s, not %s)",
+					runID, errVersionMoved, t.run.FlowVersionID, version)
 			}
 		}
 		if err != nil {

@@ -55,18 +55,21 @@ func (e *Engine) completeTogether(ctx context.Context, tx Tx, ms []*member) (*to
 		return nil, fmt.Errorf("error locking %d runs: %w", len(ids), err)
 	}
 	c := &together{runs: make(map[string]togetherRun, len(runs))}
+	moved := false
 	for _, r := range runs {
-		if r.FlowVersionID != versions[r.ID] {
-			// Moved to another version (Engine.Migrate) since this
-			// process learnt it: what was judged above may not hold.
-			return nil, fmt.Errorf("error completing callbacks together: run %s is on version %s, not %s",
-				r.ID, r.FlowVersionID, versions[r.ID])
-		}
 		g, err := e.Graph(ctx, r.FlowVersionID)
 		if err != nil {
 			return nil, err
 		}
 		c.runs[r.ID] = togetherRun{run: r, graph: g}
+		// A run moved to another version (Engine.Migrate) since this
+		// process learnt it: what was judged above may not hold.
+		moved = moved || r.FlowVersionID != versions[r.ID]
+	}
+	if moved {
+		// Each operation finds its run locked (setRun learns the version)
+		// and applies its own compare-and-set.
+		return c, nil
 	}
 	done, err := tx.CompleteAcrossRuns(ctx, cs)
 	if err != nil {

@@ -24,8 +24,17 @@ type heldSave struct {
 	types, keys, payloads []string
 }
 
+// rows bounds the event rows the save inserts: its events and a delivery
+// event for each pair.
+func (h *heldSave) rows() int { return len(h.types) + len(h.save.DeliveredKeys) }
+
 // hold holds run save s back (see above).
 func (t *pgTx) hold(s engine.RunSave, types, keys, payloads []string) {
+	if t.fresh.has(s.Run.ID) {
+		// Its row first: a later save of the run may be folded into the
+		// row (saveNew), which must not then come before this one.
+		t.queueNewRuns()
+	}
 	dst := s.Run
 	run := *s.Run
 	s.Run = &run
@@ -55,10 +64,10 @@ func (t *pgTx) queueSaves() {
 	for len(held) > 0 {
 		// A part saves each run once (a second save of a run follows the
 		// first), with at most a chunk of events.
-		n, events := 1, len(held[0].types)
+		n, rows := 1, held[0].rows()
 		in := map[string]bool{held[0].save.Run.ID: true}
-		for n < len(held) && events+len(held[n].types) <= bulkChunk && !in[held[n].save.Run.ID] {
-			events += len(held[n].types)
+		for n < len(held) && rows+held[n].rows() <= bulkChunk && !in[held[n].save.Run.ID] {
+			rows += held[n].rows()
 			in[held[n].save.Run.ID] = true
 			n++
 		}
@@ -147,6 +156,9 @@ func (t *pgTx) queueSavesTogether(part []heldSave) {
 			var b []byte
 			if err := row.Scan(&b); err != nil {
 				return interpretError(err)
+			}
+			if b == nil { // no row saved: json_agg of nothing
+				return fmt.Errorf("%w: saved 0 runs of %d", engine.ErrNotFound, len(part))
 			}
 			var saved []struct {
 				ID  string     `json:"id"`

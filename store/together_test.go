@@ -43,6 +43,11 @@ func TestLocksAndCompletesAcrossRuns(t *testing.T) {
 				var err error
 				locked, err = tx.LockRuns(ctx, ids)
 				require.NoError(t, err)
+				if name == "pipe" { // (the other querier's store is one transaction)
+					// Locked: another transaction cannot take one of them.
+					other := st.Gorm().Exec(`SELECT 1 FROM runs WHERE id = ? FOR UPDATE NOWAIT`, runs[1].ID).Error
+					require.ErrorContains(t, other, "could not obtain lock")
+				}
 				done, err = tx.CompleteAcrossRuns(ctx, []engine.BulkComplete{
 					{RunID: runs[0].ID, Key: "w", Attempt: 1, Output: json.RawMessage(`{"r":0}`)},
 					{RunID: runs[0].ID, Key: "w", Attempt: 1, Output: json.RawMessage(`{"r":"again"}`)}, // a repeat

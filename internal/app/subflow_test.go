@@ -369,8 +369,7 @@ func TestSubFlowEndsCompletedTogether(t *testing.T) {
 		require.Equal(t, http.StatusOK, codes[i], "item %d's callback", i)
 	}
 	together := h.app.Engine.CompletedTogether() - before
-	// Groups of at most 32: one left alone at the end of a group goes on
-	// its own.
+	// One left alone by the groups that take them goes on its own.
 	require.GreaterOrEqual(t, together, int64(queued/2), "the callbacks queued at the release (%d) were completed together", queued)
 	require.LessOrEqual(t, together, int64(n-1), "none twice, not the stale one")
 	require.Equal(t, "running", h.run(r.ID).Status, "item 0 is still to come")
