@@ -106,11 +106,7 @@ func TestSavesHeldTogether(t *testing.T) {
 			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
 				for i, r := range runs {
 					require.NoError(t, tx.InsertRun(ctx, r))
-					require.NoError(t, tx.InsertStartedNodes(ctx, r.ID, []engine.NodeState{static("w", engine.NodeTypeWorker, 0)},
-						[]engine.BulkStart{{Key: "w", Input: json.RawMessage(`{}`), Status: engine.StatusRunning}}))
-					dispatches[i] = uuid.NewString()
-					require.NoError(t, tx.InsertDispatches(ctx, []*engine.Dispatch{{ID: dispatches[i], RunID: r.ID, Key: "w",
-						Attempt: 1, URL: "http://127.0.0.1:1/", Payload: []byte(`{}`), MaxTries: 1}}))
+					dispatches[i] = startWorker(t, ctx, tx, r.ID)
 					r.ActiveNodes, r.EventSeq = 1, 2
 					require.NoError(t, tx.SaveRunWithEvents(ctx, engine.RunSave{Run: r, FirstSeq: 1,
 						Events: []engine.NewEvent{{Type: "run.started"}, {Type: "node.status", Key: "w"}}}))
@@ -223,10 +219,7 @@ func TestHeldSaveOfARunStartedInTheTransaction(t *testing.T) {
 			r := newRun(f)
 			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
 				require.NoError(t, tx.InsertRun(ctx, r))
-				require.NoError(t, tx.InsertStartedNodes(ctx, r.ID, []engine.NodeState{static("w", engine.NodeTypeWorker, 0)},
-					[]engine.BulkStart{{Key: "w", Input: json.RawMessage(`{}`), Status: engine.StatusRunning}}))
-				require.NoError(t, tx.InsertDispatches(ctx, []*engine.Dispatch{{ID: uuid.NewString(), RunID: r.ID, Key: "w",
-					Attempt: 1, URL: "http://127.0.0.1:1/", Payload: []byte(`{}`), MaxTries: 1}}))
+				startWorker(t, ctx, tx, r.ID)
 				r.Status, r.TerminalsLeft, r.EventSeq = engine.RunCompleted, 0, 1
 				return tx.SaveRunWithEvents(ctx, engine.RunSave{Run: r, FirstSeq: 1, DeliveredAt: 0,
 					DeliveredKeys: []string{"w"}, DeliveredAttempts: []int{1}, Events: []engine.NewEvent{{Type: "run.status"}}})
@@ -241,4 +234,16 @@ func TestHeldSaveOfARunStartedInTheTransaction(t *testing.T) {
 			require.EqualValues(t, 2, r.EventSeq)
 		})
 	}
+}
+
+// startWorker creates run runID's node "w" running its first attempt, with
+// its outbox row, and returns the row's id.
+func startWorker(t *testing.T, ctx context.Context, tx engine.Tx, runID string) string {
+	t.Helper()
+	require.NoError(t, tx.InsertStartedNodes(ctx, runID, []engine.NodeState{static("w", engine.NodeTypeWorker, 0)},
+		[]engine.BulkStart{{Key: "w", Input: json.RawMessage(`{}`), Status: engine.StatusRunning}}))
+	id := uuid.NewString()
+	require.NoError(t, tx.InsertDispatches(ctx, []*engine.Dispatch{{ID: id, RunID: runID, Key: "w",
+		Attempt: 1, URL: "http://127.0.0.1:1/", Payload: []byte(`{}`), MaxTries: 1}}))
+	return id
 }

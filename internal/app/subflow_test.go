@@ -199,6 +199,19 @@ func (h *harness) subFlowFanOut(n int) runJSON {
 	return r
 }
 
+// waitCollected waits for run runID to complete with the outputs
+// {"i": 0} … {"i": n-1}, in order.
+func (h *harness) waitCollected(runID string, n int) {
+	h.t.Helper()
+	done := h.waitRun(runID, "completed")
+	var out []struct{ I int }
+	require.NoError(h.t, json.Unmarshal(done.Output, &out))
+	require.Len(h.t, out, n)
+	for i, o := range out {
+		require.Equal(h.t, i, o.I, "item %d in order", i)
+	}
+}
+
 func TestSubFlowPerItemInAFanOut(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -212,13 +225,7 @@ func TestSubFlowPerItemInAFanOut(t *testing.T) {
 		require.NoError(t, json.Unmarshal(d.Payload.Input, &in))
 		h.complete(d, fmt.Sprintf(`{"i": %d}`, in))
 	}
-	done := h.waitRun(r.ID, "completed")
-	var out []struct{ I int }
-	require.NoError(t, json.Unmarshal(done.Output, &out))
-	require.Len(t, out, n)
-	for i, o := range out {
-		require.Equal(t, i, o.I, "item %d in order", i)
-	}
+	h.waitCollected(r.ID, n)
 	var children int
 	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(DISTINCT parent_key) FROM runs WHERE parent_run_id = ?`, r.ID).Row().Scan(&children))
 	require.Equal(t, n, children, "one child per item, none twice")
@@ -376,13 +383,7 @@ func TestSubFlowEndsCompletedTogether(t *testing.T) {
 	require.Equal(t, "running", h.run(byItem[0].Payload.RunID).Status, "the stale callback changed nothing")
 
 	h.complete(byItem[0], `{"i": 0}`)
-	done := h.waitRun(r.ID, "completed")
-	var out []struct{ I int }
-	require.NoError(t, json.Unmarshal(done.Output, &out))
-	require.Len(t, out, n)
-	for i, o := range out {
-		require.Equal(t, i, o.I, "item %d in order", i)
-	}
+	h.waitCollected(r.ID, n)
 	var finished int
 	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM runs WHERE parent_run_id = ? AND status = 'completed'`,
 		r.ID).Row().Scan(&finished))
