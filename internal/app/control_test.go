@@ -83,7 +83,9 @@ func TestPauseHoldsDispatchesAndBranches(t *testing.T) {
 	// Held at once, or when the delivery in flight at the pause fails.
 	h.eventually(func() bool { return count("held") == 1 }, "the refused dispatch to be held")
 	sent := len(h.worker.All())
-	h.advance(5 * time.Minute) // several backoffs: nothing goes out while paused
+	// Several backoffs, within the node's deadline (300 s) and its retry's
+	// delay (60 s): nothing goes out while paused.
+	h.advance(30 * time.Second)
 	h.sweeps(2)
 	require.Equal(t, sent, len(h.worker.All()), "no delivery while paused")
 	require.Zero(t, count("pending"))
