@@ -212,7 +212,10 @@ func findPostgres(ctx context.Context, db *sql.DB, dbURL string) (*pgServer, err
 // would be in neither (or both): the sum is taken again when the
 // postmaster's count of reaped children moved meanwhile.
 func (s *pgServer) cpu() (time.Duration, error) {
-	for range 5 {
+	// Tried again while backends exit meanwhile: a server that many
+	// clients connect to and leave (the test suite's) reaps some at most
+	// reads.
+	for range 50 {
 		pm, err := readProcStat(s.postmaster)
 		if err != nil {
 			return 0, fmt.Errorf("error reading the postmaster's CPU: %w", err)
