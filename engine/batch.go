@@ -306,6 +306,7 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 	bad := -1 // the batch that failed after writing
 	var ends *childEnds
 	var together *together
+	room := e.claimRoom() // shared by the group's batches
 	err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		ends = &childEnds{}
 		var err error
@@ -314,7 +315,7 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 			return err
 		}
 		for i, m := range ms {
-			t := e.newTxn(ctx, tx, false, ends)
+			t := e.newTxn(ctx, tx, false, ends, room)
 			together.give(t, m.runID)
 			if err := t.apply(m.runID, m.fn); err != nil {
 				// Left out if it wrote nothing (rejected before it did).
@@ -332,7 +333,7 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 			}
 			ts[i] = t
 		}
-		return e.tellParents(ctx, tx, ends)
+		return e.tellParents(ctx, tx, ends, room)
 	})
 	var qe *QueuedTransitionError
 	if errors.As(err, &qe) {

@@ -574,13 +574,14 @@ func (e *Engine) inTxAs(ctx context.Context, runID string, fn func(t *txn) error
 	var ends *childEnds
 	moved := false // applied again once, after errVersionMoved
 	for {
+		room := e.claimRoom()
 		err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 			ends = &childEnds{}
-			t = e.newTxn(ctx, tx, noSpeculation, ends)
+			t = e.newTxn(ctx, tx, noSpeculation, ends, room)
 			if err := t.apply(runID, fn); err != nil {
 				return err
 			}
-			return e.tellParents(ctx, tx, ends)
+			return e.tellParents(ctx, tx, ends, room)
 		})
 		if errors.Is(err, errVersionMoved) && !moved && ctx.Err() == nil {
 			moved, t = true, nil

@@ -132,7 +132,7 @@ func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
 // nestedTxn is a txn over another run in this transaction's database
 // transaction; committed hands on its effects with this one's.
 func (t *txn) nestedTxn() *txn {
-	n := &txn{e: t.e, ctx: t.ctx, tx: t.tx, room: -1, noSpeculation: true, began: t.began, ends: t.ends}
+	n := &txn{e: t.e, ctx: t.ctx, tx: t.tx, room: t.room, noSpeculation: true, began: t.began, ends: t.ends}
 	t.nested = append(t.nested, n)
 	return n
 }
@@ -249,7 +249,7 @@ func (t *txn) childEnded() error {
 // tellParents tells the SubFlow nodes of the sub-flow runs that ended in
 // this database transaction how they ended — and so on up, when telling
 // ends a parent that is itself a sub-flow run — parents in id order.
-func (e *Engine) tellParents(ctx context.Context, tx Tx, ends *childEnds) error {
+func (e *Engine) tellParents(ctx context.Context, tx Tx, ends *childEnds, room *claimRoom) error {
 	for len(ends.ends) > 0 {
 		batch := ends.ends
 		ends.ends = nil
@@ -258,7 +258,7 @@ func (e *Engine) tellParents(ctx context.Context, tx Tx, ends *childEnds) error 
 			byParent[c.parentRunID] = append(byParent[c.parentRunID], c)
 		}
 		for _, id := range slices.Sorted(maps.Keys(byParent)) {
-			pt := &txn{e: e, ctx: ctx, tx: tx, room: -1, noSpeculation: true, began: e.cfg.Clock.Now(), ends: ends}
+			pt := &txn{e: e, ctx: ctx, tx: tx, room: room, noSpeculation: true, began: e.cfg.Clock.Now(), ends: ends}
 			ends.parents = append(ends.parents, pt)
 			if err := pt.tellParent(id, byParent[id]); err != nil {
 				return err

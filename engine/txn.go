@@ -36,9 +36,9 @@ type txn struct {
 	// bulk collects first fires of Worker and UX instances while a
 	// Splitter fans out, written with one statement each at the end.
 	bulk *bulkFires
-	// room is how many more outbox rows this transaction may claim for the
-	// process (-1: not asked yet).
-	room int
+	// room is how many more outbox rows the database transaction may
+	// claim for the process, shared by its txns.
+	room *claimRoom
 	// began is the clock's time before the transaction's first statement
 	// (the leases of the rows it claims start later).
 	began time.Time
@@ -81,24 +81,32 @@ type txn struct {
 
 // newTxn starts the state of a transaction over one run, before its first
 // statement.
-func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool, ends *childEnds) *txn {
-	return &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: -1, noSpeculation: noSpeculation, began: e.cfg.Clock.Now(),
+func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool, ends *childEnds, room *claimRoom) *txn {
+	return &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: room, noSpeculation: noSpeculation, began: e.cfg.Clock.Now(),
 		ends: ends}
 }
 
+// claimRoom is how many outbox rows a database transaction may still
+// claim for this process: the Waker's room, asked before the transaction
+// began — nothing calls the dispatcher from inside a transaction.
+type claimRoom struct{ left int }
+
+// claimRoom asks the Waker for its room, before a transaction begins.
+func (e *Engine) claimRoom() *claimRoom {
+	r := &claimRoom{}
+	if e.cfg.ClaimLease > 0 && e.cfg.Waker != nil {
+		r.left = e.cfg.Waker.Room()
+	}
+	return r
+}
+
 // claim marks an outbox row as claimed by this process when it is due now
-// and the process has room for it (Waker.Room, asked once per transaction).
+// and the transaction has room left (claimRoom).
 func (t *txn) claim(d *Dispatch) {
-	if t.e.cfg.ClaimLease <= 0 || d.DelayMs != 0 || t.e.cfg.Waker == nil || t.run.Status == RunPaused {
+	if t.e.cfg.ClaimLease <= 0 || d.DelayMs != 0 || t.room == nil || t.room.left <= 0 || t.run.Status == RunPaused {
 		return
 	}
-	if t.room < 0 {
-		t.room = t.e.cfg.Waker.Room()
-	}
-	if t.room == 0 {
-		return
-	}
-	t.room--
+	t.room.left--
 	d.ClaimSeconds = t.e.cfg.ClaimLease.Seconds()
 }
 
