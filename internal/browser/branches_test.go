@@ -108,7 +108,7 @@ func TestUIBranches(t *testing.T) {
 	s.api("POST", "/flows/"+flow.ID+"/runs", map[string]any{"input": map[string]any{"lead": "bob@example.com"}}, &second)
 	s.run("second run", chromedp.Navigate(s.url+"/runs/"+second.ID))
 	s.waitJS("review waiting", node("review", "waiting_for_user"))
-	s.settle(`.react-flow__node[data-id="review"]`)
+	s.settleInCanvas(`.react-flow__node[data-id="review"]`)
 	s.run("open review", chromedp.Click(`.react-flow__node[data-id="review"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`.node-detail button[data-outcome="approve"]`, chromedp.ByQuery))
 	var panel []string
