@@ -197,6 +197,9 @@ type member struct {
 	// cb is set when the batch is one worker callback: a group of
 	// completions may be applied together (completeTogether).
 	cb *CallbackParams
+	// version is the run's flow version when completeTogether may apply
+	// the member ("" otherwise), judged once, before it waits.
+	version string
 }
 
 type grouper struct {
@@ -218,7 +221,7 @@ func (e *Engine) shared(ctx context.Context, runID string, fn func(t *txn) error
 // sharedCallback is shared for a batch that is the one worker callback cb
 // (nil: any other batch).
 func (e *Engine) sharedCallback(ctx context.Context, runID string, fn func(t *txn) error, cb *CallbackParams) error {
-	m := &member{runID: runID, fn: fn, done: make(chan error, 1), cb: cb}
+	m := &member{runID: runID, fn: fn, done: make(chan error, 1), cb: cb, version: e.mayCompleteTogether(cb)}
 	g := &e.groups
 	g.mu.Lock()
 	g.pending = append(g.pending, m)
@@ -275,7 +278,7 @@ func (e *Engine) runGroups() {
 		g.mu.Lock()
 		ms := takeUpTo(&g.pending, maxGroup)
 		if len(ms) == maxGroup {
-			ms = e.takeTogether(ms, &g.pending)
+			ms = takeTogether(ms, &g.pending)
 		}
 		if len(ms) == 0 {
 			g.running--

@@ -42,12 +42,11 @@ func (e *Engine) completeTogether(ctx context.Context, tx Tx, ms []*member) (*to
 	cs := make([]BulkComplete, len(ms))
 	versions := make(map[string]string, len(ms))
 	for i, m := range ms {
-		v, ok := e.mayCompleteTogether(m)
-		if !ok {
+		if m.version == "" {
 			return nil, nil
 		}
 		p := m.cb
-		ids[i], versions[p.RunID] = p.RunID, v
+		ids[i], versions[p.RunID] = p.RunID, m.version
 		cs[i] = BulkComplete{RunID: p.RunID, Key: p.Key, Attempt: p.Attempt, Output: orNull(p.Output)}
 	}
 	runs, err := tx.LockRuns(ctx, ids)
@@ -98,24 +97,23 @@ func (c *together) completed() int {
 // in committed transactions (stitchd_engine_completed_together_total).
 func (e *Engine) CompletedTogether() int64 { return e.together.Load() }
 
-// mayCompleteTogether reports whether member m is one completion callback of a
-// run whose graph this process knows (and returns its version), of a node
-// that decides no edges and would not be speculated: one that
-// completeTogether may apply.
-func (e *Engine) mayCompleteTogether(m *member) (string, bool) {
-	p := m.cb
+// mayCompleteTogether returns the run's flow version when callback p (nil:
+// not a callback) is a completion of a run whose graph this process knows,
+// of a node that decides no edges and would not be speculated: one that
+// completeTogether may apply; "" otherwise.
+func (e *Engine) mayCompleteTogether(p *CallbackParams) string {
 	if p == nil || p.Status != StatusCompleted || p.Attempt <= 0 {
-		return "", false
+		return ""
 	}
 	v, g, ok := e.cachedGraph(p.RunID)
 	if !ok {
-		return "", false
+		return ""
 	}
 	n, idx, ok := g.parseKey(p.Key)
 	if !ok || g.hasBranches(n.ID) || speculable(g, n, idx, p.Output) {
-		return "", false
+		return ""
 	}
-	return v, true
+	return v
 }
 
 // maxTogether bounds the runs of a group whose members completeTogether
@@ -127,17 +125,14 @@ const maxTogether = 512
 // takeTogether extends group ms (maxGroup members taken from pending)
 // with the members after it, up to maxTogether, while all are members
 // completeTogether may apply. Called with the grouper's lock held.
-func (e *Engine) takeTogether(ms []*member, pending *[]*member) []*member {
+func takeTogether(ms []*member, pending *[]*member) []*member {
 	for _, m := range ms {
-		if _, ok := e.mayCompleteTogether(m); !ok {
+		if m.version == "" {
 			return ms
 		}
 	}
 	n := 0
-	for n < len(*pending) && len(ms)+n < maxTogether {
-		if _, ok := e.mayCompleteTogether((*pending)[n]); !ok {
-			break
-		}
+	for n < len(*pending) && len(ms)+n < maxTogether && (*pending)[n].version != "" {
 		n++
 	}
 	if n == 0 {

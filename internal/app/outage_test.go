@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"path/filepath"
@@ -38,11 +39,7 @@ func (s *statusCounts) add(code int) {
 func (s *statusCounts) get() map[int]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[int]int, len(s.m))
-	for k, v := range s.m {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.m)
 }
 
 // autoWorker answers every dispatch with 202 and calls back with

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -206,11 +207,7 @@ func (w *Worker) Answered() int64 { return w.answered.Load() }
 func (w *Worker) Answers() map[int]int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make(map[int]int, len(w.answers))
-	for k, v := range w.answers {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(w.answers)
 }
 
 // Wait waits until a dispatch match accepts arrived, and returns the
