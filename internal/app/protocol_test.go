@@ -195,16 +195,18 @@ func TestHeartbeatExtendsDeadline(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	n := wnode(h, "a")
-	n["data"].(map[string]any)["timeoutSeconds"] = 2
+	n["data"].(map[string]any)["timeoutSeconds"] = 4
 	flow := h.createFlow([]map[string]any{n}, nil)
 	r := h.startRun(flow, map[string]any{})
 	d := h.waitDispatch(r.ID, "a", 1)
-	// A heartbeat every 1.5 s for 6 s: longer than the 2 s timeout. The
-	// sweeps after each step expire the node if its deadline passed.
+	// A heartbeat every 2 s (of the clock moved) for 8 s: twice the 4 s
+	// timeout. The sweeps after each step expire the node if its deadline
+	// passed. Real time passes too: each step leaves it 2 s (1.5 of a 2 s
+	// timeout once expired a heartbeated node in the full suite).
 	for step := range 4 {
-		code, _ := h.post(d.Payload.CallbackURL, `{"status":"running","progress":{"t":`+strconv.Itoa(1500*step)+`}}`)
+		code, _ := h.post(d.Payload.CallbackURL, `{"status":"running","progress":{"t":`+strconv.Itoa(2000*step)+`}}`)
 		require.Equal(t, 200, code)
-		h.advance(1500 * time.Millisecond)
+		h.advance(2 * time.Second)
 		h.sweeps(2)
 		require.Equal(t, "running", h.run(r.ID).Nodes["a"].Status)
 	}
