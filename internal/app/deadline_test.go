@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -9,15 +10,19 @@ import (
 func TestRunDeadline(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	// Per start: the worker never answers; a second later the run fails.
+	// Per start: the worker never answers; once its minute has passed (on
+	// the moved clock) the run fails.
 	flow := h.createFlow([]map[string]any{wnode(h, "slow"), node("after", "Condition", nil)}, []map[string]any{edge("slow", "after", nil)})
 	var r struct {
 		runJSON
 		DeadlineAt *string `json:"deadline_at"`
 	}
-	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"input": map[string]any{}, "deadlineSeconds": 1}, &r))
+	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"input": map[string]any{}, "deadlineSeconds": 60}, &r))
 	require.NotNil(t, r.DeadlineAt)
 	d := h.waitDispatch(r.ID, "slow", 1)
+	h.sweeps(1)
+	require.Equal(t, "running", h.run(r.ID).Status, "not failed before its deadline")
+	h.advance(time.Minute)
 	fin := h.waitRun(r.ID, "failed")
 	require.Equal(t, "deadline", *fin.Error)
 	require.Equal(t, "failed", fin.Nodes["slow"].Status)
@@ -35,6 +40,7 @@ func TestRunDeadline(t *testing.T) {
 	}
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows", map[string]any{"name": "with a deadline", "graph": graph}, &f))
 	run := h.startRun(f.ID, map[string]any{})
+	h.advance(time.Second)
 	fin = h.waitRun(run.ID, "failed")
 	require.Equal(t, "deadline", *fin.Error)
 	require.Equal(t, "failed", fin.Nodes["ask"].Status)

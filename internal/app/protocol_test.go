@@ -181,10 +181,13 @@ func TestDeadlineRetriesThenFails(t *testing.T) {
 	flow := h.createFlow([]map[string]any{n}, nil)
 	r := h.startRun(flow, map[string]any{})
 	d1 := h.waitDispatch(r.ID, "a", 1)
-	// Attempt 1 never calls back: the sweeper expires it and dispatches attempt 2.
+	// Attempt 1 never calls back: once its second passed the sweeper
+	// expires it and dispatches attempt 2 (after the 1 ms retry delay).
+	h.advance(time.Second)
 	d2 := h.waitDispatch(r.ID, "a", 2)
 	code, _ := h.post(d1.Payload.CallbackURL, `{"status":"completed","output":{}}`)
 	require.Equal(t, 409, code, "a late callback for the expired attempt is stale")
+	h.advance(time.Second)
 	fin := h.waitRun(r.ID, "failed")
 	require.Contains(t, *fin.Nodes["a"].Error, "deadline exceeded on attempt 2")
 	code, _ = h.post(d2.Payload.CallbackURL, `{"status":"completed","output":{}}`)

@@ -17,7 +17,7 @@ func TestWaitDuration(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	flow := h.createFlow(
-		[]map[string]any{node("pause", "Wait", map[string]any{"duration": "PT1S"}), node("after", "Condition", nil)},
+		[]map[string]any{node("pause", "Wait", map[string]any{"duration": "PT1M"}), node("after", "Condition", nil)},
 		[]map[string]any{edge("pause", "after", nil)})
 	before := time.Now()
 	r := h.startRun(flow, map[string]any{"lead": "ada"})
@@ -30,11 +30,13 @@ func TestWaitDuration(t *testing.T) {
 	require.Equal(t, 200, h.do("GET", "/api/v1/runs/"+r.ID, nil, &raw))
 	wake := raw.Nodes["pause"].WakeAt
 	require.NotNil(t, wake)
-	require.WithinDuration(t, before.Add(time.Second), *wake, 2*time.Second)
+	require.WithinDuration(t, before.Add(time.Minute), *wake, 2*time.Second)
+	h.sweeps(1)
+	require.Equal(t, "sleeping", h.run(r.ID).Nodes["pause"].Status, "not woken before its time")
+	h.advance(time.Minute)
 	fin := h.waitRun(r.ID, "completed")
 	require.JSONEq(t, `{"lead": "ada"}`, string(fin.Nodes["pause"].Output), "a Wait passes its input on")
 	require.JSONEq(t, `{"lead": "ada"}`, string(fin.Output))
-	require.False(t, fin.Nodes["pause"].Finished.Before(*wake), "not woken before its time")
 }
 
 func TestWaitUntil(t *testing.T) {
@@ -56,6 +58,7 @@ func TestWaitUntil(t *testing.T) {
 	}
 	require.Equal(t, 200, h.do("GET", "/api/v1/runs/"+r.ID, nil, &raw))
 	require.True(t, due.Equal(*raw.Nodes["pause"].WakeAt), "wake_at %v, want %v", raw.Nodes["pause"].WakeAt, due)
+	h.advance(2 * time.Second)
 	h.waitRun(r.ID, "completed")
 
 	// A time in the past (a literal with an offset) fires at once.
@@ -151,11 +154,14 @@ func TestApprovalTimeout(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	flow := h.createFlow(
-		[]map[string]any{node("review", "UX", map[string]any{"timeoutSeconds": 1, "onTimeout": "reject"}),
+		[]map[string]any{node("review", "UX", map[string]any{"timeoutSeconds": 60, "onTimeout": "reject"}),
 			node("sales", "Condition", nil), node("nurture", "Condition", nil)},
 		[]map[string]any{redge("review", "sales", map[string]any{"outcome": "approve"}), redge("review", "nurture", map[string]any{"outcome": "reject"})})
 	r := h.startRun(flow, map[string]any{"lead": "ada"})
 	require.Equal(t, "waiting_for_user", r.Nodes["review"].Status)
+	h.sweeps(1)
+	require.Equal(t, "waiting_for_user", h.run(r.ID).Nodes["review"].Status, "not timed out before its minute")
+	h.advance(time.Minute)
 	fin := h.waitRun(r.ID, "completed")
 	require.Equal(t, "skipped", fin.Nodes["sales"].Status)
 	var in struct {
@@ -190,6 +196,7 @@ func TestApprovalTimeout(t *testing.T) {
 	// onTimeout fail (or none): the node fails with the reason.
 	flow = h.createFlow([]map[string]any{node("review", "UX", map[string]any{"timeoutSeconds": 1, "onTimeout": "fail"})}, nil)
 	r = h.startRun(flow, map[string]any{})
+	h.advance(time.Second)
 	fin = h.waitRun(r.ID, "failed")
 	require.Equal(t, "no answer within 1 seconds", *fin.Nodes["review"].Error)
 
