@@ -75,6 +75,11 @@ type DispatcherConfig struct {
 	// the hosts in turn, so a host with a long backlog does not hold up
 	// another's rows either.
 	HostWorkers int
+	// Claims, when set, is where the engine's commits put the rows they
+	// claimed for this process (engine.Config.ClaimLease): the dispatcher
+	// takes them from it and tells it its room. Nil: only the poller
+	// claims.
+	Claims *engine.Claims
 	// QueueSize is the least the queue of rows claimed for this process
 	// and waiting for a free worker holds (default 1,024), and all it
 	// holds until deliveries have shown their pace: commits claim no more
@@ -254,7 +259,7 @@ func EqualJitter(try int, base, ceiling time.Duration) time.Duration {
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
 
-// Room is how many more claimed rows the queue takes (engine.Waker).
+// Room is how many more claimed rows the queue takes.
 func (d *Dispatcher) Room() int {
 	room, _ := d.space()
 	return room
@@ -297,11 +302,33 @@ func (d *Dispatcher) observe(took time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.samples++
+	defer d.roomChanged()
 	if d.perRow <= 0 {
 		d.perRow = took
 		return
 	}
 	d.perRow += (took - d.perRow) / 16
+}
+
+// roomChanged tells the commits' handoff (Claims) the queue's room now
+// (d.mu held): after rows come or go, and as the pace moves the capacity.
+func (d *Dispatcher) roomChanged() {
+	if d.cfg.Claims != nil {
+		d.cfg.Claims.SetRoom(max(d.capacity()-d.queued, 0))
+	}
+}
+
+// take hands the rows commits claimed for this process to the queue, as
+// they come, until ctx ends.
+func (d *Dispatcher) take(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.cfg.Claims.Ready():
+			d.Wake(d.cfg.Claims.Take())
+		}
+	}
 }
 
 // Wake hands over rows claimed for this process. The queue is in memory:
@@ -328,6 +355,7 @@ func (d *Dispatcher) Wake(ds []engine.ClaimedDispatch) {
 			d.avgBytes += (size - d.avgBytes) / 16
 		}
 	}
+	d.roomChanged()
 	d.mu.Unlock()
 	d.poke()
 }
@@ -406,6 +434,7 @@ func (d *Dispatcher) next() (queued, string, bool) {
 		hq.inFlight++
 		d.queued--
 		d.queuedBytes -= max(len(q.c.Payload), 1)
+		d.roomChanged()
 		if len(hq.rows) == 0 {
 			hq.rows = nil
 			d.ring = append(d.ring[:at], d.ring[at+1:]...)
@@ -512,6 +541,7 @@ func (d *Dispatcher) renewQueued(ctx context.Context) {
 			case was && lost:
 				d.queuedBytes -= max(len(q.c.Payload), 1)
 				d.queued--
+				d.roomChanged()
 				continue
 			case was:
 				q.at = now
@@ -548,6 +578,12 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		}
 		d.lifecycle.Go(ctx, d.poll)
 		d.lifecycle.Go(ctx, d.renewLoop)
+		if d.cfg.Claims != nil {
+			d.mu.Lock()
+			d.roomChanged()
+			d.mu.Unlock()
+			d.lifecycle.Go(ctx, d.take)
+		}
 		return nil
 	})
 }
@@ -637,7 +673,12 @@ func (d *Dispatcher) poll(ctx context.Context) {
 
 // Stop stops claiming and waits for deliveries in progress (on a stopped
 // dispatcher it does nothing).
-func (d *Dispatcher) Stop() { d.lifecycle.Stop() }
+func (d *Dispatcher) Stop() {
+	if d.cfg.Claims != nil {
+		d.cfg.Claims.SetRoom(0) // a stopped dispatcher takes nothing: commits claim nothing for it
+	}
+	d.lifecycle.Stop()
+}
 
 func (d *Dispatcher) deliver(ctx context.Context, c engine.ClaimedDispatch) {
 	if c.Request != nil {

@@ -17,7 +17,7 @@ import (
 func (e *Engine) PauseRun(ctx context.Context, runID string) (*Run, error) {
 	var out *Run
 	var children []string
-	err := e.inTx(ctx, runID, func(t *txn) error {
+	err := e.submitAlone(ctx, runID, func(t *txn) error {
 		if err := t.load(runID); err != nil {
 			return err
 		}
@@ -58,7 +58,7 @@ func (e *Engine) cascade(ctx context.Context, children []string, op func(context
 func (e *Engine) ResumeRun(ctx context.Context, runID string) (*Run, error) {
 	var out *Run
 	var children []string
-	err := e.inTx(ctx, runID, func(t *txn) error {
+	err := e.submitAlone(ctx, runID, func(t *txn) error {
 		if err := t.load(runID); err != nil {
 			return err
 		}
@@ -183,7 +183,7 @@ const RunDeadlineMessage = "deadline"
 // their undelivered dispatches are cancelled, and the run fails with the
 // reason "deadline". A run that finished meanwhile is left alone.
 func (e *Engine) FailRunPastDeadline(ctx context.Context, runID string) error {
-	err := e.inTx(ctx, runID, func(t *txn) error {
+	err := e.submitAlone(ctx, runID, func(t *txn) error {
 		if err := t.load(runID); err != nil {
 			return err
 		}

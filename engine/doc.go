@@ -3,14 +3,14 @@
 // dependency counting, input merging and the fan-out/fan-in rules.
 //
 // The engine is pure with respect to infrastructure: it declares the
-// interfaces it needs (Store, Tx, Waker, CallbackMinter, Clock) and never
+// interfaces it needs (Store, Tx, CallbackMinter, Clock) and never
 // imports echo, gorm, lib/pq or net/http. Every state change happens inside
 // one Store transaction: the compare-and-set transition, its run events,
 // successor rows, entity movement and outbox (dispatch) rows commit
 // together, and readiness is decided from counters that transaction updated
-// with UPDATE … RETURNING, never from a later read. Side effects that must
-// follow the commit (waking the dispatcher) are collected as values and
-// executed after it.
+// with UPDATE … RETURNING, never from a later read. What must follow the
+// commit (the outbox rows it claimed for the dispatcher) is collected as
+// values and handed on after it (Claims).
 //
 // Node behaviour is supplied by NodeHandler implementations (package
 // handlers), registered per NodeType.

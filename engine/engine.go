@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -16,9 +15,9 @@ type Config struct {
 	Store    Store
 	Handlers map[NodeType]NodeHandler
 	Minter   CallbackMinter
-	// Waker, if set, is handed the outbox rows each commit claimed for this
-	// process (see ClaimLease).
-	Waker Waker
+	// Claims, if set, is where each commit puts the outbox rows it claimed
+	// for this process (see ClaimLease), for the dispatcher to take.
+	Claims *Claims
 	// ClaimLease, when > 0, writes immediately due outbox rows already
 	// claimed by this process for that long, so the dispatcher delivers
 	// them without another transaction; if the process dies, another
@@ -28,8 +27,12 @@ type Config struct {
 	// (between one and two delays) for the worker's callback that makes it
 	// unnecessary: 500 ms when 0, and at most ClaimLease/8.
 	MarkDelay time.Duration
+	// Committer is the commit service: CommitGrouped (the default) or
+	// CommitInline (commit.go).
+	Committer Committer
 	// GroupTransactions bounds the transactions in flight that batches of
-	// different runs share (cross-run group commit, batch.go): 4 when 0.
+	// different runs share (cross-run group commit, commit_grouped.go): 4
+	// when 0.
 	// Operations beyond it wait and then share one.
 	GroupTransactions int
 	NewID             IDGenerator
@@ -187,14 +190,13 @@ type Engine struct {
 	vals  *compiled[*Value]
 	// forms caches UX nodes' compiled forms.
 	forms FormCache
-	batch batcher
+	// commit is the commit service (commit.go); gate admits operations
+	// to it between Start and Stop.
+	commit committer
+	gate   gate
 	// delivered holds and group-commits the marks of successful deliveries.
 	delivered deliveredBatch
 	versions  runVersions
-	groups    grouper
-	// together counts nodes completed across runs (completeTogether) in
-	// committed transactions.
-	together atomic.Int64
 }
 
 // runVersions remembers the flow version of runs this process locked, so
@@ -243,8 +245,16 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("engine: no handler for node type %s", t)
 		}
 	}
-	return &Engine{cfg: cfg, batch: batcher{queues: map[string]*runQueue{}}, groups: grouper{alone: make(chan struct{}, cfg.GroupTransactions)},
-		conds: &compiled[*Condition]{compile: CompileCondition}, vals: &compiled[*Value]{compile: CompileValue}}, nil
+	e := &Engine{cfg: cfg, conds: &compiled[*Condition]{compile: CompileCondition}, vals: &compiled[*Value]{compile: CompileValue}}
+	switch cfg.Committer {
+	case CommitGrouped, "":
+		e.commit = newGrouped(e)
+	case CommitInline:
+		e.commit = inline{e: e}
+	default:
+		return nil, fmt.Errorf("engine: unknown committer %q", cfg.Committer)
+	}
+	return e, nil
 }
 
 // Graph returns the execution graph of a flow version, cached in memory
@@ -307,7 +317,7 @@ func (e *Engine) StartRun(ctx context.Context, p StartRunParams) (run *Run, crea
 		p.Input = json.RawMessage("{}")
 	}
 	id := e.cfg.NewID()
-	err = e.inTx(ctx, id, func(t *txn) error {
+	err = e.submitAlone(ctx, id, func(t *txn) error {
 		if p.IdempotencyKey != "" {
 			existing, err := t.tx.RunByIdempotencyKey(ctx, p.FlowID, p.IdempotencyKey)
 			if err == nil {
@@ -493,7 +503,7 @@ func (e *Engine) CompleteUX(ctx context.Context, p CompleteUXParams) error {
 
 // RetryNode re-fires a failed node as a new attempt (failed → running).
 func (e *Engine) RetryNode(ctx context.Context, runID, key string) error {
-	return e.inTx(ctx, runID, func(t *txn) error {
+	return e.submitAlone(ctx, runID, func(t *txn) error {
 		if err := t.load(runID); err != nil {
 			return err
 		}
@@ -530,7 +540,7 @@ func (e *Engine) RetryNode(ctx context.Context, runID, key string) error {
 func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
 	var out *Run
 	var children []string
-	err := e.inTx(ctx, runID, func(t *txn) error {
+	err := e.submitAlone(ctx, runID, func(t *txn) error {
 		if err := t.load(runID); err != nil {
 			return err
 		}
@@ -559,88 +569,4 @@ func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
 	}
 	e.cascade(ctx, children, e.CancelRun) // their nodes were cancelled: no run tells them back
 	return out, nil
-}
-
-// inTx runs fn in a transaction with a fresh txn, flushes its events and
-// run row, commits, then performs the post-commit side effects.
-func (e *Engine) inTx(ctx context.Context, runID string, fn func(t *txn) error) error {
-	return e.inTxAs(ctx, runID, fn, false)
-}
-
-// inTxAs is inTx, without speculating (txn.speculate) when noSpeculation
-// is set.
-func (e *Engine) inTxAs(ctx context.Context, runID string, fn func(t *txn) error, noSpeculation bool) error {
-	var t *txn
-	var ends *childEnds
-	moved := false // applied again once, after errVersionMoved
-	for {
-		room := e.claimRoom()
-		err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-			ends = &childEnds{}
-			t = e.newTxn(ctx, tx, noSpeculation, ends, room)
-			if err := t.apply(runID, fn); err != nil {
-				return err
-			}
-			return e.tellParents(ctx, tx, ends, room)
-		})
-		if errors.Is(err, errVersionMoved) && !moved && ctx.Err() == nil {
-			moved, t = true, nil
-			continue
-		}
-		if errors.Is(err, errNoChange) {
-			return nil
-		}
-		if t != nil && t.speculated && errors.Is(err, ErrConflict) && ctx.Err() == nil {
-			// What the speculation assumed did not hold (a repeated
-			// callback, say: its compare-and-set moved no row): the
-			// operation again, reading as it goes, to be answered as
-			// usual. Any other failure (the database unreachable) is the
-			// operation's answer, as it would have been unspeculated.
-			noSpeculation, t = true, nil
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		e.committed(t)
-		e.committedParents(ends)
-		return nil
-	}
-}
-
-// committedParents hands on what telling parents of ended sub-flow runs
-// did in a committed transaction.
-func (e *Engine) committedParents(ends *childEnds) {
-	for _, p := range ends.parents {
-		e.committed(p)
-	}
-}
-
-// apply runs fn on the transaction and ends its writes.
-func (t *txn) apply(runID string, fn func(t *txn) error) error {
-	if err := fn(t); err != nil {
-		return err
-	}
-	if t.countedDown != nil {
-		return fmt.Errorf("error in run %s: successors of %s were counted down but not walked", runID, t.countedDown.key)
-	}
-	return t.flush()
-}
-
-// committed hands what a committed transaction did to the process: the
-// delivered marks it made unnecessary, the outbox rows it claimed, the
-// commit hook.
-func (e *Engine) committed(t *txn) {
-	for _, n := range t.nested {
-		e.committed(n)
-	}
-	if len(t.deliveredKeys) > 0 && t.run != nil {
-		e.forget(t.run.ID, t.deliveredKeys, t.deliveredAttempts)
-	}
-	if len(t.claimed) > 0 && e.cfg.Waker != nil {
-		e.cfg.Waker.Wake(t.claimed)
-	}
-	if e.cfg.OnCommit != nil && t.run != nil && len(t.events)+t.spilledEvents > 0 {
-		e.cfg.OnCommit(t.commitInfo())
-	}
 }

@@ -16,8 +16,8 @@ import (
 // keepCountDown) and walk takes its answer (countDownSuccessors); a
 // fan-out's or a run's first fires are written in bulk (bulkFires); a big
 // fan-out's events are written before the commit (spillEvents). A batch's
-// bulk completion of callbacks is in batch.go (takeCompletedInBulk),
-// completion across runs in together.go.
+// bulk completion of callbacks is in commit_grouped.go (takeCompletedInBulk),
+// completion across runs in commit_together.go.
 
 // speculate applies the completion of a chain step without waiting for
 // anything: the node's compare-and-set (which locks the run), its
@@ -31,7 +31,7 @@ import (
 // left and a node that just became active). What it assumed travels with
 // the compare-and-set (the row's node, the run running on that version),
 // which fails the transaction in the database when it moves no row — a
-// repeated or stale callback, a cancelled run — and Engine.inTx then
+// repeated or stale callback, a cancelled run — and Engine.transact then
 // applies the operation again without speculating. The run's counters are
 // saved as changes to the row's (RunSave.Relative).
 func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, error) {

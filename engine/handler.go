@@ -115,17 +115,5 @@ type CallbackMinter interface {
 	CallbackURL(runID, key string, attempt int) (string, error)
 }
 
-// Waker is handed, after a commit, the outbox rows that commit wrote
-// already claimed for this process, so they are delivered at once.
-type Waker interface {
-	// Room is how many more rows the process wants claimed for it now. A
-	// transaction claims at most that many of the rows it writes; the rest
-	// are written unclaimed and due, for pollers (of any process) to take
-	// in chunks, so a 100,000-item fan-out is not held by one process's
-	// leases.
-	Room() int
-	Wake(ds []ClaimedDispatch)
-}
-
 // IDGenerator returns new unique ids (UUID strings).
 type IDGenerator func() string

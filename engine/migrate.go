@@ -47,7 +47,7 @@ func (e *Engine) MigrateRun(ctx context.Context, p MigrateParams) error {
 	if err != nil {
 		return err
 	}
-	return e.inTx(ctx, p.RunID, func(t *txn) error {
+	return e.submitAlone(ctx, p.RunID, func(t *txn) error {
 		if err := t.load(p.RunID); err != nil {
 			return err
 		}

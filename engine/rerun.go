@@ -39,7 +39,7 @@ type ResetNode struct {
 // node (or one downstream of it) that is still running or waiting, a node
 // on a loop; ErrNotFound: no such node.
 func (e *Engine) RerunNode(ctx context.Context, p RerunParams) error {
-	return e.inTx(ctx, p.RunID, func(t *txn) error {
+	return e.submitAlone(ctx, p.RunID, func(t *txn) error {
 		if err := t.load(p.RunID); err != nil {
 			return err
 		}

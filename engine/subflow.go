@@ -198,7 +198,7 @@ func (f *fireCtx) StartChild(c ChildRun) error {
 
 // errVersionMoved: a run's version, taken from this process's cache, was
 // not the row's (the run was migrated); the transaction is applied again
-// (Engine.inTxAs), knowing it now.
+// (Engine.transact), knowing it now.
 var errVersionMoved = errors.New("the run moved to another version")
 
 // childFailure is the reason a SubFlow node fails with when its child run

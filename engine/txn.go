@@ -87,15 +87,15 @@ func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool, ends *ch
 }
 
 // claimRoom is how many outbox rows a database transaction may still
-// claim for this process: the Waker's room, asked before the transaction
+// claim for this process: the dispatcher's room (Claims), asked before the transaction
 // began — nothing calls the dispatcher from inside a transaction.
 type claimRoom struct{ left int }
 
-// claimRoom asks the Waker for its room, before a transaction begins.
+// claimRoom asks for the dispatcher's room, before a transaction begins.
 func (e *Engine) claimRoom() *claimRoom {
 	r := &claimRoom{}
-	if e.cfg.ClaimLease > 0 && e.cfg.Waker != nil {
-		r.left = e.cfg.Waker.Room()
+	if e.cfg.ClaimLease > 0 && e.cfg.Claims != nil {
+		r.left = e.cfg.Claims.Room()
 	}
 	return r
 }

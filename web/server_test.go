@@ -49,6 +49,8 @@ func newServer(t *testing.T, st *store.Store, mod ...func(*web.Config)) *web.Ser
 		Logger:   slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
+	require.NoError(t, eng.Start(context.Background()))
+	t.Cleanup(eng.Stop)
 	cfg := web.Config{Store: st, Engine: eng, Keys: ring, Hub: web.NewHub(), AuthToken: token, NodeTypes: handlers.Types(handlers.Options{}),
 		Logger: slog.New(slog.DiscardHandler)}
 	for _, m := range mod {

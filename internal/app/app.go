@@ -334,7 +334,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Clock != nil {
 		clock = cfg.Clock
 	}
-	waker := &lateWaker{}
+	claims := engine.NewClaims()
 	types, err := nodeTypes(handlers.Types(handlers.Options{MaxFanOutItems: cfg.MaxFanOutItems}), cfg.NodeTypes)
 	if err != nil {
 		return nil, a.closeEarly(err)
@@ -343,7 +343,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Store:      a.Store,
 		Handlers:   handlers.Registry(types),
 		Minter:     &callbacks.Minter{Keys: ring, BaseURL: cfg.BaseURL, Clock: clock},
-		Waker:      waker,
+		Claims:     claims,
 		ClaimLease: cfg.DispatchLease,
 		NewID:      timeOrderedID,
 		Clock:      clock,
@@ -382,8 +382,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Secrets: &store.SecretReader{Store: a.Store, Box: a.SecretBox},
 		Client:  client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers, HostWorkers: cfg.DispatchHostWorkers,
 		Rates: cfg.DispatchRates, RateStore: a.Store, MaxTokenWait: cfg.DispatchMaxTokenWait,
-		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock})
-	a.Dispatcher, waker.d = disp, disp
+		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock, Claims: claims})
+	a.Dispatcher = disp
 	a.archiveClient, a.clock = callbacks.NewHTTPClient(30*time.Second, nil), clock
 	// Always: without a notification webhook the outbox still carries the
 	// workers' cancel notices (to their nodes' cancelUrl).
@@ -516,14 +516,6 @@ func (a *App) refreshKeys(ctx context.Context) {
 	}
 }
 
-// lateWaker is the engine's Waker, pointing at the dispatcher once it
-// exists (the dispatcher records outcomes through the engine, so the
-// engine is built first).
-type lateWaker struct{ d *callbacks.Dispatcher }
-
-func (w *lateWaker) Room() int                        { return w.d.Room() }
-func (w *lateWaker) Wake(ds []engine.ClaimedDispatch) { w.d.Wake(ds) }
-
 // stopCluster stops the throwaway cluster this process started, if any:
 // make run's own Postgres goes with it (Ctrl-C stops everything).
 func (a *App) stopCluster() error {
@@ -552,6 +544,11 @@ func (a *App) Start(ctx context.Context) error {
 	ctx, a.cancel = context.WithCancel(ctx)
 	if err := store.Listen(ctx, a.sessionURL(), store.EventsChannel, a.cfg.Logger, a.Hub.Notify); err != nil {
 		return err
+	}
+	// The engine first and last: every other service, the HTTP server and
+	// the broker consumers submit operations to it.
+	if err := a.Engine.Start(ctx); err != nil {
+		return fmt.Errorf("error starting the engine: %w", err)
 	}
 	a.services = []startstop.Service{a.Dispatcher}
 	if a.Notifications != nil {
@@ -684,6 +681,7 @@ func (a *App) stop(ctx context.Context) error {
 	if a.brokers != nil {
 		a.stopBrokers(ctx)
 	}
+	a.Engine.Stop()
 	if merr := a.Engine.FlushDeliveryMarks(ctx); merr != nil && err == nil {
 		err = fmt.Errorf("error writing delivered marks: %w", merr)
 	}

@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"testing"
@@ -13,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/callbacks"
-	"github.com/stitchd/stitchd/compiler"
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/handlers"
+	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/storetest"
 )
@@ -39,23 +37,13 @@ func engineOn(t testing.TB, st engine.Store, opts ...func(*engine.Config)) *engi
 	}
 	eng, err := engine.New(cfg)
 	require.NoError(t, err)
+	require.NoError(t, eng.Start(context.Background()))
+	t.Cleanup(eng.Stop)
 	return eng
 }
 
 // compiledVersion compiles a visual graph into a version to store.
-func compiledVersion(t testing.TB, graph string) store.NewVersion {
-	t.Helper()
-	v, err := compiler.ParseVisual([]byte(graph))
-	require.NoError(t, err)
-	g, err := compiler.Compile(v)
-	require.NoError(t, err)
-	exec, err := json.Marshal(g)
-	require.NoError(t, err)
-	canon, err := compiler.Canonical([]byte(graph))
-	require.NoError(t, err)
-	sum := sha256.Sum256(canon)
-	return store.NewVersion{ID: uuid.NewString(), Graph: canon, Execution: exec, Hash: hex.EncodeToString(sum[:])}
-}
+func compiledVersion(t testing.TB, graph string) store.NewVersion { return testkit.Version(t, graph) }
 
 // TestStaleDeliveryOutcomeChangesNothing: a delivery try reported failed
 // after the worker's callback proved the delivery (the worker accepted, its

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,9 +30,10 @@ func TestClaimedLeaseStartsAfterLeasedAt(t *testing.T) {
 	ctx := context.Background()
 	st, _ := storetest.IsolatedDB(t)
 	const lease = time.Minute
-	waker := &wakeSpy{room: 100}
+	claims := engine.NewClaims()
+	claims.SetRoom(100)
 	eng := engineOn(t, &slowCommits{Store: st, wait: 200 * time.Millisecond}, func(c *engine.Config) {
-		c.Clock, c.Waker, c.ClaimLease = engine.SystemClock{}, waker, lease
+		c.Clock, c.Claims, c.ClaimLease = engine.SystemClock{}, claims, lease
 	})
 
 	graph := `{"nodes":[{"id":"split","type":"Splitter","data":{"arrayPath":"items"}},
@@ -46,10 +46,12 @@ func TestClaimedLeaseStartsAfterLeasedAt(t *testing.T) {
 		Input: []byte(`{"items":[1,2,3,4,5]}`)})
 	require.NoError(t, err)
 
-	waker.mu.Lock()
-	defer waker.mu.Unlock()
-	require.Len(t, waker.got, 5, "the fan-out's rows were claimed for the process")
-	for _, c := range waker.got {
+	// The commit's claimed rows wait in the handoff, as values.
+	require.Equal(t, 95, claims.Room(), "the rows waiting count against the room")
+	got := claims.Take()
+	require.Len(t, got, 5, "the fan-out's rows were claimed for the process")
+	require.Empty(t, claims.Take())
+	for _, c := range got {
 		require.False(t, c.LeasedAt.IsZero(), "row %s has no LeasedAt", c.Key)
 		var ends time.Time
 		require.NoError(t, st.Gorm().Raw(`SELECT locked_until FROM dispatches WHERE id = ?`, c.ID).Row().Scan(&ends))
@@ -133,23 +135,4 @@ func (s *slowCommits) InTx(ctx context.Context, fn func(ctx context.Context, tx 
 		time.Sleep(s.wait)
 		return nil
 	})
-}
-
-// wakeSpy is a Waker recording what it is handed.
-type wakeSpy struct {
-	mu   sync.Mutex
-	room int
-	got  []engine.ClaimedDispatch
-}
-
-func (w *wakeSpy) Room() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.room - len(w.got)
-}
-
-func (w *wakeSpy) Wake(ds []engine.ClaimedDispatch) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.got = append(w.got, ds...)
 }

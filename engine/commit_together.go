@@ -34,7 +34,7 @@ type togetherRun struct {
 // completes their callbacks' nodes, when every member is one completion
 // callback of a run whose graph this process knows, of a node that decides
 // no edges and would not be speculated; else it does nothing (nil).
-func (e *Engine) completeTogether(ctx context.Context, tx Tx, ms []*member) (*together, error) {
+func (g *grouped) completeTogether(ctx context.Context, tx Tx, ms []*member) (*together, error) {
 	if len(ms) < 2 {
 		return nil, nil
 	}
@@ -56,11 +56,11 @@ func (e *Engine) completeTogether(ctx context.Context, tx Tx, ms []*member) (*to
 	c := &together{runs: make(map[string]togetherRun, len(runs))}
 	moved := false
 	for _, r := range runs {
-		g, err := e.Graph(ctx, r.FlowVersionID)
+		graph, err := g.e.Graph(ctx, r.FlowVersionID)
 		if err != nil {
 			return nil, err
 		}
-		c.runs[r.ID] = togetherRun{run: r, graph: g}
+		c.runs[r.ID] = togetherRun{run: r, graph: graph}
 		// A run moved to another version (Engine.Migrate) since this
 		// process learnt it: what was judged above may not hold.
 		moved = moved || r.FlowVersionID != versions[r.ID]
@@ -92,25 +92,20 @@ func (c *together) completed() int {
 	return c.done
 }
 
-// CompletedTogether is how many worker callbacks' nodes this process
-// completed with those of other runs in one statement (completeTogether),
-// in committed transactions (stitchd_engine_completed_together_total).
-func (e *Engine) CompletedTogether() int64 { return e.together.Load() }
-
 // mayCompleteTogether returns the run's flow version when callback p (nil:
 // not a callback) is a completion of a run whose graph this process knows,
 // of a node that decides no edges and would not be speculated: one that
 // completeTogether may apply; "" otherwise.
-func (e *Engine) mayCompleteTogether(p *CallbackParams) string {
+func (g *grouped) mayCompleteTogether(p *CallbackParams) string {
 	if p == nil || p.Status != StatusCompleted || p.Attempt <= 0 {
 		return ""
 	}
-	v, g, ok := e.cachedGraph(p.RunID)
+	v, graph, ok := g.e.cachedGraph(p.RunID)
 	if !ok {
 		return ""
 	}
-	n, idx, ok := g.parseKey(p.Key)
-	if !ok || g.hasBranches(n.ID) || speculable(g, n, idx, p.Output) {
+	n, idx, ok := graph.parseKey(p.Key)
+	if !ok || graph.hasBranches(n.ID) || speculable(graph, n, idx, p.Output) {
 		return ""
 	}
 	return v

@@ -2,12 +2,12 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,29 +44,51 @@ type batcher struct {
 	queues map[string]*runQueue
 }
 
-// submit applies op to run runID in a (possibly shared) transaction and
-// returns its result once committed.
-func (e *Engine) submit(ctx context.Context, runID string, op func(t *txn) error) error {
-	return e.enqueue(ctx, runID, &opItem{op: op, done: make(chan error, 1)})
+// grouped is the production committer: per-run batching and cross-run
+// group commit, with their retry paths.
+type grouped struct {
+	e      *Engine
+	batch  batcher
+	groups grouper
+	// together counts nodes completed across runs (completeTogether) in
+	// committed transactions.
+	together atomic.Int64
+	// wg counts the committer's goroutines (a busy run's drain, a group
+	// runner), which end once their queues are empty: Stop waits for them.
+	wg sync.WaitGroup
 }
 
-func (e *Engine) submitCallback(ctx context.Context, p CallbackParams, op func(t *txn) error) error {
-	return e.enqueue(ctx, p.RunID, &opItem{op: op, done: make(chan error, 1), cb: &p})
+func newGrouped(e *Engine) *grouped {
+	return &grouped{e: e, batch: batcher{queues: map[string]*runQueue{}},
+		groups: grouper{alone: make(chan struct{}, e.cfg.GroupTransactions)}}
 }
 
-func (e *Engine) enqueue(ctx context.Context, runID string, it *opItem) error {
-	e.batch.mu.Lock()
-	q := e.batch.queues[runID]
+// submit applies o in a (possibly shared) transaction and returns its
+// result once committed; an operation that must be alone gets a
+// transaction of its own at once.
+func (g *grouped) submit(ctx context.Context, o op) error {
+	if o.alone {
+		return g.e.transact(ctx, o.runID, o.fn, false)
+	}
+	return g.enqueue(ctx, o.runID, &opItem{op: o.fn, done: make(chan error, 1), cb: o.cb})
+}
+
+func (g *grouped) wait() { g.wg.Wait() }
+
+func (g *grouped) enqueue(ctx context.Context, runID string, it *opItem) error {
+	g.batch.mu.Lock()
+	q := g.batch.queues[runID]
 	if q == nil {
 		q = &runQueue{}
-		e.batch.queues[runID] = q
+		g.batch.queues[runID] = q
 	}
 	q.items = append(q.items, it)
 	if !q.running {
 		q.running = true
-		go e.drain(runID, q)
+		g.wg.Add(1)
+		go g.drain(runID, q)
 	}
-	e.batch.mu.Unlock()
+	g.batch.mu.Unlock()
 	select {
 	case err := <-it.done:
 		return err
@@ -75,18 +97,19 @@ func (e *Engine) enqueue(ctx context.Context, runID string, it *opItem) error {
 	}
 }
 
-func (e *Engine) drain(runID string, q *runQueue) {
+func (g *grouped) drain(runID string, q *runQueue) {
+	defer g.wg.Done()
 	for {
-		e.batch.mu.Lock()
+		g.batch.mu.Lock()
 		items := takeUpTo(&q.items, maxBatch)
 		if len(items) == 0 {
 			q.running = false
-			delete(e.batch.queues, runID)
-			e.batch.mu.Unlock()
+			delete(g.batch.queues, runID)
+			g.batch.mu.Unlock()
 			return
 		}
-		e.batch.mu.Unlock()
-		e.runBatch(runID, items)
+		g.batch.mu.Unlock()
+		g.runBatch(runID, items)
 	}
 }
 
@@ -108,15 +131,15 @@ func itemError(err error) bool {
 		errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrForbidden)
 }
 
-func (e *Engine) runBatch(runID string, items []*opItem) {
+func (g *grouped) runBatch(runID string, items []*opItem) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if len(items) == 1 {
-		items[0].done <- e.sharedCallback(ctx, runID, items[0].op, items[0].cb)
+		items[0].done <- g.sharedCallback(ctx, runID, items[0].op, items[0].cb)
 		return
 	}
 	results := make([]error, len(items))
-	err := e.shared(ctx, runID, func(t *txn) error {
+	err := g.shared(ctx, runID, func(t *txn) error {
 		clear(results) // of an attempt in a group that failed
 		if err := t.loadAndBulkComplete(runID, items); err != nil {
 			return err
@@ -143,7 +166,7 @@ func (e *Engine) runBatch(runID string, items []*opItem) {
 	if err != nil {
 		// The shared transaction failed: give each operation its own.
 		for i, it := range items {
-			results[i] = e.inTx(ctx, runID, it.op)
+			results[i] = g.e.transact(ctx, runID, it.op, false)
 		}
 	}
 	for i, it := range items {
@@ -214,31 +237,32 @@ type grouper struct {
 // shared applies fn to run runID in a transaction it may share with other
 // runs' batches, and returns once that transaction committed (or fn was
 // rejected, or failed alone).
-func (e *Engine) shared(ctx context.Context, runID string, fn func(t *txn) error) error {
-	return e.sharedCallback(ctx, runID, fn, nil)
+func (g *grouped) shared(ctx context.Context, runID string, fn func(t *txn) error) error {
+	return g.sharedCallback(ctx, runID, fn, nil)
 }
 
 // sharedCallback is shared for a batch that is the one worker callback cb
 // (nil: any other batch).
-func (e *Engine) sharedCallback(ctx context.Context, runID string, fn func(t *txn) error, cb *CallbackParams) error {
-	m := &member{runID: runID, fn: fn, done: make(chan error, 1), cb: cb, version: e.mayCompleteTogether(cb)}
-	g := &e.groups
-	g.mu.Lock()
-	g.pending = append(g.pending, m)
-	if g.running < e.cfg.GroupTransactions {
-		g.running++
-		go e.runGroups()
+func (g *grouped) sharedCallback(ctx context.Context, runID string, fn func(t *txn) error, cb *CallbackParams) error {
+	m := &member{runID: runID, fn: fn, done: make(chan error, 1), cb: cb, version: g.mayCompleteTogether(cb)}
+	gr := &g.groups
+	gr.mu.Lock()
+	gr.pending = append(gr.pending, m)
+	if gr.running < g.e.cfg.GroupTransactions {
+		gr.running++
+		g.wg.Add(1)
+		go g.runGroups()
 	}
-	g.mu.Unlock()
+	gr.mu.Unlock()
 	// Not abandoned on ctx: the group may be running fn, and the caller's
 	// fallback must not run it at the same time. The group's own timeout
 	// bounds the wait.
 	err := <-m.done
 	switch {
 	case errors.Is(err, errAssumptionFailed):
-		return e.alone(ctx, runID, fn, true) // on its own, reading as it goes
+		return g.alone(ctx, runID, fn, true) // on its own, reading as it goes
 	case errors.Is(err, errGroupFailed):
-		return e.alone(ctx, runID, fn, false) // on its own
+		return g.alone(ctx, runID, fn, false) // on its own
 	}
 	return err
 }
@@ -246,24 +270,25 @@ func (e *Engine) sharedCallback(ctx context.Context, runID string, fn func(t *tx
 // alone applies fn on its own, once the shared transaction it was in
 // failed: at most GroupTransactions at a time, so that a failed group
 // (up to maxTogether members) does not take every connection at once.
-func (e *Engine) alone(ctx context.Context, runID string, fn func(t *txn) error, noSpeculation bool) error {
+func (g *grouped) alone(ctx context.Context, runID string, fn func(t *txn) error, noSpeculation bool) error {
 	select {
-	case e.groups.alone <- struct{}{}:
+	case g.groups.alone <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	defer func() { <-e.groups.alone }()
-	return e.inTxAs(ctx, runID, fn, noSpeculation)
+	defer func() { <-g.groups.alone }()
+	return g.e.transact(ctx, runID, fn, noSpeculation)
 }
 
-// Waiting reports how many batches wait for a shared transaction to take
-// them (all GroupTransactions are under way): the engine's backlog
-// (stitchd_engine_waiting_batches).
-func (e *Engine) Waiting() int {
-	e.groups.mu.Lock()
-	defer e.groups.mu.Unlock()
-	return len(e.groups.pending)
+// waiting is how many batches wait for a shared transaction to take
+// them (all GroupTransactions are under way).
+func (g *grouped) waiting() int {
+	g.groups.mu.Lock()
+	defer g.groups.mu.Unlock()
+	return len(g.groups.pending)
 }
+
+func (g *grouped) completedTogether() int64 { return g.together.Load() }
 
 var (
 	errGroupFailed = errors.New("the shared transaction failed")
@@ -272,36 +297,37 @@ var (
 	errAssumptionFailed = fmt.Errorf("%w by the batch's own compare-and-set", errGroupFailed)
 )
 
-func (e *Engine) runGroups() {
-	g := &e.groups
+func (g *grouped) runGroups() {
+	defer g.wg.Done()
+	gr := &g.groups
 	for {
-		g.mu.Lock()
-		ms := takeUpTo(&g.pending, maxGroup)
+		gr.mu.Lock()
+		ms := takeUpTo(&gr.pending, maxGroup)
 		if len(ms) == maxGroup {
-			ms = takeTogether(ms, &g.pending)
+			ms = takeTogether(ms, &gr.pending)
 		}
 		if len(ms) == 0 {
-			g.running--
-			g.mu.Unlock()
+			gr.running--
+			gr.mu.Unlock()
 			return
 		}
-		g.mu.Unlock()
-		e.runGroup(ms)
+		gr.mu.Unlock()
+		g.runGroup(ms)
 	}
 }
 
-func (e *Engine) runGroup(ms []*member) {
+func (g *grouped) runGroup(ms []*member) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	slices.SortFunc(ms, func(a, b *member) int { return strings.Compare(a.runID, b.runID) })
-	e.applyGroup(ctx, ms)
+	g.applyGroup(ctx, ms)
 }
 
 // applyGroup applies the batches of ms (in run-id order) in one
 // transaction and answers each.
-func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
+func (g *grouped) applyGroup(ctx context.Context, ms []*member) {
 	if len(ms) == 1 {
-		ms[0].done <- e.inTx(ctx, ms[0].runID, ms[0].fn)
+		ms[0].done <- g.e.transact(ctx, ms[0].runID, ms[0].fn, false)
 		return
 	}
 	ts := make([]*txn, len(ms))
@@ -309,16 +335,16 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 	bad := -1 // the batch that failed after writing
 	var ends *childEnds
 	var together *together
-	room := e.claimRoom() // shared by the group's batches
-	err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+	room := g.e.claimRoom() // shared by the group's batches
+	err := g.e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		ends = &childEnds{}
 		var err error
-		together, err = e.completeTogether(ctx, tx, ms)
+		together, err = g.completeTogether(ctx, tx, ms)
 		if err != nil {
 			return err
 		}
 		for i, m := range ms {
-			t := e.newTxn(ctx, tx, false, ends, room)
+			t := g.e.newTxn(ctx, tx, false, ends, room)
 			together.give(t, m.runID)
 			if err := t.apply(m.runID, m.fn); err != nil {
 				// Left out if it wrote nothing (rejected before it did).
@@ -336,7 +362,7 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 			}
 			ts[i] = t
 		}
-		return e.tellParents(ctx, tx, ends, room)
+		return g.e.tellParents(ctx, tx, ends, room)
 	})
 	var qe *QueuedTransitionError
 	if errors.As(err, &qe) {
@@ -352,7 +378,7 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 		// That batch on its own (without speculating: its assumption
 		// failed), the others again together.
 		ms[bad].done <- errAssumptionFailed
-		e.applyGroup(ctx, slices.Delete(ms, bad, bad+1))
+		g.applyGroup(ctx, slices.Delete(ms, bad, bad+1))
 		return
 	}
 	for i, m := range ms {
@@ -365,191 +391,14 @@ func (e *Engine) applyGroup(ctx context.Context, ms []*member) {
 			}
 			m.done <- results[i]
 		default:
-			e.committed(ts[i])
+			g.e.committed(ts[i])
 			m.done <- nil
 		}
 	}
 	if err == nil {
-		e.committedParents(ends)
-		e.together.Add(int64(together.completed()))
+		g.e.committedParents(ends)
+		g.together.Add(int64(together.completed()))
 	}
-}
-
-type txnSnapshot struct {
-	run       Run
-	events    int
-	claimed   int
-	arrivals  int
-	delivered int
-	nested    int
-	notes     int
-	failMsg   string
-}
-
-func (t *txn) snapshot() txnSnapshot {
-	return txnSnapshot{run: *t.run, events: len(t.events), claimed: len(t.claimed), arrivals: len(t.arrivals), delivered: len(t.deliveredKeys),
-		nested: len(t.nested), notes: len(t.notes), failMsg: t.failMsg}
-}
-
-func (t *txn) restore(s txnSnapshot) {
-	*t.run = s.run
-	t.events = t.events[:s.events]
-	t.claimed = t.claimed[:s.claimed]
-	t.arrivals = t.arrivals[:s.arrivals]
-	t.deliveredKeys, t.deliveredAttempts = t.deliveredKeys[:s.delivered], t.deliveredAttempts[:s.delivered]
-	t.nested = t.nested[:s.nested]
-	t.notes = t.notes[:s.notes]
-	t.failMsg = s.failMsg
-}
-
-// countingTx counts the writes an operation made, so group commit knows
-// whether a rejected operation left anything behind.
-type countingTx struct {
-	Tx
-	writes int
-}
-
-func (c *countingTx) wrote(err error) error {
-	if err == nil {
-		c.writes++
-	}
-	return err
-}
-
-func (c *countingTx) InsertRun(ctx context.Context, r *Run) error {
-	return c.wrote(c.Tx.InsertRun(ctx, r))
-}
-func (c *countingTx) SaveRun(ctx context.Context, r *Run) error { return c.wrote(c.Tx.SaveRun(ctx, r)) }
-func (c *countingTx) AddDecision(ctx context.Context, d UXDecision) ([]Vote, bool, error) {
-	all, added, err := c.Tx.AddDecision(ctx, d)
-	if added {
-		err = c.wrote(err)
-	}
-	return all, added, err
-}
-func (c *countingTx) SaveRunWithEvents(ctx context.Context, s RunSave) error {
-	return c.wrote(c.Tx.SaveRunWithEvents(ctx, s))
-}
-func (c *countingTx) InsertNodes(ctx context.Context, runID string, n []NodeState) error {
-	return c.wrote(c.Tx.InsertNodes(ctx, runID, n))
-}
-func (c *countingTx) InsertStartedNodes(ctx context.Context, runID string, n []NodeState, s []BulkStart) error {
-	return c.wrote(c.Tx.InsertStartedNodes(ctx, runID, n, s))
-}
-func (c *countingTx) Transition(ctx context.Context, t *NodeTransition) (*NodeState, error) {
-	st, err := c.Tx.Transition(ctx, t)
-	return st, c.wrote(err)
-}
-func (c *countingTx) TransitionLater(ctx context.Context, t *NodeTransition) error {
-	return c.wrote(c.Tx.TransitionLater(ctx, t))
-}
-func (c *countingTx) AddPending(ctx context.Context, runID string, keys []string, d int) (map[string]Pending, error) {
-	p, err := c.Tx.AddPending(ctx, runID, keys, d)
-	return p, c.wrote(err)
-}
-func (c *countingTx) AddPendingLater(ctx context.Context, runID string, keys []string, d int) func() (map[string]Pending, error) {
-	c.writes++
-	return c.Tx.AddPendingLater(ctx, runID, keys, d)
-}
-func (c *countingTx) SetPending(ctx context.Context, runID, key string, n int) error {
-	return c.wrote(c.Tx.SetPending(ctx, runID, key, n))
-}
-func (c *countingTx) InsertDispatch(ctx context.Context, d *Dispatch) error {
-	return c.wrote(c.Tx.InsertDispatch(ctx, d))
-}
-func (c *countingTx) InsertDispatches(ctx context.Context, ds []*Dispatch) error {
-	return c.wrote(c.Tx.InsertDispatches(ctx, ds))
-}
-func (c *countingTx) UpdateDispatches(ctx context.Context, us []DispatchUpdate) (int, error) {
-	n, err := c.Tx.UpdateDispatches(ctx, us)
-	if n == 0 {
-		return n, err // nothing written
-	}
-	return n, c.wrote(err)
-}
-func (c *countingTx) BulkStart(ctx context.Context, runID string, s []BulkStart) (int, error) {
-	n, err := c.Tx.BulkStart(ctx, runID, s)
-	return n, c.wrote(err)
-}
-func (c *countingTx) ExtendDeadline(ctx context.Context, runID, key string, attempt, secs int) (bool, error) {
-	ok, err := c.Tx.ExtendDeadline(ctx, runID, key, attempt, secs)
-	return ok, c.wrote(err)
-}
-func (c *countingTx) CancelNodes(ctx context.Context, runID string) ([]CancelledNode, error) {
-	k, err := c.Tx.CancelNodes(ctx, runID)
-	return k, c.wrote(err)
-}
-func (c *countingTx) UpsertEntity(ctx context.Context, id string, e EntityUpsert) (string, error) {
-	s, err := c.Tx.UpsertEntity(ctx, id, e)
-	return s, c.wrote(err)
-}
-func (c *countingTx) ArchiveIteration(ctx context.Context, runID string, keys []string) (map[string]int, error) {
-	a, err := c.Tx.ArchiveIteration(ctx, runID, keys)
-	return a, c.wrote(err)
-}
-
-func (c *countingTx) InsertIteration(ctx context.Context, runID string, n []NodeState) error {
-	return c.wrote(c.Tx.InsertIteration(ctx, runID, n))
-}
-
-func (c *countingTx) DeletePendingNodes(ctx context.Context, runID string, nodeIDs []string) error {
-	return c.wrote(c.Tx.DeletePendingNodes(ctx, runID, nodeIDs))
-}
-
-func (c *countingTx) SetRunVersion(ctx context.Context, runID, versionID string) error {
-	return c.wrote(c.Tx.SetRunVersion(ctx, runID, versionID))
-}
-
-func (c *countingTx) ResetNodes(ctx context.Context, runID string, nodes []ResetNode) error {
-	return c.wrote(c.Tx.ResetNodes(ctx, runID, nodes))
-}
-
-func (c *countingTx) DeleteInstances(ctx context.Context, runID string, nodeIDs []string, idx []int) (int, error) {
-	n, err := c.Tx.DeleteInstances(ctx, runID, nodeIDs, idx)
-	return n, c.wrote(err)
-}
-
-func (c *countingTx) InsertNotifications(ctx context.Context, ns []Notification) error {
-	return c.wrote(c.Tx.InsertNotifications(ctx, ns))
-}
-
-func (c *countingTx) SetRemindAt(ctx context.Context, runID, key string, secs int) error {
-	return c.wrote(c.Tx.SetRemindAt(ctx, runID, key, secs))
-}
-
-func (c *countingTx) HoldDispatches(ctx context.Context, runID string, hold bool) (int, error) {
-	n, err := c.Tx.HoldDispatches(ctx, runID, hold)
-	return n, c.wrote(err)
-}
-
-func (c *countingTx) TakeEvent(ctx context.Context, w EventWait) (*TakenEvent, error) {
-	ev, err := c.Tx.TakeEvent(ctx, w)
-	return ev, c.wrote(err)
-}
-
-func (c *countingTx) EventDelivered(ctx context.Context, eventID, runID, key string) error {
-	return c.wrote(c.Tx.EventDelivered(ctx, eventID, runID, key))
-}
-
-func (c *countingTx) FailActiveNodes(ctx context.Context, runID, msg string) ([]string, error) {
-	k, err := c.Tx.FailActiveNodes(ctx, runID, msg)
-	return k, c.wrote(err)
-}
-
-func (c *countingTx) WakeNodes(ctx context.Context, runID string, due []DueNode) ([]NodeState, error) {
-	st, err := c.Tx.WakeNodes(ctx, runID, due)
-	return st, c.wrote(err)
-}
-
-func (c *countingTx) SetTaken(ctx context.Context, runID, key string, taken []string, out json.RawMessage) error {
-	return c.wrote(c.Tx.SetTaken(ctx, runID, key, taken, out))
-}
-func (c *countingTx) MoveEntity(ctx context.Context, m EntityMove) (EntityMoved, error) {
-	s, err := c.Tx.MoveEntity(ctx, m)
-	return s, c.wrote(err)
-}
-func (c *countingTx) AppendEvents(ctx context.Context, runID string, seq int64, ev []NewEvent) error {
-	return c.wrote(c.Tx.AppendEvents(ctx, runID, seq, ev))
 }
 
 // loadAndBulkComplete locks the run and applies the completions among a
@@ -599,9 +448,4 @@ func (t *txn) takeCompletedInBulk(p CallbackParams) *NodeState {
 	}
 	delete(t.completedInBulk, p.Key)
 	return st
-}
-
-func (c *countingTx) BulkComplete(ctx context.Context, runID string, cs []BulkComplete) ([]NodeState, error) {
-	st, err := c.Tx.BulkComplete(ctx, runID, cs)
-	return st, c.wrote(err)
 }

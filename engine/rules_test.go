@@ -1,0 +1,239 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/handlers"
+	"github.com/stitchd/stitchd/internal/testkit"
+	"github.com/stitchd/stitchd/store"
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+// The engine's rules, tested beside them: an engine on the Inline
+// committer (one operation, one transaction) over a test transaction of
+// the package database (storetest.TestTx), rolled back when the test ends.
+// Each operation is one call; what it wrote is read back at once.
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+// minter mints plain callback URLs: the engine only stores them.
+type minter struct{}
+
+func (minter) CallbackURL(runID, key string, attempt int) (string, error) {
+	return fmt.Sprintf("http://stitchd.invalid/cb/%s/%s/%d", runID, key, attempt), nil
+}
+
+type rig struct {
+	t   *testing.T
+	st  *store.Store
+	eng *engine.Engine
+}
+
+func newRig(t *testing.T, opts ...func(*engine.Config)) *rig {
+	t.Helper()
+	st := storetest.TestTx(t)
+	cfg := engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), Minter: minter{},
+		NewID: uuid.NewString, Clock: &testkit.Clock{}, Logger: slog.New(slog.DiscardHandler), Committer: engine.CommitInline}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	eng, err := engine.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, eng.Start(context.Background()))
+	t.Cleanup(eng.Stop)
+	return &rig{t: t, st: st, eng: eng}
+}
+
+// start creates a flow of graph and starts a run of it with input.
+func (r *rig) start(graph, input string) *engine.Run {
+	r.t.Helper()
+	ctx := context.Background()
+	flow, err := r.st.CreateFlow(ctx, uuid.NewString(), "rules", nil, testkit.Version(r.t, graph))
+	require.NoError(r.t, err)
+	run, created, err := r.eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID, Input: json.RawMessage(input)})
+	require.NoError(r.t, err)
+	require.True(r.t, created)
+	return run
+}
+
+// nodes returns the run and its nodes by key.
+func (r *rig) nodes(runID string) (*engine.Run, map[string]engine.NodeState) {
+	r.t.Helper()
+	run, ns, err := r.st.GetRun(context.Background(), runID, true)
+	require.NoError(r.t, err)
+	byKey := make(map[string]engine.NodeState, len(ns))
+	for _, n := range ns {
+		byKey[n.Key] = n
+	}
+	return run, byKey
+}
+
+// outbox returns the keys (key#attempt) the run's outbox rows were written for.
+func (r *rig) outbox(runID string) []string {
+	r.t.Helper()
+	var keys []string
+	require.NoError(r.t, r.st.Gorm().Raw(`SELECT key || '#' || attempt FROM dispatches WHERE run_id = ? ORDER BY key, attempt`, runID).
+		Scan(&keys).Error)
+	return keys
+}
+
+func (r *rig) callback(runID, key string, attempt int, status engine.Status, output string) error {
+	r.t.Helper()
+	return r.eng.HandleCallback(context.Background(), engine.CallbackParams{RunID: runID, Key: key, Attempt: attempt,
+		Status: status, Output: json.RawMessage(output), Error: "boom"})
+}
+
+const chain = `{"nodes":[
+	{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a"}},
+	{"id":"b","type":"Worker","data":{"webhookUrl":"http://worker.invalid/b"}}],
+	"edges":[{"id":"e1","source":"a","target":"b"}]}`
+
+// TestChainStepByStep: a completion fires its successor in the same
+// transaction; a repeated callback changes nothing; a stale or conflicting
+// one is refused; the last completion settles the run.
+func TestChainStepByStep(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	run := r.start(chain, `{"lead":"ada"}`)
+	_, ns := r.nodes(run.ID)
+	require.Equal(t, engine.StatusRunning, ns["a"].Status)
+	require.Equal(t, engine.StatusPending, ns["b"].Status)
+	require.Equal(t, []string{"a#1"}, r.outbox(run.ID), "the entry node's outbox row commits with the run")
+
+	require.NoError(t, r.callback(run.ID, "a", 1, engine.StatusCompleted, `{"score":7}`))
+	_, ns = r.nodes(run.ID)
+	require.Equal(t, engine.StatusCompleted, ns["a"].Status)
+	require.Equal(t, engine.StatusRunning, ns["b"].Status, "readiness decided in the completing transaction")
+	require.JSONEq(t, `{"score":7}`, string(ns["b"].Input))
+	require.Equal(t, []string{"a#1", "b#1"}, r.outbox(run.ID))
+
+	require.NoError(t, r.callback(run.ID, "a", 1, engine.StatusCompleted, `{"score":7}`), "a repeated callback is answered as the first")
+	require.ErrorIs(t, r.callback(run.ID, "a", 1, engine.StatusCompleted, `{"score":8}`), engine.ErrConflict, "a different result")
+	require.ErrorIs(t, r.callback(run.ID, "b", 2, engine.StatusCompleted, `{}`), engine.ErrConflict, "another attempt")
+	require.Equal(t, []string{"a#1", "b#1"}, r.outbox(run.ID), "refused callbacks wrote nothing")
+
+	require.NoError(t, r.callback(run.ID, "b", 1, engine.StatusCompleted, `{"done":true}`))
+	got, _ := r.nodes(run.ID)
+	require.Equal(t, engine.RunCompleted, got.Status)
+	require.JSONEq(t, `{"done":true}`, string(got.Output))
+}
+
+// TestFailureRetriesThenFailsTheRun: a failed attempt with retries left is
+// dispatched again (a new outbox row, delayed); the last one fails the node
+// and the run.
+func TestFailureRetriesThenFailsTheRun(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	graph := `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a",
+		"retry":{"maxAttempts":2,"initialDelayMs":1000,"maxDelayMs":1000}}}],"edges":[]}`
+	run := r.start(graph, `{}`)
+	require.NoError(t, r.callback(run.ID, "a", 1, engine.StatusFailed, ""))
+	_, ns := r.nodes(run.ID)
+	require.Equal(t, engine.StatusRunning, ns["a"].Status)
+	require.Equal(t, 2, ns["a"].Attempt)
+	require.Equal(t, []string{"a#1", "a#2"}, r.outbox(run.ID))
+
+	require.NoError(t, r.callback(run.ID, "a", 2, engine.StatusFailed, ""))
+	got, ns := r.nodes(run.ID)
+	require.Equal(t, engine.StatusFailed, ns["a"].Status)
+	require.Equal(t, engine.RunFailed, got.Status)
+}
+
+// TestFanOutCollectsInOrder: a Splitter's items run as indexed paths; the
+// Collector fires once, when the last arrives, with outputs in item order
+// whatever the order of completion.
+func TestFanOutCollectsInOrder(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	graph := `{"nodes":[{"id":"split","type":"Splitter","data":{"arrayPath":"items"}},
+		{"id":"score","type":"Worker","data":{"webhookUrl":"http://worker.invalid/score"}},
+		{"id":"merge","type":"Collector","data":{}}],
+		"edges":[{"id":"e1","source":"split","target":"score"},{"id":"e2","source":"score","target":"merge"}]}`
+	run := r.start(graph, `{"items":["x","y","z"]}`)
+	require.Equal(t, []string{"score_0#1", "score_1#1", "score_2#1"}, r.outbox(run.ID))
+	for _, i := range []int{2, 0} {
+		require.NoError(t, r.callback(run.ID, fmt.Sprintf("score_%d", i), 1, engine.StatusCompleted, fmt.Sprintf(`{"i":%d}`, i)))
+		_, ns := r.nodes(run.ID)
+		require.Equal(t, engine.StatusPending, ns["merge"].Status, "not before the last item")
+	}
+	require.NoError(t, r.callback(run.ID, "score_1", 1, engine.StatusCompleted, `{"i":1}`))
+	got, ns := r.nodes(run.ID)
+	require.Equal(t, engine.StatusCompleted, ns["merge"].Status)
+	require.JSONEq(t, `[{"i":0},{"i":1},{"i":2}]`, string(ns["merge"].Output))
+	require.Equal(t, engine.RunCompleted, got.Status)
+}
+
+// TestClaimedRowsComeBackAsValues: the outbox rows a commit claimed for
+// this process are handed on after it as values (Claims), no more than
+// the room the dispatcher gave before the transaction; the rest are
+// written unclaimed, for pollers.
+func TestClaimedRowsComeBackAsValues(t *testing.T) {
+	t.Parallel()
+	claims := engine.NewClaims()
+	claims.SetRoom(2)
+	r := newRig(t, func(c *engine.Config) { c.Claims, c.ClaimLease = claims, time.Minute })
+	graph := `{"nodes":[{"id":"split","type":"Splitter","data":{"arrayPath":"items"}},
+		{"id":"score","type":"Worker","data":{"webhookUrl":"http://worker.invalid/score"}},
+		{"id":"merge","type":"Collector","data":{}}],
+		"edges":[{"id":"e1","source":"split","target":"score"},{"id":"e2","source":"score","target":"merge"}]}`
+	run := r.start(graph, `{"items":[1,2,3]}`)
+	require.Zero(t, claims.Room(), "the rows waiting for the dispatcher count against its room")
+	got := claims.Take()
+	require.Len(t, got, 2, "claimed within the room")
+	for _, c := range got {
+		require.Equal(t, run.ID, c.RunID)
+		require.Equal(t, 1, c.Attempt)
+		require.Contains(t, string(c.Payload), "http://stitchd.invalid/cb/"+run.ID+"/"+c.Key+"/1")
+	}
+	var claimed, unclaimed int
+	require.NoError(t, r.st.Gorm().Raw(`SELECT count(*) FILTER (WHERE locked_until IS NOT NULL), count(*) FILTER (WHERE locked_until IS NULL)
+		FROM dispatches WHERE run_id = ?`, run.ID).Row().Scan(&claimed, &unclaimed))
+	require.Equal(t, 2, claimed)
+	require.Equal(t, 1, unclaimed)
+	require.Empty(t, claims.Take(), "taken once")
+}
+
+// TestStoppedEngineRefuses: before Start and after Stop an operation is
+// refused with ErrUnavailable and writes nothing; Start and Stop are
+// idempotent.
+func TestStoppedEngineRefuses(t *testing.T) {
+	t.Parallel()
+	st := storetest.TestTx(t)
+	eng, err := engine.New(engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), Minter: minter{},
+		NewID: uuid.NewString, Committer: engine.CommitInline, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	ctx := context.Background()
+	flow, err := st.CreateFlow(ctx, uuid.NewString(), "stopped", nil, testkit.Version(t, chain))
+	require.NoError(t, err)
+	params := engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID, Input: json.RawMessage(`{}`)}
+	_, _, err = eng.StartRun(ctx, params)
+	require.ErrorIs(t, err, engine.ErrUnavailable, "not started")
+
+	require.NoError(t, eng.Start(ctx))
+	require.NoError(t, eng.Start(ctx))
+	run, _, err := eng.StartRun(ctx, params)
+	require.NoError(t, err)
+	eng.Stop()
+	eng.Stop()
+	err = eng.HandleCallback(ctx, engine.CallbackParams{RunID: run.ID, Key: "a", Attempt: 1, Status: engine.StatusCompleted, Output: json.RawMessage(`{}`)})
+	require.ErrorIs(t, err, engine.ErrUnavailable, "stopped")
+	_, ns, err := st.GetRun(ctx, run.ID, true)
+	require.NoError(t, err)
+	for _, n := range ns {
+		if n.Key == "a" {
+			require.Equal(t, engine.StatusRunning, n.Status, "the refused callback wrote nothing")
+		}
+	}
+	_, err = engine.New(engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), Minter: minter{},
+		NewID: uuid.NewString, Committer: "batched"})
+	require.ErrorContains(t, err, `unknown committer "batched"`)
+}
