@@ -75,6 +75,8 @@ func (inline) completedTogether() int64 { return 0 }
 // engine it does nothing). Until then, and after Stop, every operation
 // is refused with ErrUnavailable.
 func (e *Engine) Start(context.Context) error {
+	e.gate.life.Lock()
+	defer e.gate.life.Unlock()
 	e.gate.mu.Lock()
 	defer e.gate.mu.Unlock()
 	e.gate.open = true
@@ -86,37 +88,54 @@ func (e *Engine) Start(context.Context) error {
 // does nothing). Delivered marks still held are written by
 // FlushDeliveryMarks.
 func (e *Engine) Stop() {
+	e.gate.life.Lock()
+	defer e.gate.life.Unlock()
 	e.gate.mu.Lock()
-	defer e.gate.mu.Unlock()
 	if !e.gate.open {
+		e.gate.mu.Unlock()
 		return
 	}
 	e.gate.open = false
-	// Held under the lock: a submission arriving now waits for it, then
-	// finds the engine stopped.
-	e.gate.inflight.Wait()
+	// An operation under way that submits another (none waits on one
+	// today) has it refused, not waiting for this Stop.
+	for e.gate.inflight > 0 {
+		e.gate.idle.Wait()
+	}
+	e.gate.mu.Unlock()
+	// No operation is under way and none is admitted: the committer's
+	// goroutines end as their queues are empty.
 	e.commit.wait()
 }
 
 // gate admits operations while the engine runs.
 type gate struct {
+	// life serialises Start and Stop.
+	life     sync.Mutex
 	mu       sync.Mutex
+	idle     *sync.Cond // on mu: inflight fell to 0
 	open     bool
-	inflight sync.WaitGroup
+	inflight int
 }
 
 var errStopped = fmt.Errorf("%w: the engine is not running", ErrUnavailable)
 
 // do submits o to the committer, if the engine runs.
 func (e *Engine) do(ctx context.Context, o op) error {
-	e.gate.mu.Lock()
-	if !e.gate.open {
-		e.gate.mu.Unlock()
+	g := &e.gate
+	g.mu.Lock()
+	if !g.open {
+		g.mu.Unlock()
 		return errStopped
 	}
-	e.gate.inflight.Add(1)
-	e.gate.mu.Unlock()
-	defer e.gate.inflight.Done()
+	g.inflight++
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		if g.inflight--; g.inflight == 0 {
+			g.idle.Broadcast()
+		}
+		g.mu.Unlock()
+	}()
 	return e.commit.submit(ctx, o)
 }
 

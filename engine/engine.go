@@ -246,6 +246,7 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	e := &Engine{cfg: cfg, conds: &compiled[*Condition]{compile: CompileCondition}, vals: &compiled[*Value]{compile: CompileValue}}
+	e.gate.idle = sync.NewCond(&e.gate.mu)
 	switch cfg.Committer {
 	case CommitGrouped, "":
 		e.commit = newGrouped(e)
