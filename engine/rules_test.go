@@ -29,13 +29,6 @@ import (
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-// minter mints plain callback URLs: the engine only stores them.
-type minter struct{}
-
-func (minter) CallbackURL(runID, key string, attempt int) (string, error) {
-	return fmt.Sprintf("http://stitchd.invalid/cb/%s/%s/%d", runID, key, attempt), nil
-}
-
 type rig struct {
 	t   *testing.T
 	st  *store.Store
@@ -45,16 +38,11 @@ type rig struct {
 func newRig(t *testing.T, opts ...func(*engine.Config)) *rig {
 	t.Helper()
 	st := storetest.TestTx(t)
-	cfg := engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), Minter: minter{},
-		NewID: uuid.NewString, Clock: &testkit.Clock{}, Logger: slog.New(slog.DiscardHandler), Committer: engine.CommitInline}
+	cfg := engine.Config{Store: st, Clock: &testkit.Clock{}, Committer: engine.CommitInline}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	eng, err := engine.New(cfg)
-	require.NoError(t, err)
-	require.NoError(t, eng.Start(context.Background()))
-	t.Cleanup(eng.Stop)
-	return &rig{t: t, st: st, eng: eng}
+	return &rig{t: t, st: st, eng: testkit.Engine(t, cfg)}
 }
 
 // start creates a flow of graph and starts a run of it with input.
@@ -212,7 +200,7 @@ func TestClaimedRowsComeBackAsValues(t *testing.T) {
 func TestStoppedEngineRefuses(t *testing.T) {
 	t.Parallel()
 	st := storetest.TestTx(t)
-	eng, err := engine.New(engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), Minter: minter{},
+	eng, err := engine.New(engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), Minter: testkit.Minter{},
 		NewID: uuid.NewString, Committer: engine.CommitInline, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -237,7 +225,7 @@ func TestStoppedEngineRefuses(t *testing.T) {
 			require.Equal(t, engine.StatusRunning, n.Status, "the refused callback wrote nothing")
 		}
 	}
-	_, err = engine.New(engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), Minter: minter{},
+	_, err = engine.New(engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), Minter: testkit.Minter{},
 		NewID: uuid.NewString, Committer: "batched"})
 	require.ErrorContains(t, err, `unknown committer "batched"`)
 }
@@ -249,7 +237,7 @@ func TestStoppedEngineRefuses(t *testing.T) {
 func TestStartStopWhileSubmitting(t *testing.T) {
 	t.Parallel()
 	st, _ := storetest.IsolatedDB(t)
-	eng, err := engine.New(engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), Minter: minter{},
+	eng, err := engine.New(engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), Minter: testkit.Minter{},
 		NewID: uuid.NewString, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	ctx := context.Background()

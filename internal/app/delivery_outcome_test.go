@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/engine"
-	"github.com/stitchd/stitchd/handlers"
 	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/storetest"
@@ -29,17 +27,11 @@ func engineOn(t testing.TB, st engine.Store, opts ...func(*engine.Config)) *engi
 	ring, err := callbacks.NewKeyring(callbacks.Key{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")})
 	require.NoError(t, err)
 	clock := fixedClock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	cfg := engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), NewID: uuid.NewString, Clock: clock,
-		Minter: &callbacks.Minter{Keys: ring, BaseURL: "http://stitchd.invalid", Clock: clock},
-		Logger: slog.New(slog.DiscardHandler)}
+	cfg := engine.Config{Store: st, Clock: clock, Minter: &callbacks.Minter{Keys: ring, BaseURL: "http://stitchd.invalid", Clock: clock}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	eng, err := engine.New(cfg)
-	require.NoError(t, err)
-	require.NoError(t, eng.Start(context.Background()))
-	t.Cleanup(eng.Stop)
-	return eng
+	return testkit.Engine(t, cfg)
 }
 
 // compiledVersion compiles a visual graph into a version to store.
