@@ -34,7 +34,7 @@ const token = "examples-token"
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer l.Close()
 	return l.Addr().String()
@@ -44,7 +44,7 @@ func freeAddr(t *testing.T) string {
 func buildGoWorker(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "go-worker")
-	out, err := exec.Command("go", "build", "-o", bin, "./go-worker").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./go-worker").CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	return bin
 }
@@ -54,7 +54,7 @@ func buildGoWorker(t *testing.T) string {
 func startWorker(t *testing.T, secret string, argv ...string) (url string, logs *syncbuf.Buffer) {
 	t.Helper()
 	addr := freeAddr(t)
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := exec.CommandContext(t.Context(), argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "STITCHD_WEBHOOK_SECRET="+secret, "ADDR="+addr)
 	logs = &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -70,7 +70,7 @@ func startWorker(t *testing.T, secret string, argv ...string) (url string, logs 
 	})
 	listening := false
 	testkit.Eventually(t, 30*time.Second, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(t.Context(), "tcp", addr)
 		if err == nil {
 			c.Close()
 			listening = true
@@ -123,7 +123,7 @@ func TestExampleWorkers(t *testing.T) {
 
 			// A dispatch that is not signed with the secret is refused.
 			for _, bad := range []string{"", callbacks.SignWebhook([]byte("another key, 16+ bytes"), "msg_x", time.Now().Unix(), []byte(`{}`))} {
-				req, err := http.NewRequest(http.MethodPost, url+"/greet", strings.NewReader(`{}`))
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/greet", strings.NewReader(`{}`))
 				require.NoError(t, err)
 				req.Header.Set("webhook-id", "msg_x")
 				req.Header.Set("webhook-timestamp", strconv.FormatInt(time.Now().Unix(), 10))

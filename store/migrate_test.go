@@ -45,7 +45,7 @@ func openStore(t *testing.T, url string) *store.Store {
 // own version table excluded), in no particular order.
 func publicTables(t *testing.T, db *sql.DB) []string {
 	t.Helper()
-	rows, err := db.Query(`SELECT table_name FROM information_schema.tables
+	rows, err := db.QueryContext(t.Context(), `SELECT table_name FROM information_schema.tables
 		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' AND table_name <> 'goose_db_version'
 		`)
 	require.NoError(t, err)

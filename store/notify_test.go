@@ -132,7 +132,7 @@ func TestListenFollowsMultiHostURL(t *testing.T) {
 	st, u := storetest.IsolatedDB(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	down := l.Addr().String() // nothing listens there once closed
 	l.Close()

@@ -246,7 +246,7 @@ func TestInterpretError(t *testing.T) {
 			})
 		}, engine.ErrInvalidRequest},
 		{"connection refused", func(ctx context.Context, t *testing.T, _ *store.Store) error {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
+			l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 			require.NoError(t, err)
 			addr := l.Addr().String()
 			require.NoError(t, l.Close())

@@ -58,7 +58,7 @@ func TestHostileCallbacksNeverReachTheDatabase(t *testing.T) {
 	}
 	for i := 0; i < 10_000; i++ {
 		tok := kinds[i%len(kinds)](i)
-		req := httptest.NewRequest(http.MethodPost, "/callbacks/"+tok, strings.NewReader(`{"status":"completed","output":{}}`))
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/callbacks/"+tok, strings.NewReader(`{"status":"completed","output":{}}`))
 		rec := httptest.NewRecorder()
 		srv.Handler().ServeHTTP(rec, req)
 		if rec.Code != http.StatusUnauthorized && rec.Code != http.StatusNotFound {

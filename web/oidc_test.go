@@ -54,7 +54,7 @@ func startProvider(t *testing.T) *testProvider {
 			next.ServeHTTP(w, r)
 		})
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	require.NoError(t, m.Start(ln, nil))
 	t.Cleanup(func() { _ = m.Shutdown() })

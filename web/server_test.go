@@ -72,7 +72,7 @@ func do(t *testing.T, h http.Handler, r req) *httptest.ResponseRecorder {
 	if r.body != "" {
 		body = strings.NewReader(r.body)
 	}
-	hr := httptest.NewRequest(r.method, r.path, body)
+	hr := httptest.NewRequestWithContext(t.Context(), r.method, r.path, body)
 	if r.body != "" {
 		hr.Header.Set("Content-Type", "application/json")
 	}
@@ -573,7 +573,7 @@ func TestBodyLimit(t *testing.T) {
 			if tt.chunked {
 				body = chunked{body}
 			}
-			hr := httptest.NewRequest(tt.method, tt.path, body)
+			hr := httptest.NewRequestWithContext(t.Context(), tt.method, tt.path, body)
 			if tt.chunked {
 				hr.ContentLength = -1
 			}
@@ -1029,7 +1029,7 @@ func TestReadyzDatabaseGone(t *testing.T) {
 	admin, err := sql.Open("pgx", storetest.ServerURL(t))
 	require.NoError(t, err)
 	defer admin.Close()
-	_, err = admin.Exec(`DROP DATABASE ` + localpg.QuoteIdent(name) + ` WITH (FORCE)`)
+	_, err = admin.ExecContext(t.Context(), `DROP DATABASE `+localpg.QuoteIdent(name)+` WITH (FORCE)`)
 	require.NoError(t, err)
 
 	e := requireError(t, http.StatusServiceUnavailable, "unavailable", do(t, h, req{method: "GET", path: "/readyz", noAuth: true}))
@@ -1045,7 +1045,7 @@ func TestReadyzDatabaseGone(t *testing.T) {
 
 func TestAPIDatabaseDown(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
@@ -1076,7 +1076,7 @@ func TestConcurrentIdempotentStarts(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			hr := httptest.NewRequest(http.MethodPost, "/api/v1/flows/"+f.ID+"/runs", strings.NewReader(`{"input":{"i":1}}`))
+			hr := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/api/v1/flows/"+f.ID+"/runs", strings.NewReader(`{"input":{"i":1}}`))
 			hr.Header.Set("Authorization", "Bearer "+token)
 			hr.Header.Set("Idempotency-Key", "same-key")
 			recs[i] = httptest.NewRecorder()
@@ -1115,7 +1115,7 @@ func TestConcurrentFlowUpdates(t *testing.T) {
 			<-start
 			// Each update moves the node somewhere else: n distinct graphs.
 			g := fmt.Sprintf(`{"nodes":[{"id":"approve","type":"UX","position":{"x":%d,"y":0},"data":{}}],"edges":[]}`, i+1)
-			hr := httptest.NewRequest(http.MethodPut, "/api/v1/flows/"+f.ID, strings.NewReader(`{"graph":`+g+`}`))
+			hr := httptest.NewRequestWithContext(t.Context(), http.MethodPut, "/api/v1/flows/"+f.ID, strings.NewReader(`{"graph":`+g+`}`))
 			hr.Header.Set("Authorization", "Bearer "+token)
 			recs[i] = httptest.NewRecorder()
 			h.ServeHTTP(recs[i], hr)

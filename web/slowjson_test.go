@@ -63,7 +63,7 @@ func TestSlowReadersOfJSONAnswersAreCutOff(t *testing.T) {
 	heap0 := heap()
 	began := time.Now()
 	for i := 0; i < stalled; i++ {
-		c, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+		c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", strings.TrimPrefix(ts.URL, "http://"))
 		require.NoError(t, err)
 		require.NoError(t, c.(*net.TCPConn).SetReadBuffer(4096))
 		t.Cleanup(func() { c.Close() })
@@ -85,7 +85,7 @@ func TestSlowReadersOfJSONAnswersAreCutOff(t *testing.T) {
 
 	// A reader gets it all.
 	resp, err := ts.Client().Do(func() *http.Request {
-		r, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+		r, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+path, nil)
 		r.Header.Set("Authorization", "Bearer "+token)
 		return r
 	}())

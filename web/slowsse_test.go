@@ -51,7 +51,7 @@ func TestStalledEventStreamsAreDropped(t *testing.T) {
 	const stalled = 20
 	conns := make([]net.Conn, stalled)
 	for i := range conns {
-		c, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+		c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", strings.TrimPrefix(ts.URL, "http://"))
 		require.NoError(t, err)
 		require.NoError(t, c.(*net.TCPConn).SetReadBuffer(4096))
 		t.Cleanup(func() { c.Close() })

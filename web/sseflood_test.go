@@ -68,7 +68,7 @@ func TestStalledReplaysKeepMemoryBounded(t *testing.T) {
 
 	const clients = 100
 	for i := 0; i < clients; i++ {
-		c, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+		c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", strings.TrimPrefix(ts.URL, "http://"))
 		require.NoError(t, err)
 		require.NoError(t, c.(*net.TCPConn).SetReadBuffer(4096))
 		t.Cleanup(func() { c.Close() })

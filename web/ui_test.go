@@ -71,7 +71,7 @@ func TestUIServing(t *testing.T) {
 	require.NotEmpty(t, asset, "index.html names no script")
 
 	do := func(method, path, accept string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(method, path, nil)
+		r := httptest.NewRequestWithContext(t.Context(), method, path, nil)
 		if accept != "" {
 			r.Header.Set("Accept", accept)
 		}

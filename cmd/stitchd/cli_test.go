@@ -289,7 +289,7 @@ func TestCLIWebhookSecret(t *testing.T) {
 	out, _, err := s.cli(t, "webhook-secret")
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(out, "whsec_"), out)
-	resp := must(http.NewRequest(http.MethodGet, s.app.URL+"/api/v1/webhook-secret", nil))
+	resp := must(http.NewRequestWithContext(t.Context(), http.MethodGet, s.app.URL+"/api/v1/webhook-secret", nil))
 	resp.Header.Set("Authorization", "Bearer "+cliToken)
 	r, err := http.DefaultClient.Do(resp)
 	require.NoError(t, err)
@@ -457,7 +457,7 @@ func TestWorkerDemoCommand(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 	waitFor(t, "the demo worker to listen", func() bool {
-		c, err := net.Dial("tcp", addr)
+		c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
 		if err == nil {
 			c.Close()
 		}

@@ -75,7 +75,7 @@ func startDemo(ctx context.Context, a *app.App, o demoOptions, token string, log
 			return nil, err
 		}
 		var addr string
-		stop, addr, err = serveDemoWorker(o.workerAddr, demo.WorkerConfig{Secret: secret, MinDelay: o.minDelay,
+		stop, addr, err = serveDemoWorker(ctx, o.workerAddr, demo.WorkerConfig{Secret: secret, MinDelay: o.minDelay,
 			MaxDelay: o.maxDelay, Logger: log.With("component", "demo-worker")})
 		if err != nil {
 			return nil, err
@@ -116,8 +116,8 @@ func startDemo(ctx context.Context, a *app.App, o demoOptions, token string, log
 
 // serveDemoWorker runs the demo worker on addr until the returned function
 // is called.
-func serveDemoWorker(addr string, cfg demo.WorkerConfig) (stop func(), bound string, err error) {
-	l, err := net.Listen("tcp", addr)
+func serveDemoWorker(ctx context.Context, addr string, cfg demo.WorkerConfig) (stop func(), bound string, err error) {
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("error starting the demo worker on %s (is `stitchd worker demo` already running there? "+
 			"then use --demo-worker=false, or another --demo-worker-addr): %w", addr, err)
@@ -180,7 +180,7 @@ func newWorkerCmd(env envLookup, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			stop, addr, err := serveDemoWorker(o.addr, demo.WorkerConfig{Secret: secret, MinDelay: o.minDelay,
+			stop, addr, err := serveDemoWorker(ctx, o.addr, demo.WorkerConfig{Secret: secret, MinDelay: o.minDelay,
 				MaxDelay: o.maxDelay, FailRate: o.failRate, Logger: log})
 			if err != nil {
 				return err

@@ -401,7 +401,7 @@ func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) 
 		log.Warn("no --auth-token / STITCHD_AUTH_TOKEN set; generated one for this process", "auth_token", o.authToken)
 	}
 	if o.pprofAddr != "" {
-		_, stopProfiles, err := servePprof(o.pprofAddr, log)
+		_, stopProfiles, err := servePprof(ctx, o.pprofAddr, log)
 		if err != nil {
 			return err
 		}

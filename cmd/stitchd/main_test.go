@@ -269,7 +269,7 @@ func stitchdBinary(t *testing.T) string {
 	goBin, err := exec.LookPath("go")
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "stitchd")
-	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), goBin, "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	return bin
 }
@@ -290,7 +290,7 @@ func cleanEnv() []string {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
@@ -326,7 +326,7 @@ func startServeEnv(t *testing.T, bin, dbURL string, env []string, extra ...strin
 	lf, err := os.Create(logs)
 	require.NoError(t, err)
 	t.Cleanup(func() { lf.Close() })
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--database-url", dbURL, "--auth-token", "x"}, extra...)...)
+	cmd := exec.CommandContext(t.Context(), bin, append([]string{"serve", "--addr", addr, "--database-url", dbURL, "--auth-token", "x"}, extra...)...)
 	cmd.Env = append(cleanEnv(), env...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	require.NoError(t, cmd.Start())
@@ -349,7 +349,9 @@ func startServeEnv(t *testing.T, bin, dbURL string, env []string, extra ...strin
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		resp, err := client.Get(s.url + "/readyz")
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url+"/readyz", nil)
+		require.NoError(t, err)
+		resp, err := client.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -388,7 +390,7 @@ func httpDo(t *testing.T, method, url, auth, body string) (int, string) {
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	r, err := http.NewRequest(method, url, rd)
+	r, err := http.NewRequestWithContext(t.Context(), method, url, rd)
 	require.NoError(t, err)
 	if auth != "" {
 		r.Header.Set("Authorization", auth)
@@ -418,7 +420,7 @@ func TestBinaryMigrateServeShutdown(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.Command(bin, "migrate", "--database-url", dbURL)
+			cmd := exec.CommandContext(t.Context(), bin, "migrate", "--database-url", dbURL)
 			cmd.Env = cleanEnv()
 			outs[i], errs[i] = cmd.CombinedOutput()
 		}()
@@ -459,7 +461,7 @@ func TestBinaryMigrateServeShutdown(t *testing.T) {
 	s.stop(t)
 	require.Contains(t, s.log(), "shutting down")
 	// The port is released.
-	l, err := net.Listen("tcp", strings.TrimPrefix(s.url, "http://"))
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", strings.TrimPrefix(s.url, "http://"))
 	require.NoError(t, err)
 	l.Close()
 }
@@ -588,7 +590,7 @@ func TestServeStopsItsOwnClusterOnCtrlC(t *testing.T) {
 	lines := strings.Split(string(pid), "\n")
 	require.GreaterOrEqual(t, len(lines), 4)
 	port := strings.TrimSpace(lines[3])
-	conn, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+	conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(t.Context(), "tcp", "127.0.0.1:"+port)
 	require.NoError(t, err, "the cluster listens on %s", port)
 	conn.Close()
 
@@ -602,7 +604,7 @@ func TestServeStopsItsOwnClusterOnCtrlC(t *testing.T) {
 	require.Contains(t, s.log(), "stopped the throwaway PostgreSQL cluster")
 	_, err = os.Stat(filepath.Join(dir, "postmaster.pid"))
 	require.ErrorIs(t, err, os.ErrNotExist, "no postmaster is left")
-	_, err = net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+	_, err = (&net.Dialer{Timeout: time.Second}).DialContext(t.Context(), "tcp", "127.0.0.1:"+port)
 	require.Error(t, err, "nothing listens on the cluster's port")
 	st, err := os.Stat(parent)
 	require.NoError(t, err)

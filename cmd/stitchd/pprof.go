@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,8 +14,8 @@ import (
 // servePprof serves Go's profiles (/debug/pprof/) on their own listener,
 // apart from the API: bind it to a private address. It returns the address
 // it listens on and a function that closes the listener.
-func servePprof(addr string, log *slog.Logger) (string, func(), error) {
-	ln, err := net.Listen("tcp", addr)
+func servePprof(ctx context.Context, addr string, log *slog.Logger) (string, func(), error) {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("--pprof-addr: %w", err)
 	}

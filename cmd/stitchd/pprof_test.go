@@ -11,11 +11,13 @@ import (
 
 func TestServePprof(t *testing.T) {
 	t.Parallel()
-	addr, stop, err := servePprof("127.0.0.1:0", slog.New(slog.DiscardHandler))
+	addr, stop, err := servePprof(t.Context(), "127.0.0.1:0", slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer stop()
 	for _, path := range []string{"/debug/pprof/", "/debug/pprof/allocs?debug=1", "/debug/pprof/goroutine?debug=1"} {
-		resp, err := http.Get("http://" + addr + path)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+path, nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		b, _ := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
@@ -23,11 +25,13 @@ func TestServePprof(t *testing.T) {
 		require.NotEmpty(t, b, path)
 	}
 	// Only the profiles are served there, not the API.
-	resp, err := http.Get("http://" + addr + "/api/v1/flows")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/api/v1/flows", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 
-	_, _, err = servePprof(addr, slog.New(slog.DiscardHandler))
+	_, _, err = servePprof(t.Context(), addr, slog.New(slog.DiscardHandler))
 	require.ErrorContains(t, err, "--pprof-addr", "a taken address is a clear start-up error")
 }

@@ -32,7 +32,7 @@ func TestAbusiveBodies(t *testing.T) {
 	require.Equal(t, "running", h.run(r.ID).Nodes["a"].Status, "nothing changed")
 
 	post := func(path, body string) int {
-		req, _ := http.NewRequest(http.MethodPost, h.app.URL+path, bytes.NewBufferString(body))
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, h.app.URL+path, bytes.NewBufferString(body))
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := h.client.Do(req)
 		require.NoError(t, err)

@@ -21,13 +21,18 @@ import (
 // page fetches an approval link's page (GET, or POST with a comment).
 func (h *harness) page(method, link, comment string) (int, string) {
 	h.t.Helper()
-	var resp *http.Response
+	var req *http.Request
 	var err error
 	if method == http.MethodPost {
-		resp, err = h.client.PostForm(link, url.Values{"comment": {comment}})
+		req, err = http.NewRequestWithContext(h.t.Context(), http.MethodPost, link,
+			strings.NewReader(url.Values{"comment": {comment}}.Encode()))
+		require.NoError(h.t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	} else {
-		resp, err = h.client.Get(link)
+		req, err = http.NewRequestWithContext(h.t.Context(), http.MethodGet, link, nil)
+		require.NoError(h.t, err)
 	}
+	resp, err := h.client.Do(req)
 	require.NoError(h.t, err)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

@@ -41,8 +41,13 @@ func newInstantWorker(tb testing.TB) *instantWorker {
 		go func() {
 			defer w.wg.Done()
 			w.lastSent.Store(time.Now().UnixNano())
-			resp, err := w.client.Post(p.CallbackURL, "application/json",
+			req, err := http.NewRequestWithContext(tb.Context(), http.MethodPost, p.CallbackURL,
 				bytes.NewReader([]byte(`{"status":"completed","output":`+string(p.Input)+`}`)))
+			if err != nil {
+				return
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := w.client.Do(req)
 			if err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
@@ -70,7 +75,7 @@ func benchApp(b *testing.B) (*app.App, *instantWorker) {
 
 func benchPost(b *testing.B, a *app.App, path string, body any) map[string]any {
 	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest(http.MethodPost, a.URL+path, bytes.NewReader(raw))
+	req, _ := http.NewRequestWithContext(b.Context(), http.MethodPost, a.URL+path, bytes.NewReader(raw))
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -227,7 +227,7 @@ func TestCompilerRejectsUnknownSection(t *testing.T) {
 
 func (h *harness) postHook(slug string, body []byte, headers map[string]string) (int, map[string]any) {
 	h.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.app.URL+"/hooks/"+slug, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(h.t.Context(), http.MethodPost, h.app.URL+"/hooks/"+slug, bytes.NewReader(body))
 	require.NoError(h.t, err)
 	for k, v := range headers {
 		req.Header.Set(k, v)

@@ -143,7 +143,7 @@ func TestEntityRunsSkip(t *testing.T) {
 	const secret = "skip-secret"
 	hook := func(id string) (int, string) {
 		body := []byte(`{"name":"Cy","email":"cy@example.com"}`)
-		req, err := http.NewRequest(http.MethodPost, h.app.URL+"/hooks/skip-hook", bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.app.URL+"/hooks/skip-hook", bytes.NewReader(body))
 		require.NoError(t, err)
 		now := time.Now().Unix()
 		req.Header.Set("Content-Type", "application/json")

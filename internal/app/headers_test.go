@@ -19,7 +19,7 @@ func TestServedAnswersAreNoStore(t *testing.T) {
 	for _, r := range []struct{ path, auth string }{
 		{"/metrics", "Bearer scrape"}, {"/metrics", ""}, {"/api/v1/flows", "Bearer " + token}, {"/readyz", ""},
 	} {
-		req, err := http.NewRequest(http.MethodGet, h.app.URL+r.path, nil)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, h.app.URL+r.path, nil)
 		require.NoError(t, err)
 		if r.auth != "" {
 			req.Header.Set("Authorization", r.auth)

@@ -83,7 +83,7 @@ func TestHostileCallbacksWithValidTokens(t *testing.T) {
 			for i := range jobs {
 				k := kinds[i%len(kinds)]
 				code, body := 0, ""
-				resp, err := h.client.Post(k.url, "application/json", strings.NewReader(k.body))
+				resp, err := clientPost(t.Context(), h.client, k.url, "application/json", strings.NewReader(k.body))
 				if err == nil {
 					b, _ := io.ReadAll(resp.Body)
 					resp.Body.Close()

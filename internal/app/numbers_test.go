@@ -27,7 +27,7 @@ type apiErrorJSON struct {
 // when auth is set; it returns the status and the answer.
 func (h *harness) rawRequest(method, url, body string, auth bool) (int, []byte) {
 	h.t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(h.t.Context(), method, url, strings.NewReader(body))
 	require.NoError(h.t, err)
 	req.Header.Set("Content-Type", "application/json")
 	if auth {

@@ -31,7 +31,11 @@ var metricLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) (
 
 // tryScrape reads /metrics into name{labels} → value.
 func (h *harness) tryScrape() (map[string]float64, error) {
-	resp, err := h.client.Get(h.app.URL + "/metrics")
+	req, err := http.NewRequestWithContext(h.t.Context(), http.MethodGet, h.app.URL+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := h.client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +209,7 @@ func TestMetricsToken(t *testing.T) {
 // is set) and returns the status, content type and body.
 func (h *harness) metricsRequest(method, path, auth string) (int, string, string) {
 	h.t.Helper()
-	req, err := http.NewRequest(method, h.app.URL+path, nil)
+	req, err := http.NewRequestWithContext(h.t.Context(), method, h.app.URL+path, nil)
 	require.NoError(h.t, err)
 	if auth != "" {
 		req.Header.Set("Authorization", auth)

@@ -26,7 +26,7 @@ func TestOIDCSignInThroughTheApp(t *testing.T) {
 	t.Parallel()
 	m, err := mockoidc.NewServer(nil)
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	require.NoError(t, m.Start(ln, nil))
 	t.Cleanup(func() { _ = m.Shutdown() })

@@ -157,7 +157,7 @@ func postgresOutage(t *testing.T, stop func(*localpg.Cluster) error) {
 			}
 			body := fmt.Sprintf(`{"input":{"xs":[%d,%d,%d,%d,%d]}}`, 10*i, 10*i+1, 10*i+2, 10*i+3, 10*i+4)
 			for {
-				req, _ := http.NewRequest(http.MethodPost, h.app.URL+"/api/v1/flows/"+flow+"/runs", strings.NewReader(body))
+				req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, h.app.URL+"/api/v1/flows/"+flow+"/runs", strings.NewReader(body))
 				req.Header.Set("Authorization", "Bearer "+token)
 				req.Header.Set("Idempotency-Key", fmt.Sprint("outage-", i))
 				resp, err := http.DefaultClient.Do(req)
@@ -190,7 +190,7 @@ func postgresOutage(t *testing.T, stop func(*localpg.Cluster) error) {
 
 	require.NoError(t, pg.Start(ctx))
 	h.eventually(func() bool {
-		resp, err := h.client.Get(h.app.URL + "/readyz")
+		resp, err := clientGet(t.Context(), h.client, h.app.URL+"/readyz")
 		if err != nil {
 			return false
 		}
@@ -361,7 +361,7 @@ func makeOutageFixtures(t *testing.T, h *harness, flow, heldRun, heldCallback st
 		"role": "approver", "password": "a long enough password"}, &id))
 	fx.user = id.ID
 	fx.personal = h.tokenFor("pat@example.com", "admin")
-	resp, err := h.client.Post(h.app.URL+"/api/v1/auth/login", "application/json",
+	resp, err := clientPost(t.Context(), h.client, h.app.URL+"/api/v1/auth/login", "application/json",
 		strings.NewReader(`{"email":"eve@example.com","password":"a long enough password"}`))
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -533,7 +533,7 @@ func sendDuringOutage(t *testing.T, client *http.Client, base, name, method stri
 	if rq.body != "" {
 		body = strings.NewReader(rq.body)
 	}
-	req, err := http.NewRequest(method, base+rq.path, body)
+	req, err := http.NewRequestWithContext(t.Context(), method, base+rq.path, body)
 	require.NoError(t, err)
 	if rq.body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -600,7 +600,7 @@ const outageAnswerWithin = 5 * time.Second
 // id (201, a repeat too).
 func startWithKey(t *testing.T, h *harness, flow, body, key string) string {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.app.URL+"/api/v1/flows/"+flow+"/runs", strings.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.app.URL+"/api/v1/flows/"+flow+"/runs", strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")

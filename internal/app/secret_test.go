@@ -49,7 +49,7 @@ func (h *harness) setSecret(name, value string) int {
 // raw sends an API request and returns the status and the body as text.
 func (h *harness) raw(method, path string) (int, string) {
 	h.t.Helper()
-	req, err := http.NewRequest(method, h.app.URL+path, nil)
+	req, err := http.NewRequestWithContext(h.t.Context(), method, h.app.URL+path, nil)
 	require.NoError(h.t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := h.client.Do(req)
@@ -185,7 +185,7 @@ func TestSecretInHeaderReachesOnlyTheRequest(t *testing.T) {
 	require.Equal(t, "Bearer [redacted]", gjson.GetBytes(out, "headers.x-echo").String(), "%s", out)
 
 	// A failure's reason quoting the echo, and an error quoting the URL.
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	closed, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	gone := "http://" + closed.Addr().String()
 	require.NoError(t, closed.Close())

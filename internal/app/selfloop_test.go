@@ -110,7 +110,7 @@ func TestTriggerRateLimit(t *testing.T) {
 	code, out := h.postHook("a", []byte(`{}`), nil)
 	require.Equal(t, 202, code, "%v", out)
 	for range 3 {
-		req, err := http.NewRequest(http.MethodPost, h.app.URL+"/hooks/a", strings.NewReader(`{}`))
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.app.URL+"/hooks/a", strings.NewReader(`{}`))
 		require.NoError(t, err)
 		resp, err := h.client.Do(req)
 		require.NoError(t, err)

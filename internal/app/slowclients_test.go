@@ -3,6 +3,7 @@ package app_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -41,8 +42,8 @@ type slowResult struct {
 	written int           // bytes of drip the client managed to send
 }
 
-func (s slowClient) run(addr string) (slowResult, error) {
-	c, err := net.Dial("tcp", addr)
+func (s slowClient) run(ctx context.Context, addr string) (slowResult, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return slowResult{}, err
 	}
@@ -103,7 +104,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res, err := tc.client.run(addr)
+			res, err := tc.client.run(t.Context(), addr)
 			require.NoError(t, err)
 			require.True(t, res.closed, "the server cut the client off (it sent %d bytes)", res.written)
 			require.Contains(t, tc.answers, res.answer)
@@ -157,7 +158,7 @@ func TestManySlowClientsKeepMemoryBounded(t *testing.T) {
 	for i, c := range clients {
 		go func() {
 			defer done.Done()
-			results[i], errs[i] = c.run(addr)
+			results[i], errs[i] = c.run(t.Context(), addr)
 		}()
 	}
 	// Measure the peak once every client is connected: a serving goroutine
@@ -208,7 +209,7 @@ func TestStalledReaderOfARunIsCutOff(t *testing.T) {
 	require.Equal(t, 200, h.do("GET", "/api/v1/runs/"+r.ID, nil, &full))
 	require.Len(t, full.Nodes, items+2)
 
-	c, err := net.Dial("tcp", strings.TrimPrefix(h.app.URL, "http://"))
+	c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", strings.TrimPrefix(h.app.URL, "http://"))
 	require.NoError(t, err)
 	defer c.Close()
 	// A small receive window: the kernel may otherwise grow it to 32 MB

@@ -40,7 +40,12 @@ func TestStuckWorkerDoesNotStallOthers(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusAccepted)
 		go func() {
-			if resp, err := cb.Post(p.CallbackURL, "application/json", bytes.NewBufferString(`{"status":"completed","output":{}}`)); err == nil {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, p.CallbackURL, bytes.NewBufferString(`{"status":"completed","output":{}}`))
+			if err != nil {
+				return
+			}
+			req.Header.Set("Content-Type", "application/json")
+			if resp, err := cb.Do(req); err == nil {
 				resp.Body.Close()
 			}
 		}()
@@ -61,7 +66,7 @@ func TestStuckWorkerDoesNotStallOthers(t *testing.T) {
 	alone := healthyRuns()
 
 	// The stuck worker: accepts, reads nothing, answers nothing.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	var accepted atomic.Int64
 	var mu sync.Mutex

@@ -352,7 +352,7 @@ func TestSubFlowEndsCompletedTogether(t *testing.T) {
 	var wg sync.WaitGroup
 	send := func(i int, url, body string) {
 		defer wg.Done()
-		resp, err := h.client.Post(url, "application/json", strings.NewReader(body))
+		resp, err := clientPost(t.Context(), h.client, url, "application/json", strings.NewReader(body))
 		if err != nil {
 			codes[i] = -1
 			return

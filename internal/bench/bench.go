@@ -416,7 +416,8 @@ func dropDatabase(dbURL, name string) {
 		return
 	}
 	defer db.Close()
-	_, _ = db.Exec(`DROP DATABASE IF EXISTS ` + localpg.QuoteIdent(name) + ` WITH (FORCE)`)
+	// Not the run's context: the database is dropped when the run was cancelled too.
+	_, _ = db.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+localpg.QuoteIdent(name)+` WITH (FORCE)`)
 }
 
 func (r *runner) machine(ctx context.Context) Machine {

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { storetest.Main(m) }
 // process: the harness must count exactly, and measure something.
 func TestBenchSmall(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "stitchd")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/stitchd/stitchd/cmd/stitchd").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/stitchd/stitchd/cmd/stitchd").CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 
 	var progress bytes.Buffer
@@ -141,7 +141,7 @@ func TestBenchSmall(t *testing.T) {
 // stitchd's retention deletes every loaded run while they do.
 func TestBenchHistory(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "stitchd")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/stitchd/stitchd/cmd/stitchd").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/stitchd/stitchd/cmd/stitchd").CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 
 	for _, loader := range []string{"sql", "copy"} {

@@ -26,8 +26,8 @@ type proc struct {
 	pprof string
 }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func freeAddr(ctx context.Context) (string, error) {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("error finding a free port: %w", err)
 	}
@@ -36,7 +36,7 @@ func freeAddr() (string, error) {
 }
 
 func startStitchd(ctx context.Context, binary, dbURL, token, logPath string, profile bool, extra ...string) (*proc, error) {
-	addr, err := freeAddr()
+	addr, err := freeAddr(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -48,14 +48,16 @@ func startStitchd(ctx context.Context, binary, dbURL, token, logPath string, pro
 	args = append(args, extra...)
 	var pprofURL string
 	if profile {
-		paddr, err := freeAddr()
+		paddr, err := freeAddr(ctx)
 		if err != nil {
 			return nil, err
 		}
 		args = append(args, "--pprof-addr", paddr)
 		pprofURL = "http://" + paddr + "/debug/pprof"
 	}
-	cmd := exec.Command(binary, args...)
+	// Not CommandContext: stop ends stitchd gracefully (SIGINT, then kill
+	// after 15 s), also when the bench was cancelled.
+	cmd := exec.Command(binary, args...) //nolint:noctx // stopped by p.stop, see above
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=")
 	if err := cmd.Start(); err != nil {
@@ -65,7 +67,7 @@ func startStitchd(ctx context.Context, binary, dbURL, token, logPath string, pro
 	p := &proc{cmd: cmd, url: "http://" + addr, logs: logs, pprof: pprofURL}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get(p.url + "/readyz")
+		resp, err := get(ctx, p.url+"/readyz")
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -288,4 +290,13 @@ func machineCPU() (busy, total int64, err error) {
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	return parseCPULine(line)
+}
+
+// get GETs url with http.DefaultClient.
+func get(ctx context.Context, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	return http.DefaultClient.Do(req)
 }

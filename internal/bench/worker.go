@@ -41,7 +41,7 @@ type job struct {
 }
 
 func startWorker(ctx context.Context, senders int, onAnswered func(run string)) (*worker, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("error listening for the worker: %w", err)
 	}
@@ -124,6 +124,16 @@ func (w *worker) requestLatencies(length int) []time.Duration {
 
 var completed = []byte(`{"status":"completed","output":{"ok":true}}`)
 
+// post POSTs body as JSON to url.
+func post(ctx context.Context, c *http.Client, url string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return c.Do(req)
+}
+
 func (w *worker) send(ctx context.Context) {
 	defer w.wg.Done()
 	for {
@@ -134,7 +144,9 @@ func (w *worker) send(ctx context.Context) {
 			w.mu.Lock()
 			w.sent[j.run+"/"+j.key] = time.Now()
 			w.mu.Unlock()
-			resp, err := w.client.Post(j.url, "application/json", bytes.NewReader(completed))
+			// WithoutCancel: a callback under way when the bench stops
+			// is finished, not counted as a failure.
+			resp, err := post(context.WithoutCancel(ctx), w.client, j.url, completed)
 			ok := err == nil && resp.StatusCode == http.StatusOK
 			if resp != nil {
 				// Drained, so the connection is reused (as a well-behaved

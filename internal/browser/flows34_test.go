@@ -26,7 +26,7 @@ func (s *stack) uxFlow(name, board string) string {
 // status answers an API GET's status code.
 func (s *stack) status(path string) int {
 	s.t.Helper()
-	req, err := http.NewRequest(http.MethodGet, s.url+"/api/v1"+path, nil)
+	req, err := http.NewRequestWithContext(s.t.Context(), http.MethodGet, s.url+"/api/v1"+path, nil)
 	require.NoError(s.t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)

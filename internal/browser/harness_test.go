@@ -275,7 +275,7 @@ func (s *stack) api(method, path string, body any, out any) {
 		require.NoError(s.t, err)
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, s.url+"/api/v1"+path, rd)
+	req, err := http.NewRequestWithContext(s.t.Context(), method, s.url+"/api/v1"+path, rd)
 	require.NoError(s.t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
@@ -346,7 +346,7 @@ func (p *person) call(method, path string, body any, out any) (int, string) {
 		require.NoError(p.t, err)
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, p.url+"/api/v1"+path, rd)
+	req, err := http.NewRequestWithContext(p.t.Context(), method, p.url+"/api/v1"+path, rd)
 	require.NoError(p.t, err)
 	req.Header.Set("Content-Type", "application/json")
 	if p.csrf != "" {

@@ -85,7 +85,7 @@ func TestUIOperatorTools(t *testing.T) {
 		body := []byte(`{"first":"eve"}`)
 		m := hmac.New(sha256.New, []byte(secret))
 		m.Write(body)
-		req, err := http.NewRequest(http.MethodPost, s.url+"/hooks/ops-hook", bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url+"/hooks/ops-hook", bytes.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(m.Sum(nil)))

@@ -280,7 +280,7 @@ func TestUIPeople(t *testing.T) {
 		s.waitJS("listed", `!!document.querySelector('tr[data-token="ci"]')`)
 		s.shot("p09-token-created")
 		me := func() int {
-			req, err := http.NewRequest(http.MethodGet, s.url+"/api/v1/me", nil)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url+"/api/v1/me", nil)
 			require.NoError(t, err)
 			req.Header.Set("Authorization", "Bearer "+tok)
 			resp, err := http.DefaultClient.Do(req)

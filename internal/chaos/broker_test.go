@@ -43,7 +43,7 @@ func TestBrokerTriggersSurviveSIGKILL(t *testing.T) {
 			}
 			api := func(method, path string, body, out any) int {
 				b, _ := json.Marshal(body)
-				req, _ := http.NewRequest(method, ins[1].url()+path, bytes.NewReader(b))
+				req, _ := http.NewRequestWithContext(t.Context(), method, ins[1].url()+path, bytes.NewReader(b))
 				req.Header.Set("Authorization", "Bearer "+token)
 				req.Header.Set("Content-Type", "application/json")
 				resp, err := http.DefaultClient.Do(req)
@@ -96,7 +96,7 @@ func TestBrokerTriggersSurviveSIGKILL(t *testing.T) {
 			}, 30*time.Second, 20*time.Millisecond, "both processes connected")
 
 			count := func() (runs, distinct int) {
-				require.NoError(t, db.QueryRow(`SELECT count(*), count(DISTINCT trigger->>'message_id') FROM runs WHERE flow_id = $1`,
+				require.NoError(t, db.QueryRowContext(t.Context(), `SELECT count(*), count(DISTINCT trigger->>'message_id') FROM runs WHERE flow_id = $1`,
 					flow.ID).Scan(&runs, &distinct))
 				return runs, distinct
 			}
@@ -122,7 +122,7 @@ func TestBrokerTriggersSurviveSIGKILL(t *testing.T) {
 				return runs == n
 			}, "%d runs", n)
 			var inputs, redelivered int
-			require.NoError(t, db.QueryRow(`SELECT count(DISTINCT input->>'n'), count(*) FILTER (WHERE trigger->>'redelivered' = 'true')
+			require.NoError(t, db.QueryRowContext(t.Context(), `SELECT count(DISTINCT input->>'n'), count(*) FILTER (WHERE trigger->>'redelivered' = 'true')
 				FROM runs WHERE flow_id = $1`, flow.ID).Scan(&inputs, &redelivered))
 			require.Equal(t, n, inputs)
 			require.Eventually(t, func() bool { return settled(created.ID) }, 30*time.Second, 20*time.Millisecond,

@@ -162,7 +162,7 @@ func startHACluster(t *testing.T, ctx context.Context, dir string) *haCluster {
 	cred, err := localpg.ServerCredential()
 	require.NoError(t, err)
 	port := func() int {
-		p, err := localpg.FreePort()
+		p, err := localpg.FreePort(ctx)
 		require.NoError(t, err)
 		return p
 	}
@@ -174,7 +174,10 @@ func startHACluster(t *testing.T, ctx context.Context, dir string) *haCluster {
 	require.NoError(t, err)
 	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
 	client := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
-	ha.etcd = exec.Command("etcd", "--name", "e0", "--data-dir", filepath.Join(dir, "etcd"),
+	// Not CommandContext: etcd and Patroni are stopped in order by SIGTERM
+	// in Cleanup; a context would kill them first and orphan Postgres.
+	ha.etcd = exec.Command("etcd", //nolint:noctx // stopped by Cleanup, see above
+		"--name", "e0", "--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "e0="+peer)
 	ha.etcd.Stdout, ha.etcd.Stderr = etcdLog, etcdLog
@@ -203,7 +206,7 @@ func startHACluster(t *testing.T, ctx context.Context, dir string) *haCluster {
 	for _, n := range ha.nodes {
 		logf, err := os.Create(filepath.Join(dir, n.name+".log"))
 		require.NoError(t, err)
-		n.cmd = exec.Command("patroni", filepath.Join(n.dir, "patroni.yml"))
+		n.cmd = exec.Command("patroni", filepath.Join(n.dir, "patroni.yml")) //nolint:noctx // stopped by Cleanup, as etcd
 		localpg.SetCredential(n.cmd, cred)
 		n.cmd.Stdout, n.cmd.Stderr = logf, logf
 		require.NoError(t, n.cmd.Start())
@@ -281,7 +284,7 @@ type patroniMember struct {
 func (ha *haCluster) members() ([]patroniMember, error) {
 	var last error
 	for _, n := range ha.nodes {
-		resp, err := ha.api.Get(fmt.Sprintf("http://127.0.0.1:%d/cluster", n.restPort))
+		resp, err := httpGet(ha.t.Context(), ha.api, fmt.Sprintf("http://127.0.0.1:%d/cluster", n.restPort))
 		if err != nil {
 			last = err
 			continue
@@ -550,7 +553,7 @@ func watchReadyz(ctx context.Context, cl *cluster) *readyzWatch {
 			last := -1
 			for ctx.Err() == nil {
 				code := 0
-				if resp, err := client.Get(in.url() + "/readyz"); err == nil {
+				if resp, err := httpGet(ctx, client, in.url()+"/readyz"); err == nil {
 					resp.Body.Close()
 					code = resp.StatusCode
 				}

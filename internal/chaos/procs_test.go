@@ -37,7 +37,7 @@ func buildStitchd(t *testing.T, dir string, race bool) string {
 		args = append(args, "-race")
 	}
 	args = append(args, "../../cmd/stitchd")
-	out, err := exec.Command("go", args...).CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), "go", args...).CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	return bin
 }
@@ -76,7 +76,7 @@ type instance struct {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer l.Close()
 	return l.Addr().String()
@@ -115,7 +115,7 @@ func (in *instance) startOnce(ctx context.Context) error {
 		return err
 	}
 	args := append([]string{"serve", "--addr", in.addr, "--database-url", in.dbURL, "--auth-token", token}, stitchdFlags...)
-	cmd := exec.Command(in.bin, args...)
+	cmd := exec.Command(in.bin, args...) //nolint:noctx // its life is the chaos's: ended by kill and stop, as the test decides
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		in.mu.Unlock()
@@ -139,7 +139,7 @@ func (in *instance) startOnce(ctx context.Context) error {
 			return fmt.Errorf("%s exited before it was ready: %s", in.name, tail(in.logPath(), 5))
 		default:
 		}
-		if resp, err := client.Get(in.url() + "/readyz"); err == nil {
+		if resp, err := httpGet(ctx, client, in.url()+"/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				in.live.Store(true)
@@ -198,4 +198,13 @@ func (c *cluster) pick() *instance {
 		}
 	}
 	return nil
+}
+
+// httpGet is c.Get(url), bound to ctx.
+func httpGet(ctx context.Context, c *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.Do(req)
 }

@@ -105,7 +105,7 @@ func newChaosWorker(ctx context.Context, cl *cluster, deadline time.Duration) (*
 	w := &chaosWorker{cl: cl, deadline: deadline, ctx: ctx, conns: map[net.Conn]struct{}{},
 		client: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	w.srv = &http.Server{Handler: w, ReadHeaderTimeout: 10 * time.Second, ConnState: w.connState}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("error listening: %w", err)
 	}
@@ -169,7 +169,9 @@ func (w *chaosWorker) outages(ctx context.Context, every func() time.Duration, l
 		w.stats.outages.Add(1)
 		time.Sleep(length) // the outage itself: real time, the chaos being tested
 		for {
-			ln, err := net.Listen("tcp", w.addr)
+			// WithoutCancel: an outage under way when ctx ends still
+			// ends, the worker listening again for the runs' last callbacks.
+			ln, err := (&net.ListenConfig{}).Listen(context.WithoutCancel(ctx), "tcp", w.addr)
 			if err == nil {
 				w.mu.Lock()
 				w.ln = ln

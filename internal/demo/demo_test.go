@@ -159,7 +159,7 @@ func startDemo(t *testing.T) *stitchd {
 
 func (s *stitchd) do(method, path, body string, out any) int {
 	s.t.Helper()
-	req, err := http.NewRequest(method, s.app.URL+path, bytes.NewBufferString(body))
+	req, err := http.NewRequestWithContext(s.t.Context(), method, s.app.URL+path, bytes.NewBufferString(body))
 	require.NoError(s.t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
@@ -239,9 +239,8 @@ func TestDemoLeadJourney(t *testing.T) {
 				EntityID string `json:"entity_id"`
 			}
 			// The README's curl: no token, no signature.
-			resp, err := http.Post(s.app.URL+"/hooks/lead", "application/json", bytes.NewBufferString(`{"name":"Ada Lovelace","email":"`+email+`",
-				"contacts":[{"name":"Ada Lovelace","title":"CEO"},{"name":"Charles Babbage","title":"Engineering Manager"},{"name":"Intern","title":"Intern"}]}`))
-			require.NoError(t, err)
+			resp := s.postHook(t, `{"name":"Ada Lovelace","email":"`+email+`",
+				"contacts":[{"name":"Ada Lovelace","title":"CEO"},{"name":"Charles Babbage","title":"Engineering Manager"},{"name":"Intern","title":"Intern"}]}`)
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			require.Equal(t, http.StatusAccepted, resp.StatusCode, string(b))
@@ -320,8 +319,7 @@ func TestDemoLeadWithoutContacts(t *testing.T) {
 	var hook struct {
 		RunID string `json:"run_id"`
 	}
-	resp, err := http.Post(s.app.URL+"/hooks/lead", "application/json", bytes.NewBufferString(`{"name":"Grace","email":"grace@navy.example"}`))
-	require.NoError(t, err)
+	resp := s.postHook(t, `{"name":"Grace","email":"grace@navy.example"}`)
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&hook))
 	resp.Body.Close()
 	var r run
@@ -360,7 +358,7 @@ func TestWorkerRefusesBadDispatches(t *testing.T) {
 		{"redelivery", "/enrich", sign(secret, now), now, http.StatusAccepted},
 	}
 	for _, c := range cases {
-		req, err := http.NewRequest(http.MethodPost, srv.URL+c.path, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+c.path, bytes.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("webhook-id", "msg_1")
 		req.Header.Set("webhook-timestamp", strconv.FormatInt(c.ts, 10))
@@ -378,8 +376,7 @@ func TestDemoHookRefusesALeadWithoutEmail(t *testing.T) {
 	t.Parallel()
 	s := startDemo(t)
 	for _, body := range []string{`{}`, `{"name":"Ada"}`, `{"name":"Ada","email":"not an email"}`, `{"name":"","email":"a@b.example","contacts":3}`} {
-		resp, err := http.Post(s.app.URL+"/hooks/lead", "application/json", bytes.NewBufferString(body))
-		require.NoError(t, err)
+		resp := s.postHook(t, body)
 		var e struct {
 			Error struct {
 				Code    string `json:"code"`
@@ -403,4 +400,16 @@ func TestDemoHookRefusesALeadWithoutEmail(t *testing.T) {
 	}
 	require.Equal(t, 200, s.do("GET", "/api/v1/runs", "", &runs))
 	require.Empty(t, runs.Runs, "no run started")
+}
+
+// postHook POSTs body as JSON to the demo's /hooks/lead, as the README's
+// curl does: no token, no signature.
+func (s *stitchd) postHook(t *testing.T, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.app.URL+"/hooks/lead", bytes.NewBufferString(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	return resp
 }

@@ -33,7 +33,7 @@ func TestWriterRecordsTheFirstStatus(t *testing.T) {
 			t.Parallel()
 			rec := httptest.NewRecorder()
 			sw := httpstatus.Wrap(rec)
-			tc.handler(sw, httptest.NewRequest(http.MethodGet, "/", nil))
+			tc.handler(sw, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/", nil))
 			require.Equal(t, tc.want, sw.Code)
 			sw.Flush()
 			require.True(t, rec.Flushed)

@@ -126,11 +126,11 @@ func TestMiddlewareTimesCallbacksOnly(t *testing.T) {
 		_, _ = w.Write([]byte("ok"))
 	}))
 	for _, req := range []*http.Request{
-		httptest.NewRequest(http.MethodPost, "/callbacks/tok", nil),
-		httptest.NewRequest(http.MethodPost, "/callbacks/tok", nil),
-		httptest.NewRequest(http.MethodPost, "/callbacks/stale", nil),
-		httptest.NewRequest(http.MethodPost, "/api/v1/flows", nil),
-		httptest.NewRequest(http.MethodGet, "/callbacks/tok", nil),
+		httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/callbacks/tok", nil),
+		httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/callbacks/tok", nil),
+		httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/callbacks/stale", nil),
+		httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/api/v1/flows", nil),
+		httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/callbacks/tok", nil),
 	} {
 		h.ServeHTTP(httptest.NewRecorder(), req)
 	}
@@ -168,7 +168,7 @@ func TestOutboxDepth(t *testing.T) {
 	_, err := m.Registry.Gather()
 	require.ErrorContains(t, err, "database down", "a failed read is reported, not a false zero")
 	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	m.Handler().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/metrics", nil))
 	require.Equal(t, http.StatusOK, rec.Code, "the other series are still served")
 	require.Contains(t, rec.Body.String(), "stitchd_runs_started_total")
 	require.NotContains(t, rec.Body.String(), `stitchd_outbox_depth{`)
@@ -196,7 +196,7 @@ func TestOutboxDepthIsShared(t *testing.T) {
 		}})
 	scrape := func() string {
 		rec := httptest.NewRecorder()
-		m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		m.Handler().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/metrics", nil))
 		return rec.Body.String()
 	}
 	pending.Store(7)

@@ -18,7 +18,7 @@ func TestNoEndpointStartsNothing(t *testing.T) {
 	require.Nil(t, tr)
 	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
 	rec := httptest.NewRecorder()
-	tr.Middleware(h).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	tr.Middleware(h).ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/healthz", nil))
 	require.Equal(t, http.StatusTeapot, rec.Code)
 	require.Equal(t, http.DefaultTransport, tr.Transport(http.DefaultTransport), "the transport is left alone")
 	require.NoError(t, tr.Shutdown(context.Background()))

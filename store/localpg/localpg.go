@@ -117,7 +117,8 @@ func (c *Cluster) Stop() error { return c.stop("fast") }
 func (c *Cluster) Crash() error { return c.stop("immediate") }
 
 func (c *Cluster) stop(mode string) error {
-	cmd := exec.Command(c.pgCtl, "-D", c.DataDir, "-m", mode, "-w", "stop")
+	// Background: a stop is not cut short (pg_ctl -w waits for the shutdown).
+	cmd := exec.CommandContext(context.Background(), c.pgCtl, "-D", c.DataDir, "-m", mode, "-w", "stop")
 	setCred(cmd, c.cred)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("error stopping PostgreSQL (%s) in %s: %w: %s", mode, c.DataDir, err, strings.TrimSpace(string(out)))
@@ -186,7 +187,7 @@ func StartCluster(ctx context.Context, dataDir string) (*Cluster, error) {
 			return c, nil
 		}
 	}
-	port, err := freePort()
+	port, err := freePort(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -365,22 +366,23 @@ func setCred(cmd *exec.Cmd, cred *syscall.Credential) {
 }
 
 // FreePort is freePort, for servers a test starts itself (Patroni's).
-func FreePort() (int, error) { return freePort() }
+func FreePort(ctx context.Context) (int, error) { return freePort(ctx) }
 
 // freePort picks a free port below Linux's ephemeral range (32768–60999),
 // from which outgoing connections take their local ports: a cluster
 // restarted on its port (Stop or Crash, then Start) cannot then find it
 // taken by a client connection's local end. If none of a few picks is
 // free, any free port.
-func freePort() (int, error) {
+func freePort(ctx context.Context) (int, error) {
+	var lc net.ListenConfig
 	for range 32 {
 		port := 20000 + rand.IntN(12000)
-		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+		if l, err := lc.Listen(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
 			_ = l.Close()
 			return port, nil
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("error finding a free port: %w", err)
 	}

@@ -19,7 +19,7 @@ func GooseVersions(tb testing.TB, url string) map[int64]int {
 		tb.Fatalf("storetest: %v", err)
 	}
 	defer db.Close()
-	rows, err := db.Query(`SELECT version_id, count(*) FROM goose_db_version GROUP BY version_id`)
+	rows, err := db.QueryContext(tb.Context(), `SELECT version_id, count(*) FROM goose_db_version GROUP BY version_id`)
 	if err != nil {
 		tb.Fatalf("storetest: error reading goose_db_version: %v", err)
 	}

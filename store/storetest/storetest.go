@@ -185,7 +185,8 @@ func (hs *harness) drop(name string) {
 		return
 	}
 	defer db.Close()
-	_, _ = db.Exec(`DROP DATABASE IF EXISTS ` + localpg.QuoteIdent(name) + ` WITH (FORCE)`)
+	// Not a test's context: drop runs in Cleanup, after the test's context is done.
+	_, _ = db.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+localpg.QuoteIdent(name)+` WITH (FORCE)`)
 }
 
 // Main runs the package's tests and drops the databases they cloned.
@@ -255,7 +256,7 @@ func EmptyDB(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`CREATE DATABASE ` + localpg.QuoteIdent(name)); err != nil {
+	if _, err := db.ExecContext(tb.Context(), `CREATE DATABASE `+localpg.QuoteIdent(name)); err != nil {
 		tb.Fatalf("storetest: error creating database: %v", err)
 	}
 	tb.Cleanup(func() { hs.drop(name) })

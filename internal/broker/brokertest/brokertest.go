@@ -146,7 +146,7 @@ type Proxy struct {
 // ends.
 func NewProxy(tb testing.TB, target string) *Proxy {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(tb.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(tb, err)
 	p := &Proxy{Addr: ln.Addr().String(), target: target, conns: map[net.Conn]bool{}}
 	p.serve(ln)
@@ -164,7 +164,8 @@ func (p *Proxy) serve(ln net.Listener) {
 			if err != nil {
 				return
 			}
-			up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+			// Background: the proxy outlives the test's context until Cut.
+			up, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(context.Background(), "tcp", p.target)
 			if err != nil {
 				c.Close()
 				continue
@@ -199,7 +200,7 @@ func (p *Proxy) Resume(tb testing.TB) {
 	var err error
 	// The port was just released; another process may hold it a moment.
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		if ln, err = net.Listen("tcp", p.Addr); err == nil || time.Now().After(deadline) {
+		if ln, err = (&net.ListenConfig{}).Listen(tb.Context(), "tcp", p.Addr); err == nil || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
