@@ -72,7 +72,7 @@ func TestAnswersAreNoStoreAndNosniff(t *testing.T) {
 		}
 		path := concretePath(r.Path)
 		for _, auth := range []string{token, ""} {
-			requireNoStore(send(m, path, body, auth, ""), m+" "+r.Path+" (token "+auth+")")
+			requireNoStore(send(m, path, body, auth, ""), m+" "+r.Path+" (token "+auth+")") //nolint:bodyclose // send closes it in Cleanup
 		}
 	}
 	early := []struct{ method, path, body string }{
@@ -86,11 +86,11 @@ func TestAnswersAreNoStoreAndNosniff(t *testing.T) {
 		{"GET", "/assets/no-such-file.js", ""},
 	}
 	for _, e := range early {
-		requireNoStore(send(e.method, e.path, e.body, token, ""), e.method+" "+e.path)
+		requireNoStore(send(e.method, e.path, e.body, token, ""), e.method+" "+e.path) //nolint:bodyclose // send closes it in Cleanup
 	}
 
 	// The UI: index.html revalidated, hashed assets cached, both nosniff.
-	index := send("GET", "/flows/x", "", "", "text/html")
+	index := send("GET", "/flows/x", "", "", "text/html") //nolint:bodyclose // send closes it in Cleanup
 	require.Equal(t, 200, index.StatusCode)
 	require.Equal(t, "no-cache", index.Header.Get("Cache-Control"))
 	require.Equal(t, "nosniff", index.Header.Get("X-Content-Type-Options"))
@@ -98,7 +98,7 @@ func TestAnswersAreNoStoreAndNosniff(t *testing.T) {
 	require.NoError(t, err)
 	asset := regexp.MustCompile(`/assets/[^"]+\.js`).FindString(string(html))
 	require.NotEmpty(t, asset, "index.html names its script")
-	js := send("GET", asset, "", "", "")
+	js := send("GET", asset, "", "", "") //nolint:bodyclose // send closes it in Cleanup
 	require.Equal(t, 200, js.StatusCode)
 	require.Equal(t, "public, max-age=31536000, immutable", js.Header.Get("Cache-Control"))
 	require.Equal(t, "nosniff", js.Header.Get("X-Content-Type-Options"))

@@ -116,7 +116,15 @@ func browser() *http.Client {
 	return &http.Client{Jar: jar, Timeout: 30 * time.Second}
 }
 
-func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
+// answer is what the tests read of a response, its body read and closed
+// by get.
+type answer struct {
+	StatusCode int
+	Header     http.Header
+	Request    *http.Request // the last one, after redirects
+}
+
+func get(t *testing.T, c *http.Client, u string) (answer, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -127,12 +135,12 @@ func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	return resp, string(b)
+	return answer{StatusCode: resp.StatusCode, Header: resp.Header, Request: resp.Request}, string(b)
 }
 
 // oidcSignIn signs in through the provider as user (queued at the
 // provider) in a new browser, and returns the browser and the last answer.
-func oidcSignIn(t *testing.T, base string, p *testProvider, user mockoidc.User, next string) (*http.Client, *http.Response, string) {
+func oidcSignIn(t *testing.T, base string, p *testProvider, user mockoidc.User, next string) (*http.Client, answer, string) {
 	t.Helper()
 	p.m.QueueUser(user)
 	b := browser()

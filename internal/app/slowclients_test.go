@@ -232,6 +232,7 @@ func TestStalledReaderOfARunIsCutOff(t *testing.T) {
 	require.NoError(t, err, "the server closed the connection (EOF), it did not leave it hanging")
 	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(got)), nil)
 	require.NoError(t, err)
+	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	body, err := io.ReadAll(resp.Body)
 	// Chunked: an answer cut off lacks its last (empty) chunk.

@@ -38,7 +38,7 @@ func (h *harness) readSSE(ctx context.Context, path, lastID string) <-chan sseEv
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // the reading goroutine closes it
 	require.NoError(h.t, err)
 	require.Equal(h.t, 200, resp.StatusCode)
 	require.Equal(h.t, "text/event-stream", resp.Header.Get("Content-Type"))
