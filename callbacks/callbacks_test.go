@@ -132,8 +132,8 @@ func TestEqualJitterSchedule(t *testing.T) {
 
 func TestBodyExcerpt(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "", bodyExcerpt(nil))
-	require.Equal(t, "", bodyExcerpt([]byte(" \n\t ")))
+	require.Empty(t, bodyExcerpt(nil))
+	require.Empty(t, bodyExcerpt([]byte(" \n\t ")))
 	require.Equal(t, `: {"error": "restarting"}`, bodyExcerpt([]byte("{\"error\":\n  \"restarting\"}\n")))
 	require.Equal(t, ": bad gateway", bodyExcerpt([]byte("bad\x00\x1b gateway\xff")))
 	long := bodyExcerpt([]byte(strings.Repeat("é", 500)))

@@ -2,7 +2,6 @@ package compiler_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"testing"
 
@@ -106,7 +105,7 @@ func compileErr(t *testing.T, g compiler.VisualGraph, opts compiler.Options) []e
 	require.Error(t, err)
 	require.Nil(t, eg)
 	var cerr *compiler.Error
-	require.True(t, errors.As(err, &cerr), "error %T is not *compiler.Error", err)
+	require.ErrorAs(t, err, &cerr, "error %T is not *compiler.Error", err)
 	require.NotEmpty(t, cerr.Problems)
 	for _, p := range cerr.Problems {
 		require.NotEmpty(t, p.Message, "problem %+v has no message", p)

@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 
@@ -79,7 +78,7 @@ func TestLinkSubFlowsPinsAndRefusesCycles(t *testing.T) {
 	// onboard → kyc (its v1, pinned by onboard v1).
 	_, err = vs.save(t, "kyc", 2, "account")
 	var ce *Error
-	require.True(t, errors.As(err, &ce), "%v", err)
+	require.ErrorAs(t, err, &ce, "%v", err)
 	require.Len(t, ce.Problems, 1)
 	p := ce.Problems[0]
 	require.Equal(t, CodeInvalidSubFlow, p.Code)
@@ -87,7 +86,7 @@ func TestLinkSubFlowsPinsAndRefusesCycles(t *testing.T) {
 	require.Contains(t, p.Message, `"account" v1 → "onboard" v1 → "kyc" v1`)
 
 	_, err = vs.save(t, "kyc", 2, "kyc")
-	require.True(t, errors.As(err, &ce))
+	require.ErrorAs(t, err, &ce)
 	require.Contains(t, ce.Problems[0].Message, "runs this flow itself")
 
 	// A flow that runs another twice, by two paths, is no cycle.
@@ -95,7 +94,7 @@ func TestLinkSubFlowsPinsAndRefusesCycles(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = vs.save(t, "x", 1, "missing")
-	require.True(t, errors.As(err, &ce))
+	require.ErrorAs(t, err, &ce)
 	require.Contains(t, ce.Problems[0].Message, `there is no flow "missing"`)
 }
 

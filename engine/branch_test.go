@@ -82,7 +82,7 @@ func TestOutcomes(t *testing.T) {
 	require.Equal(t, "approve", legacyOutcome(StatusCompleted, []string{"approve", "reject"}))
 	require.Equal(t, "reject", legacyOutcome(StatusFailed, []string{"approve", "reject"}))
 	require.Equal(t, "accept", legacyOutcome(StatusCompleted, UXOutcomes(custom)), "completed is the first outcome")
-	require.Equal(t, "", legacyOutcome(StatusFailed, UXOutcomes(custom)), "no reject outcome: the node fails")
+	require.Empty(t, legacyOutcome(StatusFailed, UXOutcomes(custom)), "no reject outcome: the node fails")
 
 	g := &ExecutionGraph{Branches: map[string][]EdgeRule{"r": {{ID: "e1", Target: "x", Outcome: "escalate"}, {ID: "e2", Target: "y"}}}}
 	outcomes := UXOutcomes(custom)

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/json"
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,7 +51,7 @@ func TestCompileForm(t *testing.T) {
 	} {
 		_, err := CompileForm(json.RawMessage(tc.form))
 		var se *FormSchemaError
-		require.True(t, errors.As(err, &se), "%s: %v", tc.name, err)
+		require.ErrorAs(t, err, &se, "%s: %v", tc.name, err)
 		require.Len(t, se.Issues, len(tc.want), "%s: %+v", tc.name, se.Issues)
 		for i, w := range tc.want {
 			require.Equal(t, w.Path, se.Issues[i].Path, "%s: %+v", tc.name, se.Issues)
@@ -109,8 +108,8 @@ func TestCheckForm(t *testing.T) {
 	n := &Node{ID: "refund", Type: NodeTypeUX, Config: json.RawMessage(`{"prompt": "Refund?", "form": ` + refundForm + `}`)}
 	err := checkForm(&FormCache{}, n, "refund_2", CompleteUXParams{Outcome: "approve", Output: json.RawMessage(`{"amount": 900, "reason": "x"}`)})
 	var fe *FormError
-	require.True(t, errors.As(err, &fe), "%v", err)
-	require.True(t, errors.Is(err, ErrInvalidRequest), "a refused answer is a bad request")
+	require.ErrorAs(t, err, &fe, "%v", err)
+	require.ErrorIs(t, err, ErrInvalidRequest, "a refused answer is a bad request")
 	require.Equal(t, "refund_2", fe.Key)
 	require.Equal(t, []Problem{
 		{Code: CodeFormInvalid, NodeID: "refund", Path: "$.output.amount", Message: "maximum: got 900, want 500"},

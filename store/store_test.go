@@ -409,7 +409,7 @@ func TestTxRunAndNodes(t *testing.T) {
 		te, ok := engine.IsTransitionError(err)
 		require.True(t, ok, "%s: want *engine.TransitionError, got %T: %v", s.name, err, err)
 		require.Equal(t, tr.Key, te.Key, s.name)
-		require.Equal(t, tr.From, te.Want, s.name)
+		require.Equal(t, tr.From, te.Want, s.name) //nolint:testifylint // te.Want is the actual value: the error's name for the status it wanted
 		if s.curStatus == "" {
 			require.Nil(t, te.Current, s.name)
 		} else {
@@ -535,7 +535,7 @@ func TestTxAppendEvents(t *testing.T) {
 	}
 	require.Equal(t, []string{engine.EventRunStarted, engine.EventNodeStatus, engine.EventNodeStatus, engine.EventRunCompleted},
 		[]string{evs[0].Type, evs[1].Type, evs[2].Type, evs[3].Type})
-	require.Equal(t, "", evs[0].Key)
+	require.Empty(t, evs[0].Key)
 	require.Equal(t, "a", evs[1].Key)
 	require.JSONEq(t, `{}`, string(evs[0].Payload), "a nil payload is stored as {}")
 	require.JSONEq(t, `{"status":"completed"}`, string(evs[2].Payload))

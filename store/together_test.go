@@ -156,7 +156,7 @@ func TestSavesHeldTogether(t *testing.T) {
 				if i == 3 {
 					wantSeq = 4
 				}
-				require.EqualValues(t, wantSeq, row.EventSeq, "run %d", i)
+				require.Equal(t, wantSeq, row.EventSeq, "run %d", i)
 				require.Equal(t, wantSeq, r.EventSeq, "run %d: the Run carries the row's sequence", i)
 				require.True(t, row.UpdatedAt.Equal(r.UpdatedAt), "run %d: the Run carries the row's updated_at", i)
 				require.Equal(t, []int{0, 0, 1, 0}[i], row.ActiveNodes, "run %d: saved as it was when saved", i)

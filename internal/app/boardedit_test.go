@@ -246,7 +246,7 @@ func TestSetMetadata(t *testing.T) {
 	require.Equal(t, map[string]any{"source": "web", "score": float64(87), "tier": "gold", "missing": "kept"}, got.Metadata)
 	// The board's card data has it too.
 	b := h.board(board, "")
-	require.Equal(t, float64(87), b.Sections[1].Entities[0].Metadata["score"])
+	require.InDelta(t, float64(87), b.Sections[1].Entities[0].Metadata["score"], 0)
 	code, ps := h.refused(http.StatusUnprocessableEntity, "POST", "/api/v1/flows", map[string]any{"name": "bad", "graph": map[string]any{
 		"nodes": []map[string]any{node("x", "Worker", map[string]any{"webhookUrl": h.worker.URL + "/x",
 			"entityMovement": map[string]any{"onSuccess": map[string]any{"targetSectionId": "scored", "setMetadata": map[string]any{"score": ""}}}})},

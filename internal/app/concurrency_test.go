@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
@@ -37,7 +38,10 @@ func newFlightWorker(t *testing.T, total int, bases []string) (*flightWorker, st
 			Input       json.RawMessage `json:"input"`
 			CallbackURL string          `json:"callbackUrl"`
 		}
-		require.NoError(t, json.NewDecoder(r.Body).Decode(&p))
+		if !assert.NoError(t, json.NewDecoder(r.Body).Decode(&p)) { // not require: a handler's goroutine
+			rw.WriteHeader(http.StatusBadRequest)
+			return
+		}
 		w.mu.Lock()
 		w.seen[p.NodeID]++
 		first := w.seen[p.NodeID] == 1

@@ -87,7 +87,7 @@ func TestPauseHoldsDispatchesAndBranches(t *testing.T) {
 	// delay (60 s): nothing goes out while paused.
 	h.advance(30 * time.Second)
 	h.sweeps(2)
-	require.Equal(t, sent, len(h.worker.All()), "no delivery while paused")
+	require.Len(t, h.worker.All(), sent, "no delivery while paused")
 	require.Zero(t, count("pending"))
 	h.worker.SetStatus(202)
 	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/resume", nil, nil))

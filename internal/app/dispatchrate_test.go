@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -75,7 +74,7 @@ func TestDispatchRateAcrossProcesses(t *testing.T) {
 		}
 		return n >= 200
 	}, "200 unlimited deliveries")
-	require.Less(t, time.Since(began), 4*time.Second, fmt.Sprintf("200 deliveries to an unlimited host took %s", time.Since(began)))
+	require.Less(t, time.Since(began), 4*time.Second, "200 deliveries to an unlimited host took %s", time.Since(began))
 }
 
 // TestDispatchRatePostpones: a wait past MaxTokenWait gives the row back

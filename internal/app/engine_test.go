@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/callbacks"
@@ -351,18 +352,27 @@ func TestJoinOf100ConcurrentCallbacks(t *testing.T) {
 			}
 			close(start)
 			cw.Wait()
+			// assert and return, not require: this is not the test's
+			// goroutine.
 			for i, c := range codes {
-				require.Equal(t, 200, c, "callback %d", i)
+				if !assert.Equal(t, 200, c, "callback %d", i) {
+					return
+				}
 			}
 			j := h.waitNode(r.ID, "join", "waiting_for_user")
-			require.Equal(t, 1, j.Attempt, "the join fired exactly once")
+			if !assert.Equal(t, 1, j.Attempt, "the join fired exactly once") {
+				return
+			}
 			var in map[string]int
-			require.NoError(t, json.Unmarshal(j.Input, &in))
-			require.Len(t, in, width, "every upstream output merged")
+			if !assert.NoError(t, json.Unmarshal(j.Input, &in)) || !assert.Len(t, in, width, "every upstream output merged") {
+				return
+			}
 			var n int
-			require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM run_events WHERE run_id = ? AND key = 'join'
-				AND payload->>'status' = 'waiting_for_user'`, r.ID).Row().Scan(&n))
-			require.Equal(t, 1, n, "one waiting_for_user event for the join")
+			if !assert.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM run_events WHERE run_id = ? AND key = 'join'
+				AND payload->>'status' = 'waiting_for_user'`, r.ID).Row().Scan(&n)) {
+				return
+			}
+			assert.Equal(t, 1, n, "one waiting_for_user event for the join")
 		}()
 	}
 	wg.Wait()

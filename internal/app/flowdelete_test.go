@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -254,5 +253,5 @@ func TestDeletedFlowTriggersStartNothing(t *testing.T) {
 	}, "the kept flow's schedule fires")
 	var after int
 	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM runs WHERE flow_id = ?`, gone).Row().Scan(&after))
-	require.Equal(t, before, after, fmt.Sprintf("no run of the deleted flow began after the delete (%d before)", before))
+	require.Equal(t, before, after, "no run of the deleted flow began after the delete (%d before)", before)
 }

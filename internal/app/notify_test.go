@@ -169,7 +169,7 @@ func TestNoNotificationsWithoutAWebhook(t *testing.T) {
 	require.Len(t, inbox.Approvals, 1)
 	require.Equal(t, r.ID, inbox.Approvals[0].RunID)
 	require.NotNil(t, inbox.Approvals[0].RemindAfterSeconds, "the inbox says the approval is reminded about")
-	require.Equal(t, 1.0, *inbox.Approvals[0].RemindAfterSeconds)
+	require.InDelta(t, 1.0, *inbox.Approvals[0].RemindAfterSeconds, 0)
 }
 
 func TestRemindAfterSecondsValidated(t *testing.T) {

@@ -119,7 +119,7 @@ func TestMetricsAfterRuns(t *testing.T) {
 		case `stitchd_dispatch_attempts_total{outcome="delivered"}`, `stitchd_sweeper_actions_total{action="claimed"}`:
 			require.GreaterOrEqual(t, got, v, series) // a delivery's lease may be taken over on a slow machine
 		default:
-			require.Equal(t, v, got, series)
+			require.InDelta(t, v, got, 0, series)
 		}
 	}
 	require.Greater(t, m[`stitchd_callback_duration_seconds_sum{code="200"}`], 0.0)

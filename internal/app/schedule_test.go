@@ -78,12 +78,12 @@ func TestScheduleOneRunPerTickAcrossProcesses(t *testing.T) {
 			last = tick
 		}
 	}
-	require.Equal(t, int(last.Sub(first)/time.Second)+1, len(runs), "no tick missed between the first and the last")
+	require.Len(t, runs, int(last.Sub(first)/time.Second)+1, "no tick missed between the first and the last")
 	// Disabled: no more runs, ticks later.
 	a.advance(5 * time.Second)
 	a.schedulePasses(2)
 	b.schedulePasses(2)
-	require.Equal(t, len(runs), len(scheduledRuns(t, a, sc.ID)))
+	require.Len(t, scheduledRuns(t, a, sc.ID), len(runs))
 	var got runJSON
 	require.Equal(t, 200, a.do("GET", "/api/v1/runs/"+*off.LastRunID, nil, &got))
 	require.JSONEq(t, `{"from": "schedule"}`, string(got.Input))

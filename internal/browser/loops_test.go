@@ -110,7 +110,7 @@ func TestUILoops(t *testing.T) {
 	}
 	require.Equal(t, "↺ ×3", iterBadge("review"))
 	require.Equal(t, "↺ ×3", iterBadge("draft"))
-	require.Equal(t, "", iterBadge("publish"))
+	require.Empty(t, iterBadge("publish"))
 	require.True(t, s.exists(`.react-flow__edge[data-id="e3"].edge-loop[data-taken="true"]`), "the loop edge was taken")
 	require.Contains(t, s.svgText(`.react-flow__edge[data-id="e3"] .react-flow__edge-text`), "went round 2×")
 

@@ -31,15 +31,22 @@ const dispatchTimeout = 2 * time.Second
 // buildStitchd builds cmd/stitchd into dir, with the race detector if race.
 func buildStitchd(t *testing.T, dir string, race bool) string {
 	t.Helper()
+	bin, out, err := build(t.Context(), dir, race)
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// build builds cmd/stitchd into dir, with the race detector if race, and
+// returns the binary and go build's output.
+func build(ctx context.Context, dir string, race bool) (string, []byte, error) {
 	bin := filepath.Join(dir, "stitchd")
 	args := []string{"build", "-o", bin}
 	if race {
 		args = append(args, "-race")
 	}
 	args = append(args, "../../cmd/stitchd")
-	out, err := exec.CommandContext(t.Context(), "go", args...).CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
+	out, err := exec.CommandContext(ctx, "go", args...).CombinedOutput()
+	return bin, out, err
 }
 
 // buildInBackground builds stitchd into dir (with the race detector if
@@ -47,13 +54,17 @@ func buildStitchd(t *testing.T, dir string, race bool) string {
 // waits for the build and returns the binary.
 func buildInBackground(t *testing.T, dir string) func() string {
 	var bin string
+	var out []byte
+	var err error
 	built := make(chan struct{})
 	go func() {
 		defer close(built)
-		bin = buildStitchd(t, dir, *flagRace)
+		bin, out, err = build(t.Context(), dir, *flagRace)
 	}()
 	return func() string {
+		t.Helper()
 		<-built
+		require.NoError(t, err, "go build: %s", out)
 		return bin
 	}
 }

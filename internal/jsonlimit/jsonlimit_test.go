@@ -89,7 +89,7 @@ func TestNumberErrorPath(t *testing.T) {
 	for _, tt := range tests {
 		err := Check([]byte(tt.in), MaxDepth)
 		var ne *NumberError
-		require.True(t, errors.As(err, &ne), "%s: %v", tt.in, err)
+		require.ErrorAs(t, err, &ne, "%s: %v", tt.in, err)
 		require.Equal(t, tt.path, ne.Path, tt.in)
 		require.Contains(t, ne.Error(), tt.path)
 	}
