@@ -109,7 +109,9 @@ type compiled[T any] struct {
 
 func (c *compiled[T]) get(src string) (T, error) {
 	if v, ok := c.m.Load(src); ok {
-		return v.(T), nil
+		if t, ok := v.(T); ok {
+			return t, nil
+		}
 	}
 	v, err := c.compile(src)
 	if err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/stitchd/stitchd/engine"
 )
@@ -33,7 +34,11 @@ func CustomPlan(args ...any) []any { return planFor(customPlanAbove+1, args...) 
 // querier.
 func InTxQuerier(ctx context.Context, s *Store, fn func(ctx context.Context, q Querier) error) error {
 	return s.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
-		return fn(ctx, Querier{q: tx.(*pgTx).q})
+		ptx, ok := tx.(*pgTx)
+		if !ok {
+			return fmt.Errorf("InTx gave a %T, not a *pgTx", tx)
+		}
+		return fn(ctx, Querier{q: ptx.q})
 	})
 }
 

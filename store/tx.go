@@ -173,7 +173,9 @@ func (b *binds) get(q string) string {
 		return rebind(q)
 	}
 	if v, ok := b.m.Load(q); ok {
-		return v.(string)
+		if s, ok := v.(string); ok {
+			return s
+		}
 	}
 	r := rebind(q)
 	if b.n.Load() < maxBinds {

@@ -65,7 +65,9 @@ func TestSlowReadersOfJSONAnswersAreCutOff(t *testing.T) {
 	for i := 0; i < stalled; i++ {
 		c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", strings.TrimPrefix(ts.URL, "http://"))
 		require.NoError(t, err)
-		require.NoError(t, c.(*net.TCPConn).SetReadBuffer(4096))
+		tc, ok := c.(*net.TCPConn)
+		require.True(t, ok, "a TCP dial gives a %T", c)
+		require.NoError(t, tc.SetReadBuffer(4096))
 		t.Cleanup(func() { c.Close() })
 		_, err = fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", path, token)
 		require.NoError(t, err)

@@ -53,7 +53,9 @@ func TestStalledEventStreamsAreDropped(t *testing.T) {
 	for i := range conns {
 		c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", strings.TrimPrefix(ts.URL, "http://"))
 		require.NoError(t, err)
-		require.NoError(t, c.(*net.TCPConn).SetReadBuffer(4096))
+		tc, ok := c.(*net.TCPConn)
+		require.True(t, ok, "a TCP dial gives a %T", c)
+		require.NoError(t, tc.SetReadBuffer(4096))
 		t.Cleanup(func() { c.Close() })
 		path := "/api/v1/runs/" + run.ID + "/events"
 		if i%2 == 1 {

@@ -512,7 +512,7 @@ func (h eventHeads) Less(i, j int) bool {
 	return a.Before(b) || a.Equal(b) && h[i].seq < h[j].seq
 }
 func (h eventHeads) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeads) Push(x any)   { *h = append(*h, x.(eventHead)) }
+func (h *eventHeads) Push(x any)   { *h = append(*h, x.(eventHead)) } //nolint:forcetypeassert // container/heap's Push: only eventHeads are pushed
 func (h *eventHeads) Pop() any {
 	old := *h
 	x := old[len(old)-1]

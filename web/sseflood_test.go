@@ -70,7 +70,9 @@ func TestStalledReplaysKeepMemoryBounded(t *testing.T) {
 	for i := 0; i < clients; i++ {
 		c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", strings.TrimPrefix(ts.URL, "http://"))
 		require.NoError(t, err)
-		require.NoError(t, c.(*net.TCPConn).SetReadBuffer(4096))
+		tc, ok := c.(*net.TCPConn)
+		require.True(t, ok, "a TCP dial gives a %T", c)
+		require.NoError(t, tc.SetReadBuffer(4096))
 		t.Cleanup(func() { c.Close() })
 		_, err = fmt.Fprintf(c, "GET /api/v1/events?last_event_id=0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", token)
 		require.NoError(t, err)

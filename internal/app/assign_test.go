@@ -514,7 +514,7 @@ func TestDecisionsOverTheAPI(t *testing.T) {
 	var started map[string]any
 	require.Equal(t, 201, h.doAs(ops, "POST", "/api/v1/flows/"+flowID+"/runs", map[string]any{"input": map[string]any{}}, &started))
 	require.Equal(t, "olga@example.com", started["started_by"], "the API records who started the run")
-	r.ID = started["id"].(string)
+	r.ID = as[string](t, started["id"])
 	anyRun := h.startRun(other, map[string]any{})
 	var raw map[string]any
 	require.Equal(t, 200, h.do("GET", "/api/v1/runs/"+anyRun.ID, nil, &raw))
@@ -616,7 +616,7 @@ func TestSeparationOfDutiesOverTheAPI(t *testing.T) {
 		"assignees": map[string]any{"users": []string{"ann@example.com"}}, "separationOfDuties": true})}, nil)
 	var started map[string]any
 	require.Equal(t, 201, h.doAs(root, "POST", "/api/v1/flows/"+flowID+"/runs", map[string]any{}, &started))
-	id := started["id"].(string)
+	id := as[string](t, started["id"])
 	var e struct {
 		Error struct {
 			Code    string `json:"code"`

@@ -124,7 +124,7 @@ func BenchmarkFanOut(b *testing.B) {
 				map[string]any{"id": "e1", "source": "s", "target": "w"},
 				map[string]any{"id": "e2", "source": "w", "target": "c"},
 			}}
-			flow := benchPost(b, a, "/api/v1/flows", map[string]any{"name": "bench", "graph": graph})["id"].(string)
+			flow := as[string](b, benchPost(b, a, "/api/v1/flows", map[string]any{"name": "bench", "graph": graph})["id"])
 			xs := make([]int, items)
 			for i := range xs {
 				xs[i] = i
@@ -132,7 +132,7 @@ func BenchmarkFanOut(b *testing.B) {
 			var fireLag time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				run := benchPost(b, a, "/api/v1/flows/"+flow+"/runs", map[string]any{"input": map[string]any{"xs": xs}})["id"].(string)
+				run := as[string](b, benchPost(b, a, "/api/v1/flows/"+flow+"/runs", map[string]any{"input": map[string]any{"xs": xs}})["id"])
 				waitRunDone(b, a, run)
 				var fin time.Time
 				if err := a.Store.Gorm().Raw(`SELECT finished_at FROM node_states WHERE run_id = ? AND key = 'c'`, run).Row().Scan(&fin); err != nil {
@@ -163,11 +163,11 @@ func BenchmarkChainStep(b *testing.B) {
 			edges = append(edges, map[string]any{"id": fmt.Sprintf("e%d", i), "source": fmt.Sprintf("n%03d", i-1), "target": fmt.Sprintf("n%03d", i)})
 		}
 	}
-	flow := benchPost(b, a, "/api/v1/flows", map[string]any{"name": "chain", "graph": map[string]any{"nodes": nodes, "edges": edges}})["id"].(string)
+	flow := as[string](b, benchPost(b, a, "/api/v1/flows", map[string]any{"name": "chain", "graph": map[string]any{"nodes": nodes, "edges": edges}})["id"])
 	b.ResetTimer()
 	steps := 0
 	for steps < b.N {
-		run := benchPost(b, a, "/api/v1/flows/"+flow+"/runs", map[string]any{"input": map[string]any{}})["id"].(string)
+		run := as[string](b, benchPost(b, a, "/api/v1/flows/"+flow+"/runs", map[string]any{"input": map[string]any{}})["id"])
 		waitRunDone(b, a, run)
 		steps += length
 	}

@@ -155,7 +155,7 @@ func TestBoardEditing(t *testing.T) {
 	// A flow on the board moving entities to "done", and a run of Ada's
 	// that is still running: the section, the board and Ada stay.
 	w := wnode(h, "work")
-	w["data"].(map[string]any)["entityMovement"] = movement("done", "", nil)
+	as[map[string]any](t, w["data"])["entityMovement"] = movement("done", "", nil)
 	flow := h.createBoardFlow(board, []map[string]any{w}, nil)
 	var r runJSON
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"entity_id": ada, "input": map[string]any{}}, &r))
@@ -225,7 +225,7 @@ func TestSetMetadata(t *testing.T) {
 	h := newHarness(t)
 	board := h.createBoard("new", "scored")
 	w := wnode(h, "score")
-	w["data"].(map[string]any)["entityMovement"] = movement("scored", "", map[string]any{
+	as[map[string]any](t, w["data"])["entityMovement"] = movement("scored", "", map[string]any{
 		"setMetadata": map[string]any{"score": "score", "tier": "result.tier", "missing": "nothere"}})
 	flow := h.createBoardFlow(board, []map[string]any{w}, nil)
 	var e struct {

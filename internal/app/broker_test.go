@@ -46,7 +46,7 @@ func (h *harness) createBrokerTrigger(flowID string, body map[string]any) string
 	h.t.Helper()
 	var out map[string]any
 	require.Equal(h.t, 201, h.do("POST", "/api/v1/flows/"+flowID+"/triggers", body, &out), "%v", out)
-	return out["id"].(string)
+	return as[string](h.t, out["id"])
 }
 
 // waitConnected waits until the trigger's answer says connected (or not).

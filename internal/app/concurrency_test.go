@@ -98,7 +98,7 @@ func TestSplitterMaxConcurrencyAcrossProcesses(t *testing.T) {
 	const total = 1000
 	fw, url := newFlightWorker(t, total, []string{a.app.URL, b.app.URL})
 	w := wnode(a, "w")
-	w["data"].(map[string]any)["webhookUrl"] = url
+	as[map[string]any](t, w["data"])["webhookUrl"] = url
 	flow := a.createFlow([]map[string]any{node("s", "Splitter", map[string]any{"arrayPath": "xs", "maxConcurrency": 10}),
 		w, node("c", "Collector", nil)}, []map[string]any{edge("s", "w", nil), edge("w", "c", nil)})
 	r := a.startRun(flow, map[string]any{"xs": items(total)})
@@ -129,7 +129,7 @@ func TestSplitterMaxConcurrencyWithFailures(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	w := wnode(h, "w")
-	w["data"].(map[string]any)["webhookUrl"] = itemWorker(t, func(n int) bool { return n%10 == 3 })
+	as[map[string]any](t, w["data"])["webhookUrl"] = itemWorker(t, func(n int) bool { return n%10 == 3 })
 	flow := h.createFlow([]map[string]any{node("s", "Splitter", map[string]any{"arrayPath": "xs", "maxConcurrency": 2}),
 		w, node("c", "Collector", map[string]any{"toleratedFailures": "10%"})},
 		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil)})

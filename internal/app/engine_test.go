@@ -191,7 +191,7 @@ func TestAutomaticRetryPerPolicy(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	n := wnode(h, "a")
-	n["data"].(map[string]any)["retry"] = map[string]any{"maxAttempts": 3, "initialDelayMs": 1, "maxDelayMs": 5}
+	as[map[string]any](t, n["data"])["retry"] = map[string]any{"maxAttempts": 3, "initialDelayMs": 1, "maxDelayMs": 5}
 	flow := h.createFlow([]map[string]any{n}, nil)
 	r := h.startRun(flow, map[string]any{})
 	for attempt := 1; attempt <= 3; attempt++ {

@@ -91,7 +91,7 @@ func (h *harness) createBoardFlow(board string, nodes []map[string]any, edges []
 	code := h.do("POST", "/api/v1/flows", map[string]any{"name": "board flow", "board_id": board,
 		"graph": map[string]any{"nodes": nodes, "edges": edges}}, &raw)
 	require.Equal(h.t, 201, code, "%v", raw)
-	return raw["id"].(string)
+	return as[string](h.t, raw["id"])
 }
 
 func TestEntityMovesThroughSections(t *testing.T) {
@@ -99,9 +99,9 @@ func TestEntityMovesThroughSections(t *testing.T) {
 	h := newHarness(t)
 	board := h.createBoard("new", "enriched", "qualified", "customers", "nurture")
 	enrich := wnode(h, "enrich")
-	enrich["data"].(map[string]any)["entityMovement"] = movement("enriched", "nurture", nil)
+	as[map[string]any](t, enrich["data"])["entityMovement"] = movement("enriched", "nurture", nil)
 	qualify := wnode(h, "qualify")
-	qualify["data"].(map[string]any)["entityMovement"] = movement("qualified", "nurture", nil)
+	as[map[string]any](t, qualify["data"])["entityMovement"] = movement("qualified", "nurture", nil)
 	approve := node("approve", "UX", map[string]any{"prompt": "Customer?", "entityMovement": movement("customers", "nurture",
 		map[string]any{"setEntityType": "customer"})})
 	flow := h.createBoardFlow(board, []map[string]any{enrich, qualify, approve},
@@ -184,7 +184,7 @@ func TestEntityFailureSection(t *testing.T) {
 	h := newHarness(t)
 	board := h.createBoard("new", "won", "nurture")
 	w := wnode(h, "w")
-	w["data"].(map[string]any)["entityMovement"] = movement("won", "nurture", nil)
+	as[map[string]any](t, w["data"])["entityMovement"] = movement("won", "nurture", nil)
 	flow := h.createBoardFlow(board, []map[string]any{w}, nil)
 	var e entityJSON
 	require.Equal(t, 201, h.do("POST", "/api/v1/entities", map[string]any{"board_id": board, "type": "lead", "name": "Bob"}, &e))
@@ -206,7 +206,7 @@ func TestCompilerRejectsUnknownSection(t *testing.T) {
 	h := newHarness(t)
 	board := h.createBoard("new", "won")
 	w := wnode(h, "w")
-	w["data"].(map[string]any)["entityMovement"] = movement("lost", "", nil)
+	as[map[string]any](t, w["data"])["entityMovement"] = movement("lost", "", nil)
 	var e struct {
 		Error struct {
 			Code    string `json:"code"`
@@ -289,9 +289,9 @@ func TestTriggerSignatures(t *testing.T) {
 	require.Equal(t, 202, code)
 	require.Equal(t, out["entity_id"], gout["entity_id"], "the same email updates the same entity")
 	require.NotEqual(t, out["run_id"], gout["run_id"])
-	e := h.entity(out["entity_id"].(string))
+	e := h.entity(as[string](t, out["entity_id"]))
 	require.Equal(t, "Ada", e.Name)
-	r := h.run(out["run_id"].(string))
+	r := h.run(as[string](t, out["run_id"]))
 	require.JSONEq(t, string(body), string(r.Input))
 }
 
@@ -302,9 +302,9 @@ func Test200EntitiesThroughTrigger(t *testing.T) {
 	h := newHarness(t)
 	board := h.createBoard("new", "scored", "won", "lost")
 	score := wnode(h, "score")
-	score["data"].(map[string]any)["entityMovement"] = movement("scored", "lost", nil)
+	as[map[string]any](t, score["data"])["entityMovement"] = movement("scored", "lost", nil)
 	decide := wnode(h, "decide")
-	decide["data"].(map[string]any)["entityMovement"] = movement("won", "lost", nil)
+	as[map[string]any](t, decide["data"])["entityMovement"] = movement("won", "lost", nil)
 	flow := h.createBoardFlow(board, []map[string]any{score, decide}, []map[string]any{edge("score", "decide", nil)})
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"slug": "bulk",
 		"entity": map[string]any{"board_id": board, "type": "lead", "name_path": "name", "email_path": "email"}}, nil))
@@ -321,7 +321,10 @@ func Test200EntitiesThroughTrigger(t *testing.T) {
 			defer func() { <-sem }()
 			code, out := h.postHook("bulk", []byte(fmt.Sprintf(`{"name":"L%d","email":"l%d@example.com"}`, i, i)), nil)
 			if code == 202 {
-				runs[i], ents[i] = out["run_id"].(string), out["entity_id"].(string)
+				// Not as (require): this is not the test's goroutine; a
+				// missing id fails the NotEmpty checks below.
+				runs[i], _ = out["run_id"].(string)
+				ents[i], _ = out["entity_id"].(string)
 			}
 		}()
 	}
@@ -369,7 +372,7 @@ func TestBoardMovesStreamLive(t *testing.T) {
 	h := newHarness(t)
 	board := h.createBoard("new", "done")
 	w := wnode(h, "w")
-	w["data"].(map[string]any)["entityMovement"] = movement("done", "", nil)
+	as[map[string]any](t, w["data"])["entityMovement"] = movement("done", "", nil)
 	flow := h.createBoardFlow(board, []map[string]any{w}, nil)
 	var e entityJSON
 	require.Equal(t, 201, h.do("POST", "/api/v1/entities", map[string]any{"board_id": board, "type": "lead", "name": "Eve"}, &e))
@@ -409,7 +412,7 @@ func TestConcurrentMovesAreCounted(t *testing.T) {
 	var raw map[string]any
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows", map[string]any{"name": "moves", "board_id": board, "graph": map[string]any{
 		"nodes": []map[string]any{wnode(h, "w")}, "edges": []any{}, "settings": map[string]any{"entityConcurrency": "allow"}}}, &raw))
-	flow := raw["id"].(string)
+	flow := as[string](t, raw["id"])
 	var e entityJSON
 	require.Equal(t, 201, h.do("POST", "/api/v1/entities", map[string]any{"board_id": board, "type": "lead", "name": "Lin"}, &e))
 

@@ -26,7 +26,7 @@ func (h *harness) entityFlow(board, mode string) string {
 	var raw map[string]any
 	require.Equal(h.t, 201, h.do("POST", "/api/v1/flows", map[string]any{"name": "entity " + mode, "board_id": board,
 		"graph": graph}, &raw), "%v", raw)
-	return raw["id"].(string)
+	return as[string](h.t, raw["id"])
 }
 
 func (h *harness) newEntity(board, name string) string {

@@ -89,7 +89,7 @@ func items(n int) []map[string]int {
 
 func toleranceFlow(h *harness, url string, tolerated any) string {
 	w := wnode(h, "w")
-	w["data"].(map[string]any)["webhookUrl"] = url
+	as[map[string]any](h.t, w["data"])["webhookUrl"] = url
 	return h.createFlow([]map[string]any{splitter("s", "xs"), w,
 		node("c", "Collector", map[string]any{"toleratedFailures": tolerated}), node("after", "UX", nil)},
 		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil), edge("c", "after", nil)})

@@ -44,7 +44,7 @@ func TestHookReplays(t *testing.T) {
 		t.Helper()
 		code, out := h.postHook(slug, body, hdr)
 		require.Equal(t, 202, code, "%v", out)
-		return out["run_id"].(string)
+		return as[string](t, out["run_id"])
 	}
 	body := []byte(`{"order":1}`)
 
@@ -82,7 +82,7 @@ func TestHookReplays(t *testing.T) {
 	} {
 		code, out := h.postHook("public", body, hdr)
 		require.Equal(t, 400, code, "%v", out)
-		require.Contains(t, out["error"].(map[string]any)["message"], "Idempotency-Key is longer than 255 characters")
+		require.Contains(t, as[map[string]any](t, out["error"])["message"], "Idempotency-Key is longer than 255 characters")
 	}
 	long := strings.Repeat("m", 6<<10)
 	code, out := h.postHook("signed", body, signed(long, body))

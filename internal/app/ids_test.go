@@ -61,7 +61,7 @@ func TestNodeIDsAreSafe(t *testing.T) {
 		"entity": map[string]any{"board_id": board, "type": "lead", "name_path": "who"}}, nil))
 	code, out := h.postHook("names", []byte(`{"who":"`+long+`"}`), nil)
 	require.Equal(t, 400, code, "%v", out)
-	require.Contains(t, out["error"].(map[string]any)["message"], "the entity name at who is 201 characters long")
+	require.Contains(t, as[map[string]any](t, out["error"])["message"], "the entity name at who is 201 characters long")
 
 	// Every allowed kind of character, in the URLs that approve and retry.
 	w, u := "W.1-x_Y", "ok.UX-2"

@@ -59,8 +59,8 @@ func TestMigrateRefused(t *testing.T) {
 
 	code, out := h.migrate(r.ID, 2)
 	require.Equal(t, 409, code)
-	e := out["error"].(map[string]any)
-	require.Equal(t, []any{"a"}, e["details"].(map[string]any)["missing_nodes"], "the started node the target lacks")
+	e := as[map[string]any](t, out["error"])
+	require.Equal(t, []any{"a"}, as[map[string]any](t, e["details"])["missing_nodes"], "the started node the target lacks")
 	require.Equal(t, 1, len(h.run(r.ID).Nodes)-1, "nothing changed")
 
 	code, _ = h.migrate(r.ID, 9)

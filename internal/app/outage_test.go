@@ -232,7 +232,7 @@ func postgresOutage(t *testing.T, stop func(*localpg.Cluster) error) {
 	hookRun := func() string {
 		code, out := h.postHook("outage", []byte(`{"xs":[7]}`), map[string]string{"Idempotency-Key": "outage-hook"})
 		require.Equal(t, http.StatusAccepted, code, "%v", out)
-		return out["run_id"].(string)
+		return as[string](t, out["run_id"])
 	}
 	hooked := hookRun()
 	require.Equal(t, hooked, hookRun(), "the hook sent again answers its run")

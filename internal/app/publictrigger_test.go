@@ -40,7 +40,7 @@ func TestPublicTriggerOnlyCreatesEntities(t *testing.T) {
 		body := []byte(`{"name":"Mallory","email":"ADA@example.com"}`)
 		code, out := h.postHook("pub", body, hdr)
 		require.Equal(t, 409, code, "%d: %v", i, out)
-		require.Equal(t, "entity_exists", out["error"].(map[string]any)["code"])
+		require.Equal(t, "entity_exists", as[map[string]any](t, out["error"])["code"])
 	}
 	require.Equal(t, before, h.entity(ada.ID), "the entity is untouched: name, current run, journey")
 	require.Equal(t, runs, h.runCount(flow), "no run started")
@@ -48,7 +48,7 @@ func TestPublicTriggerOnlyCreatesEntities(t *testing.T) {
 	// A new email is created; sent again, it is not updated.
 	code, out := h.postHook("pub", []byte(`{"name":"Bo","email":"bo@example.com"}`), nil)
 	require.Equal(t, 202, code, "%v", out)
-	bo := h.entity(out["entity_id"].(string))
+	bo := h.entity(as[string](t, out["entity_id"]))
 	code, _ = h.postHook("pub", []byte(`{"name":"Not Bo","email":"bo@example.com"}`), nil)
 	require.Equal(t, 409, code)
 	require.Equal(t, bo, h.entity(bo.ID))
@@ -110,7 +110,7 @@ func TestRunEntityBoards(t *testing.T) {
 	boardB := h.createBoard("inbox")
 	mover := func() map[string]any {
 		w := wnode(h, "w")
-		w["data"].(map[string]any)["entityMovement"] = movement("done", "", nil)
+		as[map[string]any](t, w["data"])["entityMovement"] = movement("done", "", nil)
 		return w
 	}
 	onA := h.createBoardFlow(boardA, []map[string]any{mover()}, nil)
@@ -162,7 +162,7 @@ func TestRunEntityBoards(t *testing.T) {
 	code, out := h.postHook("fits", []byte(`{"email":"first@example.com"}`), nil)
 	require.Equal(t, 202, code, "%v", out)
 	w := wnode(h, "w")
-	w["data"].(map[string]any)["entityMovement"] = movement("archived", "", nil)
+	as[map[string]any](t, w["data"])["entityMovement"] = movement("archived", "", nil)
 	require.Equal(t, 200, h.do("PUT", "/api/v1/flows/"+boardless, map[string]any{"graph": map[string]any{
 		"nodes": []map[string]any{w}, "edges": []map[string]any{}}}, nil))
 	code, out = h.postHook("fits", []byte(`{"email":"second@example.com"}`), nil)

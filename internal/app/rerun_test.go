@@ -125,7 +125,7 @@ func TestRerunATolerableFailure(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	w := wnode(h, "w")
-	w["data"].(map[string]any)["webhookUrl"] = itemWorker(t, func(n int) bool { return n == 3 })
+	as[map[string]any](t, w["data"])["webhookUrl"] = itemWorker(t, func(n int) bool { return n == 3 })
 	flow := h.createFlow([]map[string]any{splitter("s", "xs"), w,
 		node("c", "Collector", map[string]any{"toleratedFailures": "50%"}), node("after", "Transform", map[string]any{"expression": "input"})},
 		[]map[string]any{edge("s", "w", nil), edge("w", "c", nil), edge("c", "after", nil)})

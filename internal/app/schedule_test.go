@@ -214,8 +214,8 @@ func TestScheduleBadInputAndTriggerList(t *testing.T) {
 	require.NotNil(t, got.NextFireAt)
 	paris, _ := time.LoadLocation("Europe/Paris")
 	require.Equal(t, 9, got.NextFireAt.In(paris).Hour())
-	require.Equal(t, 400, h.do("PATCH", "/api/v1/triggers/"+list.Triggers[0]["id"].(string), map[string]any{"enabled": false}, nil))
-	require.Equal(t, 204, h.do("DELETE", "/api/v1/triggers/"+list.Triggers[0]["id"].(string), nil, nil))
+	require.Equal(t, 400, h.do("PATCH", "/api/v1/triggers/"+as[string](t, list.Triggers[0]["id"]), map[string]any{"enabled": false}, nil))
+	require.Equal(t, 204, h.do("DELETE", "/api/v1/triggers/"+as[string](t, list.Triggers[0]["id"]), nil, nil))
 	code, _ := h.post(h.app.URL+"/hooks/list-hook", `{}`)
 	require.Equal(t, 404, code, "a deleted webhook's slug answers 404")
 }

@@ -255,7 +255,7 @@ func TestSecretsAPI(t *testing.T) {
 		Next    *string          `json:"next_cursor"`
 	}
 	require.Equal(t, http.StatusOK, h.do("GET", "/api/v1/secrets?limit=1&cursor="+url.QueryEscape(*list.Next), nil, &second))
-	require.Equal(t, []string{"API_TOKEN", "b-2"}, []string{first["name"].(string), second.Secrets[0]["name"].(string)})
+	require.Equal(t, []string{"API_TOKEN", "b-2"}, []string{as[string](t, first["name"]), as[string](t, second.Secrets[0]["name"])})
 	require.Nil(t, second.Next)
 	keys := []string{}
 	for k := range first {

@@ -54,7 +54,7 @@ func TestSelfLoopRefused(t *testing.T) {
 		require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"slug": slug}, nil))
 		code, out := h.postHook(slug, []byte(`{}`), nil)
 		require.Equal(t, 202, code, "%v", out)
-		fin := h.waitRun(out["run_id"].(string), "failed")
+		fin := h.waitRun(as[string](t, out["run_id"]), "failed")
 		require.Contains(t, *fin.Nodes["w"].Error, "is stitchd's own address", hookURL)
 		require.Equal(t, 1, fin.Nodes["w"].Attempt, "refused, not retried")
 		require.Equal(t, 1, h.runCount(flow), "one request started one run (%s)", hookURL)

@@ -215,7 +215,9 @@ func TestStalledReaderOfARunIsCutOff(t *testing.T) {
 	// A small receive window: the kernel may otherwise grow it to 32 MB
 	// (tcp_rmem), hold the whole answer and the server never stall. With
 	// it, at most the server's send buffer (4 MB at most) is taken in.
-	require.NoError(t, c.(*net.TCPConn).SetReadBuffer(64<<10))
+	tc, ok := c.(*net.TCPConn)
+	require.True(t, ok, "a TCP dial gives a %T", c)
+	require.NoError(t, tc.SetReadBuffer(64<<10))
 	// Connection: close, so that an answer written whole ends in EOF too
 	// (and fails the cut-off assertion below) instead of hanging.
 	_, err = fmt.Fprintf(c, "GET /api/v1/runs/%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer %s\r\n\r\n",

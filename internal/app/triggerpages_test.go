@@ -82,10 +82,10 @@ func TestHookInputSchema(t *testing.T) {
 
 	code2, out := h.postHook("orders", []byte(`{"qty": 0}`), map[string]string{"Content-Type": "application/json"})
 	require.Equal(t, 400, code2, "%v", out)
-	e := out["error"].(map[string]any)
+	e := as[map[string]any](t, out["error"])
 	var paths []string
-	for _, d := range e["details"].([]any) {
-		paths = append(paths, d.(map[string]any)["path"].(string))
+	for _, d := range as[[]any](t, e["details"]) {
+		paths = append(paths, as[string](t, as[map[string]any](t, d)["path"]))
 	}
 	require.ElementsMatch(t, []string{"$", "$.qty"}, paths, "the missing order and the qty below 1")
 	var runs struct {

@@ -71,7 +71,11 @@ func (r *runner) loadHistoryBatchCopy(ctx context.Context, flows [2]historyFlow,
 	}
 	var rows int64
 	err = conn.Raw(func(dc any) error {
-		c := dc.(*stdlib.Conn).Conn()
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("the history copy needs pgx's driver, not %T", dc)
+		}
+		c := sc.Conn()
 		tx, err := c.Begin(ctx)
 		if err != nil {
 			return err

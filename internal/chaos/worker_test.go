@@ -212,7 +212,7 @@ func (w *chaosWorker) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get("webhook-id")
 	w.stats.deliveries.Add(1)
 	n, _ := w.seen.LoadOrStore(id, new(atomic.Int32))
-	if n.(*atomic.Int32).Add(1) > 1 {
+	if c, ok := n.(*atomic.Int32); ok && c.Add(1) > 1 {
 		w.stats.redeliveries.Add(1)
 	}
 	if _, ok := w.accepted.Load(id); ok {

@@ -37,7 +37,7 @@ func TestWriterRecordsTheFirstStatus(t *testing.T) {
 			require.Equal(t, tc.want, sw.Code)
 			sw.Flush()
 			require.True(t, rec.Flushed)
-			require.Same(t, rec, sw.Unwrap().(*httptest.ResponseRecorder))
+			require.Same(t, rec, sw.Unwrap())
 		})
 	}
 }

@@ -387,7 +387,11 @@ func freePort(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("error finding a free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	a, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, fmt.Errorf("error finding a free port: a TCP listener's address is a %T", l.Addr())
+	}
+	return a.Port, nil
 }
 
 // Ping connects to dsn and pings it, within 3 s.
