@@ -86,8 +86,18 @@ func (t *txn) tellWorkerCancelled(c CancelledNode) {
 		return
 	}
 	id := t.e.cfg.NewID()
-	b, _ := json.Marshal(map[string]any{"type": NotifyWorkerCancel, "id": id, "at": t.e.cfg.Clock.Now().UTC(),
-		"runId": t.run.ID, "nodeId": c.Key, "attempt": c.Attempt, "reason": "run cancelled"})
+	// Fields in the order a map's sorted keys had; "at" formatted as
+	// time.Time's JSON is, so that encoding cannot fail.
+	b, _ := json.Marshal(struct {
+		At      string `json:"at"`
+		Attempt int    `json:"attempt"`
+		ID      string `json:"id"`
+		NodeID  string `json:"nodeId"`
+		Reason  string `json:"reason"`
+		RunID   string `json:"runId"`
+		Type    string `json:"type"`
+	}{At: t.e.cfg.Clock.Now().UTC().Format(time.RFC3339Nano), Attempt: c.Attempt, ID: id, NodeID: c.Key,
+		Reason: "run cancelled", RunID: t.run.ID, Type: NotifyWorkerCancel})
 	t.notes = append(t.notes, Notification{ID: id, Type: NotifyWorkerCancel, RunID: t.run.ID, URL: cfg.CancelURL, Payload: b})
 }
 

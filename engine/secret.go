@@ -222,7 +222,7 @@ func jsonInner(s string, htmlEscape bool) string {
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(htmlEscape)
-	_ = enc.Encode(s)
+	_ = enc.Encode(s) //nolint:errchkjson // a string into a strings.Builder: cannot fail
 	out := strings.TrimSuffix(b.String(), "\n")
 	return out[1 : len(out)-1]
 }

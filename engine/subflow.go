@@ -159,8 +159,12 @@ func (f *fireCtx) StartChild(c ChildRun) error {
 	if c.PassEntity {
 		p.EntityID = t.run.EntityID
 	}
-	p.Trigger, _ = json.Marshal(map[string]any{"type": "subflow", "parent_run_id": t.run.ID, "parent_key": f.key,
+	trig, err := json.Marshal(map[string]any{"type": "subflow", "parent_run_id": t.run.ID, "parent_key": f.key,
 		"parent_attempt": f.attempt})
+	if err != nil {
+		return fmt.Errorf("error encoding the sub-flow trigger of %s: %w", f.key, err)
+	}
+	p.Trigger = trig
 	ct := t.nestedTxn()
 	ct.starting = true // its end, should it end at once, is told here, not by tellParents
 	child, err := ct.startRun(id, g, p, &parentRef{runID: t.run.ID, key: f.key, attempt: f.attempt})

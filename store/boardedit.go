@@ -36,10 +36,7 @@ func (s *Store) UpdateBoard(ctx context.Context, p UpdateBoardParams) (*Board, e
 		set["name"] = *p.Name
 	}
 	if p.CardFields != nil {
-		b, err := json.Marshal(*p.CardFields)
-		if err != nil {
-			return nil, fmt.Errorf("error encoding card fields: %w", err)
-		}
+		b, _ := json.Marshal(*p.CardFields)
 		set["card_fields"] = json.RawMessage(b)
 	}
 	res := s.db.WithContext(ctx).Model(&boardRow{}).Where("id = ?", p.ID).Updates(set)

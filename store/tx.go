@@ -1365,10 +1365,7 @@ func (t *pgTx) insertWithRequests(ctx context.Context, ds []*engine.Dispatch, fi
 	delays := make([]int64, len(reqs))
 	claims := make([]float64, len(reqs))
 	for i, d := range reqs {
-		r, err := json.Marshal(d.Request)
-		if err != nil {
-			return fmt.Errorf("error encoding the request of %s: %w", d.Key, err)
-		}
+		r, _ := json.Marshal(d.Request) // a struct of strings: cannot fail
 		ids[i], keys[i], urls[i], requests[i], attempts[i] = d.ID, d.Key, d.URL, string(r), int64(d.Attempt)
 		bodies[i] = d.Payload
 		if bodies[i] == nil {

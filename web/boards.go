@@ -410,7 +410,7 @@ func (s *Server) hook(c echo.Context) error {
 		return err
 	}
 	p := engine.StartRunParams{FlowID: f.ID, VersionID: f.VersionID, Input: body,
-		Trigger: mustJSON(map[string]any{"type": "webhook", "slug": t.Slug, "trigger_id": t.ID})}
+		Trigger: webhookTrigger(t.Slug, t.ID)}
 	if len(t.Entity) > 0 && string(t.Entity) != "null" {
 		var m struct {
 			BoardID   string `json:"board_id"`
@@ -496,8 +496,9 @@ func verifyInbound(secret []byte, h http.Header, body []byte, now time.Time) err
 	return errors.New("missing webhook-signature or X-Hub-Signature-256")
 }
 
-func mustJSON(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
+// webhookTrigger is a run's trigger when a webhook started it.
+func webhookTrigger(slug, id string) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"type": "webhook", "slug": slug, "trigger_id": id})
 	return b
 }
 

@@ -91,7 +91,10 @@ func (s *Server) startEventRuns(c echo.Context, ev store.NewEvent) ([]string, er
 		if err != nil {
 			return nil, err
 		}
-		trig, _ := json.Marshal(map[string]any{"type": "event", "trigger_id": t.ID, "event_id": ev.ID, "name": ev.Name, "key": ev.Key})
+		trig, err := json.Marshal(map[string]any{"type": "event", "trigger_id": t.ID, "event_id": ev.ID, "name": ev.Name, "key": ev.Key})
+		if err != nil {
+			return nil, err
+		}
 		run, _, err := s.cfg.Engine.StartRun(ctx, engine.StartRunParams{FlowID: t.FlowID, VersionID: f.VersionID,
 			Input: ev.Payload, Trigger: trig, IdempotencyKey: "event:" + ev.ID})
 		if err != nil {

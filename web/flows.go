@@ -277,7 +277,10 @@ func (s *Server) updateFlow(c echo.Context) error {
 }
 
 func bind2(raw map[string]json.RawMessage, v any) error {
-	b, _ := json.Marshal(raw)
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return badRequest("malformed body: " + err.Error())
+	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return badRequest("malformed body: " + err.Error())
 	}

@@ -309,7 +309,10 @@ type flowResp struct {
 }
 
 func flowBody(name, graph, message string) string {
-	b, _ := json.Marshal(map[string]any{"name": name, "graph": json.RawMessage(graph), "message": message})
+	b, err := json.Marshal(map[string]any{"name": name, "graph": json.RawMessage(graph), "message": message})
+	if err != nil {
+		panic(fmt.Sprintf("flowBody: the graph is not JSON: %v", err))
+	}
 	return string(b)
 }
 

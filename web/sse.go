@@ -440,7 +440,10 @@ var errStreamEnded = errors.New("stream ended by the server")
 // reason and the id to resume from (and a short retry, so an EventSource
 // reconnects at once), and ends the stream.
 func (s *Server) endStream(c echo.Context, lastID int64, reason string) error {
-	b, _ := json.Marshal(map[string]any{"type": "stream.end", "message": reason, "last_event_id": lastID})
+	b, err := json.Marshal(map[string]any{"type": "stream.end", "message": reason, "last_event_id": lastID})
+	if err != nil {
+		return err
+	}
 	s.arm(c)
 	if _, err := fmt.Fprintf(c.Response(), "retry: 500\nevent: stream.end\ndata: %s\n\n", b); err == nil {
 		_ = flush(c)
@@ -459,16 +462,22 @@ func (s *Server) manualMove(ctx context.Context, entityID string) (ev engine.Eve
 	if err != nil {
 		return ev, false
 	}
-	payload, _ := json.Marshal(map[string]any{"entity_id": entityID, "board_id": e.BoardID, "kind": j.Kind,
+	payload, err := json.Marshal(map[string]any{"entity_id": entityID, "board_id": e.BoardID, "kind": j.Kind,
 		"from_section_id": j.FromSectionID, "to_section_id": j.ToSectionID, "entity_seq": j.EntitySeq})
+	if err != nil {
+		return ev, false
+	}
 	return engine.Event{Type: engine.EventEntityMoved, Payload: payload, CreatedAt: j.CreatedAt}, true
 }
 
 // writeManualMove writes a manual move, without an SSE id (it is no run
 // event).
 func writeManualMove(c echo.Context, ev engine.Event) error {
-	b, _ := json.Marshal(ev)
-	_, err := fmt.Fprintf(c.Response(), "event: %s\ndata: %s\n\n", ev.Type, b)
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.Response(), "event: %s\ndata: %s\n\n", ev.Type, b)
 	return err
 }
 

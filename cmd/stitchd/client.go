@@ -533,7 +533,10 @@ func compact(b json.RawMessage) string {
 	if json.Unmarshal(b, &v) != nil {
 		return string(b)
 	}
-	out, _ := json.Marshal(v)
+	out, err := json.Marshal(v)
+	if err != nil {
+		return string(b)
+	}
 	s := string(out)
 	if len(s) > 300 {
 		s = s[:300] + "…"

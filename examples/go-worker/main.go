@@ -138,7 +138,10 @@ func (w *worker) work(d dispatch) {
 // credential), retrying 5xx answers and network errors a few times. 409
 // means stitchd no longer waits for this attempt; don't retry it.
 func (w *worker) callBack(url string, body any) error {
-	b, _ := json.Marshal(body)
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
 	var last error
 	for try := range 5 {
 		if try > 0 {

@@ -74,7 +74,10 @@ func benchApp(b *testing.B) (*app.App, *instantWorker) {
 }
 
 func benchPost(b *testing.B, a *app.App, path string, body any) map[string]any {
-	raw, _ := json.Marshal(body)
+	raw, err := json.Marshal(body)
+	if err != nil {
+		b.Fatal(err)
+	}
 	req, _ := http.NewRequestWithContext(b.Context(), http.MethodPost, a.URL+path, bytes.NewReader(raw))
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)

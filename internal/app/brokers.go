@@ -93,8 +93,11 @@ func (a *App) handleBrokerMessage(ctx context.Context, m broker.Message) error {
 		return broker.Permanent(fmt.Errorf("the body is refused: %w", err))
 	}
 	t := m.Trigger
-	trig, _ := json.Marshal(map[string]any{"type": t.Kind, "trigger_id": t.ID, "message_id": m.ID, "id_from": m.IDFrom,
+	trig, err := json.Marshal(map[string]any{"type": t.Kind, "trigger_id": t.ID, "message_id": m.ID, "id_from": m.IDFrom,
 		"subject": m.Subject, "redelivered": m.Redelivered})
+	if err != nil {
+		return fmt.Errorf("error encoding the trigger of message %s: %w", m.ID, err)
+	}
 	if t.Config.As == broker.AsEvent {
 		return a.postBrokerEvent(ctx, m)
 	}
@@ -149,7 +152,10 @@ func (a *App) postBrokerEvent(ctx context.Context, m broker.Message) error {
 		if err != nil {
 			return fmt.Errorf("error loading flow %s of event trigger %s: %w", et.FlowID, et.ID, err)
 		}
-		trig, _ := json.Marshal(map[string]any{"type": "event", "trigger_id": et.ID, "event_id": ev.ID, "name": ev.Name, "key": ev.Key})
+		trig, err := json.Marshal(map[string]any{"type": "event", "trigger_id": et.ID, "event_id": ev.ID, "name": ev.Name, "key": ev.Key})
+		if err != nil {
+			return fmt.Errorf("error encoding the trigger of event %s: %w", ev.ID, err)
+		}
 		if _, _, err := a.Engine.StartRun(ctx, engine.StartRunParams{FlowID: et.FlowID, VersionID: f.VersionID,
 			Input: ev.Payload, Trigger: trig, IdempotencyKey: "event:" + ev.ID}); err != nil {
 			return fmt.Errorf("error starting a run of flow %s for event %s: %w", et.FlowID, ev.ID, err)

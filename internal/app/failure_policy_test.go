@@ -17,7 +17,7 @@ import (
 // failWith calls a dispatch back as failed with msg.
 func (h *harness) failWith(d dispatch, msg string) {
 	h.t.Helper()
-	b, _ := json.Marshal(map[string]any{"status": "failed", "error": msg})
+	b, _ := json.Marshal(map[string]string{"status": "failed", "error": msg})
 	code, body := h.post(d.Payload.CallbackURL, string(b))
 	require.Equal(h.t, 200, code, body)
 }

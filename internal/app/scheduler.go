@@ -78,7 +78,10 @@ func (a *App) fireSchedule(ctx context.Context, d *store.DueSchedule) error {
 	if err != nil {
 		return fmt.Errorf("error loading flow %s of schedule %s: %w", d.FlowID, d.ID, err)
 	}
-	trig, _ := json.Marshal(map[string]any{"type": "schedule", "schedule_id": d.ID, "tick": tick.UTC(), "missed": missedTicks(late, missed)})
+	trig, err := json.Marshal(map[string]any{"type": "schedule", "schedule_id": d.ID, "tick": tick.UTC(), "missed": missedTicks(late, missed)})
+	if err != nil {
+		return fmt.Errorf("error encoding the trigger of schedule %s: %w", d.ID, err)
+	}
 	run, _, err := a.Engine.StartRun(ctx, engine.StartRunParams{FlowID: d.FlowID, VersionID: f.VersionID, Input: d.Input,
 		Trigger: trig, IdempotencyKey: "schedule:" + d.ID + ":" + tick.UTC().Format(time.RFC3339Nano)})
 	if errors.Is(err, engine.ErrUnavailable) {

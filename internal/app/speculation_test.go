@@ -82,7 +82,8 @@ func recordOf(t *testing.T, st *store.Store, runID string) runRecord {
 		require.NoError(t, json.Unmarshal(e.Payload, &p))
 		delete(p, "dispatch_id")
 		delete(p, "flow_version_id")
-		b, _ := json.Marshal(p)
+		b, err := json.Marshal(p)
+		require.NoError(t, err)
 		r.Events = append(r.Events, fmt.Sprintf("%d %s %s %s", e.Seq, e.Type, e.Key, b))
 	}
 	require.Equal(t, int64(len(evs)), r.LastSeq, "the run's event_seq counts its events")

@@ -442,7 +442,8 @@ func (m *machine) check(step string) {
 				items[n.idx[0]] = n.output
 			}
 		}
-		want, _ := json.Marshal(items)
+		want, err := json.Marshal(items)
+		require.NoError(m.t, err)
 		require.JSONEq(m.t, string(want), string(merge.output), "the collector's output is its items in order")
 	}
 

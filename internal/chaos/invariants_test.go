@@ -100,7 +100,10 @@ func expectedOutput(r, items int) string {
 		x := int64(r*1000 + i)
 		xs[i] = map[string]int64{"item": x, "second": 2*x + 1}
 	}
-	b, _ := json.Marshal(map[string]any{"items": xs, "side": r})
+	b, _ := json.Marshal(struct {
+		Items []map[string]int64 `json:"items"`
+		Side  int                `json:"side"`
+	}{xs, r})
 	return string(b)
 }
 

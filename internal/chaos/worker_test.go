@@ -263,7 +263,7 @@ func (w *chaosWorker) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 func output(p dispatchPayload) json.RawMessage {
 	base, _, _ := strings.Cut(p.NodeID, "_")
 	in := gjson.ParseBytes(p.Input)
-	var v any
+	var v map[string]int64
 	switch base {
 	case "first":
 		v = map[string]int64{"item": in.Int()}

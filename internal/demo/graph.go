@@ -60,7 +60,10 @@ func Graph(workerURL string) json.RawMessage {
 			outcomeEdge("approve", "nurture", "reject"),
 		},
 	}
-	b, _ := json.Marshal(g)
+	b, err := json.Marshal(g)
+	if err != nil {
+		panic("demo: the graph does not encode: " + err.Error()) // constant data: a bug
+	}
 	return b
 }
 

@@ -40,9 +40,6 @@ func (shout) Fire(_ context.Context, fc engine.FireContext) error {
 	if v.Type != gjson.String {
 		return fc.Fail("the input's " + cfg.Get("field").Str + " is not a string")
 	}
-	out, err := json.Marshal(map[string]string{"shout": strings.ToUpper(v.Str) + cfg.Get("suffix").Str})
-	if err != nil {
-		return fc.Fail(err.Error())
-	}
+	out, _ := json.Marshal(map[string]string{"shout": strings.ToUpper(v.Str) + cfg.Get("suffix").Str})
 	return fc.Complete(out)
 }
