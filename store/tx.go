@@ -834,9 +834,9 @@ func (t *pgTx) AddPendingLater(_ context.Context, runID string, keys []string, d
 		func(row scanner) error {
 			var raw []byte
 			var got []struct {
-				K string
-				N int
-				S engine.Status
+				K string        `json:"k"`
+				N int           `json:"n"`
+				S engine.Status `json:"s"`
 			}
 			if err = row.Scan(&raw); err != nil {
 				err = interpretError(err)

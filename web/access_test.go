@@ -181,7 +181,9 @@ func TestRoleRouteTable(t *testing.T) {
 		for letter, role := range roleLetters {
 			code, b := send(r.Method, path, tokens[role])
 			var e struct {
-				Error struct{ Code string } `json:"error"`
+				Error struct {
+					Code string `json:"code"`
+				} `json:"error"`
 			}
 			_ = json.Unmarshal(b, &e)
 			switch {

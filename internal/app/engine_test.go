@@ -433,7 +433,9 @@ func TestConcurrentDuplicateAndConflictingCallbacks(t *testing.T) {
 		close(start)
 		wg.Wait()
 		got := h.run(r.ID).Nodes["a"]
-		var out struct{ V int }
+		var out struct {
+			V int `json:"v"`
+		}
 		require.NoError(t, json.Unmarshal(got.Output, &out))
 		for i, c := range codes {
 			if i%2 == out.V {

@@ -36,7 +36,9 @@ func TestBigFanOutWritesItsEventsAhead(t *testing.T) {
 	r := h.startRun(flow, map[string]any{"xs": xs})
 	fin := h.waitRun(r.ID, "completed")
 
-	var out []struct{ V int }
+	var out []struct {
+		V int `json:"v"`
+	}
 	require.NoError(t, json.Unmarshal(fin.Nodes["c"].Output, &out))
 	require.Len(t, out, items)
 	for i, o := range out {

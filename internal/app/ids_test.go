@@ -31,8 +31,12 @@ func TestNodeIDsAreSafe(t *testing.T) {
 			require.Equal(t, 422, code, "%q: %s", id, body)
 			var e struct {
 				Error struct {
-					Code    string                                `json:"code"`
-					Details []struct{ Code, Path, NodeID string } `json:"details"`
+					Code    string `json:"code"`
+					Details []struct {
+						Code   string `json:"code"`
+						Path   string `json:"path"`
+						NodeID string `json:"node_id"`
+					} `json:"details"`
 				} `json:"error"`
 			}
 			require.NoError(t, json.Unmarshal(body, &e))

@@ -149,7 +149,10 @@ func TestLoopPerItemInAFanOut(t *testing.T) {
 	for k, v := range raw.Nodes {
 		iterations[k] = v.Iteration
 	}
-	var got []struct{ I, N int }
+	var got []struct {
+		I int `json:"i"`
+		N int `json:"n"`
+	}
 	require.NoError(t, json.Unmarshal(fin.Output, &got))
 	require.Len(t, got, n)
 	for i, v := range got {

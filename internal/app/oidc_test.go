@@ -67,8 +67,9 @@ func TestOIDCSignInThroughTheApp(t *testing.T) {
 	resp, body = get("/api/v1/me")
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 	var me struct {
-		Email, Role string
-		Groups      []string
+		Email  string   `json:"email"`
+		Role   string   `json:"role"`
+		Groups []string `json:"groups"`
 	}
 	require.NoError(t, json.Unmarshal(body, &me))
 	require.Equal(t, "olga@example.com", me.Email)

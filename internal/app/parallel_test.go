@@ -266,7 +266,9 @@ func TestRunAnswerStreamsNodesInKeyOrder(t *testing.T) {
 	items := make([]int, 12)
 	var started json.RawMessage
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/runs", map[string]any{"input": map[string]any{"items": items}}, &started))
-	var id struct{ ID string }
+	var id struct {
+		ID string `json:"id"`
+	}
 	require.NoError(t, json.Unmarshal(started, &id))
 	var got json.RawMessage
 	require.Equal(t, 200, h.do("GET", "/api/v1/runs/"+id.ID, nil, &got))

@@ -68,13 +68,17 @@ func TestRerunOneItemOfAThousand(t *testing.T) {
 	}
 	r := h.startRun(flow, map[string]any{"xs": xs})
 	first := h.waitRun(r.ID, "completed")
-	var before []struct{ V int }
+	var before []struct {
+		V int `json:"v"`
+	}
 	require.NoError(t, json.Unmarshal(first.Nodes["c"].Output, &before))
 	require.Len(t, before, 1000)
 
 	require.Equal(t, 200, h.rerun(r.ID, "w_500", map[string]any{"input": 9999}))
 	done := h.waitRun(r.ID, "completed")
-	var after []struct{ V int }
+	var after []struct {
+		V int `json:"v"`
+	}
 	require.NoError(t, json.Unmarshal(done.Nodes["c"].Output, &after))
 	require.Len(t, after, 1000)
 	for i := range after {

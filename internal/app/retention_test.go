@@ -169,7 +169,9 @@ func TestRetentionArchivesBeforeDeleting(t *testing.T) {
 				Key    string          `json:"key"`
 				Output json.RawMessage `json:"output"`
 			} `json:"nodes"`
-			Events  []struct{ Type string } `json:"events"`
+			Events []struct {
+				Type string `json:"type"`
+			} `json:"events"`
 			Journey []struct {
 				Kind        string  `json:"kind"`
 				ToSectionID *string `json:"to_section_id"`
@@ -225,7 +227,9 @@ func TestRetentionHoldsNoTransactionWhileArchiving(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		var batch struct {
 			Runs []struct {
-				Run struct{ ID string } `json:"run"`
+				Run struct {
+					ID string `json:"id"`
+				} `json:"run"`
 			} `json:"runs"`
 		}
 		if err := json.Unmarshal(b, &batch); err != nil || len(batch.Runs) == 0 {

@@ -73,7 +73,11 @@ func TestSubFlowFailureFailsTheNodeAndIsRoutable(t *testing.T) {
 	done := h.waitRun(r.ID, "completed")
 	require.Equal(t, "failed", done.Nodes["kyc"].Status)
 	require.Equal(t, "skipped", done.Nodes["ok"].Status)
-	var out struct{ Manual struct{ Why string } }
+	var out struct {
+		Manual struct {
+			Why string `json:"why"`
+		} `json:"manual"`
+	}
 	require.NoError(t, json.Unmarshal(done.Output, &out))
 	require.Contains(t, out.Manual.Why, "sub-flow run "+child.ID+" failed")
 	require.Contains(t, out.Manual.Why, "document expired")
@@ -204,7 +208,9 @@ func (h *harness) subFlowFanOut(n int) runJSON {
 func (h *harness) waitCollected(runID string, n int) {
 	h.t.Helper()
 	done := h.waitRun(runID, "completed")
-	var out []struct{ I int }
+	var out []struct {
+		I int `json:"i"`
+	}
 	require.NoError(h.t, json.Unmarshal(done.Output, &out))
 	require.Len(h.t, out, n)
 	for i, o := range out {

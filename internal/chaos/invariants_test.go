@@ -456,7 +456,9 @@ func checkCallbacks(t *testing.T, recs []callbackRecord, h history, timeout time
 			require.JSONEq(t, `{"status":"accepted"}`, string(r.body), what)
 		case http.StatusConflict:
 			var e struct {
-				Error struct{ Code string } `json:"error"`
+				Error struct {
+					Code string `json:"code"`
+				} `json:"error"`
 			}
 			require.NoError(t, json.Unmarshal(r.body, &e), what)
 			require.Equal(t, "conflict", e.Error.Code, what)

@@ -381,7 +381,9 @@ func TestDemoHookRefusesALeadWithoutEmail(t *testing.T) {
 			Error struct {
 				Code    string `json:"code"`
 				Details []struct {
-					Code, Path, Message string
+					Code    string `json:"code"`
+					Path    string `json:"path"`
+					Message string `json:"message"`
 				} `json:"details"`
 			} `json:"error"`
 		}
