@@ -142,8 +142,9 @@ func edgeTaken(u *NodeState, target string) bool {
 		return u.Taken == nil || slices.Contains(u.Taken, target)
 	case StatusFailed:
 		return slices.Contains(u.Taken, target)
+	default: // not settled, or settled without taking edges
+		return false
 	}
-	return false
 }
 
 // readyDecided settles a target that may have an inbound edge not taken,

@@ -49,6 +49,7 @@ func (t *txn) duplicateOr(err error, p CallbackParams) error {
 			if c.Error != nil && (*c.Error == p.Error || (p.Error == "" && *c.Error == "worker reported failure")) {
 				return errNoChange
 			}
+		default: // a worker reports only completed or failed
 		}
 	}
 	return fmt.Errorf("%w: %v", ErrConflict, te)

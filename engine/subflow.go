@@ -188,6 +188,7 @@ func (f *fireCtx) StartChild(c ChildRun) error {
 		tr.ChildRunID, tr.Error = &id, &msg
 		t.event(EventChildFinished, f.key, map[string]any{"child_run_id": id, "status": child.Status})
 		return t.failWith(tr)
+	default: // under way: the node runs until the child ends
 	}
 	if f.bulkable() {
 		// A fan-out's SubFlow instances start in one UPDATE.

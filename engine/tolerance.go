@@ -42,6 +42,7 @@ func ParseTolerance(r gjson.Result) (Tolerance, error) {
 			return Tolerance{}, fmt.Errorf("must be a percent from \"0%%\" to \"100%%\" or an integer count, got %s", r.Raw)
 		}
 		return Tolerance{Percent: f, IsPercent: true}, nil
+	default: // null, a boolean, an object or an array: refused below
 	}
 	return Tolerance{}, errors.New("must be an integer count of items (0 or more) or a percent string such as \"5%\", got " + r.Raw)
 }

@@ -122,6 +122,7 @@ func (s *connSet) track(c net.Conn, st http.ConnState) {
 		s.seen++
 	case http.StateClosed, http.StateHijacked:
 		delete(s.m, c)
+	default: // StateActive, StateIdle: still open, tracked already
 	}
 }
 

@@ -364,6 +364,7 @@ func (m *machine) check(step string) {
 				completedAttempts[ak] = true
 			case engine.StatusFailed:
 				failedAttempts[ak] = true
+			default: // not an attempt's end
 			}
 		}
 		r.status, r.attempt = p.Status, want

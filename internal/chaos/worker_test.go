@@ -124,6 +124,7 @@ func (w *chaosWorker) connState(c net.Conn, s http.ConnState) {
 		w.conns[c] = struct{}{}
 	case http.StateClosed, http.StateHijacked:
 		delete(w.conns, c)
+	default: // StateActive, StateIdle: still open, tracked already
 	}
 }
 
