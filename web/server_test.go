@@ -72,7 +72,9 @@ func do(t *testing.T, h http.Handler, r req) *httptest.ResponseRecorder {
 	if r.body != "" {
 		body = strings.NewReader(r.body)
 	}
-	hr := httptest.NewRequestWithContext(t.Context(), r.method, r.path, body)
+	// Not t.Context(): Cleanup functions check the stored state with do,
+	// after the test's context is done.
+	hr := httptest.NewRequestWithContext(context.Background(), r.method, r.path, body)
 	if r.body != "" {
 		hr.Header.Set("Content-Type", "application/json")
 	}
