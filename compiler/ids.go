@@ -8,11 +8,11 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// CodeInvalidID: a node id is not in the safe set (see MaxNodeIDLen), or an
+// CodeInvalidID is reported when a node id is not in the safe set (see MaxNodeIDLen), or an
 // edge id is too long or holds a control character.
 const CodeInvalidID = "invalid_id"
 
-// CodeTooLong: a label (a node's or an edge's data.label) is longer than
+// CodeTooLong is reported when a label (a node's or an edge's data.label) is longer than
 // MaxLabelLen characters.
 const CodeTooLong = "too_long"
 

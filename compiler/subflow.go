@@ -13,7 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// CodeInvalidSubFlow: a SubFlow node names a flow or version that does not
+// CodeInvalidSubFlow is reported when a SubFlow node names a flow or version that does not
 // exist, or a flow that (through pinned versions) contains the flow being
 // saved.
 const CodeInvalidSubFlow = "invalid_subflow"

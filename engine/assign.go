@@ -77,7 +77,7 @@ const (
 	RejectMajority = "majority"
 )
 
-// EventApprovalVote: a person voted at an N-of-M UX node
+// EventApprovalVote is recorded when a person voted at an N-of-M UX node
 // (requiredApprovals > 1); the node keeps waiting unless the vote decided.
 const EventApprovalVote = "approval.vote"
 
@@ -276,7 +276,7 @@ func (f *fireCtx) assignees(p UXPeople) (*Assignees, error) {
 // separation of duties (the person who started the run may not, admins
 // included), then the node's assignees (anyone when it has none; an
 // override decides any). An internal caller (no actor) is not checked.
-func (t *txn) mayDecide(n *Node, cur *NodeState, p CompleteUXParams, people UXPeople) error {
+func (t *txn) mayDecide(_ *Node, cur *NodeState, p CompleteUXParams, people UXPeople) error {
 	a := p.Actor
 	if a == nil {
 		return nil

@@ -24,7 +24,7 @@ const (
 // EntityModes are the values of settings.entityConcurrency.
 var EntityModes = []string{EntityAllow, EntitySkip, EntityQueue}
 
-// EventRunQueued: the run waits for the entity's active run (behind).
+// EventRunQueued is recorded when the run waits for the entity's active run (behind).
 const EventRunQueued = "run.queued"
 
 // EntityBusyError refuses a run of a flow whose entityConcurrency is skip:

@@ -262,6 +262,7 @@ func (e *FormError) Error() string {
 	return b.String()
 }
 
+// Is makes a FormError an ErrInvalidRequest for errors.Is.
 func (e *FormError) Is(target error) bool { return target == ErrInvalidRequest }
 
 // formAnswerPath is where a decision's answer is in the request.

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// EventRunMigrated: an operator moved a run to another version of its flow.
+// EventRunMigrated is recorded when an operator moved a run to another version of its flow.
 const EventRunMigrated = "run.migrated"
 
 // MigrateParams moves a run to another version of its flow.

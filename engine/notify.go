@@ -23,7 +23,8 @@ const (
 	NotifyRunFailed         = "run.failed"
 )
 
-// EventApprovalReminder: a UX node still waiting was reminded about.
+// EventApprovalReminder is recorded when a UX node still waiting was
+// reminded about.
 const EventApprovalReminder = "node.reminder"
 
 // Notification is one outbox row of the notification webhook.

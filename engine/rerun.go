@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// EventNodeRerun: an operator re-ran a node and what follows it.
+// EventNodeRerun is recorded when an operator re-ran a node and what follows it.
 const EventNodeRerun = "node.rerun"
 
 // RerunParams re-runs a node and everything downstream of it.

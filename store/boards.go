@@ -362,7 +362,7 @@ func (s *Store) MoveEntityManually(ctx context.Context, entityID, sectionID, jou
 	return interpretError(err)
 }
 
-// ErrEntityExists: an entity upsert under CreateEntitiesOnly found an
+// ErrEntityExists means an entity upsert under CreateEntitiesOnly found an
 // entity with the same email on the board (and changed nothing).
 var ErrEntityExists = errors.New("an entity with this email is already on the board")
 

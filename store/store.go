@@ -41,7 +41,7 @@ type Options struct {
 }
 
 // Open connects to the database at url.
-func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+func Open(_ context.Context, url string, opts Options) (*Store, error) {
 	db, err := gorm.Open(postgres.New(postgres.Config{DSN: url,
 		OptionOpenDB: []stdlib.OptionOpenDB{stdlib.OptionBeforeConnect(dropReadOnly)}}), &gorm.Config{
 		Logger:                 logger.Discard,

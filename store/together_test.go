@@ -106,7 +106,7 @@ func TestSavesHeldTogether(t *testing.T) {
 			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
 				for i, r := range runs {
 					require.NoError(t, tx.InsertRun(ctx, r))
-					dispatches[i] = startWorker(t, ctx, tx, r.ID)
+					dispatches[i] = startWorker(ctx, t, tx, r.ID)
 					r.ActiveNodes, r.EventSeq = 1, 2
 					require.NoError(t, tx.SaveRunWithEvents(ctx, engine.RunSave{Run: r, FirstSeq: 1,
 						Events: []engine.NewEvent{{Type: "run.started"}, {Type: "node.status", Key: "w"}}}))
@@ -219,7 +219,7 @@ func TestHeldSaveOfARunStartedInTheTransaction(t *testing.T) {
 			r := newRun(f)
 			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
 				require.NoError(t, tx.InsertRun(ctx, r))
-				startWorker(t, ctx, tx, r.ID)
+				startWorker(ctx, t, tx, r.ID)
 				r.Status, r.TerminalsLeft, r.EventSeq = engine.RunCompleted, 0, 1
 				return tx.SaveRunWithEvents(ctx, engine.RunSave{Run: r, FirstSeq: 1, DeliveredAt: 0,
 					DeliveredKeys: []string{"w"}, DeliveredAttempts: []int{1}, Events: []engine.NewEvent{{Type: "run.status"}}})
@@ -238,7 +238,7 @@ func TestHeldSaveOfARunStartedInTheTransaction(t *testing.T) {
 
 // startWorker creates run runID's node "w" running its first attempt, with
 // its outbox row, and returns the row's id.
-func startWorker(t *testing.T, ctx context.Context, tx engine.Tx, runID string) string {
+func startWorker(ctx context.Context, t *testing.T, tx engine.Tx, runID string) string {
 	t.Helper()
 	require.NoError(t, tx.InsertStartedNodes(ctx, runID, []engine.NodeState{static("w", engine.NodeTypeWorker, 0)},
 		[]engine.BulkStart{{Key: "w", Input: json.RawMessage(`{}`), Status: engine.StatusRunning}}))

@@ -391,7 +391,7 @@ func saveRunArgs(r *engine.Run) []any {
 		string(r.Status), r.ID}
 }
 
-func (t *pgTx) SaveRun(ctx context.Context, r *engine.Run) error {
+func (t *pgTx) SaveRun(_ context.Context, r *engine.Run) error {
 	if ok, err := t.saveNew(engine.RunSave{Run: r, FirstSeq: r.EventSeq + 1}); ok {
 		return err
 	}

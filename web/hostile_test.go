@@ -48,7 +48,7 @@ func TestHostileCallbacksNeverReachTheDatabase(t *testing.T) {
 		func(i int) string { // expired
 			return ring.Mint(callbacks.Claims{RunID: "r", Key: "a", Attempt: 1, Expiry: now.Add(-time.Duration(i+1) * time.Second)})
 		},
-		func(i int) string { // garbage
+		func(_ int) string { // garbage
 			b := make([]byte, 1+rand.IntN(80))
 			for j := range b {
 				b[j] = "abcdefghijklmnopqrstuvwxyz0123456789._-"[rand.IntN(39)]

@@ -47,9 +47,10 @@ import (
 // sibling subdomain cannot set it.
 
 const (
-	// OIDCLoginPath starts an OIDC sign-in; OIDCCallbackPath is the
-	// redirect URL to register at the provider (after --base-url).
-	OIDCLoginPath    = "/api/v1/auth/oidc/login"
+	// OIDCLoginPath starts an OIDC sign-in.
+	OIDCLoginPath = "/api/v1/auth/oidc/login"
+	// OIDCCallbackPath is the redirect URL to register at the provider
+	// (after --base-url).
 	OIDCCallbackPath = "/api/v1/auth/oidc/callback"
 	// oidcFlowTTL bounds the time from the click to the provider's answer.
 	oidcFlowTTL      = 10 * time.Minute

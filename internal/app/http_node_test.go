@@ -222,7 +222,7 @@ func TestHTTPNodeTimeout(t *testing.T) {
 	h := newHarness(t)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	api := newAPIServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+	api := newAPIServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-release:
 		case <-r.Context().Done():

@@ -67,7 +67,7 @@ func TestHASoak(t *testing.T) {
 	defer cancel()
 
 	built := buildInBackground(t, dir)
-	ha := startHACluster(t, ctx, filepath.Join(dir, "ha"))
+	ha := startHACluster(ctx, t, filepath.Join(dir, "ha"))
 	primary := ha.waitHealthy(ctx, "")
 	_, err := localpg.EnsureDatabase(ctx, ha.nodes[primary].url("postgres"), "stitchd")
 	require.NoError(t, err)
@@ -156,7 +156,7 @@ type haCluster struct {
 // startHACluster starts etcd and two Patroni instances under dir; Patroni
 // initialises one instance, makes it primary and the other its
 // synchronous standby. Everything is stopped when the test ends.
-func startHACluster(t *testing.T, ctx context.Context, dir string) *haCluster {
+func startHACluster(ctx context.Context, t *testing.T, dir string) *haCluster {
 	pgBin, err := localpg.BinDir()
 	require.NoError(t, err)
 	cred, err := localpg.ServerCredential()

@@ -137,7 +137,7 @@ func expectedCollector(r, items int) string {
 //     cancelled row's attempt ended failed before delivery;
 //   - a try answered 429 with Retry-After: 1 is retried no sooner;
 //   - no worker attempt ran longer past its deadline than bound.
-func checkInvariants(t *testing.T, ctx context.Context, db *sql.DB, runIDs []string, items int, timeout, bound time.Duration) (figures, history) {
+func checkInvariants(ctx context.Context, t *testing.T, db *sql.DB, runIDs []string, items int, timeout, bound time.Duration) (figures, history) {
 	t.Helper()
 	var f figures
 	index := make(map[string]int, len(runIDs))

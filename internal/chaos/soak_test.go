@@ -226,7 +226,7 @@ func (s *soak) run(ctx context.Context, disrupt func(ctx context.Context, stop <
 	wcancel()
 
 	// The event streams catch up with the database.
-	stored, total := storedEvents(t, ctx, s.db)
+	stored, total := storedEvents(ctx, t, s.db)
 	caughtUp := func() bool {
 		for _, f := range s.followers {
 			want := total
@@ -262,13 +262,13 @@ func (s *soak) run(ctx context.Context, disrupt func(ctx context.Context, stop <
 // the attempts' histories, and each event stream against the stored events.
 func (s *soak) check(ctx context.Context) (figures, callbackFigures, streamFigures) {
 	t := s.t
-	stored, _ := storedEvents(t, ctx, s.db) // what the streams are checked against: all there is now
+	stored, _ := storedEvents(ctx, t, s.db) // what the streams are checked against: all there is now
 	require.Empty(t, s.worker.problems(), "the worker saw only answers the contract allows")
 	s.mu.Lock()
 	require.Empty(t, s.unexpected, "the API answered only as the contract allows")
 	s.mu.Unlock()
 
-	f, h := checkInvariants(t, ctx, s.db, s.runIDs, s.items, nodeTimeout, sweepBound)
+	f, h := checkInvariants(ctx, t, s.db, s.runIDs, s.items, nodeTimeout, sweepBound)
 	cf := checkCallbacks(t, s.worker.callbacks(), h, nodeTimeout)
 	var sf streamFigures
 	for _, fl := range s.followers {

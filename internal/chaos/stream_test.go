@@ -233,7 +233,7 @@ type storedEvent struct {
 }
 
 // storedEvents reads every run's events, in order.
-func storedEvents(t *testing.T, ctx context.Context, db *sql.DB) (map[string][]storedEvent, int) {
+func storedEvents(ctx context.Context, t *testing.T, db *sql.DB) (map[string][]storedEvent, int) {
 	t.Helper()
 	rows, err := db.QueryContext(ctx, `SELECT id, run_id::text, seq, type, coalesce(key, ''), payload::text, created_at
 		FROM run_events ORDER BY run_id, seq`)

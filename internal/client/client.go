@@ -451,7 +451,8 @@ type Event struct {
 	CreatedAt time.Time       `json:"created_at"`
 }
 
-// ErrStop, returned by a RunEvents callback, ends the stream without error.
+// ErrStop ends the stream without error when a RunEvents callback
+// returns it.
 var ErrStop = errors.New("stop")
 
 // RunEvents streams a run's events (GET /api/v1/runs/{id}/events, SSE)

@@ -42,6 +42,7 @@ func (e *NumberError) Error() string {
 		"with at most 17 significant digits)", ErrNumber, e.Path, MaxNumberLen)
 }
 
+// Is makes a NumberError an ErrNumber for errors.Is.
 func (e *NumberError) Is(target error) bool { return target == ErrNumber }
 
 // Check reports whether raw is acceptable: valid UTF-8, nesting of objects

@@ -21,13 +21,13 @@ const KeySize = 32
 const EnvKey = "STITCHD_SECRET_KEY"
 
 var (
-	// ErrNoKey: the server has no key, so secrets can be neither stored
+	// ErrNoKey means the server has no key, so secrets can be neither stored
 	// nor read.
 	ErrNoKey = errors.New("secrets are off on this server: " + EnvKey + " is not set")
-	// ErrWrongKey: the value was sealed under another key than the
+	// ErrWrongKey means the value was sealed under another key than the
 	// server's.
 	ErrWrongKey = errors.New("the secret was stored under another " + EnvKey)
-	// ErrOpen: the seal does not open (the row was altered, or copied from
+	// ErrOpen means the seal does not open (the row was altered, or copied from
 	// another name).
 	ErrOpen = errors.New("the secret cannot be decrypted: its row was altered or copied from another name")
 )

@@ -25,7 +25,10 @@ func (c *counted) Start(ctx context.Context) error {
 		for range c.workers {
 			c.Go(ctx, func(ctx context.Context) {
 				n := c.live.Add(1)
-				for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
+				for p := c.peak.Load(); n > p; p = c.peak.Load() {
+					if c.peak.CompareAndSwap(p, n) {
+						break
+					}
 				}
 				<-ctx.Done()
 				c.live.Add(-1)

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of sql.Open
 
 	"github.com/stitchd/stitchd/migrations"
 	"github.com/stitchd/stitchd/store"
