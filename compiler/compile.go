@@ -230,7 +230,7 @@ func (c *compiler) collectNodes() {
 			c.errorf(CodeDuplicateID, vn.ID, "", nodePath(i)+".id", "node id %q is already used by %s", vn.ID, nodePath(c.nodes[first].vi))
 			continue
 		}
-		c.byID[vn.ID] = int32(len(c.nodes))
+		c.byID[vn.ID] = int32(len(c.nodes)) //nolint:gosec // G115: node counts are bounded by the request body limit
 		c.nodes = append(c.nodes, cnode{id: vn.ID, vi: i, typ: typ, cfg: cfg})
 	}
 }

@@ -104,7 +104,7 @@ func (c *compiler) analyzeRegions() {
 			out[v] = st.parent
 		case engine.NodeTypeSplitter:
 			c.stack[v] = st
-			depth := int32(st.depthOf() + 1)
+			depth := int32(st.depthOf() + 1) //nolint:gosec // G115: nesting stops at MaxNestingDepth, checked below
 			if depth == MaxNestingDepth+1 {
 				c.errorf(CodeNestingTooDeep, c.nodes[v].id, "", nodePath(c.nodes[v].vi),
 					"splitter %q opens a parallel region nested %d levels deep; at most %d levels are allowed", c.nodes[v].id, depth, MaxNestingDepth)

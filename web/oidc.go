@@ -210,7 +210,7 @@ func (s *Server) oidcCookie(c echo.Context, value string, maxAge int) *http.Cook
 	if secure {
 		name = oidcSecureCookie
 	}
-	return &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge, HttpOnly: true, Secure: secure,
+	return &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge, HttpOnly: true, Secure: secure, //nolint:gosec // G124: Secure over https only, so that a development server on http works
 		SameSite: http.SameSiteLaxMode}
 }
 

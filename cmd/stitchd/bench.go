@@ -54,14 +54,14 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 			if jsonOut == "" {
 				return nil
 			}
-			if err := os.MkdirAll(filepath.Dir(jsonOut), 0o755); err != nil {
+			if err := os.MkdirAll(filepath.Dir(jsonOut), 0o755); err != nil { //nolint:gosec // G301: the report the user asked for, in a directory of theirs
 				return fmt.Errorf("error creating %s: %w", filepath.Dir(jsonOut), err)
 			}
 			b, err := json.MarshalIndent(rep, "", "  ")
 			if err != nil {
 				return err
 			}
-			if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
+			if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil { //nolint:gosec // G306: the report the user asked for, readable as their files are
 				return fmt.Errorf("error writing %s: %w", jsonOut, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s\n", jsonOut)

@@ -189,7 +189,7 @@ func main() {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Printf("go worker listening on http://%s", addr)
+	log.Printf("go worker listening on http://%s", addr) //nolint:gosec // G706: the operator's own ADDR
 	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Fatal(err)
 	}

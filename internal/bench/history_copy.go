@@ -15,9 +15,9 @@ import (
 // the same rows (payloads alike in shape and size).
 func copyID(kind uint16, n int) [16]byte {
 	var u [16]byte
-	copy(u[:], []byte{0x01, 0x80, 0, 0, 0, 0, 0x70, 0, byte(kind >> 8), byte(kind)})
+	copy(u[:], []byte{0x01, 0x80, 0, 0, 0, 0, 0x70, 0, byte(kind >> 8), byte(kind)}) //nolint:gosec // G115: kind's two bytes, truncation meant
 	for i := range 6 {
-		u[15-i] = byte(n >> (8 * i))
+		u[15-i] = byte(n >> (8 * i)) //nolint:gosec // G115: n's low bytes, truncation meant
 	}
 	return u
 }

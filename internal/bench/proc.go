@@ -40,7 +40,7 @@ func startStitchd(ctx context.Context, binary, dbURL, token, logPath string, pro
 	if err != nil {
 		return nil, err
 	}
-	logs, err := os.Create(logPath)
+	logs, err := os.Create(logPath) //nolint:gosec // G304: the bench's own work directory
 	if err != nil {
 		return nil, fmt.Errorf("error creating %s: %w", logPath, err)
 	}
@@ -57,7 +57,7 @@ func startStitchd(ctx context.Context, binary, dbURL, token, logPath string, pro
 	}
 	// Not CommandContext: stop ends stitchd gracefully (SIGINT, then kill
 	// after 15 s), also when the bench was cancelled.
-	cmd := exec.Command(binary, args...) //nolint:noctx // stopped by p.stop, see above
+	cmd := exec.Command(binary, args...) //nolint:noctx,gosec // stopped by p.stop, see above; G204: the stitchd binary the bench was given
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=")
 	if err := cmd.Start(); err != nil {

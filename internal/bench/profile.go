@@ -22,7 +22,7 @@ type profiler struct {
 }
 
 func startProfiler(ctx context.Context, base, dir, scenario string) (*profiler, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // G301: profiles the user asked for, for them to read
 		return nil, fmt.Errorf("error creating %s: %w", dir, err)
 	}
 	p := &profiler{base: base, dir: dir, scenario: scenario}
@@ -68,7 +68,7 @@ func (p *profiler) save(ctx context.Context, path, file string) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("error fetching profile %s: %s", path, resp.Status)
 	}
-	f, err := os.Create(filepath.Join(p.dir, file))
+	f, err := os.Create(filepath.Join(p.dir, file)) //nolint:gosec // G304: the profile directory the user named
 	if err != nil {
 		return fmt.Errorf("error creating profile file: %w", err)
 	}

@@ -254,7 +254,7 @@ func backoff(lo, hi time.Duration, n int) time.Duration {
 		d *= 2
 	}
 	d = min(d, hi)
-	jitter := time.Duration(rand.Int64N(int64(d)/2+1)) - d/4
+	jitter := time.Duration(rand.Int64N(int64(d)/2+1)) - d/4 //nolint:gosec // G404: backoff jitter, no secret
 	return d + jitter
 }
 

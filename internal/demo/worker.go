@@ -149,7 +149,7 @@ func (w *Worker) redelivery(id string) bool {
 func (w *Worker) work(d Dispatch, do job) {
 	delay := w.cfg.MinDelay
 	if span := w.cfg.MaxDelay - w.cfg.MinDelay; span > 0 {
-		delay += rand.N(span)
+		delay += rand.N(span) //nolint:gosec // G404: a simulated delay, no secret
 	}
 	t := time.NewTimer(delay)
 	defer t.Stop()
@@ -160,7 +160,7 @@ func (w *Worker) work(d Dispatch, do job) {
 	}
 	log := w.cfg.Logger.With("run_id", d.RunID, "node_key", d.NodeID, "attempt", d.Attempt)
 	var cb map[string]any
-	if w.cfg.FailRate > 0 && rand.Float64() < w.cfg.FailRate {
+	if w.cfg.FailRate > 0 && rand.Float64() < w.cfg.FailRate { //nolint:gosec // G404: a simulated failure, no secret
 		cb = map[string]any{"status": "failed", "error": "demo worker: simulated failure (--fail-rate)"}
 	} else if out, err := do(d.Input); err != nil {
 		cb = map[string]any{"status": "failed", "error": err.Error()}
@@ -262,7 +262,7 @@ func enrich(input json.RawMessage) (any, error) {
 		domain = strings.ToLower(d)
 	}
 	h := hashOf(domain)
-	co := Company{Domain: domain, Industry: industries[h%uint32(len(industries))], Employees: 10 + int(h%5000)}
+	co := Company{Domain: domain, Industry: industries[h%uint32(len(industries))], Employees: 10 + int(h%5000)} //nolint:gosec // G115: a small constant table
 	var given string
 	if json.Unmarshal(l.Company, &given) == nil && given != "" {
 		co.Name = given
@@ -277,7 +277,7 @@ func enrich(input json.RawMessage) (any, error) {
 	if len(contacts) == 0 {
 		n := 2 + int(h%3)
 		for i := range n {
-			first, last := firstNames[(h>>uint(i))%uint32(len(firstNames))], lastNames[(h>>uint(2*i))%uint32(len(lastNames))]
+			first, last := firstNames[(h>>uint(i))%uint32(len(firstNames))], lastNames[(h>>uint(2*i))%uint32(len(lastNames))] //nolint:gosec // G115: small constant tables
 			contacts = append(contacts, Contact{Name: first + " " + last, Title: titles[(int(h)+i)%len(titles)],
 				Email: strings.ToLower(first) + "@" + domain})
 		}
@@ -303,7 +303,7 @@ func score(input json.RawMessage) (any, error) {
 	case containsAny(t, "intern", "student"):
 		base = 10
 	}
-	c.Score = min(100, base+rand.IntN(11))
+	c.Score = min(100, base+rand.IntN(11)) //nolint:gosec // G404: a made-up score, no secret
 	return c, nil
 }
 

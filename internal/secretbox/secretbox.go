@@ -133,7 +133,7 @@ func ParseKey(s string) ([]byte, error) {
 // development server's key, kept beside its database so that a restart
 // still opens the secrets stored before it. created reports a new key.
 func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(path) //nolint:gosec // G304: the key file the operator configured
 	if err == nil {
 		k, err := ParseKey(string(b))
 		if err != nil {
@@ -150,7 +150,7 @@ func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
 	}
 	// 0755 as localpg makes a cluster's parents (the postgres user must
 	// pass through them when stitchd runs as root); the file is 0600.
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { //nolint:gosec // G301: 0755 on purpose, see above
 		return nil, false, fmt.Errorf("error creating the directory of %s: %w", path, err)
 	}
 	// Written aside, then linked into place: a process starting at the

@@ -118,7 +118,7 @@ func (c *Cluster) Crash() error { return c.stop("immediate") }
 
 func (c *Cluster) stop(mode string) error {
 	// Background: a stop is not cut short (pg_ctl -w waits for the shutdown).
-	cmd := exec.CommandContext(context.Background(), c.pgCtl, "-D", c.DataDir, "-m", mode, "-w", "stop")
+	cmd := exec.CommandContext(context.Background(), c.pgCtl, "-D", c.DataDir, "-m", mode, "-w", "stop") //nolint:gosec // G204: PostgreSQL's own pg_ctl, found in its bin directory
 	setCred(cmd, c.cred)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("error stopping PostgreSQL (%s) in %s: %w: %s", mode, c.DataDir, err, strings.TrimSpace(string(out)))
@@ -174,7 +174,7 @@ func StartCluster(ctx context.Context, dataDir string) (*Cluster, error) {
 	}
 	c := &Cluster{DataDir: dataDir, pgCtl: filepath.Join(bin, "pg_ctl"), cred: cred}
 	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); err != nil {
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", dataDir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", dataDir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync") //nolint:gosec // G204: PostgreSQL's own initdb
 		setCred(cmd, cred)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("error running initdb in %s: %w: %s", dataDir, err, strings.TrimSpace(string(out)))
@@ -203,7 +203,7 @@ func StartCluster(ctx context.Context, dataDir string) (*Cluster, error) {
 // as chaos and outage tests do) and waits until it accepts connections.
 func (c *Cluster) Start(ctx context.Context) error {
 	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off", c.Port, c.DataDir)
-	cmd := exec.CommandContext(ctx, c.pgCtl, "-D", c.DataDir, "-l", filepath.Join(c.DataDir, "server.log"), "-w", "-t", "60", "-o", opts, "start")
+	cmd := exec.CommandContext(ctx, c.pgCtl, "-D", c.DataDir, "-l", filepath.Join(c.DataDir, "server.log"), "-w", "-t", "60", "-o", opts, "start") //nolint:gosec // G204: PostgreSQL's own pg_ctl
 	setCred(cmd, c.cred)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("error starting PostgreSQL in %s: %w: %s", c.DataDir, err, strings.TrimSpace(string(out)))
@@ -230,8 +230,8 @@ func ServerCredential() (*syscall.Credential, error) {
 	if err != nil {
 		return nil, fmt.Errorf("running as root needs a 'postgres' user to run PostgreSQL: %w", err)
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
@@ -239,7 +239,7 @@ func ServerCredential() (*syscall.Credential, error) {
 // user): its parents searchable (0755), dir itself the server's alone
 // (0700), a temporary parent opened up for the postgres user.
 func OwnDir(dir string, cred *syscall.Credential) error {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil { //nolint:gosec // G301: the parents must be searchable by the postgres user (see above)
 		return fmt.Errorf("error creating data directory %s: %w", dir, err)
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -310,7 +310,7 @@ func defaultDataDir() string {
 }
 
 func runningPort(dataDir string) (int, bool) {
-	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid")) //nolint:gosec // G304: the cluster's own data directory
 	if err != nil {
 		return 0, false
 	}
@@ -349,7 +349,7 @@ func chownTree(dir string, uid, gid int) error {
 		if err != nil {
 			return err
 		}
-		if err := os.Lchown(path, uid, gid); err != nil {
+		if err := os.Lchown(path, uid, gid); err != nil { //nolint:gosec // G122: our own fresh data directory; Lchown does not follow links
 			return fmt.Errorf("error giving %s to the postgres user: %w", path, err)
 		}
 		return nil
@@ -376,7 +376,7 @@ func FreePort(ctx context.Context) (int, error) { return freePort(ctx) }
 func freePort(ctx context.Context) (int, error) {
 	var lc net.ListenConfig
 	for range 32 {
-		port := 20000 + rand.IntN(12000)
+		port := 20000 + rand.IntN(12000) //nolint:gosec // G404: a port pick, no secret
 		if l, err := lc.Listen(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
 			_ = l.Close()
 			return port, nil

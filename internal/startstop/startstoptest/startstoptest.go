@@ -21,7 +21,7 @@ func Stress(t *testing.T, svc startstop.Service, rounds int) {
 	for range 64 {
 		wg.Go(func() {
 			for range rounds {
-				if rand.IntN(2) == 0 {
+				if rand.IntN(2) == 0 { //nolint:gosec // G404: a random interleaving of a test, no secret
 					require.NoError(t, svc.Start(context.Background()))
 				} else {
 					svc.Stop()
