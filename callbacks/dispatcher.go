@@ -229,7 +229,11 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 // guard, every connection is checked (in every mode: stitchd's own and
 // link-local addresses are always refused) and no proxy is used.
 func NewHTTPClient(timeout time.Duration, guard *AddressGuard) *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	base, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		base = &http.Transport{} // a program replaced the default transport
+	}
+	tr := base.Clone()
 	tr.MaxIdleConnsPerHost = 64
 	var rt http.RoundTripper = tr
 	if guard != nil {
@@ -256,7 +260,7 @@ func EqualJitter(try int, base, ceiling time.Duration) time.Duration {
 	if d > ceiling {
 		d = ceiling
 	}
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1)) //nolint:gosec // jitter, not a secret
 }
 
 // Room is how many more claimed rows the queue takes.

@@ -261,8 +261,8 @@ func New(cfg Config) (*Engine, error) {
 // Graph returns the execution graph of a flow version, cached in memory
 // (versions are immutable).
 func (e *Engine) Graph(ctx context.Context, versionID string) (*ExecutionGraph, error) {
-	if g, ok := e.graphs.Load(versionID); ok {
-		return g.(*ExecutionGraph), nil
+	if g, ok := e.loadGraph(versionID); ok {
+		return g, nil
 	}
 	g, err := e.cfg.Store.ExecutionGraph(ctx, versionID)
 	if err != nil {
@@ -279,11 +279,21 @@ func (e *Engine) cachedGraph(runID string) (string, *ExecutionGraph, bool) {
 	if !ok {
 		return "", nil, false
 	}
-	g, ok := e.graphs.Load(v)
+	g, ok := e.loadGraph(v)
 	if !ok {
 		return "", nil, false
 	}
-	return v, g.(*ExecutionGraph), true
+	return v, g, true
+}
+
+// loadGraph returns the cached graph of a flow version.
+func (e *Engine) loadGraph(versionID string) (*ExecutionGraph, bool) {
+	v, ok := e.graphs.Load(versionID)
+	if !ok {
+		return nil, false
+	}
+	g, ok := v.(*ExecutionGraph) // the only type stored
+	return g, ok
 }
 
 // StartRunParams starts a run.

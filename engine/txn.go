@@ -10,12 +10,14 @@ import (
 
 // txn is the state of one engine transaction over one run.
 type txn struct {
-	e      *Engine
-	ctx    context.Context
-	tx     Tx
-	run    *Run
-	graph  *ExecutionGraph
-	events []NewEvent
+	e   *Engine
+	ctx context.Context
+	tx  Tx
+	// written counts the writes tx made (the same transaction, counted).
+	written *countingTx
+	run     *Run
+	graph   *ExecutionGraph
+	events  []NewEvent
 	// spilled is what the events written before the commit
 	// (spillEvents) did, for the commit hook; spilledEvents counts them.
 	spilled       CommitInfo
@@ -82,7 +84,8 @@ type txn struct {
 // newTxn starts the state of a transaction over one run, before its first
 // statement.
 func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool, ends *childEnds, room *claimRoom) *txn {
-	return &txn{e: e, ctx: ctx, tx: &countingTx{Tx: tx}, room: room, noSpeculation: noSpeculation, began: e.cfg.Clock.Now(),
+	counted := &countingTx{Tx: tx}
+	return &txn{e: e, ctx: ctx, tx: counted, written: counted, room: room, noSpeculation: noSpeculation, began: e.cfg.Clock.Now(),
 		ends: ends}
 }
 

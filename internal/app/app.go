@@ -287,7 +287,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		_ = a.stopCluster()
 		return nil, err
 	}
-	a.listener, err = net.Listen("tcp", cfg.Addr)
+	a.listener, err = (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Addr)
 	if err != nil {
 		a.Store.Close()
 		return nil, fmt.Errorf("error listening on %s: %w", cfg.Addr, err)

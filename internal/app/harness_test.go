@@ -150,7 +150,7 @@ func (h *harness) doAs(tok, method, path string, body any, out any) int {
 		require.NoError(h.t, err)
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, h.app.URL+path, rd)
+	req, err := http.NewRequestWithContext(context.Background(), method, h.app.URL+path, rd)
 	require.NoError(h.t, err)
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Content-Type", "application/json")
@@ -167,7 +167,10 @@ func (h *harness) doAs(tok, method, path string, body any, out any) int {
 // post sends a raw callback.
 func (h *harness) post(url string, body string) (int, string) {
 	h.t.Helper()
-	resp, err := h.client.Post(url, "application/json", bytes.NewBufferString(body))
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewBufferString(body))
+	require.NoError(h.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := h.client.Do(req)
 	require.NoError(h.t, err)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -222,7 +225,7 @@ func (h *harness) createFlow(nodes []map[string]any, edges []map[string]any) str
 	var raw map[string]any
 	code := h.do("POST", "/api/v1/flows", map[string]any{"name": h.t.Name(), "graph": map[string]any{"nodes": nodes, "edges": edges}}, &raw)
 	require.Equal(h.t, 201, code, "create flow: %v", raw)
-	f.ID = raw["id"].(string)
+	f.ID = as[string](h.t, raw["id"])
 	return f.ID
 }
 

@@ -176,8 +176,8 @@ func TestDeadlineRetriesThenFails(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	n := wnode(h, "a")
-	n["data"].(map[string]any)["timeoutSeconds"] = 1
-	n["data"].(map[string]any)["retry"] = map[string]any{"maxAttempts": 2, "initialDelayMs": 1, "maxDelayMs": 2}
+	as[map[string]any](t, n["data"])["timeoutSeconds"] = 1
+	as[map[string]any](t, n["data"])["retry"] = map[string]any{"maxAttempts": 2, "initialDelayMs": 1, "maxDelayMs": 2}
 	flow := h.createFlow([]map[string]any{n}, nil)
 	r := h.startRun(flow, map[string]any{})
 	d1 := h.waitDispatch(r.ID, "a", 1)
@@ -198,7 +198,7 @@ func TestHeartbeatExtendsDeadline(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	n := wnode(h, "a")
-	n["data"].(map[string]any)["timeoutSeconds"] = 4
+	as[map[string]any](t, n["data"])["timeoutSeconds"] = 4
 	flow := h.createFlow([]map[string]any{n}, nil)
 	r := h.startRun(flow, map[string]any{})
 	d := h.waitDispatch(r.ID, "a", 1)
