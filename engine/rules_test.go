@@ -289,3 +289,47 @@ func TestStartStopWhileSubmitting(t *testing.T) {
 	require.Equal(t, committed.Load(), runs, "every committed operation is in the database, no refused one is")
 	require.Zero(t, eng.Waiting())
 }
+
+// TestStopRefusesWhatAnOperationUnderWaySubmits: an operation still under
+// way when Stop begins (here its commit hook is running) that submits
+// another has it refused with ErrUnavailable, and Stop returns once the
+// first is answered — rather than the two waiting for each other.
+func TestStopRefusesWhatAnOperationUnderWaySubmits(t *testing.T) {
+	t.Parallel()
+	st := storetest.TestTx(t)
+	ctx := context.Background()
+	flow, err := st.CreateFlow(ctx, uuid.NewString(), "nested", nil,
+		testkit.Version(t, `{"nodes":[{"id":"x","type":"Condition","data":{}}],"edges":[]}`))
+	require.NoError(t, err)
+	params := engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID, Input: json.RawMessage(`{}`)}
+	var eng *engine.Engine
+	var first atomic.Bool
+	inHook := make(chan struct{})
+	nested := make(chan error, 1)
+	eng = testkit.Engine(t, engine.Config{Store: st, Committer: engine.CommitInline, OnCommit: func(engine.CommitInfo) {
+		if !first.CompareAndSwap(false, true) {
+			return
+		}
+		close(inHook)
+		// Submitted again until Stop has closed the gate.
+		for {
+			_, _, err := eng.StartRun(ctx, params)
+			if err != nil {
+				nested <- err
+				return
+			}
+		}
+	}})
+	outer := make(chan error, 1)
+	go func() { _, _, err := eng.StartRun(ctx, params); outer <- err }()
+	<-inHook
+	stopped := make(chan struct{})
+	go func() { eng.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop waits for an operation that waits for Stop")
+	}
+	require.ErrorIs(t, <-nested, engine.ErrUnavailable)
+	require.NoError(t, <-outer, "the operation under way was answered")
+}

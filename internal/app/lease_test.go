@@ -136,3 +136,38 @@ func (s *slowCommits) InTx(ctx context.Context, fn func(ctx context.Context, tx 
 		return nil
 	})
 }
+
+// TestDispatcherTakesClaimsAndTellsItsRoom: a running dispatcher tells the
+// commits' handoff its room, takes the rows a commit claimed for the
+// process and delivers them without a poll (its poll interval is an hour),
+// and once stopped says it has no room, so commits claim nothing for it.
+func TestDispatcherTakesClaimsAndTellsItsRoom(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, _ := storetest.IsolatedDB(t)
+	claims := engine.NewClaims()
+	eng := engineOn(t, st, func(c *engine.Config) { c.Claims, c.ClaimLease = claims, time.Minute })
+	worker := testkit.NewWorker(t, testkit.WorkerOptions{})
+	d := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: st, Recorder: eng, Secret: []byte("0123456789abcdef"),
+		Workers: 1, QueueSize: 16, QueueMax: 16, PollInterval: time.Hour, Lease: time.Minute, Claims: claims})
+	require.Zero(t, claims.Room(), "no room before the dispatcher runs")
+	require.NoError(t, d.Start(ctx))
+	t.Cleanup(d.Stop)
+	require.Equal(t, 16, claims.Room())
+
+	graph := `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"` + worker.URL + `/a"}}],"edges":[]}`
+	ids := startRuns(t, st, eng, graph, 3)
+	for _, id := range ids {
+		worker.Wait(t, 10*time.Second, "the claimed row of run "+id, func(d testkit.Dispatch) bool { return d.Payload.RunID == id })
+	}
+	var unclaimed int
+	require.NoError(t, st.Gorm().Raw(`SELECT count(*) FROM dispatches WHERE locked_until IS NULL`).Row().Scan(&unclaimed))
+	require.Zero(t, unclaimed, "every row was claimed by its commit")
+
+	d.Stop()
+	require.Zero(t, claims.Room(), "a stopped dispatcher has no room")
+	r := startRuns(t, st, eng, graph, 1)[0]
+	require.NoError(t, st.Gorm().Raw(`SELECT count(*) FROM dispatches WHERE run_id = ? AND locked_until IS NULL`, r).Row().Scan(&unclaimed))
+	require.Equal(t, 1, unclaimed, "nothing is claimed for a stopped dispatcher")
+	require.Empty(t, claims.Take())
+}
