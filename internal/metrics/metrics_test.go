@@ -242,33 +242,23 @@ func TestOutboxDepthIsShared(t *testing.T) {
 	require.EqualValues(t, 4, reads.Load())
 }
 
-// TestBacklog: the engine's waiting batches are read at every scrape.
-func TestBacklog(t *testing.T) {
+// TestEngineGauges: the engine's waiting batches and its count of nodes
+// completed together are read at every scrape.
+func TestEngineGauges(t *testing.T) {
 	t.Parallel()
 	m := metrics.New(metrics.Config{Logger: quiet()})
-	waiting := 7
-	m.WatchBacklog(func() int { return waiting })
-	v, ok := value(t, m, "stitchd_engine_waiting_batches", nil)
-	require.True(t, ok)
-	require.InDelta(t, float64(7), v, 0)
-	waiting = 0
-	v, _ = value(t, m, "stitchd_engine_waiting_batches", nil)
-	require.Zero(t, v)
-}
-
-// TestTogether: the engine's count of nodes completed together is read at
-// every scrape.
-func TestTogether(t *testing.T) {
-	t.Parallel()
-	m := metrics.New(metrics.Config{Logger: quiet()})
-	var n int64 = 12
-	m.WatchTogether(func() int64 { return n })
-	v, ok := value(t, m, "stitchd_engine_completed_together_total", nil)
-	require.True(t, ok)
-	require.InDelta(t, float64(12), v, 0)
-	n = 40
-	v, _ = value(t, m, "stitchd_engine_completed_together_total", nil)
-	require.InDelta(t, float64(40), v, 0)
+	var waiting, together int64 = 7, 12
+	m.WatchBacklog(func() int { return int(waiting) })
+	m.WatchTogether(func() int64 { return together })
+	for name, n := range map[string]*int64{"stitchd_engine_waiting_batches": &waiting, "stitchd_engine_completed_together_total": &together} {
+		before := *n
+		v, ok := value(t, m, name, nil)
+		require.True(t, ok, name)
+		require.InDelta(t, float64(before), v, 0, name)
+		*n += 33
+		v, _ = value(t, m, name, nil)
+		require.InDelta(t, float64(before+33), v, 0, name)
+	}
 }
 
 // BenchmarkOnCommit measures the cost the commit hook adds per node
