@@ -37,7 +37,9 @@ type Config struct {
 	GroupTransactions int
 	NewID             IDGenerator
 	Clock             Clock
-	Logger            *slog.Logger
+	// ExprLimits bound every evaluation of an expression (exprlimit.go).
+	ExprLimits ExprLimits
+	Logger     *slog.Logger
 	// Notify writes notifications (approval.requested, .reminder,
 	// .timed_out, run.failed) to the outbox the notification webhook is
 	// served from; off, none are written.
@@ -245,7 +247,10 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("engine: no handler for node type %s", t)
 		}
 	}
-	e := &Engine{cfg: cfg, conds: &compiled[*Condition]{compile: CompileCondition}, vals: &compiled[*Value]{compile: CompileValue}}
+	run := newExprRun(cfg.ExprLimits, cfg.Clock)
+	e := &Engine{cfg: cfg,
+		conds: &compiled[*Condition]{compile: func(src string) (*Condition, error) { return compileCondition(src, run) }},
+		vals:  &compiled[*Value]{compile: func(src string) (*Value, error) { return compileValue(src, run) }}}
 	e.gate.idle = sync.NewCond(&e.gate.mu)
 	switch cfg.Committer {
 	case CommitGrouped, "":

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -20,6 +21,8 @@ type ConditionEnv struct {
 	Input  any            `expr:"input"`
 	Run    RunEnv         `expr:"run"`
 	Entity map[string]any `expr:"entity"`
+	// Budget is the evaluation's account (exprlimit.go), set by Eval.
+	Budget *exprBudget `expr:"__budget"`
 }
 
 // RunEnv is the run as a condition sees it.
@@ -31,6 +34,8 @@ type RunEnv struct {
 // Condition is a compiled edge condition.
 type Condition struct {
 	program *vm.Program
+	run     exprRun
+	budget  bool
 	// UsesEntity and UsesRun tell whether evaluating it needs the run's
 	// entity or input loaded.
 	UsesEntity, UsesRun bool
@@ -40,7 +45,11 @@ type Condition struct {
 // name only output, input, run and entity, and give a bool. The message
 // of the error is meant for the person who wrote it.
 func CompileCondition(src string) (*Condition, error) {
-	p, err := expr.Compile(src, expr.Env(ConditionEnv{}), expr.AsBool())
+	return compileCondition(src, newExprRun(ExprLimits{}, nil))
+}
+
+func compileCondition(src string, r exprRun) (*Condition, error) {
+	p, budget, err := compileLimited(src, expr.Env(ConditionEnv{}), expr.AsBool())
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +59,12 @@ func CompileCondition(src string) (*Condition, error) {
 	if b, ok := root.(*ast.BinaryNode); ok && arithmetic[b.Operator] {
 		return nil, fmt.Errorf("expected bool, but got the result of %q (a number or string)", b.Operator)
 	}
-	c := &Condition{program: p}
+	if c, ok := root.(*ast.CallNode); ok {
+		if id, ok := c.Callee.(*ast.IdentifierNode); ok && id.Value == addFunc {
+			return nil, errors.New(`expected bool, but got the result of "+" (a number or string)`)
+		}
+	}
+	c := &Condition{program: p, run: r, budget: budget}
 	c.UsesRun, c.UsesEntity = uses(root)
 	return c, nil
 }
@@ -74,11 +88,15 @@ type ValueEnv struct {
 	Input  any            `expr:"input"`
 	Run    RunEnv         `expr:"run"`
 	Entity map[string]any `expr:"entity"`
+	// Budget is the evaluation's account (exprlimit.go), set by Eval.
+	Budget *exprBudget `expr:"__budget"`
 }
 
 // Value is a compiled value expression.
 type Value struct {
 	program             *vm.Program
+	run                 exprRun
+	budget              bool
 	UsesEntity, UsesRun bool
 }
 
@@ -86,18 +104,31 @@ type Value struct {
 // only input, run and entity. The message of the error is meant for the
 // person who wrote it.
 func CompileValue(src string) (*Value, error) {
-	p, err := expr.Compile(src, expr.Env(ValueEnv{}))
+	return compileValue(src, newExprRun(ExprLimits{}, nil))
+}
+
+func compileValue(src string, r exprRun) (*Value, error) {
+	p, budget, err := compileLimited(src, expr.Env(ValueEnv{}))
 	if err != nil {
 		return nil, err
 	}
-	v := &Value{program: p}
+	v := &Value{program: p, run: r, budget: budget}
 	v.UsesRun, v.UsesEntity = uses(p.Node())
 	return v, nil
 }
 
-// Eval evaluates the expression.
+// Eval evaluates the expression within its limits (ExprLimits): past
+// one, the error is an *ExprLimitError.
 func (v *Value) Eval(env ValueEnv) (any, error) {
-	return expr.Run(v.program, env)
+	env.Budget = v.run.budget(v.budget)
+	out, err := v.run.run(v.program, env)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.run.checkResult(out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // compiled caches compiled expressions by source: a flow version's
@@ -139,9 +170,10 @@ func (v identVisitor) Visit(n *ast.Node) {
 	}
 }
 
-// Eval evaluates the condition.
+// Eval evaluates the condition within its limits (ExprLimits).
 func (c *Condition) Eval(env ConditionEnv) (bool, error) {
-	out, err := expr.Run(c.program, env)
+	env.Budget = c.run.budget(c.budget)
+	out, err := c.run.run(c.program, env)
 	if err != nil {
 		return false, err
 	}

@@ -50,6 +50,9 @@ type Config struct {
 	// MaxFanOutItems bounds a Splitter's array (default 100,000): a
 	// bigger one fails the Splitter with a clear error.
 	MaxFanOutItems int
+	// ExprLimits bound every evaluation of an expression (--expr-memory,
+	// --expr-timeout; engine.ExprLimits).
+	ExprLimits engine.ExprLimits
 	// NodeTypes are node types beside the built-in ones (an embedding
 	// program's, a test's): each is one engine.NodeTypeSpec, whose name
 	// must not be a built-in type's.
@@ -347,6 +350,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		ClaimLease: cfg.DispatchLease,
 		NewID:      timeOrderedID,
 		Clock:      clock,
+		ExprLimits: cfg.ExprLimits,
 		Logger:     cfg.Logger,
 		Notify:     cfg.NotifyURL != "",
 		OnCommit: func(ci engine.CommitInfo) {

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// steppingClock moves a millisecond each time it is read: an evaluation
+// that looks at it often enough runs out of a time limit without any real
+// time passing.
+type steppingClock struct{ ms atomic.Int64 }
+
+func (c *steppingClock) Now() time.Time {
+	return time.Unix(0, 0).Add(time.Duration(c.ms.Add(1)) * time.Millisecond)
+}
+
+// TestExprLimitsStopHostileExpressions: each expression would build
+// gigabytes or run for minutes; each stops with the limit it passed, and
+// the process's heap stays far below what the expression asked for.
+func TestExprLimitsStopHostileExpressions(t *testing.T) {
+	t.Parallel()
+	limits := ExprLimits{MemoryBytes: 16 << 20, Time: time.Hour}
+	cases := []struct{ name, src string }{
+		{"repeat of a repeat", `len(repeat(repeat("a", 999999), 999999))`},
+		{"doubling by +", `reduce(1..64, #acc + #acc, "a")`},
+		{"doubling by let", `let a = repeat("a", 1000); let b = a+a+a+a+a+a+a+a; let c = b+b+b+b+b+b+b+b; let d = c+c+c+c+c+c+c+c; let e = d+d+d+d+d+d+d+d; len(e+e+e+e)`},
+		{"join of a million references", `let k = repeat("a", 100000); len(join(map(1..900000, k), ","))`},
+		{"toJSON of a million references", `let k = repeat("a", 100000); len(toJSON(map(1..900000, k)))`},
+		{"string of a million references", `let k = repeat("a", 100000); len(string(map(1..900000, k)))`},
+		{"replace growing quadratically", `let k = repeat("ab", 50000); len(replace(k, "a", k))`},
+		{"upper kept in a loop", `let k = repeat("ab", 500000); len(map(1..900000, upper(k)))`},
+		{"split into a million parts", `let k = repeat("a", 2000000); len(split(k, ""))`},
+		{"a value of a million references", `let k = repeat("a", 100000); map(1..900000, k)`},
+		{"nested ranges", `count(1..999999, count(1..999999, true) > 0)`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			v, err := compileValue(c.src, newExprRun(limits, nil))
+			require.NoError(t, err)
+			out, err := v.Eval(ValueEnv{})
+			require.ErrorIs(t, err, ErrExprLimit, "gave %.40v", out)
+			require.Contains(t, err.Error(), "expression_limit: the expression built more than 16 MiB")
+			require.Contains(t, err.Error(), "--expr-memory")
+		})
+	}
+}
+
+// TestExprLimitsTime: loops that build nothing stop at the time limit,
+// read from the engine's clock.
+func TestExprLimitsTime(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{
+		`count(1..999999, all(input.xs, # > 0))`,
+		`let k = repeat("a", 100000); count(1..999999, k contains "b")`,
+		`reduce(1..999999, #acc + len(filter(input.xs, # > 1)), 0)`,
+	} {
+		v, err := compileValue(src, newExprRun(ExprLimits{Time: 500 * time.Millisecond}, &steppingClock{}))
+		require.NoError(t, err)
+		_, err = v.Eval(ValueEnv{Input: map[string]any{"xs": []any{1, 2, 3}}})
+		require.ErrorIs(t, err, ErrExprLimit, src)
+		require.Contains(t, err.Error(), "expression_limit: the expression ran longer than 500ms (the time limit, --expr-timeout)")
+	}
+	c, err := compileCondition(`all(1..999999, {all(input.xs, # > 0)})`, newExprRun(ExprLimits{Time: time.Second}, &steppingClock{}))
+	require.NoError(t, err)
+	_, err = c.Eval(ConditionEnv{Input: map[string]any{"xs": []any{1}}})
+	require.ErrorIs(t, err, ErrExprLimit)
+}
+
+// TestExprLimitsKeepOrdinaryExpressions: what people write still works,
+// with the same values, and simple conditions need no budget at all.
+func TestExprLimitsKeepOrdinaryExpressions(t *testing.T) {
+	t.Parallel()
+	in := map[string]any{"xs": []any{3, 1, 2}, "a": 2, "name": "ada", "tags": []any{"x", "y"}}
+	cases := []struct {
+		src  string
+		want any
+	}{
+		{`input.a + 1`, 3},
+		{`1 + 2`, 3},
+		{`input.name + "!"`, "ada!"},
+		{`upper(input.name) + "-" + lower("B")`, "ADA-b"},
+		{`map(input.xs, # * 2)`, []any{6, 2, 4}},
+		{`sortBy(input.xs, #)`, []any{1, 2, 3}},
+		{`filter(input.xs, # > 1)`, []any{3, 2}},
+		{`join(input.tags, ",")`, "x,y"},
+		{`len(repeat("ab", 3))`, 6},
+		{`replace("a-b-c", "-", "+")`, "a+b+c"},
+		{`split("a,b", ",")`, []string{"a", "b"}},
+		{`toJSON({"n": 1})`, "{\n  \"n\": 1\n}"},
+		{`reduce(input.xs, #acc + #, 0)`, 6},
+		{`{"total": sum(input.xs), "first": first(input.xs)}`, map[string]any{"total": 6, "first": 3}},
+		{`string(input.a) + "x"`, "2x"},
+		{`(date("2024-01-01T00:00:00Z") + duration("1h")).Hour()`, 1},
+	}
+	for _, c := range cases {
+		v, err := CompileValue(c.src)
+		require.NoError(t, err, c.src)
+		out, err := v.Eval(ValueEnv{Input: in})
+		require.NoError(t, err, c.src)
+		require.Equal(t, c.want, out, c.src)
+	}
+	for _, src := range []string{`output.amount > 1000`, `input.kind == "a" && output.ok`} {
+		c, err := CompileCondition(src)
+		require.NoError(t, err)
+		require.False(t, c.budget, "%s needs no budget", src)
+	}
+	_, err := CompileCondition(`output.x + 1`)
+	require.ErrorContains(t, err, `expected bool, but got the result of "+"`)
+	_, err = CompileCondition(`len(filter(output.xs, # > 1)) > 0`)
+	require.NoError(t, err)
+}
+
+// TestExprLimitsNamesAreReserved: the patch's own names can't be used.
+func TestExprLimitsNamesAreReserved(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{`__budget`, `__tick(__budget, 1)`, `__add(nil, "a", "b")`, `input.x + __budget`} {
+		_, err := CompileValue(src)
+		require.Error(t, err, src)
+		require.True(t, strings.Contains(err.Error(), "__"), err.Error())
+	}
+	var le *ExprLimitError
+	require.False(t, errors.As(errors.New("x"), &le))
+}
