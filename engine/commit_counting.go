@@ -20,11 +20,13 @@ type txnSnapshot struct {
 	nested    int
 	notes     int
 	failMsg   string
+	firings   int
+	deferred  int
 }
 
 func (t *txn) snapshot() txnSnapshot {
 	return txnSnapshot{run: *t.run, events: len(t.events), claimed: len(t.claimed), arrivals: len(t.arrivals), delivered: len(t.deliveredKeys),
-		nested: len(t.nested), notes: len(t.notes), failMsg: t.failMsg}
+		nested: len(t.nested), notes: len(t.notes), failMsg: t.failMsg, firings: t.firings, deferred: t.deferred}
 }
 
 func (t *txn) restore(s txnSnapshot) {
@@ -36,6 +38,7 @@ func (t *txn) restore(s txnSnapshot) {
 	t.nested = t.nested[:s.nested]
 	t.notes = t.notes[:s.notes]
 	t.failMsg = s.failMsg
+	t.firings, t.deferred = s.firings, s.deferred
 }
 
 // countingTx counts the writes an operation made, so group commit knows
@@ -172,6 +175,9 @@ func (c *countingTx) FailActiveNodes(ctx context.Context, runID, msg string) ([]
 	return k, c.wrote(err)
 }
 
+func (c *countingTx) DeferNode(ctx context.Context, runID, key string, input json.RawMessage) error {
+	return c.wrote(c.Tx.DeferNode(ctx, runID, key, input))
+}
 func (c *countingTx) WakeNodes(ctx context.Context, runID string, due []DueNode) ([]NodeState, error) {
 	st, err := c.Tx.WakeNodes(ctx, runID, due)
 	return st, c.wrote(err)

@@ -39,6 +39,10 @@ type Config struct {
 	Clock             Clock
 	// ExprLimits bound every evaluation of an expression (exprlimit.go).
 	ExprLimits ExprLimits
+	// MaxFirings bounds the nodes one transaction fires
+	// (DefaultMaxFirings when 0); the rest fire in later transactions,
+	// through the sweeper (Wake).
+	MaxFirings int
 	Logger     *slog.Logger
 	// Notify writes notifications (approval.requested, .reminder,
 	// .timed_out, run.failed) to the outbox the notification webhook is
@@ -67,6 +71,9 @@ type CommitInfo struct {
 	RunFinished RunStatus
 	// Notifications is how many notifications the transaction wrote.
 	Notifications int
+	// Deferred is how many nodes the transaction left to fire in a later
+	// one (Config.MaxFirings): the sweeper fires them when it next runs.
+	Deferred int
 }
 
 // TransitionInfo is one node status change.
@@ -94,6 +101,7 @@ func (t *txn) commitInfo() CommitInfo {
 	ci := t.spilled
 	ci.RunID = t.run.ID
 	ci.Notifications = len(t.notes)
+	ci.Deferred = t.deferred
 	for _, ev := range t.events {
 		ci.note(ev, t.graph, false)
 	}
@@ -226,6 +234,18 @@ func (v *runVersions) put(runID, versionID string) {
 		v.m = make(map[string]string)
 	}
 	v.m[runID] = versionID
+}
+
+// DefaultMaxFirings is Config.MaxFirings' default: a few hundred
+// milliseconds of synchronous nodes (Transforms, Conditions) a
+// transaction.
+const DefaultMaxFirings = 250
+
+func (e *Engine) maxFirings() int {
+	if e.cfg.MaxFirings > 0 {
+		return e.cfg.MaxFirings
+	}
+	return DefaultMaxFirings
 }
 
 // New returns an Engine.

@@ -20,7 +20,22 @@ func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status
 	if h == nil {
 		return fmt.Errorf("no handler for node type %s", n.Type)
 	}
-	fc := &fireCtx{t: t, node: n, key: InstanceKey(n.ID, idx), idx: idx, input: input,
+	key := InstanceKey(n.ID, idx)
+	// A transaction fires at most MaxFirings nodes (a fan-out's bulk
+	// start counts as one): past them, first fires wait for a later
+	// transaction, so a loop of synchronous nodes runs in many short
+	// transactions instead of one long one.
+	if from == StatusPending && delayMs == 0 && t.bulk == nil {
+		if t.firings >= t.e.maxFirings() {
+			if err := t.tx.DeferNode(t.ctx, t.run.ID, key, input); err != nil {
+				return err
+			}
+			t.deferred++
+			return nil
+		}
+		t.firings++
+	}
+	fc := &fireCtx{t: t, node: n, key: key, idx: idx, input: input,
 		from: from, attempt: prevAttempt + 1, delayMs: delayMs}
 	if err := h.Fire(t.ctx, fc); err != nil {
 		return fmt.Errorf("error firing node %s: %w", fc.key, err)

@@ -110,6 +110,10 @@ type Tx interface {
 	// completed with their input as output, in one statement, and returns
 	// those it moved.
 	WakeNodes(ctx context.Context, runID string, due []DueNode) ([]NodeState, error)
+	// DeferNode keeps pending node key of run runID with the input it is
+	// to fire with and a wake_at of now: the sweeper fires it in a later
+	// transaction (MaxFirings).
+	DeferNode(ctx context.Context, runID, key string, input json.RawMessage) error
 	// SetTaken records the edges a failed node's failure edges took and
 	// the failure it handed on as its output (a handled failure).
 	SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error

@@ -71,6 +71,9 @@ type txn struct {
 	// ends collects the sub-flow runs that end in the database
 	// transaction, whose parents are told before it commits.
 	ends *childEnds
+	// firings counts the nodes fired in the transaction, deferred those
+	// left for a later one past Config.MaxFirings (fireDelayed).
+	firings, deferred int
 	// notes are the notifications the transaction writes at flush.
 	notes []Notification
 	// lastOutput is the output of the last terminal node completed in

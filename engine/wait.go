@@ -27,9 +27,14 @@ func (e *Engine) Wake(ctx context.Context, runID string, due []DueNode) error {
 		// The nodes without branches wake in one statement; those with
 		// (or whose key names no node of the graph: a loop's) read their
 		// row and decide their edges first, one by one.
-		var plain, deciding []DueNode
+		var plain, deciding, deferred []DueNode
 		var keys []string
 		for _, d := range due {
+			if d.Deferred {
+				deferred = append(deferred, d)
+				keys = append(keys, d.Key)
+				continue
+			}
 			if n, _, ok := t.graph.parseKey(d.Key); ok && !t.graph.hasBranches(n.ID) {
 				plain = append(plain, d)
 			} else {
@@ -54,6 +59,9 @@ func (e *Engine) Wake(ctx context.Context, runID string, due []DueNode) error {
 				}
 			}
 		}
+		if err := t.fireDeferred(deferred, states); err != nil {
+			return err
+		}
 		for _, d := range deciding {
 			cur := states[d.Key]
 			if cur == nil || cur.Status != StatusSleeping || cur.Attempt != d.Attempt {
@@ -73,10 +81,37 @@ func (e *Engine) Wake(ctx context.Context, runID string, due []DueNode) error {
 	})
 }
 
+// fireDeferred fires the nodes a transaction left for a later one, with
+// the input they were left with. A node no longer pending (cancelled,
+// skipped, fired by a resume or a retry) is left alone, as are all while
+// the run is paused: the sweeper comes back to them.
+func (t *txn) fireDeferred(due []DueNode, states map[string]*NodeState) error {
+	if len(due) == 0 || t.run.Status != RunRunning {
+		return nil
+	}
+	for _, d := range due {
+		cur := states[d.Key]
+		if cur == nil || cur.Status != StatusPending || cur.Attempt != d.Attempt {
+			continue
+		}
+		n := t.graph.Nodes[cur.NodeID]
+		if n == nil {
+			return fmt.Errorf("node %s is not in the run's graph: %w", cur.NodeID, ErrNotFound)
+		}
+		if err := t.fire(n, cur.Index, cur.Input, StatusPending, cur.Attempt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DueNode is a node whose time came, at the attempt it was due in.
 type DueNode struct {
 	Key     string
 	Attempt int
+	// Deferred: the node is pending, left to fire by a transaction that
+	// fired its most (Config.MaxFirings), not sleeping.
+	Deferred bool
 }
 
 // whileIn applies fn, in a transaction of run runID, to node key when it

@@ -353,18 +353,23 @@ type Due struct {
 	RunID   string
 	Key     string
 	Attempt int
+	// Deferred: a pending node a transaction left to fire later
+	// (engine.Config.MaxFirings), not a sleeping one.
+	Deferred bool
 }
 
 // DueTimers claims up to limit sleeping nodes whose wake_at passed
-// (database time) for one sweeper: their wake_at moves 30 s ahead, so
-// other instances' sweepers skip them meanwhile (SKIP LOCKED for rows being
-// claimed at the same moment); the engine's compare-and-set on the node's
-// status and attempt makes each wake once.
+// (database time), and pending nodes left to fire later (deferred), for
+// one sweeper: their wake_at moves 30 s ahead, so other instances'
+// sweepers skip them meanwhile (SKIP LOCKED for rows being claimed at the
+// same moment); the engine's compare-and-set on the node's status and
+// attempt makes each wake once.
 func (s *Store) DueTimers(ctx context.Context, limit int) ([]Due, error) {
 	return s.claimDue(ctx, `UPDATE node_states SET wake_at = now() + interval '30 seconds'
-		WHERE (run_id, key) IN (SELECT run_id, key FROM node_states WHERE status = 'sleeping' AND wake_at <= now()
+		WHERE (run_id, key) IN (SELECT run_id, key FROM node_states
+			WHERE (status = 'sleeping' AND wake_at <= now()) OR (status = 'pending' AND wake_at <= now())
 			ORDER BY wake_at LIMIT ? FOR UPDATE SKIP LOCKED)
-		RETURNING run_id::text, key, attempt`, limit, "due timers")
+		RETURNING run_id::text, key, attempt, status = 'pending'`, limit, "due timers")
 }
 
 // OverdueApprovals claims up to limit UX nodes waiting past their deadline
@@ -385,7 +390,11 @@ func (s *Store) claimDue(ctx context.Context, q string, limit int, what string) 
 	var out []Due
 	for rows.Next() {
 		var d Due
-		if err := rows.Scan(&d.RunID, &d.Key, &d.Attempt); err != nil {
+		dest := []any{&d.RunID, &d.Key, &d.Attempt}
+		if cols, _ := rows.Columns(); len(cols) == 4 {
+			dest = append(dest, &d.Deferred)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, interpretError(err)
 		}
 		out = append(out, d)

@@ -1490,6 +1490,26 @@ func (t *pgTx) markDelivered(ctx context.Context, runID string, keys []string, a
 	return out, interpretError(rows.Err())
 }
 
+func (t *pgTx) DeferNode(ctx context.Context, runID, key string, input json.RawMessage) error {
+	res := t.exec(ctx, `UPDATE node_states SET input = ?::jsonb, wake_at = now(), updated_at = now()
+		WHERE run_id = ? AND key = ? AND status = 'pending'`, nullJSON(input), runID, key)
+	if res.Error != nil {
+		return fmt.Errorf("error deferring node %s of run %s: %w", key, runID, interpretError(res.Error))
+	}
+	if res.RowsAffected != 1 {
+		return fmt.Errorf("%w: node %s of run %s is not pending", engine.ErrConflict, key, runID)
+	}
+	return nil
+}
+
+// nullJSON is JSON text for a jsonb parameter: null for none.
+func nullJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "null"
+	}
+	return string(raw)
+}
+
 func (t *pgTx) WakeNodes(ctx context.Context, runID string, due []engine.DueNode) ([]engine.NodeState, error) {
 	keys := make([]string, len(due))
 	attempts := make([]int64, len(due))

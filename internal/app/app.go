@@ -53,6 +53,9 @@ type Config struct {
 	// ExprLimits bound every evaluation of an expression (--expr-memory,
 	// --expr-timeout; engine.ExprLimits).
 	ExprLimits engine.ExprLimits
+	// MaxFirings bounds the nodes one transaction fires
+	// (engine.DefaultMaxFirings when 0; engine.Config.MaxFirings).
+	MaxFirings int
 	// NodeTypes are node types beside the built-in ones (an embedding
 	// program's, a test's): each is one engine.NodeTypeSpec, whose name
 	// must not be a built-in type's.
@@ -172,10 +175,13 @@ func (s *TestSignals) Init() {
 
 // App is a running stitchd.
 type App struct {
-	cfg        Config
-	Store      *store.Store
-	Engine     *engine.Engine
-	Dispatcher *callbacks.Dispatcher
+	cfg Config
+	// deferredPoke tells fireDeferred that a transaction left nodes to
+	// fire later.
+	deferredPoke chan struct{}
+	Store        *store.Store
+	Engine       *engine.Engine
+	Dispatcher   *callbacks.Dispatcher
 	// Notifications delivers the notification webhook (nil: none).
 	Notifications *callbacks.Notifier
 	Hub           *web.Hub
@@ -279,7 +285,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, cluster: cluster}
+	a := &App{cfg: cfg, cluster: cluster, deferredPoke: make(chan struct{}, 1)}
 	a.Store, err = store.Open(ctx, url, store.Options{})
 	if err != nil {
 		_ = a.stopCluster()
@@ -351,12 +357,19 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		NewID:      timeOrderedID,
 		Clock:      clock,
 		ExprLimits: cfg.ExprLimits,
+		MaxFirings: cfg.MaxFirings,
 		Logger:     cfg.Logger,
 		Notify:     cfg.NotifyURL != "",
 		OnCommit: func(ci engine.CommitInfo) {
 			a.Metrics.OnCommit(ci)
 			logFailures(cfg.Logger, ci)
 			a.notifier.Notify(ci.RunID)
+			if ci.Deferred > 0 {
+				select {
+				case a.deferredPoke <- struct{}{}:
+				default: // one is pending already
+				}
+			}
 			if ci.Notifications > 0 && a.Notifications != nil {
 				a.Notifications.Poke()
 			}
@@ -559,7 +572,7 @@ func (a *App) Start(ctx context.Context) error {
 		a.services = append(a.services, a.Notifications)
 	}
 	a.services = append(a.services, startstop.NewLoop(a.runSchedules), startstop.NewLoop(a.notifier.Run),
-		startstop.NewLoop(a.refreshKeys), startstop.NewLoop(a.sweep), startstop.NewLoop(a.retain))
+		startstop.NewLoop(a.refreshKeys), startstop.NewLoop(a.sweep), startstop.NewLoop(a.retain), startstop.NewLoop(a.fireDeferred))
 	for _, svc := range a.services {
 		if err := svc.Start(ctx); err != nil {
 			return fmt.Errorf("error starting services: %w", err)
@@ -597,6 +610,20 @@ func (a *App) sweep(ctx context.Context) {
 		a.cancelOrphanedChildren(ctx)
 		a.deleteExpiredSessions(ctx)
 	})
+}
+
+// fireDeferred fires the nodes a transaction left for later
+// (engine.Config.MaxFirings) as soon as it commits; the sweeper finds
+// those another process left, or this one before it stopped.
+func (a *App) fireDeferred(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.deferredPoke:
+		}
+		a.sweepDue(ctx, "woken", a.Store.DueTimers, a.Engine.Wake)
+	}
 }
 
 // expireOverdue fails or retries worker nodes whose deadline passed.
@@ -642,7 +669,7 @@ func (a *App) sweepDue(ctx context.Context, what string, claim func(context.Cont
 			if _, ok := byRun[d.RunID]; !ok {
 				runs = append(runs, d.RunID)
 			}
-			byRun[d.RunID] = append(byRun[d.RunID], engine.DueNode{Key: d.Key, Attempt: d.Attempt})
+			byRun[d.RunID] = append(byRun[d.RunID], engine.DueNode{Key: d.Key, Attempt: d.Attempt, Deferred: d.Deferred})
 		}
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 16)

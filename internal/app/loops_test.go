@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stretchr/testify/require"
 )
 
@@ -189,4 +190,27 @@ func TestLoopCompileErrors(t *testing.T) {
 	for _, m := range got {
 		require.Contains(t, m, "cycle")
 	}
+}
+
+// TestLoopOfSynchronousNodesRunsInShortTransactions: a loop of two
+// Transforms going round 150 times is 300 firings; with at most 20 a
+// transaction, the start answers after the first 20 (the run still
+// running) and the rest follow in later transactions, through the
+// sweeper, to the same end. Without the bound the start answered with the
+// run completed, all 300 fired inside its one transaction.
+func TestLoopOfSynchronousNodesRunsInShortTransactions(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *app.Config) { c.MaxFirings = 20 })
+	flow := h.createFlow(
+		[]map[string]any{node("a", "Transform", map[string]any{"expression": `{"n": (input.n ?? 0) + 1}`}),
+			node("b", "Transform", map[string]any{"expression": `input`}), node("done", "Condition", nil)},
+		[]map[string]any{edge("a", "b", nil),
+			redge("b", "a", map[string]any{"condition": "output.n < 150", "loop": map[string]any{"maxIterations": 1000}}),
+			redge("b", "done", map[string]any{"default": true})})
+	r := h.startRun(flow, map[string]any{})
+	require.Equal(t, "running", r.Status, "the start's transaction stopped at its bound")
+	require.Less(t, h.iteration(r.ID, "a"), 20, "at most 20 firings in the start's transaction")
+	fin := h.waitRun(r.ID, "completed")
+	require.JSONEq(t, `{"n": 150}`, string(fin.Output))
+	require.Equal(t, 149, h.iteration(r.ID, "a"))
 }
