@@ -30,7 +30,16 @@ const DefaultRequestTimeout = 30 * time.Second
 // timeout, the row's lease kept while the request lasts.
 func (d *Dispatcher) request(ctx context.Context, c engine.ClaimedDispatch) {
 	r := engine.Response{DispatchID: c.ID, RunID: c.RunID, Key: c.Key, Attempt: c.Attempt, Try: c.Tries}
-	d.send(ctx, c, &r)
+	if c.Tries > max(c.MaxTries, 1) {
+		// Claimed again after its lease ran out: a process sent it and
+		// stopped, or could not record the response. Sending it again
+		// would repeat a request with side effects past the node's policy;
+		// the attempt fails instead, and the retry policy decides.
+		r.Error = fmt.Sprintf("the request's outcome is unknown: it was sent (try %d of at most %d) but its response was never recorded, "+
+			"so it is not sent again", c.Tries-1, max(c.MaxTries, 1))
+	} else {
+		d.send(ctx, c, &r)
+	}
 	if ctx.Err() != nil {
 		return // shutting down: the lease expires and a process sends it again
 	}
@@ -42,10 +51,36 @@ func (d *Dispatcher) request(ctx context.Context, c engine.ClaimedDispatch) {
 		d.cfg.Logger.Error("a request's response has no taker (DispatcherConfig.Responses)", "run_id", c.RunID, "node_key", c.Key)
 		return
 	}
-	if err := d.cfg.Responses.CompleteFromResponse(ctx, r); err != nil && ctx.Err() == nil {
-		// The row stays claimed: when its lease ends, it is sent again.
-		d.cfg.Logger.Warn("error recording a response", "run_id", c.RunID, "node_key", c.Key, "error", err)
+	err := d.cfg.Responses.CompleteFromResponse(ctx, r)
+	if err == nil || ctx.Err() != nil {
+		return
 	}
+	d.cfg.Logger.Warn("error recording a response", "run_id", c.RunID, "node_key", c.Key, "error", err)
+	if errors.Is(err, engine.ErrUnavailable) {
+		// The database is away: the row stays claimed, and when its lease
+		// ends the attempt fails as unknown (above), never sent twice.
+		return
+	}
+	// The response itself cannot be recorded (something in it the
+	// database refuses): the attempt fails, once, saying so.
+	failed := engine.Response{DispatchID: c.ID, RunID: c.RunID, Key: c.Key, Attempt: c.Attempt, Try: c.Tries, NoRetry: true,
+		Error: fmt.Sprintf("the response (%d) cannot be stored: %s", r.Status, storeMessage(err))}
+	if err := d.cfg.Responses.CompleteFromResponse(ctx, failed); err != nil && ctx.Err() == nil {
+		d.cfg.Logger.Warn("error recording a response's failure", "run_id", c.RunID, "node_key", c.Key, "error", err)
+	}
+}
+
+// storeMessage is the first line of a database error, without the SQL a
+// driver may quote: enough to tell which value was refused.
+func storeMessage(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "ERROR: "); i >= 0 {
+		msg = msg[i+len("ERROR: "):]
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
 }
 
 func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engine.Response) {

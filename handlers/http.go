@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/jsonlimit"
 )
 
 // HTTP defaults and bounds.
@@ -147,6 +148,15 @@ func (HTTP) Respond(n *engine.Node, r engine.Response) (json.RawMessage, string,
 	if r.BodyTruncated {
 		return nil, fmt.Sprintf("HTTP %d, and the response body is larger than %d bytes (1 MiB), the most a node's output takes", r.Status, len(r.Body)), false
 	}
+	if isJSONResponse(r) && json.Valid(r.Body) {
+		// Valid JSON the database cannot store (a lone surrogate, \u0000
+		// in a string): failing once, saying where, beats storing it
+		// changed — and a response that cannot be stored must not be
+		// asked for again.
+		if err := jsonlimit.Check(r.Body, jsonlimit.MaxDepth); err != nil {
+			return nil, fmt.Sprintf("HTTP %d, and the response body cannot be stored: %v", r.Status, err), false
+		}
+	}
 	out, err := json.Marshal(struct {
 		Status  int               `json:"status"`
 		Headers map[string]string `json:"headers"`
@@ -164,19 +174,22 @@ func responseBody(r engine.Response) json.RawMessage {
 	if len(r.Body) == 0 {
 		return json.RawMessage("null")
 	}
+	if isJSONResponse(r) && json.Valid(r.Body) {
+		return r.Body // Respond checked that it can be stored
+	}
+	s := strings.ReplaceAll(strings.ToValidUTF8(string(r.Body), "\uFFFD"), "\x00", "\uFFFD")
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// isJSONResponse reports whether the response says its body is JSON.
+func isJSONResponse(r engine.Response) bool {
 	ct := strings.ToLower(r.Headers["content-type"])
 	if i := strings.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
 	}
 	ct = strings.TrimSpace(ct)
-	isJSON := ct == "application/json" || strings.HasSuffix(ct, "+json")
-	// Postgres's jsonb refuses \u0000 in a string: such JSON is kept as text.
-	if isJSON && json.Valid(r.Body) && !bytes.Contains(r.Body, []byte(`\u0000`)) {
-		return r.Body
-	}
-	s := strings.ReplaceAll(strings.ToValidUTF8(string(r.Body), "\uFFFD"), "\x00", "\uFFFD")
-	b, _ := json.Marshal(s)
-	return b
+	return ct == "application/json" || strings.HasSuffix(ct, "+json")
 }
 
 // successCode reports whether status is one of the node's successCodes

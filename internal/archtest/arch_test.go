@@ -36,7 +36,8 @@ var allowed = map[string][]string{
 		"golang.org/x/text",                        // form errors' messages
 	},
 	"compiler": {mod + "/engine", "github.com/tidwall/gjson", "github.com/expr-lang/expr"},
-	"handlers": {mod + "/engine", "github.com/tidwall/gjson", "github.com/expr-lang/expr"},
+	"handlers": {mod + "/engine", "github.com/tidwall/gjson", "github.com/expr-lang/expr",
+		mod + "/internal/jsonlimit"}, // what Postgres can store of a response
 }
 
 // stdlibDenied: standard packages the core must not use (it declares
