@@ -74,6 +74,11 @@ func (d *Dispatcher) request(ctx context.Context, c engine.ClaimedDispatch) {
 // driver may quote: enough to tell which value was refused.
 func storeMessage(err error) string {
 	msg := err.Error()
+	if strings.Contains(msg, "25P02") {
+		// The statement that failed was queued with others; which value
+		// it refused is not known here.
+		return "the database refused a value in it"
+	}
 	if i := strings.LastIndex(msg, "ERROR: "); i >= 0 {
 		msg = msg[i+len("ERROR: "):]
 	}

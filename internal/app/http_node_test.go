@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -344,32 +345,75 @@ func TestHTTPNodeCompileErrors(t *testing.T) {
 
 // TestHTTPNodeResumesAfterStop: the request is in the outbox, not in
 // memory. A stitchd stopped while its request is in flight loses
-// nothing: once its lease ends, another process sends it again (the same
-// attempt), and that response completes the node.
+// nothing: once its lease ends, another process takes the row over — and,
+// the first try's outcome unknown, does not send it again as the same
+// attempt: the attempt fails ("outcome is unknown") and the retry policy
+// decides. With retries (the default three attempts) the next attempt
+// completes the node; with maxAttempts 1 the request is never sent twice
+// and the node fails saying why.
 func TestHTTPNodeResumesAfterStop(t *testing.T) {
 	t.Parallel()
-	_, dbURL := storetest.IsolatedDB(t)
-	short := func(c *app.Config) { c.DispatchTimeout, c.DispatchLease = 500*time.Millisecond, time.Second }
-	api := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		if n == 1 {
-			<-r.Context().Done() // never answered: its process stops
-			return
-		}
-		jsonAnswer(w, 200, `{"n": 2}`)
-	})
-	a := newHarnessOn(t, dbURL, short)
-	flow := a.createFlow([]map[string]any{node("call", "HTTP", map[string]any{"url": api.url + "/x", "timeoutSeconds": 60})}, nil)
-	r := a.startRun(flow, map[string]any{})
-	a.eventually(func() bool { return len(api.requests()) == 1 }, "the first request")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	require.NoError(t, a.app.Stop(sctx))
+	for _, attempts := range []int{3, 1} {
+		t.Run(fmt.Sprintf("maxAttempts %d", attempts), func(t *testing.T) {
+			t.Parallel()
+			_, dbURL := storetest.IsolatedDB(t)
+			short := func(c *app.Config) { c.DispatchTimeout, c.DispatchLease = 500*time.Millisecond, time.Second }
+			api := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				if n == 1 {
+					<-r.Context().Done() // never answered: its process stops
+					return
+				}
+				jsonAnswer(w, 200, `{"n": 2}`)
+			})
+			a := newHarnessOn(t, dbURL, short)
+			flow := a.createFlow([]map[string]any{node("call", "HTTP", map[string]any{"url": api.url + "/x", "timeoutSeconds": 60,
+				"retry": map[string]any{"maxAttempts": attempts, "initialDelayMs": 10}})}, nil)
+			r := a.startRun(flow, map[string]any{})
+			a.eventually(func() bool { return len(api.requests()) == 1 }, "the first request")
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, a.app.Stop(sctx))
 
-	b := newHarnessOn(t, dbURL, short)
-	fin := b.waitRun(r.ID, "completed")
-	require.Len(t, api.requests(), 2)
-	require.Equal(t, 1, fin.Nodes["call"].Attempt, "the same attempt, sent again")
-	require.JSONEq(t, `{"n": 2}`, gjson.GetBytes(fin.Nodes["call"].Output, "body").Raw)
+			b := newHarnessOn(t, dbURL, short)
+			if attempts == 1 {
+				fin := b.waitRun(r.ID, "failed")
+				require.Contains(t, *fin.Nodes["call"].Error, "the request's outcome is unknown")
+				require.Len(t, api.requests(), 1, "never sent twice")
+				return
+			}
+			fin := b.waitRun(r.ID, "completed")
+			require.Len(t, api.requests(), 2)
+			require.Equal(t, 2, fin.Nodes["call"].Attempt, "the first attempt failed as unknown, the second was sent")
+			require.JSONEq(t, `{"n": 2}`, gjson.GetBytes(fin.Nodes["call"].Output, "body").Raw)
+		})
+	}
+}
+
+// TestHTTPNodeUnstorableResponse: a JSON response the database cannot
+// store (a lone surrogate, \u0000 in a string) fails the node once,
+// saying what and where, and is never asked for again — it used to be
+// re-sent every lease, without end, past maxAttempts 1.
+func TestHTTPNodeUnstorableResponse(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	for body, why := range map[string]string{`{"a": "\ud800"}`: "lone UTF-16 surrogate escape, which cannot be stored: the string at $.a", `{"a": "x\u0000y"}`: "NUL character",
+		`{"a": ["\udc00 low first"]}`: "the string at $.a[0]"} {
+		api := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { jsonAnswer(w, 200, body) })
+		flow := h.createFlow([]map[string]any{node("call", "HTTP", map[string]any{"method": "POST", "url": api.url + "/charge",
+			"retry": map[string]any{"maxAttempts": 1}})}, nil)
+		r := h.startRun(flow, map[string]any{})
+		fin := h.waitRun(r.ID, "failed")
+		require.Contains(t, *fin.Nodes["call"].Error, "the response body cannot be stored", body)
+		require.Contains(t, *fin.Nodes["call"].Error, why, body)
+		// The row is done with: no lease of it can end and send it again.
+		var status string
+		var tries, maxTries int
+		require.NoError(t, h.app.Store.Gorm().Raw(`SELECT status, tries, max_tries FROM dispatches WHERE run_id = ?`, r.ID).Row().
+			Scan(&status, &tries, &maxTries))
+		require.Equal(t, "failed", status, body)
+		require.LessOrEqual(t, tries, maxTries, body)
+		require.Len(t, api.requests(), 1, body)
+	}
 }
 
 // TestHTTPNodeFanOut: HTTP nodes inside a parallel region (started in
