@@ -175,6 +175,13 @@ func (c *countingTx) FailActiveNodes(ctx context.Context, runID, msg string) ([]
 	return k, c.wrote(err)
 }
 
+func (c *countingTx) AddTreeNodes(ctx context.Context, runID string, n, limit int) (bool, error) {
+	added, err := c.Tx.AddTreeNodes(ctx, runID, n, limit)
+	if added {
+		err = c.wrote(err)
+	}
+	return added, err
+}
 func (c *countingTx) DeferNode(ctx context.Context, runID, key string, input json.RawMessage) error {
 	return c.wrote(c.Tx.DeferNode(ctx, runID, key, input))
 }

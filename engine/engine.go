@@ -43,6 +43,14 @@ type Config struct {
 	// (DefaultMaxFirings when 0); the rest fire in later transactions,
 	// through the sweeper (Wake).
 	MaxFirings int
+	// MaxRows bounds the node rows one transaction creates before the
+	// sub-flow runs it would start wait for later ones (DefaultMaxRows
+	// when 0).
+	MaxRows int
+	// MaxRunNodes bounds the node instances of a run and its sub-flow
+	// runs, all levels (DefaultMaxRunNodes when 0): a fan-out or sub-flow
+	// that would pass it fails its node with run_tree_limit.
+	MaxRunNodes int
 	Logger     *slog.Logger
 	// Notify writes notifications (approval.requested, .reminder,
 	// .timed_out, run.failed) to the outbox the notification webhook is
@@ -240,6 +248,26 @@ func (v *runVersions) put(runID, versionID string) {
 // milliseconds of synchronous nodes (Transforms, Conditions) a
 // transaction.
 const DefaultMaxFirings = 250
+
+// DefaultMaxRows is Config.MaxRows' default.
+const DefaultMaxRows = 20_000
+
+// DefaultMaxRunNodes is Config.MaxRunNodes' default (--max-run-nodes).
+const DefaultMaxRunNodes = 1_000_000
+
+func (e *Engine) maxRows() int {
+	if e.cfg.MaxRows > 0 {
+		return e.cfg.MaxRows
+	}
+	return DefaultMaxRows
+}
+
+func (e *Engine) maxRunNodes() int {
+	if e.cfg.MaxRunNodes > 0 {
+		return e.cfg.MaxRunNodes
+	}
+	return DefaultMaxRunNodes
+}
 
 func (e *Engine) maxFirings() int {
 	if e.cfg.MaxFirings > 0 {

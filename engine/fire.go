@@ -15,6 +15,17 @@ func (t *txn) fire(n *Node, idx []int, input json.RawMessage, from Status, prevA
 	return t.fireDelayed(n, idx, input, from, prevAttempt, 0)
 }
 
+// mayDefer reports whether a fire may wait for a later transaction: a
+// first fire, not delayed, whose row exists, outside a fan-out's bulk
+// start — but for a SubFlow instance of a fan-out, whose child run may
+// hold a fan-out of its own.
+func (t *txn) mayDefer(n *Node, from Status, delayMs int64) bool {
+	if from != StatusPending || delayMs != 0 {
+		return false
+	}
+	return t.bulk == nil || (n.Type == NodeTypeSubFlow && !t.bulk.unwritten)
+}
+
 func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status, prevAttempt int, delayMs int64) error {
 	h := t.e.cfg.Handlers[n.Type]
 	if h == nil {
@@ -25,8 +36,8 @@ func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status
 	// start counts as one): past them, first fires wait for a later
 	// transaction, so a loop of synchronous nodes runs in many short
 	// transactions instead of one long one.
-	if from == StatusPending && delayMs == 0 && t.bulk == nil {
-		if t.firings >= t.e.maxFirings() {
+	if t.mayDefer(n, from, delayMs) {
+		if t.firings >= t.e.maxFirings() || t.work.rows >= t.e.maxRows() {
 			if err := t.tx.DeferNode(t.ctx, t.run.ID, key, input); err != nil {
 				return err
 			}

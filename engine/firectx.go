@@ -225,6 +225,13 @@ func (f *fireCtx) FanOut(items []json.RawMessage) error {
 	if f.unwritten() {
 		return errNeedsRow
 	}
+	if region := f.t.graph.Regions[f.node.ID]; region != nil && len(items) > 0 {
+		if ok, err := f.t.growTree(len(items) * len(region.Direct)); err != nil {
+			return err
+		} else if !ok {
+			return f.fail(f.t.treeLimitMessage(fmt.Sprintf("fanning out %d items", len(items))))
+		}
+	}
 	arr, err := json.Marshal(items)
 	if err != nil {
 		return fmt.Errorf("error encoding items: %w", err)

@@ -114,6 +114,10 @@ type Tx interface {
 	// to fire with and a wake_at of now: the sweeper fires it in a later
 	// transaction (MaxFirings).
 	DeferNode(ctx context.Context, runID, key string, input json.RawMessage) error
+	// AddTreeNodes adds n node instances to the count of run runID's run
+	// tree (its root run and every sub-flow run under it) unless the
+	// count would pass limit; it reports whether it added them.
+	AddTreeNodes(ctx context.Context, runID string, n, limit int) (bool, error)
 	// SetTaken records the edges a failed node's failure edges took and
 	// the failure it handed on as its output (a handled failure).
 	SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error

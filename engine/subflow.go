@@ -118,6 +118,7 @@ func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
 	if err := t.tx.InsertStartedNodes(ctx, id, rows, rowStarts); err != nil {
 		return err
 	}
+	t.work.rows += len(rows)
 	if err := t.flushBulk(first); err != nil {
 		return err
 	}
@@ -129,10 +130,28 @@ func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
 	return nil
 }
 
+// growTree counts n more node instances in the run's tree (the root run
+// and its sub-flow runs, all levels), unless that would pass
+// Config.MaxRunNodes: fan-outs inside sub-flows inside fan-outs multiply,
+// and --max-fanout-items bounds only one of them.
+func (t *txn) growTree(n int) (bool, error) {
+	ok, err := t.tx.AddTreeNodes(t.ctx, t.run.ID, n, t.e.maxRunNodes())
+	if err != nil {
+		return false, fmt.Errorf("error counting the node instances of run %s: %w", t.run.ID, err)
+	}
+	return ok, nil
+}
+
+// treeLimitMessage is a node's failure past Config.MaxRunNodes.
+func (t *txn) treeLimitMessage(doing string) string {
+	return fmt.Sprintf("run_tree_limit: %s would take the run and its sub-flow runs past %d node instances (--max-run-nodes)",
+		doing, t.e.maxRunNodes())
+}
+
 // nestedTxn is a txn over another run in this transaction's database
 // transaction; committed hands on its effects with this one's.
 func (t *txn) nestedTxn() *txn {
-	n := &txn{e: t.e, ctx: t.ctx, tx: t.tx, room: t.room, noSpeculation: true, began: t.began, ends: t.ends}
+	n := &txn{e: t.e, ctx: t.ctx, tx: t.tx, room: t.room, noSpeculation: true, began: t.began, ends: t.ends, work: t.work}
 	t.nested = append(t.nested, n)
 	return n
 }
@@ -148,6 +167,11 @@ func (f *fireCtx) StartChild(c ChildRun) error {
 	g, err := t.e.Graph(t.ctx, c.Target.VersionID)
 	if err != nil {
 		return err
+	}
+	if ok, err := t.growTree(len(g.Nodes)); err != nil {
+		return err
+	} else if !ok {
+		return f.fail(t.treeLimitMessage("starting a sub-flow run"))
 	}
 	id := t.e.cfg.NewID()
 	// The person who started the parent started the child too (separation
@@ -263,7 +287,7 @@ func (e *Engine) tellParents(ctx context.Context, tx Tx, ends *childEnds, room *
 			byParent[c.parentRunID] = append(byParent[c.parentRunID], c)
 		}
 		for _, id := range slices.Sorted(maps.Keys(byParent)) {
-			pt := &txn{e: e, ctx: ctx, tx: tx, room: room, noSpeculation: true, began: e.cfg.Clock.Now(), ends: ends}
+			pt := &txn{e: e, ctx: ctx, tx: tx, room: room, noSpeculation: true, began: e.cfg.Clock.Now(), ends: ends, work: &txWork{}}
 			ends.parents = append(ends.parents, pt)
 			if err := pt.tellParent(id, byParent[id]); err != nil {
 				return err

@@ -74,6 +74,9 @@ type txn struct {
 	// firings counts the nodes fired in the transaction, deferred those
 	// left for a later one past Config.MaxFirings (fireDelayed).
 	firings, deferred int
+	// work is what the database transaction created, shared with the
+	// nested transactions of its sub-flow runs.
+	work *txWork
 	// notes are the notifications the transaction writes at flush.
 	notes []Notification
 	// lastOutput is the output of the last terminal node completed in
@@ -89,8 +92,14 @@ type txn struct {
 func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool, ends *childEnds, room *claimRoom) *txn {
 	counted := &countingTx{Tx: tx}
 	return &txn{e: e, ctx: ctx, tx: counted, written: counted, room: room, noSpeculation: noSpeculation, began: e.cfg.Clock.Now(),
-		ends: ends}
+		ends: ends, work: &txWork{}}
 }
+
+// txWork counts the node rows a database transaction created (runs
+// started, fan-outs, loop iterations): past Config.MaxRows, sub-flow runs
+// start in later transactions (fireDelayed), so that 400 items each
+// starting a sub-flow of 400 items is many short transactions, not one.
+type txWork struct{ rows int }
 
 // claimRoom is how many outbox rows a database transaction may still
 // claim for this process: the dispatcher's room (Claims), asked before the transaction

@@ -1490,6 +1490,26 @@ func (t *pgTx) markDelivered(ctx context.Context, runID string, keys []string, a
 	return out, interpretError(rows.Err())
 }
 
+func (t *pgTx) AddTreeNodes(ctx context.Context, runID string, n, limit int) (bool, error) {
+	if n > limit {
+		return false, nil
+	}
+	// The root is found by the parent links (a sub-flow's depth is small);
+	// a count that would pass the limit is left as it was.
+	rows, err := t.raw(ctx, `WITH RECURSIVE up(id, parent) AS (
+			SELECT id, parent_run_id FROM runs WHERE id = ?
+			UNION ALL SELECT r.id, r.parent_run_id FROM runs r JOIN up ON r.id = up.parent)
+		INSERT INTO run_trees AS t (root_run_id, nodes) SELECT id, ? FROM up WHERE parent IS NULL
+		ON CONFLICT (root_run_id) DO UPDATE SET nodes = t.nodes + excluded.nodes WHERE t.nodes + excluded.nodes <= ?
+		RETURNING nodes`, runID, n, limit).Rows()
+	if err != nil {
+		return false, fmt.Errorf("error counting the run tree of %s: %w", runID, interpretError(err))
+	}
+	defer rows.Close()
+	added := rows.Next()
+	return added, interpretError(rows.Err())
+}
+
 func (t *pgTx) DeferNode(ctx context.Context, runID, key string, input json.RawMessage) error {
 	res := t.exec(ctx, `UPDATE node_states SET input = ?::jsonb, wake_at = now(), updated_at = now()
 		WHERE run_id = ? AND key = ? AND status = 'pending'`, nullJSON(input), runID, key)

@@ -63,6 +63,7 @@ var settings = []setting{
 	{"max-fanout-items", "STITCHD_MAX_FANOUT_ITEMS"},
 	{"expr-memory", "STITCHD_EXPR_MEMORY"},
 	{"expr-timeout", "STITCHD_EXPR_TIMEOUT"},
+	{"max-run-nodes", "STITCHD_MAX_RUN_NODES"},
 	{"data-dir", "STITCHD_DATA_DIR"},
 	{"local-postgres", "STITCHD_LOCAL_POSTGRES"},
 	{"dispatch-timeout", "STITCHD_DISPATCH_TIMEOUT"},
@@ -114,6 +115,7 @@ type options struct {
 	maxFanOutItems                              int
 	exprMemory                                  int64
 	exprTimeout                                 time.Duration
+	maxRunNodes                                 int
 	dispatchTimeout, pollInterval               time.Duration
 	privateAddresses, allowCIDRs                string
 	triggerRate                                 float64
@@ -151,6 +153,7 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.Int64Var(&o.bodyLimit, "body-limit", 1<<20, "request body limit in bytes (env STITCHD_BODY_LIMIT)")
 	fs.Int64Var(&o.exprMemory, "expr-memory", engine.DefaultExprMemory, "most bytes one evaluation of an expression may build; past it the node fails with expression_limit (env STITCHD_EXPR_MEMORY)")
 	fs.DurationVar(&o.exprTimeout, "expr-timeout", engine.DefaultExprTime, "longest one evaluation of an expression may run; past it the node fails with expression_limit (env STITCHD_EXPR_TIMEOUT)")
+	fs.IntVar(&o.maxRunNodes, "max-run-nodes", engine.DefaultMaxRunNodes, "most node instances a run and its sub-flow runs may hold, all levels; a fan-out or sub-flow past it fails its node with run_tree_limit (env STITCHD_MAX_RUN_NODES)")
 	fs.IntVar(&o.maxFanOutItems, "max-fanout-items", handlers.DefaultMaxItems, "most items a Splitter fans out; a bigger array fails it (env STITCHD_MAX_FANOUT_ITEMS)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "where a throwaway Postgres cluster lives (env STITCHD_DATA_DIR)")
 	fs.StringVar(&o.localPostgres, "local-postgres", "", "without --database-url: the local server to try before starting a throwaway cluster (default "+
@@ -339,7 +342,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer) *cobra.Command {
 func (o options) config(log *slog.Logger) app.Config {
 	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, SessionDatabaseURL: o.sessionDatabaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
 		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems,
-		ExprLimits: engine.ExprLimits{MemoryBytes: o.exprMemory, Time: o.exprTimeout}, Logger: log, DataDir: o.dataDir, LocalPostgres: o.localPostgres,
+		ExprLimits: engine.ExprLimits{MemoryBytes: o.exprMemory, Time: o.exprTimeout}, MaxRunNodes: o.maxRunNodes, Logger: log, DataDir: o.dataDir, LocalPostgres: o.localPostgres,
 		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, OTLPEndpoint: o.otlpEndpoint, Version: version,
 		NotifyURL: o.notifyURL, ArchiveURL: o.archiveURL, Retention: o.retentionPeriod, SessionTTL: o.sessionTTL, TrustProxy: o.trustProxy,
 		DispatchRates: o.dispatchRates, OIDC: o.oidc(), SecretKey: o.secretKeyBytes, DevSecrets: o.devSecrets}
@@ -371,6 +374,9 @@ func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) 
 	}
 	if o.exprTimeout < time.Millisecond || o.exprTimeout > time.Minute {
 		return fmt.Errorf("--expr-timeout must be between 1ms and 1m, not %s", o.exprTimeout)
+	}
+	if o.maxRunNodes < 1 {
+		return fmt.Errorf("--max-run-nodes must be at least 1, not %d", o.maxRunNodes)
 	}
 	if o.maxFanOutItems < 1 {
 		return fmt.Errorf("--max-fanout-items must be at least 1, not %d", o.maxFanOutItems)

@@ -56,6 +56,13 @@ type Config struct {
 	// MaxFirings bounds the nodes one transaction fires
 	// (engine.DefaultMaxFirings when 0; engine.Config.MaxFirings).
 	MaxFirings int
+	// MaxRows bounds the node rows one transaction creates before the
+	// sub-flow runs it would start wait for later ones
+	// (engine.DefaultMaxRows when 0).
+	MaxRows int
+	// MaxRunNodes bounds the node instances of a run and its sub-flow
+	// runs (--max-run-nodes; engine.DefaultMaxRunNodes when 0).
+	MaxRunNodes int
 	// NodeTypes are node types beside the built-in ones (an embedding
 	// program's, a test's): each is one engine.NodeTypeSpec, whose name
 	// must not be a built-in type's.
@@ -349,17 +356,19 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, a.closeEarly(err)
 	}
 	a.Engine, err = engine.New(engine.Config{
-		Store:      a.Store,
-		Handlers:   handlers.Registry(types),
-		Minter:     &callbacks.Minter{Keys: ring, BaseURL: cfg.BaseURL, Clock: clock},
-		Claims:     claims,
-		ClaimLease: cfg.DispatchLease,
-		NewID:      timeOrderedID,
-		Clock:      clock,
-		ExprLimits: cfg.ExprLimits,
-		MaxFirings: cfg.MaxFirings,
-		Logger:     cfg.Logger,
-		Notify:     cfg.NotifyURL != "",
+		Store:       a.Store,
+		Handlers:    handlers.Registry(types),
+		Minter:      &callbacks.Minter{Keys: ring, BaseURL: cfg.BaseURL, Clock: clock},
+		Claims:      claims,
+		ClaimLease:  cfg.DispatchLease,
+		NewID:       timeOrderedID,
+		Clock:       clock,
+		ExprLimits:  cfg.ExprLimits,
+		MaxFirings:  cfg.MaxFirings,
+		MaxRows:     cfg.MaxRows,
+		MaxRunNodes: cfg.MaxRunNodes,
+		Logger:      cfg.Logger,
+		Notify:      cfg.NotifyURL != "",
 		OnCommit: func(ci engine.CommitInfo) {
 			a.Metrics.OnCommit(ci)
 			logFailures(cfg.Logger, ci)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stretchr/testify/require"
 )
 
@@ -394,4 +395,62 @@ func TestSubFlowEndsCompletedTogether(t *testing.T) {
 	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM runs WHERE parent_run_id = ? AND status = 'completed'`,
 		r.ID).Row().Scan(&finished))
 	require.Equal(t, n, finished, "every child completed once")
+}
+
+// fanOutOfFanOuts: a parent fanning out items, each a sub-flow run that
+// fans out items of its own (items × items Transforms in all).
+func fanOutOfFanOuts(h *harness, items int) string {
+	child := h.createFlow([]map[string]any{
+		node("g", "Transform", map[string]any{"expression": fmt.Sprintf(`{"xs": map(1..%d, {#})}`, items)}),
+		node("split", "Splitter", map[string]any{"arrayPath": "xs"}),
+		node("x", "Transform", map[string]any{"expression": `input * 2`}), node("gather", "Collector", nil)},
+		[]map[string]any{edge("g", "split", nil), edge("split", "x", nil), edge("x", "gather", nil)})
+	return h.createFlow([]map[string]any{
+		node("g", "Transform", map[string]any{"expression": fmt.Sprintf(`{"xs": map(1..%d, {#})}`, items)}),
+		node("split", "Splitter", map[string]any{"arrayPath": "xs"}), subNode("sub", child, nil), node("gather", "Collector", nil)},
+		[]map[string]any{edge("g", "split", nil), edge("split", "sub", nil), edge("sub", "gather", nil)})
+}
+
+// TestSubFlowFanOutOfFanOutsStartsInChunks: 40 items each starting a
+// sub-flow of 40 items is 1,600 instances and 40 child runs; with at most
+// 300 rows a transaction, the start answers with the children started so
+// far (the run still running) and the rest start in later transactions,
+// to the same end. Without the bound every child started inside the
+// start request.
+func TestSubFlowFanOutOfFanOutsStartsInChunks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *app.Config) { c.MaxRows = 300 })
+	flow := fanOutOfFanOuts(h, 40)
+	r := h.startRun(flow, map[string]any{})
+	require.Equal(t, "running", r.Status)
+	var children int
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM runs WHERE parent_run_id = ?`, r.ID).Row().Scan(&children))
+	require.Less(t, children, 40, "not every child started in the start's transaction")
+	fin := h.waitRun(r.ID, "completed")
+	var out [][]int
+	require.NoError(t, json.Unmarshal(fin.Output, &out))
+	require.Len(t, out, 40)
+	for _, o := range out {
+		require.Len(t, o, 40)
+		require.Equal(t, 80, o[39])
+	}
+}
+
+// TestSubFlowRunTreeLimit: a run tree's node instances are bounded across
+// sub-flows (--max-run-nodes), which --max-fanout-items, per Splitter,
+// does not do: past the bound the fan-out or sub-flow that would pass it
+// fails its node, naming the limit.
+func TestSubFlowRunTreeLimit(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *app.Config) { c.MaxRunNodes = 500 })
+	r := h.startRun(fanOutOfFanOuts(h, 25), map[string]any{}) // 25 + 25×4 + 25×25 = 750
+	fin := h.waitRun(r.ID, "failed")
+	require.Contains(t, *fin.Error, "run_tree_limit")
+	require.Contains(t, *fin.Error, "past 500 node instances (--max-run-nodes)")
+	var count int64
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT nodes FROM run_trees WHERE root_run_id = ?`, r.ID).Row().Scan(&count))
+	require.LessOrEqual(t, count, int64(500))
+	// Within the bound, the same tree completes.
+	r = h.startRun(fanOutOfFanOuts(h, 10), map[string]any{})
+	h.waitRun(r.ID, "completed")
 }
