@@ -51,7 +51,7 @@ type Config struct {
 	// runs, all levels (DefaultMaxRunNodes when 0): a fan-out or sub-flow
 	// that would pass it fails its node with run_tree_limit.
 	MaxRunNodes int
-	Logger     *slog.Logger
+	Logger      *slog.Logger
 	// Notify writes notifications (approval.requested, .reminder,
 	// .timed_out, run.failed) to the outbox the notification webhook is
 	// served from; off, none are written.
