@@ -230,15 +230,30 @@ func jsonInner(s string, htmlEscape bool) string {
 // EscapeURLValue escapes a value written into a URL by where it falls: in
 // the query (after a ?) as a query value, in the path (after the host) as
 // a path segment, untouched before that (a template giving the whole URL,
-// or its scheme and host).
+// or its scheme and host). A path value of dots only has each dot
+// escaped (%2E): PathEscape keeps dots, and "." or ".." as a segment (or
+// two values making one) would move the request up the path.
 func EscapeURLValue(before, value string) string {
 	if strings.ContainsAny(before, "?") {
 		return url.QueryEscape(value)
 	}
-	if i := strings.Index(before, "://"); i >= 0 && strings.Contains(before[i+3:], "/") {
+	if InURLPath(before) {
+		if value != "" && strings.Trim(value, ".") == "" {
+			return strings.Repeat("%2E", len(value))
+		}
 		return url.PathEscape(value)
 	}
 	return value
+}
+
+// InURLPath reports whether a value written after before falls in a URL's
+// path or query, not in its scheme, user, host or port.
+func InURLPath(before string) bool {
+	if strings.Contains(before, "?") {
+		return true
+	}
+	i := strings.Index(before, "://")
+	return i >= 0 && strings.Contains(before[i+3:], "/")
 }
 
 // Redacted replaces a secret's value in what is stored of a response.
