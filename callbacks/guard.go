@@ -246,6 +246,17 @@ func (t guardTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
+// Dialer returns a dialler whose connections the guard checks (a nil
+// guard checks nothing), for the other clients that connect where an
+// editor says (broker triggers).
+func (g *AddressGuard) Dialer(timeout time.Duration) *net.Dialer {
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	if g != nil {
+		d.Control = g.control
+	}
+	return d
+}
+
 // dialContext is a dialler whose connections the guard checks.
 func (g *AddressGuard) dialContext() func(ctx context.Context, network, address string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: g.control}

@@ -194,7 +194,10 @@ type App struct {
 	// archiveClient sends retention's batches to Config.ArchiveURL (the
 	// operator's own address: no worker guard; redirects not followed).
 	archiveClient *http.Client
-	clock         engine.Clock
+	// guard checks the addresses dispatches, notifications and broker
+	// triggers connect to.
+	guard *callbacks.AddressGuard
+	clock engine.Clock
 	cancel        context.CancelFunc
 	wg            sync.WaitGroup
 	// services are the goroutine owners Start starts, in order, and Stop
@@ -374,6 +377,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, a.closeEarly(err)
 	}
+	a.guard = guard
 	client := callbacks.NewHTTPClient(cfg.DispatchTimeout, guard)
 	client.Transport = a.tracing.Transport(client.Transport)
 	disp := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Metrics.DispatchStore(a.Store),
