@@ -191,13 +191,13 @@ type App struct {
 	http             *http.Server
 	listener         net.Listener
 	cluster          *localpg.Cluster
-	// archiveClient sends retention's batches to Config.ArchiveURL (the
-	// operator's own address: no worker guard; redirects not followed).
-	archiveClient *http.Client
 	// guard checks the addresses dispatches, notifications and broker
 	// triggers connect to.
 	guard *callbacks.AddressGuard
-	clock engine.Clock
+	// archiveClient sends retention's batches to Config.ArchiveURL (the
+	// operator's own address: no worker guard; redirects not followed).
+	archiveClient *http.Client
+	clock         engine.Clock
 	cancel        context.CancelFunc
 	wg            sync.WaitGroup
 	// services are the goroutine owners Start starts, in order, and Stop

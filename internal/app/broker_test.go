@@ -417,7 +417,9 @@ func TestBrokerTriggerAddressGuard(t *testing.T) {
 	flow = h.transformFlow()
 	meta := h.createBrokerTrigger(flow, map[string]any{"kind": "nats", "url": "nats://169.254.169.254:80", "subject": "a.b"})
 	require.Contains(t, lastError(h, meta), "could not connect to the broker")
-	h.eventually(func() bool { return strings.Contains(allowLog.String(), "169.254.169.254 is a link-local or cloud metadata address") },
+	h.eventually(func() bool {
+		return strings.Contains(allowLog.String(), "169.254.169.254 is a link-local or cloud metadata address")
+	},
 		"the guard refused the metadata address")
 
 	// A closed port and an open one that is no broker read the same.
