@@ -21,7 +21,8 @@ import (
 // In every mode it refuses stitchd's own addresses (Self, SelfURL: a flow
 // whose worker is stitchd's own hook would start runs in a loop), and
 // link-local and cloud-metadata addresses. With DenyPrivate it also
-// refuses loopback, private, CGNAT, multicast and unspecified addresses,
+// refuses every address of this machine (ForServer lists them), loopback,
+// private, CGNAT, multicast and unspecified addresses,
 // the special-purpose ranges that reach them by other routes (NAT64, 6to4,
 // IPv4-compatible IPv6) and the benchmarking, reserved and broadcast
 // ranges, unless Allow lists them.
@@ -39,7 +40,8 @@ type AddressGuard struct {
 	// reach stitchd through a proxy whose address the guard cannot know).
 	SelfURL *url.URL
 	// local lists this machine's interface addresses (ForServer), which
-	// a listener on an unspecified address answers on.
+	// a listener on an unspecified address answers on: refused with
+	// DenyPrivate unless Allow lists the address exactly.
 	local []netip.Addr
 }
 
@@ -132,6 +134,12 @@ func (g *AddressGuard) Check(address string) error {
 	}
 	if !g.DenyPrivate {
 		return nil
+	}
+	// The machine's own addresses reach every service listening on
+	// 0.0.0.0, whatever range they are in: only an exact entry opens one
+	// (a range for the workers' subnet holding it does not).
+	if !ip.IsLoopback() && slices.Contains(g.local, ip) && !slices.Contains(g.Allow, netip.PrefixFrom(ip, ip.BitLen())) {
+		return fmt.Errorf("%w: %s is an address of this machine (allow it with --worker-allow-cidrs %s/%d)", ErrAddressRefused, ip, ip, ip.BitLen())
 	}
 	for _, p := range g.Allow {
 		if p.Contains(ip) {
@@ -236,6 +244,17 @@ func (t guardTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	return t.next.RoundTrip(r)
+}
+
+// Dialer returns a dialler whose connections the guard checks (a nil
+// guard checks nothing), for the other clients that connect where an
+// editor says (broker triggers).
+func (g *AddressGuard) Dialer(timeout time.Duration) *net.Dialer {
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	if g != nil {
+		d.Control = g.control
+	}
+	return d
 }
 
 // dialContext is a dialler whose connections the guard checks.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -91,8 +92,12 @@ func storeMessage(err error) string {
 func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engine.Response) {
 	target, headers, body := c.URL, c.Request.Headers, []byte(c.Payload)
 	if use := c.Request.Secrets; use != nil {
-		values, err := d.revealSecrets(ctx, use)
+		values, hosts, err := d.revealSecrets(ctx, use)
 		if err == nil {
+			if err = secretHostRefused(use, hosts, c.URL); err != nil {
+				r.Error, r.NoRetry = err.Error(), true
+				return
+			}
 			target, headers, body, err = use.Fill(target, headers, body, values)
 		}
 		if err != nil {
@@ -163,18 +168,43 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 	r.RetryAfterMs = d.retryAfter(resp.Header).Milliseconds()
 }
 
-// SecretSource reveals the values of named secrets (store.SecretReader).
-// A failure another try would not mend (no such secret, secrets off, a
-// value that does not decrypt) wraps engine.ErrSecret.
+// SecretSource reveals the values of named secrets, and the allowed hosts
+// of those that have some (store.SecretReader). A failure another try
+// would not mend (no such secret, secrets off, a value that does not
+// decrypt) wraps engine.ErrSecret.
 type SecretSource interface {
-	Reveal(ctx context.Context, names []string) (map[string]string, error)
+	Reveal(ctx context.Context, names []string) (values map[string]string, allowedHosts map[string][]string, err error)
 }
 
-func (d *Dispatcher) revealSecrets(ctx context.Context, use *engine.SecretUse) (map[string]string, error) {
+func (d *Dispatcher) revealSecrets(ctx context.Context, use *engine.SecretUse) (map[string]string, map[string][]string, error) {
 	if d.cfg.Secrets == nil {
-		return nil, fmt.Errorf("%w: this server reads no secrets", engine.ErrSecret)
+		return nil, nil, fmt.Errorf("%w: this server reads no secrets", engine.ErrSecret)
 	}
 	return d.cfg.Secrets.Reveal(ctx, use.Names)
+}
+
+// secretHostRefused checks, before anything is sent, that each secret of
+// the request may go to its host: one of the secret's allowed hosts when
+// it has some, else only a host fixed in the flow (not a templated one,
+// which whoever supplies the input chooses). The URL's host holds no
+// placeholder (the node refuses one there), so the host is the one dialled.
+func secretHostRefused(use *engine.SecretUse, allowed map[string][]string, rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("secret_host_refused: the url cannot be read: %w", err)
+	}
+	for _, name := range use.Names {
+		hosts := allowed[name]
+		switch {
+		case len(hosts) > 0 && !engine.HostAllowed(hosts, u):
+			return fmt.Errorf("secret_host_refused: secret %q may be sent only to %s (its allowed_hosts), not to %s",
+				name, strings.Join(hosts, ", "), u.Host)
+		case len(hosts) == 0 && use.HostTemplated:
+			return fmt.Errorf("secret_host_refused: secret %q has no allowed_hosts, and the url's host (%s) comes from a template: "+
+				"fix the host in the flow, or set the secret's allowed_hosts", name, u.Host)
+		}
+	}
+	return nil
 }
 
 func mapValues(m map[string]string) []string {

@@ -90,6 +90,11 @@ const (
 	// CodeSecretsOff (warning, added by the server): the flow uses secrets
 	// and the server has no STITCHD_SECRET_KEY, so it can read none.
 	CodeSecretsOff = "secrets_off"
+	// CodeSecretHost (an error, added by the server when a flow is saved):
+	// an HTTP node whose url takes its scheme, host or port from a template
+	// uses a secret without allowed_hosts — whoever supplies the input
+	// would choose where the secret goes.
+	CodeSecretHost = "secret_host"
 )
 
 // MaxNestingDepth is the deepest nesting of parallel regions the compiler

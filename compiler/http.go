@@ -21,11 +21,14 @@ const maxTemplateLen = 64 << 10
 func (c *compiler) checkHTTP(id string, base loc, root gjson.Result) {
 	u := root.Get("url")
 	upath := base.field("url")
+	hostTemplated := false
 	switch {
 	case !present(u) || u.Type != gjson.String || strings.TrimSpace(u.Str) == "":
 		c.errAt(CodeInvalidConfig, id, "", upath, "HTTP node %q needs a url (a string, which may hold {{ expr }} templates)", id)
 	default:
-		if t, ok := c.template(id, upath.String(), u.Str); ok && t.Static() {
+		t, ok := c.template(id, upath.String(), u.Str)
+		hostTemplated = ok && t.HostTemplated()
+		if ok && t.Static() {
 			pu, err := url.Parse(u.Str)
 			if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Hostname() == "" {
 				c.errAt(CodeInvalidConfig, id, "", upath, "HTTP node %q: url %q is not an absolute http or https URL with a host", id, u.Str)
@@ -86,6 +89,16 @@ func (c *compiler) checkHTTP(id string, base loc, root gjson.Result) {
 		}
 	}
 	c.checkEntityMovement(id, base.field("entityMovement"), root.Get("entityMovement"))
+	if hostTemplated {
+		// Wherever in the request its secrets are, the url's template
+		// chooses where they go: the server allows that only for secrets
+		// with allowed hosts (checked as each request is sent).
+		for i := range c.secrets {
+			if c.secrets[i].NodeID == id {
+				c.secrets[i].HostTemplated = true
+			}
+		}
+	}
 }
 
 // template compiles a templated string, reporting invalid_expression at

@@ -97,6 +97,9 @@ type SecretRef struct {
 	// Path is the templated string's JSON path in the visual graph.
 	Path string `json:"path"`
 	Name string `json:"name"`
+	// HostTemplated: the node's url takes its host from a template, so
+	// the secret may be used only if it has allowed hosts.
+	HostTemplated bool `json:"host_templated,omitempty"`
 }
 
 // Node is one node of an execution graph.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -125,6 +126,9 @@ type SecretUse struct {
 	// BodyJSON: the body is JSON (its values are filled in JSON-escaped),
 	// not text.
 	BodyJSON bool `json:"bodyJson,omitempty"`
+	// HostTemplated: the url's scheme, host or port came from a template,
+	// not from the flow: only a secret with allowed hosts may be sent.
+	HostTemplated bool `json:"hostTemplated,omitempty"`
 }
 
 const placeholderPrefix = "~secret~"
@@ -230,15 +234,30 @@ func jsonInner(s string, htmlEscape bool) string {
 // EscapeURLValue escapes a value written into a URL by where it falls: in
 // the query (after a ?) as a query value, in the path (after the host) as
 // a path segment, untouched before that (a template giving the whole URL,
-// or its scheme and host).
+// or its scheme and host). A path value of dots only has each dot
+// escaped (%2E): PathEscape keeps dots, and "." or ".." as a segment (or
+// two values making one) would move the request up the path.
 func EscapeURLValue(before, value string) string {
 	if strings.ContainsAny(before, "?") {
 		return url.QueryEscape(value)
 	}
-	if i := strings.Index(before, "://"); i >= 0 && strings.Contains(before[i+3:], "/") {
+	if InURLPath(before) {
+		if value != "" && strings.Trim(value, ".") == "" {
+			return strings.Repeat("%2E", len(value))
+		}
 		return url.PathEscape(value)
 	}
 	return value
+}
+
+// InURLPath reports whether a value written after before falls in a URL's
+// path or query, not in its scheme, user, host or port.
+func InURLPath(before string) bool {
+	if strings.Contains(before, "?") {
+		return true
+	}
+	i := strings.Index(before, "://")
+	return i >= 0 && strings.Contains(before[i+3:], "/")
 }
 
 // Redacted replaces a secret's value in what is stored of a response.
@@ -295,4 +314,52 @@ func (r *Redactor) Bytes(b []byte) []byte {
 		return b
 	}
 	return []byte(s)
+}
+
+// MaxAllowedHosts bounds a secret's allowed_hosts.
+const MaxAllowedHosts = 50
+
+// NormalizeAllowedHost checks one of a secret's allowed_hosts — a host
+// name or IP address, with an optional :port ("api.acme.example",
+// "api.acme.example:8443", "[2001:db8::1]:443") — and returns it lower
+// case, without a trailing dot.
+func NormalizeAllowedHost(s string) (string, error) {
+	u, err := url.Parse("//" + s)
+	if err != nil || s == "" || u.Host != s || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" ||
+		u.Hostname() == "" || strings.ContainsAny(u.Hostname(), "*%") {
+		return "", fmt.Errorf("%q is not a host or host:port (e.g. api.example.com or api.example.com:8443)", s)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("%q: the port must be from 1 to 65535", s)
+		}
+	} else if strings.HasSuffix(s, ":") {
+		return "", fmt.Errorf("%q: a port must follow the colon", s)
+	}
+	return strings.TrimSuffix(strings.ToLower(s), "."), nil
+}
+
+// HostAllowed reports whether a request to u may carry a secret whose
+// allowed hosts are hosts: an entry without a port allows every port of
+// its host, one with a port only that port (the scheme's default when u
+// names none).
+func HostAllowed(hosts []string, u *url.URL) bool {
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if strings.EqualFold(u.Scheme, "https") {
+			port = "443"
+		}
+	}
+	for _, h := range hosts {
+		e, err := url.Parse("//" + h)
+		if err != nil {
+			continue
+		}
+		if strings.TrimSuffix(strings.ToLower(e.Hostname()), ".") == host && (e.Port() == "" || e.Port() == port) {
+			return true
+		}
+	}
+	return false
 }

@@ -104,6 +104,20 @@ func (t *Template) Static() bool {
 	return true
 }
 
+// HostTemplated reports whether a URL template takes any of its scheme,
+// user, host or port from an expression: whoever supplies the value then
+// chooses where the request goes.
+func (t *Template) HostTemplated() bool {
+	var before strings.Builder
+	for _, p := range t.parts {
+		if p.expr != "" {
+			return !InURLPath(before.String())
+		}
+		before.WriteString(p.lit)
+	}
+	return false
+}
+
 // Secrets lists the names of the secrets the template uses, in order,
 // each once.
 func (t *Template) Secrets() []string {

@@ -113,6 +113,9 @@ func (HTTP) Fire(_ context.Context, fc engine.FireContext) error {
 		Body: body, RequestTimeoutMs: int64(httpTimeoutSeconds(cfg) * 1000), MaxTries: 1}
 	if use != nil {
 		use.BodyJSON = ctype == "application/json"
+		if t, err := engine.ParseTemplate(cfg.URL); err == nil && t.HostTemplated() {
+			use.HostTemplated = true
+		}
 		req.Secrets = use
 	}
 	return fc.Dispatch(req)

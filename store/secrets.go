@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/internal/secretbox"
 )
@@ -18,10 +20,13 @@ type Secret struct {
 	Ciphertext []byte
 	Nonce      []byte
 	KeyID      string
-	CreatedBy  string
-	UpdatedBy  string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// AllowedHosts are the only hosts (host or host:port) a request
+	// carrying the secret may go to; empty: any host fixed in a flow.
+	AllowedHosts pq.StringArray `gorm:"type:text[]"`
+	CreatedBy    string
+	UpdatedBy    string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // TableName is the secrets table.
@@ -29,15 +34,16 @@ func (Secret) TableName() string { return "secrets" }
 
 // SecretInfo is what the API shows of a secret: never its value.
 type SecretInfo struct {
-	Name      string    `json:"name"`
-	CreatedBy string    `json:"created_by"`
-	UpdatedBy string    `json:"updated_by"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Name         string    `json:"name"`
+	AllowedHosts []string  `json:"allowed_hosts"`
+	CreatedBy    string    `json:"created_by"`
+	UpdatedBy    string    `json:"updated_by"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 func (s *Secret) info() SecretInfo {
-	return SecretInfo{Name: s.Name, CreatedBy: s.CreatedBy, UpdatedBy: s.UpdatedBy, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+	return SecretInfo{Name: s.Name, AllowedHosts: nonNil([]string(s.AllowedHosts)), CreatedBy: s.CreatedBy, UpdatedBy: s.UpdatedBy, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }
 
 // PutSecretParams stores a secret's value, creating or replacing it.
@@ -46,6 +52,9 @@ type PutSecretParams struct {
 	Value []byte
 	// Box seals the value (nil: secretbox.ErrNoKey).
 	Box *secretbox.Box
+	// AllowedHosts replaces the secret's allowed hosts; nil keeps them
+	// (none for a new secret).
+	AllowedHosts *[]string
 	// Actor is who stores it (the audit's actor).
 	Actor string
 	Now   time.Time
@@ -68,13 +77,18 @@ func (s *Store) PutSecret(ctx context.Context, p PutSecretParams) (info SecretIn
 		Secret
 		Inserted bool
 	}
+	var hosts any // NULL: keep the row's
+	if p.AllowedHosts != nil {
+		hosts = pq.StringArray(nonNil(*p.AllowedHosts))
+	}
 	// xmax is 0 on a row this statement inserted, set on one it updated.
-	err = s.db.WithContext(ctx).Raw(`INSERT INTO secrets (name, ciphertext, nonce, key_id, created_by, updated_by, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	err = s.db.WithContext(ctx).Raw(`INSERT INTO secrets (name, ciphertext, nonce, key_id, allowed_hosts, created_by, updated_by, created_at, updated_at)
+		VALUES (?, ?, ?, ?, coalesce(?::text[], '{}'), ?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET ciphertext = excluded.ciphertext, nonce = excluded.nonce, key_id = excluded.key_id,
+			allowed_hosts = coalesce(?::text[], secrets.allowed_hosts),
 			updated_by = excluded.updated_by, updated_at = excluded.updated_at
-		RETURNING name, created_by, updated_by, created_at, updated_at, (xmax = 0) AS inserted`,
-		p.Name, sealed.Ciphertext, sealed.Nonce, sealed.KeyID, p.Actor, p.Actor, p.Now, p.Now).Scan(&row).Error
+		RETURNING name, allowed_hosts, created_by, updated_by, created_at, updated_at, (xmax = 0) AS inserted`,
+		p.Name, sealed.Ciphertext, sealed.Nonce, sealed.KeyID, hosts, p.Actor, p.Actor, p.Now, p.Now, hosts).Scan(&row).Error
 	if err != nil {
 		return SecretInfo{}, false, fmt.Errorf("error storing secret %s: %w", p.Name, interpretError(err))
 	}
@@ -85,7 +99,7 @@ func (s *Store) PutSecret(ctx context.Context, p PutSecretParams) (info SecretIn
 // collation), one page at a time; next is "" on
 // the last page.
 func (s *Store) SecretsPage(ctx context.Context, p PageParams) ([]SecretInfo, string, error) {
-	q := s.db.WithContext(ctx).Select("name", "created_by", "updated_by", "created_at", "updated_at")
+	q := s.db.WithContext(ctx).Select("name", "allowed_hosts", "created_by", "updated_by", "created_at", "updated_at")
 	if p.Cursor != "" {
 		_, keys, err := decodePageCursor(p.Cursor, 1)
 		if err != nil {
@@ -144,28 +158,71 @@ func (s *Store) MissingSecrets(ctx context.Context, names []string) ([]string, e
 // secret, no box, or a value that does not open wraps engine.ErrSecret;
 // a database failure does not (another try may succeed).
 func (s *Store) RevealSecrets(ctx context.Context, box *secretbox.Box, names []string) (map[string]string, error) {
+	values, _, err := s.RevealSecretsAndHosts(ctx, box, names)
+	return values, err
+}
+
+// RevealSecretsAndHosts is RevealSecrets with each secret's allowed hosts
+// (read in the same statement: the hosts are those of the values).
+func (s *Store) RevealSecretsAndHosts(ctx context.Context, box *secretbox.Box, names []string) (map[string]string, map[string][]string, error) {
 	if box == nil {
-		return nil, fmt.Errorf("%w: %w", engine.ErrSecret, secretbox.ErrNoKey)
+		return nil, nil, fmt.Errorf("%w: %w", engine.ErrSecret, secretbox.ErrNoKey)
 	}
 	var rows []Secret
 	if err := s.db.WithContext(ctx).Where("name IN ?", names).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("error loading secrets: %w", interpretError(err))
+		return nil, nil, fmt.Errorf("error loading secrets: %w", interpretError(err))
 	}
 	out := make(map[string]string, len(rows))
+	hosts := make(map[string][]string, len(rows))
 	for i := range rows {
 		r := &rows[i]
 		v, err := box.Open(r.Name, secretbox.Sealed{Ciphertext: r.Ciphertext, Nonce: r.Nonce, KeyID: r.KeyID})
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", engine.ErrSecret, err)
+			return nil, nil, fmt.Errorf("%w: %w", engine.ErrSecret, err)
 		}
 		out[r.Name] = string(v)
+		if len(r.AllowedHosts) > 0 {
+			hosts[r.Name] = r.AllowedHosts
+		}
 	}
 	for _, n := range names {
 		if _, ok := out[n]; !ok {
-			return nil, fmt.Errorf("%w: secret %q is not set (POST /api/v1/secrets)", engine.ErrSecret, n)
+			return nil, nil, fmt.Errorf("%w: secret %q is not set (POST /api/v1/secrets)", engine.ErrSecret, n)
+		}
+	}
+	return out, hosts, nil
+}
+
+// SecretAllowedHosts returns the allowed hosts of the named secrets that
+// exist and have some.
+func (s *Store) SecretAllowedHosts(ctx context.Context, names []string) (map[string][]string, error) {
+	var rows []Secret
+	if err := s.db.WithContext(ctx).Select("name", "allowed_hosts").Where("name IN ?", names).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("error looking up secrets: %w", interpretError(err))
+	}
+	out := make(map[string][]string, len(rows))
+	for _, r := range rows {
+		if len(r.AllowedHosts) > 0 {
+			out[r.Name] = r.AllowedHosts
 		}
 	}
 	return out, nil
+}
+
+// SetSecretHosts replaces an existing secret's allowed hosts, keeping its
+// value (engine.ErrNotFound when there is none).
+func (s *Store) SetSecretHosts(ctx context.Context, name string, hosts []string, actor string, now time.Time) (SecretInfo, error) {
+	var row Secret
+	res := s.db.WithContext(ctx).Raw(`UPDATE secrets SET allowed_hosts = ?::text[], updated_by = ?, updated_at = ? WHERE name = ?
+		RETURNING name, allowed_hosts, created_by, updated_by, created_at, updated_at`,
+		pq.StringArray(nonNil(hosts)), actor, now, name).Scan(&row)
+	if res.Error != nil {
+		return SecretInfo{}, fmt.Errorf("error updating secret %s: %w", name, interpretError(res.Error))
+	}
+	if res.RowsAffected == 0 {
+		return SecretInfo{}, fmt.Errorf("%w: secret %s not found", engine.ErrNotFound, name)
+	}
+	return row.info(), nil
 }
 
 // SecretReader reveals secrets for the dispatcher
@@ -177,8 +234,8 @@ type SecretReader struct {
 }
 
 // Reveal implements callbacks.SecretSource.
-func (r *SecretReader) Reveal(ctx context.Context, names []string) (map[string]string, error) {
-	return r.Store.RevealSecrets(ctx, r.Box, names)
+func (r *SecretReader) Reveal(ctx context.Context, names []string) (map[string]string, map[string][]string, error) {
+	return r.Store.RevealSecretsAndHosts(ctx, r.Box, names)
 }
 
 // IsSecretsOff reports whether err is the refusal of a server with no

@@ -88,6 +88,7 @@ var accessRules = map[string]rule{
 	"GET /api/v1/webhook-secret":                   admins,
 	"POST /api/v1/secrets":                         editors,
 	"GET /api/v1/secrets":                          editors,
+	"PUT /api/v1/secrets/:name":                    editors,
 	"DELETE /api/v1/secrets/:name":                 editors,
 	"POST /api/v1/webhook-secret/rotate":           admins,
 

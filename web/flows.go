@@ -87,6 +87,9 @@ func (s *Server) compileGraph(ctx context.Context, raw json.RawMessage, message 
 	if err := compiler.LinkSubFlows(ctx, v, g, self, s.cfg.Store); err != nil {
 		return nil, err
 	}
+	if err := s.secretHostProblems(ctx, g.Secrets); err != nil {
+		return nil, err
+	}
 	warn, err := s.secretWarnings(ctx, g.Secrets)
 	if err != nil {
 		return nil, err

@@ -215,6 +215,7 @@ func New(cfg Config) *Server {
 	api.POST("/entities/:id/move", s.moveEntity)
 	api.POST("/secrets", s.putSecret)
 	api.GET("/secrets", s.listSecrets)
+	api.PUT("/secrets/:name", s.updateSecret)
 	api.DELETE("/secrets/:name", s.deleteSecret)
 	api.POST("/flows/:id/triggers", s.createTrigger)
 	api.GET("/flows/:id/triggers", s.listTriggers)

@@ -207,6 +207,9 @@ type App struct {
 	http             *http.Server
 	listener         net.Listener
 	cluster          *localpg.Cluster
+	// guard checks the addresses dispatches, notifications and broker
+	// triggers connect to.
+	guard *callbacks.AddressGuard
 	// archiveClient sends retention's batches to Config.ArchiveURL (the
 	// operator's own address: no worker guard; redirects not followed).
 	archiveClient *http.Client
@@ -400,6 +403,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, a.closeEarly(err)
 	}
+	a.guard = guard
 	client := callbacks.NewHTTPClient(cfg.DispatchTimeout, guard)
 	client.Transport = a.tracing.Transport(client.Transport)
 	disp := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: a.Metrics.DispatchStore(a.Store),

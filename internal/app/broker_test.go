@@ -3,14 +3,21 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stitchd/stitchd/callbacks"
+	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/internal/broker/brokertest"
+	"github.com/stitchd/stitchd/internal/syncbuf"
 	"github.com/stitchd/stitchd/internal/testkit"
 )
 
@@ -362,4 +369,81 @@ func paths(ps []problem) []string {
 		out[i] = p.Path
 	}
 	return out
+}
+
+// TestBrokerTriggerAddressGuard: broker connections go through the
+// address guard — loopback brokers (nats, amqp, and a ws: URL, which
+// would send an HTTP GET) are refused in deny mode, a metadata address
+// in every mode — and last_error does not tell a closed port from an
+// open one, while a broker's own answer (bad credentials) is shown.
+func TestBrokerTriggerAddressGuard(t *testing.T) {
+	t.Parallel()
+	lastError := func(h *harness, id string) string {
+		var got map[string]any
+		h.eventually(func() bool {
+			got = nil
+			require.Equal(t, 200, h.do("GET", "/api/v1/triggers/"+id, nil, &got))
+			_, ok := got["last_error"].(string)
+			return ok
+		}, "an error on trigger %s", id)
+		require.Equal(t, false, got["connected"])
+		return got["last_error"].(string)
+	}
+	var wsHits atomic.Int32
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		wsHits.Add(1)
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	t.Cleanup(web.Close)
+	webHost := strings.TrimPrefix(web.URL, "http://")
+
+	var denyLog syncbuf.Buffer
+	deny := newHarness(t, withLog(&denyLog), func(c *app.Config) { c.WorkerGuard = &callbacks.AddressGuard{DenyPrivate: true} })
+	flow := deny.transformFlow()
+	s, q := brokertest.NewStream(t), brokertest.NewQueue(t)
+	for _, body := range []map[string]any{
+		{"kind": "nats", "url": brokertest.NATSURL(), "subject": s.Subject + ".x"},
+		{"kind": "amqp", "url": brokertest.AMQPURL(), "queue": q.Name},
+		{"kind": "nats", "url": "ws://" + webHost + "/latest/meta-data/iam", "subject": "a.b"},
+	} {
+		msg := lastError(deny, deny.createBrokerTrigger(flow, body))
+		require.Contains(t, msg, "could not connect to the broker", body["url"])
+	}
+	require.Contains(t, denyLog.String(), "worker address refused: 127.0.0.1 is a loopback")
+	require.Zero(t, wsHits.Load(), "the ws: URL's GET was not sent")
+
+	var allowLog syncbuf.Buffer
+	h := newHarness(t, withLog(&allowLog))
+	flow = h.transformFlow()
+	meta := h.createBrokerTrigger(flow, map[string]any{"kind": "nats", "url": "nats://169.254.169.254:80", "subject": "a.b"})
+	require.Contains(t, lastError(h, meta), "could not connect to the broker")
+	h.eventually(func() bool {
+		return strings.Contains(allowLog.String(), "169.254.169.254 is a link-local or cloud metadata address")
+	},
+		"the guard refused the metadata address")
+
+	// A closed port and an open one that is no broker read the same.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	shown := map[string]string{}
+	for name, body := range map[string]map[string]any{
+		"nats closed": {"kind": "nats", "url": "nats://" + closed, "subject": "a.b"},
+		"nats open":   {"kind": "nats", "url": "nats://" + webHost, "subject": "a.b"},
+		"amqp closed": {"kind": "amqp", "url": "amqp://guest:guest@" + closed + "/", "queue": "q"},
+		"amqp open":   {"kind": "amqp", "url": "amqp://guest:guest@" + webHost + "/", "queue": "q"},
+	} {
+		msg := lastError(h, h.createBrokerTrigger(flow, body))
+		shown[name] = strings.NewReplacer(closed, "HOST", webHost, "HOST").Replace(msg)
+	}
+	require.Contains(t, shown["nats closed"], "could not connect to the broker")
+	require.Equal(t, shown["nats closed"], shown["nats open"])
+	require.Equal(t, shown["amqp closed"], shown["amqp open"])
+
+	// What a broker answers is still shown.
+	bad := h.createBrokerTrigger(flow, map[string]any{"kind": "amqp", "url": "amqp://guest:wrong@127.0.0.1:5672/", "queue": q.Name})
+	msg := lastError(h, bad)
+	require.NotContains(t, msg, "could not connect to the broker")
+	require.Contains(t, msg, "username or password")
 }

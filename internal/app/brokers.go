@@ -43,6 +43,9 @@ func (a *App) newBrokers() *broker.Service {
 				a.cfg.Logger.Warn("broker triggers: error refreshing their states", "error", err)
 			}
 		},
+		// The brokers are where an editor says, as a Worker's URL: the
+		// same guard checks the address dialled.
+		Dialer:       a.guard.Dialer(5 * time.Second),
 		PollInterval: max(a.cfg.PollInterval, 100*time.Millisecond),
 		Name:         "stitchd " + a.instanceID,
 		Logger:       a.cfg.Logger,

@@ -139,6 +139,26 @@ func TestHTTPNodeGetThenPost(t *testing.T) {
 	require.Equal(t, 1, fin.Nodes["post"].Attempt)
 }
 
+// TestHTTPNodePathDotSegments: a value of dots in the path is escaped
+// (%2E), so ".." cannot move the request up the path — nor can two values
+// making ".." between them — while a "%" is escaped once, and the query
+// keeps its own escaping.
+func TestHTTPNodePathDotSegments(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	api := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { jsonAnswer(w, 200, `{}`) })
+	flow := h.createFlow([]map[string]any{node("get", "HTTP", map[string]any{
+		"url": api.url + "/users/{{ input.id }}/profile/{{ input.dot }}/{{ input.dot }}{{ input.dot }}/{{ input.enc }}/v{{ input.id }}.json?v={{ input.id }}",
+	})}, nil)
+	r := h.startRun(flow, map[string]any{"id": "..", "dot": ".", "enc": "%2e%2e"})
+	h.waitRun(r.ID, "completed")
+	got := api.requests()
+	require.Len(t, got, 1)
+	require.Equal(t, "/users/%2E%2E/profile/%2E/%2E%2E/%252e%252e/v%2E%2E.json", got[0].Path,
+		"dots are escaped where a value is only dots, the % of a value once")
+	require.Equal(t, "v=..", got[0].Query)
+}
+
 // TestHTTPNodeRetry503Then200: a 503 is retried (a new attempt after the
 // node's backoff), and the 200 that follows completes the node.
 func TestHTTPNodeRetry503Then200(t *testing.T) {

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/netip"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/internal/app"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -265,4 +267,66 @@ func TestPrivateWorkerAddressesDenied(t *testing.T) {
 	r = allowed.startRun(flow, map[string]any{})
 	allowed.complete(allowed.waitDispatch(r.ID, "a", 1), `{}`)
 	allowed.waitRun(r.ID, "completed")
+}
+
+// TestDenyModeRefusesMachineAddresses: in deny mode a Worker or HTTP node
+// cannot reach a service listening on 0.0.0.0 through one of the
+// machine's own interface addresses — not even when an allowed range
+// holds it; listing the address exactly opens it.
+func TestDenyModeRefusesMachineAddresses(t *testing.T) {
+	t.Parallel()
+	var own netip.Addr
+	addrs, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap().Is4() && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
+				own = ip.Unmap()
+				break
+			}
+		}
+	}
+	require.True(t, own.IsValid(), "the machine needs an IPv4 address besides loopback: %v", addrs)
+	var mu sync.Mutex
+	var paths []string
+	l, err := net.Listen("tcp", "0.0.0.0:0")
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	base := "http://" + netip.AddrPortFrom(own, uint16(l.Addr().(*net.TCPAddr).Port)).String()
+	flowOf := func(h *harness) string {
+		return h.createFlow([]map[string]any{
+			node("w", "Worker", map[string]any{"webhookUrl": base + "/worker", "retry": map[string]any{"maxAttempts": 1}}),
+			node("h", "HTTP", map[string]any{"url": base + "/internal-admin", "retry": map[string]any{"maxAttempts": 1}}),
+		}, nil)
+	}
+	wide := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.PrefixFrom(own, 8).Masked()}
+	h := newHarness(t, func(c *app.Config) { c.WorkerGuard = &callbacks.AddressGuard{DenyPrivate: true, Allow: wide} })
+	r := h.startRun(flowOf(h), map[string]any{})
+	fin := h.waitRun(r.ID, "failed")
+	for _, key := range []string{"w", "h"} {
+		require.Equal(t, "failed", fin.Nodes[key].Status, key)
+		require.Contains(t, *fin.Nodes[key].Error, "an address of this machine", key)
+	}
+	mu.Lock()
+	require.Empty(t, paths, "nothing reached the service")
+	mu.Unlock()
+
+	exact := newHarness(t, func(c *app.Config) {
+		c.WorkerGuard = &callbacks.AddressGuard{DenyPrivate: true, Allow: []netip.Prefix{netip.PrefixFrom(own, 32)}}
+	})
+	r = exact.startRun(flowOf(exact), map[string]any{})
+	exact.waitNode(r.ID, "h", "completed")
+	exact.eventually(func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(paths) == 2
+	}, "both requests reach the service once its address is listed")
 }

@@ -261,7 +261,7 @@ func TestSecretsAPI(t *testing.T) {
 	for k := range first {
 		keys = append(keys, k)
 	}
-	require.ElementsMatch(t, []string{"name", "created_by", "updated_by", "created_at", "updated_at"}, keys, "names and times only")
+	require.ElementsMatch(t, []string{"name", "allowed_hosts", "created_by", "updated_by", "created_at", "updated_at"}, keys, "names, hosts and times only")
 	_, body := h.raw("GET", "/api/v1/secrets")
 	require.NotContains(t, body, v1)
 	require.NotContains(t, body, v2)
@@ -392,4 +392,90 @@ func TestSecretUnknownOrMisused(t *testing.T) {
 	fin = off.waitRun(off.startRun(f.ID, map[string]any{}).ID, "failed")
 	require.Contains(t, *fin.Nodes["call"].Error, "STITCHD_SECRET_KEY is not set")
 	require.Equal(t, 1, fin.Nodes["call"].Attempt)
+}
+
+// TestSecretGoesOnlyWhereTheFlowSays: a secret never reaches a host
+// chosen by whoever supplies the input. A url whose host part is a
+// template cannot carry a secret anywhere in its request (422 at save),
+// unless the secret has allowed_hosts; then each request is checked as it
+// is sent — to another host, the node fails with secret_host_refused and
+// nothing is sent — and a secret whose allowed_hosts are later removed is
+// refused again at send time. allowed_hosts also binds a fixed host.
+func TestSecretGoesOnlyWhereTheFlowSays(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, withSecretKey(t))
+	good := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { jsonAnswer(w, 200, `{}`) })
+	evil := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { jsonAnswer(w, 200, `{}`) })
+	goodHost, evilHost := strings.TrimPrefix(good.url, "http://"), strings.TrimPrefix(evil.url, "http://")
+	const value = "sk_live_SUPERSECRET_1234567890"
+	require.Equal(t, http.StatusCreated, h.setSecret("ACME_KEY", value))
+
+	one := func(data map[string]any) map[string]any {
+		data["retry"] = map[string]any{"maxAttempts": 1}
+		return map[string]any{"nodes": []map[string]any{node("call", "HTTP", data)}, "edges": []any{}}
+	}
+	templated := map[string]map[string]any{
+		`nodes[0].data.url`: {"url": "http://{{ input.region }}.api.acme.test/v1/ping?key={{ secret \"ACME_KEY\" }}"},
+		`nodes[0].data.headers["X-Key"]`: {"url": "{{ input.apiBase }}/v1/leads",
+			"headers": map[string]any{"X-Key": `{{ secret "ACME_KEY" }}`}},
+		`nodes[0].data.body.key`: {"url": "http://127.0.0.1:{{ input.port }}/x", "body": map[string]any{"key": `{{ secret "ACME_KEY" }}`}},
+	}
+	for path, data := range templated {
+		code, details := h.refused(http.StatusUnprocessableEntity, "POST", "/api/v1/flows", map[string]any{"name": "t", "graph": one(data)})
+		require.Equal(t, "invalid_graph", code, path)
+		require.Len(t, details, 1, "%+v", details)
+		require.Equal(t, "secret_host", details[0].Code)
+		require.Equal(t, path, details[0].Path)
+		require.Contains(t, details[0].Message, "allowed_hosts")
+	}
+
+	// Bad hosts are refused and change nothing.
+	_, details := h.refused(http.StatusBadRequest, "PUT", "/api/v1/secrets/ACME_KEY",
+		map[string]any{"allowed_hosts": []string{"ok.example", "http://x/", "*.example.com", "h:0"}})
+	require.Equal(t, []string{"allowed_hosts[1]", "allowed_hosts[2]", "allowed_hosts[3]"}, paths(details))
+	var list struct {
+		Secrets []struct {
+			Name         string   `json:"name"`
+			AllowedHosts []string `json:"allowed_hosts"`
+		} `json:"secrets"`
+	}
+	require.Equal(t, http.StatusOK, h.do("GET", "/api/v1/secrets", nil, &list))
+	require.Len(t, list.Secrets, 1)
+	require.Empty(t, list.Secrets[0].AllowedHosts)
+
+	// With allowed_hosts, a templated host saves; the check is at send time.
+	var info struct {
+		AllowedHosts []string `json:"allowed_hosts"`
+	}
+	require.Equal(t, http.StatusOK, h.do("PUT", "/api/v1/secrets/ACME_KEY", map[string]any{"allowed_hosts": []string{goodHost}}, &info))
+	require.Equal(t, []string{goodHost}, info.AllowedHosts)
+	require.Equal(t, http.StatusOK, h.do("GET", "/api/v1/secrets", nil, &list))
+	require.Equal(t, []string{goodHost}, list.Secrets[0].AllowedHosts)
+	flow := h.createFlow(one(map[string]any{"url": "{{ input.apiBase }}/v1/leads",
+		"headers": map[string]any{"X-Key": `{{ secret "ACME_KEY" }}`}})["nodes"].([]map[string]any), nil)
+	h.waitRun(h.startRun(flow, map[string]any{"apiBase": good.url}).ID, "completed")
+	require.Equal(t, value, good.requests()[0].Header.Get("X-Key"))
+	fin := h.waitRun(h.startRun(flow, map[string]any{"apiBase": evil.url}).ID, "failed")
+	require.True(t, strings.HasPrefix(*fin.Nodes["call"].Error, "secret_host_refused: "), *fin.Nodes["call"].Error)
+	require.Contains(t, *fin.Nodes["call"].Error, evilHost)
+	require.Empty(t, evil.requests(), "nothing reached the other host")
+
+	// allowed_hosts removed after the flow was saved: refused when sent.
+	require.Equal(t, http.StatusOK, h.do("PUT", "/api/v1/secrets/ACME_KEY", map[string]any{"allowed_hosts": []string{}}, &info))
+	require.Empty(t, info.AllowedHosts)
+	fin = h.waitRun(h.startRun(flow, map[string]any{"apiBase": good.url}).ID, "failed")
+	require.Contains(t, *fin.Nodes["call"].Error, "secret_host_refused: ")
+	require.Len(t, good.requests(), 1, "nothing more was sent")
+
+	// Set again with its value (POST keeps allowed_hosts when it omits
+	// them): a host fixed in a flow but not allowed is refused too.
+	require.Equal(t, http.StatusOK, h.do("PUT", "/api/v1/secrets/ACME_KEY", map[string]any{"allowed_hosts": []string{goodHost}}, nil))
+	require.Equal(t, http.StatusOK, h.setSecret("ACME_KEY", value))
+	require.Equal(t, http.StatusOK, h.do("GET", "/api/v1/secrets", nil, &list))
+	require.Equal(t, []string{goodHost}, list.Secrets[0].AllowedHosts)
+	fixed := h.createFlow(one(map[string]any{"url": evil.url + "/x?key={{ secret \"ACME_KEY\" }}"})["nodes"].([]map[string]any), nil)
+	fin = h.waitRun(h.startRun(fixed, map[string]any{}).ID, "failed")
+	require.Contains(t, *fin.Nodes["call"].Error, "secret_host_refused: ")
+	require.Empty(t, evil.requests())
+	require.Equal(t, http.StatusNotFound, h.do("PUT", "/api/v1/secrets/NOPE", map[string]any{"allowed_hosts": []string{goodHost}}, nil))
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -23,9 +24,12 @@ func (c *consumer) amqpSession(ctx context.Context, onConnected func()) error {
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName(c.p.Name + " trigger " + c.t.ID)
 	conn, err := amqp.DialConfig(cfg.URL, amqp.Config{Heartbeat: 10 * time.Second, Locale: "en_US",
-		Properties: props, Dial: amqp.DefaultDial(5 * time.Second)})
+		Properties: props, Dial: c.amqpDial})
 	if err != nil {
-		return fmt.Errorf("error connecting to %s: %w", Redact(cfg.URL), err)
+		if amqpAnswered(err) {
+			return fmt.Errorf("error connecting to %s: %w", Redact(cfg.URL), err)
+		}
+		return &unreachable{url: Redact(cfg.URL), err: err}
 	}
 	defer conn.Close()
 	connClosed := conn.NotifyClose(make(chan *amqp.Error, 1))
@@ -73,6 +77,32 @@ func (c *consumer) amqpSession(ctx context.Context, onConnected func()) error {
 	}
 	wg.Wait()
 	return end
+}
+
+// amqpDial is amqp.DefaultDial through the service's dialler (the address
+// guard): the handshake must end within the timeout too (amqp clears the
+// deadline once the connection is open).
+func (c *consumer) amqpDial(network, addr string) (net.Conn, error) {
+	conn, err := c.p.Dialer.Dial(network, addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("error setting the handshake deadline: %w", err)
+	}
+	return conn, nil
+}
+
+// amqpAnswered reports whether a failed dial's error is a RabbitMQ
+// server's answer (credentials, vhost, a close it sent), not a failure to
+// reach one.
+func amqpAnswered(err error) bool {
+	if errors.Is(err, amqp.ErrCredentials) || errors.Is(err, amqp.ErrSASL) || errors.Is(err, amqp.ErrVhost) {
+		return true
+	}
+	var ae *amqp.Error
+	return errors.As(err, &ae) && ae.Server
 }
 
 func amqpErr(e *amqp.Error) error {

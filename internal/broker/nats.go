@@ -19,7 +19,7 @@ func (c *consumer) natsSession(ctx context.Context, onConnected func()) error {
 	cfg := c.t.Config
 	lost := make(chan error, 1)
 	nc, err := nats.Connect(cfg.URL, nats.Name(c.p.Name+" trigger "+c.t.ID), nats.NoReconnect(),
-		nats.Timeout(5*time.Second),
+		nats.Timeout(5*time.Second), nats.SetCustomDialer(c.p.Dialer),
 		nats.ClosedHandler(func(nc *nats.Conn) {
 			err := nc.LastError()
 			if err == nil {
@@ -31,7 +31,10 @@ func (c *consumer) natsSession(ctx context.Context, onConnected func()) error {
 			}
 		}))
 	if err != nil {
-		return fmt.Errorf("error connecting to %s: %w", Redact(cfg.URL), err)
+		if natsAnswered(err) {
+			return fmt.Errorf("error connecting to %s: %w", Redact(cfg.URL), err)
+		}
+		return &unreachable{url: Redact(cfg.URL), err: err}
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
@@ -114,6 +117,18 @@ func (c *consumer) natsSession(ctx context.Context, onConnected func()) error {
 	it.Stop()
 	wg.Wait()
 	return end
+}
+
+// natsAnswered reports whether a failed connect's error is a NATS
+// server's answer (it refused the credentials), not a failure to reach one.
+func natsAnswered(err error) bool {
+	for _, e := range []error{nats.ErrAuthorization, nats.ErrAuthExpired, nats.ErrAuthRevoked, nats.ErrAccountAuthExpired,
+		nats.ErrPermissionViolation, nats.ErrNkeysNotSupported} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 func natsDelivery(t Trigger, stream string, m jetstream.Msg) delivery {

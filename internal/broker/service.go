@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"time"
 
@@ -56,7 +57,11 @@ type Params struct {
 	// HandleTimeout bounds one message's handling (default 30s).
 	HandleTimeout time.Duration
 	// Name identifies this process to the brokers (connection names).
-	Name   string
+	Name string
+	// Dialer connects to the brokers (every connection of a nats:, tls:,
+	// ws: or amqp(s): URL); its Control is the address guard. Nil: a
+	// plain dialler with a 5 s timeout.
+	Dialer *net.Dialer
 	Logger *slog.Logger
 }
 
@@ -90,6 +95,9 @@ func New(p Params) *Service {
 	}
 	if p.Name == "" {
 		p.Name = "stitchd"
+	}
+	if p.Dialer == nil {
+		p.Dialer = &net.Dialer{Timeout: 5 * time.Second}
 	}
 	if p.Logger == nil {
 		p.Logger = slog.Default()
@@ -231,7 +239,7 @@ func (c *consumer) run(ctx context.Context) {
 		if err == nil {
 			err = errors.New("the connection ended")
 		}
-		c.disconnected(ctx, err)
+		c.disconnected(ctx, errors.New(shownError(err)))
 		wait := backoff(c.p.MinBackoff, c.p.MaxBackoff, failures)
 		failures++
 		c.p.Logger.Warn("broker trigger: connection failed or lost; retrying", "trigger_id", c.t.ID, "kind", c.t.Kind,
@@ -244,6 +252,35 @@ func (c *consumer) run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// errUnreachable marks a failure to reach a broker: the address was
+// refused, nothing answered, or what answered did not speak the broker's
+// protocol. Its detail goes to the log only.
+var errUnreachable = errors.New("could not connect to the broker (nothing answered as one at this address, or the address guard refused it: the server log says which)")
+
+// unreachable wraps a connection failure in which no broker answered.
+type unreachable struct {
+	url string // redacted
+	err error
+}
+
+func (e *unreachable) Error() string {
+	return fmt.Sprintf("error connecting to %s: %s: %v", e.url, errUnreachable, e.err)
+}
+func (e *unreachable) Unwrap() error { return e.err }
+
+// shownError is an error as a trigger's last_error shows it (to editors):
+// a connection no broker answered says only that, whatever the cause — a
+// refused port, a timeout, another service's EOF or banner would tell
+// which ports of a host are open. What a broker said (bad credentials, a
+// missing queue) is shown as it is.
+func shownError(err error) string {
+	var u *unreachable
+	if errors.As(err, &u) {
+		return fmt.Sprintf("error connecting to %s: %s", u.url, errUnreachable)
+	}
+	return err.Error()
 }
 
 // backoff is the wait after n consecutive failures: min doubled n times,
