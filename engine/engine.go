@@ -250,7 +250,7 @@ func (v *runVersions) put(runID, versionID string) {
 const DefaultMaxFirings = 250
 
 // DefaultMaxRows is Config.MaxRows' default.
-const DefaultMaxRows = 20_000
+const DefaultMaxRows = 5_000
 
 // DefaultMaxRunNodes is Config.MaxRunNodes' default (--max-run-nodes).
 const DefaultMaxRunNodes = 1_000_000

@@ -77,6 +77,8 @@ type instance struct {
 	addr   string
 	dbURL  string
 	logDir string
+	// extra are serve flags of this instance beyond stitchdFlags.
+	extra []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -126,6 +128,7 @@ func (in *instance) startOnce(ctx context.Context) error {
 		return err
 	}
 	args := append([]string{"serve", "--addr", in.addr, "--database-url", in.dbURL, "--auth-token", token}, stitchdFlags...)
+	args = append(args, in.extra...)
 	cmd := exec.Command(in.bin, args...) //nolint:noctx // its life is the chaos's: ended by kill and stop, as the test decides
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -162,6 +165,29 @@ func (in *instance) startOnce(ctx context.Context) error {
 			return fmt.Errorf("%s not ready in time: %s", in.name, tail(in.logPath(), 5))
 		}
 		time.Sleep(50 * time.Millisecond) // polling /readyz of a process starting: it signals nothing else
+	}
+}
+
+// pid is the current process's id (0 when none was started).
+func (in *instance) pid() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.cmd == nil || in.cmd.Process == nil {
+		return 0
+	}
+	return in.cmd.Process.Pid
+}
+
+// exitedNow reports whether the current process has ended.
+func (in *instance) exitedNow() bool {
+	in.mu.Lock()
+	exited := in.exited
+	in.mu.Unlock()
+	select {
+	case <-exited:
+		return true
+	default:
+		return false
 	}
 }
 
