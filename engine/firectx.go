@@ -37,6 +37,13 @@ func (f *fireCtx) CallbackURL() (string, error) {
 }
 
 func (f *fireCtx) Eval(src string) (any, error) {
+	if f.unwritten() {
+		// A run's first fires are tried before its rows exist, for the
+		// starts that need none; whatever an expression's value is for,
+		// it needs the row (a completion, a failure, a wait), so the
+		// expression is evaluated once, when the node fires again.
+		return nil, errNeedsRow
+	}
 	v, err := f.t.e.vals.get(src)
 	if err != nil {
 		return nil, err
