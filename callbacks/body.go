@@ -34,7 +34,11 @@ func DecodeCallback(r io.Reader) (*CallbackBody, error) {
 	return ParseCallback(raw)
 }
 
-// ParseCallback validates a callback body.
+// ParseCallback validates a callback body. What jsonlimit.Check refuses
+// (a lone surrogate or a number out of range: *jsonlimit.SurrogateError,
+// *jsonlimit.NumberError, with the JSON path) is returned as it is, for the
+// caller to answer 400 before anything reaches the database, which would
+// fail on it (a 5xx a worker retries forever).
 func ParseCallback(raw []byte) (*CallbackBody, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {

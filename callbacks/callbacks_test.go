@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/internal/jsonlimit"
 )
 
 func ring(t testing.TB) *Keyring {
@@ -104,6 +106,18 @@ func TestParseCallback(t *testing.T) {
 		`{"status":"completed","output":1,"OUTPUT":2}`} {
 		_, err := ParseCallback([]byte(bad))
 		require.Error(t, err, bad)
+	}
+	// A lone surrogate (an emoji cut in half) is refused with its path, so
+	// the callback answers 400 rather than failing in the database.
+	for body, path := range map[string]string{
+		`{"status":"completed","output":{"name":"caf\ud83d"}}`: "$.output.name",
+		`{"status":"failed","error":"\udc00 lost"}`:            "$.error",
+		`{"status":"running","progress":["\ud800"]}`:           "$.progress[0]",
+	} {
+		_, err := ParseCallback([]byte(body))
+		var se *jsonlimit.SurrogateError
+		require.ErrorAs(t, err, &se, body)
+		require.Equal(t, path, se.Path, body)
 	}
 }
 

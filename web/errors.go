@@ -27,18 +27,26 @@ func errorf(status int, code, msg string) *apiError {
 
 func badRequest(msg string) *apiError { return errorf(http.StatusBadRequest, "invalid_request", msg) }
 
-// codeNumberOutOfRange is the detail code of a body refused for a number
-// whose stored form would be too long (jsonlimit.NumberError).
-const codeNumberOutOfRange = "number_out_of_range"
+// Detail codes of a body refused by jsonlimit.Check: a number whose stored
+// form would be too long (jsonlimit.NumberError), a string with a lone
+// surrogate escape (jsonlimit.SurrogateError).
+const (
+	codeNumberOutOfRange = "number_out_of_range"
+	codeLoneSurrogate    = "lone_surrogate"
+)
 
 // bodyError maps a body refused by jsonlimit.Check (or the callback
-// parser) onto a 400; a number out of range carries its JSON path in
-// details, so a client can find it in a large body.
+// parser) onto a 400; a number out of range or a lone surrogate carries
+// its JSON path in details, so a client can find it in a large body.
 func bodyError(err error) *apiError {
 	ae := badRequest(err.Error())
 	var ne *jsonlimit.NumberError
-	if errors.As(err, &ne) {
+	var se *jsonlimit.SurrogateError
+	switch {
+	case errors.As(err, &ne):
 		ae.Details = []engine.Problem{{Code: codeNumberOutOfRange, Path: ne.Path, Message: ne.Error()}}
+	case errors.As(err, &se):
+		ae.Details = []engine.Problem{{Code: codeLoneSurrogate, Path: se.Path, Message: se.Error()}}
 	}
 	return ae
 }

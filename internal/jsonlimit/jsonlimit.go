@@ -26,6 +26,7 @@ var (
 	ErrNUL         = errors.New(`body contains a NUL character (\u0000), which cannot be stored`)
 	ErrTooDeep     = errors.New("body is nested too deeply")
 	ErrNumber      = errors.New("number is out of range")
+	ErrSurrogate   = errors.New("body contains a lone UTF-16 surrogate escape, which cannot be stored")
 )
 
 // NumberError is a number whose stored form would be longer than
@@ -45,10 +46,29 @@ func (e *NumberError) Error() string {
 // Is makes a NumberError an ErrNumber for errors.Is.
 func (e *NumberError) Is(target error) bool { return target == ErrNumber }
 
+// SurrogateError is a string holding a \u escape of a UTF-16 surrogate
+// (\ud800-\udfff) that is not the high half of a high-low pair
+// immediately followed by the low half: valid JSON that decoders mangle
+// and Postgres jsonb refuses. It matches ErrSurrogate.
+type SurrogateError struct {
+	// Path locates the string as NumberError.Path does; for an object key
+	// it is the object's path.
+	Path string
+}
+
+func (e *SurrogateError) Error() string {
+	return fmt.Sprintf(`%s: the string at %s has a \u escape between \ud800 and \udfff that is not `+
+		`a high surrogate followed by a low one (a character cut in half)`, ErrSurrogate, e.Path)
+}
+
+// Is makes a SurrogateError an ErrSurrogate for errors.Is.
+func (e *SurrogateError) Is(target error) bool { return target == ErrSurrogate }
+
 // Check reports whether raw is acceptable: valid UTF-8, nesting of objects
-// and arrays at most maxDepth, no raw or escaped NUL, every number's stored
-// form at most MaxNumberLen characters (a *NumberError with its path
-// otherwise). It does not check that raw is well-formed JSON; the decoder
+// and arrays at most maxDepth, no raw or escaped NUL, no lone surrogate
+// escape (a *SurrogateError with its path otherwise), every number's
+// stored form at most MaxNumberLen characters (a *NumberError with its
+// path otherwise). It does not check that raw is well-formed JSON; the decoder
 // does that.
 func Check(raw []byte, maxDepth int) error {
 	if !utf8.Valid(raw) {
@@ -57,16 +77,23 @@ func Check(raw []byte, maxDepth int) error {
 	if bytes.IndexByte(raw, 0) >= 0 {
 		return ErrNUL
 	}
-	depth, inString, escaped := 0, false, false
+	depth, inString, escaped, strStart := 0, false, false, 0
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
 		if inString {
 			switch {
 			case escaped:
 				escaped = false
-				if c == 'u' && i+4 < len(raw) && string(raw[i+1:i+5]) == "0000" {
-					return ErrNUL
+				if c != 'u' {
+					break
 				}
+				n, err := unicodeEscape(raw, i)
+				if errors.Is(err, ErrNUL) {
+					return ErrNUL
+				} else if err != nil {
+					return &SurrogateError{Path: pathAt(raw, strStart)}
+				}
+				i += n
 			case c == '\\':
 				escaped = true
 			case c == '"':
@@ -76,7 +103,7 @@ func Check(raw []byte, maxDepth int) error {
 		}
 		switch {
 		case c == '"':
-			inString = true
+			inString, strStart = true, i
 		case c == '{' || c == '[':
 			depth++
 			if depth > maxDepth {
@@ -93,6 +120,52 @@ func Check(raw []byte, maxDepth int) error {
 		}
 	}
 	return nil
+}
+
+// unicodeEscape checks the \u escape whose 'u' is at raw[i]: ErrNUL for
+// \u0000, ErrSurrogate for a surrogate that is not a high half followed by
+// a \u escape of a low half. It returns how many bytes after the 'u' the
+// escape (the pair's both halves) takes. Malformed hex is left to the
+// decoder.
+func unicodeEscape(raw []byte, i int) (int, error) {
+	r, ok := hex4(raw, i+1)
+	switch {
+	case !ok:
+		return 0, nil
+	case r == 0:
+		return 0, ErrNUL
+	case r >= 0xdc00 && r <= 0xdfff: // a low half with no high one before it
+		return 0, ErrSurrogate
+	case r >= 0xd800 && r <= 0xdbff:
+		if i+6 < len(raw) && raw[i+5] == '\\' && raw[i+6] == 'u' {
+			if lo, ok := hex4(raw, i+7); ok && lo >= 0xdc00 && lo <= 0xdfff {
+				return 10, nil
+			}
+		}
+		return 0, ErrSurrogate
+	}
+	return 4, nil
+}
+
+// hex4 decodes the four hex digits at raw[j:j+4].
+func hex4(raw []byte, j int) (rune, bool) {
+	if j+4 > len(raw) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range raw[j : j+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // maxExponent bounds a number's written exponent, whatever its digits.

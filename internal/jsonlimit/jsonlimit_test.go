@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -39,6 +40,18 @@ func TestCheck(t *testing.T) {
 		{"zero with an exponent beyond 1000", `[0e1001]`, ErrNumber},
 		{"number-like text in a string", `{"a":"1e100000"}`, nil},
 		{"long fraction", `[0.` + strings.Repeat("1", 20000) + `]`, ErrNumber},
+		{"surrogate pair", `{"a":"caf\ud83d\ude00","b":"\uD83D\uDE00x"}`, nil},
+		{"lone high surrogate", `{"a":"\ud800"}`, ErrSurrogate},
+		{"high surrogate then text", `{"a":"Zoe \ud83dx"}`, ErrSurrogate},
+		{"high surrogate then another high", `["\ud83d\ud83d"]`, ErrSurrogate},
+		{"high surrogate then a non-surrogate escape", `["\ud83d\u0041"]`, ErrSurrogate},
+		{"high surrogate then an escaped letter", `["\ud83d\n"]`, ErrSurrogate},
+		{"lone low surrogate", `["\uDC00"]`, ErrSurrogate},
+		{"low then high", `["\ude00\ud83d"]`, ErrSurrogate},
+		{"pair then lone high", `["\ud83d\ude00\udbff"]`, ErrSurrogate},
+		{"surrogate in a key", `{"\ud800":1}`, ErrSurrogate},
+		{"escaped backslash then surrogate text", `["\\ud800"]`, nil},
+		{"escapes around the range", `["\ud7ff\ue000\uffff\u0041"]`, nil},
 	}
 	for _, tt := range tests {
 		err := Check([]byte(tt.in), MaxDepth)
@@ -95,8 +108,26 @@ func TestNumberErrorPath(t *testing.T) {
 	}
 }
 
+func TestSurrogateErrorPath(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, path string }{
+		{`"\ud800"`, "$"},
+		{`{"name":"Zoe \ud83d","email":"zoe@example.com"}`, "$.name"},
+		{`{"status":"completed","output":{"rows":[["ok","caf\udc00"]]}}`, "$.output.rows[0][1]"},
+		{`{"a":{"\ud800":1}}`, "$.a"},
+		{`{"a b":["\u00e9\ud83d\ude00","x\"\ud800"]}`, `$["a b"][1]`},
+	}
+	for _, tt := range tests {
+		err := Check([]byte(tt.in), MaxDepth)
+		var se *SurrogateError
+		require.ErrorAs(t, err, &se, "%s: %v", tt.in, err)
+		require.Equal(t, tt.path, se.Path, tt.in)
+		require.Contains(t, se.Error(), tt.path)
+	}
+}
+
 func TestCheckDoesNotAllocate(t *testing.T) {
-	body := []byte(`{"a":[1,-2.5e-3,{"b":"c\"d","e":[true,false,null,1e62]}]}`)
+	body := []byte(`{"a":[1,-2.5e-3,{"b":"c\"d\u00e9\ud83d\ude00","e":[true,false,null,1e62]}]}`)
 	require.Zero(t, testing.AllocsPerRun(100, func() { _ = Check(body, MaxDepth) }))
 }
 
@@ -104,6 +135,7 @@ func FuzzCheck(f *testing.F) {
 	f.Add([]byte(`{"a":[1,2,{"b":"\u0000"}]}`))
 	f.Add([]byte(`{"a":[1,{"b":1e100000}]}`))
 	f.Add([]byte(`[-0.000e-70,"x\"",{"k":[1E+5]}]`))
+	f.Add([]byte(`{"a":["\ud83d\ude00","\ud800","\\udc00"]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		err := Check(b, 8)
 		var ne *NumberError
@@ -111,8 +143,18 @@ func FuzzCheck(f *testing.F) {
 			require.True(t, strings.HasPrefix(ne.Path, "$"), ne.Path)
 			return
 		}
+		var se *SurrogateError
+		if errors.As(err, &se) {
+			require.True(t, strings.HasPrefix(se.Path, "$"), se.Path)
+			return
+		}
 		if err != nil || !json.Valid(b) {
 			return
+		}
+		// encoding/json decodes a lone surrogate as U+FFFD: an accepted
+		// document has one only where it was written.
+		if !strings.Contains(strings.ToLower(string(b)), `\ufffd`) && !strings.ContainsRune(string(b), utf8.RuneError) {
+			require.NotContains(t, decodedStrings(t, b), string(utf8.RuneError), "%q was accepted", b)
 		}
 		// Every number of an accepted document is within float64's range.
 		var v any
@@ -124,6 +166,23 @@ func FuzzCheck(f *testing.F) {
 			require.NoError(t, err, "%s was accepted", n)
 		})
 	})
+}
+
+// decodedStrings returns every string and key of the JSON document b,
+// decoded and joined.
+func decodedStrings(t *testing.T, b []byte) string {
+	t.Helper()
+	var all strings.Builder
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return all.String()
+		}
+		if s, ok := tok.(string); ok {
+			all.WriteString(s)
+		}
+	}
 }
 
 func walkNumbers(v any, fn func(json.Number)) {

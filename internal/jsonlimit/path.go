@@ -19,7 +19,8 @@ type pathFrame struct {
 }
 
 // pathAt returns the location of the value that starts at raw[off], in the
-// form "$", "$.key", `$["odd key"]`, "$.items[3].x". It is only called to
+// form "$", "$.key", `$["odd key"]`, "$.items[3].x" (for an object's key,
+// the object's path). It is only called to
 // report an error, so it may allocate. Malformed JSON gives a best-effort
 // path, never a panic.
 func pathAt(raw []byte, off int) string {
@@ -55,9 +56,10 @@ func pathAt(raw []byte, off int) string {
 	var b strings.Builder
 	b.WriteString("$")
 	for _, f := range stack {
-		if f.array {
+		switch {
+		case f.array:
 			b.WriteString("[" + strconv.Itoa(f.index) + "]")
-		} else {
+		case f.key != nil: // none while off is at a key: the object's path
 			writeKey(&b, f.key)
 		}
 	}
