@@ -15,10 +15,14 @@ import (
 // ActionClaims are what a one-click approval link asserts: this person may
 // choose this outcome at this UX node's attempt, once, until Expiry.
 type ActionClaims struct {
-	RunID   string    `json:"r"`
-	Key     string    `json:"k"`
-	Attempt int       `json:"a"`
-	Email   string    `json:"e"`
+	RunID   string `json:"r"`
+	Key     string `json:"k"`
+	Attempt int    `json:"a"`
+	Email   string `json:"e"`
+	// UserID is the account Email named when the link was made ("" for
+	// none): the link decides only as that account, not as a later one
+	// made with the same email.
+	UserID  string    `json:"u,omitempty"`
 	Outcome string    `json:"o"`
 	Nonce   string    `json:"n"`
 	Expiry  time.Time `json:"x"`
@@ -70,10 +74,13 @@ func (k *Keyring) VerifyAction(token string, now time.Time) (ActionClaims, error
 	return c, nil
 }
 
-// GroupMembers lists the emails of the enabled users who may decide
-// approvals (approvers and admins) in any of groups (store.Store).
-type GroupMembers interface {
+// People is what links are made from (store.Store): the emails of the
+// enabled users who may decide approvals (approvers and admins) in any of
+// groups, and the ids of the accounts emails name (those without one left
+// out).
+type People interface {
 	UserEmailsInGroups(ctx context.Context, groups []string) ([]string, error)
+	UserIDsByEmail(ctx context.Context, emails []string) (map[string]string, error)
 }
 
 // ActionLinker adds signed one-click approval links to approval.requested
@@ -86,7 +93,7 @@ type ActionLinker struct {
 	BaseURL string
 	// TTL is how long a link works (default 7 days, at most 30).
 	TTL     time.Duration
-	Members GroupMembers
+	Members People
 	Clock   engine.Clock
 }
 
@@ -139,6 +146,14 @@ func (l *ActionLinker) AddLinks(ctx context.Context, runID string, payload json.
 			add(m)
 		}
 	}
+	// Each link is bound to the account its email names now.
+	ids := map[string]string{}
+	if l.Members != nil {
+		var err error
+		if ids, err = l.Members.UserIDsByEmail(ctx, order); err != nil {
+			return nil, err
+		}
+	}
 	ttl := l.TTL
 	if ttl <= 0 {
 		ttl = 7 * 24 * time.Hour
@@ -153,7 +168,7 @@ func (l *ActionLinker) AddLinks(ctx context.Context, runID string, payload json.
 			if _, err := rand.Read(nonce); err != nil {
 				return nil, err
 			}
-			tok, err := l.Keys.MintAction(ActionClaims{RunID: runID, Key: p.Key, Attempt: p.Attempt, Email: e, Outcome: o,
+			tok, err := l.Keys.MintAction(ActionClaims{RunID: runID, Key: p.Key, Attempt: p.Attempt, Email: e, UserID: ids[e], Outcome: o,
 				Nonce: b64.EncodeToString(nonce), Expiry: exp})
 			if err != nil {
 				return nil, err

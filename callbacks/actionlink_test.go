@@ -27,6 +27,17 @@ func (m members) UserEmailsInGroups(_ context.Context, groups []string) ([]strin
 	return out, nil
 }
 
+// UserIDsByEmail gives every email but nobody@ an account, "id-" + email.
+func (m members) UserIDsByEmail(_ context.Context, emails []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, e := range emails {
+		if !strings.HasPrefix(e, "nobody@") {
+			out[e] = "id-" + e
+		}
+	}
+	return out, nil
+}
+
 func TestActionTokens(t *testing.T) {
 	ring, err := callbacks.NewKeyring(callbacks.Key{ID: "k1", Secret: bytes.Repeat([]byte{1}, 32)})
 	require.NoError(t, err)
@@ -65,7 +76,7 @@ func TestAddLinks(t *testing.T) {
 	l := &callbacks.ActionLinker{Keys: ring, BaseURL: "https://s.example/", Members: members{"fin": {"ann@example.com", "BOB@example.com"}},
 		Clock: fixedNow{now}, TTL: 90 * 24 * time.Hour}
 	in := json.RawMessage(`{"type": "approval.requested", "node_key": "ask", "attempt": 1, "outcomes": ["approve", "reject"],
-		"assignees": {"users": ["bob@example.com"], "groups": ["fin"]}, "prompt": "OK?"}`)
+		"assignees": {"users": ["bob@example.com", "nobody@example.com"], "groups": ["fin"]}, "prompt": "OK?"}`)
 	out, err := l.AddLinks(context.Background(), "run-1", in)
 	require.NoError(t, err)
 	var p struct {
@@ -74,7 +85,7 @@ func TestAddLinks(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(out, &p))
 	require.Equal(t, "OK?", p.Prompt, "the rest of the notification is kept")
-	require.Len(t, p.Links, 4, "bob once (named and a member), ann; two outcomes each")
+	require.Len(t, p.Links, 6, "bob once (named and a member), nobody, ann; two outcomes each")
 	seen := map[string]bool{}
 	for _, k := range p.Links {
 		seen[k.Email+" "+k.Outcome] = true
@@ -82,10 +93,16 @@ func TestAddLinks(t *testing.T) {
 		tok := strings.TrimPrefix(k.URL, "https://s.example/approve/")
 		c, err := ring.VerifyAction(tok, now)
 		require.NoError(t, err)
-		require.Equal(t, callbacks.ActionClaims{RunID: "run-1", Key: "ask", Attempt: 1, Email: k.Email, Outcome: k.Outcome,
-			Nonce: c.Nonce, Expiry: k.ExpiresAt}, c)
+		// Each link is bound to the account (none for an email without one).
+		id := "id-" + k.Email
+		if k.Email == "nobody@example.com" {
+			id = ""
+		}
+		require.Equal(t, callbacks.ActionClaims{RunID: "run-1", Key: "ask", Attempt: 1, Email: k.Email, UserID: id,
+			Outcome: k.Outcome, Nonce: c.Nonce, Expiry: k.ExpiresAt}, c)
 	}
 	require.Equal(t, map[string]bool{"bob@example.com approve": true, "bob@example.com reject": true,
+		"nobody@example.com approve": true, "nobody@example.com reject": true,
 		"ann@example.com approve": true, "ann@example.com reject": true}, seen)
 
 	// Without assignees, or another type: as it was.

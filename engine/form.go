@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -108,6 +109,11 @@ func CompileForm(raw json.RawMessage) (*Form, error) {
 	if err != nil {
 		return nil, &FormSchemaError{Issues: schemaIssues(err, doc)}
 	}
+	if n := expansion(sch, MaxFormExpansion); n > MaxFormExpansion {
+		return nil, &FormSchemaError{Issues: []FormIssue{{Message: fmt.Sprintf("the schema has more than %d subschemas "+
+			"once each $ref is written out in place (nested anyOf, oneOf or allOf referring to shared definitions "+
+			"multiply them), too many to check an answer against: refer to fewer alternatives at each level", MaxFormExpansion)}}}
+	}
 	return &Form{schema: sch}, nil
 }
 
@@ -150,37 +156,73 @@ func (f *Form) Check(answer json.RawMessage) []FormIssue {
 	return validationIssues(ve, v)
 }
 
+// Bounds on what a refused answer reports, whatever the form: the
+// library's error tree can hold a node per subschema evaluated (up to
+// MaxFormExpansion per part of the answer), and a message naming every
+// alternative of nested anyOf grows with their product.
+const (
+	maxFormIssues       = 100    // issues reported
+	maxFormAlternatives = 5      // alternatives of one anyOf/oneOf described
+	maxIssueMessage     = 1000   // bytes of one issue's message
+	maxIssueNodes       = 10_000 // error-tree nodes read
+)
+
 // validationIssues flattens a validation error's tree into its leaves,
-// sorted by path: every problem, each where it is in the document doc. An
-// anyOf or oneOf none of whose alternatives fits is one issue naming what
-// each alternative missed, since fixing any one of them is enough.
+// sorted by path: every problem (up to maxFormIssues), each where it is in
+// the document doc. An anyOf or oneOf none of whose alternatives fits is
+// one issue naming what each of its first maxFormAlternatives missed,
+// since fixing any one of them is enough.
 func validationIssues(ve *jsonschema.ValidationError, doc any) []FormIssue {
+	budget := maxIssueNodes
+	return boundedIssues(ve, doc, &budget)
+}
+
+// boundedIssues is validationIssues reading at most *budget nodes of the
+// tree (shared with the alternatives' own issues).
+func boundedIssues(ve *jsonschema.ValidationError, doc any, budget *int) []FormIssue {
 	var out []FormIssue
+	more := false
+	add := func(is FormIssue) {
+		if len(out) >= maxFormIssues {
+			more = true
+			return
+		}
+		is.Message = cutMessage(is.Message)
+		out = append(out, is)
+	}
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
+		if *budget <= 0 || len(out) >= maxFormIssues {
+			more = true
+			return
+		}
+		*budget--
 		switch e.ErrorKind.(type) {
 		case *kind.AnyOf, *kind.OneOf:
 			if len(e.Causes) > 0 {
 				at := docPath(doc, e.InstanceLocation)
-				alts := make([]string, len(e.Causes))
-				for i, c := range e.Causes {
+				alts := make([]string, 0, min(len(e.Causes), maxFormAlternatives)+1)
+				for i, c := range e.Causes[:min(len(e.Causes), maxFormAlternatives)] {
 					var sub []string
-					for _, is := range validationIssues(c, doc) {
+					for _, is := range boundedIssues(c, doc, budget) {
 						if rel := strings.TrimPrefix(is.Path, at); rel != "" {
 							sub = append(sub, "at "+rel+": "+is.Message)
 						} else {
 							sub = append(sub, is.Message)
 						}
 					}
-					alts[i] = "(" + strconv.Itoa(i+1) + ") " + strings.Join(sub, ", ")
+					alts = append(alts, "("+strconv.Itoa(i+1)+") "+cutMessage(strings.Join(sub, ", ")))
 				}
-				out = append(out, FormIssue{Path: at, Message: "fits none of the alternatives: " + strings.Join(alts, "; ")})
+				if n := len(e.Causes) - maxFormAlternatives; n > 0 {
+					alts = append(alts, "and "+strconv.Itoa(n)+" more")
+				}
+				add(FormIssue{Path: at, Message: "fits none of the alternatives: " + strings.Join(alts, "; ")})
 				return
 			}
 		}
 		if len(e.Causes) == 0 {
 			msg := strings.ReplaceAll(e.ErrorKind.LocalizedString(formPrinter), formURL, "form")
-			out = append(out, FormIssue{Path: docPath(doc, e.InstanceLocation), Message: msg})
+			add(FormIssue{Path: docPath(doc, e.InstanceLocation), Message: msg})
 			return
 		}
 		for _, c := range e.Causes {
@@ -194,7 +236,23 @@ func validationIssues(ve *jsonschema.ValidationError, doc any) []FormIssue {
 		}
 		return strings.Compare(a.Message, b.Message)
 	})
-	return slices.Compact(out)
+	out = slices.Compact(out)
+	if more {
+		out = append(out, FormIssue{Message: "and more problems not listed"})
+	}
+	return out
+}
+
+// cutMessage cuts msg to maxIssueMessage bytes, on a character boundary.
+func cutMessage(msg string) string {
+	if len(msg) <= maxIssueMessage {
+		return msg
+	}
+	cut := maxIssueMessage
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
 }
 
 // docPath renders the JSON pointer tokens tokens into doc as a path:

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -125,4 +128,80 @@ func TestCheckForm(t *testing.T) {
 	// A form that does not compile (saved before forms were checked) is
 	// not enforced.
 	require.NoError(t, checkForm(&FormCache{}, &Node{ID: "old", Config: json.RawMessage(`{"form": {"type": 5}}`)}, "old", CompleteUXParams{}))
+}
+
+// nestedAnyOf is the red team's schema: n levels of
+// anyOf:[{$ref next},{$ref next}] over a string, 3·2^n subschemas written
+// out.
+func nestedAnyOf(n int) json.RawMessage {
+	defs := map[string]any{}
+	for k := 0; k < n; k++ {
+		next := map[string]any{"$ref": fmt.Sprintf("#/$defs/s%d", k+1)}
+		defs[fmt.Sprintf("s%d", k)] = map[string]any{"anyOf": []any{next, next}}
+	}
+	defs[fmt.Sprintf("s%d", n)] = map[string]any{"type": "string"}
+	b, _ := json.Marshal(map[string]any{"$defs": defs, "$ref": "#/$defs/s0"})
+	return b
+}
+
+// TestFormExpansionBounded: a form whose $refs multiply past
+// MaxFormExpansion subschemas is refused when it is compiled (22 levels
+// took 74 s and 8.6 GB to check the answer 1); one just within answers
+// at once with a bounded message; a recursive form (a tree) is not
+// counted past its recursion.
+func TestFormExpansionBounded(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	for _, n := range []int{12, 22, 40} {
+		_, err := CompileForm(nestedAnyOf(n))
+		var se *FormSchemaError
+		require.ErrorAs(t, err, &se, "n=%d", n)
+		require.Contains(t, se.Error(), "more than 10000 subschemas", "n=%d", n)
+	}
+	require.Less(t, time.Since(start), time.Second)
+
+	f, err := CompileForm(nestedAnyOf(11))
+	require.NoError(t, err)
+	start = time.Now()
+	issues := f.Check(json.RawMessage(`1`))
+	require.Less(t, time.Since(start), time.Second)
+	require.NotEmpty(t, issues)
+	size := 0
+	for _, is := range issues {
+		size += len(is.Path) + len(is.Message)
+	}
+	require.Less(t, size, maxFormIssues*(maxIssueMessage+100))
+
+	tree := `{"$defs": {"node": {"type": "object", "properties": {"name": {"type": "string"},
+		"and": {"type": "array", "items": {"$ref": "#/$defs/node"}}, "or": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+		"$ref": "#/$defs/node"}`
+	f, err = CompileForm(json.RawMessage(tree))
+	require.NoError(t, err)
+	require.Empty(t, f.Check(json.RawMessage(`{"and": [{"name": "a"}, {"or": [{"name": "b"}]}]}`)))
+}
+
+// TestFormIssuesBounded: what a refused answer reports is bounded however
+// many ways it fails: at most maxFormIssues issues, the first
+// maxFormAlternatives alternatives of an anyOf, messages cut.
+func TestFormIssuesBounded(t *testing.T) {
+	t.Parallel()
+	f, err := CompileForm(json.RawMessage(`{"type": "array", "items": {"type": "string"}}`))
+	require.NoError(t, err)
+	issues := f.Check(json.RawMessage("[" + strings.TrimSuffix(strings.Repeat("1,", 1000), ",") + "]"))
+	require.Len(t, issues, maxFormIssues+1)
+	require.Equal(t, "and more problems not listed", issues[maxFormIssues].Message)
+
+	alts := make([]any, 50)
+	for i := range alts {
+		alts[i] = map[string]any{"required": []string{fmt.Sprintf("field_%d_%s", i, strings.Repeat("x", 100))}}
+	}
+	wide, _ := json.Marshal(map[string]any{"anyOf": alts})
+	f, err = CompileForm(wide)
+	require.NoError(t, err)
+	issues = f.Check(json.RawMessage(`{}`))
+	require.Len(t, issues, 1)
+	require.Contains(t, issues[0].Message, "(5) ")
+	require.NotContains(t, issues[0].Message, "(6) ")
+	require.Contains(t, issues[0].Message, "and 45 more")
+	require.LessOrEqual(t, len(issues[0].Message), maxIssueMessage+len("…"))
 }

@@ -537,6 +537,22 @@ func (s *Store) UserEmailsInGroups(ctx context.Context, groups []string) ([]stri
 	return out, nil
 }
 
+// UserIDsByEmail maps each of emails (in lower case) that names an
+// account, in any case, to the account's id.
+func (s *Store) UserIDsByEmail(ctx context.Context, emails []string) (map[string]string, error) {
+	var rows []struct{ ID, Email string }
+	err := s.db.WithContext(ctx).Raw(`SELECT id, lower(email) AS email FROM users WHERE lower(email) = ANY(?::text[])`,
+		pq.StringArray(emails)).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("error looking up the accounts of %d emails: %w", len(emails), interpretError(err))
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.Email] = r.ID
+	}
+	return out, nil
+}
+
 // UseActionLink marks a one-click link's nonce used; false when it was
 // already. Links used more than a month ago are forgotten on the way (no
 // link lives that long).

@@ -119,9 +119,16 @@ func (s *Server) approveSubmit(c echo.Context) error {
 			Message: "Keep the comment under 4,096 bytes and try again."})
 	}
 	ctx := c.Request().Context()
-	u, err := s.cfg.Store.UserByEmail(ctx, cl.Email)
-	if err != nil && !errors.Is(err, engine.ErrNotFound) {
-		return err
+	// The link decides as the account it was made for: one deleted and
+	// made again with the same email is another person.
+	var u *store.User
+	if cl.UserID != "" {
+		if u, err = s.cfg.Store.GetUser(ctx, cl.UserID); err != nil && !errors.Is(err, engine.ErrNotFound) {
+			return err
+		}
+		if u != nil && !strings.EqualFold(u.Email, cl.Email) {
+			u = nil
+		}
 	}
 	// The link decides as its person, as if they had signed in: a user who
 	// may decide approvals (an approver or an admin), enabled.

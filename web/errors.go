@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"regexp"
 
 	"github.com/labstack/echo/v4"
 
@@ -72,6 +73,12 @@ func toAPIError(err error) *apiError {
 		return &apiError{Status: http.StatusBadRequest, Code: "invalid_request",
 			Message: "the answer does not fit node " + fe.Key + "'s form: " + plural(len(fe.Problems), "problem"), Details: fe.Problems}
 	}
+	// A queued compare-and-set that found its node moved on: say which,
+	// not the statement (which travels in the error's text).
+	var qe *engine.QueuedTransitionError
+	if errors.As(err, &qe) {
+		return errorf(http.StatusConflict, "conflict", qe.Error())
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		code := codeByStatus[he.Code]
@@ -112,13 +119,31 @@ func plural(n int, w string) string {
 	return itoa(n) + " " + w + "s"
 }
 
+// sqlText matches what SQL looks like in an error's text (statements are
+// written in capitals here): the driver's and the store's errors may
+// carry a statement, which no answer may show.
+var sqlText = regexp.MustCompile(`SQLSTATE|queued statement|\bSELECT\b.*\bFROM\b|\bUPDATE \S+ SET\b|` +
+	`\bINSERT INTO\b|\bDELETE FROM\b|\bWITH \S+ AS \(|\bON CONFLICT\b`)
+
+// withoutSQL replaces the message of an answer that quotes SQL with its
+// status's plain text, and says whether it did (the safety net; each
+// such error should get a clear message of its own).
+func withoutSQL(ae *apiError) (*apiError, bool) {
+	if !sqlText.MatchString(ae.Message) {
+		return ae, false
+	}
+	clean := *ae
+	clean.Message = http.StatusText(ae.Status) + " (the server's log has the details)"
+	return &clean, true
+}
+
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	ae := toAPIError(err)
-	if ae.Status >= 500 {
-		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "error", err)
+	ae, hidden := withoutSQL(toAPIError(err))
+	if ae.Status >= 500 || hidden {
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "status", ae.Status, "error", err)
 	}
 	_ = c.JSON(ae.Status, map[string]any{"error": ae})
 }

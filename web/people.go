@@ -2,8 +2,10 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/mail"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,6 +76,11 @@ func (s *Server) login(c echo.Context) error {
 	if err != nil && !errors.Is(err, engine.ErrNotFound) {
 		return err
 	}
+	release, err := s.passwordSlot(c)
+	if err != nil {
+		return err
+	}
+	defer release()
 	hash, err := s.dummyHash()
 	if err != nil {
 		return err
@@ -99,6 +106,36 @@ func (s *Server) login(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"user": u, "csrf_token": csrf, "expires_at": expires.UTC()})
+}
+
+// DefaultLoginConcurrency is LoginConcurrency's default: two password
+// checks per CPU keep the CPUs busy; more only add memory (19 MiB each)
+// and wait.
+func DefaultLoginConcurrency() int { return 2 * runtime.GOMAXPROCS(0) }
+
+// passwordSlot waits up to LoginWait for a turn to check a password
+// (LoginConcurrency at once, whatever the addresses: the per-address
+// limits do not bound a crowd of them), then answers 429. release gives
+// the turn back.
+func (s *Server) passwordSlot(c echo.Context) (release func(), err error) {
+	t := time.NewTimer(s.cfg.LoginWait)
+	defer t.Stop()
+	select {
+	case s.hashSlots <- struct{}{}:
+	case <-t.C:
+		c.Response().Header().Set("Retry-After", "1")
+		return nil, errorf(http.StatusTooManyRequests, "rate_limited", "too many sign-ins at once; try again in a second")
+	case <-c.Request().Context().Done():
+		return nil, fmt.Errorf("waiting to check a password: %w", c.Request().Context().Err())
+	}
+	n := s.hashing.Add(1)
+	if s.cfg.PasswordChecks != nil {
+		s.cfg.PasswordChecks.Signal(int(n))
+	}
+	return func() {
+		s.hashing.Add(-1)
+		<-s.hashSlots
+	}, nil
 }
 
 // startSession signs u in, however they proved who they are (a password,

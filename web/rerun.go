@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -66,6 +67,14 @@ func (s *Server) migrateRun(c echo.Context) error {
 	if errors.As(err, &me) {
 		return &apiError{Status: http.StatusConflict, Code: "conflict", Message: me.Error(),
 			Details: map[string]any{"missing_nodes": me.Nodes}}
+	}
+	// A node the new version reorders had left pending when the migrate
+	// reached it (it started, or the run moved on meanwhile).
+	var qe *engine.QueuedTransitionError
+	if errors.As(err, &qe) {
+		return errorf(http.StatusConflict, "conflict", fmt.Sprintf("the run cannot be migrated to version %d: "+
+			"node %s is no longer %s (it has started, or the run moved on meanwhile); nothing was changed",
+			v.Number, qe.Key, qe.From))
 	}
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,6 +24,7 @@ import (
 	"github.com/stitchd/stitchd/internal/jsonlimit"
 	"github.com/stitchd/stitchd/internal/password"
 	"github.com/stitchd/stitchd/internal/secretbox"
+	"github.com/stitchd/stitchd/internal/testsignal"
 	"github.com/stitchd/stitchd/store"
 )
 
@@ -65,6 +67,15 @@ type Config struct {
 	// PasswordParams is the cost of new password hashes (default
 	// password.Default).
 	PasswordParams password.Params
+	// LoginConcurrency bounds the password checks of sign-ins running at
+	// once in this process (each holds 19 MiB while it runs; default
+	// DefaultLoginConcurrency). A sign-in waits LoginWait (default 1s)
+	// for its turn, then is answered 429 with Retry-After.
+	LoginConcurrency int
+	LoginWait        time.Duration
+	// PasswordChecks, a test hook, is sent how many password checks run
+	// each time one starts.
+	PasswordChecks *testsignal.Signal[int]
 	// BaseURL is the server's public URL: an https one marks the session
 	// cookie Secure even behind a proxy that does not say so.
 	BaseURL string
@@ -97,6 +108,10 @@ type Server struct {
 	inputSchemas engine.FormCache
 	// oidc signs people in through an OIDC provider (nil: off).
 	oidc *oidcAuth
+	// hashSlots holds a token per password check running (sign-in's
+	// global bound); hashing counts them for PasswordChecks.
+	hashSlots chan struct{}
+	hashing   atomic.Int32
 }
 
 // New builds the router.
@@ -125,7 +140,14 @@ func New(cfg Config) *Server {
 	if cfg.PasswordParams == (password.Params{}) {
 		cfg.PasswordParams = password.Default
 	}
-	s := &Server{cfg: cfg, echo: echo.New(), log: cfg.Logger, hookRate: newRateLimiter(cfg.TriggerRate)}
+	if cfg.LoginConcurrency <= 0 {
+		cfg.LoginConcurrency = DefaultLoginConcurrency()
+	}
+	if cfg.LoginWait <= 0 {
+		cfg.LoginWait = time.Second
+	}
+	s := &Server{cfg: cfg, echo: echo.New(), log: cfg.Logger, hookRate: newRateLimiter(cfg.TriggerRate),
+		hashSlots: make(chan struct{}, cfg.LoginConcurrency)}
 	if cfg.OIDC.Enabled() {
 		s.oidc = newOIDCAuth(cfg.OIDC, cfg.BaseURL, cfg.Logger)
 	}
@@ -141,6 +163,7 @@ func New(cfg Config) *Server {
 	e.Use(s.writeDeadline)
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(strconv.FormatInt(cfg.BodyLimit, 10) + "B"))
+	e.Use(validText)
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)

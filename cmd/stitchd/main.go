@@ -71,6 +71,7 @@ var settings = []setting{
 	{"worker-private-addresses", "STITCHD_WORKER_PRIVATE_ADDRESSES"},
 	{"worker-allow-cidrs", "STITCHD_WORKER_ALLOW_CIDRS"},
 	{"trigger-rate", "STITCHD_TRIGGER_RATE"},
+	{"login-concurrency", "STITCHD_LOGIN_CONCURRENCY"},
 	{"pprof-addr", "STITCHD_PPROF_ADDR"},
 	{"notify-url", "STITCHD_NOTIFY_URL"},
 	{"retention", "STITCHD_RETENTION"},
@@ -119,6 +120,7 @@ type options struct {
 	dispatchTimeout, pollInterval               time.Duration
 	privateAddresses, allowCIDRs                string
 	triggerRate                                 float64
+	loginConcurrency                            int
 	pprofAddr                                   string
 	notifyURL, archiveURL                       string
 	retention                                   string
@@ -163,6 +165,8 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.privateAddresses, "worker-private-addresses", "allow", "allow or deny worker URLs resolving to loopback, private or link-local addresses (env STITCHD_WORKER_PRIVATE_ADDRESSES)")
 	fs.StringVar(&o.allowCIDRs, "worker-allow-cidrs", "", "comma-separated CIDRs allowed when private addresses are denied (env STITCHD_WORKER_ALLOW_CIDRS)")
 	fs.Float64Var(&o.triggerRate, "trigger-rate", defaultTriggerRate, "runs one inbound trigger may start a second (bursts of as many); beyond, 429 with Retry-After; 0 = no limit (env STITCHD_TRIGGER_RATE)")
+	fs.IntVar(&o.loginConcurrency, "login-concurrency", 0, "password checks of sign-ins run at once in this process (19 MiB each); "+
+		"past it a sign-in waits a second, then gets 429 with Retry-After; 0 = twice GOMAXPROCS (env STITCHD_LOGIN_CONCURRENCY)")
 	fs.StringVar(&o.archiveURL, "archive-url", "", "retention sends each batch of runs it deletes there first (signed JSON: runs with their node states, events and journey); a batch not taken (2xx) is kept and sent again; empty = none (env STITCHD_ARCHIVE_URL)")
 	fs.StringVar(&o.retention, "retention", "", "delete finished runs this long after they finished: 30d, 720h, P30D; empty = keep (a flow's settings.retentionDays still applies) (env STITCHD_RETENTION)")
 	fs.StringVar(&o.notifyURL, "notify-url", "", "notification webhook: approvals requested, reminders, timed out, runs failed are POSTed there, signed; empty = none (env STITCHD_NOTIFY_URL)")
@@ -343,7 +347,7 @@ func (o options) config(log *slog.Logger) app.Config {
 	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, SessionDatabaseURL: o.sessionDatabaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
 		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems,
 		ExprLimits: engine.ExprLimits{MemoryBytes: o.exprMemory, Time: o.exprTimeout}, MaxRunNodes: o.maxRunNodes, Logger: log, DataDir: o.dataDir, LocalPostgres: o.localPostgres,
-		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, OTLPEndpoint: o.otlpEndpoint, Version: version,
+		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, LoginConcurrency: o.loginConcurrency, OTLPEndpoint: o.otlpEndpoint, Version: version,
 		NotifyURL: o.notifyURL, ArchiveURL: o.archiveURL, Retention: o.retentionPeriod, SessionTTL: o.sessionTTL, TrustProxy: o.trustProxy,
 		DispatchRates: o.dispatchRates, OIDC: o.oidc(), SecretKey: o.secretKeyBytes, DevSecrets: o.devSecrets}
 }
@@ -383,6 +387,9 @@ func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) 
 	}
 	if o.triggerRate < 0 || math.IsNaN(o.triggerRate) || math.IsInf(o.triggerRate, 0) {
 		return fmt.Errorf("--trigger-rate must be a number of runs a second, 0 or more, not %v", o.triggerRate)
+	}
+	if o.loginConcurrency < 0 {
+		return fmt.Errorf("--login-concurrency must be 0 (twice GOMAXPROCS) or more, not %d", o.loginConcurrency)
 	}
 	if o.retention != "" {
 		d, err := parseRetention(o.retention)

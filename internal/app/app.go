@@ -136,6 +136,11 @@ type Config struct {
 	// NotifyURL is the notification webhook (approvals requested, reminded
 	// about and timed out; runs failed); empty: none.
 	NotifyURL string
+	// LoginConcurrency bounds the password checks of sign-ins running at
+	// once (default web.DefaultLoginConcurrency); past it a sign-in waits
+	// LoginWait (default 1s), then gets 429.
+	LoginConcurrency int
+	LoginWait        time.Duration
 	// TriggerRate bounds the runs one inbound trigger starts a second
 	// (bursts of as many); beyond it a hook is answered 429 with
 	// Retry-After. 0 = no limit.
@@ -172,12 +177,16 @@ type TestSignals struct {
 	// timers, approvals, event waits, run deadlines), and ScheduleDone
 	// after each pass of the scheduler, with the time the pass began.
 	SweepDone, ScheduleDone testsignal.Signal[time.Time]
+	// PasswordChecks is sent, as a sign-in's password check starts, how
+	// many run.
+	PasswordChecks testsignal.Signal[int]
 }
 
 // Init makes every signal record.
 func (s *TestSignals) Init() {
 	s.SweepDone.Init()
 	s.ScheduleDone.Init()
+	s.PasswordChecks.Init()
 }
 
 // App is a running stitchd.
@@ -426,7 +435,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Secrets: a.SecretBox, Hub: a.Hub, AuthToken: cfg.AuthToken,
 		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, WriteTimeout: cfg.WriteTimeout, Clock: clock, Logger: cfg.Logger,
 		TriggerRate: cfg.TriggerRate, Notify: a.notifier.Notify, SessionTTL: cfg.SessionTTL, TrustProxy: cfg.TrustProxy,
-		BaseURL: cfg.BaseURL, OIDC: cfg.OIDC, NodeTypes: types})
+		BaseURL: cfg.BaseURL, OIDC: cfg.OIDC, NodeTypes: types, LoginConcurrency: cfg.LoginConcurrency, LoginWait: cfg.LoginWait,
+		PasswordChecks: &a.TestSignals.PasswordChecks})
 	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, 10*time.Second),
 		ReadTimeout: orDefault(cfg.ReadTimeout, 30*time.Second), IdleTimeout: 120 * time.Second}
 	return a, nil

@@ -240,3 +240,56 @@ func TestInboxLeavesOutWhatSeparationOfDutiesRefuses(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "the live inbox counts the same")
 }
+
+// TestApprovalLinkBoundToAccount: a link is made for an account, not an
+// email. Once that account is deleted the link decides nothing, and still
+// nothing when a new account (another person) is made with the same email;
+// a link made for the new account decides. Before, the old link decided as
+// the new account.
+func TestApprovalLinkBoundToAccount(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, 0)
+	h := newHarness(t, func(c *app.Config) { c.NotifyURL = rcv.srv.URL })
+	newApprover := func() string {
+		var u struct {
+			ID string `json:"id"`
+		}
+		require.Equal(t, http.StatusCreated, h.do("POST", "/api/v1/users",
+			map[string]any{"email": "amy@example.com", "name": "Amy", "role": "approver"}, &u))
+		return u.ID
+	}
+	linkOf := func(run string) string {
+		var body struct {
+			Links []callbacks.ActionLink `json:"links"`
+		}
+		require.NoError(t, json.Unmarshal(h.notified(rcv, run, "approval.requested", 1)[0].Body, &body))
+		for _, l := range body.Links {
+			if l.Email == "amy@example.com" && l.Outcome == "approve" {
+				return l.URL
+			}
+		}
+		t.Fatalf("no link for amy in %+v", body.Links)
+		return ""
+	}
+	first := newApprover()
+	flow, v := h.askFlow(map[string]any{"assignees": map[string]any{"users": []string{"amy@example.com"}},
+		"outcomes": []string{"approve", "reject"}})
+	run := h.startBy(flow, v, "", map[string]any{})
+	old := linkOf(run)
+
+	require.Equal(t, http.StatusNoContent, h.do("DELETE", "/api/v1/users/"+first, nil, nil))
+	code, html := h.page(http.MethodPost, old, "")
+	require.Equal(t, http.StatusForbidden, code, html)
+	second := newApprover()
+	require.NotEqual(t, first, second)
+	code, html = h.page(http.MethodPost, old, "")
+	require.Equal(t, http.StatusForbidden, code, html)
+	require.Contains(t, html, "does not exist")
+	require.Equal(t, "waiting_for_user", h.run(run).Nodes["ask"].Status, "the old link decided nothing")
+
+	// The new account's own link decides.
+	run2 := h.startBy(flow, v, "", map[string]any{})
+	code, html = h.page(http.MethodPost, linkOf(run2), "")
+	require.Equal(t, http.StatusOK, code, html)
+	require.Equal(t, "amy@example.com", h.askOutput(run2).Decision.By)
+}

@@ -71,3 +71,30 @@ func TestMigrateRefused(t *testing.T) {
 	code, _ = h.migrate(r.ID, 2)
 	require.Equal(t, 409, code, "a cancelled run")
 }
+
+// TestMigrateConflictNamesTheNode: a migrate that would put a step before
+// a node that has started (v1 a→b with b running, v2 a→t→b) is a 409
+// naming the node, with no SQL in it (it quoted the queued statement,
+// "WITH moved AS (UPDATE node_states SET …"), and changes nothing.
+func TestMigrateConflictNamesTheNode(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{wnode(h, "a"), wnode(h, "b")}, []map[string]any{edge("a", "b", nil)})
+	r := h.startRun(flow, map[string]any{})
+	h.complete(h.waitDispatch(r.ID, "a", 1), `{}`)
+	h.waitDispatch(r.ID, "b", 1)
+	h.saveGraph(flow, []map[string]any{wnode(h, "a"), node("t", "Transform", map[string]any{"expression": "input"}), wnode(h, "b")},
+		[]map[string]any{edge("a", "t", nil), edge("t", "b", nil)})
+
+	code, out := h.migrate(r.ID, 2)
+	require.Equal(t, 409, code, "%v", out)
+	e := as[map[string]any](t, out["error"])
+	msg := as[string](t, e["message"])
+	require.Contains(t, msg, "node b")
+	for _, sql := range []string{"WITH", "UPDATE", "node_states", "queued statement", "SELECT"} {
+		require.NotContains(t, msg, sql)
+	}
+	got := h.run(r.ID)
+	require.Equal(t, "running", got.Nodes["b"].Status, "nothing changed")
+	require.NotContains(t, got.Nodes, "t")
+}

@@ -24,14 +24,18 @@ type apiErrorJSON struct {
 }
 
 // rawRequest sends body verbatim (numbers as written) with the API token
-// when auth is set; it returns the status and the answer.
-func (h *harness) rawRequest(method, url, body string, auth bool) (int, []byte) {
+// when auth is set, and the header pairs given (name, value, …) as they
+// are; it returns the status and the answer.
+func (h *harness) rawRequest(method, url, body string, auth bool, header ...string) (int, []byte) {
 	h.t.Helper()
 	req, err := http.NewRequestWithContext(h.t.Context(), method, url, strings.NewReader(body))
 	require.NoError(h.t, err)
 	req.Header.Set("Content-Type", "application/json")
 	if auth {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header[header[i]] = []string{header[i+1]}
 	}
 	resp, err := h.client.Do(req)
 	require.NoError(h.t, err)
