@@ -90,9 +90,7 @@ func (s *Server) putSecret(c echo.Context) error {
 	problems = b.checkValue(problems, true)
 	problems = b.checkHosts(problems)
 	if len(problems) > 0 {
-		ae := badRequest("the secret is not valid: " + plural(len(problems), "problem"))
-		ae.Details = problems
-		return ae
+		return secretInvalid(problems)
 	}
 	if s.cfg.Secrets == nil {
 		return secretsOff()
@@ -134,9 +132,7 @@ func (s *Server) updateSecret(c echo.Context) error {
 	problems = b.checkValue(problems, false)
 	problems = b.checkHosts(problems)
 	if len(problems) > 0 {
-		ae := badRequest("the secret is not valid: " + plural(len(problems), "problem"))
-		ae.Details = problems
-		return ae
+		return secretInvalid(problems)
 	}
 	ctx := c.Request().Context()
 	actor, now := principalOf(c).Email(), s.cfg.Clock.Now()
@@ -261,4 +257,11 @@ func (s *Server) secretHostProblems(ctx context.Context, refs []engine.SecretRef
 		return &compiler.Error{Problems: problems}
 	}
 	return nil
+}
+
+// secretInvalid is the 400 for a secret's problems.
+func secretInvalid(problems []engine.Problem) *apiError {
+	ae := badRequest("the secret is not valid: " + plural(len(problems), "problem"))
+	ae.Details = problems
+	return ae
 }

@@ -26,6 +26,21 @@ type apiErrorJSON struct {
 // rawRequest sends body verbatim (numbers as written) with the API token
 // when auth is set, and the header pairs given (name, value, …) as they
 // are; it returns the status and the answer.
+// refusedAtPath sends a raw body and requires a 400 invalid_request with
+// one detail: code at the JSON path, which the message names too.
+func (h *harness) refusedAtPath(method, url, body string, auth bool, what, code, path string) {
+	h.t.Helper()
+	status, got := h.rawRequest(method, url, body, auth)
+	require.Equal(h.t, 400, status, "%s: %s", what, got)
+	var e apiErrorJSON
+	require.NoError(h.t, json.Unmarshal(got, &e), what)
+	require.Equal(h.t, "invalid_request", e.Error.Code, what)
+	require.Len(h.t, e.Error.Details, 1, what)
+	require.Equal(h.t, code, e.Error.Details[0].Code, what)
+	require.Equal(h.t, path, e.Error.Details[0].Path, what)
+	require.Contains(h.t, e.Error.Message, path, what)
+}
+
 func (h *harness) rawRequest(method, url, body string, auth bool, header ...string) (int, []byte) {
 	h.t.Helper()
 	req, err := http.NewRequestWithContext(h.t.Context(), method, url, strings.NewReader(body))
@@ -86,16 +101,7 @@ func TestHostileNumbersRefused(t *testing.T) {
 			{"callback", "POST", d.Payload.CallbackURL, `{"status":"completed","output":{"rows":[[` + n + `]]}}`, "$.output.rows[0][0]", false},
 		}
 		for _, rt := range routes {
-			code, body := h.rawRequest(rt.method, rt.url, rt.body, rt.auth)
-			what := fmt.Sprintf("%s with %s", rt.name, n)
-			require.Equal(t, 400, code, "%s: %s", what, body)
-			var e apiErrorJSON
-			require.NoError(t, json.Unmarshal(body, &e), what)
-			require.Equal(t, "invalid_request", e.Error.Code, what)
-			require.Len(t, e.Error.Details, 1, what)
-			require.Equal(t, "number_out_of_range", e.Error.Details[0].Code, what)
-			require.Equal(t, rt.path, e.Error.Details[0].Path, what)
-			require.Contains(t, e.Error.Message, rt.path, what)
+			h.refusedAtPath(rt.method, rt.url, rt.body, rt.auth, fmt.Sprintf("%s with %s", rt.name, n), "number_out_of_range", rt.path)
 		}
 	}
 

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,16 +37,7 @@ func TestLoneSurrogateRefused(t *testing.T) {
 			{"callback key", "POST", d.Payload.CallbackURL, `{"status":"completed","output":{"o":{"` + s + `":1}}}`, "$.output.o", false},
 		}
 		for _, rt := range routes {
-			code, body := h.rawRequest(rt.method, rt.url, rt.body, rt.auth)
-			what := rt.name + " with " + s
-			require.Equal(t, 400, code, "%s: %s", what, body)
-			var e apiErrorJSON
-			require.NoError(t, json.Unmarshal(body, &e), what)
-			require.Equal(t, "invalid_request", e.Error.Code, what)
-			require.Len(t, e.Error.Details, 1, what)
-			require.Equal(t, "lone_surrogate", e.Error.Details[0].Code, what)
-			require.Equal(t, rt.path, e.Error.Details[0].Path, what)
-			require.Contains(t, e.Error.Message, rt.path, what)
+			h.refusedAtPath(rt.method, rt.url, rt.body, rt.auth, rt.name+" with "+s, "lone_surrogate", rt.path)
 		}
 	}
 
