@@ -41,6 +41,10 @@ func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status
 			if err := t.tx.DeferNode(t.ctx, t.run.ID, key, input); err != nil {
 				return err
 			}
+			// A fire left for later is work under way: the run neither
+			// completes nor fails while it waits (fireDeferred takes it
+			// back).
+			t.run.ActiveNodes++
 			t.deferred++
 			return nil
 		}

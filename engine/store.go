@@ -91,6 +91,8 @@ type Tx interface {
 	InsertIteration(ctx context.Context, runID string, nodes []NodeState) error
 	// HoldDispatches holds (hold) the run's undelivered dispatches, or
 	// releases them to be delivered now; it returns how many.
+	// Releasing also makes the fires left for a later transaction due at
+	// once.
 	HoldDispatches(ctx context.Context, runID string, hold bool) (int, error)
 	// ReadyNodes returns the run's current pending nodes with no pending
 	// parents, and its failed Collectors (not handled) whose items all

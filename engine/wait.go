@@ -98,6 +98,7 @@ func (t *txn) fireDeferred(due []DueNode, states map[string]*NodeState) error {
 		if n == nil {
 			return fmt.Errorf("node %s is not in the run's graph: %w", cur.NodeID, ErrNotFound)
 		}
+		t.run.ActiveNodes-- // counted when it was left for later (fireDelayed)
 		if err := t.fire(n, cur.Index, cur.Input, StatusPending, cur.Attempt); err != nil {
 			return err
 		}

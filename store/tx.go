@@ -925,7 +925,14 @@ func (t *pgTx) HoldDispatches(ctx context.Context, runID string, hold bool) (int
 	}
 	res := t.exec(ctx, `UPDATE dispatches SET status = '`+to+`', next_attempt_at = `+when+`, updated_at = now()
 		WHERE run_id = ? AND status = '`+from+`'`, runID)
-	return int(res.RowsAffected), interpretError(res.Error)
+	if res.Error != nil || hold {
+		return int(res.RowsAffected), interpretError(res.Error)
+	}
+	// Fires the pause kept waiting (left for a later transaction) are due
+	// again at once.
+	err := t.exec(ctx, `UPDATE node_states SET wake_at = now(), updated_at = now()
+		WHERE run_id = ? AND status = 'pending' AND wake_at IS NOT NULL`, runID).Error
+	return int(res.RowsAffected), interpretError(err)
 }
 
 func (t *pgTx) ChildRuns(ctx context.Context, runID string, statuses ...engine.RunStatus) ([]string, error) {
@@ -1022,7 +1029,7 @@ func (t *pgTx) SetRemindAt(ctx context.Context, runID, key string, seconds int) 
 func (t *pgTx) ReadyNodes(ctx context.Context, runID string) ([]engine.NodeState, error) {
 	rows, err := t.raw(ctx, `SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ?
 		AND (status = 'pending' OR (status = 'failed' AND type = 'Collector' AND taken IS NULL))
-		AND pending_parents = 0 AND strpos(key, '@') = 0 ORDER BY key`, runID).Rows()
+		AND pending_parents = 0 AND strpos(key, '@') = 0 AND (status <> 'pending' OR wake_at IS NULL) ORDER BY key`, runID).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -1063,6 +1070,13 @@ func (t *pgTx) FailActiveNodes(ctx context.Context, runID, msg string) ([]string
 	}
 	err = t.exec(ctx, `UPDATE dispatches SET status = 'cancelled', locked_until = NULL, updated_at = now()
 		WHERE run_id = ? AND status IN ('pending', 'sending', 'held')`, runID).Error
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	// Fires left for a later transaction (engine.Config.MaxFirings) are
+	// given up with the run: they stay pending, no longer due.
+	err = t.exec(ctx, `UPDATE node_states SET wake_at = NULL, updated_at = now()
+		WHERE run_id = ? AND status = 'pending' AND wake_at IS NOT NULL`, runID).Error
 	return keys, interpretError(err)
 }
 

@@ -214,3 +214,38 @@ func TestLoopOfSynchronousNodesRunsInShortTransactions(t *testing.T) {
 	require.JSONEq(t, `{"n": 150}`, string(fin.Output))
 	require.Equal(t, 149, h.iteration(r.ID, "a"))
 }
+
+// TestDeferredFiresKeepTheRunGoing: a fire left for a later transaction
+// is work under way. A run whose other branch failed does not fail
+// while its loop's fires wait, but once they have run; a paused run's
+// waiting fires wait for the resume, then go on.
+func TestDeferredFiresKeepTheRunGoing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *app.Config) { c.MaxFirings = 10 })
+	loop := []map[string]any{node("a", "Transform", map[string]any{"expression": `{"n": (input.n ?? 0) + 1}`}),
+		node("b", "Transform", map[string]any{"expression": `input`}), node("done", "Condition", nil)}
+	loopEdges := []map[string]any{edge("a", "b", nil),
+		redge("b", "a", map[string]any{"condition": "output.n < 60", "loop": map[string]any{"maxIterations": 1000}}),
+		redge("b", "done", map[string]any{"default": true})}
+
+	// Beside the loop, a branch that fails at once.
+	flow := h.createFlow(append(loop, node("bad", "Transform", map[string]any{"expression": `input.x.y`})), loopEdges)
+	r := h.startRun(flow, map[string]any{})
+	require.Equal(t, "running", r.Status, "bad failed, but the loop's fires wait")
+	fin := h.waitRun(r.ID, "failed")
+	require.Equal(t, "completed", fin.Nodes["done"].Status, "the loop ran to its end before the run failed")
+	require.Equal(t, 59, h.iteration(r.ID, "a"))
+
+	// Paused while its fires wait: nothing moves, across sweeps; resumed,
+	// it completes.
+	flow = h.createFlow(loop, loopEdges)
+	r = h.startRun(flow, map[string]any{})
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/pause", nil, nil))
+	at := h.iteration(r.ID, "a")
+	h.sweeps(3)
+	require.Equal(t, at, h.iteration(r.ID, "a"), "a paused run's waiting fires wait")
+	require.Equal(t, "paused", h.run(r.ID).Status)
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/resume", nil, nil))
+	fin = h.waitRun(r.ID, "completed")
+	require.JSONEq(t, `{"n": 60}`, string(fin.Output))
+}
