@@ -114,6 +114,11 @@ func CompileForm(raw json.RawMessage) (*Form, error) {
 			"once each $ref is written out in place (nested anyOf, oneOf or allOf referring to shared definitions "+
 			"multiply them), too many to check an answer against: refer to fewer alternatives at each level", MaxFormExpansion)}}}
 	}
+	if recursionBranches(sch) {
+		return nil, &FormSchemaError{Issues: []FormIssue{{Message: "the schema refers back to itself through more than one " +
+			"alternative at the same level of the answer (a recursive $ref in two branches of an anyOf, oneOf or allOf): " +
+			"checking an answer nested n levels deep would take 2^n steps; let each level refer back once"}}}
+	}
 	return &Form{schema: sch}, nil
 }
 

@@ -180,6 +180,33 @@ func TestFormExpansionBounded(t *testing.T) {
 	require.Empty(t, f.Check(json.RawMessage(`{"and": [{"name": "a"}, {"or": [{"name": "b"}]}]}`)))
 }
 
+// TestFormRecursionThatBranchesRefused: a schema that refers back to
+// itself through two alternatives at the same level of the answer checks
+// an answer n levels deep in 2^n steps (30 levels of [[[…"x"]]]: minutes)
+// and is refused when compiled; recursion taken once a level — a tree, a
+// linked list — compiles and checks deep answers at once.
+func TestFormRecursionThatBranchesRefused(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{
+		`{"$defs": {"n": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/n"}},
+			{"type": "array", "prefixItems": [{"$ref": "#/$defs/n"}]}]}}, "$ref": "#/$defs/n"}`,
+		`{"$defs": {"n": {"type": "object", "properties": {"next": {"oneOf": [{"$ref": "#/$defs/n"}, {"$ref": "#/$defs/n"}]}}}}, "$ref": "#/$defs/n"}`,
+	} {
+		_, err := CompileForm(json.RawMessage(src))
+		var se *FormSchemaError
+		require.ErrorAs(t, err, &se, src)
+		require.Contains(t, se.Error(), "refers back to itself through more than one alternative", src)
+	}
+	list := `{"$defs": {"n": {"type": "object", "properties": {"v": {"type": "integer"},
+		"next": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/n"}]}}}}, "$ref": "#/$defs/n"}`
+	f, err := CompileForm(json.RawMessage(list))
+	require.NoError(t, err)
+	deep := strings.Repeat(`{"v": 1, "next": `, 60) + `"x"` + strings.Repeat("}", 60)
+	start := time.Now()
+	require.NotEmpty(t, f.Check(json.RawMessage(deep)))
+	require.Less(t, time.Since(start), time.Second)
+}
+
 // TestFormIssuesBounded: what a refused answer reports is bounded however
 // many ways it fails: at most maxFormIssues issues, the first
 // maxFormAlternatives alternatives of an anyOf, messages cut.

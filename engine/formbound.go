@@ -45,6 +45,111 @@ func expansion(s *jsonschema.Schema, limit int) int {
 	return count(s)
 }
 
+// maxSchemaDepth is the deepest answer a schema is checked against: a
+// body nests at most jsonlimit.MaxDepth levels.
+const maxSchemaDepth = 64
+
+// recursionBranches reports whether checking an answer against s could
+// take time exponential in the answer's nesting. The work of checking one
+// value is 1, plus the work of every schema applied to the same value
+// (allOf, anyOf, $ref, …), plus the most any one part of it (an array
+// element, a property) takes at the next level: a tree's recursion grows
+// that work by its own size a level, but one that reaches the same part
+// through two alternatives doubles it — past MaxFormExpansion a level over
+// maxSchemaDepth levels, the schema is refused.
+func recursionBranches(s *jsonschema.Schema) bool {
+	type key struct {
+		s *jsonschema.Schema
+		d int
+	}
+	limit := MaxFormExpansion * maxSchemaDepth
+	memo := map[key]int{}
+	onStack := map[key]bool{}
+	var cost func(s *jsonschema.Schema, d int) int
+	cost = func(s *jsonschema.Schema, d int) int {
+		if s == nil {
+			return 0
+		}
+		k := key{s, d}
+		if n, ok := memo[k]; ok {
+			return n
+		}
+		if onStack[k] {
+			return 1 // a cycle in place: the validator refuses it at once
+		}
+		onStack[k] = true
+		n := 1
+		for _, sub := range inPlace(s) {
+			if n += cost(sub, d); n > limit {
+				break
+			}
+		}
+		if d > 0 && n <= limit {
+			most := 0
+			for _, slot := range parts(s) {
+				w := 0
+				for _, sub := range slot {
+					if w += cost(sub, d-1); w > limit {
+						break
+					}
+				}
+				most = max(most, w)
+			}
+			n += most
+		}
+		onStack[k] = false
+		memo[k] = min(n, limit+1)
+		return memo[k]
+	}
+	return cost(s, maxSchemaDepth) > limit
+}
+
+// parts groups the schemas s applies to parts of a value by the part they
+// may meet at: every array element, each named property (with the
+// pattern and additional schemas that may apply to it too), property
+// names.
+func parts(s *jsonschema.Schema) [][]*jsonschema.Schema {
+	elem := []*jsonschema.Schema{s.Contains, s.Items2020, s.UnevaluatedItems}
+	elem = append(elem, s.PrefixItems...)
+	others := []*jsonschema.Schema{s.UnevaluatedProperties}
+	for _, p := range s.PatternProperties {
+		others = append(others, p)
+	}
+	for _, a := range []any{s.AdditionalProperties, s.Items, s.AdditionalItems} {
+		switch a := a.(type) {
+		case *jsonschema.Schema:
+			if a == s.AdditionalProperties {
+				others = append(others, a)
+			} else {
+				elem = append(elem, a)
+			}
+		case []*jsonschema.Schema:
+			elem = append(elem, a...)
+		}
+	}
+	out := [][]*jsonschema.Schema{elem, others, {s.PropertyNames}}
+	for _, p := range s.Properties {
+		out = append(out, append([]*jsonschema.Schema{p}, others...))
+	}
+	return out
+}
+
+// inPlace lists the schemas s applies to the same value (not to a part
+// of it).
+func inPlace(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := []*jsonschema.Schema{s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else}
+	if s.DynamicRef != nil {
+		out = append(out, s.DynamicRef.Ref)
+	}
+	out = append(out, s.AllOf...)
+	out = append(out, s.AnyOf...)
+	out = append(out, s.OneOf...)
+	for _, p := range s.DependentSchemas {
+		out = append(out, p)
+	}
+	return out
+}
+
 // subschemas lists every schema s applies, in place or to a part of the
 // instance, its references included.
 func subschemas(s *jsonschema.Schema) []*jsonschema.Schema {
