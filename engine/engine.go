@@ -300,6 +300,7 @@ func New(cfg Config) (*Engine, error) {
 		conds: &compiled[*Condition]{compile: func(src string) (*Condition, error) { return compileCondition(src, run) }},
 		vals:  &compiled[*Value]{compile: func(src string) (*Value, error) { return compileValue(src, run) }}}
 	e.gate.idle = sync.NewCond(&e.gate.mu)
+	e.forms.Now = cfg.Clock.Now
 	switch cfg.Committer {
 	case CommitGrouped, "":
 		e.commit = newGrouped(e)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -61,6 +62,8 @@ func (e *FormSchemaError) Error() string {
 // Form is a compiled form.
 type Form struct {
 	schema *jsonschema.Schema
+	// work bounds each check of an answer (formbound.go).
+	work *formWork
 }
 
 // formBase and formURL name a form while it compiles: a hierarchical URL
@@ -102,6 +105,9 @@ func CompileForm(raw json.RawMessage) (*Form, error) {
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
 	c.AssertFormat()
+	work := &formWork{}
+	c.RegisterVocabulary(work.vocabulary())
+	c.AssertVocabs()
 	if err := c.AddResource(formURL, doc); err != nil {
 		return nil, fmt.Errorf("error adding a form: %w", err)
 	}
@@ -119,7 +125,7 @@ func CompileForm(raw json.RawMessage) (*Form, error) {
 			"alternative at the same level of the answer (a recursive $ref in two branches of an anyOf, oneOf or allOf): " +
 			"checking an answer nested n levels deep would take 2^n steps; let each level refer back once"}}}
 	}
-	return &Form{schema: sch}, nil
+	return &Form{schema: sch, work: work}, nil
 }
 
 // schemaIssues turns the library's compile error into issues: each way
@@ -150,9 +156,12 @@ func (f *Form) Check(answer json.RawMessage) []FormIssue {
 	if err != nil {
 		return []FormIssue{{Message: "the answer is not valid JSON: " + err.Error()}}
 	}
-	err = f.schema.Validate(v)
+	err = f.validate(v)
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, errFormWork) {
+		return []FormIssue{{Message: err.Error()}}
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
@@ -339,6 +348,10 @@ const maxFormCache = 256
 // compiled once, not at each answer (nil for one that does not compile).
 // The zero value is ready; it is safe for concurrent use.
 type FormCache struct {
+	// Now, when set, is the clock a check's time limit (MaxFormTime) is
+	// read from.
+	Now func() time.Time
+
 	mu sync.Mutex
 	m  map[string]*Form
 }
@@ -356,6 +369,9 @@ func (c *FormCache) Get(raw json.RawMessage) (*Form, error) {
 		return f, nil
 	}
 	f, err := CompileForm(raw)
+	if f != nil {
+		f.work.now = c.Now
+	}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxFormCache {
 		c.m = map[string]*Form{}

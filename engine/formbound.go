@@ -1,6 +1,10 @@
 package engine
 
 import (
+	"fmt"
+	"sync"
+	"time"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -43,6 +47,70 @@ func expansion(s *jsonschema.Schema, limit int) int {
 		return n
 	}
 	return count(s)
+}
+
+// Bounds on one check of an answer against a form, whatever the form and
+// the answer: the schema evaluations it makes (each may add an error to
+// the library's tree) and its time. A schema within MaxFormExpansion
+// checked against a 1 MiB array can still make billions of evaluations,
+// and the library cannot be told to stop: the check counts them through a
+// vocabulary of its own applied to every subschema, and is ended there.
+const (
+	MaxFormWork = 1_000_000
+	MaxFormTime = time.Second
+)
+
+// errFormWork is a check ended at its bounds.
+var errFormWork = fmt.Errorf("the answer is more work to check than a check may do (%d schema evaluations, %s): "+
+	"send a smaller answer, or simplify the schema", MaxFormWork, MaxFormTime)
+
+// formWork counts one check's evaluations. A form's checks take turns:
+// the count is the form's (the library gives its vocabularies no state of
+// a check's own).
+type formWork struct {
+	mu       sync.Mutex
+	n        int
+	now      func() time.Time
+	deadline time.Time
+}
+
+// stop is the panic that ends a check at its bounds.
+type stop struct{}
+
+func (w *formWork) vocabulary() *jsonschema.Vocabulary {
+	return &jsonschema.Vocabulary{URL: "stitchd:///vocab/work",
+		Compile: func(*jsonschema.CompilerContext, map[string]any) (jsonschema.SchemaExt, error) { return workExt{w}, nil }}
+}
+
+// workExt is applied with every subschema: one evaluation.
+type workExt struct{ w *formWork }
+
+func (e workExt) Validate(*jsonschema.ValidatorContext, any) {
+	w := e.w
+	w.n++
+	if w.n > MaxFormWork || (w.now != nil && w.n%256 == 0 && w.now().After(w.deadline)) {
+		panic(stop{})
+	}
+}
+
+// validate checks v against the form within its bounds.
+func (f *Form) validate(v any) (err error) {
+	w := f.work
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n = 0
+	if w.now != nil {
+		w.deadline = w.now().Add(MaxFormTime)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(stop); !ok {
+				panic(r)
+			}
+			err = errFormWork
+		}
+	}()
+	return f.schema.Validate(v)
 }
 
 // maxSchemaDepth is the deepest answer a schema is checked against: a

@@ -148,6 +148,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, echo: echo.New(), log: cfg.Logger, hookRate: newRateLimiter(cfg.TriggerRate),
 		hashSlots: make(chan struct{}, cfg.LoginConcurrency)}
+	s.inputSchemas.Now = cfg.Clock.Now
 	if cfg.OIDC.Enabled() {
 		s.oidc = newOIDCAuth(cfg.OIDC, cfg.BaseURL, cfg.Logger)
 	}
