@@ -33,6 +33,10 @@ type DispatchStore interface {
 	// (same id and tries) and returns the ids renewed; a row another claim
 	// took over meanwhile is not.
 	RenewLeases(ctx context.Context, ds []engine.ClaimedDispatch, lease time.Duration) ([]string, error)
+	// MarkRequestSent records that try tries of request/response row id is
+	// about to be sent, while that claim still holds the row (false: it
+	// does not).
+	MarkRequestSent(ctx context.Context, id string, tries int) (bool, error)
 }
 
 // DeliveryRecorder records delivery outcomes (engine.Engine).

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/stitchd/stitchd/engine"
 )
 
@@ -31,15 +33,17 @@ const DefaultRequestTimeout = 30 * time.Second
 // timeout, the row's lease kept while the request lasts.
 func (d *Dispatcher) request(ctx context.Context, c engine.ClaimedDispatch) {
 	r := engine.Response{DispatchID: c.ID, RunID: c.RunID, Key: c.Key, Attempt: c.Attempt, Try: c.Tries}
-	if c.Tries > max(c.MaxTries, 1) {
-		// Claimed again after its lease ran out: a process sent it and
-		// stopped, or could not record the response. Sending it again
-		// would repeat a request with side effects past the node's policy;
-		// the attempt fails instead, and the retry policy decides.
-		r.Error = fmt.Sprintf("the request's outcome is unknown: it was sent (try %d of at most %d) but its response was never recorded, "+
-			"so it is not sent again", c.Tries-1, max(c.MaxTries, 1))
-	} else {
-		d.send(ctx, c, &r)
+	if c.SentTries > 0 {
+		// Claimed again after its lease ran out, and a try was sent: its
+		// process stopped, or could not record the response. Sending it
+		// again would repeat a request with side effects past the node's
+		// policy; the attempt fails instead, and the retry policy decides.
+		// (A row claimed and dropped unsent — queued behind its host when
+		// its process stopped — is simply sent.)
+		r.Error = fmt.Sprintf("the request's outcome is unknown: it was sent (try %d) but its response was never recorded, "+
+			"so it is not sent again", c.SentTries)
+	} else if !d.send(ctx, c, &r) {
+		return // nothing went out: the row's next claim sends it
 	}
 	if ctx.Err() != nil {
 		return // shutting down: the lease expires and a process sends it again
@@ -57,8 +61,9 @@ func (d *Dispatcher) request(ctx context.Context, c engine.ClaimedDispatch) {
 		return
 	}
 	d.cfg.Logger.Warn("error recording a response", "run_id", c.RunID, "node_key", c.Key, "error", err)
-	if errors.Is(err, engine.ErrUnavailable) {
-		// The database is away: the row stays claimed, and when its lease
+	if !unstorable(err) {
+		// The database is away, or the transaction met another's (a
+		// deadlock, a timeout): the row stays claimed, and when its lease
 		// ends the attempt fails as unknown (above), never sent twice.
 		return
 	}
@@ -69,6 +74,17 @@ func (d *Dispatcher) request(ctx context.Context, c engine.ClaimedDispatch) {
 	if err := d.cfg.Responses.CompleteFromResponse(ctx, failed); err != nil && ctx.Err() == nil {
 		d.cfg.Logger.Warn("error recording a response's failure", "run_id", c.RunID, "node_key", c.Key, "error", err)
 	}
+}
+
+// unstorable reports whether the database refused a value of the response
+// itself (a data exception, SQLSTATE class 22, or a value too big, 54000),
+// which no later try would store either.
+func unstorable(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return strings.HasPrefix(pgErr.Code, "22") || pgErr.Code == "54000"
 }
 
 // storeMessage is the first line of a database error, without the SQL a
@@ -89,20 +105,22 @@ func storeMessage(err error) string {
 	return msg
 }
 
-func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engine.Response) {
+// send makes the request and fills r with its outcome; false when nothing
+// was sent and there is nothing to record (the claim was lost).
+func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engine.Response) bool {
 	target, headers, body := c.URL, c.Request.Headers, []byte(c.Payload)
 	if use := c.Request.Secrets; use != nil {
 		values, hosts, err := d.revealSecrets(ctx, use)
 		if err == nil {
 			if err = secretHostRefused(use, hosts, c.URL); err != nil {
 				r.Error, r.NoRetry = err.Error(), true
-				return
+				return true
 			}
 			target, headers, body, err = use.Fill(target, headers, body, values)
 		}
 		if err != nil {
 			r.Error, r.NoRetry = "request not sent: "+err.Error(), errors.Is(err, engine.ErrSecret)
-			return
+			return true
 		}
 		// Whatever comes back (a response echoing the request, an error
 		// quoting its URL) is stored and logged with the values redacted.
@@ -122,7 +140,7 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 	req, err := http.NewRequestWithContext(rctx, c.Request.Method, target, bytes.NewReader(body))
 	if err != nil {
 		r.Error, r.NoRetry = fmt.Sprintf("the request cannot be made: %v", err), true
-		return
+		return true
 	}
 	if len(body) == 0 {
 		req.Body, req.ContentLength = http.NoBody, 0
@@ -135,17 +153,25 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 		}
 		req.Header.Set(k, v)
 	}
+	if sent, err := d.cfg.Store.MarkRequestSent(ctx, c.ID, c.Tries); err != nil || !sent {
+		// Not recorded as sent, so not sent: another claim holds the row
+		// (or will, once this lease ends) and sends it.
+		if err != nil && ctx.Err() == nil {
+			d.cfg.Logger.Warn("request not sent: its claim could not be confirmed", "run_id", c.RunID, "node_key", c.Key, "error", err)
+		}
+		return false
+	}
 	resp, err := d.reqClient.Do(req)
 	switch {
 	case err != nil && errors.Is(err, ErrAddressRefused):
 		r.Error, r.NoRetry = fmt.Sprintf("request refused: %v", err), true
-		return
+		return true
 	case err != nil && rctx.Err() != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded):
 		r.Error = fmt.Sprintf("no response within %s", timeout)
-		return
+		return true
 	case err != nil:
 		r.Error = fmt.Sprintf("request failed: %v", err)
-		return
+		return true
 	}
 	defer resp.Body.Close()
 	got, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))
@@ -155,7 +181,7 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 		} else {
 			r.Error = fmt.Sprintf("error reading the response (%d): %v", resp.StatusCode, err)
 		}
-		return
+		return true
 	}
 	if len(got) > MaxResponseBody {
 		got, r.BodyTruncated = got[:MaxResponseBody], true
@@ -166,6 +192,7 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 		r.Headers[strings.ToLower(k)] = strings.Join(vs, ", ")
 	}
 	r.RetryAfterMs = d.retryAfter(resp.Header).Milliseconds()
+	return true
 }
 
 // SecretSource reveals the values of named secrets, and the allowed hosts

@@ -409,6 +409,9 @@ type ClaimedDispatch struct {
 	Payload  json.RawMessage
 	Tries    int // including this one
 	MaxTries int
+	// SentTries is the last try of a request/response delivery that was
+	// sent (0: none was), for a row claimed again.
+	SentTries int
 	// Request is set for a request/response delivery (DispatchHTTP);
 	// Payload is then its body.
 	Request *HTTPRequest

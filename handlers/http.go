@@ -156,7 +156,7 @@ func (HTTP) Respond(n *engine.Node, r engine.Response) (json.RawMessage, string,
 		// in a string): failing once, saying where, beats storing it
 		// changed — and a response that cannot be stored must not be
 		// asked for again.
-		if err := jsonlimit.Check(r.Body, jsonlimit.MaxDepth); err != nil {
+		if err := jsonlimit.CheckLimits(r.Body, jsonlimit.ResponseLimits()); err != nil {
 			return nil, fmt.Sprintf("HTTP %d, and the response body cannot be stored: %v", r.Status, err), false
 		}
 	}

@@ -35,7 +35,7 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 			locked_until = now() + make_interval(secs => ?), next_attempt_at = now() + make_interval(secs => ?),
 			updated_at = now()
 		FROM picked p WHERE d.id = p.id AND p.live
-		RETURNING d.id::text, d.run_id::text, d.key, d.attempt, d.url, d.payload, d.tries, d.max_tries, d.request, d.body`,
+		RETURNING d.id::text, d.run_id::text, d.key, d.attempt, d.url, d.payload, d.tries, d.max_tries, d.request, d.body, d.sent_tries`,
 		limit, lease.Seconds(), lease.Seconds()).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error claiming dispatches: %w", interpretError(err))
@@ -45,7 +45,7 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 	for rows.Next() {
 		var d engine.ClaimedDispatch
 		var p, req, body []byte
-		if err := rows.Scan(&d.ID, &d.RunID, &d.Key, &d.Attempt, &d.URL, &p, &d.Tries, &d.MaxTries, &req, &body); err != nil {
+		if err := rows.Scan(&d.ID, &d.RunID, &d.Key, &d.Attempt, &d.URL, &p, &d.Tries, &d.MaxTries, &req, &body, &d.SentTries); err != nil {
 			return nil, interpretError(err)
 		}
 		d.Payload = p
@@ -65,6 +65,18 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 // (their id and the try the claim made; one statement for any number) and
 // returns the ids renewed; a row another claim took over, or that was
 // delivered, retired or cancelled meanwhile, is not.
+// MarkRequestSent records that try tries of request/response row id is
+// about to be sent, while the claim that made it still holds the row; it
+// reports whether it did (false: the row was taken over or retired).
+func (s *Store) MarkRequestSent(ctx context.Context, id string, tries int) (bool, error) {
+	res := s.db.WithContext(ctx).Exec(`UPDATE dispatches SET sent_tries = ? WHERE id = ? AND tries = ? AND status = 'sending'`,
+		tries, id, tries)
+	if res.Error != nil {
+		return false, fmt.Errorf("error recording that dispatch %s was sent: %w", id, interpretError(res.Error))
+	}
+	return res.RowsAffected == 1, nil
+}
+
 func (s *Store) RenewLeases(ctx context.Context, ks []engine.ClaimedDispatch, lease time.Duration) ([]string, error) {
 	if len(ks) == 0 {
 		return nil, nil

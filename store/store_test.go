@@ -985,3 +985,46 @@ func TestReadOnlyServerIsUnavailableAndDropped(t *testing.T) {
 		require.NoError(t, write(st), "%s: the read-only connection was dropped, the next one takes writes", name)
 	}
 }
+
+// TestMarkRequestSent: the try of a request that went out is recorded
+// while its claim holds the row, and a claim after the lease ran out
+// sees it (SentTries) — a row claimed and dropped unsent comes back with
+// none, to be sent; a claim taken over cannot record a send.
+func TestMarkRequestSent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, _ := storetest.IsolatedDB(t)
+	f := createFlow(t, st)
+	r := newRun(f)
+	id := uuid.NewString()
+	inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+		require.NoError(t, tx.InsertRun(ctx, r))
+		require.NoError(t, tx.InsertNodes(ctx, r.ID, []engine.NodeState{{Key: "h", NodeID: "h", Type: engine.NodeTypeHTTP,
+			Index: []int{}, Status: engine.StatusPending}}))
+		return tx.InsertDispatch(ctx, &engine.Dispatch{ID: id, RunID: r.ID, Key: "h", Attempt: 1, URL: "http://127.0.0.1:1/x",
+			Payload: []byte(`{}`), MaxTries: 1, Request: &engine.HTTPRequest{Method: "POST"}})
+	})
+	require.NoError(t, st.Gorm().Exec(`UPDATE node_states SET attempt = 1, status = 'running' WHERE run_id = ?`, r.ID).Error)
+	claim := func() engine.ClaimedDispatch {
+		t.Helper()
+		got, err := st.ClaimDue(ctx, 10, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		return got[0]
+	}
+	first := claim()
+	require.Equal(t, 0, first.SentTries)
+	storetest.AdvanceDueTimes(t, st, 2*time.Minute) // the lease runs out, unsent
+	second := claim()
+	require.Equal(t, 2, second.Tries)
+	require.Equal(t, 0, second.SentTries, "dropped unsent: to be sent")
+	sent, err := st.MarkRequestSent(ctx, first.ID, first.Tries)
+	require.NoError(t, err)
+	require.False(t, sent, "the first claim was taken over")
+	sent, err = st.MarkRequestSent(ctx, second.ID, second.Tries)
+	require.NoError(t, err)
+	require.True(t, sent)
+	storetest.AdvanceDueTimes(t, st, 2*time.Minute)
+	third := claim()
+	require.Equal(t, 2, third.SentTries, "sent by the second claim: its outcome is unknown")
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -433,6 +434,15 @@ func TestHTTPNodeUnstorableResponse(t *testing.T) {
 		require.Equal(t, "failed", status, body)
 		require.LessOrEqual(t, tries, maxTries, body)
 		require.Len(t, api.requests(), 1, body)
+	}
+	// What the database stores is kept, though a request body would be
+	// refused: a 78-digit amount, 1e70, 100 levels of nesting.
+	for _, body := range []string{`{"amount": 115792089237316195423570985008687907853269984665640564039457584007913129639935}`,
+		`{"n": 1e70}`, strings.Repeat(`{"a": `, 100) + "1" + strings.Repeat("}", 100)} {
+		api := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { jsonAnswer(w, 200, body) })
+		flow := h.createFlow([]map[string]any{node("call", "HTTP", map[string]any{"url": api.url + "/x"})}, nil)
+		fin := h.waitRun(h.startRun(flow, map[string]any{}).ID, "completed")
+		require.True(t, gjson.GetBytes(fin.Nodes["call"].Output, "body").IsObject(), body)
 	}
 }
 

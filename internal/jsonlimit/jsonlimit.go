@@ -35,9 +35,15 @@ type NumberError struct {
 	// Path locates the number: "$" for the whole body, then ".key" or
 	// `["key"]` per object key and "[i]" per array index ("$.items[3].x").
 	Path string
+	// Max is the bound it passed (MaxNumberLen when 0).
+	Max int
 }
 
 func (e *NumberError) Error() string {
+	if e.Max != 0 && e.Max != MaxNumberLen {
+		return fmt.Sprintf("%s: the number at %s would be stored as more than %d characters (numbers are stored written out in full)",
+			ErrNumber, e.Path, e.Max)
+	}
 	return fmt.Sprintf("%s: the number at %s would be stored as more than %d characters "+
 		"(numbers are stored written out in full: keep them 0 or between 1e-45 and 1e63 in magnitude, "+
 		"with at most 17 significant digits)", ErrNumber, e.Path, MaxNumberLen)
@@ -71,6 +77,24 @@ func (e *SurrogateError) Is(target error) bool { return target == ErrSurrogate }
 // path otherwise). It does not check that raw is well-formed JSON; the decoder
 // does that.
 func Check(raw []byte, maxDepth int) error {
+	return CheckLimits(raw, Limits{MaxDepth: maxDepth, MaxNumberLen: MaxNumberLen})
+}
+
+// Limits are what CheckLimits allows: nesting, and the stored length of a
+// number.
+type Limits struct {
+	MaxDepth, MaxNumberLen int
+}
+
+// ResponseLimits are the limits for JSON stitchd did not ask for but must
+// store (an HTTP node's response): what Postgres stores, within a bound on
+// how much bigger a number gets once stored (a 78-digit integer fits;
+// 1e999 would be 1,000 characters).
+func ResponseLimits() Limits { return Limits{MaxDepth: 512, MaxNumberLen: 128} }
+
+// CheckLimits is Check with other limits.
+func CheckLimits(raw []byte, l Limits) error {
+	maxDepth := l.MaxDepth
 	if !utf8.Valid(raw) {
 		return ErrInvalidUTF8
 	}
@@ -113,8 +137,8 @@ func Check(raw []byte, maxDepth int) error {
 			depth--
 		case c == '-' || isDigit(c):
 			n, end := storedLen(raw, i)
-			if n > MaxNumberLen {
-				return &NumberError{Path: pathAt(raw, i)}
+			if n > int64(l.MaxNumberLen) {
+				return &NumberError{Path: pathAt(raw, i), Max: l.MaxNumberLen}
 			}
 			i = end - 1
 		}
