@@ -79,7 +79,9 @@ type stop struct{}
 
 func (w *formWork) vocabulary() *jsonschema.Vocabulary {
 	return &jsonschema.Vocabulary{URL: "stitchd:///vocab/work",
-		Compile: func(*jsonschema.CompilerContext, map[string]any) (jsonschema.SchemaExt, error) { return workExt{w}, nil }}
+		Compile: func(*jsonschema.CompilerContext, map[string]any) (jsonschema.SchemaExt, error) {
+			return workExt{w}, nil
+		}}
 }
 
 // workExt is applied with every subschema: one evaluation.
