@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -34,19 +35,30 @@ func TestExprLimitsStopHostileExpressions(t *testing.T) {
 		{"string of a million references", `let k = repeat("a", 100000); len(string(map(1..900000, k)))`},
 		{"replace growing quadratically", `let k = repeat("ab", 50000); len(replace(k, "a", k))`},
 		{"upper kept in a loop", `let k = repeat("ab", 500000); len(map(1..900000, upper(k)))`},
-		{"split into a million parts", `let k = repeat("a", 2000000); len(split(k, ""))`},
+		{"split into a million parts", `let k = repeat("ab", 1000000); len(split(k, ""))`},
 		{"a value of a million references", `let k = repeat("a", 100000); map(1..900000, k)`},
 		{"nested ranges", `count(1..999999, count(1..999999, true) > 0)`},
+		{"flatten of a million references", `let x = 1..3000; len(flatten(map(1..3000, x)))`},
+		{"concat of a million references", `let x = 1..3000; len(reduce(1..3000, concat(#acc, x), []))`},
+		{"repeat counted by a float", `let k = repeat("a", 1000); len(repeat(k, input.n))`},
 	}
+	// One at a time: each is measured by what the process allocated.
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
 			v, err := compileValue(c.src, newExprRun(limits, nil))
 			require.NoError(t, err)
-			out, err := v.Eval(ValueEnv{})
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			out, err := v.Eval(ValueEnv{Input: map[string]any{"n": 900000.0}})
+			runtime.ReadMemStats(&after)
 			require.ErrorIs(t, err, ErrExprLimit, "gave %.40v", out)
 			require.Contains(t, err.Error(), "expression_limit: the expression built more than 16 MiB")
 			require.Contains(t, err.Error(), "--expr-memory")
+			// Stopped near the limit, not after building what it asked for
+			// (gigabytes to terabytes): all it allocated, garbage included
+			// (a range of 900,000 ints and its boxed items), within ten
+			// times the limit.
+			require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(10*limits.MemoryBytes), "allocated")
 		})
 	}
 }
@@ -72,6 +84,25 @@ func TestExprLimitsTime(t *testing.T) {
 	require.ErrorIs(t, err, ErrExprLimit)
 }
 
+// TestExprLimitsMatch: a match whose text times pattern is more than
+// maxMatchWork steps is refused before it runs (Go's regexp cannot be
+// stopped); ordinary matches, constant or not, work.
+func TestExprLimitsMatch(t *testing.T) {
+	t.Parallel()
+	v, err := CompileValue(`let t = repeat("a", 200000); t matches "(a|b){500}c"`)
+	require.NoError(t, err)
+	_, err = v.Eval(ValueEnv{})
+	require.ErrorIs(t, err, ErrExprLimit)
+	require.Contains(t, err.Error(), "expression_limit: matching 200000 characters against a pattern of")
+	c, err := CompileCondition(`input.email matches "^[a-z]+@example\\.com$" && !(input.name matches input.pattern)`)
+	require.NoError(t, err)
+	ok, err := c.Eval(ConditionEnv{Input: map[string]any{"email": "ada@example.com", "name": "Ada", "pattern": "^b"}})
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = CompileValue(`input.x matches "("`)
+	require.Error(t, err, "a bad constant pattern is refused when compiled")
+}
+
 // TestExprLimitsKeepOrdinaryExpressions: what people write still works,
 // with the same values, and simple conditions need no budget at all.
 func TestExprLimitsKeepOrdinaryExpressions(t *testing.T) {
@@ -92,6 +123,9 @@ func TestExprLimitsKeepOrdinaryExpressions(t *testing.T) {
 		{`len(repeat("ab", 3))`, 6},
 		{`replace("a-b-c", "-", "+")`, "a+b+c"},
 		{`split("a,b", ",")`, []string{"a", "b"}},
+		{`flatten([[1, 2], [3]])`, []any{1, 2, 3}},
+		{`concat([1], [2, 3])`, []any{1, 2, 3}},
+		{`repeat("ab", input.a * 1.0)`, "abab"},
 		{`toJSON({"n": 1})`, "{\n  \"n\": 1\n}"},
 		{`reduce(input.xs, #acc + #, 0)`, 6},
 		{`{"total": sum(input.xs), "first": first(input.xs)}`, map[string]any{"total": 6, "first": 3}},
