@@ -54,6 +54,9 @@ func (e *Engine) MigrateRun(ctx context.Context, p MigrateParams) error {
 		if t.run.FlowID != p.FlowID {
 			return fmt.Errorf("version %s is not of run %s's flow: %w", p.VersionID, p.RunID, ErrNotFound)
 		}
+		if err := t.refuseWhileDeferred("migrated"); err != nil {
+			return err
+		}
 		switch t.run.Status {
 		case RunRunning, RunPaused, RunFailed:
 		default:

@@ -46,6 +46,9 @@ func (e *Engine) RerunNode(ctx context.Context, p RerunParams) error {
 		if t.run.Status == RunCancelled {
 			return fmt.Errorf("%w: run %s is cancelled", ErrConflict, p.RunID)
 		}
+		if err := t.refuseWhileDeferred("rerun"); err != nil {
+			return err
+		}
 		n, idx, ok := t.graph.parseKey(p.Key)
 		if !ok {
 			return fmt.Errorf("node %s: %w", p.Key, ErrNotFound)

@@ -120,6 +120,9 @@ type Tx interface {
 	// tree (its root run and every sub-flow run under it) unless the
 	// count would pass limit; it reports whether it added them.
 	AddTreeNodes(ctx context.Context, runID string, n, limit int) (bool, error)
+	// HasDeferred reports whether the run has fires left for a later
+	// transaction (DeferNode) that have not fired yet.
+	HasDeferred(ctx context.Context, runID string) (bool, error)
 	// SetTaken records the edges a failed node's failure edges took and
 	// the failure it handed on as its output (a handled failure).
 	SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error

@@ -106,6 +106,24 @@ func (t *txn) fireDeferred(due []DueNode, states map[string]*NodeState) error {
 	return nil
 }
 
+// refuseWhileDeferred refuses an operation that resets or drops pending
+// rows (a rerun, a migration) while fires the run left for a later
+// transaction wait: they are counted among its active nodes until they
+// fire. They fire within moments — or, in a paused run, after its resume.
+func (t *txn) refuseWhileDeferred(what string) error {
+	waiting, err := t.tx.HasDeferred(t.ctx, t.run.ID)
+	if err != nil {
+		return fmt.Errorf("error looking for the waiting fires of run %s: %w", t.run.ID, err)
+	}
+	if !waiting {
+		return nil
+	}
+	if t.run.Status == RunPaused {
+		return fmt.Errorf("%w: run %s has steps waiting to fire; resume it first, then it can be %s", ErrConflict, t.run.ID, what)
+	}
+	return fmt.Errorf("%w: run %s has steps waiting to fire (a long chain of steps in progress); try again in a moment", ErrConflict, t.run.ID)
+}
+
 // DueNode is a node whose time came, at the attempt it was due in.
 type DueNode struct {
 	Key     string

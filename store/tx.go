@@ -1524,6 +1524,13 @@ func (t *pgTx) AddTreeNodes(ctx context.Context, runID string, n, limit int) (bo
 	return added, interpretError(rows.Err())
 }
 
+func (t *pgTx) HasDeferred(ctx context.Context, runID string) (bool, error) {
+	var waiting bool
+	err := t.raw(ctx, `SELECT EXISTS (SELECT 1 FROM node_states WHERE run_id = ? AND status = 'pending' AND wake_at IS NOT NULL)`,
+		runID).Row().Scan(&waiting)
+	return waiting, interpretError(err)
+}
+
 func (t *pgTx) DeferNode(ctx context.Context, runID, key string, input json.RawMessage) error {
 	res := t.exec(ctx, `UPDATE node_states SET input = ?::jsonb, wake_at = now(), updated_at = now()
 		WHERE run_id = ? AND key = ? AND status = 'pending'`, nullJSON(input), runID, key)

@@ -245,6 +245,13 @@ func TestDeferredFiresKeepTheRunGoing(t *testing.T) {
 	h.sweeps(3)
 	require.Equal(t, at, h.iteration(r.ID, "a"), "a paused run's waiting fires wait")
 	require.Equal(t, "paused", h.run(r.ID).Status)
+	// A rerun or a migration would reset or drop the waiting fires' rows
+	// (and leave the run counting them): refused until the resume.
+	for path, body := range map[string]any{"/nodes/a/rerun": map[string]any{}, "/migrate": map[string]any{"version": 1}} {
+		var e apiErrorJSON
+		require.Equal(t, 409, h.do("POST", "/api/v1/runs/"+r.ID+path, body, &e), path)
+		require.Contains(t, e.Error.Message, "has steps waiting to fire; resume it first", path)
+	}
 	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/resume", nil, nil))
 	fin = h.waitRun(r.ID, "completed")
 	require.JSONEq(t, `{"n": 60}`, string(fin.Output))
