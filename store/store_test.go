@@ -1028,3 +1028,71 @@ func TestMarkRequestSent(t *testing.T) {
 	third := claim()
 	require.Equal(t, 2, third.SentTries, "sent by the second claim: its outcome is unknown")
 }
+
+// TestAddTreeNodesNeverWaits: a run tree's count is kept on its root's
+// run_trees row, but no transaction waits for that row. While one
+// transaction of the tree holds it (a child fanning out, which then
+// locks its parent), another (the parent starting more children) counts
+// beside it and does not block — they would deadlock otherwise; the next
+// holder folds that count in, and the bound holds on the total.
+func TestAddTreeNodesNeverWaits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, _ := storetest.IsolatedDB(t)
+	f := createFlow(t, st)
+	root, child := newRun(f), newRun(f)
+	child.ParentRunID = &root.ID
+	key := "s"
+	child.ParentKey = &key
+	inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+		require.NoError(t, tx.InsertRun(ctx, root))
+		ok, err := tx.AddTreeNodes(ctx, root.ID, 10, 100)
+		require.True(t, ok)
+		require.NoError(t, err)
+		return tx.InsertRun(ctx, child)
+	})
+	held, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
+			ok, err := tx.AddTreeNodes(ctx, child.ID, 20, 100) // holds the row: 30
+			if err != nil || !ok {
+				return fmt.Errorf("child's count: %v %w", ok, err)
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	// The root's transaction, meanwhile: counts beside the held row, and
+	// refuses what the committed count and its own would pass.
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	inTx(t, st, func(_ context.Context, tx engine.Tx) error {
+		ok, err := tx.AddTreeNodes(wctx, root.ID, 50, 100) // 10 committed + 50
+		require.NoError(t, err, "it did not wait")
+		require.True(t, ok)
+		ok, err = tx.AddTreeNodes(wctx, root.ID, 50, 100) // 60 + 50 > 100, its own delta seen
+		require.NoError(t, err)
+		require.False(t, ok)
+		return nil
+	})
+	close(release)
+	require.NoError(t, <-done)
+	// The next holder folds the delta in: 10 + 20 + 50 = 80.
+	inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+		ok, err := tx.AddTreeNodes(ctx, child.ID, 21, 100)
+		require.NoError(t, err)
+		require.False(t, ok, "80 + 21 passes 100")
+		ok, err = tx.AddTreeNodes(ctx, child.ID, 20, 100)
+		require.NoError(t, err)
+		require.True(t, ok)
+		return nil
+	})
+	var nodes, deltas int64
+	require.NoError(t, st.Gorm().Raw(`SELECT nodes, (SELECT count(*) FROM run_tree_deltas) FROM run_trees WHERE root_run_id = ?`, root.ID).
+		Row().Scan(&nodes, &deltas))
+	require.Equal(t, int64(100), nodes)
+	require.Equal(t, int64(0), deltas)
+}

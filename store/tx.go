@@ -1508,20 +1508,77 @@ func (t *pgTx) AddTreeNodes(ctx context.Context, runID string, n, limit int) (bo
 	if n > limit {
 		return false, nil
 	}
-	// The root is found by the parent links (a sub-flow's depth is small);
-	// a count that would pass the limit is left as it was.
-	rows, err := t.raw(ctx, `WITH RECURSIVE up(id, parent) AS (
+	// The root is found by the parent links (a sub-flow's depth is small).
+	var root string
+	if err := t.raw(ctx, `WITH RECURSIVE up(id, parent) AS (
 			SELECT id, parent_run_id FROM runs WHERE id = ?
 			UNION ALL SELECT r.id, r.parent_run_id FROM runs r JOIN up ON r.id = up.parent)
-		INSERT INTO run_trees AS t (root_run_id, nodes) SELECT id, ? FROM up WHERE parent IS NULL
-		ON CONFLICT (root_run_id) DO UPDATE SET nodes = t.nodes + excluded.nodes WHERE t.nodes + excluded.nodes <= ?
-		RETURNING nodes`, runID, n, limit).Rows()
-	if err != nil {
-		return false, fmt.Errorf("error counting the run tree of %s: %w", runID, interpretError(err))
+		SELECT id::text FROM up WHERE parent IS NULL`, runID).Row().Scan(&root); err != nil {
+		return false, fmt.Errorf("error finding the root of run %s: %w", runID, interpretError(err))
 	}
-	defer rows.Close()
-	added := rows.Next()
-	return added, interpretError(rows.Err())
+	if root == runID {
+		// Only the root's own transactions (one at a time: they hold its
+		// run) create the row; its sub-flow runs exist only after it
+		// counted them. Looked for first: an insert meeting the row while
+		// another transaction updates it would wait for that one.
+		var exists bool
+		if err := t.raw(ctx, `SELECT EXISTS (SELECT 1 FROM run_trees WHERE root_run_id = ?)`, root).Row().Scan(&exists); err != nil {
+			return false, interpretError(err)
+		}
+		if !exists {
+			if err := t.exec(ctx, `INSERT INTO run_trees (root_run_id, nodes) VALUES (?, 0) ON CONFLICT DO NOTHING`, root).Error; err != nil {
+				return false, interpretError(err)
+			}
+		}
+	}
+	// The row, if no other transaction of the tree holds it: nothing here
+	// ever waits for it.
+	rows, err := t.raw(ctx, `SELECT nodes FROM run_trees WHERE root_run_id = ? FOR UPDATE SKIP LOCKED`, root).Rows()
+	if err != nil {
+		return false, interpretError(err)
+	}
+	var nodes int64
+	held := rows.Next()
+	if held {
+		err = rows.Scan(&nodes)
+	}
+	rows.Close()
+	if err != nil {
+		return false, interpretError(err)
+	}
+	if held {
+		var folded int64
+		if err := t.raw(ctx, `WITH d AS (DELETE FROM run_tree_deltas WHERE root_run_id = ? RETURNING n) SELECT coalesce(sum(n), 0)::bigint FROM d`,
+			root).Row().Scan(&folded); err != nil {
+			return false, interpretError(err)
+		}
+		ok := nodes+folded+int64(n) <= int64(limit)
+		add := folded
+		if ok {
+			add += int64(n)
+		}
+		if add != 0 {
+			if err := t.exec(ctx, `UPDATE run_trees SET nodes = nodes + ? WHERE root_run_id = ?`, add, root).Error; err != nil {
+				return false, interpretError(err)
+			}
+		}
+		return ok, nil
+	}
+	// Another transaction of the tree holds the row: decide on what is
+	// committed (concurrent counts may pass the bound by what they add) and
+	// leave the count beside it.
+	var committed int64
+	if err := t.raw(ctx, `SELECT coalesce((SELECT nodes FROM run_trees WHERE root_run_id = ?), 0)
+			+ coalesce((SELECT sum(n) FROM run_tree_deltas WHERE root_run_id = ?), 0)`, root, root).Row().Scan(&committed); err != nil {
+		return false, interpretError(err)
+	}
+	if committed+int64(n) > int64(limit) {
+		return false, nil
+	}
+	if err := t.exec(ctx, `INSERT INTO run_tree_deltas (root_run_id, n) VALUES (?, ?)`, root, n).Error; err != nil {
+		return false, interpretError(err)
+	}
+	return true, nil
 }
 
 func (t *pgTx) HasDeferred(ctx context.Context, runID string) (bool, error) {
