@@ -182,6 +182,9 @@ func (c *countingTx) AddTreeNodes(ctx context.Context, runID string, n, limit in
 	}
 	return added, err
 }
+func (c *countingTx) RedeferNodes(ctx context.Context, runID string, keys []string) error {
+	return c.wrote(c.Tx.RedeferNodes(ctx, runID, keys))
+}
 func (c *countingTx) DeferNode(ctx context.Context, runID, key string, input json.RawMessage) error {
 	return c.wrote(c.Tx.DeferNode(ctx, runID, key, input))
 }

@@ -123,6 +123,9 @@ type Tx interface {
 	// HasDeferred reports whether the run has fires left for a later
 	// transaction (DeferNode) that have not fired yet.
 	HasDeferred(ctx context.Context, runID string) (bool, error)
+	// RedeferNodes makes the given fires left for later (still pending)
+	// due again at once.
+	RedeferNodes(ctx context.Context, runID string, keys []string) error
 	// SetTaken records the edges a failed node's failure edges took and
 	// the failure it handed on as its output (a handled failure).
 	SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error

@@ -89,7 +89,20 @@ func (t *txn) fireDeferred(due []DueNode, states map[string]*NodeState) error {
 	if len(due) == 0 || t.run.Status != RunRunning {
 		return nil
 	}
-	for _, d := range due {
+	for i, d := range due {
+		if t.firings >= t.e.maxFirings() || t.work.rows >= t.e.maxRows() {
+			// This transaction did its most: the rest are due again at
+			// once, for the next, in one statement.
+			keys := make([]string, 0, len(due)-i)
+			for _, r := range due[i:] {
+				keys = append(keys, r.Key)
+			}
+			if err := t.tx.RedeferNodes(t.ctx, t.run.ID, keys); err != nil {
+				return fmt.Errorf("error leaving %d fires of run %s for later: %w", len(keys), t.run.ID, err)
+			}
+			t.deferred += len(keys)
+			return nil
+		}
 		cur := states[d.Key]
 		if cur == nil || cur.Status != StatusPending || cur.Attempt != d.Attempt {
 			continue

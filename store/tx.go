@@ -1581,6 +1581,11 @@ func (t *pgTx) AddTreeNodes(ctx context.Context, runID string, n, limit int) (bo
 	return true, nil
 }
 
+func (t *pgTx) RedeferNodes(ctx context.Context, runID string, keys []string) error {
+	return interpretError(t.exec(ctx, `UPDATE node_states SET wake_at = now(), updated_at = now()
+		WHERE run_id = ? AND key = ANY(?::text[]) AND status = 'pending' AND wake_at IS NOT NULL`, runID, keys).Error)
+}
+
 func (t *pgTx) HasDeferred(ctx context.Context, runID string) (bool, error) {
 	var waiting bool
 	err := t.raw(ctx, `SELECT EXISTS (SELECT 1 FROM node_states WHERE run_id = ? AND status = 'pending' AND wake_at IS NOT NULL)`,
