@@ -73,6 +73,7 @@ var permissions = map[string]string{
 	"POST /api/v1/webhook-secret/rotate":           "a",
 	"POST /api/v1/secrets":                         "ae",
 	"GET /api/v1/secrets":                          "ae",
+	"PUT /api/v1/secrets/:name":                    "ae",
 	"DELETE /api/v1/secrets/:name":                 "ae",
 
 	"POST /api/v1/flows/:id/runs":               "ao",

@@ -344,10 +344,6 @@ func makeOutageFixtures(t *testing.T, h *harness, flow, heldRun, heldCallback st
 	ux := h.createFlow([]map[string]any{node("ask", "UX", nil)}, nil)
 	fx.uxRun = h.startRun(ux, map[string]any{}).ID
 	h.waitNode(fx.uxRun, "ask", "waiting_for_user")
-	link, err := h.app.Keys.MintAction(callbacks.ActionClaims{RunID: fx.uxRun, Key: "ask", Attempt: 1, Email: "eve@example.com",
-		Outcome: "approve", Nonce: "outage", Expiry: time.Now().Add(time.Hour)})
-	require.NoError(t, err)
-	fx.approveLink = "/approve/" + link
 	fx.board = h.createBoard("new", "done")
 	var id struct {
 		ID string `json:"id"`
@@ -360,6 +356,11 @@ func makeOutageFixtures(t *testing.T, h *harness, flow, heldRun, heldCallback st
 	require.Equal(t, http.StatusCreated, h.do("POST", "/api/v1/users", map[string]any{"email": "eve@example.com", "name": "Eve",
 		"role": "approver", "password": "a long enough password"}, &id))
 	fx.user = id.ID
+	// A link bound to Eve's account: deciding with it reads the account.
+	link, err := h.app.Keys.MintAction(callbacks.ActionClaims{RunID: fx.uxRun, Key: "ask", Attempt: 1, Email: "eve@example.com",
+		UserID: fx.user, Outcome: "approve", Nonce: "outage", Expiry: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	fx.approveLink = "/approve/" + link
 	fx.personal = h.tokenFor("pat@example.com", "admin")
 	resp, err := clientPost(t.Context(), h.client, h.app.URL+"/api/v1/auth/login", "application/json",
 		strings.NewReader(`{"email":"eve@example.com","password":"a long enough password"}`))
@@ -445,6 +446,7 @@ func outageRequests(fx outageFixtures) map[string]outageRequest {
 		"GET /api/v1/node-types":                       api("/api/v1/node-types", ""),
 		"POST /api/v1/secrets":                         api("/api/v1/secrets", `{"name":"OUTAGE","value":"v"}`),
 		"GET /api/v1/secrets":                          api("/api/v1/secrets", ""),
+		"PUT /api/v1/secrets/:name":                    api("/api/v1/secrets/OUTAGE", `{"allowed_hosts":["api.example.com"]}`),
 		"DELETE /api/v1/secrets/:name":                 api("/api/v1/secrets/OUTAGE", ""),
 		"GET /api/v1/boards/:id":                       api("/api/v1/boards/"+fx.board, ""),
 		"POST /api/v1/entities":                        api("/api/v1/entities", `{"board_id":"`+fx.board+`","type":"lead","name":"Bob"}`),
