@@ -131,6 +131,17 @@ func (v *Value) Eval(env ValueEnv) (any, error) {
 	return out, nil
 }
 
+// EvalValue evaluates value expression src in env, compiled once by the
+// engine and within its ExprLimits (for what evaluates expressions outside
+// a run's transaction: a broker trigger's event key).
+func (e *Engine) EvalValue(src string, env ValueEnv) (any, error) {
+	v, err := e.vals.get(src)
+	if err != nil {
+		return nil, err
+	}
+	return v.Eval(env)
+}
+
 // compiled caches compiled expressions by source: a flow version's
 // expressions are compiled once per process, not at every use.
 type compiled[T any] struct {

@@ -125,7 +125,7 @@ func (a *App) handleBrokerMessage(ctx context.Context, m broker.Message) error {
 // name. The event's id is the message's dedupe key.
 func (a *App) postBrokerEvent(ctx context.Context, m broker.Message) error {
 	cfg := m.Trigger.Config
-	key, err := cfg.EventKey(m)
+	key, err := cfg.EventKey(m, a.Engine.EvalValue)
 	if err != nil {
 		return broker.Permanent(err)
 	}

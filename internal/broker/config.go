@@ -284,10 +284,14 @@ func (c *Config) DurableName(triggerID string) string {
 	return "stitchd-" + triggerID
 }
 
+// EvalFunc evaluates a value expression (engine.Engine.EvalValue: compiled
+// once, within the server's expression limits).
+type EvalFunc func(src string, env engine.ValueEnv) (any, error)
+
 // EventKey is the event key of a message for a trigger posting events: the
 // key expression's value over the body (a string as is, another value as
-// JSON), or the key header's value.
-func (c *Config) EventKey(m Message) (string, error) {
+// JSON), evaluated with eval, or the key header's value.
+func (c *Config) EventKey(m Message, eval EvalFunc) (string, error) {
 	if c.KeyHeader != "" {
 		k := m.Header(c.KeyHeader)
 		if k == "" || len(k) > handlers.MaxEventKeyLen {
@@ -295,15 +299,11 @@ func (c *Config) EventKey(m Message) (string, error) {
 		}
 		return k, nil
 	}
-	v, err := engine.CompileValue(c.Key)
-	if err != nil {
-		return "", fmt.Errorf("error compiling the key expression: %s", engine.ExprMessage(err))
-	}
 	var in any
 	if err := json.Unmarshal(m.Body, &in); err != nil {
 		return "", fmt.Errorf("error decoding the message body: %w", err)
 	}
-	out, err := v.Eval(engine.ValueEnv{Input: in})
+	out, err := eval(c.Key, engine.ValueEnv{Input: in})
 	if err != nil {
 		return "", fmt.Errorf("error evaluating the key expression %q: %s", c.Key, engine.ExprMessage(err))
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/engine"
 )
 
 func TestValidateDefaults(t *testing.T) {
@@ -42,17 +44,30 @@ func TestRedactAndPatch(t *testing.T) {
 	require.Equal(t, other, c.URL)
 }
 
+// eval evaluates an expression as the engine does (without its cache).
+func eval(src string, env engine.ValueEnv) (any, error) {
+	v, err := engine.CompileValue(src)
+	if err != nil {
+		return nil, err
+	}
+	return v.Eval(env)
+}
+
 func TestEventKey(t *testing.T) {
 	t.Parallel()
 	c := Config{Key: "input.order.id"}
 	m := Message{Body: []byte(`{"order": {"id": 42}}`), Headers: map[string]string{"Order-Id": "7"}}
-	k, err := c.EventKey(m)
+	k, err := c.EventKey(m, eval)
 	require.NoError(t, err)
 	require.Equal(t, "42", k)
-	_, err = c.EventKey(Message{Body: []byte(`{"order": {}}`)})
+	_, err = c.EventKey(Message{Body: []byte(`{"order": {}}`)}, eval)
 	require.ErrorContains(t, err, "not a string or a number")
+	// A key expression runs within the expression limits.
+	bomb := Config{Key: `string(len(repeat(repeat("a", 999999), 999999)))`}
+	_, err = bomb.EventKey(m, eval)
+	require.ErrorContains(t, err, "expression_limit")
 	h := Config{KeyHeader: "order-id"}
-	k, err = h.EventKey(m)
+	k, err = h.EventKey(m, eval)
 	require.NoError(t, err)
 	require.Equal(t, "7", k, "header names match case-insensitively")
 }
