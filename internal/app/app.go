@@ -216,11 +216,11 @@ type App struct {
 	http             *http.Server
 	listener         net.Listener
 	cluster          *localpg.Cluster
-	// guard checks the addresses dispatches, notifications and broker
-	// triggers connect to.
+	// guard checks the addresses dispatches, notifications, broker
+	// triggers and the archive connect to.
 	guard *callbacks.AddressGuard
-	// archiveClient sends retention's batches to Config.ArchiveURL (the
-	// operator's own address: no worker guard; redirects not followed).
+	// archiveClient sends retention's batches to Config.ArchiveURL
+	// (guarded; redirects not followed).
 	archiveClient *http.Client
 	clock         engine.Clock
 	cancel        context.CancelFunc
@@ -423,7 +423,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Rates: cfg.DispatchRates, RateStore: a.Store, MaxTokenWait: cfg.DispatchMaxTokenWait,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock, Claims: claims})
 	a.Dispatcher = disp
-	a.archiveClient, a.clock = callbacks.NewHTTPClient(30*time.Second, nil), clock
+	// The archive is the operator's, but in deny mode it is held to the
+	// guard too (--worker-allow-cidrs opens its address): a URL set
+	// through the environment is no reason to reach the machine itself.
+	a.archiveClient, a.clock = callbacks.NewHTTPClient(30*time.Second, guard), clock
 	// Always: without a notification webhook the outbox still carries the
 	// workers' cancel notices (to their nodes' cancelUrl).
 	a.Notifications = callbacks.NewNotifier(callbacks.NotifierConfig{Store: a.Store, URL: cfg.NotifyURL, Secret: secret,

@@ -6,7 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/syncbuf"
 )
 
 // finishedAgo moves a finished run's finish into the past.
@@ -298,4 +302,39 @@ func TestRetentionOfAFlowKeepsLongerThanTheServers(t *testing.T) {
 	}, "runs %s and %s to be deleted", due.ID, other.ID)
 	r, _, _ := h.rowsOf(kept.ID)
 	require.Equal(t, 1, r, "the flow keeps its runs ten days, past the server's one")
+}
+
+// TestRetentionArchiveHeldToTheGuard: in deny mode the archive is held to
+// the address guard like every other URL stitchd sends to (issue 43: a
+// service on the machine itself is not reachable through it); an exact
+// --worker-allow-cidrs entry opens it.
+func TestRetentionArchiveHeldToTheGuard(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	archive := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(archive.Close)
+	for _, allowed := range []bool{false, true} {
+		var log syncbuf.Buffer
+		guard := &callbacks.AddressGuard{DenyPrivate: true}
+		if allowed {
+			guard.Allow = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+		}
+		h := newHarness(t, withLog(&log), func(c *app.Config) {
+			c.Retention, c.ArchiveURL, c.WorkerGuard = 24*time.Hour, archive.URL+"/runs", guard
+		})
+		flow := h.createFlow([]map[string]any{node("t", "Transform", map[string]any{"expression": `{"n": 1}`})}, nil)
+		r := h.startRun(flow, map[string]any{})
+		h.waitRun(r.ID, "completed")
+		h.finishedAgo(r.ID, 25*time.Hour)
+		if !allowed {
+			h.eventually(func() bool { return strings.Contains(log.String(), "archive unreachable") }, "the archive refused")
+			require.Contains(t, log.String(), "refused")
+			require.Zero(t, hits.Load(), "nothing reached the archive")
+			n, _, _ := h.rowsOf(r.ID)
+			require.Equal(t, 1, n, "not archived, not deleted")
+			continue
+		}
+		h.eventually(func() bool { n, _, _ := h.rowsOf(r.ID); return n == 0 }, "archived and deleted")
+		require.Positive(t, hits.Load())
+	}
 }
