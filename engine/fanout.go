@@ -136,7 +136,7 @@ func (t *txn) instantiate(region *Region, pending map[string]int, sidx []int, sk
 			starts = append(starts, started[k])
 		}
 	}
-	t.work.rows += len(rows)
+	t.addRows(len(rows))
 	if err := t.tx.InsertStartedNodes(t.ctx, t.run.ID, rows, starts); err != nil {
 		return nil, err
 	}

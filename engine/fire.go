@@ -37,7 +37,7 @@ func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status
 	// transaction, so a loop of synchronous nodes runs in many short
 	// transactions instead of one long one.
 	if t.mayDefer(n, from, delayMs) {
-		if t.firings >= t.e.maxFirings() || t.work.rows >= t.e.maxRows() {
+		if t.firings >= t.e.maxFirings() || t.rowsMade() >= t.e.maxRows() {
 			if err := t.tx.DeferNode(t.ctx, t.run.ID, key, input); err != nil {
 				return err
 			}

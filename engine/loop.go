@@ -113,7 +113,7 @@ func (t *txn) nextIteration(l *Loop, st *NodeState) error {
 		rows[i] = NodeState{Key: keys[i], NodeID: id, Type: t.graph.Nodes[id].Type, Index: st.Index, Iteration: iter,
 			Status: StatusPending, PendingParents: l.Inner[id], Attempt: attempts[keys[i]]}
 	}
-	t.work.rows += len(rows)
+	t.addRows(len(rows))
 	if err := t.tx.InsertIteration(t.ctx, t.run.ID, rows); err != nil {
 		return fmt.Errorf("error starting iteration %d of the loop back to %s: %w", iter, l.Head, err)
 	}

@@ -118,7 +118,7 @@ func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
 	if err := t.tx.InsertStartedNodes(ctx, id, rows, rowStarts); err != nil {
 		return err
 	}
-	t.work.rows += len(rows)
+	t.addRows(len(rows))
 	if err := t.flushBulk(first); err != nil {
 		return err
 	}
@@ -151,6 +151,9 @@ func (t *txn) treeLimitMessage(doing string) string {
 // nestedTxn is a txn over another run in this transaction's database
 // transaction; committed hands on its effects with this one's.
 func (t *txn) nestedTxn() *txn {
+	if t.work == nil {
+		t.work = &txWork{} // shared with the nested transaction from now on
+	}
 	n := &txn{e: t.e, ctx: t.ctx, tx: t.tx, room: t.room, noSpeculation: true, began: t.began, ends: t.ends, work: t.work}
 	t.nested = append(t.nested, n)
 	return n
@@ -287,7 +290,7 @@ func (e *Engine) tellParents(ctx context.Context, tx Tx, ends *childEnds, room *
 			byParent[c.parentRunID] = append(byParent[c.parentRunID], c)
 		}
 		for _, id := range slices.Sorted(maps.Keys(byParent)) {
-			pt := &txn{e: e, ctx: ctx, tx: tx, room: room, noSpeculation: true, began: e.cfg.Clock.Now(), ends: ends, work: &txWork{}}
+			pt := &txn{e: e, ctx: ctx, tx: tx, room: room, noSpeculation: true, began: e.cfg.Clock.Now(), ends: ends}
 			ends.parents = append(ends.parents, pt)
 			if err := pt.tellParent(id, byParent[id]); err != nil {
 				return err

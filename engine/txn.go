@@ -92,7 +92,7 @@ type txn struct {
 func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool, ends *childEnds, room *claimRoom) *txn {
 	counted := &countingTx{Tx: tx}
 	return &txn{e: e, ctx: ctx, tx: counted, written: counted, room: room, noSpeculation: noSpeculation, began: e.cfg.Clock.Now(),
-		ends: ends, work: &txWork{}}
+		ends: ends}
 }
 
 // txWork counts the node rows a database transaction created (runs
@@ -100,6 +100,23 @@ func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool, ends *ch
 // start in later transactions (fireDelayed), so that 400 items each
 // starting a sub-flow of 400 items is many short transactions, not one.
 type txWork struct{ rows int }
+
+// addRows counts n node rows created (the count is made when first
+// needed: a chain's step creates none).
+func (t *txn) addRows(n int) {
+	if t.work == nil {
+		t.work = &txWork{}
+	}
+	t.work.rows += n
+}
+
+// rowsMade is how many node rows the database transaction created.
+func (t *txn) rowsMade() int {
+	if t.work == nil {
+		return 0
+	}
+	return t.work.rows
+}
 
 // claimRoom is how many outbox rows a database transaction may still
 // claim for this process: the dispatcher's room (Claims), asked before the transaction

@@ -90,7 +90,7 @@ func (t *txn) fireDeferred(due []DueNode, states map[string]*NodeState) error {
 		return nil
 	}
 	for i, d := range due {
-		if t.firings >= t.e.maxFirings() || t.work.rows >= t.e.maxRows() {
+		if t.firings >= t.e.maxFirings() || t.rowsMade() >= t.e.maxRows() {
 			// This transaction did its most: the rest are due again at
 			// once, for the next, in one statement.
 			keys := make([]string, 0, len(due)-i)
