@@ -164,6 +164,24 @@ func (h *harness) doAs(tok, method, path string, body any, out any) int {
 	return resp.StatusCode
 }
 
+// rawGet reads an API answer whole, an error for one cut short (by the
+// server's write timeout, say) rather than a failed test.
+func (h *harness) rawGet(path string) ([]byte, error) {
+	h.t.Helper()
+	req, err := http.NewRequestWithContext(h.t.Context(), http.MethodGet, h.app.URL+path, nil)
+	require.NoError(h.t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s answered %d", path, resp.StatusCode)
+	}
+	return io.ReadAll(resp.Body)
+}
+
 // post sends a raw callback.
 func (h *harness) post(url string, body string) (int, string) {
 	h.t.Helper()
