@@ -15,13 +15,15 @@ import (
 )
 
 // TestLoginConcurrencyBounded: however many sign-ins arrive at once (here
-// 40 from one address, each a new email, so neither the per-account nor
+// 10 from one address, each a new email, so neither the per-account nor
 // the per-address limit applies), at most LoginConcurrency password checks
 // (argon2id, 19 MiB each) run at once; 200 from 4 addresses added 1.07 GB
 // before. A sign-in that waits past LoginWait is 429 with Retry-After.
+// (Ten, not more: each check is a good part of a second of CPU under the
+// race detector, taken from the suite's timing tests beside it.)
 func TestLoginConcurrencyBounded(t *testing.T) {
 	t.Parallel()
-	const slots, n = 2, 40
+	const slots, n = 2, 10
 	type answer struct {
 		code             int
 		retryAfter, body string
