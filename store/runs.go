@@ -226,6 +226,47 @@ func (s *Store) EventsAfterBounded(ctx context.Context, afterID int64, limit, ma
 	return scanEvents(rows)
 }
 
+// WaitReplicated waits until what this server has written so far is on
+// its synchronous standbys (pg_stat_replication's flush position), if it
+// has any and may see their positions. Postgres shows a transaction to
+// other sessions once it is written here, before a synchronous standby
+// has it: an event read in that moment, from a primary that then dies,
+// was never committed as far as the promoted standby knows, and the work
+// that wrote it is done again under new ids. A stream that waits before
+// sending what it read sends only what survives a failover.
+func (s *Store) WaitReplicated(ctx context.Context) error {
+	// Waiting: the server has synchronous standbys configured, and none
+	// of them has flushed up to here yet (one whose position this user
+	// may not see counts as caught up: nothing can be proven, nothing is
+	// held). A dying primary's standby is gone from pg_stat_replication:
+	// the stream waits, and ends with its connection.
+	const waitQ = `SELECT current_setting('synchronous_standby_names') <> '' AND NOT EXISTS (SELECT 1 FROM pg_stat_replication
+		WHERE sync_state IN ('sync', 'quorum') AND (flush_lsn IS NULL OR flush_lsn >= ?::pg_lsn))`
+	var lsn string
+	var synchronous bool
+	if err := s.db.WithContext(ctx).Raw(`SELECT pg_current_wal_lsn()::text, current_setting('synchronous_standby_names') <> ''`).
+		Row().Scan(&lsn, &synchronous); err != nil {
+		return fmt.Errorf("error reading the replication position: %w", interpretError(err))
+	}
+	for synchronous {
+		var waiting bool
+		if err := s.db.WithContext(ctx).Raw(waitQ, lsn).Row().Scan(&waiting); err != nil {
+			return fmt.Errorf("error reading the replication position: %w", interpretError(err))
+		}
+		if !waiting {
+			return nil
+		}
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
 // LastEventID is the id of the newest event (0 when there is none).
 func (s *Store) LastEventID(ctx context.Context) (int64, error) {
 	var id int64

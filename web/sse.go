@@ -199,6 +199,9 @@ func (s *Server) runEvents(c echo.Context) error {
 	for {
 		for {
 			evs, err := s.cfg.Store.RunEventsBounded(ctx, id, after, 1000, streamPageBytes)
+			if err == nil && len(evs) > 0 {
+				err = s.cfg.Store.WaitReplicated(ctx) // only what survives a failover
+			}
 			if err != nil {
 				return nil
 			}
@@ -380,6 +383,12 @@ func (cur *eventCursor) next(ctx context.Context) ([]engine.Event, cursorState, 
 		page, err := cur.store.EventsAfterBounded(ctx, cur.after, 1000, streamPageBytes)
 		if err != nil {
 			return nil, cursorDone, err
+		}
+		if len(page) > 0 {
+			// Only what survives a failover (store.WaitReplicated).
+			if err := cur.store.WaitReplicated(ctx); err != nil {
+				return nil, cursorDone, err
+			}
 		}
 		n := 0
 		for _, e := range page {
