@@ -29,7 +29,7 @@ const hostileRSSBound = 500 << 20
 // team against a real stitchd process and watches its peak resident set
 // (VmHWM): an expression that asks for a terabyte (behind a Wait, with
 // the process SIGKILLed and started again before the Wait ends), one
-// that would run for minutes, a loop of 5,000 synchronous firings behind
+// that would run for minutes, a loop of 2,000 synchronous firings behind
 // an anonymous hook (once answered, once with the caller hanging up), an
 // HTTP response holding a lone surrogate, and 400 items each starting a
 // sub-flow of 400. Each fails its node with the named limit, or runs in
@@ -44,7 +44,7 @@ func TestHostileFlowsOnARealProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	in := &instance{name: "hostile", bin: bin, addr: freeAddr(t), dbURL: dbURL, logDir: dir,
-		extra: []string{"--max-run-nodes", "20000"}}
+		extra: []string{"--max-run-nodes", "8000"}}
 	require.NoError(t, in.start(ctx))
 	t.Cleanup(in.kill)
 	c := &hostileClient{t: t, ctx: ctx, in: in}
@@ -84,12 +84,12 @@ func TestHostileFlowsOnARealProcess(t *testing.T) {
 	require.Contains(t, fin.nodeError("t"), "expression_limit: the expression ran longer than 1s (the time limit, --expr-timeout)")
 	watch("the CPU expression")
 
-	// 3. A loop of two Transforms, 2,500 iterations, behind a public hook:
+	// 3. A loop of two Transforms, 1,000 iterations, behind a public hook:
 	// answered at once, the loop going on in short transactions; and a
 	// caller hanging up after 200 ms.
 	flow = c.flow("loop", []map[string]any{
 		hnode("a", "Transform", map[string]any{"expression": "input"}), hnode("b", "Transform", map[string]any{"expression": "input"})},
-		[]map[string]any{hedge("a", "b", nil), hedge("b", "a", map[string]any{"condition": "true", "loop": map[string]any{"maxIterations": 2500}})})
+		[]map[string]any{hedge("a", "b", nil), hedge("b", "a", map[string]any{"condition": "true", "loop": map[string]any{"maxIterations": 1000}})})
 	require.Equal(t, 201, c.api("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"slug": "loop1"}, nil))
 	began = time.Now()
 	var hooked struct {
@@ -104,8 +104,8 @@ func TestHostileFlowsOnARealProcess(t *testing.T) {
 	}
 	began = time.Now()
 	fin = c.waitRun(hooked.RunID, "failed")
-	t.Logf("the loop's 5,000 firings ended %s after the hook answered", time.Since(began).Round(time.Second))
-	require.Contains(t, fin.nodeError("b"), "ran its 2500 iterations")
+	t.Logf("the loop's 2,000 firings ended %s after the hook answered", time.Since(began).Round(time.Second))
+	require.Contains(t, fin.nodeError("b"), "ran its 1000 iterations")
 	watch("the synchronous loop")
 
 	// 4. An HTTP response the database cannot store: one request, and the
@@ -125,7 +125,7 @@ func TestHostileFlowsOnARealProcess(t *testing.T) {
 	watch("the unstorable response")
 
 	// 5. 400 items each starting a sub-flow that fans out 400: stopped at
-	// --max-run-nodes (20,000 here), the children started in chunks.
+	// --max-run-nodes (8,000 here), the children started in chunks.
 	child := c.flow("child", []map[string]any{
 		hnode("g", "Transform", map[string]any{"expression": `{"xs": map(1..400, {#})}`}),
 		hnode("split", "Splitter", map[string]any{"arrayPath": "xs"}),
