@@ -61,7 +61,8 @@ func (d *Dispatcher) request(ctx context.Context, c engine.ClaimedDispatch) {
 		return
 	}
 	d.cfg.Logger.Warn("error recording a response", "run_id", c.RunID, "node_key", c.Key, "error", err)
-	if !unstorable(err) {
+	refused, ok := unstorable(err)
+	if !ok {
 		// The database is away, or the transaction met another's (a
 		// deadlock, a timeout): the row stays claimed, and when its lease
 		// ends the attempt fails as unknown (above), never sent twice.
@@ -70,7 +71,7 @@ func (d *Dispatcher) request(ctx context.Context, c engine.ClaimedDispatch) {
 	// The response itself cannot be recorded (something in it the
 	// database refuses): the attempt fails, once, saying so.
 	failed := engine.Response{DispatchID: c.ID, RunID: c.RunID, Key: c.Key, Attempt: c.Attempt, Try: c.Tries, NoRetry: true,
-		Error: fmt.Sprintf("the response (%d) cannot be stored: %s", r.Status, storeMessage(err))}
+		Error: fmt.Sprintf("the response (%d) cannot be stored: %s", r.Status, refused.Message)}
 	if err := d.cfg.Responses.CompleteFromResponse(ctx, failed); err != nil && ctx.Err() == nil {
 		d.cfg.Logger.Warn("error recording a response's failure", "run_id", c.RunID, "node_key", c.Key, "error", err)
 	}
@@ -79,30 +80,13 @@ func (d *Dispatcher) request(ctx context.Context, c engine.ClaimedDispatch) {
 // unstorable reports whether the database refused a value of the response
 // itself (a data exception, SQLSTATE class 22, or a value too big, 54000),
 // which no later try would store either.
-func unstorable(err error) bool {
+// Its message names the value's problem, without the statement.
+func unstorable(err error) (*pgconn.PgError, bool) {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
-		return false
+		return nil, false
 	}
-	return strings.HasPrefix(pgErr.Code, "22") || pgErr.Code == "54000"
-}
-
-// storeMessage is the first line of a database error, without the SQL a
-// driver may quote: enough to tell which value was refused.
-func storeMessage(err error) string {
-	msg := err.Error()
-	if strings.Contains(msg, "25P02") {
-		// The statement that failed was queued with others; which value
-		// it refused is not known here.
-		return "the database refused a value in it"
-	}
-	if i := strings.LastIndex(msg, "ERROR: "); i >= 0 {
-		msg = msg[i+len("ERROR: "):]
-	}
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	return msg
+	return pgErr, strings.HasPrefix(pgErr.Code, "22") || pgErr.Code == "54000"
 }
 
 // send makes the request and fills r with its outcome; false when nothing

@@ -107,5 +107,5 @@ func (s *Store) OverdueEvents(ctx context.Context, limit int) ([]Due, error) {
 	return s.claimDue(ctx, `UPDATE node_states SET deadline = now() + interval '30 seconds'
 		WHERE (run_id, key) IN (SELECT run_id, key FROM node_states WHERE status = 'waiting_for_event' AND deadline <= now()
 			ORDER BY deadline LIMIT ? FOR UPDATE SKIP LOCKED)
-		RETURNING run_id::text, key, attempt`, limit, "overdue event waits")
+		RETURNING run_id::text, key, attempt, false`, limit, "overdue event waits")
 }

@@ -18,7 +18,7 @@ func (s *Store) DueReminders(ctx context.Context, limit int) ([]Due, error) {
 			AND n.status = 'waiting_for_user'
 			AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = n.run_id AND r.status = 'paused')
 			ORDER BY n.remind_at LIMIT ? FOR UPDATE OF n SKIP LOCKED)
-		RETURNING run_id::text, key, attempt`, limit, "due reminders")
+		RETURNING run_id::text, key, attempt, false`, limit, "due reminders")
 }
 
 // ClaimNotifications claims up to limit notifications due for delivery —

@@ -419,7 +419,7 @@ func (s *Store) OverdueApprovals(ctx context.Context, limit int) ([]Due, error) 
 	return s.claimDue(ctx, `UPDATE node_states SET deadline = now() + interval '30 seconds'
 		WHERE (run_id, key) IN (SELECT run_id, key FROM node_states WHERE status = 'waiting_for_user' AND deadline <= now()
 			ORDER BY deadline LIMIT ? FOR UPDATE SKIP LOCKED)
-		RETURNING run_id::text, key, attempt`, limit, "overdue approvals")
+		RETURNING run_id::text, key, attempt, false`, limit, "overdue approvals")
 }
 
 func (s *Store) claimDue(ctx context.Context, q string, limit int, what string) ([]Due, error) {
@@ -431,11 +431,7 @@ func (s *Store) claimDue(ctx context.Context, q string, limit int, what string) 
 	var out []Due
 	for rows.Next() {
 		var d Due
-		dest := []any{&d.RunID, &d.Key, &d.Attempt}
-		if cols, _ := rows.Columns(); len(cols) == 4 {
-			dest = append(dest, &d.Deferred)
-		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(&d.RunID, &d.Key, &d.Attempt, &d.Deferred); err != nil {
 			return nil, interpretError(err)
 		}
 		out = append(out, d)
