@@ -56,6 +56,41 @@ func TestDispatchTokensShared(t *testing.T) {
 	require.Error(t, err)
 }
 
+// TestDispatchTokensWaitNoLonger: once a bucket is drained, the waits it
+// asks for add up to no more than the rate demands — 25 tokens at 50/s
+// never cost more than half a second of waiting, however late the taker
+// comes back (a late taker only finds more refilled) — and a taker that
+// waits what it was told gets its token.
+func TestDispatchTokensWaitNoLonger(t *testing.T) {
+	t.Parallel()
+	st, _ := storetest.IsolatedDB(t)
+	ctx := context.Background()
+	const rate, burst, tokens = 50.0, 5.0, 25
+	for range int(burst) {
+		ok, _, err := st.TakeDispatchToken(ctx, "h:w", rate, burst)
+		require.NoError(t, err)
+		require.True(t, ok, "a new bucket starts full")
+	}
+	var waited time.Duration
+	refusals := 0
+	for got := 0; got < tokens; {
+		ok, wait, err := st.TakeDispatchToken(ctx, "h:w", rate, burst)
+		require.NoError(t, err)
+		if ok {
+			got++
+			continue
+		}
+		refusals++
+		require.Greater(t, wait, time.Duration(0))
+		require.LessOrEqual(t, wait, time.Duration(float64(time.Second)/rate), "one token is never more than 1/rate away")
+		waited += wait
+		time.Sleep(wait)
+	}
+	require.LessOrEqual(t, waited, time.Duration(tokens*float64(time.Second)/rate), "waits for %d tokens", tokens)
+	// A wait rounded down to the nanosecond may be refused once more.
+	require.LessOrEqual(t, refusals, 2*tokens)
+}
+
 func TestDeleteOldLoginFailures(t *testing.T) {
 	t.Parallel()
 	st := storetest.TestTx(t)
