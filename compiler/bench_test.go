@@ -62,7 +62,7 @@ func nestedChainsGraph(n int) compiler.VisualGraph {
 func benchmarkCompile(b *testing.B, g compiler.VisualGraph) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := compiler.Compile(g); err != nil {
+		if _, err := compiler.Compile(g, builtins); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -96,13 +96,13 @@ func (c *compiler) checkBranches() {
 			ve := c.v.Edges[e.vi]
 			at := edgeLoc(e.vi).field("data")
 			switch {
-			case src.typ == engine.NodeTypeSplitter:
+			case src.caps.FansOut:
 				c.errAt(CodeInvalidBranch, "", ve.ID, at, "edge %q: a Splitter's edges lead into its parallel region and are always taken; branch after its first node instead", ve.ID)
 			case e.rule.Default && defaults >= 0:
 				c.errAt(CodeInvalidBranch, "", ve.ID, at.field("default"), "edge %q: node %q already has a default edge (%s)", ve.ID, src.id, edgePath(defaults))
 			case e.rule.Default:
 				defaults = e.vi
-			case e.rule.Outcome != "" && src.typ != engine.NodeTypeUX:
+			case e.rule.Outcome != "" && !src.caps.WaitsForPerson:
 				c.errAt(CodeInvalidBranch, "", ve.ID, at.field("outcome"), "edge %q: only a UX node's edges can have an outcome; %q is a %s node", ve.ID, src.id, src.typ)
 			case e.rule.Outcome != "" && src.cfg != nil:
 				outcomes := engine.UXOutcomes(&engine.Node{Config: src.cfg})

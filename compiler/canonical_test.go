@@ -119,7 +119,7 @@ func TestParseVisual(t *testing.T) {
 	v, err = compiler.ParseVisual([]byte(` {} `))
 	require.NoError(t, err)
 	require.Empty(t, v.Nodes)
-	_, err = compiler.Compile(v)
+	_, err = compiler.Compile(v, builtins)
 	require.ErrorContains(t, err, "no nodes")
 }
 

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,16 +16,20 @@ type Options struct {
 	// board: every entityMovement targetSectionId must be one of them. Nil
 	// skips the check (the flow has no board, or the caller checks later).
 	BoardSections []string
-	// Types are node types beside the built-in ones (engine.NodeTypeSpec:
-	// an embedding program's, a test's): their nodes' data is checked
-	// against their ConfigSchema and by their Check.
+	// Types are the node types a flow may use: the registry
+	// (handlers.Types and any added), each an engine.NodeTypeSpec. A node's
+	// data is checked against its type's ConfigSchema and by its Check —
+	// but for the ten first built-in types, whose data the compiler's own
+	// rules check (config.go: they need the flow around the node) — and
+	// the graph's rules read its Caps: a node that fans out opens a region,
+	// one that collects closes it, a person's outcomes may label edges.
 	Types []engine.NodeTypeSpec
 }
 
-// Compile validates a visual graph and compiles it into an execution graph.
-// It is CompileWithOptions with zero Options.
-func Compile(v VisualGraph) (*engine.ExecutionGraph, error) {
-	return CompileWithOptions(v, Options{})
+// Compile validates a visual graph whose nodes have the given types and
+// compiles it into an execution graph: CompileWithOptions with only Types.
+func Compile(v VisualGraph, types []engine.NodeTypeSpec) (*engine.ExecutionGraph, error) {
+	return CompileWithOptions(v, Options{Types: types})
 }
 
 // CompileWithOptions validates a visual graph and compiles it into an
@@ -34,6 +39,9 @@ func Compile(v VisualGraph) (*engine.ExecutionGraph, error) {
 // visual graph does not matter (the order of the edges does: it is the order
 // of Adjacency and Upstream).
 func CompileWithOptions(v VisualGraph, opts Options) (*engine.ExecutionGraph, error) {
+	if len(opts.Types) == 0 {
+		return nil, errors.New("compiler: no node types (Options.Types)")
+	}
 	c := &compiler{v: v, opts: opts}
 	c.run()
 	if len(c.problems) > 0 {
@@ -43,46 +51,26 @@ func CompileWithOptions(v VisualGraph, opts Options) (*engine.ExecutionGraph, er
 	return c.build(), nil
 }
 
-// nodeTypes is the type table: lower-case visual spelling → canonical type.
-var nodeTypes = []engine.NodeType{
-	engine.NodeTypeWorker,
-	engine.NodeTypeUX,
-	engine.NodeTypeSplitter,
-	engine.NodeTypeCollector,
-	engine.NodeTypeCondition,
-	engine.NodeTypeTransform,
-	engine.NodeTypeWait,
-	engine.NodeTypeHTTP,
-	engine.NodeTypeEvent,
-	engine.NodeTypeSubFlow,
-}
-
-// canonicalType matches t case-insensitively (ASCII only) against the type
-// table, then against the added types (Options.Types); spec is the added
-// type's.
-func (c *compiler) canonicalType(t string) (engine.NodeType, *engine.NodeTypeSpec, bool) {
-	for _, nt := range nodeTypes {
-		if asciiEqualFold(t, string(nt)) {
-			return nt, nil, true
-		}
-	}
+// canonicalType matches t case-insensitively (ASCII only) against the
+// registry (Options.Types).
+func (c *compiler) canonicalType(t string) (*engine.NodeTypeSpec, bool) {
 	for i, s := range c.opts.Types {
 		if asciiEqualFold(t, string(s.Type)) {
-			return s.Type, &c.opts.Types[i], true
+			return &c.opts.Types[i], true
 		}
 	}
-	return "", nil, false
+	return nil, false
 }
 
 // typeNames lists the types a node may have, for the message of an
 // unknown one.
 func (c *compiler) typeNames() string {
-	names := make([]string, 0, len(nodeTypes)+len(c.opts.Types))
-	for _, nt := range nodeTypes {
-		names = append(names, string(nt))
-	}
+	names := make([]string, 0, len(c.opts.Types))
 	for _, s := range c.opts.Types {
 		names = append(names, string(s.Type))
+	}
+	if len(names) == 1 {
+		return names[0]
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
@@ -112,7 +100,9 @@ type cnode struct {
 	id  string
 	vi  int             // index in VisualGraph.Nodes
 	typ engine.NodeType // "" when unknown
-	cfg json.RawMessage // canonical data ({} when absent); nil when invalid
+	// caps are its type's capabilities (zero when unknown).
+	caps engine.Capabilities
+	cfg  json.RawMessage // canonical data ({} when absent); nil when invalid
 }
 
 // cedge is an edge that takes part in the graph: both ends exist, not a
@@ -211,16 +201,20 @@ func (c *compiler) collectNodes() {
 	c.nodes = make([]cnode, 0, len(c.v.Nodes))
 	c.byID = make(map[string]int32, len(c.v.Nodes))
 	for i, vn := range c.v.Nodes {
-		typ, spec, known := c.canonicalType(vn.Type)
-		if !known {
+		spec, known := c.canonicalType(vn.Type)
+		var typ engine.NodeType
+		var caps engine.Capabilities
+		if known {
+			typ, caps = spec.Type, spec.Caps
+		} else {
 			c.errorf(CodeUnknownType, vn.ID, "", nodePath(i)+".type", "node %q has unknown type %q (want %s)", vn.ID, vn.Type, c.typeNames())
 		}
 		cfg, ok := c.canonicalData(vn.Data, vn.ID, "", nodeLoc(i).field("data"))
 		switch {
-		case ok && spec != nil:
-			c.checkAddedType(i, vn.ID, spec, cfg)
-		case ok && known:
+		case ok && known && ownRules(typ):
 			c.validateNodeConfig(i, vn.ID, typ, cfg)
+		case ok && known:
+			c.checkAddedType(i, vn.ID, spec, cfg)
 		}
 		if vn.ID == "" {
 			c.errorf(CodeMissingID, "", "", nodePath(i)+".id", "node has an empty id")
@@ -231,7 +225,7 @@ func (c *compiler) collectNodes() {
 			continue
 		}
 		c.byID[vn.ID] = int32(len(c.nodes)) //nolint:gosec // G115: node counts are bounded by the request body limit
-		c.nodes = append(c.nodes, cnode{id: vn.ID, vi: i, typ: typ, cfg: cfg})
+		c.nodes = append(c.nodes, cnode{id: vn.ID, vi: i, typ: typ, caps: caps, cfg: cfg})
 	}
 }
 
@@ -517,7 +511,7 @@ func (c *compiler) build() *engine.ExecutionGraph {
 		nd := &c.nodes[i]
 		v := int32(i)
 		st := c.stack[i]
-		slab[i] = engine.Node{ID: nd.id, Type: nd.typ, Config: nd.cfg, Depth: st.depthOf()}
+		slab[i] = engine.Node{ID: nd.id, Type: nd.typ, Config: nd.cfg, Depth: st.depthOf(), Caps: nd.caps}
 		if st != nil {
 			slab[i].Region = c.nodes[st.splitter].id
 		}

@@ -27,10 +27,10 @@ func TestCompileAPIExample(t *testing.T) {
 					`"onSuccess":{"completeAs":"success","setEntityType":"customer","targetSectionId":"qualified"}},` +
 					`"label":"Fetch leads","retry":{"backoff":"exponential","initialDelayMs":1000,"maxAttempts":3,"maxDelayMs":60000},` +
 					`"timeoutSeconds":300,"webhookUrl":"http://worker.local/fetch"}`)},
-			"split":   {ID: "split", Type: engine.NodeTypeSplitter, Config: json.RawMessage(`{"arrayPath":"leads"}`)},
+			"split":   {ID: "split", Type: engine.NodeTypeSplitter, Config: json.RawMessage(`{"arrayPath":"leads"}`), Caps: engine.Capabilities{FansOut: true}},
 			"score":   {ID: "score", Type: engine.NodeTypeWorker, Config: json.RawMessage(`{"webhookUrl":"http://worker.local/score"}`), Region: "split", Depth: 1},
-			"merge":   {ID: "merge", Type: engine.NodeTypeCollector, Config: json.RawMessage(`{}`)},
-			"approve": {ID: "approve", Type: engine.NodeTypeUX, Config: json.RawMessage(`{"label":"Approve the batch","prompt":"Send these leads to sales?"}`)},
+			"merge":   {ID: "merge", Type: engine.NodeTypeCollector, Config: json.RawMessage(`{}`), Caps: engine.Capabilities{Collects: true}},
+			"approve": {ID: "approve", Type: engine.NodeTypeUX, Config: json.RawMessage(`{"label":"Approve the batch","prompt":"Send these leads to sales?"}`), Caps: engine.Capabilities{WaitsForPerson: true}},
 		},
 		Adjacency: map[string][]string{
 			"fetch": {"split"}, "split": {"score"}, "score": {"merge"}, "merge": {"approve"}, "approve": {},
@@ -736,14 +736,14 @@ func TestCompileProblems(t *testing.T) {
 
 func TestErrorMessage(t *testing.T) {
 	t.Parallel()
-	_, err := compiler.Compile(graph(nodes(node("a", "Worker", ""), node("b", "Worker", "")), chain("e", "a", "b")))
+	_, err := compiler.Compile(graph(nodes(node("a", "Worker", ""), node("b", "Worker", "")), chain("e", "a", "b")), builtins)
 	require.EqualError(t, err, `invalid graph: nodes[0].data.webhookUrl: worker "a" needs a webhookUrl; nodes[1].data.webhookUrl: worker "b" needs a webhookUrl`)
 
 	var ns []compiler.VisualNode
 	for i := range 25 {
 		ns = append(ns, node(strings.Repeat("n", i+1), "Worker", ""))
 	}
-	_, err = compiler.Compile(graph(ns))
+	_, err = compiler.Compile(graph(ns), builtins)
 	require.ErrorContains(t, err, "; and 15 more")
 	require.Equal(t, "invalid graph", (&compiler.Error{}).Error())
 }
@@ -762,7 +762,7 @@ func TestCompileDeterministic(t *testing.T) {
 	eg := compileOK(t, base, compiler.Options{})
 	want := mustJSON(t, eg)
 	for range 5 {
-		again, err := compiler.Compile(base)
+		again, err := compiler.Compile(base, builtins)
 		require.NoError(t, err)
 		require.Equal(t, want, mustJSON(t, again))
 	}
@@ -773,7 +773,7 @@ func TestCompileDeterministic(t *testing.T) {
 		shuffled := base
 		shuffled.Nodes = slices.Clone(base.Nodes)
 		rng.Shuffle(len(shuffled.Nodes), func(i, j int) { shuffled.Nodes[i], shuffled.Nodes[j] = shuffled.Nodes[j], shuffled.Nodes[i] })
-		got, err := compiler.Compile(shuffled)
+		got, err := compiler.Compile(shuffled, builtins)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(mustJSON(t, got)))
 	}

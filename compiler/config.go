@@ -41,6 +41,21 @@ var completeAsValues = []string{"success", "failure", "neutral"}
 // absent).
 func present(r gjson.Result) bool { return r.Exists() && r.Type != gjson.Null }
 
+// ownRules reports whether typ's data is checked by the compiler's own
+// rules (validateNodeConfig) rather than by its spec's schema and Check:
+// the ten first built-in types, whose rules need the flow around the node
+// (its fields, forms, people, sub-flows). Every other type — built-in or
+// added — is checked by its spec.
+func ownRules(typ engine.NodeType) bool {
+	switch typ {
+	case engine.NodeTypeWorker, engine.NodeTypeUX, engine.NodeTypeSplitter, engine.NodeTypeCollector,
+		engine.NodeTypeCondition, engine.NodeTypeTransform, engine.NodeTypeWait, engine.NodeTypeHTTP,
+		engine.NodeTypeEvent, engine.NodeTypeSubFlow:
+		return true
+	}
+	return false
+}
+
 // validateNodeConfig checks the canonical data of node vi of a known type.
 // cfg is a canonical JSON object, so every key occurs once and gjson sees
 // the same value as encoding/json would.
@@ -110,9 +125,9 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 	}
 }
 
-// checkAddedType checks the data of node vi of an added type (Options.Types)
-// against the type's config schema and with its Check, and its entity
-// movement as any step's.
+// checkAddedType checks the data of node vi of a type the compiler has no
+// rules of its own for (ownRules) against the type's config schema and
+// with its Check, and its entity movement as any step's.
 func (c *compiler) checkAddedType(vi int, id string, spec *engine.NodeTypeSpec, cfg []byte) {
 	base := nodeLoc(vi).field("data")
 	if len(spec.ConfigSchema) > 0 {

@@ -20,7 +20,7 @@ func TestUnknownDataFieldsNamed(t *testing.T) {
 		},
 		Edges: []compiler.VisualEdge{edge("e", "w", "a")},
 	}
-	eg, err := compiler.Compile(g)
+	eg, err := compiler.Compile(g, builtins)
 	require.NoError(t, err)
 	byPath := map[string]engine.Problem{}
 	for _, w := range eg.Warnings {
@@ -33,7 +33,7 @@ func TestUnknownDataFieldsNamed(t *testing.T) {
 	require.Contains(t, byPath["nodes[1].data.timeoutSecond"].Message, `did you mean "timeoutSeconds"?`)
 	require.NotContains(t, byPath["nodes[0].data.colour"].Message, "did you mean", "nothing near")
 
-	_, err = compiler.Compile(compiler.VisualGraph{Nodes: []compiler.VisualNode{node("w", "Worker", `{"webhookURL": "http://w.example/x"}`)}})
+	_, err = compiler.Compile(compiler.VisualGraph{Nodes: []compiler.VisualNode{node("w", "Worker", `{"webhookURL": "http://w.example/x"}`)}}, builtins)
 	var ce *compiler.Error
 	require.ErrorAs(t, err, &ce)
 	require.Len(t, ce.Problems, 1)
@@ -42,10 +42,10 @@ func TestUnknownDataFieldsNamed(t *testing.T) {
 }
 
 func TestWorkerRateLimit(t *testing.T) {
-	_, err := compiler.Compile(compiler.VisualGraph{Nodes: []compiler.VisualNode{node("w", "Worker", `{"webhookUrl": "http://w.example/x", "rateLimit": 20}`)}})
+	_, err := compiler.Compile(compiler.VisualGraph{Nodes: []compiler.VisualNode{node("w", "Worker", `{"webhookUrl": "http://w.example/x", "rateLimit": 20}`)}}, builtins)
 	require.NoError(t, err)
 	for _, bad := range []string{`0`, `-1`, `"fast"`, `1e9`} {
-		_, err := compiler.Compile(compiler.VisualGraph{Nodes: []compiler.VisualNode{node("w", "Worker", `{"webhookUrl": "http://w.example/x", "rateLimit": `+bad+`}`)}})
+		_, err := compiler.Compile(compiler.VisualGraph{Nodes: []compiler.VisualNode{node("w", "Worker", `{"webhookUrl": "http://w.example/x", "rateLimit": `+bad+`}`)}}, builtins)
 		var ce *compiler.Error
 		require.ErrorAs(t, err, &ce, bad)
 		require.Equal(t, "nodes[0].data.rateLimit", ce.Problems[0].Path)

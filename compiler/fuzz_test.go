@@ -31,8 +31,8 @@ func FuzzCompile(f *testing.F) {
 		if err != nil {
 			return
 		}
-		eg, err := compiler.Compile(v)
-		_, boardErr := compiler.CompileWithOptions(v, compiler.Options{BoardSections: []string{"s"}})
+		eg, err := compiler.Compile(v, builtins)
+		_, boardErr := compiler.CompileWithOptions(v, compiler.Options{BoardSections: []string{"s"}, Types: builtins})
 		if err != nil {
 			checkProblems(t, err)
 			if boardErr == nil {
@@ -52,7 +52,7 @@ func FuzzCompile(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eg2, err := compiler.Compile(v)
+		eg2, err := compiler.Compile(v, builtins)
 		if err != nil {
 			t.Fatalf("second compilation failed: %v", err)
 		}
@@ -189,7 +189,7 @@ func FuzzRegions(f *testing.F) {
 			g.Edges = append(g.Edges, edge("e"+itoa(k), "n"+itoa(u), "n"+itoa(v)))
 		}
 
-		eg, err := compiler.Compile(g)
+		eg, err := compiler.Compile(g, builtins)
 		var problems []engine.Problem
 		if err != nil {
 			problems = checkProblems(t, err)
@@ -203,7 +203,7 @@ func FuzzRegions(f *testing.F) {
 			// Node order does not change the result.
 			rev := compiler.VisualGraph{Nodes: slices.Clone(g.Nodes), Edges: g.Edges}
 			slices.Reverse(rev.Nodes)
-			eg2, err2 := compiler.Compile(rev)
+			eg2, err2 := compiler.Compile(rev, builtins)
 			if err2 != nil || !bytes.Equal(mustJSON(t, eg), mustJSON(t, eg2)) {
 				t.Fatalf("node order changes the result: %v", err2)
 			}

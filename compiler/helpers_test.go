@@ -3,6 +3,8 @@ package compiler_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/stitchd/stitchd/handlers"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,6 +12,9 @@ import (
 	"github.com/stitchd/stitchd/compiler"
 	"github.com/stitchd/stitchd/engine"
 )
+
+// builtins are stitchd's node types, the registry the compiler is given.
+var builtins = handlers.Types(handlers.Options{})
 
 // apiExample is the example graph of API.md ("Graph" section).
 const apiExample = `{
@@ -101,6 +106,7 @@ func strip(ps []engine.Problem) []prob {
 // fail with.
 func compileErr(t *testing.T, g compiler.VisualGraph, opts compiler.Options) []engine.Problem {
 	t.Helper()
+	opts.Types = append(slices.Clone(builtins), opts.Types...)
 	eg, err := compiler.CompileWithOptions(g, opts)
 	require.Error(t, err)
 	require.Nil(t, eg)
@@ -116,6 +122,7 @@ func compileErr(t *testing.T, g compiler.VisualGraph, opts compiler.Options) []e
 
 func compileOK(t *testing.T, g compiler.VisualGraph, opts compiler.Options) *engine.ExecutionGraph {
 	t.Helper()
+	opts.Types = append(slices.Clone(builtins), opts.Types...)
 	eg, err := compiler.CompileWithOptions(g, opts)
 	require.NoError(t, err)
 	require.NotNil(t, eg)

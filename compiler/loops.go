@@ -53,7 +53,7 @@ func (c *compiler) checkLoops() {
 		}
 		for _, v := range body {
 			n := &c.nodes[v]
-			if n.typ == engine.NodeTypeSplitter || n.typ == engine.NodeTypeCollector {
+			if n.caps.FansOut || n.caps.Collects {
 				c.errorf(CodeInvalidLoop, n.id, ve.ID, edgePath(e.vi), "edge %q: a loop cannot contain %s node %q yet; put the fan-out inside a sub-flow or before the loop", ve.ID, n.typ, n.id)
 			}
 			if c.stack[v] != c.stack[e.src] {

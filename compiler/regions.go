@@ -45,7 +45,7 @@ func (c *compiler) analyzeRegions() {
 	splitters := 0
 	for i := range c.nodes {
 		c.collectorOf[i] = -1
-		if c.nodes[i].typ == engine.NodeTypeSplitter {
+		if c.nodes[i].caps.FansOut {
 			splitters++
 		}
 	}
@@ -63,7 +63,7 @@ func (c *compiler) analyzeRegions() {
 			// against it.
 			ref := in[0]
 			for _, e := range in {
-				if t := c.nodes[c.edges[e].src].typ; t == engine.NodeTypeSplitter || t == engine.NodeTypeCollector {
+				if k := c.nodes[c.edges[e].src].caps; k.FansOut || k.Collects {
 					ref = e
 					break
 				}
@@ -71,7 +71,7 @@ func (c *compiler) analyzeRegions() {
 			st = out[c.edges[ref].src]
 			for _, e := range in {
 				u := c.edges[e].src
-				if c.nodes[u].typ == engine.NodeTypeSplitter && c.nodes[v].typ == engine.NodeTypeCollector {
+				if c.nodes[u].caps.FansOut && c.nodes[v].caps.Collects {
 					ve := c.v.Edges[c.edges[e].vi]
 					c.errorf(CodeRegionBoundary, c.nodes[u].id, ve.ID, edgePath(c.edges[e].vi),
 						"edge %q joins splitter %q directly to collector %q: a parallel region needs at least one node between them",
@@ -83,8 +83,8 @@ func (c *compiler) analyzeRegions() {
 				}
 			}
 		}
-		switch c.nodes[v].typ {
-		case engine.NodeTypeCollector:
+		switch k := c.nodes[v].caps; {
+		case k.Collects:
 			if st == nil {
 				c.errorf(CodeOrphanCollector, c.nodes[v].id, "", nodePath(c.nodes[v].vi),
 					"collector %q closes no splitter: no splitter's parallel region leads into it", c.nodes[v].id)
@@ -102,7 +102,7 @@ func (c *compiler) analyzeRegions() {
 			}
 			c.stack[v] = st.parent
 			out[v] = st.parent
-		case engine.NodeTypeSplitter:
+		case k.FansOut:
 			c.stack[v] = st
 			depth := int32(st.depthOf() + 1) //nolint:gosec // G115: nesting stops at MaxNestingDepth, checked below
 			if depth == MaxNestingDepth+1 {
@@ -161,7 +161,7 @@ func (c *compiler) reportCrossing(e int32, have, want *frame) {
 	h, w := frameBelow(have, common), frameBelow(want, common)
 	var detail string
 	switch {
-	case c.nodes[ce.dst].typ == engine.NodeTypeCollector && want != nil && h == nil:
+	case c.nodes[ce.dst].caps.Collects && want != nil && h == nil:
 		detail = fmt.Sprintf("collector %q gathers the parallel region of splitter %q, so every edge into it must come from inside that region",
 			v, c.nodes[want.splitter].id)
 	case w == nil:
@@ -256,7 +256,7 @@ func (c *compiler) buildRegions(g *engine.ExecutionGraph) {
 	n := len(c.nodes)
 	var splitters []int32
 	for i := range c.nodes {
-		if c.nodes[i].typ == engine.NodeTypeSplitter {
+		if c.nodes[i].caps.FansOut {
 			splitters = append(splitters, int32(i))
 		}
 	}

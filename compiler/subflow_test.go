@@ -3,6 +3,7 @@ package compiler
 import (
 	"context"
 	"fmt"
+	"github.com/stitchd/stitchd/handlers"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,7 +53,7 @@ func (vs *versions) save(t *testing.T, flow string, n int, subs ...string) (*eng
 	if len(subs) == 0 {
 		v.Nodes = []VisualNode{{ID: "w", Type: "Transform", Data: []byte(`{"expression":"1"}`)}}
 	}
-	g, err := Compile(v)
+	g, err := Compile(v, handlers.Types(handlers.Options{}))
 	require.NoError(t, err)
 	if err := LinkSubFlows(context.Background(), v, g, flow, vs); err != nil {
 		return nil, err

@@ -188,7 +188,7 @@ func (t *txn) readyDecided(tg target, status Status, from string, taken []string
 	if !anyTaken {
 		return t.skip(tg)
 	}
-	if tg.node.Type == NodeTypeCollector {
+	if tg.node.Caps.Collects {
 		return t.fireCollector(tg.node, tg.idx, status, 0)
 	}
 	input, err := t.inputFrom(tg.node, tg.idx, outputs, takenFrom)
@@ -211,7 +211,7 @@ func (t *txn) skip(tg target) error {
 	if n.Depth == 0 && len(t.graph.Adjacency[n.ID]) == 0 {
 		t.run.TerminalsLeft--
 	}
-	if n.Type == NodeTypeSplitter {
+	if n.Caps.FansOut {
 		region := t.graph.Regions[n.ID]
 		if region == nil {
 			return fmt.Errorf("splitter %s has no region in the graph", n.ID)

@@ -20,7 +20,7 @@ func (t *txn) heartbeat(key string, attempt int) error {
 		return fmt.Errorf("%w: %v", ErrConflict, &TransitionError{Key: key, Want: StatusRunning, Current: cur})
 	}
 	secs := 0
-	if to, ok := t.e.cfg.Handlers[cur.Type].(Timeouter); ok {
+	if to, ok := t.e.handlers[cur.Type].(Timeouter); ok {
 		secs = to.TimeoutSeconds(t.graph.Nodes[cur.NodeID])
 	}
 	if secs > 0 {

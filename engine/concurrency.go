@@ -25,7 +25,7 @@ import (
 
 // maxConcurrencyOf returns a Splitter's maxConcurrency (0: no limit).
 func maxConcurrencyOf(s *Node) int {
-	if s == nil || s.Type != NodeTypeSplitter {
+	if s == nil || !s.Caps.FansOut {
 		return 0
 	}
 	r := gjson.GetBytes(s.Config, "maxConcurrency")

@@ -126,7 +126,7 @@ func (e *Engine) SkipNode(ctx context.Context, p SkipNodeParams) error {
 		default:
 			return &TransitionError{Key: p.Key, Want: StatusFailed, Current: cur}
 		}
-		if n.Type == NodeTypeSplitter {
+		if n.Caps.FansOut {
 			return fmt.Errorf("%w: a Splitter cannot be skipped (its region would have no items); retry it", ErrConflict)
 		}
 		if t.graph.hasBranches(n.ID) {

@@ -12,9 +12,11 @@ import (
 
 // Config wires an Engine.
 type Config struct {
-	Store    Store
-	Handlers map[NodeType]NodeHandler
-	Minter   CallbackMinter
+	Store Store
+	// Types are the node types flows may use (handlers.Types and any
+	// added), each with its handler and capabilities.
+	Types  []NodeTypeSpec
+	Minter CallbackMinter
 	// Claims, if set, is where each commit puts the outbox rows it claimed
 	// for this process (see ClaimLease), for the dispatcher to take.
 	Claims *Claims
@@ -200,8 +202,11 @@ type Timeouter interface {
 // Engine executes runs. It is safe for concurrent use; all coordination
 // between goroutines and processes happens in the database.
 type Engine struct {
-	cfg    Config
-	graphs sync.Map // flow version id → *ExecutionGraph (immutable)
+	cfg Config
+	// handlers and caps are Config.Types by name.
+	handlers map[NodeType]NodeHandler
+	caps     map[NodeType]Capabilities
+	graphs   sync.Map // flow version id → *ExecutionGraph (immutable)
 	// conds and vals cache compiled edge conditions and value expressions
 	// by source.
 	conds *compiled[*Condition]
@@ -290,13 +295,21 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.GroupTransactions <= 0 {
 		cfg.GroupTransactions = defaultGroups
 	}
-	for _, t := range []NodeType{NodeTypeWorker, NodeTypeUX, NodeTypeSplitter, NodeTypeCollector, NodeTypeCondition, NodeTypeTransform, NodeTypeWait, NodeTypeHTTP, NodeTypeEvent, NodeTypeSubFlow} {
-		if cfg.Handlers[t] == nil {
-			return nil, fmt.Errorf("engine: no handler for node type %s", t)
+	if len(cfg.Types) == 0 {
+		return nil, errors.New("engine: no node types")
+	}
+	hs := make(map[NodeType]NodeHandler, len(cfg.Types))
+	for _, t := range cfg.Types {
+		if t.Handler == nil {
+			return nil, fmt.Errorf("engine: no handler for node type %s", t.Type)
 		}
+		if _, dup := hs[t.Type]; dup {
+			return nil, fmt.Errorf("engine: node type %s registered twice", t.Type)
+		}
+		hs[t.Type] = t.Handler
 	}
 	run := newExprRun(cfg.ExprLimits, cfg.Clock)
-	e := &Engine{cfg: cfg,
+	e := &Engine{cfg: cfg, handlers: hs, caps: CapsOf(cfg.Types),
 		conds: &compiled[*Condition]{compile: func(src string) (*Condition, error) { return compileCondition(src, run) }},
 		vals:  &compiled[*Value]{compile: func(src string) (*Value, error) { return compileValue(src, run) }}}
 	e.gate.idle = sync.NewCond(&e.gate.mu)
@@ -322,6 +335,7 @@ func (e *Engine) Graph(ctx context.Context, versionID string) (*ExecutionGraph, 
 	if err != nil {
 		return nil, fmt.Errorf("error loading execution graph of version %s: %w", versionID, err)
 	}
+	g.SetCaps(e.caps)
 	e.graphs.Store(versionID, g)
 	return g, nil
 }
@@ -551,8 +565,8 @@ func (e *Engine) CompleteUX(ctx context.Context, p CompleteUXParams) error {
 		if err != nil {
 			return err
 		}
-		if cur.Type != NodeTypeUX {
-			return fmt.Errorf("%w: node %s is a %s node, not a UX node", ErrInvalidRequest, p.Key, cur.Type)
+		if !e.caps[cur.Type].WaitsForPerson {
+			return fmt.Errorf("%w: node %s is a %s node, which no person decides", ErrInvalidRequest, p.Key, cur.Type)
 		}
 		if p.Attempt != 0 && cur.Attempt != p.Attempt {
 			return fmt.Errorf("%w: node %s is at attempt %d, not %d: the decision was for an earlier one", ErrConflict, p.Key,
@@ -589,7 +603,7 @@ func (e *Engine) RetryNode(ctx context.Context, runID, key string) error {
 		if n == nil {
 			return fmt.Errorf("node %s is not in the run's graph: %w", cur.NodeID, ErrNotFound)
 		}
-		if n.Type == NodeTypeCollector {
+		if n.Caps.Collects {
 			return t.refireCollector(n, cur)
 		}
 		if err := t.untolerate(cur); err != nil {

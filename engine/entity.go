@@ -169,7 +169,7 @@ func (t *txn) applyMovement(n *Node, st *NodeState, success bool) error {
 		return nil
 	}
 	m := movementOf(n, success)
-	if t.outcome != "" && n.Type == NodeTypeUX {
+	if t.outcome != "" && n.Caps.WaitsForPerson {
 		if om := outcomeMovement(n, t.outcome); om != nil {
 			m = om
 		}
@@ -186,7 +186,7 @@ func (t *txn) applyMovement(n *Node, st *NodeState, success bool) error {
 		}
 		mv.Metadata = meta
 	}
-	if n.Type == NodeTypeUX {
+	if n.Caps.WaitsForPerson {
 		mv.Actor, mv.Comment = t.actor, t.comment
 	}
 	return t.moveEntity(mv)

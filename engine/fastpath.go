@@ -73,12 +73,12 @@ func speculable(g *ExecutionGraph, n *Node, idx []int, output json.RawMessage) b
 	}
 	for _, tg := range targets {
 		if !soleParent(g, tg.node) || tg.node.Depth != n.Depth || g.loopOf(tg.node.ID) != nil ||
-			(tg.node.Type != NodeTypeWorker && tg.node.Type != NodeTypeUX) {
+			(tg.node.Type != NodeTypeWorker && !tg.node.Caps.WaitsForPerson) {
 			return false
 		}
 		// An assigned UX node's assignees may need the run's entity, and
 		// failing to work them out would fail the run.
-		if tg.node.Type == NodeTypeUX && UXPeopleOf(tg.node).Assigned() {
+		if tg.node.Caps.WaitsForPerson && UXPeopleOf(tg.node).Assigned() {
 			return false
 		}
 	}
@@ -143,7 +143,7 @@ func (t *txn) queueCountDown(runID string, tr *NodeTransition) *countDown {
 		return nil
 	}
 	n, idx, ok := g.parseKey(tr.Key)
-	if !ok || n.Type == NodeTypeSplitter {
+	if !ok || n.Caps.FansOut {
 		return nil
 	}
 	targets, _ := successors(g, n, idx)

@@ -24,7 +24,7 @@ func (t *txn) completed(st *NodeState) error {
 		t.run.TerminalsLeft--
 		t.lastOutput.key, t.lastOutput.out = st.Key, st.Output
 	}
-	if n.Type == NodeTypeSplitter {
+	if n.Caps.FansOut {
 		return nil // FanOut instantiates the region instead of walking.
 	}
 	if st.Taken == nil && t.graph.hasBranches(n.ID) {
@@ -41,7 +41,7 @@ func (t *txn) failed(st *NodeState, msg string, auto bool) error {
 		return fmt.Errorf("node %s is not in the run's graph: %w", st.NodeID, ErrNotFound)
 	}
 	if auto {
-		if r, ok := t.e.cfg.Handlers[n.Type].(Retrier); ok {
+		if r, ok := t.e.handlers[n.Type].(Retrier); ok {
 			if delay, retry := r.RetryDelayMs(RetryParams{Node: n, RunID: t.run.ID, Key: st.Key,
 				Attempt: st.Attempt, Error: msg}); retry {
 				return t.fireDelayed(n, st.Index, st.Input, StatusFailed, st.Attempt, delay)

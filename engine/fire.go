@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Firing a node: its handler takes the action its type calls for (a
@@ -27,7 +28,7 @@ func (t *txn) mayDefer(n *Node, from Status, delayMs int64) bool {
 }
 
 func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status, prevAttempt int, delayMs int64) error {
-	h := t.e.cfg.Handlers[n.Type]
+	h := t.e.handlers[n.Type]
 	if h == nil {
 		return fmt.Errorf("no handler for node type %s", n.Type)
 	}
@@ -52,11 +53,17 @@ func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status
 	}
 	fc := &fireCtx{t: t, node: n, key: key, idx: idx, input: input,
 		from: from, attempt: prevAttempt + 1, delayMs: delayMs}
+	mark := len(t.events)
 	if err := h.Fire(t.ctx, fc); err != nil {
 		return fmt.Errorf("error firing node %s: %w", fc.key, err)
 	}
 	if !fc.acted {
 		return fmt.Errorf("handler for %s node %s took no action", n.Type, fc.key)
+	}
+	if len(fc.logs) > 0 {
+		// Logged before the action's own events, as the handler did: a
+		// fire tried again (errNeedsRow) returned above and logs nothing.
+		t.events = slices.Insert(t.events, mark, fc.logs...)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -18,6 +19,28 @@ type fireCtx struct {
 	attempt int
 	delayMs int64
 	acted   bool
+	// logs are Log's events, written once the action is (fire.go).
+	logs []NewEvent
+}
+
+// Bounds of FireContext.Log.
+const (
+	MaxLogMessage = 4096
+	MaxLogData    = 64 << 10
+)
+
+func (f *fireCtx) Log(message string, data json.RawMessage) {
+	if len(message) > MaxLogMessage {
+		message = strings.ToValidUTF8(message[:MaxLogMessage], "") + "…"
+	}
+	p := map[string]any{"node_id": f.node.ID, "message": message}
+	switch {
+	case len(data) > MaxLogData:
+		p["data"] = map[string]any{"omitted": fmt.Sprintf("%d bytes, more than %d", len(data), MaxLogData)}
+	case len(data) > 0 && json.Valid(data):
+		p["data"] = data
+	}
+	f.logs = append(f.logs, NewEvent{Type: EventNodeLog, Key: f.key, Payload: p})
 }
 
 func (f *fireCtx) RunID() string          { return f.t.run.ID }
@@ -85,7 +108,7 @@ func (f *fireCtx) act() error {
 // outstanding).
 func (f *fireCtx) start(steps ...Status) *NodeTransition {
 	tr := &NodeTransition{Key: f.key, From: f.from, Steps: steps, NewAttempt: true}
-	if f.node.Type != NodeTypeCollector {
+	if !f.node.Caps.Collects {
 		tr.Input = f.input
 		tr.ClearPending = f.from == StatusPending
 	}
@@ -223,7 +246,7 @@ func (f *fireCtx) fail(reason string) error {
 }
 
 func (f *fireCtx) FanOut(items []json.RawMessage) error {
-	if f.node.Type != NodeTypeSplitter {
+	if !f.node.Caps.FansOut {
 		return fmt.Errorf("FanOut called on %s node %s", f.node.Type, f.key)
 	}
 	if err := f.act(); err != nil {

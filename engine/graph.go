@@ -13,8 +13,10 @@ import (
 // case-insensitively; the compiler stores the canonical spelling.
 type NodeType string
 
-// The node types stitchd knows. Adding one touches handlers/ and the
-// compiler's type table only.
+// The names of the ten first built-in types, for the compiler's own rules
+// of their data and the handlers that read their config. A type is added
+// by its registration (handlers.Types), not here; rules read a node's
+// capabilities (Node.Caps), never these names.
 const (
 	NodeTypeWorker    NodeType = "Worker"
 	NodeTypeUX        NodeType = "UX"
@@ -44,7 +46,7 @@ const (
 // engine walks. It is produced by compiler.Compile, stored as JSON beside the
 // visual graph in an immutable flow version, and never mutated afterwards.
 type ExecutionGraph struct {
-	// Nodes by id: id, type and config only (no positions or styles).
+	// Nodes by id: id, type and config (no positions or styles).
 	Nodes map[string]*Node `json:"nodes"`
 	// Adjacency maps a node id to its downstream node ids, in edge order.
 	Adjacency map[string][]string `json:"adjacency"`
@@ -116,6 +118,17 @@ type Node struct {
 	// SubFlow is the flow version a SubFlow node starts, resolved and
 	// pinned when the flow version was saved (compiler.LinkSubFlows).
 	SubFlow *SubFlowTarget `json:"subFlow,omitempty"`
+	// Caps are its type's capabilities (NodeTypeSpec.Caps), set from the
+	// registry when the graph is compiled and again when the engine loads
+	// it: never stored, so a graph saved before a type gained one has it.
+	Caps Capabilities `json:"-"`
+}
+
+// SetCaps sets every node's capabilities from caps, by type.
+func (g *ExecutionGraph) SetCaps(caps map[NodeType]Capabilities) {
+	for _, n := range g.Nodes {
+		n.Caps = caps[n.Type]
+	}
 }
 
 // SubFlowVersions lists the flow versions the graph's SubFlow nodes run,

@@ -56,6 +56,13 @@ type FireContext interface {
 	// FanOut completes a Splitter with items and instantiates its parallel
 	// region once per item (Splitter nodes only).
 	FanOut(items []json.RawMessage) error
+	// Log records message, with data (a JSON value; nil for none), as a
+	// node.log event of the run. It is not an action: it is written
+	// with the action the handler takes, before it, and not at all when
+	// the fire takes none or is tried again. A message is cut at
+	// MaxLogMessage bytes, data over MaxLogData bytes is replaced by a
+	// note of its size.
+	Log(message string, data json.RawMessage)
 	// StartChild marks the node running and starts a run of another flow
 	// version (its child) in the same transaction; the child's end
 	// completes or fails the node, in the child's final transaction.

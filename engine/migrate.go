@@ -135,9 +135,9 @@ func (e *Engine) MigrateRun(ctx context.Context, p MigrateParams) error {
 			n := g.Nodes[id]
 			left := 0
 			switch {
-			case n.Type == NodeTypeCollector && st != nil:
+			case n.Caps.Collects && st != nil:
 				left = st.PendingParents // items, not parents
-			case n.Type == NodeTypeCollector:
+			case n.Caps.Collects:
 				left = len(g.Upstream[id]) // as at a run's start: armed when its Splitter fans out
 			default:
 				for _, u := range g.Upstream[id] {
@@ -172,7 +172,7 @@ func (t *txn) fireReadyNodes() error {
 		}
 		tg := target{node: n, idx: st.Index, key: st.Key}
 		outputs := map[string]json.RawMessage{}
-		if t.graph.MaySkip[n.ID] && n.Type != NodeTypeCollector {
+		if t.graph.MaySkip[n.ID] && !n.Caps.Collects {
 			err = t.readyDecided(tg, StatusPending, "", nil, outputs)
 		} else {
 			// A failed Collector whose items arrived fires again.

@@ -3,15 +3,20 @@ package engine
 import "encoding/json"
 
 // NodeTypeSpec is one node type, registered once: what runs it (Handler),
-// what the compiler checks of a node's data at save (ConfigSchema, Check)
-// and what the editor shows (GET /api/v1/node-types: label, colour, help,
-// the data a new node starts with, the statuses its nodes can take). A type
-// that only uses the existing actions of FireContext is one file in
-// handlers/ and its entry in handlers.Types (or app.Config.NodeTypes for a
-// type of an embedding program or a test).
+// what the compiler checks of a node's data at save (ConfigSchema, Check),
+// what the engine and the compiler treat its nodes as (Caps) and what the
+// editor shows (GET /api/v1/node-types: label, colour, icon, help, the id
+// prefix and data a new node starts with, the statuses its nodes can
+// take). Built-in types are registered exactly as added ones are: a type
+// that uses the existing actions of FireContext is one file in handlers/
+// and one line in handlers.Types (or, for a program embedding stitchd, one
+// entry of stitchd.Config.NodeTypes).
 type NodeTypeSpec struct {
 	Type  NodeType `json:"type"`
 	Label string   `json:"label"`
+	// IDPrefix starts the id of a node added from the palette
+	// ("worker" → worker_3).
+	IDPrefix string `json:"idPrefix"`
 	// Help is one sentence on what the step does.
 	Help string `json:"help"`
 	// Color is the CSS colour of its nodes; Icon a glyph shown beside the
@@ -30,10 +35,39 @@ type NodeTypeSpec struct {
 	Panel bool `json:"panel"`
 	// Builtin reports a type of stitchd itself.
 	Builtin bool `json:"builtin"`
+	// Caps are what the engine and the compiler treat its nodes as.
+	Caps Capabilities `json:"capabilities"`
 
 	Handler NodeHandler `json:"-"`
 	// Check reports what is wrong with a node's data (a canonical JSON
 	// object) beyond its schema: one message each, saved as the flow's
 	// problems. Nil: nothing.
 	Check func(data json.RawMessage) []string `json:"-"`
+}
+
+// Capabilities are what the engine and the compiler treat a type's nodes
+// as: rules branch on these, never on a type's name, so a type added with
+// a capability is treated as the built-in one having it is.
+type Capabilities struct {
+	// FansOut: the node opens a parallel region, instantiated once per item
+	// of the array its handler passes to FanOut; the region closes at a
+	// node that Collects.
+	FansOut bool `json:"fansOut,omitempty"`
+	// Collects: the node closes the innermost parallel region; it is fired
+	// once every item has arrived (or failed within its tolerance), with
+	// the items' outputs in order as its input.
+	Collects bool `json:"collects,omitempty"`
+	// WaitsForPerson: a person decides the node (WaitForUser): its
+	// outcomes may label its out-edges, it appears among approvals, and
+	// its entity movement may name outcomes.
+	WaitsForPerson bool `json:"waitsForPerson,omitempty"`
+}
+
+// CapsOf maps each type of specs to its capabilities.
+func CapsOf(specs []NodeTypeSpec) map[NodeType]Capabilities {
+	m := make(map[NodeType]Capabilities, len(specs))
+	for _, s := range specs {
+		m[s.Type] = s.Caps
+	}
+	return m
 }

@@ -132,7 +132,7 @@ func uxInfoOf(n *Node) uxInfo {
 
 // remindSeconds is a UX node's reminder interval (0: none).
 func remindSeconds(n *Node) int {
-	if n.Type != NodeTypeUX {
+	if !n.Caps.WaitsForPerson {
 		return 0
 	}
 	return int(math.Ceil(max(uxInfoOf(n).RemindAfterSeconds, 0)))

@@ -150,7 +150,7 @@ func (e *Engine) RerunNode(ctx context.Context, p RerunParams) error {
 			input = p.Input
 		}
 		t.event(EventNodeRerun, p.Key, map[string]any{"by": p.By, "attempt": cur.Attempt + 1, "reset": len(resets)})
-		if n.Type == NodeTypeCollector {
+		if n.Caps.Collects {
 			return t.fireCollector(n, idx, StatusPending, cur.Attempt)
 		}
 		return t.fire(n, idx, input, StatusPending, cur.Attempt)
@@ -183,7 +183,7 @@ func (t *txn) downstreamOf(n *Node, idx []int) ([]target, []regionReset) {
 		}
 	}
 	visit = func(n *Node, idx []int) {
-		if n.Type == NodeTypeSplitter {
+		if n.Caps.FansOut {
 			if r := g.Regions[n.ID]; r != nil {
 				regions = append(regions, regionReset{splitter: n.ID, members: r.Members, idx: slices.Clone(idx)})
 				c := g.Nodes[r.Collector]

@@ -73,7 +73,7 @@ func (e *Engine) CompleteFromResponse(ctx context.Context, r Response) error {
 		if n == nil {
 			return fmt.Errorf("node %s is not in the run's graph: %w", cur.NodeID, ErrNotFound)
 		}
-		h, ok := t.e.cfg.Handlers[n.Type].(Responder)
+		h, ok := t.e.handlers[n.Type].(Responder)
 		if !ok {
 			return fmt.Errorf("%w: node %s (%s) does not take responses", ErrInvalidRequest, r.Key, n.Type)
 		}
@@ -103,7 +103,7 @@ func (e *Engine) CompleteFromResponse(ctx context.Context, r Response) error {
 			return err
 		}
 		if retry {
-			if rt, ok := t.e.cfg.Handlers[n.Type].(Retrier); ok {
+			if rt, ok := t.e.handlers[n.Type].(Retrier); ok {
 				if delay, retry := rt.RetryDelayMs(RetryParams{Node: n, RunID: t.run.ID, Key: r.Key,
 					Attempt: st.Attempt, Error: failure}); retry {
 					return t.fireDelayed(n, cur.Index, cur.Input, StatusFailed, st.Attempt, max(delay, r.RetryAfterMs))

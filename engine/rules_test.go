@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -200,7 +201,7 @@ func TestClaimedRowsComeBackAsValues(t *testing.T) {
 func TestStoppedEngineRefuses(t *testing.T) {
 	t.Parallel()
 	st := storetest.TestTx(t)
-	eng, err := engine.New(engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), Minter: testkit.Minter{},
+	eng, err := engine.New(engine.Config{Store: st, Types: handlers.Types(handlers.Options{}), Minter: testkit.Minter{},
 		NewID: uuid.NewString, Committer: engine.CommitInline, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -225,7 +226,7 @@ func TestStoppedEngineRefuses(t *testing.T) {
 			require.Equal(t, engine.StatusRunning, n.Status, "the refused callback wrote nothing")
 		}
 	}
-	_, err = engine.New(engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), Minter: testkit.Minter{},
+	_, err = engine.New(engine.Config{Store: st, Types: handlers.Types(handlers.Options{}), Minter: testkit.Minter{},
 		NewID: uuid.NewString, Committer: "batched"})
 	require.ErrorContains(t, err, `unknown committer "batched"`)
 }
@@ -237,7 +238,7 @@ func TestStoppedEngineRefuses(t *testing.T) {
 func TestStartStopWhileSubmitting(t *testing.T) {
 	t.Parallel()
 	st, _ := storetest.IsolatedDB(t)
-	eng, err := engine.New(engine.Config{Store: st, Handlers: handlers.Registry(handlers.Types(handlers.Options{})), Minter: testkit.Minter{},
+	eng, err := engine.New(engine.Config{Store: st, Types: handlers.Types(handlers.Options{}), Minter: testkit.Minter{},
 		NewID: uuid.NewString, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -332,4 +333,45 @@ func TestStopRefusesWhatAnOperationUnderWaySubmits(t *testing.T) {
 	}
 	require.ErrorIs(t, <-nested, engine.ErrUnavailable)
 	require.NoError(t, <-outer, "the operation under way was answered")
+}
+
+// TestLogOncePerInstance: a Log node in a fan-out writes one node.log a
+// fired instance, before the instance's completion, though the first
+// fires of a fan-out's instances are tried before their rows exist and
+// fire again; a Log of the chain logs its message with its input.
+func TestLogOncePerInstance(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	graph := `{"nodes":[{"id":"split","type":"Splitter","data":{"arrayPath":"items"}},
+		{"id":"note","type":"Log","data":{"message":"item"}},
+		{"id":"merge","type":"Collector","data":{}},
+		{"id":"done","type":"log","data":{"message":"all in"}}],
+		"edges":[{"id":"e1","source":"split","target":"note"},{"id":"e2","source":"note","target":"merge"},
+			{"id":"e3","source":"merge","target":"done"}]}`
+	run := r.start(graph, `{"items":["x","y","z"]}`)
+	got, ns := r.nodes(run.ID)
+	require.Equal(t, engine.RunCompleted, got.Status)
+	require.JSONEq(t, `["x","y","z"]`, string(ns["merge"].Output))
+	evs, err := r.st.RunEvents(context.Background(), run.ID, 0, 1000)
+	require.NoError(t, err)
+	logs := map[string]string{}
+	completedAfterLog := 0
+	for i, ev := range evs {
+		if ev.Type != engine.EventNodeLog {
+			continue
+		}
+		_, dup := logs[ev.Key]
+		require.False(t, dup, "one node.log for %s", ev.Key)
+		logs[ev.Key] = string(ev.Payload)
+		for j, other := range evs {
+			if other.Type == engine.EventNodeStatus && other.Key == ev.Key && strings.Contains(string(other.Payload), `"completed"`) {
+				require.Greater(t, j, i, "%s completed before its log", ev.Key)
+				completedAfterLog++
+			}
+		}
+	}
+	require.Len(t, logs, 4, "%v", logs)
+	require.JSONEq(t, `{"node_id":"note","message":"item","data":"y"}`, logs["note_1"])
+	require.JSONEq(t, `{"node_id":"done","message":"all in","data":{"merge":["x","y","z"]}}`, logs["done"])
+	require.Equal(t, 4, completedAfterLog, "each log comes before its node's completion")
 }

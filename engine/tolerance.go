@@ -58,7 +58,7 @@ func (tl Tolerance) Limit(items int) int {
 
 // toleranceOf returns a Collector's toleratedFailures, when it has one.
 func toleranceOf(n *Node) (Tolerance, bool) {
-	if n == nil || n.Type != NodeTypeCollector {
+	if n == nil || !n.Caps.Collects {
 		return Tolerance{}, false
 	}
 	r := gjson.GetBytes(n.Config, "toleratedFailures")

@@ -136,6 +136,8 @@ const (
 	// EventChildFinished: a SubFlow node's child run finished (completed,
 	// failed or cancelled).
 	EventChildFinished = "node.child_finished"
+	// EventNodeLog: a node's handler logged a message (FireContext.Log).
+	EventNodeLog = "node.log"
 )
 
 // NewEvent is an event to append inside a transaction; the store assigns

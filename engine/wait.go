@@ -208,7 +208,7 @@ func uxTimeout(n *Node) UXTimeout {
 }
 
 func uxTimeoutSeconds(n *Node) int {
-	if n.Type != NodeTypeUX {
+	if !n.Caps.WaitsForPerson {
 		return 0
 	}
 	return max(uxTimeout(n).TimeoutSeconds, 0)

@@ -73,7 +73,7 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 // completes, without counting its pending parents down: a node other than
 // a Collector (whose count is of items) with one inbound edge.
 func soleParent(g *ExecutionGraph, n *Node) bool {
-	return n.Type != NodeTypeCollector && len(g.Upstream[n.ID]) == 1
+	return !n.Caps.Collects && len(g.Upstream[n.ID]) == 1
 }
 
 // counted returns the keys of the targets whose pending parents are
@@ -106,7 +106,7 @@ func successors(g *ExecutionGraph, n *Node, idx []int) (targets, arrivals []targ
 
 // fireReady fires a node whose upstream count reached zero.
 func (t *txn) fireReady(tg target, status Status, outputs map[string]json.RawMessage) error {
-	if tg.node.Type == NodeTypeCollector {
+	if tg.node.Caps.Collects {
 		return t.fireCollector(tg.node, tg.idx, status, 0)
 	}
 	if status != StatusPending {
@@ -149,7 +149,7 @@ func (t *txn) inputFrom(n *Node, idx []int, outputs map[string]json.RawMessage, 
 	for i, u := range ups {
 		un := t.graph.Nodes[u]
 		k := InstanceKey(u, idx[:un.Depth])
-		if un.Type == NodeTypeSplitter && n.Region == u {
+		if un.Caps.FansOut && n.Region == u {
 			k = itemKey(k, idx[len(idx)-1])
 			if _, ok := outputs[k]; !ok {
 				missing = append(missing, InstanceKey(u, idx[:un.Depth]))
@@ -171,13 +171,13 @@ func (t *txn) inputFrom(n *Node, idx []int, outputs map[string]json.RawMessage, 
 	merge := make([]Upstream, len(ups))
 	for i, u := range ups {
 		out, ok := outputs[keys[i]]
-		if !ok && t.graph.Nodes[u].Type == NodeTypeSplitter && n.Region == u {
+		if !ok && t.graph.Nodes[u].Caps.FansOut && n.Region == u {
 			sk := InstanceKey(u, idx[:t.graph.Nodes[u].Depth])
 			out = json.RawMessage(gjson.GetBytes(outputs[sk], strconv.Itoa(idx[len(idx)-1])).Raw)
 		}
 		merge[i] = Upstream{NodeID: u, Output: out, Mapping: t.graph.EdgeData[EdgeKey(u, n.ID)]}
 	}
-	if len(merge) == 1 && len(merge[0].Mapping) == 0 && t.graph.Nodes[ups[0]].Type == NodeTypeSplitter {
+	if len(merge) == 1 && len(merge[0].Mapping) == 0 && t.graph.Nodes[ups[0]].Caps.FansOut {
 		return merge[0].Output, nil // a region's first node gets its item as is
 	}
 	return MergeInputs(merge)

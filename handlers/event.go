@@ -59,3 +59,17 @@ func EventKey(v any) (string, bool) {
 	}
 	return "", false
 }
+
+// eventType is the Event type's registration (handlers.Types).
+func eventType() engine.NodeTypeSpec {
+	return engine.NodeTypeSpec{Type: engine.NodeTypeEvent, IDPrefix: "event", Panel: true,
+		Label: "Event", Color: "#0f766e", Icon: "✉",
+		Help:          "Waits for an event (payment.received) with a key from its input, posted to /api/v1/events.",
+		DefaultConfig: raw(`{"event":"","key":""}`), Handler: Event{},
+		ConfigSchema: object(`"required":["event","key"],"properties":{
+			"event":{"type":"string","minLength":1},
+			"key":{"type":"string","minLength":1,"title":"Key (expr-lang over the input)"},
+			"timeoutSeconds":{"type":"number","exclusiveMinimum":0},
+			"onTimeout":{"type":"string"},` + common + `}`),
+		Statuses: statuses(engine.StatusRunning, engine.StatusWaitingForEvent, engine.StatusCompleted, engine.StatusFailed)}
+}

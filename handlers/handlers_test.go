@@ -27,6 +27,7 @@ type fire struct {
 	output   json.RawMessage
 	reason   string
 	items    []json.RawMessage
+	logs     []string
 }
 
 func newFire(typ engine.NodeType, config, input string) *fire {
@@ -70,6 +71,9 @@ func (f *fire) Complete(out json.RawMessage) error        { f.output = out; retu
 func (f *fire) Fail(reason string) error                  { f.reason = reason; return f.act("fail") }
 func (f *fire) FanOut(items []json.RawMessage) error      { f.items = items; return f.act("fan_out") }
 func (f *fire) StartChild(engine.ChildRun) error          { return f.act("start_child") }
+func (f *fire) Log(message string, data json.RawMessage) {
+	f.logs = append(f.logs, message+" "+string(data))
+}
 
 // TestWorkerSendsTheContractPayload: a Worker states its whole request —
 // the contract payload with this attempt's callback URL, a null input
@@ -135,21 +139,33 @@ func TestConditionPassesItsInputOn(t *testing.T) {
 }
 
 // TestTypesAreRegisteredOnce: every built-in type has one registration
-// with a handler, in palette order, and Registry maps each to it.
+// with a handler and a look, in palette order.
 func TestTypesAreRegisteredOnce(t *testing.T) {
 	types := handlers.Types(handlers.Options{})
 	var names []engine.NodeType
 	for _, ts := range types {
 		names = append(names, ts.Type)
 		require.NotNil(t, ts.Handler, ts.Type)
-		require.True(t, ts.Builtin && ts.Panel, ts.Type)
+		require.True(t, ts.Builtin, ts.Type)
 		require.NotEmpty(t, ts.Help, ts.Type)
+		require.NotEmpty(t, ts.Label, ts.Type)
+		require.NotEmpty(t, ts.IDPrefix, ts.Type)
+		require.Regexp(t, `^#[0-9a-f]{6}$`, ts.Color, ts.Type)
+		require.NotEmpty(t, ts.Icon, ts.Type)
 		require.Contains(t, ts.Statuses, engine.StatusPending, ts.Type)
 	}
 	require.Equal(t, []engine.NodeType{engine.NodeTypeWorker, engine.NodeTypeHTTP, engine.NodeTypeUX, engine.NodeTypeCondition,
 		engine.NodeTypeTransform, engine.NodeTypeWait, engine.NodeTypeEvent, engine.NodeTypeSubFlow, engine.NodeTypeSplitter,
-		engine.NodeTypeCollector}, names)
-	reg := handlers.Registry(types)
-	require.Len(t, reg, len(types))
-	require.Equal(t, handlers.Splitter{MaxItems: 7}, handlers.Registry(handlers.Types(handlers.Options{MaxFanOutItems: 7}))[engine.NodeTypeSplitter])
+		engine.NodeTypeCollector, "Log"}, names)
+	require.Equal(t, handlers.Splitter{MaxItems: 7}, handlers.Types(handlers.Options{MaxFanOutItems: 7})[8].Handler)
+}
+
+// TestLogLogsAndPassesItsInputOn: a Log logs its message with its input
+// and completes with the input.
+func TestLogLogsAndPassesItsInputOn(t *testing.T) {
+	f := newFire("Log", `{"message":"reached scoring"}`, `{"score":7}`)
+	require.NoError(t, handlers.Log{}.Fire(context.Background(), f))
+	require.Equal(t, "complete", f.action)
+	require.JSONEq(t, `{"score":7}`, string(f.output))
+	require.Equal(t, []string{`reached scoring {"score":7}`}, f.logs)
 }

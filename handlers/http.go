@@ -354,3 +354,20 @@ func renderJSON(b *bytes.Buffer, v gjson.Result, path string, eval func(string) 
 	}
 	return nil
 }
+
+// httpType is the HTTP type's registration (handlers.Types).
+func httpType() engine.NodeTypeSpec {
+	return engine.NodeTypeSpec{Type: engine.NodeTypeHTTP, IDPrefix: "http", Panel: true,
+		Label: "HTTP", Color: "#c2410c", Icon: "⇄",
+		Help:          "Calls an existing REST API and completes with its response (status, headers, body). No callback.",
+		DefaultConfig: raw(`{"method":"GET","url":""}`), Handler: HTTP{},
+		ConfigSchema: object(`"required":["url"],"properties":{
+			"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE","HEAD"]},
+			"url":{"type":"string","title":"URL"},
+			"headers":{"type":"object","additionalProperties":{"type":"string"}},
+			"body":{"title":"Body (JSON or a template)"},
+			"successCodes":{"type":"array","items":{"type":"integer"}},
+			"timeoutSeconds":{"type":"number","exclusiveMinimum":0},
+			"retry":{"type":"object"},` + common + `}`),
+		Statuses: statuses(engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed)}
+}

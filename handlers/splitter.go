@@ -35,3 +35,16 @@ func (s Splitter) Fire(_ context.Context, fc engine.FireContext) error {
 	}
 	return fc.FanOut(items)
 }
+
+// splitterType is the Splitter type's registration (handlers.Types).
+func splitterType(o Options) engine.NodeTypeSpec {
+	return engine.NodeTypeSpec{Type: engine.NodeTypeSplitter, IDPrefix: "split", Panel: true, Caps: engine.Capabilities{FansOut: true},
+		Label: "Splitter", Color: "#0891b2", Icon: "⑃",
+		Help:          "Fans an array out into parallel paths, one per item.",
+		DefaultConfig: raw(`{"arrayPath":""}`), Handler: Splitter{MaxItems: o.MaxFanOutItems},
+		ConfigSchema: object(`"required":["arrayPath"],"properties":{
+			"arrayPath":{"type":"string","minLength":1,"title":"Array path (gjson)"},
+			"maxConcurrency":{"type":"integer","minimum":1},
+			"label":{"type":"string"},"description":{"type":"string"}}`),
+		Statuses: statuses(engine.StatusCompleted, engine.StatusFailed)}
+}

@@ -30,3 +30,16 @@ func (SubFlow) Fire(_ context.Context, fc engine.FireContext) error {
 	}
 	return fc.StartChild(engine.ChildRun{Target: *n.SubFlow, Input: fc.Input(), PassEntity: cfg.PassEntity == nil || *cfg.PassEntity})
 }
+
+// subFlowType is the SubFlow type's registration (handlers.Types).
+func subFlowType() engine.NodeTypeSpec {
+	return engine.NodeTypeSpec{Type: engine.NodeTypeSubFlow, IDPrefix: "sub", Panel: true,
+		Label: "SubFlow", Color: "#4338ca", Icon: "↳",
+		Help:          "Runs another flow as one step: its input starts a child run, whose output is this step's output.",
+		DefaultConfig: raw(`{"flow":""}`), Handler: SubFlow{},
+		ConfigSchema: object(`"required":["flow"],"properties":{
+			"flow":{"type":"string","title":"Flow (id or name)"},
+			"version":{"anyOf":[{"type":"integer","minimum":1},{"const":"latest"}]},
+			"passEntity":{"type":"boolean"},` + common + `}`),
+		Statuses: statuses(engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed)}
+}

@@ -38,3 +38,14 @@ func (Transform) Fire(_ context.Context, fc engine.FireContext) error {
 	}
 	return fc.Complete(out)
 }
+
+// transformType is the Transform type's registration (handlers.Types).
+func transformType() engine.NodeTypeSpec {
+	return engine.NodeTypeSpec{Type: engine.NodeTypeTransform, IDPrefix: "transform", Panel: true,
+		Label: "Transform", Color: "#0d9488", Icon: "ƒ",
+		Help:          "Reshapes data: an expression over the input whose value is the output. No worker.",
+		DefaultConfig: raw(`{}`), Handler: Transform{},
+		ConfigSchema: object(`"required":["expression"],"properties":{
+			"expression":{"type":"string","title":"Expression (expr-lang)"},` + common + `}`),
+		Statuses: statuses(engine.StatusCompleted, engine.StatusFailed)}
+}

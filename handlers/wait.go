@@ -70,3 +70,16 @@ func (Wait) Fire(_ context.Context, fc engine.FireContext) error {
 	}
 	return fc.Sleep(engine.Wake{At: &at})
 }
+
+// waitType is the Wait type's registration (handlers.Types).
+func waitType() engine.NodeTypeSpec {
+	return engine.NodeTypeSpec{Type: engine.NodeTypeWait, IDPrefix: "wait", Panel: true,
+		Label: "Wait", Color: "#4a5f8f", Icon: "◷",
+		Help:          "Pauses the run for a duration (48h, P2D) or until a time, then passes its input on.",
+		DefaultConfig: raw(`{}`), Handler: Wait{},
+		ConfigSchema: object(`"properties":{
+			"duration":{"type":"string","title":"Duration (48h, P2D)"},
+			"until":{"type":"string","title":"Until (a time, or an expression)"},
+			"timezone":{"type":"string"},` + common + `}`),
+		Statuses: statuses(engine.StatusRunning, engine.StatusSleeping, engine.StatusCompleted, engine.StatusFailed)}
+}

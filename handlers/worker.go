@@ -205,3 +205,19 @@ func (Worker) RetryDelayMs(r engine.RetryParams) (int64, bool) {
 
 // TimeoutSeconds implements engine.Timeouter.
 func (Worker) TimeoutSeconds(n *engine.Node) int { return PolicyOf(n).TimeoutSeconds }
+
+// workerType is the Worker type's registration (handlers.Types).
+func workerType() engine.NodeTypeSpec {
+	return engine.NodeTypeSpec{Type: engine.NodeTypeWorker, IDPrefix: "worker", Panel: true,
+		Label: "Worker", Color: "#4f46e5", Icon: "⚙",
+		Help:          "Calls your service over HTTP and waits for its callback.",
+		DefaultConfig: raw(`{"webhookUrl":""}`), Handler: Worker{},
+		ConfigSchema: object(`"required":["webhookUrl"],"properties":{
+			"webhookUrl":{"type":"string","format":"uri","title":"Webhook URL","description":"Where the work is POSTed; the worker answers at the callback URL it carries."},
+			"timeoutSeconds":{"type":"number","exclusiveMinimum":0,"title":"Timeout (seconds)"},
+			"retry":{"type":"object","title":"Retry policy"},
+			"delivery":{"type":"object","title":"Delivery","properties":{"maxTries":{"type":"integer","minimum":1}}},
+			"rateLimit":{"type":"number","exclusiveMinimum":0,"title":"Deliveries a second"},
+			"cancelUrl":{"type":"string","format":"uri","title":"Cancel URL"},` + common + `}`),
+		Statuses: statuses(engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed)}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stitchd/stitchd/handlers"
 	"io"
 	"net"
 	"net/url"
@@ -64,7 +65,7 @@ func compileVersionMsg(t testing.TB, graph, message string) store.NewVersion {
 	t.Helper()
 	v, err := compiler.ParseVisual([]byte(graph))
 	require.NoError(t, err)
-	g, err := compiler.Compile(v)
+	g, err := compiler.Compile(v, handlers.Types(handlers.Options{}))
 	require.NoError(t, err)
 	exec, err := json.Marshal(g)
 	require.NoError(t, err)

@@ -70,7 +70,7 @@ func (s *Server) compileGraph(ctx context.Context, raw json.RawMessage, message 
 	if err != nil {
 		return nil, badRequest("graph: " + err.Error())
 	}
-	opts := compiler.Options{Types: s.addedTypes()}
+	opts := compiler.Options{Types: s.cfg.NodeTypes}
 	if boardID != nil {
 		secs, err := s.cfg.Store.BoardSections(ctx, *boardID)
 		if errors.Is(err, engine.ErrNotFound) {

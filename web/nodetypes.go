@@ -17,15 +17,3 @@ type nodeTypesAnswer struct {
 func (s *Server) listNodeTypes(c echo.Context) error {
 	return c.JSON(http.StatusOK, nodeTypesAnswer{Types: s.cfg.NodeTypes})
 }
-
-// addedTypes are the node types beside the built-in ones, which the
-// compiler checks by their schema (compiler.Options.Types).
-func (s *Server) addedTypes() []engine.NodeTypeSpec {
-	var out []engine.NodeTypeSpec
-	for _, t := range s.cfg.NodeTypes {
-		if !t.Builtin {
-			out = append(out, t)
-		}
-	}
-	return out
-}

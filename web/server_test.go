@@ -42,11 +42,11 @@ func newServer(t *testing.T, st *store.Store, mod ...func(*web.Config)) *web.Ser
 	ring, err := callbacks.NewKeyring(callbacks.Key{ID: "k1", Secret: bytes.Repeat([]byte{0x5a}, 32)})
 	require.NoError(t, err)
 	eng, err := engine.New(engine.Config{
-		Store:    st,
-		Handlers: handlers.Registry(handlers.Types(handlers.Options{})),
-		Minter:   &callbacks.Minter{Keys: ring, BaseURL: "http://x", Clock: engine.SystemClock{}},
-		NewID:    uuid.NewString,
-		Logger:   slog.New(slog.DiscardHandler),
+		Store:  st,
+		Types:  handlers.Types(handlers.Options{}),
+		Minter: &callbacks.Minter{Keys: ring, BaseURL: "http://x", Clock: engine.SystemClock{}},
+		NewID:  uuid.NewString,
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
 	require.NoError(t, eng.Start(context.Background()))

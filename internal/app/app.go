@@ -369,7 +369,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	a.Engine, err = engine.New(engine.Config{
 		Store:       a.Store,
-		Handlers:    handlers.Registry(types),
+		Types:       types,
 		Minter:      &callbacks.Minter{Keys: ring, BaseURL: cfg.BaseURL, Clock: clock},
 		Claims:      claims,
 		ClaimLease:  cfg.DispatchLease,

@@ -2,11 +2,13 @@ package app_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/handlers"
 	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/internal/testtypes"
 	"github.com/stitchd/stitchd/store/storetest"
@@ -34,7 +36,11 @@ func TestAddedNodeType(t *testing.T) {
 		require.NoError(t, err, "%s's schema compiles", nt.Type)
 		require.True(t, json.Valid(nt.DefaultConfig), nt.Type)
 	}
-	require.Equal(t, []string{"Worker", "HTTP", "UX", "Condition", "Transform", "Wait", "Event", "SubFlow", "Splitter", "Collector", "Shout"}, names)
+	var want []string
+	for _, b := range handlers.Types(handlers.Options{}) {
+		want = append(want, string(b.Type))
+	}
+	require.Equal(t, append(want, "Shout"), names, "the built-in types, then the added one")
 	shout := list.Types[len(list.Types)-1]
 	require.False(t, shout.Builtin)
 	require.False(t, shout.Panel, "the editor renders its schema")
@@ -79,7 +85,7 @@ func TestAddedNodeType(t *testing.T) {
 	var resp json.RawMessage
 	require.Equal(t, 422, h.do("POST", "/api/v1/flows", map[string]any{"name": "whisper", "graph": map[string]any{
 		"nodes": []map[string]any{{"id": "s", "type": "Whisper"}}, "edges": []any{}}}, &resp))
-	require.Contains(t, string(resp), "SubFlow or Shout")
+	require.Contains(t, string(resp), strings.Join(want, ", ")+" or Shout")
 
 	// End to end, after a Transform and before a Worker; the type's name
 	// in any case.

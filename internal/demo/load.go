@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stitchd/stitchd/handlers"
 	"strings"
 
 	"github.com/google/uuid"
@@ -193,7 +194,7 @@ func compileVersion(raw json.RawMessage, sections []string) (*store.NewVersion, 
 	if err != nil {
 		return nil, fmt.Errorf("error parsing the demo graph: %w", err)
 	}
-	g, err := compiler.CompileWithOptions(v, compiler.Options{BoardSections: sections})
+	g, err := compiler.CompileWithOptions(v, compiler.Options{BoardSections: sections, Types: handlers.Types(handlers.Options{})})
 	if err != nil {
 		return nil, fmt.Errorf("error compiling the demo graph (was the %q board changed?): %w", BoardName, err)
 	}

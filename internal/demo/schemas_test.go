@@ -25,7 +25,7 @@ func TestBuiltinSchemasAcceptTheDemo(t *testing.T) {
 		require.NoError(t, json.Unmarshal(ts.DefaultConfig, &obj), ts.Type)
 	}
 	raw := demo.Graph("http://127.0.0.1:1/work")
-	_, err := compiler.Compile(mustVisual(t, raw))
+	_, err := compiler.Compile(mustVisual(t, raw), handlers.Types(handlers.Options{}))
 	require.NoError(t, err)
 	var g struct {
 		Nodes []struct {

@@ -18,8 +18,8 @@ import (
 // drive an engine without the rest of stitchd.
 func Engine(tb testing.TB, cfg engine.Config) *engine.Engine {
 	tb.Helper()
-	if cfg.Handlers == nil {
-		cfg.Handlers = handlers.Registry(handlers.Types(handlers.Options{}))
+	if cfg.Types == nil {
+		cfg.Types = handlers.Types(handlers.Options{})
 	}
 	if cfg.NewID == nil {
 		cfg.NewID = uuid.NewString

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/stitchd/stitchd/handlers"
 	"testing"
 
 	"github.com/google/uuid"
@@ -21,7 +22,7 @@ func Version(tb testing.TB, graph string) store.NewVersion {
 	if err != nil {
 		tb.Fatalf("testkit: error parsing graph: %v", err)
 	}
-	g, err := compiler.Compile(v)
+	g, err := compiler.Compile(v, handlers.Types(handlers.Options{}))
 	if err != nil {
 		tb.Fatalf("testkit: error compiling graph: %v", err)
 	}
