@@ -49,13 +49,14 @@ func buildGoWorker(t *testing.T) string {
 	return bin
 }
 
-// startWorker runs an example worker on a free port and waits until it
-// accepts connections.
+// startWorker runs an example worker (or a stitchd program) on a free
+// port and waits until it accepts connections.
 func startWorker(t *testing.T, secret string, argv ...string) (url string, logs *syncbuf.Buffer) {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.CommandContext(t.Context(), argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "STITCHD_WEBHOOK_SECRET="+secret, "ADDR="+addr)
+	// ADDR for a worker, STITCHD_ADDR for a stitchd program.
+	cmd.Env = append(os.Environ(), "STITCHD_WEBHOOK_SECRET="+secret, "ADDR="+addr, "STITCHD_ADDR="+addr)
 	logs = &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
@@ -181,4 +182,57 @@ func TestExampleWorkers(t *testing.T) {
 			require.Contains(t, types, "node.heartbeat")
 		})
 	}
+}
+
+// TestCustomNodeProgram: examples/custom-node — a program in a module of
+// its own that adds a node type through the public package server — is
+// built, serves on a database of its own, lists its type among the
+// built-in ones, refuses data its schema refuses and runs a flow that
+// uses it.
+func TestCustomNodeProgram(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "custom-node")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
+	build.Dir = "custom-node"
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build (examples/custom-node, its own module): %s", out)
+
+	_, dbURL := storetest.IsolatedDB(t)
+	url, logs := startWorker(t, "", bin, "serve", "--database-url", dbURL, "--auth-token", token,
+		"--log-level", "warn")
+	ctx := context.Background()
+	c := &client.Client{BaseURL: url, Token: token}
+
+	var types struct {
+		Types []struct {
+			Type, Color, Icon string
+			Builtin           bool
+		} `json:"types"`
+	}
+	require.NoError(t, c.Do(ctx, "GET", "/api/v1/node-types", nil, &types))
+	last := types.Types[len(types.Types)-1]
+	require.Equal(t, "Greet", last.Type, "the added type comes after the built-in ones")
+	require.False(t, last.Builtin)
+	require.Equal(t, "#ca8a04", last.Color)
+	require.True(t, types.Types[0].Builtin)
+
+	_, err = c.CreateFlow(ctx, client.FlowSpec{Name: "bad greet",
+		Graph: json.RawMessage(`{"nodes":[{"id":"g","type":"Greet","data":{"greeting":""}}],"edges":[]}`)})
+	var refused *client.Error
+	require.ErrorAs(t, err, &refused)
+	require.Len(t, refused.Details, 1)
+	require.Equal(t, "nodes[0].data.greeting", refused.Details[0].Path, "the type's schema is checked at save")
+
+	f, err := c.CreateFlow(ctx, client.FlowSpec{Name: "greet",
+		Graph: json.RawMessage(`{"nodes":[{"id":"g","type":"greet","data":{"greeting":"Hello"}}],"edges":[]}`)})
+	require.NoError(t, err)
+	r, err := c.StartRun(ctx, f.ID, json.RawMessage(`{"name":"Ada"}`))
+	require.NoError(t, err)
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		r, err = c.GetRun(ctx, r.ID)
+		require.NoError(t, err)
+		return r.Finished()
+	}, "the run to finish; log:\n%s", logs)
+	require.Equal(t, "completed", r.Status, "log:\n%s", logs)
+	require.JSONEq(t, `{"message":"Hello, Ada"}`, string(r.Output))
 }

@@ -81,3 +81,41 @@ func TestUIAddedNodeType(t *testing.T) {
 	require.Equal(t, "completed", run.Status)
 	require.Equal(t, map[string]any{"shout": "ADA?!"}, run.Output)
 }
+
+// TestUILogType: a built-in type registered by its spec alone (Log: a
+// handler file and one line in handlers.Types) is in the palette with its
+// look, set up by the form its schema describes, saved, run, and its
+// node.log shown in the run view.
+func TestUILogType(t *testing.T) {
+	s := newStack(t)
+	node := `.react-flow__node[data-id="log1"]`
+	s.run("new flow", chromedp.Navigate(s.url+"/flows/new"), tokenSignIn(token))
+	s.waitJS("Log in the palette", `!!document.querySelector('[data-palette="Log"]')`)
+	require.Contains(t, s.text(`[data-palette="Log"]`), "Writes a message and its input to the run's events")
+	s.run("add Log", chromedp.Click(`[data-palette="Log"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`form[aria-label="Log log1 settings"]`, chromedp.ByQuery))
+	var look struct{ Colour, Mark, Palette string }
+	s.waitJS("the node shown", fmt.Sprintf(`(document.querySelector(%q)?.innerText || "") !== ""`, node))
+	s.run("look", chromedp.Evaluate(fmt.Sprintf(`({Colour: getComputedStyle(document.querySelector(%q)).getPropertyValue("--c").trim(),
+		Mark: document.querySelector(%q)?.innerText ?? "",
+		Palette: getComputedStyle(document.querySelector('[data-palette="Log"]')).getPropertyValue("--c").trim()})`,
+		node+" .snode", node+" .snode-mark"), &look))
+	require.Equal(t, "#475569", look.Colour, "the spec's colour")
+	require.Equal(t, "#475569", look.Palette)
+	require.Equal(t, "✎", strings.TrimSpace(look.Mark))
+
+	form := `[data-type-config="Log"]`
+	s.waitJS("schema form", fmt.Sprintf(`!!document.querySelector(%q)`, form+` input[id$="_message"]`))
+	require.False(t, s.exists(form+` [id*="entityMovement"]`), "entity movement is not part of the schema form")
+	s.run("set up", setValue(form+` input[id$="_message"]`, "reached the end"), setValue("#flow-name", "Logging"),
+		chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
+	s.waitJS("saved", `document.body.innerText.includes("saved as version 1")`)
+
+	s.run("start run", chromedp.Click(`//button[text()="Start run"]`, chromedp.BySearch), chromedp.WaitVisible("#run-input", chromedp.ByQuery),
+		setValue("#run-input", `{"lead": "ada"}`), chromedp.Click(`.modal button[type="submit"]`, chromedp.ByQuery))
+	s.waitJS("run view", `location.pathname.startsWith("/runs/")`)
+	s.waitJS("completed", `!!document.querySelector('.snode[data-node-id="log1"][data-status="completed"]')`)
+	s.run("open the step", chromedp.Click(`.snode[data-node-id="log1"]`, chromedp.ByQuery))
+	s.waitJS("the log shown", `document.body.innerText.includes("reached the end") && document.body.innerText.includes('{"lead":"ada"}')`)
+	s.shot("nt02-log-run")
+}

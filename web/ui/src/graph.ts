@@ -1,29 +1,14 @@
-// Conversions between the stored visual graph (API.md, React Flow shape)
+// Conversions between the stored visual graph (openapi.yaml, React Flow shape)
 // and the canvas, plus a layered layout for graphs saved without positions.
 import { MarkerType, type Edge, type Node } from "@xyflow/react";
 import type { FlowGraph, GraphEdge, GraphNode } from "./api";
 import { typeInfo } from "./nodetypes";
 
-export const NODE_TYPES = ["Worker", "HTTP", "UX", "Condition", "Transform", "Wait", "Event", "SubFlow", "Splitter", "Collector"] as const;
-export type NodeType = (typeof NODE_TYPES)[number];
-
-export function canonicalType(t: string): NodeType | string {
-  const hit = NODE_TYPES.find((n) => n.toLowerCase() === (t ?? "").toLowerCase());
-  return hit ?? typeInfo(t)?.type ?? t;
+// canonicalType is a node type's registered spelling (types match in any
+// case), or t when no registered type has it.
+export function canonicalType(t: string): string {
+  return typeInfo(t)?.type ?? t;
 }
-
-export const TYPE_HELP: Record<NodeType, string> = {
-  Worker: "Calls your service over HTTP and waits for its callback.",
-  HTTP: "Calls an existing REST API and completes with its response (status, headers, body). No callback.",
-  UX: "Waits for a person to choose an outcome (approve, reject, …).",
-  Condition: "Does no work and passes its input on: a readable place to branch with conditions on its edges.",
-  Transform: "Reshapes data: an expression over the input whose value is the output. No worker.",
-  Wait: "Pauses the run for a duration (48h, P2D) or until a time, then passes its input on.",
-  Event: "Waits for an event (payment.received) with a key from its input, posted to /api/v1/events.",
-  SubFlow: "Runs another flow as one step: its input starts a child run, whose output is this step's output.",
-  Splitter: "Fans an array out into parallel paths, one per item.",
-  Collector: "Waits for every parallel path and gathers results in order.",
-};
 
 export type CanvasNode = Node<Record<string, any>>;
 
@@ -286,18 +271,6 @@ export function nextId(prefix: string, taken: Set<string>): string {
   }
 }
 
-export const ID_PREFIX: Record<NodeType, string> = {
-  Worker: "worker",
-  HTTP: "http",
-  UX: "approval",
-  Condition: "branch",
-  Transform: "transform",
-  Wait: "wait",
-  Event: "event",
-  SubFlow: "sub",
-  Splitter: "split",
-  Collector: "collect",
-};
 
 // waitSummary says in a few words what a Wait node waits for.
 export function waitSummary(d: Record<string, any> | undefined): string | null {

@@ -5,9 +5,6 @@ import { eventWaitSummary, httpSummary, subflowSummary, truncate, waitSummary } 
 import { Link } from "../router";
 import { Countdown, span } from "./common";
 
-// A mark before the type name for the node types with a look of their own.
-const MARK: Record<string, string> = { Condition: "◆", Transform: "ƒ", Wait: "◷", HTTP: "⇄", Event: "✉", SubFlow: "↳" };
-
 // StitchNode draws one node on the editor canvas and in the run view.
 // data._problems marks compile errors; data._run carries live status:
 // {status, counts: {completed, failed, running, ...}, total} for parallel
@@ -26,12 +23,11 @@ export const StitchNode = memo(function StitchNode({ id, type, data, selected }:
   const partial = !!run && run.status === "failed" && stillGoing(run.counts);
   if (partial) cls.push("run-partial");
   const title = d.label || id;
-  // A type added to stitchd (GET /api/v1/node-types) has its colour and
-  // mark from there; the built-in ones have a look of their own.
-  const added = MARK[String(type)] ? undefined : typeInfo(String(type));
-  const look = added && !added.builtin ? added : undefined;
+  // Colour and mark are the type's (GET /api/v1/node-types); its CSS
+  // class may add a shape of its own.
+  const look = typeInfo(String(type));
   const style = look?.color ? ({ "--c": look.color } as CSSProperties) : undefined;
-  const mark = MARK[String(type)] ?? look?.icon;
+  const mark = look?.icon;
   return (
     <div className={cls.join(" ")} style={style} data-node-id={id} data-status={run?.status} data-partial={partial ? "true" : undefined} title={problems.join("\n") || undefined}>
       <Handle type="target" position={Position.Left} />
@@ -164,23 +160,9 @@ function RunBadge({ run, id }: { run: RunLook; id: string }) {
   );
 }
 
-// useFlowNodeTypes is React Flow's node types: the built-in ones and every
-// type added to stitchd, all drawn by StitchNode (stable until the list of
-// types changes).
+// useFlowNodeTypes is React Flow's node types: every registered type,
+// drawn by StitchNode (stable until the list of types changes).
 export function useFlowNodeTypes() {
   const types = useNodeTypes();
-  return useMemo(() => ({ ...nodeTypes, ...Object.fromEntries(types.filter((t) => !t.builtin).map((t) => [t.type, StitchNode])) }), [types]);
+  return useMemo(() => Object.fromEntries(types.map((t) => [t.type, StitchNode])), [types]);
 }
-
-export const nodeTypes = {
-  Worker: StitchNode,
-  UX: StitchNode,
-  Condition: StitchNode,
-  Transform: StitchNode,
-  Wait: StitchNode,
-  HTTP: StitchNode,
-  Event: StitchNode,
-  SubFlow: StitchNode,
-  Splitter: StitchNode,
-  Collector: StitchNode,
-};

@@ -17,19 +17,17 @@ import { ErrorBox, isNotFound, NotFound, Spinner } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
 import { useFlowNames } from "../flows";
 import { useFlowNodeTypes } from "../components/StitchNode";
-import { typeInfo, useNodeTypes, type NodeTypeInfo } from "../nodetypes";
+import { loadNodeTypes, typeInfo, useNodeTypes, type NodeTypeInfo } from "../nodetypes";
 import {
   decorateEdge,
   fitViewOptions,
   fromCanvas,
-  ID_PREFIX,
   nextId,
   problemText,
   toCanvas,
   truncate,
   unmarkedCycles,
   type CanvasNode,
-  type NodeType,
 } from "../graph";
 import { Link, navigate } from "../router";
 import { EdgeSettings, NodeSettings } from "./NodeSettings";
@@ -100,6 +98,8 @@ function Editor({ flowId, version }: Props) {
     setLoading(true);
     setMissingVersion(null);
     try {
+      // The types first: a graph's types are spelled as registered.
+      await loadNodeTypes();
       const f = await api<Flow>("GET", `/flows/${flowId}`);
       const vs = await api<{ versions: Version[] }>("GET", `/flows/${flowId}/versions`);
       let graph = f.graph!;
@@ -199,7 +199,7 @@ function Editor({ flowId, version }: Props) {
       // A node added by click or keyboard goes in the visible pane, at the
       // free place nearest its centre: on top of no other node.
       if (!screen && r) pos = freeSpot(pos, nodes, rf.screenToFlowPosition({ x: r.left, y: r.top }), rf.screenToFlowPosition({ x: r.right, y: r.bottom }));
-      const id = nextId(ID_PREFIX[type as NodeType] ?? type.toLowerCase(), new Set(nodes.map((n) => n.id)));
+      const id = nextId(typeInfo(type)?.idPrefix || type.toLowerCase(), new Set(nodes.map((n) => n.id)));
       // The data a new node starts with is its type's (GET /api/v1/node-types).
       const data: Record<string, any> = structuredClone(typeInfo(type)?.defaultConfig ?? {});
       setNodes((ns) => [
@@ -664,12 +664,12 @@ function Palette({ types, onAdd }: { types: NodeTypeInfo[]; onAdd: (t: string, a
   return (
     <div className="palette" aria-label="Palette">
       <h2>Steps</h2>
-      {types.map(({ type: t, label, help, color, builtin }) => (
+      {types.map(({ type: t, label, help, color }) => (
         <button
           key={t}
           type="button"
           className={`palette-item snode-${t.toLowerCase()}`}
-          style={!builtin && color ? ({ "--c": color } as CSSProperties) : undefined}
+          style={color ? ({ "--c": color } as CSSProperties) : undefined}
           data-palette={t}
           onPointerDown={down(t)}
           onPointerMove={move}
@@ -693,7 +693,7 @@ function Palette({ types, onAdd }: { types: NodeTypeInfo[]; onAdd: (t: string, a
         </button>
       ))}
       {ghost && (
-        <div className={`palette-ghost snode-${ghost.type.toLowerCase()}`} style={{ left: ghost.x, top: ghost.y }} aria-hidden="true">
+        <div className={`palette-ghost snode-${ghost.type.toLowerCase()}`} style={{ left: ghost.x, top: ghost.y, ...(typeInfo(ghost.type)?.color ? { "--c": typeInfo(ghost.type)!.color } : {}) } as CSSProperties} aria-hidden="true">
           {ghost.type}
         </div>
       )}

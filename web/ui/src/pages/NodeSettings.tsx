@@ -1,10 +1,10 @@
 import type { Edge } from "@xyflow/react";
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useRef, useState, type CSSProperties } from "react";
 import type { Problem } from "../api";
 import { span } from "../components/common";
 import { TaskForm } from "../components/LazyTaskForm";
 import type { CanvasNode } from "../graph";
-import { typeInfo } from "../nodetypes";
+import { movesEntity, typeInfo } from "../nodetypes";
 import { EVENT_FIELDS, EventFields, HTTP_FIELDS, HTTPFields } from "./IntegrationSettings";
 import { SUBFLOW_FIELDS, SubFlowFields } from "./SubFlowSettings";
 import {
@@ -21,9 +21,7 @@ import {
   parseTime,
   pathBetween,
   problemText,
-  TYPE_HELP,
   type EdgeKind,
-  type NodeType,
 } from "../graph";
 
 // setIn returns a copy of obj with path set to v; empty values and empty
@@ -43,7 +41,6 @@ function setIn(obj: Record<string, any>, path: string[], v: any): Record<string,
 
 // The node types that may move the run's entity when they complete or
 // fail (a Splitter or Collector may not).
-const MOVES: string[] = ["Worker", "HTTP", "UX", "Condition", "Transform", "Wait", "SubFlow"];
 
 const num = (s: string) => (s.trim() === "" ? undefined : Number(s));
 
@@ -65,12 +62,14 @@ interface NodeProps {
 
 export function NodeSettings({ node, nodes, edges, sections, problems, flowId = null, onChange, onRename, onDelete, onConnect, onSelectEdge, onRenameOutcome }: NodeProps) {
   const d = node.data;
-  const type = String(node.type) as NodeType;
+  const type = String(node.type);
   const info = typeInfo(type);
+  const moves = movesEntity(info);
   // A type without a panel of its own (one added to stitchd) is set up by
   // the form its config schema describes; label and description have
   // their fields here.
-  const schemaForm = info && !info.panel ? withoutKeys(info.configSchema, ["label", "description"]) : null;
+  const own = ["label", "description", "entityMovement"];
+  const schemaForm = info && !info.panel ? withoutKeys(info.configSchema, own) : null;
   const set = (path: string[]) => (v: any) => onChange(node.id, setIn(d, path, v));
   const [idDraft, setIdDraft] = useState(node.id);
   const [idError, setIdError] = useState<string | null>(null);
@@ -107,9 +106,11 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
   return (
     <form className="settings" onSubmit={(e) => e.preventDefault()} aria-label={`${type} ${node.id} settings`}>
       <h2>
-        <span className={`type-chip snode-${type.toLowerCase()}`}>{type}</span> {node.id}
+        <span className={`type-chip snode-${type.toLowerCase()}`} style={info?.color ? ({ "--c": info.color } as CSSProperties) : undefined}>
+          {type}
+        </span> {node.id}
       </h2>
-      <p className="muted small">{info?.help ?? TYPE_HELP[type]}</p>
+      <p className="muted small">{info?.help}</p>
       {problems
         .filter((p) => !claimed.has(p))
         .map((p, i) => (
@@ -131,8 +132,8 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
             inside
             id={`cfg-${node.id}`}
             schema={schemaForm}
-            value={withoutKeys(d, ["label", "description", "_problems", "_run"])}
-            onChange={(v) => onChange(node.id, { ...(v ?? {}), ...(d.label !== undefined ? { label: d.label } : {}), ...(d.description !== undefined ? { description: d.description } : {}) })}
+            value={withoutKeys(d, [...own, "_problems", "_run"])}
+            onChange={(v) => onChange(node.id, { ...(v ?? {}), ...Object.fromEntries(own.filter((k) => d[k] !== undefined).map((k) => [k, d[k]])) })}
             serverProblems={[]}
           />
         </div>
@@ -184,7 +185,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
           <input id="node-array" className="mono" value={d.arrayPath ?? ""} onChange={(e) => set(["arrayPath"])(e.target.value)} />
         </Field>
       )}
-      {MOVES.includes(type) &&
+      {moves &&
         (["onSuccess", "onFailure"] as const).map((when) => (
           <Movement
             key={when}

@@ -5,8 +5,9 @@ import { ago, Countdown, ErrorBox, isNotFound, Json, NotFound, span, Spinner, St
 import { edgeTypes } from "../components/LoopEdge";
 import { Timeline } from "../components/Timeline";
 import { eventWaitText, useFlowNodeTypes } from "../components/StitchNode";
+import { loadNodeTypes } from "../nodetypes";
 import { useFlowNames } from "../flows";
-import { edgeKind, fitViewOptions, isLoop, loopsOf, outcomesOf, toCanvas, type CanvasNode, type LoopInfo } from "../graph";
+import { edgeKind, fitViewOptions, isLoop, loopsOf, outcomesOf, toCanvas, truncate, type CanvasNode, type LoopInfo } from "../graph";
 import { Link } from "../router";
 import { Answer } from "./Approvals";
 import { RunId } from "./RunList";
@@ -159,7 +160,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
     let cancelled = false;
     (async () => {
       try {
-        const [f, vs] = await Promise.all([api<Flow>("GET", `/flows/${flowId}`), listAll<Version>(`/flows/${flowId}/versions`, "versions")]);
+        const [f, vs] = await Promise.all([api<Flow>("GET", `/flows/${flowId}`), listAll<Version>(`/flows/${flowId}/versions`, "versions"), loadNodeTypes()]);
         const v = vs.find((x) => x.id === versionId);
         const full = v ? await api<Version>("GET", `/flows/${flowId}/versions/${v.number}`) : null;
         if (cancelled) return;
@@ -274,7 +275,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
       };
     });
     return { nodes, edges };
-  }, [shownGraph, byNode, history, selected, run, byHand, flowNames]);
+  }, [shownGraph, byNode, history, selected, run, byHand, flowNames, flowNodeTypes]);
 
   // act runs an action on the run and reads the run again; a refusal (a
   // 409 when the run moved on meanwhile) is shown with the server's words,
@@ -603,6 +604,7 @@ const EVENT_LABEL: Record<string, string> = {
   "run.migrated": "run migrated",
   "node.child_started": "↳ child run started",
   "node.child_finished": "↳ child run finished",
+  "node.log": "✎ log",
 };
 const EVENT_CLASS: Record<string, string> = {
   "loop.iteration": "event-loop",
@@ -1385,6 +1387,7 @@ function eventSummary(e: StreamEvent): string {
     const n = Number(p.held_dispatches ?? 0);
     return `nothing new starts until it is resumed${n ? ` · ${n} ${n === 1 ? "dispatch" : "dispatches"} held` : ""}`;
   }
+  if (e.type === "node.log") return `${e.key ?? ""}: ${String(p.message ?? "")}${p.data !== undefined ? ` · ${truncate(JSON.stringify(p.data), 160)}` : ""}`;
   if (e.type === "run.queued") return `waits behind run ${typeof p.behind === "string" ? p.behind : "?"} of its entity`;
   if (e.type === "run.unpaused") {
     const n = Number(p.released_dispatches ?? 0);

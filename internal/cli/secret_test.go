@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ import (
 func runRootIn(t *testing.T, env map[string]string, stdin string, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	root := newRoot(mapEnv(env), &out, &errb)
+	root := newRoot(mapEnv(env), &out, &errb, Params{})
 	root.SetIn(strings.NewReader(stdin))
 	root.SetArgs(args)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

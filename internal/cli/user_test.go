@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ func TestUserCreate(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": dbURL}
 	run := func(stdin string, args ...string) (string, error) {
 		var out, errb bytes.Buffer
-		root := newRoot(mapEnv(env), &out, &errb)
+		root := newRoot(mapEnv(env), &out, &errb, Params{})
 		root.SetIn(strings.NewReader(stdin))
 		root.SetArgs(args)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

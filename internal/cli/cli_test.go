@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -408,7 +408,7 @@ func TestBinaryServeDemo(t *testing.T) {
 // a flag of its command, and its environment variable sets it.
 func TestVerbSettings(t *testing.T) {
 	t.Parallel()
-	root := newRoot(mapEnv(nil), io.Discard, io.Discard)
+	root := newRoot(mapEnv(nil), io.Discard, io.Discard, Params{})
 	values := map[string]string{"demo": "true", "demo-worker": "false", "fail-rate": "0.5", "min-delay": "5ms",
 		"max-delay": "7ms", "demo-min-delay": "5ms", "demo-max-delay": "7ms", "log-format": "json", "log-level": "debug"}
 	tests := []struct {
@@ -452,7 +452,7 @@ func TestWorkerDemoCommand(t *testing.T) {
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs bytes.Buffer
-	root := newRoot(mapEnv(map[string]string{"STITCHD_URL": s.app.URL, "STITCHD_AUTH_TOKEN": cliToken}), io.Discard, &logs)
+	root := newRoot(mapEnv(map[string]string{"STITCHD_URL": s.app.URL, "STITCHD_AUTH_TOKEN": cliToken}), io.Discard, &logs, Params{})
 	root.SetArgs([]string{"worker", "demo", "--addr", addr, "--min-delay", "1ms", "--max-delay", "5ms"})
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()

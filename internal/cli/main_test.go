@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -103,7 +103,7 @@ func TestConfigSettingsComplete(t *testing.T) {
 	})
 
 	// serve and migrate both take every setting.
-	root := newRoot(mapEnv(nil), io.Discard, io.Discard)
+	root := newRoot(mapEnv(nil), io.Discard, io.Discard, Params{})
 	for _, name := range []string{"serve", "migrate"} {
 		cmd, _, err := root.Find([]string{name})
 		require.NoError(t, err)
@@ -191,7 +191,7 @@ func TestConfigInvalidEnv(t *testing.T) {
 func runRoot(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	root := newRoot(mapEnv(env), &out, &errb)
+	root := newRoot(mapEnv(env), &out, &errb, Params{})
 	root.SetArgs(args)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -275,13 +275,13 @@ func TestMigrateFromEnvDatabaseURL(t *testing.T) {
 
 // ---------------------------------------------------------------- binary
 
-// stitchdBinary builds the command into the test's temp dir.
+// stitchdBinary builds cmd/stitchd into the test's temp dir.
 func stitchdBinary(t *testing.T) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "stitchd")
-	out, err := exec.CommandContext(t.Context(), goBin, "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), goBin, "build", "-o", bin, "github.com/stitchd/stitchd/cmd/stitchd").CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	return bin
 }
