@@ -96,7 +96,10 @@ func (e *fakeEngine) did(s string) error {
 	return nil
 }
 
-func (e *fakeEngine) Expire(_ context.Context, runID, _ string, _ int) error { return e.did("expire " + runID) }
+func (e *fakeEngine) Expire(_ context.Context, runID, _ string, _ int) error {
+	return e.did("expire " + runID)
+}
+
 func (e *fakeEngine) Wake(_ context.Context, runID string, due []engine.DueNode) error {
 	return e.did("wake " + runID + " " + due[0].Key)
 }
