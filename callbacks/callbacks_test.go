@@ -121,29 +121,6 @@ func TestParseCallback(t *testing.T) {
 	}
 }
 
-// TestEqualJitterSchedule: try n+1 waits between half and all of
-// min(base·2^(n-1), max) — the schedule docs/workers.md gives: the default
-// 12 tries (0.5 s doubling to 60 s) span 2.5 to 5 minutes.
-func TestEqualJitterSchedule(t *testing.T) {
-	t.Parallel()
-	var least, most time.Duration
-	for try := 1; try <= 11; try++ {
-		d := min(500*time.Millisecond<<(try-1), time.Minute)
-		lo, hi := time.Duration(1<<62), time.Duration(0)
-		for i := 0; i < 500; i++ {
-			w := EqualJitter(try, 500*time.Millisecond, time.Minute)
-			require.GreaterOrEqual(t, w, d/2, "try %d", try)
-			require.LessOrEqual(t, w, d, "try %d", try)
-			lo, hi = min(lo, w), max(hi, w)
-		}
-		require.Greater(t, hi, lo, "try %d: the delay is drawn", try)
-		least += d / 2
-		most += d
-	}
-	require.Equal(t, 151750*time.Millisecond, least)
-	require.Equal(t, 303500*time.Millisecond, most)
-}
-
 func TestBodyExcerpt(t *testing.T) {
 	t.Parallel()
 	require.Empty(t, bodyExcerpt(nil))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -23,6 +22,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/retrypolicy"
 	"github.com/stitchd/stitchd/internal/startstop"
 )
 
@@ -109,8 +109,9 @@ type DispatcherConfig struct {
 	// Lease is how long a claimed row is ours before another process may
 	// take it over (default 30s; must exceed the request timeout).
 	Lease time.Duration
-	// Backoff computes the delay before try n+1 (default: exponential with
-	// full jitter from 500ms, capped at 60s).
+	// Backoff computes the delay before try n+1 (default
+	// retrypolicy.Delivery: exponential with equal jitter from 500ms,
+	// capped at 60s).
 	Backoff func(try int) time.Duration
 	// Rates limits deliveries to some hosts (host:port, or a host name for
 	// every port, lower case) to so many a second, across every process
@@ -218,7 +219,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Backoff == nil {
-		cfg.Backoff = func(try int) time.Duration { return EqualJitter(try, 500*time.Millisecond, time.Minute) }
+		cfg.Backoff = retrypolicy.Delivery
 	}
 	if cfg.MaxTokenWait <= 0 {
 		cfg.MaxTokenWait = time.Minute
@@ -250,21 +251,6 @@ func NewHTTPClient(timeout time.Duration, guard *AddressGuard) *http.Client {
 		Transport:     rt,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-}
-
-// EqualJitter is exponential backoff with equal jitter: d = min(max,
-// base·2^(try-1)), and a delay uniform in [d/2, d] — never much shorter
-// than the schedule says, so the tries of a dispatch span what the docs
-// promise (docs/workers.md), and never all at once.
-func EqualJitter(try int, base, ceiling time.Duration) time.Duration {
-	d := base
-	for i := 1; i < try && d < ceiling; i++ {
-		d *= 2
-	}
-	if d > ceiling {
-		d = ceiling
-	}
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1)) //nolint:gosec // jitter, not a secret
 }
 
 // Room is how many more claimed rows the queue takes.

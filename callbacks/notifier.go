@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/retrypolicy"
 	"github.com/stitchd/stitchd/internal/startstop"
 )
 
@@ -41,8 +42,8 @@ type NotifierConfig struct {
 	// MaxTries bounds the tries of one notification (default 12: with the
 	// backoff below, about 20 minutes of retrying).
 	MaxTries int
-	// Backoff is the delay before try n+1 (default: 1s doubling, capped at
-	// 5 minutes).
+	// Backoff is the delay before try n+1 (default
+	// retrypolicy.Notification: 1s doubling, capped at 5 minutes).
 	Backoff func(try int) time.Duration
 	// Workers is the number of concurrent deliveries (default 8).
 	Workers int
@@ -76,9 +77,7 @@ func NewNotifier(cfg NotifierConfig) *Notifier {
 		cfg.MaxTries = 12
 	}
 	if cfg.Backoff == nil {
-		cfg.Backoff = func(try int) time.Duration {
-			return min(time.Second<<min(try-1, 20), 5*time.Minute)
-		}
+		cfg.Backoff = retrypolicy.Notification
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 8

@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
-	"math"
-	"strconv"
-	"strings"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/retrypolicy"
 )
 
 // Worker defaults.
@@ -23,7 +20,7 @@ const (
 	DefaultMultiplier     = 2
 	// DefaultDeliveryTries is how many times one attempt's dispatch is
 	// POSTed before the attempt fails: with the dispatcher's backoff
-	// (callbacks.EqualJitter, 0.5 s doubling to 60 s) the tries span 2.5 to
+	// (retrypolicy.Delivery, 0.5 s doubling to 60 s) the tries span 2.5 to
 	// 5 minutes, so a worker's restart or deploy fails nothing.
 	DefaultDeliveryTries = 12
 )
@@ -111,68 +108,34 @@ func PolicyOf(n *engine.Node) WorkerPolicy {
 	return p
 }
 
+// attempts is the policy's retry of failed attempts (internal/retrypolicy).
+func (p WorkerPolicy) attempts() retrypolicy.Attempts {
+	return retrypolicy.Attempts{MaxAttempts: p.MaxAttempts, Backoff: p.Backoff, InitialDelayMs: p.InitialDelayMs,
+		MaxDelayMs: p.MaxDelayMs, Multiplier: p.Multiplier, Jitter: p.Jitter, NonRetryable: p.NonRetryable}
+}
+
 // Retryable reports whether a failure with error msg may be retried: it
 // contains none of the policy's nonRetryable substrings.
-func (p WorkerPolicy) Retryable(msg string) bool {
-	for _, s := range p.NonRetryable {
-		if strings.Contains(msg, s) {
-			return false
-		}
-	}
-	return true
-}
+func (p WorkerPolicy) Retryable(msg string) bool { return p.attempts().Retryable(msg) }
 
 // BaseDelayMs is the backoff before attempt n+1 after n failures, before
 // jitter.
-func (p WorkerPolicy) BaseDelayMs(n int) int64 {
-	d := float64(p.InitialDelayMs)
-	switch p.Backoff {
-	case "fixed":
-	case "linear":
-		d *= float64(n)
-	default:
-		for i := 1; i < n && d < float64(p.MaxDelayMs); i++ {
-			d *= p.Multiplier
-		}
-	}
-	if d > float64(p.MaxDelayMs) || math.IsInf(d, 0) {
-		d = float64(p.MaxDelayMs)
-	}
-	return int64(d)
-}
+func (p WorkerPolicy) BaseDelayMs(n int) int64 { return p.attempts().BaseDelayMs(n) }
 
 // DelayMs is the backoff before attempt n+1 after n failures, with the
-// policy's jitter: d·(1 − jitter·u) for u in [0, 1), so within
-// [d·(1 − jitter), d]. u is the caller's (JitterFraction derives one
-// from the run, key and attempt, so a delay is reproducible).
-func (p WorkerPolicy) DelayMs(n int, u float64) int64 {
-	d := p.BaseDelayMs(n)
-	if p.Jitter > 0 && d > 0 {
-		d = int64(math.Ceil(float64(d) * (1 - p.Jitter*u)))
-	}
-	return d
-}
+// policy's jitter (retrypolicy.Attempts.DelayMs).
+func (p WorkerPolicy) DelayMs(n int, u float64) int64 { return p.attempts().DelayMs(n, u) }
 
 // JitterFraction is a number in [0, 1) derived from a node instance's run,
-// key and attempt: the same attempt of the same node always waits the same
-// delay, and the instances of a fan-out that fail together spread out.
+// key and attempt (retrypolicy.JitterFraction).
 func JitterFraction(runID, key string, attempt int) float64 {
-	h := fnv.New64a()
-	h.Write([]byte(runID))
-	h.Write([]byte{0})
-	h.Write([]byte(key))
-	h.Write([]byte{0})
-	h.Write([]byte(strconv.Itoa(attempt)))
-	return float64(h.Sum64()>>11) / (1 << 53)
+	return retrypolicy.JitterFraction(runID, key, attempt)
 }
 
 // RetryDelay applies policy p to a failure (RetryDelayMs of the Worker and
 // HTTP nodes).
 func (p WorkerPolicy) RetryDelay(r engine.RetryParams) (int64, bool) {
-	if r.Attempt >= p.MaxAttempts || !p.Retryable(r.Error) {
-		return 0, false
-	}
-	return max(p.DelayMs(r.Attempt, JitterFraction(r.RunID, r.Key, r.Attempt)), 1), true
+	return p.attempts().Next(r.RunID, r.Key, r.Attempt, r.Error)
 }
 
 // Fire dispatches the node: the contract payload (engine.WorkerPayload),

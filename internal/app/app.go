@@ -20,8 +20,10 @@ import (
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/handlers"
-	"github.com/stitchd/stitchd/internal/broker"
+	"github.com/stitchd/stitchd/internal/brokerconsume"
+	"github.com/stitchd/stitchd/internal/maintenance"
 	"github.com/stitchd/stitchd/internal/metrics"
+	"github.com/stitchd/stitchd/internal/scheduler"
 	"github.com/stitchd/stitchd/internal/secretbox"
 	"github.com/stitchd/stitchd/internal/startstop"
 	"github.com/stitchd/stitchd/internal/testsignal"
@@ -191,13 +193,10 @@ func (s *TestSignals) Init() {
 
 // App is a running stitchd.
 type App struct {
-	cfg Config
-	// deferredPoke tells fireDeferred that a transaction left nodes to
-	// fire later.
-	deferredPoke chan struct{}
-	Store        *store.Store
-	Engine       *engine.Engine
-	Dispatcher   *callbacks.Dispatcher
+	cfg        Config
+	Store      *store.Store
+	Engine     *engine.Engine
+	Dispatcher *callbacks.Dispatcher
 	// Notifications delivers the notification webhook (nil: none).
 	Notifications *callbacks.Notifier
 	Hub           *web.Hub
@@ -211,20 +210,14 @@ type App struct {
 	// notifier tells listeners (event streams of every process) which runs
 	// have new events, after commit.
 	notifier *store.Notifier
-	// nextSessionSweep is when the sweeper next drops expired sessions.
-	nextSessionSweep time.Time
-	http             *http.Server
-	listener         net.Listener
-	cluster          *localpg.Cluster
+	http     *http.Server
+	listener net.Listener
+	cluster  *localpg.Cluster
 	// guard checks the addresses dispatches, notifications, broker
 	// triggers and the archive connect to.
-	guard *callbacks.AddressGuard
-	// archiveClient sends retention's batches to Config.ArchiveURL
-	// (guarded; redirects not followed).
-	archiveClient *http.Client
-	clock         engine.Clock
-	cancel        context.CancelFunc
-	wg            sync.WaitGroup
+	guard  *callbacks.AddressGuard
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 	// services are the goroutine owners Start starts, in order, and Stop
 	// stops, in reverse (startstop).
 	services []startstop.Service
@@ -235,10 +228,14 @@ type App struct {
 	// TestSignals are tests' hooks into the sweeper and the scheduler.
 	TestSignals TestSignals
 
-	// brokers consumes the broker triggers (nats, amqp); instanceID names
-	// this process in their consumer states.
-	brokers    *broker.Service
-	instanceID string
+	// The background services (internal/maintenance, internal/scheduler,
+	// internal/brokerconsume). deferred is poked by commits that left
+	// nodes to fire later; brokers is made by Start.
+	sweeper   *maintenance.Sweeper
+	deferred  *maintenance.DeferredFirer
+	retainer  *maintenance.Retainer
+	scheduler *scheduler.Scheduler
+	brokers   *brokerconsume.Service
 }
 
 // ResolveDatabase returns the configured URL, or finds/starts a local server.
@@ -304,7 +301,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, cluster: cluster, deferredPoke: make(chan struct{}, 1)}
+	a := &App{cfg: cfg, cluster: cluster}
 	a.Store, err = store.Open(ctx, url, store.Options{})
 	if err != nil {
 		_ = a.stopCluster()
@@ -385,11 +382,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 			a.Metrics.OnCommit(ci)
 			logFailures(cfg.Logger, ci)
 			a.notifier.Notify(ci.RunID)
-			if ci.Deferred > 0 {
-				select {
-				case a.deferredPoke <- struct{}{}:
-				default: // one is pending already
-				}
+			if ci.Deferred > 0 && a.deferred != nil {
+				a.deferred.Poke()
 			}
 			if ci.Notifications > 0 && a.Notifications != nil {
 				a.Notifications.Poke()
@@ -399,6 +393,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, a.closeEarly(err)
 	}
+	a.deferred = maintenance.NewDeferredFirer(maintenance.DeferredFirerParams{Claim: a.Store.DueTimers, Wake: a.Engine.Wake,
+		Metrics: a.Metrics, Logger: cfg.Logger})
 	a.Metrics.WatchBacklog(a.Engine.Waiting)
 	a.Metrics.WatchTogether(a.Engine.CompletedTogether)
 	// Whatever the configured guard, dispatches to stitchd's own listen
@@ -423,10 +419,16 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Rates: cfg.DispatchRates, RateStore: a.Store, MaxTokenWait: cfg.DispatchMaxTokenWait,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock, Claims: claims})
 	a.Dispatcher = disp
+	a.sweeper = maintenance.NewSweeper(maintenance.SweeperParams{Store: a.Store, Engine: a.Engine, Metrics: a.Metrics,
+		Clock: clock, Logger: cfg.Logger, PollInterval: cfg.PollInterval, Done: &a.TestSignals.SweepDone})
 	// The archive is the operator's, but in deny mode it is held to the
 	// guard too (--worker-allow-cidrs opens its address): a URL set
 	// through the environment is no reason to reach the machine itself.
-	a.archiveClient, a.clock = callbacks.NewHTTPClient(30*time.Second, guard), clock
+	a.retainer = maintenance.NewRetainer(maintenance.RetainerParams{Store: a.Store, Retention: cfg.Retention,
+		ArchiveURL: cfg.ArchiveURL, ArchiveClient: callbacks.NewHTTPClient(30*time.Second, guard), Clock: clock,
+		Metrics: a.Metrics, Logger: cfg.Logger, PollInterval: cfg.PollInterval})
+	a.scheduler = scheduler.New(scheduler.Params{Store: a.Store, Engine: a.Engine, Metrics: a.Metrics, Clock: clock,
+		Logger: cfg.Logger, PollInterval: cfg.PollInterval, Done: &a.TestSignals.ScheduleDone})
 	// Always: without a notification webhook the outbox still carries the
 	// workers' cancel notices (to their nodes' cancelUrl).
 	a.Notifications = callbacks.NewNotifier(callbacks.NotifierConfig{Store: a.Store, URL: cfg.NotifyURL, Secret: secret,
@@ -597,14 +599,17 @@ func (a *App) Start(ctx context.Context) error {
 	if a.Notifications != nil {
 		a.services = append(a.services, a.Notifications)
 	}
-	a.services = append(a.services, startstop.NewLoop(a.runSchedules), startstop.NewLoop(a.notifier.Run),
-		startstop.NewLoop(a.refreshKeys), startstop.NewLoop(a.sweep), startstop.NewLoop(a.retain), startstop.NewLoop(a.fireDeferred))
+	a.services = append(a.services, a.scheduler, startstop.NewLoop(a.notifier.Run),
+		startstop.NewLoop(a.refreshKeys), a.sweeper, a.retainer, a.deferred)
 	for _, svc := range a.services {
 		if err := svc.Start(ctx); err != nil {
 			return fmt.Errorf("error starting services: %w", err)
 		}
 	}
-	a.brokers = a.newBrokers()
+	// The brokers are where an editor says, as a Worker's URL: the same
+	// guard checks the address dialled.
+	a.brokers = brokerconsume.New(brokerconsume.Params{Store: a.Store, Engine: a.Engine, Dialer: a.guard.Dialer(5 * time.Second),
+		PollInterval: a.cfg.PollInterval, BodyLimit: a.cfg.BodyLimit, Logger: a.cfg.Logger})
 	if err := a.brokers.Start(ctx); err != nil {
 		return fmt.Errorf("error starting the broker consumers: %w", err)
 	}
@@ -617,104 +622,6 @@ func (a *App) Start(ctx context.Context) error {
 	}()
 	a.cfg.Logger.Info("stitchd listening", "url", a.URL, "base_url", a.cfg.BaseURL)
 	return nil
-}
-
-// sweep handles, every poll interval, what fell due: worker nodes past
-// their deadline (failed or retried), timers, approvals and event waits
-// past their deadline, event deliveries left undone, runs past theirs.
-func (a *App) sweep(ctx context.Context) {
-	a.everyPoll(ctx, func() {
-		began := a.clock.Now()
-		defer a.TestSignals.SweepDone.Signal(began)
-		a.expireOverdue(ctx)
-		a.sweepDue(ctx, "woken", a.Store.DueTimers, a.Engine.Wake)
-		a.sweepDue(ctx, "approval_timed_out", a.Store.OverdueApprovals, each(a.Engine.TimeOutApproval))
-		a.sweepDue(ctx, "approval_reminded", a.Store.DueReminders, each(a.Engine.RemindApproval))
-		a.sweepDue(ctx, "event_timed_out", a.Store.OverdueEvents, each(a.Engine.TimeOutEvent))
-		a.deliverLeftEvents(ctx)
-		a.failRunsPastDeadline(ctx)
-		a.cancelOrphanedChildren(ctx)
-		a.deleteExpiredSessions(ctx)
-	})
-}
-
-// fireDeferred fires the nodes a transaction left for later
-// (engine.Config.MaxFirings) as soon as it commits; the sweeper finds
-// those another process left, or this one before it stopped.
-func (a *App) fireDeferred(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-a.deferredPoke:
-		}
-		a.sweepDue(ctx, "woken", a.Store.DueTimers, a.Engine.Wake)
-	}
-}
-
-// expireOverdue fails or retries worker nodes whose deadline passed.
-func (a *App) expireOverdue(ctx context.Context) {
-	overdue, err := a.Store.OverdueNodes(ctx, 100)
-	if err != nil {
-		if ctx.Err() == nil {
-			a.cfg.Logger.Warn("sweeper", "error", err)
-		}
-		return
-	}
-	for _, o := range overdue {
-		if err := a.Engine.Expire(ctx, o.RunID, o.Key, o.Attempt); err != nil {
-			if ctx.Err() == nil {
-				a.cfg.Logger.Warn("sweeper: error expiring node", "run_id", o.RunID, "node_key", o.Key, "error", err)
-			}
-			continue
-		}
-		a.Metrics.SweeperAction("expired", 1)
-		a.cfg.Logger.Info("sweeper: worker node overdue", "run_id", o.RunID, "node_key", o.Key, "attempt", o.Attempt)
-	}
-}
-
-// sweepDue claims what is due with claim and applies it with apply, in
-// batches, until nothing is left due: 10,000 timers due in one second
-// do not wait a poll interval per 500.
-func (a *App) sweepDue(ctx context.Context, what string, claim func(context.Context, int) ([]store.Due, error),
-	apply func(ctx context.Context, runID string, due []engine.DueNode) error) {
-	const batch = 2000
-	for ctx.Err() == nil {
-		due, err := claim(ctx, batch)
-		if err != nil {
-			if ctx.Err() == nil {
-				a.cfg.Logger.Warn("sweeper", "what", what, "error", err)
-			}
-			return
-		}
-		// One engine operation per run for all its due nodes (a fan-out's
-		// timers wake in one transaction), runs in parallel.
-		byRun := map[string][]engine.DueNode{}
-		var runs []string
-		for _, d := range due {
-			if _, ok := byRun[d.RunID]; !ok {
-				runs = append(runs, d.RunID)
-			}
-			byRun[d.RunID] = append(byRun[d.RunID], engine.DueNode{Key: d.Key, Attempt: d.Attempt, Deferred: d.Deferred})
-		}
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 16)
-		for _, runID := range runs {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				if err := apply(ctx, runID, byRun[runID]); err != nil && ctx.Err() == nil {
-					a.cfg.Logger.Warn("sweeper: error applying "+what, "run_id", runID, "nodes", len(byRun[runID]), "error", err)
-				}
-			}()
-		}
-		wg.Wait()
-		a.Metrics.SweeperAction(what, len(due))
-		if len(due) < batch {
-			return
-		}
-	}
 }
 
 // Stop shuts down gracefully: stop accepting requests, finish in-flight
@@ -736,7 +643,7 @@ func (a *App) stop(ctx context.Context) error {
 	}
 	a.wg.Wait()
 	if a.brokers != nil {
-		a.stopBrokers(ctx)
+		a.brokers.Close(ctx)
 	}
 	a.Engine.Stop()
 	if merr := a.Engine.FlushDeliveryMarks(ctx); merr != nil && err == nil {
@@ -758,19 +665,6 @@ func (a *App) stop(ctx context.Context) error {
 // full-page images in the WAL after a checkpoint).
 func timeOrderedID() string {
 	return uuid.Must(uuid.NewV7()).String()
-}
-
-// each applies fn to a run's due nodes one at a time.
-func each(fn func(ctx context.Context, runID, key string, attempt int) error) func(context.Context, string, []engine.DueNode) error {
-	return func(ctx context.Context, runID string, due []engine.DueNode) error {
-		var errs []error
-		for _, d := range due {
-			if err := fn(ctx, runID, d.Key, d.Attempt); err != nil {
-				errs = append(errs, fmt.Errorf("node %s: %w", d.Key, err))
-			}
-		}
-		return errors.Join(errs...)
-	}
 }
 
 // logFailures logs, at WARN, the node failures and the run failure a

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -70,18 +69,4 @@ func TestEventKey(t *testing.T) {
 	k, err = h.EventKey(m, eval)
 	require.NoError(t, err)
 	require.Equal(t, "7", k, "header names match case-insensitively")
-}
-
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	lo, hi := 500*time.Millisecond, 30*time.Second
-	for n := range 20 {
-		d := backoff(lo, hi, n)
-		want := min(lo<<n, hi)
-		if n > 10 {
-			want = hi
-		}
-		require.GreaterOrEqual(t, d, want*3/4, "failure %d", n)
-		require.LessOrEqual(t, d, want*5/4, "failure %d", n)
-	}
 }

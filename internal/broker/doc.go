@@ -1,7 +1,7 @@
 // Package broker consumes message brokers for stitchd's broker triggers: a
 // trigger of kind nats reads a NATS JetStream subject through a durable
 // consumer, one of kind amqp a RabbitMQ queue. Each message is handed to
-// a Handler (internal/app starts a run, or posts an event) and
+// a Handler (internal/brokerconsume starts a run, or posts an event) and
 // acknowledged only after the handler returned, that is after the run's
 // start committed; a message the handler refuses for good (a body that is
 // not JSON) is dropped, one it could not handle now is redelivered.

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"sync"
 	"time"
 
+	"github.com/stitchd/stitchd/internal/retrypolicy"
 	"github.com/stitchd/stitchd/internal/startstop"
 )
 
@@ -52,7 +52,7 @@ type Params struct {
 	Workers int
 	// MinBackoff and MaxBackoff bound the wait before reconnecting after
 	// a failed or lost connection (defaults 500ms and 30s); it doubles
-	// with each failure, with jitter.
+	// with each failure, with jitter (retrypolicy.Reconnect).
 	MinBackoff, MaxBackoff time.Duration
 	// HandleTimeout bounds one message's handling (default 30s).
 	HandleTimeout time.Duration
@@ -240,7 +240,7 @@ func (c *consumer) run(ctx context.Context) {
 			err = errors.New("the connection ended")
 		}
 		c.disconnected(ctx, errors.New(shownError(err)))
-		wait := backoff(c.p.MinBackoff, c.p.MaxBackoff, failures)
+		wait := retrypolicy.Reconnect(failures, c.p.MinBackoff, c.p.MaxBackoff)
 		failures++
 		c.p.Logger.Warn("broker trigger: connection failed or lost; retrying", "trigger_id", c.t.ID, "kind", c.t.Kind,
 			"error", err, "retry_in", wait)
@@ -281,18 +281,6 @@ func shownError(err error) string {
 		return fmt.Sprintf("error connecting to %s: %s", u.url, errUnreachable)
 	}
 	return err.Error()
-}
-
-// backoff is the wait after n consecutive failures: min doubled n times,
-// at most max, with up to 25% jitter either way.
-func backoff(lo, hi time.Duration, n int) time.Duration {
-	d := lo
-	for i := 0; i < n && d < hi; i++ {
-		d *= 2
-	}
-	d = min(d, hi)
-	jitter := time.Duration(rand.Int64N(int64(d)/2+1)) - d/4 //nolint:gosec // G404: backoff jitter, no secret
-	return d + jitter
 }
 
 func (c *consumer) connected(ctx context.Context) {

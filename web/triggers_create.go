@@ -1,0 +1,121 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/broker"
+	"github.com/stitchd/stitchd/store"
+)
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,99}$`)
+
+// createTrigger is POST /api/v1/flows/:id/triggers: its kind picks the
+// trigger made — a webhook (the default), a schedule, an event trigger or
+// a broker trigger (nats, amqp).
+func (s *Server) createTrigger(c echo.Context) error {
+	flowID, err := s.pathUUID(c, "id", "flow")
+	if err != nil {
+		return err
+	}
+	var b struct {
+		Kind   string `json:"kind"`
+		Name   string `json:"name"`
+		Slug   string `json:"slug"`
+		Secret string `json:"secret"`
+		Entity *struct {
+			BoardID   string `json:"board_id"`
+			Type      string `json:"type"`
+			NamePath  string `json:"name_path"`
+			EmailPath string `json:"email_path"`
+		} `json:"entity"`
+		InputSchema json.RawMessage `json:"input_schema"`
+		scheduleBody
+		brokerBody
+	}
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	switch b.Kind {
+	case broker.KindNATS, broker.KindAMQP:
+		return s.createBrokerTrigger(c, flowID, b.Kind, b.brokerBody, b.Name, b.Enabled)
+	case "schedule":
+		return s.createSchedule(c, flowID, b.scheduleBody)
+	case "event":
+		return s.createEventTrigger(c, flowID, b.Name, b.Enabled)
+	case "", "webhook":
+	default:
+		return badRequest(`kind must be "webhook" (the default), "schedule", "event", "nats" or "amqp"`)
+	}
+	if !slugPattern.MatchString(b.Slug) {
+		return badRequest("slug must be 1-100 lowercase letters, digits, '-' or '_'")
+	}
+	ctx := c.Request().Context()
+	f, err := s.cfg.Store.GetFlow(ctx, flowID)
+	if err != nil {
+		return err
+	}
+	t := store.Trigger{ID: uuid.NewString(), FlowID: flowID, Slug: b.Slug}
+	if len(b.InputSchema) > 0 && string(b.InputSchema) != "null" {
+		if _, err := engine.CompileForm(b.InputSchema); err != nil {
+			return schemaError("input_schema", err)
+		}
+		t.InputSchema = b.InputSchema
+	}
+	if b.Secret != "" {
+		t.Secret = &b.Secret
+	}
+	if b.Entity != nil {
+		if !validUUID(b.Entity.BoardID) {
+			return badRequest("entity.board_id must be a UUID")
+		}
+		if strings.TrimSpace(b.Entity.Type) == "" {
+			return badRequest("entity.type is required")
+		}
+		if _, err := s.cfg.Store.GetBoard(ctx, b.Entity.BoardID); err != nil {
+			if errors.Is(err, engine.ErrNotFound) {
+				return badRequest("board " + b.Entity.BoardID + " does not exist")
+			}
+			return err
+		}
+		if err := s.checkEntityBoard(ctx, entityBoardCheck{FlowBoardID: f.BoardID, EntityBoardID: b.Entity.BoardID,
+			Execution: f.Execution}); err != nil {
+			return err
+		}
+		t.Entity, _ = json.Marshal(b.Entity)
+	}
+	created, err := s.cfg.Store.CreateTrigger(ctx, t)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, webhookJSON(created))
+}
+
+func orEmpty(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// schemaError is a 422 listing what is wrong with a JSON Schema given in
+// field (every issue at its path: input_schema.properties.email.format).
+func schemaError(field string, err error) error {
+	var fe *engine.FormSchemaError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	ps := make([]engine.Problem, len(fe.Issues))
+	for i, is := range fe.Issues {
+		ps[i] = engine.Problem{Code: "invalid_schema", Path: field + is.Path, Message: is.Message}
+	}
+	return &apiError{Status: http.StatusUnprocessableEntity, Code: "invalid_schema",
+		Message: field + " is not a usable JSON Schema (draft 2020-12): " + plural(len(ps), "problem"), Details: ps}
+}
