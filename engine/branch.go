@@ -31,14 +31,14 @@ func (e *errCondition) Error() string {
 // returns the targets of the edges taken, never nil. A condition that
 // cannot be evaluated is an *errCondition.
 func (t *txn) decide(n *Node, key string, iter int, input, output json.RawMessage, outcome string) ([]string, error) {
-	taken, err := t.decideEdges(n, input, output, outcome)
+	taken, err := t.decideEdges(n, key, input, output, outcome)
 	if err != nil {
 		return nil, err
 	}
 	return taken, t.checkLoop(n, key, iter, taken)
 }
 
-func (t *txn) decideEdges(n *Node, input, output json.RawMessage, outcome string) ([]string, error) {
+func (t *txn) decideEdges(n *Node, key string, input, output json.RawMessage, outcome string) ([]string, error) {
 	rules := t.graph.Branches[n.ID]
 	taken := make([]string, 0, len(rules))
 	var env *ConditionEnv
@@ -58,10 +58,10 @@ func (t *txn) decideEdges(n *Node, input, output json.RawMessage, outcome string
 				return nil, &errCondition{edgeID: r.ID, err: err}
 			}
 			if env == nil {
-				if env, err = t.conditionEnv(c, input, output); err != nil {
+				if env, err = t.conditionEnv(c, key, input, output); err != nil {
 					return nil, err
 				}
-			} else if err := t.completeEnv(env, c); err != nil {
+			} else if err := t.completeEnv(env, c, key); err != nil {
 				return nil, err
 			}
 			ok, err := c.Eval(*env)
@@ -87,7 +87,7 @@ func (t *txn) decideEdges(n *Node, input, output json.RawMessage, outcome string
 
 // conditionEnv builds what condition c sees; run and entity are loaded only
 // when some condition names them (completeEnv adds them for a later one).
-func (t *txn) conditionEnv(c *Condition, input, output json.RawMessage) (*ConditionEnv, error) {
+func (t *txn) conditionEnv(c *Condition, key string, input, output json.RawMessage) (*ConditionEnv, error) {
 	env := &ConditionEnv{Run: RunEnv{ID: t.run.ID}}
 	var err error
 	if env.Output, err = decodeJSON(output); err != nil {
@@ -96,10 +96,10 @@ func (t *txn) conditionEnv(c *Condition, input, output json.RawMessage) (*Condit
 	if env.Input, err = decodeJSON(input); err != nil {
 		return nil, err
 	}
-	return env, t.completeEnv(env, c)
+	return env, t.completeEnv(env, c, key)
 }
 
-func (t *txn) completeEnv(env *ConditionEnv, c *Condition) error {
+func (t *txn) completeEnv(env *ConditionEnv, c *Condition, key string) error {
 	if c.UsesRun && env.Run.Input == nil {
 		in, err := t.runInput()
 		if err != nil {
@@ -115,6 +115,25 @@ func (t *txn) completeEnv(env *ConditionEnv, c *Condition) error {
 			return err
 		}
 		env.Entity = ent
+	}
+	if len(c.Steps) > 0 || c.UsesItem {
+		_, idx, _ := t.graph.parseKey(key)
+		for _, id := range c.Steps {
+			if _, ok := env.Steps[id]; ok {
+				continue // loaded for an earlier condition
+			}
+			s, err := t.stepsOf([]string{id}, idx)
+			if err != nil {
+				return err
+			}
+			if env.Steps == nil {
+				env.Steps = make(map[string]StepEnv, len(c.Steps))
+			}
+			env.Steps[id] = s[id]
+		}
+		if c.UsesItem {
+			env.Item = itemOf(key, idx)
+		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 
@@ -15,14 +16,43 @@ import (
 )
 
 // ConditionEnv is what an edge condition sees: the source node's output
-// and input, the run and its entity (nil when the run has none).
+// and input, the run and its entity (nil when the run has none), the
+// earlier steps it names and, inside a fan-out region, its item.
 type ConditionEnv struct {
-	Output any            `expr:"output"`
-	Input  any            `expr:"input"`
-	Run    RunEnv         `expr:"run"`
-	Entity map[string]any `expr:"entity"`
+	Output any                `expr:"output"`
+	Input  any                `expr:"input"`
+	Run    RunEnv             `expr:"run"`
+	Entity map[string]any     `expr:"entity"`
+	Steps  map[string]StepEnv `expr:"steps"`
+	Item   *ItemEnv           `expr:"item"`
 	// Budget is the evaluation's account (exprlimit.go), set by Eval.
 	Budget *exprBudget `expr:"__budget"`
+}
+
+// StepEnv is an earlier step of the run as an expression sees it
+// (steps.<id>): its latest row's input and output, null when it has not
+// run (or was skipped). Inside a fan-out region a step of the same region
+// is the same item's instance.
+type StepEnv struct {
+	Output any `expr:"output"`
+	Input  any `expr:"input"`
+}
+
+// ItemEnv is the fan-out item an expression inside a parallel region runs
+// for: the innermost region's index, and the instance's key.
+type ItemEnv struct {
+	Index int    `expr:"index"`
+	Key   string `expr:"key"`
+}
+
+// Refs are what an expression reads beyond its input and output, so that
+// only that is loaded.
+type Refs struct {
+	UsesEntity, UsesRun bool
+	// Steps are the ids it reads as steps.<id>, sorted, once each.
+	Steps []string
+	// UsesItem: it reads item (a fan-out region's item).
+	UsesItem bool
 }
 
 // RunEnv is the run as a condition sees it.
@@ -36,13 +66,12 @@ type Condition struct {
 	program *vm.Program
 	run     exprRun
 	budget  bool
-	// UsesEntity and UsesRun tell whether evaluating it needs the run's
-	// entity or input loaded.
-	UsesEntity, UsesRun bool
+	// Refs tell what evaluating it needs loaded.
+	Refs
 }
 
 // CompileCondition compiles and type-checks an edge condition: it must
-// name only output, input, run and entity, and give a bool. The message
+// name only output, input, run, entity, steps and item, and give a bool. The message
 // of the error is meant for the person who wrote it.
 func CompileCondition(src string) (*Condition, error) {
 	return compileCondition(src, newExprRun(ExprLimits{}, nil))
@@ -64,44 +93,75 @@ func compileCondition(src string, r exprRun) (*Condition, error) {
 			return nil, errors.New(`expected bool, but got the result of "+" (a number or string)`)
 		}
 	}
-	c := &Condition{program: p, run: r, budget: budget}
-	c.UsesRun, c.UsesEntity = uses(root)
-	return c, nil
+	refs, err := refsOf(root)
+	if err != nil {
+		return nil, err
+	}
+	return &Condition{program: p, run: r, budget: budget, Refs: refs}, nil
 }
 
-// uses reports whether an expression names run or entity.
-func uses(root ast.Node) (run, entity bool) {
-	ast.Walk(&root, identVisitor(func(name string) {
-		switch name {
-		case "entity":
-			entity = true
-		case "run":
-			run = true
+// refsOf reports what an expression names beyond input and output. A step
+// is named by a constant id (steps.fetch, steps["fetch"]): anything else
+// would read a step nobody can check at save.
+func refsOf(root ast.Node) (Refs, error) {
+	var r Refs
+	stepsIdents, named := 0, 0
+	seen := map[string]bool{}
+	ast.Walk(&root, visitor(func(n ast.Node) {
+		switch n := n.(type) {
+		case *ast.IdentifierNode:
+			switch n.Value {
+			case "entity":
+				r.UsesEntity = true
+			case "run":
+				r.UsesRun = true
+			case "item":
+				r.UsesItem = true
+			case "steps":
+				stepsIdents++
+			}
+		case *ast.MemberNode:
+			base, ok := n.Node.(*ast.IdentifierNode)
+			prop, isStr := n.Property.(*ast.StringNode)
+			if ok && base.Value == "steps" && isStr {
+				named++
+				if !seen[prop.Value] {
+					seen[prop.Value] = true
+					r.Steps = append(r.Steps, prop.Value)
+				}
+			}
 		}
 	}))
-	return run, entity
+	if stepsIdents != named {
+		return Refs{}, errors.New("steps must be followed by a step's id: steps.fetch.output")
+	}
+	slices.Sort(r.Steps)
+	return r, nil
 }
 
 // ValueEnv is what a value expression (a Transform's, a template's) sees:
-// the node's input, the run and its entity (nil when the run has none).
+// the node's input, the run and its entity (nil when the run has none),
+// the earlier steps it names and, inside a fan-out region, its item.
 type ValueEnv struct {
-	Input  any            `expr:"input"`
-	Run    RunEnv         `expr:"run"`
-	Entity map[string]any `expr:"entity"`
+	Input  any                `expr:"input"`
+	Run    RunEnv             `expr:"run"`
+	Entity map[string]any     `expr:"entity"`
+	Steps  map[string]StepEnv `expr:"steps"`
+	Item   *ItemEnv           `expr:"item"`
 	// Budget is the evaluation's account (exprlimit.go), set by Eval.
 	Budget *exprBudget `expr:"__budget"`
 }
 
 // Value is a compiled value expression.
 type Value struct {
-	program             *vm.Program
-	run                 exprRun
-	budget              bool
-	UsesEntity, UsesRun bool
+	program *vm.Program
+	run     exprRun
+	budget  bool
+	Refs
 }
 
 // CompileValue compiles and type-checks a value expression: it may name
-// only input, run and entity. The message of the error is meant for the
+// only input, run, entity, steps and item. The message of the error is meant for the
 // person who wrote it.
 func CompileValue(src string) (*Value, error) {
 	return compileValue(src, newExprRun(ExprLimits{}, nil))
@@ -112,9 +172,11 @@ func compileValue(src string, r exprRun) (*Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Value{program: p, run: r, budget: budget}
-	v.UsesRun, v.UsesEntity = uses(p.Node())
-	return v, nil
+	refs, err := refsOf(p.Node())
+	if err != nil {
+		return nil, err
+	}
+	return &Value{program: p, run: r, budget: budget, Refs: refs}, nil
 }
 
 // Eval evaluates the expression within its limits (ExprLimits): past
@@ -173,13 +235,9 @@ func ExprMessage(err error) string {
 	return msg
 }
 
-type identVisitor func(name string)
+type visitor func(n ast.Node)
 
-func (v identVisitor) Visit(n *ast.Node) {
-	if id, ok := (*n).(*ast.IdentifierNode); ok {
-		v(id.Value)
-	}
-}
+func (v visitor) Visit(n *ast.Node) { v(*n) }
 
 // Eval evaluates the condition within its limits (ExprLimits).
 func (c *Condition) Eval(env ConditionEnv) (bool, error) {

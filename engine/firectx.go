@@ -89,6 +89,12 @@ func (f *fireCtx) Eval(src string) (any, error) {
 			return nil, err
 		}
 	}
+	if env.Steps, err = f.t.stepsOf(v.Steps, f.idx); err != nil {
+		return nil, err
+	}
+	if v.UsesItem {
+		env.Item = itemOf(f.key, f.idx)
+	}
 	return v.Eval(env)
 }
 
