@@ -61,10 +61,6 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 	return out, interpretError(rows.Err())
 }
 
-// RenewLeases extends the leases of rows still held by the given claims
-// (their id and the try the claim made; one statement for any number) and
-// returns the ids renewed; a row another claim took over, or that was
-// delivered, retired or cancelled meanwhile, is not.
 // MarkRequestSent records that try tries of request/response row id is
 // about to be sent, while the claim that made it still holds the row; it
 // reports whether it did (false: the row was taken over or retired).
@@ -77,6 +73,10 @@ func (s *Store) MarkRequestSent(ctx context.Context, id string, tries int) (bool
 	return res.RowsAffected == 1, nil
 }
 
+// RenewLeases extends the leases of rows still held by the given claims
+// (their id and the try the claim made; one statement for any number) and
+// returns the ids renewed; a row another claim took over, or that was
+// delivered, retired or cancelled meanwhile, is not.
 func (s *Store) RenewLeases(ctx context.Context, ks []engine.ClaimedDispatch, lease time.Duration) ([]string, error) {
 	if len(ks) == 0 {
 		return nil, nil
