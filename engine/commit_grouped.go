@@ -205,12 +205,11 @@ const maxGroup = 32
 // pool of 16 connections so that the API and the dispatcher keep some.
 // Fewer transactions in flight make bigger groups; a group of speculated
 // chain steps (txn.speculate) is one round trip, whatever its size, so its
-// members no longer wait for each other's round trips. On the 2-core bench
-// machine 64 concurrent chains made 2,614–2,643 completions/s with 12,
-// 2,896–3,156 with 4 and 2,994–3,036 with 2 (p99 67–72 ms against 40–47);
-// 4 leaves room for a slow batch (a Collector's or a fan-out's) beside the
-// others. (Before speculation, 12 or 24 made 1,900–1,940 and 8 only 1,300:
-// each member waited for its own round trips.)
+// members no longer wait for each other's round trips: with 4 in flight
+// concurrent chains complete more steps a second than with 12 and as many
+// as with 2, and 4 leave room for a slow batch (a Collector's or a
+// fan-out's) beside the others
+// (docs/performance.md#measurements-behind-the-code).
 const defaultGroups = 4
 
 type member struct {

@@ -122,9 +122,9 @@ func (e *Engine) writeMarks(ctx context.Context, due map[string]string) error {
 	sort.Strings(ids) // a stable order of row locks
 	// In statements of markChunk rows: a worker's callback marking one of
 	// these rows waits for the statement that holds it, so none may hold
-	// thousands (a 100,000-item fan-out's callbacks trail its deliveries by
-	// seconds, and its marks came due by the thousand: 214 ms statements
-	// that callbacks queued behind).
+	// thousands (a big fan-out's callbacks trail its deliveries, and its
+	// marks come due by the thousand: callbacks queued behind statements
+	// that long; docs/performance.md#measurements-behind-the-code).
 	// A chunk that fails does not stop the others.
 	// A chunk that failed on its connection (one a cancelled query left
 	// broken, at a shutdown) is written again on another: the marks are

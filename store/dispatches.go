@@ -20,7 +20,8 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 	// again before another process may take it over. OFFSET 0 keeps the
 	// liveness check a primary-key probe per picked row: without it the
 	// planner may turn it into a hash of every running node (a sequential
-	// scan of node_states per poll: 60 ms at 100,000 running items).
+	// scan of node_states per poll, growing with a fan-out's running items:
+	// docs/performance.md#measurements-behind-the-code).
 	rows, err := s.db.WithContext(ctx).Raw(`WITH picked AS (
 			SELECT d.id, EXISTS (SELECT 1 FROM node_states n WHERE n.run_id = d.run_id AND n.key = d.key
 				AND n.attempt = d.attempt AND n.status = 'running' OFFSET 0) AS live
@@ -61,10 +62,6 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 	return out, interpretError(rows.Err())
 }
 
-// RenewLeases extends the leases of rows still held by the given claims
-// (their id and the try the claim made; one statement for any number) and
-// returns the ids renewed; a row another claim took over, or that was
-// delivered, retired or cancelled meanwhile, is not.
 // MarkRequestSent records that try tries of request/response row id is
 // about to be sent, while the claim that made it still holds the row; it
 // reports whether it did (false: the row was taken over or retired).
@@ -77,6 +74,10 @@ func (s *Store) MarkRequestSent(ctx context.Context, id string, tries int) (bool
 	return res.RowsAffected == 1, nil
 }
 
+// RenewLeases extends the leases of rows still held by the given claims
+// (their id and the try the claim made; one statement for any number) and
+// returns the ids renewed; a row another claim took over, or that was
+// delivered, retired or cancelled meanwhile, is not.
 func (s *Store) RenewLeases(ctx context.Context, ks []engine.ClaimedDispatch, lease time.Duration) ([]string, error) {
 	if len(ks) == 0 {
 		return nil, nil
@@ -110,9 +111,9 @@ func (s *Store) RenewLeases(ctx context.Context, ks []engine.ClaimedDispatch, le
 // predicate of the partial index of due rows (status IN ('pending',
 // 'sending')): rows looked up by id must be found through the primary key.
 // When statistics lag behind a fresh fan-out, the partial index looks
-// nearly empty and the planner scanned all of it — 100,000 rows — for a
-// handful of ids (12 ms a statement). The CHECK constraint allows no other
-// status.
+// nearly empty and the planner scanned all of it for a handful of ids
+// (docs/performance.md#measurements-behind-the-code). The CHECK constraint
+// allows no other status.
 // The outbox table is aliased d where it is used.
 const isSending = `d.status NOT IN ('pending', 'delivered', 'failed', 'cancelled')`
 

@@ -13,7 +13,8 @@ import (
 // A fan-out of sub-flows starts thousands of runs in one transaction; one
 // statement per table for all of them instead of five statements for each
 // (runs, node states, their start, the outbox row, the events and the
-// run's save) took the 10,000-child fan-out from 7.4 s to well under one.
+// run's save) keeps such a fan-out's transaction short
+// (docs/performance.md#measurements-behind-the-code).
 // The rows are written before any other statement of the transaction runs
 // (pgTx.raw, exec and later write them first) and before it commits, so
 // every statement sees what it would have seen; a run's save only changes

@@ -23,7 +23,8 @@ const maxNotifyPayload = 7900
 // sends at most once an interval (DefaultNotifyInterval): each NOTIFY is a
 // transaction of its own, and Postgres signals every listening connection
 // for it, so one per engine commit cost the machine as much CPU as a
-// statement of every completion (1,000 a second in a single chain).
+// statement of every completion
+// (docs/performance.md#measurements-behind-the-code).
 //
 // A NOTIFY issued inside a transaction takes a database-wide lock at commit
 // and holds it until the commit is durable, so transactions that notify

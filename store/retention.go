@@ -65,9 +65,9 @@ const expiredRunsSelect = `SELECT x.id FROM flows f
 // statistics say almost every run has finished — read the unfinished runs
 // with a scan of the whole table, once a statement: an anti-join against a
 // materialised sequential scan, or, behind an OR, a hashed subplan. On a
-// million finished runs that scan was 1.5 s of a batch's 1.8 s (27,852
-// buffers, the whole table), at every batch; the probe keeps a batch of
-// 500 at 20–40 ms.
+// million finished runs that scan was most of every batch's time; the
+// probe keeps a batch short whatever the history
+// (docs/performance.md#measurements-behind-the-code).
 const parentNotRunning = `(SELECT p.finished_at IS NULL FROM runs p WHERE p.id = r.parent_run_id) IS NOT TRUE`
 
 // retentionInForce returns the server's retention in seconds (nil:

@@ -100,8 +100,8 @@ func (t *pgTx) write(ctx context.Context, rows int, q string, args ...any) error
 
 // bulkChunk bounds the rows one bulk statement carries. pgx builds a
 // statement's parameters in memory (text arrays, then the Bind message), so
-// one statement for a 100,000-item fan-out held several copies of every
-// dispatch payload at once: 400 MB of buffers for the outbox rows alone.
+// one statement for a big fan-out held several copies of every dispatch
+// payload at once (docs/performance.md#measurements-behind-the-code).
 const bulkChunk = 2000
 
 // chunked calls fn with consecutive parts of at most bulkChunk items and
@@ -138,15 +138,16 @@ func chunked[T any](items []T, fn func(part []T, off int) error) error {
 // the cached statement under plan_cache_mode = force_custom_plan (pipe).
 // A generic plan guesses 10 elements for every array parameter; for a
 // 2,000-key chunk of a fan-out it chose a nested loop comparing every key
-// with every row (4 million comparisons, a second a chunk). Planning costs a fraction of a millisecond, small against a
-// statement of that size, and small statements keep their cached plans.
+// with every row (docs/performance.md#measurements-behind-the-code).
+// Planning costs a fraction of a millisecond, small against a statement of
+// that size, and small statements keep their cached plans.
 //
 // pgx's QueryExecModeCacheDescribe: the statement's parameter types are
 // described once per connection and cached, so its arrays travel in
 // binary. (QueryExecModeExec, which knows no types, sent them as text:
 // every JSON payload quoted and escaped by pgx and parsed back by
-// Postgres — 6 % of stitchd's CPU in a 100,000-item fan-out; 10,000 items
-// took 2.18–2.68 s instead of 2.56–2.99 s in alternating runs.)
+// Postgres, a share of stitchd's CPU in a big fan-out:
+// docs/performance.md#measurements-behind-the-code.)
 const customPlanAbove = 32
 
 // planFor returns args, preceded by the option asking pgx for a custom
@@ -159,8 +160,9 @@ func planFor(rows int, args ...any) []any {
 }
 
 // binds caches rebind. The engine's statements are a fixed set of
-// strings, renumbered at every call otherwise (4 % of stitchd's CPU in the
-// 64-chain bench); past maxBinds strings, new ones are not cached.
+// strings, renumbered at every call otherwise (a share of stitchd's CPU in
+// the 64-chain bench: docs/performance.md#measurements-behind-the-code);
+// past maxBinds strings, new ones are not cached.
 type binds struct {
 	m sync.Map // query with ? → query with $n
 	n atomic.Int32
@@ -426,7 +428,8 @@ func (t *pgTx) SaveRunWithEvents(ctx context.Context, s engine.RunSave) error {
 	if len(s.DeliveredKeys) == 0 {
 		// Without delivered pairs the marking part would be planned again at
 		// every call (an empty array makes a custom plan far cheaper than
-		// the generic one): 0.4 ms of planning for every run started.
+		// the generic one): planning for every run started
+		// (docs/performance.md#measurements-behind-the-code).
 		args := append([]any{r.ID, s.FirstSeq, types, keys, payloads}, saveRunArgs(r)...)
 		t.later(`WITH ev AS (`+insertEventsSQL+`) `+saveRunSQL, func(row scanner) error { return scanSavedRun(r, row) },
 			planFor(rows, args...)...)
@@ -659,15 +662,16 @@ const analyzeAfterRows = 5000
 // planner needs to find rows of a run, when n rows were just written. A
 // big fan-out adds a run the statistics do not know: its id is estimated
 // at one row, and the planner then answers "run_id = $1 AND key = ANY($2)"
-// by reading every row of the run and filtering — 22–65 ms a statement at
-// 100,000 items, for every later statement of the fan-out, and minutes for
-// the fan-out's own chunked writes. Autovacuum's analyze comes too late for
-// a fan-out that lasts seconds. ANALYZE in a transaction samples the
-// transaction's own new rows; only the named columns are analyzed (tens of
-// milliseconds), and the statistics become everyone's at commit. key is
+// by reading every row of the run and filtering, in every later statement
+// of the fan-out, its own chunked writes too
+// (docs/performance.md#measurements-behind-the-code). Autovacuum's analyze
+// comes too late for a fan-out that lasts seconds. ANALYZE in a
+// transaction samples the transaction's own new rows; only the named
+// columns are analyzed (tens of milliseconds), and the statistics become
+// everyone's at commit. key is
 // among them: with statistics of an earlier, smaller run, "key = ANY(128
 // keys)" was estimated at half the table, and the callbacks' marking of
-// their dispatches scanned all 100,000 rows (65 ms a batch).
+// their dispatches scanned all of the fan-out's rows.
 func (t *pgTx) analyzeAfter(ctx context.Context, n int, stmt string) error {
 	// Once per transaction and table, when the rows written so far cross
 	// the threshold: a fan-out writes its rows in several calls.
@@ -858,9 +862,10 @@ func (t *pgTx) AddPendingLater(_ context.Context, runID string, keys []string, d
 // keyMatch matches node_states rows by key: "key = ?" for one key, else
 // "key = ANY(?)"; keyArg is its parameter. Postgres plans "key = ANY($1)"
 // generically for ten keys, a bitmap scan ten times the cost of the custom
-// plan for one key, so it kept planning the statement at every execution
-// (0.1 ms, more than the execution itself); "key = $1" has a generic plan
-// as good as any custom one.
+// plan for one key, so it kept planning the statement at every execution,
+// which cost more than the execution itself
+// (docs/performance.md#measurements-behind-the-code); "key = $1" has a
+// generic plan as good as any custom one.
 func keyMatch(keys []string) string {
 	if len(keys) == 1 {
 		return `key = ?`
@@ -1464,9 +1469,9 @@ const markDeliveredSQL = `UPDATE dispatches SET status = 'delivered', locked_unt
 // markDeliveredStmt is markDeliveredSQL and its arguments; for one pair,
 // the form "key = ? AND attempt = ?". Postgres planned the ANY form of
 // the final statement again at every call once the statistics knew runs
-// of many dispatches (0.44 ms of planning a completion in the 64-chain
-// bench after the 1,000-step chain); the one-pair form's generic plan is
-// the unique index lookup.
+// of many dispatches (planning at every completion:
+// docs/performance.md#measurements-behind-the-code); the one-pair form's
+// generic plan is the unique index lookup.
 func markDeliveredStmt(runID string, keys []string, attempts []int) (string, []any) {
 	if len(keys) == 1 {
 		return markDeliveredOneSQL, []any{runID, keys[0], attempts[0]}

@@ -168,7 +168,7 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Clock tells the process's time (default engine.SystemClock): a
 	// test's clock moves it forward. Due work is found by the database's
-	// clock (DESIGN.md, Time).
+	// clock (docs/state_machine.md, Time).
 	Clock engine.Clock
 }
 

@@ -387,7 +387,9 @@ func TestBrokerTriggerAddressGuard(t *testing.T) {
 			return ok
 		}, "an error on trigger %s", id)
 		require.Equal(t, false, got["connected"])
-		return got["last_error"].(string)
+		msg, ok := got["last_error"].(string)
+		require.True(t, ok)
+		return msg
 	}
 	var wsHits atomic.Int32
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -423,7 +425,7 @@ func TestBrokerTriggerAddressGuard(t *testing.T) {
 		"the guard refused the metadata address")
 
 	// A closed port and an open one that is no broker read the same.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	closed := ln.Addr().String()
 	require.NoError(t, ln.Close())

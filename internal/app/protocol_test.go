@@ -289,7 +289,8 @@ func TestDenyModeRefusesMachineAddresses(t *testing.T) {
 	require.True(t, own.IsValid(), "the machine needs an IPv4 address besides loopback: %v", addrs)
 	var mu sync.Mutex
 	var paths []string
-	l, err := net.Listen("tcp", "0.0.0.0:0")
+	// Every interface: the worker is reached at the machine's own address.
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "0.0.0.0:0")
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
@@ -300,7 +301,9 @@ func TestDenyModeRefusesMachineAddresses(t *testing.T) {
 	srv.Listener = l
 	srv.Start()
 	t.Cleanup(srv.Close)
-	base := "http://" + netip.AddrPortFrom(own, uint16(l.Addr().(*net.TCPAddr).Port)).String()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	require.True(t, ok, "a TCP listener's address: %T", l.Addr())
+	base := "http://" + netip.AddrPortFrom(own, addr.AddrPort().Port()).String()
 	flowOf := func(h *harness) string {
 		return h.createFlow([]map[string]any{
 			node("w", "Worker", map[string]any{"webhookUrl": base + "/worker", "retry": map[string]any{"maxAttempts": 1}}),

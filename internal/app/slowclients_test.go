@@ -210,7 +210,9 @@ func TestStalledReaderOfARunIsCutOff(t *testing.T) {
 	// between two writes is cut off too — with the whole suite on two
 	// cores, under the race detector, this test's own reader sometimes
 	// was. It tries again, a few times.
-	var full struct{ Nodes map[string]any }
+	var full struct {
+		Nodes map[string]any `json:"nodes"`
+	}
 	for try := 1; ; try++ {
 		b, err := h.rawGet("/api/v1/runs/" + r.ID)
 		if err == nil {

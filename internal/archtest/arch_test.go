@@ -147,7 +147,7 @@ func TestLayerDirection(t *testing.T) {
 			}
 			for _, bad := range denied {
 				if imp == bad || strings.HasPrefix(imp, bad+"/") {
-					t.Errorf("%s must not import %s (DESIGN.md, Layers)", pkg, imp)
+					t.Errorf("%s must not import %s (docs/architecture.md, Where things live)", pkg, imp)
 				}
 			}
 		}

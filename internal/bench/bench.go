@@ -568,7 +568,7 @@ func (r *runner) api(ctx context.Context, method, path string, body, out any) er
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	// The bench reads a started run's id only: its node states (100,000
-	// of them in the largest fan-out, 40 MB of JSON) are left out.
+	// of them in the largest fan-out) are left out.
 	req.Header.Set("Prefer", "return=minimal")
 	resp, err := r.client.Do(req)
 	if err != nil {

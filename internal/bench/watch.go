@@ -15,7 +15,8 @@ import (
 // finishes in the transaction of its last completion, which commits before
 // the callback is answered), else every interval — so waiting costs the
 // measured database a few queries a second, not one per waiter and
-// millisecond (at a 2 ms poll, 7 % of its time in the 64-chain scenario).
+// millisecond (a short poll took a share of the database's time the
+// scenarios then measured: docs/performance.md#measurements-behind-the-code).
 type watcher struct {
 	db       *sql.DB
 	interval time.Duration

@@ -98,8 +98,9 @@ func TestHostileFlowsOnARealProcess(t *testing.T) {
 	require.Equal(t, 202, c.do(http.DefaultClient, "POST", "/hooks/loop1", "", map[string]any{"x": 1}, &hooked))
 	t.Logf("the loop's hook answered in %s", time.Since(began).Round(time.Millisecond))
 	hangUp := &http.Client{Timeout: 200 * time.Millisecond}
-	_, err := hangUp.Post(in.url()+"/hooks/loop1", "application/json", strings.NewReader(`{"x": 2}`)) //nolint:noctx // the client's timeout is the point
+	resp, err := hangUp.Post(in.url()+"/hooks/loop1", "application/json", strings.NewReader(`{"x": 2}`)) //nolint:noctx // the client's timeout is the point
 	if err == nil {
+		resp.Body.Close()
 		t.Log("the second hook call answered within 200 ms")
 	}
 	began = time.Now()

@@ -281,11 +281,10 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 }
 
 // defaultGCPercent is the serve process's GOGC unless the environment sets
-// one. stitchd's live heap is small (≈25 MB at a 100,000-item fan-out's
-// peak), so Go's default of 100 collected several times a second under
-// load: 14 % of its CPU. At 200 the 100k fan-out took 15.6 s instead of
-// 17.4 s (0.092 instead of 0.110 ms of CPU a completion) with its peak RSS
-// 114 MB instead of 112 MB (docs/performance.md).
+// one. stitchd's live heap is small, so Go's default of 100 collected
+// several times a second under load, a good share of its CPU; 200 gives
+// that CPU back for little memory
+// (docs/performance.md#measurements-behind-the-code).
 const defaultGCPercent = 200
 
 func newRoot(env envLookup, stdout, stderr io.Writer, p Params) *cobra.Command {

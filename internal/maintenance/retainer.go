@@ -47,8 +47,9 @@ type RetainerParams struct {
 // are due, each followed by a pause twice as long as it took, so that
 // retention takes at most a third of one connection's time, and less of a
 // busy database's (its batches take longer there): the hot path keeps
-// the database (at half, 64 chains on a saturated 2-vCPU machine lost
-// 29 % while a backlog was deleted); once caught up, one batch every poll
+// the database (at half, the bench's chains lost too much of their rate
+// while a backlog was deleted: docs/performance.md#measurements-behind-the-code);
+// once caught up, one batch every poll
 // interval.
 type Retainer struct {
 	p         RetainerParams

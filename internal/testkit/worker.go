@@ -16,7 +16,7 @@ import (
 	"github.com/stitchd/stitchd/engine"
 )
 
-// Payload is what stitchd POSTs to a worker (DESIGN.md, Worker protocol).
+// Payload is what stitchd POSTs to a worker (docs/workers.md, The dispatch).
 type Payload = engine.WorkerPayload
 
 // Dispatch is one delivery a Worker received.

@@ -9,9 +9,10 @@ import (
 )
 
 // dueTimes are the columns due work is found by, each compared with the
-// database's now() by a sweeper, a poller or a scheduler (DESIGN.md,
-// Time): node deadlines, timers and reminders, run deadlines, delivery
-// retries and leases, schedule ticks, event and secret expiries.
+// database's now() by a sweeper, a poller or a scheduler
+// (docs/state_machine.md, Time): node deadlines, timers and reminders, run
+// deadlines, delivery retries and leases, schedule ticks, event and secret
+// expiries.
 var dueTimes = []struct {
 	table   string
 	columns []string
