@@ -16,7 +16,7 @@ import (
 // builtins are stitchd's node types, the registry the compiler is given.
 var builtins = handlers.Types(handlers.Options{})
 
-// apiExample is the example graph of API.md ("Graph" section).
+// apiExample is the example graph of openapi.yaml (FlowGraph).
 const apiExample = `{
   "nodes": [
     {"id": "fetch", "type": "Worker", "position": {"x": 0, "y": 0},

@@ -367,7 +367,7 @@ func asInt(v any) (int, bool) {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return int(r.Int()), true
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return int(min(r.Uint(), math.MaxInt)), true //nolint:gosec // bounded above
+		return int(min(r.Uint(), math.MaxInt)), true
 	case reflect.Float32, reflect.Float64:
 		f := r.Float()
 		if f >= math.MaxInt {
@@ -521,7 +521,7 @@ func (p *limitPatch) Visit(node *ast.Node) {
 		n.Node = p.call(tickFunc, n.Node)
 	case *ast.BinaryNode:
 		switch {
-		case n.Operator == "+" && !(numeric(n.Left) && numeric(n.Right)):
+		case n.Operator == "+" && (!numeric(n.Left) || !numeric(n.Right)):
 			ast.Patch(node, p.call(addFunc, n.Left, n.Right))
 		case n.Operator == "matches":
 			ast.Patch(node, p.call(matchesFunc, n.Left, n.Right))
@@ -619,7 +619,7 @@ func (r exprRun) budget(needs bool) *exprBudget {
 // run evaluates prog: expr-lang's element budget is derived from the
 // memory limit, and a limit reached is an *ExprLimitError.
 func (r exprRun) run(prog *vm.Program, env any) (any, error) {
-	m := vm.VM{MemoryBudget: uint(r.limits.MemoryBytes / elemSize)}
+	m := vm.VM{MemoryBudget: uint(max(r.limits.MemoryBytes/elemSize, 0))}
 	out, err := m.Run(prog, env)
 	if err != nil {
 		var le *ExprLimitError

@@ -141,7 +141,10 @@ func nestedAnyOf(n int) json.RawMessage {
 		defs[fmt.Sprintf("s%d", k)] = map[string]any{"anyOf": []any{next, next}}
 	}
 	defs[fmt.Sprintf("s%d", n)] = map[string]any{"type": "string"}
-	b, _ := json.Marshal(map[string]any{"$defs": defs, "$ref": "#/$defs/s0"})
+	b, err := json.Marshal(map[string]any{"$defs": defs, "$ref": "#/$defs/s0"})
+	if err != nil {
+		panic(err) // maps of strings and slices always marshal
+	}
 	return b
 }
 
@@ -262,7 +265,8 @@ func TestFormIssuesBounded(t *testing.T) {
 	for i := range alts {
 		alts[i] = map[string]any{"required": []string{fmt.Sprintf("field_%d_%s", i, strings.Repeat("x", 100))}}
 	}
-	wide, _ := json.Marshal(map[string]any{"anyOf": alts})
+	wide, err := json.Marshal(map[string]any{"anyOf": alts})
+	require.NoError(t, err)
 	f, err = CompileForm(wide)
 	require.NoError(t, err)
 	issues = f.Check(json.RawMessage(`{}`))

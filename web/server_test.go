@@ -151,7 +151,7 @@ func requireUTC(t *testing.T, s string) time.Time {
 
 // ---------------------------------------------------------------- auth
 
-// documentedRoutes are the /api/v1 routes of API.md implemented so far;
+// documentedRoutes are the /api/v1 routes of openapi.yaml implemented so far;
 // the server must register at least these.
 var documentedRoutes = []string{
 	"POST /api/v1/flows", "GET /api/v1/flows", "GET /api/v1/flows/:id", "PUT /api/v1/flows/:id",

@@ -273,16 +273,10 @@ func slug(text string) string {
 	return b.String()
 }
 
-// pendingDocs are broken mentions in files that another branch of issue
-// 52 is reshaping (compiler/, web/) and this one must not edit: each
-// file's doc, as the check reports it. An entry that no longer matches a
-// problem fails the test: fixed, it leaves this list.
-var pendingDocs = []string{
-	"compiler/helpers_test.go: API.md", // the graph's example: openapi.yaml, FlowGraph
-	"web/server_test.go: API.md",       // the routes: openapi.yaml
-	"web/ui/src/api.ts: API.md",        // the public contract: openapi.yaml
-	"web/ui/src/graph.ts: API.md",      // the stored graph: openapi.yaml, FlowGraph
-}
+// pendingDocs are broken mentions to be fixed, each as the check reports
+// it ("file: doc"). An entry that no longer matches a problem fails the
+// test: fixed, it leaves this list.
+var pendingDocs = []string{}
 
 // TestDocLinks: every relative link of the repository's markdown leads to
 // a file that exists (and to a heading it has), and every doc named in

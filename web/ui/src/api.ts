@@ -333,7 +333,7 @@ export function stream(path: string, onEvent: (e: StreamEvent) => void, onState?
   };
 }
 
-// Types of the public contract (API.md).
+// Types of the public contract (openapi.yaml).
 export interface FlowGraph {
   nodes: GraphNode[];
   edges: GraphEdge[];
