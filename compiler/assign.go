@@ -47,6 +47,8 @@ func (c *compiler) checkAssignees(id string, path loc, r gjson.Result) *engine.A
 		default:
 			if _, err := engine.CompileValue(r.Str); err != nil {
 				c.errAt(CodeInvalidExpression, id, "", path, "UX node %q: assignees: %s", id, engine.ExprMessage(err))
+			} else {
+				c.noteRefs(id, "", path.String(), r.Str, false)
 			}
 		}
 		return nil

@@ -40,6 +40,8 @@ func (c *compiler) edgeRule(vi int, ve VisualEdge) (engine.EdgeRule, bool) {
 			if _, err := engine.CompileCondition(v.Str); err != nil {
 				c.errAt(CodeInvalidCondition, "", ve.ID, base.field("condition"), "edge %q: %s", ve.ID, engine.ExprMessage(err))
 				ok = false
+			} else {
+				c.noteRefs(ve.Source, ve.ID, base.field("condition").String(), v.Str, true)
 			}
 			r.Condition = v.Str
 		}
@@ -188,6 +190,8 @@ func (c *compiler) checkExpression(id string, path loc, r gjson.Result) {
 	default:
 		if _, err := engine.CompileValue(r.Str); err != nil {
 			c.errAt(CodeInvalidExpression, id, "", path, "node %q: %s", id, engine.ExprMessage(err))
+		} else {
+			c.noteRefs(id, "", path.String(), r.Str, false)
 		}
 	}
 }

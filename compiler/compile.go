@@ -127,6 +127,9 @@ type compiler struct {
 	warnings []engine.Problem
 	// secrets are the {{ secret "NAME" }} references (http.go).
 	secrets []engine.SecretRef
+	// refs are what the flow's expressions read of other steps
+	// (steps.go).
+	refs []exprRef
 	// schemas are the added types' compiled config schemas (typeSchema).
 	schemas map[engine.NodeType]*engine.Form
 
@@ -195,6 +198,7 @@ func (c *compiler) run() {
 	c.checkKeyCollisions()
 	c.checkBranches()
 	c.checkLoops()
+	c.checkStepRefs()
 }
 
 func (c *compiler) collectNodes() {

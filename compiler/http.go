@@ -117,6 +117,9 @@ func (c *compiler) template(id, path, s string) (*engine.Template, bool) {
 	for _, name := range t.Secrets() {
 		c.secrets = append(c.secrets, engine.SecretRef{NodeID: id, Path: path, Name: name})
 	}
+	for _, src := range t.Exprs() {
+		c.noteRefs(id, "", path, src, false)
+	}
 	return t, true
 }
 

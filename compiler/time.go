@@ -58,6 +58,8 @@ func (c *compiler) checkWait(id string, base loc, root gjson.Result) {
 	}
 	if _, err := engine.CompileValue(until.Str); err != nil {
 		c.errAt(CodeInvalidExpression, id, "", base.field("until"), "Wait node %q: until is neither a time (RFC 3339) nor an expression: %s", id, engine.ExprMessage(err))
+	} else {
+		c.noteRefs(id, "", base.field("until").String(), until.Str, false)
 	}
 }
 
@@ -96,6 +98,8 @@ func (c *compiler) checkEvent(id string, base loc, root gjson.Result) {
 	default:
 		if _, err := engine.CompileValue(key.Str); err != nil {
 			c.errAt(CodeInvalidExpression, id, "", base.field("key"), "Event node %q: %s", id, engine.ExprMessage(err))
+		} else {
+			c.noteRefs(id, "", base.field("key").String(), key.Str, false)
 		}
 	}
 	c.checkTimeout(id, base, root.Get("timeoutSeconds"))

@@ -375,3 +375,37 @@ func TestLogOncePerInstance(t *testing.T) {
 	require.JSONEq(t, `{"node_id":"done","message":"all in","data":{"merge":["x","y","z"]}}`, logs["done"])
 	require.Equal(t, 4, completedAfterLog, "each log comes before its node's completion")
 }
+
+// TestStepsAndItemInExpressions: an expression reads an earlier step's
+// output though the step between replaced the payload (steps.<id>), in a
+// Transform and in an edge condition; inside a fan-out, the same item's
+// instance of a step of the region, and the item itself.
+func TestStepsAndItemInExpressions(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	graph := `{"nodes":[
+		{"id":"req","type":"Transform","data":{"expression":"{\"amount\": run.input.amount, \"items\": [\"a\",\"b\",\"c\"]}"}},
+		{"id":"check","type":"Transform","data":{"expression":"{\"status\": 200}"}},
+		{"id":"big","type":"Transform","data":{"expression":"{\"double\": steps.req.output.amount * 2, \"status\": input.status, \"checked\": steps.check.input.amount}"}},
+		{"id":"small","type":"Transform","data":{"expression":"\"small\""}},
+		{"id":"split","type":"Splitter","data":{"arrayPath":"items"}},
+		{"id":"tag","type":"Transform","data":{"expression":"{\"v\": upper(input)}"}},
+		{"id":"mark","type":"Transform","data":{"expression":"steps.tag.output.v + \"#\" + string(item.index) + \"/\" + item.key + \"/\" + string(steps.req.output.amount)"}},
+		{"id":"merge","type":"Collector","data":{}}],
+		"edges":[{"id":"e1","source":"req","target":"check"},
+			{"id":"big-edge","source":"check","target":"big","data":{"condition":"steps.req.output.amount > 1000"}},
+			{"id":"small-edge","source":"check","target":"small","data":{"default":true}},
+			{"id":"e4","source":"req","target":"split","data":{"mapping":{"items":"items"}}},
+			{"id":"e5","source":"split","target":"tag"},{"id":"e6","source":"tag","target":"mark"},{"id":"e7","source":"mark","target":"merge"}]}`
+	run := r.start(graph, `{"amount":1500}`)
+	got, ns := r.nodes(run.ID)
+	require.Equal(t, engine.RunCompleted, got.Status, "%+v", ns)
+	require.Equal(t, engine.StatusSkipped, ns["small"].Status)
+	require.JSONEq(t, `{"double":3000,"status":200,"checked":1500}`, string(ns["big"].Output))
+	require.JSONEq(t, `["A#0/mark_0/1500","B#1/mark_1/1500","C#2/mark_2/1500"]`, string(ns["merge"].Output))
+
+	small := r.start(graph, `{"amount":10}`)
+	_, ns = r.nodes(small.ID)
+	require.Equal(t, engine.StatusSkipped, ns["big"].Status, "the condition read steps.req: 10 is not above 1000")
+	require.Equal(t, engine.StatusCompleted, ns["small"].Status)
+}

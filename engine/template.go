@@ -197,3 +197,15 @@ func TemplateText(v any) string {
 	}
 	return string(b)
 }
+
+// Exprs are the sources of its expression parts ({{ secret }} parts
+// aside), in order.
+func (t *Template) Exprs() []string {
+	var out []string
+	for _, p := range t.parts {
+		if p.expr != "" && p.secret == "" {
+			out = append(out, p.expr)
+		}
+	}
+	return out
+}

@@ -1,0 +1,65 @@
+package compiler_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/compiler"
+)
+
+// TestStepRefsChecked: an expression may read steps.<id> of a step that
+// runs before it (not inside a fan-out it is outside of) and item only
+// inside a fan-out; every other reference is refused at save, naming the
+// id, at the expression's path.
+func TestStepRefsChecked(t *testing.T) {
+	t.Parallel()
+	tf := func(id, expr string) compiler.VisualNode {
+		return node(id, "Transform", `{"expression": `+quoteJSON(expr)+`}`)
+	}
+	ok := graph(nodes(worker("a"), tf("b", `steps.a.output.x`), tf("c", `steps.a.input.y + steps.b.output`),
+		node("s", "Splitter", `{"arrayPath": "xs"}`), tf("in", `{"i": item.index, "k": item.key, "a": steps.a.output}`),
+		tf("in2", `steps["in"].output.i`), node("m", "Collector", `{}`), tf("after", `steps.m.output`)),
+		edges(edge("e1", "a", "b"), edge("e2", "b", "c"), edge("e3", "c", "s"), edge("e4", "s", "in"), edge("e5", "in", "in2"),
+			edge("e6", "in2", "m"), edgeData("e7", "m", "after", `{"condition": "len(steps.m.output) > 0 && steps.a.output.ok"}`)))
+	compileOK(t, ok, compiler.Options{})
+
+	for name, tc := range map[string]struct {
+		g       compiler.VisualGraph
+		path    string
+		message string
+	}{
+		"an unknown id": {graph(nodes(worker("a"), tf("b", `steps.nope.output`)), chain("e", "a", "b")),
+			"nodes[1].data.expression", `steps.nope: no step has the id "nope"`},
+		"a step that runs after": {graph(nodes(tf("a", `steps.b.output`), worker("b")), chain("e", "a", "b")),
+			"nodes[0].data.expression", `steps.b does not run before a`},
+		"a parallel branch": {graph(nodes(worker("r"), worker("x"), tf("y", `steps.x.output`)), edges(edge("e1", "r", "x"), edge("e2", "r", "y"))),
+			"nodes[2].data.expression", `steps.x does not run before y`},
+		"itself": {graph(nodes(tf("a", `steps.a.output`))), "nodes[0].data.expression", `steps.a is the step itself`},
+		"inside a fan-out, from after it": {graph(nodes(node("s", "Splitter", `{"arrayPath": "xs"}`), worker("w"), node("m", "Collector", `{}`), tf("t", `steps.w.output`)),
+			chain("e", "s", "w", "m", "t")), "nodes[3].data.expression", `steps.w runs once per item of splitter "s"`},
+		"item outside a fan-out": {graph(nodes(tf("a", `item.index`))), "nodes[0].data.expression", `item is known only inside a fan-out region`},
+		"a step named by a variable": {graph(nodes(tf("a", `steps[input.which].output`))), "nodes[0].data.expression", `steps must be followed by a step's id`},
+		"in a condition": {graph(nodes(worker("a"), worker("b")), edges(edgeData("e1", "a", "b", `{"condition": "steps.zz.output > 1"}`))),
+			"edges[0].data.condition", `steps.zz: no step has the id "zz"`},
+		"in a template": {graph(nodes(worker("a"), node("h", "HTTP", `{"url": "https://api.example.com/{{ steps.ghost.output.id }}"}`)), chain("e", "a", "h")),
+			"nodes[1].data.url", `steps.ghost: no step has the id "ghost"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ps := compileErr(t, tc.g, compiler.Options{})
+			require.Len(t, ps, 1, "%+v", ps)
+			require.Equal(t, compiler.CodeInvalidExpression, ps[0].Code, "%+v", ps[0])
+			require.Equal(t, tc.path, ps[0].Path)
+			require.Contains(t, ps[0].Message, tc.message)
+		})
+	}
+}
+
+func quoteJSON(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
