@@ -130,6 +130,8 @@ type compiler struct {
 	// refs are what the flow's expressions read of other steps
 	// (steps.go).
 	refs []exprRef
+	// sets are the run variables nodes set (variables.go).
+	sets []setVar
 	// schemas are the added types' compiled config schemas (typeSchema).
 	schemas map[engine.NodeType]*engine.Form
 
@@ -199,6 +201,7 @@ func (c *compiler) run() {
 	c.checkBranches()
 	c.checkLoops()
 	c.checkStepRefs()
+	c.checkVariables()
 }
 
 func (c *compiler) collectNodes() {
@@ -219,6 +222,9 @@ func (c *compiler) collectNodes() {
 			c.validateNodeConfig(i, vn.ID, typ, cfg)
 		case ok && known:
 			c.checkAddedType(i, vn.ID, spec, cfg)
+		}
+		if ok && known {
+			c.checkSetVariables(i, vn.ID, cfg)
 		}
 		if vn.ID == "" {
 			c.errorf(CodeMissingID, "", "", nodePath(i)+".id", "node has an empty id")
@@ -507,6 +513,7 @@ func (c *compiler) build() *engine.ExecutionGraph {
 		Regions:       make(map[string]*engine.Region),
 		Warnings:      c.warnings,
 		Secrets:       c.secrets,
+		SetVariables:  c.setVariables(),
 	}
 	slab := make([]engine.Node, n)
 	down := make([]string, len(c.edges))

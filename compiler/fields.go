@@ -17,7 +17,7 @@ import (
 var knownDataKeys = []string{
 	"arrayPath", "assignees", "body", "cancelUrl", "delivery", "description", "duration", "entityMovement", "event", "expression", "flow", "form",
 	"headers", "key", "label", "maxConcurrency", "method", "onTimeout", "outcomes", "passEntity", "prompt",
-	"rateLimit", "rejectPolicy", "remindAfterSeconds", "requiredApprovals", "retry", "separationOfDuties", "successCodes",
+	"rateLimit", "rejectPolicy", "remindAfterSeconds", "requiredApprovals", "retry", "separationOfDuties", "setVariables", "successCodes",
 	"summary", "timeoutSeconds", "timezone", "toleratedFailures", "until", "url", "version", "webhookUrl",
 }
 

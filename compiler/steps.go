@@ -26,7 +26,7 @@ func (c *compiler) noteRefs(node, edge, path, src string, self bool) {
 		// reported where it was compiled.
 		return
 	}
-	if len(v.Steps) > 0 || v.UsesItem {
+	if len(v.Steps) > 0 || v.UsesItem || len(v.Vars) > 0 {
 		c.refs = append(c.refs, exprRef{node: node, edge: edge, path: path, refs: v.Refs, self: self})
 	}
 }

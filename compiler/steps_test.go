@@ -60,3 +60,52 @@ func quoteJSON(s string) string {
 	b, _ := json.Marshal(s) // a string always marshals
 	return string(b)
 }
+
+// TestVariablesChecked: a node may set run variables (data.setVariables)
+// outside fan-outs, one writer at a time, and an expression may read one
+// that some node sets; everything else is refused at save.
+func TestVariablesChecked(t *testing.T) {
+	t.Parallel()
+	sets := func(id, typ, data, vars string) compiler.VisualNode {
+		if data == "" {
+			data = "{}"
+		}
+		d := data[:len(data)-1]
+		if len(d) > 1 {
+			d += ","
+		}
+		return node(id, typ, d+`"setVariables": `+vars+`}`)
+	}
+	tf := func(id, expr string) compiler.VisualNode {
+		return node(id, "Transform", `{"expression": `+quoteJSON(expr)+`}`)
+	}
+	eg := compileOK(t, graph(nodes(sets("a", "Worker", `{"webhookUrl": "http://w.example/a"}`, `{"total": "output.n * 2", "first": "steps.a.output.n"}`),
+		sets("b", "Transform", `{"expression": "vars.total"}`, `{"total": "vars.total + output"}`), tf("c", `vars.total + len(vars.first)`)),
+		chain("e", "a", "b", "c")), compiler.Options{})
+	require.Equal(t, map[string]map[string]string{"a": {"total": "output.n * 2", "first": "steps.a.output.n"}, "b": {"total": "vars.total + output"}}, eg.SetVariables)
+
+	for name, tc := range map[string]struct {
+		g       compiler.VisualGraph
+		code    string
+		path    string
+		message string
+	}{
+		"read, never set": {graph(nodes(tf("a", `vars.nope`))), compiler.CodeInvalidExpression, "nodes[0].data.expression", `vars.nope: no step sets variable "nope"`},
+		"set in a fan-out": {graph(nodes(node("s", "Splitter", `{"arrayPath": "xs"}`), sets("w", "Transform", `{"expression": "1"}`, `{"x": "output"}`), node("m", "Collector", `{}`)),
+			chain("e", "s", "w", "m")), compiler.CodeInvalidConfig, "nodes[1].data.setVariables.x", `inside the fan-out of splitter "s"`},
+		"two at once": {graph(nodes(worker("r"), sets("x", "Transform", `{"expression": "1"}`, `{"v": "1"}`), sets("y", "Transform", `{"expression": "2"}`, `{"v": "2"}`)),
+			edges(edge("e1", "r", "x"), edge("e2", "r", "y"))), compiler.CodeInvalidConfig, "nodes[2].data.setVariables.v", `may run at once, and both set variable v`},
+		"a bad name": {graph(nodes(sets("a", "Transform", `{"expression": "1"}`, `{"1st": "output"}`))), compiler.CodeInvalidConfig, `nodes[0].data.setVariables["1st"]`, `"1st" is not a variable name`},
+		"a bad expression": {graph(nodes(sets("a", "Transform", `{"expression": "1"}`, `{"v": "output +"}`))), compiler.CodeInvalidExpression, "nodes[0].data.setVariables.v", `variable v:`},
+		"not an object": {graph(nodes(sets("a", "Transform", `{"expression": "1"}`, `["v"]`))), compiler.CodeInvalidConfig, "nodes[0].data.setVariables", `must be an object`},
+		"a variable by a variable": {graph(nodes(tf("a", `vars[input.k]`))), compiler.CodeInvalidExpression, "nodes[0].data.expression", `vars must be followed by a variable's name`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ps := compileErr(t, tc.g, compiler.Options{})
+			require.Len(t, ps, 1, "%+v", ps)
+			require.Equal(t, tc.code, ps[0].Code, "%+v", ps[0])
+			require.Equal(t, tc.path, ps[0].Path)
+			require.Contains(t, ps[0].Message, tc.message)
+		})
+	}
+}

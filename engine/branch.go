@@ -100,42 +100,11 @@ func (t *txn) conditionEnv(c *Condition, key string, input, output json.RawMessa
 }
 
 func (t *txn) completeEnv(env *ConditionEnv, c *Condition, key string) error {
-	if c.UsesRun && env.Run.Input == nil {
-		in, err := t.runInput()
-		if err != nil {
-			return err
-		}
-		if env.Run.Input, err = decodeJSON(in); err != nil {
-			return err
-		}
-	}
-	if c.UsesEntity && env.Entity == nil && t.run.EntityID != nil {
-		ent, err := t.tx.EntityOf(t.ctx, *t.run.EntityID)
-		if err != nil {
-			return err
-		}
-		env.Entity = ent
-	}
+	var idx []int
 	if len(c.Steps) > 0 || c.UsesItem {
-		_, idx, _ := t.graph.parseKey(key)
-		for _, id := range c.Steps {
-			if _, ok := env.Steps[id]; ok {
-				continue // loaded for an earlier condition
-			}
-			s, err := t.stepsOf([]string{id}, idx)
-			if err != nil {
-				return err
-			}
-			if env.Steps == nil {
-				env.Steps = make(map[string]StepEnv, len(c.Steps))
-			}
-			env.Steps[id] = s[id]
-		}
-		if c.UsesItem {
-			env.Item = itemOf(key, idx)
-		}
+		_, idx, _ = t.graph.parseKey(key)
 	}
-	return nil
+	return t.completeVarEnv(env, c.Refs, key, idx)
 }
 
 // hasBranches reports whether node id's outbound edges have rules.

@@ -200,6 +200,10 @@ func (c *countingTx) MoveEntity(ctx context.Context, m EntityMove) (EntityMoved,
 	s, err := c.Tx.MoveEntity(ctx, m)
 	return s, c.wrote(err)
 }
+func (c *countingTx) SetRunVariables(ctx context.Context, runID string, vars json.RawMessage) error {
+	return c.wrote(c.Tx.SetRunVariables(ctx, runID, vars))
+}
+
 func (c *countingTx) AppendEvents(ctx context.Context, runID string, seq int64, ev []NewEvent) error {
 	return c.wrote(c.Tx.AppendEvents(ctx, runID, seq, ev))
 }

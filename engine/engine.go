@@ -211,6 +211,8 @@ type Engine struct {
 	// by source.
 	conds *compiled[*Condition]
 	vals  *compiled[*Value]
+	// sets caches the expressions of nodes' setVariables.
+	sets *compiled[*Value]
 	// forms caches UX nodes' compiled forms.
 	forms FormCache
 	// commit is the commit service (commit.go); gate admits operations
@@ -311,7 +313,8 @@ func New(cfg Config) (*Engine, error) {
 	run := newExprRun(cfg.ExprLimits, cfg.Clock)
 	e := &Engine{cfg: cfg, handlers: hs, caps: CapsOf(cfg.Types),
 		conds: &compiled[*Condition]{compile: func(src string) (*Condition, error) { return compileCondition(src, run) }},
-		vals:  &compiled[*Value]{compile: func(src string) (*Value, error) { return compileValue(src, run) }}}
+		vals:  &compiled[*Value]{compile: func(src string) (*Value, error) { return compileValue(src, run) }},
+		sets:  &compiled[*Value]{compile: func(src string) (*Value, error) { return compileVariable(src, run) }}}
 	e.gate.idle = sync.NewCond(&e.gate.mu)
 	e.forms.Now = cfg.Clock.Now
 	switch cfg.Committer {

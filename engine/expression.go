@@ -25,6 +25,7 @@ type ConditionEnv struct {
 	Entity map[string]any     `expr:"entity"`
 	Steps  map[string]StepEnv `expr:"steps"`
 	Item   *ItemEnv           `expr:"item"`
+	Vars   map[string]any     `expr:"vars"`
 	// Budget is the evaluation's account (exprlimit.go), set by Eval.
 	Budget *exprBudget `expr:"__budget"`
 }
@@ -51,6 +52,9 @@ type Refs struct {
 	UsesEntity, UsesRun bool
 	// Steps are the ids it reads as steps.<id>, sorted, once each.
 	Steps []string
+	// Vars are the run variables it reads as vars.<name>, sorted, once
+	// each.
+	Vars []string
 	// UsesItem: it reads item (a fan-out region's item).
 	UsesItem bool
 }
@@ -105,8 +109,8 @@ func compileCondition(src string, r exprRun) (*Condition, error) {
 // would read a step nobody can check at save.
 func refsOf(root ast.Node) (Refs, error) {
 	var r Refs
-	stepsIdents, named := 0, 0
-	seen := map[string]bool{}
+	stepsIdents, named, varsIdents, varsNamed := 0, 0, 0, 0
+	seen, seenVar := map[string]bool{}, map[string]bool{}
 	ast.Walk(&root, visitor(func(n ast.Node) {
 		switch n := n.(type) {
 		case *ast.IdentifierNode:
@@ -119,15 +123,24 @@ func refsOf(root ast.Node) (Refs, error) {
 				r.UsesItem = true
 			case "steps":
 				stepsIdents++
+			case "vars":
+				varsIdents++
 			}
 		case *ast.MemberNode:
 			base, ok := n.Node.(*ast.IdentifierNode)
 			prop, isStr := n.Property.(*ast.StringNode)
-			if ok && base.Value == "steps" && isStr {
+			switch {
+			case ok && base.Value == "steps" && isStr:
 				named++
 				if !seen[prop.Value] {
 					seen[prop.Value] = true
 					r.Steps = append(r.Steps, prop.Value)
+				}
+			case ok && base.Value == "vars" && isStr:
+				varsNamed++
+				if !seenVar[prop.Value] {
+					seenVar[prop.Value] = true
+					r.Vars = append(r.Vars, prop.Value)
 				}
 			}
 		}
@@ -135,7 +148,11 @@ func refsOf(root ast.Node) (Refs, error) {
 	if stepsIdents != named {
 		return Refs{}, errors.New("steps must be followed by a step's id: steps.fetch.output")
 	}
+	if varsIdents != varsNamed {
+		return Refs{}, errors.New("vars must be followed by a variable's name: vars.total")
+	}
 	slices.Sort(r.Steps)
+	slices.Sort(r.Vars)
 	return r, nil
 }
 
@@ -148,6 +165,7 @@ type ValueEnv struct {
 	Entity map[string]any     `expr:"entity"`
 	Steps  map[string]StepEnv `expr:"steps"`
 	Item   *ItemEnv           `expr:"item"`
+	Vars   map[string]any     `expr:"vars"`
 	// Budget is the evaluation's account (exprlimit.go), set by Eval.
 	Budget *exprBudget `expr:"__budget"`
 }
@@ -179,10 +197,40 @@ func compileValue(src string, r exprRun) (*Value, error) {
 	return &Value{program: p, run: r, budget: budget, Refs: refs}, nil
 }
 
+// CompileVariable compiles the expression of a node's setVariables
+// entry: a value over what an edge condition sees (output, input, run,
+// entity, steps, vars). The message of the error is meant for the person
+// who wrote it.
+func CompileVariable(src string) (*Value, error) {
+	return compileVariable(src, newExprRun(ExprLimits{}, nil))
+}
+
+func compileVariable(src string, r exprRun) (*Value, error) {
+	p, budget, err := compileLimited(src, expr.Env(ConditionEnv{}))
+	if err != nil {
+		return nil, err
+	}
+	refs, err := refsOf(p.Node())
+	if err != nil {
+		return nil, err
+	}
+	return &Value{program: p, run: r, budget: budget, Refs: refs}, nil
+}
+
 // Eval evaluates the expression within its limits (ExprLimits): past
 // one, the error is an *ExprLimitError.
 func (v *Value) Eval(env ValueEnv) (any, error) {
 	env.Budget = v.run.budget(v.budget)
+	return v.eval(env)
+}
+
+// evalCompleted evaluates a variable's expression (CompileVariable).
+func (v *Value) evalCompleted(env ConditionEnv) (any, error) {
+	env.Budget = v.run.budget(v.budget)
+	return v.eval(env)
+}
+
+func (v *Value) eval(env any) (any, error) {
 	out, err := v.run.run(v.program, env)
 	if err != nil {
 		return nil, err

@@ -64,7 +64,7 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 // decides no edges, whose successors are Worker or unassigned UX nodes
 // at its depth that it alone starts.
 func speculable(g *ExecutionGraph, n *Node, idx []int, output json.RawMessage) bool {
-	if n.Type != NodeTypeWorker || movementOf(n, true) != nil || g.hasBranches(n.ID) {
+	if n.Type != NodeTypeWorker || movementOf(n, true) != nil || g.hasBranches(n.ID) || g.SetVariables[n.ID] != nil {
 		return false
 	}
 	targets, arrivals := successors(g, n, idx)

@@ -17,6 +17,11 @@ func (t *txn) completed(st *NodeState) error {
 	if err := t.applyMovement(n, st, true); err != nil {
 		return err
 	}
+	if sets := t.graph.SetVariables[n.ID]; sets != nil {
+		if err := t.setVariables(n, st, sets); err != nil {
+			return err
+		}
+	}
 	if l := t.graph.loopTaken(n.ID, st.Taken); l != nil {
 		return t.nextIteration(l, st) // its exit edges wait for the last iteration
 	}

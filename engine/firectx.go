@@ -92,6 +92,9 @@ func (f *fireCtx) Eval(src string) (any, error) {
 	if env.Steps, err = f.t.stepsOf(v.Steps, f.idx); err != nil {
 		return nil, err
 	}
+	if env.Vars, err = f.t.runVars(v.Vars); err != nil {
+		return nil, err
+	}
 	if v.UsesItem {
 		env.Item = itemOf(f.key, f.idx)
 	}

@@ -55,6 +55,9 @@ type ExecutionGraph struct {
 	// EdgeData holds edge mappings keyed "source->target": target input key
 	// → gjson path into the upstream output.
 	EdgeData map[string]map[string]string `json:"edgeData"`
+	// SetVariables are the run variables a node sets when it completes:
+	// node id → variable name → expression (CompileVariable).
+	SetVariables map[string]map[string]string `json:"setVariables,omitempty"`
 	// EntryNodes have no inbound edges; sorted.
 	EntryNodes []string `json:"entryNodes"`
 	// TerminalNodes have no outbound edges; sorted.

@@ -409,3 +409,42 @@ func TestStepsAndItemInExpressions(t *testing.T) {
 	require.Equal(t, engine.StatusSkipped, ns["big"].Status, "the condition read steps.req: 10 is not above 1000")
 	require.Equal(t, engine.StatusCompleted, ns["small"].Status)
 }
+
+// TestRunVariables: a node's setVariables are evaluated when it completes
+// (over its output, input, the run and earlier steps), kept on the run,
+// recorded in a run.variables event, and read by any later expression —
+// a Transform's and an edge condition's — as vars.<name>; the node's own
+// edge conditions, decided before it completes, see them as they were. An expression
+// that fails sets null, and the event says why.
+func TestRunVariables(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	graph := `{"nodes":[
+		{"id":"order","type":"Transform","data":{"expression":"{\"amount\": run.input.amount}",
+			"setVariables":{"total":"output.amount * 2","buyer":"run.input.name","broken":"output.amount / output.none"}}},
+		{"id":"noise","type":"Transform","data":{"expression":"\"replaced\""}},
+		{"id":"later","type":"Transform","data":{"expression":"{\"total\": vars.total + 1, \"buyer\": vars.buyer, \"input\": input}",
+			"setVariables":{"total":"vars.total + output.total"}}},
+		{"id":"vip","type":"Condition","data":{}}],
+		"edges":[{"id":"e1","source":"order","target":"noise"},{"id":"e2","source":"noise","target":"later"},
+			{"id":"e3","source":"later","target":"vip","data":{"condition":"vars.total == 3000"}}]}`
+	run := r.start(graph, `{"amount":1500,"name":"ada"}`)
+	got, ns := r.nodes(run.ID)
+	require.Equal(t, engine.RunCompleted, got.Status)
+	require.JSONEq(t, `{"total":3001,"buyer":"ada","input":{"noise":"replaced"}}`, string(ns["later"].Output))
+	require.Equal(t, engine.StatusCompleted, ns["vip"].Status, "a node's own edges see the variables before it sets them")
+	vars, err := r.st.RunVariables(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"total":6001,"buyer":"ada","broken":null}`, string(vars))
+	evs, err := r.st.RunEvents(context.Background(), run.ID, 0, 1000)
+	require.NoError(t, err)
+	var sets []string
+	for _, ev := range evs {
+		if ev.Type == engine.EventRunVariables {
+			sets = append(sets, ev.Key+" "+string(ev.Payload))
+		}
+	}
+	require.Len(t, sets, 2)
+	require.Contains(t, sets[0], `"errors": {"broken":`)
+	require.Contains(t, sets[1], `"set": {"total": 6001}`)
+}

@@ -131,6 +131,10 @@ type Tx interface {
 	SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error
 	// EntityOf loads the run's entity as a condition sees it.
 	EntityOf(ctx context.Context, entityID string) (map[string]any, error)
+	// RunVariables loads the run's variables (an object).
+	RunVariables(ctx context.Context, runID string) (json.RawMessage, error)
+	// SetRunVariables merges vars (an object) into the run's variables.
+	SetRunVariables(ctx context.Context, runID string, vars json.RawMessage) error
 	// AddPending adds delta to pending_parents of each key and returns the
 	// new values with each row's status (UPDATE … RETURNING).
 	AddPending(ctx context.Context, runID string, keys []string, delta int) (map[string]Pending, error)

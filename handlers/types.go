@@ -41,6 +41,8 @@ func Types(o Options) []engine.NodeTypeSpec {
 // common are the data fields every step but the Splitter and Collector
 // reads: its label, its description and where it moves the run's entity.
 const common = `"label":{"type":"string"},"description":{"type":"string"},
+	"setVariables":{"type":"object","title":"Set run variables","description":"name → expression over output, input, run, entity, steps and vars, evaluated when the step completes",
+		"additionalProperties":{"type":"string","minLength":1}},
 	"entityMovement":{"type":"object","title":"Entity movement","$defs":{"move":{"type":"object","required":["targetSectionId"],
 		"properties":{"targetSectionId":{"type":"string","minLength":1},"completeAs":{"enum":["success","failure","neutral"]}}}},
 		"properties":{"onSuccess":{"$ref":"#/properties/entityMovement/$defs/move"},"onFailure":{"$ref":"#/properties/entityMovement/$defs/move"},

@@ -31,6 +31,15 @@ func (s *Store) GetRun(ctx context.Context, id string, withNodes bool) (*engine.
 	return r, nodes, err
 }
 
+// RunVariables returns a run's variables (data.setVariables): an object.
+func (s *Store) RunVariables(ctx context.Context, id string) (json.RawMessage, error) {
+	var raw []byte
+	if err := s.db.WithContext(ctx).Raw(`SELECT variables::text FROM runs WHERE id = ?`, id).Row().Scan(&raw); err != nil {
+		return nil, fmt.Errorf("error loading the variables of run %s: %w", id, interpretError(err))
+	}
+	return raw, nil
+}
+
 // EachNode calls fn with each node state of a run, by key (in byte order),
 // as they are read: a 100,000-item fan-out's run is answered without
 // holding its node states in memory.

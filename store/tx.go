@@ -1114,6 +1114,21 @@ func (t *pgTx) EntityOf(ctx context.Context, entityID string) (map[string]any, e
 	return m, nil
 }
 
+func (t *pgTx) RunVariables(ctx context.Context, runID string) (json.RawMessage, error) {
+	var raw []byte
+	if err := t.raw(ctx, `SELECT variables::text FROM runs WHERE id = ?`, runID).Row().Scan(&raw); err != nil {
+		return nil, fmt.Errorf("error loading the variables of run %s: %w", runID, interpretError(err))
+	}
+	return raw, nil
+}
+
+func (t *pgTx) SetRunVariables(ctx context.Context, runID string, vars json.RawMessage) error {
+	if err := t.exec(ctx, `UPDATE runs SET variables = variables || ?::jsonb WHERE id = ?`, string(vars), runID).Error; err != nil {
+		return fmt.Errorf("error setting the variables of run %s: %w", runID, interpretError(err))
+	}
+	return nil
+}
+
 func (t *pgTx) ItemStates(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]engine.NodeState, error) {
 	p := make([]int64, len(prefix))
 	for i, v := range prefix {

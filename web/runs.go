@@ -42,6 +42,9 @@ type runJSON struct {
 	// StartedBy is the person who started the run (none: a trigger, a
 	// schedule, the admin token).
 	StartedBy string `json:"started_by,omitempty"`
+	// Variables are the run's variables (data.setVariables), in the answer
+	// of one run only.
+	Variables json.RawMessage `json:"variables,omitempty"`
 }
 
 func toRunJSON(r *engine.Run) runJSON {
@@ -229,12 +232,16 @@ func (s *Server) writeRun(c echo.Context, code int, id string) error {
 	if err != nil {
 		return err
 	}
+	rj := toRunJSON(r)
+	if rj.Variables, err = s.cfg.Store.RunVariables(ctx, id); err != nil {
+		return err
+	}
 	c.Response().Header().Add(echo.HeaderVary, "Prefer")
 	if prefersMinimal(c.Request().Header) {
 		c.Response().Header().Set("Preference-Applied", "return=minimal")
-		return c.JSON(code, toRunJSON(r))
+		return c.JSON(code, rj)
 	}
-	head, err := json.Marshal(toRunJSON(r))
+	head, err := json.Marshal(rj)
 	if err != nil {
 		return fmt.Errorf("error encoding run %s: %w", id, err)
 	}
