@@ -92,39 +92,100 @@ func unstorable(err error) (*pgconn.PgError, bool) {
 // send makes the request and fills r with its outcome; false when nothing
 // was sent and there is nothing to record (the claim was lost).
 func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engine.Response) bool {
-	target, headers, body := c.URL, c.Request.Headers, []byte(c.Payload)
-	if use := c.Request.Secrets; use != nil {
-		values, hosts, err := d.revealSecrets(ctx, use)
-		if err == nil {
-			if err = secretHostRefused(use, hosts, c.URL); err != nil {
-				r.Error, r.NoRetry = err.Error(), true
-				return true
-			}
-			target, headers, body, err = use.Fill(target, headers, body, values)
-		}
-		if err != nil {
-			r.Error, r.NoRetry = "request not sent: "+err.Error(), errors.Is(err, engine.ErrSecret)
-			return true
-		}
-		// Whatever comes back (a response echoing the request, an error
-		// quoting its URL) is stored and logged with the values redacted.
-		red := engine.NewRedactor(mapValues(values))
+	target, headers, body, red, ok := d.prepare(ctx, c.URL, c.Request, c.Payload, r)
+	if !ok {
+		return true
+	}
+	if red != nil {
 		defer redactResponse(r, red)
 	}
-	timeout := time.Duration(c.Request.TimeoutMs) * time.Millisecond
-	if timeout <= 0 {
-		timeout = DefaultRequestTimeout
-	}
+	timeout := requestTimeout(c.Request)
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if timeout > d.cfg.Lease/4 {
 		stop := d.keepLease(rctx, c, cancel)
 		defer stop()
 	}
-	req, err := http.NewRequestWithContext(rctx, c.Request.Method, target, bytes.NewReader(body))
+	req, err := newRequest(rctx, c.Request.Method, target, headers, body)
 	if err != nil {
 		r.Error, r.NoRetry = fmt.Sprintf("the request cannot be made: %v", err), true
 		return true
+	}
+	if sent, err := d.cfg.Store.MarkRequestSent(ctx, c.ID, c.Tries); err != nil || !sent {
+		// Not recorded as sent, so not sent: another claim holds the row
+		// (or will, once this lease ends) and sends it.
+		if err != nil && ctx.Err() == nil {
+			d.cfg.Logger.Warn("request not sent: its claim could not be confirmed", "run_id", c.RunID, "node_key", c.Key, "error", err)
+		}
+		return false
+	}
+	d.exchange(ctx, rctx, req, timeout, r)
+	return true
+}
+
+// TryRequest sends the request of an HTTP step being tried alone
+// (POST /api/v1/flows/{id}/nodes/{key}/test): no outbox row, no run, but
+// the same secrets and their host rules, address guard, timeout and
+// response bound as a run's request.
+func (d *Dispatcher) TryRequest(ctx context.Context, rawURL string, rq *engine.HTTPRequest, payload []byte) engine.Response {
+	var r engine.Response
+	target, headers, body, red, ok := d.prepare(ctx, rawURL, rq, payload, &r)
+	if !ok {
+		return r
+	}
+	if red != nil {
+		defer redactResponse(&r, red)
+	}
+	timeout := requestTimeout(rq)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := newRequest(rctx, rq.Method, target, headers, body)
+	if err != nil {
+		r.Error, r.NoRetry = fmt.Sprintf("the request cannot be made: %v", err), true
+		return r
+	}
+	d.exchange(ctx, rctx, req, timeout, &r)
+	return r
+}
+
+// prepare fills a request's secrets in (their host rules checked first);
+// red redacts their values from what comes back (nil: none). Not ok: r
+// holds why nothing may be sent.
+func (d *Dispatcher) prepare(ctx context.Context, rawURL string, rq *engine.HTTPRequest, payload []byte, r *engine.Response) (
+	target string, headers map[string]string, body []byte, red *engine.Redactor, ok bool) {
+	target, headers, body = rawURL, rq.Headers, payload
+	use := rq.Secrets
+	if use == nil {
+		return target, headers, body, nil, true
+	}
+	values, hosts, err := d.revealSecrets(ctx, use)
+	if err == nil {
+		if err = secretHostRefused(use, hosts, rawURL); err != nil {
+			r.Error, r.NoRetry = err.Error(), true
+			return "", nil, nil, nil, false
+		}
+		target, headers, body, err = use.Fill(target, headers, body, values)
+	}
+	if err != nil {
+		r.Error, r.NoRetry = "request not sent: "+err.Error(), errors.Is(err, engine.ErrSecret)
+		return "", nil, nil, nil, false
+	}
+	// Whatever comes back (a response echoing the request, an error
+	// quoting its URL) is stored and logged with the values redacted.
+	return target, headers, body, engine.NewRedactor(mapValues(values)), true
+}
+
+func requestTimeout(rq *engine.HTTPRequest) time.Duration {
+	if t := time.Duration(rq.TimeoutMs) * time.Millisecond; t > 0 {
+		return t
+	}
+	return DefaultRequestTimeout
+}
+
+func newRequest(ctx context.Context, method, target string, headers map[string]string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
 	}
 	if len(body) == 0 {
 		req.Body, req.ContentLength = http.NoBody, 0
@@ -137,25 +198,23 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 		}
 		req.Header.Set(k, v)
 	}
-	if sent, err := d.cfg.Store.MarkRequestSent(ctx, c.ID, c.Tries); err != nil || !sent {
-		// Not recorded as sent, so not sent: another claim holds the row
-		// (or will, once this lease ends) and sends it.
-		if err != nil && ctx.Err() == nil {
-			d.cfg.Logger.Warn("request not sent: its claim could not be confirmed", "run_id", c.RunID, "node_key", c.Key, "error", err)
-		}
-		return false
-	}
+	return req, nil
+}
+
+// exchange sends req (bounded by rctx, timeout) and reads its response
+// into r.
+func (d *Dispatcher) exchange(ctx, rctx context.Context, req *http.Request, timeout time.Duration, r *engine.Response) {
 	resp, err := d.reqClient.Do(req)
 	switch {
 	case err != nil && errors.Is(err, ErrAddressRefused):
 		r.Error, r.NoRetry = fmt.Sprintf("request refused: %v", err), true
-		return true
+		return
 	case err != nil && rctx.Err() != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded):
 		r.Error = fmt.Sprintf("no response within %s", timeout)
-		return true
+		return
 	case err != nil:
 		r.Error = fmt.Sprintf("request failed: %v", err)
-		return true
+		return
 	}
 	defer resp.Body.Close()
 	got, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))
@@ -165,7 +224,7 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 		} else {
 			r.Error = fmt.Sprintf("error reading the response (%d): %v", resp.StatusCode, err)
 		}
-		return true
+		return
 	}
 	if len(got) > MaxResponseBody {
 		got, r.BodyTruncated = got[:MaxResponseBody], true
@@ -176,7 +235,6 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 		r.Headers[strings.ToLower(k)] = strings.Join(vs, ", ")
 	}
 	r.RetryAfterMs = d.retryAfter(resp.Header).Milliseconds()
-	return true
 }
 
 // SecretSource reveals the values of named secrets, and the allowed hosts

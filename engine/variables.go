@@ -7,7 +7,7 @@ import (
 	"slices"
 )
 
-// EventRunVariables: a completed node set run variables (setVariables).
+// EventRunVariables is the event of a completed node that set run variables (setVariables).
 const EventRunVariables = "run.variables"
 
 // runVars loads the run's variables when an expression reads some (nil

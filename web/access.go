@@ -93,6 +93,7 @@ var accessRules = map[string]rule{
 	"POST /api/v1/webhook-secret/rotate":           admins,
 
 	"POST /api/v1/flows/:id/runs":               operators,
+	"POST /api/v1/flows/:id/nodes/:key/test":    editors,
 	"GET /api/v1/runs":                          readers,
 	"GET /api/v1/runs/:id":                      runReaders,
 	"GET /api/v1/runs/:id/events":               runReaders,

@@ -77,6 +77,7 @@ var permissions = map[string]string{
 	"DELETE /api/v1/secrets/:name":                 "ae",
 
 	"POST /api/v1/flows/:id/runs":               "ao",
+	"POST /api/v1/flows/:id/nodes/:key/test":    "ae",
 	"GET /api/v1/runs":                          "aeov",
 	"GET /api/v1/runs/:id":                      "aeovP",
 	"GET /api/v1/runs/:id/events":               "aeovP",

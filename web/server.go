@@ -58,6 +58,9 @@ type Config struct {
 	// NodeTypes are the node types flows may use (GET /api/v1/node-types;
 	// handlers.Types and any added).
 	NodeTypes []engine.NodeTypeSpec
+	// TryRequest sends the request of an HTTP step tried alone
+	// (callbacks.Dispatcher.TryRequest); nil: such a step is not testable.
+	TryRequest func(ctx context.Context, url string, rq *engine.HTTPRequest, payload []byte) engine.Response
 	// TriggerRate bounds the runs one inbound trigger starts a second, in
 	// this process (bursts of as many, at least 1): beyond it POST
 	// /hooks/{slug} is answered 429 with Retry-After. 0 = no limit.
@@ -201,6 +204,7 @@ func New(cfg Config) *Server {
 	api.GET("/flows/:id/versions", s.listVersions)
 	api.GET("/flows/:id/versions/:number", s.getVersion)
 	api.POST("/flows/:id/runs", s.startRun)
+	api.POST("/flows/:id/nodes/:key/test", s.tryNode)
 	api.GET("/runs", s.listRuns)
 	api.GET("/runs/:id", s.getRun)
 	api.POST("/events", s.postEvent)

@@ -441,7 +441,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, WriteTimeout: cfg.WriteTimeout, Clock: clock, Logger: cfg.Logger,
 		TriggerRate: cfg.TriggerRate, Notify: a.notifier.Notify, SessionTTL: cfg.SessionTTL, TrustProxy: cfg.TrustProxy,
 		BaseURL: cfg.BaseURL, OIDC: cfg.OIDC, NodeTypes: types, LoginConcurrency: cfg.LoginConcurrency, LoginWait: cfg.LoginWait,
-		PasswordChecks: &a.TestSignals.PasswordChecks})
+		PasswordChecks: &a.TestSignals.PasswordChecks, TryRequest: disp.TryRequest})
 	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, 10*time.Second),
 		ReadTimeout: orDefault(cfg.ReadTimeout, 30*time.Second), IdleTimeout: 120 * time.Second}
 	return a, nil

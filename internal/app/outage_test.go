@@ -417,6 +417,7 @@ func outageRequests(fx outageFixtures) map[string]outageRequest {
 		"DELETE /api/v1/flows/:id":               api(flow, ""),
 		"GET /api/v1/flows/:id/versions":         api(flow+"/versions", ""),
 		"GET /api/v1/flows/:id/versions/:number": api(flow+"/versions/1", ""),
+		"POST /api/v1/flows/:id/nodes/:key/test": api(flow+"/nodes/u/test", `{"input":{}}`),
 		"POST /api/v1/flows/:id/runs": {path: flow + "/runs", body: `{"input":{"xs":[1]}}`, auth: token,
 			header: map[string]string{"Idempotency-Key": "outage-start"}},
 		"GET /api/v1/runs":                             api("/api/v1/runs", ""),

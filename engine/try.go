@@ -1,0 +1,302 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrNotTestable is the error of a step tried alone (TryNode) that waits for something — a
+// worker's callback, a person, an event, a time, a child run — so there
+// is nothing to show without a run.
+var ErrNotTestable = errors.New("not_testable")
+
+// TryNodeParams describe a step tried alone, outside any run: what it
+// would see.
+type TryNodeParams struct {
+	Graph  *ExecutionGraph
+	NodeID string
+	// Input is the step's input; RunInput the run's (run.input).
+	Input, RunInput json.RawMessage
+	// Steps are earlier steps' samples (steps.<id>); Vars the run's
+	// variables (vars.<name>).
+	Steps map[string]StepSample
+	Vars  map[string]any
+	// Send makes a request step's request (callbacks.Dispatcher.TryRequest):
+	// an HTTP step is tried for real. Nil: such a step is not testable.
+	Send func(ctx context.Context, url string, rq *HTTPRequest, payload []byte) Response
+}
+
+// StepSample is an earlier step's input and output as a tried step reads
+// them.
+type StepSample struct {
+	Input  json.RawMessage `json:"input"`
+	Output json.RawMessage `json:"output"`
+}
+
+// TryNodeResult is what a step tried alone did: its output or why it
+// failed, which of its out-edges would be taken, what it logged.
+type TryNodeResult struct {
+	Output json.RawMessage `json:"output"`
+	Error  *string         `json:"error"`
+	Edges  []TriedEdge     `json:"edges"`
+	Logs   []TriedLog      `json:"logs,omitempty"`
+}
+
+// TriedEdge is one out-edge of a tried step: whether it would be taken.
+type TriedEdge struct {
+	ID     string `json:"id,omitempty"`
+	Target string `json:"target"`
+	// Label says what decides it: its condition, "default", "on failure",
+	// an outcome, or "" for a plain edge.
+	Label string `json:"label"`
+	Taken bool   `json:"taken"`
+	// Error is why its condition could not be evaluated.
+	Error string `json:"error,omitempty"`
+}
+
+// TriedLog is a message the step logged (FireContext.Log).
+type TriedLog struct {
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// TryNode runs one step alone with its handler, as a run would fire it,
+// but writes nothing: no run, no rows, no events. A step that would wait
+// is ErrNotTestable; a step inside a fan-out runs as item 0 of each
+// region.
+func (e *Engine) TryNode(ctx context.Context, p TryNodeParams) (*TryNodeResult, error) {
+	n := p.Graph.Nodes[p.NodeID]
+	if n == nil {
+		return nil, fmt.Errorf("%w: the flow has no step %q", ErrNotFound, p.NodeID)
+	}
+	h := e.handlers[n.Type]
+	if h == nil {
+		return nil, fmt.Errorf("%w: no handler for node type %s", ErrInvalidRequest, n.Type)
+	}
+	tc := &tryCtx{e: e, p: p, node: n, idx: make([]int, n.Depth), ctx: ctx}
+	tc.key = InstanceKey(n.ID, tc.idx)
+	if len(p.Input) > 0 && !json.Valid(p.Input) {
+		return nil, fmt.Errorf("%w: input is not JSON", ErrInvalidRequest)
+	}
+	if err := h.Fire(ctx, tc); err != nil {
+		if errors.Is(err, ErrNotTestable) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("error trying step %s: %w", n.ID, err)
+	}
+	if !tc.acted {
+		return nil, fmt.Errorf("the handler of %s step %s took no action", n.Type, n.ID)
+	}
+	res := &TryNodeResult{Output: tc.output, Logs: tc.logs}
+	if tc.failed != "" {
+		res.Error, res.Output = &tc.failed, nil
+	}
+	res.Edges = tc.edges(res.Error != nil)
+	return res, nil
+}
+
+// tryCtx is the FireContext of a step tried alone.
+type tryCtx struct {
+	e      *Engine
+	p      TryNodeParams
+	ctx    context.Context //nolint:containedctx // the Send of a request step needs the request's context
+	node   *Node
+	key    string
+	idx    []int
+	acted  bool
+	output json.RawMessage
+	failed string
+	logs   []TriedLog
+}
+
+func (c *tryCtx) RunID() string          { return "" }
+func (c *tryCtx) Key() string            { return c.key }
+func (c *tryCtx) Node() *Node            { return c.node }
+func (c *tryCtx) Index() []int           { return c.idx }
+func (c *tryCtx) Input() json.RawMessage { return c.p.Input }
+func (c *tryCtx) Attempt() int           { return 1 }
+func (c *tryCtx) Now() time.Time         { return c.e.cfg.Clock.Now() }
+
+func (c *tryCtx) Eval(src string) (any, error) {
+	v, err := c.e.vals.get(src)
+	if err != nil {
+		return nil, err
+	}
+	env := ValueEnv{}
+	if err := c.env(&env.Input, &env.Run, &env.Steps, &env.Vars, &env.Item, v.Refs); err != nil {
+		return nil, err
+	}
+	return v.Eval(env)
+}
+
+// env fills what an expression sees from the samples.
+func (c *tryCtx) env(input *any, run *RunEnv, steps *map[string]StepEnv, vars *map[string]any, item **ItemEnv, refs Refs) error {
+	var err error
+	if *input, err = decodeJSON(c.p.Input); err != nil {
+		return err
+	}
+	if run.Input, err = decodeJSON(c.p.RunInput); err != nil {
+		return err
+	}
+	if len(refs.Steps) > 0 {
+		*steps = make(map[string]StepEnv, len(refs.Steps))
+		for _, id := range refs.Steps {
+			s := c.p.Steps[id]
+			var st StepEnv
+			if st.Output, err = decodeJSON(s.Output); err != nil {
+				return fmt.Errorf("steps.%s.output: %w", id, err)
+			}
+			if st.Input, err = decodeJSON(s.Input); err != nil {
+				return fmt.Errorf("steps.%s.input: %w", id, err)
+			}
+			(*steps)[id] = st
+		}
+	}
+	*vars = c.p.Vars
+	if refs.UsesItem {
+		*item = itemOf(c.key, c.idx)
+	}
+	return nil
+}
+
+func (c *tryCtx) act() error {
+	if c.acted {
+		return errors.New("a node handler may take only one action per fire")
+	}
+	c.acted = true
+	return nil
+}
+
+func notTestable(what string) error {
+	return fmt.Errorf("%w: a step that %s cannot be tried alone; start a run to see it", ErrNotTestable, what)
+}
+
+func (c *tryCtx) CallbackURL() (string, error) {
+	return "", notTestable("waits for a worker's callback")
+}
+
+func (c *tryCtx) Dispatch(req DispatchRequest) error {
+	h, ok := c.e.handlers[c.node.Type].(Responder)
+	if req.Kind != DispatchHTTP || !ok || c.p.Send == nil {
+		return notTestable("waits for a worker's callback")
+	}
+	if err := c.act(); err != nil {
+		return err
+	}
+	resp := c.p.Send(c.ctx, req.URL, &HTTPRequest{Method: req.Method, Headers: req.Headers, TimeoutMs: req.RequestTimeoutMs,
+		Secrets: req.Secrets}, req.Body)
+	if resp.Error != "" {
+		c.failed = resp.Error
+		return nil
+	}
+	out, failure, _ := h.Respond(c.node, resp)
+	c.output, c.failed = out, failure
+	return nil
+}
+
+func (c *tryCtx) WaitForUser() error                 { return notTestable("waits for a person") }
+func (c *tryCtx) WaitForEvent(EventWait, int) error  { return notTestable("waits for an event") }
+func (c *tryCtx) Sleep(Wake) error                   { return notTestable("waits for a time") }
+func (c *tryCtx) StartChild(ChildRun) error          { return notTestable("runs another flow") }
+func (c *tryCtx) Log(message string, data json.RawMessage) {
+	if len(message) > MaxLogMessage {
+		message = message[:MaxLogMessage]
+	}
+	if len(data) > MaxLogData || !json.Valid(data) {
+		data = nil
+	}
+	c.logs = append(c.logs, TriedLog{Message: message, Data: data})
+}
+
+func (c *tryCtx) Complete(output json.RawMessage) error {
+	if err := c.act(); err != nil {
+		return err
+	}
+	c.output = output
+	return nil
+}
+
+func (c *tryCtx) Fail(reason string) error {
+	if err := c.act(); err != nil {
+		return err
+	}
+	c.failed = reason
+	return nil
+}
+
+// FanOut shows the items a fan-out step would make (its output).
+func (c *tryCtx) FanOut(items []json.RawMessage) error {
+	if err := c.act(); err != nil {
+		return err
+	}
+	out, err := json.Marshal(items)
+	if err != nil {
+		return fmt.Errorf("error encoding the items: %w", err)
+	}
+	c.output = out
+	return nil
+}
+
+// edges says which of the step's out-edges would be taken: its edge rules
+// decided as a run decides them (conditions over the samples; defaults
+// when no condition holds; failure edges when it failed).
+func (c *tryCtx) edges(failed bool) []TriedEdge {
+	g := c.p.Graph
+	rules := map[string]EdgeRule{}
+	for _, r := range g.Branches[c.node.ID] {
+		rules[r.Target] = r
+	}
+	out := make([]TriedEdge, 0, len(g.Adjacency[c.node.ID]))
+	chose := false
+	for _, target := range g.Adjacency[c.node.ID] {
+		r, ok := rules[target]
+		te := TriedEdge{ID: r.ID, Target: target}
+		switch {
+		case !ok:
+			te.Taken = !failed
+		case r.OnFailure:
+			te.Label, te.Taken = "on failure", failed
+		case r.Default:
+			te.Label = "default"
+		case r.Outcome != "":
+			te.Label = "outcome " + r.Outcome // a person's choice: not made here
+		case r.Condition != "":
+			te.Label = r.Condition
+			if !failed {
+				te.Taken, te.Error = c.condition(r.Condition)
+				chose = chose || te.Taken
+			}
+		}
+		out = append(out, te)
+	}
+	if !failed && !chose {
+		for i := range out {
+			if out[i].Label == "default" {
+				out[i].Taken = true
+			}
+		}
+	}
+	return out
+}
+
+func (c *tryCtx) condition(src string) (bool, string) {
+	cond, err := c.e.conds.get(src)
+	if err != nil {
+		return false, ExprMessage(err)
+	}
+	env := ConditionEnv{}
+	if env.Output, err = decodeJSON(c.output); err != nil {
+		return false, err.Error()
+	}
+	if err := c.env(&env.Input, &env.Run, &env.Steps, &env.Vars, &env.Item, cond.Refs); err != nil {
+		return false, err.Error()
+	}
+	ok, err := cond.Eval(env)
+	if err != nil {
+		return false, ExprMessage(err)
+	}
+	return ok, ""
+}

@@ -1,0 +1,117 @@
+package app_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestTryNode: POST /api/v1/flows/{id}/nodes/{key}/test runs one step
+// alone — a Transform reading an earlier step's sample and a variable, a
+// Condition's edges, an HTTP step's request sent for real, a step of the
+// editor's unsaved graph — answers its output, edges and time, and writes
+// no run; a Worker is not_testable; an unknown step is 404.
+func TestTryNode(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	var hits atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"approved": true, "path": "` + r.URL.Path + `", "sent": ` + string(b) + `}`))
+	}))
+	t.Cleanup(api.Close)
+
+	flow := h.createFlow([]map[string]any{
+		node("req", "Transform", map[string]any{"expression": `{"amount": run.input.amount}`, "setVariables": map[string]any{"limit": "1000"}}),
+		node("budget", "HTTP", map[string]any{"method": "POST", "url": api.URL + "/budget/{{ steps.req.output.amount }}",
+			"body": map[string]any{"amount": "{{ steps.req.output.amount }}"}}),
+		node("check", "Condition", nil),
+		node("calc", "Transform", map[string]any{"expression": `{"over": steps.req.output.amount - vars.limit, "ok": input.body.approved}`}),
+		wnode(h, "big"), wnode(h, "small"),
+	}, []map[string]any{edge("req", "budget", nil), edge("budget", "check", nil), edge("check", "calc", nil),
+		redge("calc", "big", map[string]any{"condition": "output.over > 0"}), redge("calc", "small", map[string]any{"default": true})})
+
+	type answer struct {
+		Output     json.RawMessage `json:"output"`
+		Error      *string         `json:"error"`
+		DurationMs *int64          `json:"duration_ms"`
+		Edges      []struct {
+			Target string `json:"target"`
+			Label  string `json:"label"`
+			Taken  bool   `json:"taken"`
+		} `json:"edges"`
+	}
+	try := func(key string, body map[string]any) (int, answer, string) {
+		var raw json.RawMessage
+		code := h.do("POST", "/api/v1/flows/"+flow+"/nodes/"+key+"/test", body, &raw)
+		var a answer
+		_ = json.Unmarshal(raw, &a)
+		return code, a, string(raw)
+	}
+	sample := map[string]any{"input": map[string]any{"body": map[string]any{"approved": true}},
+		"steps": map[string]any{"req": map[string]any{"output": map[string]any{"amount": 1500}}}, "vars": map[string]any{"limit": 1000}}
+
+	code, a, raw := try("calc", sample)
+	require.Equal(t, 200, code, raw)
+	require.JSONEq(t, `{"over": 500, "ok": true}`, string(a.Output))
+	require.Nil(t, a.Error)
+	require.NotNil(t, a.DurationMs)
+	require.Len(t, a.Edges, 2)
+	require.Equal(t, "big", a.Edges[0].Target)
+	require.True(t, a.Edges[0].Taken, "500 > 0")
+	require.Equal(t, "output.over > 0", a.Edges[0].Label)
+	require.False(t, a.Edges[1].Taken, "the default is not taken when a condition holds")
+
+	sample["steps"] = map[string]any{"req": map[string]any{"output": map[string]any{"amount": 700}}}
+	_, a, _ = try("calc", sample)
+	require.JSONEq(t, `{"over": -300, "ok": true}`, string(a.Output))
+	require.False(t, a.Edges[0].Taken)
+	require.True(t, a.Edges[1].Taken, "no condition holds: the default")
+
+	// The HTTP step, sent for real, with its template over the sample.
+	code, a, raw = try("budget", map[string]any{"steps": map[string]any{"req": map[string]any{"output": map[string]any{"amount": 42}}}})
+	require.Equal(t, 200, code, raw)
+	require.EqualValues(t, 1, hits.Load())
+	var resp struct {
+		Status int            `json:"status"`
+		Body   map[string]any `json:"body"`
+	}
+	require.NoError(t, json.Unmarshal(a.Output, &resp), string(a.Output))
+	require.Equal(t, 200, resp.Status)
+	require.Equal(t, "/budget/42", resp.Body["path"])
+	require.Equal(t, map[string]any{"amount": 42.0}, resp.Body["sent"], "a sole template keeps its value's type")
+
+	// A failing expression is the step's error, not the request's.
+	code, a, raw = try("calc", map[string]any{"input": map[string]any{}})
+	require.Equal(t, 200, code, raw)
+	require.NotNil(t, a.Error, raw)
+	require.Equal(t, "null", string(a.Output), "no output")
+
+	// The editor's unsaved graph: a step not saved yet.
+	code, a, raw = try("draft", map[string]any{"input": map[string]any{"n": 2}, "graph": map[string]any{
+		"nodes": []map[string]any{node("draft", "Transform", map[string]any{"expression": "input.n * 21"})}, "edges": []any{}}})
+	require.Equal(t, 200, code, raw)
+	require.JSONEq(t, `42`, string(a.Output))
+
+	// A Worker waits for its callback: not testable. No such step: 404.
+	code, _, raw = try("big", map[string]any{})
+	require.Equal(t, 400, code, raw)
+	require.Contains(t, raw, `"not_testable"`)
+	code, _, raw = try("ghost", map[string]any{})
+	require.Equal(t, 404, code, raw)
+
+	// Nothing ran.
+	var runs struct {
+		Runs []json.RawMessage `json:"runs"`
+	}
+	require.Equal(t, 200, h.do("GET", "/api/v1/runs?flow_id="+flow, nil, &runs))
+	require.Empty(t, runs.Runs, "trying steps writes no run")
+	require.EqualValues(t, 1, hits.Load(), "only the HTTP step's try sent a request")
+}
