@@ -1,0 +1,267 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/engine"
+)
+
+// TestRuleBranches: docs/state_machine.md, "Branches: decided edges and
+// skipped nodes" — each edge rule (none, condition, default), the taken
+// list, dead-path elimination down a chain and to a join, a skipped
+// Splitter skipping its Collector, and a condition that cannot be
+// evaluated. Synchronous nodes (Transform, Condition), so the start's
+// transaction decides everything.
+func TestRuleBranches(t *testing.T) {
+	t.Parallel()
+	const (
+		S = engine.StatusSkipped
+		C = engine.StatusCompleted
+	)
+	// src gives {"score": run.input.score}; hi and lo are two branches.
+	const condGraph = `{"nodes":[
+		{"id":"src","type":"Transform","data":{"expression":"{\"score\": run.input.score}"}},
+		{"id":"hi","type":"Transform","data":{"expression":"\"high\""}},
+		{"id":"lo","type":"Transform","data":{"expression":"\"low\""}}],
+		"edges":[{"id":"e-hi","source":"src","target":"hi","data":{"condition":"output.score > 5"}},
+			{"id":"e-lo","source":"src","target":"lo","data":{"condition":"output.score <= 1"}}]}`
+	const defaultGraph = `{"nodes":[
+		{"id":"src","type":"Transform","data":{"expression":"{\"score\": run.input.score}"}},
+		{"id":"hi","type":"Transform","data":{"expression":"\"high\""}},
+		{"id":"other","type":"Transform","data":{"expression":"\"other\""}}],
+		"edges":[{"id":"e-hi","source":"src","target":"hi","data":{"condition":"output.score > 5"}},
+			{"id":"e-def","source":"src","target":"other","data":{"default":true}}]}`
+	// src → (cond) → a → join; src → (cond) → b → join; join → after.
+	const joinGraph = `{"nodes":[
+		{"id":"src","type":"Transform","data":{"expression":"{\"score\": run.input.score}"}},
+		{"id":"a","type":"Transform","data":{"expression":"{\"from_a\": input.score}"}},
+		{"id":"b","type":"Transform","data":{"expression":"{\"from_b\": input.score}"}},
+		{"id":"join","type":"Transform","data":{"expression":"input"}},
+		{"id":"after","type":"Transform","data":{"expression":"{\"after\": input}"}}],
+		"edges":[{"id":"e-a","source":"src","target":"a","data":{"condition":"output.score > 5"}},
+			{"id":"e-b","source":"src","target":"b","data":{"condition":"output.score > 8"}},
+			{"id":"e-ja","source":"a","target":"join"},{"id":"e-jb","source":"b","target":"join"},
+			{"id":"e-after","source":"join","target":"after"}]}`
+
+	cases := []struct {
+		name  string
+		graph string
+		input string
+		check func(t *testing.T, r *rig, run *engine.Run)
+	}{
+		{"condition taken", condGraph, `{"score":7}`, func(t *testing.T, r *rig, run *engine.Run) {
+			got, ns := r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"src": C, "hi": C, "lo": S})
+			require.Equal(t, []string{"hi"}, ns["src"].Taken, "taken lists the targets of the edges taken")
+			require.JSONEq(t, `"high"`, string(ns["hi"].Output))
+			require.Nil(t, ns["lo"].Output, "a skipped node never fired")
+			require.Equal(t, 0, ns["lo"].Attempt)
+			require.JSONEq(t, `{"hi":"high"}`, string(got.Output), "two terminals: the output is keyed by those that completed")
+		}},
+		{"condition not taken", condGraph, `{"score":3}`, func(t *testing.T, r *rig, run *engine.Run) {
+			got, ns := r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"src": C, "hi": S, "lo": S})
+			require.Equal(t, []string{}, ns["src"].Taken, "decided, none taken (not nil: nil is a plain node's all)")
+			require.JSONEq(t, `{}`, string(got.Output), "no terminal node completed")
+		}},
+		{"the other condition taken", condGraph, `{"score":1}`, func(t *testing.T, r *rig, run *engine.Run) {
+			_, ns := r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"src": C, "hi": S, "lo": C})
+			require.Equal(t, []string{"lo"}, ns["src"].Taken)
+		}},
+		{"default not taken when a condition holds", defaultGraph, `{"score":9}`, func(t *testing.T, r *rig, run *engine.Run) {
+			_, ns := r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"src": C, "hi": C, "other": S})
+			require.Equal(t, []string{"hi"}, ns["src"].Taken)
+		}},
+		{"default taken when no condition holds", defaultGraph, `{"score":2}`, func(t *testing.T, r *rig, run *engine.Run) {
+			_, ns := r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"src": C, "hi": S, "other": C})
+			require.Equal(t, []string{"other"}, ns["src"].Taken)
+			require.JSONEq(t, `{"score":2}`, string(ns["other"].Input))
+		}},
+		{"a plain node takes every edge", `{"nodes":[
+			{"id":"src","type":"Transform","data":{"expression":"{\"v\": 1}"}},
+			{"id":"x","type":"Condition","data":{}},{"id":"y","type":"Condition","data":{}}],
+			"edges":[{"id":"e1","source":"src","target":"x"},{"id":"e2","source":"src","target":"y"}]}`, `{}`,
+			func(t *testing.T, r *rig, run *engine.Run) {
+				got, ns := r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"src": C, "x": C, "y": C})
+				require.Nil(t, ns["src"].Taken, "a plain node: null, all of them")
+				require.JSONEq(t, `{"x":{"v":1},"y":{"v":1}}`, string(got.Output), "several terminals: keyed by id")
+			}},
+		{"dead path skips down a chain", `{"nodes":[
+			{"id":"src","type":"Transform","data":{"expression":"{\"score\": run.input.score}"}},
+			{"id":"a","type":"Transform","data":{"expression":"1"}},
+			{"id":"b","type":"Transform","data":{"expression":"2"}},
+			{"id":"c","type":"Transform","data":{"expression":"3"}}],
+			"edges":[{"id":"e1","source":"src","target":"a","data":{"condition":"output.score > 5"}},
+				{"id":"e2","source":"a","target":"b"},{"id":"e3","source":"b","target":"c"}]}`, `{"score":0}`,
+			func(t *testing.T, r *rig, run *engine.Run) {
+				r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"src": C, "a": S, "b": S, "c": S})
+				var skipped []string
+				for _, ev := range r.eventsOf(run.ID, engine.EventNodeStatus) {
+					if strings.Contains(string(ev.Payload), `"skipped"`) {
+						skipped = append(skipped, ev.Key)
+					}
+				}
+				require.Equal(t, []string{"a", "b", "c"}, skipped, "each skip is a node.status event, in order downstream")
+			}},
+		{"join fires when one input is taken, with only its input", joinGraph, `{"score":7}`,
+			func(t *testing.T, r *rig, run *engine.Run) {
+				got, ns := r.wantStatuses(run.ID, engine.RunCompleted,
+					map[string]engine.Status{"src": C, "a": C, "b": S, "join": C, "after": C})
+				require.JSONEq(t, `{"from_a":7}`, string(ns["join"].Input), "the input merges only the edges taken")
+				require.JSONEq(t, `{"after":{"from_a":7}}`, string(got.Output))
+			}},
+		{"join merges both inputs when both are taken", joinGraph, `{"score":9}`,
+			func(t *testing.T, r *rig, run *engine.Run) {
+				_, ns := r.wantStatuses(run.ID, engine.RunCompleted,
+					map[string]engine.Status{"src": C, "a": C, "b": C, "join": C, "after": C})
+				require.JSONEq(t, `{"from_a":9,"from_b":9}`, string(ns["join"].Input))
+			}},
+		{"join is skipped when no input is taken, and so is what follows", joinGraph, `{"score":1}`,
+			func(t *testing.T, r *rig, run *engine.Run) {
+				got, _ := r.wantStatuses(run.ID, engine.RunCompleted,
+					map[string]engine.Status{"src": C, "a": S, "b": S, "join": S, "after": S})
+				require.Zero(t, got.TerminalsLeft, "a skipped terminal counts as done")
+			}},
+		{"a skipped Splitter skips its Collector", `{"nodes":[
+			{"id":"src","type":"Transform","data":{"expression":"{\"items\": [1,2], \"go\": run.input.go}"}},
+			{"id":"split","type":"Splitter","data":{"arrayPath":"items"}},
+			{"id":"each","type":"Transform","data":{"expression":"input"}},
+			{"id":"merge","type":"Collector","data":{}}],
+			"edges":[{"id":"e1","source":"src","target":"split","data":{"condition":"output.go"}},
+				{"id":"e2","source":"split","target":"each"},{"id":"e3","source":"each","target":"merge"}]}`, `{"go":false}`,
+			func(t *testing.T, r *rig, run *engine.Run) {
+				r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"src": C, "split": S, "merge": S})
+				require.Equal(t, []string{"merge", "split", "src"}, r.keysOf(run.ID), "its region never had instances")
+			}},
+		{"a condition that cannot be evaluated fails the source", `{"nodes":[
+			{"id":"src","type":"Transform","data":{"expression":"{\"score\": \"high\"}"}},
+			{"id":"hi","type":"Condition","data":{}}],
+			"edges":[{"id":"e3","source":"src","target":"hi","data":{"condition":"output.score > 5"}}]}`, `{}`,
+			func(t *testing.T, r *rig, run *engine.Run) {
+				got, ns := r.wantStatuses(run.ID, engine.RunFailed, map[string]engine.Status{"src": engine.StatusFailed, "hi": engine.StatusPending})
+				require.NotNil(t, ns["src"].Error)
+				require.Contains(t, *ns["src"].Error, "the condition of edge e3 could not be evaluated")
+				require.Equal(t, 1, got.FailedNodes)
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t)
+			tc.check(t, r, r.start(tc.graph, tc.input))
+		})
+	}
+}
+
+// TestRuleBranchOnWorker: a worker's completion decides its edges in its
+// completing compare-and-set: the branch taken gets its outbox row, the
+// other is skipped and never dispatched; a condition that cannot be
+// evaluated fails the worker without an automatic retry.
+func TestRuleBranchOnWorker(t *testing.T) {
+	t.Parallel()
+	const graph = `{"nodes":[
+		{"id":"w","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x",
+			"retry":{"maxAttempts":3,"initialDelayMs":1000,"maxDelayMs":1000}}},
+		{"id":"hi","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"lo","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}}],
+		"edges":[{"id":"e-hi","source":"w","target":"hi","data":{"condition":"output.score > 5"}},
+			{"id":"e-lo","source":"w","target":"lo","data":{"default":true}}]}`
+	cases := []struct {
+		name    string
+		output  string
+		run     engine.RunStatus
+		nodes   map[string]engine.Status
+		outbox  []string
+		errWant string
+	}{
+		{"condition holds", `{"score":9}`, engine.RunRunning,
+			map[string]engine.Status{"w": engine.StatusCompleted, "hi": engine.StatusRunning, "lo": engine.StatusSkipped},
+			[]string{"hi#1", "w#1"}, ""},
+		{"default", `{"score":1}`, engine.RunRunning,
+			map[string]engine.Status{"w": engine.StatusCompleted, "hi": engine.StatusSkipped, "lo": engine.StatusRunning},
+			[]string{"lo#1", "w#1"}, ""},
+		{"condition cannot be evaluated: failed, not retried", `{"score":"nine"}`, engine.RunFailed,
+			map[string]engine.Status{"w": engine.StatusFailed, "hi": engine.StatusPending, "lo": engine.StatusPending},
+			[]string{"w#1"}, "the condition of edge e-hi could not be evaluated"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t)
+			run := r.start(graph, `{}`)
+			require.Equal(t, []string{"w#1"}, r.outbox(run.ID))
+			require.NoError(t, r.callback(run.ID, "w", 1, engine.StatusCompleted, tc.output))
+			_, ns := r.wantStatuses(run.ID, tc.run, tc.nodes)
+			require.Equal(t, tc.outbox, r.outbox(run.ID))
+			require.Equal(t, 1, ns["w"].Attempt)
+			if tc.errWant != "" {
+				require.Contains(t, *ns["w"].Error, tc.errWant)
+			}
+		})
+	}
+}
+
+// TestRuleFailureEdge: docs/state_machine.md, Branches — a failure edge
+// takes a node's failure for good (retries used up) on: the node stays
+// failed with the failure edges taken and {error, node, input} as output,
+// the target fires with it, its other edges are not taken, the run does
+// not fail, and the failure is final (no retry). A completion does not
+// take it.
+func TestRuleFailureEdge(t *testing.T) {
+	t.Parallel()
+	const graph = `{"nodes":[
+		{"id":"w","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x",
+			"retry":{"maxAttempts":2,"initialDelayMs":1000,"maxDelayMs":1000}}},
+		{"id":"next","type":"Transform","data":{"expression":"\"next\""}},
+		{"id":"handler","type":"Transform","data":{"expression":"{\"handled\": input.error, \"by\": input.node}"}}],
+		"edges":[{"id":"e-next","source":"w","target":"next"},
+			{"id":"e-fail","source":"w","target":"handler","data":{"on":"failure"}}]}`
+	ctx := context.Background()
+	t.Run("failure taken after the retries", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t)
+		run := r.start(graph, `{"order":1}`)
+		require.NoError(t, r.callback(run.ID, "w", 1, engine.StatusFailed, ""))
+		_, ns := r.wantStatuses(run.ID, engine.RunRunning,
+			map[string]engine.Status{"w": engine.StatusRunning, "next": engine.StatusPending, "handler": engine.StatusPending})
+		require.Equal(t, 2, ns["w"].Attempt, "an automatic retry first: the failure edge waits for the failure for good")
+		require.Equal(t, []string{"w#1", "w#2"}, r.outbox(run.ID))
+
+		require.NoError(t, r.callback(run.ID, "w", 2, engine.StatusFailed, ""))
+		got, ns := r.wantStatuses(run.ID, engine.RunCompleted,
+			map[string]engine.Status{"w": engine.StatusFailed, "next": engine.StatusSkipped, "handler": engine.StatusCompleted})
+		require.Equal(t, []string{"handler"}, ns["w"].Taken)
+		require.JSONEq(t, `{"error":"boom","node":"w","input":{"order":1}}`, string(ns["w"].Output))
+		require.JSONEq(t, `{"error":"boom","node":"w","input":{"order":1}}`, string(ns["handler"].Input))
+		require.JSONEq(t, `{"handled":"boom","by":"w"}`, string(ns["handler"].Output))
+		require.Zero(t, got.FailedNodes, "a handled failure is not counted")
+		require.Len(t, r.eventsOf(run.ID, engine.EventFailureHandled), 1)
+
+		err := r.eng.RetryNode(ctx, run.ID, "w")
+		require.ErrorIs(t, err, engine.ErrConflict, "a handled failure is final")
+		require.Equal(t, []string{"w#1", "w#2"}, r.outbox(run.ID))
+	})
+	t.Run("a completion does not take it", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t)
+		run := r.start(graph, `{}`)
+		require.NoError(t, r.callback(run.ID, "w", 1, engine.StatusCompleted, `{"ok":true}`))
+		_, ns := r.wantStatuses(run.ID, engine.RunCompleted,
+			map[string]engine.Status{"w": engine.StatusCompleted, "next": engine.StatusCompleted, "handler": engine.StatusSkipped})
+		require.Equal(t, []string{"next"}, ns["w"].Taken)
+	})
+	t.Run("a worker's no-retry failure goes to the edge at once", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t)
+		run := r.start(graph, `{}`)
+		require.NoError(t, r.eng.HandleCallback(ctx, engine.CallbackParams{RunID: run.ID, Key: "w", Attempt: 1,
+			Status: engine.StatusFailed, Error: "bad input", NoRetry: true}))
+		_, ns := r.wantStatuses(run.ID, engine.RunCompleted,
+			map[string]engine.Status{"w": engine.StatusFailed, "next": engine.StatusSkipped, "handler": engine.StatusCompleted})
+		require.Equal(t, 1, ns["w"].Attempt)
+		require.JSONEq(t, `{"handled":"bad input","by":"w"}`, string(ns["handler"].Output))
+		require.Equal(t, []string{"w#1"}, r.outbox(run.ID))
+	})
+}
