@@ -202,6 +202,7 @@ func (c *compiler) run() {
 	c.checkLoops()
 	c.checkStepRefs()
 	c.checkVariables()
+	c.checkShapes()
 }
 
 func (c *compiler) collectNodes() {

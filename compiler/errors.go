@@ -83,6 +83,11 @@ const (
 	// CodeUnknownField (warning): a node's data has a field no node type
 	// reads — likely a typo; the message names the nearest known field.
 	CodeUnknownField = "unknown_field"
+	// CodeUnknownPath (warning): an expression reads a field of input or
+	// output that the step that makes it cannot have (after an HTTP step,
+	// input is its response {status, headers, body}); the message says
+	// where the field is.
+	CodeUnknownPath = "unknown_path"
 	// CodeUnknownSecret (warning, added by the server when a flow is
 	// saved): a {{ secret "NAME" }} names no stored secret; the node fails
 	// when it runs unless the secret is set by then.

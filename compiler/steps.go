@@ -20,13 +20,15 @@ type exprRef struct {
 // noteRefs keeps what the expression src (already compiled without error)
 // reads, for checkStepRefs.
 func (c *compiler) noteRefs(node, edge, path, src string, self bool) {
-	v, err := engine.CompileValue(src)
-	if err != nil {
-		// A condition compiles as a value too; anything else was
-		// reported where it was compiled.
-		return
+	compile := engine.CompileValue
+	if self {
+		compile = engine.CompileVariable // it sees output too
 	}
-	if len(v.Steps) > 0 || v.UsesItem || len(v.Vars) > 0 {
+	v, err := compile(src)
+	if err != nil {
+		return // reported where it was compiled
+	}
+	if len(v.Steps) > 0 || v.UsesItem || len(v.Vars) > 0 || len(v.InputFields) > 0 || len(v.OutputFields) > 0 {
 		c.refs = append(c.refs, exprRef{node: node, edge: edge, path: path, refs: v.Refs, self: self})
 	}
 }

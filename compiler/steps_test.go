@@ -109,3 +109,31 @@ func TestVariablesChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestShapeWarnings: reading a field a step cannot have made saves, with
+// a warning saying where the field is: after an HTTP step (its response),
+// a Collector (its items), or an edge that maps other fields.
+func TestShapeWarnings(t *testing.T) {
+	t.Parallel()
+	tf := func(id, expr string) compiler.VisualNode {
+		return node(id, "Transform", `{"expression": `+quoteJSON(expr)+`}`)
+	}
+	http := node("budget", "HTTP", `{"url": "https://api.example.com/budget"}`)
+	eg := compileOK(t, graph(nodes(worker("req"), http, tf("calc", `input.amount > 10 && input.body.ok && input.status == 200`),
+		node("s", "Splitter", `{"arrayPath": "xs"}`), worker("w"), node("m", "Collector", `{}`), tf("after", `len(input.items) + len(input.m)`),
+		tf("mapped", `input.total + input.other`)),
+		edges(edge("e1", "req", "budget"), edgeData("e2", "budget", "calc", `{"condition": "output.amount > 1 && output.status == 200"}`),
+			edge("e3", "calc", "s"), edge("e4", "s", "w"), edge("e5", "w", "m"), edge("e6", "m", "after"),
+			edgeData("e7", "after", "mapped", `{"mapping": {"total": "@this"}}`))), compiler.Options{})
+	var got []string
+	for _, w := range eg.Warnings {
+		if w.Code == compiler.CodeUnknownPath {
+			got = append(got, w.Path+" "+w.Message)
+		}
+	}
+	require.Len(t, got, 4, "%v", got)
+	require.Contains(t, got[0]+got[1]+got[2]+got[3], `nodes[2].data.expression node "calc": input.amount: the input here is the response of HTTP step "budget"`)
+	require.Contains(t, got[0]+got[1]+got[2]+got[3], `edges[1].data.condition edge "e2": output.amount: the output of HTTP step "budget" is its response {status, headers, body}; did you mean output.body.amount?`)
+	require.Contains(t, got[0]+got[1]+got[2]+got[3], `node "after": input.items: the input here is {"m": [the items' outputs]} from Collector "m"`)
+	require.Contains(t, got[0]+got[1]+got[2]+got[3], `node "mapped": input.other: the edge from "after" maps only total into the input`)
+}

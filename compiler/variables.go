@@ -55,7 +55,7 @@ func (c *compiler) checkSetVariables(vi int, id string, cfg []byte) {
 				break
 			}
 			c.sets = append(c.sets, setVar{node: id, name: k.Str, src: v.Str, path: path.String()})
-			if len(val.Steps) > 0 || val.UsesItem || len(val.Vars) > 0 {
+			if len(val.Steps) > 0 || val.UsesItem || len(val.Vars) > 0 || len(val.InputFields) > 0 || len(val.OutputFields) > 0 {
 				c.refs = append(c.refs, exprRef{node: id, path: path.String(), refs: val.Refs, self: true})
 			}
 		}

@@ -57,6 +57,10 @@ type Refs struct {
 	Vars []string
 	// UsesItem: it reads item (a fan-out region's item).
 	UsesItem bool
+	// InputFields and OutputFields are the fields it reads first of input
+	// and output (input.amount → amount), sorted, once each: the compiler
+	// warns of one the step before cannot have made.
+	InputFields, OutputFields []string
 }
 
 // RunEnv is the run as a condition sees it.
@@ -142,6 +146,10 @@ func refsOf(root ast.Node) (Refs, error) {
 					seenVar[prop.Value] = true
 					r.Vars = append(r.Vars, prop.Value)
 				}
+			case ok && base.Value == "input" && isStr && !slices.Contains(r.InputFields, prop.Value):
+				r.InputFields = append(r.InputFields, prop.Value)
+			case ok && base.Value == "output" && isStr && !slices.Contains(r.OutputFields, prop.Value):
+				r.OutputFields = append(r.OutputFields, prop.Value)
 			}
 		}
 	}))
@@ -153,6 +161,8 @@ func refsOf(root ast.Node) (Refs, error) {
 	}
 	slices.Sort(r.Steps)
 	slices.Sort(r.Vars)
+	slices.Sort(r.InputFields)
+	slices.Sort(r.OutputFields)
 	return r, nil
 }
 
