@@ -7,7 +7,7 @@ function nodeJSON(data: Record<string, any>): string {
 }
 
 // JsonTab shows a node's data as JSON to edit: every setting, also those
-// the panel has no field for (a UX step's summary or reminders, an entity
+// the panel has no field for (a UX step's summary or remindAfterSeconds, an entity
 // movement's setMetadata). Apply replaces the node's data with the JSON
 // when it is a valid object; otherwise it says why and changes nothing.
 export function JsonTab({ nodeId, data, onApply }: { nodeId: string; data: Record<string, any>; onApply: (data: Record<string, any>) => void }) {
@@ -55,7 +55,7 @@ export function JsonTab({ nodeId, data, onApply }: { nodeId: string; data: Recor
       />
       <p className="muted small">
         Every setting of the step, also those without a field in the Settings tab (e.g. a UX step's <code>summary</code> and{" "}
-        <code>reminders</code>, an entity movement's <code>setMetadata</code>). Apply (Ctrl+Enter) replaces the step's data; Save checks it.
+        <code>remindAfterSeconds</code>, an entity movement's <code>setMetadata</code>). Apply (Ctrl+Enter) replaces the step's data; Save checks it.
       </p>
       {error && (
         <p className="field-error" role="alert" data-json-error>
