@@ -58,7 +58,7 @@ func (s *stack) path() string {
 }
 
 // TestUIUnsavedGuard (M1): with unsaved changes — also right after a
-// failed save — a nav link asks "You have unsaved changes" with Save,
+// failed save — a nav link (or Back) asks "You have unsaved changes" with Save,
 // Discard and Stay; Stay keeps the edits, a Save that fails stays, a Save
 // that works and Discard go on; closing or reloading the tab is asked by
 // the browser, and only while there is something to lose.
@@ -121,8 +121,9 @@ func TestUIUnsavedGuard(t *testing.T) {
 	s.api("GET", "/flows/"+id, nil, &flow)
 	require.Equal(t, 2, flow.Version.Number, "discarded, not saved")
 
-	// Browser Back to the editor, an edit, and a reload: the browser's own
-	// prompt is raised (and accepted by the harness).
+	// Browser Back to the editor: the discarded step is gone. A reload
+	// with unsaved changes (at the end) raises the browser's own prompt,
+	// which the harness accepts.
 	s.run("back", chromedp.NavigateBack())
 	s.settleInCanvas(canvasNode("wait1"))
 	require.False(t, s.exists(canvasNode("branch1")), "the discarded step is gone")
@@ -132,7 +133,19 @@ func TestUIUnsavedGuard(t *testing.T) {
 			prompted.Store(true)
 		}
 	})
+	// Back and Forward within the app ask too: to the flow's triggers
+	// (nothing to lose), Back, an edit, then Forward — asked, and Stay
+	// keeps the page.
+	s.run("to its triggers", chromedp.Click(`[data-link="triggers"]`, chromedp.ByQuery))
+	s.waitJS("triggers page", `location.pathname.endsWith("/triggers")`)
+	s.run("back to the editor", chromedp.Evaluate(`history.back()`, nil))
+	s.settleInCanvas(canvasNode("wait1"))
 	s.run("add Condition", chromedp.Click(`[data-palette="Condition"]`, chromedp.ByQuery), chromedp.WaitVisible(`form[aria-label^="Condition"]`, chromedp.ByQuery))
+	s.run("forward", chromedp.Evaluate(`history.forward()`, nil), chromedp.WaitVisible(`[data-unsaved-dialog]`, chromedp.ByQuery))
+	require.Equal(t, "/flows/"+id, s.path(), "the address stays on the editor")
+	s.run("stay", chromedp.Click(`[data-action="unsaved-stay"]`, chromedp.ByQuery))
+	s.waitJS("dialog closed", `!document.querySelector("[data-unsaved-dialog]")`)
+	require.True(t, s.exists(canvasNode("branch1")), "Stay keeps the edit")
 	s.run("reload", chromedp.Reload())
 	require.True(t, prompted.Load(), "reloading with unsaved changes raises the browser's prompt")
 }
