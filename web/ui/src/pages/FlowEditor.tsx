@@ -20,7 +20,6 @@ import { useFlowNodeTypes } from "../components/StitchNode";
 import { loadNodeTypes, typeInfo, useNodeTypes, type NodeTypeInfo } from "../nodetypes";
 import {
   decorateEdge,
-  fitViewOptions,
   fromCanvas,
   nextId,
   problemText,
@@ -30,6 +29,10 @@ import {
   type CanvasNode,
 } from "../graph";
 import { Link, navigate } from "../router";
+import { UnsavedGuard } from "../components/UnsavedGuard";
+import { FitOnOpen, useFitFlow } from "../components/FitOnOpen";
+import { matchTypes, PaletteSearch } from "../components/PaletteSearch";
+import { tidy } from "../tidy";
 import { EdgeSettings, NodeSettings } from "./NodeSettings";
 import { StartRunDialog } from "./StartRun";
 
@@ -46,6 +49,9 @@ export function FlowEditor(props: Props) {
   );
 }
 
+// panels counts the node panels opened, for their keys.
+let panels = 0;
+
 interface BoardSummary {
   id: string;
   name: string;
@@ -61,6 +67,12 @@ function Editor({ flowId, version }: Props) {
   const [edges, setEdges, onEdgesChange] = useEdgesState<Edge>([]);
   const nodesRef = useRef<CanvasNode[]>([]);
   nodesRef.current = nodes;
+  const fitFlow = useFitFlow();
+  // A node's panel has a key of its own, which a renamed node keeps (and
+  // so its fields and the focus): panelKeys maps node ids to those keys.
+  const panelKeys = useRef<Record<string, string>>({});
+  // Each Tidy up remembers the places it moved the nodes from.
+  const [untidy, setUntidy] = useState<Record<string, { x: number; y: number }>[]>([]);
   const [flow, setFlow] = useState<Flow | null>(null);
   const [name, setName] = useState("Untitled flow");
   const [boardId, setBoardId] = useState<string>("");
@@ -124,6 +136,7 @@ function Editor({ flowId, version }: Props) {
       setEdges(c.edges);
       setProblems([]);
       setDirty(false);
+      setUntidy([]);
     } catch (err) {
       setLoadError(err);
     } finally {
@@ -225,8 +238,8 @@ function Editor({ flowId, version }: Props) {
     [setEdges, markDirty],
   );
 
-  const save = useCallback(async () => {
-    if (saving) return;
+  const save = useCallback(async (): Promise<boolean> => {
+    if (saving) return false;
     setSaving(true);
     setSaveError(null);
     setNotice(null);
@@ -244,18 +257,20 @@ function Editor({ flowId, version }: Props) {
       setNotice(changed ? `Saved as version ${f.version.number}.` : `No changes to the graph: still version ${f.version.number}.`);
       if (!flowId) {
         sessionStorage.setItem("stitchd.flash", `Created; saved as version ${f.version.number}.`);
-        navigate(`/flows/${f.id}`, true);
+        navigate(`/flows/${f.id}`, true, true);
       }
       else {
         const vs = await api<{ versions: Version[] }>("GET", `/flows/${f.id}/versions`);
         setVersions(vs.versions);
-        if (version) navigate(`/flows/${f.id}`, true);
+        if (version) navigate(`/flows/${f.id}`, true, true);
       }
+      return true;
     } catch (err) {
       if (err instanceof ApiError && err.code === "invalid_graph") {
         setProblems(err.details);
         setSaveError(`The flow was not saved: ${err.details.length} problem${err.details.length === 1 ? "" : "s"} to fix.`);
       } else setSaveError(describe(err));
+      return false;
     } finally {
       setSaving(false);
     }
@@ -289,6 +304,9 @@ function Editor({ flowId, version }: Props) {
   );
   const renameNode = useCallback(
     (from: string, to: string) => {
+      const k = panelKeys.current;
+      if (k[from]) k[to] = k[from];
+      delete k[from];
       setNodes((ns) => ns.map((n) => (n.id === from ? { ...n, id: to } : n)));
       setEdges((es) => es.map((e) => ({ ...e, source: e.source === from ? to : e.source, target: e.target === from ? to : e.target })));
       setProblems((ps) => ps.map((p) => (p.node_id === from ? { ...p, node_id: to } : p)));
@@ -345,6 +363,25 @@ function Editor({ flowId, version }: Props) {
     },
     [rf, setNodes, setEdges],
   );
+
+  // Tidy up: lay the graph out left to right (tidy.ts), as one change
+  // that Undo tidy takes back.
+  const tidyUp = useCallback(() => {
+    const ns = nodesRef.current;
+    if (!ns.length) return;
+    const at = tidy(ns, edges);
+    setUntidy((u) => [...u.slice(-9), Object.fromEntries(ns.map((n) => [n.id, n.position]))]);
+    setNodes((cur) => cur.map((n) => (at[n.id] ? { ...n, position: at[n.id] } : n)));
+    markDirty();
+    requestAnimationFrame(() => fitFlow());
+  }, [edges, setNodes, markDirty, fitFlow]);
+  const undoTidy = useCallback(() => {
+    const last = untidy[untidy.length - 1];
+    if (!last) return;
+    setUntidy((u) => u.slice(0, -1));
+    setNodes((cur) => cur.map((n) => (last[n.id] ? { ...n, position: last[n.id] } : n)));
+    markDirty();
+  }, [untidy, setNodes, markDirty]);
 
   const board = boards?.find((b) => b.id === boardId);
   const current = flow?.version.number;
@@ -419,6 +456,14 @@ function Editor({ flowId, version }: Props) {
           </div>
         )}
         <div className="bar-actions">
+          <button type="button" className="btn ghost" data-action="tidy" onClick={tidyUp} disabled={nodes.length === 0} title="Lay the steps out left to right">
+            Tidy up
+          </button>
+          {untidy.length > 0 && (
+            <button type="button" className="btn ghost" data-action="undo-tidy" onClick={undoTidy} title="Put the steps back where they were before Tidy up">
+              Undo tidy
+            </button>
+          )}
           <button
             type="button"
             className="btn primary"
@@ -487,11 +532,10 @@ function Editor({ flowId, version }: Props) {
             }}
             onConnect={connect}
             deleteKeyCode={["Backspace", "Delete"]}
-            fitView={!!flowId}
-            fitViewOptions={fitViewOptions()}
-              minZoom={0.1}
+            minZoom={0.1}
             proOptions={{ hideAttribution: true }}
           >
+            {flowId && <FitOnOpen />}
             <Background gap={16} />
             <Controls />
             <MiniMap pannable zoomable className="minimap" />
@@ -528,7 +572,7 @@ function Editor({ flowId, version }: Props) {
           )}
           {selectedNode ? (
             <NodeSettings
-              key={selectedNode.id}
+              key={(panelKeys.current[selectedNode.id] ??= `${selectedNode.id}#${++panels}`)}
               node={selectedNode}
               nodes={nodes}
               edges={edges}
@@ -573,6 +617,7 @@ function Editor({ flowId, version }: Props) {
           )}
         </aside>
       </div>
+      <UnsavedGuard dirty={dirty} onSave={save} />
       {startOpen && flowId && <StartRunDialog flowId={flowId} dirty={dirty} boardId={flow?.board_id ?? null} onClose={() => setStartOpen(false)} />}
     </section>
   );
@@ -638,6 +683,8 @@ function Palette({ types, onAdd }: { types: NodeTypeInfo[]; onAdd: (t: string, a
   const [ghost, setGhost] = useState<{ type: string; x: number; y: number } | null>(null);
   const drag = useRef<{ type: string; x: number; y: number; moved: boolean } | null>(null);
   const suppressClick = useRef(false);
+  const [query, setQuery] = useState("");
+  const shown = matchTypes(types, query);
 
   const down = (type: string) => (e: RPointerEvent<HTMLButtonElement>) => {
     if (e.button !== 0) return;
@@ -664,7 +711,9 @@ function Palette({ types, onAdd }: { types: NodeTypeInfo[]; onAdd: (t: string, a
   return (
     <div className="palette" aria-label="Palette">
       <h2>Steps</h2>
-      {types.map(({ type: t, label, help, color }) => (
+      <PaletteSearch value={query} onChange={setQuery} first={shown[0]?.type ?? null} onAdd={(t) => onAdd(t, null)} />
+      {query && shown.length === 0 && <p className="muted small" data-palette-none>No step matches “{query}”.</p>}
+      {shown.map(({ type: t, label, help, color }) => (
         <button
           key={t}
           type="button"

@@ -3,6 +3,8 @@ import { useEffect, useRef, useState, type CSSProperties } from "react";
 import type { Problem } from "../api";
 import { span } from "../components/common";
 import { TaskForm } from "../components/LazyTaskForm";
+import { JsonTab } from "../components/JsonTab";
+import { PanelTabs, type PanelTab } from "../components/PanelTabs";
 import type { CanvasNode } from "../graph";
 import { movesEntity, typeInfo } from "../nodetypes";
 import { EVENT_FIELDS, EventFields, HTTP_FIELDS, HTTPFields } from "./IntegrationSettings";
@@ -74,6 +76,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
   const [idDraft, setIdDraft] = useState(node.id);
   const [idError, setIdError] = useState<string | null>(null);
   const [target, setTarget] = useState("");
+  const [tab, setTab] = useState<PanelTab>("settings");
   const targets = nodes.filter((n) => n.id !== node.id && !edges.some((e) => e.source === node.id && e.target === n.id));
   const outgoing = edges.filter((e) => e.source === node.id);
   // A server message about one field is shown under that field; the rest
@@ -111,6 +114,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
         </span> {node.id}
       </h2>
       <p className="muted small">{info?.help}</p>
+      <PanelTabs tab={tab} onTab={setTab} />
       {problems
         .filter((p) => !claimed.has(p))
         .map((p, i) => (
@@ -120,6 +124,10 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
             {p.message}
           </p>
         ))}
+      {tab === "json" ? (
+        <JsonTab nodeId={node.id} data={d} onApply={(nd) => onChange(node.id, nd)} />
+      ) : (
+      <>
       <Field label="Node id" id="node-id" error={idError}>
         <input id="node-id" value={idDraft} onChange={(e) => setIdDraft(e.target.value)} onBlur={commitId} onKeyDown={(e) => e.key === "Enter" && commitId()} />
       </Field>
@@ -255,6 +263,8 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
             </button>
           </div>
         </fieldset>
+      )}
+      </>
       )}
       <button type="button" className="btn danger" onClick={() => onDelete(node.id)}>
         Delete node

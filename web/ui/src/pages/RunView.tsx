@@ -2,12 +2,13 @@ import { Background, Controls, ReactFlow, ReactFlowProvider, type Edge, type Nod
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
 import { api, ApiError, can, currentMe, describe, listAll, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
 import { ago, Countdown, ErrorBox, isNotFound, Json, NotFound, span, Spinner, Status, useThrottled } from "../components/common";
+import { FitOnOpen } from "../components/FitOnOpen";
 import { edgeTypes } from "../components/LoopEdge";
 import { Timeline } from "../components/Timeline";
 import { eventWaitText, useFlowNodeTypes } from "../components/StitchNode";
 import { loadNodeTypes } from "../nodetypes";
 import { useFlowNames } from "../flows";
-import { edgeKind, fitViewOptions, isLoop, loopsOf, outcomesOf, toCanvas, truncate, type CanvasNode, type LoopInfo } from "../graph";
+import { edgeKind, isLoop, loopsOf, outcomesOf, toCanvas, truncate, type CanvasNode, type LoopInfo } from "../graph";
 import { Link } from "../router";
 import { Answer } from "./Approvals";
 import { RunId } from "./RunList";
@@ -460,11 +461,10 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               nodesDraggable={false}
               nodesConnectable={false}
               elementsSelectable
-              fitView
-              fitViewOptions={fitViewOptions()}
               minZoom={0.1}
               proOptions={{ hideAttribution: true }}
             >
+              <FitOnOpen />
               <Background gap={16} />
               <Controls showInteractive={false} />
             </ReactFlow>
