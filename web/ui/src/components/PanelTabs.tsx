@@ -1,14 +1,15 @@
 import type { KeyboardEvent } from "react";
 
-export type PanelTab = "settings" | "json";
+export type PanelTab = "settings" | "json" | "test";
 
 const TABS: { id: PanelTab; label: string }[] = [
   { id: "settings", label: "Settings" },
   { id: "json", label: "JSON" },
+  { id: "test", label: "Test" },
 ];
 
-// PanelTabs switches a node's panel between its settings form and its
-// data as JSON; ← and → move between the tabs.
+// PanelTabs switches a node's panel between its settings form, its data
+// as JSON and trying it alone; ← and → move between the tabs.
 export function PanelTabs({ tab, onTab }: { tab: PanelTab; onTab: (t: PanelTab) => void }) {
   const key = (e: KeyboardEvent<HTMLButtonElement>) => {
     if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;

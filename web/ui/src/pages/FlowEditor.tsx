@@ -41,6 +41,11 @@ interface Props {
   version?: string | null;
 }
 
+// withSettings is graph with the flow's settings, as a save sends it.
+function withSettings(graph: ReturnType<typeof fromCanvas>, settings: Record<string, any>) {
+  return Object.keys(settings).length ? { ...graph, settings } : graph;
+}
+
 export function FlowEditor(props: Props) {
   return (
     <ReactFlowProvider>
@@ -585,6 +590,7 @@ function Editor({ flowId, version }: Props) {
               onRenameOutcome={renameOutcome}
               problems={problems.filter((p) => p.node_id === selectedNode.id)}
               flowId={flowId}
+              graph={() => withSettings(fromCanvas(nodes, edges), settings)}
             />
           ) : selectedEdge ? (
             <EdgeSettings

@@ -4,6 +4,7 @@ import type { Problem } from "../api";
 import { span } from "../components/common";
 import { TaskForm } from "../components/LazyTaskForm";
 import { JsonTab } from "../components/JsonTab";
+import { TestTab } from "../components/TestTab";
 import { PanelTabs, type PanelTab } from "../components/PanelTabs";
 import type { CanvasNode } from "../graph";
 import { movesEntity, typeInfo } from "../nodetypes";
@@ -54,6 +55,9 @@ interface NodeProps {
   problems: (Problem & { stale?: boolean })[];
   // flowId: the flow being edited (null for a new one).
   flowId?: string | null;
+  // graph: the editor's graph as it stands (unsaved edits included), for
+  // trying the step.
+  graph?: () => unknown;
   onChange: (id: string, data: Record<string, any>) => void;
   onRename: (from: string, to: string) => void;
   onDelete: (id: string) => void;
@@ -62,7 +66,7 @@ interface NodeProps {
   onRenameOutcome: (node: string, from: string, to: string) => void;
 }
 
-export function NodeSettings({ node, nodes, edges, sections, problems, flowId = null, onChange, onRename, onDelete, onConnect, onSelectEdge, onRenameOutcome }: NodeProps) {
+export function NodeSettings({ node, nodes, edges, sections, problems, flowId = null, graph = () => null, onChange, onRename, onDelete, onConnect, onSelectEdge, onRenameOutcome }: NodeProps) {
   const d = node.data;
   const type = String(node.type);
   const info = typeInfo(type);
@@ -124,7 +128,9 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
             {p.message}
           </p>
         ))}
-      {tab === "json" ? (
+      {tab === "test" ? (
+        <TestTab flowId={flowId} nodeId={node.id} graph={graph} />
+      ) : tab === "json" ? (
         <JsonTab nodeId={node.id} data={d} onApply={(nd) => onChange(node.id, nd)} />
       ) : (
       <>

@@ -1,0 +1,56 @@
+package browser_test
+
+import (
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// TestUITestStep: a step's Test tab tries it alone, as a person would: the
+// sample (an earlier step's output the step reads as steps.<id>), Test
+// step, and the answer — its output and which edge a run would take —
+// with no run started.
+func TestUITestStep(t *testing.T) {
+	s := newStack(t)
+	var flow struct {
+		ID string `json:"id"`
+	}
+	s.api("POST", "/flows", map[string]any{"name": "Purchase check", "graph": map[string]any{
+		"nodes": []map[string]any{
+			{"id": "request", "type": "Transform", "position": map[string]int{"x": 0, "y": 0}, "data": map[string]any{"expression": `{"amount": run.input.amount}`}},
+			{"id": "budget", "type": "Transform", "position": map[string]int{"x": 250, "y": 0}, "data": map[string]any{"expression": `{"status": 200}`}},
+			{"id": "check", "type": "Condition", "position": map[string]int{"x": 500, "y": 0}, "data": map[string]any{}},
+			{"id": "approve", "type": "Transform", "position": map[string]int{"x": 750, "y": -80}, "data": map[string]any{"expression": `"needs approval"`}},
+			{"id": "auto", "type": "Transform", "position": map[string]int{"x": 750, "y": 80}, "data": map[string]any{"expression": `"approved"`}},
+		},
+		"edges": []map[string]any{
+			{"id": "e1", "source": "request", "target": "budget"}, {"id": "e2", "source": "budget", "target": "check"},
+			{"id": "big", "source": "check", "target": "approve", "data": map[string]any{"condition": "steps.request.output.amount > 1000"}},
+			{"id": "small", "source": "check", "target": "auto", "data": map[string]any{"default": true}},
+		}}}, &flow)
+
+	s.run("open", chromedp.Navigate(s.url+"/flows/"+flow.ID), tokenSignIn(token))
+	s.waitJS("canvas", `!!document.querySelector('.react-flow__node[data-id="check"]')`)
+	s.run("select check", chromedp.Click(`.react-flow__node[data-id="check"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`form[aria-label="Condition check settings"]`, chromedp.ByQuery),
+		chromedp.Click(`[data-tab="test"]`, chromedp.ByQuery), chromedp.WaitVisible(`#node-test-check`, chromedp.ByQuery))
+	s.run("sample", setValue(`#node-test-check`, `{"input": {"status": 200}, "steps": {"request": {"output": {"amount": 1500}}}}`),
+		chromedp.Click(`[data-test-step]`, chromedp.ByQuery))
+	s.waitJS("answer", `!!document.querySelector('[data-test-result="completed"]')`)
+	require.Equal(t, "true", s.attr(`[data-edge-target="approve"]`, "data-taken"), "1500 > 1000: the approval edge")
+	require.Equal(t, "false", s.attr(`[data-edge-target="auto"]`, "data-taken"))
+	require.Contains(t, s.text(`[data-test-output]`), `"status": 200`, "a Condition passes its input on")
+	s.shot("ts01-test-step")
+
+	s.run("a small amount", setValue(`#node-test-check`, `{"input": {}, "steps": {"request": {"output": {"amount": 10}}}}`),
+		chromedp.Click(`[data-test-step]`, chromedp.ByQuery))
+	s.waitJS("default taken", `document.querySelector('[data-edge-target="auto"]')?.dataset.taken === "true"`)
+	require.Equal(t, "false", s.attr(`[data-edge-target="approve"]`, "data-taken"))
+
+	var runs struct {
+		Runs []any `json:"runs"`
+	}
+	s.api("GET", "/runs?flow_id="+flow.ID, nil, &runs)
+	require.Empty(t, runs.Runs, "testing a step starts no run")
+}

@@ -1,0 +1,141 @@
+import { useState } from "react";
+import { api, ApiError, type Run } from "../api";
+
+// Sample is what a step tried alone sees (POST …/nodes/{key}/test).
+interface Sample {
+  input: any;
+  steps: Record<string, { input?: any; output?: any }>;
+  run: { input: any };
+  vars: Record<string, any>;
+}
+
+interface TestAnswer {
+  output: any;
+  error: string | null;
+  edges: { id?: string; target: string; label: string; taken: boolean; error?: string }[];
+  logs?: { message: string; data?: any }[];
+  duration_ms: number;
+}
+
+// The last sample tried per flow and step, kept while the page lives.
+const lastSample = new Map<string, string>();
+
+// fromRun is the sample a run gives node nodeId: its input there, every
+// step's input and output, the run's input and variables.
+function fromRun(r: Run & { variables?: Record<string, any> }, nodeId: string): Sample {
+  const steps: Sample["steps"] = {};
+  let input: any = {};
+  for (const n of Object.values(r.nodes ?? {})) {
+    if (n.index?.length) continue; // a fan-out's instances: the step's own row is enough to start from
+    steps[n.node_id] = { input: n.input, output: n.output };
+    if (n.node_id === nodeId && n.input !== null && n.input !== undefined) input = n.input;
+  }
+  return { input, steps, run: { input: r.input ?? {} }, vars: r.variables ?? {} };
+}
+
+// TestTab tries the step alone with a sample — its input, earlier steps'
+// outputs, the run's input and variables — against the graph as it stands
+// in the editor (unsaved edits included), and shows its output, why it
+// failed, and which of its edges would be taken. The sample starts from
+// the flow's latest run; nothing is written as a run.
+export function TestTab({ flowId, nodeId, graph }: { flowId: string | null; nodeId: string; graph: () => unknown }) {
+  const key = `${flowId}/${nodeId}`;
+  const [draft, setDraft] = useState(lastSample.get(key) ?? "");
+  const [loading, setLoading] = useState(false);
+  const [answer, setAnswer] = useState<TestAnswer | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  if (!flowId) {
+    return (
+      <p className="muted small" data-test-tab>
+        Save the flow once to test its steps.
+      </p>
+    );
+  }
+  const fromLastRun = async () => {
+    setLoading(true);
+    setError(null);
+    try {
+      const list = await api<{ runs: Run[] }>("GET", `/runs?flow_id=${flowId}&limit=1`);
+      const run = list.runs[0] ? await api<Run>("GET", `/runs/${list.runs[0].id}`) : null;
+      const s: Sample = run ? fromRun(run, nodeId) : { input: {}, steps: {}, run: { input: {} }, vars: {} };
+      setDraft(JSON.stringify(s, null, 2));
+      if (!run) setError("The flow has no run yet: fill in the sample by hand.");
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setLoading(false);
+    }
+  };
+  const test = async () => {
+    let sample: unknown;
+    try {
+      sample = draft.trim() ? JSON.parse(draft) : {};
+    } catch (err) {
+      return setError(`The sample is not valid JSON: ${(err as Error).message}`);
+    }
+    if (!sample || typeof sample !== "object" || Array.isArray(sample)) return setError("The sample must be a JSON object: {input, steps, run, vars}.");
+    lastSample.set(key, draft);
+    setLoading(true);
+    setError(null);
+    setAnswer(null);
+    try {
+      setAnswer(await api<TestAnswer>("POST", `/flows/${flowId}/nodes/${encodeURIComponent(nodeId)}/test`, { ...(sample as object), graph: graph() }));
+    } catch (err) {
+      setError(err instanceof ApiError && err.code === "not_testable" ? err.message.replace(/^not_testable: /, "") : (err as Error).message);
+    } finally {
+      setLoading(false);
+    }
+  };
+  const id = `node-test-${nodeId}`;
+  return (
+    <div className="field test-tab" data-test-tab>
+      <label htmlFor={id}>Sample: the step's input, earlier steps (steps.&lt;id&gt;.output), the run's input and variables</label>
+      <textarea id={id} className="mono" rows={10} spellCheck={false} value={draft} placeholder='{"input": {}, "steps": {}, "run": {"input": {}}, "vars": {}}' onChange={(e) => setDraft(e.target.value)} />
+      <div className="row">
+        <button type="button" onClick={fromLastRun} disabled={loading}>
+          From the last run
+        </button>
+        <button type="button" className="primary" onClick={test} disabled={loading} data-test-step>
+          {loading ? "Testing…" : "Test step"}
+        </button>
+      </div>
+      {error && (
+        <p className="field-error" role="alert">
+          ⚠ {error}
+        </p>
+      )}
+      {answer && (
+        <div className="test-result" data-test-result={answer.error ? "failed" : "completed"}>
+          <p className="muted small">
+            {answer.error ? "Failed" : "Completed"} in {answer.duration_ms} ms
+          </p>
+          {answer.error ? (
+            <p className="field-error" data-test-error>
+              {answer.error}
+            </p>
+          ) : (
+            <pre className="mono" data-test-output>
+              {JSON.stringify(answer.output, null, 2)}
+            </pre>
+          )}
+          {answer.edges.length > 0 && (
+            <ul className="test-edges">
+              {answer.edges.map((e) => (
+                <li key={e.target} data-edge-target={e.target} data-taken={e.taken ? "true" : "false"}>
+                  {e.taken ? "✓" : "✗"} → {e.target}
+                  {e.label && <span className="mono muted"> ({e.label})</span>}
+                  {e.error && <span className="field-error"> {e.error}</span>}
+                </li>
+              ))}
+            </ul>
+          )}
+          {answer.logs?.map((l, i) => (
+            <p key={i} className="mono small">
+              ✎ {l.message}
+            </p>
+          ))}
+        </div>
+      )}
+    </div>
+  );
+}
