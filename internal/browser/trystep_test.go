@@ -54,3 +54,27 @@ func TestUITestStep(t *testing.T) {
 	s.api("GET", "/runs?flow_id="+flow.ID, nil, &runs)
 	require.Empty(t, runs.Runs, "testing a step starts no run")
 }
+
+// TestUIRunVariables: the run view lists the run's variables.
+func TestUIRunVariables(t *testing.T) {
+	s := newStack(t)
+	var flow struct {
+		ID string `json:"id"`
+	}
+	s.api("POST", "/flows", map[string]any{"name": "Vars", "graph": map[string]any{
+		"nodes": []map[string]any{
+			{"id": "order", "type": "Transform", "position": map[string]int{"x": 0, "y": 0},
+				"data": map[string]any{"expression": `{"amount": run.input.amount}`, "setVariables": map[string]any{"total": "output.amount * 2"}}},
+			{"id": "done", "type": "Transform", "position": map[string]int{"x": 250, "y": 0}, "data": map[string]any{"expression": `vars.total`}},
+		},
+		"edges": []map[string]any{{"id": "e1", "source": "order", "target": "done"}}}}, &flow)
+	var run struct {
+		ID string `json:"id"`
+	}
+	s.api("POST", "/flows/"+flow.ID+"/runs", map[string]any{"input": map[string]any{"amount": 21}}, &run)
+	s.run("open", chromedp.Navigate(s.url+"/runs/"+run.ID), tokenSignIn(token))
+	s.waitJS("completed", `!!document.querySelector('.snode[data-node-id="done"][data-status="completed"]')`)
+	s.waitJS("variables", `!!document.querySelector('[data-variable="total"]')`)
+	s.run("open the list", chromedp.Click(`[data-run-variables] summary`, chromedp.ByQuery))
+	require.Equal(t, "42", s.text(`[data-variable="total"] dd`))
+}

@@ -431,6 +431,9 @@ export interface Run {
   // started_by: the person who started the run (absent: a trigger, a
   // schedule or the admin token).
   started_by?: string;
+  // variables: the run's variables (data.setVariables), in the answer of
+  // one run.
+  variables?: Record<string, any>;
   nodes?: Record<string, NodeState>;
 }
 export interface Approval {

@@ -441,6 +441,19 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
         </div>
       )}
       {run.error && <div className="error-box">Run failed: {run.error}</div>}
+      {run.variables && Object.keys(run.variables).length > 0 && (
+        <details className="run-variables" data-run-variables>
+          <summary>Variables ({Object.keys(run.variables).length})</summary>
+          <dl>
+            {Object.entries(run.variables).map(([k, v]) => (
+              <div key={k} data-variable={k}>
+                <dt className="mono">vars.{k}</dt>
+                <dd className="mono">{JSON.stringify(v)}</dd>
+              </div>
+            ))}
+          </dl>
+        </details>
+      )}
       {flowHidden && (
         <p className="banner subtle" data-flow-hidden>
           Your role may not read this run's flow: its steps are shown without their connections.
