@@ -55,7 +55,7 @@ func (r *rig) wantStatuses(runID string, run engine.RunStatus, nodes map[string]
 	return got, ns
 }
 
-// eventsOf returns the run's events of type typ, as "key payload".
+// eventsOf returns the run's events of type typ, oldest first.
 func (r *rig) eventsOf(runID, typ string) []engine.Event {
 	r.t.Helper()
 	evs, err := r.st.RunEvents(context.Background(), runID, 0, 10000)
