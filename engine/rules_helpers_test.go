@@ -26,17 +26,6 @@ func clockedRig(t *testing.T, opts ...func(*engine.Config)) (*rig, *testkit.Cloc
 	return newRig(t, opts...), clk
 }
 
-// statuses returns the status of every node instance of the run by key.
-func (r *rig) statuses(runID string) map[string]engine.Status {
-	r.t.Helper()
-	_, ns := r.nodes(runID)
-	out := make(map[string]engine.Status, len(ns))
-	for k, n := range ns {
-		out[k] = n.Status
-	}
-	return out
-}
-
 // wantStatuses asserts the run's status and its nodes' (every one named;
 // others may exist).
 func (r *rig) wantStatuses(runID string, run engine.RunStatus, nodes map[string]engine.Status) (*engine.Run, map[string]engine.NodeState) {

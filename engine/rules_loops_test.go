@@ -24,7 +24,7 @@ func TestRuleLoops(t *testing.T) {
 		F = engine.StatusFailed
 	)
 	// x counts n up; check loops back to x while n < until; done is the exit.
-	loop := func(max int, failureEdge bool) string {
+	loop := func(maxIter int, failureEdge bool) string {
 		over := ""
 		if failureEdge {
 			over = `,{"id":"over","type":"Transform","data":{"expression":"{\"gave_up\": input.error}"}}`
@@ -35,7 +35,7 @@ func TestRuleLoops(t *testing.T) {
 			{"id":"done","type":"Transform","data":{"expression":"{\"final\": input.n}"}}%s],
 			"edges":[{"id":"e1","source":"x","target":"check"},
 				{"id":"back","source":"check","target":"x","data":{"condition":"output.n < output.until","loop":{"maxIterations":%d}}},
-				{"id":"exit","source":"check","target":"done","data":{"default":true}}`, over, max)
+				{"id":"exit","source":"check","target":"done","data":{"default":true}}`, over, maxIter)
 		if failureEdge {
 			g += `,{"id":"fail","source":"check","target":"over","data":{"on":"failure"}}`
 		}
@@ -74,7 +74,7 @@ func TestRuleLoops(t *testing.T) {
 			}},
 		{"the last iteration's back edge fails the source", loop(3, false), 10, engine.RunFailed,
 			map[string]engine.Status{"x": C, "check": F, "x@1": C, "check@1": C, "done": engine.StatusPending},
-			func(t *testing.T, r *rig, run *engine.Run, ns map[string]engine.NodeState) {
+			func(t *testing.T, _ *rig, run *engine.Run, ns map[string]engine.NodeState) {
 				require.Equal(t, 2, ns["check"].Iteration, "three iterations: 0, 1, 2")
 				require.Contains(t, *ns["check"].Error, "the loop back to x (edge back) ran its 3 iterations")
 				require.NotContains(t, ns, "x@2")
