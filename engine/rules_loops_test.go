@@ -74,14 +74,14 @@ func TestRuleLoops(t *testing.T) {
 			}},
 		{"the last iteration's back edge fails the source", loop(3, false), 10, engine.RunFailed,
 			map[string]engine.Status{"x": C, "check": F, "x@1": C, "check@1": C, "done": engine.StatusPending},
-			func(t *testing.T, _ *rig, run *engine.Run, ns map[string]engine.NodeState) {
+			func(t *testing.T, _ *rig, _ *engine.Run, ns map[string]engine.NodeState) {
 				require.Equal(t, 2, ns["check"].Iteration, "three iterations: 0, 1, 2")
 				require.Contains(t, *ns["check"].Error, "the loop back to x (edge back) ran its 3 iterations")
 				require.NotContains(t, ns, "x@2")
 			}},
 		{"a failure edge takes the loop's end", loop(3, true), 10, engine.RunCompleted,
 			map[string]engine.Status{"check": F, "done": S, "over": C},
-			func(t *testing.T, r *rig, run *engine.Run, ns map[string]engine.NodeState) {
+			func(t *testing.T, _ *rig, _ *engine.Run, ns map[string]engine.NodeState) {
 				require.Equal(t, []string{"over"}, ns["check"].Taken)
 				require.Contains(t, string(ns["over"].Output), "ran its 3 iterations")
 			}},

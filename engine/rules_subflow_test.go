@@ -105,14 +105,14 @@ func TestRuleSubFlow(t *testing.T) {
 			}},
 		{"the child's failure fails the node and the run", false, engine.StatusFailed, engine.RunFailed,
 			map[string]engine.Status{"sub": engine.StatusFailed, "after": engine.StatusPending},
-			func(t *testing.T, _ *rig, run, child *engine.Run, ns map[string]engine.NodeState) {
+			func(t *testing.T, _ *rig, _, child *engine.Run, ns map[string]engine.NodeState) {
 				require.Equal(t, engine.RunFailed, child.Status)
 				require.Contains(t, *ns["sub"].Error, "sub-flow run "+child.ID+" failed")
 				require.Equal(t, 1, ns["sub"].Attempt, "no automatic retry")
 			}},
 		{"a failure edge takes the child's failure", true, engine.StatusFailed, engine.RunCompleted,
 			map[string]engine.Status{"sub": engine.StatusFailed, "after": engine.StatusSkipped, "handled": engine.StatusCompleted},
-			func(t *testing.T, _ *rig, run, child *engine.Run, ns map[string]engine.NodeState) {
+			func(t *testing.T, _ *rig, _, child *engine.Run, ns map[string]engine.NodeState) {
 				require.Equal(t, []string{"handled"}, ns["sub"].Taken)
 				require.Contains(t, string(ns["handled"].Output), "sub-flow run "+child.ID+" failed")
 			}},
