@@ -2,7 +2,6 @@ package browser_test
 
 import (
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -426,5 +425,5 @@ func TestUINodeJSONTab(t *testing.T) {
 	require.Len(t, flow.Graph.Nodes, 1)
 	require.Equal(t, "Order it?", flow.Graph.Nodes[0].Data["prompt"])
 	require.Equal(t, []any{map[string]any{"label": "Amount", "path": "amount"}, "item"}, flow.Graph.Nodes[0].Data["summary"])
-	require.True(t, strings.Contains(s.text(`[data-tab="json"]`), "JSON"))
+	require.Contains(t, s.text(`[data-tab="json"]`), "JSON")
 }
