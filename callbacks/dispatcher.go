@@ -124,6 +124,12 @@ type DispatcherConfig struct {
 	// its row, its lease renewed (default 1 minute); past it the row goes
 	// back to the outbox for when a token is due, the try not counted.
 	MaxTokenWait time.Duration
+	// CodeMemory bounds the JavaScript heap of one Code step's run
+	// (--code-memory; jsbox.DefaultMemory when 0); CodeConcurrency how many
+	// run at once (default 2), so that scripts take at most
+	// CodeConcurrency × CodeMemory however many are due.
+	CodeMemory      int64
+	CodeConcurrency int
 }
 
 // RateStore keeps the per-host token buckets (store.Store).
@@ -162,7 +168,9 @@ type Dispatcher struct {
 	// being delivered and the deliveries in flight; ring lists the hosts
 	// with queued rows in the order they are served, turn the next to
 	// look at; queued counts the queued rows of every host.
-	hosts  map[string]*hostQueue
+	hosts map[string]*hostQueue
+	// scripts holds a slot per Code step's script running (CodeConcurrency).
+	scripts chan struct{}
 	ring   []string
 	turn   int
 	queued int
@@ -224,9 +232,13 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	if cfg.MaxTokenWait <= 0 {
 		cfg.MaxTokenWait = time.Minute
 	}
+	if cfg.CodeConcurrency <= 0 {
+		cfg.CodeConcurrency = 2
+	}
 	rc := *cfg.Client
 	rc.Timeout = 0
-	return &Dispatcher{cfg: cfg, reqClient: &rc, hosts: map[string]*hostQueue{}, signal: make(chan struct{}, 1), refill: make(chan struct{}, 1)}
+	return &Dispatcher{cfg: cfg, reqClient: &rc, hosts: map[string]*hostQueue{}, signal: make(chan struct{}, 1), refill: make(chan struct{}, 1),
+		scripts: make(chan struct{}, cfg.CodeConcurrency)}
 }
 
 // NewHTTPClient returns the client used for dispatches: a timeout, and

@@ -33,7 +33,10 @@ const DefaultRequestTimeout = 30 * time.Second
 // timeout, the row's lease kept while the request lasts.
 func (d *Dispatcher) request(ctx context.Context, c engine.ClaimedDispatch) {
 	r := engine.Response{DispatchID: c.ID, RunID: c.RunID, Key: c.Key, Attempt: c.Attempt, Try: c.Tries}
-	if c.SentTries > 0 {
+	switch {
+	case c.Request.Code:
+		d.runScript(ctx, c, &r)
+	case c.SentTries > 0:
 		// Claimed again after its lease ran out, and a try was sent: its
 		// process stopped, or could not record the response. Sending it
 		// again would repeat a request with side effects past the node's
@@ -42,7 +45,7 @@ func (d *Dispatcher) request(ctx context.Context, c engine.ClaimedDispatch) {
 		// its process stopped — is simply sent.)
 		r.Error = fmt.Sprintf("the request's outcome is unknown: it was sent (try %d) but its response was never recorded, "+
 			"so it is not sent again", c.SentTries)
-	} else if !d.send(ctx, c, &r) {
+	case !d.send(ctx, c, &r):
 		return // nothing went out: the row's next claim sends it
 	}
 	if ctx.Err() != nil {
@@ -129,6 +132,10 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 // response bound as a run's request.
 func (d *Dispatcher) TryRequest(ctx context.Context, rawURL string, rq *engine.HTTPRequest, payload []byte) engine.Response {
 	var r engine.Response
+	if rq.Code {
+		d.script(ctx, payload, time.Duration(rq.TimeoutMs)*time.Millisecond, &r)
+		return r
+	}
 	target, headers, body, red, ok := d.prepare(ctx, rawURL, rq, payload, &r)
 	if !ok {
 		return r

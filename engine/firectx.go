@@ -131,8 +131,9 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 	t := f.t
 	payload := req.Body
 	var hr *HTTPRequest
-	if req.Kind == DispatchHTTP {
-		hr = &HTTPRequest{Method: req.Method, Headers: req.Headers, TimeoutMs: req.RequestTimeoutMs, Secrets: req.Secrets}
+	if req.Kind == DispatchHTTP || req.Kind == DispatchCode {
+		hr = &HTTPRequest{Method: req.Method, Headers: req.Headers, TimeoutMs: req.RequestTimeoutMs, Secrets: req.Secrets,
+			Code: req.Kind == DispatchCode}
 	}
 	if req.DelayMs == 0 {
 		req.DelayMs = f.delayMs

@@ -105,6 +105,11 @@ const (
 	DispatchCallback DispatchKind = "callback"
 	// DispatchHTTP is a request whose response completes the node.
 	DispatchHTTP DispatchKind = "request"
+	// DispatchCode is a script the dispatcher runs in its sandbox
+	// (internal/jsbox) outside any transaction: its value completes the
+	// node as a response would (Body: the value, Logs: its console). Pure,
+	// so a row claimed again runs it again. RequestTimeoutMs is its time.
+	DispatchCode DispatchKind = "code"
 )
 
 // WorkerPayload is the body POSTed to a worker (the public contract).

@@ -36,6 +36,9 @@ type Response struct {
 	NoRetry bool
 	// RetryAfterMs is the response's Retry-After, in milliseconds.
 	RetryAfterMs int64
+	// Logs are what a script logged (DispatchCode), written as the node's
+	// node.log events with its outcome.
+	Logs []string
 }
 
 // Responder is implemented by handlers whose nodes send a request whose
@@ -76,6 +79,9 @@ func (e *Engine) CompleteFromResponse(ctx context.Context, r Response) error {
 		h, ok := t.e.handlers[n.Type].(Responder)
 		if !ok {
 			return fmt.Errorf("%w: node %s (%s) does not take responses", ErrInvalidRequest, r.Key, n.Type)
+		}
+		for _, l := range r.Logs {
+			t.event(EventNodeLog, r.Key, map[string]any{"node_id": n.ID, "message": l})
 		}
 		out, failure, retry := h.Respond(n, r)
 		if failure == "" {

@@ -116,7 +116,7 @@ func TestRuleUXOutcomes(t *testing.T) {
 	}
 }
 
-// TestRuleUXForm: docs/state_machine.md, Branches ("UX outcomes", forms.md)
+// TestRuleUXForm: docs/state_machine.md, Branches ("UX outcomes", docs/forms.md)
 // — the answer of an outcome that completes a node with a form must fit
 // it, else the decision is refused before the compare-and-set; a
 // rejection is not checked.

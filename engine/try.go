@@ -180,14 +180,17 @@ func (c *tryCtx) CallbackURL() (string, error) {
 
 func (c *tryCtx) Dispatch(req DispatchRequest) error {
 	h, ok := c.e.handlers[c.node.Type].(Responder)
-	if req.Kind != DispatchHTTP || !ok || c.p.Send == nil {
+	if (req.Kind != DispatchHTTP && req.Kind != DispatchCode) || !ok || c.p.Send == nil {
 		return notTestable("waits for a worker's callback")
 	}
 	if err := c.act(); err != nil {
 		return err
 	}
 	resp := c.p.Send(c.ctx, req.URL, &HTTPRequest{Method: req.Method, Headers: req.Headers, TimeoutMs: req.RequestTimeoutMs,
-		Secrets: req.Secrets}, req.Body)
+		Secrets: req.Secrets, Code: req.Kind == DispatchCode}, req.Body)
+	for _, l := range resp.Logs {
+		c.logs = append(c.logs, TriedLog{Message: l})
+	}
 	if resp.Error != "" {
 		c.failed = resp.Error
 		return nil

@@ -154,9 +154,19 @@ func TestTypesAreRegisteredOnce(t *testing.T) {
 		require.NotEmpty(t, ts.Icon, ts.Type)
 		require.Contains(t, ts.Statuses, engine.StatusPending, ts.Type)
 	}
+	// The ten first types lead the palette, in this order; later ones
+	// follow, each once (a new type is its line in Types, not here).
 	require.Equal(t, []engine.NodeType{engine.NodeTypeWorker, engine.NodeTypeHTTP, engine.NodeTypeUX, engine.NodeTypeCondition,
 		engine.NodeTypeTransform, engine.NodeTypeWait, engine.NodeTypeEvent, engine.NodeTypeSubFlow, engine.NodeTypeSplitter,
-		engine.NodeTypeCollector, "Log"}, names)
+		engine.NodeTypeCollector}, names[:10])
+	seen := map[string]bool{}
+	for _, n := range names {
+		l := strings.ToLower(string(n))
+		require.False(t, seen[l], "%s registered twice", n)
+		seen[l] = true
+	}
+	require.Contains(t, names, engine.NodeType("Log"))
+	require.Contains(t, names, engine.NodeType("Code"))
 	require.Equal(t, handlers.Splitter{MaxItems: 7}, handlers.Types(handlers.Options{MaxFanOutItems: 7})[8].Handler)
 }
 

@@ -31,6 +31,7 @@ func Types(o Options) []engine.NodeTypeSpec {
 		splitterType(o),
 		collectorType(),
 		logType(),
+		codeType(),
 	}
 	for i := range ts {
 		ts[i].Builtin = true

@@ -65,6 +65,11 @@ type Config struct {
 	// MaxRunNodes bounds the node instances of a run and its sub-flow
 	// runs (--max-run-nodes; engine.DefaultMaxRunNodes when 0).
 	MaxRunNodes int
+	// CodeMemory bounds the JavaScript heap of one Code step's run
+	// (--code-memory; 64 MiB when 0); CodeConcurrency how many run at once
+	// (--code-concurrency; 2 when 0).
+	CodeMemory      int64
+	CodeConcurrency int
 	// NodeTypes are node types beside the built-in ones (an embedding
 	// program's, a test's): each is one engine.NodeTypeSpec, whose name
 	// must not be a built-in type's.
@@ -417,7 +422,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Secrets: &store.SecretReader{Store: a.Store, Box: a.SecretBox},
 		Client:  client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers, HostWorkers: cfg.DispatchHostWorkers,
 		Rates: cfg.DispatchRates, RateStore: a.Store, MaxTokenWait: cfg.DispatchMaxTokenWait,
-		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock, Claims: claims})
+		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock, Claims: claims,
+		CodeMemory: cfg.CodeMemory, CodeConcurrency: cfg.CodeConcurrency})
 	a.Dispatcher = disp
 	a.sweeper = maintenance.NewSweeper(maintenance.SweeperParams{Store: a.Store, Engine: a.Engine, Metrics: a.Metrics,
 		Clock: clock, Logger: cfg.Logger, PollInterval: cfg.PollInterval, Done: &a.TestSignals.SweepDone})

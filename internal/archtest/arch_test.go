@@ -46,7 +46,8 @@ var allowed = map[string][]string{
 		mod + "/internal/jsonlimit", // what Postgres can store of a response
 		// A node's retry of failed attempts: its backoff lives with the
 		// dispatcher's, the notifier's and the brokers' in one package.
-		mod + "/internal/retrypolicy"},
+		mod + "/internal/retrypolicy",
+		mod + "/internal/jsbox"}, // a Code step's syntax, checked at save (its script runs in the dispatcher)
 	// What handlers import is held to the core's rules: the standard
 	// library (less its I/O), nothing else.
 	"internal/retrypolicy": {},

@@ -22,6 +22,7 @@ import (
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/handlers"
 	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/jsbox"
 	"github.com/stitchd/stitchd/internal/secretbox"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/web"
@@ -63,6 +64,8 @@ var settings = []setting{
 	{"body-limit", "STITCHD_BODY_LIMIT"},
 	{"max-fanout-items", "STITCHD_MAX_FANOUT_ITEMS"},
 	{"expr-memory", "STITCHD_EXPR_MEMORY"},
+	{"code-memory", "STITCHD_CODE_MEMORY"},
+	{"code-concurrency", "STITCHD_CODE_CONCURRENCY"},
 	{"expr-timeout", "STITCHD_EXPR_TIMEOUT"},
 	{"max-run-nodes", "STITCHD_MAX_RUN_NODES"},
 	{"data-dir", "STITCHD_DATA_DIR"},
@@ -118,6 +121,8 @@ type options struct {
 	bodyLimit                                   int64
 	maxFanOutItems                              int
 	exprMemory                                  int64
+	codeMemory                                  int64
+	codeConcurrency                             int
 	exprTimeout                                 time.Duration
 	maxRunNodes                                 int
 	dispatchTimeout, pollInterval               time.Duration
@@ -156,6 +161,8 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json (env STITCHD_LOG_FORMAT)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error (env STITCHD_LOG_LEVEL)")
 	fs.Int64Var(&o.bodyLimit, "body-limit", 1<<20, "request body limit in bytes (env STITCHD_BODY_LIMIT)")
+	fs.Int64Var(&o.codeMemory, "code-memory", jsbox.DefaultMemory, "most bytes of JavaScript heap one Code step's script may use; past it the step fails with code_limit (env STITCHD_CODE_MEMORY)")
+	fs.IntVar(&o.codeConcurrency, "code-concurrency", 2, "Code steps' scripts run at once (each within --code-memory) (env STITCHD_CODE_CONCURRENCY)")
 	fs.Int64Var(&o.exprMemory, "expr-memory", engine.DefaultExprMemory, "most bytes one evaluation of an expression may build; past it the node fails with expression_limit (env STITCHD_EXPR_MEMORY)")
 	fs.DurationVar(&o.exprTimeout, "expr-timeout", engine.DefaultExprTime, "longest one evaluation of an expression may run; past it the node fails with expression_limit (env STITCHD_EXPR_TIMEOUT)")
 	fs.IntVar(&o.maxRunNodes, "max-run-nodes", engine.DefaultMaxRunNodes, "most node instances a run and its sub-flow runs may hold, all levels; a fan-out or sub-flow past it fails its node with run_tree_limit (env STITCHD_MAX_RUN_NODES)")
@@ -351,7 +358,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer, p Params) *cobra.Command {
 func (o options) config(log *slog.Logger) app.Config {
 	return app.Config{Addr: o.addr, DatabaseURL: o.databaseURL, SessionDatabaseURL: o.sessionDatabaseURL, BaseURL: strings.TrimRight(o.baseURL, "/"),
 		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems,
-		ExprLimits: engine.ExprLimits{MemoryBytes: o.exprMemory, Time: o.exprTimeout}, MaxRunNodes: o.maxRunNodes, Logger: log, DataDir: o.dataDir, LocalPostgres: o.localPostgres,
+		ExprLimits: engine.ExprLimits{MemoryBytes: o.exprMemory, Time: o.exprTimeout}, MaxRunNodes: o.maxRunNodes, CodeMemory: o.codeMemory, CodeConcurrency: o.codeConcurrency, Logger: log, DataDir: o.dataDir, LocalPostgres: o.localPostgres,
 		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, LoginConcurrency: o.loginConcurrency, OTLPEndpoint: o.otlpEndpoint, Version: o.build.Version, NodeTypes: o.build.NodeTypes,
 		NotifyURL: o.notifyURL, ArchiveURL: o.archiveURL, Retention: o.retentionPeriod, SessionTTL: o.sessionTTL, TrustProxy: o.trustProxy,
 		DispatchRates: o.dispatchRates, OIDC: o.oidc(), SecretKey: o.secretKeyBytes, DevSecrets: o.devSecrets}
@@ -377,6 +384,12 @@ func runServe(ctx context.Context, o options, do demoOptions, stderr io.Writer) 
 	allow, err := callbacks.ParseCIDRs(o.allowCIDRs)
 	if err != nil {
 		return fmt.Errorf("--worker-allow-cidrs: %w", err)
+	}
+	if o.codeMemory < 1<<20 {
+		return fmt.Errorf("--code-memory must be at least 1048576 (1 MiB), not %d", o.codeMemory)
+	}
+	if o.codeConcurrency < 1 {
+		return fmt.Errorf("--code-concurrency must be at least 1, not %d", o.codeConcurrency)
 	}
 	if o.exprMemory < 1<<20 {
 		return fmt.Errorf("--expr-memory must be at least 1048576 (1 MiB), not %d", o.exprMemory)

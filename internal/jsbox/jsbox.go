@@ -125,7 +125,7 @@ func Run(ctx context.Context, source string, env json.RawMessage, lim Limits) (*
 		return nil, fmt.Errorf("error starting the script engine: %w", err)
 	}
 	defer vm.Close()
-	vm.SetMemoryLimit(uintptr(lim.MemoryBytes))
+	vm.SetMemoryLimit(uintptr(lim.MemoryBytes)) //nolint:gosec // positive: set above
 	if err := vm.SetEvalTimeout(lim.Timeout); err != nil {
 		return nil, fmt.Errorf("error setting the script's timeout: %w", err)
 	}
@@ -193,7 +193,7 @@ func classify(ctx context.Context, err error, lim Limits) error {
 	case qe.Error() == "null" || strings.Contains(qe.Message, "out of memory"):
 		return &LimitError{Limit: "memory", Bound: fmt.Sprintf("%d MiB", lim.MemoryBytes>>20)}
 	}
-	se := scriptError(err).(*ScriptError)
+	se := toScriptError(qe, 1)
 	if se.Line == 0 {
 		if line := stackLine(qe.Stack); line > 1 {
 			se.Line = line - 1
@@ -221,9 +221,15 @@ func scriptError(err error) error {
 	if !errors.As(err, &qe) {
 		return &ScriptError{Message: err.Error()}
 	}
+	return toScriptError(qe, 1)
+}
+
+// toScriptError is qe with its line in the source: lines before it in
+// the wrapper are not counted.
+func toScriptError(qe *quickjs.Error, before int) *ScriptError {
 	se := &ScriptError{Message: strings.TrimPrefix(qe.Name+": "+qe.Message, ": ")}
-	if qe.LineNumber > 1 {
-		se.Line, se.Column = qe.LineNumber-1, qe.ColumnNumber
+	if qe.LineNumber > before {
+		se.Line, se.Column = qe.LineNumber-before, qe.ColumnNumber
 	}
 	return se
 }
