@@ -171,9 +171,9 @@ type Dispatcher struct {
 	hosts map[string]*hostQueue
 	// scripts holds a slot per Code step's script running (CodeConcurrency).
 	scripts chan struct{}
-	ring   []string
-	turn   int
-	queued int
+	ring    []string
+	turn    int
+	queued  int
 	// perRow is the moving average of the time a worker spends on a row,
 	// over samples deliveries; avgBytes the moving average of a queued
 	// row's payload size and queuedBytes the payloads queued now. They

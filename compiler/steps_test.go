@@ -39,7 +39,7 @@ func TestStepRefsChecked(t *testing.T) {
 		"itself": {graph(nodes(tf("a", `steps.a.output`))), "nodes[0].data.expression", `steps.a is the step itself`},
 		"inside a fan-out, from after it": {graph(nodes(node("s", "Splitter", `{"arrayPath": "xs"}`), worker("w"), node("m", "Collector", `{}`), tf("t", `steps.w.output`)),
 			chain("e", "s", "w", "m", "t")), "nodes[3].data.expression", `steps.w runs once per item of splitter "s"`},
-		"item outside a fan-out": {graph(nodes(tf("a", `item.index`))), "nodes[0].data.expression", `item is known only inside a fan-out region`},
+		"item outside a fan-out":     {graph(nodes(tf("a", `item.index`))), "nodes[0].data.expression", `item is known only inside a fan-out region`},
 		"a step named by a variable": {graph(nodes(tf("a", `steps[input.which].output`))), "nodes[0].data.expression", `steps must be followed by a step's id`},
 		"in a condition": {graph(nodes(worker("a"), worker("b")), edges(edgeData("e1", "a", "b", `{"condition": "steps.zz.output > 1"}`))),
 			"edges[0].data.condition", `steps.zz: no step has the id "zz"`},
@@ -95,9 +95,9 @@ func TestVariablesChecked(t *testing.T) {
 			chain("e", "s", "w", "m")), compiler.CodeInvalidConfig, "nodes[1].data.setVariables.x", `inside the fan-out of splitter "s"`},
 		"two at once": {graph(nodes(worker("r"), sets("x", "Transform", `{"expression": "1"}`, `{"v": "1"}`), sets("y", "Transform", `{"expression": "2"}`, `{"v": "2"}`)),
 			edges(edge("e1", "r", "x"), edge("e2", "r", "y"))), compiler.CodeInvalidConfig, "nodes[2].data.setVariables.v", `may run at once, and both set variable v`},
-		"a bad name": {graph(nodes(sets("a", "Transform", `{"expression": "1"}`, `{"1st": "output"}`))), compiler.CodeInvalidConfig, `nodes[0].data.setVariables["1st"]`, `"1st" is not a variable name`},
-		"a bad expression": {graph(nodes(sets("a", "Transform", `{"expression": "1"}`, `{"v": "output +"}`))), compiler.CodeInvalidExpression, "nodes[0].data.setVariables.v", `variable v:`},
-		"not an object": {graph(nodes(sets("a", "Transform", `{"expression": "1"}`, `["v"]`))), compiler.CodeInvalidConfig, "nodes[0].data.setVariables", `must be an object`},
+		"a bad name":               {graph(nodes(sets("a", "Transform", `{"expression": "1"}`, `{"1st": "output"}`))), compiler.CodeInvalidConfig, `nodes[0].data.setVariables["1st"]`, `"1st" is not a variable name`},
+		"a bad expression":         {graph(nodes(sets("a", "Transform", `{"expression": "1"}`, `{"v": "output +"}`))), compiler.CodeInvalidExpression, "nodes[0].data.setVariables.v", `variable v:`},
+		"not an object":            {graph(nodes(sets("a", "Transform", `{"expression": "1"}`, `["v"]`))), compiler.CodeInvalidConfig, "nodes[0].data.setVariables", `must be an object`},
 		"a variable by a variable": {graph(nodes(tf("a", `vars[input.k]`))), compiler.CodeInvalidExpression, "nodes[0].data.expression", `vars must be followed by a variable's name`},
 	} {
 		t.Run(name, func(t *testing.T) {

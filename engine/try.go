@@ -200,10 +200,10 @@ func (c *tryCtx) Dispatch(req DispatchRequest) error {
 	return nil
 }
 
-func (c *tryCtx) WaitForUser() error                 { return notTestable("waits for a person") }
-func (c *tryCtx) WaitForEvent(EventWait, int) error  { return notTestable("waits for an event") }
-func (c *tryCtx) Sleep(Wake) error                   { return notTestable("waits for a time") }
-func (c *tryCtx) StartChild(ChildRun) error          { return notTestable("runs another flow") }
+func (c *tryCtx) WaitForUser() error                { return notTestable("waits for a person") }
+func (c *tryCtx) WaitForEvent(EventWait, int) error { return notTestable("waits for an event") }
+func (c *tryCtx) Sleep(Wake) error                  { return notTestable("waits for a time") }
+func (c *tryCtx) StartChild(ChildRun) error         { return notTestable("runs another flow") }
 func (c *tryCtx) Log(message string, data json.RawMessage) {
 	if len(message) > MaxLogMessage {
 		message = message[:MaxLogMessage]
