@@ -22,6 +22,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/credential"
 	"github.com/stitchd/stitchd/internal/retrypolicy"
 	"github.com/stitchd/stitchd/internal/startstop"
 )
@@ -130,6 +131,9 @@ type DispatcherConfig struct {
 	// CodeConcurrency × CodeMemory however many are due.
 	CodeMemory      int64
 	CodeConcurrency int
+	// Credentials reveals the credentials HTTP steps carry (nil: none can
+	// be used).
+	Credentials CredentialSource
 }
 
 // RateStore keeps the per-host token buckets (store.Store).
@@ -171,9 +175,11 @@ type Dispatcher struct {
 	hosts map[string]*hostQueue
 	// scripts holds a slot per Code step's script running (CodeConcurrency).
 	scripts chan struct{}
-	ring    []string
-	turn    int
-	queued  int
+	// tokens caches OAuth2 credentials' access tokens.
+	tokens *credential.Tokens
+	ring   []string
+	turn   int
+	queued int
 	// perRow is the moving average of the time a worker spends on a row,
 	// over samples deliveries; avgBytes the moving average of a queued
 	// row's payload size and queuedBytes the payloads queued now. They
@@ -238,7 +244,8 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	rc := *cfg.Client
 	rc.Timeout = 0
 	return &Dispatcher{cfg: cfg, reqClient: &rc, hosts: map[string]*hostQueue{}, signal: make(chan struct{}, 1), refill: make(chan struct{}, 1),
-		scripts: make(chan struct{}, cfg.CodeConcurrency)}
+		scripts: make(chan struct{}, cfg.CodeConcurrency),
+		tokens:  &credential.Tokens{Client: cfg.Client, Now: cfg.Clock.Now}}
 }
 
 // NewHTTPClient returns the client used for dispatches: a timeout, and

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/credential"
 )
 
 // MaxResponseBody bounds what is read of the body of a request/response
@@ -95,13 +96,6 @@ func unstorable(err error) (*pgconn.PgError, bool) {
 // send makes the request and fills r with its outcome; false when nothing
 // was sent and there is nothing to record (the claim was lost).
 func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engine.Response) bool {
-	target, headers, body, red, ok := d.prepare(ctx, c.URL, c.Request, c.Payload, r)
-	if !ok {
-		return true
-	}
-	if red != nil {
-		defer redactResponse(r, red)
-	}
 	timeout := requestTimeout(c.Request)
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -109,11 +103,11 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 		stop := d.keepLease(rctx, c, cancel)
 		defer stop()
 	}
-	req, err := newRequest(rctx, c.Request.Method, target, headers, body)
-	if err != nil {
-		r.Error, r.NoRetry = fmt.Sprintf("the request cannot be made: %v", err), true
+	ex, ok := d.prepare(rctx, c.URL, c.Request, c.Payload, r)
+	if !ok {
 		return true
 	}
+	defer ex.redact(r)
 	if sent, err := d.cfg.Store.MarkRequestSent(ctx, c.ID, c.Tries); err != nil || !sent {
 		// Not recorded as sent, so not sent: another claim holds the row
 		// (or will, once this lease ends) and sends it.
@@ -122,64 +116,100 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 		}
 		return false
 	}
-	d.exchange(ctx, rctx, req, timeout, r)
+	d.exchange(ctx, rctx, ex, timeout, r)
 	return true
 }
 
-// TryRequest sends the request of an HTTP step being tried alone
-// (POST /api/v1/flows/{id}/nodes/{key}/test): no outbox row, no run, but
-// the same secrets and their host rules, address guard, timeout and
-// response bound as a run's request.
+// TryRequest sends the request of an HTTP step tried alone
+// (POST /api/v1/flows/{id}/nodes/{key}/test) — or runs a Code step's
+// script: no outbox row, no run, but the same secrets, credentials and
+// their host rules, address guard, timeout and response bound as a run's.
 func (d *Dispatcher) TryRequest(ctx context.Context, rawURL string, rq *engine.HTTPRequest, payload []byte) engine.Response {
 	var r engine.Response
 	if rq.Code {
 		d.script(ctx, payload, time.Duration(rq.TimeoutMs)*time.Millisecond, &r)
 		return r
 	}
-	target, headers, body, red, ok := d.prepare(ctx, rawURL, rq, payload, &r)
-	if !ok {
-		return r
-	}
-	if red != nil {
-		defer redactResponse(&r, red)
-	}
 	timeout := requestTimeout(rq)
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := newRequest(rctx, rq.Method, target, headers, body)
-	if err != nil {
-		r.Error, r.NoRetry = fmt.Sprintf("the request cannot be made: %v", err), true
+	ex, ok := d.prepare(rctx, rawURL, rq, payload, &r)
+	if !ok {
 		return r
 	}
-	d.exchange(ctx, rctx, req, timeout, &r)
+	defer ex.redact(&r)
+	d.exchange(ctx, rctx, ex, timeout, &r)
 	return r
 }
 
-// prepare fills a request's secrets in (their host rules checked first);
-// red redacts their values from what comes back (nil: none). Not ok: r
-// holds why nothing may be sent.
-func (d *Dispatcher) prepare(ctx context.Context, rawURL string, rq *engine.HTTPRequest, payload []byte, r *engine.Response) (
-	target string, headers map[string]string, body []byte, red *engine.Redactor, ok bool) {
-	target, headers, body = rawURL, rq.Headers, payload
-	use := rq.Secrets
-	if use == nil {
-		return target, headers, body, nil, true
+// outgoing is a request ready to go: its secrets filled in, its
+// credential (if any) revealed, what to redact from what comes back.
+type outgoing struct {
+	method, target string
+	headers        map[string]string
+	body           []byte
+	cred           *credential.Credential
+	hide           []string
+}
+
+func (o *outgoing) redact(r *engine.Response) {
+	if len(o.hide) > 0 {
+		redactResponse(r, engine.NewRedactor(o.hide))
 	}
-	values, hosts, err := d.revealSecrets(ctx, use)
-	if err == nil {
-		if err = secretHostRefused(use, hosts, rawURL); err != nil {
-			r.Error, r.NoRetry = err.Error(), true
-			return "", nil, nil, nil, false
+}
+
+// prepare fills a request's secrets in and reveals its credential, the
+// host rules of both checked first. Not ok: r holds why nothing may be
+// sent.
+func (d *Dispatcher) prepare(ctx context.Context, rawURL string, rq *engine.HTTPRequest, payload []byte, r *engine.Response) (*outgoing, bool) {
+	o := &outgoing{method: rq.Method, target: rawURL, headers: rq.Headers, body: payload}
+	if use := rq.Secrets; use != nil {
+		values, hosts, err := d.revealSecrets(ctx, use)
+		if err == nil {
+			if err = secretHostRefused(use, hosts, rawURL); err != nil {
+				r.Error, r.NoRetry = err.Error(), true
+				return nil, false
+			}
+			o.target, o.headers, o.body, err = use.Fill(o.target, o.headers, o.body, values)
 		}
-		target, headers, body, err = use.Fill(target, headers, body, values)
+		if err != nil {
+			r.Error, r.NoRetry = "request not sent: "+err.Error(), errors.Is(err, engine.ErrSecret)
+			return nil, false
+		}
+		o.hide = mapValues(values)
 	}
+	if rq.Credential != "" {
+		cred, err := d.credential(ctx, rq.Credential, o.target)
+		if err != nil {
+			r.Error, r.NoRetry = "request not sent: "+err.Error(), errors.Is(err, engine.ErrSecret)
+			return nil, false
+		}
+		o.cred = cred
+		o.hide = append(o.hide, cred.Secrets()...)
+	}
+	return o, true
+}
+
+// credential reveals credential name for a request to target, refused
+// (credential_host_refused) unless target's host is one of its allowed
+// hosts.
+func (d *Dispatcher) credential(ctx context.Context, name, target string) (*credential.Credential, error) {
+	if d.cfg.Credentials == nil {
+		return nil, fmt.Errorf("%w: this server reads no credentials", engine.ErrSecret)
+	}
+	cred, err := d.cfg.Credentials.Credential(ctx, name)
 	if err != nil {
-		r.Error, r.NoRetry = "request not sent: "+err.Error(), errors.Is(err, engine.ErrSecret)
-		return "", nil, nil, nil, false
+		return nil, err
 	}
-	// Whatever comes back (a response echoing the request, an error
-	// quoting its URL) is stored and logged with the values redacted.
-	return target, headers, body, engine.NewRedactor(mapValues(values)), true
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, fmt.Errorf("%w: credential_host_refused: the url cannot be read: %w", engine.ErrSecret, err)
+	}
+	if !engine.HostAllowed(cred.AllowedHosts, u) {
+		return nil, fmt.Errorf("%w: credential_host_refused: credential %q may be sent only to %s (its allowed_hosts), not to %s",
+			engine.ErrSecret, name, strings.Join(cred.AllowedHosts, ", "), u.Host)
+	}
+	return cred, nil
 }
 
 func requestTimeout(rq *engine.HTTPRequest) time.Duration {
@@ -189,39 +219,47 @@ func requestTimeout(rq *engine.HTTPRequest) time.Duration {
 	return DefaultRequestTimeout
 }
 
-func newRequest(ctx context.Context, method, target string, headers map[string]string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
+// newRequest makes o's request, its credential applied (fresh: an OAuth2
+// token fetched again, not the cached one).
+func (d *Dispatcher) newRequest(ctx context.Context, o *outgoing, fresh bool) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, o.method, o.target, bytes.NewReader(o.body))
 	if err != nil {
 		return nil, err
 	}
-	if len(body) == 0 {
+	if len(o.body) == 0 {
 		req.Body, req.ContentLength = http.NoBody, 0
 	}
 	req.Header.Set("User-Agent", "stitchd")
-	for k, v := range headers {
+	for k, v := range o.headers {
 		if strings.EqualFold(k, "host") {
 			req.Host = v
 			continue
 		}
 		req.Header.Set(k, v)
 	}
+	if o.cred != nil {
+		hide, err := credential.Apply(ctx, req, o.cred, d.tokens, fresh)
+		o.hide = append(o.hide, hide...)
+		if err != nil {
+			return nil, err
+		}
+	}
 	return req, nil
 }
 
-// exchange sends req (bounded by rctx, timeout) and reads its response
-// into r.
-func (d *Dispatcher) exchange(ctx, rctx context.Context, req *http.Request, timeout time.Duration, r *engine.Response) {
-	resp, err := d.reqClient.Do(req)
-	switch {
-	case err != nil && errors.Is(err, ErrAddressRefused):
-		r.Error, r.NoRetry = fmt.Sprintf("request refused: %v", err), true
+// exchange sends o's request (bounded by rctx, timeout) and reads its
+// response into r; an OAuth2 credential's 401 fetches a new token and
+// sends it once more.
+func (d *Dispatcher) exchange(ctx, rctx context.Context, o *outgoing, timeout time.Duration, r *engine.Response) {
+	resp, ok := d.do(ctx, rctx, o, false, timeout, r)
+	if !ok {
 		return
-	case err != nil && rctx.Err() != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded):
-		r.Error = fmt.Sprintf("no response within %s", timeout)
-		return
-	case err != nil:
-		r.Error = fmt.Sprintf("request failed: %v", err)
-		return
+	}
+	if resp.StatusCode == http.StatusUnauthorized && o.cred != nil && o.cred.Type == credential.TypeOAuth2 {
+		resp.Body.Close()
+		if resp, ok = d.do(ctx, rctx, o, true, timeout, r); !ok {
+			return
+		}
 	}
 	defer resp.Body.Close()
 	got, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))
@@ -242,6 +280,35 @@ func (d *Dispatcher) exchange(ctx, rctx context.Context, req *http.Request, time
 		r.Headers[strings.ToLower(k)] = strings.Join(vs, ", ")
 	}
 	r.RetryAfterMs = d.retryAfter(resp.Header).Milliseconds()
+}
+
+// do makes o's request once (fresh: see newRequest); not ok: r holds why
+// there is no response.
+func (d *Dispatcher) do(ctx, rctx context.Context, o *outgoing, fresh bool, timeout time.Duration, r *engine.Response) (*http.Response, bool) {
+	req, err := d.newRequest(rctx, o, fresh)
+	if err != nil {
+		r.Error, r.NoRetry = fmt.Sprintf("the request cannot be made: %v", err), o.cred == nil || o.cred.Type != credential.TypeOAuth2
+		return nil, false
+	}
+	resp, err := d.reqClient.Do(req)
+	switch {
+	case err != nil && errors.Is(err, ErrAddressRefused):
+		r.Error, r.NoRetry = fmt.Sprintf("request refused: %v", err), true
+		return nil, false
+	case err != nil && rctx.Err() != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded):
+		r.Error = fmt.Sprintf("no response within %s", timeout)
+		return nil, false
+	case err != nil:
+		r.Error = fmt.Sprintf("request failed: %v", err)
+		return nil, false
+	}
+	return resp, true
+}
+
+// CredentialSource reveals a named credential (store.CredentialReader). A
+// failure another try would not mend wraps engine.ErrSecret.
+type CredentialSource interface {
+	Credential(ctx context.Context, name string) (*credential.Credential, error)
 }
 
 // SecretSource reveals the values of named secrets, and the allowed hosts

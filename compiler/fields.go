@@ -15,7 +15,7 @@ import (
 // outside them is likely a typo: a warning names it, and the nearest
 // known key.
 var knownDataKeys = []string{
-	"arrayPath", "assignees", "body", "cancelUrl", "delivery", "description", "duration", "entityMovement", "event", "expression", "flow", "form",
+	"arrayPath", "assignees", "body", "cancelUrl", "credential", "delivery", "description", "duration", "entityMovement", "event", "expression", "flow", "form",
 	"headers", "key", "label", "maxConcurrency", "method", "onTimeout", "outcomes", "passEntity", "prompt",
 	"rateLimit", "rejectPolicy", "remindAfterSeconds", "requiredApprovals", "retry", "separationOfDuties", "setVariables", "successCodes",
 	"summary", "timeoutSeconds", "timezone", "toleratedFailures", "until", "url", "version", "webhookUrl",

@@ -35,6 +35,9 @@ func (c *compiler) checkHTTP(id string, base loc, root gjson.Result) {
 			}
 		}
 	}
+	if cr := root.Get("credential"); present(cr) && (cr.Type != gjson.String || !engine.ValidSecretName(cr.Str)) {
+		c.errAt(CodeInvalidConfig, id, "", base.field("credential"), "HTTP node %q: credential must be a credential's name (letters, digits, _ and -, starting with a letter), got %s", id, cr.Raw)
+	}
 	if m := root.Get("method"); present(m) {
 		mpath := base.field("method")
 		if m.Type != gjson.String {

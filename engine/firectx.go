@@ -133,7 +133,7 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 	var hr *HTTPRequest
 	if req.Kind == DispatchHTTP || req.Kind == DispatchCode {
 		hr = &HTTPRequest{Method: req.Method, Headers: req.Headers, TimeoutMs: req.RequestTimeoutMs, Secrets: req.Secrets,
-			Code: req.Kind == DispatchCode}
+			Credential: req.Credential, Code: req.Kind == DispatchCode}
 	}
 	if req.DelayMs == 0 {
 		req.DelayMs = f.delayMs

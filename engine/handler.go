@@ -94,6 +94,8 @@ type DispatchRequest struct {
 	// Secrets are the secrets whose placeholders the request holds
 	// (nil: none).
 	Secrets *SecretUse
+	// Credential names the credential the request carries ("": none).
+	Credential string
 }
 
 // DispatchKind is what an outbox row delivers.

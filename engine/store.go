@@ -382,6 +382,9 @@ type HTTPRequest struct {
 	// Secrets names the secrets whose placeholders the URL, headers and
 	// body hold, filled in as the request is sent (no value is stored).
 	Secrets *SecretUse `json:"secrets,omitempty"`
+	// Credential names the credential the request carries (an HTTP
+	// step's data.credential), applied as it is sent (no value is stored).
+	Credential string `json:"credential,omitempty"`
 	// Code marks a script run by the dispatcher (DispatchCode): the body
 	// is {"source", "env"}, nothing is sent over the network.
 	Code bool `json:"code,omitempty"`

@@ -187,7 +187,7 @@ func (c *tryCtx) Dispatch(req DispatchRequest) error {
 		return err
 	}
 	resp := c.p.Send(c.ctx, req.URL, &HTTPRequest{Method: req.Method, Headers: req.Headers, TimeoutMs: req.RequestTimeoutMs,
-		Secrets: req.Secrets, Code: req.Kind == DispatchCode}, req.Body)
+		Secrets: req.Secrets, Credential: req.Credential, Code: req.Kind == DispatchCode}, req.Body)
 	for _, l := range resp.Logs {
 		c.logs = append(c.logs, TriedLog{Message: l})
 	}

@@ -43,6 +43,8 @@ type HTTPConfig struct {
 	Body           json.RawMessage   `json:"body"`
 	TimeoutSeconds float64           `json:"timeoutSeconds"`
 	SuccessCodes   []json.RawMessage `json:"successCodes"`
+	// Credential names a stored credential the request carries.
+	Credential string `json:"credential"`
 }
 
 // Fire renders the request and writes it to the outbox.
@@ -110,7 +112,7 @@ func (HTTP) Fire(_ context.Context, fc engine.FireContext) error {
 		headers["Content-Type"] = ctype
 	}
 	req := engine.DispatchRequest{Kind: engine.DispatchHTTP, URL: u, Method: method, Headers: headers,
-		Body: body, RequestTimeoutMs: int64(httpTimeoutSeconds(cfg) * 1000), MaxTries: 1}
+		Body: body, RequestTimeoutMs: int64(httpTimeoutSeconds(cfg) * 1000), MaxTries: 1, Credential: cfg.Credential}
 	if use != nil {
 		use.BodyJSON = ctype == "application/json"
 		if t, err := engine.ParseTemplate(cfg.URL); err == nil && t.HostTemplated() {
@@ -367,6 +369,7 @@ func httpType() engine.NodeTypeSpec {
 			"headers":{"type":"object","additionalProperties":{"type":"string"}},
 			"body":{"title":"Body (JSON or a template)"},
 			"successCodes":{"type":"array","items":{"type":"integer"}},
+			"credential":{"type":"string","title":"Credential (a stored credential's name)"},
 			"timeoutSeconds":{"type":"number","exclusiveMinimum":0},
 			"retry":{"type":"object"},` + common + `}`),
 		Statuses: statuses(engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed)}

@@ -94,6 +94,11 @@ var accessRules = map[string]rule{
 
 	"POST /api/v1/flows/:id/runs":               operators,
 	"POST /api/v1/flows/:id/nodes/:key/test":    editors,
+	"POST /api/v1/credentials":                  editors,
+	"GET /api/v1/credentials":                   editors,
+	"GET /api/v1/credentials/:name":             editors,
+	"PUT /api/v1/credentials/:name":             editors,
+	"DELETE /api/v1/credentials/:name":          editors,
 	"GET /api/v1/runs":                          readers,
 	"GET /api/v1/runs/:id":                      runReaders,
 	"GET /api/v1/runs/:id/events":               runReaders,

@@ -78,6 +78,11 @@ var permissions = map[string]string{
 
 	"POST /api/v1/flows/:id/runs":               "ao",
 	"POST /api/v1/flows/:id/nodes/:key/test":    "ae",
+	"POST /api/v1/credentials":                  "ae",
+	"GET /api/v1/credentials":                   "ae",
+	"GET /api/v1/credentials/:name":             "ae",
+	"PUT /api/v1/credentials/:name":             "ae",
+	"DELETE /api/v1/credentials/:name":          "ae",
 	"GET /api/v1/runs":                          "aeov",
 	"GET /api/v1/runs/:id":                      "aeovP",
 	"GET /api/v1/runs/:id/events":               "aeovP",

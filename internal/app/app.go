@@ -423,7 +423,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Client:  client, Logger: cfg.Logger, Workers: cfg.DispatchWorkers, HostWorkers: cfg.DispatchHostWorkers,
 		Rates: cfg.DispatchRates, RateStore: a.Store, MaxTokenWait: cfg.DispatchMaxTokenWait,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock, Claims: claims,
-		CodeMemory: cfg.CodeMemory, CodeConcurrency: cfg.CodeConcurrency})
+		CodeMemory: cfg.CodeMemory, CodeConcurrency: cfg.CodeConcurrency,
+		Credentials: &store.CredentialReader{Store: a.Store, Box: a.SecretBox}})
 	a.Dispatcher = disp
 	a.sweeper = maintenance.NewSweeper(maintenance.SweeperParams{Store: a.Store, Engine: a.Engine, Metrics: a.Metrics,
 		Clock: clock, Logger: cfg.Logger, PollInterval: cfg.PollInterval, Done: &a.TestSignals.SweepDone})

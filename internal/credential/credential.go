@@ -1,0 +1,249 @@
+package credential
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The credential types.
+const (
+	TypeBearer = "bearer"
+	TypeBasic  = "basic"
+	TypeAPIKey = "api_key"
+	TypeOAuth2 = "oauth2_client_credentials"
+	TypeSMTP   = "smtp"
+)
+
+// Types lists the credential types, for messages.
+var Types = []string{TypeBearer, TypeBasic, TypeAPIKey, TypeOAuth2, TypeSMTP}
+
+// Data is a credential's sealed part, by type: bearer {token}; basic
+// {username, password}; api_key {header | query, value}; oauth2 client
+// credentials {token_url, client_id, client_secret, scope}; smtp {host,
+// port, username, password, from, tls}.
+type Data struct {
+	Token        string `json:"token,omitempty"`
+	Username     string `json:"username,omitempty"`
+	Password     string `json:"password,omitempty"`
+	Header       string `json:"header,omitempty"`
+	Query        string `json:"query,omitempty"`
+	Value        string `json:"value,omitempty"`
+	TokenURL     string `json:"token_url,omitempty"`
+	ClientID     string `json:"client_id,omitempty"`
+	ClientSecret string `json:"client_secret,omitempty"`
+	Scope        string `json:"scope,omitempty"`
+	Host         string `json:"host,omitempty"`
+	Port         int    `json:"port,omitempty"`
+	From         string `json:"from,omitempty"`
+	TLS          string `json:"tls,omitempty"`
+}
+
+// Credential is a revealed credential: what a request carrying it needs.
+type Credential struct {
+	Name         string
+	Type         string
+	Data         Data
+	AllowedHosts []string
+}
+
+// maxField bounds one field of a credential's data.
+const maxField = 8 << 10
+
+// Parse reads and checks a credential's data for its type: the error
+// names the field, for the person who wrote it.
+func Parse(typ string, raw json.RawMessage) (Data, error) {
+	var d Data
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return Data{}, fmt.Errorf("data: %w", err)
+	}
+	need := func(fields ...string) error {
+		vals := map[string]string{"token": d.Token, "username": d.Username, "password": d.Password, "value": d.Value,
+			"token_url": d.TokenURL, "client_id": d.ClientID, "client_secret": d.ClientSecret, "host": d.Host, "from": d.From}
+		for _, f := range fields {
+			if strings.TrimSpace(vals[f]) == "" {
+				return fmt.Errorf("data.%s is required for a %s credential", f, typ)
+			}
+		}
+		return nil
+	}
+	for _, v := range []string{d.Token, d.Username, d.Password, d.Header, d.Query, d.Value, d.TokenURL, d.ClientID, d.ClientSecret,
+		d.Scope, d.Host, d.From} {
+		if len(v) > maxField || strings.ContainsAny(v, "\r\n\x00") {
+			return Data{}, fmt.Errorf("data: a field is longer than %d bytes or holds a line break or NUL", maxField)
+		}
+	}
+	var err error
+	switch typ {
+	case TypeBearer:
+		err = need("token")
+	case TypeBasic:
+		err = need("username", "password")
+	case TypeAPIKey:
+		err = need("value")
+		if err == nil && (d.Header == "") == (d.Query == "") {
+			err = errors.New("data: an api_key credential names one of header or query")
+		}
+	case TypeOAuth2:
+		err = need("token_url", "client_id", "client_secret")
+		if err == nil {
+			if u, perr := url.Parse(d.TokenURL); perr != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				err = errors.New("data.token_url must be an absolute http or https URL")
+			}
+		}
+	case TypeSMTP:
+		err = need("host", "from")
+		if err == nil && (d.Port < 1 || d.Port > 65535) {
+			err = errors.New("data.port must be a port number")
+		}
+		if err == nil && d.TLS != "starttls" && d.TLS != "tls" && d.TLS != "none" {
+			err = errors.New(`data.tls must be "starttls", "tls" or "none"`)
+		}
+	default:
+		err = fmt.Errorf("type must be one of %s", strings.Join(Types, ", "))
+	}
+	if err != nil {
+		return Data{}, err
+	}
+	return d, nil
+}
+
+// Secrets are the values of c that must never appear in what is stored
+// or logged of a request (a response echoing them, an error quoting them).
+func (c *Credential) Secrets() []string {
+	var out []string
+	for _, v := range []string{c.Data.Token, c.Data.Password, c.Data.Value, c.Data.ClientSecret} {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	if c.Type == TypeBasic {
+		out = append(out, basic(c.Data.Username, c.Data.Password))
+	}
+	return out
+}
+
+func basic(user, pass string) string {
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+}
+
+// Tokens fetches and caches OAuth2 client-credentials tokens, one per
+// credential (and its data: a changed secret is another key), until they
+// expire. Safe for concurrent use.
+type Tokens struct {
+	// Client makes the token requests (the dispatcher's guarded client).
+	Client *http.Client
+	// Now is the clock.
+	Now func() time.Time
+
+	mu     sync.Mutex
+	tokens map[string]token
+}
+
+type token struct {
+	access string
+	until  time.Time
+}
+
+// maxTokenAnswer bounds what is read of a token endpoint's answer.
+const maxTokenAnswer = 64 << 10
+
+func cacheKey(c *Credential) string {
+	return c.Name + "\x00" + c.Data.TokenURL + "\x00" + c.Data.ClientID + "\x00" + c.Data.ClientSecret + "\x00" + c.Data.Scope
+}
+
+// Token is c's access token: the cached one unless it expired or fresh is
+// set (a 401 with the cached one), else one fetched from its token_url.
+func (t *Tokens) Token(ctx context.Context, c *Credential, fresh bool) (string, error) {
+	key := cacheKey(c)
+	t.mu.Lock()
+	if t.tokens == nil {
+		t.tokens = map[string]token{}
+	}
+	tok, ok := t.tokens[key]
+	t.mu.Unlock()
+	if ok && !fresh && t.Now().Before(tok.until) {
+		return tok.access, nil
+	}
+	form := url.Values{"grant_type": {"client_credentials"}}
+	if c.Data.Scope != "" {
+		form.Set("scope", c.Data.Scope)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Data.TokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", fmt.Errorf("credential %s: the token request cannot be made: %w", c.Name, err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.SetBasicAuth(url.QueryEscape(c.Data.ClientID), url.QueryEscape(c.Data.ClientSecret))
+	resp, err := t.Client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("credential %s: the token request failed: %w", c.Name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenAnswer))
+	if err != nil {
+		return "", fmt.Errorf("credential %s: error reading the token answer: %w", c.Name, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("credential %s: the token endpoint answered %d", c.Name, resp.StatusCode)
+	}
+	var answer struct {
+		AccessToken string `json:"access_token"`
+		ExpiresIn   int64  `json:"expires_in"`
+	}
+	if err := json.Unmarshal(body, &answer); err != nil || answer.AccessToken == "" {
+		return "", fmt.Errorf("credential %s: the token endpoint's answer has no access_token", c.Name)
+	}
+	ttl := time.Duration(answer.ExpiresIn) * time.Second
+	if ttl <= 0 {
+		ttl = time.Hour
+	}
+	// Renewed a little before it expires: a request under way keeps it.
+	until := t.Now().Add(ttl - min(ttl/10, 30*time.Second))
+	t.mu.Lock()
+	t.tokens[key] = token{access: answer.AccessToken, until: until}
+	t.mu.Unlock()
+	return answer.AccessToken, nil
+}
+
+// Apply puts credential c on req: its Authorization header, its API key
+// header or query parameter, or its OAuth2 access token (tokens, fresh:
+// see Token). It returns the values to redact from what comes back.
+func Apply(ctx context.Context, req *http.Request, c *Credential, tokens *Tokens, fresh bool) ([]string, error) {
+	secrets := c.Secrets()
+	switch c.Type {
+	case TypeBearer:
+		req.Header.Set("Authorization", "Bearer "+c.Data.Token)
+	case TypeBasic:
+		req.Header.Set("Authorization", "Basic "+basic(c.Data.Username, c.Data.Password))
+	case TypeAPIKey:
+		if c.Data.Header != "" {
+			req.Header.Set(c.Data.Header, c.Data.Value)
+		} else {
+			q := req.URL.Query()
+			q.Set(c.Data.Query, c.Data.Value)
+			req.URL.RawQuery = q.Encode()
+		}
+	case TypeOAuth2:
+		tok, err := tokens.Token(ctx, c, fresh)
+		if err != nil {
+			return secrets, err
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		secrets = append(secrets, tok)
+	default:
+		return secrets, fmt.Errorf("credential %s is of type %s, which an HTTP step cannot use", c.Name, c.Type)
+	}
+	return secrets, nil
+}
