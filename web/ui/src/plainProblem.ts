@@ -37,7 +37,7 @@ function unquote(s: string): string {
 const RULES: [RegExp, (m: RegExpExecArray, msg: string, src?: string) => string][] = [
   // expr-lang: syntax
   [
-    /unexpected token EOF/,
+    /unexpected token EOF|unexpected end of expression/,
     (_m, msg, src) => {
       const p = position(msg);
       const before = src ? src.trim().slice(-24) : "";

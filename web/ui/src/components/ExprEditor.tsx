@@ -27,6 +27,9 @@ export default function ExprEditor({ value, onChange, scope, label, placeholder,
   const view = useRef<EditorView | null>(null);
   const change = useRef(onChange);
   change.current = onChange;
+  // The texts handed up not yet come back as value: React may render a
+  // value a keystroke behind the editor, which must not undo the keystroke.
+  const sent = useRef<string[]>([]);
   const scopeRef = useRef(scope);
   scopeRef.current = scope;
 
@@ -63,7 +66,11 @@ export default function ExprEditor({ value, onChange, scope, label, placeholder,
           EditorView.contentAttributes.of({ "aria-label": label, spellcheck: "false", ...(describedBy ? { "aria-describedby": describedBy } : {}) }),
           EditorView.theme({ "&": { minHeight: `${rows * 1.45 + 0.6}em` } }),
           EditorView.updateListener.of((u) => {
-            if (u.docChanged) change.current(u.state.doc.toString());
+            if (u.docChanged) {
+              const text = u.state.doc.toString();
+              sent.current.push(text);
+              change.current(text);
+            }
             if (u.focusChanged && u.view.hasFocus) setExprTarget(target);
           }),
         ],
@@ -83,6 +90,12 @@ export default function ExprEditor({ value, onChange, scope, label, placeholder,
   // A value set from outside (the plain field, a rename) replaces the text.
   useEffect(() => {
     const v = view.current;
+    const i = sent.current.indexOf(value);
+    if (i >= 0) {
+      sent.current.splice(0, i + 1);
+      return;
+    }
+    sent.current = [];
     if (v && v.state.doc.toString() !== value) v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: value } });
   }, [value]);
 

@@ -58,7 +58,7 @@ export function ExprPreview({
       if (err instanceof ApiError && err.code === "not_testable") setShown({ state: "off", why: `No preview: ${err.message.replace(/^not_testable: /, "")}` });
       else if (err instanceof ApiError && err.details?.length) {
         const mine = err.details.find((p) => (edgeId ? p.edge_id === edgeId : p.node_id === nodeId)) ?? err.details[0];
-        setShown({ state: "error", message: mine.message, path: mine.path });
+        setShown({ state: "error", message: mine.message.replace(/^(node|edge) "[^"]*": /, ""), path: mine.path });
       } else setShown({ state: "error", message: (err as Error).message });
     }
   };

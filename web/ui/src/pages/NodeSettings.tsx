@@ -377,13 +377,13 @@ function OutcomesEditor({
 
 // ServerProblems shows the server's messages about one field, marked
 // stale once the field was edited after the save that found them.
-export function ServerProblems({ problems, id }: { problems: (Problem & { stale?: boolean })[]; id: string }) {
+export function ServerProblems({ problems, id, src }: { problems: (Problem & { stale?: boolean })[]; id: string; src?: string }) {
   return (
     <>
       {problems.map((p, i) => (
         <p key={i} className={`field-error ${p.stale ? "stale" : ""}`} role="alert" data-check="server">
           ⚠ {p.stale ? "At the last save: " : ""}
-          <PlainProblem message={problemText(p.message, id)} path={p.path} />
+          <PlainProblem message={problemText(p.message, id)} path={p.path} src={p.stale ? undefined : src} />
         </p>
       ))}
     </>
@@ -446,7 +446,7 @@ function ExpressionField({
           {check}
         </p>
       )}
-      <ServerProblems problems={problems} id={nodeId} />
+      <ServerProblems problems={problems} id={nodeId} src={value} />
     </div>
   );
 }
@@ -1166,7 +1166,7 @@ export function EdgeSettings({ edge, source, siblings, edges, cycle, problems, o
           {conditionProblems.map((p, i) => (
             <p key={i} className={`field-error ${p.stale ? "stale" : ""}`} role="alert" data-check="server">
               ⚠ {p.stale ? "At the last save: " : ""}
-              <PlainProblem message={problemText(p.message, edge.id)} path={p.path} src={draft} />
+              <PlainProblem message={problemText(p.message, edge.id)} path={p.path} src={p.stale ? undefined : draft} />
             </p>
           ))}
         </div>
