@@ -60,11 +60,18 @@ const RULES: [RegExp, (m: RegExpExecArray, msg: string, src?: string) => string]
   [/index out of range/, () => "The list has no item at that position."],
   [/memory budget exceeded|operations budget|timed out/, () => "The expression does too much work (or runs too long) and was stopped."],
   // JSON Schema (forms, node settings)
-  [/fits none of the alternatives: (.*)/, (m) => `The value fits none of the accepted forms. Fixing any one is enough: ${m[1].replace(/\((\d+)\) /g, "($1) ").replace(/got (\w+), want (\w+)/g, (_s, g, w) => `${typeWord(w)} is expected, not ${typeWord(g)}`)}`],
+  [
+    /fits none of the alternatives: (.*)/,
+    (m) =>
+      `The value fits none of the accepted forms; fixing any one is enough: ${m[1]
+        .split(/;? ?\((\d+)\) /)
+        .filter((x) => x && !/^\d+$/.test(x))
+        .map((alt, i) => `(${i + 1}) ${plainProblem(alt.replace(/^at (\S+): /, "")) ?? alt}`)
+        .join(" ")}`,
+  ],
   [/missing properties (.+)/, (m) => `These must be filled in: ${m[1].replace(/'/g, "")}.`],
   [/missing property '?([^']+)'?/, (m) => `“${m[1]}” must be filled in.`],
   [/additional properties (.+) not allowed/, (m) => `${m[1].replace(/'/g, "")} ${m[1].includes(",") ? "are" : "is"} not allowed here.`],
-  [/got (\w+), want (.+)$/, (m) => `${typeWord(m[2]).replace(/^./, (c) => c.toUpperCase())} is expected here, not ${typeWord(m[1])}.`],
   [/value must be one of (.+)/, (m) => `Choose one of ${m[1]}.`],
   [/value must be (.+)/, (m) => `The value must be ${m[1]}.`],
   [/minimum: got (\S+), want (\S+)/, (m) => `At least ${m[2]} (this is ${m[1]}).`],
@@ -73,6 +80,7 @@ const RULES: [RegExp, (m: RegExpExecArray, msg: string, src?: string) => string]
   [/maxLength: got (\d+), want (\d+)/, (m) => `At most ${m[2]} characters (this has ${m[1]}).`],
   [/minItems: got (\d+), want (\d+)/, (m) => `At least ${m[2]} items (this has ${m[1]}).`],
   [/maxItems: got (\d+), want (\d+)/, (m) => `At most ${m[2]} items (this has ${m[1]}).`],
+  [/got (\w+), want (.+)$/, (m) => `${typeWord(m[2]).replace(/^./, (c) => c.toUpperCase())} is expected here, not ${typeWord(m[1])}.`],
   [/(.+) does not match pattern (.+)/, (m) => `${m[1]} does not have the expected form (${m[2]}).`],
   [/not valid JSON|invalid character .* looking for/, () => "This is not valid JSON: check quotes, commas and brackets."],
 ];
