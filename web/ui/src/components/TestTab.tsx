@@ -1,37 +1,6 @@
 import { useState } from "react";
-import { api, ApiError, type Run } from "../api";
-
-// Sample is what a step tried alone sees (POST …/nodes/{key}/test).
-interface Sample {
-  input: any;
-  steps: Record<string, { input?: any; output?: any }>;
-  run: { input: any };
-  vars: Record<string, any>;
-}
-
-interface TestAnswer {
-  output: any;
-  error: string | null;
-  edges: { id?: string; target: string; label: string; taken: boolean; error?: string }[];
-  logs?: { message: string; data?: any }[];
-  duration_ms: number;
-}
-
-// The last sample tried per flow and step, kept while the page lives.
-const lastSample = new Map<string, string>();
-
-// fromRun is the sample a run gives node nodeId: its input there, every
-// step's input and output, the run's input and variables.
-function fromRun(r: Run & { variables?: Record<string, any> }, nodeId: string): Sample {
-  const steps: Sample["steps"] = {};
-  let input: any = {};
-  for (const n of Object.values(r.nodes ?? {})) {
-    if (n.index?.length) continue; // a fan-out's instances: the step's own row is enough to start from
-    steps[n.node_id] = { input: n.input, output: n.output };
-    if (n.node_id === nodeId && n.input !== null && n.input !== undefined) input = n.input;
-  }
-  return { input, steps, run: { input: r.input ?? {} }, vars: r.variables ?? {} };
-}
+import { api, ApiError } from "../api";
+import { drafts, fromRun, loadLastRun, setAnswer as keepAnswer, setDraft as keepDraft, type Sample, type TestAnswer } from "./sample";
 
 // TestTab tries the step alone with a sample — its input, earlier steps'
 // outputs, the run's input and variables — against the graph as it stands
@@ -40,7 +9,12 @@ function fromRun(r: Run & { variables?: Record<string, any> }, nodeId: string): 
 // the flow's latest run; nothing is written as a run.
 export function TestTab({ flowId, nodeId, graph }: { flowId: string | null; nodeId: string; graph: () => unknown }) {
   const key = `${flowId}/${nodeId}`;
-  const [draft, setDraft] = useState(lastSample.get(key) ?? "");
+  const [draft, setDraftState] = useState(drafts.get(key) ?? "");
+  // The draft is shared as you type: the data panel and previews use it.
+  const setDraft = (t: string) => {
+    setDraftState(t);
+    if (flowId) keepDraft(flowId, nodeId, t);
+  };
   const [loading, setLoading] = useState(false);
   const [answer, setAnswer] = useState<TestAnswer | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -55,8 +29,7 @@ export function TestTab({ flowId, nodeId, graph }: { flowId: string | null; node
     setLoading(true);
     setError(null);
     try {
-      const list = await api<{ runs: Run[] }>("GET", `/runs?flow_id=${flowId}&limit=1`);
-      const run = list.runs[0] ? await api<Run>("GET", `/runs/${list.runs[0].id}`) : null;
+      const run = await loadLastRun(flowId, true);
       const s: Sample = run ? fromRun(run, nodeId) : { input: {}, steps: {}, run: { input: {} }, vars: {} };
       setDraft(JSON.stringify(s, null, 2));
       if (!run) setError("The flow has no run yet: fill in the sample by hand.");
@@ -74,12 +47,13 @@ export function TestTab({ flowId, nodeId, graph }: { flowId: string | null; node
       return setError(`The sample is not valid JSON: ${(err as Error).message}`);
     }
     if (!sample || typeof sample !== "object" || Array.isArray(sample)) return setError("The sample must be a JSON object: {input, steps, run, vars}.");
-    lastSample.set(key, draft);
     setLoading(true);
     setError(null);
     setAnswer(null);
     try {
-      setAnswer(await api<TestAnswer>("POST", `/flows/${flowId}/nodes/${encodeURIComponent(nodeId)}/test`, { ...(sample as object), graph: graph() }));
+      const a = await api<TestAnswer>("POST", `/flows/${flowId}/nodes/${encodeURIComponent(nodeId)}/test`, { ...(sample as object), graph: graph() });
+      setAnswer(a);
+      keepAnswer(flowId, nodeId, a);
     } catch (err) {
       setError(err instanceof ApiError && err.code === "not_testable" ? err.message.replace(/^not_testable: /, "") : (err as Error).message);
     } finally {

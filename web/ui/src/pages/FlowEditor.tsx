@@ -604,6 +604,9 @@ function Editor({ flowId, version }: Props) {
               onDelete={deleteEdge}
               onSelectNode={selectNode}
               problems={problems.filter((p) => p.edge_id === selectedEdge.id)}
+              flowId={flowId}
+              nodes={nodes}
+              graph={() => withSettings(fromCanvas(nodes, edges), settings)}
             />
           ) : (
             <>

@@ -2,6 +2,7 @@
 // (calls an existing REST API) and an Event node (waits for an event
 // posted to /api/v1/events).
 import { useState } from "react";
+import { useTemplateTarget } from "../components/exprTarget";
 import type { Problem } from "../api";
 import { span } from "../components/common";
 import { HTTP_METHODS, parseSuccessCodes } from "../graph";
@@ -105,6 +106,9 @@ export function HTTPFields({
     else if (!checkJSON(t)) onChange({ ...data, body: JSON.parse(t) });
   };
 
+  // The url and body take a path clicked in the data panel as {{ path }}.
+  const urlTarget = useTemplateTarget<HTMLInputElement>((v) => set("url")(v));
+  const bodyTarget = useTemplateTarget<HTMLTextAreaElement>((v) => typeBody(v));
   const [codes, setCodes] = useState<string>(() => (Array.isArray(data.successCodes) ? data.successCodes.join(", ") : ""));
   const parsedCodes = parseSuccessCodes(codes);
   const method = typeof data.method === "string" && data.method ? data.method.toUpperCase() : "GET";
@@ -129,6 +133,8 @@ export function HTTPFields({
         </label>
         <input
           id="node-http-url"
+          ref={urlTarget.ref}
+          onFocus={urlTarget.onFocus}
           className="mono"
           placeholder="https://api.example.com/leads/{{ input.id }}"
           spellCheck={false}
@@ -200,6 +206,8 @@ export function HTTPFields({
         {mode !== "none" && (
           <textarea
             id="node-body"
+            ref={bodyTarget.ref}
+            onFocus={bodyTarget.onFocus}
             className="mono"
             rows={5}
             spellCheck={false}

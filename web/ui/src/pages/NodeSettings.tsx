@@ -6,6 +6,12 @@ import { TaskForm } from "../components/LazyTaskForm";
 import { JsonTab } from "../components/JsonTab";
 import { TestTab } from "../components/TestTab";
 import { PanelTabs, type PanelTab } from "../components/PanelTabs";
+import { DataPanel } from "../components/DataPanel";
+import { ExpressionInput } from "../components/ExpressionInput";
+import { ExprPreview } from "../components/ExprPreview";
+import { PlainProblem } from "../components/PlainProblem";
+import { useStepData } from "../components/sample";
+import { scopeOf, type Scope } from "../components/scope";
 import type { CanvasNode } from "../graph";
 import { movesEntity, typeInfo } from "../nodetypes";
 import { EVENT_FIELDS, EventFields, HTTP_FIELDS, HTTPFields } from "./IntegrationSettings";
@@ -81,6 +87,8 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
   const [idError, setIdError] = useState<string | null>(null);
   const [target, setTarget] = useState("");
   const [tab, setTab] = useState<PanelTab>("settings");
+  const stepData = useStepData(flowId, node.id);
+  const scope = scopeOf(node.id, stepData, nodes, edges, false);
   const targets = nodes.filter((n) => n.id !== node.id && !edges.some((e) => e.source === node.id && e.target === n.id));
   const outgoing = edges.filter((e) => e.source === node.id);
   // A server message about one field is shown under that field; the rest
@@ -124,8 +132,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
         .map((p, i) => (
           <p key={i} className={`field-error ${p.stale ? "stale" : ""}`} role="alert">
             ⚠ {p.stale ? "At the last save: " : ""}
-            {p.path ? <span className="mono">{p.path}: </span> : null}
-            {p.message}
+            <PlainProblem message={p.message} path={p.path} />
           </p>
         ))}
       {tab === "test" ? (
@@ -192,13 +199,18 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
           <UXForm key={`form-${node.id}`} nodeId={node.id} data={d} onChange={(nd) => onChange(node.id, nd)} problems={at("form")} />
         </>
       )}
-      {type === "Transform" && <ExpressionField value={d.expression ?? ""} onChange={set(["expression"])} problems={at("expression")} nodeId={node.id} />}
+      {type === "Transform" && (
+        <ExpressionField value={d.expression ?? ""} onChange={set(["expression"])} problems={at("expression")} nodeId={node.id} scope={scope}>
+          <ExprPreview flowId={flowId} nodeId={node.id} text={d.expression ?? ""} sample={stepData.sample} graph={graph} />
+        </ExpressionField>
+      )}
       {type === "Wait" && <WaitFields data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} />}
       {type === "Splitter" && (
         <Field label="Array path" id="node-array" hint="A gjson path into the input, e.g. contacts or lead.contacts. One parallel path per item.">
           <input id="node-array" className="mono" value={d.arrayPath ?? ""} onChange={(e) => set(["arrayPath"])(e.target.value)} />
         </Field>
       )}
+      <DataPanel scope={scope} output={stepData.output} from={stepData.from} tested={stepData.tested} condition={false} />
       {moves &&
         (["onSuccess", "onFailure"] as const).map((when) => (
           <Movement
@@ -365,13 +377,13 @@ function OutcomesEditor({
 
 // ServerProblems shows the server's messages about one field, marked
 // stale once the field was edited after the save that found them.
-export function ServerProblems({ problems, id }: { problems: (Problem & { stale?: boolean })[]; id: string }) {
+export function ServerProblems({ problems, id, src }: { problems: (Problem & { stale?: boolean })[]; id: string; src?: string }) {
   return (
     <>
       {problems.map((p, i) => (
         <p key={i} className={`field-error ${p.stale ? "stale" : ""}`} role="alert" data-check="server">
           ⚠ {p.stale ? "At the last save: " : ""}
-          {problemText(p.message, id)}
+          <PlainProblem message={problemText(p.message, id)} path={p.path} src={p.stale ? undefined : src} />
         </p>
       ))}
     </>
@@ -381,7 +393,21 @@ export function ServerProblems({ problems, id }: { problems: (Problem & { stale?
 // ExpressionField edits a Transform's expression: its value is the
 // node's output. Slips are caught as you type; the server compiles it
 // when the flow is saved and its message is shown here.
-function ExpressionField({ value, onChange, problems, nodeId }: { value: string; onChange: (v: string) => void; problems: (Problem & { stale?: boolean })[]; nodeId: string }) {
+function ExpressionField({
+  value,
+  onChange,
+  problems,
+  nodeId,
+  scope,
+  children,
+}: {
+  value: string;
+  onChange: (v: string) => void;
+  problems: (Problem & { stale?: boolean })[];
+  nodeId: string;
+  scope: Scope;
+  children?: React.ReactNode;
+}) {
   const empty = "Write an expression whose value is the output, e.g. {\"name\": upper(input.first)}.";
   const [check, setCheck] = useState<string | null>(() => (value ? checkExpression(value, empty) : null));
   const first = useRef(true);
@@ -396,20 +422,22 @@ function ExpressionField({ value, onChange, problems, nodeId }: { value: string;
   return (
     <div className="field">
       <label htmlFor="node-expression">Expression</label>
-      <textarea
+      <ExpressionInput
         id="node-expression"
-        className="mono"
+        label="Expression"
         rows={5}
-        spellCheck={false}
         placeholder='{"name": upper(input.first), "hot": input.employees > 100}'
         value={value}
-        aria-invalid={!!check || problems.some((p) => !p.stale)}
-        aria-describedby="node-expression-help"
-        onChange={(e) => onChange(e.target.value)}
+        scope={scope}
+        invalid={!!check || problems.some((p) => !p.stale)}
+        describedBy="node-expression-help"
+        onChange={onChange}
       />
+      {children}
       <p className="hint" id="node-expression-help">
         An <a href="https://expr-lang.org/docs/language-definition" target="_blank" rel="noreferrer">expr</a> expression; its value is this step's output.
-        Names: <code>input</code> (this step's input), <code>run.id</code>, <code>run.input</code>, <code>entity</code> (or nil). E.g.{" "}
+        Names: <code>input</code> (this step's input), <code>run.id</code>, <code>run.input</code>, <code>entity</code> (or nil), <code>steps.&lt;id&gt;.output</code>,{" "}
+        <code>vars.&lt;name&gt;</code> (Ctrl-Space lists them). E.g.{" "}
         <code>{`{"name": upper(input.first), "hot": input.employees > 100}`}</code>. It is compiled when you save; an error while it runs fails the step with
         the reason.
       </p>
@@ -418,7 +446,7 @@ function ExpressionField({ value, onChange, problems, nodeId }: { value: string;
           {check}
         </p>
       )}
-      <ServerProblems problems={problems} id={nodeId} />
+      <ServerProblems problems={problems} id={nodeId} src={value} />
     </div>
   );
 }
@@ -996,6 +1024,11 @@ interface EdgeProps {
   onChange: (id: string, data: Record<string, any>) => void;
   onDelete: (id: string) => void;
   onSelectNode: (id: string) => void;
+  // For the data panel, completions and the condition's preview: the
+  // flow, its nodes and the graph as it stands.
+  flowId?: string | null;
+  nodes?: CanvasNode[];
+  graph?: () => unknown;
 }
 
 const BRANCH_KEYS = ["condition", "default", "on", "outcome"];
@@ -1003,7 +1036,7 @@ const BRANCH_KEYS = ["condition", "default", "on", "outcome"];
 // EdgeSettings edits when an edge is taken (always, on a condition, as the
 // "else", on failure, on an outcome) and its mapping: target key → gjson
 // path into the upstream output.
-export function EdgeSettings({ edge, source, siblings, edges, cycle, problems, onChange, onDelete, onSelectNode }: EdgeProps) {
+export function EdgeSettings({ edge, source, siblings, edges, cycle, problems, onChange, onDelete, onSelectNode, flowId = null, nodes = [], graph = () => null }: EdgeProps) {
   const data: Record<string, any> = (edge.data as Record<string, any>) ?? {};
   const mapping: Record<string, string> = (data.mapping as Record<string, string>) ?? {};
   const [rows, setRows] = useState<[string, string][]>(() => Object.entries(mapping));
@@ -1011,6 +1044,9 @@ export function EdgeSettings({ edge, source, siblings, edges, cycle, problems, o
   const isUX = String(source?.type ?? "").toLowerCase() === "ux";
   const outcomes = outcomesOf(source?.data);
   const [draft, setDraft] = useState<string>(typeof data.condition === "string" ? data.condition : "");
+  // A condition reads its source step's output and input.
+  const stepData = useStepData(flowId, edge.source);
+  const scope = scopeOf(edge.source, stepData, nodes, edges, true);
   const [check, setCheck] = useState<string | null>(() => (kind === "condition" ? checkExpression(draft) : null));
   // The expression is checked a moment after typing stops.
   useEffect(() => {
@@ -1075,8 +1111,7 @@ export function EdgeSettings({ edge, source, siblings, edges, cycle, problems, o
       {otherProblems.map((p, i) => (
         <p key={i} className={`field-error ${p.stale ? "stale" : ""}`} role="alert">
           ⚠ {p.stale ? "At the last save: " : ""}
-          {p.path ? <span className="mono">{p.path}: </span> : null}
-          {problemText(p.message, edge.id)}
+          <PlainProblem message={problemText(p.message, edge.id)} path={p.path} />
         </p>
       ))}
       <fieldset className="edge-kinds">
@@ -1095,24 +1130,33 @@ export function EdgeSettings({ edge, source, siblings, edges, cycle, problems, o
       {kind === "condition" && (
         <div className="field">
           <label htmlFor="edge-condition">Condition</label>
-          <textarea
+          <ExpressionInput
             id="edge-condition"
-            className="mono"
+            label="Condition"
             rows={3}
-            spellCheck={false}
             placeholder="output.score > 50"
             value={draft}
-            aria-invalid={!!check || conditionProblems.some((p) => !p.stale)}
-            aria-describedby="edge-condition-help"
-            onChange={(e) => {
-              setDraft(e.target.value);
-              onChange(edge.id, { ...data, condition: e.target.value });
+            scope={scope}
+            invalid={!!check || conditionProblems.some((p) => !p.stale)}
+            describedBy="edge-condition-help"
+            onChange={(v) => {
+              setDraft(v);
+              onChange(edge.id, { ...data, condition: v });
             }}
+          />
+          <ExprPreview
+            flowId={flowId}
+            nodeId={edge.source}
+            edgeId={edge.id}
+            text={draft}
+            sample={stepData.sample}
+            graph={graph}
+            manual={String(source?.type ?? "").toLowerCase() === "http" ? `sends ${edge.source}'s request` : undefined}
           />
           <p className="hint" id="edge-condition-help">
             An <a href="https://expr-lang.org/docs/language-definition" target="_blank" rel="noreferrer">expr</a> expression that is true or false.
             Names: <code>output</code> ({src}'s output), <code>input</code> ({src}'s input), <code>run.id</code>, <code>run.input</code>,{" "}
-            <code>entity</code> (or nil). E.g. <code>output.score &gt; 50 &amp;&amp; entity != nil</code>. Names and types are checked when you save.
+            <code>entity</code> (or nil), <code>steps.&lt;id&gt;.output</code>, <code>vars.&lt;name&gt;</code>. E.g. <code>output.score &gt; 50 &amp;&amp; entity != nil</code>. Names and types are checked when you save.
           </p>
           {check && (
             <p className="field-error" role="alert" data-check="local">
@@ -1122,11 +1166,12 @@ export function EdgeSettings({ edge, source, siblings, edges, cycle, problems, o
           {conditionProblems.map((p, i) => (
             <p key={i} className={`field-error ${p.stale ? "stale" : ""}`} role="alert" data-check="server">
               ⚠ {p.stale ? "At the last save: " : ""}
-              {problemText(p.message, edge.id)}
+              <PlainProblem message={problemText(p.message, edge.id)} path={p.path} src={p.stale ? undefined : draft} />
             </p>
           ))}
         </div>
       )}
+      {kind === "condition" && <DataPanel scope={scope} output={stepData.output} from={stepData.from} tested={stepData.tested} condition />}
       {kind === "default" && otherDefault && (
         <p className="field-error" role="alert">
           Another edge from {src} is already its “else”: keep one.
@@ -1296,8 +1341,7 @@ function LoopFields({
       {problems.map((p, i) => (
         <p key={i} className={`field-error ${p.stale ? "stale" : ""}`} role="alert" data-check="server">
           ⚠ {p.stale ? "At the last save: " : ""}
-          {p.path ? <span className="mono">{p.path}: </span> : null}
-          {problemText(p.message, edge.id)}
+          <PlainProblem message={problemText(p.message, edge.id)} path={p.path} />
         </p>
       ))}
     </fieldset>

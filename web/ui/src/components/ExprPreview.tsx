@@ -1,0 +1,102 @@
+// ExprPreview shows, under an expression field, what it gives against the
+// current sample: the step is tried alone (POST …/nodes/{key}/test) a
+// moment after typing stops — a Transform's value, or whether an edge
+// would be taken. Nothing is written as a run.
+import { useEffect, useRef, useState } from "react";
+import { api, ApiError } from "../api";
+import { PlainProblem } from "./PlainProblem";
+import type { Sample, TestAnswer } from "./sample";
+
+type Shown = { state: "pending" } | { state: "value"; value: any } | { state: "taken"; taken: boolean } | { state: "error"; message: string; path?: string } | { state: "off"; why: string };
+
+export function ExprPreview({
+  flowId,
+  nodeId,
+  edgeId,
+  text,
+  sample,
+  graph,
+  manual,
+}: {
+  flowId: string | null;
+  // nodeId: the step tried (an edge's source for a condition).
+  nodeId: string;
+  // edgeId: show whether this edge is taken rather than the step's value.
+  edgeId?: string;
+  text: string;
+  sample: Sample;
+  graph: () => unknown;
+  // manual: try only when asked (a step whose test has effects, such as a request sent).
+  manual?: string;
+}) {
+  const [shown, setShown] = useState<Shown | null>(null);
+  const seq = useRef(0);
+  const sampleRef = useRef(sample);
+  sampleRef.current = sample;
+  const graphRef = useRef(graph);
+  graphRef.current = graph;
+  const sampleKey = JSON.stringify(sample);
+
+  const run = async () => {
+    if (!flowId) return setShown({ state: "off", why: "Save the flow once to see a preview." });
+    if (!text.trim()) return setShown(null);
+    const n = ++seq.current;
+    setShown({ state: "pending" });
+    try {
+      const a = await api<TestAnswer>("POST", `/flows/${flowId}/nodes/${encodeURIComponent(nodeId)}/test`, { ...sampleRef.current, graph: graphRef.current() }, undefined, { quiet: true });
+      if (n !== seq.current) return;
+      if (edgeId) {
+        const e = a.edges.find((x) => x.id === edgeId);
+        if (a.error) setShown({ state: "error", message: `${nodeId} failed: ${a.error}` });
+        else if (!e) setShown({ state: "off", why: "This edge is not among the step's edges yet." });
+        else if (e.error) setShown({ state: "error", message: e.error });
+        else setShown({ state: "taken", taken: e.taken });
+      } else if (a.error) setShown({ state: "error", message: a.error });
+      else setShown({ state: "value", value: a.output });
+    } catch (err) {
+      if (n !== seq.current) return;
+      if (err instanceof ApiError && err.code === "not_testable") setShown({ state: "off", why: `No preview: ${err.message.replace(/^not_testable: /, "")}` });
+      else if (err instanceof ApiError && err.details?.length) {
+        const mine = err.details.find((p) => (edgeId ? p.edge_id === edgeId : p.node_id === nodeId)) ?? err.details[0];
+        setShown({ state: "error", message: mine.message.replace(/^(node|edge) "[^"]*": /, ""), path: mine.path });
+      } else setShown({ state: "error", message: (err as Error).message });
+    }
+  };
+
+  useEffect(() => {
+    if (manual) return;
+    const t = window.setTimeout(run, 400);
+    return () => window.clearTimeout(t);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [text, sampleKey, flowId, nodeId, edgeId, manual]);
+
+  return (
+    <div className="expr-preview" data-preview={shown?.state ?? "none"} data-taken={shown?.state === "taken" ? String(shown.taken) : undefined} aria-live="polite">
+      {manual && (
+        <button type="button" className="linklike small" onClick={run}>
+          Preview ({manual})
+        </button>
+      )}
+      {shown?.state === "pending" && <span className="muted small">Preview: working it out…</span>}
+      {shown?.state === "value" && (
+        <>
+          <span className="muted small">Preview, with the sample: </span>
+          <code className="mono" data-preview-value>
+            {JSON.stringify(shown.value)}
+          </code>
+        </>
+      )}
+      {shown?.state === "taken" && (
+        <span className="small" data-preview-value>
+          Preview, with the sample: {shown.taken ? "✓ true — this edge would be taken" : "✗ false — this edge would not be taken"}
+        </span>
+      )}
+      {shown?.state === "error" && (
+        <span className="preview-error small">
+          Preview: <PlainProblem message={shown.message} path={shown.path} src={text} />
+        </span>
+      )}
+      {shown?.state === "off" && <span className="muted small">{shown.why}</span>}
+    </div>
+  );
+}
