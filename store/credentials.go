@@ -25,6 +25,20 @@ type CredentialInfo struct {
 	UpdatedAt    time.Time `json:"updated_at"`
 }
 
+// credentialRow is what is read of a credentials row but its seal.
+type credentialRow struct {
+	Name, Type           string
+	AllowedHosts         pq.StringArray `gorm:"type:text[]"`
+	CreatedBy, UpdatedBy string
+	CreatedAt, UpdatedAt time.Time
+	Inserted             bool
+}
+
+func (r *credentialRow) info() CredentialInfo {
+	return CredentialInfo{Name: r.Name, Type: r.Type, AllowedHosts: nonNil([]string(r.AllowedHosts)), CreatedBy: r.CreatedBy,
+		UpdatedBy: r.UpdatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
 // PutCredentialParams stores a credential, creating or replacing it.
 type PutCredentialParams struct {
 	Name, Type string
@@ -50,19 +64,12 @@ func (s *Store) PutCredential(ctx context.Context, p PutCredentialParams) (info 
 	if p.Box == nil {
 		return CredentialInfo{}, false, secretbox.ErrNoKey
 	}
-	raw, err := json.Marshal(p.Data)
-	if err != nil {
-		return CredentialInfo{}, false, fmt.Errorf("error encoding credential %s: %w", p.Name, err)
-	}
+	raw, _ := json.Marshal(p.Data) //nolint:gosec // sealed before it is stored, never logged; strings and an int always marshal
 	sealed, err := p.Box.Seal(sealName(p.Name), raw)
 	if err != nil {
 		return CredentialInfo{}, false, err
 	}
-	var row struct {
-		CredentialInfo
-		AllowedHosts pq.StringArray
-		Inserted     bool
-	}
+	var row credentialRow
 	q := `INSERT INTO credentials (name, type, ciphertext, nonce, key_id, allowed_hosts, created_by, updated_by, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?::text[], ?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET type = excluded.type, ciphertext = excluded.ciphertext, nonce = excluded.nonce,
@@ -81,35 +88,27 @@ func (s *Store) PutCredential(ctx context.Context, p PutCredentialParams) (info 
 	if res.RowsAffected == 0 {
 		return CredentialInfo{}, false, fmt.Errorf("credential %s: %w", p.Name, engine.ErrNotFound)
 	}
-	row.CredentialInfo.AllowedHosts = nonNil([]string(row.AllowedHosts))
-	return row.CredentialInfo, row.Inserted, nil
+	return row.info(), row.Inserted, nil
 }
 
 // Credentials lists every credential by name (byte order): names, types,
 // hosts and times, never data.
 func (s *Store) Credentials(ctx context.Context) ([]CredentialInfo, error) {
-	var rows []struct {
-		CredentialInfo
-		AllowedHosts pq.StringArray
-	}
+	var rows []credentialRow
 	if err := s.db.WithContext(ctx).Raw(`SELECT name, type, allowed_hosts, created_by, updated_by, created_at, updated_at
 		FROM credentials ORDER BY name COLLATE "C"`).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("error listing credentials: %w", interpretError(err))
 	}
 	out := make([]CredentialInfo, len(rows))
-	for i, r := range rows {
-		out[i] = r.CredentialInfo
-		out[i].AllowedHosts = nonNil([]string(r.AllowedHosts))
+	for i := range rows {
+		out[i] = rows[i].info()
 	}
 	return out, nil
 }
 
 // CredentialInfoOf is one credential as the API shows it.
 func (s *Store) CredentialInfoOf(ctx context.Context, name string) (CredentialInfo, error) {
-	var row struct {
-		CredentialInfo
-		AllowedHosts pq.StringArray
-	}
+	var row credentialRow
 	res := s.db.WithContext(ctx).Raw(`SELECT name, type, allowed_hosts, created_by, updated_by, created_at, updated_at
 		FROM credentials WHERE name = ?`, name).Scan(&row)
 	if res.Error != nil {
@@ -118,8 +117,7 @@ func (s *Store) CredentialInfoOf(ctx context.Context, name string) (CredentialIn
 	if res.RowsAffected == 0 {
 		return CredentialInfo{}, fmt.Errorf("credential %s: %w", name, engine.ErrNotFound)
 	}
-	row.CredentialInfo.AllowedHosts = nonNil([]string(row.AllowedHosts))
-	return row.CredentialInfo, nil
+	return row.info(), nil
 }
 
 // DeleteCredential deletes a credential (engine.ErrNotFound: none).
@@ -152,7 +150,7 @@ func (r *CredentialReader) Credential(ctx context.Context, name string) (*creden
 		Ciphertext   []byte
 		Nonce        []byte
 		KeyID        string
-		AllowedHosts pq.StringArray
+		AllowedHosts pq.StringArray `gorm:"type:text[]"`
 	}
 	res := r.Store.db.WithContext(ctx).Raw(`SELECT type, ciphertext, nonce, key_id, allowed_hosts FROM credentials WHERE name = ?`, name).Scan(&row)
 	if res.Error != nil {

@@ -17,7 +17,7 @@ import (
 // limit; check reads steps.request and vars; check's edge "big" leads to
 // approve and notify (an HTTP step), its "small" (else) to auto.
 func dataPanelFlow(t *testing.T, s *stack) string {
-	ext := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ext := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"ok": true}`))
 	}))
