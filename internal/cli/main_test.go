@@ -56,6 +56,8 @@ var configSettings = []struct {
 	{"body-limit", "STITCHD_BODY_LIMIT", "1048576", "2048", "4096", func(o *options) string { return strconv.FormatInt(o.bodyLimit, 10) }},
 	{"max-fanout-items", "STITCHD_MAX_FANOUT_ITEMS", "100000", "250000", "5", func(o *options) string { return strconv.Itoa(o.maxFanOutItems) }},
 	{"expr-memory", "STITCHD_EXPR_MEMORY", "67108864", "2097152", "33554432", func(o *options) string { return strconv.FormatInt(o.exprMemory, 10) }},
+	{"code-memory", "STITCHD_CODE_MEMORY", "67108864", "16777216", "33554432", func(o *options) string { return strconv.FormatInt(o.codeMemory, 10) }},
+	{"code-concurrency", "STITCHD_CODE_CONCURRENCY", "2", "4", "3", func(o *options) string { return strconv.Itoa(o.codeConcurrency) }},
 	{"expr-timeout", "STITCHD_EXPR_TIMEOUT", "1s", "250ms", "5s", func(o *options) string { return o.exprTimeout.String() }},
 	{"max-run-nodes", "STITCHD_MAX_RUN_NODES", "1000000", "50000", "7", func(o *options) string { return strconv.Itoa(o.maxRunNodes) }},
 	{"data-dir", "STITCHD_DATA_DIR", "", "/env/pg", "/flag/pg", func(o *options) string { return o.dataDir }},
