@@ -189,14 +189,17 @@ type Value struct {
 }
 
 // CompileValue compiles and type-checks a value expression: it may name
-// only input, run, entity, steps and item. The message of the error is meant for the
+// only input, run, entity, steps, vars and item. The message of the error is meant for the
 // person who wrote it.
 func CompileValue(src string) (*Value, error) {
 	return compileValue(src, newExprRun(ExprLimits{}, nil))
 }
 
-func compileValue(src string, r exprRun) (*Value, error) {
-	p, budget, err := compileLimited(src, expr.Env(ValueEnv{}))
+func compileValue(src string, r exprRun) (*Value, error) { return compileIn(src, r, ValueEnv{}) }
+
+// compileIn compiles a value expression over env's names.
+func compileIn(src string, r exprRun, env any) (*Value, error) {
+	p, budget, err := compileLimited(src, expr.Env(env))
 	if err != nil {
 		return nil, err
 	}
@@ -215,17 +218,7 @@ func CompileVariable(src string) (*Value, error) {
 	return compileVariable(src, newExprRun(ExprLimits{}, nil))
 }
 
-func compileVariable(src string, r exprRun) (*Value, error) {
-	p, budget, err := compileLimited(src, expr.Env(ConditionEnv{}))
-	if err != nil {
-		return nil, err
-	}
-	refs, err := refsOf(p.Node())
-	if err != nil {
-		return nil, err
-	}
-	return &Value{program: p, run: r, budget: budget, Refs: refs}, nil
-}
+func compileVariable(src string, r exprRun) (*Value, error) { return compileIn(src, r, ConditionEnv{}) }
 
 // Eval evaluates the expression within its limits (ExprLimits): past
 // one, the error is an *ExprLimitError.

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/testkit"
 )
 
 // TestCodeStep: a Code step runs its script in the dispatcher's sandbox,
@@ -80,11 +78,11 @@ func TestCodeStep(t *testing.T) {
 	t.Logf("the endless script failed %s after its run started (limit 1.5 s)", time.Since(began))
 
 	// 1 GB asked for: refused at the memory bound (16 MiB here).
-	before := rss(t)
+	before := testkit.RSSMiB(t)
 	big := h.createFlow([]map[string]any{code("alloc", `const b = new ArrayBuffer(1024 * 1024 * 1024); return b.byteLength`)}, nil)
 	br := h.waitRun(h.startRun(big, map[string]any{}).ID, "failed")
 	require.Contains(t, *br.Nodes["alloc"].Error, "code_limit: the script needed more memory than its 16 MiB")
-	require.Less(t, rss(t)-before, 300, "the process did not take the gigabyte")
+	require.Less(t, testkit.RSSMiB(t)-before, 300, "the process did not take the gigabyte")
 
 	// A syntax error: refused at save, with its line and column.
 	var resp struct {
@@ -117,20 +115,4 @@ func TestCodeStep(t *testing.T) {
 	require.JSONEq(t, `{"total": 3, "currency": "USD", "io": ["undefined", "undefined", "undefined"]}`, string(tried.Output))
 	require.Len(t, tried.Logs, 1)
 	require.Equal(t, "summing 1 items", tried.Logs[0].Message)
-}
-
-// rss is this process's resident memory in MiB.
-func rss(t *testing.T) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			require.NoError(t, err)
-			return kb >> 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/internal/testkit"
 
 	"github.com/stitchd/stitchd/internal/jsbox"
 )
@@ -75,7 +74,7 @@ func TestRunStopsAtItsTime(t *testing.T) {
 // the process's memory stays far below them.
 func TestRunStopsAtItsMemory(t *testing.T) {
 	t.Parallel()
-	before := rssMiB(t)
+	before := testkit.RSSMiB(t)
 	for _, src := range []string{
 		`const b = new ArrayBuffer(1 << 30); return b.byteLength`,
 		`const a = []; for (;;) a.push("x".repeat(1 << 20) + a.length)`,
@@ -97,7 +96,7 @@ func TestRunStopsAtItsMemory(t *testing.T) {
 			t.Fatalf("%s: %v", src, err)
 		}
 	}
-	require.Less(t, rssMiB(t)-before, 400, "the process grew by less than the allocations asked")
+	require.Less(t, testkit.RSSMiB(t)-before, 400, "the process grew by less than the allocations asked")
 }
 
 // TestScriptErrors: a syntax error names its line and column in the
@@ -136,19 +135,4 @@ func TestLogsBounded(t *testing.T) {
 	require.Len(t, res.Logs, jsbox.MaxLogLines+1)
 	require.LessOrEqual(t, len(res.Logs[0]), jsbox.MaxLogLine+len("…"))
 	require.Equal(t, "… more lines not kept", res.Logs[jsbox.MaxLogLines])
-}
-
-func rssMiB(t *testing.T) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			require.NoError(t, err)
-			return kb >> 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
 }
