@@ -121,7 +121,7 @@ func codeType() engine.NodeTypeSpec {
 		Help:          "Runs a JavaScript function body over input, run, steps, vars, item and entity; what it returns is the output. No I/O.",
 		DefaultConfig: json.RawMessage(`{"source":"return input;"}`), Handler: Code{},
 		ConfigSchema: object(`"required":["source"],"additionalProperties":false,"properties":{
-			"source":{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(jsbox.MaxSource) + `,"title":"JavaScript (a function body: return the output)"},
+			"source":{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(jsbox.MaxSource) + `,"contentMediaType":"text/javascript","title":"JavaScript (a function body: return the output)"},
 			"timeoutMs":{"type":"integer","minimum":1,"maximum":` + strconv.FormatInt(jsbox.MaxTimeout.Milliseconds(), 10) + `,"title":"Time limit (ms)","default":1000},` + common + `}`),
 		Statuses: statuses(engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed),
 		Check:    checkCode,

@@ -55,6 +55,19 @@ export function errorSchemaOf(problems: Problem[]): { schema: ErrorSchema; unpla
   return { schema: schema as ErrorSchema, unplaced };
 }
 
+// uiSchemaOf shows a long text field as a text area: a property whose
+// contentMediaType is text (a Code step's JavaScript), or longer than a
+// line can show.
+function uiSchemaOf(schema: Record<string, any>): Record<string, any> {
+  const ui: Record<string, any> = {};
+  for (const [k, p] of Object.entries<any>(schema?.properties ?? {})) {
+    if (p?.type === "string" && ((typeof p.contentMediaType === "string" && p.contentMediaType.startsWith("text/")) || (p.maxLength ?? 0) > 1000)) {
+      ui[k] = { "ui:widget": "textarea", "ui:options": { rows: p.contentMediaType ? 12 : 5 } };
+    }
+  }
+  return ui;
+}
+
 export interface TaskFormHandle {
   // check runs the form's own checks and shows their messages; false when
   // something is wrong.
@@ -68,6 +81,7 @@ export const TaskForm = forwardRef<
   const form = useRef<Form<any, RJSFSchema, any>>(null);
   const checkable = useMemo(() => canCheck(schema), [schema]);
   const { schema: extra, unplaced } = useMemo(() => errorSchemaOf(serverProblems), [serverProblems]);
+  const uiSchema = useMemo(() => uiSchemaOf(schema), [schema]);
   useImperativeHandle(ref, () => ({ check: () => !checkable || (form.current?.validateForm() ?? true) }), [checkable]);
   return (
     <div className="task-form" data-form-checked={checkable ? "client" : "server"}>
@@ -75,6 +89,7 @@ export const TaskForm = forwardRef<
         ref={form}
         idPrefix={`f-${id}`}
         schema={schema as RJSFSchema}
+        uiSchema={uiSchema}
         validator={formValidator}
         formData={value}
         onChange={(e) => onChange(e.formData)}
