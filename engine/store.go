@@ -244,6 +244,15 @@ type Tx interface {
 	// they voted at that attempt already (added false, nothing written),
 	// and returns every vote of the attempt, oldest first.
 	AddDecision(ctx context.Context, d UXDecision) (all []Vote, added bool, err error)
+	// Claim returns the claim of waiting UX node key's current attempt
+	// (nil: none; a claim of another attempt, or of a node no longer
+	// waiting, is none).
+	Claim(ctx context.Context, runID, key string) (*Claim, error)
+	// SetClaim sets the claim of UX node key at attempt (nil clears it).
+	SetClaim(ctx context.Context, runID, key string, attempt int, c *Claim) error
+	// Reassign replaces whom UX node key, waiting at attempt, is assigned
+	// to, and clears its claim.
+	Reassign(ctx context.Context, runID, key string, attempt int, a *Assignees) error
 }
 
 // NodeTransition is one compare-and-set on a node state.
