@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"slices"
 )
 
@@ -51,23 +50,20 @@ func jsonMembers(raw json.RawMessage) (ms []jsonMember, ok bool) {
 }
 
 // jsonObject writes members as a JSON object, in their order.
-func jsonObject(ms []jsonMember) (json.RawMessage, error) {
+func jsonObject(ms []jsonMember) json.RawMessage {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, m := range ms {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, err := json.Marshal(m.key)
-		if err != nil {
-			return nil, fmt.Errorf("error encoding a form's key: %w", err)
-		}
+		k, _ := json.Marshal(m.key) // a string always encodes
 		b.Write(k)
 		b.WriteByte(':')
 		b.Write(m.val)
 	}
 	b.WriteByte('}')
-	return b.Bytes(), nil
+	return b.Bytes()
 }
 
 // RecordFormOrder returns form with "x-order" set beside each
@@ -132,9 +128,7 @@ func walkForm(schema json.RawMessage, record func([]jsonMember) []string) (json.
 			} else {
 				props = inOrder(props, order)
 			}
-			if ms[i].val, err = jsonObject(props); err != nil {
-				return nil, err
-			}
+			ms[i].val = jsonObject(props)
 		case "items":
 			if ms[i].val, err = walkForm(ms[i].val, record); err != nil {
 				return nil, err
@@ -142,17 +136,14 @@ func walkForm(schema json.RawMessage, record func([]jsonMember) []string) (json.
 		}
 	}
 	if record != nil && order != nil {
-		ov, err := json.Marshal(order)
-		if err != nil {
-			return nil, fmt.Errorf("error encoding a form's order: %w", err)
-		}
+		ov, _ := json.Marshal(order) // strings always encode
 		if orderAt >= 0 {
 			ms[orderAt].val = ov
 		} else {
 			ms = append(ms, jsonMember{FormOrderKey, ov})
 		}
 	}
-	return jsonObject(ms)
+	return jsonObject(ms), nil
 }
 
 // inOrder puts props in order: those order names first, as it lists them,
@@ -210,8 +201,8 @@ func graphForms(graph json.RawMessage, fn func(json.RawMessage) (json.RawMessage
 			continue
 		}
 		var nodes []json.RawMessage
-		if json.Unmarshal(gm[i].val, &nodes) != nil {
-			return graph, nil
+		if !isArray(gm[i].val) || json.Unmarshal(gm[i].val, &nodes) != nil {
+			continue
 		}
 		for j, n := range nodes {
 			nm, ok := jsonMembers(n)
@@ -236,15 +227,9 @@ func graphForms(graph json.RawMessage, fn func(json.RawMessage) (json.RawMessage
 					}
 					dm[l].val, changed = f, true
 				}
-				var err error
-				if nm[k].val, err = jsonObject(dm); err != nil {
-					return nil, err
-				}
+				nm[k].val = jsonObject(dm)
 			}
-			var err error
-			if nodes[j], err = jsonObject(nm); err != nil {
-				return nil, err
-			}
+			nodes[j] = jsonObject(nm)
 		}
 		var b bytes.Buffer
 		b.WriteByte('[')
@@ -260,5 +245,11 @@ func graphForms(graph json.RawMessage, fn func(json.RawMessage) (json.RawMessage
 	if !changed {
 		return graph, nil
 	}
-	return jsonObject(gm)
+	return jsonObject(gm), nil
+}
+
+// isArray reports whether raw is a JSON array.
+func isArray(raw json.RawMessage) bool {
+	b := bytes.TrimSpace(raw)
+	return len(b) > 0 && b[0] == '['
 }

@@ -27,7 +27,7 @@ const (
 	EventDecidedFor = "approval.decided_for"
 )
 
-// ErrClaimed: the node is claimed by someone else. It is a conflict
+// ErrClaimed is the error of a node claimed by someone else. It is a conflict
 // (errors.Is(err, ErrConflict)).
 var ErrClaimed error = claimedError{}
 
@@ -107,11 +107,11 @@ func person(a *Actor, what string) error {
 // decide it. Claiming a node one holds already answers the claim; one
 // claimed by someone else is ErrClaimed.
 func (e *Engine) ClaimUX(ctx context.Context, p TaskParams) (*Claim, error) {
-	if err := person(p.Actor, "a claim"); err != nil {
-		return nil, err
-	}
 	var out *Claim
 	err := e.onTask(ctx, p, func(t *txn, n *Node, cur *NodeState, claim *Claim) error {
+		if err := person(p.Actor, "a claim"); err != nil {
+			return err
+		}
 		if claim != nil {
 			if strings.EqualFold(claim.By, p.Actor.Email) {
 				out = claim
