@@ -72,6 +72,9 @@ func (c *countingTx) SetClaim(ctx context.Context, runID, key string, attempt in
 func (c *countingTx) Reassign(ctx context.Context, runID, key string, attempt int, a *Assignees) error {
 	return c.wrote(c.Tx.Reassign(ctx, runID, key, attempt, a))
 }
+func (c *countingTx) SetEscalation(ctx context.Context, runID, key string, step, secs int) error {
+	return c.wrote(c.Tx.SetEscalation(ctx, runID, key, step, secs))
+}
 func (c *countingTx) SaveRunWithEvents(ctx context.Context, s RunSave) error {
 	return c.wrote(c.Tx.SaveRunWithEvents(ctx, s))
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -233,4 +234,80 @@ func (a *Actor) name() string {
 		return "admin"
 	}
 	return a.Email
+}
+
+// EventNodeEscalated is recorded when a UX node still waiting was
+// reassigned by its data.escalation.
+const EventNodeEscalated = "node.escalated"
+
+// Escalation is one step of a UX node's data.escalation: once the node has
+// waited AfterSeconds, it is reassigned to Assignees ({users, groups}).
+type Escalation struct {
+	AfterSeconds int             `json:"afterSeconds"`
+	Assignees    json.RawMessage `json:"assignees"`
+}
+
+// uxEscalations reads a UX node's data.escalation (the compiler checked
+// it: ascending afterSeconds, static assignees).
+func uxEscalations(n *Node) []Escalation {
+	var cfg struct {
+		Escalation []Escalation `json:"escalation"`
+	}
+	if len(n.Config) > 0 {
+		_ = json.Unmarshal(n.Config, &cfg)
+	}
+	return cfg.Escalation
+}
+
+// firstEscalation is when a UX node's first escalation falls due, in
+// seconds from when it starts waiting (0: it has none).
+func firstEscalation(n *Node) int {
+	if !n.Caps.WaitsForPerson {
+		return 0
+	}
+	if es := uxEscalations(n); len(es) > 0 {
+		return max(es[0].AfterSeconds, 1)
+	}
+	return 0
+}
+
+// EscalateApproval reassigns a UX node still waiting for a person when its
+// next escalation fell due: its assignees are replaced by the
+// escalation's (and its claim ends), a node.escalated event and an
+// approval.requested notification to the new assignees, and the next
+// escalation is set as far ahead as its afterSeconds is after this one's.
+// A node no longer waiting that attempt is left alone.
+func (e *Engine) EscalateApproval(ctx context.Context, runID, key string, attempt int) error {
+	return e.whileIn(ctx, runID, key, attempt, StatusWaitingForUser, func(t *txn, n *Node, _ *NodeState) error {
+		es := uxEscalations(n)
+		step, err := t.tx.EscalationStep(t.ctx, runID, key)
+		if err != nil {
+			return fmt.Errorf("error loading the escalation of %s: %w", key, err)
+		}
+		if step >= len(es) {
+			return t.tx.SetEscalation(t.ctx, runID, key, step, 0)
+		}
+		v, err := decodeJSON(es[step].Assignees)
+		if err != nil {
+			return err
+		}
+		a, err := AssigneesOf(v)
+		if err != nil {
+			return fmt.Errorf("escalation %d of node %s: %w", step, key, err)
+		}
+		if err := t.tx.Reassign(t.ctx, runID, key, attempt, a); err != nil {
+			return fmt.Errorf("error escalating %s: %w", key, err)
+		}
+		t.event(EventNodeEscalated, key, map[string]any{"attempt": attempt, "step": step, "assignees": a,
+			"after_seconds": es[step].AfterSeconds})
+		t.notifyApproval(NotifyApprovalRequested, n, key, attempt, map[string]any{"assignees": a, "escalated": true})
+		next := 0
+		if step+1 < len(es) {
+			next = max(es[step+1].AfterSeconds-es[step].AfterSeconds, 1)
+		}
+		if err := t.tx.SetEscalation(t.ctx, runID, key, step+1, next); err != nil {
+			return fmt.Errorf("error setting the next escalation of %s: %w", key, err)
+		}
+		return nil
+	})
 }

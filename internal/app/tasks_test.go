@@ -384,3 +384,55 @@ func TestRejectWithoutForm(t *testing.T) {
 		"edges": []map[string]any{}}})
 	require.Contains(t, byPath(details), `nodes[0].data.formOutcomes["0"]`)
 }
+
+// TestEscalation: data.escalation reassigns a waiting node as each
+// deadline passes (on a moved clock), ending its claim; reminders and the
+// timeout keep working.
+func TestEscalation(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ann := h.tokenFor("ann@example.com", "approver", "finance")
+	lee := h.tokenFor("lee@example.com", "approver", "finance-leads")
+	boss := h.tokenFor("boss@example.com", "approver")
+	flowID, _ := h.askFlow(map[string]any{"assignees": map[string]any{"groups": []string{"finance"}},
+		"remindAfterSeconds": 30, "timeoutSeconds": 7200, "onTimeout": "approve",
+		"escalation": []map[string]any{
+			{"afterSeconds": 60, "assignees": map[string]any{"groups": []string{"finance-leads"}}},
+			{"afterSeconds": 3600, "assignees": map[string]any{"users": []string{"boss@example.com"}}}}})
+	run := h.startRun(flowID, map[string]any{}).ID
+	require.Contains(t, h.approvalsOf(ann, "groups"), run)
+	code, _ := h.taskCall(ann, run, "claim", nil)
+	require.Equal(t, 200, code)
+	h.advance(30 * time.Second)
+	h.sweeps(2)
+	require.Contains(t, h.approvalsOf(ann, "groups"), run, "not yet")
+
+	h.advance(31 * time.Second)
+	h.eventually(func() bool { _, ok := h.approvalsOf(lee, "groups")[run]; return ok }, "escalated to finance-leads")
+	require.NotContains(t, h.approvalsOf(ann, "groups"), run, "finance no longer has it")
+	it := h.approvalsOf(lee, "groups")[run]
+	require.Nil(t, it.ClaimedBy, "escalating ends the claim")
+	require.Equal(t, &engine.Assignees{Users: []string{}, Groups: []string{"finance-leads"}}, it.Assignees)
+	require.Equal(t, 1, h.eventCount(run, engine.EventNodeEscalated))
+	require.Positive(t, h.eventCount(run, "node.reminder"), "reminders keep working")
+
+	h.advance(3540 * time.Second)
+	h.eventually(func() bool { _, ok := h.approvalsOf(boss, "me")[run]; return ok }, "escalated to boss")
+	require.NotContains(t, h.approvalsOf(lee, "groups"), run)
+	require.Equal(t, "waiting_for_user", h.run(run).Nodes["ask"].Status)
+	require.Equal(t, 2, h.eventCount(run, engine.EventNodeEscalated))
+	h.advance(2 * time.Hour)
+	h.sweeps(2)
+	require.Equal(t, 2, h.eventCount(run, engine.EventNodeEscalated), "no escalation left")
+	require.Equal(t, "timeout", h.askOutput(run).Decision.By, "the timeout still answers")
+
+	// Checked at save.
+	_, details := h.refused(422, "POST", "/api/v1/flows", map[string]any{"name": "bad", "graph": map[string]any{
+		"nodes": []map[string]any{node("ask", "UX", map[string]any{"escalation": []map[string]any{
+			{"afterSeconds": 60, "assignees": map[string]any{"groups": []string{"a"}}},
+			{"afterSeconds": 30, "assignees": "input.x"}}})},
+		"edges": []map[string]any{}}})
+	got := byPath(details)
+	require.Contains(t, got, `nodes[0].data.escalation["1"].afterSeconds`, "%v", got)
+	require.Contains(t, got, `nodes[0].data.escalation["1"].assignees`, "%v", got)
+}
