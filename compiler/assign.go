@@ -31,6 +31,51 @@ func (c *compiler) checkPeople(id string, base loc, root gjson.Result) {
 	}
 }
 
+// maxEscalations bounds a UX node's data.escalation.
+const maxEscalations = 20
+
+// checkEscalation checks a UX node's data.escalation: a list of
+// {afterSeconds, assignees}, afterSeconds whole seconds rising from one
+// step to the next, assignees an object {users, groups} (no expression:
+// nothing is evaluated when a node escalates).
+func (c *compiler) checkEscalation(id string, path loc, r gjson.Result) {
+	if !present(r) {
+		return
+	}
+	if !r.IsArray() || len(r.Array()) == 0 || len(r.Array()) > maxEscalations {
+		c.errAt(CodeInvalidConfig, id, "", path, "UX node %q: escalation must be a list of 1 to %d {\"afterSeconds\", \"assignees\"}", id, maxEscalations)
+		return
+	}
+	last := int64(0)
+	for i, e := range r.Array() {
+		at := path.field(strconv.Itoa(i))
+		if !e.IsObject() {
+			c.errAt(CodeInvalidConfig, id, "", at, "UX node %q: escalation[%d] must be {\"afterSeconds\", \"assignees\"}", id, i)
+			continue
+		}
+		e.ForEach(func(k, _ gjson.Result) bool {
+			if k.Str != "afterSeconds" && k.Str != "assignees" {
+				c.errAt(CodeInvalidConfig, id, "", at.field(k.Str), "UX node %q: escalation[%d] has an unknown field %q (afterSeconds, assignees)", id, i, k.Str)
+			}
+			return true
+		})
+		n, ok := integer(e.Get("afterSeconds"))
+		switch {
+		case !ok || n < 1 || float64(n) > maxTimeoutSeconds:
+			c.errAt(CodeInvalidConfig, id, "", at.field("afterSeconds"), "UX node %q: escalation[%d].afterSeconds must be a whole number of seconds from 1 to %.0f, got %s", id, i, maxTimeoutSeconds, orMissing(e.Get("afterSeconds")))
+		case n <= last:
+			c.errAt(CodeInvalidConfig, id, "", at.field("afterSeconds"), "UX node %q: escalation[%d].afterSeconds (%d) must be more than the step before's (%d)", id, i, n, last)
+		default:
+			last = n
+		}
+		if a := e.Get("assignees"); !a.IsObject() {
+			c.errAt(CodeInvalidConfig, id, "", at.field("assignees"), "UX node %q: escalation[%d].assignees must be {\"users\": [emails], \"groups\": [names]}", id, i)
+		} else {
+			c.checkAssignees(id, at.field("assignees"), a)
+		}
+	}
+}
+
 // checkAssignees checks data.assignees and returns them when static
 // (nil for none, an expression or a wrong shape).
 func (c *compiler) checkAssignees(id string, path loc, r gjson.Result) *engine.Assignees {

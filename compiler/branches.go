@@ -179,6 +179,36 @@ func (c *compiler) checkOutcomes(id string, path loc, r gjson.Result) {
 	}
 }
 
+// checkFormOutcomes checks a UX node's data.formOutcomes: a list of its
+// outcomes (those its form applies to), each once.
+func (c *compiler) checkFormOutcomes(id string, path loc, root gjson.Result) {
+	r := root.Get("formOutcomes")
+	if !present(r) {
+		return
+	}
+	if !r.IsArray() {
+		c.errAt(CodeInvalidConfig, id, "", path, "UX node %q: formOutcomes must be a list of the node's outcomes", id)
+		return
+	}
+	outcomes := []string{"approve", "reject"}
+	if o := root.Get("outcomes"); o.IsArray() && len(o.Array()) > 0 {
+		outcomes = nil
+		for _, x := range o.Array() {
+			outcomes = append(outcomes, x.Str)
+		}
+	}
+	seen := map[string]bool{}
+	for i, o := range r.Array() {
+		switch {
+		case o.Type != gjson.String || !slices.Contains(outcomes, o.Str):
+			c.errAt(CodeInvalidConfig, id, "", path.field(strconv.Itoa(i)), "UX node %q: formOutcomes[%d] is %s, not one of its outcomes %q", id, i, o.Raw, outcomes)
+		case seen[o.Str]:
+			c.errAt(CodeInvalidConfig, id, "", path.field(strconv.Itoa(i)), "UX node %q: outcome %q is listed twice in formOutcomes", id, o.Str)
+		}
+		seen[o.Str] = true
+	}
+}
+
 // checkExpression checks a Transform's data.expression: a non-empty
 // expr-lang expression over input, run and entity.
 func (c *compiler) checkExpression(id string, path loc, r gjson.Result) {

@@ -84,8 +84,10 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 		c.checkTimeout(id, base, root.Get("timeoutSeconds"))
 		c.checkOnTimeout(id, base, root)
 		c.checkForm(id, base.field("form"), root.Get("form"))
+		c.checkFormOutcomes(id, base.field("formOutcomes"), root)
 		c.checkSummary(id, base.field("summary"), root.Get("summary"))
 		c.checkPeople(id, base, root)
+		c.checkEscalation(id, base.field("escalation"), root.Get("escalation"))
 		if r := root.Get("remindAfterSeconds"); present(r) && (r.Type != gjson.Number || !(r.Num >= 1) || r.Num > maxTimeoutSeconds) {
 			c.errAt(CodeInvalidConfig, id, "", base.field("remindAfterSeconds"), "node %q: remindAfterSeconds must be a number of seconds, at least 1 (at most %.0f), got %s", id, maxTimeoutSeconds, r.Raw)
 		}

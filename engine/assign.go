@@ -24,6 +24,9 @@ type Actor struct {
 	// Override: may decide any approval, assigned or not (admins).
 	// Separation of duties still holds.
 	Override bool
+	// Manager: may unclaim and reassign any waiting task (operators and
+	// admins).
+	Manager bool
 }
 
 // Assignees is whom a UX node waiting for a person is assigned to: any of
@@ -54,7 +57,9 @@ func (a *Assignees) Includes(actor *Actor) bool {
 // Vote is one person's decision at a UX node's attempt: a row of
 // ux_decisions, and an entry of an N-of-M node's output "decisions".
 type Vote struct {
-	By      string          `json:"by"`
+	By string `json:"by"`
+	// For is the claimer a delegate (By) decided for ("" for one's own).
+	For     string          `json:"for,omitempty"`
 	Outcome string          `json:"outcome"`
 	Comment string          `json:"comment"`
 	Answer  json.RawMessage `json:"answer"`
@@ -272,21 +277,64 @@ func (f *fireCtx) assignees(p UXPeople) (*Assignees, error) {
 	return a, nil
 }
 
-// mayDecide checks that p's actor may decide UX node n (cur: its state):
-// separation of duties (the person who started the run may not, admins
-// included), then the node's assignees (anyone when it has none; an
-// override decides any). An internal caller (no actor) is not checked.
-func (t *txn) mayDecide(_ *Node, cur *NodeState, p CompleteUXParams, people UXPeople) error {
+// mayDecide checks that p's actor may decide UX node n (cur: its state).
+// A claimed node is decided only by its claimer, their delegate (on the
+// claimer's behalf: forWhom is the claimer), or an override (admins):
+// anyone else is ErrClaimed. Otherwise mayAct checks the actor. An
+// internal caller (no actor) is not checked. viaClaim reports that the
+// decision is the claimer's (theirs, or their delegate's).
+func (t *txn) mayDecide(_ *Node, cur *NodeState, p CompleteUXParams, people UXPeople) (forWhom string, viaClaim bool, err error) {
 	a := p.Actor
 	if a == nil {
-		return nil
+		return "", false, nil
 	}
 	if strings.TrimSpace(a.Email) == "" {
-		return fmt.Errorf("%w: a decision needs a person with an email", ErrForbidden)
+		return "", false, fmt.Errorf("%w: a decision needs a person with an email", ErrForbidden)
 	}
-	if people.SeparationOfDuties && t.run.StartedBy != "" && strings.EqualFold(t.run.StartedBy, a.Email) {
+	claim, err := t.tx.Claim(t.ctx, t.run.ID, cur.Key)
+	if err != nil {
+		return "", false, fmt.Errorf("error loading the claim of %s: %w", cur.Key, err)
+	}
+	switch {
+	case claim == nil:
+	case strings.EqualFold(claim.By, a.Email):
+		viaClaim = true
+	case claim.Delegate != "" && strings.EqualFold(claim.Delegate, a.Email):
+		// The delegate decides as the claimer, who was allowed to:
+		// separation of duties holds for both.
+		if !people.SeparationOfDuties {
+			return claim.By, true, nil
+		}
+		if err := t.separate(cur, a.Email); err != nil {
+			return "", false, err
+		}
+		return claim.By, true, t.separate(cur, claim.By)
+	case a.Override:
+	default:
+		return "", false, claimedBy(cur, t.run.ID, claim)
+	}
+	return "", viaClaim, t.mayAct(cur, a, people)
+}
+
+// separate refuses, under separation of duties, a decision by the person
+// who started the run.
+func (t *txn) separate(cur *NodeState, email string) error {
+	if t.run.StartedBy != "" && strings.EqualFold(t.run.StartedBy, email) {
 		return fmt.Errorf("%w: separation of duties: %s started run %s, so someone else must decide its step %s",
-			ErrForbidden, a.Email, t.run.ID, cur.Key)
+			ErrForbidden, email, t.run.ID, cur.Key)
+	}
+	return nil
+}
+
+// mayAct checks that person a may decide UX node cur (or claim it):
+// separation of duties (the person who started the run may not, admins
+// included), then the node's assignees (anyone when it has none; an
+// override decides any).
+func (t *txn) mayAct(cur *NodeState, a *Actor, people UXPeople) error {
+	if people.SeparationOfDuties {
+		if err := t.separate(cur, a.Email); err != nil {
+			return err
+		}
 	}
 	if a.Override {
 		return nil
@@ -309,18 +357,23 @@ func (t *txn) mayDecide(_ *Node, cur *NodeState, p CompleteUXParams, people UXPe
 // towards requiredApprovals of the same outcome (one vote for an outcome
 // that does not complete the node is enough under rejectPolicy any). A
 // second vote by the same person is a conflict.
-func (t *txn) vote(cur *NodeState, p CompleteUXParams, people UXPeople, by, outcome string, completes bool) ([]Vote, bool, error) {
+func (t *txn) vote(cur *NodeState, p CompleteUXParams, people UXPeople, d decider, outcome string, completes bool) ([]Vote, bool, error) {
 	if cur.Status != StatusWaitingForUser {
 		return nil, false, &TransitionError{Key: cur.Key, Want: StatusWaitingForUser, Current: cur}
 	}
-	v := Vote{By: by, Outcome: outcome, Comment: p.Comment, Answer: orNull(p.Output), At: t.e.cfg.Clock.Now().UTC()}
+	by := d.by
+	v := Vote{By: by, For: d.forWhom, Outcome: outcome, Comment: p.Comment, Answer: orNull(p.Output), At: t.e.cfg.Clock.Now().UTC()}
 	all, added, err := t.tx.AddDecision(t.ctx, UXDecision{RunID: t.run.ID, Key: cur.Key, Attempt: cur.Attempt, Vote: v})
 	if err != nil {
 		return nil, false, fmt.Errorf("error recording the decision of %s at %s: %w", by, cur.Key, err)
 	}
 	if !added {
+		who := by
+		if d.forWhom != "" {
+			who = d.forWhom + " (through " + by + ")"
+		}
 		return nil, false, fmt.Errorf("%w: %s already decided step %s of run %s (attempt %d); each person decides once",
-			ErrConflict, by, cur.Key, t.run.ID, cur.Attempt)
+			ErrConflict, who, cur.Key, t.run.ID, cur.Attempt)
 	}
 	need := people.RequiredApprovals
 	if !completes && people.RejectPolicy != RejectMajority {
@@ -334,15 +387,36 @@ func (t *txn) vote(cur *NodeState, p CompleteUXParams, people UXPeople, by, outc
 	}
 	decided := p.Actor == nil || count >= need
 	if people.RequiredApprovals > 1 {
-		t.event(EventApprovalVote, cur.Key, map[string]any{"attempt": cur.Attempt, "by": by, "outcome": outcome,
-			"comment": v.Comment, "votes": count, "required": need, "decided": decided})
+		ev := map[string]any{"attempt": cur.Attempt, "by": by, "outcome": outcome,
+			"comment": v.Comment, "votes": count, "required": need, "decided": decided}
+		if d.forWhom != "" {
+			ev["for"] = d.forWhom
+		}
+		t.event(EventApprovalVote, cur.Key, ev)
+	}
+	if d.forWhom != "" {
+		t.event(EventDecidedFor, cur.Key, map[string]any{"attempt": cur.Attempt, "by": by, "for": d.forWhom,
+			"outcome": outcome, "comment": v.Comment, "decided": decided})
+	}
+	if d.viaClaim && !decided {
+		// The claimer has voted: the claim has served (others vote next).
+		if err := t.tx.SetClaim(t.ctx, t.run.ID, cur.Key, cur.Attempt, nil); err != nil {
+			return nil, false, fmt.Errorf("error ending the claim of %s: %w", cur.Key, err)
+		}
 	}
 	return all, decided, nil
 }
 
-// decider is who decides p: the actor's email, else p.By ("system" when
+// decider is who decides: by (the voter), forWhom (the claimer a
+// delegate decides for, else ""), viaClaim (the claimer's decision).
+type decider struct {
+	by, forWhom string
+	viaClaim    bool
+}
+
+// deciderOf is who decides p: the actor's email, else p.By ("system" when
 // empty).
-func decider(p CompleteUXParams) string {
+func deciderOf(p CompleteUXParams) string {
 	switch {
 	case p.Actor != nil:
 		return p.Actor.Email

@@ -320,10 +320,12 @@ func (t *txn) decideUX(n *Node, cur *NodeState, p CompleteUXParams) error {
 	if outcome != "" && !slices.Contains(outcomes, outcome) {
 		return fmt.Errorf("%w: outcome %q is not one of node %s's outcomes %q", ErrInvalidRequest, outcome, cur.Key, outcomes)
 	}
-	people, by := UXPeopleOf(n), decider(p)
-	if err := t.mayDecide(n, cur, p, people); err != nil {
+	people, by := UXPeopleOf(n), deciderOf(p)
+	forWhom, viaClaim, err := t.mayDecide(n, cur, p, people)
+	if err != nil {
 		return err
 	}
+	d := decider{by: by, forWhom: forWhom, viaClaim: viaClaim}
 	t.outcome, t.actor, t.comment = outcome, by, p.Comment
 	if t.comment == "" {
 		t.comment = p.Error // a legacy {"status": "failed", "error"} answer's reason
@@ -340,21 +342,21 @@ func (t *txn) decideUX(n *Node, cur *NodeState, p CompleteUXParams) error {
 		case p.Comment != "":
 			msg += ": " + p.Comment // the person's reason
 		}
-		if _, decided, err := t.vote(cur, p, people, by, outcome, false); err != nil || !decided {
+		if _, decided, err := t.vote(cur, p, people, d, outcome, false); err != nil || !decided {
 			return err // a vote of several needed: the node waits on
 		}
 		tr.Steps[1], tr.Error = StatusFailed, &msg
 		return t.failWith(tr)
 	}
-	if err := checkForm(&t.e.forms, n, cur.Key, p); err != nil {
+	if err := checkForm(&t.e.forms, n, cur.Key, outcome, p); err != nil {
 		return err
 	}
-	votes, decided, err := t.vote(cur, p, people, by, outcome, true)
+	votes, decided, err := t.vote(cur, p, people, d, outcome, true)
 	if err != nil || !decided {
 		return err // a vote of several needed: the node waits on
 	}
 	out, err := withDecision(cur.Input, Decision{Outcome: outcome, Answer: orNull(p.Output), Comment: p.Comment,
-		By: by, At: t.e.cfg.Clock.Now().UTC()})
+		By: by, For: forWhom, At: t.e.cfg.Clock.Now().UTC()})
 	if err == nil && people.RequiredApprovals > 1 {
 		out, err = withVotes(out, votes)
 	}
@@ -401,7 +403,9 @@ type Decision struct {
 	Answer  json.RawMessage `json:"answer"`
 	Comment string          `json:"comment,omitempty"`
 	By      string          `json:"by,omitempty"`
-	At      time.Time       `json:"at"`
+	// For is the claimer a delegate (By) decided for.
+	For string    `json:"for,omitempty"`
+	At  time.Time `json:"at"`
 }
 
 // withDecision is a UX node's output: its input object with the decision

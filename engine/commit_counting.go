@@ -66,6 +66,15 @@ func (c *countingTx) AddDecision(ctx context.Context, d UXDecision) ([]Vote, boo
 	}
 	return all, added, err
 }
+func (c *countingTx) SetClaim(ctx context.Context, runID, key string, attempt int, cl *Claim) error {
+	return c.wrote(c.Tx.SetClaim(ctx, runID, key, attempt, cl))
+}
+func (c *countingTx) Reassign(ctx context.Context, runID, key string, attempt int, a *Assignees) error {
+	return c.wrote(c.Tx.Reassign(ctx, runID, key, attempt, a))
+}
+func (c *countingTx) SetEscalation(ctx context.Context, runID, key string, step, secs int) error {
+	return c.wrote(c.Tx.SetEscalation(ctx, runID, key, step, secs))
+}
 func (c *countingTx) SaveRunWithEvents(ctx context.Context, s RunSave) error {
 	return c.wrote(c.Tx.SaveRunWithEvents(ctx, s))
 }

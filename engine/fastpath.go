@@ -78,7 +78,7 @@ func speculable(g *ExecutionGraph, n *Node, idx []int, output json.RawMessage) b
 		}
 		// An assigned UX node's assignees may need the run's entity, and
 		// failing to work them out would fail the run.
-		if tg.node.Caps.WaitsForPerson && UXPeopleOf(tg.node).Assigned() {
+		if tg.node.Caps.WaitsForPerson && (UXPeopleOf(tg.node).Assigned() || firstEscalation(tg.node) > 0) {
 			return false
 		}
 	}

@@ -173,11 +173,11 @@ func (f *fireCtx) WaitForUser() error {
 	if err := f.act(); err != nil {
 		return err
 	}
-	secs, remind := uxTimeoutSeconds(f.node), remindSeconds(f.node)
+	secs, remind, escalate := uxTimeoutSeconds(f.node), remindSeconds(f.node), firstEscalation(f.node)
 	people := UXPeopleOf(f.node)
-	// A node reminded about or assigned starts on its own: the bulk start
-	// has no reminder time and no assignees.
-	if f.bulkable() && remind == 0 && !people.Assigned() {
+	// A node reminded about, escalated or assigned starts on its own: the
+	// bulk start has no reminder or escalation time and no assignees.
+	if f.bulkable() && remind == 0 && escalate == 0 && !people.Assigned() {
 		f.t.bulk.add(f, StatusWaitingForUser, secs, nil)
 		f.t.notifyApproval(NotifyApprovalRequested, f.node, f.key, f.attempt, nil)
 		return nil
@@ -190,7 +190,7 @@ func (f *fireCtx) WaitForUser() error {
 		return f.fail(err.Error()) // no one to ask
 	}
 	tr := f.start(StatusRunning, StatusWaitingForUser)
-	tr.DeadlineSeconds, tr.RemindSeconds, tr.Assign = secs, remind, assign
+	tr.DeadlineSeconds, tr.RemindSeconds, tr.Assign, tr.EscalateSeconds = secs, remind, assign, escalate
 	var extra map[string]any
 	if assign != nil {
 		extra = map[string]any{"assignees": assign}

@@ -405,13 +405,35 @@ func FormOf(config json.RawMessage) json.RawMessage {
 	return cfg.Form
 }
 
+// FormOutcomes returns the outcomes a UX node's form applies to
+// (data.formOutcomes; default: every outcome but reject).
+func FormOutcomes(n *Node) []string {
+	var cfg struct {
+		FormOutcomes []string `json:"formOutcomes"`
+	}
+	if len(n.Config) > 0 && json.Unmarshal(n.Config, &cfg) == nil && cfg.FormOutcomes != nil {
+		return cfg.FormOutcomes
+	}
+	var out []string
+	for _, o := range UXOutcomes(n) {
+		if o != "reject" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // checkForm refuses, before anything changes, a person's decision p at UX
 // node n (instance key) whose answer does not fit the node's form. It is
 // called for an outcome that completes the node, whose output then
 // carries the answer; a failing outcome keeps no answer, and a deadline's
 // onTimeout outcome has none (nobody answered), so neither is checked.
-func checkForm(forms *FormCache, n *Node, key string, p CompleteUXParams) error {
-	if p.timedOut {
+//
+// The form applies only to the outcomes it is for (FormOutcomes): another
+// outcome (reject, escalate) needs no form filled in, and its answer is
+// kept as given.
+func checkForm(forms *FormCache, n *Node, key, outcome string, p CompleteUXParams) error {
+	if p.timedOut || !slices.Contains(FormOutcomes(n), outcome) {
 		return nil
 	}
 	f := forms.nodeForm(n)

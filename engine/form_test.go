@@ -110,7 +110,7 @@ func TestFormCheck(t *testing.T) {
 func TestCheckForm(t *testing.T) {
 	t.Parallel()
 	n := &Node{ID: "refund", Type: NodeTypeUX, Config: json.RawMessage(`{"prompt": "Refund?", "form": ` + refundForm + `}`)}
-	err := checkForm(&FormCache{}, n, "refund_2", CompleteUXParams{Outcome: "approve", Output: json.RawMessage(`{"amount": 900, "reason": "x"}`)})
+	err := checkForm(&FormCache{}, n, "refund_2", "approve", CompleteUXParams{Outcome: "approve", Output: json.RawMessage(`{"amount": 900, "reason": "x"}`)})
 	var fe *FormError
 	require.ErrorAs(t, err, &fe, "%v", err)
 	require.ErrorIs(t, err, ErrInvalidRequest, "a refused answer is a bad request")
@@ -121,14 +121,19 @@ func TestCheckForm(t *testing.T) {
 	}, fe.Problems)
 	require.Contains(t, err.Error(), "refund_2")
 
-	require.NoError(t, checkForm(&FormCache{}, n, "refund", CompleteUXParams{Output: json.RawMessage(`{"amount": 1, "reason": "late"}`)}))
-	require.Error(t, checkForm(&FormCache{}, n, "refund", CompleteUXParams{}), "no answer is null, which the form refuses")
-	require.NoError(t, checkForm(&FormCache{}, n, "refund", CompleteUXParams{timedOut: true}), "a deadline's answer is not checked")
-	require.NoError(t, checkForm(&FormCache{}, &Node{ID: "plain", Config: json.RawMessage(`{"prompt": "ok?"}`)}, "plain", CompleteUXParams{}))
-	require.NoError(t, checkForm(&FormCache{}, &Node{ID: "null", Config: json.RawMessage(`{"form": null}`)}, "null", CompleteUXParams{}))
+	require.NoError(t, checkForm(&FormCache{}, n, "refund", "approve", CompleteUXParams{Output: json.RawMessage(`{"amount": 1, "reason": "late"}`)}))
+	require.Error(t, checkForm(&FormCache{}, n, "refund", "approve", CompleteUXParams{}), "no answer is null, which the form refuses")
+	require.NoError(t, checkForm(&FormCache{}, n, "refund", "approve", CompleteUXParams{timedOut: true}), "a deadline's answer is not checked")
+	require.NoError(t, checkForm(&FormCache{}, n, "refund", "reject", CompleteUXParams{}), "reject needs no form (default formOutcomes)")
+	esc := &Node{ID: "esc", Type: NodeTypeUX, Config: json.RawMessage(`{"outcomes": ["approve", "reject", "escalate"], "formOutcomes": ["approve", "reject"], "form": ` + refundForm + `}`)}
+	require.Error(t, checkForm(&FormCache{}, esc, "esc", "reject", CompleteUXParams{}), "formOutcomes names reject")
+	require.NoError(t, checkForm(&FormCache{}, esc, "esc", "escalate", CompleteUXParams{}), "formOutcomes leaves escalate out")
+	require.Equal(t, []string{"approve", "escalate"}, FormOutcomes(&Node{Config: json.RawMessage(`{"outcomes": ["approve", "reject", "escalate"]}`)}))
+	require.NoError(t, checkForm(&FormCache{}, &Node{ID: "plain", Config: json.RawMessage(`{"prompt": "ok?"}`)}, "plain", "approve", CompleteUXParams{}))
+	require.NoError(t, checkForm(&FormCache{}, &Node{ID: "null", Config: json.RawMessage(`{"form": null}`)}, "null", "approve", CompleteUXParams{}))
 	// A form that does not compile (saved before forms were checked) is
 	// not enforced.
-	require.NoError(t, checkForm(&FormCache{}, &Node{ID: "old", Config: json.RawMessage(`{"form": {"type": 5}}`)}, "old", CompleteUXParams{}))
+	require.NoError(t, checkForm(&FormCache{}, &Node{ID: "old", Config: json.RawMessage(`{"form": {"type": 5}}`)}, "old", "approve", CompleteUXParams{}))
 }
 
 // nestedAnyOf is the red team's schema: n levels of
@@ -275,4 +280,29 @@ func TestFormIssuesBounded(t *testing.T) {
 	require.NotContains(t, issues[0].Message, "(6) ")
 	require.Contains(t, issues[0].Message, "and 45 more")
 	require.LessOrEqual(t, len(issues[0].Message), maxIssueMessage+len("…"))
+}
+
+func TestFormOrder(t *testing.T) {
+	t.Parallel()
+	form := json.RawMessage(`{"type": "object", "required": ["zeta"], "properties": {"zeta": {"type": "string"},
+		"alpha": {"type": "object", "properties": {"b": {"type": "number"}, "a": {"type": "string"}}},
+		"mid": {"type": "array", "items": {"type": "object", "properties": {"y": {}, "x": {}}}}}}`)
+	rec, err := RecordFormOrder(form)
+	require.NoError(t, err)
+	// What the stored graph does: keys sorted.
+	var v any
+	require.NoError(t, json.Unmarshal(rec, &v))
+	sorted, err := json.Marshal(v)
+	require.NoError(t, err)
+	require.Contains(t, string(sorted), `"x-order":["zeta","alpha","mid"]`)
+	require.Contains(t, string(sorted), `"x-order":["b","a"]`)
+	require.Contains(t, string(sorted), `"x-order":["y","x"]`)
+	got := string(OrderedForm(sorted))
+	require.Regexp(t, `"properties":\{"zeta":.*"alpha":\{.*"properties":\{"b":.*"a":.*"mid":`, got)
+	require.Contains(t, got, `"properties":{"y":{},"x":{}}`)
+	f, err := CompileForm(rec)
+	require.NoError(t, err, "x-order is no keyword the schema minds")
+	require.Empty(t, f.Check(json.RawMessage(`{"zeta": "z"}`)))
+	require.JSONEq(t, `[1]`, string(OrderedForm(json.RawMessage(`[1]`))))
+	require.Nil(t, OrderedForm(nil))
 }

@@ -244,6 +244,21 @@ type Tx interface {
 	// they voted at that attempt already (added false, nothing written),
 	// and returns every vote of the attempt, oldest first.
 	AddDecision(ctx context.Context, d UXDecision) (all []Vote, added bool, err error)
+	// Claim returns the claim of waiting UX node key's current attempt
+	// (nil: none; a claim of another attempt, or of a node no longer
+	// waiting, is none).
+	Claim(ctx context.Context, runID, key string) (*Claim, error)
+	// SetClaim sets the claim of UX node key at attempt (nil clears it).
+	SetClaim(ctx context.Context, runID, key string, attempt int, c *Claim) error
+	// Reassign replaces whom UX node key, waiting at attempt, is assigned
+	// to, and clears its claim.
+	Reassign(ctx context.Context, runID, key string, attempt int, a *Assignees) error
+	// EscalationStep returns which escalation of UX node key falls due
+	// next (0: the first).
+	EscalationStep(ctx context.Context, runID, key string) (int, error)
+	// SetEscalation records that escalation step of UX node key falls due
+	// in seconds (0: none does).
+	SetEscalation(ctx context.Context, runID, key string, step, seconds int) error
 }
 
 // NodeTransition is one compare-and-set on a node state.
@@ -293,6 +308,9 @@ type NodeTransition struct {
 	// Assign, for a transition that ends waiting_for_user, is whom the
 	// node is assigned to (nil: anyone).
 	Assign *Assignees
+	// EscalateSeconds, for a transition that ends waiting_for_user, is
+	// when the node's first escalation falls due (0: never).
+	EscalateSeconds int
 }
 
 // EventWait is the event an Event node waits for.

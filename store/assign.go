@@ -60,13 +60,13 @@ func assigneesOf(users, groups []byte) (*engine.Assignees, error) {
 // statement's snapshot does not see it).
 func (t *pgTx) AddDecision(ctx context.Context, d engine.UXDecision) ([]engine.Vote, bool, error) {
 	rows, err := t.raw(ctx, `WITH ins AS (
-		INSERT INTO ux_decisions (run_id, key, attempt, by_email, outcome, comment, answer, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?::jsonb, ?) ON CONFLICT DO NOTHING
-		RETURNING by_email, outcome, comment, answer, at)
-		SELECT by_email, outcome, comment, answer, at, false FROM ux_decisions WHERE run_id = ? AND key = ? AND attempt = ?
-		UNION ALL SELECT by_email, outcome, comment, answer, at, true FROM ins
-		ORDER BY 5, 1`,
-		d.RunID, d.Key, d.Attempt, d.By, d.Outcome, d.Comment, jsonArg(d.Answer), d.At,
+		INSERT INTO ux_decisions (run_id, key, attempt, by_email, for_email, outcome, comment, answer, at)
+		VALUES (?, ?, ?, ?, nullif(?, ''), ?, ?, ?::jsonb, ?) ON CONFLICT DO NOTHING
+		RETURNING by_email, for_email, outcome, comment, answer, at)
+		SELECT by_email, coalesce(for_email, ''), outcome, comment, answer, at, false FROM ux_decisions WHERE run_id = ? AND key = ? AND attempt = ?
+		UNION ALL SELECT by_email, coalesce(for_email, ''), outcome, comment, answer, at, true FROM ins
+		ORDER BY 6, 1`,
+		d.RunID, d.Key, d.Attempt, d.By, d.For, d.Outcome, d.Comment, jsonArg(d.Answer), d.At,
 		d.RunID, d.Key, d.Attempt).Rows()
 	if err != nil {
 		return nil, false, interpretError(err)
@@ -78,7 +78,7 @@ func (t *pgTx) AddDecision(ctx context.Context, d engine.UXDecision) ([]engine.V
 		var v engine.Vote
 		var answer []byte
 		var mine bool
-		if err := rows.Scan(&v.By, &v.Outcome, &v.Comment, &answer, &v.At, &mine); err != nil {
+		if err := rows.Scan(&v.By, &v.For, &v.Outcome, &v.Comment, &answer, &v.At, &mine); err != nil {
 			return nil, false, interpretError(err)
 		}
 		v.Answer, v.At = nullRaw(answer), v.At.UTC()
@@ -86,6 +86,49 @@ func (t *pgTx) AddDecision(ctx context.Context, d engine.UXDecision) ([]engine.V
 		all = append(all, v)
 	}
 	return all, added, interpretError(rows.Err())
+}
+
+// Claim implements engine.Tx.
+func (t *pgTx) Claim(ctx context.Context, runID, key string) (*engine.Claim, error) {
+	var c engine.Claim
+	err := t.raw(ctx, `SELECT claimed_by, claimed_at, coalesce(claim_delegate, '') FROM node_states
+		WHERE run_id = ? AND key = ? AND status = 'waiting_for_user' AND claimed_by IS NOT NULL AND claim_attempt = attempt`,
+		runID, key).Row().Scan(&c.By, &c.At, &c.Delegate)
+	if err = interpretError(err); isNotFound(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("node %s: %w", key, err)
+	}
+	c.At = c.At.UTC()
+	return &c, nil
+}
+
+// SetClaim implements engine.Tx.
+func (t *pgTx) SetClaim(ctx context.Context, runID, key string, attempt int, c *engine.Claim) error {
+	var err error
+	if c == nil {
+		err = t.exec(ctx, `UPDATE node_states SET claimed_by = NULL, claimed_at = NULL, claim_attempt = NULL, claim_delegate = NULL
+			WHERE run_id = ? AND key = ? AND attempt = ?`, runID, key, attempt).Error
+	} else {
+		err = t.exec(ctx, `UPDATE node_states SET claimed_by = ?, claimed_at = ?, claim_attempt = ?, claim_delegate = nullif(?, '')
+			WHERE run_id = ? AND key = ? AND attempt = ?`, c.By, c.At, attempt, c.Delegate, runID, key, attempt).Error
+	}
+	if err != nil {
+		return fmt.Errorf("node %s: %w", key, interpretError(err))
+	}
+	return nil
+}
+
+// Reassign implements engine.Tx.
+func (t *pgTx) Reassign(ctx context.Context, runID, key string, attempt int, a *engine.Assignees) error {
+	err := t.exec(ctx, `UPDATE node_states SET assign_users = ?::text[], assign_groups = ?::text[],
+		claimed_by = NULL, claimed_at = NULL, claim_attempt = NULL, claim_delegate = NULL
+		WHERE run_id = ? AND key = ? AND attempt = ? AND status = 'waiting_for_user'`,
+		pq.StringArray(nonNil(a.Users)), pq.StringArray(nonNil(a.Groups)), runID, key, attempt).Error
+	if err != nil {
+		return fmt.Errorf("node %s: %w", key, interpretError(err))
+	}
+	return nil
 }
 
 // nullRaw is a JSON value read from a nullable column (null for NULL).
@@ -99,7 +142,7 @@ func nullRaw(b []byte) json.RawMessage {
 // Votes lists the votes of attempt of UX node key of run runID, oldest
 // first.
 func (s *Store) Votes(ctx context.Context, runID, key string, attempt int) ([]engine.Vote, error) {
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT by_email, outcome, comment, answer, at FROM ux_decisions
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT by_email, coalesce(for_email, ''), outcome, comment, answer, at FROM ux_decisions
 		WHERE run_id = ? AND key = ? AND attempt = ? ORDER BY at, by_email`, runID, key, attempt).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error loading the decisions at %s: %w", key, interpretError(err))
@@ -109,7 +152,7 @@ func (s *Store) Votes(ctx context.Context, runID, key string, attempt int) ([]en
 	for rows.Next() {
 		var v engine.Vote
 		var answer []byte
-		if err := rows.Scan(&v.By, &v.Outcome, &v.Comment, &answer, &v.At); err != nil {
+		if err := rows.Scan(&v.By, &v.For, &v.Outcome, &v.Comment, &answer, &v.At); err != nil {
 			return nil, interpretError(err)
 		}
 		v.Answer, v.At = nullRaw(answer), v.At.UTC()

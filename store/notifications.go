@@ -21,6 +21,18 @@ func (s *Store) DueReminders(ctx context.Context, limit int) ([]Due, error) {
 		RETURNING run_id::text, key, attempt, false`, limit, "due reminders")
 }
 
+// DueEscalations claims up to limit UX nodes waiting for a person whose
+// escalate_at passed (database time), as DueReminders does;
+// Engine.EscalateApproval then reassigns them and sets the next one.
+func (s *Store) DueEscalations(ctx context.Context, limit int) ([]Due, error) {
+	return s.claimDue(ctx, `UPDATE node_states SET escalate_at = now() + interval '30 seconds'
+		WHERE (run_id, key) IN (SELECT n.run_id, n.key FROM node_states n WHERE n.escalate_at <= now()
+			AND n.status = 'waiting_for_user'
+			AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = n.run_id AND r.status = 'paused')
+			ORDER BY n.escalate_at LIMIT ? FOR UPDATE OF n SKIP LOCKED)
+		RETURNING run_id::text, key, attempt, false`, limit, "due escalations")
+}
+
 // ClaimNotifications claims up to limit notifications due for delivery —
 // pending ones whose time came, and ones being sent whose lease ended (a
 // process stopped while sending) — for lease: their next_attempt_at moves

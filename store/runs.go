@@ -306,6 +306,8 @@ type Approval struct {
 	Votes   []engine.Vote
 	// Assignees is whom the node is assigned to (nil: anyone).
 	Assignees *engine.Assignees
+	// Claim is who claimed the node's attempt (nil: no one).
+	Claim *engine.Claim
 }
 
 // Approvals lists nodes waiting for a person, oldest first, at most limit
@@ -324,9 +326,12 @@ func (s *Store) approvals(ctx context.Context, where string, args []any) ([]Appr
 		coalesce(v.execution_graph->'nodes'->ns.node_id->'config', '{}'), ns.input, r.entity_id::text, ns.updated_at,
 		coalesce(e.name, ''), coalesce(e.type, ''), coalesce(e.board_id::text, ''), e.email, ns.deadline, ns.iteration,
 		ns.attempt, array_to_json(ns.assign_users)::text, array_to_json(ns.assign_groups)::text,
-		(SELECT json_agg(json_build_object('by', d.by_email, 'outcome', d.outcome, 'comment', d.comment,
-			'answer', d.answer, 'at', d.at) ORDER BY d.at, d.by_email)::text
-			FROM ux_decisions d WHERE d.run_id = ns.run_id AND d.key = ns.key AND d.attempt = ns.attempt)
+		(SELECT json_agg(jsonb_strip_nulls(jsonb_build_object('by', d.by_email, 'for', d.for_email, 'outcome', d.outcome,
+			'comment', d.comment, 'at', d.at)) || jsonb_build_object('answer', d.answer) ORDER BY d.at, d.by_email)::text
+			FROM ux_decisions d WHERE d.run_id = ns.run_id AND d.key = ns.key AND d.attempt = ns.attempt),
+		CASE WHEN ns.claim_attempt = ns.attempt THEN ns.claimed_by END,
+		CASE WHEN ns.claim_attempt = ns.attempt THEN ns.claimed_at END,
+		CASE WHEN ns.claim_attempt = ns.attempt THEN ns.claim_delegate END
 		FROM node_states ns JOIN runs r ON r.id = ns.run_id JOIN flow_versions v ON v.id = r.flow_version_id
 		LEFT JOIN entities e ON e.id = r.entity_id
 		WHERE ns.status = 'waiting_for_user'`+where+` ORDER BY ns.updated_at, ns.run_id, ns.key LIMIT ?`, args...).Rows()
@@ -341,10 +346,15 @@ func (s *Store) approvals(ctx context.Context, where string, args []any) ([]Appr
 		var ent, email sql.NullString
 		var deadline sql.NullTime
 		var users, groups, votes []byte
+		var claimedBy, delegate sql.NullString
+		var claimedAt sql.NullTime
 		if err := rows.Scan(&a.RunID, &a.Key, &a.NodeID, &a.FlowID, &cfg, &in, &ent, &a.WaitingSince,
 			&a.EntityName, &a.EntityType, &a.EntityBoardID, &email, &deadline, &a.Iteration,
-			&a.Attempt, &users, &groups, &votes); err != nil {
+			&a.Attempt, &users, &groups, &votes, &claimedBy, &claimedAt, &delegate); err != nil {
 			return nil, interpretError(err)
+		}
+		if claimedBy.Valid {
+			a.Claim = &engine.Claim{By: claimedBy.String, At: claimedAt.Time.UTC(), Delegate: delegate.String}
 		}
 		var err error
 		if a.Assignees, err = assigneesOf(users, groups); err != nil {

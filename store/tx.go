@@ -738,6 +738,13 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 		q += `, remind_at = NULL`
 	}
 	switch {
+	case tr.Final() == engine.StatusWaitingForUser:
+		q += `, escalate_at = CASE WHEN ? > 0 THEN now() + make_interval(secs => ?) END, escalation_step = 0`
+		args = append(args, tr.EscalateSeconds, tr.EscalateSeconds)
+	case tr.From == engine.StatusWaitingForUser:
+		q += `, escalate_at = NULL`
+	}
+	switch {
 	case tr.Assign != nil && tr.Final() == engine.StatusWaitingForUser:
 		q += `, assign_users = ?::text[], assign_groups = ?::text[]`
 		args = append(args, nonNil(tr.Assign.Users), nonNil(tr.Assign.Groups))
@@ -978,7 +985,7 @@ func (t *pgTx) ResetNodes(ctx context.Context, runID string, nodes []engine.Rese
 	}
 	return interpretError(t.exec(ctx, `WITH r AS (UPDATE runs SET reran = true WHERE id = ? AND NOT reran)
 		UPDATE node_states n SET status = 'pending', output = NULL, error = NULL, taken = NULL,
-			deadline = NULL, wake_at = NULL, remind_at = NULL, event_name = NULL, event_key = NULL, started_at = NULL,
+			deadline = NULL, wake_at = NULL, remind_at = NULL, escalate_at = NULL, event_name = NULL, event_key = NULL, started_at = NULL,
 			finished_at = NULL, pending_parents = u.p, updated_at = now()
 		FROM unnest(?::text[], ?::int[]) AS u(k, p)
 		WHERE n.run_id = ? AND n.key = u.k`, runID, keys, pend, runID).Error)
@@ -1024,6 +1031,21 @@ func (t *pgTx) insertNotifications(ctx context.Context, ns []engine.Notification
 	return t.write(ctx, len(ns), `INSERT INTO notifications (id, type, run_id, payload, url)
 		SELECT i::uuid, ty, r::uuid, p::jsonb, nullif(w, '') FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) AS u(i, ty, r, p, w)`,
 		ids, types, runs, payloads, urls)
+}
+
+func (t *pgTx) EscalationStep(ctx context.Context, runID, key string) (int, error) {
+	var step int
+	err := t.raw(ctx, `SELECT escalation_step FROM node_states WHERE run_id = ? AND key = ?`, runID, key).Row().Scan(&step)
+	if err != nil {
+		return 0, fmt.Errorf("node %s: %w", key, interpretError(err))
+	}
+	return step, nil
+}
+
+func (t *pgTx) SetEscalation(ctx context.Context, runID, key string, step, seconds int) error {
+	return interpretError(t.exec(ctx, `UPDATE node_states SET escalation_step = ?,
+		escalate_at = CASE WHEN ? > 0 THEN now() + make_interval(secs => ?) END
+		WHERE run_id = ? AND key = ?`, step, seconds, seconds, runID, key).Error)
 }
 
 func (t *pgTx) SetRemindAt(ctx context.Context, runID, key string, seconds int) error {

@@ -35,7 +35,10 @@ var (
 	// operators who repair runs.
 	boardHands = roles(store.RoleAdmin, store.RoleEditor, store.RoleOperator)
 	deciders   = roles(store.RoleAdmin, store.RoleApprover)
-	admins     = roles(store.RoleAdmin)
+	// taskHands unclaim and reassign waiting tasks: operators and admins
+	// any, an approver the one they claimed (the engine checks).
+	taskHands = roles(store.RoleAdmin, store.RoleOperator, store.RoleApprover)
+	admins    = roles(store.RoleAdmin)
 )
 
 // accessRules is every route's rule, by "METHOD path" as registered. A
@@ -113,6 +116,10 @@ var accessRules = map[string]rule{
 	"POST /api/v1/runs/:id/nodes/:key/rerun":    operators,
 	"POST /api/v1/runs/:id/nodes/:key/retry":    operators,
 	"POST /api/v1/runs/:id/nodes/:key/complete": deciders,
+	"POST /api/v1/runs/:id/nodes/:key/claim":    deciders,
+	"POST /api/v1/runs/:id/nodes/:key/unclaim":  taskHands,
+	"POST /api/v1/runs/:id/nodes/:key/reassign": taskHands,
+	"POST /api/v1/runs/:id/nodes/:key/delegate": deciders,
 
 	"POST /api/v1/boards":            editors,
 	"GET /api/v1/boards":             readers,

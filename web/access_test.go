@@ -97,6 +97,10 @@ var permissions = map[string]string{
 	"POST /api/v1/runs/:id/nodes/:key/rerun":    "ao",
 	"POST /api/v1/runs/:id/nodes/:key/retry":    "ao",
 	"POST /api/v1/runs/:id/nodes/:key/complete": "ap",
+	"POST /api/v1/runs/:id/nodes/:key/claim":    "ap",
+	"POST /api/v1/runs/:id/nodes/:key/unclaim":  "aop",
+	"POST /api/v1/runs/:id/nodes/:key/reassign": "aop",
+	"POST /api/v1/runs/:id/nodes/:key/delegate": "ap",
 
 	"POST /api/v1/boards":            "ae",
 	"GET /api/v1/boards":             "aeov",

@@ -52,6 +52,13 @@ func (s *Server) approvals(c echo.Context) error {
 		Votes             []engine.Vote     `json:"votes"`
 		// Summary: the node's summary values, read from its input.
 		Summary []engine.SummaryValue `json:"summary,omitempty"`
+		// ClaimedBy and ClaimedAt: who claimed the task, since when (null:
+		// no one); Delegate: whom the claimer let decide for them.
+		ClaimedBy *string    `json:"claimed_by"`
+		ClaimedAt *time.Time `json:"claimed_at"`
+		Delegate  string     `json:"delegate,omitempty"`
+		// FormOutcomes: the outcomes the form applies to.
+		FormOutcomes []string `json:"form_outcomes,omitempty"`
 	}
 	out := make([]aj, len(as))
 	for i, a := range as {
@@ -85,12 +92,18 @@ func (s *Server) approvals(c echo.Context) error {
 			Deadline:           a.Deadline,
 			Iteration:          a.Iteration,
 			RemindAfterSeconds: cfg.Remind,
-			Form:               engine.FormOf(a.Config),
+			Form:               engine.OrderedForm(engine.FormOf(a.Config)),
 			Assignees:          a.Assignees,
 			RequiredApprovals:  people.RequiredApprovals,
 			RejectPolicy:       people.RejectPolicy,
 			Votes:              a.Votes,
 			Summary:            engine.SummaryOf(a.Config, a.Input),
+		}
+		if a.Claim != nil {
+			out[i].ClaimedBy, out[i].ClaimedAt, out[i].Delegate = &a.Claim.By, &a.Claim.At, a.Claim.Delegate
+		}
+		if out[i].Form != nil {
+			out[i].FormOutcomes = engine.FormOutcomes(&engine.Node{Config: a.Config})
 		}
 		if a.Deadline != nil {
 			out[i].OnTimeout = cfg.OnTimeout

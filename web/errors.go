@@ -102,6 +102,8 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusBadRequest, "invalid_request", err.Error())
 	case errors.Is(err, engine.ErrNotFound):
 		return errorf(http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, engine.ErrClaimed):
+		return errorf(http.StatusConflict, "claimed", err.Error())
 	case errors.Is(err, engine.ErrConflict), errors.Is(err, engine.ErrInvalidTransition):
 		return errorf(http.StatusConflict, "conflict", err.Error())
 	case errors.Is(err, engine.ErrForbidden):

@@ -53,7 +53,7 @@ func toFlowJSON(f *store.Flow, withGraph bool) flowJSON {
 		out.Warnings = g.Warnings
 	}
 	if withGraph {
-		out.Graph = f.Graph
+		out.Graph = engine.OrderGraphForms(f.Graph)
 	}
 	return out
 }
@@ -65,6 +65,12 @@ func toFlowJSON(f *store.Flow, withGraph bool) flowJSON {
 func (s *Server) compileGraph(ctx context.Context, raw json.RawMessage, message string, boardID *string, self string) (*store.NewVersion, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("graph is required")
+	}
+	// The forms' field order, as written, kept as x-order (the stored
+	// graph sorts object keys).
+	raw, err := engine.RecordFormOrders(raw)
+	if err != nil {
+		return nil, badRequest("graph: " + err.Error())
 	}
 	v, err := compiler.ParseVisual(raw)
 	if err != nil {
@@ -259,7 +265,7 @@ func (s *Server) updateFlow(c echo.Context) error {
 	}
 	graph := b.Graph
 	if len(graph) == 0 && (p.BoardID != nil || p.ClearBoard) {
-		graph = cur.Graph // re-check the current graph against the new board
+		graph = engine.OrderGraphForms(cur.Graph) // re-check the current graph against the new board
 	}
 	if len(graph) > 0 {
 		v, err := s.compileGraph(ctx, graph, b.Message, board, id)
@@ -405,5 +411,5 @@ func (s *Server) getVersion(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"id": v.ID, "number": v.Number, "message": v.Message,
-		"graph": v.Graph, "execution_graph": v.Execution, "created_at": v.CreatedAt})
+		"graph": engine.OrderGraphForms(v.Graph), "execution_graph": v.Execution, "created_at": v.CreatedAt})
 }

@@ -53,6 +53,11 @@ func (f *fakeStore) DueReminders(context.Context, int) ([]store.Due, error) {
 	return nil, nil
 }
 
+func (f *fakeStore) DueEscalations(context.Context, int) ([]store.Due, error) {
+	f.ask("escalations")
+	return nil, nil
+}
+
 func (f *fakeStore) OverdueEvents(context.Context, int) ([]store.Due, error) {
 	f.ask("events")
 	return nil, errors.New("boom")
@@ -112,6 +117,10 @@ func (e *fakeEngine) RemindApproval(_ context.Context, runID, _ string, _ int) e
 	return e.did("remind " + runID)
 }
 
+func (e *fakeEngine) EscalateApproval(_ context.Context, runID, _ string, _ int) error {
+	return e.did("escalate " + runID)
+}
+
 func (e *fakeEngine) TimeOutEvent(_ context.Context, runID, _ string, _ int) error {
 	return e.did("event " + runID)
 }
@@ -157,10 +166,10 @@ func TestSweeperPass(t *testing.T) {
 	s := NewSweeper(SweeperParams{Store: st, Engine: eng, Metrics: cnt, Clock: fixedClock{now}, Done: &done})
 	s.pass(t.Context())
 	require.Equal(t, now, done.Wait(t, time.Second))
-	require.Equal(t, []string{"nodes", "timers", "approvals", "reminders", "events", "deliveries", "runs", "orphans",
+	require.Equal(t, []string{"nodes", "timers", "approvals", "reminders", "escalations", "events", "deliveries", "runs", "orphans",
 		"sessions", "login failures"}, st.asked)
 	require.Equal(t, []string{"expire r1", "wake r2 t", "approval r3", "deadline r4", "cancel r5"}, eng.applied)
-	require.Equal(t, map[string]int{"expired": 1, "woken": 1, "approval_timed_out": 1, "approval_reminded": 0,
+	require.Equal(t, map[string]int{"expired": 1, "woken": 1, "approval_timed_out": 1, "approval_reminded": 0, "approval_escalated": 0,
 		"event_delivered_late": 0, "run_deadline": 1, "orphan_cancelled": 1, "session_deleted": 2}, cnt.n)
 
 	st.asked = nil

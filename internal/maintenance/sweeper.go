@@ -17,6 +17,7 @@ type SweeperStore interface {
 	DueTimers(ctx context.Context, limit int) ([]store.Due, error)
 	OverdueApprovals(ctx context.Context, limit int) ([]store.Due, error)
 	DueReminders(ctx context.Context, limit int) ([]store.Due, error)
+	DueEscalations(ctx context.Context, limit int) ([]store.Due, error)
 	OverdueEvents(ctx context.Context, limit int) ([]store.Due, error)
 	LeftDeliveries(ctx context.Context, limit int) ([]store.LeftDelivery, error)
 	OverdueRuns(ctx context.Context, limit int) ([]string, error)
@@ -31,6 +32,7 @@ type SweeperEngine interface {
 	Wake(ctx context.Context, runID string, due []engine.DueNode) error
 	TimeOutApproval(ctx context.Context, runID, key string, attempt int) error
 	RemindApproval(ctx context.Context, runID, key string, attempt int) error
+	EscalateApproval(ctx context.Context, runID, key string, attempt int) error
 	TimeOutEvent(ctx context.Context, runID, key string, attempt int) error
 	DeliverEvent(ctx context.Context, p engine.DeliverEventParams) error
 	FailRunPastDeadline(ctx context.Context, runID string) error
@@ -106,6 +108,7 @@ func (s *Sweeper) pass(ctx context.Context) {
 	due.run(ctx, "woken", s.p.Store.DueTimers, s.p.Engine.Wake)
 	due.run(ctx, "approval_timed_out", s.p.Store.OverdueApprovals, each(s.p.Engine.TimeOutApproval))
 	due.run(ctx, "approval_reminded", s.p.Store.DueReminders, each(s.p.Engine.RemindApproval))
+	due.run(ctx, "approval_escalated", s.p.Store.DueEscalations, each(s.p.Engine.EscalateApproval))
 	due.run(ctx, "event_timed_out", s.p.Store.OverdueEvents, each(s.p.Engine.TimeOutEvent))
 	s.deliverLeftEvents(ctx)
 	s.failRunsPastDeadline(ctx)

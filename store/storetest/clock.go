@@ -17,7 +17,7 @@ var dueTimes = []struct {
 	table   string
 	columns []string
 }{
-	{"node_states", []string{"deadline", "wake_at", "remind_at"}},
+	{"node_states", []string{"deadline", "wake_at", "remind_at", "escalate_at"}},
 	{"runs", []string{"deadline_at"}},
 	{"dispatches", []string{"next_attempt_at", "locked_until"}},
 	{"notifications", []string{"next_attempt_at"}},
