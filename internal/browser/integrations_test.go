@@ -164,7 +164,9 @@ func TestUIHTTPEventTriggers(t *testing.T) {
 
 	// Its panel says what it waits for, offers to complete it by hand, and
 	// posts the event.
-	s.settle(node("event1"))
+	// The flow is wider than the canvas: it opens from its start, and the
+	// Event step is brought into view as a person would (fit view).
+	s.settleInCanvas(node("event1"))
 	s.run("open event1", chromedp.Click(node("event1"), chromedp.ByQuery), chromedp.WaitVisible(".node-detail [data-event-wait]", chromedp.ByQuery))
 	require.Equal(t, "waiting for payment.received · key 42", s.text(".node-detail [data-event-wait]"))
 	require.True(t, s.exists(`.node-detail [data-action="complete-by-hand"]`), "a waiting Event step can be completed by hand")
