@@ -85,7 +85,13 @@ func TestMetricsAfterRuns(t *testing.T) {
 	h.waitRun(r2.ID, "failed")
 	h.waitRun(r3.ID, "failed")
 
-	m := h.scrape()
+	// The sweeper counts an expiry once its transaction committed: a
+	// scrape right after the run failed may come before the count.
+	var m map[string]float64
+	h.eventually(func() bool {
+		m = h.scrape()
+		return m[`stitchd_sweeper_actions_total{action="expired"}`] >= 1
+	}, "the sweeper to count the expiry")
 	want := map[string]float64{
 		`stitchd_runs_started_total`:                                      3,
 		`stitchd_runs_finished_total{status="completed"}`:                 1,
