@@ -561,15 +561,9 @@ func (e *Engine) CompleteUX(ctx context.Context, p CompleteUXParams) error {
 		return fmt.Errorf("%w: give an outcome (or status completed or failed)", ErrInvalidRequest)
 	}
 	return e.submit(ctx, p.RunID, func(t *txn) error {
-		if err := t.load(p.RunID); err != nil {
-			return err
-		}
-		cur, err := t.tx.Node(t.ctx, p.RunID, p.Key)
+		cur, err := t.personsNode(p.RunID, p.Key)
 		if err != nil {
 			return err
-		}
-		if !e.caps[cur.Type].WaitsForPerson {
-			return fmt.Errorf("%w: node %s is a %s node, which no person decides", ErrInvalidRequest, p.Key, cur.Type)
 		}
 		if p.Attempt != 0 && cur.Attempt != p.Attempt {
 			return fmt.Errorf("%w: node %s is at attempt %d, not %d: the decision was for an earlier one", ErrConflict, p.Key,

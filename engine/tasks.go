@@ -66,20 +66,30 @@ type DelegateParams struct {
 	To string
 }
 
+// personsNode loads run runID, locking it, and its node key, which must
+// be one a person decides.
+func (t *txn) personsNode(runID, key string) (*NodeState, error) {
+	if err := t.load(runID); err != nil {
+		return nil, err
+	}
+	cur, err := t.tx.Node(t.ctx, runID, key)
+	if err != nil {
+		return nil, err
+	}
+	if !t.e.caps[cur.Type].WaitsForPerson {
+		return nil, fmt.Errorf("%w: node %s is a %s node, which no person decides", ErrInvalidRequest, key, cur.Type)
+	}
+	return cur, nil
+}
+
 // onTask runs fn under the run's lock on UX node p.Key of run p.RunID,
 // which must be waiting for a person; claim is its current claim (nil:
 // none).
 func (e *Engine) onTask(ctx context.Context, p TaskParams, fn func(t *txn, n *Node, cur *NodeState, claim *Claim) error) error {
 	return e.submit(ctx, p.RunID, func(t *txn) error {
-		if err := t.load(p.RunID); err != nil {
-			return err
-		}
-		cur, err := t.tx.Node(t.ctx, p.RunID, p.Key)
+		cur, err := t.personsNode(p.RunID, p.Key)
 		if err != nil {
 			return err
-		}
-		if !e.caps[cur.Type].WaitsForPerson {
-			return fmt.Errorf("%w: node %s is a %s node, which no person decides", ErrInvalidRequest, p.Key, cur.Type)
 		}
 		if cur.Status != StatusWaitingForUser {
 			return fmt.Errorf("%w: step %s of run %s is %s, not waiting for a person", ErrConflict, p.Key, p.RunID, cur.Status)
