@@ -448,3 +448,35 @@ func TestRunVariables(t *testing.T) {
 	require.Contains(t, sets[0], `"errors": {"broken":`)
 	require.Contains(t, sets[1], `"set": {"total": 6001}`)
 }
+
+// TestLogBeforeABigFanOut: a Log step whose completion fires a Splitter
+// big enough to write its events before the commit (whole chunks of
+// items: the transaction's events so far are gone from memory when the
+// Log's action returns) still logs once, and does not panic (it did: its
+// lines were put back where the written events had been).
+func TestLogBeforeABigFanOut(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	graph := `{"nodes":[{"id":"note","type":"Log","data":{"message":"fanning out"}},
+		{"id":"split","type":"Splitter","data":{"arrayPath":"items"}},
+		{"id":"w","type":"Worker","data":{"webhookUrl":"http://worker.invalid/w"}},
+		{"id":"merge","type":"Collector","data":{}}],
+		"edges":[{"id":"e0","source":"note","target":"split"},{"id":"e1","source":"split","target":"w"},{"id":"e2","source":"w","target":"merge"}]}`
+	items := make([]int, 4000) // two whole chunks: the fan-out writes every event it made before the commit
+	in, err := json.Marshal(map[string]any{"items": items})
+	require.NoError(t, err)
+	run := r.start(graph, string(in))
+	got, ns := r.nodes(run.ID)
+	require.Equal(t, engine.RunRunning, got.Status)
+	require.Equal(t, engine.StatusCompleted, ns["note"].Status)
+	require.Equal(t, engine.StatusRunning, ns["w_3999"].Status)
+	evs, err := r.st.RunEvents(context.Background(), run.ID, 0, 100000)
+	require.NoError(t, err)
+	logs := 0
+	for _, ev := range evs {
+		if ev.Type == engine.EventNodeLog {
+			logs++
+		}
+	}
+	require.Equal(t, 1, logs)
+}
