@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 )
 
@@ -15,28 +14,29 @@ func (t *txn) stepsOf(ids []string, idx []int) (map[string]StepEnv, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	// One read for every step the expression names.
+	keyOf := make(map[string]string, len(ids))
+	keys := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if n := t.graph.Nodes[id]; n != nil { // else refused at save: a graph that predates the check
+			keyOf[id] = InstanceKey(id, idx[:min(n.Depth, len(idx))])
+			keys = append(keys, keyOf[id])
+		}
+	}
+	states, err := t.tx.NodeStates(t.ctx, t.run.ID, keys)
+	if err != nil {
+		return nil, fmt.Errorf("error loading the steps an expression reads: %w", err)
+	}
 	m := make(map[string]StepEnv, len(ids))
 	for _, id := range ids {
-		n := t.graph.Nodes[id]
-		if n == nil {
-			m[id] = StepEnv{} // refused at save: a graph that predates the check
-			continue
-		}
-		key := InstanceKey(id, idx[:min(n.Depth, len(idx))])
-		st, err := t.tx.Node(t.ctx, t.run.ID, key)
-		if errors.Is(err, ErrNotFound) {
-			m[id] = StepEnv{}
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("error loading step %s for an expression: %w", key, err)
-		}
 		var s StepEnv
-		if s.Output, err = decodeJSON(st.Output); err != nil {
-			return nil, err
-		}
-		if s.Input, err = decodeJSON(st.Input); err != nil {
-			return nil, err
+		if st := states[keyOf[id]]; st != nil {
+			if s.Output, err = decodeJSON(st.Output); err != nil {
+				return nil, err
+			}
+			if s.Input, err = decodeJSON(st.Input); err != nil {
+				return nil, err
+			}
 		}
 		m[id] = s
 	}
