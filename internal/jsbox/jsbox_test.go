@@ -143,3 +143,31 @@ func TestLogsBounded(t *testing.T) {
 	require.LessOrEqual(t, len(res.Logs[0]), jsbox.MaxLogLine+len("…"))
 	require.Equal(t, "… more lines not kept", res.Logs[jsbox.MaxLogLines])
 }
+
+// BenchmarkRun: a VM made, a small script run (a reduce over 100 items),
+// the VM closed — a Code step's run less its database work.
+func BenchmarkRun(b *testing.B) {
+	items := make([]int, 100)
+	env, err := json.Marshal(map[string]any{"input": map[string]any{"items": items}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := jsbox.Run(context.Background(), `return input.items.reduce((s, x) => s + x + 1, 0)`, env, jsbox.Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRunToMemoryLimit: a script that allocates until a 32 MiB
+// bound stops it.
+func BenchmarkRunToMemoryLimit(b *testing.B) {
+	for b.Loop() {
+		_, err := jsbox.Run(context.Background(), `const a = []; for (;;) a.push("x".repeat(1 << 20) + a.length)`, nil,
+			jsbox.Limits{MemoryBytes: 32 << 20, Timeout: time.Minute})
+		var le *jsbox.LimitError
+		if !errors.As(err, &le) {
+			b.Fatal(err)
+		}
+	}
+}
