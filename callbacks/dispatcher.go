@@ -134,6 +134,9 @@ type DispatcherConfig struct {
 	// Credentials reveals the credentials HTTP steps carry (nil: none can
 	// be used).
 	Credentials CredentialSource
+	// Dialer connects Email steps to their SMTP servers (nil: a plain
+	// one); the server's address guard checks what it dials.
+	Dialer *net.Dialer
 }
 
 // RateStore keeps the per-host token buckets (store.Store).

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stitchd/stitchd/engine"
@@ -46,6 +47,10 @@ func (d *Dispatcher) request(ctx context.Context, c engine.ClaimedDispatch) {
 		// its process stopped — is simply sent.)
 		r.Error = fmt.Sprintf("the request's outcome is unknown: it was sent (try %d) but its response was never recorded, "+
 			"so it is not sent again", c.SentTries)
+	case c.Request.Email:
+		if !d.sendMail(ctx, c, &r) {
+			return // nothing went out: the row's next claim sends it
+		}
 	case !d.send(ctx, c, &r):
 		return // nothing went out: the row's next claim sends it
 	}
@@ -122,7 +127,7 @@ func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engi
 
 // TryRequest sends the request of an HTTP step tried alone
 // (POST /api/v1/flows/{id}/nodes/{key}/test) — or runs a Code step's
-// script: no outbox row, no run, but the same secrets, credentials and
+// script, or sends an Email step's message: no outbox row, no run, but the same secrets, credentials and
 // their host rules, address guard, timeout and response bound as a run's.
 func (d *Dispatcher) TryRequest(ctx context.Context, rawURL string, rq *engine.HTTPRequest, payload []byte) engine.Response {
 	var r engine.Response
@@ -131,6 +136,14 @@ func (d *Dispatcher) TryRequest(ctx context.Context, rawURL string, rq *engine.H
 		return r
 	}
 	timeout := requestTimeout(rq)
+	if rq.Email {
+		mctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if m, ok := d.prepareMail(mctx, "try-"+uuid.NewString(), rq, payload, &r); ok {
+			d.deliverMail(mctx, m, timeout, &r)
+		}
+		return r
+	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ex, ok := d.prepare(rctx, rawURL, rq, payload, &r)

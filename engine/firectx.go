@@ -130,11 +130,7 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 	}
 	t := f.t
 	payload := req.Body
-	var hr *HTTPRequest
-	if req.Kind == DispatchHTTP || req.Kind == DispatchCode {
-		hr = &HTTPRequest{Method: req.Method, Headers: req.Headers, TimeoutMs: req.RequestTimeoutMs, Secrets: req.Secrets,
-			Credential: req.Credential, Code: req.Kind == DispatchCode}
-	}
+	hr := req.request()
 	if req.DelayMs == 0 {
 		req.DelayMs = f.delayMs
 	}

@@ -112,7 +112,29 @@ const (
 	// node as a response would (Body: the value, Logs: its console). Pure,
 	// so a row claimed again runs it again. RequestTimeoutMs is its time.
 	DispatchCode DispatchKind = "code"
+	// DispatchEmail is a message the dispatcher sends over SMTP with the
+	// request's credential (an smtp one): Body is the message
+	// ({to, cc, bcc, subject, text, html}); the response's Body is
+	// {"message_id"}. Sent at most once, as a request is.
+	DispatchEmail DispatchKind = "email"
 )
+
+// answered reports whether a row of kind k is answered by the dispatcher
+// itself (a response, a script's value, a sent message) rather than by a
+// worker's callback: its row carries an HTTPRequest.
+func (k DispatchKind) answered() bool {
+	return k == DispatchHTTP || k == DispatchCode || k == DispatchEmail
+}
+
+// request is the HTTPRequest a row of kind k carries (nil for a worker's
+// dispatch).
+func (req DispatchRequest) request() *HTTPRequest {
+	if !req.Kind.answered() {
+		return nil
+	}
+	return &HTTPRequest{Method: req.Method, Headers: req.Headers, TimeoutMs: req.RequestTimeoutMs, Secrets: req.Secrets,
+		Credential: req.Credential, Code: req.Kind == DispatchCode, Email: req.Kind == DispatchEmail}
+}
 
 // WorkerPayload is the body POSTed to a worker (the public contract).
 type WorkerPayload struct {

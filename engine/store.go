@@ -406,6 +406,9 @@ type HTTPRequest struct {
 	// Code marks a script run by the dispatcher (DispatchCode): the body
 	// is {"source", "env"}, nothing is sent over the network.
 	Code bool `json:"code,omitempty"`
+	// Email marks a message the dispatcher sends over SMTP
+	// (DispatchEmail) with Credential: the body is the message.
+	Email bool `json:"email,omitempty"`
 }
 
 // IsTransitionError reports whether err is a *TransitionError and returns it.

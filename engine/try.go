@@ -180,14 +180,13 @@ func (c *tryCtx) CallbackURL() (string, error) {
 
 func (c *tryCtx) Dispatch(req DispatchRequest) error {
 	h, ok := c.e.handlers[c.node.Type].(Responder)
-	if (req.Kind != DispatchHTTP && req.Kind != DispatchCode) || !ok || c.p.Send == nil {
+	if !req.Kind.answered() || !ok || c.p.Send == nil {
 		return notTestable("waits for a worker's callback")
 	}
 	if err := c.act(); err != nil {
 		return err
 	}
-	resp := c.p.Send(c.ctx, req.URL, &HTTPRequest{Method: req.Method, Headers: req.Headers, TimeoutMs: req.RequestTimeoutMs,
-		Secrets: req.Secrets, Credential: req.Credential, Code: req.Kind == DispatchCode}, req.Body)
+	resp := c.p.Send(c.ctx, req.URL, req.request(), req.Body)
 	for _, l := range resp.Logs {
 		c.logs = append(c.logs, TriedLog{Message: l})
 	}

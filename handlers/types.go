@@ -32,6 +32,7 @@ func Types(o Options) []engine.NodeTypeSpec {
 		collectorType(),
 		logType(),
 		codeType(),
+		emailType(),
 	}
 	for i := range ts {
 		ts[i].Builtin = true

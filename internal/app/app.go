@@ -424,7 +424,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Rates: cfg.DispatchRates, RateStore: a.Store, MaxTokenWait: cfg.DispatchMaxTokenWait,
 		PollInterval: cfg.PollInterval, Lease: cfg.DispatchLease, QueueSize: cfg.DispatchQueue, Clock: clock, Claims: claims,
 		CodeMemory: cfg.CodeMemory, CodeConcurrency: cfg.CodeConcurrency,
-		Credentials: &store.CredentialReader{Store: a.Store, Box: a.SecretBox}})
+		Credentials: &store.CredentialReader{Store: a.Store, Box: a.SecretBox}, Dialer: guard.Dialer(30 * time.Second)})
 	a.Dispatcher = disp
 	a.sweeper = maintenance.NewSweeper(maintenance.SweeperParams{Store: a.Store, Engine: a.Engine, Metrics: a.Metrics,
 		Clock: clock, Logger: cfg.Logger, PollInterval: cfg.PollInterval, Done: &a.TestSignals.SweepDone})
