@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"net/mail"
+	"strconv"
 	"strings"
 
 	"github.com/stitchd/stitchd/engine"
@@ -25,6 +26,7 @@ const (
 	MaxEmailRecipients = 100
 	MaxEmailSubject    = 998 // RFC 5322's line limit
 	MaxEmailBody       = 1 << 20
+	maxRecipientsField = 1000
 	// DefaultEmailTimeoutSeconds bounds a message's delivery to the SMTP
 	// server (connect, TLS, authenticate, send) unless data.timeoutSeconds
 	// says otherwise.
@@ -94,10 +96,7 @@ func (Email) Fire(_ context.Context, fc engine.FireContext) error {
 	if len(msg.Text) > MaxEmailBody || len(msg.HTML) > MaxEmailBody {
 		return fc.Fail(fmt.Sprintf("a body is longer than %d bytes once rendered", MaxEmailBody))
 	}
-	body, err := json.Marshal(msg)
-	if err != nil {
-		return fmt.Errorf("error encoding the message: %w", err)
-	}
+	body, _ := json.Marshal(msg) // strings only: it always encodes
 	timeout := cfg.TimeoutSeconds
 	if timeout <= 0 {
 		timeout = DefaultEmailTimeoutSeconds
@@ -175,7 +174,7 @@ func (Email) Respond(_ *engine.Node, r engine.Response) (json.RawMessage, string
 
 // emailType is the Email type's registration (handlers.Types).
 func emailType() engine.NodeTypeSpec {
-	recipient := `{"type":"string","maxLength":8192,"description":"addresses separated by commas, or {{ expr }} whose value is an address or a list of them"`
+	recipient := `{"type":"string","maxLength":` + strconv.Itoa(maxRecipientsField) + `,"description":"addresses separated by commas, or {{ expr }} whose value is an address or a list of them"`
 	return engine.NodeTypeSpec{Type: "Email", IDPrefix: "email", Label: "Email", Color: "#0f766e", Icon: "✉",
 		Help:          "Sends an email with a stored smtp credential; recipients, subject and bodies are {{ }} templates. Output: {message_id}.",
 		DefaultConfig: raw(`{"credential":"","to":"","subject":"","text":""}`), Handler: Email{},
@@ -184,9 +183,9 @@ func emailType() engine.NodeTypeSpec {
 			"to":` + recipient + `,"minLength":1,"title":"To"},
 			"cc":` + recipient + `,"title":"Cc"},
 			"bcc":` + recipient + `,"title":"Bcc"},
-			"subject":{"type":"string","minLength":1,"title":"Subject (a template)"},
-			"text":{"type":"string","title":"Text body (a template)"},
-			"html":{"type":"string","title":"HTML body (a template; values are escaped)"},
+			"subject":{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(MaxEmailSubject) + `,"title":"Subject (a template)"},
+			"text":{"type":"string","maxLength":` + strconv.Itoa(MaxEmailBody) + `,"title":"Text body (a template)"},
+			"html":{"type":"string","maxLength":` + strconv.Itoa(MaxEmailBody) + `,"title":"HTML body (a template; values are escaped)"},
 			"timeoutSeconds":{"type":"number","exclusiveMinimum":0,"maximum":300},
 			"retry":{"type":"object"},` + common + `}`),
 		Statuses: statuses(engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed),

@@ -82,7 +82,9 @@ func TestEmail(t *testing.T) {
 	require.Equal(t, 201, h.do("POST", "/api/v1/credentials", map[string]any{"name": "token", "type": "bearer",
 		"data": map[string]any{"token": "t-1"}, "allowed_hosts": []string{srv.Addr()}}, nil))
 	wrong := smtpCred("wrong", srv.Addr())
-	wrong["data"].(map[string]any)["password"] = "not-it"
+	wrongData, ok := wrong["data"].(map[string]any)
+	require.True(t, ok)
+	wrongData["password"] = "not-it"
 	require.Equal(t, 201, h.do("POST", "/api/v1/credentials", wrong, nil))
 	for cred, want := range map[string]string{"elsewhere": "credential_host_refused", "token": "not an smtp one", "wrong": "535"} {
 		f := h.createFlow([]map[string]any{node("notify", "Email", map[string]any{"credential": cred, "to": "a@example.com",

@@ -1,8 +1,10 @@
 package testkit
 
 import (
+	"context"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"testing"
@@ -43,12 +45,16 @@ func NewSMTPServer(t testing.TB, user, pass string) *SMTPServer {
 	srv := smtp.NewServer(smtpBackend{s})
 	srv.Domain = "localhost"
 	srv.AllowInsecureAuth = true
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	l, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("error listening for SMTP: %v", err)
 	}
-	s.Host = "127.0.0.1"
-	s.Port = l.Addr().(*net.TCPAddr).Port
+	addr, err := netip.ParseAddrPort(l.Addr().String())
+	if err != nil {
+		t.Fatalf("error reading the SMTP address: %v", err)
+	}
+	s.Host, s.Port = addr.Addr().String(), int(addr.Port())
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return s

@@ -11,6 +11,7 @@ import { Triggers } from "./pages/Triggers";
 import { BoardList, BoardView } from "./pages/Boards";
 import { Users } from "./pages/Users";
 import { Tokens } from "./pages/Tokens";
+import { Credentials } from "./pages/Credentials";
 import { Audit } from "./pages/Audit";
 import { Empty, NotFound, Spinner } from "./components/common";
 
@@ -67,6 +68,7 @@ function home(me: Me): string {
 // inbox, a run they are part of, their tokens).
 function allowed(me: Me, path: string): boolean {
   if (path === "/users" || path === "/audit") return can(me, "admin");
+  if (path === "/credentials") return can(me, "edit");
   if (can(me, "read")) return true;
   return path === "/approvals" || path === "/tokens" || !!match("/runs/:id", path);
 }
@@ -106,6 +108,7 @@ export function App() {
   else if ((m = match("/boards/:id", path))) page = <BoardView key={m.id} boardId={m.id} entityId={query.get("entity")} />;
   else if (path === "/users") page = <Users />;
   else if (path === "/tokens") page = <Tokens />;
+  else if (path === "/credentials") page = <Credentials />;
   else if (path === "/audit")
     page = <Audit key={query.toString()} actor={query.get("actor") ?? ""} target={query.get("target") ?? ""} since={query.get("since") ?? ""} />;
   else page = <NotFound what="page" back={home(me)} backLabel={`Go to ${home(me) === "/approvals" ? "approvals" : "flows"}`} />;
@@ -142,6 +145,11 @@ export function App() {
             </Link>
           ))}
           <span className="nav-sep" aria-hidden="true" />
+          {can(me, "edit") && (
+            <Link to="/credentials" aria-current={path === "/credentials" ? "page" : undefined}>
+              Credentials
+            </Link>
+          )}
           {can(me, "admin") && (
             <>
               <Link to="/users" aria-current={path === "/users" ? "page" : undefined}>
