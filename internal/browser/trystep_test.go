@@ -81,19 +81,20 @@ func TestUIRunVariables(t *testing.T) {
 	require.Equal(t, "42", s.text(`[data-variable="total"] dd`))
 }
 
-// TestUICodeStep: a Code step added from the palette is set up in a text
-// area (its schema's contentMediaType), tried with the Test tab, saved and
-// run; the run completes with what the script returned.
+// TestUICodeStep: a Code step added from the palette is written in the
+// code editor (its schema's contentMediaType is JavaScript), typed as a
+// person types, tried with the Test tab, saved and run; the run completes
+// with what the script returned.
 func TestUICodeStep(t *testing.T) {
 	s := newStack(t)
 	s.run("new flow", chromedp.Navigate(s.url+"/flows/new"), tokenSignIn(token))
 	s.waitJS("Code in the palette", `!!document.querySelector('[data-palette="Code"]')`)
 	s.run("add Code", chromedp.Click(`[data-palette="Code"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`form[aria-label="Code code1 settings"]`, chromedp.ByQuery))
-	area := `[data-type-config="Code"] textarea`
-	s.waitJS("a text area", fmt.Sprintf(`!!document.querySelector(%q)`, area))
-	s.run("write the script", setValue(area, "const n = input.items.length;\nreturn {count: n, doubled: input.items.map((x) => x * 2)};"),
-		setValue("#flow-name", "Counting"), chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
+	script := "const n = input.items.length; return {count: n, doubled: input.items.map((x) => x * 2)};"
+	s.run("write the script", typeInEditor("node-code-source", script))
+	s.waitJS("typed", fmt.Sprintf(`document.querySelector("#node-code-source").value === %q`, script))
+	s.run("name and save", setValue("#flow-name", "Counting"), chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
 	s.waitJS("saved", `document.body.innerText.includes("saved as version 1")`)
 	s.waitJS("the node again", `!!document.querySelector('.react-flow__node[data-id="code1"]')`)
 	s.run("select it", chromedp.Click(`.react-flow__node[data-id="code1"]`, chromedp.ByQuery),

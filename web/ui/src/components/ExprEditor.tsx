@@ -6,6 +6,8 @@ import { EditorState } from "@codemirror/state";
 import { EditorView, keymap, placeholder as cmPlaceholder } from "@codemirror/view";
 import { defaultKeymap, history, historyKeymap } from "@codemirror/commands";
 import { autocompletion, closeBrackets, closeBracketsKeymap, completionKeymap, type CompletionContext } from "@codemirror/autocomplete";
+import { javascript } from "@codemirror/lang-javascript";
+import { defaultHighlightStyle, syntaxHighlighting } from "@codemirror/language";
 import { complete, type Scope } from "./scope";
 import { setExprTarget, exprTarget, type ExprTarget } from "./exprTarget";
 
@@ -20,9 +22,12 @@ export interface ExprEditorProps {
   describedBy?: string;
   // onReady hands over a way to focus the editor (null when it goes).
   onReady: (focus: (() => void) | null) => void;
+  // language "javascript" edits a script (a Code step's source): its
+  // syntax highlighted, the same completions of the step's data.
+  language?: "javascript";
 }
 
-export default function ExprEditor({ value, onChange, scope, label, placeholder, rows = 3, invalid, describedBy, onReady }: ExprEditorProps) {
+export default function ExprEditor({ value, onChange, scope, label, placeholder, rows = 3, invalid, describedBy, onReady, language }: ExprEditorProps) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
   const change = useRef(onChange);
@@ -58,6 +63,7 @@ export default function ExprEditor({ value, onChange, scope, label, placeholder,
         doc: value,
         extensions: [
           history(),
+          ...(language === "javascript" ? [javascript(), syntaxHighlighting(defaultHighlightStyle)] : []),
           closeBrackets(),
           autocompletion({ override: [source], activateOnTyping: true, icons: false }),
           keymap.of([...closeBracketsKeymap, ...completionKeymap, ...defaultKeymap, ...historyKeymap]),

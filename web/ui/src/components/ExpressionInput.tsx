@@ -18,9 +18,10 @@ export interface ExpressionInputProps {
   placeholder?: string;
   invalid?: boolean;
   describedBy?: string;
+  language?: "javascript";
 }
 
-export function ExpressionInput({ id, label, value, onChange, scope, rows = 3, placeholder, invalid, describedBy }: ExpressionInputProps) {
+export function ExpressionInput({ id, label, value, onChange, scope, rows = 3, placeholder, invalid, describedBy, language }: ExpressionInputProps) {
   const [focusEditor, setFocusEditor] = useState<(() => void) | null>(null);
   const ta = useRef<HTMLTextAreaElement>(null);
   const ready = !!focusEditor;
@@ -54,6 +55,7 @@ export function ExpressionInput({ id, label, value, onChange, scope, rows = 3, p
           rows={rows}
           invalid={invalid}
           describedBy={describedBy}
+          language={language}
           onReady={(f) => setFocusEditor(f ? () => f : null)}
         />
       </Suspense>

@@ -81,7 +81,13 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
   // the form its config schema describes; label and description have
   // their fields here.
   const own = ["label", "description", "entityMovement"];
-  const schemaForm = info && !info.panel ? withoutKeys(info.configSchema, own) : null;
+  // A script (a string whose contentMediaType is JavaScript: a Code
+  // step's source) gets the code editor, with the step's data to complete
+  // and to insert from the data panel; the schema's form shows the rest.
+  const codeProps: [string, any][] =
+    info && !info.panel ? Object.entries<any>(info.configSchema?.properties ?? {}).filter(([, p]) => p?.type === "string" && p.contentMediaType === "text/javascript") : [];
+  const kept = [...own, ...codeProps.map(([k]) => k)];
+  const schemaForm = info && !info.panel ? withoutKeys(info.configSchema, kept) : null;
   const set = (path: string[]) => (v: any) => onChange(node.id, setIn(d, path, v));
   const [idDraft, setIdDraft] = useState(node.id);
   const [idError, setIdError] = useState<string | null>(null);
@@ -147,14 +153,30 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
       <Field label="Label" id="node-label">
         <input id="node-label" value={d.label ?? ""} onChange={(e) => set(["label"])(e.target.value)} />
       </Field>
+      {codeProps.map(([k, p]) => (
+        <div className="field" key={k} data-code-field={k}>
+          <label htmlFor={`node-code-${k}`}>{p.title ?? k}</label>
+          <ExpressionInput
+            id={`node-code-${k}`}
+            label={p.title ?? k}
+            value={d[k] ?? ""}
+            onChange={set([k])}
+            scope={scope}
+            rows={10}
+            language="javascript"
+            invalid={at(k).length > 0}
+          />
+          <p className="hint">Names: input, run, steps, vars, item, entity — click a field in the data panel to insert it.</p>
+        </div>
+      ))}
       {schemaForm && (
         <div className="type-config" data-type-config={type}>
           <TaskForm
             inside
             id={`cfg-${node.id}`}
             schema={schemaForm}
-            value={withoutKeys(d, [...own, "_problems", "_run"])}
-            onChange={(v) => onChange(node.id, { ...(v ?? {}), ...Object.fromEntries(own.filter((k) => d[k] !== undefined).map((k) => [k, d[k]])) })}
+            value={withoutKeys(d, [...kept, "_problems", "_run"])}
+            onChange={(v) => onChange(node.id, { ...(v ?? {}), ...Object.fromEntries(kept.filter((k) => d[k] !== undefined).map((k) => [k, d[k]])) })}
             serverProblems={[]}
           />
         </div>
