@@ -737,7 +737,7 @@ func TestCompileProblems(t *testing.T) {
 func TestErrorMessage(t *testing.T) {
 	t.Parallel()
 	_, err := compiler.Compile(graph(nodes(node("a", "Worker", ""), node("b", "Worker", "")), chain("e", "a", "b")), builtins)
-	require.EqualError(t, err, `invalid graph: nodes[0].data.webhookUrl: worker "a" needs a webhookUrl; nodes[1].data.webhookUrl: worker "b" needs a webhookUrl`)
+	require.EqualError(t, err, `invalid graph: nodes[0].data.webhookUrl: worker "a" needs a webhookUrl (push) or a queue (pull); nodes[1].data.webhookUrl: worker "b" needs a webhookUrl (push) or a queue (pull)`)
 
 	var ns []compiler.VisualNode
 	for i := range 25 {

@@ -3,6 +3,7 @@ package compiler
 import (
 	"math"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -65,7 +66,7 @@ func (c *compiler) validateNodeConfig(vi int, id string, typ engine.NodeType, cf
 	c.checkUnknownKeys(id, base, root)
 	switch typ {
 	case engine.NodeTypeWorker:
-		c.checkWebhookURL(id, base, root.Get("webhookUrl"), didYouMean(root, "webhookUrl"))
+		c.checkWorkerTarget(id, base, root)
 		if r := root.Get("rateLimit"); present(r) && (r.Type != gjson.Number || !(r.Num > 0) || r.Num > maxRateLimit) {
 			c.errAt(CodeInvalidConfig, id, "", base.field("rateLimit"), "worker %q: rateLimit must be a number of deliveries a second above 0 (at most %d), got %s", id, maxRateLimit, r.Raw)
 		}
@@ -169,11 +170,46 @@ func (c *compiler) typeSchema(spec *engine.NodeTypeSpec) (*engine.Form, error) {
 
 // hint, for a missing webhookUrl, names a key of the data that looks like
 // it (didYouMean).
+// queueName is a pull queue's name (data.queue).
+var queueName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$`)
+
+// maxLeaseSeconds bounds a pulled task's lease (data.leaseSeconds): a day.
+const maxLeaseSeconds = 86400
+
+// checkWorkerTarget checks where a Worker's work goes: a webhookUrl
+// (push) or a queue (pull), one of the two; a pulled task's leaseSeconds.
+func (c *compiler) checkWorkerTarget(id string, base loc, root gjson.Result) {
+	q := root.Get("queue")
+	if !present(q) {
+		if l := root.Get("leaseSeconds"); present(l) {
+			c.errAt(CodeInvalidConfig, id, "", base.field("leaseSeconds"), "worker %q: leaseSeconds is for a pulled worker (data.queue), not a webhookUrl", id)
+		}
+		c.checkWebhookURL(id, base, root.Get("webhookUrl"), didYouMean(root, "webhookUrl"))
+		return
+	}
+	if present(root.Get("webhookUrl")) {
+		c.errAt(CodeInvalidConfig, id, "", base.field("queue"), "worker %q: data has both webhookUrl (push) and queue (pull): a worker takes one of the two", id)
+	}
+	if q.Type != gjson.String || !queueName.MatchString(q.Str) {
+		c.errAt(CodeInvalidConfig, id, "", base.field("queue"), "worker %q: queue must be a name of 1 to 100 letters, digits, '.', '_', ':' or '-' (starting with a letter or digit), got %s", id, q.Raw)
+	}
+	if l := root.Get("leaseSeconds"); present(l) {
+		if n, ok := integer(l); !ok || n < 1 || n > maxLeaseSeconds {
+			c.errAt(CodeInvalidConfig, id, "", base.field("leaseSeconds"), "worker %q: leaseSeconds must be an integer from 1 to %d, got %s", id, maxLeaseSeconds, l.Raw)
+		}
+	}
+	for _, k := range []string{"cancelUrl", "delivery", "rateLimit"} {
+		if present(root.Get(k)) {
+			c.errAt(CodeInvalidConfig, id, "", base.field(k), "worker %q: %s is for a pushed worker (data.webhookUrl); a pulled one takes its tasks from its queue", id, k)
+		}
+	}
+}
+
 func (c *compiler) checkWebhookURL(id string, base loc, r gjson.Result, hint string) {
 	path := base.field("webhookUrl")
 	switch {
 	case !present(r):
-		c.errAt(CodeInvalidWebhookURL, id, "", path, "worker %q needs a webhookUrl%s", id, hint)
+		c.errAt(CodeInvalidWebhookURL, id, "", path, "worker %q needs a webhookUrl (push) or a queue (pull)%s", id, hint)
 	case r.Type != gjson.String:
 		c.errAt(CodeInvalidWebhookURL, id, "", path, "worker %q: webhookUrl must be a string", id)
 	default:

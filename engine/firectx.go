@@ -136,7 +136,7 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 	}
 	if f.bulkable() && req.DelayMs == 0 {
 		d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Key: f.key, Attempt: 1, URL: req.URL,
-			Payload: payload, MaxTries: req.MaxTries, Request: hr}
+			Payload: payload, MaxTries: req.MaxTries, Request: hr, Queue: req.Queue, LeaseSeconds: req.LeaseSeconds}
 		t.claim(d)
 		t.bulk.add(f, StatusRunning, req.TimeoutSeconds, d)
 		return nil
@@ -156,7 +156,7 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 		return err
 	}
 	d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Key: f.key, Attempt: f.attempt, URL: req.URL,
-		Payload: payload, MaxTries: req.MaxTries, DelayMs: req.DelayMs, Request: hr}
+		Payload: payload, MaxTries: req.MaxTries, DelayMs: req.DelayMs, Request: hr, Queue: req.Queue, LeaseSeconds: req.LeaseSeconds}
 	t.claim(d)
 	if err := t.tx.InsertDispatch(t.ctx, d); err != nil {
 		return fmt.Errorf("error writing dispatch for %s: %w", f.key, err)

@@ -96,6 +96,10 @@ type DispatchRequest struct {
 	Secrets *SecretUse
 	// Credential names the credential the request carries ("": none).
 	Credential string
+	// Queue and LeaseSeconds describe a pulled task (Kind DispatchTask):
+	// the queue a worker polls and how long its lease lasts.
+	Queue        string
+	LeaseSeconds int
 }
 
 // DispatchKind is what an outbox row delivers.
@@ -117,6 +121,12 @@ const (
 	// ({to, cc, bcc, subject, text, html}); the response's Body is
 	// {"message_id"}. Sent at most once, as a request is.
 	DispatchEmail DispatchKind = "email"
+	// DispatchTask is a pulled worker's task: written to its queue (Queue)
+	// rather than the outbox, handed to a worker that polls it
+	// (POST /api/v1/tasks/poll), whose lease (LeaseSeconds from the poll,
+	// a heartbeat extends it) is the node's deadline; Body is the
+	// WorkerPayload, answered by the worker's callback as a push is.
+	DispatchTask DispatchKind = "task"
 )
 
 // answered reports whether a row of kind k is answered by the dispatcher

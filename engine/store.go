@@ -389,6 +389,11 @@ type Dispatch struct {
 	// Request is set for a request/response delivery (DispatchHTTP);
 	// Payload is then its body.
 	Request *HTTPRequest
+	// Queue, when set, makes the row a pulled task (DispatchTask) written
+	// to that queue, leased for LeaseSeconds by the worker that polls it;
+	// never claimed by a dispatcher.
+	Queue        string
+	LeaseSeconds int
 }
 
 // HTTPRequest is what a request/response outbox row sends besides its URL

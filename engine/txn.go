@@ -135,7 +135,7 @@ func (e *Engine) claimRoom() *claimRoom {
 // claim marks an outbox row as claimed by this process when it is due now
 // and the transaction has room left (claimRoom).
 func (t *txn) claim(d *Dispatch) {
-	if t.e.cfg.ClaimLease <= 0 || d.DelayMs != 0 || t.room == nil || t.room.left <= 0 || t.run.Status == RunPaused {
+	if t.e.cfg.ClaimLease <= 0 || d.DelayMs != 0 || d.Queue != "" || t.room == nil || t.room.left <= 0 || t.run.Status == RunPaused {
 		return
 	}
 	t.room.left--

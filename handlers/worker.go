@@ -18,6 +18,10 @@ const (
 	DefaultInitialDelayMs = 1000
 	DefaultMaxDelayMs     = 60000
 	DefaultMultiplier     = 2
+	// DefaultLeaseSeconds is how long a pulled task is a worker's before
+	// its attempt times out, unless a heartbeat extends it
+	// (data.leaseSeconds).
+	DefaultLeaseSeconds = 300
 	// DefaultDeliveryTries is how many times one attempt's dispatch is
 	// POSTed before the attempt fails: with the dispatcher's backoff
 	// (retrypolicy.Delivery, 0.5 s doubling to 60 s) the tries span 2.5 to
@@ -31,7 +35,11 @@ type Worker struct{}
 
 // WorkerPolicy is a Worker node's timeout and retry policy.
 type WorkerPolicy struct {
-	URL            string
+	URL string
+	// Queue, when set, makes the Worker pulled: its tasks wait in that
+	// queue for a worker's poll, each leased for LeaseSeconds.
+	Queue          string
+	LeaseSeconds   int
 	TimeoutSeconds int
 	MaxAttempts    int
 	Backoff        string // exponential | linear | fixed
@@ -57,12 +65,17 @@ func PolicyOf(n *engine.Node) WorkerPolicy {
 	c := gjson.ParseBytes(n.Config)
 	p := WorkerPolicy{
 		URL:            c.Get("webhookUrl").String(),
+		Queue:          c.Get("queue").String(),
+		LeaseSeconds:   int(c.Get("leaseSeconds").Int()),
 		TimeoutSeconds: int(c.Get("timeoutSeconds").Int()),
 		MaxAttempts:    int(c.Get("retry.maxAttempts").Int()),
 		Backoff:        c.Get("retry.backoff").String(),
 		InitialDelayMs: c.Get("retry.initialDelayMs").Int(),
 		MaxDelayMs:     c.Get("retry.maxDelayMs").Int(),
 		DeliveryTries:  int(c.Get("delivery.maxTries").Int()),
+	}
+	if p.LeaseSeconds <= 0 {
+		p.LeaseSeconds = DefaultLeaseSeconds
 	}
 	if p.DeliveryTries <= 0 {
 		p.DeliveryTries = DefaultDeliveryTries
@@ -155,6 +168,11 @@ func (Worker) Fire(_ context.Context, fc engine.FireContext) error {
 	if err != nil {
 		return fmt.Errorf("error encoding dispatch payload: %w", err)
 	}
+	if p.Queue != "" {
+		// Pulled: no deadline until a worker leases it (the poll sets it).
+		return fc.Dispatch(engine.DispatchRequest{URL: "queue:" + p.Queue, Body: body, Kind: engine.DispatchTask,
+			Queue: p.Queue, LeaseSeconds: p.LeaseSeconds})
+	}
 	return fc.Dispatch(engine.DispatchRequest{URL: p.URL, Body: body, Kind: engine.DispatchCallback,
 		TimeoutSeconds: p.TimeoutSeconds, MaxTries: p.DeliveryTries})
 }
@@ -166,17 +184,27 @@ func (Worker) RetryDelayMs(r engine.RetryParams) (int64, bool) {
 	return PolicyOf(r.Node).RetryDelay(r)
 }
 
-// TimeoutSeconds implements engine.Timeouter.
-func (Worker) TimeoutSeconds(n *engine.Node) int { return PolicyOf(n).TimeoutSeconds }
+// TimeoutSeconds implements engine.Timeouter: a heartbeat extends a
+// pushed worker's deadline by its timeout, a pulled one's lease by its
+// leaseSeconds.
+func (Worker) TimeoutSeconds(n *engine.Node) int {
+	p := PolicyOf(n)
+	if p.Queue != "" {
+		return p.LeaseSeconds
+	}
+	return p.TimeoutSeconds
+}
 
 // workerType is the Worker type's registration (handlers.Types).
 func workerType() engine.NodeTypeSpec {
 	return engine.NodeTypeSpec{Type: engine.NodeTypeWorker, IDPrefix: "worker", Panel: true,
 		Label: "Worker", Color: "#4f46e5", Icon: "⚙",
-		Help:          "Calls your service over HTTP and waits for its callback.",
+		Help:          "Hands work to your service — POSTed to its webhook, or waiting in a queue it polls — and waits for its callback.",
 		DefaultConfig: raw(`{"webhookUrl":""}`), Handler: Worker{},
-		ConfigSchema: object(`"required":["webhookUrl"],"properties":{
-			"webhookUrl":{"type":"string","format":"uri","title":"Webhook URL","description":"Where the work is POSTed; the worker answers at the callback URL it carries."},
+		ConfigSchema: object(`"oneOf":[{"required":["webhookUrl"]},{"required":["queue"]}],"properties":{
+			"webhookUrl":{"type":"string","format":"uri","title":"Webhook URL","description":"Where the work is POSTed (push); the worker answers at the callback URL it carries."},
+			"queue":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$","title":"Queue","description":"The queue a worker polls (pull: POST /api/v1/tasks/poll); instead of a webhook URL."},
+			"leaseSeconds":{"type":"integer","minimum":1,"maximum":86400,"title":"Lease (seconds)","description":"How long a polled task is the worker's; a heartbeat extends it. Default 300."},
 			"timeoutSeconds":{"type":"number","exclusiveMinimum":0,"title":"Timeout (seconds)"},
 			"retry":{"type":"object","title":"Retry policy"},
 			"delivery":{"type":"object","title":"Delivery","properties":{"maxTries":{"type":"integer","minimum":1}}},

@@ -121,7 +121,7 @@ func (t *pgTx) addDispatches(ds []*engine.Dispatch) bool {
 		return false
 	}
 	for _, d := range ds {
-		if d.Request != nil || !t.fresh.has(d.RunID) {
+		if d.Request != nil || d.Queue != "" || !t.fresh.has(d.RunID) {
 			return false
 		}
 	}

@@ -25,6 +25,10 @@ const (
 	RoleOperator = "operator"
 	RoleApprover = "approver"
 	RoleViewer   = "viewer"
+	// RoleWorker is a token's, never a person's: it polls task queues
+	// (POST /api/v1/tasks/poll) and nothing else. A worker's callbacks
+	// need no token (their URLs are signed).
+	RoleWorker = "worker"
 )
 
 // Roles lists every role, most powerful first.
@@ -280,6 +284,9 @@ type APIToken struct {
 	Name       string     `json:"name"`
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
+	// Role, when set, is the narrower role the token acts with
+	// (RoleWorker); nil: its person's.
+	Role *string `json:"role,omitempty"`
 }
 
 // TableName is the api_tokens table.
@@ -307,7 +314,8 @@ func (s *Store) TokenUser(ctx context.Context, hash []byte, now time.Time) (*Use
 	var u User
 	var tokenID string
 	var last *time.Time
-	err := s.db.WithContext(ctx).Raw(`SELECT u.id, u.email, u.name, u.role, u.groups, u.disabled, u.password_hash, u.created_at,
+	// A token made for a narrower role (a worker's) acts with it.
+	err := s.db.WithContext(ctx).Raw(`SELECT u.id, u.email, u.name, COALESCE(t.role, u.role), u.groups, u.disabled, u.password_hash, u.created_at,
 		u.updated_at, t.id, t.last_used_at FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ? AND t.revoked_at IS NULL`,
 		bytea(hash)).Row().Scan(&u.ID, &u.Email, &u.Name, &u.Role, &u.Groups, &u.Disabled, &u.PasswordHash, &u.CreatedAt, &u.UpdatedAt, &tokenID, &last)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -1385,6 +1385,11 @@ func (t *pgTx) InsertDispatches(ctx context.Context, ds []*engine.Dispatch) erro
 }
 
 func (t *pgTx) insertDispatches(ctx context.Context, ds []*engine.Dispatch) error {
+	for _, d := range ds {
+		if d.Queue != "" {
+			return t.insertSplittingTasks(ctx, ds)
+		}
+	}
 	for i, d := range ds {
 		if d.Request != nil {
 			return t.insertWithRequests(ctx, ds, i)

@@ -39,6 +39,9 @@ var (
 	// any, an approver the one they claimed (the engine checks).
 	taskHands = roles(store.RoleAdmin, store.RoleOperator, store.RoleApprover)
 	admins    = roles(store.RoleAdmin)
+	// pollers take tasks from queues: a worker token (store.RoleWorker,
+	// which may do nothing else), operators and admins.
+	pollers = roles(store.RoleAdmin, store.RoleOperator, store.RoleWorker)
 )
 
 // accessRules is every route's rule, by "METHOD path" as registered. A
@@ -97,6 +100,8 @@ var accessRules = map[string]rule{
 
 	"POST /api/v1/flows/:id/runs":               operators,
 	"POST /api/v1/flows/:id/nodes/:key/test":    editors,
+	"POST /api/v1/tasks/poll":                   pollers,
+	"GET /api/v1/queues":                        readers,
 	"POST /api/v1/credentials":                  editors,
 	"GET /api/v1/credentials":                   editors,
 	"GET /api/v1/credentials/:name":             editors,

@@ -21,7 +21,7 @@ import (
 
 // permissions is who may call each route, written out independently of
 // web/access.go: a letter per role allowed (a admin, e editor, o
-// operator, p approver, v viewer), "P" an approver only for runs they are
+// operator, p approver, v viewer, w a worker token), "P" an approver only for runs they are
 // part of (others: 404), "*" no credential needed. A route registered
 // without a line here fails TestRoleRouteTable.
 var permissions = map[string]string{
@@ -78,6 +78,8 @@ var permissions = map[string]string{
 
 	"POST /api/v1/flows/:id/runs":               "ao",
 	"POST /api/v1/flows/:id/nodes/:key/test":    "ae",
+	"POST /api/v1/tasks/poll":                   "aow",
+	"GET /api/v1/queues":                        "aeov",
 	"POST /api/v1/credentials":                  "ae",
 	"GET /api/v1/credentials":                   "ae",
 	"GET /api/v1/credentials/:name":             "ae",
@@ -119,7 +121,7 @@ var permissions = map[string]string{
 }
 
 var roleLetters = map[string]string{"a": store.RoleAdmin, "e": store.RoleEditor, "o": store.RoleOperator,
-	"p": store.RoleApprover, "v": store.RoleViewer}
+	"p": store.RoleApprover, "v": store.RoleViewer, "w": store.RoleWorker}
 
 // addUser makes a user of role with a personal token, straight in the
 // store, and returns the token.
@@ -135,6 +137,19 @@ func addUser(t *testing.T, st *store.Store, role string, groups ...string) (*sto
 	return u, tok
 }
 
+// addWorkerToken makes a worker token (role "worker") of an admin: it
+// acts with the token's role, not the person's.
+func addWorkerToken(t *testing.T, st *store.Store) string {
+	t.Helper()
+	u, _ := addUser(t, st, store.RoleAdmin)
+	tok := "stp_" + uuid.NewString()
+	h := sha256.Sum256([]byte(tok))
+	role := store.RoleWorker
+	require.NoError(t, st.CreateToken(context.Background(), store.APIToken{ID: uuid.NewString(), UserID: u.ID, Name: "worker",
+		CreatedAt: time.Now(), Role: &role}, h[:]))
+	return tok
+}
+
 // TestRoleRouteTable walks the router: every route has a line in
 // permissions, and each role's request is let through or refused as the
 // line says (403 forbidden; 404 for an approver and a run they are not
@@ -148,6 +163,7 @@ func TestRoleRouteTable(t *testing.T) {
 	for _, r := range store.Roles {
 		_, tokens[r] = addUser(t, st, r)
 	}
+	tokens[store.RoleWorker] = addWorkerToken(t, st)
 	send := func(method, path, auth string) (int, []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -371,6 +371,8 @@ func (s *Server) createToken(c echo.Context) error {
 	}
 	var b struct {
 		Name string `json:"name"`
+		// Role "worker" makes a token that only polls task queues.
+		Role *string `json:"role"`
 	}
 	if err := bind(c, &b); err != nil {
 		return err
@@ -379,17 +381,24 @@ func (s *Server) createToken(c echo.Context) error {
 	if b.Name == "" || len(b.Name) > maxTokenNameLen {
 		return badRequest(`"name" is required, at most ` + strconv.Itoa(maxTokenNameLen) + " bytes")
 	}
+	if b.Role != nil && *b.Role != store.RoleWorker {
+		return badRequest(`"role" may only be "worker" (a token that polls task queues and nothing else), or absent (the person's role)`)
+	}
 	secret, err := randomSecret()
 	if err != nil {
 		return err
 	}
 	tok := tokenPrefix + secret
-	t := store.APIToken{ID: uuid.NewString(), UserID: p.User.ID, Name: b.Name, CreatedAt: s.cfg.Clock.Now()}
+	t := store.APIToken{ID: uuid.NewString(), UserID: p.User.ID, Name: b.Name, CreatedAt: s.cfg.Clock.Now(), Role: b.Role}
 	if err := s.cfg.Store.CreateToken(c.Request().Context(), t, hashSecret(tok)); err != nil {
 		return err
 	}
 	setAuditTarget(c, "token:"+t.ID)
-	return c.JSON(http.StatusCreated, map[string]any{"id": t.ID, "name": t.Name, "token": tok, "created_at": t.CreatedAt.UTC()})
+	out := map[string]any{"id": t.ID, "name": t.Name, "token": tok, "created_at": t.CreatedAt.UTC()}
+	if t.Role != nil {
+		out["role"] = *t.Role
+	}
+	return c.JSON(http.StatusCreated, out)
 }
 
 func (s *Server) listTokens(c echo.Context) error {

@@ -238,6 +238,17 @@ func TestPersonalTokens(t *testing.T) {
 		body: `{"name": "more"}`})), "session_required")
 	// The admin token belongs to no user.
 	call(t, h, http.StatusBadRequest, req{method: http.MethodPost, path: "/api/v1/tokens", body: `{"name": "x"}`})
+	// A worker token: made by a person, it polls task queues and does
+	// nothing else, whatever its person's role.
+	wtok := decode[struct{ Token, Role string }](t, call(t, h, http.StatusCreated, req{method: http.MethodPost,
+		path: "/api/v1/tokens", noAuth: true, header: sess, body: `{"name": "billing worker", "role": "worker"}`}))
+	require.Equal(t, "worker", wtok.Role)
+	wbearer := map[string]string{"Authorization": "Bearer " + wtok.Token}
+	call(t, h, http.StatusForbidden, req{method: http.MethodGet, path: "/api/v1/me", header: wbearer})
+	call(t, h, http.StatusForbidden, req{method: http.MethodGet, path: "/api/v1/runs", header: wbearer})
+	call(t, h, http.StatusOK, req{method: http.MethodPost, path: "/api/v1/tasks/poll", header: wbearer, body: `{"queue": "billing", "worker": "w"}`})
+	call(t, h, http.StatusBadRequest, req{method: http.MethodPost, path: "/api/v1/tokens", noAuth: true, header: sess,
+		body: `{"name": "root", "role": "admin"}`})
 	call(t, h, http.StatusBadRequest, req{method: http.MethodPost, path: "/api/v1/tokens", noAuth: true, header: sess, body: `{"name": ""}`})
 
 	call(t, h, http.StatusNoContent, req{method: http.MethodDelete, path: "/api/v1/tokens/" + tok.ID, header: bearer})

@@ -245,6 +245,12 @@ func (s *Server) writeRun(c echo.Context, code int, id string) error {
 	if err != nil {
 		return fmt.Errorf("error encoding run %s: %w", id, err)
 	}
+	// The worker that leased each pulled step's attempt (a node's
+	// "worker").
+	workers, err := s.cfg.Store.TaskWorkers(ctx, id)
+	if err != nil {
+		return err
+	}
 	resp := c.Response()
 	sw := &streamWriter{resp: resp, rc: http.NewResponseController(resp.Writer), code: code,
 		timeout: s.cfg.StreamWriteTimeout, end: time.Now().Add(runAnswerBudget)}
@@ -259,6 +265,10 @@ func (s *Server) writeRun(c echo.Context, code int, id string) error {
 		b, err := json.Marshal(ns)
 		if err != nil {
 			return fmt.Errorf("error encoding node %s: %w", ns.Key, err)
+		}
+		if wk := workers[ns.Key][ns.Attempt]; wk != "" {
+			wj, _ := json.Marshal(wk) // a string always encodes
+			b = append(append(append(b[:len(b)-1], `,"worker":`...), wj...), '}')
 		}
 		k, _ := json.Marshal(ns.Key)
 		if n > 0 {

@@ -35,8 +35,11 @@ type Config struct {
 	Keys   *callbacks.Keyring
 	// Secrets seals the values POST /api/v1/secrets stores (nil: the
 	// server has no STITCHD_SECRET_KEY, and that route answers 503).
-	Secrets   *secretbox.Box
-	Hub       *Hub
+	Secrets *secretbox.Box
+	Hub     *Hub
+	// Tasks wakes long polls: feed it the queue names NOTIFYed on
+	// store.TasksChannel (nil: a poll does not wait).
+	Tasks     *Hub
 	AuthToken string
 	// BodyLimit bounds request bodies (default 1 MiB).
 	BodyLimit int64
@@ -249,6 +252,8 @@ func New(cfg Config) *Server {
 	api.GET("/secrets", s.listSecrets)
 	api.PUT("/secrets/:name", s.updateSecret)
 	api.DELETE("/secrets/:name", s.deleteSecret)
+	api.POST("/tasks/poll", s.pollTasks)
+	api.GET("/queues", s.queues)
 	api.POST("/credentials", s.postCredential)
 	api.GET("/credentials", s.listCredentials)
 	api.GET("/credentials/:name", s.getCredential)

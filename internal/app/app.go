@@ -205,8 +205,10 @@ type App struct {
 	// Notifications delivers the notification webhook (nil: none).
 	Notifications *callbacks.Notifier
 	Hub           *web.Hub
-	Server        *web.Server
-	Keys          *callbacks.Keyring
+	// TaskHub wakes long polls of task queues (store.TasksChannel).
+	TaskHub *web.Hub
+	Server  *web.Server
+	Keys    *callbacks.Keyring
 	// SecretBox seals and opens the named secrets (nil: secrets are off).
 	SecretBox *secretbox.Box
 	// Metrics is this process's Prometheus registry, served at GET /metrics.
@@ -444,7 +446,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Links: &callbacks.ActionLinker{Keys: ring, BaseURL: cfg.BaseURL, Members: a.Store, Clock: clock}})
 	a.Metrics.WatchDispatchBacklog(disp.Backlog)
 	a.Hub = web.NewHub()
-	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Secrets: a.SecretBox, Hub: a.Hub, AuthToken: cfg.AuthToken,
+	a.TaskHub = web.NewHub()
+	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Secrets: a.SecretBox, Hub: a.Hub, Tasks: a.TaskHub, AuthToken: cfg.AuthToken,
 		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, WriteTimeout: cfg.WriteTimeout, Clock: clock, Logger: cfg.Logger,
 		TriggerRate: cfg.TriggerRate, Notify: a.notifier.Notify, SessionTTL: cfg.SessionTTL, TrustProxy: cfg.TrustProxy,
 		BaseURL: cfg.BaseURL, OIDC: cfg.OIDC, NodeTypes: types, LoginConcurrency: cfg.LoginConcurrency, LoginWait: cfg.LoginWait,
@@ -597,6 +600,9 @@ func (a *App) Start(ctx context.Context) error {
 	if err := store.Listen(ctx, a.sessionURL(), store.EventsChannel, a.cfg.Logger, a.Hub.Notify); err != nil {
 		return err
 	}
+	if err := store.Listen(ctx, a.sessionURL(), store.TasksChannel, a.cfg.Logger, a.TaskHub.Notify); err != nil {
+		return err
+	}
 	// The engine first and last: every other service, the HTTP server and
 	// the broker consumers submit operations to it.
 	if err := a.Engine.Start(ctx); err != nil {
@@ -641,6 +647,7 @@ func (a *App) Stop(ctx context.Context) error {
 
 func (a *App) stop(ctx context.Context) error {
 	a.Hub.Close()
+	a.TaskHub.Close() // long polls answer at once: the shutdown waits for no one
 	err := a.http.Shutdown(ctx)
 	if a.cancel != nil {
 		a.cancel()

@@ -453,6 +453,8 @@ func outageRequests(fx outageFixtures) map[string]outageRequest {
 		"GET /api/v1/secrets":                          api("/api/v1/secrets", ""),
 		"PUT /api/v1/secrets/:name":                    api("/api/v1/secrets/OUTAGE", `{"allowed_hosts":["api.example.com"]}`),
 		"DELETE /api/v1/secrets/:name":                 api("/api/v1/secrets/OUTAGE", ""),
+		"POST /api/v1/tasks/poll":                      api("/api/v1/tasks/poll", `{"queue":"outage","worker":"w1"}`),
+		"GET /api/v1/queues":                           api("/api/v1/queues", ""),
 		"POST /api/v1/credentials":                     api("/api/v1/credentials", `{"name":"OUTAGE","type":"bearer","data":{"token":"t"},"allowed_hosts":["api.example.com"]}`),
 		"GET /api/v1/credentials":                      api("/api/v1/credentials", ""),
 		"GET /api/v1/credentials/:name":                api("/api/v1/credentials/OUTAGE", ""),

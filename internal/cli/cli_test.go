@@ -130,7 +130,7 @@ func TestCLIFlowApplyErrors(t *testing.T) {
 		wantInErr []string // lines of stderr
 	}{
 		{"compile errors", []string{"flow", "apply", bad}, nil, "was refused",
-			[]string{"nodes[0].data.webhookUrl, node fetch: worker \"fetch\" needs a webhookUrl", "nodes[1].data.arrayPath, node split:", "edge e1"}},
+			[]string{"nodes[0].data.webhookUrl, node fetch: worker \"fetch\" needs a webhookUrl (push) or a queue (pull)", "nodes[1].data.arrayPath, node split:", "edge e1"}},
 		{"missing file", []string{"flow", "apply", filepath.Join(t.TempDir(), "none.json")}, nil, "no such file", nil},
 		{"not JSON", []string{"flow", "apply", writeFile(t, "x.json", "name: x")}, nil, "not valid JSON: line 1, column 2: invalid character 'a'", nil},
 		{"a slip on line 3", []string{"flow", "apply", writeFile(t, "slip.json", "{\"name\": \"x\",\n \"graph\": {\"nodes\": [],\n   \"edges\": [}}")},
