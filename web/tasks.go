@@ -146,7 +146,7 @@ var taskGraphKeys = []string{"label", "outcomes", "prompt", "flow", "description
 // outcomes, edges as drawn.
 func taskGraph(raw []byte) json.RawMessage {
 	var g struct {
-		Nodes []map[string]any `json:"nodes"`
+		Nodes []map[string]any  `json:"nodes"`
 		Edges []json.RawMessage `json:"edges"`
 	}
 	if json.Unmarshal(raw, &g) != nil {

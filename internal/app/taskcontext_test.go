@@ -226,13 +226,13 @@ func TestTaskContext(t *testing.T) {
 	// The task page: for those who may read the run — Ben, assigned to it;
 	// not Lee, who is not part of it.
 	var task struct {
-		Label     string          `json:"label"`
-		Status    string          `json:"status"`
-		FlowName  string          `json:"flow_name"`
-		Approval  json.RawMessage `json:"approval"`
-		RunInput  map[string]any  `json:"run_input"`
-		Entity    map[string]any  `json:"entity"`
-		Graph     struct {
+		Label    string          `json:"label"`
+		Status   string          `json:"status"`
+		FlowName string          `json:"flow_name"`
+		Approval json.RawMessage `json:"approval"`
+		RunInput map[string]any  `json:"run_input"`
+		Entity   map[string]any  `json:"entity"`
+		Graph    struct {
 			Nodes []struct {
 				ID   string         `json:"id"`
 				Data map[string]any `json:"data"`
