@@ -308,8 +308,9 @@ type Approval struct {
 	Assignees *engine.Assignees
 	// Claim is who claimed the node's attempt (nil: no one).
 	Claim *engine.Claim
-	// RunInput is the run's input; FlowName the run's flow's name.
-	RunInput json.RawMessage
+	// RunInput is the run's input, RunVars its variables; FlowName the
+	// run's flow's name.
+	RunInput, RunVars json.RawMessage
 	FlowName string
 	// EntitySectionID and EntitySectionName: the section the run's entity
 	// is in ("" without an entity).
@@ -342,7 +343,7 @@ func (s *Store) approvals(ctx context.Context, where string, args []any) ([]Appr
 		CASE WHEN ns.claim_attempt = ns.attempt THEN ns.claimed_by END,
 		CASE WHEN ns.claim_attempt = ns.attempt THEN ns.claimed_at END,
 		CASE WHEN ns.claim_attempt = ns.attempt THEN ns.claim_delegate END,
-		r.input, coalesce(e.section_id, ''), coalesce(sec.name, ''), coalesce(f.name, ''), ns.escalation_step, ns.escalate_at
+		r.input, r.variables, coalesce(e.section_id, ''), coalesce(sec.name, ''), coalesce(f.name, ''), ns.escalation_step, ns.escalate_at
 		FROM node_states ns JOIN runs r ON r.id = ns.run_id JOIN flow_versions v ON v.id = r.flow_version_id
 		LEFT JOIN flows f ON f.id = r.flow_id
 		LEFT JOIN entities e ON e.id = r.entity_id LEFT JOIN sections sec ON sec.board_id = e.board_id AND sec.id = e.section_id
@@ -360,11 +361,11 @@ func (s *Store) approvals(ctx context.Context, where string, args []any) ([]Appr
 		var users, groups, votes []byte
 		var claimedBy, delegate sql.NullString
 		var claimedAt, escalateAt sql.NullTime
-		var runInput []byte
+		var runInput, vars []byte
 		if err := rows.Scan(&a.RunID, &a.Key, &a.NodeID, &a.FlowID, &cfg, &in, &ent, &a.WaitingSince,
 			&a.EntityName, &a.EntityType, &a.EntityBoardID, &email, &deadline, &a.Iteration,
 			&a.Attempt, &users, &groups, &votes, &claimedBy, &claimedAt, &delegate,
-			&runInput, &a.EntitySectionID, &a.EntitySectionName, &a.FlowName, &a.EscalationStep, &escalateAt); err != nil {
+			&runInput, &vars, &a.EntitySectionID, &a.EntitySectionName, &a.FlowName, &a.EscalationStep, &escalateAt); err != nil {
 			return nil, interpretError(err)
 		}
 		if claimedBy.Valid {
@@ -380,7 +381,7 @@ func (s *Store) approvals(ctx context.Context, where string, args []any) ([]Appr
 				return nil, fmt.Errorf("error reading the votes at %s: %w", a.Key, err)
 			}
 		}
-		a.Deadline, a.NextEscalation, a.RunInput = nullTime(deadline), nullTime(escalateAt), nullRaw(runInput)
+		a.Deadline, a.NextEscalation, a.RunInput, a.RunVars = nullTime(deadline), nullTime(escalateAt), nullRaw(runInput), nullRaw(vars)
 		a.Config, a.Input, a.EntityID, a.EntityEmail, a.WaitingSince = cfg, in, nullStr(ent), nullStr(email), a.WaitingSince.UTC()
 		out = append(out, a)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/lib/pq"
@@ -83,4 +84,37 @@ func (s *Store) ApprovalOf(ctx context.Context, runID, key string) (*Approval, e
 		return nil, err
 	}
 	return &as[0], nil
+}
+
+// StepRef names a step of a run (its node id: the row of its current
+// iteration, outside any fan-out).
+type StepRef struct{ RunID, NodeID string }
+
+// StepOutputs loads the outputs of steps (absent: no such row, or no
+// output yet).
+func (s *Store) StepOutputs(ctx context.Context, steps []StepRef) (map[StepRef]json.RawMessage, error) {
+	out := map[StepRef]json.RawMessage{}
+	if len(steps) == 0 {
+		return out, nil
+	}
+	runs, keys := make(pq.StringArray, len(steps)), make(pq.StringArray, len(steps))
+	for i, st := range steps {
+		runs[i], keys[i] = st.RunID, st.NodeID
+	}
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT ns.run_id::text, ns.key, ns.output FROM node_states ns
+		JOIN (SELECT unnest(?::uuid[]) AS run_id, unnest(?::text[]) AS key) w ON w.run_id = ns.run_id AND w.key = ns.key
+		WHERE ns.output IS NOT NULL`, runs, keys).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error loading step outputs: %w", interpretError(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ref StepRef
+		var o []byte
+		if err := rows.Scan(&ref.RunID, &ref.NodeID, &o); err != nil {
+			return nil, interpretError(err)
+		}
+		out[ref] = o
+	}
+	return out, interpretError(rows.Err())
 }

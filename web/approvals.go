@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -26,9 +27,13 @@ func (s *Server) approvals(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	steps, err := s.summarySteps(c.Request().Context(), as)
+	if err != nil {
+		return err
+	}
 	out := make([]approvalJSON, len(as))
 	for i := range as {
-		out[i] = approvalOf(&as[i])
+		out[i] = approvalOf(&as[i], steps)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"approvals": out, "next_cursor": nextCursor(next)})
 }
@@ -114,8 +119,21 @@ type approvalJSON struct {
 	Escalation *escalationJSON `json:"escalation,omitempty"`
 }
 
-// approvalOf is a as the API shows it.
-func approvalOf(a *store.Approval) approvalJSON {
+// summarySteps loads the outputs of the steps the approvals' summaries
+// read (steps.<id>.output…), in one query.
+func (s *Server) summarySteps(ctx context.Context, as []store.Approval) (map[store.StepRef]json.RawMessage, error) {
+	var refs []store.StepRef
+	for _, a := range as {
+		for _, id := range engine.SummaryStepIDs(a.Config) {
+			refs = append(refs, store.StepRef{RunID: a.RunID, NodeID: id})
+		}
+	}
+	return s.cfg.Store.StepOutputs(ctx, refs)
+}
+
+// approvalOf is a as the API shows it; steps holds the outputs its
+// summary reads.
+func approvalOf(a *store.Approval, steps map[store.StepRef]json.RawMessage) approvalJSON {
 	var cfg struct {
 		Label     string   `json:"label"`
 		Prompt    string   `json:"prompt"`
@@ -150,7 +168,7 @@ func approvalOf(a *store.Approval) approvalJSON {
 		RequiredApprovals:  people.RequiredApprovals,
 		RejectPolicy:       people.RejectPolicy,
 		Votes:              a.Votes,
-		Summary:            engine.SummaryOf(a.Config, a.Input),
+		Summary:            summaryOf(a, steps),
 		Escalation:         escalationOf(a),
 	}
 	if out.Summary == nil {
@@ -225,4 +243,16 @@ func escalationOf(a *store.Approval) *escalationJSON {
 		}
 	}
 	return out
+}
+
+// summaryOf reads a's summary: paths into its input, or the run's input
+// (run.input.…), variables (vars.…) or a step's output (steps.<id>.output…).
+func summaryOf(a *store.Approval, steps map[store.StepRef]json.RawMessage) []engine.SummaryValue {
+	scope := engine.SummaryScope{Input: a.Input, RunInput: a.RunInput, Vars: a.RunVars, Steps: map[string]json.RawMessage{}}
+	for _, id := range engine.SummaryStepIDs(a.Config) {
+		if o, ok := steps[store.StepRef{RunID: a.RunID, NodeID: id}]; ok {
+			scope.Steps[id] = o
+		}
+	}
+	return engine.SummaryIn(a.Config, scope)
 }

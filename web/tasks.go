@@ -212,7 +212,11 @@ func (s *Server) getTask(c echo.Context) error {
 		return err
 	}
 	if a != nil {
-		aj := approvalOf(a)
+		steps, err := s.summarySteps(ctx, []store.Approval{*a})
+		if err != nil {
+			return err
+		}
+		aj := approvalOf(a, steps)
 		approval = &aj
 	}
 	history, err := s.cfg.Store.TaskHistory(ctx, id, key)

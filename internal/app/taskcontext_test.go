@@ -106,7 +106,8 @@ func TestTaskContext(t *testing.T) {
 	flowID := h.createBoardFlow(board, []map[string]any{
 		node("ask", "UX", map[string]any{"label": "Finance approval", "prompt": "Buy it?",
 			"assignees": map[string]any{"groups": []string{"finance"}},
-			"summary":   []any{map[string]any{"label": "Requester", "path": "requester"}, "amount"},
+			"summary": []any{map[string]any{"label": "Requester", "path": "requester"}, "amount",
+				map[string]any{"label": "Item", "path": "run.input.item"}},
 			"form":      form,
 			"escalation": []map[string]any{
 				{"afterSeconds": 3600, "assignees": map[string]any{"groups": []string{"finance-leads"}}}},
@@ -132,7 +133,9 @@ func TestTaskContext(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "Laptop for Ada · Finance approval", it.Title)
 	require.Equal(t, "board flow", it.FlowName)
-	require.Len(t, it.Summary, 2)
+	require.Len(t, it.Summary, 3)
+	require.Equal(t, "Item", it.Summary[2].Label)
+	require.JSONEq(t, `"Laptop"`, string(it.Summary[2].Value), "read from the run's input")
 	require.Equal(t, "Requester", it.Summary[0].Label)
 	require.JSONEq(t, `"ada@example.com"`, string(it.Summary[0].Value))
 	require.Equal(t, "amount", it.Summary[1].Label, "a path without a label is its own label")
