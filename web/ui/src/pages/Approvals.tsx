@@ -330,7 +330,8 @@ export function Age({ since, prefix = "waiting" }: { since: string; prefix?: str
   const t = new Date(since).getTime();
   return (
     <span className="muted age" title={new Date(since).toLocaleString()} data-age={since}>
-      {prefix} {isNaN(t) ? "—" : span(now - t)}
+      {prefix ? `${prefix} ` : ""}
+      {isNaN(t) ? "—" : span(now - t)}
     </span>
   );
 }
