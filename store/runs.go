@@ -311,7 +311,7 @@ type Approval struct {
 	// RunInput is the run's input, RunVars its variables; FlowName the
 	// run's flow's name.
 	RunInput, RunVars json.RawMessage
-	FlowName string
+	FlowName          string
 	// EntitySectionID and EntitySectionName: the section the run's entity
 	// is in ("" without an entity).
 	EntitySectionID, EntitySectionName string

@@ -108,7 +108,7 @@ func TestTaskContext(t *testing.T) {
 			"assignees": map[string]any{"groups": []string{"finance"}},
 			"summary": []any{map[string]any{"label": "Requester", "path": "requester"}, "amount",
 				map[string]any{"label": "Item", "path": "run.input.item"}},
-			"form":      form,
+			"form": form,
 			"escalation": []map[string]any{
 				{"afterSeconds": 3600, "assignees": map[string]any{"groups": []string{"finance-leads"}}}},
 			"entityMovement": map[string]any{"onOutcome": map[string]any{"approve": map[string]any{"targetSectionId": "approved"}}}}),

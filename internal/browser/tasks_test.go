@@ -37,8 +37,8 @@ func TestUITasks(t *testing.T) {
 		"nodes": []map[string]any{
 			{"id": "finance", "type": "UX", "position": map[string]any{"x": 0, "y": 0}, "data": map[string]any{
 				"label": "Finance approval", "prompt": "Buy it?", "assignees": map[string]any{"groups": []string{"finance"}},
-				"summary": []any{map[string]any{"label": "Requester", "path": "requester"}, map[string]any{"label": "Amount", "path": "amount"}},
-				"form":    form,
+				"summary":        []any{map[string]any{"label": "Requester", "path": "requester"}, map[string]any{"label": "Amount", "path": "amount"}},
+				"form":           form,
 				"entityMovement": map[string]any{"onOutcome": map[string]any{"approve": map[string]any{"targetSectionId": "approved"}}}}},
 			{"id": "order", "type": "Condition", "position": map[string]any{"x": 320, "y": 0}, "data": map[string]any{"label": "Place order"}}},
 		"edges": []map[string]any{{"id": "e1", "source": "finance", "target": "order", "data": map[string]any{"outcome": "approve"}}}}}, &flow)
