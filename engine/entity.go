@@ -14,8 +14,9 @@ const (
 	JourneyMoved      = "moved"
 	JourneyManualMove = "manual_move"
 	JourneyCreated    = "created"
-	// A task of the run's (a UX node waiting for a person) reassigned,
-	// delegated or escalated: the entity stays where it is.
+	// JourneyReassigned, JourneyDelegated and JourneyEscalated: a task of
+	// the run's (a UX node waiting for a person) reassigned, delegated or
+	// escalated; the entity stays where it is.
 	JourneyReassigned = "reassigned"
 	JourneyDelegated  = "delegated"
 	JourneyEscalated  = "escalated"

@@ -35,7 +35,7 @@ func shortRun(id string) string {
 
 // auditPhrases are the phrases of writes no handler words: what the actor
 // did, and the kind of thing the target names.
-var auditPhrases = map[string]string{
+var auditPhrases = map[string]string{ //nolint:gosec // G101: routes and phrases, no credentials
 	"POST /api/v1/flows":                           "created a flow",
 	"PUT /api/v1/flows/:id":                        "saved a flow",
 	"DELETE /api/v1/flows/:id":                     "deleted a flow",

@@ -68,12 +68,7 @@ func TestUITasks(t *testing.T) {
 	s.run("wait", chromedp.Sleep(2100*time.Millisecond), chromedp.Text(card+" .approval-times [data-age]", &age2, chromedp.ByQuery))
 	require.NotEqual(t, age1, age2, "the waiting age is live")
 
-	// Fiona claims it.
-	s.run("claim", chromedp.Click(card+` button[data-action="claim"]`, chromedp.ByQuery))
-	s.waitJS("claimed by her", fmt.Sprintf(`document.querySelector(%q)?.innerText.includes("Claimed by you")`, card+" [data-claimed]"))
-	s.shot("t01-fiona-claimed")
-
-	// Gus, in a browser of his own, sees it claimed by Fiona.
+	// Gus, in a browser of his own, has the same task in his inbox.
 	gus := s.otherBrowser()
 	runIn := func(what string, actions ...chromedp.Action) {
 		t.Helper()
@@ -86,6 +81,16 @@ func TestUITasks(t *testing.T) {
 		runIn(what, chromedp.Poll(expr, nil, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(25*time.Second)))
 	}
 	runIn("gus signs in", chromedp.Navigate(s.url+"/approvals"), passwordSignIn("gus@example.com", pw))
+	waitIn("gus sees it unclaimed", fmt.Sprintf(`!!document.querySelector(%q)`, card+" [data-unclaimed]"))
+	waitIn("gus's inbox is live", `document.querySelector(".live")?.classList.contains("on")`)
+
+	// Fiona claims it.
+	s.run("claim", chromedp.Click(card+` button[data-action="claim"]`, chromedp.ByQuery))
+	s.waitJS("claimed by her", fmt.Sprintf(`document.querySelector(%q)?.innerText.includes("Claimed by you")`, card+" [data-claimed]"))
+	s.shot("t01-fiona-claimed")
+
+	// Gus sees it claimed by Fiona, live (the inbox stream fires on a
+	// claim), and is offered no outcome.
 	waitIn("gus sees it claimed", fmt.Sprintf(`document.querySelector(%q)?.dataset.claimed === "fiona@example.com"`, card+" [data-claimed]"))
 	var held bool
 	runIn("no decision for gus", chromedp.Evaluate(fmt.Sprintf(`!!document.querySelector(%q) && !document.querySelector(%q)`,
@@ -111,9 +116,11 @@ func TestUITasks(t *testing.T) {
 	require.Equal(t, "completed", r.Nodes["finance"].Status)
 	var out struct {
 		Decision struct {
-			Outcome, By, Comment string
-			Answer               map[string]any
-		}
+			Outcome string         `json:"outcome"`
+			By      string         `json:"by"`
+			Comment string         `json:"comment"`
+			Answer  map[string]any `json:"answer"`
+		} `json:"decision"`
 	}
 	require.NoError(t, json.Unmarshal(r.Nodes["finance"].Output, &out))
 	require.Equal(t, "approve", out.Decision.Outcome)
