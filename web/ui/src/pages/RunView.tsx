@@ -1386,10 +1386,13 @@ function stepWindow(n: number, at: number): number[] {
   return [...keep].filter((i) => i >= 0 && i < n).sort((a, b) => a - b);
 }
 
+// TASK_EVENTS are a task's own events, worded as the task page words them.
+const TASK_EVENTS = new Set(["node.claimed", "node.unclaimed", "node.reassigned", "node.delegated", "node.escalated", "approval.vote", "approval.decided_for"]);
+
 function eventSummary(e: StreamEvent): string {
   const p = e.payload ?? {};
   // A task's events in business language ("ann@example.com claimed it").
-  if (e.type !== "node.status" && e.type !== "approval.timed_out") {
+  if (TASK_EVENTS.has(e.type)) {
     const t = taskEventText(e);
     if (t) return t;
   }
