@@ -320,6 +320,7 @@ func (t *txn) decideUX(n *Node, cur *NodeState, p CompleteUXParams) error {
 	if outcome != "" && !slices.Contains(outcomes, outcome) {
 		return fmt.Errorf("%w: outcome %q is not one of node %s's outcomes %q", ErrInvalidRequest, outcome, cur.Key, outcomes)
 	}
+	p.Comment = decisionComment(n, p)
 	people, by := UXPeopleOf(n), deciderOf(p)
 	forWhom, viaClaim, err := t.mayDecide(n, cur, p, people)
 	if err != nil {

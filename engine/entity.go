@@ -14,6 +14,12 @@ const (
 	JourneyMoved      = "moved"
 	JourneyManualMove = "manual_move"
 	JourneyCreated    = "created"
+	// JourneyReassigned, JourneyDelegated and JourneyEscalated: a task of
+	// the run's (a UX node waiting for a person) reassigned, delegated or
+	// escalated; the entity stays where it is.
+	JourneyReassigned = "reassigned"
+	JourneyDelegated  = "delegated"
+	JourneyEscalated  = "escalated"
 )
 
 // Entity is a thing (a lead, a customer, an order) that rides along runs and
@@ -51,8 +57,11 @@ type JourneyEvent struct {
 	Actor *string `json:"actor,omitempty"`
 	// Comment is the comment of the decision that moved the entity (a
 	// rejection's reason; nil when none was given).
-	Comment   *string   `json:"comment,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	Comment *string `json:"comment,omitempty"`
+	// Details says more of an entry that moves nothing (a task
+	// reassigned, delegated or escalated: {"assignees"}, {"to"}).
+	Details   json.RawMessage `json:"details,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
 }
 
 // EntityUpsert creates an entity, or updates the one with the same email on
@@ -83,6 +92,9 @@ type EntityMove struct {
 	// Metadata, a JSON object, is merged into the entity's metadata (its
 	// keys replace the entity's; nil changes nothing).
 	Metadata json.RawMessage
+	// Details, a JSON object, says more of a journey entry that moves
+	// nothing (journey_events.details; nil none).
+	Details json.RawMessage
 }
 
 // EntityMoved is what Tx.MoveEntity reports: the entity's board, and its

@@ -14,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/tidwall/gjson"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -449,4 +450,26 @@ func checkForm(forms *FormCache, n *Node, key, outcome string, p CompleteUXParam
 		ps[i] = Problem{Code: CodeFormInvalid, NodeID: n.ID, Path: formAnswerPath + is.Path, Message: is.Message}
 	}
 	return &FormError{Key: key, Problems: ps}
+}
+
+// decisionComment is the comment of a person's answer p at UX node n:
+// the one given beside the answer, else — when n's form defines a
+// "comment" field, which replaces the built-in comment box — the answer's
+// comment (docs/approvals.md, One comment). decision.comment always holds
+// it.
+func decisionComment(n *Node, p CompleteUXParams) string {
+	if strings.TrimSpace(p.Comment) != "" || len(p.Output) == 0 || !FormHasComment(n.Config) {
+		return p.Comment
+	}
+	if c := gjson.GetBytes(p.Output, "comment"); c.Type == gjson.String {
+		return strings.TrimSpace(c.Str)
+	}
+	return p.Comment
+}
+
+// FormHasComment reports whether a UX node's form (data.form) defines a
+// top-level "comment" property: its field is the decision's comment.
+func FormHasComment(config json.RawMessage) bool {
+	f := FormOf(config)
+	return f != nil && gjson.GetBytes(f, "properties.comment").Exists()
 }

@@ -198,7 +198,7 @@ func (e *Engine) ReassignUX(ctx context.Context, p ReassignParams) (*Assignees, 
 			ev["claimed_by"] = claim.By
 		}
 		t.event(EventNodeReassigned, cur.Key, ev)
-		return nil
+		return t.taskJourney(JourneyReassigned, cur.Key, p.Actor.name(), p.Comment, map[string]any{"assignees": a})
 	})
 }
 
@@ -229,9 +229,24 @@ func (e *Engine) DelegateUX(ctx context.Context, p DelegateParams) (*Claim, erro
 		}
 		t.event(EventNodeDelegated, cur.Key, map[string]any{"attempt": cur.Attempt, "by": claim.By, "to": to})
 		out = &c
-		return nil
+		return t.taskJourney(JourneyDelegated, cur.Key, claim.By, "", map[string]any{"to": to})
 	})
 	return out, err
+}
+
+// taskJourney records, in the journey of the run's entity (if it has
+// one), what became of a task without moving the entity: kind
+// (JourneyReassigned, …), by whom, their comment, and details ({"to"},
+// {"assignees"}).
+func (t *txn) taskJourney(kind, key, by, comment string, details map[string]any) error {
+	if t.run.EntityID == nil {
+		return nil
+	}
+	d, err := json.Marshal(details)
+	if err != nil {
+		return fmt.Errorf("error encoding a journey entry: %w", err)
+	}
+	return t.moveEntity(EntityMove{Kind: kind, NodeKey: key, Actor: by, Comment: comment, Details: d})
 }
 
 // manages reports whether a may unclaim and reassign any task: the admin
@@ -318,6 +333,7 @@ func (e *Engine) EscalateApproval(ctx context.Context, runID, key string, attemp
 		if err := t.tx.SetEscalation(t.ctx, runID, key, step+1, next); err != nil {
 			return fmt.Errorf("error setting the next escalation of %s: %w", key, err)
 		}
-		return nil
+		return t.taskJourney(JourneyEscalated, key, "", "", map[string]any{"assignees": a,
+			"after_seconds": es[step].AfterSeconds})
 	})
 }

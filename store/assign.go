@@ -188,7 +188,9 @@ type ApprovalFilter struct {
 // and its arguments.
 func (f ApprovalFilter) where() (string, []any, error) {
 	const unassigned = `(ns.assign_users IS NULL AND ns.assign_groups IS NULL)`
-	const mine = `lower(?) = ANY(ns.assign_users)`
+	// Mine: assigned to the caller, or delegated to them by its claimer.
+	const mine = `lower(?) IN (SELECT unnest(ns.assign_users) UNION ALL
+		SELECT lower(ns.claim_delegate) WHERE ns.claim_attempt = ns.attempt)`
 	const ours = `ns.assign_groups && ?::text[]`
 	groups := pq.StringArray(nonNil(f.Groups)) // gorm would spread a []string
 	var where string

@@ -313,7 +313,7 @@ func (s *Store) GetEntity(ctx context.Context, id string) (*engine.Entity, error
 // Journey lists an entity's journey, oldest first.
 func (s *Store) Journey(ctx context.Context, entityID string) ([]engine.JourneyEvent, error) {
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT id::text, kind, from_section_id, to_section_id, run_id::text, node_key,
-		complete_as, entity_seq, created_at, actor, comment FROM journey_events WHERE entity_id = ? ORDER BY entity_seq, created_at, id`, entityID).Rows()
+		complete_as, entity_seq, created_at, actor, comment, details FROM journey_events WHERE entity_id = ? ORDER BY entity_seq, created_at, id`, entityID).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error loading journey of %s: %w", entityID, interpretError(err))
 	}
@@ -322,11 +322,15 @@ func (s *Store) Journey(ctx context.Context, entityID string) ([]engine.JourneyE
 	for rows.Next() {
 		var j engine.JourneyEvent
 		var from, to, run, node, as, actor, comment sql.NullString
-		if err := rows.Scan(&j.ID, &j.Kind, &from, &to, &run, &node, &as, &j.EntitySeq, &j.CreatedAt, &actor, &comment); err != nil {
+		var details []byte
+		if err := rows.Scan(&j.ID, &j.Kind, &from, &to, &run, &node, &as, &j.EntitySeq, &j.CreatedAt, &actor, &comment, &details); err != nil {
 			return nil, interpretError(err)
 		}
 		j.FromSectionID, j.ToSectionID, j.RunID, j.NodeKey, j.CompleteAs = nullStr(from), nullStr(to), nullStr(run), nullStr(node), nullStr(as)
 		j.Actor, j.Comment = nullStr(actor), nullStr(comment)
+		if details != nil {
+			j.Details = details
+		}
 		j.CreatedAt = j.CreatedAt.UTC()
 		out = append(out, j)
 	}
@@ -458,8 +462,8 @@ func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (engine.Enti
 	out.Seq++
 	want := out.Seq
 	t.later(`INSERT INTO journey_events (id, entity_id, kind, from_section_id, to_section_id, run_id,
-		node_key, complete_as, actor, comment) VALUES (?, ?, ?, ?, ?, nullif(?, '')::uuid, nullif(?, ''), nullif(?, ''), nullif(?, ''),
-		nullif(?, '')) RETURNING entity_seq`,
+		node_key, complete_as, actor, comment, details) VALUES (?, ?, ?, ?, ?, nullif(?, '')::uuid, nullif(?, ''), nullif(?, ''), nullif(?, ''),
+		nullif(?, ''), ?::jsonb) RETURNING entity_seq`,
 		func(row scanner) error {
 			var got int64
 			if err := row.Scan(&got); err != nil {
@@ -469,7 +473,7 @@ func (t *pgTx) MoveEntity(ctx context.Context, m engine.EntityMove) (engine.Enti
 				return fmt.Errorf("error counting a move of entity %s: the journey counted %d, expected %d", m.EntityID, got, want)
 			}
 			return nil
-		}, m.ID, m.EntityID, m.Kind, from, to, m.RunID, m.NodeKey, m.CompleteAs, m.Actor, m.Comment)
+		}, m.ID, m.EntityID, m.Kind, from, to, m.RunID, m.NodeKey, m.CompleteAs, m.Actor, m.Comment, metaArg(m.Details))
 	return out, nil
 }
 

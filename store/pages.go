@@ -336,7 +336,7 @@ func (s *Store) JourneyPage(ctx context.Context, entityID string, p PageParams) 
 		args = append(args, seq, t, keys[1])
 	}
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT id::text, kind, from_section_id, to_section_id, run_id::text, node_key,
-		complete_as, entity_seq, created_at, actor, comment FROM journey_events WHERE entity_id = ?`+where+`
+		complete_as, entity_seq, created_at, actor, comment, details FROM journey_events WHERE entity_id = ?`+where+`
 		ORDER BY entity_seq, created_at, id LIMIT ?`, append(args, limit+1)...).Rows()
 	if err != nil {
 		return nil, "", fmt.Errorf("error loading journey of %s: %w", entityID, interpretError(err))
@@ -346,11 +346,15 @@ func (s *Store) JourneyPage(ctx context.Context, entityID string, p PageParams) 
 	for rows.Next() {
 		var j engine.JourneyEvent
 		var from, to, run, node, as, actor, comment sql.NullString
-		if err := rows.Scan(&j.ID, &j.Kind, &from, &to, &run, &node, &as, &j.EntitySeq, &j.CreatedAt, &actor, &comment); err != nil {
+		var details []byte
+		if err := rows.Scan(&j.ID, &j.Kind, &from, &to, &run, &node, &as, &j.EntitySeq, &j.CreatedAt, &actor, &comment, &details); err != nil {
 			return nil, "", interpretError(err)
 		}
 		j.FromSectionID, j.ToSectionID, j.RunID, j.NodeKey, j.CompleteAs = nullStr(from), nullStr(to), nullStr(run), nullStr(node), nullStr(as)
 		j.Actor, j.Comment = nullStr(actor), nullStr(comment)
+		if details != nil {
+			j.Details = details
+		}
 		j.CreatedAt = j.CreatedAt.UTC()
 		out = append(out, j)
 	}

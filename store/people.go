@@ -433,6 +433,10 @@ type AuditEntry struct {
 	RequestID string         `json:"request_id"`
 	Status    int            `json:"status"`
 	Details   map[string]any `json:"details,omitempty"`
+	// Summary is the change in business language ("fiona@example.com
+	// approved Finance approval — run 01a2…f9"; "" for entries written
+	// before it was kept, or routes that have none).
+	Summary string `json:"summary,omitempty"`
 }
 
 // InsertAudit writes an audit entry.
@@ -445,8 +449,8 @@ func (s *Store) InsertAudit(ctx context.Context, e AuditEntry) error {
 		}
 		details = string(b)
 	}
-	if err := s.db.WithContext(ctx).Exec(`INSERT INTO audit_log (at, actor, action, target, request_id, status, details)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, e.At, e.Actor, e.Action, e.Target, e.RequestID, e.Status, details).Error; err != nil {
+	if err := s.db.WithContext(ctx).Exec(`INSERT INTO audit_log (at, actor, action, target, request_id, status, details, summary)
+		VALUES (?, ?, ?, ?, ?, ?, ?, nullif(?, ''))`, e.At, e.Actor, e.Action, e.Target, e.RequestID, e.Status, details, e.Summary).Error; err != nil {
 		return fmt.Errorf("error writing an audit entry: %w", interpretError(err))
 	}
 	return nil
@@ -462,7 +466,7 @@ type AuditFilter struct {
 // AuditPage lists audit entries, newest first, and the next page's cursor
 // ("" on the last page).
 func (s *Store) AuditPage(ctx context.Context, f AuditFilter) ([]AuditEntry, string, error) {
-	q, args := `SELECT id, at, actor, action, target, request_id, status, coalesce(details, 'null') FROM audit_log WHERE true`, []any{}
+	q, args := `SELECT id, at, actor, action, target, request_id, status, coalesce(details, 'null'), coalesce(summary, '') FROM audit_log WHERE true`, []any{}
 	if f.Actor != "" {
 		q, args = q+` AND actor = ?`, append(args, f.Actor)
 	}
@@ -494,7 +498,7 @@ func (s *Store) AuditPage(ctx context.Context, f AuditFilter) ([]AuditEntry, str
 	for rows.Next() {
 		var e AuditEntry
 		var details []byte
-		if err := rows.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.Target, &e.RequestID, &e.Status, &details); err != nil {
+		if err := rows.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.Target, &e.RequestID, &e.Status, &details, &e.Summary); err != nil {
 			return nil, "", fmt.Errorf("error reading the audit log: %w", err)
 		}
 		if err := json.Unmarshal(details, &e.Details); err != nil {
@@ -517,15 +521,17 @@ func (s *Store) AuditPage(ctx context.Context, f AuditFilter) ([]AuditEntry, str
 
 // IsParticipant reports whether a person (email, groups) is part of a
 // run: one of its UX nodes is assigned to them or their groups, or waits
-// for anyone, or they decided one.
+// for anyone, or they claimed one or were delegated one, or they decided
+// one.
 func (s *Store) IsParticipant(ctx context.Context, runID, email string, groups []string) (bool, error) {
 	var ok bool
 	err := s.db.WithContext(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM node_states n WHERE n.run_id = ? AND n.type = 'UX' AND (
 			EXISTS (SELECT 1 FROM unnest(n.assign_users) u WHERE lower(u) = lower(?))
 			OR n.assign_groups && ?::text[]
-			OR (n.status = 'waiting_for_user' AND n.assign_users IS NULL AND n.assign_groups IS NULL)))
+			OR (n.status = 'waiting_for_user' AND n.assign_users IS NULL AND n.assign_groups IS NULL)
+			OR lower(n.claimed_by) = lower(?) OR lower(n.claim_delegate) = lower(?)))
 		OR EXISTS (SELECT 1 FROM ux_decisions d WHERE d.run_id = ? AND lower(d.by_email) = lower(?))`,
-		runID, email, pq.StringArray(groups), runID, email).Row().Scan(&ok)
+		runID, email, pq.StringArray(groups), email, email, runID, email).Row().Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("error checking whether %s is part of run %s: %w", email, runID, interpretError(err))
 	}
@@ -620,9 +626,10 @@ func (s *Store) ApprovalNode(ctx context.Context, runID, key string) (*ApprovalN
 }
 
 // ApprovalsMark sums up the approvals f selects: their count, and a mark
-// that changes when one is added, decided or voted on (the newest of the
-// selected nodes' times and their votes': nothing about other nodes). A live inbox re-reads its list when
-// the mark moves.
+// that changes when one is added, decided, voted on, claimed, unclaimed,
+// delegated or reassigned (the newest of the selected nodes' times and
+// their votes', and a digest of their claims and assignees: nothing
+// about other nodes). A live inbox re-reads its list when the mark moves.
 func (s *Store) ApprovalsMark(ctx context.Context, f ApprovalFilter) (count int, mark string, err error) {
 	where, args, err := f.where()
 	if err != nil {
@@ -630,7 +637,10 @@ func (s *Store) ApprovalsMark(ctx context.Context, f ApprovalFilter) (count int,
 	}
 	err = s.db.WithContext(ctx).Raw(`SELECT count(*), coalesce(max(greatest(ns.updated_at,
 		(SELECT max(d.at) FROM ux_decisions d WHERE d.run_id = ns.run_id AND d.key = ns.key AND d.attempt = ns.attempt)))::text, '')
-		|| '|' || count(*)
+		|| '|' || count(*) || '|' || md5(coalesce(string_agg(ns.run_id::text || ns.key || '|' || ns.attempt || '|'
+			|| coalesce(CASE WHEN ns.claim_attempt = ns.attempt THEN ns.claimed_by || '>' || coalesce(ns.claim_delegate, '') END, '')
+			|| '|' || coalesce(array_to_string(ns.assign_users, ','), '-') || '|' || coalesce(array_to_string(ns.assign_groups, ','), '-'),
+			',' ORDER BY ns.run_id, ns.key), ''))
 		FROM node_states ns WHERE ns.status = 'waiting_for_user'`+where, args...).Row().Scan(&count, &mark)
 	if err != nil {
 		return 0, "", fmt.Errorf("error summing up approvals: %w", interpretError(err))

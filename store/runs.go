@@ -308,6 +308,17 @@ type Approval struct {
 	Assignees *engine.Assignees
 	// Claim is who claimed the node's attempt (nil: no one).
 	Claim *engine.Claim
+	// RunInput is the run's input, RunVars its variables; FlowName the
+	// run's flow's name.
+	RunInput, RunVars json.RawMessage
+	FlowName          string
+	// EntitySectionID and EntitySectionName: the section the run's entity
+	// is in ("" without an entity).
+	EntitySectionID, EntitySectionName string
+	// EscalationStep is how many of the node's data.escalation steps were
+	// applied; NextEscalation when the next falls due (nil: none).
+	EscalationStep int
+	NextEscalation *time.Time
 }
 
 // Approvals lists nodes waiting for a person, oldest first, at most limit
@@ -331,9 +342,11 @@ func (s *Store) approvals(ctx context.Context, where string, args []any) ([]Appr
 			FROM ux_decisions d WHERE d.run_id = ns.run_id AND d.key = ns.key AND d.attempt = ns.attempt),
 		CASE WHEN ns.claim_attempt = ns.attempt THEN ns.claimed_by END,
 		CASE WHEN ns.claim_attempt = ns.attempt THEN ns.claimed_at END,
-		CASE WHEN ns.claim_attempt = ns.attempt THEN ns.claim_delegate END
+		CASE WHEN ns.claim_attempt = ns.attempt THEN ns.claim_delegate END,
+		r.input, r.variables, coalesce(e.section_id, ''), coalesce(sec.name, ''), coalesce(f.name, ''), ns.escalation_step, ns.escalate_at
 		FROM node_states ns JOIN runs r ON r.id = ns.run_id JOIN flow_versions v ON v.id = r.flow_version_id
-		LEFT JOIN entities e ON e.id = r.entity_id
+		LEFT JOIN flows f ON f.id = r.flow_id
+		LEFT JOIN entities e ON e.id = r.entity_id LEFT JOIN sections sec ON sec.board_id = e.board_id AND sec.id = e.section_id
 		WHERE ns.status = 'waiting_for_user'`+where+` ORDER BY ns.updated_at, ns.run_id, ns.key LIMIT ?`, args...).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error listing approvals: %w", interpretError(err))
@@ -347,10 +360,12 @@ func (s *Store) approvals(ctx context.Context, where string, args []any) ([]Appr
 		var deadline sql.NullTime
 		var users, groups, votes []byte
 		var claimedBy, delegate sql.NullString
-		var claimedAt sql.NullTime
+		var claimedAt, escalateAt sql.NullTime
+		var runInput, vars []byte
 		if err := rows.Scan(&a.RunID, &a.Key, &a.NodeID, &a.FlowID, &cfg, &in, &ent, &a.WaitingSince,
 			&a.EntityName, &a.EntityType, &a.EntityBoardID, &email, &deadline, &a.Iteration,
-			&a.Attempt, &users, &groups, &votes, &claimedBy, &claimedAt, &delegate); err != nil {
+			&a.Attempt, &users, &groups, &votes, &claimedBy, &claimedAt, &delegate,
+			&runInput, &vars, &a.EntitySectionID, &a.EntitySectionName, &a.FlowName, &a.EscalationStep, &escalateAt); err != nil {
 			return nil, interpretError(err)
 		}
 		if claimedBy.Valid {
@@ -366,7 +381,7 @@ func (s *Store) approvals(ctx context.Context, where string, args []any) ([]Appr
 				return nil, fmt.Errorf("error reading the votes at %s: %w", a.Key, err)
 			}
 		}
-		a.Deadline = nullTime(deadline)
+		a.Deadline, a.NextEscalation, a.RunInput, a.RunVars = nullTime(deadline), nullTime(escalateAt), nullRaw(runInput), nullRaw(vars)
 		a.Config, a.Input, a.EntityID, a.EntityEmail, a.WaitingSince = cfg, in, nullStr(ent), nullStr(email), a.WaitingSince.UTC()
 		out = append(out, a)
 	}

@@ -125,6 +125,7 @@ var accessRules = map[string]rule{
 	"POST /api/v1/runs/:id/nodes/:key/unclaim":  taskHands,
 	"POST /api/v1/runs/:id/nodes/:key/reassign": taskHands,
 	"POST /api/v1/runs/:id/nodes/:key/delegate": deciders,
+	"GET /api/v1/runs/:id/nodes/:key/task":      runReaders,
 
 	"POST /api/v1/boards":            editors,
 	"GET /api/v1/boards":             readers,

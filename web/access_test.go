@@ -103,6 +103,7 @@ var permissions = map[string]string{
 	"POST /api/v1/runs/:id/nodes/:key/unclaim":  "aop",
 	"POST /api/v1/runs/:id/nodes/:key/reassign": "aop",
 	"POST /api/v1/runs/:id/nodes/:key/delegate": "ap",
+	"GET /api/v1/runs/:id/nodes/:key/task":      "aeovP",
 
 	"POST /api/v1/boards":            "ae",
 	"GET /api/v1/boards":             "aeov",

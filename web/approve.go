@@ -175,7 +175,8 @@ func (s *Server) approveSubmit(c echo.Context) error {
 	}
 	if aerr := s.cfg.Store.InsertAudit(ctx, store.AuditEntry{At: now, Actor: cl.Email, Action: "POST /approve/:token",
 		Target: "run:" + cl.RunID, RequestID: c.Response().Header().Get(echo.HeaderXRequestID), Status: http.StatusOK,
-		Details: map[string]any{"key": cl.Key, "outcome": cl.Outcome, "via": "link"}}); aerr != nil {
+		Details: map[string]any{"key": cl.Key, "outcome": cl.Outcome, "via": "link"},
+		Summary: cl.Email + " " + decisionPhrase(cl.Outcome, "", s.stepLabel(ctx, cl.RunID, cl.Key), cl.RunID, false) + " (by email link)"}); aerr != nil {
 		s.log.Error("error writing an audit entry", "action", "approval link", "actor", cl.Email, "error", aerr)
 	}
 	return s.renderApprove(c, http.StatusOK, approveView{Title: "Thank you", Message: "Your decision (" + cl.Outcome + ") is recorded."})

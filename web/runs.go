@@ -436,6 +436,13 @@ func (s *Server) completeNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
+	key := c.Param("key")
+	waiting := false
+	if n, err := s.cfg.Store.ApprovalNode(ctx, id, key); err == nil {
+		waiting = n.Status == engine.StatusWaitingForUser
+	}
+	setAuditPhrase(c, decisionPhrase(b.Outcome, b.Status, s.stepLabel(ctx, id, key), id, waiting))
 	return s.getRun(c)
 }
 

@@ -224,6 +224,7 @@ func New(cfg Config) *Server {
 	api.POST("/runs/:id/nodes/:key/unclaim", s.unclaimTask)
 	api.POST("/runs/:id/nodes/:key/reassign", s.reassignTask)
 	api.POST("/runs/:id/nodes/:key/delegate", s.delegateTask)
+	api.GET("/runs/:id/nodes/:key/task", s.getTask)
 	api.GET("/runs/:id/events", s.runEvents)
 	api.GET("/events", s.allEvents)
 	api.GET("/approvals", s.approvals)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -55,6 +56,7 @@ func (s *Server) claimTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.taskPhrase(c, p, "claimed ", "")
 	return c.JSON(http.StatusOK, claimJSON(cl))
 }
 
@@ -67,6 +69,7 @@ func (s *Server) unclaimTask(c echo.Context) error {
 	if err := s.cfg.Engine.UnclaimUX(c.Request().Context(), p); err != nil {
 		return err
 	}
+	s.taskPhrase(c, p, "unclaimed ", "")
 	return c.JSON(http.StatusOK, map[string]any{"claimed_by": nil})
 }
 
@@ -94,6 +97,7 @@ func (s *Server) reassignTask(c echo.Context) error {
 		return err
 	}
 	c.Set(auditDetailsKey, map[string]any{"users": a.Users, "groups": a.Groups, "comment": b.Comment})
+	s.taskPhrase(c, p, "reassigned ", " to "+assigneesText(a))
 	return c.JSON(http.StatusOK, map[string]any{"assignees": a})
 }
 
@@ -129,5 +133,154 @@ func (s *Server) delegateTask(c echo.Context) error {
 		return err
 	}
 	c.Set(auditDetailsKey, map[string]any{"to": cl.Delegate})
+	s.taskPhrase(c, p, "delegated ", " to "+cl.Delegate)
 	return c.JSON(http.StatusOK, claimJSON(cl))
+}
+
+// taskGraphKeys are what a task page's canvas shows of a node's data: its
+// label and outcomes, not its settings.
+var taskGraphKeys = []string{"label", "outcomes", "prompt", "flow", "description"}
+
+// taskGraph is a flow version's drawn graph with only what a person
+// deciding a task needs to follow it: nodes with their labels and
+// outcomes, edges as drawn.
+func taskGraph(raw []byte) json.RawMessage {
+	var g struct {
+		Nodes []map[string]any  `json:"nodes"`
+		Edges []json.RawMessage `json:"edges"`
+	}
+	if json.Unmarshal(raw, &g) != nil {
+		return json.RawMessage(`{"nodes": [], "edges": []}`)
+	}
+	for _, n := range g.Nodes {
+		data, _ := n["data"].(map[string]any)
+		kept := map[string]any{}
+		for _, k := range taskGraphKeys {
+			if v, ok := data[k]; ok {
+				kept[k] = v
+			}
+		}
+		n["data"] = kept
+		for k := range n {
+			if k != "id" && k != "type" && k != "position" && k != "data" {
+				delete(n, k)
+			}
+		}
+	}
+	if g.Edges == nil {
+		g.Edges = []json.RawMessage{}
+	}
+	b, err := json.Marshal(g)
+	if err != nil {
+		return json.RawMessage(`{"nodes": [], "edges": []}`)
+	}
+	return b
+}
+
+// getTask is GET /api/v1/runs/{id}/nodes/{key}/task: a task page — the
+// approval while it waits (null once decided), the run's flow drawn (labels
+// and edges, no settings), the task's history (its events: claims,
+// reassignments, escalations, votes, how it ended), its decisions of every
+// attempt, and the journey of the run's entity during this run.
+func (s *Server) getTask(c echo.Context) error {
+	id, err := s.pathUUID(c, "id", "run")
+	if err != nil {
+		return err
+	}
+	key := c.Param("key")
+	ctx := c.Request().Context()
+	r, _, err := s.cfg.Store.GetRun(ctx, id, false)
+	if err != nil {
+		return err
+	}
+	n, err := s.cfg.Store.ApprovalNode(ctx, id, key)
+	if err != nil {
+		return err
+	}
+	var cfg struct {
+		Label  string `json:"label"`
+		Prompt string `json:"prompt"`
+	}
+	_ = json.Unmarshal(n.Config, &cfg)
+	tr, err := s.cfg.Store.TaskRunOf(ctx, id)
+	if err != nil {
+		return err
+	}
+	var approval *approvalJSON
+	a, err := s.cfg.Store.ApprovalOf(ctx, id, key)
+	if err != nil {
+		return err
+	}
+	if a != nil {
+		steps, err := s.summarySteps(ctx, []store.Approval{*a})
+		if err != nil {
+			return err
+		}
+		aj := approvalOf(a, steps)
+		approval = &aj
+	}
+	history, err := s.cfg.Store.TaskHistory(ctx, id, key)
+	if err != nil {
+		return err
+	}
+	decisions, err := s.cfg.Store.TaskDecisions(ctx, id, key)
+	if err != nil {
+		return err
+	}
+	journey := []engine.JourneyEvent{}
+	var entity any
+	if r.EntityID != nil {
+		e, err := s.cfg.Store.GetEntity(ctx, *r.EntityID)
+		if err != nil && !errors.Is(err, engine.ErrNotFound) {
+			return err
+		}
+		if e != nil {
+			entity = map[string]any{"id": e.ID, "name": e.Name, "type": e.Type, "section_id": e.SectionID, "board_id": e.BoardID}
+			all, err := s.cfg.Store.Journey(ctx, e.ID)
+			if err != nil {
+				return err
+			}
+			for _, j := range all {
+				if j.RunID != nil && *j.RunID == id {
+					journey = append(journey, j)
+				}
+			}
+		}
+	}
+	label := cfg.Label
+	if label == "" {
+		label = key
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"run_id": id, "key": key, "label": label, "prompt": cfg.Prompt, "status": n.Status, "attempt": n.Attempt,
+		"run_status": r.Status, "flow_id": r.FlowID, "flow_name": tr.FlowName, "run_input": nullJSON(r.Input),
+		"entity": entity, "approval": approval, "graph": taskGraph(tr.Graph), "history": history,
+		"decisions": decisions, "journey": journey,
+	})
+}
+
+// taskPhrase sets the audit phrase of a task operation: verb, the step's
+// label, then more ("reassigned Finance approval to group finance-leads —
+// run 01a2…c3f9e1").
+func (s *Server) taskPhrase(c echo.Context, p engine.TaskParams, verb, more string) {
+	setAuditPhrase(c, verb+s.stepLabel(c.Request().Context(), p.RunID, p.Key)+more+" — run "+shortRun(p.RunID))
+}
+
+// assigneesText words assignees: "ann@example.com and group finance-leads".
+func assigneesText(a *engine.Assignees) string {
+	var parts []string
+	if a != nil && len(a.Users) > 0 {
+		parts = append(parts, strings.Join(a.Users, ", "))
+	}
+	if a != nil && len(a.Groups) > 0 {
+		w := "group "
+		if len(a.Groups) > 1 {
+			w = "groups "
+		}
+		parts = append(parts, w+strings.Join(a.Groups, ", "))
+	}
+	if len(parts) == 0 {
+		return "anyone who may approve"
+	}
+	return strings.Join(parts, " and ")
 }

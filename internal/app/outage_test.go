@@ -436,6 +436,7 @@ func outageRequests(fx outageFixtures) map[string]outageRequest {
 		"POST /api/v1/runs/:id/nodes/:key/unclaim":     api("/api/v1/runs/"+fx.uxRun+"/nodes/ask/unclaim", `{}`),
 		"POST /api/v1/runs/:id/nodes/:key/reassign":    api("/api/v1/runs/"+fx.uxRun+"/nodes/ask/reassign", `{"users":["ann@example.com"]}`),
 		"POST /api/v1/runs/:id/nodes/:key/delegate":    api("/api/v1/runs/"+fx.uxRun+"/nodes/ask/delegate", `{"user":"ann@example.com"}`),
+		"GET /api/v1/runs/:id/nodes/:key/task":         api("/api/v1/runs/"+fx.uxRun+"/nodes/ask/task", ""),
 		"GET /api/v1/runs/:id/events":                  api(run+"/events", ""),
 		"GET /api/v1/events":                           api("/api/v1/events", ""),
 		"GET /api/v1/approvals":                        api("/api/v1/approvals", ""),

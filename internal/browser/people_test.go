@@ -117,8 +117,8 @@ func TestUIPeople(t *testing.T) {
 		}
 		s.waitJS("refund card", fmt.Sprintf(`!!document.querySelector(%q)`, card(runA.ID, "refund")))
 		require.Contains(t, s.text(card(runA.ID, "refund")+" [data-assignees]"), "group finance")
-		// The run's input is beside the form.
-		require.Contains(t, s.text(card(runA.ID, "refund")+" .approval-context"), "A-1001")
+		// Without a summary, the run's input is shown as labelled values.
+		require.Equal(t, "A-1001", s.text(card(runA.ID, "refund")+` [data-summary="run-input"] [data-summary-item="Order"] dd`))
 		s.shot("p02-ann-inbox")
 	})
 
@@ -175,12 +175,16 @@ func TestUIPeople(t *testing.T) {
 		require.Equal(t, "waiting_for_user", nodeStatus(runA.ID, "signoff"))
 
 		// Ann may read the run she is part of, though not its flow.
-		s.run("run view", chromedp.Click(c+` a[href="/runs/`+runA.ID+`"]`, chromedp.ByQuery), chromedp.WaitVisible("[data-flow-hidden]", chromedp.ByQuery))
+		// The card's run link opens the task's page, whose canvas draws the
+		// flow with labels (issue 45); the run link there, the run.
+		s.run("task page", chromedp.Click(c+` a[data-task-link]`, chromedp.ByQuery), chromedp.WaitVisible("[data-task-canvas]", chromedp.ByQuery))
+		s.waitJS("task canvas", `[...document.querySelectorAll("[data-task-canvas] .react-flow__node")].some(n => n.innerText.includes("Sign-off"))`)
+		s.run("run view", chromedp.Click(`.task-page a[href^="/runs/`+runA.ID+`"]`, chromedp.ByQuery), chromedp.WaitVisible("[data-flow-hidden]", chromedp.ByQuery))
 		s.waitJS("steps drawn", `!!document.querySelector('.snode[data-node-id="signoff"][data-status="waiting_for_user"]')`)
 		var ops int
 		s.run("no operator buttons", chromedp.Evaluate(`document.querySelectorAll('[data-action="pause"], [data-action="cancel"], [data-link="audit"]').length`, &ops))
 		require.Zero(t, ops)
-		s.run("back", chromedp.NavigateBack(), chromedp.WaitVisible(c, chromedp.ByQuery))
+		s.run("back", chromedp.NavigateBack(), chromedp.NavigateBack(), chromedp.WaitVisible(c, chromedp.ByQuery))
 
 		// Sign out: back to sign-in, and the session is over on the server.
 		s.run("sign out", chromedp.Click(`//button[text()="Sign out"]`, chromedp.BySearch), chromedp.WaitVisible("#email", chromedp.ByQuery))

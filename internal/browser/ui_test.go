@@ -1,9 +1,11 @@
 package browser_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -38,8 +40,16 @@ func TestUI(t *testing.T) {
 		s.run("url", chromedp.Location(&href))
 		require.NotContains(t, href, token, "the token must never be in a URL")
 		var stored string
-		s.run("session", chromedp.Evaluate(`sessionStorage.getItem("stitchd.token")`, &stored))
-		require.Equal(t, token, stored)
+		s.run("stored", chromedp.Evaluate(`localStorage.getItem("stitchd.token")`, &stored))
+		require.Equal(t, token, stored, "kept across tabs until sign-out (localStorage)")
+		// Another tab is signed in too (issue 45).
+		other, cancelOther := chromedp.NewContext(s.ctx)
+		defer cancelOther()
+		octx, cancel := context.WithTimeout(other, 30*time.Second)
+		defer cancel()
+		require.NoError(t, chromedp.Run(octx, chromedp.Navigate(s.url+"/runs"),
+			chromedp.Poll(`!!document.querySelector(".whoami") && !document.querySelector("#email")`, nil,
+				chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(25*time.Second))), "a second tab")
 		s.shot("02-flows-empty")
 	})
 
@@ -297,7 +307,7 @@ func TestUI(t *testing.T) {
 		s.t = t
 		s.run("sign out", chromedp.Click(`//button[text()="Sign out"]`, chromedp.BySearch), chromedp.WaitVisible("#email", chromedp.ByQuery))
 		var stored any
-		s.run("session", chromedp.Evaluate(`sessionStorage.getItem("stitchd.token")`, &stored))
-		require.Nil(t, stored)
+		s.run("stored", chromedp.Evaluate(`localStorage.getItem("stitchd.token")`, &stored))
+		require.Nil(t, stored, "sign-out forgets the token")
 	})
 }

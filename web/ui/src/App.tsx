@@ -7,6 +7,7 @@ import { FlowEditor } from "./pages/FlowEditor";
 import { RunList } from "./pages/RunList";
 import { RunView } from "./pages/RunView";
 import { Approvals } from "./pages/Approvals";
+import { TaskPage } from "./pages/Task";
 import { Triggers } from "./pages/Triggers";
 import { BoardList, BoardView } from "./pages/Boards";
 import { Users } from "./pages/Users";
@@ -70,7 +71,7 @@ function allowed(me: Me, path: string): boolean {
   if (path === "/users" || path === "/audit") return can(me, "admin");
   if (path === "/credentials") return can(me, "edit");
   if (can(me, "read")) return true;
-  return path === "/approvals" || path === "/tokens" || !!match("/runs/:id", path);
+  return path === "/approvals" || path === "/tokens" || !!match("/runs/:id", path) || !!match("/approvals/:run/:key", path);
 }
 
 export function App() {
@@ -104,6 +105,7 @@ export function App() {
   else if (path === "/runs") page = <RunList flowId={query.get("flow_id")} status={query.get("status")} node={query.get("node")} errorText={query.get("error")} />;
   else if ((m = match("/runs/:id", path))) page = <RunView key={m.id} runId={m.id} focus={query.get("key")} />;
   else if (path === "/approvals") page = <Approvals tab={query.get("assigned")} />;
+  else if ((m = match("/approvals/:run/:key", path))) page = <TaskPage key={`${m.run}/${m.key}`} runId={m.run} nodeKey={m.key} />;
   else if (path === "/boards") page = <BoardList />;
   else if ((m = match("/boards/:id", path))) page = <BoardView key={m.id} boardId={m.id} entityId={query.get("entity")} />;
   else if (path === "/users") page = <Users />;

@@ -1,19 +1,37 @@
 // The API client. Two ways to be signed in: a session (the HttpOnly
 // cookie stitchd_session, set by POST /auth/login; every write carries the
 // session's CSRF token in X-CSRF-Token) or an API token kept in
-// sessionStorage and sent as a Bearer header (never in a URL). Errors
+// localStorage — so that it holds across tabs until sign-out, which
+// forgets it — and sent as a Bearer header (never in a URL). Errors
 // arrive in the contract's shape.
 
 const TOKEN_KEY = "stitchd.token";
 
 export function getToken(): string | null {
-  return sessionStorage.getItem(TOKEN_KEY);
+  try {
+    return localStorage.getItem(TOKEN_KEY);
+  } catch {
+    return null; // storage refused (a locked-down browser): sign in again
+  }
 }
 
 export function setToken(token: string | null) {
-  if (token) sessionStorage.setItem(TOKEN_KEY, token);
-  else sessionStorage.removeItem(TOKEN_KEY);
+  try {
+    if (token) localStorage.setItem(TOKEN_KEY, token);
+    else localStorage.removeItem(TOKEN_KEY);
+  } catch {
+    /* storage refused */
+  }
+  // A token kept by an older version in the tab's session storage.
+  sessionStorage.removeItem(TOKEN_KEY);
   window.dispatchEvent(new Event("stitchd:auth"));
+}
+
+// Another tab signing in or out with a token: this one follows.
+if (typeof window !== "undefined") {
+  window.addEventListener("storage", (e) => {
+    if (e.key === TOKEN_KEY) void restore();
+  });
 }
 
 export type Role = "admin" | "editor" | "operator" | "approver" | "viewer";
@@ -62,12 +80,18 @@ export function signedOut() {
   me = null;
   csrf = null;
   known = true;
-  if (getToken()) sessionStorage.removeItem(TOKEN_KEY);
+  if (getToken()) {
+    try {
+      localStorage.removeItem(TOKEN_KEY);
+    } catch {
+      /* storage refused */
+    }
+  }
   authChanged();
 }
 
 // restore finds out who is signed in when the page loads: the token in
-// sessionStorage, else the session cookie.
+// localStorage, else the session cookie.
 export async function restore() {
   try {
     const m = await api<Me>("GET", "/me", undefined, getToken(), { quiet: true });
@@ -444,7 +468,20 @@ export interface Approval {
   label: string;
   prompt: string;
   input: any;
-  entity: { id: string; name: string; type: string; email: string | null; board_id: string } | null;
+  entity: { id: string; name: string; type: string; section?: string; section_id?: string; email: string | null; board_id: string } | null;
+  // title: the entity's name and the step's label, or the label alone.
+  title?: string;
+  flow_name?: string;
+  // run_input: the run's input (shown as labelled values without a summary).
+  run_input?: any;
+  // form_comment: the form's comment field is the decision's comment.
+  form_comment?: boolean;
+  form_outcomes?: string[];
+  claimed_by?: string | null;
+  claimed_at?: string | null;
+  delegate?: string;
+  remind_after_seconds?: number;
+  escalation?: Escalation | null;
   outcomes?: string[] | null;
   waiting_since: string;
   // deadline: when the node times out (its timeoutSeconds), or null.
@@ -465,8 +502,23 @@ export interface Approval {
   // summary: the step's data.summary read from its input, labelled.
   summary?: { label: string; path: string; value: unknown }[];
 }
+// Escalation: how a step's data.escalation went so far.
+export interface Escalation {
+  steps: number;
+  step: number;
+  escalated_to?: Assignees | null;
+  escalated_after_seconds?: number;
+  next_at?: string;
+  next_after_seconds?: number;
+  next_to?: Assignees | null;
+}
+export interface Assignees {
+  users?: string[] | null;
+  groups?: string[] | null;
+}
 export interface Vote {
   by: string;
+  for?: string;
   outcome: string;
   comment?: string;
   answer?: any;
@@ -498,6 +550,9 @@ export interface AuditEntry {
   request_id: string;
   status: number;
   details: any;
+  // summary: the change in business language ("fiona@example.com
+  // approved Finance approval — run 01a2…c3f9e1").
+  summary?: string;
 }
 export interface Entity {
   id: string;
@@ -525,7 +580,29 @@ export interface JourneyEvent {
   actor?: string;
   // comment: the comment of that decision (a rejection's reason).
   comment?: string;
+  // details: of a task reassigned or escalated {assignees}, delegated {to}.
+  details?: { assignees?: Assignees; to?: string; after_seconds?: number };
   created_at: string;
+}
+
+// Task is a task page (GET /runs/{id}/nodes/{key}/task).
+export interface Task {
+  run_id: string;
+  key: string;
+  label: string;
+  prompt: string;
+  status: string;
+  attempt: number;
+  run_status: string;
+  flow_id: string;
+  flow_name: string;
+  run_input: any;
+  entity: { id: string; name: string; type: string; section_id: string | null; board_id: string } | null;
+  approval: Approval | null;
+  graph: { nodes: any[]; edges: any[] };
+  history: StreamEvent[];
+  decisions: (Vote & { attempt: number })[];
+  journey: JourneyEvent[];
 }
 export interface Section {
   id: string;

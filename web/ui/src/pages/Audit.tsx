@@ -96,7 +96,17 @@ export function Audit({ actor, target, since }: { actor: string; target: string;
                       {e.actor}
                     </button>
                   </td>
-                  <td className="mono">{e.action}</td>
+                  <td data-audit-summary={e.summary ? "" : undefined}>
+                    {e.summary ? (
+                      <>
+                        <span>{e.summary}</span>
+                        <br />
+                        <span className="mono muted small">{e.action}</span>
+                      </>
+                    ) : (
+                      <span className="mono">{e.action}</span>
+                    )}
+                  </td>
                   <td className="mono">
                     <TargetLink target={e.target} />
                   </td>

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState, type FormEvent } from "react";
 import { api, can, currentMe, describe, stream, type Board, type Entity } from "../api";
 import { ago, duration, Empty, ErrorBox, isNotFound, Json, Modal, NotFound, Spinner, useLoad, useThrottled } from "../components/common";
+import { journeyKindText } from "../components/taskwords";
 import { Link, navigate } from "../router";
 
 interface BoardSummary {
@@ -587,8 +588,8 @@ function Journey({
                   {new Date(j.created_at).toLocaleString()} ({ago(j.created_at)})
                 </span>
                 <div>
-                  <strong>{j.kind.replace(/_/g, " ")}</strong>
-                  {j.to_section_id && (j.from_section_id && j.from_section_id !== j.to_section_id ? (
+                  <strong data-journey-kind={j.kind}>{journeyKindText(j) || j.kind.replace(/_/g, " ")}</strong>
+                  {j.to_section_id && !journeyKindText(j) && (j.from_section_id && j.from_section_id !== j.to_section_id ? (
                     <>
                       {" "}
                       {name(j.from_section_id)} → {name(j.to_section_id)}

@@ -7,6 +7,7 @@ import { JsonTab } from "../components/JsonTab";
 import { TestTab } from "../components/TestTab";
 import { PanelTabs, type PanelTab } from "../components/PanelTabs";
 import { DataPanel } from "../components/DataPanel";
+import { SummaryEditor } from "../components/SummaryEditor";
 import { ExpressionInput } from "../components/ExpressionInput";
 import { ExprPreview } from "../components/ExprPreview";
 import { PlainProblem } from "../components/PlainProblem";
@@ -219,6 +220,21 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
           <UXTimeout data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} />
           <UXPeople key={`people-${node.id}`} data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} />
           <UXForm key={`form-${node.id}`} nodeId={node.id} data={d} onChange={(nd) => onChange(node.id, nd)} problems={at("form")} />
+          <SummaryEditor
+            key={`summary-${node.id}`}
+            summary={d.summary}
+            onChange={(next) => {
+              const { summary: _old, ...rest } = d;
+              onChange(node.id, next ? { ...rest, summary: next } : rest);
+            }}
+          />
+          {at("summary").length > 0 && (
+            <p className="field-error" role="alert">
+              {at("summary")
+                .map((p) => p.message)
+                .join("; ")}
+            </p>
+          )}
         </>
       )}
       {type === "Transform" && (

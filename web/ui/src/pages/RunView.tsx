@@ -12,6 +12,7 @@ import { edgeKind, isLoop, loopsOf, outcomesOf, toCanvas, truncate, type CanvasN
 import { Link } from "../router";
 import { Answer } from "./Approvals";
 import { RunId } from "./RunList";
+import { taskEventText } from "../components/taskwords";
 
 interface Agg {
   status: string;
@@ -1385,8 +1386,16 @@ function stepWindow(n: number, at: number): number[] {
   return [...keep].filter((i) => i >= 0 && i < n).sort((a, b) => a - b);
 }
 
+// TASK_EVENTS are a task's own events, worded as the task page words them.
+const TASK_EVENTS = new Set(["node.claimed", "node.unclaimed", "node.reassigned", "node.delegated", "node.escalated", "approval.vote", "approval.decided_for"]);
+
 function eventSummary(e: StreamEvent): string {
   const p = e.payload ?? {};
+  // A task's events in business language ("ann@example.com claimed it").
+  if (TASK_EVENTS.has(e.type)) {
+    const t = taskEventText(e);
+    if (t) return t;
+  }
   if (e.type === "loop.iteration") {
     const n = Number(p.iteration ?? 0);
     return `${e.key ?? "the loop's source"} went back to ${p.head ?? "the loop's head"} (edge ${p.loop ?? "?"}): iteration ${n + 1} begins`;
@@ -1611,4 +1620,73 @@ function stepsOf(run: Run): FlowGraph {
     nodes: ids.map(([id, v], i) => ({ id, type: v.type, position: { x: (i % 4) * 240, y: Math.floor(i / 4) * 140 }, data: {} })),
     edges: [],
   };
+}
+
+// RunCanvas is a run's flow drawn read-only, as the run view draws it:
+// each step with its label and status, the edges taken and not taken. A
+// task page shows it; mark names the node to ring.
+export function RunCanvas({ graph, run, mark }: { graph: FlowGraph; run: Run; mark?: string }) {
+  const flowNodeTypes = useFlowNodeTypes();
+  const [typesLoaded, setTypesLoaded] = useState(false);
+  useEffect(() => {
+    let cancelled = false;
+    loadNodeTypes().then(
+      () => !cancelled && setTypesLoaded(true),
+      () => !cancelled && setTypesLoaded(true),
+    );
+    return () => {
+      cancelled = true;
+    };
+  }, []);
+  const canvas = useMemo(() => {
+    const byNode: Record<string, NodeState[]> = {};
+    const history: Record<string, NodeState[]> = {};
+    for (const s of Object.values(run.nodes ?? {})) ((isHistory(s) ? history : byNode)[s.node_id] ??= []).push(s);
+    const c = toCanvas(graph);
+    const runDone = run.status !== "running" && run.status !== "paused" && run.status !== "queued";
+    const nodes: CanvasNode[] = c.nodes.map((n) => ({
+      ...n,
+      draggable: false,
+      connectable: false,
+      selected: n.id === mark,
+      data: { ...n.data, _run: aggregate(byNode[n.id] ?? []) },
+    }));
+    const edges: Edge[] = c.edges.map((e) => {
+      const rounds = isLoop(e.data) ? (history[e.source] ?? []).filter((s) => Array.isArray(s.taken) && s.taken.includes(e.target)).length : 0;
+      const taken = rounds ? true : edgeTaken(e, byNode[e.source], runDone);
+      const cls = taken === true ? "edge-taken" : taken === false ? "edge-not-taken" : "edge-open";
+      return {
+        ...e,
+        animated: taken === null && run.status === "running",
+        className: `${e.className ?? ""} ${cls}`,
+        domAttributes: { ...(e.domAttributes as any), "data-taken": taken === null ? "open" : String(taken) } as any,
+        ariaLabel: `Edge from ${e.source} to ${e.target}${taken === true ? ", taken" : taken === false ? ", not taken" : ""}`,
+      };
+    });
+    return { nodes, edges };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [graph, run, mark, flowNodeTypes, typesLoaded]);
+  return (
+    <div className="canvas task-canvas" data-task-canvas>
+      <ReactFlowProvider>
+        <ReactFlow
+          colorMode="system"
+          nodes={canvas.nodes}
+          edges={canvas.edges}
+          nodeTypes={flowNodeTypes}
+          edgeTypes={edgeTypes}
+          nodesDraggable={false}
+          nodesConnectable={false}
+          elementsSelectable={false}
+          minZoom={0.1}
+          proOptions={{ hideAttribution: true }}
+        >
+          <FitOnOpen />
+          <Background gap={16} />
+          <Controls showInteractive={false} />
+        </ReactFlow>
+      </ReactFlowProvider>
+      <Legend />
+    </div>
+  );
 }

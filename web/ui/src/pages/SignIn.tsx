@@ -3,8 +3,9 @@ import { api, ApiError, describe, setToken, signedIn, type Me } from "../api";
 
 // SignIn signs a person in with their email and password (a session
 // cookie the page cannot read, and a CSRF token kept in memory), or, as a
-// second way, with an API token kept in the browser session
-// (sessionStorage): sent as a Bearer header, never put in a URL. When the
+// second way, with an API token kept in the browser (localStorage, so
+// that it holds across tabs until sign-out): sent as a Bearer header,
+// never put in a URL. When the
 // server has OIDC sign-in (GET /auth/providers), a "Sign in with SSO" link
 // goes through the provider and comes back to this page's address.
 export function SignIn() {
