@@ -3,6 +3,8 @@ package browser_test
 import (
 	"crypto/rand"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -114,4 +116,48 @@ func TestUIEmailStep(t *testing.T) {
 	require.Equal(t, []string{"ada@example.com"}, mails[0].To)
 	require.Contains(t, mails[0].Data, "Subject: Welcome, Ada")
 	require.Contains(t, mails[0].Data, "Hello Ada!")
+}
+
+// TestUIPullWorker: a Worker step switched to Pull in its panel names a
+// queue; a run's task shows waiting on the Queues page; a worker polls it
+// (the API, as a worker would), and the run view names that worker on the
+// attempt once it calls back.
+func TestUIPullWorker(t *testing.T) {
+	s := newStack(t)
+	s.run("new flow", chromedp.Navigate(s.url+"/flows/new"), tokenSignIn(token))
+	s.waitJS("Worker in the palette", `!!document.querySelector('[data-palette="Worker"]')`)
+	s.run("add Worker", chromedp.Click(`[data-palette="Worker"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`form[aria-label="Worker worker1 settings"]`, chromedp.ByQuery))
+	s.run("pull", chromedp.Click(`//label[contains(., "Pull: it waits in a queue")]/input`, chromedp.BySearch),
+		chromedp.WaitVisible("#node-queue", chromedp.ByQuery), setValue("#node-queue", "billing"), setValue("#node-lease", "120"),
+		setValue("#flow-name", "Billing"), chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
+	s.waitJS("saved", `document.body.innerText.includes("saved as version 1")`)
+	s.run("start run", chromedp.Click(`//button[text()="Start run"]`, chromedp.BySearch), chromedp.WaitVisible("#run-input", chromedp.ByQuery),
+		setValue("#run-input", `{"invoice": 7}`), chromedp.Click(`.modal button[type="submit"]`, chromedp.ByQuery))
+	s.waitJS("run view", `location.pathname.startsWith("/runs/")`)
+	var runURL string
+	s.run("run url", chromedp.Location(&runURL))
+
+	s.run("queues", chromedp.Click(`//nav//a[text()="Queues"]`, chromedp.BySearch))
+	s.waitJS("billing waits", `document.querySelector('[data-queue="billing"] [data-pending]')?.innerText === "1"`)
+	var polled struct {
+		Tasks []struct {
+			Config      map[string]any `json:"config"`
+			CallbackURL string         `json:"callback_url"`
+		} `json:"tasks"`
+	}
+	s.api("POST", "/tasks/poll", map[string]any{"queue": "billing", "worker": "host-7/v1"}, &polled)
+	require.Len(t, polled.Tasks, 1)
+	require.EqualValues(t, 120, polled.Tasks[0].Config["leaseSeconds"])
+	s.waitJS("leased, by whom", `(document.querySelector('[data-queue="billing"] [data-worker="host-7/v1"]')?.innerText || "").includes("holds 1")`)
+	s.shot("queues-page")
+	resp, err := http.Post(polled.Tasks[0].CallbackURL, "application/json", strings.NewReader(`{"status":"completed","output":{"paid":true}}`)) //nolint:noctx // a test's one request
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+
+	s.run("back to the run", chromedp.Navigate(runURL))
+	s.waitJS("completed", `!!document.querySelector('.snode[data-node-id="worker1"][data-status="completed"]')`)
+	s.run("select it", chromedp.Click(`.snode[data-node-id="worker1"]`, chromedp.ByQuery))
+	s.waitJS("the worker named", `(document.querySelector('[data-attempt-worker]')?.innerText || "").includes("host-7/v1")`)
 }

@@ -13,6 +13,7 @@ import { BoardList, BoardView } from "./pages/Boards";
 import { Users } from "./pages/Users";
 import { Tokens } from "./pages/Tokens";
 import { Credentials } from "./pages/Credentials";
+import { Queues } from "./pages/Queues";
 import { Audit } from "./pages/Audit";
 import { Empty, NotFound, Spinner } from "./components/common";
 
@@ -58,6 +59,7 @@ const NAV: { to: string; label: string; needs: "read" | "approvals" }[] = [
   { to: "/runs", label: "Runs", needs: "read" },
   { to: "/approvals", label: "Approvals", needs: "approvals" },
   { to: "/boards", label: "Boards", needs: "read" },
+  { to: "/queues", label: "Queues", needs: "read" },
 ];
 
 // home is where a person lands: an approver has only the inbox.
@@ -111,6 +113,7 @@ export function App() {
   else if (path === "/users") page = <Users />;
   else if (path === "/tokens") page = <Tokens />;
   else if (path === "/credentials") page = <Credentials />;
+  else if (path === "/queues") page = <Queues />;
   else if (path === "/audit")
     page = <Audit key={query.toString()} actor={query.get("actor") ?? ""} target={query.get("target") ?? ""} since={query.get("since") ?? ""} />;
   else page = <NotFound what="page" back={home(me)} backLabel={`Go to ${home(me) === "/approvals" ? "approvals" : "flows"}`} />;

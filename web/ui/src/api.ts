@@ -413,6 +413,8 @@ export interface NodeState {
   output: any;
   error: string | null;
   attempt: number;
+  // worker: who polled this attempt (a pulled Worker's task).
+  worker?: string;
   // taken: the target node ids of the edges this node took once it decided
   // them; null when it took all of them (a plain completed node) or has
   // not decided yet.
@@ -540,6 +542,8 @@ export interface ApiToken {
   created_at: string;
   last_used_at: string | null;
   user_id?: string;
+  // role "worker": a token that only polls task queues.
+  role?: string;
 }
 export interface AuditEntry {
   id: string;

@@ -184,12 +184,46 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
       )}
       {type === "Worker" && (
         <>
-          <Field label="Webhook URL" id="node-url" hint="stitchd POSTs the work here; your service calls back.">
-            <input id="node-url" type="url" placeholder="https://worker.example.com/score" value={d.webhookUrl ?? ""} onChange={(e) => set(["webhookUrl"])(e.target.value)} />
-          </Field>
-          <Field label="Timeout (seconds)" id="node-timeout" hint="Without a callback or heartbeat by then, the attempt fails. Default 300.">
-            <input id="node-timeout" type="number" min={1} value={d.timeoutSeconds ?? ""} onChange={(e) => set(["timeoutSeconds"])(num(e.target.value))} />
-          </Field>
+          <fieldset className="worker-mode" data-worker-mode={d.queue !== undefined ? "pull" : "push"}>
+            <legend>How the work reaches your service</legend>
+            <label className="inline">
+              <input
+                type="radio"
+                name={`worker-mode-${node.id}`}
+                checked={d.queue === undefined}
+                onChange={() => onChange(node.id, { ...withoutKeys(d, ["queue", "leaseSeconds"]), webhookUrl: d.webhookUrl ?? "" })}
+              />{" "}
+              Push: stitchd POSTs it to a webhook
+            </label>
+            <label className="inline">
+              <input
+                type="radio"
+                name={`worker-mode-${node.id}`}
+                checked={d.queue !== undefined}
+                onChange={() => onChange(node.id, { ...withoutKeys(d, ["webhookUrl", "cancelUrl", "delivery", "rateLimit", "timeoutSeconds"]), queue: d.queue ?? "" })}
+              />{" "}
+              Pull: it waits in a queue your workers poll
+            </label>
+          </fieldset>
+          {d.queue === undefined ? (
+            <>
+              <Field label="Webhook URL" id="node-url" hint="stitchd POSTs the work here; your service calls back.">
+                <input id="node-url" type="url" placeholder="https://worker.example.com/score" value={d.webhookUrl ?? ""} onChange={(e) => set(["webhookUrl"])(e.target.value)} />
+              </Field>
+              <Field label="Timeout (seconds)" id="node-timeout" hint="Without a callback or heartbeat by then, the attempt fails. Default 300.">
+                <input id="node-timeout" type="number" min={1} value={d.timeoutSeconds ?? ""} onChange={(e) => set(["timeoutSeconds"])(num(e.target.value))} />
+              </Field>
+            </>
+          ) : (
+            <>
+              <Field label="Queue" id="node-queue" hint="Workers take the work with POST /api/v1/tasks/poll {queue: …} and call back as a pushed worker does.">
+                <input id="node-queue" className="mono" placeholder="billing" value={d.queue ?? ""} onChange={(e) => set(["queue"])(e.target.value)} />
+              </Field>
+              <Field label="Lease (seconds)" id="node-lease" hint="How long a polled task is its worker's; a heartbeat extends it; when it runs out the attempt times out. Default 300.">
+                <input id="node-lease" type="number" min={1} max={86400} value={d.leaseSeconds ?? ""} onChange={(e) => set(["leaseSeconds"])(num(e.target.value))} />
+              </Field>
+            </>
+          )}
           <RetryFields retry={d.retry} set={(k) => set(["retry", k])} />
         </>
       )}

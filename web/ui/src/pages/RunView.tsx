@@ -834,7 +834,15 @@ function NodeDetail(props: {
               )}
             </dd>
             <dt>Attempt</dt>
-            <dd>{current.attempt}</dd>
+            <dd>
+              {current.attempt}
+              {current.worker && (
+                <span className="muted" data-attempt-worker>
+                  {" "}
+                  · taken by <span className="mono">{current.worker}</span>
+                </span>
+              )}
+            </dd>
             <dt>Started</dt>
             <dd title={current.started_at ?? ""}>{ago(current.started_at)}</dd>
             <dt>Finished</dt>

@@ -7,6 +7,7 @@ import { ago, Empty, ErrorBox, Spinner, useLoad } from "../components/common";
 export function Tokens() {
   const { data, error, loading, reload } = useLoad(() => api<{ tokens: ApiToken[] }>("GET", "/tokens"), []);
   const [name, setName] = useState("");
+  const [workerOnly, setWorkerOnly] = useState(false);
   const [made, setMade] = useState<{ id: string; name: string; token: string } | null>(null);
   const [busy, setBusy] = useState(false);
   const [formError, setFormError] = useState<string | null>(null);
@@ -22,7 +23,7 @@ export function Tokens() {
     setBusy(true);
     setFormError(null);
     try {
-      const t = await api<{ id: string; name: string; token: string }>("POST", "/tokens", { name: name.trim() });
+      const t = await api<{ id: string; name: string; token: string }>("POST", "/tokens", workerOnly ? { name: name.trim(), role: "worker" } : { name: name.trim() });
       setMade(t);
       setCopied(false);
       setName("");
@@ -60,6 +61,9 @@ export function Tokens() {
             Token name
           </label>
           <input id="token-name" placeholder="Name, e.g. ci" maxLength={100} value={name} onChange={(e) => setName(e.target.value)} aria-invalid={!!formError} />
+          <label className="inline" title="A worker token may poll task queues (POST /api/v1/tasks/poll) and do nothing else.">
+            <input type="checkbox" checked={workerOnly} onChange={(e) => setWorkerOnly(e.target.checked)} data-worker-only /> For a pull worker only
+          </label>
           <button type="submit" className="btn primary" disabled={busy}>
             {busy ? "Creating…" : "Create token"}
           </button>
@@ -116,7 +120,10 @@ export function Tokens() {
             <tbody>
               {data.tokens.map((t) => (
                 <tr key={t.id} data-token={t.name}>
-                  <td>{t.name}</td>
+                  <td>
+                    {t.name}
+                    {t.role === "worker" && <span className="role-chip">worker</span>}
+                  </td>
                   <td title={t.created_at}>{ago(t.created_at)}</td>
                   <td title={t.last_used_at ?? undefined}>{t.last_used_at ? ago(t.last_used_at) : "never"}</td>
                   <td className="actions">
