@@ -353,7 +353,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, a.closeEarly(err)
 	}
-	a.Metrics = metrics.New(metrics.Config{OutboxDepth: a.Store.OutboxDepth, GaugeMaxAge: cfg.MetricsGaugeMaxAge, Logger: cfg.Logger})
+	a.Metrics = metrics.New(metrics.Config{OutboxDepth: a.Store.OutboxDepth, Queues: a.queueGauges, GaugeMaxAge: cfg.MetricsGaugeMaxAge,
+		Logger: cfg.Logger})
 	a.tracing, err = tracing.Setup(ctx, tracing.Options{Endpoint: cfg.OTLPEndpoint, Version: cfg.Version})
 	if err != nil {
 		return nil, a.closeEarly(err)
@@ -718,4 +719,17 @@ func nodeTypes(builtin, added []engine.NodeTypeSpec) ([]engine.NodeTypeSpec, err
 		all = append(all, t)
 	}
 	return all, nil
+}
+
+// queueGauges reads the task queues for the metrics.
+func (a *App) queueGauges(ctx context.Context) ([]metrics.QueueGauge, error) {
+	qs, err := a.Store.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]metrics.QueueGauge, len(qs))
+	for i, q := range qs {
+		out[i] = metrics.QueueGauge{Name: q.Name, Pending: q.Pending, Leased: q.Leased, OldestPendingSeconds: q.OldestPendingSeconds}
+	}
+	return out, nil
 }

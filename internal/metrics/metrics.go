@@ -23,6 +23,16 @@ import (
 // (pending, sending).
 type OutboxDepthFunc func(ctx context.Context) (map[string]int64, error)
 
+// QueueGauge is one task queue's state (store.Store.Queues).
+type QueueGauge struct {
+	Name                 string
+	Pending, Leased      int
+	OldestPendingSeconds float64
+}
+
+// QueuesFunc reads the task queues' state.
+type QueuesFunc func(ctx context.Context) ([]QueueGauge, error)
+
 // Metrics holds stitchd's series and the registry they are in.
 type Metrics struct {
 	Registry *prometheus.Registry
@@ -41,6 +51,10 @@ type Metrics struct {
 type Config struct {
 	// OutboxDepth, if set, is read for the stitchd_outbox_depth gauge.
 	OutboxDepth OutboxDepthFunc
+	// Queues, if set, is read for the per-queue gauges
+	// (stitchd_queue_pending, _leased, _oldest_pending_seconds), through
+	// the same cache age as the outbox depth.
+	Queues QueuesFunc
 	// GaugeMaxAge is how old the database-backed gauges may be when served
 	// (default 5s): they are read at most once in that time, by whichever
 	// scrape comes first, and every other scrape is served that reading.
@@ -102,11 +116,19 @@ func New(cfg Config) *Metrics {
 		m.callbackDuration, m.sweeperActions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.OutboxDepth != nil {
-		m.Registry.MustRegister(&outboxCollector{depth: &cachedDepth{read: cfg.OutboxDepth, maxAge: cfg.GaugeMaxAge, clock: cfg.Clock}, log: log,
+		m.Registry.MustRegister(&outboxCollector{depth: &cached[map[string]int64]{read: cfg.OutboxDepth, maxAge: cfg.GaugeMaxAge, clock: cfg.Clock}, log: log,
 			desc: prometheus.NewDesc("stitchd_outbox_depth", "Outbox rows (dispatches) not yet delivered, by status; read from the database at most every "+
 				cfg.GaugeMaxAge.String()+".", []string{"status"}, nil),
 			readsDesc: prometheus.NewDesc("stitchd_metrics_gauge_reads_total", "Reads of the database for the database-backed gauges "+
 				"(the outbox depth): at most one per "+cfg.GaugeMaxAge.String()+", shared by every scrape.", nil, nil)})
+	}
+	if cfg.Queues != nil {
+		m.Registry.MustRegister(&queueCollector{queues: &cached[[]QueueGauge]{read: cfg.Queues, maxAge: cfg.GaugeMaxAge, clock: cfg.Clock}, log: log,
+			pending: prometheus.NewDesc("stitchd_queue_pending", "Pulled tasks due and waiting for a worker's poll, by queue.", []string{"queue"}, nil),
+			leased: prometheus.NewDesc("stitchd_queue_leased", "Pulled tasks leased to a worker whose attempt still runs, by queue.",
+				[]string{"queue"}, nil),
+			oldest: prometheus.NewDesc("stitchd_queue_oldest_pending_seconds", "How long the oldest waiting task of a queue has waited.",
+				[]string{"queue"}, nil)})
 	}
 	// Every label value known up front shows as 0 rather than missing.
 	for _, s := range []engine.RunStatus{engine.RunCompleted, engine.RunFailed, engine.RunCancelled} {
@@ -311,7 +333,7 @@ func (m *Metrics) Middleware(next http.Handler) http.Handler {
 // Its readings are counted beside it (readsDesc), in the same collection,
 // so that a scrape shows the count including the reading it was served.
 type outboxCollector struct {
-	depth           *cachedDepth
+	depth           *cached[map[string]int64]
 	desc, readsDesc *prometheus.Desc
 	log             *slog.Logger
 }
@@ -333,35 +355,61 @@ func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// cachedDepth is the outbox depth read at most once per maxAge. Scrapes
-// arriving while it is read wait for that reading rather than start their
-// own; a failed reading is kept as long, so that scrapes do not pile
-// queries onto a database that is struggling.
-type cachedDepth struct {
-	read   OutboxDepthFunc
+// cached is a database-backed reading (the outbox depth, the queues)
+// made at most once per maxAge. Scrapes arriving while it is read wait for
+// that reading rather than start their own; a failed reading is kept as
+// long, so that scrapes do not pile queries onto a database that is
+// struggling.
+type cached[T any] struct {
+	read   func(ctx context.Context) (T, error)
 	maxAge time.Duration
 	clock  engine.Clock
 
-	mu     sync.Mutex
-	at     time.Time // of the last reading; zero before the first
-	reads  int64
-	counts map[string]int64
-	err    error
+	mu    sync.Mutex
+	at    time.Time // of the last reading; zero before the first
+	reads int64
+	val   T
+	err   error
 }
 
 // get returns the last reading and the number of readings made, reading
 // again when the last is maxAge old; fresh reports a reading made by this
 // call.
-func (c *cachedDepth) get() (counts map[string]int64, reads int64, fresh bool, err error) {
+func (c *cached[T]) get() (val T, reads int64, fresh bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if now := c.clock.Now(); !c.at.IsZero() && now.Sub(c.at) < c.maxAge && !now.Before(c.at) {
-		return c.counts, c.reads, false, c.err
+		return c.val, c.reads, false, c.err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	c.counts, c.err = c.read(ctx)
+	c.val, c.err = c.read(ctx)
 	c.at = c.clock.Now()
 	c.reads++
-	return c.counts, c.reads, true, c.err
+	return c.val, c.reads, true, c.err
+}
+
+// queueCollector serves the per-queue gauges, read through a cache.
+type queueCollector struct {
+	queues                  *cached[[]QueueGauge]
+	pending, leased, oldest *prometheus.Desc
+	log                     *slog.Logger
+}
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.pending; ch <- c.leased; ch <- c.oldest }
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	qs, _, fresh, err := c.queues.get()
+	if err != nil {
+		if fresh {
+			c.log.Warn("metrics: error reading the task queues", "error", err)
+		}
+		ch <- prometheus.NewInvalidMetric(c.pending, err)
+		return
+	}
+	for _, q := range qs {
+		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(q.Pending), q.Name)
+		ch <- prometheus.MustNewConstMetric(c.leased, prometheus.GaugeValue, float64(q.Leased), q.Name)
+		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, q.OldestPendingSeconds, q.Name)
+	}
 }
