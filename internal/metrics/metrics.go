@@ -396,7 +396,11 @@ type queueCollector struct {
 	log                     *slog.Logger
 }
 
-func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.pending; ch <- c.leased; ch <- c.oldest }
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.pending
+	ch <- c.leased
+	ch <- c.oldest
+}
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	qs, _, fresh, err := c.queues.get()
