@@ -34,7 +34,7 @@ type Options struct {
 	// empty finds the local server or starts a throwaway cluster.
 	DatabaseURL string
 	// Scenarios to run, by name (default: all, in order): chain, http,
-	// chains, branches, fanout-1k, fanout-10k, fanout-100k, idle. Any fanout-<n> (n a count
+	// chains, pull, branches, fanout-1k, fanout-10k, fanout-100k, idle. Any fanout-<n> (n a count
 	// with an optional k or m: fanout-300k, fanout-1m) is a fan-out of n
 	// items, to see how time and memory grow with the size.
 	Scenarios []string
@@ -171,7 +171,7 @@ type Latency struct {
 	Max     float64 `json:"max"`
 }
 
-var allScenarios = []string{"chain", "http", "chains", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "subflow-10k", "timers", "idle", "sleeping"}
+var allScenarios = []string{"chain", "http", "chains", "pull", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "subflow-10k", "timers", "idle", "sleeping"}
 
 // optInScenarios run only when named: history loads a million runs and
 // runs chain and chains three times.
@@ -539,6 +539,8 @@ func (r *runner) scenario(ctx context.Context, name string) (*Result, error) {
 		return r.timers(ctx)
 	case "chains":
 		return r.chains(ctx)
+	case "pull":
+		return r.pull(ctx)
 	case "branches":
 		return r.branches(ctx)
 	case "idle":
@@ -746,6 +748,73 @@ func (r *runner) chains(ctx context.Context) (*Result, error) {
 	res.Name = fmt.Sprintf("%d concurrent chains (%d runs of %d workers)", r.opts.Chains, len(runs), n)
 	res.Latency = distribution(r.worker.chainLatencies(runs, n))
 	return res, nil
+}
+
+// pullPollers is how many workers poll the pull scenario's queue, each
+// taking up to pullMax tasks a poll: a few worker processes with a
+// concurrency limit each, as pull workers are deployed.
+const (
+	pullPollers = 8
+	pullMax     = 16
+)
+
+// pull is chains with pulled Workers: every step's task waits in a queue
+// that pullPollers long-polling workers take (POST /api/v1/tasks/poll,
+// wait 20 s) and call back at once, from the worker's sender pool. Its
+// latency is from a step's callback to the next step's task in a
+// poller's hands: the completion, the NOTIFY and the long poll's wake.
+func (r *runner) pull(ctx context.Context) (*Result, error) {
+	n := r.opts.ChainsRunLength
+	var nodes, edges []map[string]any
+	for i := range n {
+		nodes = append(nodes, map[string]any{"id": fmt.Sprintf("n%d", i), "type": "Worker", "data": map[string]any{"queue": "bench"}})
+		if i > 0 {
+			edges = append(edges, map[string]any{"id": fmt.Sprintf("e%d", i), "source": fmt.Sprintf("n%d", i-1), "target": fmt.Sprintf("n%d", i)})
+		}
+	}
+	flow, err := r.createFlow(ctx, "bench pull", nodes, edges)
+	if err != nil {
+		return nil, err
+	}
+	pctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for p := range pullPollers {
+		wg.Go(func() { r.poller(pctx, fmt.Sprintf("bench-%d", p)) })
+	}
+	res, runs, err := r.concurrentRuns(ctx, flow, n, func(int64) any { return map[string]any{} })
+	stop()
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	res.Name = fmt.Sprintf("%d concurrent pulled chains (%d runs of %d workers, %d pollers)", r.opts.Chains, len(runs), n, pullPollers)
+	res.Latency = distribution(r.worker.chainLatencies(runs, n))
+	return res, nil
+}
+
+// poller long-polls the pull scenario's queue until ctx ends, handing
+// each task to the worker's senders, which call back at once.
+func (r *runner) poller(ctx context.Context, id string) {
+	for ctx.Err() == nil {
+		var out struct {
+			Tasks []struct {
+				RunID       string `json:"run_id"`
+				NodeID      string `json:"node_id"`
+				CallbackURL string `json:"callback_url"`
+			} `json:"tasks"`
+		}
+		if err := r.api(ctx, "POST", "/tasks/poll", map[string]any{"queue": "bench", "worker": id, "max": pullMax,
+			"wait_seconds": 20}, &out); err != nil {
+			if ctx.Err() == nil {
+				time.Sleep(100 * time.Millisecond) // the server is busy or away: poll again shortly
+			}
+			continue
+		}
+		now := time.Now()
+		for _, t := range out.Tasks {
+			r.worker.took(t.RunID, t.NodeID, t.CallbackURL, now)
+		}
+	}
 }
 
 // branches is chains with a switch at every other step: stage i's worker

@@ -34,7 +34,7 @@ func TestBenchSmall(t *testing.T) {
 		IdleRuns:    20, IdleWindow: time.Second, Timers: 50, SubFlows: 20, SleepingRuns: 20,
 	})
 	require.NoError(t, err, progress.String())
-	require.Len(t, rep.Results, 11)
+	require.Len(t, rep.Results, 12)
 	byName := map[string]bench.Result{}
 	cpu := 0.0
 	for _, r := range rep.Results {
@@ -84,15 +84,23 @@ func TestBenchSmall(t *testing.T) {
 	require.Equal(t, 29, httpChain.Latency.Samples, "one latency per step")
 	require.Positive(t, httpChain.Latency.P50)
 
-	var chains bench.Result
+	var chains, pulled bench.Result
 	for _, r := range rep.Results {
-		if r.Latency != nil && r.Name != chain.Name && r.Name != httpChain.Name {
+		switch {
+		case strings.Contains(r.Name, "concurrent chains"):
 			chains = r
+		case strings.Contains(r.Name, "concurrent pulled chains"):
+			pulled = r
 		}
 	}
 	require.NotEmpty(t, chains.Name)
 	require.Zero(t, chains.Completions%10, "whole runs of 10 workers")
 	require.GreaterOrEqual(t, chains.Completions, int64(30), "every chain ran at least once")
+	require.NotEmpty(t, pulled.Name)
+	require.Zero(t, pulled.Completions%10, "whole pulled runs of 10 workers")
+	require.GreaterOrEqual(t, pulled.Completions, int64(30), "every pulled chain ran at least once")
+	require.NotNil(t, pulled.Latency, "callback to the next task in a poller's hands")
+	require.Positive(t, pulled.Latency.P50)
 
 	var branches bench.Result
 	for _, r := range rep.Results {

@@ -86,6 +86,16 @@ func (w *worker) serve(rw http.ResponseWriter, r *http.Request) {
 	w.jobs <- job{run: p.RunID, key: p.NodeID, url: p.CallbackURL}
 }
 
+// took records a pulled task in a poller's hands (as a dispatch's
+// arrival) and queues its callback.
+func (w *worker) took(run, key, callbackURL string, at time.Time) {
+	w.mu.Lock()
+	w.arrived[run+"/"+key] = at
+	w.received++
+	w.mu.Unlock()
+	w.jobs <- job{run: run, key: key, url: callbackURL}
+}
+
 // httpURL is the base of the instant REST endpoint the http scenario's
 // nodes call: <httpURL>/<key> (one run at a time).
 func (w *worker) httpURL() string { return strings.TrimSuffix(w.url, "/work") + "/http" }
