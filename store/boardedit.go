@@ -54,6 +54,8 @@ type AddSectionParams struct {
 	BoardID string
 	ID      string
 	Name    string
+	// SLASeconds is how long an entity may stay (nil: no limit).
+	SLASeconds *int
 	// Position is the section's 0-based place among the board's sections
 	// (nil or past the end: last).
 	Position *int
@@ -74,7 +76,7 @@ func (s *Store) AddSection(ctx context.Context, p AddSectionParams) (*Board, err
 			pos = *p.Position
 		}
 		ids = slices.Insert(ids, pos, p.ID)
-		if err := tx.Create(&sectionRow{BoardID: p.BoardID, ID: p.ID, Name: p.Name, Position: pos}).Error; err != nil {
+		if err := tx.Create(&sectionRow{BoardID: p.BoardID, ID: p.ID, Name: p.Name, Position: pos, SLASeconds: p.SLASeconds}).Error; err != nil {
 			return err
 		}
 		return renumberSections(tx, p.BoardID, ids)
@@ -91,6 +93,8 @@ type UpdateSectionParams struct {
 	ID       string
 	Name     *string
 	Position *int
+	// SLASeconds sets the section's SLA (0 removes it).
+	SLASeconds *int
 }
 
 // UpdateSection renames a section or moves it to another place.
@@ -106,6 +110,15 @@ func (s *Store) UpdateSection(ctx context.Context, p UpdateSectionParams) (*Boar
 		}
 		if p.Name != nil {
 			if err := tx.Model(&sectionRow{}).Where("board_id = ? AND id = ?", p.BoardID, p.ID).Update("name", *p.Name).Error; err != nil {
+				return err
+			}
+		}
+		if p.SLASeconds != nil {
+			var sla any
+			if *p.SLASeconds > 0 {
+				sla = *p.SLASeconds
+			}
+			if err := tx.Model(&sectionRow{}).Where("board_id = ? AND id = ?", p.BoardID, p.ID).Update("sla_seconds", sla).Error; err != nil {
 				return err
 			}
 		}

@@ -18,6 +18,9 @@ import (
 type Section struct {
 	ID   string
 	Name string
+	// SLASeconds is how long an entity may stay in the section before it
+	// is overdue (nil: no limit).
+	SLASeconds *int
 }
 
 // Board is a board with its ordered sections.
@@ -48,7 +51,7 @@ func (boardRow) TableName() string { return "boards" }
 func (r *boardRow) board() (Board, error) {
 	b := Board{ID: r.ID, Name: r.Name, Sections: make([]Section, len(r.Sections)), CreatedAt: r.CreatedAt.UTC()}
 	for i, sec := range r.Sections {
-		b.Sections[i] = Section{ID: sec.ID, Name: sec.Name}
+		b.Sections[i] = Section{ID: sec.ID, Name: sec.Name, SLASeconds: sec.SLASeconds}
 	}
 	if err := json.Unmarshal(r.CardFields, &b.CardFields); err != nil {
 		return Board{}, fmt.Errorf("error reading the card fields of board %s: %w", r.ID, err)
@@ -58,10 +61,11 @@ func (r *boardRow) board() (Board, error) {
 
 // sectionRow is a sections row: a board's column at Position (from 0).
 type sectionRow struct {
-	BoardID  string `gorm:"primaryKey;type:uuid"`
-	ID       string `gorm:"primaryKey"`
-	Name     string ``
-	Position int    ``
+	BoardID    string `gorm:"primaryKey;type:uuid"`
+	ID         string `gorm:"primaryKey"`
+	Name       string ``
+	Position   int    ``
+	SLASeconds *int   `gorm:"column:sla_seconds"`
 }
 
 // TableName is the sections table.

@@ -42,7 +42,7 @@ func (s *Store) ClaimNotifications(ctx context.Context, limit int, lease time.Du
 			next_attempt_at = now() + make_interval(secs => ?)
 		WHERE id IN (SELECT id FROM notifications WHERE status IN ('pending', 'sending') AND next_attempt_at <= now()
 			ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED)
-		RETURNING id::text, type, run_id::text, payload, tries, coalesce(url, '')`, lease.Seconds(), limit).Rows()
+		RETURNING id::text, type, coalesce(run_id::text, ''), payload, tries, coalesce(url, '')`, lease.Seconds(), limit).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error claiming notifications: %w", interpretError(err))
 	}

@@ -75,11 +75,17 @@ func (s *Server) deleteBoard(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
+// maxSLASeconds bounds a section's SLA: a year.
+const maxSLASeconds = 365 * 24 * 3600
+
 // sectionBody is a section to add or change.
 type sectionBody struct {
 	ID       string  `json:"id"`
 	Name     *string `json:"name"`
 	Position *int    `json:"position"`
+	// SLASeconds is how long an entity may stay before it is overdue (0
+	// removes the SLA).
+	SLASeconds *int `json:"sla_seconds"`
 }
 
 func (b sectionBody) check() error {
@@ -93,6 +99,9 @@ func (b sectionBody) check() error {
 	}
 	if b.Position != nil && *b.Position < 0 {
 		return badRequest("position must be 0 or more")
+	}
+	if b.SLASeconds != nil && (*b.SLASeconds < 0 || *b.SLASeconds > maxSLASeconds) {
+		return badRequest("sla_seconds must be from 1 to 31536000 (a year), or 0 to remove the SLA")
 	}
 	return nil
 }
@@ -117,8 +126,12 @@ func (s *Server) addSection(c echo.Context) error {
 	if b.Name != nil {
 		name = *b.Name
 	}
+	var sla *int
+	if b.SLASeconds != nil && *b.SLASeconds > 0 {
+		sla = b.SLASeconds
+	}
 	board, err := s.cfg.Store.AddSection(c.Request().Context(), store.AddSectionParams{BoardID: id, ID: b.ID, Name: name,
-		Position: b.Position})
+		Position: b.Position, SLASeconds: sla})
 	if err != nil {
 		return err
 	}
@@ -138,14 +151,14 @@ func (s *Server) patchSection(c echo.Context) error {
 	if b.ID != "" && b.ID != c.Param("section") {
 		return badRequest("a section's id does not change (add a section and delete this one)")
 	}
-	if b.Name == nil && b.Position == nil {
-		return badRequest("send name or position")
+	if b.Name == nil && b.Position == nil && b.SLASeconds == nil {
+		return badRequest("send name, position or sla_seconds")
 	}
 	if err := b.check(); err != nil {
 		return err
 	}
 	board, err := s.cfg.Store.UpdateSection(c.Request().Context(), store.UpdateSectionParams{BoardID: id, ID: c.Param("section"),
-		Name: b.Name, Position: b.Position})
+		Name: b.Name, Position: b.Position, SLASeconds: b.SLASeconds})
 	if err != nil {
 		return err
 	}

@@ -16,11 +16,13 @@ import (
 )
 
 type sectionJSON struct {
-	ID       string          `json:"id"`
-	Name     string          `json:"name"`
-	Entities []entityJSON    `json:"entities"`
-	Count    int             `json:"count"`
-	Stats    sectionStatJSON `json:"stats"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// SLASeconds: how long an entity may stay before it is overdue.
+	SLASeconds *int            `json:"sla_seconds"`
+	Entities   []entityJSON    `json:"entities"`
+	Count      int             `json:"count"`
+	Stats      sectionStatJSON `json:"stats"`
 	// NextCursor pages through the section's entities (GET
 	// /boards/{id}?section_id=&cursor=); null on the last page.
 	NextCursor *string `json:"next_cursor"`
@@ -37,8 +39,10 @@ type sectionStatJSON struct {
 
 type entityJSON struct {
 	engine.Entity
-	TimeInSectionSeconds float64               `json:"time_in_section_seconds"`
-	Journey              []engine.JourneyEvent `json:"journey,omitempty"`
+	TimeInSectionSeconds float64 `json:"time_in_section_seconds"`
+	// Overdue: longer in its section than the section's sla_seconds.
+	Overdue bool                  `json:"overdue"`
+	Journey []engine.JourneyEvent `json:"journey,omitempty"`
 	// JourneyNextCursor pages through a long journey (GET
 	// /entities/{id}?cursor=, oldest first); null on the last page.
 	JourneyNextCursor *string `json:"journey_next_cursor,omitempty"`
@@ -155,10 +159,11 @@ func (s *Server) writeBoard(c echo.Context, board *store.Board, status int, bp s
 		es := make([]entityJSON, len(pg.Entities))
 		for i, e := range pg.Entities {
 			es[i] = s.toEntityJSON(e)
+			es[i].Overdue = sec.SLASeconds != nil && es[i].TimeInSectionSeconds > float64(*sec.SLASeconds)
 		}
 		st := sectionStatJSON{Exits: stats[sec.ID].Exits, AvgSecondsBeforeExit: stats[sec.ID].AvgSeconds,
 			AvgCurrentSeconds: pg.AvgCurrentSeconds}
-		secs = append(secs, sectionJSON{ID: sec.ID, Name: sec.Name, Entities: es, Count: pg.Count, Stats: st,
+		secs = append(secs, sectionJSON{ID: sec.ID, Name: sec.Name, SLASeconds: sec.SLASeconds, Entities: es, Count: pg.Count, Stats: st,
 			NextCursor: nextCursor(pg.Next)})
 	}
 	fields := board.CardFields

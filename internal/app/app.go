@@ -430,7 +430,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Credentials: &store.CredentialReader{Store: a.Store, Box: a.SecretBox}, Dialer: guard.Dialer(30 * time.Second)})
 	a.Dispatcher = disp
 	a.sweeper = maintenance.NewSweeper(maintenance.SweeperParams{Store: a.Store, Engine: a.Engine, Metrics: a.Metrics,
-		Clock: clock, Logger: cfg.Logger, PollInterval: cfg.PollInterval, Done: &a.TestSignals.SweepDone})
+		Clock: clock, Logger: cfg.Logger, PollInterval: cfg.PollInterval, Done: &a.TestSignals.SweepDone, NotifySLA: cfg.NotifyURL != ""})
 	// The archive is the operator's, but in deny mode it is held to the
 	// guard too (--worker-allow-cidrs opens its address): a URL set
 	// through the environment is no reason to reach the machine itself.

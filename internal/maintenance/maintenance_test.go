@@ -88,6 +88,11 @@ func (f *fakeStore) DeleteOldLoginFailures(context.Context, time.Time) (int64, e
 	return 0, nil
 }
 
+func (f *fakeStore) NotifySLABreaches(context.Context, time.Time, int) (int, error) {
+	f.ask("SLA breaches")
+	return 0, nil
+}
+
 // fakeEngine records what it applied.
 type fakeEngine struct {
 	mu      sync.Mutex

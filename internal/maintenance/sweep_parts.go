@@ -107,3 +107,19 @@ func (s *Sweeper) deleteExpiredSessions(ctx context.Context) {
 		s.p.Logger.Warn("sweeper", "what", "old failed sign-ins", "error", err)
 	}
 }
+
+// notifySLABreaches notifies entities past their section's SLA, once per
+// stay, a batch a pass.
+func (s *Sweeper) notifySLABreaches(ctx context.Context) {
+	if !s.p.NotifySLA {
+		return
+	}
+	n, err := s.p.Store.NotifySLABreaches(ctx, s.p.Clock.Now(), 500)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.p.Logger.Warn("sweeper", "what", "SLA breaches", "error", err)
+		}
+		return
+	}
+	s.p.Metrics.SweeperAction("sla_breached", n)
+}

@@ -24,6 +24,7 @@ type SweeperStore interface {
 	OrphanedChildren(ctx context.Context, limit int) ([]string, error)
 	DeleteExpiredSessions(ctx context.Context, now time.Time) (int64, error)
 	DeleteOldLoginFailures(ctx context.Context, before time.Time) (int64, error)
+	NotifySLABreaches(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
 // SweeperEngine applies what fell due (engine.Engine).
@@ -51,6 +52,9 @@ type SweeperParams struct {
 	Logger *slog.Logger
 	// PollInterval is how often a pass runs (default 1s).
 	PollInterval time.Duration
+	// NotifySLA makes each pass notify entities past their section's SLA
+	// (entity.sla_breached; only when a notification webhook is set).
+	NotifySLA bool
 	// Done is sent after each pass, with the time it began (nil: nothing
 	// is sent; internal/app's TestSignals.SweepDone).
 	Done *testsignal.Signal[time.Time]
@@ -114,4 +118,5 @@ func (s *Sweeper) pass(ctx context.Context) {
 	s.failRunsPastDeadline(ctx)
 	s.cancelOrphanedChildren(ctx)
 	s.deleteExpiredSessions(ctx)
+	s.notifySLABreaches(ctx)
 }
