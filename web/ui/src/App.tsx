@@ -1,4 +1,4 @@
-import { useEffect, useState } from "react";
+import { lazy, Suspense, useEffect, useState } from "react";
 import { can, currentMe, restore, signOut, stream, type Me } from "./api";
 import { Link, match, navigate, usePath } from "./router";
 import { SignIn } from "./pages/SignIn";
@@ -14,6 +14,8 @@ import { Users } from "./pages/Users";
 import { Tokens } from "./pages/Tokens";
 import { Credentials } from "./pages/Credentials";
 import { Queues } from "./pages/Queues";
+// The analytics page carries the chart library: a chunk of its own.
+const BoardAnalytics = lazy(() => import("./pages/BoardAnalytics").then((m) => ({ default: m.BoardAnalytics })));
 import { Audit } from "./pages/Audit";
 import { Empty, NotFound, Spinner } from "./components/common";
 
@@ -109,6 +111,11 @@ export function App() {
   else if (path === "/approvals") page = <Approvals tab={query.get("assigned")} />;
   else if ((m = match("/approvals/:run/:key", path))) page = <TaskPage key={`${m.run}/${m.key}`} runId={m.run} nodeKey={m.key} />;
   else if (path === "/boards") page = <BoardList />;
+  else if ((m = match("/boards/:id/analytics", path))) page = (
+      <Suspense fallback={<Spinner label="Loading analytics…" />}>
+        <BoardAnalytics key={m.id} boardId={m.id} days={Number(query.get("days")) || 30} />
+      </Suspense>
+    );
   else if ((m = match("/boards/:id", path))) page = <BoardView key={m.id} boardId={m.id} entityId={query.get("entity")} />;
   else if (path === "/users") page = <Users />;
   else if (path === "/tokens") page = <Tokens />;

@@ -570,6 +570,8 @@ export interface Entity {
   current_node_key: string | null;
   updated_at: string;
   time_in_section_seconds?: number;
+  // overdue: longer in its section than the section's sla_seconds.
+  overdue?: boolean;
   journey?: JourneyEvent[];
 }
 export interface JourneyEvent {
@@ -611,6 +613,8 @@ export interface Task {
 export interface Section {
   id: string;
   name: string;
+  // sla_seconds: how long an entity may stay before it is overdue.
+  sla_seconds?: number | null;
   entities: Entity[];
   count: number;
   stats: { exits: number; avg_seconds_before_exit: number; avg_current_seconds: number };
@@ -700,3 +704,64 @@ export interface BrokerTrigger {
   updated_at: string;
 }
 export type Trigger = WebhookTrigger | ScheduleTrigger | BrokerTrigger;
+
+// Percentiles of a duration (analytics).
+export interface Percentiles {
+  p50: number | null;
+  p90?: number | null;
+  p95?: number | null;
+  max?: number | null;
+}
+
+// GET /boards/{id}/analytics.
+export interface BoardAnalytics {
+  from: string;
+  to: string;
+  entities: number;
+  sections: {
+    id: string;
+    name: string;
+    sla_seconds: number | null;
+    entered: number;
+    left: number;
+    current: number;
+    time_in_section_seconds: Percentiles;
+    next: { section_id: string; count: number }[];
+    overdue: number;
+  }[];
+}
+
+// GET /flows/{id}/analytics.
+export interface FlowAnalytics {
+  from: string;
+  to: string;
+  bucket: string;
+  runs: { started: number; completed: number; failed: number; cancelled: number; running: number };
+  nodes: {
+    key: string;
+    fired: number;
+    completed: number;
+    failed: number;
+    skipped: number;
+    waiting_now: number;
+    duration_ms: Percentiles;
+    outcomes: Record<string, number>;
+  }[];
+  timeline: { bucket: string; started: number; completed: number; failed: number }[];
+}
+
+// download fetches an API answer (with the caller's credential) and saves
+// it as a file: a CSV export.
+export async function download(path: string, name: string): Promise<void> {
+  const headers: Record<string, string> = { Accept: "text/csv" };
+  const token = getToken();
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const res = await fetch(`/api/v1${path}`, { headers });
+  if (!res.ok) throw new ApiError(res.status, "download_failed", `The export failed (${res.status}).`);
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}

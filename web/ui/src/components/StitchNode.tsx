@@ -22,6 +22,8 @@ export const StitchNode = memo(function StitchNode({ id, type, data, selected }:
   // going, with a failure mark, not as failed.
   const partial = !!run && run.status === "failed" && stillGoing(run.counts);
   if (partial) cls.push("run-partial");
+  const heat = d._heat as HeatLook | undefined;
+  if (heat && heat.fired > 0) cls.push(`heat-${heatLevel(heat)}`);
   const title = d.label || id;
   // Colour and mark are the type's (GET /api/v1/node-types); its CSS
   // class may add a shape of its own.
@@ -69,6 +71,7 @@ export const StitchNode = memo(function StitchNode({ id, type, data, selected }:
           ↺ ×{run.iteration! + 1}
         </span>
       )}
+      {heat && <HeatBadge heat={heat} />}
       {problems.length > 0 && (
         <div className="snode-problem" role="note">
           ⚠ {problems[0]}
@@ -165,4 +168,36 @@ function RunBadge({ run, id }: { run: RunLook; id: string }) {
 export function useFlowNodeTypes() {
   const types = useNodeTypes();
   return useMemo(() => Object.fromEntries(types.map((t) => [t.type, StitchNode])), [types]);
+}
+
+// HeatLook is a node's figures in the editor's heat map (a node of
+// GET /flows/{id}/analytics).
+interface HeatLook {
+  fired: number;
+  completed?: number;
+  failed?: number;
+  waiting_now?: number;
+  duration_ms?: { p50: number | null; p95?: number | null };
+}
+
+// heatLevel grades a node's failure rate: 0 none, 1 under 5 %, 2 under
+// 20 %, 3 above.
+function heatLevel(h: HeatLook): number {
+  const rate = h.fired > 0 ? (h.failed ?? 0) / h.fired : 0;
+  if (rate === 0) return 0;
+  if (rate < 0.05) return 1;
+  return rate < 0.2 ? 2 : 3;
+}
+
+function HeatBadge({ heat }: { heat: HeatLook }) {
+  if (heat.fired === 0) return <div className="snode-heat muted" data-heat="none">no runs in 30 days</div>;
+  const ms = (v: number | null | undefined) => (v == null ? "–" : v < 1000 ? `${Math.round(v)} ms` : span(v));
+  const failed = heat.failed ?? 0;
+  return (
+    <div className="snode-heat" data-heat={heat.fired} data-heat-failed={failed}>
+      {heat.fired} runs · p50 {ms(heat.duration_ms?.p50)} · p95 {ms(heat.duration_ms?.p95)}
+      {failed > 0 ? ` · ${Math.round((failed / heat.fired) * 100)} % failed` : ""}
+      {(heat.waiting_now ?? 0) > 0 ? ` · ${heat.waiting_now} waiting` : ""}
+    </div>
+  );
 }

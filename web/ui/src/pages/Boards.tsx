@@ -199,6 +199,9 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
           maxLength={200}
           onChange={(e) => setQ(e.target.value)}
         />
+        <Link className="btn ghost" to={`/boards/${boardId}/analytics`} data-link="board-analytics">
+          Analytics
+        </Link>
         {can(currentMe().me, "edit") && (
           <button type="button" className="btn" data-action="edit-board" onClick={() => setEditing(true)}>
             Edit board
@@ -218,6 +221,7 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
               <h2>{s.name}</h2>
               <span className="count">{s.count}</span>
             </div>
+            {s.sla_seconds ? <p className="column-sla muted small">SLA {duration(s.sla_seconds)}</p> : null}
             <p className="column-stats muted small">
               {s.count > 0 ? `avg ${duration(s.stats.avg_current_seconds)} here` : "empty"}
               {s.stats.exits > 0 ? ` · ${s.stats.exits} left after ${duration(s.stats.avg_seconds_before_exit)} avg` : ""}
@@ -228,8 +232,9 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
                 <li key={e.id}>
                   <button
                     type="button"
-                    className={`entity-card ${moved[e.id] && Date.now() - moved[e.id] < 3000 ? "just-moved" : ""}`}
+                    className={`entity-card ${moved[e.id] && Date.now() - moved[e.id] < 3000 ? "just-moved" : ""} ${e.overdue ? "overdue" : ""}`}
                     data-entity={e.id}
+                    data-overdue={e.overdue ? "true" : undefined}
                     onClick={() => navigate(`/boards/${boardId}?entity=${e.id}`)}
                   >
                     <strong>{e.name}</strong>
@@ -238,6 +243,11 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
                     <span className="small muted">
                       {e.type} · {duration(e.time_in_section_seconds ?? 0)} here
                     </span>
+                    {e.overdue && s.sla_seconds && (
+                      <span className="overdue-badge small" title={`Longer here than the section's SLA (${duration(s.sla_seconds)})`}>
+                        overdue
+                      </span>
+                    )}
                   </button>
                 </li>
               ))}
@@ -362,6 +372,7 @@ function BoardSettings({ board, onClose, onChanged }: { board: Board; onClose: (
               >
                 Rename
               </button>
+              <SLAField sectionId={s.id} name={s.name} value={s.sla_seconds ?? null} onSave={(v) => void act(() => api("PATCH", `${base}/sections/${encodeURIComponent(s.id)}`, { sla_seconds: v }))} />
               <button
                 type="button"
                 className="btn small ghost"
@@ -661,5 +672,29 @@ function Journey({
         </div>
       )}
     </Modal>
+  );
+}
+
+// SLAField sets a section's SLA in hours (empty: none).
+function SLAField({ sectionId, name, value, onSave }: { sectionId: string; name: string; value: number | null; onSave: (seconds: number) => void }) {
+  const [hours, setHours] = useState(value ? String(value / 3600) : "");
+  const seconds = hours.trim() === "" ? 0 : Math.round(Number(hours) * 3600);
+  const valid = hours.trim() === "" || (Number.isFinite(Number(hours)) && seconds >= 1 && seconds <= 31536000);
+  return (
+    <span className="sla-field">
+      <input
+        aria-label={`SLA of ${name} in hours`}
+        data-sla-input={sectionId}
+        type="number"
+        min={0}
+        step="any"
+        placeholder="SLA h"
+        value={hours}
+        onChange={(e) => setHours(e.target.value)}
+      />
+      <button type="button" className="btn small" data-action="save-sla" disabled={!valid || seconds === (value ?? 0)} onClick={() => onSave(seconds)}>
+        Set SLA
+      </button>
+    </span>
   );
 }

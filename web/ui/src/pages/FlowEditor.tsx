@@ -12,7 +12,7 @@ import {
   type Edge,
 } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type CSSProperties, type PointerEvent as RPointerEvent } from "react";
-import { api, ApiError, can, currentMe, describe, type Flow, type Problem, type Version } from "../api";
+import { api, ApiError, can, currentMe, describe, download, type Flow, type FlowAnalytics, type Problem, type Version } from "../api";
 import { ErrorBox, isNotFound, NotFound, Spinner } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
 import { useFlowNames } from "../flows";
@@ -171,13 +171,34 @@ function Editor({ flowId, version }: Props) {
   // SubFlow nodes show the name of the flow they run (data.flow is its id).
   const hasSubFlow = nodes.some((n) => n.type === "SubFlow");
   const flowNames = useFlowNames(hasSubFlow);
+  // The heat map: the last 30 days' figures of each node over the canvas
+  // (GET /flows/{id}/analytics), and how often each branch was taken.
+  const [heatOn, setHeatOn] = useState(false);
+  const [heat, setHeat] = useState<FlowAnalytics | null>(null);
+  const [heatError, setHeatError] = useState<string | null>(null);
+  useEffect(() => {
+    if (!heatOn || !flowId) return;
+    let live = true;
+    api<FlowAnalytics>("GET", `/flows/${flowId}/analytics`)
+      .then((a) => live && setHeat(a))
+      .catch((e) => live && setHeatError(describe(e)));
+    return () => {
+      live = false;
+    };
+  }, [heatOn, flowId]);
+  const heatOf = useMemo(() => {
+    const out: Record<string, FlowAnalytics["nodes"][number]> = {};
+    if (heatOn && heat) for (const n of heat.nodes) out[n.key] = n;
+    return out;
+  }, [heatOn, heat]);
   const shownNodes = useMemo(
     () =>
       nodes.map((n) => {
         const named = n.type === "SubFlow" && flowNames[n.data.flow] ? { _flowName: flowNames[n.data.flow] } : null;
-        return byNode[n.id] || named ? { ...n, data: { ...n.data, ...named, ...(byNode[n.id] ? { _problems: byNode[n.id] } : {}) } } : n;
+        const h = heatOn ? { _heat: heatOf[n.id] ?? { key: n.id, fired: 0 } } : null;
+        return byNode[n.id] || named || h ? { ...n, data: { ...n.data, ...named, ...h, ...(byNode[n.id] ? { _problems: byNode[n.id] } : {}) } } : n;
       }),
-    [nodes, byNode, flowNames],
+    [nodes, byNode, flowNames, heatOn, heatOf],
   );
   // Cycles no loop edge closes, found as the graph is drawn (the server
   // refuses them when saving); a cycle closed by a loop edge is a loop.
@@ -185,7 +206,14 @@ function Editor({ flowId, version }: Props) {
   const cycles = useMemo(() => unmarkedCycles(nodeIds.split("\n"), edges), [nodeIds, edges]);
   const shownEdges = useMemo(
     () =>
-      edges.map((e) =>
+      edges.map((e) => {
+        const src = heatOf[e.source];
+        const took = src?.outcomes?.[`to:${e.target}`];
+        const branches = src && Object.keys(src.outcomes ?? {}).some((k) => k.startsWith("to:"));
+        return branches && src.completed > 0
+          ? { ...e, label: `${Math.round(((took ?? 0) / src.completed) * 100)} %`, domAttributes: { ...(e.domAttributes as any), "data-heat-share": String(took ?? 0) } as any }
+          : e;
+      }).map((e) =>
         byEdge[e.id]
           ? {
               ...e,
@@ -203,7 +231,7 @@ function Editor({ flowId, version }: Props) {
               }
             : e,
       ),
-    [edges, byEdge, cycles],
+    [edges, byEdge, cycles, heatOf],
   );
 
   const selectedNode = nodes.find((n) => n.selected);
@@ -461,6 +489,31 @@ function Editor({ flowId, version }: Props) {
           </div>
         )}
         <div className="bar-actions">
+          {flowId && (
+            <button
+              type="button"
+              className={`btn ghost ${heatOn ? "active" : ""}`}
+              data-action="heatmap"
+              aria-pressed={heatOn}
+              onClick={() => {
+                setHeatOn(!heatOn);
+                setHeatError(null);
+              }}
+              title="The last 30 days of runs over the canvas: each step's times, failures and waits, each branch's share"
+            >
+              Heat map
+            </button>
+          )}
+          {heatOn && flowId && (
+            <button
+              type="button"
+              className="btn ghost"
+              data-action="heatmap-csv"
+              onClick={() => void download(`/flows/${flowId}/analytics?format=csv`, `${name || "flow"}-analytics.csv`).catch((e) => setHeatError(describe(e)))}
+            >
+              Export CSV
+            </button>
+          )}
           <button type="button" className="btn ghost" data-action="tidy" onClick={tidyUp} disabled={nodes.length === 0} title="Lay the steps out left to right">
             Tidy up
           </button>
@@ -497,6 +550,17 @@ function Editor({ flowId, version }: Props) {
         </div>
       </div>
       <div className="editor-msgs" aria-live="polite">
+        {heatOn && heat && (
+          <div className="banner" data-heat-summary>
+            Heat map, last 30 days: {heat.runs.started} runs, {heat.runs.completed} completed, {heat.runs.failed} failed, {heat.runs.running} still
+            going. Rings mark steps that fail (yellow under 5 %, orange under 20 %, red above); edges show the share of runs each branch took.
+          </div>
+        )}
+        {heatError && (
+          <div className="error-box" role="alert">
+            {heatError}
+          </div>
+        )}
         {viewing !== current && flowId && (
           <div className="banner">
             Viewing version {viewing} of {current}. Saving makes this graph the newest version.{" "}
