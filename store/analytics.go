@@ -176,7 +176,7 @@ type FlowAnalytics struct {
 	To       time.Time        `json:"to"`
 	Version  *int             `json:"version"`
 	Bucket   string           `json:"bucket"`
-	Runs     FlowRunCounts        `json:"runs"`
+	Runs     FlowRunCounts    `json:"runs"`
 	Nodes    []NodeAnalytics  `json:"nodes"`
 	Timeline []TimelineBucket `json:"timeline"`
 }
