@@ -169,6 +169,10 @@ func TestBenchHistory(t *testing.T) {
 			// of them with an entity (2 journey entries).
 			require.EqualValues(t, 1000*8+1000*13+500*2, h.Rows)
 			require.Positive(t, h.LoadSeconds)
+			require.Len(t, h.AnalyticsMs, 4, "both analytics endpoints, two ranges each")
+			for name, ms := range h.AnalyticsMs {
+				require.Positive(t, ms, name)
+			}
 			require.Positive(t, h.DeleteSeconds, "retention deleted the loaded runs")
 			require.GreaterOrEqual(t, h.DeleteWallSeconds, h.DeleteSeconds)
 			// Turns off and on, off first and last.

@@ -30,6 +30,10 @@ type History struct {
 	// FlowsPageMs is one GET /api/v1/flows (the flows page, with its run
 	// counts), empty and loaded.
 	FlowsPageMs [2]float64 `json:"flows_page_ms"`
+	// AnalyticsMs times the analytics endpoints on the loaded database:
+	// the board's and the two-worker flow's, over the default range (the
+	// last 30 days) and over every loaded run (the last 500 days).
+	AnalyticsMs map[string]float64 `json:"analytics_ms"`
 	// Compared are the figures the targets are judged on.
 	Compared []Comparison `json:"compared"`
 	// DeleteSeconds is how long stitchd's retention took to delete the
@@ -87,6 +91,7 @@ func compare(figure, baseLabel string, base float64, valueLabel string, value fl
 // nodes workers.
 type historyFlow struct {
 	id, version  string
+	board        string
 	nodes, edges []map[string]any
 }
 
@@ -136,6 +141,10 @@ func (r *runner) history(ctx context.Context, rep *Report) error {
 	if h.FlowsPageMs[1], err = r.flowsPageMs(ctx); err != nil {
 		return err
 	}
+	if h.AnalyticsMs, err = r.analyticsMs(ctx, flows[1]); err != nil {
+		return err
+	}
+	r.logf("history: analytics %v ms", h.AnalyticsMs)
 
 	loaded, err := r.chainAndChains(ctx)
 	if err != nil {
@@ -210,6 +219,29 @@ func (r *runner) flowsPageMs(ctx context.Context) (float64, error) {
 	return float64(time.Since(start).Microseconds()) / 1000, nil
 }
 
+// analyticsMs times the analytics endpoints of a loaded flow and its
+// board: the best of three calls each (the first warms the cache).
+func (r *runner) analyticsMs(ctx context.Context, f historyFlow) (map[string]float64, error) {
+	all := "?from=" + time.Now().Add(-500*24*time.Hour).UTC().Format(time.RFC3339)
+	out := map[string]float64{}
+	for name, path := range map[string]string{"board, 30 days": "/boards/" + f.board + "/analytics",
+		"board, 500 days": "/boards/" + f.board + "/analytics" + all, "flow, 30 days": "/flows/" + f.id + "/analytics",
+		"flow, 500 days": "/flows/" + f.id + "/analytics" + all} {
+		best := 0.0
+		for i := range 3 {
+			start := time.Now()
+			if err := r.api(ctx, "GET", path, nil, nil); err != nil {
+				return nil, err
+			}
+			if ms := float64(time.Since(start).Microseconds()) / 1000; i == 0 || ms < best {
+				best = ms
+			}
+		}
+		out[name] = best
+	}
+	return out, nil
+}
+
 // historyFlows creates the flows the loaded runs belong to: a one-worker
 // flow and a two-worker chain on a board (half of its runs carry an
 // entity).
@@ -235,6 +267,9 @@ func (r *runner) historyFlows(ctx context.Context) ([2]historyFlow, error) {
 			return flows, err
 		}
 		f.id, f.version = out.ID, out.Version.ID
+		if i == 1 {
+			f.board = board.ID
+		}
 	}
 	// Entities the runs moved: one for every 100 runs.
 	// historyUUID is SQL of constants, no input.
