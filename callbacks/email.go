@@ -40,28 +40,15 @@ type outgoingMail struct {
 // sendMail sends an Email step's message (a DispatchEmail row) and fills r
 // with its id, or why it was not sent; false when nothing was sent and
 // there is nothing to record (the claim was lost). Recorded as sent before
-// it goes, as a request is: a row claimed again after that is never sent
-// twice (request).
+// it goes, as a request is (sendOnce).
 func (d *Dispatcher) sendMail(ctx context.Context, c engine.ClaimedDispatch, r *engine.Response) bool {
-	timeout := requestTimeout(c.Request)
-	mctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if timeout > d.cfg.Lease/4 {
-		stop := d.keepLease(mctx, c, cancel)
-		defer stop()
-	}
-	m, ok := d.prepareMail(mctx, c.ID, c.Request, c.Payload, r)
-	if !ok {
-		return true
-	}
-	if sent, err := d.cfg.Store.MarkRequestSent(ctx, c.ID, c.Tries); err != nil || !sent {
-		if err != nil && ctx.Err() == nil {
-			d.cfg.Logger.Warn("message not sent: its claim could not be confirmed", "run_id", c.RunID, "node_key", c.Key, "error", err)
+	return d.sendOnce(ctx, c, "message", func(mctx context.Context) (func(time.Duration), bool) {
+		m, ok := d.prepareMail(mctx, c.ID, c.Request, c.Payload, r)
+		if !ok {
+			return nil, false
 		}
-		return false
-	}
-	d.deliverMail(mctx, m, timeout, r)
-	return true
+		return func(timeout time.Duration) { d.deliverMail(mctx, m, timeout, r) }, true
+	})
 }
 
 // prepareMail reveals the message's credential (an smtp one whose

@@ -101,27 +101,46 @@ func unstorable(err error) (*pgconn.PgError, bool) {
 // send makes the request and fills r with its outcome; false when nothing
 // was sent and there is nothing to record (the claim was lost).
 func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engine.Response) bool {
+	return d.sendOnce(ctx, c, "request", func(rctx context.Context) (func(time.Duration), bool) {
+		ex, ok := d.prepare(rctx, c.URL, c.Request, c.Payload, r)
+		if !ok {
+			return nil, false
+		}
+		return func(timeout time.Duration) {
+			defer ex.redact(r)
+			d.exchange(ctx, rctx, ex, timeout, r)
+		}, true
+	})
+}
+
+// sendOnce delivers a row whose delivery has side effects (a request, a
+// message) within its timeout, its lease kept while it lasts: prepare
+// readies it over the delivery's context (not ok: r says why nothing may
+// go), and it goes only once the row is recorded as sent — a row claimed
+// again after that is never sent twice (request). False when nothing was
+// sent and there is nothing to record (the claim was lost).
+func (d *Dispatcher) sendOnce(ctx context.Context, c engine.ClaimedDispatch, what string,
+	prepare func(dctx context.Context) (deliver func(timeout time.Duration), ok bool)) bool {
 	timeout := requestTimeout(c.Request)
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if timeout > d.cfg.Lease/4 {
-		stop := d.keepLease(rctx, c, cancel)
+		stop := d.keepLease(dctx, c, cancel)
 		defer stop()
 	}
-	ex, ok := d.prepare(rctx, c.URL, c.Request, c.Payload, r)
+	deliver, ok := prepare(dctx)
 	if !ok {
 		return true
 	}
-	defer ex.redact(r)
 	if sent, err := d.cfg.Store.MarkRequestSent(ctx, c.ID, c.Tries); err != nil || !sent {
 		// Not recorded as sent, so not sent: another claim holds the row
 		// (or will, once this lease ends) and sends it.
 		if err != nil && ctx.Err() == nil {
-			d.cfg.Logger.Warn("request not sent: its claim could not be confirmed", "run_id", c.RunID, "node_key", c.Key, "error", err)
+			d.cfg.Logger.Warn(what+" not sent: its claim could not be confirmed", "run_id", c.RunID, "node_key", c.Key, "error", err)
 		}
 		return false
 	}
-	d.exchange(ctx, rctx, ex, timeout, r)
+	deliver(timeout)
 	return true
 }
 
