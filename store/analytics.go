@@ -77,37 +77,52 @@ func (s *Store) BoardAnalytics(ctx context.Context, boardID string, p AnalyticsP
 		DistinctEntityCount int
 	}
 	db := s.db.WithContext(ctx)
-	rows, err := db.Raw(`WITH mv AS (
-			SELECT j.entity_id, j.from_section_id AS f, j.to_section_id AS t, j.created_at,
-				lead(j.created_at) OVER (PARTITION BY j.entity_id ORDER BY j.entity_seq) AS left_at
-			FROM journey_events j JOIN entities e ON e.id = j.entity_id
-			WHERE e.board_id = ? AND j.to_section_id IS NOT NULL AND j.from_section_id IS DISTINCT FROM j.to_section_id
-				AND j.created_at < ?),
-		stays AS (
-			SELECT t AS section,
-				EXTRACT(EPOCH FROM (CASE WHEN left_at < ? THEN left_at ELSE ?::timestamptz END) - created_at)::float8 AS secs
-			FROM mv WHERE left_at IS NULL OR left_at >= ?),
+	// The moves in the range, each with the entity's move before it (the
+	// stay it ends began there), and each entity's last move before the
+	// range's end (the stay still open then): index probes by
+	// (entity_id, entity_seq), not the board's whole ledger.
+	rows, err := db.Raw(`WITH ents AS (SELECT id FROM entities WHERE board_id = ?),
+		mv AS (
+			SELECT j.entity_id, j.entity_seq, j.from_section_id AS f, j.to_section_id AS t, j.created_at
+			FROM journey_events j JOIN ents e ON e.id = j.entity_id
+			WHERE j.created_at >= ? AND j.created_at < ?
+				AND j.to_section_id IS NOT NULL AND j.from_section_id IS DISTINCT FROM j.to_section_id),
+		closed AS (
+			SELECT m.f AS section, EXTRACT(EPOCH FROM m.created_at - p.created_at)::float8 AS secs
+			FROM mv m CROSS JOIN LATERAL (
+				SELECT p.created_at FROM journey_events p
+				WHERE p.entity_id = m.entity_id AND p.entity_seq < m.entity_seq
+					AND p.to_section_id IS NOT NULL AND p.from_section_id IS DISTINCT FROM p.to_section_id
+				ORDER BY p.entity_seq DESC LIMIT 1) p
+			WHERE m.f IS NOT NULL),
+		open AS (
+			SELECT l.t AS section, EXTRACT(EPOCH FROM ?::timestamptz - l.created_at)::float8 AS secs
+			FROM ents e CROSS JOIN LATERAL (
+				SELECT j.to_section_id AS t, j.created_at FROM journey_events j
+				WHERE j.entity_id = e.id AND j.created_at < ?
+					AND j.to_section_id IS NOT NULL AND j.from_section_id IS DISTINCT FROM j.to_section_id
+				ORDER BY j.entity_seq DESC LIMIT 1) l),
 		st AS (
 			SELECT section, percentile_cont(0.5) WITHIN GROUP (ORDER BY secs) AS p50,
 				percentile_cont(0.9) WITHIN GROUP (ORDER BY secs) AS p90, max(secs) AS mx
-			FROM stays WHERE secs >= 0 GROUP BY section),
-		ins AS (SELECT t AS section, count(*) AS n FROM mv WHERE created_at >= ? GROUP BY t),
-		outs AS (SELECT f AS section, count(*) AS n FROM mv WHERE created_at >= ? AND f IS NOT NULL GROUP BY f),
+			FROM (SELECT * FROM closed UNION ALL SELECT * FROM open) stays WHERE secs >= 0 GROUP BY section),
+		ins AS (SELECT t AS section, count(*) AS n FROM mv GROUP BY t),
+		outs AS (SELECT f AS section, count(*) AS n FROM mv WHERE f IS NOT NULL GROUP BY f),
 		nxt AS (SELECT f AS section, jsonb_agg(jsonb_build_object('section_id', t, 'count', n) ORDER BY n DESC, t) AS next
-			FROM (SELECT f, t, count(*) AS n FROM mv WHERE created_at >= ? AND f IS NOT NULL GROUP BY f, t) x GROUP BY f),
+			FROM (SELECT f, t, count(*) AS n FROM mv WHERE f IS NOT NULL GROUP BY f, t) x GROUP BY f),
 		cur AS (
 			SELECT e.section_id AS section, count(*) AS n,
 				count(*) FILTER (WHERE s.sla_seconds IS NOT NULL AND e.section_since + make_interval(secs => s.sla_seconds) <= ?) AS overdue
 			FROM entities e LEFT JOIN sections s ON s.board_id = e.board_id AND s.id = e.section_id
 			WHERE e.board_id = ? AND e.section_id IS NOT NULL GROUP BY e.section_id),
-		ent AS (SELECT count(DISTINCT entity_id) AS n FROM mv WHERE created_at >= ?)
+		ent AS (SELECT count(DISTINCT entity_id) AS n FROM mv)
 		SELECT s.id AS section, COALESCE(ins.n, 0) AS entered, COALESCE(outs.n, 0) AS "left",
 			st.p50, st.p90, st.mx AS max, COALESCE(cur.n, 0) AS current, COALESCE(cur.overdue, 0) AS overdue,
 			COALESCE(nxt.next, '[]'::jsonb) AS next_json, (SELECT n FROM ent) AS distinct_entity_count
 		FROM sections s LEFT JOIN ins ON ins.section = s.id LEFT JOIN outs ON outs.section = s.id
 			LEFT JOIN st ON st.section = s.id LEFT JOIN nxt ON nxt.section = s.id LEFT JOIN cur ON cur.section = s.id
 		WHERE s.board_id = ? ORDER BY s.position`,
-		boardID, p.To, p.To, end, p.From, p.From, p.From, p.From, p.Now, boardID, p.From, boardID).Rows()
+		boardID, p.From, p.To, end, p.To, p.Now, boardID, boardID).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error reading board %s's analytics: %w", boardID, interpretError(err))
 	}
