@@ -34,7 +34,7 @@ type Options struct {
 	// empty finds the local server or starts a throwaway cluster.
 	DatabaseURL string
 	// Scenarios to run, by name (default: all, in order): chain, http,
-	// chains, pull, branches, fanout-1k, fanout-10k, fanout-100k, idle. Any fanout-<n> (n a count
+	// floor, chains, pull, branches, fanout-1k, fanout-10k, fanout-100k, idle. Any fanout-<n> (n a count
 	// with an optional k or m: fanout-300k, fanout-1m) is a fan-out of n
 	// items, to see how time and memory grow with the size.
 	Scenarios []string
@@ -171,7 +171,7 @@ type Latency struct {
 	Max     float64 `json:"max"`
 }
 
-var allScenarios = []string{"chain", "http", "chains", "pull", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "subflow-10k", "timers", "idle", "sleeping"}
+var allScenarios = []string{"chain", "floor", "http", "chains", "pull", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "subflow-10k", "timers", "idle", "sleeping"}
 
 // optInScenarios run only when named: history loads a million runs and
 // runs chain and chains three times.
@@ -500,7 +500,9 @@ func (r *runner) snap(ctx context.Context) (snapshot, error) {
 // finish fills the common figures from two snapshots; elapsed is the
 // scenario's own wall time (the snapshots add a settling pause).
 func (r *runner) finish(res *Result, a, b snapshot, elapsed time.Duration) error {
-	res.Completions = b.completions - a.completions
+	if res.Completions == 0 { // the floor counts its own steps: no stitchd completes them
+		res.Completions = b.completions - a.completions
+	}
 	res.Seconds = elapsed.Seconds()
 	if res.Seconds > 0 {
 		res.CompletionsPerSec = float64(res.Completions) / res.Seconds
@@ -533,6 +535,8 @@ func (r *runner) scenario(ctx context.Context, name string) (*Result, error) {
 	switch name {
 	case "chain":
 		return r.chain(ctx)
+	case "floor":
+		return r.floor(ctx)
 	case "http":
 		return r.httpChain(ctx)
 	case "timers":

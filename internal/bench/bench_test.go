@@ -34,7 +34,7 @@ func TestBenchSmall(t *testing.T) {
 		IdleRuns:    20, IdleWindow: time.Second, Timers: 50, SubFlows: 20, SleepingRuns: 20,
 	})
 	require.NoError(t, err, progress.String())
-	require.Len(t, rep.Results, 12)
+	require.Len(t, rep.Results, 13)
 	byName := map[string]bench.Result{}
 	cpu := 0.0
 	for _, r := range rep.Results {
@@ -77,6 +77,12 @@ func TestBenchSmall(t *testing.T) {
 	require.Positive(t, chain.RowsPerCompletion)
 	require.Positive(t, chain.TxPerCompletion)
 	require.GreaterOrEqual(t, chain.CPUPerCompletionMs, 0.0)
+
+	floor := byName["floor: 30 steps of a loopback callback, one synchronous commit, a loopback dispatch"]
+	require.EqualValues(t, 30, floor.Completions)
+	require.NotNil(t, floor.Latency)
+	require.Equal(t, 29, floor.Latency.Samples, "one latency per step")
+	require.Positive(t, floor.Latency.P50)
 
 	httpChain := byName["chain of 30 HTTP requests"]
 	require.EqualValues(t, 30, httpChain.Completions, "each response completes its node")

@@ -28,7 +28,7 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 		Long: "Starts this stitchd against a fresh database (DATABASE_URL's server, else the local one, else a\n" +
 			"throwaway cluster) with an instant worker on loopback, runs each scenario and prints throughput,\n" +
 			"callback-to-next-dispatch latency, stitchd's CPU and memory and database work per completion.\n" +
-			"Scenarios: chain, http, chains, pull (chains of pulled workers, 8 long-polling pollers), branches, fanout-1k, fanout-10k, fanout-100k, subflow-10k, timers, idle, sleeping (the default: all, in this order);\n" +
+			"Scenarios: chain, floor (the machine's least durable step, no stitchd), http, chains, pull (chains of pulled workers, 8 long-polling pollers), branches, fanout-1k, fanout-10k, fanout-100k, subflow-10k, timers, idle, sleeping (the default: all, in this order);\n" +
 			"fanout-<n> runs a fan-out of any size (fanout-300k, fanout-1m); history (only when named) runs chain and chains\n" +
 			"on the empty database, loads --history-runs finished runs, runs them again, then chains while retention deletes\n" +
 			"the loaded runs, on and off in turns of --history-window. The database is dropped afterwards.",
