@@ -39,7 +39,7 @@ func (r *runner) floor(ctx context.Context) (*Result, error) {
 	done := make(chan error, 1)
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	dispatch := func(step int) error {
-		body, _ := json.Marshal(map[string]any{"runId": run, "nodeId": fmt.Sprintf("n%d", step), // plain values: always encodes
+		body, _ := json.Marshal(map[string]string{"runId": run, "nodeId": fmt.Sprintf("n%d", step), // strings: always encodes
 			"callbackUrl": fmt.Sprintf("%s/cb/%d", base, step)})
 		resp, err := post(ctx, client, r.worker.url, body)
 		if err != nil {
