@@ -16,7 +16,7 @@ import (
 // known key.
 var knownDataKeys = []string{
 	"arrayPath", "assignees", "body", "cancelUrl", "credential", "delivery", "description", "duration", "entityMovement", "event", "expression", "flow", "form",
-	"headers", "key", "label", "maxConcurrency", "method", "onTimeout", "outcomes", "passEntity", "prompt",
+	"headers", "join", "key", "label", "maxConcurrency", "method", "onTimeout", "outcomes", "passEntity", "prompt",
 	"rateLimit", "rejectPolicy", "remindAfterSeconds", "requiredApprovals", "retry", "separationOfDuties", "setVariables", "successCodes",
 	"summary", "timeoutSeconds", "timezone", "toleratedFailures", "until", "url", "version", "webhookUrl",
 }

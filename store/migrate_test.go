@@ -23,7 +23,7 @@ var schemaTables = []string{
 }
 
 // latestVersion is the highest migration in migrations/.
-const latestVersion = 40
+const latestVersion = 42
 
 func openSQL(t *testing.T, url string) *sql.DB {
 	t.Helper()
