@@ -62,9 +62,12 @@ func (c *compiler) edgeRule(vi int, ve VisualEdge) (engine.EdgeRule, bool) {
 		case v.Type == gjson.String && v.Str == "failure":
 			set = append(set, `on "failure"`)
 			r.OnFailure = true
+		case v.Type == gjson.String && v.Str == "compensate":
+			set = append(set, `on "compensate"`)
+			r.Compensate = true
 		case v.Type == gjson.String && v.Str == "success":
 		default:
-			c.errAt(CodeInvalidBranch, "", ve.ID, base.field("on"), `edge %q: on must be "failure" (or "success", the same as leaving it out)`, ve.ID)
+			c.errAt(CodeInvalidBranch, "", ve.ID, base.field("on"), `edge %q: on must be "failure", "compensate" (to the step's undo node) or "success" (the same as leaving it out)`, ve.ID)
 			ok = false
 		}
 	}
@@ -77,7 +80,7 @@ func (c *compiler) edgeRule(vi int, ve VisualEdge) (engine.EdgeRule, bool) {
 		r.Outcome = v.Str
 	}
 	if len(set) > 1 {
-		c.errAt(CodeInvalidBranch, "", ve.ID, base, "edge %q: choose one of condition, default, on \"failure\" and outcome (it has %s)", ve.ID, strings.Join(set, " and "))
+		c.errAt(CodeInvalidBranch, "", ve.ID, base, "edge %q: choose one of condition, default, on \"failure\", on \"compensate\" and outcome (it has %s)", ve.ID, strings.Join(set, " and "))
 		ok = false
 	}
 	return r, ok

@@ -103,6 +103,8 @@ type cnode struct {
 	// caps are its type's capabilities (zero when unknown).
 	caps engine.Capabilities
 	cfg  json.RawMessage // canonical data ({} when absent); nil when invalid
+	// joinAny: data.join is "any" (saga.go).
+	joinAny bool
 }
 
 // cedge is an edge that takes part in the graph: both ends exist, not a
@@ -140,6 +142,9 @@ type compiler struct {
 	edges []cedge
 	// loops are the back edges (data.loop), kept out of edges.
 	loops []cedge
+	// comps are the compensation edges (data.on "compensate": a step →
+	// its undo node), kept out of edges too (saga.go).
+	comps []cedge
 	// deadline is the flow's settings.deadlineSeconds (0: none).
 	deadline int
 	// retention is settings.retentionDays (0: none).
@@ -200,6 +205,8 @@ func (c *compiler) run() {
 	c.checkKeyCollisions()
 	c.checkBranches()
 	c.checkLoops()
+	c.checkCompensation()
+	c.checkJoins()
 	c.checkStepRefs()
 	c.checkVariables()
 	c.checkShapes()
@@ -224,8 +231,10 @@ func (c *compiler) collectNodes() {
 		case ok && known:
 			c.checkAddedType(i, vn.ID, spec, cfg)
 		}
+		joinAny := false
 		if ok && known {
 			c.checkSetVariables(i, vn.ID, cfg)
+			joinAny = c.checkJoin(i, vn.ID, spec, cfg)
 		}
 		if vn.ID == "" {
 			c.errorf(CodeMissingID, "", "", nodePath(i)+".id", "node has an empty id")
@@ -236,7 +245,7 @@ func (c *compiler) collectNodes() {
 			continue
 		}
 		c.byID[vn.ID] = int32(len(c.nodes)) //nolint:gosec // G115: node counts are bounded by the request body limit
-		c.nodes = append(c.nodes, cnode{id: vn.ID, vi: i, typ: typ, caps: caps, cfg: cfg})
+		c.nodes = append(c.nodes, cnode{id: vn.ID, vi: i, typ: typ, caps: caps, cfg: cfg, joinAny: joinAny})
 	}
 }
 
@@ -284,6 +293,12 @@ func (c *compiler) collectEdges() {
 		if rule.Loop {
 			// Back edges stay out of the forward graph (checkLoops).
 			c.loops = append(c.loops, cedge{vi: i, src: src, dst: dst, mapping: mapping, rule: rule, maxIter: maxIter})
+			continue
+		}
+		if rule.Compensate {
+			// Compensation edges stay out of the forward graph too
+			// (checkCompensation).
+			c.compensationEdge(i, ve, src, dst, mapping, rule)
 			continue
 		}
 		if src == dst {
@@ -344,7 +359,7 @@ func (c *compiler) checkIsolated() {
 	}
 	for i := range c.nodes {
 		n := int32(i)
-		if len(c.outEdges(n)) == 0 && len(c.inEdges(n)) == 0 {
+		if len(c.outEdges(n)) == 0 && len(c.inEdges(n)) == 0 && !c.onCompensation(n) {
 			c.warnings = append(c.warnings, engine.Problem{
 				Code: CodeIsolatedNode, NodeID: c.nodes[i].id, Path: nodePath(c.nodes[i].vi),
 				Message: fmt.Sprintf("node %q is not connected to any other node", c.nodes[i].id),
@@ -540,10 +555,12 @@ func (c *compiler) build() *engine.ExecutionGraph {
 		}
 		g.Upstream[nd.id] = up[lo:hi:hi]
 
-		if len(c.inEdges(v)) == 0 {
+		// An undo node runs only when the run is compensated: neither an
+		// entry nor a terminal node.
+		if len(c.inEdges(v)) == 0 && !c.isUndo(v) {
 			g.EntryNodes = append(g.EntryNodes, nd.id)
 		}
-		if len(c.outEdges(v)) == 0 {
+		if len(c.outEdges(v)) == 0 && !c.isUndo(v) {
 			g.TerminalNodes = append(g.TerminalNodes, nd.id)
 		}
 	}
@@ -557,6 +574,8 @@ func (c *compiler) build() *engine.ExecutionGraph {
 	c.buildRegions(g)
 	c.buildBranches(g)
 	c.buildLoops(g)
+	c.buildCompensation(g)
+	c.buildJoins(g)
 	g.DeadlineSeconds = c.deadline
 	g.RetentionDays = c.retention
 	g.EntityConcurrency = c.entityConcurrency

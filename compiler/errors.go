@@ -77,6 +77,14 @@ const (
 	// URL, which stitchd never loads). Path locates the problem inside the
 	// form (nodes[i].data.form.properties.amount.minimum).
 	CodeInvalidForm = "invalid_form"
+	// CodeInvalidCompensation: an edge marked data.on "compensate" (a step
+	// → its undo node) does not fit: the undo node has another edge, the
+	// step has two undo nodes, lies in a parallel region or on a loop, or
+	// the edge carries a mapping.
+	CodeInvalidCompensation = "invalid_compensation"
+	// CodeInvalidJoin: a node's data.join is neither "all" nor "any", or
+	// is "any" on a node that cannot take it (a Collector).
+	CodeInvalidJoin = "invalid_join"
 	// CodeIsolatedNode (warning): a node has no edges in a graph of several
 	// nodes.
 	CodeIsolatedNode = "isolated_node"

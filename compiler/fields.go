@@ -16,7 +16,7 @@ import (
 // known key.
 var knownDataKeys = []string{
 	"arrayPath", "assignees", "body", "cancelUrl", "credential", "delivery", "description", "duration", "entityMovement", "event", "expression", "flow", "form",
-	"headers", "key", "label", "leaseSeconds", "maxConcurrency", "method", "onTimeout", "outcomes", "passEntity", "prompt", "queue",
+	"headers", "join", "key", "label", "leaseSeconds", "maxConcurrency", "method", "onTimeout", "outcomes", "passEntity", "prompt", "queue",
 	"rateLimit", "rejectPolicy", "remindAfterSeconds", "requiredApprovals", "retry", "separationOfDuties", "setVariables", "successCodes",
 	"summary", "timeoutSeconds", "timezone", "toleratedFailures", "until", "url", "version", "webhookUrl",
 }

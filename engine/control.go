@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Run control (docs/state_machine.md): an operator pauses a run, resumes
@@ -23,6 +24,9 @@ func (e *Engine) PauseRun(ctx context.Context, runID string) (*Run, error) {
 		}
 		if t.run.Status != RunRunning {
 			return fmt.Errorf("%w: run %s is %s, not running", ErrConflict, runID, t.run.Status)
+		}
+		if err := t.refuseCompensated("", "paused"); err != nil {
+			return err
 		}
 		held, err := t.tx.HoldDispatches(t.ctx, runID, true)
 		if err != nil {
@@ -117,6 +121,9 @@ func (e *Engine) SkipNode(ctx context.Context, p SkipNodeParams) error {
 		if cur.Status == StatusFailed && cur.Taken != nil {
 			return fmt.Errorf("%w: node %s's failure was handed on by its failure edge, which makes it final", ErrConflict, p.Key)
 		}
+		if err := t.refuseCompensated(cur.NodeID, "completed by hand"); err != nil {
+			return err
+		}
 		tr := &NodeTransition{Key: p.Key, From: cur.Status, Attempt: cur.Attempt, Output: orNull(p.Output)}
 		switch cur.Status {
 		case StatusRunning:
@@ -157,19 +164,44 @@ func (e *Engine) SkipNode(ctx context.Context, p SkipNodeParams) error {
 // countWhilePaused counts down the successors of node key of a paused run
 // without firing any — every one, those with one inbound edge too, so that
 // ResumeRun finds what became ready by its count (ReadyNodes).
-func (t *txn) countWhilePaused(key string, targets []target) error {
+func (t *txn) countWhilePaused(key string, targets []target, taken []string) error {
 	var sole []string
 	for _, tg := range targets {
 		if soleParent(t.graph, tg.node) {
 			sole = append(sole, tg.key)
 		}
 	}
-	if _, err := t.countDownSuccessors(key, counted(t.graph, targets)); err != nil {
+	remaining, err := t.countDownSuccessors(key, counted(t.graph, targets))
+	if err != nil {
 		return fmt.Errorf("error counting down successors of %s: %w", key, err)
 	}
 	if len(sole) > 0 {
 		if _, err := t.tx.AddPending(t.ctx, t.run.ID, sole, -1); err != nil {
 			return fmt.Errorf("error counting down successors of %s: %w", key, err)
+		}
+	}
+	if len(t.graph.JoinAny) > 0 {
+		return t.armJoins(targets, remaining, taken)
+	}
+	return nil
+}
+
+// armJoins makes the join-any nodes among targets that an edge taken
+// reached while the run is paused ready for its resume (a count of
+// zero, ReadyNodes), and keeps a count passed below zero at zero.
+func (t *txn) armJoins(targets []target, remaining map[string]Pending, taken []string) error {
+	for _, tg := range targets {
+		if !t.graph.joinAny(tg.node) || soleParent(t.graph, tg.node) {
+			continue
+		}
+		p, ok := remaining[tg.key]
+		if !ok || p.Status != StatusPending || p.Remaining == 0 {
+			continue
+		}
+		if p.Remaining < 0 || taken == nil || slices.Contains(taken, tg.node.ID) {
+			if err := t.tx.SetPending(t.ctx, t.run.ID, tg.key, 0); err != nil {
+				return fmt.Errorf("error arming join %s: %w", tg.key, err)
+			}
 		}
 	}
 	return nil
@@ -189,6 +221,9 @@ func (e *Engine) FailRunPastDeadline(ctx context.Context, runID string) error {
 		}
 		if t.run.Status != RunRunning && t.run.Status != RunPaused {
 			return errNoChange
+		}
+		if err := t.interruptCompensation(); err != nil {
+			return err
 		}
 		const msg = "the run's deadline passed"
 		keys, err := t.tx.FailActiveNodes(t.ctx, runID, msg)

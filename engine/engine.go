@@ -339,6 +339,7 @@ func (e *Engine) Graph(ctx context.Context, versionID string) (*ExecutionGraph, 
 		return nil, fmt.Errorf("error loading execution graph of version %s: %w", versionID, err)
 	}
 	g.SetCaps(e.caps)
+	g.Prepare()
 	e.graphs.Store(versionID, g)
 	return g, nil
 }
@@ -600,6 +601,12 @@ func (e *Engine) RetryNode(ctx context.Context, runID, key string) error {
 		if n == nil {
 			return fmt.Errorf("node %s is not in the run's graph: %w", cur.NodeID, ErrNotFound)
 		}
+		if err := t.refuseCompensated(n.ID, "retried"); err != nil {
+			return err
+		}
+		if err := t.resumeCompensation(n.ID); err != nil {
+			return err
+		}
 		if n.Caps.Collects {
 			return t.refireCollector(n, cur)
 		}
@@ -614,6 +621,12 @@ func (e *Engine) RetryNode(ctx context.Context, runID, key string) error {
 // cancelled and undelivered dispatches are dropped; then its sub-flow
 // runs are cancelled, each in a transaction of its own.
 func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
+	return e.cancelRun(ctx, runID, false)
+}
+
+// cancelRun is CancelRun, followed, with compensate, by the run's
+// compensation (CancelRunWith).
+func (e *Engine) cancelRun(ctx context.Context, runID string, compensate bool) (*Run, error) {
 	var out *Run
 	var children []string
 	err := e.submitAlone(ctx, runID, func(t *txn) error {
@@ -623,20 +636,42 @@ func (e *Engine) CancelRun(ctx context.Context, runID string) (*Run, error) {
 		if t.run.Status != RunRunning && t.run.Status != RunFailed && t.run.Status != RunPaused && t.run.Status != RunQueued {
 			return fmt.Errorf("%w: run %s is already %s", ErrConflict, runID, t.run.Status)
 		}
+		if len(t.graph.Compensation) > 0 {
+			c, err := t.compensation()
+			if err != nil {
+				return err
+			}
+			if compensate && c != nil {
+				return fmt.Errorf("%w: run %s's compensation began already (it is %s)", ErrConflict, runID, c.State)
+			}
+			if err := t.interruptCompensation(); err != nil {
+				return err
+			}
+		}
 		nodes, err := t.tx.CancelNodes(ctx, runID)
 		if err != nil {
 			return err
 		}
 		for _, c := range nodes {
 			t.event(EventNodeStatus, c.Key, map[string]any{"status": StatusCancelled})
-			t.tellWorkerCancelled(c)
+			t.tellWorkerCancelled(c, "run cancelled")
 		}
-		t.run.Status = RunCancelled
 		// Every node that was running, waiting or failed is cancelled now.
 		t.run.ActiveNodes, t.run.FailedNodes = 0, 0
-		t.finishRun(nil, "cancelled")
-		t.event(EventRunCancelled, "", nil)
 		out = t.run
+		if compensate {
+			// The undo nodes run in a running run; it ends cancelled
+			// after them (endCompensated).
+			t.run.Status = RunRunning
+			t.run.Error = nil
+			if err := t.compensate(CompensateOnCancel, "cancelled"); err != nil {
+				return err
+			}
+		} else {
+			t.run.Status = RunCancelled
+			t.finishRun(nil, "cancelled")
+			t.event(EventRunCancelled, "", nil)
+		}
 		children, err = t.tx.ChildRuns(t.ctx, runID, RunRunning, RunPaused, RunFailed)
 		return err
 	})

@@ -22,6 +22,11 @@ func (t *txn) completed(st *NodeState) error {
 			return err
 		}
 	}
+	if len(t.graph.Compensation) > 0 {
+		if step := t.graph.UndoStep(n.ID); step != "" {
+			return t.undoCompleted(st, step) // an undo node hands nothing on
+		}
+	}
 	if l := t.graph.loopTaken(n.ID, st.Taken); l != nil {
 		return t.nextIteration(l, st) // its exit edges wait for the last iteration
 	}
@@ -55,6 +60,9 @@ func (t *txn) failed(st *NodeState, msg string, auto bool) error {
 	}
 	if err := t.applyMovement(n, st, false); err != nil {
 		return err
+	}
+	if len(t.graph.Compensation) > 0 && t.graph.UndoStep(n.ID) != "" {
+		return t.undoFailed(st) // the compensation stops; the run fails (settleFailure)
 	}
 	if len(t.graph.failureTargets(n.ID)) > 0 {
 		return t.handleFailure(n, st, msg)

@@ -27,6 +27,19 @@ func (t *txn) mayDefer(n *Node, from Status, delayMs int64) bool {
 	return t.bulk == nil || (n.Type == NodeTypeSubFlow && !t.bulk.unwritten)
 }
 
+// answerCaller records a Respond node's answer to the run's caller,
+// unless the run answered before.
+func (t *txn) answerCaller(a *CallerAnswer) error {
+	ok, err := t.tx.SetRunResponse(t.ctx, t.run.ID, a)
+	if err != nil {
+		return fmt.Errorf("error recording the answer of %s: %w", a.Node, err)
+	}
+	if ok {
+		t.event(EventRunResponded, a.Node, map[string]any{"node_key": a.Node, "status": a.Status})
+	}
+	return nil
+}
+
 func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status, prevAttempt int, delayMs int64) error {
 	h := t.e.handlers[n.Type]
 	if h == nil {
@@ -59,6 +72,11 @@ func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status
 	}
 	if !fc.acted {
 		return fmt.Errorf("handler for %s node %s took no action", n.Type, fc.key)
+	}
+	if fc.answer != nil {
+		if err := t.answerCaller(fc.answer); err != nil {
+			return err
+		}
 	}
 	if len(fc.logs) > 0 {
 		// Logged before the action's own events, as the handler did: a

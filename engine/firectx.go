@@ -21,6 +21,13 @@ type fireCtx struct {
 	acted   bool
 	// logs are Log's events, written once the action is (fire.go).
 	logs []NewEvent
+	// answer is Answer's, recorded once the action is (fire.go).
+	answer *CallerAnswer
+}
+
+func (f *fireCtx) Answer(a CallerAnswer) {
+	a.Node = f.key
+	f.answer = &a
 }
 
 // Bounds of FireContext.Log.

@@ -94,6 +94,48 @@ type ExecutionGraph struct {
 	// Secrets are the graph's {{ secret "NAME" }} references, in node
 	// order (names only: values are never in a graph).
 	Secrets []SecretRef `json:"secrets,omitempty"`
+	// Compensation maps each step with an undo node (an edge marked
+	// data.on "compensate") to that node. Undo nodes stay out of the
+	// forward graph: no row at a run's start, neither entry nor terminal
+	// nodes; they run only when the run is compensated (compensate.go).
+	Compensation map[string]string `json:"compensation,omitempty"`
+	// JoinAny holds the nodes with data.join "any" (fired by their first
+	// upstream arrival), each with the nodes its firing cancels: those
+	// upstream of it whose every path leads through it (docs/state_machine.md).
+	JoinAny map[string][]string `json:"joinAny,omitempty"`
+
+	// undoOf maps an undo node to its step (Compensation reversed), set at
+	// load (Prepare).
+	undoOf map[string]string
+}
+
+// Prepare sets what the engine derives from a loaded graph — undo nodes
+// by id, the nodes a join's first arrival may cancel — once, before the
+// graph is shared.
+func (g *ExecutionGraph) Prepare() {
+	for _, ids := range g.JoinAny {
+		for _, id := range ids {
+			if n := g.Nodes[id]; n != nil {
+				n.joinBranch = true
+			}
+		}
+	}
+	if len(g.Compensation) == 0 {
+		return
+	}
+	g.undoOf = make(map[string]string, len(g.Compensation))
+	for step, undo := range g.Compensation {
+		g.undoOf[undo] = step
+	}
+}
+
+// UndoStep returns the step whose undo node id is ("" when id is no undo
+// node).
+func (g *ExecutionGraph) UndoStep(id string) string {
+	if g.undoOf == nil {
+		return ""
+	}
+	return g.undoOf[id]
 }
 
 // SecretRef is one use of a secret in a node's templates.
@@ -125,6 +167,10 @@ type Node struct {
 	// registry when the graph is compiled and again when the engine loads
 	// it: never stored, so a graph saved before a type gained one has it.
 	Caps Capabilities `json:"-"`
+	// joinBranch: a join's first arrival may cancel or skip the node
+	// (ExecutionGraph.JoinAny), so its start is never taken for granted
+	// (soleParent); set by Prepare.
+	joinBranch bool
 }
 
 // SetCaps sets every node's capabilities from caps, by type.
@@ -197,11 +243,14 @@ type EdgeRule struct {
 	// Loop: the edge leads back to its loop's head (Loop); taking it
 	// starts a new iteration.
 	Loop bool `json:"loop,omitempty"`
+	// Compensate: the edge (data.on "compensate") links a step to its
+	// undo node; it is never walked (ExecutionGraph.Compensation).
+	Compensate bool `json:"compensate,omitempty"`
 }
 
 // Plain reports whether the edge is taken whenever its source completes.
 func (r EdgeRule) Plain() bool {
-	return r.Condition == "" && !r.Default && !r.OnFailure && r.Outcome == ""
+	return r.Condition == "" && !r.Default && !r.OnFailure && r.Outcome == "" && !r.Compensate
 }
 
 // EdgeKey is the key of an edge in ExecutionGraph.EdgeData.
@@ -247,11 +296,13 @@ func (g *ExecutionGraph) parseKey(key string) (n *Node, idx []int, ok bool) {
 	return n, idx, true
 }
 
-// sortedStatic lists the graph's static (depth 0) node ids, sorted.
+// sortedStatic lists the graph's static (depth 0) node ids, sorted: the
+// nodes a run has a row of from its start (undo nodes get theirs when the
+// run is compensated).
 func sortedStatic(g *ExecutionGraph) []string {
 	ids := make([]string, 0, len(g.Nodes))
 	for id, n := range g.Nodes {
-		if n.Depth == 0 {
+		if n.Depth == 0 && g.UndoStep(id) == "" {
 			ids = append(ids, id)
 		}
 	}

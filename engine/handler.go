@@ -63,11 +63,32 @@ type FireContext interface {
 	// MaxLogMessage bytes, data over MaxLogData bytes is replaced by a
 	// note of its size.
 	Log(message string, data json.RawMessage)
+	// Answer gives the run's caller — a webhook request waiting for the
+	// run (a trigger's respond.mode "wait") — its answer now, while the
+	// run goes on: the first answer of a run counts, later ones are
+	// ignored. Like Log it is not an action: it is recorded with the
+	// action the handler takes, and not at all when the fire takes none
+	// or is tried again.
+	Answer(a CallerAnswer)
 	// StartChild marks the node running and starts a run of another flow
 	// version (its child) in the same transaction; the child's end
 	// completes or fails the node, in the child's final transaction.
 	StartChild(c ChildRun) error
 }
+
+// CallerAnswer is the HTTP answer a Respond node gives the run's caller:
+// its status, content type and body.
+type CallerAnswer struct {
+	Status      int    `json:"status"`
+	ContentType string `json:"content_type"`
+	Body        string `json:"body"`
+	// Node is the key of the node that answered (set by the engine).
+	Node string `json:"node"`
+}
+
+// EventRunResponded is recorded when a Respond node answered the run's
+// caller (its payload: the node and the status; not the body).
+const EventRunResponded = "run.responded"
 
 // DispatchRequest describes an outbound delivery: a worker dispatch (the
 // contract payload POSTed, the worker's callback completes the node), or,

@@ -57,6 +57,9 @@ func (e *Engine) MigrateRun(ctx context.Context, p MigrateParams) error {
 		if err := t.refuseWhileDeferred("migrated"); err != nil {
 			return err
 		}
+		if err := t.refuseCompensated("", "migrated"); err != nil {
+			return err
+		}
 		switch t.run.Status {
 		case RunRunning, RunPaused, RunFailed:
 		default:
@@ -145,6 +148,9 @@ func (e *Engine) MigrateRun(ctx context.Context, p MigrateParams) error {
 						left++
 					}
 				}
+				if g.joinAny(n) && left < len(g.Upstream[id]) {
+					left = 0 // an upstream node is done: the join settles from its rows
+				}
 			}
 			if err := t.tx.SetPending(t.ctx, p.RunID, id, left); err != nil {
 				return err
@@ -170,9 +176,14 @@ func (t *txn) fireReadyNodes() error {
 		if n == nil {
 			return fmt.Errorf("node %s is not in the run's graph: %w", st.NodeID, ErrNotFound)
 		}
+		if t.cancelledByJoin(st.Key) {
+			continue // a join fired before it cancelled its branch
+		}
 		tg := target{node: n, idx: st.Index, key: st.Key}
 		outputs := map[string]json.RawMessage{}
-		if t.graph.MaySkip[n.ID] && !n.Caps.Collects {
+		if t.graph.joinAny(n) && st.Status == StatusPending {
+			err = t.joinDecided(tg, outputs)
+		} else if t.graph.MaySkip[n.ID] && !n.Caps.Collects {
 			err = t.readyDecided(tg, StatusPending, "", nil, outputs)
 		} else {
 			// A failed Collector whose items arrived fires again.

@@ -69,10 +69,12 @@ const NotifyWorkerCancel = "worker.cancel"
 // tellWorkerCancelled writes, for a Worker node that was running (its job
 // handed to, or on its way to, its worker) and has a cancelUrl, a notice to
 // that URL: {"type": "worker.cancel", "runId", "nodeId", "attempt",
-// "reason"} — the dispatch's own names, so the worker finds the job. It
+// "reason"} — the dispatch's own names, so the worker finds the job;
+// reason is "run cancelled", or, for a branch a join's first arrival
+// cancelled, "another branch reached <join> first". It
 // travels the notification outbox (signed, retried), whether or not a
 // notification webhook is configured.
-func (t *txn) tellWorkerCancelled(c CancelledNode) {
+func (t *txn) tellWorkerCancelled(c CancelledNode, reason string) {
 	n := t.graph.Nodes[c.NodeID]
 	if c.Was != StatusRunning || n == nil || n.Type != NodeTypeWorker {
 		return
@@ -98,7 +100,7 @@ func (t *txn) tellWorkerCancelled(c CancelledNode) {
 		RunID   string `json:"runId"`
 		Type    string `json:"type"`
 	}{At: t.e.cfg.Clock.Now().UTC().Format(time.RFC3339Nano), Attempt: c.Attempt, ID: id, NodeID: c.Key,
-		Reason: "run cancelled", RunID: t.run.ID, Type: NotifyWorkerCancel})
+		Reason: reason, RunID: t.run.ID, Type: NotifyWorkerCancel})
 	t.notes = append(t.notes, Notification{ID: id, Type: NotifyWorkerCancel, RunID: t.run.ID, URL: cfg.CancelURL, Payload: b})
 }
 

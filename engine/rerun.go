@@ -49,6 +49,9 @@ func (e *Engine) RerunNode(ctx context.Context, p RerunParams) error {
 		if err := t.refuseWhileDeferred("rerun"); err != nil {
 			return err
 		}
+		if err := t.refuseCompensated("", "rerun"); err != nil {
+			return err
+		}
 		n, idx, ok := t.graph.parseKey(p.Key)
 		if !ok {
 			return fmt.Errorf("node %s: %w", p.Key, ErrNotFound)

@@ -91,6 +91,12 @@ func (t *txn) settleRun() error {
 			}
 			msg = m
 		}
+		if len(t.graph.Compensation) > 0 {
+			// The undo nodes run first (compensate.go).
+			if settled, err := t.settleFailure(msg); err != nil || settled {
+				return err
+			}
+		}
 		r.Status = RunFailed
 		t.finishRun(nil, msg)
 		t.event(EventRunFailed, "", map[string]any{"error": msg})

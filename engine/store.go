@@ -193,6 +193,23 @@ type Tx interface {
 	// handled by a failure edge is final) to cancelled and
 	// cancels its undelivered dispatches; it returns the nodes it changed.
 	CancelNodes(ctx context.Context, runID string) ([]CancelledNode, error)
+	// CancelBranches moves the current instances (no loop history) of
+	// nodeIDs whose index starts with prefix from pending to skipped, and
+	// from running, waiting, sleeping or failed (not handled) to
+	// cancelled, and cancels their undelivered dispatches; it returns the
+	// nodes it changed (a join's first arrival, join.go).
+	CancelBranches(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]CancelledNode, error)
+	// RunCompensation loads the run's compensation (nil when none began).
+	RunCompensation(ctx context.Context, runID string) (*Compensation, error)
+	// SetRunCompensation saves the run's compensation.
+	SetRunCompensation(ctx context.Context, runID string, c *Compensation) error
+	// CompletionOrder returns, for each of keys that completed, the
+	// sequence number of its last node.status completed event.
+	CompletionOrder(ctx context.Context, runID string, keys []string) (map[string]int64, error)
+	// SetRunResponse records the answer a Respond node gave the run's
+	// caller, unless one was recorded before; it reports whether it
+	// recorded this one.
+	SetRunResponse(ctx context.Context, runID string, a *CallerAnswer) (bool, error)
 	// LockEntityRuns takes, for the rest of the transaction, the lock that
 	// orders starting and ending runs of flowID for entityID (entity
 	// concurrency).
@@ -491,6 +508,9 @@ type CancelledNode struct {
 	Key, NodeID string
 	Was         Status
 	Attempt     int
+	// Deferred: a pending node whose fire was left for a later
+	// transaction (Tx.DeferNode), counted among the run's active nodes.
+	Deferred bool
 }
 
 // RunSave is what Tx.SaveRunWithEvents writes.

@@ -43,6 +43,8 @@ type TryNodeResult struct {
 	Error  *string         `json:"error"`
 	Edges  []TriedEdge     `json:"edges"`
 	Logs   []TriedLog      `json:"logs,omitempty"`
+	// Answer is what a Respond step would answer the run's caller.
+	Answer *CallerAnswer `json:"answer,omitempty"`
 }
 
 // TriedEdge is one out-edge of a tried step: whether it would be taken.
@@ -90,7 +92,7 @@ func (e *Engine) TryNode(ctx context.Context, p TryNodeParams) (*TryNodeResult, 
 	if !tc.acted {
 		return nil, fmt.Errorf("the handler of %s step %s took no action", n.Type, n.ID)
 	}
-	res := &TryNodeResult{Output: tc.output, Logs: tc.logs}
+	res := &TryNodeResult{Output: tc.output, Logs: tc.logs, Answer: tc.answer}
 	if tc.failed != "" {
 		res.Error, res.Output = &tc.failed, nil
 	}
@@ -110,6 +112,12 @@ type tryCtx struct {
 	output json.RawMessage
 	failed string
 	logs   []TriedLog
+	answer *CallerAnswer
+}
+
+func (c *tryCtx) Answer(a CallerAnswer) {
+	a.Node = c.key
+	c.answer = &a
 }
 
 func (c *tryCtx) RunID() string          { return "" }

@@ -79,6 +79,13 @@ type txn struct {
 	work *txWork
 	// notes are the notifications the transaction writes at flush.
 	notes []Notification
+	// comp is the run's compensation once read (compLoaded), nil when
+	// none began (compensate.go).
+	comp       *Compensation
+	compLoaded bool
+	// branchCancelled holds the nodes a join's first arrival cancelled or
+	// skipped in this transaction (join.go); nil when none.
+	branchCancelled map[string]bool
 	// lastOutput is the output of the last terminal node completed in
 	// the transaction, as its row holds it (nil when not read back).
 	lastOutput struct {

@@ -57,6 +57,9 @@ type Run struct {
 	// "" for a trigger, a schedule, the admin token). A sub-flow run
 	// inherits its parent's.
 	StartedBy string `json:"started_by,omitempty"`
+	// Compensation is the run's compensation, once it began (read by
+	// the API, not by an engine transaction's lock).
+	Compensation *Compensation `json:"compensation,omitempty"`
 }
 
 // NodeState is one node instance of a run: the node itself for a static

@@ -37,14 +37,32 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 		return nil
 	}
 	if t.run.Status == RunPaused {
-		return t.countWhilePaused(key, targets)
+		return t.countWhilePaused(key, targets, taken)
 	}
 	remaining, err := t.countDownSuccessors(key, counted(t.graph, targets))
 	if err != nil {
 		return fmt.Errorf("error counting down successors of %s: %w", key, err)
 	}
 	outputs := map[string]json.RawMessage{key: output}
+	joins := len(t.graph.JoinAny) > 0
 	for _, tg := range targets {
+		if joins {
+			if t.cancelledByJoin(tg.key) {
+				continue // a join fired by this walk cancelled its branch
+			}
+			if t.graph.joinAny(tg.node) {
+				p, ok := remaining[tg.key]
+				if soleParent(t.graph, tg.node) {
+					p, ok = Pending{Status: StatusPending}, true
+				}
+				if ok {
+					if err := t.joinArrival(tg, p, n, key, taken, outputs); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+		}
 		p, ok := remaining[tg.key]
 		if soleParent(t.graph, tg.node) {
 			// n was its only upstream node, and completed now: a first
@@ -71,9 +89,10 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 
 // soleParent reports whether node n fires as soon as its one upstream node
 // completes, without counting its pending parents down: a node other than
-// a Collector (whose count is of items) with one inbound edge.
+// a Collector (whose count is of items) with one inbound edge — and that
+// no join's first arrival may have skipped meanwhile (its count tells).
 func soleParent(g *ExecutionGraph, n *Node) bool {
-	return !n.Caps.Collects && len(g.Upstream[n.ID]) == 1
+	return !n.Caps.Collects && !n.joinBranch && len(g.Upstream[n.ID]) == 1
 }
 
 // counted returns the keys of the targets whose pending parents are

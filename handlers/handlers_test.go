@@ -28,6 +28,7 @@ type fire struct {
 	reason   string
 	items    []json.RawMessage
 	logs     []string
+	answer   *engine.CallerAnswer
 }
 
 func newFire(typ engine.NodeType, config, input string) *fire {
@@ -74,6 +75,8 @@ func (f *fire) StartChild(engine.ChildRun) error          { return f.act("start_
 func (f *fire) Log(message string, data json.RawMessage) {
 	f.logs = append(f.logs, message+" "+string(data))
 }
+
+func (f *fire) Answer(a engine.CallerAnswer) { f.answer = &a }
 
 // TestWorkerSendsTheContractPayload: a Worker states its whole request —
 // the contract payload with this attempt's callback URL, a null input
@@ -178,4 +181,45 @@ func TestLogLogsAndPassesItsInputOn(t *testing.T) {
 	require.Equal(t, "complete", f.action)
 	require.JSONEq(t, `{"score":7}`, string(f.output))
 	require.Equal(t, []string{`reached scoring {"score":7}`}, f.logs)
+}
+
+// TestRespondAnswersAndPassesItsInputOn: a Respond node gives the run's
+// caller its status (200 by default) and its body rendered over its
+// input — JSON with templated strings, or a text template — and
+// completes with its input; its templates are checked at save, a secret
+// refused.
+func TestRespondAnswersAndPassesItsInputOn(t *testing.T) {
+	f := newFire("Respond", `{"status":201,"body":{"accepted":"{{ input.order }}","n":"{{ input.n }}","note":"order {{ input.order }}"}}`,
+		`{"order":"o-1","n":3}`)
+	require.NoError(t, handlers.Respond{}.Fire(context.Background(), f))
+	require.Equal(t, "complete", f.action)
+	require.JSONEq(t, `{"order":"o-1","n":3}`, string(f.output))
+	require.NotNil(t, f.answer)
+	require.Equal(t, 201, f.answer.Status)
+	require.Equal(t, "application/json", f.answer.ContentType)
+	require.JSONEq(t, `{"accepted":"o-1","n":3,"note":"order o-1"}`, f.answer.Body)
+
+	f = newFire("Respond", `{"body":"thanks, {{ input.name }}"}`, `{"name":"Ada"}`)
+	require.NoError(t, handlers.Respond{}.Fire(context.Background(), f))
+	require.Equal(t, engine.CallerAnswer{Status: 200, ContentType: "text/plain; charset=utf-8", Body: "thanks, Ada"}, *f.answer)
+
+	f = newFire("Respond", `{"status":204}`, `{}`)
+	require.NoError(t, handlers.Respond{}.Fire(context.Background(), f))
+	require.Equal(t, engine.CallerAnswer{Status: 204}, *f.answer)
+
+	f = newFire("Respond", `{"body":"{{ input.missing.deeper }}"}`, `{}`)
+	require.NoError(t, handlers.Respond{}.Fire(context.Background(), f))
+	require.Equal(t, "fail", f.action)
+	require.Nil(t, f.answer, "no answer from a node that failed")
+
+	var spec engine.NodeTypeSpec
+	for _, s := range handlers.Types(handlers.Options{}) {
+		if s.Type == "Respond" {
+			spec = s
+		}
+	}
+	require.NotNil(t, spec.Check)
+	require.Empty(t, spec.Check(json.RawMessage(`{"body":{"a":["{{ input.x }}"]}}`)))
+	require.Len(t, spec.Check(json.RawMessage(`{"body":{"a":"{{ input. }}"}}`)), 1)
+	require.Contains(t, spec.Check(json.RawMessage(`{"body":"{{ secret \"TOKEN\" }}"}`))[0], "secret")
 }

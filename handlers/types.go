@@ -33,6 +33,7 @@ func Types(o Options) []engine.NodeTypeSpec {
 		logType(),
 		codeType(),
 		emailType(),
+		respondType(),
 	}
 	for i := range ts {
 		ts[i].Builtin = true
@@ -43,6 +44,7 @@ func Types(o Options) []engine.NodeTypeSpec {
 // common are the data fields every step but the Splitter and Collector
 // reads: its label, its description and where it moves the run's entity.
 const common = `"label":{"type":"string"},"description":{"type":"string"},
+	"join":{"enum":["all","any"],"title":"Join","description":"all: fire once every upstream step has arrived; any: fire on the first arrival and cancel the other branches"},
 	"setVariables":{"type":"object","title":"Set run variables","description":"name → expression over output, input, run, entity, steps and vars, evaluated when the step completes",
 		"additionalProperties":{"type":"string","minLength":1}},
 	"entityMovement":{"type":"object","title":"Entity movement","$defs":{"move":{"type":"object","required":["targetSectionId"],

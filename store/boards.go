@@ -503,6 +503,17 @@ type Trigger struct {
 	// verifies (nil once PreviousSecretExpiresAt has passed, database time).
 	PreviousSecret          *string
 	PreviousSecretExpiresAt *time.Time
+	// Respond, when set, is how POST /hooks/{slug} answers its caller:
+	// {"mode": "wait", "timeout_seconds": 1–60} waits for the run.
+	Respond *TriggerRespond
+}
+
+// TriggerRespond is a webhook trigger's respond setting: mode "wait"
+// makes its hook wait up to TimeoutSeconds for the run (or a Respond
+// node) to answer.
+type TriggerRespond struct {
+	Mode           string `json:"mode"`
+	TimeoutSeconds int    `json:"timeout_seconds"`
 }
 
 // triggerRow is a triggers row (a webhook trigger). Reads go through
@@ -518,6 +529,7 @@ type triggerRow struct {
 	CreatedAt               time.Time       `gorm:"default:now();autoCreateTime:false"`
 	PreviousSecret          *string         ``
 	PreviousSecretExpiresAt *time.Time      ``
+	Respond                 json.RawMessage `gorm:"type:jsonb"`
 }
 
 // TableName is the triggers table.
@@ -535,11 +547,32 @@ func jsonOrNull(m json.RawMessage) json.RawMessage {
 func (s *Store) CreateTrigger(ctx context.Context, t Trigger) (*Trigger, error) {
 	r := triggerRow{ID: t.ID, FlowID: t.FlowID, Slug: t.Slug, Secret: t.Secret, Entity: jsonOrNull(t.Entity),
 		InputSchema: jsonOrNull(t.InputSchema)}
+	if t.Respond != nil {
+		r.Respond, _ = json.Marshal(t.Respond) // plain fields always encode
+	}
 	if err := s.db.WithContext(ctx).Create(&r).Error; err != nil {
 		return nil, fmt.Errorf("error creating trigger %q: %w", t.Slug, interpretError(err))
 	}
 	t.CreatedAt = r.CreatedAt.UTC()
 	return &t, nil
+}
+
+// SetTriggerRespond changes a webhook trigger's respond setting (nil:
+// none).
+func (s *Store) SetTriggerRespond(ctx context.Context, id string, r *TriggerRespond) error {
+	var b any
+	if r != nil {
+		raw, _ := json.Marshal(r) // plain fields always encode
+		b = string(raw)
+	}
+	res := s.db.WithContext(ctx).Exec(`UPDATE triggers SET respond = ?::jsonb WHERE id = ?`, b, id)
+	if res.Error != nil {
+		return fmt.Errorf("error saving trigger %s: %w", id, interpretError(res.Error))
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("trigger %s: %w", id, engine.ErrNotFound)
+	}
+	return nil
 }
 
 // TriggerBySlug loads a trigger whose flow is not deleted.
@@ -555,16 +588,22 @@ func (s *Store) TriggerBySlug(ctx context.Context, slug string) (*Trigger, error
 // triggerCols are the triggers columns scanTrigger reads (alias t).
 const triggerCols = `t.id::text, t.flow_id::text, t.slug, t.secret, t.entity, t.input_schema, t.created_at,
 	CASE WHEN t.previous_secret_expires_at > now() THEN t.previous_secret END,
-	CASE WHEN t.previous_secret_expires_at > now() THEN t.previous_secret_expires_at END`
+	CASE WHEN t.previous_secret_expires_at > now() THEN t.previous_secret_expires_at END, t.respond`
 
 func scanTrigger(row scanner) (*Trigger, error) {
 	var t Trigger
 	var secret, prev sql.NullString
 	var prevUntil sql.NullTime
 	var ent []byte
-	var schema []byte
-	if err := row.Scan(&t.ID, &t.FlowID, &t.Slug, &secret, &ent, &schema, &t.CreatedAt, &prev, &prevUntil); err != nil {
+	var schema, respond []byte
+	if err := row.Scan(&t.ID, &t.FlowID, &t.Slug, &secret, &ent, &schema, &t.CreatedAt, &prev, &prevUntil, &respond); err != nil {
 		return nil, interpretError(err)
+	}
+	if len(respond) > 0 {
+		t.Respond = &TriggerRespond{}
+		if err := json.Unmarshal(respond, t.Respond); err != nil {
+			return nil, fmt.Errorf("error reading trigger %s's respond: %w", t.ID, err)
+		}
 	}
 	t.InputSchema = schema
 	t.Secret, t.Entity, t.CreatedAt = nullStr(secret), ent, t.CreatedAt.UTC()

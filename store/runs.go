@@ -473,13 +473,55 @@ func (s *Store) claimDue(ctx context.Context, q string, limit int, what string) 
 	return out, interpretError(rows.Err())
 }
 
+// RunAnswer is what a caller waiting for a run (a webhook trigger's
+// respond.mode "wait") is told: the run's status, output and error, and
+// the answer a Respond node gave, if one did.
+type RunAnswer struct {
+	Status       engine.RunStatus
+	Output       json.RawMessage
+	Error        *string
+	Response     *engine.CallerAnswer
+	Compensation *engine.Compensation
+}
+
+// RunAnswer loads what a caller waiting for run id is told.
+func (s *Store) RunAnswer(ctx context.Context, id string) (*RunAnswer, error) {
+	var a RunAnswer
+	var status string
+	var errMsg sql.NullString
+	var output, response, comp []byte
+	err := s.db.WithContext(ctx).Raw(`SELECT status, output, error, response, compensation FROM runs WHERE id = ?`, id).Row().
+		Scan(&status, &output, &errMsg, &response, &comp)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, interpretError(err))
+	}
+	a.Status, a.Output, a.Error = engine.RunStatus(status), output, nullStr(errMsg)
+	if len(response) > 0 {
+		a.Response = &engine.CallerAnswer{}
+		if err := json.Unmarshal(response, a.Response); err != nil {
+			return nil, fmt.Errorf("error reading the answer of run %s: %w", id, err)
+		}
+	}
+	if len(comp) > 0 {
+		a.Compensation = &engine.Compensation{}
+		if err := json.Unmarshal(comp, a.Compensation); err != nil {
+			return nil, fmt.Errorf("error reading the compensation of run %s: %w", id, err)
+		}
+	}
+	return &a, nil
+}
+
 // OrphanedChildren lists up to limit unfinished sub-flow runs whose parent
 // run was cancelled: a process that cancelled the parent stopped before it
 // cancelled them (Engine.CancelRun passes a cancel on after its commit).
 func (s *Store) OrphanedChildren(ctx context.Context, limit int) ([]string, error) {
 	var ids []string
+	// A parent's node cancelled on its own (a branch a join's first
+	// arrival cancelled) orphans its child too.
 	err := s.db.WithContext(ctx).Raw(`SELECT c.id::text FROM runs c JOIN runs p ON p.id = c.parent_run_id
-		WHERE c.parent_run_id IS NOT NULL AND c.status IN ('running', 'paused', 'failed') AND p.status = 'cancelled'
+		WHERE c.parent_run_id IS NOT NULL AND c.status IN ('running', 'paused', 'failed') AND (p.status = 'cancelled'
+			OR EXISTS (SELECT 1 FROM node_states n WHERE n.run_id = c.parent_run_id AND n.key = c.parent_key
+				AND n.status = 'cancelled' AND n.attempt = c.parent_attempt))
 		LIMIT ?`, limit).Scan(&ids).Error
 	if err != nil {
 		return nil, fmt.Errorf("error finding the sub-flow runs of cancelled runs: %w", interpretError(err))

@@ -214,7 +214,7 @@ var _ engine.Tx = (*pgTx)(nil)
 
 const runCols = `id::text, flow_id::text, flow_version_id::text, entity_id::text, status, trigger, input, output, error,
 	idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at, deadline_at,
-	parent_run_id::text, parent_key, parent_attempt, reran, started_by`
+	parent_run_id::text, parent_key, parent_attempt, reran, started_by, compensation`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -226,10 +226,17 @@ func scanRun(row scanner) (*engine.Run, error) {
 	var status string
 	var parent, parentKey, startedBy sql.NullString
 	var parentAttempt sql.NullInt64
+	var comp []byte
 	if err := row.Scan(&r.ID, &r.FlowID, &r.FlowVersionID, &entity, &status, &trigger, &input, &output, &errMsg,
 		&idem, &r.ActiveNodes, &r.FailedNodes, &r.TerminalsLeft, &r.EventSeq, &r.CreatedAt, &r.UpdatedAt, &finished,
-		&deadline, &parent, &parentKey, &parentAttempt, &r.Reran, &startedBy); err != nil {
+		&deadline, &parent, &parentKey, &parentAttempt, &r.Reran, &startedBy, &comp); err != nil {
 		return nil, interpretError(err)
+	}
+	if len(comp) > 0 {
+		r.Compensation = &engine.Compensation{}
+		if err := json.Unmarshal(comp, r.Compensation); err != nil {
+			return nil, fmt.Errorf("error reading the compensation of run %s: %w", r.ID, err)
+		}
 	}
 	r.StartedBy = startedBy.String
 	r.ParentRunID, r.ParentKey, r.ParentAttempt = nullStr(parent), nullStr(parentKey), int(parentAttempt.Int64)
@@ -319,11 +326,12 @@ func nullTime(t sql.NullTime) *time.Time {
 	return &v
 }
 
-// lockCols is runCols with NULL for the trigger and the input: LockRun
-// leaves them out.
+// lockCols is runCols with NULL for the trigger, the input and the
+// compensation: LockRun leaves them out (a graph with undo nodes reads
+// its compensation when it needs it, RunCompensation).
 const lockCols = `id::text, flow_id::text, flow_version_id::text, entity_id::text, status, NULL::jsonb, NULL::jsonb, output,
 	error, idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, created_at, updated_at, finished_at, deadline_at,
-	parent_run_id::text, parent_key, parent_attempt, reran, started_by`
+	parent_run_id::text, parent_key, parent_attempt, reran, started_by, NULL::jsonb`
 
 func (t *pgTx) LockRun(ctx context.Context, runID string) (*engine.Run, error) {
 	r, err := scanRun(t.raw(ctx, `SELECT `+lockCols+` FROM runs WHERE id = ? FOR UPDATE`, runID).Row())
@@ -1261,6 +1269,95 @@ func (t *pgTx) CancelNodes(ctx context.Context, runID string) ([]engine.Cancelle
 	// row no longer its own and changes nothing.
 	err = t.exec(ctx, `UPDATE dispatches SET status = 'cancelled', locked_until = NULL, updated_at = now()
 		WHERE run_id = ? AND status IN ('pending', 'sending', 'held')`, runID).Error
+	return nodes, interpretError(err)
+}
+
+func (t *pgTx) RunCompensation(ctx context.Context, runID string) (*engine.Compensation, error) {
+	var raw []byte
+	if err := t.raw(ctx, `SELECT compensation FROM runs WHERE id = ?`, runID).Row().Scan(&raw); err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, interpretError(err))
+	}
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var c engine.Compensation
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("error reading the compensation of run %s: %w", runID, err)
+	}
+	return &c, nil
+}
+
+func (t *pgTx) SetRunCompensation(_ context.Context, runID string, c *engine.Compensation) error {
+	b, _ := json.Marshal(c) // plain fields always encode
+	t.later(`UPDATE runs SET compensation = ?::jsonb WHERE id = ?`, nil, string(b), runID)
+	return nil
+}
+
+func (t *pgTx) CompletionOrder(ctx context.Context, runID string, keys []string) (map[string]int64, error) {
+	rows, err := t.raw(ctx, `SELECT key, max(seq) FROM run_events WHERE run_id = ? AND type = 'node.status'
+		AND key = ANY(?::text[]) AND payload->>'status' = 'completed' GROUP BY key`, runID, keys).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := make(map[string]int64, len(keys))
+	for rows.Next() {
+		var k string
+		var seq int64
+		if err := rows.Scan(&k, &seq); err != nil {
+			return nil, interpretError(err)
+		}
+		out[k] = seq
+	}
+	return out, interpretError(rows.Err())
+}
+
+func (t *pgTx) SetRunResponse(ctx context.Context, runID string, a *engine.CallerAnswer) (bool, error) {
+	b, _ := json.Marshal(a) // plain fields always encode
+	res := t.exec(ctx, `UPDATE runs SET response = ?::jsonb WHERE id = ? AND response IS NULL`, string(b), runID)
+	if res.Error != nil {
+		return false, interpretError(res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+func (t *pgTx) CancelBranches(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]engine.CancelledNode, error) {
+	p := make([]int64, len(prefix))
+	for i, v := range prefix {
+		p[i] = int64(v)
+	}
+	rows, err := t.raw(ctx, `WITH was AS (SELECT key, status, (status = 'pending' AND wake_at IS NOT NULL) AS deferred
+			FROM node_states WHERE run_id = ? AND node_id = ANY(?::text[]) AND strpos(key, '@') = 0
+			AND idx[1:cardinality(?::int[])] = ?::int[]
+			AND status IN ('pending', 'running', 'failed', 'waiting_for_user', 'sleeping', 'waiting_for_event')
+			AND NOT (status = 'failed' AND taken IS NOT NULL) FOR UPDATE)
+		UPDATE node_states n SET status = CASE WHEN was.status = 'pending' THEN 'skipped' ELSE 'cancelled' END,
+			deadline = NULL, wake_at = NULL, finished_at = now(), updated_at = now()
+		FROM was WHERE n.run_id = ? AND n.key = was.key RETURNING n.key, n.node_id, was.status, n.attempt, was.deferred`,
+		runID, nodeIDs, p, p, runID).Rows()
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var nodes []engine.CancelledNode
+	var keys []string
+	for rows.Next() {
+		var c engine.CancelledNode
+		if err := rows.Scan(&c.Key, &c.NodeID, &c.Was, &c.Attempt, &c.Deferred); err != nil {
+			return nil, interpretError(err)
+		}
+		nodes = append(nodes, c)
+		keys = append(keys, c.Key)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	// Rows being sent are dropped too, as on a run's cancel.
+	err = t.exec(ctx, `UPDATE dispatches SET status = 'cancelled', locked_until = NULL, updated_at = now()
+		WHERE run_id = ? AND key = ANY(?::text[]) AND status IN ('pending', 'sending', 'held')`, runID, keys).Error
 	return nodes, interpretError(err)
 }
 

@@ -45,13 +45,25 @@ type runJSON struct {
 	// Variables are the run's variables (data.setVariables), in the answer
 	// of one run only.
 	Variables json.RawMessage `json:"variables,omitempty"`
+	// Compensation is the run's compensation once it began (undo nodes);
+	// Compensated and CompensationFailed say how it ended.
+	Compensation       *engine.Compensation `json:"compensation,omitempty"`
+	Compensated        bool                 `json:"compensated,omitempty"`
+	CompensationFailed string               `json:"compensation_failed,omitempty"`
 }
 
 func toRunJSON(r *engine.Run) runJSON {
-	return runJSON{ID: r.ID, FlowID: r.FlowID, FlowVersionID: r.FlowVersionID, Status: r.Status,
+	out := runJSON{ID: r.ID, FlowID: r.FlowID, FlowVersionID: r.FlowVersionID, Status: r.Status,
 		Input: nullJSON(r.Input), Output: nullJSON(r.Output), Error: r.Error, EntityID: r.EntityID, Trigger: r.Trigger,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, DeadlineAt: r.DeadlineAt,
-		ParentRunID: r.ParentRunID, ParentKey: r.ParentKey, StartedBy: r.StartedBy}
+		ParentRunID: r.ParentRunID, ParentKey: r.ParentKey, StartedBy: r.StartedBy, Compensation: r.Compensation}
+	if c := r.Compensation; c != nil {
+		out.Compensated = c.State == engine.CompensationDone
+		if c.State == engine.CompensationFailed {
+			out.CompensationFailed = c.FailedNode
+		}
+	}
+	return out
 }
 
 func nullJSON(b json.RawMessage) json.RawMessage {
@@ -343,12 +355,23 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 	return w.resp.Write(p)
 }
 
+// cancelRun is POST /runs/{id}/cancel, {"compensate": true} to run the
+// undo nodes of the run's completed steps first (the run answers
+// running, its compensation under way, and ends cancelled).
 func (s *Server) cancelRun(c echo.Context) error {
 	id, err := s.pathUUID(c, "id", "run")
 	if err != nil {
 		return err
 	}
-	if _, err := s.cfg.Engine.CancelRun(c.Request().Context(), id); err != nil {
+	var b struct {
+		Compensate bool `json:"compensate"`
+	}
+	if c.Request().ContentLength != 0 {
+		if err := bind(c, &b); err != nil {
+			return err
+		}
+	}
+	if _, err := s.cfg.Engine.CancelRunWith(c.Request().Context(), engine.CancelRunParams{RunID: id, Compensate: b.Compensate}); err != nil {
 		return err
 	}
 	return s.getRun(c)

@@ -93,6 +93,11 @@ type Config struct {
 	// through an OpenID Connect provider (oidc.go); the provider sends
 	// them back to BaseURL + OIDCCallbackPath.
 	OIDC OIDCConfig
+	// HookRecheck is how often a hook request waiting for its run (a
+	// trigger's respond.mode "wait") reads the run again without a
+	// notification of it (default 1s): a notification lost (a listener
+	// reconnecting) delays the answer by that much at most.
+	HookRecheck time.Duration
 	// Notify, if set, is told the key of a change made outside the engine
 	// ("entity:<id>" for a manual move) once it is committed, for the
 	// event streams of every process (store.Notifier.Notify).

@@ -256,7 +256,7 @@ func (s *Server) patchTrigger(c echo.Context) error {
 	}
 	sc := t.schedule
 	if sc == nil {
-		return badRequest("a webhook trigger has nothing to change: delete it and create another")
+		return s.patchWebhook(c, t.webhook)
 	}
 	var b scheduleBody
 	if err := bind(c, &b); err != nil {
@@ -305,7 +305,30 @@ func (s *Server) deleteTrigger(c echo.Context) error {
 func webhookJSON(t *store.Trigger) map[string]any {
 	return map[string]any{"id": t.ID, "kind": "webhook", "flow_id": t.FlowID, "slug": t.Slug,
 		"has_secret": t.Secret != nil, "entity": orEmpty(t.Entity),
-		"url": "/hooks/" + t.Slug, "created_at": t.CreatedAt, "input_schema": orEmpty(t.InputSchema)}
+		"url": "/hooks/" + t.Slug, "created_at": t.CreatedAt, "input_schema": orEmpty(t.InputSchema), "respond": t.Respond}
+}
+
+// patchWebhook changes what a webhook trigger may change: its respond
+// setting ({"respond": {...}}, or null for none). The rest is its
+// identity: delete it and create another.
+func (s *Server) patchWebhook(c echo.Context, t *store.Trigger) error {
+	var b map[string]json.RawMessage
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	raw, ok := b["respond"]
+	if !ok || len(b) != 1 {
+		return badRequest("a webhook trigger changes only respond: delete it and create another for the rest")
+	}
+	r, err := triggerRespond(raw)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Store.SetTriggerRespond(c.Request().Context(), t.ID, r); err != nil {
+		return err
+	}
+	t.Respond = r
+	return c.JSON(http.StatusOK, webhookJSON(t))
 }
 
 func scheduleJSON(sc *store.Schedule) map[string]any {

@@ -37,6 +37,7 @@ func (s *Server) createTrigger(c echo.Context) error {
 			EmailPath string `json:"email_path"`
 		} `json:"entity"`
 		InputSchema json.RawMessage `json:"input_schema"`
+		Respond     json.RawMessage `json:"respond"`
 		scheduleBody
 		brokerBody
 	}
@@ -71,6 +72,9 @@ func (s *Server) createTrigger(c echo.Context) error {
 	}
 	if b.Secret != "" {
 		t.Secret = &b.Secret
+	}
+	if t.Respond, err = triggerRespond(b.Respond); err != nil {
+		return err
 	}
 	if b.Entity != nil {
 		if !validUUID(b.Entity.BoardID) {

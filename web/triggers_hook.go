@@ -131,6 +131,9 @@ func (s *Server) hook(c echo.Context) error {
 	if err != nil {
 		return entityExists(err)
 	}
+	if t.Respond != nil && t.Respond.Mode == "wait" {
+		return s.awaitRun(c, run.ID, t.Respond)
+	}
 	return c.JSON(http.StatusAccepted, map[string]any{"run_id": run.ID, "entity_id": run.EntityID, "status": run.Status})
 }
 

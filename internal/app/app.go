@@ -171,6 +171,10 @@ type Config struct {
 	// WriteTimeout bounds writing an ordinary (not streamed) answer
 	// (web.Config.WriteTimeout, default 30s).
 	WriteTimeout time.Duration
+	// HookRecheck is how often a hook request waiting for its run reads
+	// it again without a notification (web.Config.HookRecheck, default
+	// 1s).
+	HookRecheck time.Duration
 	// Clock tells the process's time (default engine.SystemClock): a
 	// test's clock moves it forward. Due work is found by the database's
 	// clock (docs/state_machine.md, Time).
@@ -452,7 +456,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, WriteTimeout: cfg.WriteTimeout, Clock: clock, Logger: cfg.Logger,
 		TriggerRate: cfg.TriggerRate, Notify: a.notifier.Notify, SessionTTL: cfg.SessionTTL, TrustProxy: cfg.TrustProxy,
 		BaseURL: cfg.BaseURL, OIDC: cfg.OIDC, NodeTypes: types, LoginConcurrency: cfg.LoginConcurrency, LoginWait: cfg.LoginWait,
-		PasswordChecks: &a.TestSignals.PasswordChecks, TryRequest: disp.TryRequest})
+		PasswordChecks: &a.TestSignals.PasswordChecks, TryRequest: disp.TryRequest, HookRecheck: cfg.HookRecheck})
 	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, 10*time.Second),
 		ReadTimeout: orDefault(cfg.ReadTimeout, 30*time.Second), IdleTimeout: 120 * time.Second}
 	return a, nil

@@ -290,9 +290,11 @@ func newRunCmd(env envLookup) *cobra.Command {
 	lf.StringVar(&lp.Error, "error", "", "only runs whose failure's text contains this")
 	lf.IntVar(&lp.Limit, "limit", 50, "how many runs at most (1–500)")
 
-	cancel := clientCmd(env, &cobra.Command{Use: "cancel ID", Short: "Cancel a run (its sub-flow runs too)", Args: cobra.ExactArgs(1)},
+	var compensate bool
+	cancel := clientCmd(env, &cobra.Command{Use: "cancel ID", Short: "Cancel a run (its sub-flow runs too); --compensate runs its undo steps first",
+		Args: cobra.ExactArgs(1)},
 		func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
-			r, err := c.CancelRun(cmd.Context(), args[0])
+			r, err := c.CancelRunWith(cmd.Context(), args[0], compensate)
 			if err != nil {
 				return err
 			}
@@ -302,6 +304,8 @@ func newRunCmd(env envLookup) *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "run %s is %s\n", r.ID, r.Status)
 			return nil
 		})
+	cancel.Flags().BoolVar(&compensate, "compensate", false,
+		"run the undo nodes of the run's completed steps (in reverse order of completion) before it ends cancelled")
 	retry := clientCmd(env, &cobra.Command{Use: "retry ID KEY", Short: "Fire a failed node of a run again, as a new attempt",
 		Args: cobra.ExactArgs(2)},
 		func(cmd *cobra.Command, c *client.Client, o *clientOptions, args []string) error {
@@ -627,6 +631,18 @@ func (s *sectionNames) name(boardID, sectionID string) string {
 }
 
 // eventLine renders an event for a person ("" = not worth a line);
+// compensationNote says how a run's compensation ended, from its
+// run.failed or run.cancelled payload.
+func compensationNote(p map[string]any) string {
+	if p["compensated"] == true {
+		return " (compensated)"
+	}
+	if f, ok := p["compensation_failed"].(string); ok && f != "" {
+		return " (compensation stopped: " + f + " failed)"
+	}
+	return ""
+}
+
 // section names a board's section.
 func eventLine(runID string, e client.Event, section func(boardID, sectionID string) string) string {
 	var p map[string]any
@@ -643,9 +659,18 @@ func eventLine(runID string, e client.Event, section func(boardID, sectionID str
 	case "run.completed":
 		return "run completed"
 	case "run.failed":
-		return "run failed: " + str("error")
+		return "run failed: " + str("error") + compensationNote(p)
 	case "run.cancelled":
-		return "run cancelled"
+		return "run cancelled" + compensationNote(p)
+	case "run.compensating":
+		steps, _ := p["steps"].([]any)
+		return fmt.Sprintf("run compensating: %d completed step(s) to undo, the last completed first", len(steps))
+	case "node.compensated":
+		return fmt.Sprintf("%-16s undone by %s", e.Key, str("undo"))
+	case "node.joined":
+		return fmt.Sprintf("%-16s fired on the first arrival (%s)", e.Key, str("arrival"))
+	case "run.responded":
+		return fmt.Sprintf("%-16s answered the caller %s", e.Key, str("status"))
 	case "run.resumed":
 		return "run resumed"
 	case "node.status":

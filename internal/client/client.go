@@ -570,8 +570,18 @@ func (c *Client) ListRuns(ctx context.Context, p ListRunsParams) ([]Run, error) 
 
 // CancelRun cancels a run.
 func (c *Client) CancelRun(ctx context.Context, id string) (*Run, error) {
+	return c.CancelRunWith(ctx, id, false)
+}
+
+// CancelRunWith cancels a run; with compensate, the undo nodes of its
+// completed steps run first (the run answers running, and ends cancelled).
+func (c *Client) CancelRunWith(ctx context.Context, id string, compensate bool) (*Run, error) {
 	var out Run
-	if err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/cancel", map[string]any{}, &out); err != nil {
+	body := map[string]any{}
+	if compensate {
+		body["compensate"] = true
+	}
+	if err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/cancel", body, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -460,7 +460,20 @@ export interface Run {
   // variables: the run's variables (data.setVariables), in the answer of
   // one run.
   variables?: Record<string, any>;
+  // compensation: the run's compensation once it began (its undo steps,
+  // in the order they run); compensated / compensation_failed say how it
+  // ended.
+  compensation?: Compensation | null;
+  compensated?: boolean;
+  compensation_failed?: string;
   nodes?: Record<string, NodeState>;
+}
+export interface Compensation {
+  reason: "failed" | "cancelled";
+  error: string;
+  steps: { step: string; undo: string }[];
+  state: "compensating" | "compensated" | "failed" | "interrupted";
+  failed_node?: string;
 }
 export interface Approval {
   run_id: string;
@@ -639,6 +652,9 @@ export interface WebhookTrigger {
   has_secret: boolean;
   entity: { board_id?: string; type?: string; name_path?: string; email_path?: string } | null;
   created_at: string;
+  // respond: {mode: "wait", timeout_seconds}: the hook waits for the
+  // run (or a Respond step) to answer its caller; null: 202 at once.
+  respond?: { mode: "wait"; timeout_seconds: number } | null;
 }
 // A webhook trigger's secret rotation (POST /triggers/{id}/rotate-secret):
 // the new secret, shown this once, and when the one it replaced stops

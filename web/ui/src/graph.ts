@@ -12,6 +12,13 @@ export function canonicalType(t: string): string {
 
 export type CanvasNode = Node<Record<string, any>>;
 
+// isCompensation says whether an edge links a step to its undo node
+// (data.on "compensate"): never walked, only run when the run is
+// compensated.
+export function isCompensation(data: Record<string, any> | undefined): boolean {
+  return !!data && data.on === "compensate";
+}
+
 // layout places nodes that have no position in columns by depth.
 export function layout(g: FlowGraph): Record<string, { x: number; y: number }> {
   const depth: Record<string, number> = {};
@@ -62,12 +69,15 @@ export function outcomesOf(data: Record<string, any> | undefined): string[] {
 
 // An edge is taken always, when its condition holds, as the "else" of its
 // source's conditions, when its source fails for good, or when a person
-// chose its outcome. The kinds are exclusive: the editor keeps one.
-export type EdgeKind = "always" | "condition" | "default" | "failure" | "outcome";
+// chose its outcome; a compensation edge leads from a step to its undo
+// node, run only when the run is compensated. The kinds are exclusive:
+// the editor keeps one.
+export type EdgeKind = "always" | "condition" | "default" | "failure" | "outcome" | "compensate";
 
 export function edgeKind(data: Record<string, any> | undefined): EdgeKind {
   if (!data) return "always";
   if (data.on === "failure") return "failure";
+  if (data.on === "compensate") return "compensate";
   if (typeof data.outcome === "string" && data.outcome !== "") return "outcome";
   if (data.default === true) return "default";
   if (typeof data.condition === "string") return "condition";
@@ -124,6 +134,8 @@ function branchLabel(data: Record<string, any> | undefined): string | undefined 
   switch (edgeKind(data)) {
     case "failure":
       return "on failure";
+    case "compensate":
+      return "undo";
     case "outcome":
       return String(data!.outcome);
     case "default":
@@ -148,7 +160,11 @@ export function decorateEdge(e: Edge): Edge {
     className: `edge-kind-${kind}${loop ? " edge-loop" : ""}`,
     labelBgPadding: [6, 3],
     labelBgBorderRadius: 4,
-    markerEnd: loop ? { type: MarkerType.ArrowClosed, width: 16, height: 16, color: "#7c3aed" } : undefined,
+    markerEnd: loop
+      ? { type: MarkerType.ArrowClosed, width: 16, height: 16, color: "#7c3aed" }
+      : kind === "compensate"
+        ? { type: MarkerType.ArrowClosed, width: 14, height: 14, color: "#b45309" }
+        : undefined,
     domAttributes: { "data-kind": kind, ...(loop ? { "data-loop": String(loopMax(e.data) ?? "") } : {}) } as any,
   };
 }

@@ -15,7 +15,7 @@ import { useStepData } from "../components/sample";
 import { scopeOf, type Scope } from "../components/scope";
 import type { CanvasNode } from "../graph";
 import { movesEntity, typeInfo } from "../nodetypes";
-import { EVENT_FIELDS, EventFields, HTTP_FIELDS, HTTPFields } from "./IntegrationSettings";
+import { EVENT_FIELDS, EventFields, HTTP_FIELDS, HTTPFields, RESPOND_FIELDS, RespondFields } from "./IntegrationSettings";
 import { SUBFLOW_FIELDS, SubFlowFields } from "./SubFlowSettings";
 import {
   checkLoopMax,
@@ -23,6 +23,7 @@ import {
   edgeKind,
   edgeLabel,
   forwardSucc,
+  isCompensation,
   isLoop,
   loopMax,
   MAX_LOOP_ITERATIONS,
@@ -81,7 +82,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
   // A type without a panel of its own (one added to stitchd) is set up by
   // the form its config schema describes; label and description have
   // their fields here.
-  const own = ["label", "description", "entityMovement"];
+  const own = ["label", "description", "entityMovement", "join"];
   // A script (a string whose contentMediaType is JavaScript: a Code
   // step's source) gets the code editor, with the step's data to complete
   // and to insert from the data panel; the schema's form shows the rest.
@@ -98,6 +99,9 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
   const scope = scopeOf(node.id, stepData, nodes, edges, false);
   const targets = nodes.filter((n) => n.id !== node.id && !edges.some((e) => e.source === node.id && e.target === n.id));
   const outgoing = edges.filter((e) => e.source === node.id);
+  // The forward edges in: a node with several may fire on the first
+  // (data.join "any").
+  const incoming = edges.filter((e) => e.target === node.id && !isLoop(e.data as any) && !isCompensation(e.data as any));
   // A server message about one field is shown under that field; the rest
   // at the top.
   const at = (field: string) => problems.filter((p) => new RegExp(`\\.data\\.${field}(\\.|\\[|$)`).test(p.path ?? ""));
@@ -114,8 +118,10 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
               ? EVENT_FIELDS
               : type === "SubFlow"
                 ? SUBFLOW_FIELDS
-                : [];
-  const claimed = new Set(fields.flatMap(at));
+                : type === "Respond"
+                  ? RESPOND_FIELDS
+                  : [];
+  const claimed = new Set([...fields, "join"].flatMap(at));
   const commitId = () => {
     const v = idDraft.trim();
     if (v === node.id) return setIdError(null);
@@ -170,6 +176,23 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
           <p className="hint">Names: input, run, steps, vars, item, entity — click a field in the data panel to insert it.</p>
         </div>
       ))}
+      {(incoming.length > 1 || d.join !== undefined) && !info?.capabilities?.collects && (
+        <Field
+          label="Fires"
+          id="node-join"
+          hint={
+            d.join === "any"
+              ? `On the first of its ${incoming.length} incoming steps to arrive, with that step's output; the other branches leading here are cancelled (a running worker is told, a step not started is skipped).`
+              : "Once every incoming step has arrived (or been skipped), with their outputs merged."
+          }
+        >
+          <select id="node-join" value={d.join === "any" ? "any" : "all"} onChange={(e) => set(["join"])(e.target.value === "any" ? "any" : undefined)}>
+            <option value="all">when all incoming steps arrived</option>
+            <option value="any">on the first arrival (cancel the others)</option>
+          </select>
+        </Field>
+      )}
+      <ServerProblems problems={at("join")} id={node.id} />
       {schemaForm && (
         <div className="type-config" data-type-config={type}>
           <TaskForm
@@ -229,6 +252,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
       )}
       {type === "HTTP" && <HTTPFields data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} nodeId={node.id} />}
       {type === "Event" && <EventFields data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} nodeId={node.id} />}
+      {type === "Respond" && <RespondFields data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} nodeId={node.id} />}
       {type === "SubFlow" && <SubFlowFields data={d} onChange={(nd) => onChange(node.id, nd)} problemsAt={at} nodeId={node.id} selfId={flowId} />}
       {type === "UX" && (
         <>
@@ -1133,6 +1157,7 @@ export function EdgeSettings({ edge, source, siblings, edges, cycle, problems, o
     if (k === "condition") next.condition = draft;
     if (k === "default") next.default = true;
     if (k === "failure") next.on = "failure";
+    if (k === "compensate") next.on = "compensate";
     if (k === "outcome") {
       const taken = new Set(siblings.filter((e) => edgeKind(e.data) === "outcome").map((e) => (e.data as any).outcome));
       next.outcome = outcomes.find((o) => !taken.has(o)) ?? outcomes[0];
@@ -1161,7 +1186,15 @@ export function EdgeSettings({ edge, source, siblings, edges, cycle, problems, o
     { k: "condition", label: "When a condition holds", hint: `When the expression is true after ${src} completes.` },
     { k: "default", label: "Else", hint: `When no other edge from ${src} with a condition or an outcome is taken.` },
     { k: "failure", label: "On failure", hint: `Only when ${src} fails for good (its retries used up). The failure is handled: the run goes on here.` },
+    {
+      k: "compensate",
+      label: "Undo (compensation)",
+      hint: `${edge.target} undoes ${src}: it runs only if the run fails (or is cancelled with “undo”) after ${src} completed, in reverse order of completion.`,
+    },
   ];
+  // An undo node's only edge is its compensation edge.
+  const undoOthers =
+    kind === "compensate" ? edges.filter((e) => e.id !== edge.id && (e.target === edge.target || e.source === edge.target)) : [];
   if (isUX || kind === "outcome") kinds.push({ k: "outcome", label: "On an outcome", hint: `When the person at ${src} chooses this outcome.` });
   // A Splitter's edges lead into its parallel region: always taken.
   const isSplitter = String(source?.type ?? "").toLowerCase() === "splitter";
@@ -1269,13 +1302,29 @@ export function EdgeSettings({ edge, source, siblings, edges, cycle, problems, o
           )}
         </div>
       )}
+      {kind === "compensate" && (
+        <>
+          <p className="hint" data-compensate-hint>
+            {edge.target}'s input is <code>{`{"output", "input", "error"}`}</code>: {src}'s output and input, and why the run failed (or{" "}
+            <code>cancelled</code>). The run ends after its undo steps ran: failed, compensated.
+          </p>
+          {undoOthers.length > 0 && (
+            <p className="field-error" role="alert" data-check="local">
+              {edge.target} has other edges ({undoOthers.map((e) => e.id).join(", ")}): an undo step has no edge but this one.
+            </p>
+          )}
+        </>
+      )}
       {kind === "failure" && (
         <p className="hint">
           The next step's input is <code>{`{"error", "node", "input"}`}</code>: the reason, the failed node's key and its input. {src}'s other edges are not
           taken when it fails.
         </p>
       )}
-      <LoopFields edge={edge} edges={edges} kind={kind} isUX={isUX} cycle={cycle} problems={loopProblems} onChange={(d) => onChange(edge.id, d)} />
+      {kind !== "compensate" && (
+        <LoopFields edge={edge} edges={edges} kind={kind} isUX={isUX} cycle={cycle} problems={loopProblems} onChange={(d) => onChange(edge.id, d)} />
+      )}
+      {kind !== "compensate" && (
       <fieldset>
         <legend>Mapping</legend>
         <p className="muted small">
@@ -1302,6 +1351,7 @@ export function EdgeSettings({ edge, source, siblings, edges, cycle, problems, o
           Add mapping
         </button>
       </fieldset>
+      )}
       <button type="button" className="btn danger" onClick={() => onDelete(edge.id)}>
         Delete edge
       </button>

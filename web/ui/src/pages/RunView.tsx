@@ -1,6 +1,6 @@
 import { Background, Controls, ReactFlow, ReactFlowProvider, type Edge, type NodeChange } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
-import { api, ApiError, can, currentMe, describe, listAll, stream, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
+import { api, ApiError, can, currentMe, describe, listAll, stream, type Compensation, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
 import { ago, Countdown, ErrorBox, isNotFound, Json, NotFound, span, Spinner, Status, useThrottled } from "../components/common";
 import { FitOnOpen } from "../components/FitOnOpen";
 import { edgeTypes } from "../components/LoopEdge";
@@ -8,7 +8,7 @@ import { Timeline } from "../components/Timeline";
 import { eventWaitText, useFlowNodeTypes } from "../components/StitchNode";
 import { loadNodeTypes } from "../nodetypes";
 import { useFlowNames } from "../flows";
-import { edgeKind, isLoop, loopsOf, outcomesOf, toCanvas, truncate, type CanvasNode, type LoopInfo } from "../graph";
+import { edgeKind, isCompensation, isLoop, loopsOf, outcomesOf, toCanvas, truncate, type CanvasNode, type LoopInfo } from "../graph";
 import { Link } from "../router";
 import { Answer } from "./Approvals";
 import { RunId } from "./RunList";
@@ -106,6 +106,55 @@ function edgeTaken(e: Edge, states: NodeState[] | undefined, runDone: boolean): 
     if (took === null) undecided = true;
   }
   return undecided ? null : false;
+}
+
+// compensationEdge draws an edge from a step to its undo node: numbered in
+// the order the undo nodes run once the run is compensated (undo 1 of 2 is
+// the first), solid once its undo node completed, red where the
+// compensation stopped; not taken when the run ended without undoing the
+// step.
+function compensationEdge(e: Edge, comp: Compensation | null, undo: NodeState | undefined, runDone: boolean): Edge {
+  const i = comp ? comp.steps.findIndex((s) => s.step === e.source && s.undo === e.target) : -1;
+  const n = comp?.steps.length ?? 0;
+  const failedHere = comp?.state === "failed" && comp.failed_node === e.target;
+  const taken: boolean | null = i >= 0 ? (undo?.status === "completed" ? true : null) : comp || runDone ? false : null;
+  const cls = taken === true ? "edge-taken" : taken === false ? "edge-not-taken" : "edge-open";
+  const label = i >= 0 ? `undo ${i + 1} of ${n}${failedHere ? " · failed" : ""}` : "undo";
+  return {
+    ...e,
+    label,
+    animated: undo?.status === "running",
+    className: `${e.className ?? ""} ${cls}${failedHere ? " edge-undo-failed" : ""}`,
+    domAttributes: { ...(e.domAttributes as any), "data-taken": taken === null ? "open" : String(taken), "data-undo-order": i >= 0 ? String(i + 1) : "" } as any,
+    ariaLabel: `Undo edge from ${e.source} to ${e.target}${i >= 0 ? `, undone ${i + 1} of ${n}` : ""}`,
+  };
+}
+
+// CompensationBanner says where a run's compensation is: the steps it
+// undoes, in the order their undo steps run, and how it ended.
+function CompensationBanner({ comp, byNode }: { comp: Compensation; byNode: Record<string, NodeState[]> }) {
+  const head =
+    comp.state === "compensating"
+      ? `Compensating${comp.reason === "cancelled" ? " (cancelled with undo)" : ""}: undoing ${comp.steps.length} completed step${comp.steps.length === 1 ? "" : "s"}, the last completed first.`
+      : comp.state === "compensated"
+        ? `Compensated: ${comp.steps.length ? `${comp.steps.length} completed step${comp.steps.length === 1 ? " was" : "s were"} undone` : "there was no completed step to undo"}.`
+        : comp.state === "failed"
+          ? `Compensation stopped: undo step ${comp.failed_node} failed. Retry it (or complete it by hand) to go on undoing.`
+          : "Compensation interrupted: the run was cancelled or passed its deadline while undoing.";
+  return (
+    <div className="banner compensating" role="status" data-compensation={comp.state}>
+      <strong>{head}</strong>
+      {comp.steps.length > 0 && (
+        <ol>
+          {comp.steps.map((s) => (
+            <li key={s.undo} data-undo-step={s.undo}>
+              <span className="mono">{s.undo}</span> undoes <span className="mono">{s.step}</span> — {byNode[s.undo]?.[0]?.status ?? "pending"}
+            </li>
+          ))}
+        </ol>
+      )}
+    </div>
+  );
 }
 
 // RunView shows a run; focus (?key=) names a node instance to open, as a
@@ -262,7 +311,9 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
     }));
     // A paused run is not done: its open edges may still be taken.
     const runDone = !!run && run.status !== "running" && run.status !== "paused" && run.status !== "queued";
+    const comp = run?.compensation ?? null;
     const edges: Edge[] = c.edges.map((e) => {
+      if (isCompensation(e.data as any)) return compensationEdge(e, comp, byNode[e.target]?.[0], runDone);
       // A loop edge was taken by the earlier iterations of its source.
       const rounds = isLoop(e.data) ? (history[e.source] ?? []).filter((s) => Array.isArray(s.taken) && s.taken.includes(e.target)).length : 0;
       const taken = rounds ? true : edgeTaken(e, byNode[e.source], runDone);
@@ -389,6 +440,23 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               Cancel run
             </button>
           )}
+          {(run.status === "running" || run.status === "paused" || run.status === "failed") &&
+            !run.compensation &&
+            can(me, "operate") &&
+            !!shownGraph?.edges.some((e) => isCompensation(e.data as any)) && (
+              <button
+                type="button"
+                className="btn danger"
+                data-action="cancel-compensate"
+                title="Cancel, then run the undo steps of the completed steps, the last completed first"
+                onClick={() => {
+                  if (confirm("Cancel this run and undo its completed steps? Their undo steps run one by one, the last completed first."))
+                    void act(() => api("POST", `/runs/${run.id}/cancel`, { compensate: true }), "Could not cancel the run");
+                }}
+              >
+                Cancel and undo
+              </button>
+            )}
         </div>
       </div>
       {migrating && MIGRATABLE.includes(run.status) && (
@@ -441,6 +509,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
           . It begins by itself when that run ends (the flow's entity concurrency is “queue”); none of its steps has started yet.
         </div>
       )}
+      {run.compensation && <CompensationBanner comp={run.compensation} byNode={byNode} />}
       {run.error && <div className="error-box">Run failed: {run.error}</div>}
       {run.variables && Object.keys(run.variables).length > 0 && (
         <details className="run-variables" data-run-variables>

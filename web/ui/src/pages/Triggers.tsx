@@ -546,6 +546,7 @@ function WebhookCard({ hook, onChanged, onNotice }: { hook: WebhookTrigger; onCh
         {hook.entity && Object.keys(hook.entity).length > 0
           ? ` · creates or updates a ${hook.entity.type ?? "entity"} from the body${hook.entity.email_path ? ` (email at ${hook.entity.email_path})` : ""}`
           : " · the request's body becomes the run's input"}
+        {hook.respond?.mode === "wait" && <span data-respond-wait={hook.respond.timeout_seconds}>{` · waits up to ${hook.respond.timeout_seconds} s for the run to answer`}</span>}
       </p>
       {rotating && (
         <RotateSecretForm
@@ -681,6 +682,8 @@ function NewSecret({ r, onDismiss }: { r: RotatedTriggerSecret; onDismiss: () =>
 function WebhookForm({ flowId, onDone, onCancel }: { flowId: string; onDone: (slug: string) => void; onCancel: () => void }) {
   const [slug, setSlug] = useState("");
   const [secret, setSecret] = useState("");
+  const [wait, setWait] = useState(false);
+  const [waitSeconds, setWaitSeconds] = useState("30");
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   async function submit(e: FormEvent) {
@@ -690,6 +693,7 @@ function WebhookForm({ flowId, onDone, onCancel }: { flowId: string; onDone: (sl
     try {
       const body: Record<string, unknown> = { slug: slug.trim() };
       if (secret) body.secret = secret;
+      if (wait) body.respond = { mode: "wait", timeout_seconds: Number(waitSeconds) };
       await api("POST", `/flows/${flowId}/triggers`, body);
       onDone(slug.trim());
     } catch (err) {
@@ -711,6 +715,22 @@ function WebhookForm({ flowId, onDone, onCancel }: { flowId: string; onDone: (sl
         <label htmlFor="hook-secret">Secret (optional)</label>
         <input id="hook-secret" type="password" autoComplete="new-password" value={secret} onChange={(e) => setSecret(e.target.value)} />
         <p className="hint">With a secret, requests must be signed; without one, the hook only creates entities.</p>
+      </div>
+      <div className="field">
+        <label className="choice">
+          <input id="hook-wait" type="checkbox" checked={wait} onChange={(e) => setWait(e.target.checked)} /> Wait for the run before answering
+        </label>
+        {wait && (
+          <div className="row">
+            <label htmlFor="hook-wait-seconds">for at most</label>
+            <input id="hook-wait-seconds" type="number" min={1} max={60} value={waitSeconds} onChange={(e) => setWaitSeconds(e.target.value)} /> seconds
+          </div>
+        )}
+        <p className="hint">
+          {wait
+            ? "The request is answered with the run's output (or error) when it ends in time, with a Respond step's answer as soon as one fires, else 202 “running”."
+            : "The request is answered 202 with the run's id as soon as the run started."}
+        </p>
       </div>
       {error && (
         <p className="field-error" role="alert">
