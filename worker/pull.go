@@ -181,7 +181,9 @@ func (p *Puller) loop(ctx, work context.Context) {
 				// More than asked for: not held beyond the limit, failed for
 				// another attempt (stitchd never answers so).
 				p.r.logger.Error("worker: stitchd answered more tasks than asked for", "asked", free, "got", len(tasks))
-				go func() { _ = p.r.report(context.WithoutCancel(work), t, nil, errors.New("worker over its concurrency limit")) }()
+				go func() {
+					_ = p.r.report(context.WithoutCancel(work), t, nil, errors.New("worker over its concurrency limit"))
+				}()
 				continue
 			}
 			if !p.r.start(work, t, func() { p.slots <- struct{}{} }) {

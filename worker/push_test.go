@@ -138,7 +138,7 @@ func TestPushDuplicateDelivery(t *testing.T) {
 	var calls atomic.Int32
 	var mu sync.Mutex
 	var bodies []string
-	cb := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	cb := serve(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		bodies = append(bodies, string(b))
@@ -240,7 +240,9 @@ func TestPushShutdown(t *testing.T) {
 	release := make(chan struct{})
 	causes := make(chan error, 2)
 	h, err := worker.NewPushHandler(worker.PushParams{Secret: s.WebhookSecret, Handler: func(ctx context.Context, t *worker.Task) (any, error) {
-		var in struct{ Mode string }
+		var in struct {
+			Mode string `json:"mode"`
+		}
 		_ = json.Unmarshal(t.Input, &in)
 		if t.Attempt > 1 {
 			return map[string]any{"attempt": t.Attempt}, nil

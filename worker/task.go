@@ -17,7 +17,7 @@ import (
 type Handler func(ctx context.Context, t *Task) (output any, err error)
 
 var (
-	// ErrStale: stitchd answered 409 — it no longer runs this attempt (its
+	// ErrStale is stitchd's 409: it no longer runs this attempt (its
 	// lease ran out and it was retried, the run was cancelled, or another
 	// result was reported). Whatever the handler returns is dropped.
 	ErrStale = errors.New("stitchd no longer runs this attempt")

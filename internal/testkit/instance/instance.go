@@ -14,7 +14,6 @@ import (
 
 	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/internal/client"
-	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/storetest"
 )
@@ -107,12 +106,16 @@ func (s *Stitchd) Run(id string) *client.Run {
 // WaitRun waits (up to a minute) for run id to finish and returns it.
 func (s *Stitchd) WaitRun(id string) *client.Run {
 	s.t.Helper()
-	var r *client.Run
-	testkit.Eventually(s.t, time.Minute, func() bool {
-		r = s.Run(id)
-		return r.Finished()
-	}, "run %s to finish", id)
-	return r
+	for deadline := time.Now().Add(time.Minute); ; {
+		r := s.Run(id)
+		if r.Finished() {
+			return r
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("run %s did not finish in a minute: %s", id, r.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Queue reads GET /api/v1/queues' entry of queue (zero when absent).
