@@ -44,3 +44,12 @@ func TestPythonLibrary(t *testing.T) {
 	require.NoError(t, err, "python3 is needed for the Python library's tests")
 	runSuite(t, "python", python, "-m", "unittest", "-v", "test_stitchd_worker")
 }
+
+// TestNodeLibrary: sdk/node's node:test suite (src/index.test.ts, run as
+// compiled in dist/: running needs no build) against a real stitchd.
+func TestNodeLibrary(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "node is needed for the Node library's tests")
+	runSuite(t, "node", node, "--test", "--test-reporter=spec", "dist/index.test.js")
+}
