@@ -87,7 +87,7 @@ func push(ctx context.Context) error {
 	drained := make(chan error, 1)
 	go func() {
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), grace)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 		drained <- h.Shutdown(sctx) // running jobs finish, or fail as "worker shutting down"
@@ -116,7 +116,7 @@ func pull(ctx context.Context, queue string) error {
 	}
 	log.Printf("go worker polling queue %s at %s", queue, url) //nolint:gosec // G706: the operator's own settings
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	return p.Stop(sctx)
 }

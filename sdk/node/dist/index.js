@@ -249,7 +249,9 @@ class Runner {
         const reported = new Promise((r) => (markReported = r));
         const f = { task, state: 'running', reported, markReported };
         this.running.add(f);
-        void this.work(f).finally(() => {
+        void this.work(f)
+            .catch((e) => this.log.error(`run ${task.runId} node ${task.nodeId}: ${e.message}`))
+            .finally(() => {
             this.running.delete(f);
             done();
             if (this.running.size === 0)

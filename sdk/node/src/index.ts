@@ -251,11 +251,13 @@ class Runner {
     const reported = new Promise<void>((r) => (markReported = r));
     const f: Inflight = { task, state: 'running', reported, markReported };
     this.running.add(f);
-    void this.work(f).finally(() => {
-      this.running.delete(f);
-      done();
-      if (this.running.size === 0) for (const w of this.idle.splice(0)) w();
-    });
+    void this.work(f)
+      .catch((e: Error) => this.log.error(`run ${task.runId} node ${task.nodeId}: ${e.message}`))
+      .finally(() => {
+        this.running.delete(f);
+        done();
+        if (this.running.size === 0) for (const w of this.idle.splice(0)) w();
+      });
     return true;
   }
 
