@@ -216,9 +216,9 @@ func TestPushHeartbeats(t *testing.T) {
 			h, err := worker.NewPushHandler(worker.PushParams{Secret: s.WebhookSecret, Handler: greet, HeartbeatInterval: c.every})
 			require.NoError(t, err)
 			url := serve(t, h)
-			flow := s.Flow("push heartbeats "+c.name, map[string]any{"webhookUrl": url, "timeoutSeconds": 2,
+			flow := s.Flow("push heartbeats "+c.name, map[string]any{"webhookUrl": url, "timeoutSeconds": 3,
 				"retry": map[string]any{"maxAttempts": 1}})
-			r := s.WaitRun(s.StartRun(flow, map[string]any{"name": "Ada", "sleepMs": 3000}))
+			r := s.WaitRun(s.StartRun(flow, map[string]any{"name": "Ada", "sleepMs": 4500}))
 			require.Equal(t, c.want, r.Status)
 			require.Equal(t, 1, r.Nodes["work"].Attempt)
 			if c.want == "failed" {

@@ -211,14 +211,14 @@ class PushTest(unittest.TestCase):
         self.assertEqual({"status": "completed", "output": {"n": 1}}, got[0])
 
     def test_heartbeats(self):
-        """A handler taking 3 s beside timeoutSeconds 2 completes with
-        heartbeats (every 2/3 s) and times out without."""
+        """A handler taking 4.5 s beside timeoutSeconds 3 completes with
+        heartbeats (every second) and times out without."""
         results = {}
 
         def case(name, every):
             server = self.serve(greet, heartbeat_interval=every)
-            flow = make_flow({"webhookUrl": server.url, "timeoutSeconds": 2, "retry": {"maxAttempts": 1}})
-            results[name] = wait_run(start_run(flow, {"name": "Ada", "sleepMs": 3000}))
+            flow = make_flow({"webhookUrl": server.url, "timeoutSeconds": 3, "retry": {"maxAttempts": 1}})
+            results[name] = wait_run(start_run(flow, {"name": "Ada", "sleepMs": 4500}))
 
         threads = [threading.Thread(target=case, args=c) for c in (("heartbeats", None), ("none", 0))]
         for th in threads:
@@ -334,15 +334,15 @@ class PullTest(unittest.TestCase):
         self.assertGreater(leased[0], 0)
 
     def test_heartbeat_keeps_lease(self):
-        """leaseSeconds 2, a handler taking 3.5 s: heartbeats keep the
+        """leaseSeconds 3, a handler taking 4.5 s: heartbeats keep the
         attempt; without them its lease runs out."""
         results = {}
 
         def case(name, every):
             queue = unique("lease")
-            flow = make_flow({"queue": queue, "leaseSeconds": 2, "retry": {"maxAttempts": 1}})
+            flow = make_flow({"queue": queue, "leaseSeconds": 3, "retry": {"maxAttempts": 1}})
             self.puller(queue, greet, heartbeat_interval=every)
-            results[name] = wait_run(start_run(flow, {"name": "Ada", "sleepMs": 3500}))
+            results[name] = wait_run(start_run(flow, {"name": "Ada", "sleepMs": 4500}))
 
         threads = [threading.Thread(target=case, args=c) for c in (("heartbeats", None), ("none", 0))]
         for th in threads:
@@ -422,20 +422,25 @@ class PullTest(unittest.TestCase):
 
         class Counting(sw.Puller):
             def _poll(self, limit):
+                sent = time.monotonic()
                 try:
                     return super()._poll(limit)
                 except Exception as e:
-                    polls.append(str(e))
+                    polls.append((sent, str(e)))
                     raise
 
         p = Counting(env("STITCHD_URL"), "stp_not-a-token", unique("nobody"), greet, error_backoff=0.5).start()
         time.sleep(2.5)
         p.stop()
-        # Waits of 0.25-0.5 s, 0.5-1 s, 1-2 s, 2-4 s: 3 or 4 polls in 2.5 s.
-        self.assertGreaterEqual(len(polls), 3, polls)
+        # Waits of 0.25-0.5 s, 0.5-1 s, 1-2 s, 2-4 s: at most 4 polls in
+        # 2.5 s (fewer when answers are slow), each wait at least half the
+        # doubled backoff.
+        self.assertGreaterEqual(len(polls), 2, polls)
         self.assertLessEqual(len(polls), 4, polls)
-        for e in polls:
+        for i, (sent, e) in enumerate(polls):
             self.assertIn("401", e)
+            if i:
+                self.assertGreaterEqual(sent - polls[i - 1][0], 0.25 * 2 ** (i - 1) - 0.01, f"the wait before poll {i + 1}")
 
     def test_params(self):
         with self.assertRaises(ValueError):

@@ -223,10 +223,10 @@ describe('push', { concurrency: true }, () => {
     ['heartbeats', undefined, 'completed'],
     ['none', 0, 'failed'],
   ] as const) {
-    test(`a 3 s handler beside timeoutSeconds 2: ${name} → ${want}`, async (t) => {
+    test(`a 4.5 s handler beside timeoutSeconds 3: ${name} → ${want}`, async (t) => {
       const { url } = await servePush(t, { handler: greet, heartbeatIntervalMs: every });
-      const flow = await makeFlow({ webhookUrl: url, timeoutSeconds: 2, retry: { maxAttempts: 1 } });
-      const r = await waitRun(await startRun(flow, { name: 'Ada', sleepMs: 3000 }));
+      const flow = await makeFlow({ webhookUrl: url, timeoutSeconds: 3, retry: { maxAttempts: 1 } });
+      const r = await waitRun(await startRun(flow, { name: 'Ada', sleepMs: 4500 }));
       assert.equal(r.status, want);
       assert.equal(r.nodes.work.attempt, 1);
       if (want === 'failed') assert.match(r.nodes.work.error, /deadline exceeded/);
@@ -336,11 +336,11 @@ describe('pull', { concurrency: true }, () => {
     ['heartbeats', undefined, 'completed'],
     ['none', 0, 'failed'],
   ] as const) {
-    test(`leaseSeconds 2, a 3.5 s handler: ${name} → ${want}`, async (t) => {
+    test(`leaseSeconds 3, a 4.5 s handler: ${name} → ${want}`, async (t) => {
       const queue = unique('lease');
-      const flow = await makeFlow({ queue, leaseSeconds: 2, retry: { maxAttempts: 1 } });
+      const flow = await makeFlow({ queue, leaseSeconds: 3, retry: { maxAttempts: 1 } });
       startPuller(t, { queue, handler: greet, heartbeatIntervalMs: every });
-      const r = await waitRun(await startRun(flow, { name: 'Ada', sleepMs: 3500 }));
+      const r = await waitRun(await startRun(flow, { name: 'Ada', sleepMs: 4500 }));
       assert.equal(r.status, want);
       assert.equal(r.nodes.work.attempt, 1);
       if (want === 'failed') assert.match(r.nodes.work.error, /deadline exceeded/);
@@ -422,20 +422,26 @@ describe('pull', { concurrency: true }, () => {
   });
 
   test('failing polls (a wrong token: 401) back off, doubling', async () => {
-    const warnings: string[] = [];
+    const failures: [number, string][] = [];
     const p = new Puller({
       url: env('STITCHD_URL'),
       token: 'stp_not-a-token',
       queue: unique('nobody'),
       handler: greet,
       errorBackoffMs: 500,
-      logger: { info() {}, warn: (m) => warnings.push(m), error() {} },
+      logger: { info() {}, warn: (m) => failures.push([performance.now(), m]), error() {} },
     }).start();
     await sleep(2500);
     await p.stop();
-    // Waits of 0.25–0.5 s, 0.5–1 s, 1–2 s, 2–4 s: 3 or 4 polls in 2.5 s.
-    assert.ok(warnings.length >= 3 && warnings.length <= 4, warnings.join('\n'));
-    for (const w of warnings) assert.match(w, /401/);
+    // Waits of 0.25–0.5 s, 0.5–1 s, 1–2 s, 2–4 s: at most 4 polls in 2.5 s
+    // (fewer when answers are slow), each wait at least half the doubled
+    // backoff.
+    const all = failures.map(([, m]) => m).join('\n');
+    assert.ok(failures.length >= 2 && failures.length <= 4, all);
+    failures.forEach(([at, m], i) => {
+      assert.match(m, /401/);
+      if (i > 0) assert.ok(at - failures[i - 1][0] >= 250 * 2 ** (i - 1) - 10, `the wait before poll ${i + 1}: ${all}`);
+    });
   });
 
   test('options', () => {
