@@ -40,13 +40,11 @@ func startPuller(t *testing.T, s *instance.Stitchd, p worker.PullParams) *worker
 	return pl
 }
 
-// TestPullCompletes: runs whose Worker node waits in a queue are completed
+// testPullCompletes: runs whose Worker node waits in a queue are completed
 // by a Puller with the handler's output, each attempt named with the
 // worker; a failure is retried, a NonRetryable one is not; the handler
 // sees the task's lease.
-func TestPullCompletes(t *testing.T) {
-	t.Parallel()
-	s := instance.Start(t)
+func testPullCompletes(t *testing.T, s *instance.Stitchd) {
 	flow := s.Flow("pull", map[string]any{"queue": "greet", "retry": map[string]any{"maxAttempts": 3, "initialDelayMs": 10}})
 	var leases sync.Map
 	startPuller(t, s, worker.PullParams{Queue: "greet", Worker: "test-host/1", Concurrency: 2,
@@ -80,12 +78,10 @@ func TestPullCompletes(t *testing.T) {
 	require.Contains(t, *r.Nodes["work"].Error, "invalid card")
 }
 
-// TestPullConcurrencyLimit: a Puller of concurrency 3 never runs more
+// testPullConcurrencyLimit: a Puller of concurrency 3 never runs more
 // than 3 handlers at once and stitchd never sees it hold more than 3
 // leases, yet it reaches 3; 15 tasks all complete.
-func TestPullConcurrencyLimit(t *testing.T) {
-	t.Parallel()
-	s := instance.Start(t)
+func testPullConcurrencyLimit(t *testing.T, s *instance.Stitchd) {
 	const limit, n = 3, 15
 	flow := s.Flow("limit", map[string]any{"queue": "limited"})
 	var running, most atomic.Int32
@@ -149,13 +145,11 @@ func TestPullConcurrencyLimit(t *testing.T) {
 	require.Positive(t, mostLeased.Load())
 }
 
-// TestPullHeartbeatKeepsLease: with leaseSeconds 3 and a handler taking
+// testPullHeartbeatKeepsLease: with leaseSeconds 3 and a handler taking
 // 4.5 s, the Puller's heartbeats (every lease/3) keep the attempt alive
 // and it completes; without heartbeats the same job's lease runs out and
 // the attempt fails as a timeout.
-func TestPullHeartbeatKeepsLease(t *testing.T) {
-	t.Parallel()
-	s := instance.Start(t)
+func testPullHeartbeatKeepsLease(t *testing.T, s *instance.Stitchd) {
 	for _, c := range []struct {
 		name  string
 		every time.Duration
@@ -177,11 +171,9 @@ func TestPullHeartbeatKeepsLease(t *testing.T) {
 	}
 }
 
-// TestPullStaleCancelsHandler: when stitchd answers a heartbeat 409 (the
+// testPullStaleCancelsHandler: when stitchd answers a heartbeat 409 (the
 // run was cancelled), the handler's context is cancelled with ErrStale.
-func TestPullStaleCancelsHandler(t *testing.T) {
-	t.Parallel()
-	s := instance.Start(t)
+func testPullStaleCancelsHandler(t *testing.T, s *instance.Stitchd) {
 	flow := s.Flow("stale", map[string]any{"queue": "stale", "leaseSeconds": 3})
 	started := make(chan struct{})
 	cause := make(chan error, 1)
@@ -207,14 +199,12 @@ func TestPullStaleCancelsHandler(t *testing.T) {
 	}
 }
 
-// TestPullGracefulShutdown: Stop stops polling at once, lets a handler
+// testPullGracefulShutdown: Stop stops polling at once, lets a handler
 // that finishes within the grace period report, and fails the one still
 // running after it as "worker shutting down" (its context cancelled with
 // ErrShuttingDown): the retry policy queues its next attempt, which
 // another Puller completes. A run started after Stop waits in the queue.
-func TestPullGracefulShutdown(t *testing.T) {
-	t.Parallel()
-	s := instance.Start(t)
+func testPullGracefulShutdown(t *testing.T, s *instance.Stitchd) {
 	flow := s.Flow("shutdown", map[string]any{"queue": "stop", "retry": map[string]any{"maxAttempts": 2, "initialDelayMs": 10}})
 	started := make(chan string, 2)
 	release := make(chan struct{})
@@ -284,11 +274,9 @@ func TestPullGracefulShutdown(t *testing.T) {
 	require.Equal(t, "completed", s.WaitRun(later).Status)
 }
 
-// TestPullStopIdle: Stop of an idle Puller (its long poll waiting) ends
+// testPullStopIdle: Stop of an idle Puller (its long poll waiting) ends
 // the poll at once rather than after its wait.
-func TestPullStopIdle(t *testing.T) {
-	t.Parallel()
-	s := instance.Start(t)
+func testPullStopIdle(t *testing.T, s *instance.Stitchd) {
 	p, err := worker.NewPuller(worker.PullParams{URL: s.URL, Token: s.WorkerToken("idle"), Queue: "idle", Worker: "idle-1",
 		WaitSeconds: 30, Handler: greet})
 	require.NoError(t, err)
@@ -320,11 +308,9 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// TestPullBackoff: polls that fail (a revoked or wrong token: 401) are
+// testPullBackoff: polls that fail (a revoked or wrong token: 401) are
 // repeated after a doubling backoff, not in a tight loop.
-func TestPullBackoff(t *testing.T) {
-	t.Parallel()
-	s := instance.Start(t)
+func testPullBackoff(t *testing.T, s *instance.Stitchd) {
 	ct := &countingTransport{}
 	p, err := worker.NewPuller(worker.PullParams{URL: s.URL, Token: "stp_not-a-token", Queue: "nobody", Worker: "w",
 		ErrorBackoff: 500 * time.Millisecond, Client: &http.Client{Transport: ct}, Handler: greet})

@@ -71,14 +71,12 @@ func greet(ctx context.Context, t *worker.Task) (any, error) {
 	return map[string]any{"greeting": "Hello, " + in.Name + "!", "node": t.NodeID, "attempt": t.Attempt}, nil
 }
 
-// TestPushHandler: a Worker node pushing to a PushHandler completes its
+// testPushHandler: a Worker node pushing to a PushHandler completes its
 // run with the handler's output; a handler's error is a retryable failure
 // (the next attempt completes), a NonRetryable one or a panic fails the
 // node at once; unsigned, wrongly signed, stale and non-POST requests are
 // refused.
-func TestPushHandler(t *testing.T) {
-	t.Parallel()
-	s := instance.Start(t)
+func testPushHandler(t *testing.T, s *instance.Stitchd) {
 	h, err := worker.NewPushHandler(worker.PushParams{Secret: s.WebhookSecret, Handler: greet})
 	require.NoError(t, err)
 	url := serve(t, h)
@@ -200,12 +198,10 @@ func TestVerifySignature(t *testing.T) {
 	require.Error(t, err, "a secret without whsec_")
 }
 
-// TestPushHeartbeats: a pushed handler that takes longer than the node's
+// testPushHeartbeats: a pushed handler that takes longer than the node's
 // timeoutSeconds keeps its attempt alive with heartbeats (a third of the
 // timeout); with heartbeats off the same job times out.
-func TestPushHeartbeats(t *testing.T) {
-	t.Parallel()
-	s := instance.Start(t)
+func testPushHeartbeats(t *testing.T, s *instance.Stitchd) {
 	for _, c := range []struct {
 		name  string
 		every time.Duration
@@ -228,14 +224,12 @@ func TestPushHeartbeats(t *testing.T) {
 	}
 }
 
-// TestPushShutdown: Shutdown lets a handler that finishes within the
+// testPushShutdown: Shutdown lets a handler that finishes within the
 // grace period report; one still running after it has its context
 // cancelled (ErrShuttingDown) and is failed retryably — its node runs a
 // second attempt; a dispatch after Shutdown is answered 503, which stitchd
 // retries.
-func TestPushShutdown(t *testing.T) {
-	t.Parallel()
-	s := instance.Start(t)
+func testPushShutdown(t *testing.T, s *instance.Stitchd) {
 	started := make(chan string, 2)
 	release := make(chan struct{})
 	causes := make(chan error, 2)
@@ -296,4 +290,23 @@ func TestPushShutdown(t *testing.T) {
 		all = append(all, e.Type+" "+string(e.Payload))
 	}
 	require.Contains(t, strings.Join(all, "\n"), "worker shutting down", "attempt 1's failure")
+}
+
+// TestWorkerLibrary runs the cases that need stitchd against one real
+// stitchd, in parallel, each on flows and queues of its own: one process
+// and database for all, as Postgres's connections are the whole suite's.
+func TestWorkerLibrary(t *testing.T) {
+	t.Parallel()
+	s := instance.Start(t)
+	for name, test := range map[string]func(*testing.T, *instance.Stitchd){
+		"PushHandler": testPushHandler, "PushHeartbeats": testPushHeartbeats, "PushShutdown": testPushShutdown,
+		"PullCompletes": testPullCompletes, "PullConcurrencyLimit": testPullConcurrencyLimit,
+		"PullHeartbeatKeepsLease": testPullHeartbeatKeepsLease, "PullStaleCancelsHandler": testPullStaleCancelsHandler,
+		"PullGracefulShutdown": testPullGracefulShutdown, "PullStopIdle": testPullStopIdle, "PullBackoff": testPullBackoff,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, s)
+		})
+	}
 }

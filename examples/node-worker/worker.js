@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// A stitchd worker in Node.js (20+) on sdk/node (no dependencies). Its job
+// A stitchd worker in Node.js (20.3+) on sdk/node (no dependencies). Its job
 // greets the input's name.
 //
 // Push (default): it serves the dispatches stitchd POSTs — the library

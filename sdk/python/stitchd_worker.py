@@ -436,20 +436,23 @@ class PushServer:
         self.httpd.daemon_threads = True
         host, port = self.httpd.server_address[:2]
         self.url = f"http://{host}:{port}"
-        self._thread = None
+        self._serving = False
 
     def start(self):
         """Serve on a background thread."""
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True, name="stitchd-push")
-        self._thread.start()
+        self._serving = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True, name="stitchd-push").start()
         return self
 
     def serve_forever(self):
+        """Serve on this thread, until shutdown() is called from another."""
+        self._serving = True
         self.httpd.serve_forever()
 
     def shutdown(self, grace=30.0):
         """Stop serving, then PushHandler.shutdown(grace)."""
-        self.httpd.shutdown()
+        if self._serving:  # http.server's shutdown() waits for a serve_forever that never ran
+            self.httpd.shutdown()
         self.httpd.server_close()
         return self.push_handler.shutdown(grace)
 

@@ -1,5 +1,5 @@
 "use strict";
-// stitchd workers for Node.js (20+), with no runtime dependencies: push
+// stitchd workers for Node.js (20.3+), with no runtime dependencies: push
 // (stitchd POSTs signed tasks to your endpoint) and pull (your worker polls
 // a task queue). The protocol is docs/workers.md.
 //
