@@ -10,7 +10,7 @@ FUZZTIME ?= 30000x
 FUZZTIME_DB ?= 2000x
 export STITCHD_AUTH_TOKEN ?= dev-token
 
-.PHONY: all build ui ui-fresh ui-check run test test-go fuzz-short soak ha-soak bench bench-e2e lint deps-test deps-ha tools
+.PHONY: all build ui ui-fresh ui-check sdk-node sdk-check run test test-go fuzz-short soak ha-soak bench bench-e2e lint deps-test deps-ha tools
 
 all: build
 
@@ -38,6 +38,26 @@ ui-check:
 	  echo "node not found: the web UI is not type-checked"; \
 	fi
 
+## sdk-node: compile the Node worker library (sdk/node/src → sdk/node/dist,
+## committed: running it needs no build).
+sdk-node: sdk/node/node_modules/.package-lock.json
+	cd sdk/node && ./node_modules/.bin/tsc
+
+sdk/node/node_modules/.package-lock.json: sdk/node/package.json sdk/node/package-lock.json
+	cd sdk/node && npm ci --no-audit --no-fund
+
+## sdk-check: sdk/node/dist is what sdk/node/src compiles to (tsc, pinned in
+## package-lock.json, into a temporary directory, compared): the tests run
+## the committed JavaScript, so a stale dist would test old code.
+sdk-check: sdk/node/node_modules/.package-lock.json
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	echo "tsc (sdk/node), compared with sdk/node/dist"; \
+	(cd sdk/node && ./node_modules/.bin/tsc --outDir "$$tmp") || exit 1; \
+	if ! diff -r "$$tmp" sdk/node/dist >/dev/null; then \
+	  echo "sdk/node/dist is not what sdk/node/src compiles to: run make sdk-node"; \
+	  diff -r "$$tmp" sdk/node/dist | head -40; exit 1; \
+	fi
+
 ## ui-fresh: rebuild web/dist only when its sources changed (a fresh clone
 ## has an up-to-date build committed, so it needs no Node).
 ui-fresh:
@@ -52,8 +72,10 @@ run: build
 	./$(BIN) serve --demo
 
 ## test: the linters (lint: gofmt, go vet, golangci-lint), the web UI's
-## type check, every test (race detector on), plus short fuzz runs.
-test: deps-test lint ui-check test-go fuzz-short
+## type check, the Node worker library's compiled-output check, every test
+## (race detector on; the Python and Node worker libraries' suites run from
+## go test ./sdk/), plus short fuzz runs.
+test: deps-test lint ui-check sdk-check test-go fuzz-short
 
 test-go:
 	@# -parallel 4: the suite's tests mostly wait on Postgres and loopback

@@ -1,13 +1,14 @@
 // Package examples_test runs every example worker against a real stitchd:
-// a run whose Worker node points at the example completes with the
-// example's output, and a dispatch with a bad signature is refused.
+// a run whose Worker node points at the example (push) or waits in the
+// queue it polls (pull) completes with the example's output, a dispatch
+// with a bad signature is refused, and a pulling example stops gracefully
+// on SIGTERM.
 package examples_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,16 +16,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/callbacks"
-	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/internal/client"
 	"github.com/stitchd/stitchd/internal/syncbuf"
 	"github.com/stitchd/stitchd/internal/testkit"
+	"github.com/stitchd/stitchd/internal/testkit/instance"
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
@@ -88,39 +90,27 @@ func startWorker(t *testing.T, secret string, argv ...string) (url string, logs 
 	return "http://" + addr, logs
 }
 
+// TestExampleWorkers: each example worker against one real stitchd,
+// pushed to (its dispatches signed: an unsigned or wrongly signed one is
+// refused) and pulling (examplePull).
 func TestExampleWorkers(t *testing.T) {
 	t.Parallel()
-	_, dbURL := storetest.IsolatedDB(t)
+	s := instance.Start(t)
 	ctx := context.Background()
-	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
-		PollInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	require.NoError(t, a.Start(ctx))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = a.Stop(sctx)
-	})
-	c := &client.Client{BaseURL: a.URL, Token: token}
+	c := s.Client
 	secret, err := c.WebhookSecret(ctx) // as a person would: stitchd webhook-secret
 	require.NoError(t, err)
+	workerToken := s.WorkerToken("examples")
 
-	python, err := exec.LookPath("python3")
-	require.NoError(t, err, "python3 is needed for the Python example")
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, "node is needed for the Node example")
-	workers := []struct {
-		lang string
-		argv func(t *testing.T) []string
-	}{
-		{"go", func(t *testing.T) []string { return []string{buildGoWorker(t)} }},
-		{"python", func(*testing.T) []string { return []string{python, "python-worker/worker.py"} }},
-		{"node", func(*testing.T) []string { return []string{node, "node-worker/worker.js"} }},
-	}
-	for _, w := range workers {
-		t.Run(w.lang, func(t *testing.T) {
+	for lang, argvOf := range exampleArgv(t) {
+		argv := argvOf(t) // the Go example built once
+		t.Run(lang+"/pull", func(t *testing.T) {
 			t.Parallel()
-			url, logs := startWorker(t, secret, w.argv(t)...)
+			examplePull(t, s, workerToken, lang, argv)
+		})
+		t.Run(lang+"/push", func(t *testing.T) {
+			t.Parallel()
+			url, logs := startWorker(t, secret, argv...)
 
 			// A dispatch that is not signed with the secret is refused.
 			for _, bad := range []string{"", callbacks.SignWebhook([]byte("another key, 16+ bytes"), "msg_x", time.Now().Unix(), []byte(`{}`))} {
@@ -138,7 +128,7 @@ func TestExampleWorkers(t *testing.T) {
 			}
 
 			graph := fmt.Sprintf(`{"nodes":[{"id":"greet","type":"Worker","data":{"webhookUrl":%q,"timeoutSeconds":30}}],"edges":[]}`, url+"/greet")
-			f, err := c.CreateFlow(ctx, client.FlowSpec{Name: "example " + w.lang, Graph: json.RawMessage(graph)})
+			f, err := c.CreateFlow(ctx, client.FlowSpec{Name: "example " + lang, Graph: json.RawMessage(graph)})
 			require.NoError(t, err)
 			for i, name := range []string{"Ada", "Grace"} {
 				r, err := c.StartRun(ctx, f.ID, json.RawMessage(`{"name":"`+name+`"}`))
@@ -156,7 +146,7 @@ func TestExampleWorkers(t *testing.T) {
 					Attempt  int    `json:"attempt"`
 				}
 				require.NoError(t, json.Unmarshal(r.Output, &out), string(r.Output))
-				require.Equal(t, w.lang, out.Worker)
+				require.Equal(t, lang, out.Worker)
 				require.Equal(t, "Hello, "+name+"!", out.Greeting)
 				require.Equal(t, "greet", out.Node)
 				require.Equal(t, 1, out.Attempt)
@@ -181,6 +171,67 @@ func TestExampleWorkers(t *testing.T) {
 			}
 			require.Contains(t, types, "node.heartbeat")
 		})
+	}
+}
+
+// exampleArgv is how each example worker is started.
+func exampleArgv(t *testing.T) map[string]func(t *testing.T) []string {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	require.NoError(t, err, "python3 is needed for the Python example")
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "node is needed for the Node example")
+	return map[string]func(t *testing.T) []string{
+		"go":     func(t *testing.T) []string { return []string{buildGoWorker(t)} },
+		"python": func(*testing.T) []string { return []string{python, "python-worker/worker.py"} },
+		"node":   func(*testing.T) []string { return []string{node, "node-worker/worker.js"} },
+	}
+}
+
+// examplePull: an example worker with QUEUE set polls that queue with a
+// worker token: runs of a Worker node waiting there complete with its
+// output (a heartbeat before it), the attempt names the worker, and
+// SIGTERM stops it gracefully (exit status 0).
+func examplePull(t *testing.T, s *instance.Stitchd, token, lang string, args []string) {
+	queue := "examples-" + lang
+	cmd := exec.CommandContext(t.Context(), args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "QUEUE="+queue, "STITCHD_URL="+s.URL, "STITCHD_WORKER_TOKEN="+token,
+		"WORKER_ID="+lang+"-example")
+	logs := &syncbuf.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+	})
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		return len(s.Queue(queue).Workers) == 1
+	}, "the %s example to poll %s; log:\n%s", lang, queue, logs)
+
+	flow := s.Flow("pull example "+lang, map[string]any{"queue": queue})
+	for _, name := range []string{"Ada", "Grace"} {
+		id := s.StartRun(flow, map[string]any{"name": name})
+		r := s.WaitRun(id)
+		require.Equal(t, "completed", r.Status, "worker log:\n%s", logs)
+		require.JSONEq(t, fmt.Sprintf(`{"worker": %q, "greeting": "Hello, %s!", "node": "work", "attempt": 1}`, lang, name),
+			string(r.Output))
+		var raw json.RawMessage
+		require.NoError(t, s.Client.Do(t.Context(), "GET", "/api/v1/runs/"+id, nil, &raw))
+		require.Contains(t, string(raw), `"worker":"`+lang+`-example"`)
+		var types []string
+		for _, e := range s.Events(id) {
+			types = append(types, e.Type)
+		}
+		require.Contains(t, types, "node.heartbeat")
+	}
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "the exit after SIGTERM; log:\n%s", logs)
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the %s example did not stop on SIGTERM; log:\n%s", lang, logs)
 	}
 }
 

@@ -2,6 +2,7 @@ package archtest
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,6 +53,11 @@ var allowed = map[string][]string{
 	// library (less its I/O), nothing else.
 	"internal/retrypolicy": {},
 }
+
+// stdlibOnly: public packages a program of its own imports to talk to
+// stitchd (the worker library): the standard library only, so importing
+// one brings in nothing else. Their own I/O (net/http) is their job.
+var stdlibOnly = []string{"worker"}
 
 // stdlibDenied: standard packages the core must not use (it declares
 // interfaces for I/O; the shell does the I/O).
@@ -139,6 +145,9 @@ func TestLayerDirection(t *testing.T) {
 			if imp == mod+"/internal/testkit" {
 				t.Errorf("%s imports %s: tests' helpers stay out of the program (test hooks: internal/testsignal)", pkg, imp)
 			}
+			if slices.Contains(stdlibOnly, pkg) && strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
+				t.Errorf("%s imports %s: it imports the standard library only (internal/archtest: stdlibOnly)", pkg, imp)
+			}
 			if why := disallowed(pkg, imp); why != "" {
 				t.Error(why)
 			}
@@ -157,6 +166,9 @@ func TestLayerDirection(t *testing.T) {
 		require.True(t, seen[pkg], "package %s exists", pkg)
 	}
 	for pkg := range allowed {
+		require.True(t, seen[pkg], "package %s exists", pkg)
+	}
+	for _, pkg := range stdlibOnly {
 		require.True(t, seen[pkg], "package %s exists", pkg)
 	}
 }

@@ -22,8 +22,9 @@ type depguardRule struct {
 
 // TestDepguardMirrorsArchtest: golangci-lint's allow lists for the core
 // (core-engine, core-compiler, core-handlers) are this package's allowed
-// and stdlibDenied, so the editor's lint and make test refuse the same
-// imports.
+// and stdlibDenied, and those of the public standard-library-only packages
+// (stdlib-worker) its stdlibOnly, so the editor's lint and make test
+// refuse the same imports.
 func TestDepguardMirrorsArchtest(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(repoRoot(t), ".golangci.yml"))
 	require.NoError(t, err)
@@ -50,7 +51,17 @@ func TestDepguardMirrorsArchtest(t *testing.T) {
 		}
 		require.ElementsMatch(t, stdlibDenied, deny, "core-%s denies stdlibDenied", pkg)
 	}
+	for _, pkg := range stdlibOnly {
+		r, ok := rules["stdlib-"+pkg]
+		require.True(t, ok, ".golangci.yml has a depguard rule stdlib-%s", pkg)
+		require.Equal(t, "strict", r.ListMode, "stdlib-%s is an allow list", pkg)
+		require.ElementsMatch(t, []string{"**/" + pkg + "/*.go", "!$test"}, r.Files, "stdlib-%s's files", pkg)
+		require.Equal(t, []string{"$gostd"}, r.Allow, "stdlib-%s allows the standard library only", pkg)
+	}
 	for name := range rules {
+		if pkg, ok := strings.CutPrefix(name, "stdlib-"); ok {
+			require.Contains(t, stdlibOnly, pkg, "depguard rule %s is in internal/archtest's stdlibOnly", name)
+		}
 		if pkg, ok := strings.CutPrefix(name, "core-"); ok {
 			_, mirrored := allowed[pkg]
 			require.True(t, mirrored, "depguard rule %s has an allow list in internal/archtest", name)
