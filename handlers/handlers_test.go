@@ -223,3 +223,11 @@ func TestRespondAnswersAndPassesItsInputOn(t *testing.T) {
 	require.Len(t, spec.Check(json.RawMessage(`{"body":{"a":"{{ input. }}"}}`)), 1)
 	require.Contains(t, spec.Check(json.RawMessage(`{"body":"{{ secret \"TOKEN\" }}"}`))[0], "secret")
 }
+
+// TestPolicyTimeoutRoundsUp: a fractional timeoutSeconds is a deadline of
+// whole seconds rounded up, never the default.
+func TestPolicyTimeoutRoundsUp(t *testing.T) {
+	for cfg, want := range map[string]int{`{"timeoutSeconds": 0.5}`: 1, `{"timeoutSeconds": 1.5}`: 2, `{"timeoutSeconds": 7}`: 7, `{}`: handlers.DefaultTimeoutSeconds} {
+		require.Equal(t, want, handlers.PolicyOf(&engine.Node{Config: json.RawMessage(cfg)}).TimeoutSeconds, cfg)
+	}
+}

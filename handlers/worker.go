@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/tidwall/gjson"
 
@@ -64,10 +65,12 @@ type WorkerPolicy struct {
 func PolicyOf(n *engine.Node) WorkerPolicy {
 	c := gjson.ParseBytes(n.Config)
 	p := WorkerPolicy{
-		URL:            c.Get("webhookUrl").String(),
-		Queue:          c.Get("queue").String(),
-		LeaseSeconds:   int(c.Get("leaseSeconds").Int()),
-		TimeoutSeconds: int(c.Get("timeoutSeconds").Int()),
+		URL:          c.Get("webhookUrl").String(),
+		Queue:        c.Get("queue").String(),
+		LeaseSeconds: int(c.Get("leaseSeconds").Int()),
+		// Deadlines are whole seconds: a fraction rounds up (0.5 is 1 s,
+		// not the default).
+		TimeoutSeconds: int(math.Ceil(c.Get("timeoutSeconds").Float())),
 		MaxAttempts:    int(c.Get("retry.maxAttempts").Int()),
 		Backoff:        c.Get("retry.backoff").String(),
 		InitialDelayMs: c.Get("retry.initialDelayMs").Int(),

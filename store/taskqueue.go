@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/stitchd/stitchd/engine"
 )
 
@@ -208,4 +210,33 @@ func (s *Store) TaskWorkers(ctx context.Context, runID string) (map[string]map[i
 		out[key][attempt] = worker
 	}
 	return out, rows.Err()
+}
+
+// ReleaseTasks gives tasks leased to worker back to their queue (a poll
+// whose answer could not be sent: its client went away as the tasks were
+// leased): waiting again, their nodes without a deadline, and the queue
+// told.
+func (s *Store) ReleaseTasks(ctx context.Context, worker string, tasks []PolledTask) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	runs := make([]string, len(tasks))
+	keys := make([]string, len(tasks))
+	attempts := make([]int64, len(tasks))
+	for i, t := range tasks {
+		runs[i], keys[i], attempts[i] = t.RunID, t.Key, int64(t.Attempt)
+	}
+	err := s.db.WithContext(ctx).Exec(`WITH r AS (
+			UPDATE tasks t SET leased_by = NULL, leased_at = NULL
+			FROM unnest(?::uuid[], ?::text[], ?::int[]) AS u(r, k, a)
+			WHERE t.run_id = u.r AND t.key = u.k AND t.attempt = u.a AND t.leased_by = ?
+			RETURNING t.run_id, t.key, t.attempt, t.queue),
+		d AS (UPDATE node_states n SET deadline = NULL, updated_at = now() FROM r
+			WHERE n.run_id = r.run_id AND n.key = r.key AND n.attempt = r.attempt AND n.status = 'running')
+		SELECT count(pg_notify(?, q)) FROM (SELECT DISTINCT queue AS q FROM r) x`,
+		pq.StringArray(runs), pq.StringArray(keys), pq.Array(attempts), worker, TasksChannel).Error
+	if err != nil {
+		return fmt.Errorf("error releasing %d tasks of %s: %w", len(tasks), worker, interpretError(err))
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -94,6 +95,14 @@ func (s *Server) pollTasks(c echo.Context) error {
 			return err
 		}
 		if len(got) > 0 {
+			if ctx.Err() != nil {
+				// The worker went away as they were leased: no one will
+				// read them, so they wait again rather than for a lease.
+				if err := s.cfg.Store.ReleaseTasks(context.WithoutCancel(ctx), b.Worker, got); err != nil {
+					s.log.Warn("error releasing tasks of a poll whose worker went away", "queue", b.Queue, "error", err)
+				}
+				return ctx.Err()
+			}
 			out := make([]polledTask, len(got))
 			for i, t := range got {
 				out[i] = polledTask{RunID: t.RunID, NodeID: t.Key, Attempt: t.Attempt, Input: t.Payload.Input,

@@ -247,6 +247,19 @@ func TestPullLease(t *testing.T) {
 	require.Equal(t, 200, code, body)
 	h.waitRun(r.ID, "completed")
 
+	// Leased by a poll whose worker went away before reading the answer:
+	// released, they wait again and the next poll takes them.
+	again := h.startRun(flow, map[string]any{})
+	lost, _, err := h.app.Store.PollTasks(t.Context(), store.PollTasksParams{Queue: "lease", Worker: "gone", Max: 5})
+	require.NoError(t, err)
+	require.Len(t, lost, 1)
+	require.Empty(t, h.poll(wt, "lease", "w4", 5, 0), "leased")
+	require.NoError(t, h.app.Store.ReleaseTasks(t.Context(), "gone", lost))
+	back := h.poll(wt, "lease", "w4", 5, 0)
+	require.Len(t, back, 1)
+	require.Equal(t, again.ID, back[0].RunID)
+	require.Equal(t, 1, back[0].Attempt, "the same attempt: nothing failed")
+
 	// Cancelled while waiting: dropped, never handed out.
 	gone := h.startRun(flow, map[string]any{})
 	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+gone.ID+"/cancel", map[string]any{}, nil))
