@@ -23,6 +23,14 @@ const ListenerAppName = "stitchd-listener"
 // hosts reconnects to whichever its target_session_attrs accepts, as the
 // pool does: after a failover, the new primary.
 func Listen(ctx context.Context, url, channel string, log *slog.Logger, fn func(payload string)) error {
+	return ListenAll(ctx, url, log, map[string]func(string){channel: fn})
+}
+
+// ListenAll is Listen on several channels over one connection (a process
+// holds one listening connection, whatever it listens for), each
+// notification handed to its channel's function; after a reconnect every
+// function is called with "".
+func ListenAll(ctx context.Context, url string, log *slog.Logger, fns map[string]func(payload string)) error {
 	dsn, err := listenerDSN(url)
 	if err != nil {
 		return err
@@ -32,9 +40,11 @@ func Listen(ctx context.Context, url, channel string, log *slog.Logger, fn func(
 			log.Warn("database listener", "event", ev, "error", err)
 		}
 	})
-	if err := l.Listen(channel); err != nil {
-		l.Close()
-		return fmt.Errorf("error listening on %s: %w", channel, err)
+	for channel := range fns {
+		if err := l.Listen(channel); err != nil {
+			l.Close()
+			return fmt.Errorf("error listening on %s: %w", channel, err)
+		}
 	}
 	go func() {
 		defer l.Close()
@@ -49,7 +59,13 @@ func Listen(ctx context.Context, url, channel string, log *slog.Logger, fn func(
 					return
 				}
 				if n == nil { // reconnected
-					fn("")
+					for _, fn := range fns {
+						fn("")
+					}
+					continue
+				}
+				fn := fns[n.Channel]
+				if fn == nil {
 					continue
 				}
 				for _, k := range splitPayload(n.Extra) {

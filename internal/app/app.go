@@ -602,10 +602,9 @@ func (a *App) closeEarly(err error) error {
 // listener until Stop.
 func (a *App) Start(ctx context.Context) error {
 	ctx, a.cancel = context.WithCancel(ctx)
-	if err := store.Listen(ctx, a.sessionURL(), store.EventsChannel, a.cfg.Logger, a.Hub.Notify); err != nil {
-		return err
-	}
-	if err := store.Listen(ctx, a.sessionURL(), store.TasksChannel, a.cfg.Logger, a.TaskHub.Notify); err != nil {
+	// One listening connection: runs' events and task queues.
+	if err := store.ListenAll(ctx, a.sessionURL(), a.cfg.Logger, map[string]func(string){
+		store.EventsChannel: a.Hub.Notify, store.TasksChannel: a.TaskHub.Notify}); err != nil {
 		return err
 	}
 	// The engine first and last: every other service, the HTTP server and
