@@ -20,7 +20,6 @@ CREATE TABLE tasks (
     PRIMARY KEY (run_id, key, attempt)
 );
 CREATE INDEX tasks_waiting_idx ON tasks (queue, created_at) WHERE leased_by IS NULL;
-CREATE INDEX tasks_leased_idx ON tasks (queue, leased_by) WHERE leased_by <> '';
 
 -- The workers that poll each queue, for GET /api/v1/queues.
 CREATE TABLE task_workers (

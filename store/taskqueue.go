@@ -145,10 +145,17 @@ type QueueStats struct {
 // many wait (due, of attempts still running), how many are leased (their
 // attempt still running), the oldest wait, and the workers that poll it.
 func (s *Store) Queues(ctx context.Context) ([]QueueStats, error) {
+	// Leased tasks are found from the running nodes with a deadline (the
+	// deadline index: live work only), not from the tasks table, which
+	// keeps every pulled attempt until its run is deleted.
 	rows, err := s.db.WithContext(ctx).Raw(`WITH live AS (
 			SELECT t.queue, t.leased_by, t.created_at FROM tasks t
 			JOIN node_states n ON n.run_id = t.run_id AND n.key = t.key AND n.attempt = t.attempt AND n.status = 'running'
-			WHERE t.leased_by IS NULL OR t.leased_by <> ''),
+			WHERE t.leased_by IS NULL
+			UNION ALL
+			SELECT t.queue, t.leased_by, t.created_at FROM node_states n
+			JOIN tasks t ON t.run_id = n.run_id AND t.key = n.key AND t.attempt = n.attempt
+			WHERE n.status = 'running' AND n.deadline IS NOT NULL AND t.leased_by <> ''),
 		q AS (
 			SELECT queue, count(*) FILTER (WHERE leased_by IS NULL AND created_at <= now()) AS pending,
 				count(*) FILTER (WHERE leased_by IS NOT NULL) AS leased,
