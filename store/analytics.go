@@ -306,7 +306,7 @@ func (s *Store) NotifySLABreaches(ctx context.Context, now time.Time, limit int)
 	err := s.db.WithContext(ctx).Raw(`WITH due AS (
 			SELECT e.id, e.name, e.type, e.email, e.board_id, e.section_id, e.section_since, e.current_run_id,
 				s.name AS section_name, s.sla_seconds, b.name AS board_name
-			FROM entities e JOIN sections s ON s.board_id = e.board_id AND s.id = e.section_id JOIN boards b ON b.id = e.board_id
+			FROM sections s JOIN entities e ON e.board_id = s.board_id AND e.section_id = s.id JOIN boards b ON b.id = e.board_id
 			WHERE s.sla_seconds IS NOT NULL AND e.section_since IS NOT NULL
 				AND e.section_since + make_interval(secs => s.sla_seconds) <= ?
 				AND e.sla_notified_since IS DISTINCT FROM e.section_since

@@ -123,6 +123,7 @@ func TestBoardAnalytics(t *testing.T) {
 	require.False(t, bj.Sections[0].Entities[0].Overdue, "lead has no SLA")
 
 	// One notification per stay, however many sweeps.
+	h.clock.Advance(11 * time.Second) // the sweeper looks for breaches every 10 s
 	h.sweeps(2)
 	breaches := func() []notice {
 		var out []notice
@@ -134,6 +135,7 @@ func TestBoardAnalytics(t *testing.T) {
 		return out
 	}
 	h.eventually(func() bool { return len(breaches()) == 1 }, "the breach to be notified")
+	h.clock.Advance(11 * time.Second)
 	h.sweeps(2)
 	got := breaches()
 	require.Len(t, got, 1)
@@ -155,6 +157,7 @@ func TestBoardAnalytics(t *testing.T) {
 	// A new stay past the SLA is a new breach.
 	require.NoError(t, h.app.Store.Gorm().Exec(`UPDATE entities SET section_since = section_since + interval '1 minute' WHERE id = ?`,
 		e["e3"]).Error)
+	h.clock.Advance(11 * time.Second) // the sweeper looks for breaches every 10 s
 	h.eventually(func() bool { return len(breaches()) == 2 }, "the new stay's breach")
 
 	// CSV, the section's name guarded against formulas.

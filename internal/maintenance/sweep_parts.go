@@ -109,12 +109,18 @@ func (s *Sweeper) deleteExpiredSessions(ctx context.Context) {
 }
 
 // notifySLABreaches notifies entities past their section's SLA, once per
-// stay, a batch a pass.
+// stay: a batch every slaSweepEvery at most (it reads every entity of the
+// sections with an SLA, so not on every pass).
 func (s *Sweeper) notifySLABreaches(ctx context.Context) {
 	if !s.p.NotifySLA {
 		return
 	}
-	n, err := s.p.Store.NotifySLABreaches(ctx, s.p.Clock.Now(), 500)
+	now := s.p.Clock.Now()
+	if now.Before(s.nextSLASweep) {
+		return
+	}
+	s.nextSLASweep = now.Add(slaSweepEvery)
+	n, err := s.p.Store.NotifySLABreaches(ctx, now, 500)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.p.Logger.Warn("sweeper", "what", "SLA breaches", "error", err)
@@ -122,4 +128,11 @@ func (s *Sweeper) notifySLABreaches(ctx context.Context) {
 		return
 	}
 	s.p.Metrics.SweeperAction("sla_breached", n)
+	if n == 500 {
+		s.nextSLASweep = now // more are due: the next pass goes on
+	}
 }
+
+// slaSweepEvery is how often the sweeper looks for entities past their
+// section's SLA.
+const slaSweepEvery = 10 * time.Second

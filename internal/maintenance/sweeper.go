@@ -67,9 +67,11 @@ type SweeperParams struct {
 type Sweeper struct {
 	p         SweeperParams
 	lifecycle startstop.Base
-	// nextSessionSweep is when the sweeper next drops expired sessions
-	// (read and written by the sweeper's goroutine only).
+	// nextSessionSweep is when the sweeper next drops expired sessions,
+	// nextSLASweep when it next looks for SLA breaches (read and written by
+	// the sweeper's goroutine only).
 	nextSessionSweep time.Time
+	nextSLASweep     time.Time
 }
 
 // NewSweeper returns a Sweeper; Start runs it.
