@@ -257,9 +257,6 @@ function Editor({ flowId, version }: Props) {
     void loadTriggers();
   }, [loadTriggers]);
   const selectedTrigger = selectedNode || selectedEdge ? undefined : triggers.find((t) => t.id === selectedTriggerId);
-  useEffect(() => {
-    if (selectedNode || selectedEdge) setSelectedTrigger(null);
-  }, [selectedNode, selectedEdge]);
   const roots = useMemo(() => {
     const fed = new Set(edges.filter((e) => !isLoop(e.data as any) && !isCompensation(e.data as any)).map((e) => e.target));
     return nodes.filter((n) => !fed.has(n.id));
@@ -668,13 +665,16 @@ function Editor({ flowId, version }: Props) {
               if (c.some((x) => x.type === "remove")) markDirty();
             }}
             onNodeClick={(_, n) => {
-              if (!n.id.startsWith(TRIGGER_PREFIX)) return;
+              if (!n.id.startsWith(TRIGGER_PREFIX)) {
+                if (selectedTriggerId) setSelectedTrigger(null);
+                return;
+              }
               setNodes((ns) => ns.map((x) => (x.selected ? { ...x, selected: false } : x)));
               setEdges((es) => es.map((x) => (x.selected ? { ...x, selected: false } : x)));
               setTriggerNotice(null);
               setSelectedTrigger(n.id.slice(TRIGGER_PREFIX.length));
             }}
-            onPaneClick={() => setSelectedTrigger(null)}
+            onPaneClick={() => selectedTriggerId && setSelectedTrigger(null)}
             onConnect={connect}
             deleteKeyCode={["Backspace", "Delete"]}
             minZoom={0.1}
