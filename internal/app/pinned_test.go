@@ -23,15 +23,19 @@ func TestPinnedSampleStaysInTheLayout(t *testing.T) {
 	var got struct {
 		Graph struct {
 			Nodes []struct {
-				ID     string         `json:"id"`
-				Pinned map[string]any `json:"pinned"`
-				Data   map[string]any `json:"data"`
+				ID     string `json:"id"`
+				Pinned struct {
+					Input struct {
+						Note string `json:"note"`
+					} `json:"input"`
+				} `json:"pinned"`
+				Data map[string]any `json:"data"`
 			} `json:"nodes"`
 		} `json:"graph"`
 	}
 	require.Equal(t, 200, h.do("GET", "/api/v1/flows/"+flow, nil, &got))
 	require.Len(t, got.Graph.Nodes, 1)
-	require.Equal(t, marker, got.Graph.Nodes[0].Pinned["input"].(map[string]any)["note"], "the pin is saved with the layout")
+	require.Equal(t, marker, got.Graph.Nodes[0].Pinned.Input.Note, "the pin is saved with the layout")
 	require.NotContains(t, got.Graph.Nodes[0].Data, "pinned")
 
 	var version map[string]json.RawMessage

@@ -36,12 +36,21 @@ func TestUIPinnedSample(t *testing.T) {
 	s.run("save", chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
 	s.waitJS("saved", `document.body.innerText.includes("Saved as version 2")`)
 
-	pinOf := func() map[string]any {
+	type pinned = struct {
+		Steps struct {
+			Request struct {
+				Output struct {
+					Amount float64 `json:"amount"`
+				} `json:"output"`
+			} `json:"request"`
+		} `json:"steps"`
+	}
+	pinOf := func() *pinned {
 		var flow struct {
 			Graph struct {
 				Nodes []struct {
 					ID     string         `json:"id"`
-					Pinned map[string]any `json:"pinned"`
+					Pinned *pinned        `json:"pinned"`
 					Data   map[string]any `json:"data"`
 				} `json:"nodes"`
 			} `json:"graph"`
@@ -59,7 +68,7 @@ func TestUIPinnedSample(t *testing.T) {
 	}
 	pin := pinOf()
 	require.NotNil(t, pin, "the pin is saved with the flow")
-	require.Equal(t, 3000.0, pin["steps"].(map[string]any)["request"].(map[string]any)["output"].(map[string]any)["amount"])
+	require.InDelta(t, 3000.0, pin.Steps.Request.Output.Amount, 0)
 
 	// Reloaded: the data panel and the Test tab use the pin, not the run.
 	open(chromedp.Tasks{}) // signed in already

@@ -1,12 +1,12 @@
 package browser_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -137,8 +137,7 @@ func TestUIPurchaseRequest(t *testing.T) {
 		chromedp.Click(`//button[text()="Create webhook"]`, chromedp.BySearch))
 	s.waitJS("webhook made", `!!document.querySelector("li.trigger.webhook")`)
 
-	body, _ := json.Marshal(map[string]any{"amount": 1500, "item": "laptop"})
-	req, err := http.NewRequestWithContext(t.Context(), "POST", s.url+"/hooks/purchase", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url+"/hooks/purchase", strings.NewReader(`{"amount": 1500, "item": "laptop"}`))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
