@@ -51,7 +51,11 @@ export function toCanvas(g: FlowGraph): { nodes: CanvasNode[]; edges: Edge[] } {
   const auto = layout(g);
   const nodes: CanvasNode[] = g.nodes.map((n) => {
     const pos = n.position && typeof n.position.x === "number" ? n.position : auto[n.id];
-    return { id: n.id, type: canonicalType(n.type), position: pos, data: { ...(n.data ?? {}) } };
+    // A pinned sample rides in the canvas node's data as _pinned (kept out
+    // of the saved data, which is the step's config) and is saved beside it.
+    const data: Record<string, any> = { ...(n.data ?? {}) };
+    if (n.pinned && typeof n.pinned === "object") data._pinned = n.pinned;
+    return { id: n.id, type: canonicalType(n.type), position: pos, data };
   });
   const edges: Edge[] = g.edges.map((e) => decorateEdge({ id: e.id, source: e.source, target: e.target, data: e.data ? { ...e.data } : {} }));
   return { nodes, edges };
@@ -263,7 +267,11 @@ export function fromCanvas(nodes: CanvasNode[], edges: Edge[]): FlowGraph {
       }
       data[k] = v;
     }
-    return { id: n.id, type: String(n.type), position: { x: Math.round(n.position.x), y: Math.round(n.position.y) }, data };
+    const g: GraphNode = { id: n.id, type: String(n.type), position: { x: Math.round(n.position.x), y: Math.round(n.position.y) }, data };
+    // The pinned sample is layout, not config: the compiler ignores a
+    // node's "pinned", so it never reaches the execution graph.
+    if (n.data?._pinned) g.pinned = n.data._pinned;
+    return g;
   });
   const ge: GraphEdge[] = edges.map((e) => {
     const out: GraphEdge = { id: e.id, source: e.source, target: e.target };

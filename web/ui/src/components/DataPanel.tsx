@@ -53,11 +53,30 @@ function Tree({ name, value, path, pick, depth = 0 }: { name: string; value: any
 
 const FROM: Record<SampleSource, string> = {
   draft: "from the sample in the Test tab",
+  pinned: "from the pinned sample",
   run: "from the flow's last run",
   none: "no run yet: test the step, or write a sample in the Test tab",
 };
 
-export function DataPanel({ scope, output, from, tested, condition }: { scope: Scope; output: any; from: SampleSource; tested: boolean; condition: boolean }) {
+// onPin pins the sample shown (onUnpin removes the pin): it is saved with
+// the flow and preferred over the last run and test.
+export function DataPanel({
+  scope,
+  output,
+  from,
+  tested,
+  condition,
+  onPin,
+  onUnpin,
+}: {
+  scope: Scope;
+  output: any;
+  from: SampleSource;
+  tested: boolean;
+  condition: boolean;
+  onPin?: () => void;
+  onUnpin?: () => void;
+}) {
   const [editing, setEditing] = useState(!!exprTarget());
   const [note, setNote] = useState<string | null>(null);
   useEffect(() => onExprTarget(() => setEditing(!!exprTarget())), []);
@@ -74,6 +93,22 @@ export function DataPanel({ scope, output, from, tested, condition }: { scope: S
         {FROM[from]}
         {tested ? "; output from the last test" : ""}. {editing ? "Click a field to insert its path at the cursor." : "Click into an expression field, then a field here to insert its path."}
       </p>
+      {(onPin || onUnpin) && (
+        <div className="row">
+          {from === "pinned" && onUnpin ? (
+            <button type="button" className="small" onClick={onUnpin} data-unpin>
+              Unpin
+            </button>
+          ) : (
+            from !== "none" &&
+            onPin && (
+              <button type="button" className="small" onClick={onPin} data-pin title="Keep this sample with the flow: the Test tab and the data panel use it before the last run">
+                Pin this input
+              </button>
+            )
+          )}
+        </div>
+      )}
       {note && (
         <p className="hint" role="status">
           {note}

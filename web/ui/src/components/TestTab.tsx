@@ -1,15 +1,30 @@
 import { useState } from "react";
 import { api, ApiError } from "../api";
-import { drafts, fromRun, loadLastRun, setAnswer as keepAnswer, setDraft as keepDraft, type Sample, type TestAnswer } from "./sample";
+import { asSample, drafts, fromRun, loadLastRun, parseSample, pinText, setAnswer as keepAnswer, setDraft as keepDraft, type Sample, type TestAnswer } from "./sample";
 
 // TestTab tries the step alone with a sample — its input, earlier steps'
 // outputs, the run's input and variables — against the graph as it stands
 // in the editor (unsaved edits included), and shows its output, why it
 // failed, and which of its edges would be taken. The sample starts from
-// the flow's latest run; nothing is written as a run.
-export function TestTab({ flowId, nodeId, graph }: { flowId: string | null; nodeId: string; graph: () => unknown }) {
+// the node's pinned sample, else empty ("From the last run" fills it in);
+// nothing is written as a run. "Pin this input" keeps the sample with the
+// flow's layout (onPin; null unpins).
+export function TestTab({
+  flowId,
+  nodeId,
+  graph,
+  pinned = null,
+  onPin,
+}: {
+  flowId: string | null;
+  nodeId: string;
+  graph: () => unknown;
+  pinned?: unknown;
+  onPin?: (s: Sample | null) => void;
+}) {
   const key = `${flowId}/${nodeId}`;
-  const [draft, setDraftState] = useState(drafts.get(key) ?? "");
+  const pin = asSample(pinned);
+  const [draft, setDraftState] = useState(drafts.get(key) ?? (pin ? pinText(pin) : ""));
   // The draft is shared as you type: the data panel and previews use it.
   const setDraft = (t: string) => {
     setDraftState(t);
@@ -60,6 +75,18 @@ export function TestTab({ flowId, nodeId, graph }: { flowId: string | null; node
       setLoading(false);
     }
   };
+  const pinDraft = () => {
+    const s = parseSample(draft);
+    if (!s) return setError("The sample must be a JSON object: {input, steps, run, vars}.");
+    setError(null);
+    onPin?.(s);
+    setDraft(pinText(s));
+  };
+  const unpin = () => {
+    onPin?.(null);
+    if (isPin) setDraft("");
+  };
+  const isPin = !!pin && draft === pinText(pin);
   const id = `node-test-${nodeId}`;
   return (
     <div className="field test-tab" data-test-tab>
@@ -69,10 +96,23 @@ export function TestTab({ flowId, nodeId, graph }: { flowId: string | null; node
         <button type="button" onClick={fromLastRun} disabled={loading}>
           From the last run
         </button>
+        {onPin && !isPin && (
+          <button type="button" onClick={pinDraft} disabled={loading || !draft.trim()} data-pin>
+            Pin this input
+          </button>
+        )}
+        {onPin && pin && (
+          <button type="button" onClick={unpin} disabled={loading} data-unpin>
+            Unpin
+          </button>
+        )}
         <button type="button" className="primary" onClick={test} disabled={loading} data-test-step>
           {loading ? "Testing…" : "Test step"}
         </button>
       </div>
+      <p className="muted small" data-pin-state={pin ? (isPin ? "pinned" : "edited") : "none"}>
+        {pin ? (isPin ? "📌 Pinned: saved with the flow, used before the last run. Real runs never use it." : "📌 A sample is pinned; this one differs from it.") : "Not pinned."}
+      </p>
       {error && (
         <p className="field-error" role="alert">
           ⚠ {error}

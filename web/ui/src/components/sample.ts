@@ -1,7 +1,9 @@
 // The data a step sees, shared by the Test tab, the data panel, the
 // expression editor's completions and its preview: the sample being
-// edited in the Test tab, else the flow's last run; a step's output is
-// its last test's, else the run's.
+// edited in the Test tab, else the node's pinned sample (saved with the
+// flow's layout as the node's "pinned", outside its data, so the compiler
+// never sees it and real runs never use it), else the flow's last run; a
+// step's output is its last test's, else the pin's, else the run's.
 import { useEffect, useState } from "react";
 import { api, type Run } from "../api";
 
@@ -85,7 +87,18 @@ export function parseSample(text: string | undefined): Sample | null {
   }
 }
 
-export type SampleSource = "draft" | "run" | "none";
+// asSample reads a pinned sample (a node's "pinned"); null when absent.
+export function asSample(v: unknown): Sample | null {
+  if (!v || typeof v !== "object" || Array.isArray(v)) return null;
+  return parseSample(JSON.stringify(v));
+}
+
+// pinText is the Test tab's text for a pinned sample.
+export function pinText(p: Sample): string {
+  return JSON.stringify(p, null, 2);
+}
+
+export type SampleSource = "draft" | "pinned" | "run" | "none";
 
 export interface StepData {
   sample: Sample;
@@ -95,23 +108,26 @@ export interface StepData {
   tested: boolean;
 }
 
-// stepData is what nodeId sees now.
-export function stepData(flowId: string | null, nodeId: string): StepData {
-  const draft = flowId ? parseSample(drafts.get(`${flowId}/${nodeId}`)) : null;
+// stepData is what nodeId sees now; pinned is the node's pinned sample.
+// A draft that is the pin unchanged counts as the pin.
+export function stepData(flowId: string | null, nodeId: string, pinned: unknown = null): StepData {
+  const pin = asSample(pinned);
+  const text = flowId ? drafts.get(`${flowId}/${nodeId}`) : undefined;
+  const draft = text !== undefined && !(pin && text === pinText(pin)) ? parseSample(text) : null;
   const run = flowId ? lastRuns.get(flowId) : null;
-  const sample = draft ?? (run ? fromRun(run, nodeId) : { input: {}, steps: {}, run: { input: {} }, vars: {} });
+  const sample = draft ?? pin ?? (run ? fromRun(run, nodeId) : { input: {}, steps: {}, run: { input: {} }, vars: {} });
   const answer = flowId ? answers.get(`${flowId}/${nodeId}`) : undefined;
   const own = run ? fromRun(run, nodeId).steps[nodeId]?.output : undefined;
   return {
     sample,
     output: answer && !answer.error ? answer.output : (sample.steps[nodeId]?.output ?? own),
-    from: draft ? "draft" : run ? "run" : "none",
+    from: draft ? "draft" : pin ? "pinned" : run ? "run" : "none",
     tested: !!answer && !answer.error,
   };
 }
 
 // useStepData is stepData kept current: the last run is asked for once.
-export function useStepData(flowId: string | null, nodeId: string): StepData {
+export function useStepData(flowId: string | null, nodeId: string, pinned: unknown = null): StepData {
   const [, bump] = useState(0);
   useEffect(() => {
     const f = () => bump((n) => n + 1);
@@ -121,5 +137,5 @@ export function useStepData(flowId: string | null, nodeId: string): StepData {
       listeners.delete(f);
     };
   }, [flowId]);
-  return stepData(flowId, nodeId);
+  return stepData(flowId, nodeId, pinned);
 }

@@ -12,7 +12,8 @@ import {
   type Edge,
 } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type CSSProperties, type PointerEvent as RPointerEvent } from "react";
-import { api, ApiError, can, currentMe, describe, download, type Flow, type FlowAnalytics, type Problem, type Version } from "../api";
+import { api, ApiError, can, currentMe, describe, download, type Flow, type FlowAnalytics, type Problem, type Trigger, type Version } from "../api";
+import { TRIGGER_PREFIX, TRIGGER_SIZE, TriggerNode } from "../components/TriggerNode";
 import { ErrorBox, isNotFound, NotFound, Spinner } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
 import { useFlowNames } from "../flows";
@@ -20,6 +21,8 @@ import { useFlowNodeTypes } from "../components/StitchNode";
 import { loadNodeTypes, typeInfo, useNodeTypes, type NodeTypeInfo } from "../nodetypes";
 import {
   decorateEdge,
+  isCompensation,
+  isLoop,
   fromCanvas,
   nextId,
   problemText,
@@ -35,6 +38,7 @@ import { matchTypes, PaletteSearch } from "../components/PaletteSearch";
 import { tidy } from "../tidy";
 import { EdgeSettings, NodeSettings } from "./NodeSettings";
 import { StartRunDialog } from "./StartRun";
+import { TriggerCard, triggerTitle } from "./Triggers";
 
 interface Props {
   flowId: string | null;
@@ -236,6 +240,64 @@ function Editor({ flowId, version }: Props) {
 
   const selectedNode = nodes.find((n) => n.selected);
   const selectedEdge = selectedNode ? undefined : edges.find((e) => e.selected);
+  // The flow's triggers, drawn as start nodes left of its first steps
+  // (not part of the graph: never saved); a click opens one's settings.
+  const [triggers, setTriggers] = useState<Trigger[]>([]);
+  const [triggerNotice, setTriggerNotice] = useState<string | null>(null);
+  const [selectedTriggerId, setSelectedTrigger] = useState<string | null>(null);
+  const loadTriggers = useCallback(async () => {
+    if (!flowId) return setTriggers([]);
+    try {
+      setTriggers((await api<{ triggers: Trigger[] }>("GET", `/flows/${flowId}/triggers`, undefined, undefined, { quiet: true })).triggers);
+    } catch {
+      setTriggers([]); // a reader without access to triggers sees the steps alone
+    }
+  }, [flowId]);
+  useEffect(() => {
+    void loadTriggers();
+  }, [loadTriggers]);
+  const selectedTrigger = selectedNode || selectedEdge ? undefined : triggers.find((t) => t.id === selectedTriggerId);
+  const roots = useMemo(() => {
+    const fed = new Set(edges.filter((e) => !isLoop(e.data as any) && !isCompensation(e.data as any)).map((e) => e.target));
+    return nodes.filter((n) => !fed.has(n.id));
+  }, [nodes, edges]);
+  const triggerNodes = useMemo<CanvasNode[]>(() => {
+    if (!triggers.length) return [];
+    const first = roots.length ? roots : nodes;
+    const x = Math.min(0, ...nodes.map((n) => n.position.x)) - TRIGGER_SIZE.width - 90;
+    const y0 = first.length ? Math.min(...first.map((n) => n.position.y)) : 0;
+    return triggers.map((t, i) => ({
+      id: TRIGGER_PREFIX + t.id,
+      type: "trigger",
+      position: { x, y: y0 + i * (TRIGGER_SIZE.height + 30) },
+      // Its size is fixed: given as measured, so React Flow keeps the
+      // handle it measured (its changes are not kept in the graph's state).
+      ...TRIGGER_SIZE,
+      measured: TRIGGER_SIZE,
+      data: { ...triggerTitle(t), enabled: (t as { enabled?: boolean }).enabled, triggerId: t.id },
+      draggable: false,
+      connectable: false,
+      deletable: false,
+      selectable: false,
+      className: t.id === selectedTrigger?.id ? "selected-trigger" : undefined,
+    }));
+  }, [triggers, roots, nodes, selectedTrigger]);
+  const triggerEdges = useMemo<Edge[]>(
+    () =>
+      triggers.flatMap((t) =>
+        roots.map((r) => ({
+          id: `${TRIGGER_PREFIX}${t.id}>${r.id}`,
+          source: TRIGGER_PREFIX + t.id,
+          target: r.id,
+          selectable: false,
+          deletable: false,
+          focusable: false,
+          className: "trigger-edge",
+        })),
+      ),
+    [triggers, roots],
+  );
+  const canvasNodeTypes = useMemo(() => ({ ...flowNodeTypes, trigger: TriggerNode }), [flowNodeTypes]);
 
   const addNode = useCallback(
     (type: string, screen: { x: number; y: number } | null) => {
@@ -587,18 +649,32 @@ function Editor({ flowId, version }: Props) {
         <div className="canvas" ref={wrapper} aria-label="Canvas">
           <ReactFlow
             colorMode="system"
-            nodes={shownNodes}
-            edges={shownEdges}
-            nodeTypes={flowNodeTypes}
+            nodes={triggerNodes.length ? [...shownNodes, ...triggerNodes] : shownNodes}
+            edges={triggerEdges.length ? [...shownEdges, ...triggerEdges] : shownEdges}
+            nodeTypes={canvasNodeTypes}
             edgeTypes={edgeTypes}
-            onNodesChange={(c) => {
+            onNodesChange={(all) => {
+              // A trigger's start node is drawn, not kept in the graph.
+              const c = all.filter((x) => !("id" in x) || !x.id.startsWith(TRIGGER_PREFIX));
               onNodesChange(c);
               if (c.some((x) => x.type === "position" || x.type === "remove")) markDirty();
             }}
-            onEdgesChange={(c) => {
+            onEdgesChange={(all) => {
+              const c = all.filter((x) => !("id" in x) || !x.id.startsWith(TRIGGER_PREFIX));
               onEdgesChange(c);
               if (c.some((x) => x.type === "remove")) markDirty();
             }}
+            onNodeClick={(_, n) => {
+              if (!n.id.startsWith(TRIGGER_PREFIX)) {
+                if (selectedTriggerId) setSelectedTrigger(null);
+                return;
+              }
+              setNodes((ns) => ns.map((x) => (x.selected ? { ...x, selected: false } : x)));
+              setEdges((es) => es.map((x) => (x.selected ? { ...x, selected: false } : x)));
+              setTriggerNotice(null);
+              setSelectedTrigger(n.id.slice(TRIGGER_PREFIX.length));
+            }}
+            onPaneClick={() => selectedTriggerId && setSelectedTrigger(null)}
             onConnect={connect}
             deleteKeyCode={["Backspace", "Delete"]}
             minZoom={0.1}
@@ -672,6 +748,30 @@ function Editor({ flowId, version }: Props) {
               nodes={nodes}
               graph={() => withSettings(fromCanvas(nodes, edges), settings)}
             />
+          ) : selectedTrigger ? (
+            <div className="settings trigger-settings" aria-label="Trigger settings" data-trigger-settings={selectedTrigger.id}>
+              <h2>
+                <span className="type-chip" style={{ "--c": "#64748b" } as CSSProperties}>
+                  ⚡ {triggerTitle(selectedTrigger).kind}
+                </span>{" "}
+                trigger
+              </h2>
+              <p className="muted small">
+                Starts this flow: its settings are saved at once, apart from the flow's Save.{" "}
+                <Link to={`/flows/${flowId}/triggers`}>All triggers</Link>
+              </p>
+              {triggerNotice && (
+                <div className="banner ok" role="status">
+                  {triggerNotice}
+                </div>
+              )}
+              <TriggerCard
+                key={selectedTrigger.id}
+                t={selectedTrigger}
+                onChanged={() => void loadTriggers()}
+                onNotice={setTriggerNotice}
+              />
+            </div>
           ) : (
             <>
               <div className="side-empty">

@@ -11,7 +11,7 @@ import { SummaryEditor } from "../components/SummaryEditor";
 import { ExpressionInput } from "../components/ExpressionInput";
 import { ExprPreview } from "../components/ExprPreview";
 import { PlainProblem } from "../components/PlainProblem";
-import { useStepData } from "../components/sample";
+import { asSample, drafts, pinText, setDraft, useStepData, type Sample } from "../components/sample";
 import { scopeOf, type Scope } from "../components/scope";
 import type { CanvasNode } from "../graph";
 import { movesEntity, typeInfo } from "../nodetypes";
@@ -95,8 +95,18 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
   const [idError, setIdError] = useState<string | null>(null);
   const [target, setTarget] = useState("");
   const [tab, setTab] = useState<PanelTab>("settings");
-  const stepData = useStepData(flowId, node.id);
+  const stepData = useStepData(flowId, node.id, d._pinned);
   const scope = scopeOf(node.id, stepData, nodes, edges, false);
+  // A pinned sample is kept in the node's data as _pinned: saved beside
+  // the step's config (a node's "pinned"), never part of it.
+  const pin = (s: Sample | null) => {
+    // The Test tab shows the pin as pinned, not as a draft that differs.
+    if (s && flowId) setDraft(flowId, node.id, pinText(s));
+    // Unpinned, the step sees the last run again, not the pin as a draft.
+    const was = asSample(d._pinned);
+    if (!s && flowId && was && drafts.get(`${flowId}/${node.id}`) === pinText(was)) setDraft(flowId, node.id, "");
+    onChange(node.id, s ? { ...d, _pinned: s } : withoutKeys(d, ["_pinned"]));
+  };
   const targets = nodes.filter((n) => n.id !== node.id && !edges.some((e) => e.source === node.id && e.target === n.id));
   const outgoing = edges.filter((e) => e.source === node.id);
   // The forward edges in: a node with several may fire on the first
@@ -149,7 +159,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
           </p>
         ))}
       {tab === "test" ? (
-        <TestTab flowId={flowId} nodeId={node.id} graph={graph} />
+        <TestTab flowId={flowId} nodeId={node.id} graph={graph} pinned={d._pinned} onPin={pin} />
       ) : tab === "json" ? (
         <JsonTab nodeId={node.id} data={d} onApply={(nd) => onChange(node.id, nd)} />
       ) : (
@@ -199,8 +209,8 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
             inside
             id={`cfg-${node.id}`}
             schema={schemaForm}
-            value={withoutKeys(d, [...kept, "_problems", "_run"])}
-            onChange={(v) => onChange(node.id, { ...(v ?? {}), ...Object.fromEntries(kept.filter((k) => d[k] !== undefined).map((k) => [k, d[k]])) })}
+            value={withoutKeys(d, [...kept, "_problems", "_run", "_pinned"])}
+            onChange={(v) => onChange(node.id, { ...(v ?? {}), ...Object.fromEntries([...kept, "_pinned"].filter((k) => d[k] !== undefined).map((k) => [k, d[k]])) })}
             serverProblems={[]}
           />
         </div>
@@ -306,7 +316,15 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
           <input id="node-array" className="mono" value={d.arrayPath ?? ""} onChange={(e) => set(["arrayPath"])(e.target.value)} />
         </Field>
       )}
-      <DataPanel scope={scope} output={stepData.output} from={stepData.from} tested={stepData.tested} condition={false} />
+      <DataPanel
+        scope={scope}
+        output={stepData.output}
+        from={stepData.from}
+        tested={stepData.tested}
+        condition={false}
+        onPin={() => pin(stepData.sample)}
+        onUnpin={() => pin(null)}
+      />
       {moves &&
         (["onSuccess", "onFailure"] as const).map((when) => (
           <Movement
@@ -1141,7 +1159,7 @@ export function EdgeSettings({ edge, source, siblings, edges, cycle, problems, o
   const outcomes = outcomesOf(source?.data);
   const [draft, setDraft] = useState<string>(typeof data.condition === "string" ? data.condition : "");
   // A condition reads its source step's output and input.
-  const stepData = useStepData(flowId, edge.source);
+  const stepData = useStepData(flowId, edge.source, source?.data?._pinned);
   const scope = scopeOf(edge.source, stepData, nodes, edges, true);
   const [check, setCheck] = useState<string | null>(() => (kind === "condition" ? checkExpression(draft) : null));
   // The expression is checked a moment after typing stops.

@@ -1082,3 +1082,35 @@ function BrokerForm({ flowId, initial, onDone, onCancel }: { flowId: string; ini
     </form>
   );
 }
+
+// TriggerCard is one trigger's card with its forms, as on this page; the
+// editor shows it in its side panel when the trigger's start node is
+// clicked.
+export function TriggerCard({ t, onChanged, onNotice }: { t: Trigger; onChanged: () => void; onNotice: (m: string | null) => void }) {
+  const kind = (t as { kind: string }).kind;
+  return (
+    <ul className="trigger-list" aria-label="Trigger">
+      {kind === "schedule" ? (
+        <ScheduleCard sc={t as ScheduleTrigger} onChanged={onChanged} onNotice={onNotice} />
+      ) : kind === "webhook" ? (
+        <WebhookCard hook={t as WebhookTrigger} onChanged={onChanged} onNotice={onNotice} />
+      ) : kind === "nats" || kind === "amqp" ? (
+        <BrokerCard t={t as BrokerTrigger} onChanged={onChanged} onNotice={onNotice} />
+      ) : (
+        <OtherCard t={t as unknown as OtherTrigger} onChanged={onChanged} onNotice={onNotice} />
+      )}
+    </ul>
+  );
+}
+
+// triggerTitle names a trigger in a line: its kind and what starts it.
+export function triggerTitle(t: Trigger): { kind: string; what: string } {
+  const k = (t as { kind: string }).kind;
+  if (k === "webhook") return { kind: "Webhook", what: `POST /hooks/${(t as WebhookTrigger).slug}` };
+  if (k === "schedule") return { kind: "Schedule", what: (t as ScheduleTrigger).cron };
+  if (k === "nats" || k === "amqp") {
+    const b = t as BrokerTrigger;
+    return { kind: k === "nats" ? "NATS" : "RabbitMQ", what: b.subject ?? b.queue ?? "" };
+  }
+  return { kind: k.charAt(0).toUpperCase() + k.slice(1), what: "" };
+}

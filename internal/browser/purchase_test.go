@@ -1,0 +1,179 @@
+package browser_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// TestUIPurchaseRequest is the trial of issue #44 drawn as a person would,
+// from an empty canvas, typing nothing but expressions and field values:
+// request (the webhook's body) → budget (an HTTP check, sent for real) →
+// a Condition whose edge reads steps.request.output.amount → an approval
+// with a form → a sub-flow → done; the else edge to auto. The condition
+// is tried with Test step, the flow saved, its webhook made on the
+// Triggers page, fired, the approval answered in the run view, and the
+// run completes.
+func TestUIPurchaseRequest(t *testing.T) {
+	s := newStack(t)
+	var budgetHits atomic.Int32
+	budget := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		budgetHits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"ok": true, "asked": %q}`, r.URL.Query().Get("amount"))
+	}))
+	t.Cleanup(budget.Close)
+	// The sub-flow, an existing flow picked from the list.
+	var child struct{ ID string }
+	s.api("POST", "/flows", map[string]any{"name": "Notify finance", "graph": map[string]any{
+		"nodes": []map[string]any{{"id": "notify", "type": "Transform", "position": map[string]int{"x": 0, "y": 0},
+			"data": map[string]any{"expression": `{"notified": true}`}}},
+		"edges": []map[string]any{}}}, &child)
+
+	node := func(id string) string { return fmt.Sprintf(`.react-flow__node[data-id="%s"]`, id) }
+	settings := func(typ, id string) string { return fmt.Sprintf(`form[aria-label="%s %s settings"]`, typ, id) }
+	add := func(typ, id string) {
+		s.run("add "+typ, chromedp.Click(fmt.Sprintf(`[data-palette=%q]`, typ), chromedp.ByQuery),
+			chromedp.WaitVisible(settings(typ, id), chromedp.ByQuery))
+	}
+	rename := func(typ, to string) {
+		s.run("rename to "+to, chromedp.Focus("#node-id", chromedp.ByQuery), setValue("#node-id", to), chromedp.KeyEvent("\r"),
+			chromedp.WaitVisible(settings(typ, to), chromedp.ByQuery))
+	}
+	edges := 0
+	connect := func(to string) {
+		edges++
+		s.run("connect to "+to, setValue("#node-connect", to), chromedp.Click(`//button[text()="Add edge"]`, chromedp.BySearch))
+		s.waitJS("edge added", fmt.Sprintf(`document.querySelectorAll(".react-flow__edge").length === %d`, edges))
+	}
+	selectNode := func(typ, id string) {
+		s.settle(node(id))
+		s.run("select "+id, chromedp.Click(node(id), chromedp.ByQuery), chromedp.WaitVisible(settings(typ, id), chromedp.ByQuery))
+	}
+
+	s.run("new flow", chromedp.Navigate(s.url+"/flows/new"), tokenSignIn(token))
+	s.waitJS("palette", `!!document.querySelector('[data-palette="Transform"]')`)
+	require.False(t, s.exists(".react-flow__node"), "an empty canvas")
+
+	// From the end back: each new node is selected, wired to the one after.
+	add("Transform", "transform1")
+	rename("Transform", "done")
+	s.run("done's expression", typeInEditor("node-expression", `{"amount": steps.request.output.amount, "budget": steps.budget.output.body.ok, "cost_center": steps.approval1.output.decision.answer.costCenter}`))
+
+	add("SubFlow", "sub1")
+	s.waitJS("flows listed", fmt.Sprintf(`!!document.querySelector('#node-subflow option[value="%s"]')`, child.ID))
+	s.run("pick the sub-flow", setValue("#node-subflow", child.ID))
+	s.run("no entity", chromedp.Click("#node-pass-entity", chromedp.ByQuery))
+	connect("done")
+
+	add("UX", "approval1")
+	s.run("ask", setValue("#node-prompt", "Approve this purchase?"),
+		setValue("#node-form", `{"type": "object", "required": ["costCenter"], "properties": {"costCenter": {"type": "string", "title": "Cost center"}}}`))
+	connect("sub1")
+
+	add("Transform", "transform1")
+	rename("Transform", "auto")
+	s.run("auto's expression", typeInEditor("node-expression", `"approved without asking"`))
+
+	add("Condition", "branch1")
+	connect("approval1")
+	connect("auto")
+
+	add("HTTP", "http1")
+	rename("HTTP", "budget")
+	s.run("budget url", setValue("#node-http-url", budget.URL+"/budget?amount={{ steps.request.output.amount }}"))
+	connect("branch1")
+
+	add("Transform", "transform1")
+	rename("Transform", "request")
+	s.run("request's expression", typeInEditor("node-expression", `{"amount": input.amount, "item": input.item}`))
+	connect("budget")
+
+	// The Condition's edges: over 1000 to the approval, else auto.
+	selectNode("Condition", "branch1")
+	s.run("edge to approval", chromedp.Click(`button[aria-label="Edit edge e3 to approval1"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`form[aria-label="Edge e3 settings"]`, chromedp.ByQuery),
+		chromedp.Click(`input[name="edge-kind"][value="condition"]`, chromedp.ByQuery), chromedp.WaitVisible("#edge-condition", chromedp.ByQuery))
+	s.run("condition", typeInEditor("edge-condition", "steps.request.output.amount > 1000"))
+	s.waitJS("typed", `document.querySelector("#edge-condition").value === "steps.request.output.amount > 1000"`)
+	selectNode("Condition", "branch1")
+	s.run("edge to auto", chromedp.Click(`button[aria-label="Edit edge e4 to auto"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`form[aria-label="Edge e4 settings"]`, chromedp.ByQuery),
+		chromedp.Click(`input[name="edge-kind"][value="default"]`, chromedp.ByQuery))
+
+	s.run("name and save", setValue("#flow-name", "Purchase request"), chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
+	s.waitJS("saved", `document.body.innerText.includes("saved as version 1")`)
+	var loc string
+	s.run("flow url", chromedp.Location(&loc))
+	flowID := loc[len(s.url+"/flows/"):]
+	s.shot("pr01-purchase-request")
+
+	// Test the condition alone: 1500 goes to the approval, 200 does not.
+	selectNode("Condition", "branch1")
+	s.run("test tab", chromedp.Click(`[data-tab="test"]`, chromedp.ByQuery), chromedp.WaitVisible(`#node-test-branch1`, chromedp.ByQuery),
+		setValue(`#node-test-branch1`, `{"input": {"status": 200, "body": {"ok": true}}, "steps": {"request": {"output": {"amount": 1500, "item": "laptop"}}}}`),
+		chromedp.Click(`[data-test-step]`, chromedp.ByQuery))
+	s.waitJS("tested", `!!document.querySelector('[data-test-result="completed"]')`)
+	require.Equal(t, "true", s.attr(`[data-edge-target="approval1"]`, "data-taken"))
+	require.Equal(t, "false", s.attr(`[data-edge-target="auto"]`, "data-taken"))
+	s.run("a small one", setValue(`#node-test-branch1`, `{"input": {}, "steps": {"request": {"output": {"amount": 200}}}}`),
+		chromedp.Click(`[data-test-step]`, chromedp.ByQuery))
+	s.waitJS("else", `document.querySelector('[data-edge-target="auto"]')?.dataset.taken === "true"`)
+	require.Equal(t, "false", s.attr(`[data-edge-target="approval1"]`, "data-taken"))
+	require.Zero(t, budgetHits.Load(), "testing the condition calls no budget service")
+
+	// The webhook, on the flow's Triggers page.
+	s.run("triggers", chromedp.Click(`[data-link="triggers"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`[data-action="new-webhook"]`, chromedp.ByQuery), chromedp.Click(`[data-action="new-webhook"]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#hook-slug", chromedp.ByQuery), setValue("#hook-slug", "purchase"),
+		chromedp.Click(`//button[text()="Create webhook"]`, chromedp.BySearch))
+	s.waitJS("webhook made", `!!document.querySelector("li.trigger.webhook")`)
+
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url+"/hooks/purchase", strings.NewReader(`{"amount": 1500, "item": "laptop"}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	raw, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", raw)
+	var fired struct {
+		RunID string `json:"run_id"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &fired))
+
+	// The approval, answered with its form in the run view.
+	status := func(id, st string) string {
+		return fmt.Sprintf(`!!document.querySelector('.snode[data-node-id="%s"][data-status="%s"]')`, id, st)
+	}
+	s.run("run view", chromedp.Navigate(s.url+"/runs/"+fired.RunID))
+	s.waitJS("approval waiting", status("approval1", "waiting_for_user"))
+	s.settleInCanvas(node("approval1"))
+	s.run("open approval", chromedp.Click(node("approval1"), chromedp.ByQuery),
+		chromedp.WaitVisible(`.node-detail input[id$="_costCenter"]`, chromedp.ByQuery),
+		setValue(`.node-detail input[id$="_costCenter"]`, "CC-42"),
+		chromedp.Click(`.node-detail button[data-outcome="approve"]`, chromedp.ByQuery))
+	s.waitJS("done", status("done", "completed"))
+	s.waitJS("auto skipped", status("auto", "skipped"))
+	s.shot("pr02-purchase-run")
+
+	var run struct {
+		Status string         `json:"status"`
+		FlowID string         `json:"flow_id"`
+		Output map[string]any `json:"output"`
+	}
+	s.api("GET", "/runs/"+fired.RunID, nil, &run)
+	require.Equal(t, "completed", run.Status)
+	require.Equal(t, flowID, run.FlowID)
+	// Two ends (done, auto): the output is keyed by the end that ran.
+	require.Equal(t, map[string]any{"done": map[string]any{"amount": 1500.0, "budget": true, "cost_center": "CC-42"}}, run.Output)
+	require.EqualValues(t, 1, budgetHits.Load(), "the budget check ran once, for real")
+}
