@@ -123,6 +123,8 @@ type Server struct {
 	// global bound); hashing counts them for PasswordChecks.
 	hashSlots chan struct{}
 	hashing   atomic.Int32
+	// methods answers a known path asked with a wrong method (methods.go).
+	methods *methodTable
 }
 
 // New builds the router.
@@ -276,6 +278,8 @@ func New(cfg Config) *Server {
 
 	// The web UI: every other GET (web/ui.go).
 	e.GET("/*", s.ui)
+	s.methods = newMethodTable(e.Routes())
+	e.Pre(s.methodNotAllowed)
 	return s
 }
 
