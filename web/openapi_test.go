@@ -1,8 +1,11 @@
 package web_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -52,8 +55,45 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			extra = append(extra, k)
 		}
 	}
+	// GET|HEAD /metrics is served beside the router (internal/app), not by it.
+	extra = slices.DeleteFunc(extra, func(k string) bool { return k == "GET /metrics" || k == "HEAD /metrics" })
 	sort.Strings(missing)
 	sort.Strings(extra)
 	require.Empty(t, missing, "routes missing from openapi.yaml")
 	require.Empty(t, extra, "openapi.yaml documents routes that do not exist")
+}
+
+// TestOpenAPIServedWithoutCredential: the contract is served at
+// /openapi.yaml and /api/v1/openapi.yaml to anyone, byte for byte
+// openapi.yaml but for servers, which names the server's base URL.
+func TestOpenAPIServedWithoutCredential(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../openapi.yaml")
+	require.NoError(t, err)
+	const local = "servers:\n  - url: http://127.0.0.1:8080\n"
+	require.Contains(t, string(raw), local, "openapi.yaml's servers, which the server replaces, changed")
+	for _, base := range []string{"", "https://flows.example.com/stitchd/"} {
+		srv := web.New(web.Config{AuthToken: "tok", BaseURL: base})
+		for _, path := range []string{"/openapi.yaml", "/api/v1/openapi.yaml"} {
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			require.Equal(t, http.StatusOK, rec.Code, "%s: %s", path, rec.Body)
+			require.Equal(t, "application/yaml", rec.Header().Get("Content-Type"))
+			var doc struct {
+				Servers []struct{ URL string } `yaml:"servers"`
+			}
+			require.NoError(t, yaml.Unmarshal(rec.Body.Bytes(), &doc))
+			want := "http://127.0.0.1:8080"
+			if base != "" {
+				want = "https://flows.example.com/stitchd"
+			}
+			require.Equal(t, []struct{ URL string }{{URL: want}}, doc.Servers, path)
+			// Nothing else differs (compared whole; the spec is too long for a diff).
+			wantBody := string(raw)
+			if base != "" {
+				wantBody = strings.Replace(wantBody, local, "servers:\n  - url: \""+want+"\"\n", 1)
+			}
+			require.True(t, wantBody == rec.Body.String(), "%s: the served spec differs from openapi.yaml beyond servers", path)
+		}
+	}
 }
