@@ -117,6 +117,24 @@ func TestResponsesMatchContract(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	code, _ = cc.do(http.MethodPost, "/api/v1/runs/"+run.ID+"/cancel", "", token)
 	require.Equal(t, http.StatusOK, code)
+	// A board and an entity on it, read back one and all.
+	code, b = cc.do(http.MethodPost, "/api/v1/boards", `{"name":"Leads","sections":[{"id":"new","name":"New"},{"id":"won","name":"Won"}]}`, token)
+	require.Equal(t, http.StatusCreated, code, "%s", b)
+	var board struct{ ID string }
+	require.NoError(t, json.Unmarshal(b, &board))
+	code, b = cc.do(http.MethodPost, "/api/v1/entities", `{"board_id":"`+board.ID+`","type":"lead","name":"Ada","metadata":{"tier":"gold"}}`, token)
+	require.Equal(t, http.StatusCreated, code, "%s", b)
+	var entity struct{ ID string }
+	require.NoError(t, json.Unmarshal(b, &entity))
+	code, _ = cc.do(http.MethodPost, "/api/v1/entities/"+entity.ID+"/move", `{"section_id":"won"}`, token)
+	require.Equal(t, http.StatusOK, code)
+	code, _ = cc.do(http.MethodGet, "/api/v1/entities/"+entity.ID, "", token)
+	require.Equal(t, http.StatusOK, code)
+	code, _ = cc.do(http.MethodGet, "/api/v1/boards/"+board.ID, "", token)
+	require.Equal(t, http.StatusOK, code)
+	code, _ = cc.do(http.MethodGet, "/api/v1/boards", "", token)
+	require.Equal(t, http.StatusOK, code)
+
 	code, _ = cc.do(http.MethodGet, "/api/v1/me", "", token)
 	require.Equal(t, http.StatusOK, code)
 	code, _ = cc.do(http.MethodGet, "/api/v1/node-types", "", token)
