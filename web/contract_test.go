@@ -135,6 +135,18 @@ func TestResponsesMatchContract(t *testing.T) {
 	code, _ = cc.do(http.MethodGet, "/api/v1/boards", "", token)
 	require.Equal(t, http.StatusOK, code)
 
+	// Its triggers: a webhook and a schedule, each read back, then listed.
+	for _, body := range []string{`{"slug":"contract-hook"}`, `{"kind":"schedule","cron":"0 9 * * *","timezone":"Europe/Paris"}`} {
+		code, b = cc.do(http.MethodPost, "/api/v1/flows/"+flow.ID+"/triggers", body, token)
+		require.Equal(t, http.StatusCreated, code, "%s", b)
+		var trigger struct{ ID string }
+		require.NoError(t, json.Unmarshal(b, &trigger))
+		code, _ = cc.do(http.MethodGet, "/api/v1/triggers/"+trigger.ID, "", token)
+		require.Equal(t, http.StatusOK, code)
+	}
+	code, _ = cc.do(http.MethodGet, "/api/v1/flows/"+flow.ID+"/triggers", "", token)
+	require.Equal(t, http.StatusOK, code)
+
 	code, _ = cc.do(http.MethodGet, "/api/v1/me", "", token)
 	require.Equal(t, http.StatusOK, code)
 	code, _ = cc.do(http.MethodGet, "/api/v1/node-types", "", token)
