@@ -94,7 +94,9 @@ func TestResponsesMatchContract(t *testing.T) {
 	graph := `{"nodes":[{"id":"ask","type":"UX","position":{"x":0,"y":0},"data":{"label":"Approve?"}}],"edges":[]}`
 	code, b := cc.do(http.MethodPost, "/api/v1/flows", `{"name":"contract","graph":`+graph+`}`, token)
 	require.Equal(t, http.StatusCreated, code, "%s", b)
-	var flow struct{ ID string }
+	var flow struct {
+		ID string `json:"id"`
+	}
 	require.NoError(t, json.Unmarshal(b, &flow))
 
 	code, _ = cc.do(http.MethodGet, "/api/v1/flows", "", token)
@@ -104,7 +106,9 @@ func TestResponsesMatchContract(t *testing.T) {
 
 	code, b = cc.do(http.MethodPost, "/api/v1/flows/"+flow.ID+"/runs", `{"input":{"amount":5}}`, token)
 	require.Equal(t, http.StatusCreated, code, "%s", b)
-	var run struct{ ID string }
+	var run struct {
+		ID string `json:"id"`
+	}
 	require.NoError(t, json.Unmarshal(b, &run))
 
 	require.Eventually(t, func() bool {
@@ -120,11 +124,15 @@ func TestResponsesMatchContract(t *testing.T) {
 	// A board and an entity on it, read back one and all.
 	code, b = cc.do(http.MethodPost, "/api/v1/boards", `{"name":"Leads","sections":[{"id":"new","name":"New"},{"id":"won","name":"Won"}]}`, token)
 	require.Equal(t, http.StatusCreated, code, "%s", b)
-	var board struct{ ID string }
+	var board struct {
+		ID string `json:"id"`
+	}
 	require.NoError(t, json.Unmarshal(b, &board))
 	code, b = cc.do(http.MethodPost, "/api/v1/entities", `{"board_id":"`+board.ID+`","type":"lead","name":"Ada","metadata":{"tier":"gold"}}`, token)
 	require.Equal(t, http.StatusCreated, code, "%s", b)
-	var entity struct{ ID string }
+	var entity struct {
+		ID string `json:"id"`
+	}
 	require.NoError(t, json.Unmarshal(b, &entity))
 	code, _ = cc.do(http.MethodPost, "/api/v1/entities/"+entity.ID+"/move", `{"section_id":"won"}`, token)
 	require.Equal(t, http.StatusOK, code)
@@ -139,7 +147,9 @@ func TestResponsesMatchContract(t *testing.T) {
 	for _, body := range []string{`{"slug":"contract-hook"}`, `{"kind":"schedule","cron":"0 9 * * *","timezone":"Europe/Paris"}`} {
 		code, b = cc.do(http.MethodPost, "/api/v1/flows/"+flow.ID+"/triggers", body, token)
 		require.Equal(t, http.StatusCreated, code, "%s", b)
-		var trigger struct{ ID string }
+		var trigger struct {
+			ID string `json:"id"`
+		}
 		require.NoError(t, json.Unmarshal(b, &trigger))
 		code, _ = cc.do(http.MethodGet, "/api/v1/triggers/"+trigger.ID, "", token)
 		require.Equal(t, http.StatusOK, code)

@@ -56,23 +56,21 @@ func TestWrongMethodIs405(t *testing.T) {
 				continue
 			}
 			rec := httptest.NewRecorder()
-			srv.Handler().ServeHTTP(rec, httptest.NewRequest(m, url, nil))
+			srv.Handler().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), m, url, nil))
 			require.Equal(t, http.StatusMethodNotAllowed, rec.Code, "%s %s: %s", m, url, rec.Body)
 			require.Equal(t, strings.Join(want, ", "), rec.Header().Get("Allow"), "%s %s", m, url)
 			require.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
 			if m == http.MethodHead {
 				continue
 			}
-			var body struct {
-				Error struct{ Code, Message string } `json:"error"`
-			}
+			var body errorBody
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), "%s %s: %s", m, url, rec.Body)
 			require.Equal(t, "method_not_allowed", body.Error.Code)
 			require.Contains(t, body.Error.Message, m+" is not allowed")
 			checked++
 		}
 		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodOptions, url, nil))
+		srv.Handler().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodOptions, url, nil))
 		require.Equal(t, http.StatusNoContent, rec.Code, "OPTIONS %s", url)
 		require.Equal(t, strings.Join(want, ", "), rec.Header().Get("Allow"), "OPTIONS %s", url)
 	}
@@ -90,7 +88,7 @@ func TestUnknownPathStays404(t *testing.T) {
 		{http.MethodGet, "/api/v1/runs/x/y/z"},
 		{http.MethodPost, "/api/v1/runs/"},
 	} {
-		rq := httptest.NewRequest(c.method, c.path, nil)
+		rq := httptest.NewRequestWithContext(t.Context(), c.method, c.path, nil)
 		rq.Header.Set("Authorization", "Bearer tok")
 		rec := httptest.NewRecorder()
 		srv.Handler().ServeHTTP(rec, rq)
@@ -99,7 +97,7 @@ func TestUnknownPathStays404(t *testing.T) {
 	}
 	// GET on a POST-only path the UI's catch-all used to answer 404.
 	rec := httptest.NewRecorder()
-	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/hooks/some-slug", nil))
+	srv.Handler().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/hooks/some-slug", nil))
 	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 	require.Equal(t, "OPTIONS, POST", rec.Header().Get("Allow"))
 }

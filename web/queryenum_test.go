@@ -31,14 +31,12 @@ func TestEmptyEnumQueryIs400(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, v := range []string{"", "bogus"} {
-			rq := httptest.NewRequest(c.method, c.path+"?"+c.param+"="+v, nil)
+			rq := httptest.NewRequestWithContext(t.Context(), c.method, c.path+"?"+c.param+"="+v, nil)
 			rq.Header.Set("Authorization", "Bearer tok")
 			rec := httptest.NewRecorder()
 			srv.Handler().ServeHTTP(rec, rq)
 			require.Equal(t, http.StatusBadRequest, rec.Code, "%s %s?%s=%s: %s", c.method, c.path, c.param, v, rec.Body)
-			var body struct {
-				Error struct{ Code, Message string } `json:"error"`
-			}
+			var body errorBody
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
 			require.Equal(t, "invalid_request", body.Error.Code)
 			require.Contains(t, body.Error.Message, c.param+" must be")

@@ -17,7 +17,9 @@ import (
 func TestServedSpecNamesBaseURL(t *testing.T) {
 	t.Parallel()
 	servers := func(h *harness, path string) []string {
-		resp, err := h.client.Get(h.app.URL + path)
+		rq, err := http.NewRequestWithContext(t.Context(), http.MethodGet, h.app.URL+path, nil)
+		require.NoError(t, err)
+		resp, err := h.client.Do(rq)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
