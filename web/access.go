@@ -48,12 +48,14 @@ var (
 // route missing here is refused to all but admins, and fails
 // TestRoleRouteTable.
 var accessRules = map[string]rule{
-	"GET /healthz":            public,
-	"GET /readyz":             public,
-	"POST /callbacks/:token":  public,
-	"POST /hooks/:slug":       public,
-	"GET /*":                  public,
-	"POST /api/v1/auth/login": public,
+	"GET /healthz":             public,
+	"GET /readyz":              public,
+	"POST /callbacks/:token":   public,
+	"POST /hooks/:slug":        public,
+	"GET /*":                   public,
+	"POST /api/v1/auth/login":  public,
+	"GET /openapi.yaml":        public,
+	"GET /api/v1/openapi.yaml": public,
 
 	"GET /api/v1/auth/providers":     public,
 	"GET /api/v1/auth/oidc/login":    public,
@@ -64,7 +66,6 @@ var accessRules = map[string]rule{
 	"POST /api/v1/tokens":          everyone,
 	"GET /api/v1/tokens":           everyone,
 	"DELETE /api/v1/tokens/:id":    everyone,
-	"GET /api/v1/openapi.yaml":     everyone,
 	"GET /api/v1/node-types":       everyone,
 	"GET /api/v1/approvals":        everyone,
 	"GET /api/v1/approvals/stream": everyone,

@@ -1,7 +1,10 @@
 package web
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -51,8 +54,26 @@ func (s *Server) webhookSecret(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"secret": callbacks.FormatWebhookSecret(secret)})
 }
 
-// openAPI serves the public contract (behind the API token, like every
-// /api/v1 route).
+// openAPI serves the public contract, without a credential: a client
+// generator is pointed at it before it has one.
 func (s *Server) openAPI(c echo.Context) error {
-	return c.Blob(http.StatusOK, "application/yaml", stitchd.OpenAPI)
+	return c.Blob(http.StatusOK, "application/yaml", s.spec)
+}
+
+// specServers is the servers list of openapi.yaml as written: the local
+// default, replaced by the server's base URL where it has one.
+const specServers = "servers:\n  - url: http://127.0.0.1:8080\n"
+
+// specFor is openapi.yaml with servers naming baseURL (unchanged when
+// baseURL is empty), so a client generated from the served document calls
+// the server that served it.
+func specFor(baseURL string) []byte {
+	baseURL = strings.TrimRight(baseURL, "/")
+	if baseURL == "" {
+		return stitchd.OpenAPI
+	}
+	// A JSON string is a YAML double-quoted scalar: any URL stays one value
+	// (a string's encoding cannot fail).
+	q, _ := json.Marshal(baseURL)
+	return bytes.Replace(stitchd.OpenAPI, []byte(specServers), []byte("servers:\n  - url: "+string(q)+"\n"), 1)
 }

@@ -86,5 +86,10 @@ func TestServeOpenAPI(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(rec.Body.Bytes(), &doc))
 	require.Equal(t, "3.1.0", doc.OpenAPI)
 	require.Contains(t, doc.Paths, "/api/v1/openapi.yaml")
-	requireError(t, http.StatusUnauthorized, "unauthorized", do(t, h, req{method: "GET", path: "/api/v1/openapi.yaml", noAuth: true}))
+	// The contract is public (a client generator has no credential yet).
+	for _, path := range []string{"/api/v1/openapi.yaml", "/openapi.yaml"} {
+		rec = do(t, h, req{method: "GET", path: path, noAuth: true})
+		require.Equal(t, http.StatusOK, rec.Code, path)
+		require.Equal(t, string(onDisk), rec.Body.String(), path)
+	}
 }

@@ -53,9 +53,13 @@ func (s *Server) analyticsRange(c echo.Context) (store.AnalyticsParams, error) {
 }
 
 // wantsCSV reports whether the request asks for CSV (?format=csv or
-// Accept: text/csv).
-func wantsCSV(c echo.Context) bool {
-	return c.QueryParam("format") == "csv" || strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/csv")
+// Accept: text/csv); another format, empty included, is 400.
+func wantsCSV(c echo.Context) (bool, error) {
+	f, err := queryEnum(c, "format", "csv")
+	if err != nil {
+		return false, err
+	}
+	return f == "csv" || strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/csv"), nil
 }
 
 // boardAnalytics is GET /api/v1/boards/{id}/analytics: the funnel of moves
@@ -69,11 +73,15 @@ func (s *Server) boardAnalytics(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	csv, err := wantsCSV(c)
+	if err != nil {
+		return err
+	}
 	a, err := s.cfg.Store.BoardAnalytics(c.Request().Context(), id, p)
 	if err != nil {
 		return err
 	}
-	if !wantsCSV(c) {
+	if !csv {
 		return c.JSON(http.StatusOK, a)
 	}
 	rows := [][]string{{"section_id", "section_name", "sla_seconds", "entered", "left", "current", "overdue",
@@ -97,6 +105,10 @@ func (s *Server) flowAnalytics(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	csv, err := wantsCSV(c)
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	if _, err := s.cfg.Store.GetFlow(ctx, id); err != nil {
 		return err
@@ -115,7 +127,7 @@ func (s *Server) flowAnalytics(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !wantsCSV(c) {
+	if !csv {
 		return c.JSON(http.StatusOK, a)
 	}
 	rows := [][]string{{"node", "fired", "completed", "failed", "skipped", "waiting_now", "duration_p50_ms", "duration_p95_ms", "outcomes"}}

@@ -18,15 +18,17 @@ const approvalsStreamEvery = time.Second
 func approvalsFilterFor(c echo.Context) (store.ApprovalFilter, error) {
 	p := principalOf(c)
 	f := store.ApprovalFilter{Email: p.Email(), Groups: p.Groups(), Decidable: p.Role() == store.RoleApprover}
-	switch a := c.QueryParam("assigned"); a {
+	a, err := queryEnum(c, "assigned", "me", "groups", "all")
+	if err != nil {
+		return f, err
+	}
+	switch a {
 	case "", "all":
 		f.Assigned = store.AssignedAll
 	case "me":
 		f.Assigned = store.AssignedMe
 	case "groups":
 		f.Assigned = store.AssignedGroups
-	default:
-		return f, badRequest("assigned must be me, groups or all")
 	}
 	return f, nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -157,16 +158,39 @@ type flowListJSON struct {
 
 // queryBool reads an optional true/false query parameter.
 func queryBool(c echo.Context, name string, def bool) (bool, error) {
-	v := c.QueryParam(name)
-	switch v {
-	case "":
+	vs, ok := c.QueryParams()[name]
+	if !ok {
 		return def, nil
+	}
+	switch vs[0] {
 	case "true", "1":
 		return true, nil
 	case "false", "0":
 		return false, nil
 	}
 	return false, badRequest(name + " must be true or false")
+}
+
+// queryEnum is the query parameter name, "" when absent; present, it must
+// be one of allowed: an empty value (?assigned=) is 400 like any other
+// outside the set, not taken for absent.
+func queryEnum(c echo.Context, name string, allowed ...string) (string, error) {
+	vs, ok := c.QueryParams()[name]
+	if !ok {
+		return "", nil
+	}
+	if slices.Contains(allowed, vs[0]) {
+		return vs[0], nil
+	}
+	return "", badRequest(name + " must be " + orList(allowed))
+}
+
+// orList is "a", "a or b", "a, b or c".
+func orList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
 }
 
 func (s *Server) listFlows(c echo.Context) error {

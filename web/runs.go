@@ -181,18 +181,18 @@ func requestHash(version *int, input json.RawMessage, entityID *string, deadline
 }
 
 func (s *Server) listRuns(c echo.Context) error {
-	f := store.RunFilter{FlowID: c.QueryParam("flow_id"), Status: c.QueryParam("status"), Cursor: c.QueryParam("cursor"),
+	status, err := queryEnum(c, "status", string(engine.RunRunning), string(engine.RunPaused), string(engine.RunQueued),
+		string(engine.RunCompleted), string(engine.RunFailed), string(engine.RunCancelled))
+	if err != nil {
+		return err
+	}
+	f := store.RunFilter{FlowID: c.QueryParam("flow_id"), Status: status, Cursor: c.QueryParam("cursor"),
 		Node: c.QueryParam("node"), ErrorContains: c.QueryParam("error")}
 	if len(f.Node) > 256 || len(f.ErrorContains) > 1024 {
 		return badRequest("node is at most 256 and error at most 1,024 bytes")
 	}
 	if f.FlowID != "" && !validUUID(f.FlowID) {
 		return badRequest("flow_id must be a UUID")
-	}
-	switch engine.RunStatus(f.Status) {
-	case "", engine.RunRunning, engine.RunCompleted, engine.RunFailed, engine.RunCancelled, engine.RunPaused, engine.RunQueued:
-	default:
-		return badRequest("status must be running, paused, queued, completed, failed or cancelled")
 	}
 	if l := c.QueryParam("limit"); l != "" {
 		n, err := strconv.Atoi(l)

@@ -123,6 +123,10 @@ type Server struct {
 	// global bound); hashing counts them for PasswordChecks.
 	hashSlots chan struct{}
 	hashing   atomic.Int32
+	// spec is openapi.yaml with servers naming BaseURL (admin.go).
+	spec []byte
+	// methods answers a known path asked with a wrong method (methods.go).
+	methods *methodTable
 }
 
 // New builds the router.
@@ -163,6 +167,7 @@ func New(cfg Config) *Server {
 	if cfg.OIDC.Enabled() {
 		s.oidc = newOIDCAuth(cfg.OIDC, cfg.BaseURL, cfg.Logger)
 	}
+	s.spec = specFor(cfg.BaseURL)
 	s.dummyHash = sync.OnceValues(func() (string, error) { return password.Hash("no such account", cfg.PasswordParams) })
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
@@ -188,6 +193,9 @@ func New(cfg Config) *Server {
 	e.GET("/approve/:token", s.approveForm, reqID)
 	e.POST("/approve/:token", s.approveSubmit, reqID)
 
+	// The contract is public: a client generator needs no credential.
+	e.GET("/openapi.yaml", s.openAPI)
+	e.GET("/api/v1/openapi.yaml", s.openAPI)
 	e.POST("/api/v1/auth/login", s.login, reqID)
 	e.GET("/api/v1/auth/providers", s.authProviders)
 	e.GET(OIDCLoginPath, s.oidcLogin, reqID)
@@ -242,7 +250,6 @@ func New(cfg Config) *Server {
 	api.GET("/flows/:id/webhook-secret", s.flowWebhookSecret)
 	api.POST("/flows/:id/webhook-secret/rotate", s.rotateFlowWebhookSecret)
 	api.DELETE("/flows/:id/webhook-secret", s.dropFlowWebhookSecret)
-	api.GET("/openapi.yaml", s.openAPI)
 	api.GET("/node-types", s.listNodeTypes)
 	api.GET("/boards/:id", s.getBoard)
 	api.GET("/boards/:id/analytics", s.boardAnalytics)
@@ -276,6 +283,8 @@ func New(cfg Config) *Server {
 
 	// The web UI: every other GET (web/ui.go).
 	e.GET("/*", s.ui)
+	s.methods = newMethodTable(e.Routes())
+	e.Pre(s.methodNotAllowed)
 	return s
 }
 

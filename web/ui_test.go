@@ -92,7 +92,8 @@ func TestUIServing(t *testing.T) {
 		{"asset", asset, "*/*", 200, "", map[string]string{"Cache-Control": "immutable", "Content-Type": "javascript"}},
 		{"missing asset", "/assets/nope.js", "*/*", 404, `"not_found"`, nil},
 		{"api path never falls back", "/api/v1/nope", html, 401, `"unauthorized"`, nil},
-		{"callbacks never fall back", "/callbacks/x", html, 404, `"not_found"`, nil},
+		{"callbacks never fall back", "/callbacks/x/y", html, 404, `"not_found"`, nil},
+		{"a callback GET is a wrong method", "/callbacks/x", html, 405, `"method_not_allowed"`, map[string]string{"Allow": "OPTIONS, POST"}},
 		{"json client gets json 404", "/flows", "application/json", 404, `"not_found"`, nil},
 		{"build record is not served", "/source-hash.txt", "*/*", 404, `"not_found"`, nil},
 	}

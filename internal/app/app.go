@@ -527,6 +527,16 @@ func (a *App) handler() http.Handler {
 			prom.ServeHTTP(w, r)
 			return
 		}
+		if r.URL.Path == "/metrics" {
+			// As the API's other paths answer a wrong method (web/methods.go).
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("Allow", "GET, HEAD")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			_, _ = io.WriteString(w, `{"error":{"code":"method_not_allowed","message":"/metrics allows GET, HEAD"}}`+"\n")
+			return
+		}
 		api.ServeHTTP(w, r)
 	})
 	return a.tracing.Middleware(a.Metrics.Middleware(h))

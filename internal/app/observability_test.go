@@ -209,6 +209,11 @@ func TestMetricsToken(t *testing.T) {
 	require.Contains(t, body, "go_goroutines")
 	code, _, body = get("bearer scrape-secret")
 	require.Equal(t, http.StatusOK, code, "the scheme is case-insensitive: %s", body)
+	// Another method is 405 with Allow, as on every API path.
+	code, ctype, body := h.metricsRequest(http.MethodPost, "/metrics", "Bearer scrape-secret")
+	require.Equal(t, http.StatusMethodNotAllowed, code, body)
+	require.Contains(t, ctype, "application/json")
+	require.JSONEq(t, `{"error":{"code":"method_not_allowed","message":"/metrics allows GET, HEAD"}}`, body)
 }
 
 // metricsRequest sends method path with an Authorization header (if auth

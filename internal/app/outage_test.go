@@ -449,7 +449,8 @@ func outageRequests(fx outageFixtures) map[string]outageRequest {
 		"GET /api/v1/flows/:id/webhook-secret":         api(flow+"/webhook-secret", ""),
 		"POST /api/v1/flows/:id/webhook-secret/rotate": api(flow+"/webhook-secret/rotate", `{}`),
 		"DELETE /api/v1/flows/:id/webhook-secret":      api(flow+"/webhook-secret", ""),
-		"GET /api/v1/openapi.yaml":                     api("/api/v1/openapi.yaml", ""),
+		"GET /api/v1/openapi.yaml":                     {path: "/api/v1/openapi.yaml"},
+		"GET /openapi.yaml":                            {path: "/openapi.yaml"},
 		"GET /api/v1/node-types":                       api("/api/v1/node-types", ""),
 		"POST /api/v1/secrets":                         api("/api/v1/secrets", `{"name":"OUTAGE","value":"v"}`),
 		"GET /api/v1/secrets":                          api("/api/v1/secrets", ""),
@@ -496,6 +497,7 @@ var withoutDatabase = map[string]int{
 	"GET /api/v1/tokens":             http.StatusOK,        // the static token's principal has no personal tokens
 	"POST /api/v1/auth/logout":       http.StatusNoContent, // nor a session to end
 	"GET /api/v1/openapi.yaml":       http.StatusOK,
+	"GET /openapi.yaml":              http.StatusOK,
 	"GET /api/v1/node-types":         http.StatusOK, // the server's own registrations
 	"GET /*":                         http.StatusOK, // the UI's files are embedded
 }

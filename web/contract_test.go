@@ -1,0 +1,183 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+// contractClient sends requests to a test server and checks each answer
+// against openapi.yaml: a status the operation does not list, a body its
+// schema refuses (a required field missing, a wrong type, a value outside
+// an enum) or a content type it does not name fails the test.
+type contractClient struct {
+	t      *testing.T
+	base   string
+	client *http.Client
+	router routers.Router
+}
+
+func newContractClient(t *testing.T, ts *httptest.Server) *contractClient {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromFile("../openapi.yaml")
+	require.NoError(t, err)
+	require.NoError(t, doc.Validate(context.Background()), "openapi.yaml is not a valid OpenAPI document")
+	doc.Servers = openapi3.Servers{{URL: ts.URL}}
+	router, err := gorillamux.NewRouter(doc)
+	require.NoError(t, err)
+	return &contractClient{t: t, base: ts.URL, client: ts.Client(), router: router}
+}
+
+// do sends method path (body JSON when set) with the bearer token auth
+// ("" none) and returns the status and body once the answer is checked.
+func (cc *contractClient) do(method, path, body, auth string) (int, []byte) {
+	cc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	rq, err := http.NewRequestWithContext(ctx, method, cc.base+path, rd)
+	require.NoError(cc.t, err)
+	if body != "" {
+		rq.Header.Set("Content-Type", "application/json")
+	}
+	if auth != "" {
+		rq.Header.Set("Authorization", "Bearer "+auth)
+	}
+	resp, err := cc.client.Do(rq)
+	require.NoError(cc.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(cc.t, err)
+
+	route, params, err := cc.router.FindRoute(rq)
+	require.NoError(cc.t, err, "%s %s is not in openapi.yaml", method, path)
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: rq, PathParams: params, Route: route},
+		Status:                 resp.StatusCode,
+		Header:                 resp.Header,
+		Body:                   io.NopCloser(bytes.NewReader(b)),
+		// A status the operation does not list is a failure, not a
+		// fall back to a default.
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	require.NoError(cc.t, openapi3filter.ValidateResponse(ctx, in), "%s %s answered %d: %s", method, path, resp.StatusCode, b)
+	return resp.StatusCode, b
+}
+
+// TestResponsesMatchContract drives a flow through its life — created,
+// listed, run, the run read, listed and cancelled — and the common
+// refusals, validating every answer against openapi.yaml.
+func TestResponsesMatchContract(t *testing.T) {
+	t.Parallel()
+	st, _ := storetest.IsolatedDB(t)
+	ts := httptest.NewServer(newServer(t, st).Handler())
+	t.Cleanup(ts.Close)
+	cc := newContractClient(t, ts)
+
+	graph := `{"nodes":[{"id":"ask","type":"UX","position":{"x":0,"y":0},"data":{"label":"Approve?"}}],"edges":[]}`
+	code, b := cc.do(http.MethodPost, "/api/v1/flows", `{"name":"contract","graph":`+graph+`}`, token)
+	require.Equal(t, http.StatusCreated, code, "%s", b)
+	var flow struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(b, &flow))
+
+	code, _ = cc.do(http.MethodGet, "/api/v1/flows", "", token)
+	require.Equal(t, http.StatusOK, code)
+	code, _ = cc.do(http.MethodGet, "/api/v1/flows/"+flow.ID, "", token)
+	require.Equal(t, http.StatusOK, code)
+
+	code, b = cc.do(http.MethodPost, "/api/v1/flows/"+flow.ID+"/runs", `{"input":{"amount":5}}`, token)
+	require.Equal(t, http.StatusCreated, code, "%s", b)
+	var run struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(b, &run))
+
+	require.Eventually(t, func() bool {
+		code, b := cc.do(http.MethodGet, "/api/v1/runs/"+run.ID, "", token)
+		return code == http.StatusOK && bytes.Contains(b, []byte(`"waiting_for_user"`))
+	}, 10*time.Second, 50*time.Millisecond, "the UX node never waited")
+	code, _ = cc.do(http.MethodGet, "/api/v1/runs?flow_id="+flow.ID, "", token)
+	require.Equal(t, http.StatusOK, code)
+	code, _ = cc.do(http.MethodGet, "/api/v1/approvals", "", token)
+	require.Equal(t, http.StatusOK, code)
+	code, _ = cc.do(http.MethodPost, "/api/v1/runs/"+run.ID+"/cancel", "", token)
+	require.Equal(t, http.StatusOK, code)
+	// A board and an entity on it, read back one and all.
+	code, b = cc.do(http.MethodPost, "/api/v1/boards", `{"name":"Leads","sections":[{"id":"new","name":"New"},{"id":"won","name":"Won"}]}`, token)
+	require.Equal(t, http.StatusCreated, code, "%s", b)
+	var board struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(b, &board))
+	code, b = cc.do(http.MethodPost, "/api/v1/entities", `{"board_id":"`+board.ID+`","type":"lead","name":"Ada","metadata":{"tier":"gold"}}`, token)
+	require.Equal(t, http.StatusCreated, code, "%s", b)
+	var entity struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(b, &entity))
+	code, _ = cc.do(http.MethodPost, "/api/v1/entities/"+entity.ID+"/move", `{"section_id":"won"}`, token)
+	require.Equal(t, http.StatusOK, code)
+	code, _ = cc.do(http.MethodGet, "/api/v1/entities/"+entity.ID, "", token)
+	require.Equal(t, http.StatusOK, code)
+	code, _ = cc.do(http.MethodGet, "/api/v1/boards/"+board.ID, "", token)
+	require.Equal(t, http.StatusOK, code)
+	code, _ = cc.do(http.MethodGet, "/api/v1/boards", "", token)
+	require.Equal(t, http.StatusOK, code)
+
+	// Its triggers: a webhook and a schedule, each read back, then listed.
+	for _, body := range []string{`{"slug":"contract-hook"}`, `{"kind":"schedule","cron":"0 9 * * *","timezone":"Europe/Paris"}`} {
+		code, b = cc.do(http.MethodPost, "/api/v1/flows/"+flow.ID+"/triggers", body, token)
+		require.Equal(t, http.StatusCreated, code, "%s", b)
+		var trigger struct {
+			ID string `json:"id"`
+		}
+		require.NoError(t, json.Unmarshal(b, &trigger))
+		code, _ = cc.do(http.MethodGet, "/api/v1/triggers/"+trigger.ID, "", token)
+		require.Equal(t, http.StatusOK, code)
+	}
+	code, _ = cc.do(http.MethodGet, "/api/v1/flows/"+flow.ID+"/triggers", "", token)
+	require.Equal(t, http.StatusOK, code)
+
+	code, _ = cc.do(http.MethodGet, "/api/v1/me", "", token)
+	require.Equal(t, http.StatusOK, code)
+	code, _ = cc.do(http.MethodGet, "/api/v1/node-types", "", token)
+	require.Equal(t, http.StatusOK, code)
+
+	// The refusals every client meets: each status listed, each body an Error.
+	const unknown = "0b6e2f43-2f1c-4c55-9d0b-6f0e8b0a8c11"
+	for _, c := range []struct {
+		method, path, body, auth string
+		want                     int
+	}{
+		{http.MethodGet, "/api/v1/runs", "", "", http.StatusUnauthorized},
+		{http.MethodGet, "/api/v1/runs/" + unknown, "", token, http.StatusNotFound},
+		{http.MethodPost, "/api/v1/runs/" + unknown + "/cancel", "", token, http.StatusNotFound},
+		{http.MethodPost, "/api/v1/runs/" + unknown + "/nodes/ask/complete", `{"outcome":"approve"}`, token, http.StatusNotFound},
+		{http.MethodPost, "/api/v1/flows/" + unknown + "/triggers", `{"slug":"nope"}`, token, http.StatusNotFound},
+		{http.MethodGet, "/api/v1/approvals?assigned=", "", token, http.StatusBadRequest},
+		{http.MethodGet, "/api/v1/runs?status=", "", token, http.StatusBadRequest},
+		{http.MethodPut, "/api/v1/flows/" + flow.ID, `{"name":"","graph":` + graph + `}`, token, http.StatusBadRequest},
+	} {
+		code, b := cc.do(c.method, c.path, c.body, c.auth)
+		require.Equal(t, c.want, code, "%s %s: %s", c.method, c.path, b)
+	}
+}
