@@ -19,7 +19,7 @@ import (
 	"github.com/stitchd/stitchd/web"
 )
 
-// TestSlowReadersOfJSONAnswersAreCutOff: 10 clients ask for a 6 MB flow
+// TestSlowReadersOfJSONAnswersAreCutOff: 20 clients ask for a 6 MB flow
 // (an ordinary JSON answer, written whole by c.JSON) and never read. Each
 // write waits at most the write timeout: the server closes every
 // connection and the heap returns to its size before them, instead of
@@ -47,7 +47,9 @@ func TestSlowReadersOfJSONAnswersAreCutOff(t *testing.T) {
 		runtime.ReadMemStats(&m)
 		return m.HeapAlloc
 	}
-	const stalled = 10
+	// 20 held answers would be 120 MB; the heap is allowed a third of that,
+	// above the 16–32 MiB it swings by between runs of the package.
+	const stalled = 20
 	// Warm up: as many reads at once by clients that read, so the
 	// database connections' read buffers (grown to the row's size, and
 	// kept by pgx) are in the baseline.
@@ -83,7 +85,7 @@ func TestSlowReadersOfJSONAnswersAreCutOff(t *testing.T) {
 
 	t.Logf("%d stalled readers of a %.1f MB answer: all cut off after %s; heap %.1f MiB before, %.1f MiB after",
 		stalled, float64(len(pad))/1e6, cut.Round(100*time.Millisecond), float64(heap0)/(1<<20), float64(heap1)/(1<<20))
-	require.Less(t, int64(heap1)-int64(heap0), int64(8<<20), "no stalled answer is held")
+	require.Less(t, int64(heap1)-int64(heap0), int64(stalled*len(pad)/3), "no stalled answer is held")
 
 	// A reader gets it all.
 	resp, err := ts.Client().Do(func() *http.Request {
