@@ -45,6 +45,31 @@ function bodyMode(body: unknown): BodyMode {
 }
 
 // checkJSON says what is wrong with a JSON text, or null.
+// useBodyDraft is a body field's state (an HTTP node's request body, a
+// Respond node's answer): none, JSON (checked as it is typed; the saved
+// body changes only while it parses) or text (may hold templates).
+function useBodyDraft(data: Record<string, any>, onChange: (d: Record<string, any>) => void) {
+  const [mode, setMode] = useState<BodyMode>(() => bodyMode(data.body));
+  const [draft, setDraft] = useState<string>(() =>
+    data.body === undefined ? "" : typeof data.body === "string" ? data.body : JSON.stringify(data.body, null, 2),
+  );
+  const jsonError = mode === "json" && draft.trim() ? checkJSON(draft) : null;
+  const switchBody = (m: BodyMode) => {
+    setMode(m);
+    if (m === "none") return onChange(put(data, "body", undefined));
+    if (m === "text") return onChange(put(data, "body", draft));
+    if (draft.trim() && !checkJSON(draft)) onChange(put(data, "body", JSON.parse(draft)));
+    else onChange(put(data, "body", undefined));
+  };
+  const typeBody = (t: string) => {
+    setDraft(t);
+    if (mode === "text") onChange({ ...data, body: t });
+    else if (!t.trim()) onChange(put(data, "body", undefined));
+    else if (!checkJSON(t)) onChange({ ...data, body: JSON.parse(t) });
+  };
+  return { mode, draft, jsonError, switchBody, typeBody };
+}
+
 export function checkJSON(text: string): string | null {
   try {
     JSON.parse(text);
@@ -85,26 +110,7 @@ export function HTTPFields({
   const byRow = (k: string) => headerProblems.filter((p) => headerOf(p.path) === k.trim());
   const loose = headerProblems.filter((p) => !rows.some(([k]) => k.trim() && headerOf(p.path) === k.trim()));
 
-  // The body: none, JSON (checked as it is typed; the saved body changes
-  // only while it parses) or text (may hold templates).
-  const [mode, setMode] = useState<BodyMode>(() => bodyMode(data.body));
-  const [draft, setDraft] = useState<string>(() =>
-    data.body === undefined ? "" : typeof data.body === "string" ? data.body : JSON.stringify(data.body, null, 2),
-  );
-  const jsonError = mode === "json" && draft.trim() ? checkJSON(draft) : null;
-  const switchBody = (m: BodyMode) => {
-    setMode(m);
-    if (m === "none") return onChange(put(data, "body", undefined));
-    if (m === "text") return onChange(put(data, "body", draft));
-    if (draft.trim() && !checkJSON(draft)) onChange(put(data, "body", JSON.parse(draft)));
-    else onChange(put(data, "body", undefined));
-  };
-  const typeBody = (t: string) => {
-    setDraft(t);
-    if (mode === "text") onChange({ ...data, body: t });
-    else if (!t.trim()) onChange(put(data, "body", undefined));
-    else if (!checkJSON(t)) onChange({ ...data, body: JSON.parse(t) });
-  };
+  const { mode, draft, jsonError, switchBody, typeBody } = useBodyDraft(data, onChange);
 
   // The url and body take a path clicked in the data panel as {{ path }}.
   const urlTarget = useTemplateTarget<HTMLInputElement>((v) => set("url")(v));
@@ -355,24 +361,7 @@ export function RespondFields({
   problemsAt: (field: string) => Problems;
   nodeId: string;
 }) {
-  const [mode, setMode] = useState<BodyMode>(() => bodyMode(data.body));
-  const [draft, setDraft] = useState<string>(() =>
-    data.body === undefined ? "" : typeof data.body === "string" ? data.body : JSON.stringify(data.body, null, 2),
-  );
-  const jsonError = mode === "json" && draft.trim() ? checkJSON(draft) : null;
-  const switchBody = (m: BodyMode) => {
-    setMode(m);
-    if (m === "none") return onChange(put(data, "body", undefined));
-    if (m === "text") return onChange(put(data, "body", draft));
-    if (draft.trim() && !checkJSON(draft)) onChange(put(data, "body", JSON.parse(draft)));
-    else onChange(put(data, "body", undefined));
-  };
-  const typeBody = (t: string) => {
-    setDraft(t);
-    if (mode === "text") onChange({ ...data, body: t });
-    else if (!t.trim()) onChange(put(data, "body", undefined));
-    else if (!checkJSON(t)) onChange({ ...data, body: JSON.parse(t) });
-  };
+  const { mode, draft, jsonError, switchBody, typeBody } = useBodyDraft(data, onChange);
   const bodyTarget = useTemplateTarget<HTMLTextAreaElement>((v) => typeBody(v));
   const status = typeof data.status === "number" ? data.status : 200;
   const badStatus = !Number.isInteger(status) || status < 100 || status > 599;
