@@ -207,17 +207,29 @@ func (s *stack) settle(sel string) {
 // view is fitted again (its control) until the node is inside.
 func (s *stack) settleInCanvas(sel string) {
 	s.t.Helper()
+	inside := fmt.Sprintf(`(() => { const b = document.querySelector(%q).getBoundingClientRect();
+			const p = document.querySelector(".react-flow__renderer").getBoundingClientRect();
+			return b.left >= p.left && b.top >= p.top && b.right <= p.right && b.bottom <= p.bottom; })()`, sel)
 	for try := 0; ; try++ {
 		s.settle(sel)
+		// Inside, and still inside once settled again: a live run's view
+		// may still be moving (a node growing as its badge changes).
 		var in bool
-		s.run("in canvas "+sel, chromedp.Evaluate(fmt.Sprintf(`(() => { const b = document.querySelector(%q).getBoundingClientRect();
-			const p = document.querySelector(".react-flow__renderer").getBoundingClientRect();
-			return b.left >= p.left && b.top >= p.top && b.right <= p.right && b.bottom <= p.bottom; })()`, sel), &in))
+		s.run("in canvas "+sel, chromedp.Evaluate(inside, &in))
 		if in {
-			return
+			s.settle(sel)
+			s.run("still in canvas "+sel, chromedp.Evaluate(inside, &in))
+			if in {
+				return
+			}
 		}
-		if try == 2 {
-			s.t.Fatalf("%s stays outside the canvas", sel)
+		if try == 5 {
+			var where string
+			s.run("where "+sel, chromedp.Evaluate(fmt.Sprintf(`(() => { const b = document.querySelector(%q).getBoundingClientRect();
+				const p = document.querySelector(".react-flow__renderer").getBoundingClientRect();
+				return JSON.stringify({node: [b.left, b.top, b.right, b.bottom], pane: [p.left, p.top, p.right, p.bottom]}); })()`, sel), &where))
+			s.shot("outside-canvas")
+			s.t.Fatalf("%s stays outside the canvas: %s", sel, where)
 		}
 		s.run("fit view", chromedp.Click(".react-flow__controls-fitview", chromedp.ByQuery))
 	}

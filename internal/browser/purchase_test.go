@@ -51,7 +51,12 @@ func TestUIPurchaseRequest(t *testing.T) {
 	edges := 0
 	connect := func(to string) {
 		edges++
-		s.run("connect to "+to, setValue("#node-connect", to), chromedp.Click(`//button[text()="Add edge"]`, chromedp.BySearch))
+		// The panel lists the target once it has re-rendered after the
+		// last change (a rename, a new step).
+		s.waitJS("target listed "+to, fmt.Sprintf(`[...document.querySelectorAll("#node-connect option")].some(o => o.value === %q)`, to))
+		s.run("connect to "+to, setValue("#node-connect", to))
+		s.waitJS("target chosen "+to, fmt.Sprintf(`document.querySelector("#node-connect")?.value === %q`, to))
+		s.run("add edge", chromedp.Click(`//button[text()="Add edge"]`, chromedp.BySearch))
 		s.waitJS("edge added", fmt.Sprintf(`document.querySelectorAll(".react-flow__edge").length === %d`, edges))
 	}
 	selectNode := func(typ, id string) {
@@ -154,11 +159,11 @@ func TestUIPurchaseRequest(t *testing.T) {
 	status := func(id, st string) string {
 		return fmt.Sprintf(`!!document.querySelector('.snode[data-node-id="%s"][data-status="%s"]')`, id, st)
 	}
-	s.run("run view", chromedp.Navigate(s.url+"/runs/"+fired.RunID))
+	// Opened as the inbox's link opens it: the run with the step in focus
+	// (a live run's canvas may still move under a click).
+	s.run("run view", chromedp.Navigate(s.url+"/runs/"+fired.RunID+"?key=approval1"))
 	s.waitJS("approval waiting", status("approval1", "waiting_for_user"))
-	s.settleInCanvas(node("approval1"))
-	s.run("open approval", chromedp.Click(node("approval1"), chromedp.ByQuery),
-		chromedp.WaitVisible(`.node-detail input[id$="_costCenter"]`, chromedp.ByQuery),
+	s.run("open approval", chromedp.WaitVisible(`.node-detail input[id$="_costCenter"]`, chromedp.ByQuery),
 		setValue(`.node-detail input[id$="_costCenter"]`, "CC-42"),
 		chromedp.Click(`.node-detail button[data-outcome="approve"]`, chromedp.ByQuery))
 	s.waitJS("done", status("done", "completed"))
