@@ -43,7 +43,7 @@ type outgoingMail struct {
 // it goes, as a request is (sendOnce).
 func (d *Dispatcher) sendMail(ctx context.Context, c engine.ClaimedDispatch, r *engine.Response) bool {
 	return d.sendOnce(ctx, c, "message", func(mctx context.Context) (func(time.Duration), bool) {
-		m, ok := d.prepareMail(mctx, c.ID, c.Request, c.Payload, r)
+		m, ok := d.prepareMail(mctx, scope{runID: c.RunID}, c.ID, c.Request, c.Payload, r)
 		if !ok {
 			return nil, false
 		}
@@ -54,7 +54,7 @@ func (d *Dispatcher) sendMail(ctx context.Context, c engine.ClaimedDispatch, r *
 // prepareMail reveals the message's credential (an smtp one whose
 // allowed_hosts name its server) and builds the message. Not ok: r holds
 // why nothing may be sent.
-func (d *Dispatcher) prepareMail(ctx context.Context, id string, rq *engine.HTTPRequest, payload []byte, r *engine.Response) (*outgoingMail, bool) {
+func (d *Dispatcher) prepareMail(ctx context.Context, sc scope, id string, rq *engine.HTTPRequest, payload []byte, r *engine.Response) (*outgoingMail, bool) {
 	refuse := func(msg string) (*outgoingMail, bool) {
 		r.Error, r.NoRetry = "message not sent: "+msg, true
 		return nil, false
@@ -66,7 +66,7 @@ func (d *Dispatcher) prepareMail(ctx context.Context, id string, rq *engine.HTTP
 	if d.cfg.Credentials == nil {
 		return refuse("this server reads no credentials")
 	}
-	cred, err := d.cfg.Credentials.Credential(ctx, rq.Credential)
+	cred, err := d.cfg.Credentials.Credential(ctx, sc.ws, sc.runID, rq.Credential)
 	if err != nil {
 		r.Error, r.NoRetry = "message not sent: "+err.Error(), errors.Is(err, engine.ErrSecret)
 		return nil, false

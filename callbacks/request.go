@@ -102,7 +102,7 @@ func unstorable(err error) (*pgconn.PgError, bool) {
 // was sent and there is nothing to record (the claim was lost).
 func (d *Dispatcher) send(ctx context.Context, c engine.ClaimedDispatch, r *engine.Response) bool {
 	return d.sendOnce(ctx, c, "request", func(rctx context.Context) (func(time.Duration), bool) {
-		ex, ok := d.prepare(rctx, c.URL, c.Request, c.Payload, r)
+		ex, ok := d.prepare(rctx, scope{runID: c.RunID}, c.URL, c.Request, c.Payload, r)
 		if !ok {
 			return nil, false
 		}
@@ -148,7 +148,7 @@ func (d *Dispatcher) sendOnce(ctx context.Context, c engine.ClaimedDispatch, wha
 // (POST /api/v1/flows/{id}/nodes/{key}/test) — or runs a Code step's
 // script, or sends an Email step's message: no outbox row, no run, but the same secrets, credentials and
 // their host rules, address guard, timeout and response bound as a run's.
-func (d *Dispatcher) TryRequest(ctx context.Context, rawURL string, rq *engine.HTTPRequest, payload []byte) engine.Response {
+func (d *Dispatcher) TryRequest(ctx context.Context, ws, rawURL string, rq *engine.HTTPRequest, payload []byte) engine.Response {
 	var r engine.Response
 	if rq.Code {
 		d.script(ctx, payload, time.Duration(rq.TimeoutMs)*time.Millisecond, &r)
@@ -158,14 +158,14 @@ func (d *Dispatcher) TryRequest(ctx context.Context, rawURL string, rq *engine.H
 	if rq.Email {
 		mctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		if m, ok := d.prepareMail(mctx, "try-"+uuid.NewString(), rq, payload, &r); ok {
+		if m, ok := d.prepareMail(mctx, scope{ws: ws}, "try-"+uuid.NewString(), rq, payload, &r); ok {
 			d.deliverMail(mctx, m, timeout, &r)
 		}
 		return r
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ex, ok := d.prepare(rctx, rawURL, rq, payload, &r)
+	ex, ok := d.prepare(rctx, scope{ws: ws}, rawURL, rq, payload, &r)
 	if !ok {
 		return r
 	}
@@ -193,10 +193,10 @@ func (o *outgoing) redact(r *engine.Response) {
 // prepare fills a request's secrets in and reveals its credential, the
 // host rules of both checked first. Not ok: r holds why nothing may be
 // sent.
-func (d *Dispatcher) prepare(ctx context.Context, rawURL string, rq *engine.HTTPRequest, payload []byte, r *engine.Response) (*outgoing, bool) {
+func (d *Dispatcher) prepare(ctx context.Context, sc scope, rawURL string, rq *engine.HTTPRequest, payload []byte, r *engine.Response) (*outgoing, bool) {
 	o := &outgoing{method: rq.Method, target: rawURL, headers: rq.Headers, body: payload}
 	if use := rq.Secrets; use != nil {
-		values, hosts, err := d.revealSecrets(ctx, use)
+		values, hosts, err := d.revealSecrets(ctx, sc, use)
 		if err == nil {
 			if err = secretHostRefused(use, hosts, rawURL); err != nil {
 				r.Error, r.NoRetry = err.Error(), true
@@ -211,7 +211,7 @@ func (d *Dispatcher) prepare(ctx context.Context, rawURL string, rq *engine.HTTP
 		o.hide = mapValues(values)
 	}
 	if rq.Credential != "" {
-		cred, err := d.credential(ctx, rq.Credential, o.target)
+		cred, err := d.credential(ctx, sc, rq.Credential, o.target)
 		if err != nil {
 			r.Error, r.NoRetry = "request not sent: "+err.Error(), errors.Is(err, engine.ErrSecret)
 			return nil, false
@@ -225,11 +225,11 @@ func (d *Dispatcher) prepare(ctx context.Context, rawURL string, rq *engine.HTTP
 // credential reveals credential name for a request to target, refused
 // (credential_host_refused) unless target's host is one of its allowed
 // hosts.
-func (d *Dispatcher) credential(ctx context.Context, name, target string) (*credential.Credential, error) {
+func (d *Dispatcher) credential(ctx context.Context, sc scope, name, target string) (*credential.Credential, error) {
 	if d.cfg.Credentials == nil {
 		return nil, fmt.Errorf("%w: this server reads no credentials", engine.ErrSecret)
 	}
-	cred, err := d.cfg.Credentials.Credential(ctx, name)
+	cred, err := d.cfg.Credentials.Credential(ctx, sc.ws, sc.runID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +340,9 @@ func (d *Dispatcher) do(ctx, rctx context.Context, o *outgoing, fresh bool, time
 // CredentialSource reveals a named credential (store.CredentialReader). A
 // failure another try would not mend wraps engine.ErrSecret.
 type CredentialSource interface {
-	Credential(ctx context.Context, name string) (*credential.Credential, error)
+	// Credential is workspace ws's credential name, or run runID's
+	// workspace's when ws is "" (a credential never crosses workspaces).
+	Credential(ctx context.Context, ws, runID, name string) (*credential.Credential, error)
 }
 
 // SecretSource reveals the values of named secrets, and the allowed hosts
@@ -348,14 +350,20 @@ type CredentialSource interface {
 // would not mend (no such secret, secrets off, a value that does not
 // decrypt) wraps engine.ErrSecret.
 type SecretSource interface {
-	Reveal(ctx context.Context, names []string) (values map[string]string, allowedHosts map[string][]string, err error)
+	// Reveal opens workspace ws's secrets, or run runID's workspace's when
+	// ws is "".
+	Reveal(ctx context.Context, ws, runID string, names []string) (values map[string]string, allowedHosts map[string][]string, err error)
 }
 
-func (d *Dispatcher) revealSecrets(ctx context.Context, use *engine.SecretUse) (map[string]string, map[string][]string, error) {
+// scope is where a request's secrets and credentials are read: the
+// workspace of a step tried alone, else the run's.
+type scope struct{ ws, runID string }
+
+func (d *Dispatcher) revealSecrets(ctx context.Context, sc scope, use *engine.SecretUse) (map[string]string, map[string][]string, error) {
 	if d.cfg.Secrets == nil {
 		return nil, nil, fmt.Errorf("%w: this server reads no secrets", engine.ErrSecret)
 	}
-	return d.cfg.Secrets.Reveal(ctx, use.Names)
+	return d.cfg.Secrets.Reveal(ctx, sc.ws, sc.runID, use.Names)
 }
 
 // secretHostRefused checks, before anything is sent, that each secret of

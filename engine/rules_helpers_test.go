@@ -86,7 +86,7 @@ func (r *rig) flow(name, graph string) (string, string) {
 	if name == "" {
 		name = "rules-" + uuid.NewString()
 	}
-	f, err := r.st.CreateFlow(context.Background(), uuid.NewString(), name, nil, testkit.Version(r.t, graph))
+	f, err := r.st.CreateFlow(context.Background(), "", uuid.NewString(), name, nil, testkit.Version(r.t, graph))
 	require.NoError(r.t, err)
 	return f.ID, f.VersionID
 }

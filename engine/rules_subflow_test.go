@@ -29,7 +29,7 @@ func (r *rig) linkedFlow(graph string) (string, string) {
 	require.NoError(r.t, err)
 	canon, err := compiler.Canonical([]byte(graph))
 	require.NoError(r.t, err)
-	f, err := r.st.CreateFlow(ctx, uuid.NewString(), "parent-"+uuid.NewString(), nil,
+	f, err := r.st.CreateFlow(ctx, "", uuid.NewString(), "parent-"+uuid.NewString(), nil,
 		store.NewVersion{ID: uuid.NewString(), Graph: canon, Execution: exec, Hash: uuid.NewString()})
 	require.NoError(r.t, err)
 	return f.ID, f.VersionID

@@ -50,7 +50,7 @@ func newRig(t *testing.T, opts ...func(*engine.Config)) *rig {
 func (r *rig) start(graph, input string) *engine.Run {
 	r.t.Helper()
 	ctx := context.Background()
-	flow, err := r.st.CreateFlow(ctx, uuid.NewString(), "rules", nil, testkit.Version(r.t, graph))
+	flow, err := r.st.CreateFlow(ctx, "", uuid.NewString(), "rules", nil, testkit.Version(r.t, graph))
 	require.NoError(r.t, err)
 	run, created, err := r.eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID, Input: json.RawMessage(input)})
 	require.NoError(r.t, err)
@@ -205,7 +205,7 @@ func TestStoppedEngineRefuses(t *testing.T) {
 		NewID: uuid.NewString, Committer: engine.CommitInline, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	ctx := context.Background()
-	flow, err := st.CreateFlow(ctx, uuid.NewString(), "stopped", nil, testkit.Version(t, chain))
+	flow, err := st.CreateFlow(ctx, "", uuid.NewString(), "stopped", nil, testkit.Version(t, chain))
 	require.NoError(t, err)
 	params := engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID, Input: json.RawMessage(`{}`)}
 	_, _, err = eng.StartRun(ctx, params)
@@ -242,7 +242,7 @@ func TestStartStopWhileSubmitting(t *testing.T) {
 		NewID: uuid.NewString, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	ctx := context.Background()
-	flow, err := st.CreateFlow(ctx, uuid.NewString(), "storm", nil,
+	flow, err := st.CreateFlow(ctx, "", uuid.NewString(), "storm", nil,
 		testkit.Version(t, `{"nodes":[{"id":"x","type":"Condition","data":{}}],"edges":[]}`))
 	require.NoError(t, err)
 	require.NoError(t, eng.Start(ctx))
@@ -299,7 +299,7 @@ func TestStopRefusesWhatAnOperationUnderWaySubmits(t *testing.T) {
 	t.Parallel()
 	st := storetest.TestTx(t)
 	ctx := context.Background()
-	flow, err := st.CreateFlow(ctx, uuid.NewString(), "nested", nil,
+	flow, err := st.CreateFlow(ctx, "", uuid.NewString(), "nested", nil,
 		testkit.Version(t, `{"nodes":[{"id":"x","type":"Condition","data":{}}],"edges":[]}`))
 	require.NoError(t, err)
 	params := engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID, Input: json.RawMessage(`{}`)}

@@ -19,7 +19,7 @@ import (
 func BenchmarkCallbackTransaction(b *testing.B) {
 	st, _ := storetest.IsolatedDB(b)
 	ctx := context.Background()
-	f, err := st.CreateFlow(ctx, uuid.NewString(), "bench", nil, benchVersion(b))
+	f, err := st.CreateFlow(ctx, "", uuid.NewString(), "bench", nil, benchVersion(b))
 	if err != nil {
 		b.Fatal(err)
 	}

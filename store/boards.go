@@ -39,6 +39,7 @@ type Board struct {
 type boardRow struct {
 	ID         string          `gorm:"primaryKey;type:uuid"`
 	Name       string          ``
+	Workspace  string          `gorm:"default:default"`
 	CardFields json.RawMessage `gorm:"type:jsonb"`
 	Sections   []sectionRow    `gorm:"foreignKey:BoardID"`
 	CreatedAt  time.Time       `gorm:"default:now();autoCreateTime:false"`
@@ -93,12 +94,13 @@ func listBoards(q *gorm.DB) ([]Board, error) {
 	return out, nil
 }
 
-// CreateBoard stores a board and its sections in order.
-func (s *Store) CreateBoard(ctx context.Context, id, name string, sections []Section) (*Board, error) {
+// CreateBoard stores a board of workspace ws ("": DefaultWorkspace) and its
+// sections in order.
+func (s *Store) CreateBoard(ctx context.Context, ws, id, name string, sections []Section) (*Board, error) {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// Sections inserted by hand: gorm's association save would skip a
 		// repeated section id (ON CONFLICT DO NOTHING) where it must fail.
-		if err := tx.Omit(clause.Associations).Create(&boardRow{ID: id, Name: name, CardFields: json.RawMessage("[]")}).Error; err != nil {
+		if err := tx.Omit(clause.Associations).Create(&boardRow{ID: id, Name: name, Workspace: workspaceOr(ws), CardFields: json.RawMessage("[]")}).Error; err != nil {
 			return err
 		}
 		if len(sections) == 0 {
@@ -660,9 +662,10 @@ func (s *Store) LatestJourney(ctx context.Context, entityID string) (*engine.Jou
 	return &js[len(js)-1], nil
 }
 
-// ListBoards lists every board with its ordered sections, by name.
-func (s *Store) ListBoards(ctx context.Context) ([]Board, error) {
-	out, err := listBoards(s.db.WithContext(ctx))
+// ListBoards lists the boards of workspace ws ("": DefaultWorkspace) with
+// their ordered sections, by name.
+func (s *Store) ListBoards(ctx context.Context, ws string) ([]Board, error) {
+	out, err := listBoards(s.db.WithContext(ctx).Where("workspace = ?", workspaceOr(ws)))
 	if err != nil {
 		return nil, fmt.Errorf("error listing boards: %w", err)
 	}

@@ -41,6 +41,8 @@ func (r *credentialRow) info() CredentialInfo {
 
 // PutCredentialParams stores a credential, creating or replacing it.
 type PutCredentialParams struct {
+	// Workspace owns the credential ("": DefaultWorkspace).
+	Workspace  string
 	Name, Type string
 	// Data is the type's data (credential.Parse checked it).
 	Data         credential.Data
@@ -56,7 +58,13 @@ type PutCredentialParams struct {
 
 // sealName is the additional data a credential's seal is bound to: not a
 // secret's, so one cannot be opened as the other.
-func sealName(name string) string { return "credential:" + name }
+// Another workspace's (not the default one's) is bound to its slug too.
+func sealName(ws, name string) string {
+	if ws == DefaultWorkspace {
+		return "credential:" + name
+	}
+	return "credential:" + ws + "/" + name
+}
 
 // PutCredential seals and stores a credential; created reports a new
 // name. With Replace, a name that has none is engine.ErrNotFound.
@@ -65,21 +73,22 @@ func (s *Store) PutCredential(ctx context.Context, p PutCredentialParams) (info 
 		return CredentialInfo{}, false, secretbox.ErrNoKey
 	}
 	raw, _ := json.Marshal(p.Data) //nolint:gosec // sealed before it is stored, never logged; strings and an int always marshal
-	sealed, err := p.Box.Seal(sealName(p.Name), raw)
+	ws := workspaceOr(p.Workspace)
+	sealed, err := p.Box.Seal(sealName(ws, p.Name), raw)
 	if err != nil {
 		return CredentialInfo{}, false, err
 	}
 	var row credentialRow
-	q := `INSERT INTO credentials (name, type, ciphertext, nonce, key_id, allowed_hosts, created_by, updated_by, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?::text[], ?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET type = excluded.type, ciphertext = excluded.ciphertext, nonce = excluded.nonce,
+	q := `INSERT INTO credentials (workspace, name, type, ciphertext, nonce, key_id, allowed_hosts, created_by, updated_by, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?::text[], ?, ?, ?, ?)
+		ON CONFLICT (workspace, name) DO UPDATE SET type = excluded.type, ciphertext = excluded.ciphertext, nonce = excluded.nonce,
 			key_id = excluded.key_id, allowed_hosts = excluded.allowed_hosts, updated_by = excluded.updated_by, updated_at = excluded.updated_at
 		RETURNING name, type, allowed_hosts, created_by, updated_by, created_at, updated_at, (xmax = 0) AS inserted`
-	args := []any{p.Name, p.Type, sealed.Ciphertext, sealed.Nonce, sealed.KeyID, pq.StringArray(p.AllowedHosts), p.Actor, p.Actor, p.Now, p.Now}
+	args := []any{ws, p.Name, p.Type, sealed.Ciphertext, sealed.Nonce, sealed.KeyID, pq.StringArray(p.AllowedHosts), p.Actor, p.Actor, p.Now, p.Now}
 	if p.Replace {
 		q = `UPDATE credentials SET type = ?, ciphertext = ?, nonce = ?, key_id = ?, allowed_hosts = ?::text[], updated_by = ?, updated_at = ?
-			WHERE name = ? RETURNING name, type, allowed_hosts, created_by, updated_by, created_at, updated_at, false AS inserted`
-		args = []any{p.Type, sealed.Ciphertext, sealed.Nonce, sealed.KeyID, pq.StringArray(p.AllowedHosts), p.Actor, p.Now, p.Name}
+			WHERE workspace = ? AND name = ? RETURNING name, type, allowed_hosts, created_by, updated_by, created_at, updated_at, false AS inserted`
+		args = []any{p.Type, sealed.Ciphertext, sealed.Nonce, sealed.KeyID, pq.StringArray(p.AllowedHosts), p.Actor, p.Now, ws, p.Name}
 	}
 	res := s.db.WithContext(ctx).Raw(q, args...).Scan(&row)
 	if res.Error != nil {
@@ -93,10 +102,10 @@ func (s *Store) PutCredential(ctx context.Context, p PutCredentialParams) (info 
 
 // Credentials lists every credential by name (byte order): names, types,
 // hosts and times, never data.
-func (s *Store) Credentials(ctx context.Context) ([]CredentialInfo, error) {
+func (s *Store) Credentials(ctx context.Context, ws string) ([]CredentialInfo, error) {
 	var rows []credentialRow
 	if err := s.db.WithContext(ctx).Raw(`SELECT name, type, allowed_hosts, created_by, updated_by, created_at, updated_at
-		FROM credentials ORDER BY name COLLATE "C"`).Scan(&rows).Error; err != nil {
+		FROM credentials WHERE workspace = ? ORDER BY name COLLATE "C"`, workspaceOr(ws)).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("error listing credentials: %w", interpretError(err))
 	}
 	out := make([]CredentialInfo, len(rows))
@@ -107,10 +116,10 @@ func (s *Store) Credentials(ctx context.Context) ([]CredentialInfo, error) {
 }
 
 // CredentialInfoOf is one credential as the API shows it.
-func (s *Store) CredentialInfoOf(ctx context.Context, name string) (CredentialInfo, error) {
+func (s *Store) CredentialInfoOf(ctx context.Context, ws, name string) (CredentialInfo, error) {
 	var row credentialRow
 	res := s.db.WithContext(ctx).Raw(`SELECT name, type, allowed_hosts, created_by, updated_by, created_at, updated_at
-		FROM credentials WHERE name = ?`, name).Scan(&row)
+		FROM credentials WHERE workspace = ? AND name = ?`, workspaceOr(ws), name).Scan(&row)
 	if res.Error != nil {
 		return CredentialInfo{}, fmt.Errorf("error loading credential %s: %w", name, interpretError(res.Error))
 	}
@@ -121,8 +130,8 @@ func (s *Store) CredentialInfoOf(ctx context.Context, name string) (CredentialIn
 }
 
 // DeleteCredential deletes a credential (engine.ErrNotFound: none).
-func (s *Store) DeleteCredential(ctx context.Context, name string) error {
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM credentials WHERE name = ?`, name)
+func (s *Store) DeleteCredential(ctx context.Context, ws, name string) error {
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM credentials WHERE workspace = ? AND name = ?`, workspaceOr(ws), name)
 	if res.Error != nil {
 		return fmt.Errorf("error deleting credential %s: %w", name, interpretError(res.Error))
 	}
@@ -141,25 +150,34 @@ type CredentialReader struct {
 
 // Credential reveals credential name; a failure no later try mends (none
 // of that name, no key, data that does not open) wraps engine.ErrSecret.
-func (r *CredentialReader) Credential(ctx context.Context, name string) (*credential.Credential, error) {
+func (r *CredentialReader) Credential(ctx context.Context, ws, runID, name string) (*credential.Credential, error) {
 	if r.Box == nil {
 		return nil, fmt.Errorf("%w: this server reads no credentials (no %s)", engine.ErrSecret, secretbox.EnvKey)
 	}
 	var row struct {
+		Workspace    string
 		Type         string
 		Ciphertext   []byte
 		Nonce        []byte
 		KeyID        string
 		AllowedHosts pq.StringArray `gorm:"type:text[]"`
 	}
-	res := r.Store.db.WithContext(ctx).Raw(`SELECT type, ciphertext, nonce, key_id, allowed_hosts FROM credentials WHERE name = ?`, name).Scan(&row)
-	if res.Error != nil {
-		return nil, fmt.Errorf("error loading credential %s: %w", name, interpretError(res.Error))
+	// The credential of the run's workspace (found in one statement), or
+	// of workspace ws.
+	q := r.Store.db.WithContext(ctx).Raw(`SELECT c.workspace, c.type, c.ciphertext, c.nonce, c.key_id, c.allowed_hosts
+		FROM credentials c JOIN runs r ON r.workspace = c.workspace WHERE r.id = ? AND c.name = ?`, runID, name)
+	if ws != "" {
+		q = r.Store.db.WithContext(ctx).Raw(`SELECT workspace, type, ciphertext, nonce, key_id, allowed_hosts
+			FROM credentials WHERE workspace = ? AND name = ?`, ws, name)
 	}
-	if res.RowsAffected == 0 {
+	err := q.Row().Scan(&row.Workspace, &row.Type, &row.Ciphertext, &row.Nonce, &row.KeyID, &row.AllowedHosts)
+	if isNotFound(interpretError(err)) {
 		return nil, fmt.Errorf("%w: no credential is called %q", engine.ErrSecret, name)
 	}
-	plain, err := r.Box.Open(sealName(name), secretbox.Sealed{Ciphertext: row.Ciphertext, Nonce: row.Nonce, KeyID: row.KeyID})
+	if err != nil {
+		return nil, fmt.Errorf("error loading credential %s: %w", name, interpretError(err))
+	}
+	plain, err := r.Box.Open(sealName(row.Workspace, name), secretbox.Sealed{Ciphertext: row.Ciphertext, Nonce: row.Nonce, KeyID: row.KeyID})
 	if err != nil {
 		return nil, fmt.Errorf("%w: credential %s cannot be opened: %w", engine.ErrSecret, name, err)
 	}

@@ -18,6 +18,7 @@ type Flow struct {
 	ID            string
 	Name          string
 	BoardID       *string
+	Workspace     string
 	VersionID     string
 	VersionNumber int
 	Graph         json.RawMessage // visual graph of the current version
@@ -56,6 +57,7 @@ type flowRow struct {
 	ID               string         `gorm:"primaryKey;type:uuid"`
 	Name             string         ``
 	BoardID          *string        `gorm:"type:uuid"`
+	Workspace        string         `gorm:"default:default"`
 	CurrentVersionID string         `gorm:"type:uuid"`
 	Version          flowVersionRow `gorm:"foreignKey:CurrentVersionID"`
 	CreatedAt        time.Time      `gorm:"default:now();autoCreateTime:false"`
@@ -67,7 +69,7 @@ type flowRow struct {
 func (flowRow) TableName() string { return "flows" }
 
 func (r *flowRow) flow() Flow {
-	return Flow{ID: r.ID, Name: r.Name, BoardID: r.BoardID, VersionID: r.Version.ID, VersionNumber: r.Version.Number,
+	return Flow{ID: r.ID, Name: r.Name, BoardID: r.BoardID, Workspace: r.Workspace, VersionID: r.Version.ID, VersionNumber: r.Version.Number,
 		Graph: r.Version.VisualGraph, Execution: r.Version.ExecutionGraph, GraphHash: r.Version.GraphHash,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
@@ -95,10 +97,11 @@ func (r *flowVersionRow) version() FlowVersion {
 // versionListCols are the columns a list of versions shows (not the graphs).
 const versionListCols = "id, flow_id, number, message, created_at"
 
-// CreateFlow stores a flow and its first version.
-func (s *Store) CreateFlow(ctx context.Context, id, name string, boardID *string, v NewVersion) (*Flow, error) {
+// CreateFlow stores a flow of workspace ws ("": DefaultWorkspace) and its
+// first version.
+func (s *Store) CreateFlow(ctx context.Context, ws, id, name string, boardID *string, v NewVersion) (*Flow, error) {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		f := flowRow{ID: id, Name: name, BoardID: boardID, CurrentVersionID: v.ID}
+		f := flowRow{ID: id, Name: name, BoardID: boardID, CurrentVersionID: v.ID, Workspace: workspaceOr(ws)}
 		if err := tx.Omit(clause.Associations).Create(&f).Error; err != nil {
 			return err
 		}
@@ -201,9 +204,10 @@ func (s *Store) GetFlow(ctx context.Context, id string) (*Flow, error) {
 	return f, nil
 }
 
-// ListFlows lists flows by name.
-func (s *Store) ListFlows(ctx context.Context) ([]Flow, error) {
-	out, err := listFlows(s.db.WithContext(ctx))
+// ListFlows lists the flows of workspace ws ("": DefaultWorkspace) by
+// name.
+func (s *Store) ListFlows(ctx context.Context, ws string) ([]Flow, error) {
+	out, err := listFlows(s.db.WithContext(ctx).Where("flows.workspace = ?", workspaceOr(ws)))
 	if err != nil {
 		return nil, fmt.Errorf("error listing flows: %w", err)
 	}
@@ -330,14 +334,40 @@ func (s *Store) ExecutionGraph(ctx context.Context, versionID string) (*engine.E
 // several flows share is ambiguous (engine.ErrConflict); deleted flows are
 // not found.
 func (s *Store) ResolveSubFlow(ctx context.Context, ref string, version int) (engine.SubFlowTarget, error) {
+	return s.resolveSubFlow(ctx, DefaultWorkspace, ref, version)
+}
+
+// WorkspaceFlows resolves SubFlow nodes among one workspace's flows: a
+// sub-flow never crosses workspaces (compiler.SubFlowResolver).
+type WorkspaceFlows struct {
+	s  *Store
+	ws string
+}
+
+// FlowsIn is workspace ws's flows, to resolve sub-flows in.
+func (s *Store) FlowsIn(ws string) WorkspaceFlows { return WorkspaceFlows{s: s, ws: workspaceOr(ws)} }
+
+// ResolveSubFlow is Store.ResolveSubFlow within the workspace: another
+// workspace's flow is not found.
+func (w WorkspaceFlows) ResolveSubFlow(ctx context.Context, ref string, version int) (engine.SubFlowTarget, error) {
+	return w.s.resolveSubFlow(ctx, w.ws, ref, version)
+}
+
+// ExecutionGraph is Store.ExecutionGraph (a version pinned within the
+// workspace, found by id).
+func (w WorkspaceFlows) ExecutionGraph(ctx context.Context, versionID string) (*engine.ExecutionGraph, error) {
+	return w.s.ExecutionGraph(ctx, versionID)
+}
+
+func (s *Store) resolveSubFlow(ctx context.Context, ws, ref string, version int) (engine.SubFlowTarget, error) {
 	var t engine.SubFlowTarget
 	if version < 0 || version > math.MaxInt32 {
 		return t, fmt.Errorf("version %d of flow %q: %w", version, ref, engine.ErrNotFound)
 	}
 	rows, err := s.db.WithContext(ctx).Raw(`SELECT f.id::text, f.name, v.id::text, v.number FROM flows f
 		JOIN flow_versions v ON v.flow_id = f.id AND (CASE WHEN ? = 0 THEN v.id = f.current_version_id ELSE v.number = ? END)
-		WHERE f.deleted_at IS NULL AND (f.id::text = ? OR f.name = ?)
-		ORDER BY f.id::text = ? DESC LIMIT 2`, version, version, ref, ref, ref).Rows()
+		WHERE f.deleted_at IS NULL AND f.workspace = ? AND (f.id::text = ? OR f.name = ?)
+		ORDER BY f.id::text = ? DESC LIMIT 2`, version, version, ws, ref, ref, ref).Rows()
 	if err != nil {
 		return t, fmt.Errorf("error resolving flow %q: %w", ref, interpretError(err))
 	}

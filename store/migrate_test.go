@@ -23,7 +23,7 @@ var schemaTables = []string{
 }
 
 // latestVersion is the highest migration in migrations/.
-const latestVersion = 44
+const latestVersion = 45
 
 func openSQL(t *testing.T, url string) *sql.DB {
 	t.Helper()

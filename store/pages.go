@@ -71,6 +71,17 @@ type PageParams struct {
 	// Cursor is a next cursor given out with the previous page ("" = the
 	// first page).
 	Cursor string
+	// Workspace is the workspace whose objects a list of flows, boards,
+	// secrets or approvals shows ("": DefaultWorkspace).
+	Workspace string
+}
+
+// workspaceOr is ws, or DefaultWorkspace for "".
+func workspaceOr(ws string) string {
+	if ws == "" {
+		return DefaultWorkspace
+	}
+	return ws
 }
 
 // ApprovalsPage lists nodes waiting for a person, oldest first, one page
@@ -109,7 +120,7 @@ func (s *Store) ApprovalsPageFor(ctx context.Context, p PageParams, f ApprovalFi
 // ListFlowsPage lists flows by name, one page at a time.
 func (s *Store) ListFlowsPage(ctx context.Context, p PageParams) (out []Flow, next string, err error) {
 	limit := pageLimit(p.Limit)
-	q := s.db.WithContext(ctx)
+	q := s.db.WithContext(ctx).Where("flows.workspace = ?", workspaceOr(p.Workspace))
 	if p.Cursor != "" {
 		_, keys, err := decodePageCursor(p.Cursor, 2, 1)
 		if err != nil {
@@ -161,7 +172,7 @@ func (s *Store) ListVersionsPage(ctx context.Context, flowID string, p PageParam
 // time.
 func (s *Store) ListBoardsPage(ctx context.Context, p PageParams) (out []Board, next string, err error) {
 	limit := pageLimit(p.Limit)
-	q := s.db.WithContext(ctx)
+	q := s.db.WithContext(ctx).Where("workspace = ?", workspaceOr(p.Workspace))
 	if p.Cursor != "" {
 		_, keys, err := decodePageCursor(p.Cursor, 2, 1)
 		if err != nil {

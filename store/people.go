@@ -54,9 +54,11 @@ func (User) TableName() string { return "users" }
 // CreateUserParams creates a user.
 type CreateUserParams struct {
 	ID, Email, Name, Role string
-	Groups                []string
-	PasswordHash          *string
-	Now                   time.Time
+	// Workspace is where the user gets Role ("": DefaultWorkspace).
+	Workspace    string
+	Groups       []string
+	PasswordHash *string
+	Now          time.Time
 }
 
 // CreateUser adds a user; an email already taken (in any case) is
@@ -71,8 +73,16 @@ func (s *Store) CreateUser(ctx context.Context, p CreateUserParams) (*User, erro
 	// In a transaction of its own: a taken email then spoils nothing
 	// around it (a savepoint when the Store is bound to a transaction).
 	// RETURNING reads the row back as stored (times to the microsecond).
+	ws := p.Workspace
+	if ws == "" {
+		ws = DefaultWorkspace
+	}
 	err := s.inGormTx(ctx, func(tx *Store) error {
-		return tx.db.WithContext(ctx).Clauses(clause.Returning{}).Create(&u).Error
+		if err := tx.db.WithContext(ctx).Clauses(clause.Returning{}).Create(&u).Error; err != nil {
+			return err
+		}
+		return tx.db.WithContext(ctx).Exec(`INSERT INTO workspace_members (workspace, user_id, role, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?)`, ws, u.ID, p.Role, p.Now, p.Now).Error
 	})
 	if err != nil {
 		err = interpretError(err)
@@ -161,7 +171,9 @@ func (s *Store) CountUsers(ctx context.Context) (int, error) {
 
 // UpdateUserParams changes the fields that are set.
 type UpdateUserParams struct {
-	Name, Role   *string
+	Name, Role *string
+	// Workspace is where a changed Role applies too ("": DefaultWorkspace).
+	Workspace    string
 	Groups       *[]string
 	Disabled     *bool
 	PasswordHash *string
@@ -198,6 +210,17 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p UpdateUserParams) (
 		}
 		if res.RowsAffected == 0 {
 			return fmt.Errorf("%w: user %s not found", engine.ErrNotFound, id)
+		}
+		if p.Role != nil {
+			ws := p.Workspace
+			if ws == "" {
+				ws = DefaultWorkspace
+			}
+			if err := tx.db.WithContext(ctx).Exec(`INSERT INTO workspace_members (workspace, user_id, role, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace, user_id) DO UPDATE SET role = excluded.role, updated_at = excluded.updated_at`,
+				ws, id, *p.Role, p.Now, p.Now).Error; err != nil {
+				return fmt.Errorf("error setting the role of user %s in workspace %s: %w", id, ws, interpretError(err))
+			}
 		}
 		if (p.Disabled != nil && *p.Disabled) || p.PasswordHash != nil {
 			if err := tx.db.WithContext(ctx).Exec(`DELETE FROM sessions WHERE user_id = ?`, id).Error; err != nil {
@@ -287,6 +310,8 @@ type APIToken struct {
 	// Role, when set, is the narrower role the token acts with
 	// (RoleWorker); nil: its person's.
 	Role *string `json:"role,omitempty"`
+	// Workspace, when set, is the only workspace the token acts in.
+	Workspace *string `json:"workspace"`
 }
 
 // TableName is the api_tokens table.
@@ -307,29 +332,31 @@ func (s *Store) CreateToken(ctx context.Context, t APIToken, hash []byte) error 
 	return nil
 }
 
-// TokenUser returns the user a live token acts for, and the token's id;
-// engine.ErrNotFound for a token unknown or revoked. last_used_at moves at
-// most once a minute, so a busy token does not write on every call.
-func (s *Store) TokenUser(ctx context.Context, hash []byte, now time.Time) (*User, string, error) {
+// TokenUser returns the user a live token acts for, and the token (its
+// id, narrower role and workspace); engine.ErrNotFound for a token unknown
+// or revoked. last_used_at moves at most once a minute, so a busy token
+// does not write on every call.
+func (s *Store) TokenUser(ctx context.Context, hash []byte, now time.Time) (*User, *APIToken, error) {
 	var u User
-	var tokenID string
-	var last *time.Time
-	// A token made for a narrower role (a worker's) acts with it.
-	err := s.db.WithContext(ctx).Raw(`SELECT u.id, u.email, u.name, COALESCE(t.role, u.role), u.groups, u.disabled, u.password_hash, u.created_at,
-		u.updated_at, t.id, t.last_used_at FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ? AND t.revoked_at IS NULL`,
-		bytea(hash)).Row().Scan(&u.ID, &u.Email, &u.Name, &u.Role, &u.Groups, &u.Disabled, &u.PasswordHash, &u.CreatedAt, &u.UpdatedAt, &tokenID, &last)
+	var t APIToken
+	err := s.db.WithContext(ctx).Raw(`SELECT u.id, u.email, u.name, u.role, u.groups, u.disabled, u.password_hash, u.created_at,
+		u.updated_at, t.id, t.last_used_at, t.role, t.workspace FROM api_tokens t JOIN users u ON u.id = t.user_id
+		WHERE t.token_hash = ? AND t.revoked_at IS NULL`,
+		bytea(hash)).Row().Scan(&u.ID, &u.Email, &u.Name, &u.Role, &u.Groups, &u.Disabled, &u.PasswordHash, &u.CreatedAt, &u.UpdatedAt,
+		&t.ID, &t.LastUsedAt, &t.Role, &t.Workspace)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, "", fmt.Errorf("%w: no such token", engine.ErrNotFound)
+		return nil, nil, fmt.Errorf("%w: no such token", engine.ErrNotFound)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("error loading a token: %w", interpretError(err))
+		return nil, nil, fmt.Errorf("error loading a token: %w", interpretError(err))
 	}
-	if last == nil || now.Sub(*last) >= time.Minute {
-		if err := s.db.WithContext(ctx).Model(&APIToken{ID: tokenID}).Update("last_used_at", now).Error; err != nil {
-			return nil, "", fmt.Errorf("error noting the use of token %s: %w", tokenID, interpretError(err))
+	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) >= time.Minute {
+		if err := s.db.WithContext(ctx).Model(&APIToken{ID: t.ID}).Update("last_used_at", now).Error; err != nil {
+			return nil, nil, fmt.Errorf("error noting the use of token %s: %w", t.ID, interpretError(err))
 		}
 	}
-	return &u, tokenID, nil
+	t.UserID = u.ID
+	return &u, &t, nil
 }
 
 // ListTokens lists a user's live tokens, newest first.

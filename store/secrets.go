@@ -48,7 +48,9 @@ func (s *Secret) info() SecretInfo {
 
 // PutSecretParams stores a secret's value, creating or replacing it.
 type PutSecretParams struct {
-	Name  string
+	// Workspace owns the secret ("": DefaultWorkspace).
+	Workspace string
+	Name      string
 	Value []byte
 	// Box seals the value (nil: secretbox.ErrNoKey).
 	Box *secretbox.Box
@@ -69,7 +71,8 @@ func (s *Store) PutSecret(ctx context.Context, p PutSecretParams) (info SecretIn
 	if !engine.ValidSecretName(p.Name) {
 		return SecretInfo{}, false, fmt.Errorf("%w: %s", engine.ErrInvalidRequest, engine.SecretNameRule)
 	}
-	sealed, err := p.Box.Seal(p.Name, p.Value)
+	ws := workspaceOr(p.Workspace)
+	sealed, err := p.Box.Seal(secretSealName(ws, p.Name), p.Value)
 	if err != nil {
 		return SecretInfo{}, false, err
 	}
@@ -82,13 +85,13 @@ func (s *Store) PutSecret(ctx context.Context, p PutSecretParams) (info SecretIn
 		hosts = pq.StringArray(nonNil(*p.AllowedHosts))
 	}
 	// xmax is 0 on a row this statement inserted, set on one it updated.
-	err = s.db.WithContext(ctx).Raw(`INSERT INTO secrets (name, ciphertext, nonce, key_id, allowed_hosts, created_by, updated_by, created_at, updated_at)
-		VALUES (?, ?, ?, ?, coalesce(?::text[], '{}'), ?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET ciphertext = excluded.ciphertext, nonce = excluded.nonce, key_id = excluded.key_id,
+	err = s.db.WithContext(ctx).Raw(`INSERT INTO secrets (workspace, name, ciphertext, nonce, key_id, allowed_hosts, created_by, updated_by, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, coalesce(?::text[], '{}'), ?, ?, ?, ?)
+		ON CONFLICT (workspace, name) DO UPDATE SET ciphertext = excluded.ciphertext, nonce = excluded.nonce, key_id = excluded.key_id,
 			allowed_hosts = coalesce(?::text[], secrets.allowed_hosts),
 			updated_by = excluded.updated_by, updated_at = excluded.updated_at
 		RETURNING name, allowed_hosts, created_by, updated_by, created_at, updated_at, (xmax = 0) AS inserted`,
-		p.Name, sealed.Ciphertext, sealed.Nonce, sealed.KeyID, hosts, p.Actor, p.Actor, p.Now, p.Now, hosts).Scan(&row).Error
+		ws, p.Name, sealed.Ciphertext, sealed.Nonce, sealed.KeyID, hosts, p.Actor, p.Actor, p.Now, p.Now, hosts).Scan(&row).Error
 	if err != nil {
 		return SecretInfo{}, false, fmt.Errorf("error storing secret %s: %w", p.Name, interpretError(err))
 	}
@@ -99,7 +102,8 @@ func (s *Store) PutSecret(ctx context.Context, p PutSecretParams) (info SecretIn
 // collation), one page at a time; next is "" on
 // the last page.
 func (s *Store) SecretsPage(ctx context.Context, p PageParams) ([]SecretInfo, string, error) {
-	q := s.db.WithContext(ctx).Select("name", "allowed_hosts", "created_by", "updated_by", "created_at", "updated_at")
+	q := s.db.WithContext(ctx).Select("name", "allowed_hosts", "created_by", "updated_by", "created_at", "updated_at").
+		Where("workspace = ?", workspaceOr(p.Workspace))
 	if p.Cursor != "" {
 		_, keys, err := decodePageCursor(p.Cursor, 1)
 		if err != nil {
@@ -124,9 +128,10 @@ func (s *Store) SecretsPage(ctx context.Context, p PageParams) ([]SecretInfo, st
 	return out, next, nil
 }
 
-// DeleteSecret deletes a secret (engine.ErrNotFound when there is none).
-func (s *Store) DeleteSecret(ctx context.Context, name string) error {
-	res := s.db.WithContext(ctx).Where("name = ?", name).Delete(&Secret{})
+// DeleteSecret deletes a secret of workspace ws (engine.ErrNotFound when
+// there is none).
+func (s *Store) DeleteSecret(ctx context.Context, ws, name string) error {
+	res := s.db.WithContext(ctx).Where("workspace = ? AND name = ?", workspaceOr(ws), name).Delete(&Secret{})
 	if res.Error != nil {
 		return fmt.Errorf("error deleting secret %s: %w", name, interpretError(res.Error))
 	}
@@ -136,13 +141,14 @@ func (s *Store) DeleteSecret(ctx context.Context, name string) error {
 	return nil
 }
 
-// MissingSecrets returns the names, of those given, that no secret has.
-func (s *Store) MissingSecrets(ctx context.Context, names []string) ([]string, error) {
+// MissingSecrets returns the names, of those given, that no secret of
+// workspace ws has.
+func (s *Store) MissingSecrets(ctx context.Context, ws string, names []string) ([]string, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
 	var have []string
-	if err := s.db.WithContext(ctx).Model(&Secret{}).Where("name IN ?", names).Pluck("name", &have).Error; err != nil {
+	if err := s.db.WithContext(ctx).Model(&Secret{}).Where("workspace = ? AND name IN ?", workspaceOr(ws), names).Pluck("name", &have).Error; err != nil {
 		return nil, fmt.Errorf("error looking up secrets: %w", interpretError(err))
 	}
 	var missing []string
@@ -157,26 +163,27 @@ func (s *Store) MissingSecrets(ctx context.Context, names []string) ([]string, e
 // RevealSecrets decrypts the named secrets with box. A name with no
 // secret, no box, or a value that does not open wraps engine.ErrSecret;
 // a database failure does not (another try may succeed).
-func (s *Store) RevealSecrets(ctx context.Context, box *secretbox.Box, names []string) (map[string]string, error) {
-	values, _, err := s.RevealSecretsAndHosts(ctx, box, names)
+func (s *Store) RevealSecrets(ctx context.Context, box *secretbox.Box, ws string, names []string) (map[string]string, error) {
+	values, _, err := s.RevealSecretsAndHosts(ctx, box, ws, names)
 	return values, err
 }
 
 // RevealSecretsAndHosts is RevealSecrets with each secret's allowed hosts
 // (read in the same statement: the hosts are those of the values).
-func (s *Store) RevealSecretsAndHosts(ctx context.Context, box *secretbox.Box, names []string) (map[string]string, map[string][]string, error) {
+func (s *Store) RevealSecretsAndHosts(ctx context.Context, box *secretbox.Box, ws string, names []string) (map[string]string, map[string][]string, error) {
 	if box == nil {
 		return nil, nil, fmt.Errorf("%w: %w", engine.ErrSecret, secretbox.ErrNoKey)
 	}
+	ws = workspaceOr(ws)
 	var rows []Secret
-	if err := s.db.WithContext(ctx).Where("name IN ?", names).Find(&rows).Error; err != nil {
+	if err := s.db.WithContext(ctx).Where("workspace = ? AND name IN ?", ws, names).Find(&rows).Error; err != nil {
 		return nil, nil, fmt.Errorf("error loading secrets: %w", interpretError(err))
 	}
 	out := make(map[string]string, len(rows))
 	hosts := make(map[string][]string, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		v, err := box.Open(r.Name, secretbox.Sealed{Ciphertext: r.Ciphertext, Nonce: r.Nonce, KeyID: r.KeyID})
+		v, err := box.Open(secretSealName(ws, r.Name), secretbox.Sealed{Ciphertext: r.Ciphertext, Nonce: r.Nonce, KeyID: r.KeyID})
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", engine.ErrSecret, err)
 		}
@@ -195,9 +202,9 @@ func (s *Store) RevealSecretsAndHosts(ctx context.Context, box *secretbox.Box, n
 
 // SecretAllowedHosts returns the allowed hosts of the named secrets that
 // exist and have some.
-func (s *Store) SecretAllowedHosts(ctx context.Context, names []string) (map[string][]string, error) {
+func (s *Store) SecretAllowedHosts(ctx context.Context, ws string, names []string) (map[string][]string, error) {
 	var rows []Secret
-	if err := s.db.WithContext(ctx).Select("name", "allowed_hosts").Where("name IN ?", names).Find(&rows).Error; err != nil {
+	if err := s.db.WithContext(ctx).Select("name", "allowed_hosts").Where("workspace = ? AND name IN ?", workspaceOr(ws), names).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("error looking up secrets: %w", interpretError(err))
 	}
 	out := make(map[string][]string, len(rows))
@@ -211,11 +218,11 @@ func (s *Store) SecretAllowedHosts(ctx context.Context, names []string) (map[str
 
 // SetSecretHosts replaces an existing secret's allowed hosts, keeping its
 // value (engine.ErrNotFound when there is none).
-func (s *Store) SetSecretHosts(ctx context.Context, name string, hosts []string, actor string, now time.Time) (SecretInfo, error) {
+func (s *Store) SetSecretHosts(ctx context.Context, ws, name string, hosts []string, actor string, now time.Time) (SecretInfo, error) {
 	var row Secret
-	res := s.db.WithContext(ctx).Raw(`UPDATE secrets SET allowed_hosts = ?::text[], updated_by = ?, updated_at = ? WHERE name = ?
+	res := s.db.WithContext(ctx).Raw(`UPDATE secrets SET allowed_hosts = ?::text[], updated_by = ?, updated_at = ? WHERE workspace = ? AND name = ?
 		RETURNING name, allowed_hosts, created_by, updated_by, created_at, updated_at`,
-		pq.StringArray(nonNil(hosts)), actor, now, name).Scan(&row)
+		pq.StringArray(nonNil(hosts)), actor, now, workspaceOr(ws), name).Scan(&row)
 	if res.Error != nil {
 		return SecretInfo{}, fmt.Errorf("error updating secret %s: %w", name, interpretError(res.Error))
 	}
@@ -233,9 +240,27 @@ type SecretReader struct {
 	Box *secretbox.Box
 }
 
-// Reveal implements callbacks.SecretSource.
-func (r *SecretReader) Reveal(ctx context.Context, names []string) (map[string]string, map[string][]string, error) {
-	return r.Store.RevealSecretsAndHosts(ctx, r.Box, names)
+// Reveal implements callbacks.SecretSource: the secrets of run runID's
+// workspace.
+func (r *SecretReader) Reveal(ctx context.Context, ws, runID string, names []string) (map[string]string, map[string][]string, error) {
+	if ws == "" {
+		var err error
+		if ws, err = r.Store.WorkspaceOf(ctx, OwnerRun, runID); err != nil {
+			return nil, nil, err
+		}
+	}
+	return r.Store.RevealSecretsAndHosts(ctx, r.Box, ws, names)
+}
+
+// secretSealName is the additional data a secret's seal is bound to: its
+// name, and its workspace's slug but for the default workspace's (sealed
+// before workspaces, by name alone), so a value cannot be opened as
+// another workspace's.
+func secretSealName(ws, name string) string {
+	if ws == DefaultWorkspace {
+		return name
+	}
+	return ws + "/" + name
 }
 
 // IsSecretsOff reports whether err is the refusal of a server with no

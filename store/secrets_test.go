@@ -42,7 +42,7 @@ func TestSecretStoreRoundTrip(t *testing.T) {
 	require.True(t, created)
 	require.Equal(t, "API_TOKEN", info.Name)
 	require.Equal(t, "ann@example.com", info.CreatedBy)
-	got, err := st.RevealSecrets(ctx, box, []string{"API_TOKEN"})
+	got, err := st.RevealSecrets(ctx, box, "", []string{"API_TOKEN"})
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"API_TOKEN": value}, got)
 
@@ -62,12 +62,12 @@ func TestSecretStoreRoundTrip(t *testing.T) {
 	require.Equal(t, "ann@example.com", info.CreatedBy)
 	require.Equal(t, "bob@example.com", info.UpdatedBy)
 	require.True(t, info.UpdatedAt.After(info.CreatedAt))
-	got, err = st.RevealSecrets(ctx, box, []string{"API_TOKEN"})
+	got, err = st.RevealSecrets(ctx, box, "", []string{"API_TOKEN"})
 	require.NoError(t, err)
 	require.Equal(t, "v2", got["API_TOKEN"])
 
 	// Another key: refused, and said so.
-	_, err = st.RevealSecrets(ctx, newSecretBox(t), []string{"API_TOKEN"})
+	_, err = st.RevealSecrets(ctx, newSecretBox(t), "", []string{"API_TOKEN"})
 	require.ErrorIs(t, err, engine.ErrSecret)
 	require.ErrorIs(t, err, secretbox.ErrWrongKey)
 
@@ -77,22 +77,22 @@ func TestSecretStoreRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, st.Gorm().Exec(`UPDATE secrets SET (ciphertext, nonce) = (SELECT ciphertext, nonce FROM secrets WHERE name = 'API_TOKEN')
 		WHERE name = 'OTHER'`).Error)
-	_, err = st.RevealSecrets(ctx, box, []string{"OTHER"})
+	_, err = st.RevealSecrets(ctx, box, "", []string{"OTHER"})
 	require.ErrorIs(t, err, engine.ErrSecret)
 	require.ErrorIs(t, err, secretbox.ErrOpen)
 	require.NotContains(t, err.Error(), "v2")
 
-	_, err = st.RevealSecrets(ctx, box, []string{"API_TOKEN", "NOPE"})
+	_, err = st.RevealSecrets(ctx, box, "", []string{"API_TOKEN", "NOPE"})
 	require.ErrorIs(t, err, engine.ErrSecret)
 	require.ErrorContains(t, err, `"NOPE" is not set`)
-	_, err = st.RevealSecrets(ctx, nil, []string{"API_TOKEN"})
+	_, err = st.RevealSecrets(ctx, nil, "", []string{"API_TOKEN"})
 	require.ErrorIs(t, err, secretbox.ErrNoKey)
 	_, _, err = st.PutSecret(ctx, store.PutSecretParams{Name: "X", Value: []byte("x"), Now: t0})
 	require.ErrorIs(t, err, secretbox.ErrNoKey)
 	_, _, err = st.PutSecret(ctx, store.PutSecretParams{Name: "no spaces", Value: []byte("x"), Box: box, Now: t0})
 	require.ErrorIs(t, err, engine.ErrInvalidRequest)
 
-	missing, err := st.MissingSecrets(ctx, []string{"OTHER", "NOPE", "API_TOKEN", "NOPE"})
+	missing, err := st.MissingSecrets(ctx, "", []string{"OTHER", "NOPE", "API_TOKEN", "NOPE"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"NOPE"}, missing)
 }
@@ -122,8 +122,8 @@ func TestSecretStorePagesAndDelete(t *testing.T) {
 		p.Cursor = next
 	}
 	require.Equal(t, []string{"A", "B_2", "b-1", "c"}, names)
-	require.NoError(t, st.DeleteSecret(ctx, "b-1"))
-	require.ErrorIs(t, st.DeleteSecret(ctx, "b-1"), engine.ErrNotFound)
-	_, err := st.RevealSecrets(ctx, box, []string{"b-1"})
+	require.NoError(t, st.DeleteSecret(ctx, "", "b-1"))
+	require.ErrorIs(t, st.DeleteSecret(ctx, "", "b-1"), engine.ErrNotFound)
+	_, err := st.RevealSecrets(ctx, box, "", []string{"b-1"})
 	require.ErrorIs(t, err, engine.ErrSecret)
 }

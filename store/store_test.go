@@ -77,7 +77,7 @@ func compileVersionMsg(t testing.TB, graph, message string) store.NewVersion {
 
 func createFlow(t *testing.T, st *store.Store) *store.Flow {
 	t.Helper()
-	f, err := st.CreateFlow(context.Background(), uuid.NewString(), "flow", nil, compileVersion(t, graphA, "v1"))
+	f, err := st.CreateFlow(context.Background(), "", uuid.NewString(), "flow", nil, compileVersion(t, graphA, "v1"))
 	require.NoError(t, err)
 	return f
 }
@@ -89,7 +89,7 @@ func TestFlowVersions(t *testing.T) {
 
 	id := uuid.NewString()
 	v1 := compileVersion(t, graphA, "first")
-	f, err := st.CreateFlow(ctx, id, "Leads", nil, v1)
+	f, err := st.CreateFlow(ctx, "", id, "Leads", nil, v1)
 	require.NoError(t, err)
 	require.Equal(t, id, f.ID)
 	require.Equal(t, "Leads", f.Name)
@@ -172,7 +172,7 @@ func TestFlowVersions(t *testing.T) {
 	require.Equal(t, engine.NodeTypeWorker, eg.Nodes["fetch"].Type)
 	require.Equal(t, engine.NodeTypeUX, eg.Nodes["approve"].Type)
 
-	flows, err := st.ListFlows(ctx)
+	flows, err := st.ListFlows(ctx, "")
 	require.NoError(t, err)
 	require.Contains(t, flowIDs(flows), id)
 
@@ -186,7 +186,7 @@ func TestFlowVersions(t *testing.T) {
 	require.ErrorIs(t, err, engine.ErrNotFound)
 	_, err = st.GetVersion(ctx, id, 1)
 	require.ErrorIs(t, err, engine.ErrNotFound)
-	flows, err = st.ListFlows(ctx)
+	flows, err = st.ListFlows(ctx, "")
 	require.NoError(t, err)
 	require.NotContains(t, flowIDs(flows), id)
 }
@@ -232,12 +232,12 @@ func TestInterpretError(t *testing.T) {
 		}, engine.ErrNotFound},
 		{"unique violation", func(ctx context.Context, t *testing.T, st *store.Store) error {
 			f := createFlow(t, st)
-			_, err := st.CreateFlow(ctx, f.ID, "again", nil, compileVersion(t, graphA, ""))
+			_, err := st.CreateFlow(ctx, "", f.ID, "again", nil, compileVersion(t, graphA, ""))
 			return err
 		}, engine.ErrConflict},
 		{"foreign key violation (unknown board)", func(ctx context.Context, t *testing.T, st *store.Store) error {
 			b := uuid.NewString()
-			_, err := st.CreateFlow(ctx, uuid.NewString(), "f", &b, compileVersion(t, graphA, ""))
+			_, err := st.CreateFlow(ctx, "", uuid.NewString(), "f", &b, compileVersion(t, graphA, ""))
 			return err
 		}, engine.ErrInvalidRequest},
 		{"foreign key violation (run of unknown flow)", func(ctx context.Context, _ *testing.T, st *store.Store) error {
@@ -964,7 +964,7 @@ func TestReadOnlyServerIsUnavailableAndDropped(t *testing.T) {
 	ctx := context.Background()
 	writes := map[string]func(st *store.Store) error{
 		"gorm": func(st *store.Store) error {
-			_, err := st.CreateBoard(ctx, uuid.NewString(), "read-only", nil)
+			_, err := st.CreateBoard(ctx, "", uuid.NewString(), "read-only", nil)
 			return err
 		},
 		"pipe": func(st *store.Store) error {

@@ -3,6 +3,8 @@ package web
 import (
 	"slices"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/stitchd/stitchd/store"
 )
 
@@ -17,6 +19,13 @@ type rule struct {
 	participant bool
 	// public routes need no credential at all.
 	public bool
+	// server routes are a server admin's only (the admin token, or a user
+	// whose own role is admin), not a workspace's admin's.
+	server bool
+	// unscoped routes act in no workspace: a caller who is no member of
+	// the request's still reaches them (their own account and tokens, the
+	// workspaces they belong to).
+	unscoped bool
 }
 
 func (r rule) allows(role string) bool { return slices.Contains(r.roles, role) }
@@ -39,6 +48,10 @@ var (
 	// any, an approver the one they claimed (the engine checks).
 	taskHands = roles(store.RoleAdmin, store.RoleOperator, store.RoleApprover)
 	admins    = roles(store.RoleAdmin)
+	// mine are the caller's own account, tokens and workspaces.
+	mine = rule{roles: store.Roles, unscoped: true}
+	// serverAdmins run the server: users, workspaces, its webhook secret.
+	serverAdmins = rule{roles: []string{store.RoleAdmin}, server: true}
 	// pollers take tasks from queues: a worker token (store.RoleWorker,
 	// which may do nothing else), operators and admins.
 	pollers = roles(store.RoleAdmin, store.RoleOperator, store.RoleWorker)
@@ -61,20 +74,27 @@ var accessRules = map[string]rule{
 	"GET /api/v1/auth/oidc/login":    public,
 	"GET /api/v1/auth/oidc/callback": public,
 
-	"POST /api/v1/auth/logout":     everyone,
-	"GET /api/v1/me":               everyone,
-	"POST /api/v1/tokens":          everyone,
-	"GET /api/v1/tokens":           everyone,
-	"DELETE /api/v1/tokens/:id":    everyone,
-	"GET /api/v1/node-types":       everyone,
-	"GET /api/v1/approvals":        everyone,
-	"GET /api/v1/approvals/stream": everyone,
-	"POST /api/v1/users":           admins,
-	"GET /api/v1/users":            admins,
-	"GET /api/v1/users/:id":        admins,
-	"PATCH /api/v1/users/:id":      admins,
-	"DELETE /api/v1/users/:id":     admins,
-	"GET /api/v1/audit":            admins,
+	"POST /api/v1/auth/logout":                       mine,
+	"GET /api/v1/me":                                 mine,
+	"POST /api/v1/tokens":                            mine,
+	"GET /api/v1/tokens":                             mine,
+	"DELETE /api/v1/tokens/:id":                      mine,
+	"GET /api/v1/node-types":                         mine,
+	"GET /api/v1/workspaces":                         mine,
+	"POST /api/v1/workspaces":                        serverAdmins,
+	"GET /api/v1/workspaces/:slug":                   everyone,
+	"PATCH /api/v1/workspaces/:slug":                 serverAdmins,
+	"GET /api/v1/workspaces/:slug/members":           admins,
+	"PUT /api/v1/workspaces/:slug/members/:email":    admins,
+	"DELETE /api/v1/workspaces/:slug/members/:email": admins,
+	"GET /api/v1/approvals":                          everyone,
+	"GET /api/v1/approvals/stream":                   everyone,
+	"POST /api/v1/users":                             serverAdmins,
+	"GET /api/v1/users":                              serverAdmins,
+	"GET /api/v1/users/:id":                          serverAdmins,
+	"PATCH /api/v1/users/:id":                        serverAdmins,
+	"DELETE /api/v1/users/:id":                       serverAdmins,
+	"GET /api/v1/audit":                              admins,
 
 	"POST /api/v1/flows":                           editors,
 	"GET /api/v1/flows":                            readers,
@@ -93,12 +113,12 @@ var accessRules = map[string]rule{
 	"PATCH /api/v1/triggers/:id":                   editors,
 	"DELETE /api/v1/triggers/:id":                  editors,
 	"POST /api/v1/triggers/:id/rotate-secret":      editors,
-	"GET /api/v1/webhook-secret":                   admins,
+	"GET /api/v1/webhook-secret":                   serverAdmins,
 	"POST /api/v1/secrets":                         editors,
 	"GET /api/v1/secrets":                          editors,
 	"PUT /api/v1/secrets/:name":                    editors,
 	"DELETE /api/v1/secrets/:name":                 editors,
-	"POST /api/v1/webhook-secret/rotate":           admins,
+	"POST /api/v1/webhook-secret/rotate":           serverAdmins,
 
 	"POST /api/v1/flows/:id/runs":               operators,
 	"POST /api/v1/flows/:id/nodes/:key/test":    editors,
@@ -144,4 +164,13 @@ var accessRules = map[string]rule{
 	"DELETE /api/v1/boards/:id/sections/:section": editors,
 	"PATCH /api/v1/entities/:id":                  boardHands,
 	"DELETE /api/v1/entities/:id":                 boardHands,
+}
+
+// ruleOf is the rule of the request's route. A route missing from
+// accessRules is closed to all but admins (and TestRoleRouteTable fails).
+func ruleOf(c echo.Context) rule {
+	if r, ok := accessRules[c.Request().Method+" "+c.Path()]; ok {
+		return r
+	}
+	return admins
 }

@@ -30,7 +30,7 @@ const (
 	tokenPrefix = "stp_"
 )
 
-// Principal is who a request acts as.
+// Principal is who a request acts as, and where.
 type Principal struct {
 	// User is nil for the admin token.
 	User *store.User
@@ -38,18 +38,29 @@ type Principal struct {
 	TokenID string
 	// Session is set when the request came with a session cookie.
 	Session bool
-	csrf    string
+	// Workspace is the workspace the request acts in (docs/workspaces.md).
+	Workspace string
+	csrf      string
+	// tokenRole is a token's narrower role (store.RoleWorker), "" for none;
+	// tokenWorkspace the one workspace a bound token acts in.
+	tokenRole, tokenWorkspace string
+	// role is the principal's role in Workspace, set once it is known.
+	role string
 }
 
-// Role is the principal's role.
+// Role is the principal's role in the request's workspace.
 func (p *Principal) Role() string {
 	if p == nil {
 		return ""
 	}
-	if p.User == nil {
-		return store.RoleAdmin
-	}
-	return p.User.Role
+	return p.role
+}
+
+// ServerAdmin reports whether the principal is admin of the whole server:
+// the admin token, or a user whose own role is admin (not a workspace's
+// admin only).
+func (p *Principal) ServerAdmin() bool {
+	return p != nil && p.tokenRole == "" && (p.User == nil || p.User.Role == store.RoleAdmin)
 }
 
 // Email is the user's email ("admin" for the admin token).
@@ -112,7 +123,13 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		c.Set(principalKey, p)
+		if err := s.enterWorkspace(c, p); err != nil {
+			return err
+		}
 		if err := s.authorize(c, p); err != nil {
+			return err
+		}
+		if err := s.ownedHere(c, p); err != nil {
 			return err
 		}
 		if p.Session && !safeMethod(c.Request().Method) {
@@ -141,7 +158,7 @@ func (s *Server) authenticate(c echo.Context) (*Principal, error) {
 		if !strings.HasPrefix(tok, tokenPrefix) {
 			return nil, unauthorized("missing or invalid API token")
 		}
-		u, id, err := s.cfg.Store.TokenUser(ctx, hashSecret(tok), s.cfg.Clock.Now())
+		u, t, err := s.cfg.Store.TokenUser(ctx, hashSecret(tok), s.cfg.Clock.Now())
 		if errors.Is(err, engine.ErrNotFound) {
 			return nil, unauthorized("missing or invalid API token (it may have been revoked)")
 		}
@@ -151,7 +168,14 @@ func (s *Server) authenticate(c echo.Context) (*Principal, error) {
 		if u.Disabled {
 			return nil, forbidden("account_disabled", "the token's user is disabled")
 		}
-		return &Principal{User: u, TokenID: id}, nil
+		p := &Principal{User: u, TokenID: t.ID}
+		if t.Role != nil {
+			p.tokenRole = *t.Role
+		}
+		if t.Workspace != nil {
+			p.tokenWorkspace = *t.Workspace
+		}
+		return p, nil
 	}
 	if ck, err := r.Cookie(SessionCookie); err == nil && ck.Value != "" {
 		u, csrf, err := s.cfg.Store.SessionUser(ctx, hashSecret(ck.Value), s.cfg.Clock.Now())
@@ -174,14 +198,15 @@ func (s *Server) authorize(c echo.Context, p *Principal) error {
 	if p := c.Path(); p == "/api/v1" || p == "/api/v1/*" {
 		return nil // no such route: its 404 tells a signed-in caller nothing
 	}
-	rule, ok := accessRules[c.Request().Method+" "+c.Path()]
-	if !ok {
-		// A route added without a rule is closed to all but admins (and
-		// TestRoleRouteTable fails).
-		rule = admins
-	}
+	rule := ruleOf(c)
 	role := p.Role()
-	if rule.allows(role) {
+	if rule.server {
+		if p.ServerAdmin() {
+			return nil
+		}
+		return forbidden("forbidden", "only a server admin may "+c.Request().Method+" "+c.Path())
+	}
+	if rule.allows(role) || rule.unscoped && role == "" {
 		return nil
 	}
 	if rule.participant && role == store.RoleApprover {

@@ -97,7 +97,7 @@ func (s *Server) createBoard(c echo.Context) error {
 		}
 		secs = append(secs, store.Section{ID: sec.ID, Name: name})
 	}
-	board, err := s.cfg.Store.CreateBoard(c.Request().Context(), uuid.NewString(), strings.TrimSpace(b.Name), secs)
+	board, err := s.cfg.Store.CreateBoard(c.Request().Context(), workspaceOf(c), uuid.NewString(), strings.TrimSpace(b.Name), secs)
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func (s *Server) storeCredential(c echo.Context, name string, b *credentialBody,
 	if s.cfg.Secrets == nil {
 		return secretsOff()
 	}
-	p.Box, p.Replace, p.Actor, p.Now = s.cfg.Secrets, replace, principalOf(c).Email(), s.cfg.Clock.Now()
+	p.Box, p.Replace, p.Actor, p.Now, p.Workspace = s.cfg.Secrets, replace, principalOf(c).Email(), s.cfg.Clock.Now(), workspaceOf(c)
 	info, created, err := s.cfg.Store.PutCredential(c.Request().Context(), p)
 	switch {
 	case store.IsSecretsOff(err):
@@ -105,7 +105,7 @@ func (s *Server) storeCredential(c echo.Context, name string, b *credentialBody,
 // listCredentials lists credentials: names, types, hosts and times, never
 // data.
 func (s *Server) listCredentials(c echo.Context) error {
-	out, err := s.cfg.Store.Credentials(c.Request().Context())
+	out, err := s.cfg.Store.Credentials(c.Request().Context(), workspaceOf(c))
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (s *Server) getCredential(c echo.Context) error {
 	if !engine.ValidSecretName(name) {
 		return errorf(http.StatusNotFound, "not_found", "credential not found")
 	}
-	info, err := s.cfg.Store.CredentialInfoOf(c.Request().Context(), name)
+	info, err := s.cfg.Store.CredentialInfoOf(c.Request().Context(), workspaceOf(c), name)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (s *Server) deleteCredential(c echo.Context) error {
 	if !engine.ValidSecretName(name) {
 		return errorf(http.StatusNotFound, "not_found", "credential not found")
 	}
-	if err := s.cfg.Store.DeleteCredential(c.Request().Context(), name); err != nil {
+	if err := s.cfg.Store.DeleteCredential(c.Request().Context(), workspaceOf(c), name); err != nil {
 		return err
 	}
 	setAuditTarget(c, "credential:"+name)

@@ -63,7 +63,7 @@ func toFlowJSON(f *store.Flow, withGraph bool) flowJSON {
 // store (canonical visual JSON, execution JSON, hash).
 // self is the flow's id ("" for a new flow): its SubFlow nodes are pinned
 // to versions of other flows, none of which may contain it.
-func (s *Server) compileGraph(ctx context.Context, raw json.RawMessage, message string, boardID *string, self string) (*store.NewVersion, error) {
+func (s *Server) compileGraph(ctx context.Context, ws string, raw json.RawMessage, message string, boardID *string, self string) (*store.NewVersion, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, badRequest("graph is required")
 	}
@@ -80,6 +80,13 @@ func (s *Server) compileGraph(ctx context.Context, raw json.RawMessage, message 
 	opts := compiler.Options{Types: s.cfg.NodeTypes}
 	if boardID != nil {
 		secs, err := s.cfg.Store.BoardSections(ctx, *boardID)
+		if err == nil {
+			// Another workspace's board is as good as none.
+			var owner string
+			if owner, err = s.cfg.Store.WorkspaceOf(ctx, store.OwnerBoard, *boardID); err == nil && owner != ws {
+				err = engine.ErrNotFound
+			}
+		}
 		if errors.Is(err, engine.ErrNotFound) {
 			return nil, badRequest("board " + *boardID + " does not exist")
 		} else if err != nil {
@@ -91,13 +98,13 @@ func (s *Server) compileGraph(ctx context.Context, raw json.RawMessage, message 
 	if err != nil {
 		return nil, err
 	}
-	if err := compiler.LinkSubFlows(ctx, v, g, self, s.cfg.Store); err != nil {
+	if err := compiler.LinkSubFlows(ctx, v, g, self, s.cfg.Store.FlowsIn(ws)); err != nil {
 		return nil, err
 	}
-	if err := s.secretHostProblems(ctx, g.Secrets); err != nil {
+	if err := s.secretHostProblems(ctx, ws, g.Secrets); err != nil {
 		return nil, err
 	}
-	warn, err := s.secretWarnings(ctx, g.Secrets)
+	warn, err := s.secretWarnings(ctx, ws, g.Secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -136,11 +143,11 @@ func (s *Server) createFlow(c echo.Context) error {
 	if b.BoardID != nil && !validUUID(*b.BoardID) {
 		return badRequest("board_id must be a UUID")
 	}
-	v, err := s.compileGraph(c.Request().Context(), b.Graph, b.Message, b.BoardID, "")
+	v, err := s.compileGraph(c.Request().Context(), workspaceOf(c), b.Graph, b.Message, b.BoardID, "")
 	if err != nil {
 		return err
 	}
-	f, err := s.cfg.Store.CreateFlow(c.Request().Context(), uuid.NewString(), strings.TrimSpace(*b.Name), b.BoardID, *v)
+	f, err := s.cfg.Store.CreateFlow(c.Request().Context(), workspaceOf(c), uuid.NewString(), strings.TrimSpace(*b.Name), b.BoardID, *v)
 	if err != nil {
 		return err
 	}
@@ -292,7 +299,7 @@ func (s *Server) updateFlow(c echo.Context) error {
 		graph = engine.OrderGraphForms(cur.Graph) // re-check the current graph against the new board
 	}
 	if len(graph) > 0 {
-		v, err := s.compileGraph(ctx, graph, b.Message, board, id)
+		v, err := s.compileGraph(ctx, workspaceOf(c), graph, b.Message, board, id)
 		if err != nil {
 			return err
 		}

@@ -185,10 +185,13 @@ func (s *Server) logout(c echo.Context) error {
 func (s *Server) me(c echo.Context) error {
 	p := principalOf(c)
 	if p.Bootstrap() {
-		return c.JSON(http.StatusOK, map[string]any{"role": store.RoleAdmin, "bootstrap": true})
+		return c.JSON(http.StatusOK, map[string]any{"role": store.RoleAdmin, "bootstrap": true, "workspace": p.Workspace,
+			"server_admin": true})
 	}
-	out := map[string]any{"id": p.User.ID, "email": p.User.Email, "name": p.User.Name, "role": p.User.Role,
-		"groups": p.User.Groups, "disabled": p.User.Disabled}
+	// role is the caller's in the request's workspace ("" when they are no
+	// member of it); server_admin whether they are admin everywhere.
+	out := map[string]any{"id": p.User.ID, "email": p.User.Email, "name": p.User.Name, "role": p.Role(),
+		"groups": p.User.Groups, "disabled": p.User.Disabled, "workspace": p.Workspace, "server_admin": p.ServerAdmin()}
 	if p.Session {
 		// A reloaded page finds its CSRF token here.
 		out["csrf_token"] = p.csrf
@@ -289,7 +292,8 @@ func (s *Server) createUser(c echo.Context) error {
 		groups = *b.Groups
 	}
 	u, err := s.cfg.Store.CreateUser(c.Request().Context(), store.CreateUserParams{ID: uuid.NewString(), Email: *b.Email,
-		Name: strings.TrimSpace(*b.Name), Role: *b.Role, Groups: groups, PasswordHash: hash, Now: s.cfg.Clock.Now()})
+		Name: strings.TrimSpace(*b.Name), Role: *b.Role, Groups: groups, PasswordHash: hash, Now: s.cfg.Clock.Now(),
+		Workspace: workspaceOf(c)})
 	if err != nil {
 		return err
 	}
@@ -334,7 +338,7 @@ func (s *Server) patchUser(c echo.Context) error {
 		b.Name = &n
 	}
 	u, err := s.cfg.Store.UpdateUser(c.Request().Context(), c.Param("id"), store.UpdateUserParams{Name: b.Name, Role: b.Role,
-		Groups: b.Groups, Disabled: b.Disabled, PasswordHash: hash, Now: s.cfg.Clock.Now()})
+		Groups: b.Groups, Disabled: b.Disabled, PasswordHash: hash, Now: s.cfg.Clock.Now(), Workspace: workspaceOf(c)})
 	if err != nil {
 		return err
 	}
@@ -373,6 +377,8 @@ func (s *Server) createToken(c echo.Context) error {
 		Name string `json:"name"`
 		// Role "worker" makes a token that only polls task queues.
 		Role *string `json:"role"`
+		// Workspace binds the token to one workspace it acts in.
+		Workspace *string `json:"workspace"`
 	}
 	if err := bind(c, &b); err != nil {
 		return err
@@ -384,12 +390,18 @@ func (s *Server) createToken(c echo.Context) error {
 	if b.Role != nil && *b.Role != store.RoleWorker {
 		return badRequest(`"role" may only be "worker" (a token that polls task queues and nothing else), or absent (the person's role)`)
 	}
+	if b.Workspace != nil {
+		if err := s.mayBind(c, p, *b.Workspace); err != nil {
+			return err
+		}
+	}
 	secret, err := randomSecret()
 	if err != nil {
 		return err
 	}
 	tok := tokenPrefix + secret
-	t := store.APIToken{ID: uuid.NewString(), UserID: p.User.ID, Name: b.Name, CreatedAt: s.cfg.Clock.Now(), Role: b.Role}
+	t := store.APIToken{ID: uuid.NewString(), UserID: p.User.ID, Name: b.Name, CreatedAt: s.cfg.Clock.Now(), Role: b.Role,
+		Workspace: b.Workspace}
 	if err := s.cfg.Store.CreateToken(c.Request().Context(), t, hashSecret(tok)); err != nil {
 		return err
 	}
@@ -397,6 +409,9 @@ func (s *Server) createToken(c echo.Context) error {
 	out := map[string]any{"id": t.ID, "name": t.Name, "token": tok, "created_at": t.CreatedAt.UTC()}
 	if t.Role != nil {
 		out["role"] = *t.Role
+	}
+	if t.Workspace != nil {
+		out["workspace"] = *t.Workspace
 	}
 	return c.JSON(http.StatusCreated, out)
 }

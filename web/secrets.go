@@ -95,7 +95,7 @@ func (s *Server) putSecret(c echo.Context) error {
 	if s.cfg.Secrets == nil {
 		return secretsOff()
 	}
-	info, created, err := s.cfg.Store.PutSecret(c.Request().Context(), store.PutSecretParams{Name: *b.Name, Value: []byte(*b.Value),
+	info, created, err := s.cfg.Store.PutSecret(c.Request().Context(), store.PutSecretParams{Workspace: workspaceOf(c), Name: *b.Name, Value: []byte(*b.Value),
 		AllowedHosts: b.AllowedHosts, Box: s.cfg.Secrets, Actor: principalOf(c).Email(), Now: s.cfg.Clock.Now()})
 	if store.IsSecretsOff(err) {
 		return secretsOff()
@@ -139,17 +139,17 @@ func (s *Server) updateSecret(c echo.Context) error {
 	var info store.SecretInfo
 	var err error
 	if b.Value == nil {
-		info, err = s.cfg.Store.SetSecretHosts(ctx, name, *b.AllowedHosts, actor, now)
+		info, err = s.cfg.Store.SetSecretHosts(ctx, workspaceOf(c), name, *b.AllowedHosts, actor, now)
 	} else {
 		if s.cfg.Secrets == nil {
 			return secretsOff()
 		}
-		if missing, err := s.cfg.Store.MissingSecrets(ctx, []string{name}); err != nil {
+		if missing, err := s.cfg.Store.MissingSecrets(ctx, workspaceOf(c), []string{name}); err != nil {
 			return err
 		} else if len(missing) > 0 {
 			return errorf(http.StatusNotFound, "not_found", "secret not found (POST /api/v1/secrets creates one)")
 		}
-		info, _, err = s.cfg.Store.PutSecret(ctx, store.PutSecretParams{Name: name, Value: []byte(*b.Value),
+		info, _, err = s.cfg.Store.PutSecret(ctx, store.PutSecretParams{Workspace: workspaceOf(c), Name: name, Value: []byte(*b.Value),
 			AllowedHosts: b.AllowedHosts, Box: s.cfg.Secrets, Actor: actor, Now: now})
 	}
 	if store.IsSecretsOff(err) {
@@ -183,7 +183,7 @@ func (s *Server) deleteSecret(c echo.Context) error {
 	if !engine.ValidSecretName(name) {
 		return errorf(http.StatusNotFound, "not_found", "secret not found")
 	}
-	if err := s.cfg.Store.DeleteSecret(c.Request().Context(), name); err != nil {
+	if err := s.cfg.Store.DeleteSecret(c.Request().Context(), workspaceOf(c), name); err != nil {
 		return err
 	}
 	setAuditTarget(c, "secret:"+name)
@@ -194,7 +194,7 @@ func (s *Server) deleteSecret(c echo.Context) error {
 // names no secret has (the node fails when it runs, unless the secret is
 // set by then), or every use when the server has no key. The flow is
 // saved either way: secrets may be set after the flows that use them.
-func (s *Server) secretWarnings(ctx context.Context, refs []engine.SecretRef) ([]engine.Problem, error) {
+func (s *Server) secretWarnings(ctx context.Context, ws string, refs []engine.SecretRef) ([]engine.Problem, error) {
 	if len(refs) == 0 {
 		return nil, nil
 	}
@@ -211,7 +211,7 @@ func (s *Server) secretWarnings(ctx context.Context, refs []engine.SecretRef) ([
 	for _, r := range refs {
 		names = append(names, r.Name)
 	}
-	missing, err := s.cfg.Store.MissingSecrets(ctx, names)
+	missing, err := s.cfg.Store.MissingSecrets(ctx, ws, names)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func (s *Server) secretWarnings(ctx context.Context, refs []engine.SecretRef) ([
 // secretHostProblems refuses, at save, each use of a secret in an HTTP
 // node whose url's host comes from a template, unless the secret has
 // allowed_hosts (then each request is checked as it is sent).
-func (s *Server) secretHostProblems(ctx context.Context, refs []engine.SecretRef) error {
+func (s *Server) secretHostProblems(ctx context.Context, ws string, refs []engine.SecretRef) error {
 	var names []string
 	for _, r := range refs {
 		if r.HostTemplated && !slices.Contains(names, r.Name) {
@@ -240,7 +240,7 @@ func (s *Server) secretHostProblems(ctx context.Context, refs []engine.SecretRef
 	if len(names) == 0 {
 		return nil
 	}
-	hosts, err := s.cfg.Store.SecretAllowedHosts(ctx, names)
+	hosts, err := s.cfg.Store.SecretAllowedHosts(ctx, ws, names)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,8 @@ type Config struct {
 	NodeTypes []engine.NodeTypeSpec
 	// TryRequest sends the request of an HTTP step tried alone
 	// (callbacks.Dispatcher.TryRequest); nil: such a step is not testable.
-	TryRequest func(ctx context.Context, url string, rq *engine.HTTPRequest, payload []byte) engine.Response
+	// Its secrets and credentials are workspace ws's.
+	TryRequest func(ctx context.Context, ws, url string, rq *engine.HTTPRequest, payload []byte) engine.Response
 	// TriggerRate bounds the runs one inbound trigger starts a second, in
 	// this process (bursts of as many, at least 1): beyond it POST
 	// /hooks/{slug} is answered 429 with Retry-After. 0 = no limit.
@@ -212,6 +213,13 @@ func New(cfg Config) *Server {
 	api.PATCH("/users/:id", s.patchUser)
 	api.DELETE("/users/:id", s.deleteUser)
 	api.GET("/audit", s.listAudit)
+	api.POST("/workspaces", s.createWorkspace)
+	api.GET("/workspaces", s.listWorkspaces)
+	api.GET("/workspaces/:slug", s.getWorkspace)
+	api.PATCH("/workspaces/:slug", s.patchWorkspace)
+	api.GET("/workspaces/:slug/members", s.listMembers)
+	api.PUT("/workspaces/:slug/members/:email", s.putMember)
+	api.DELETE("/workspaces/:slug/members/:email", s.deleteMember)
 	api.POST("/flows", s.createFlow)
 	api.GET("/flows", s.listFlows)
 	api.GET("/flows/:id", s.getFlow)

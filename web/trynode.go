@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,7 +54,7 @@ func (s *Server) tryNode(c echo.Context) error {
 	var g *engine.ExecutionGraph
 	if len(b.Graph) > 0 && string(b.Graph) != "null" {
 		// The editor's graph as it stands, checked as a save would check it.
-		nv, err := s.compileGraph(ctx, b.Graph, "", flow.BoardID, flowID)
+		nv, err := s.compileGraph(ctx, workspaceOf(c), b.Graph, "", flow.BoardID, flowID)
 		if err != nil {
 			return err
 		}
@@ -72,7 +73,7 @@ func (s *Server) tryNode(c echo.Context) error {
 	}
 	began := time.Now()
 	res, err := s.cfg.Engine.TryNode(ctx, engine.TryNodeParams{Graph: g, NodeID: key, Input: b.Input, RunInput: b.Run.Input,
-		Steps: b.Steps, Vars: b.Vars, Send: s.cfg.TryRequest})
+		Steps: b.Steps, Vars: b.Vars, Send: s.sendIn(workspaceOf(c))})
 	switch {
 	case errors.Is(err, engine.ErrNotTestable):
 		return errorf(http.StatusBadRequest, "not_testable", err.Error())
@@ -82,4 +83,15 @@ func (s *Server) tryNode(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, tryNodeAnswer{TryNodeResult: res, DurationMs: time.Since(began).Milliseconds()})
+}
+
+// sendIn sends a tried step's request with workspace ws's secrets and
+// credentials (nil: the server sends none).
+func (s *Server) sendIn(ws string) func(ctx context.Context, url string, rq *engine.HTTPRequest, payload []byte) engine.Response {
+	if s.cfg.TryRequest == nil {
+		return nil
+	}
+	return func(ctx context.Context, url string, rq *engine.HTTPRequest, payload []byte) engine.Response {
+		return s.cfg.TryRequest(ctx, ws, url, rq, payload)
+	}
 }

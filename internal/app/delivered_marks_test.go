@@ -108,7 +108,7 @@ func claimedWorkerRuns(t *testing.T, st *store.Store, eng *engine.Engine, n int,
 	t.Helper()
 	const graph = `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a"}}],"edges":[]}`
 	ctx := context.Background()
-	flow, err := st.CreateFlow(ctx, uuid.NewString(), "worker", nil, compiledVersion(t, graph))
+	flow, err := st.CreateFlow(ctx, "", uuid.NewString(), "worker", nil, compiledVersion(t, graph))
 	require.NoError(t, err)
 	for range n {
 		_, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID})

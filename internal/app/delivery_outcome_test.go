@@ -78,7 +78,7 @@ func TestStaleDeliveryOutcomeChangesNothing(t *testing.T) {
 			ctx := context.Background()
 			st := storetest.TestTx(t)
 			eng := engineOn(t, st)
-			flow, err := st.CreateFlow(ctx, uuid.NewString(), "stale outcome", nil, compiledVersion(t, graph))
+			flow, err := st.CreateFlow(ctx, "", uuid.NewString(), "stale outcome", nil, compiledVersion(t, graph))
 			require.NoError(t, err)
 			run, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID})
 			require.NoError(t, err)

@@ -134,7 +134,7 @@ func TestCrossRunGroupCommit(t *testing.T) {
 func startRuns(t *testing.T, st *store.Store, eng *engine.Engine, graph string, n int) []string {
 	t.Helper()
 	ctx := context.Background()
-	flow, err := st.CreateFlow(ctx, uuid.NewString(), "runs", nil, compiledVersion(t, graph))
+	flow, err := st.CreateFlow(ctx, "", uuid.NewString(), "runs", nil, compiledVersion(t, graph))
 	require.NoError(t, err)
 	ids := make([]string, n)
 	for i := range ids {

@@ -40,7 +40,7 @@ func TestClaimedLeaseStartsAfterLeasedAt(t *testing.T) {
 		{"id":"score","type":"Worker","data":{"webhookUrl":"http://worker.invalid/score"}},
 		{"id":"merge","type":"Collector","data":{}}],
 		"edges":[{"id":"e1","source":"split","target":"score"},{"id":"e2","source":"score","target":"merge"}]}`
-	flow, err := st.CreateFlow(ctx, uuid.NewString(), "fan-out", nil, compiledVersion(t, graph))
+	flow, err := st.CreateFlow(ctx, "", uuid.NewString(), "fan-out", nil, compiledVersion(t, graph))
 	require.NoError(t, err)
 	_, _, err = eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID,
 		Input: []byte(`{"items":[1,2,3,4,5]}`)})

@@ -278,7 +278,7 @@ func TestSecretsAPI(t *testing.T) {
 	_, details := h.refused(http.StatusBadRequest, "POST", "/api/v1/secrets", map[string]any{"name": "bad name", "value": ""})
 	require.Equal(t, map[string]string{"name": engine.SecretNameRule, "value": "value must be 1 to 8192 bytes of text (UTF-8, no NUL)"},
 		byPath(details), "every problem, each at its field")
-	got, err := h.app.Store.RevealSecrets(context.Background(), h.app.SecretBox, []string{"API_TOKEN"})
+	got, err := h.app.Store.RevealSecrets(context.Background(), h.app.SecretBox, "", []string{"API_TOKEN"})
 	require.NoError(t, err)
 	require.Equal(t, v2, got["API_TOKEN"], "refused writes changed nothing")
 	require.Equal(t, http.StatusOK, h.do("GET", "/api/v1/secrets", nil, &list))

@@ -119,7 +119,7 @@ func TestSpeculatedChainStep(t *testing.T) {
 	st, _ := storetest.IsolatedDB(t)
 	spy := &saveSpy{Store: st, relative: map[string]int{}}
 	eng := engineOn(t, spy)
-	flow, err := st.CreateFlow(ctx, uuid.NewString(), "speculation", nil, compiledVersion(t, graph))
+	flow, err := st.CreateFlow(ctx, "", uuid.NewString(), "speculation", nil, compiledVersion(t, graph))
 	require.NoError(t, err)
 	start := func() string {
 		r, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: flow.ID, VersionID: flow.VersionID,
@@ -201,7 +201,7 @@ func TestSpeculatedChainStep(t *testing.T) {
 	require.NoError(t, complete(eng, notRunning, "a", 1, `{"v":1}`))
 	require.Zero(t, spy.relativeSaves(notRunning))
 	require.Equal(t, "running", recordOf(t, st, notRunning).Status, "the ordinary path resumed the run")
-	other, err := st.CreateFlow(ctx, uuid.NewString(), "speculation, again", nil, compiledVersion(t, graph))
+	other, err := st.CreateFlow(ctx, "", uuid.NewString(), "speculation, again", nil, compiledVersion(t, graph))
 	require.NoError(t, err)
 	moved := start()
 	require.NoError(t, st.Gorm().Exec(`UPDATE runs SET flow_version_id = ? WHERE id = ?`, other.VersionID, moved).Error)
@@ -217,7 +217,7 @@ func TestSpeculatedChainStep(t *testing.T) {
 		nodes = append(nodes, fmt.Sprintf(`{"id":"b%d","type":"Worker","data":{"webhookUrl":"http://worker.invalid/b"}}`, i))
 		edges = append(edges, fmt.Sprintf(`{"id":"e%d","source":"a","target":"b%d"}`, i, i))
 	}
-	wide, err := st.CreateFlow(ctx, uuid.NewString(), "wide", nil, compiledVersion(t,
+	wide, err := st.CreateFlow(ctx, "", uuid.NewString(), "wide", nil, compiledVersion(t,
 		`{"nodes":[`+strings.Join(nodes, ",")+`],"edges":[`+strings.Join(edges, ",")+`]}`))
 	require.NoError(t, err)
 	wr, _, err := eng.StartRun(ctx, engine.StartRunParams{FlowID: wide.ID, VersionID: wide.VersionID})

@@ -91,7 +91,7 @@ func FuzzStateMachine(f *testing.F) {
 		ctx := context.Background()
 		st := storetest.TestTx(t)
 		version.ID = uuid.NewString()
-		flow, err := st.CreateFlow(ctx, uuid.NewString(), "fuzz", nil, version)
+		flow, err := st.CreateFlow(ctx, "", uuid.NewString(), "fuzz", nil, version)
 		require.NoError(t, err)
 		eng := engineOn(t, st)
 		items := make([]int, int(data[0])%5)

@@ -48,7 +48,7 @@ func TestCLISecret(t *testing.T) {
 	out, stderr, err := runRootIn(t, s.env, value+"\n", "secret", "set", "API_TOKEN")
 	require.NoError(t, err, stderr)
 	require.Equal(t, "API_TOKEN\n", out)
-	got, err := s.app.Store.RevealSecrets(context.Background(), s.app.SecretBox, []string{"API_TOKEN"})
+	got, err := s.app.Store.RevealSecrets(context.Background(), s.app.SecretBox, "", []string{"API_TOKEN"})
 	require.NoError(t, err)
 	require.Equal(t, value, got["API_TOKEN"], "the newline echo adds is not part of the value")
 	_, _, err = runRootIn(t, s.env, "other", "secret", "set", "B-2")

@@ -48,14 +48,14 @@ func TestLoadIsIdempotent(t *testing.T) {
 	require.Equal(t, first.FlowID, again.FlowID)
 	require.Equal(t, first.VersionID, again.VersionID)
 
-	boards, err := st.ListBoards(ctx)
+	boards, err := st.ListBoards(ctx, "")
 	require.NoError(t, err)
 	require.Len(t, boards, 1)
 	require.Equal(t, "Lead qualification", boards[0].Name)
 	require.Equal(t, []store.Section{{ID: "new", Name: "New"}, {ID: "enriched", Name: "Enriched"},
 		{ID: "qualified", Name: "Qualified"}, {ID: "customers", Name: "Customers"}, {ID: "nurture", Name: "Nurture"}},
 		boards[0].Sections)
-	flows, err := st.ListFlows(ctx)
+	flows, err := st.ListFlows(ctx, "")
 	require.NoError(t, err)
 	require.Len(t, flows, 1)
 	require.Equal(t, 1, flows[0].VersionNumber)
@@ -118,10 +118,10 @@ func TestConcurrentLoads(t *testing.T) {
 	for range 4 {
 		require.NoError(t, <-errs)
 	}
-	boards, err := st.ListBoards(ctx)
+	boards, err := st.ListBoards(ctx, "")
 	require.NoError(t, err)
 	require.Len(t, boards, 1, "processes starting at once make one board")
-	flows, err := st.ListFlows(ctx)
+	flows, err := st.ListFlows(ctx, "")
 	require.NoError(t, err)
 	require.Len(t, flows, 1)
 }

@@ -91,7 +91,7 @@ func load(ctx context.Context, st *store.Store, workerURL string) (*Loaded, erro
 	if err != nil {
 		return nil, err
 	}
-	flows, err := st.ListFlows(ctx)
+	flows, err := st.ListFlows(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func load(ctx context.Context, st *store.Store, workerURL string) (*Loaded, erro
 		}
 	}
 	if flow == nil {
-		flow, err = st.CreateFlow(ctx, uuid.NewString(), FlowName, &board.ID, *v)
+		flow, err = st.CreateFlow(ctx, "", uuid.NewString(), FlowName, &board.ID, *v)
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +136,7 @@ func load(ctx context.Context, st *store.Store, workerURL string) (*Loaded, erro
 }
 
 func ensureBoard(ctx context.Context, st *store.Store, out *Loaded) (*store.Board, error) {
-	boards, err := st.ListBoards(ctx)
+	boards, err := st.ListBoards(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func ensureBoard(ctx context.Context, st *store.Store, out *Loaded) (*store.Boar
 			return &boards[i], nil
 		}
 	}
-	b, err := st.CreateBoard(ctx, uuid.NewString(), BoardName, Sections)
+	b, err := st.CreateBoard(ctx, "", uuid.NewString(), BoardName, Sections)
 	if err != nil {
 		return nil, err
 	}
