@@ -170,8 +170,8 @@ func (c *countingTx) HoldDispatches(ctx context.Context, runID string, hold bool
 	return n, c.wrote(err)
 }
 
-func (c *countingTx) TakeEvent(ctx context.Context, w EventWait) (*TakenEvent, error) {
-	ev, err := c.Tx.TakeEvent(ctx, w)
+func (c *countingTx) TakeEvent(ctx context.Context, runID string, w EventWait) (*TakenEvent, error) {
+	ev, err := c.Tx.TakeEvent(ctx, runID, w)
 	return ev, c.wrote(err)
 }
 

@@ -410,6 +410,9 @@ func (e *Engine) StartRun(ctx context.Context, p StartRunParams) (run *Run, crea
 				return err
 			}
 		}
+		// Counted against the workspace's limits only when a run is made
+		// (a repeated key gets its run back whatever the limits).
+		t.tx.AdmitRun(ctx, p.FlowID)
 		r, err := t.startRun(id, g, p, nil)
 		run = r
 		return err

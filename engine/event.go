@@ -20,7 +20,7 @@ func (f *fireCtx) WaitForEvent(w EventWait, timeoutSeconds int) error {
 		return errNeedsRow
 	}
 	t := f.t
-	ev, err := t.tx.TakeEvent(t.ctx, w)
+	ev, err := t.tx.TakeEvent(t.ctx, t.run.ID, w)
 	if err != nil {
 		return fmt.Errorf("error looking for event %s/%s: %w", w.Name, w.Key, err)
 	}

@@ -55,6 +55,10 @@ type Tx interface {
 	RunInput(ctx context.Context, runID string) (json.RawMessage, error)
 	// RunByIdempotencyKey finds a run of flowID started with key.
 	RunByIdempotencyKey(ctx context.Context, flowID, key string) (*Run, error)
+	// AdmitRun counts a start of a run of flowID against its workspace's
+	// limits, held until the transaction ends; a start past one fails the
+	// transaction with a *LimitError (may be queued: see above).
+	AdmitRun(ctx context.Context, flowID string)
 	// InsertRun creates a run row (ErrConflict on a repeated idempotency key).
 	InsertRun(ctx context.Context, run *Run) error
 	// SaveRun writes the run's status, output, error, counters and event
@@ -101,7 +105,8 @@ type Tx interface {
 	// TakeEvent locks the events of (name, key) for the transaction (an
 	// event posted meanwhile waits, and then finds the node waiting) and
 	// consumes the oldest unexpired event of it no node took, if any.
-	TakeEvent(ctx context.Context, w EventWait) (*TakenEvent, error)
+	// Only events of run runID's workspace are taken.
+	TakeEvent(ctx context.Context, runID string, w EventWait) (*TakenEvent, error)
 	// EventDelivered removes the delivery of event eventID to node key of
 	// run runID (it happened, or the node no longer waits).
 	EventDelivered(ctx context.Context, eventID, runID, key string) error

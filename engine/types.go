@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,24 @@ var (
 	// not assigned to them, or refused by separation of duties).
 	ErrForbidden = errors.New("forbidden")
 )
+
+// ErrLimited marks a start refused by its workspace's limits (LimitError).
+var ErrLimited = errors.New("limited")
+
+// LimitError refuses a run's start past a limit of its workspace
+// (max_running_runs, max_starts_per_second): another try after RetryAfter
+// may succeed.
+type LimitError struct {
+	Workspace, Limit string
+	RetryAfter       time.Duration
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("workspace %s is at its %s: try again in %s", e.Workspace, e.Limit, e.RetryAfter.Round(time.Millisecond))
+}
+
+// Unwrap makes a LimitError an ErrLimited.
+func (e *LimitError) Unwrap() error { return ErrLimited }
 
 // Run is one execution of a flow version.
 type Run struct {

@@ -58,8 +58,11 @@ CREATE INDEX events_unconsumed_idx ON events (workspace, name, key, created_at) 
 ALTER TABLE tasks ADD COLUMN workspace text NOT NULL DEFAULT 'default';
 DROP INDEX tasks_waiting_idx;
 CREATE INDEX tasks_waiting_idx ON tasks (workspace, queue, created_at) WHERE leased_by IS NULL;
+ALTER TABLE task_workers ADD COLUMN workspace text NOT NULL DEFAULT 'default';
+ALTER TABLE task_workers DROP CONSTRAINT task_workers_pkey, ADD PRIMARY KEY (workspace, queue, worker);
 
 ALTER TABLE audit_log ADD COLUMN workspace text;
+UPDATE audit_log SET workspace = 'default';
 CREATE INDEX audit_log_workspace_idx ON audit_log (workspace, id);
 -- A token bound to a workspace acts only there.
 ALTER TABLE api_tokens ADD COLUMN workspace text REFERENCES workspaces(slug) ON DELETE CASCADE;
@@ -115,6 +118,9 @@ ALTER TABLE api_tokens DROP COLUMN workspace;
 DROP INDEX audit_log_workspace_idx;
 ALTER TABLE audit_log DROP COLUMN workspace;
 DROP INDEX tasks_waiting_idx;
+DELETE FROM task_workers WHERE workspace <> 'default';
+ALTER TABLE task_workers DROP CONSTRAINT task_workers_pkey, ADD PRIMARY KEY (queue, worker);
+ALTER TABLE task_workers DROP COLUMN workspace;
 DELETE FROM tasks WHERE workspace <> 'default';
 ALTER TABLE tasks DROP COLUMN workspace;
 CREATE INDEX tasks_waiting_idx ON tasks (queue, created_at) WHERE leased_by IS NULL;

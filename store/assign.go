@@ -174,6 +174,9 @@ const (
 
 // ApprovalFilter narrows the approvals listed to a caller's.
 type ApprovalFilter struct {
+	// Workspace is the workspace whose runs' approvals are listed ("":
+	// DefaultWorkspace).
+	Workspace string
 	// Assigned is AssignedMe, AssignedGroups or AssignedAll ("": all).
 	Assigned string
 	// Email and Groups are the caller's.
@@ -193,13 +196,13 @@ func (f ApprovalFilter) where() (string, []any, error) {
 		SELECT lower(ns.claim_delegate) WHERE ns.claim_attempt = ns.attempt)`
 	const ours = `ns.assign_groups && ?::text[]`
 	groups := pq.StringArray(nonNil(f.Groups)) // gorm would spread a []string
-	var where string
-	var args []any
+	where := ` AND EXISTS (SELECT 1 FROM runs wr WHERE wr.id = ns.run_id AND wr.workspace = ?)`
+	args := []any{workspaceOr(f.Workspace)}
 	switch f.Assigned {
 	case AssignedMe:
-		where, args = ` AND (`+unassigned+` OR `+mine+`)`, []any{f.Email}
+		where, args = where+` AND (`+unassigned+` OR `+mine+`)`, append(args, f.Email)
 	case AssignedGroups:
-		where, args = ` AND `+ours, []any{groups}
+		where, args = where+` AND `+ours, append(args, groups)
 	case AssignedAll, "":
 	default:
 		return "", nil, fmt.Errorf("%w: assigned must be me, groups or all", engine.ErrInvalidRequest)

@@ -12,7 +12,10 @@ import (
 // BulkFilter picks the runs a bulk action applies to; empty fields match
 // everything.
 type BulkFilter struct {
-	FlowID string
+	// Workspace is the workspace whose runs are picked ("":
+	// DefaultWorkspace).
+	Workspace string
+	FlowID    string
 	Status string
 	// Node: the run has a failed (unhandled) node with this key or node id.
 	Node string
@@ -25,8 +28,7 @@ type BulkFilter struct {
 // BulkRuns returns the ids of up to limit runs matching f with an id
 // greater than after, in id order (keyset pages for a bulk action).
 func (s *Store) BulkRuns(ctx context.Context, f BulkFilter, after string, limit int) ([]string, error) {
-	where := []string{"true"}
-	var args []any
+	where, args := inWorkspace("r", f.Workspace)
 	if f.FlowID != "" {
 		if !isUUID(f.FlowID) {
 			return nil, fmt.Errorf("%w: filter.flow_id must be a UUID", engine.ErrInvalidRequest)

@@ -48,11 +48,12 @@ func (s *Store) FlowEventTriggers(ctx context.Context, flowID string, w TriggerW
 	return out, nil
 }
 
-// EventTriggersFor lists the enabled event triggers of live flows for an
-// event name.
-func (s *Store) EventTriggersFor(ctx context.Context, name string) ([]EventTrigger, error) {
+// EventTriggersFor lists the enabled event triggers of workspace ws's live
+// flows for an event name.
+func (s *Store) EventTriggersFor(ctx context.Context, ws, name string) ([]EventTrigger, error) {
 	out := []EventTrigger{}
-	err := s.db.WithContext(ctx).Where("name = ? AND enabled AND flow_id IN (SELECT id FROM flows WHERE deleted_at IS NULL)", name).
+	err := s.db.WithContext(ctx).Where("name = ? AND enabled AND flow_id IN (SELECT id FROM flows WHERE deleted_at IS NULL AND workspace = ?)",
+		name, workspaceOr(ws)).
 		Order("created_at, id").Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("error finding the event triggers of %s: %w", name, interpretError(err))

@@ -10,6 +10,9 @@ import (
 
 // NewEvent is an event posted into running runs.
 type NewEvent struct {
+	// Workspace is where the event is posted ("": DefaultWorkspace): only
+	// its runs' nodes wait for it.
+	Workspace     string
 	ID, Name, Key string
 	Payload       json.RawMessage
 	TTLSeconds    int
@@ -29,13 +32,15 @@ type Waiter struct {
 // the event). The event is kept for a later wait only when no node waits.
 // A repeated id stores nothing: duplicate, and no waiter.
 func (s *Store) PostEvent(ctx context.Context, ev NewEvent) (duplicate bool, waiters []Waiter, err error) {
+	ws := workspaceOr(ev.Workspace)
+	id := StoredEventID(ws, ev.ID)
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Exec(`SELECT pg_advisory_xact_lock(hashtextextended(? || chr(31) || ?, 0))`, ev.Name, ev.Key).Error; err != nil {
 			return err
 		}
-		res := tx.Exec(`INSERT INTO events (id, name, key, payload, expires_at)
-			VALUES (?, ?, ?, ?::jsonb, now() + make_interval(secs => ?)) ON CONFLICT (id) DO NOTHING`,
-			ev.ID, ev.Name, ev.Key, string(ev.Payload), ev.TTLSeconds)
+		res := tx.Exec(`INSERT INTO events (id, workspace, name, key, payload, expires_at)
+			VALUES (?, ?, ?, ?, ?::jsonb, now() + make_interval(secs => ?)) ON CONFLICT (id) DO NOTHING`,
+			id, ws, ev.Name, ev.Key, string(ev.Payload), ev.TTLSeconds)
 		if res.Error != nil {
 			return res.Error
 		}
@@ -44,15 +49,16 @@ func (s *Store) PostEvent(ctx context.Context, ev NewEvent) (duplicate bool, wai
 			return nil
 		}
 		rows, err := tx.Raw(`INSERT INTO event_deliveries (event_id, run_id, key, attempt)
-			SELECT ?, run_id, key, attempt FROM node_states
-			WHERE status = 'waiting_for_event' AND event_name = ? AND event_key = ?
-			RETURNING run_id::text, key, attempt`, ev.ID, ev.Name, ev.Key).Rows()
+			SELECT ?, ns.run_id, ns.key, ns.attempt FROM node_states ns
+			WHERE ns.status = 'waiting_for_event' AND ns.event_name = ? AND ns.event_key = ?
+				AND EXISTS (SELECT 1 FROM runs r WHERE r.id = ns.run_id AND r.workspace = ?)
+			RETURNING run_id::text, key, attempt`, id, ev.Name, ev.Key, ws).Rows()
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			w := Waiter{EventID: ev.ID}
+			w := Waiter{EventID: id}
 			if err := rows.Scan(&w.RunID, &w.Key, &w.Attempt); err != nil {
 				return err
 			}
@@ -64,7 +70,7 @@ func (s *Store) PostEvent(ctx context.Context, ev NewEvent) (duplicate bool, wai
 		if len(waiters) == 0 {
 			return nil
 		}
-		return tx.Exec(`UPDATE events SET consumed_at = now(), delivered = ? WHERE id = ?`, len(waiters), ev.ID).Error
+		return tx.Exec(`UPDATE events SET consumed_at = now(), delivered = ? WHERE id = ?`, len(waiters), id).Error
 	})
 	if err != nil {
 		return false, nil, fmt.Errorf("error posting event %s: %w", ev.Name, interpretError(err))
@@ -108,4 +114,15 @@ func (s *Store) OverdueEvents(ctx context.Context, limit int) ([]Due, error) {
 		WHERE (run_id, key) IN (SELECT run_id, key FROM node_states WHERE status = 'waiting_for_event' AND deadline <= now()
 			ORDER BY deadline LIMIT ? FOR UPDATE SKIP LOCKED)
 		RETURNING run_id::text, key, attempt, false`, limit, "overdue event waits")
+}
+
+// StoredEventID is the id an event posted to workspace ws with id is kept
+// under: the caller's id is unique within a workspace, and another
+// workspace's (not the default's, whose ids were kept as given) is
+// prefixed with its slug.
+func StoredEventID(ws, id string) string {
+	if ws == "" || ws == DefaultWorkspace {
+		return id
+	}
+	return ws + "/" + id
 }

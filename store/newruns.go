@@ -211,14 +211,17 @@ func (t *pgTx) queueRuns(part []newRun) {
 		cols.seqs = append(cols.seqs, r.EventSeq)
 		cols.secs = append(cols.secs, int64(r.DeadlineSeconds))
 	}
+	// A run is of its flow's workspace (read here, so no caller need know
+	// it).
 	t.queue(`WITH ins AS (INSERT INTO runs (id, flow_id, flow_version_id, entity_id, status, trigger, input, output, error,
 			idempotency_key, active_nodes, failed_nodes, terminals_left, event_seq, deadline_at, finished_at,
-			parent_run_id, parent_key, parent_attempt, started_by)
+			parent_run_id, parent_key, parent_attempt, started_by, workspace)
 		SELECT u.id::uuid, u.f::uuid, u.v::uuid, nullif(u.ent, '')::uuid, u.st, u.tr::jsonb, u.inp::jsonb,
 			nullif(u.o, '')::jsonb, CASE WHEN u.he THEN u.e END, nullif(u.ik, ''), u.an, u.fn, u.tl, u.es,
 			CASE WHEN u.secs > 0 THEN now() + make_interval(secs => u.secs) END,
 			CASE WHEN u.st IN ('running', 'paused', 'queued') THEN NULL ELSE now() END,
-			nullif(u.pr, '')::uuid, CASE WHEN u.pr <> '' THEN u.pk END, CASE WHEN u.pr <> '' THEN u.pa END, nullif(u.sb, '')
+			nullif(u.pr, '')::uuid, CASE WHEN u.pr <> '' THEN u.pk END, CASE WHEN u.pr <> '' THEN u.pa END, nullif(u.sb, ''),
+			(SELECT fl.workspace FROM flows fl WHERE fl.id = u.f::uuid)
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
 			?::bool[], ?::text[], ?::int[], ?::int[], ?::int[], ?::bigint[], ?::int[], ?::text[], ?::text[], ?::int[], ?::text[])
 			AS u(id, f, v, ent, st, tr, inp, o, e, he, ik, an, fn, tl, es, secs, pr, pk, pa, sb)

@@ -464,6 +464,9 @@ type AuditEntry struct {
 	// approved Finance approval — run 01a2…f9"; "" for entries written
 	// before it was kept, or routes that have none).
 	Summary string `json:"summary,omitempty"`
+	// Workspace is the workspace the change was made in; nil for a change
+	// to the server (its users, workspaces, webhook secret).
+	Workspace *string `json:"workspace"`
 }
 
 // InsertAudit writes an audit entry.
@@ -476,8 +479,9 @@ func (s *Store) InsertAudit(ctx context.Context, e AuditEntry) error {
 		}
 		details = string(b)
 	}
-	if err := s.db.WithContext(ctx).Exec(`INSERT INTO audit_log (at, actor, action, target, request_id, status, details, summary)
-		VALUES (?, ?, ?, ?, ?, ?, ?, nullif(?, ''))`, e.At, e.Actor, e.Action, e.Target, e.RequestID, e.Status, details, e.Summary).Error; err != nil {
+	if err := s.db.WithContext(ctx).Exec(`INSERT INTO audit_log (at, actor, action, target, request_id, status, details, summary, workspace)
+		VALUES (?, ?, ?, ?, ?, ?, ?, nullif(?, ''), ?)`, e.At, e.Actor, e.Action, e.Target, e.RequestID, e.Status, details, e.Summary,
+		e.Workspace).Error; err != nil {
 		return fmt.Errorf("error writing an audit entry: %w", interpretError(err))
 	}
 	return nil
@@ -487,13 +491,17 @@ func (s *Store) InsertAudit(ctx context.Context, e AuditEntry) error {
 type AuditFilter struct {
 	Actor, Target string
 	Since         *time.Time
+	// PageParams.Workspace is the workspace whose entries are listed;
+	// WithServer adds the changes to the server (a server admin's view).
 	PageParams
+	WithServer bool
 }
 
 // AuditPage lists audit entries, newest first, and the next page's cursor
 // ("" on the last page).
 func (s *Store) AuditPage(ctx context.Context, f AuditFilter) ([]AuditEntry, string, error) {
-	q, args := `SELECT id, at, actor, action, target, request_id, status, coalesce(details, 'null'), coalesce(summary, '') FROM audit_log WHERE true`, []any{}
+	q, args := `SELECT id, at, actor, action, target, request_id, status, coalesce(details, 'null'), coalesce(summary, ''), workspace
+		FROM audit_log WHERE (workspace = ? OR ? AND workspace IS NULL)`, []any{workspaceOr(f.Workspace), f.WithServer}
 	if f.Actor != "" {
 		q, args = q+` AND actor = ?`, append(args, f.Actor)
 	}
@@ -525,7 +533,7 @@ func (s *Store) AuditPage(ctx context.Context, f AuditFilter) ([]AuditEntry, str
 	for rows.Next() {
 		var e AuditEntry
 		var details []byte
-		if err := rows.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.Target, &e.RequestID, &e.Status, &details, &e.Summary); err != nil {
+		if err := rows.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.Target, &e.RequestID, &e.Status, &details, &e.Summary, &e.Workspace); err != nil {
 			return nil, "", fmt.Errorf("error reading the audit log: %w", err)
 		}
 		if err := json.Unmarshal(details, &e.Details); err != nil {

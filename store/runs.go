@@ -64,7 +64,10 @@ func (s *Store) EachNode(ctx context.Context, runID string, fn func(n *engine.No
 
 // RunFilter filters ListRuns.
 type RunFilter struct {
-	FlowID string
+	// Workspace is the workspace whose runs are listed ("":
+	// DefaultWorkspace).
+	Workspace string
+	FlowID    string
 	Status string
 	// Node: a node (key or id) of the run failed, not handled by a failure
 	// edge; ErrorContains: the run's error contains this text.
@@ -79,8 +82,7 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]engine.Run, string
 	if f.Limit <= 0 || f.Limit > 500 {
 		f.Limit = 50
 	}
-	where := []string{"true"}
-	args := []any{}
+	where, args := inWorkspace("runs", f.Workspace)
 	if f.FlowID != "" {
 		if !isUUID(f.FlowID) {
 			return nil, "", fmt.Errorf("%w: flow_id must be a UUID", engine.ErrInvalidRequest)

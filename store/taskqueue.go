@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -44,8 +45,10 @@ func (t *pgTx) insertSplittingTasks(ctx context.Context, ds []*engine.Dispatch) 
 	}
 	// A task waits from when it is due (a retry's backoff puts that
 	// later); its queue is told at commit.
-	return t.write(ctx, len(tasks), `WITH ins AS (INSERT INTO tasks (run_id, key, attempt, queue, payload, lease_seconds, created_at)
-		SELECT u.r::uuid, u.k, u.a, u.q, u.p::jsonb, u.l, now() + make_interval(secs => u.ms::float8 / 1000)
+	// A task is of its run's workspace: a queue's name is the workspace's.
+	return t.write(ctx, len(tasks), `WITH ins AS (INSERT INTO tasks (run_id, key, attempt, queue, payload, lease_seconds, created_at, workspace)
+		SELECT u.r::uuid, u.k, u.a, u.q, u.p::jsonb, u.l, now() + make_interval(secs => u.ms::float8 / 1000),
+			(SELECT r.workspace FROM runs r WHERE r.id = u.r::uuid)
 		FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[], ?::bigint[]) AS u(r, k, a, q, p, l, ms)
 		RETURNING queue)
 		SELECT count(pg_notify(?, q)) FROM (SELECT DISTINCT queue AS q FROM ins) n`,
@@ -64,7 +67,9 @@ type PolledTask struct {
 
 // PollTasksParams is a worker's poll of one queue.
 type PollTasksParams struct {
-	Queue  string
+	// Workspace is the queue's ("": DefaultWorkspace).
+	Workspace string
+	Queue     string
 	Worker string
 	Max    int
 }
@@ -78,12 +83,12 @@ type PollTasksParams struct {
 // may be waiting. The worker's last poll is recorded.
 func (s *Store) PollTasks(ctx context.Context, p PollTasksParams) (tasks []PolledTask, more bool, err error) {
 	rows, err := s.db.WithContext(ctx).Raw(`WITH w AS (
-			INSERT INTO task_workers (queue, worker, last_poll_at) VALUES (?, ?, now())
-			ON CONFLICT (queue, worker) DO UPDATE SET last_poll_at = now()),
+			INSERT INTO task_workers (workspace, queue, worker, last_poll_at) VALUES (?, ?, ?, now())
+			ON CONFLICT (workspace, queue, worker) DO UPDATE SET last_poll_at = now()),
 		picked AS (
 			SELECT t.run_id, t.key, t.attempt, (n.status = 'running' AND n.attempt = t.attempt) IS TRUE AS live
 			FROM tasks t LEFT JOIN node_states n ON n.run_id = t.run_id AND n.key = t.key
-			WHERE t.queue = ? AND t.leased_by IS NULL AND t.created_at <= now()
+			WHERE t.workspace = ? AND t.queue = ? AND t.leased_by IS NULL AND t.created_at <= now()
 			ORDER BY t.created_at LIMIT ? FOR UPDATE OF t SKIP LOCKED),
 		leased AS (
 			UPDATE tasks t SET leased_by = CASE WHEN p.live THEN ? ELSE '' END, leased_at = now()
@@ -96,7 +101,7 @@ func (s *Store) PollTasks(ctx context.Context, p PollTasksParams) (tasks []Polle
 		SELECT l.run_id::text, l.key, l.attempt, l.payload, d.deadline, l.live
 		FROM leased l LEFT JOIN due d ON d.run_id = l.run_id AND d.key = l.key
 		ORDER BY l.created_at, l.run_id, l.key`,
-		p.Queue, p.Worker, p.Queue, p.Max, p.Worker).Rows()
+		workspaceOr(p.Workspace), p.Queue, p.Worker, workspaceOr(p.Workspace), p.Queue, p.Max, p.Worker).Rows()
 	if err != nil {
 		return nil, false, fmt.Errorf("error polling queue %s: %w", p.Queue, interpretError(err))
 	}
@@ -144,29 +149,29 @@ type QueueStats struct {
 // Queues lists every queue with tasks waiting or leased, or polled: how
 // many wait (due, of attempts still running), how many are leased (their
 // attempt still running), the oldest wait, and the workers that poll it.
-func (s *Store) Queues(ctx context.Context) ([]QueueStats, error) {
+func (s *Store) Queues(ctx context.Context, ws string) ([]QueueStats, error) {
 	// Leased tasks are found from the running nodes with a deadline (the
 	// deadline index: live work only), not from the tasks table, which
 	// keeps every pulled attempt until its run is deleted.
 	rows, err := s.db.WithContext(ctx).Raw(`WITH live AS (
 			SELECT t.queue, t.leased_by, t.created_at FROM tasks t
 			JOIN node_states n ON n.run_id = t.run_id AND n.key = t.key AND n.attempt = t.attempt AND n.status = 'running'
-			WHERE t.leased_by IS NULL
+			WHERE t.leased_by IS NULL AND t.workspace = @ws
 			UNION ALL
 			SELECT t.queue, t.leased_by, t.created_at FROM node_states n
 			JOIN tasks t ON t.run_id = n.run_id AND t.key = n.key AND t.attempt = n.attempt
-			WHERE n.status = 'running' AND n.deadline IS NOT NULL AND t.leased_by <> ''),
+			WHERE n.status = 'running' AND n.deadline IS NOT NULL AND t.leased_by <> '' AND t.workspace = @ws),
 		q AS (
 			SELECT queue, count(*) FILTER (WHERE leased_by IS NULL AND created_at <= now()) AS pending,
 				count(*) FILTER (WHERE leased_by IS NOT NULL) AS leased,
 				COALESCE(EXTRACT(EPOCH FROM now() - min(created_at) FILTER (WHERE leased_by IS NULL AND created_at <= now())), 0)::float8 AS oldest
 			FROM live GROUP BY queue),
-		names AS (SELECT queue FROM q UNION SELECT queue FROM task_workers)
+		names AS (SELECT queue FROM q UNION SELECT queue FROM task_workers WHERE workspace = @ws)
 		SELECT names.queue, COALESCE(q.pending, 0), COALESCE(q.leased, 0), COALESCE(q.oldest, 0),
 			COALESCE(w.worker, ''), w.last_poll_at,
 			(SELECT count(*) FROM live l WHERE l.queue = names.queue AND l.leased_by = w.worker)
-		FROM names LEFT JOIN q ON q.queue = names.queue LEFT JOIN task_workers w ON w.queue = names.queue
-		ORDER BY names.queue, w.last_poll_at DESC NULLS LAST, w.worker`).Rows()
+		FROM names LEFT JOIN q ON q.queue = names.queue LEFT JOIN task_workers w ON w.workspace = @ws AND w.queue = names.queue
+		ORDER BY names.queue, w.last_poll_at DESC NULLS LAST, w.worker`, sql.Named("ws", workspaceOr(ws))).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error listing queues: %w", interpretError(err))
 	}

@@ -386,6 +386,24 @@ func (t *pgTx) RunInput(ctx context.Context, runID string) (json.RawMessage, err
 	return in, nil
 }
 
+func (t *pgTx) AdmitRun(_ context.Context, flowID string) {
+	// stitchd_admit_run (migration 45) locks the workspace's row only when
+	// it has a limit: a workspace without one pays this statement alone,
+	// sent with the run's insert.
+	t.queue(`SELECT coalesce(workspace_slug, ''), coalesce(reason, ''), retry_after FROM stitchd_admit_run(?::uuid)`,
+		func(row scanner) error {
+			var ws, reason string
+			var after float64
+			if err := row.Scan(&ws, &reason, &after); err != nil {
+				return interpretError(err)
+			}
+			if reason == "" {
+				return nil
+			}
+			return &engine.LimitError{Workspace: ws, Limit: reason, RetryAfter: time.Duration(after * float64(time.Second))}
+		}, flowID)
+}
+
 func (t *pgTx) RunByIdempotencyKey(ctx context.Context, flowID, key string) (*engine.Run, error) {
 	return scanRun(t.raw(ctx, `SELECT `+runCols+` FROM runs WHERE flow_id = ? AND idempotency_key = ?`, flowID, key).Row())
 }
@@ -1071,16 +1089,16 @@ func (t *pgTx) ReadyNodes(ctx context.Context, runID string) ([]engine.NodeState
 	return scanNodes(rows, runID, 0)
 }
 
-func (t *pgTx) TakeEvent(ctx context.Context, w engine.EventWait) (*engine.TakenEvent, error) {
+func (t *pgTx) TakeEvent(ctx context.Context, runID string, w engine.EventWait) (*engine.TakenEvent, error) {
 	if err := t.exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(? || chr(31) || ?, 0))`, w.Name, w.Key).Error; err != nil {
 		return nil, interpretError(err)
 	}
 	var ev engine.TakenEvent
 	var payload []byte
 	err := t.raw(ctx, `UPDATE events SET consumed_at = now(), delivered = delivered + 1
-		WHERE id = (SELECT id FROM events WHERE name = ? AND key = ? AND consumed_at IS NULL AND expires_at > now()
-			ORDER BY created_at, id LIMIT 1 FOR UPDATE)
-		RETURNING id, payload`, w.Name, w.Key).Row().Scan(&ev.ID, &payload)
+		WHERE id = (SELECT id FROM events WHERE workspace = (SELECT workspace FROM runs WHERE id = ?) AND name = ? AND key = ?
+			AND consumed_at IS NULL AND expires_at > now() ORDER BY created_at, id LIMIT 1 FOR UPDATE)
+		RETURNING id, payload`, runID, w.Name, w.Key).Row().Scan(&ev.ID, &payload)
 	if isNotFound(interpretError(err)) {
 		return nil, nil
 	}

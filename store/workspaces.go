@@ -259,3 +259,15 @@ func (s *Store) WorkspaceOf(ctx context.Context, kind, id string) (string, error
 	}
 	return ws, nil
 }
+
+// inWorkspace starts the conditions of a query over runs (alias) of
+// workspace ws. Another workspace's are said not to be the default's too,
+// which lets the planner use the index of other workspaces' runs (the
+// default workspace's are not in it).
+func inWorkspace(alias, ws string) ([]string, []any) {
+	ws = workspaceOr(ws)
+	if ws == DefaultWorkspace {
+		return []string{alias + ".workspace = ?"}, []any{ws}
+	}
+	return []string{alias + ".workspace = ?", alias + ".workspace <> 'default'"}, []any{ws}
+}

@@ -17,7 +17,7 @@ const approvalsStreamEvery = time.Second
 // by ?assigned=me|groups|all: an approver sees only what they may decide.
 func approvalsFilterFor(c echo.Context) (store.ApprovalFilter, error) {
 	p := principalOf(c)
-	f := store.ApprovalFilter{Email: p.Email(), Groups: p.Groups(), Decidable: p.Role() == store.RoleApprover}
+	f := store.ApprovalFilter{Workspace: p.Workspace, Email: p.Email(), Groups: p.Groups(), Decidable: p.Role() == store.RoleApprover}
 	a, err := queryEnum(c, "assigned", "me", "groups", "all")
 	if err != nil {
 		return f, err

@@ -255,6 +255,10 @@ func (s *Server) audited(c echo.Context, p *Principal, next echo.HandlerFunc) er
 		}
 	}
 	e.Details = details
+	if !ruleOf(c).server {
+		ws := p.Workspace
+		e.Workspace = &ws
+	}
 	e.Summary = auditSummary(c, p.Email(), e.Action, e.Target)
 	if aerr := s.cfg.Store.InsertAudit(c.Request().Context(), e); aerr != nil {
 		s.log.Error("error writing an audit entry", "action", e.Action, "target", e.Target, "actor", e.Actor, "error", aerr)

@@ -75,7 +75,7 @@ func (s *Server) bulkRuns(c echo.Context) error {
 	if b.Filter == (bulkFilter{}) && !b.All && !b.DryRun {
 		return badRequest(`an empty filter picks every run: say "all": true to mean it`)
 	}
-	f := store.BulkFilter{FlowID: b.Filter.FlowID, Status: b.Filter.Status, Node: b.Filter.Node,
+	f := store.BulkFilter{Workspace: workspaceOf(c), FlowID: b.Filter.FlowID, Status: b.Filter.Status, Node: b.Filter.Node,
 		ErrorContains: b.Filter.ErrorContains, StartedAfter: b.Filter.StartedAfter, StartedBefore: b.Filter.StartedBefore}
 	type runError struct {
 		RunID string `json:"run_id"`

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -18,6 +20,8 @@ type apiError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Details any    `json:"details,omitempty"`
+	// retryAfter, when > 0, is sent as Retry-After (whole seconds).
+	retryAfter time.Duration
 }
 
 func (e *apiError) Error() string { return e.Message }
@@ -94,6 +98,12 @@ func toAPIError(err error) *apiError {
 		}
 		return &apiError{Status: he.Code, Code: code, Message: msg}
 	}
+	var le *engine.LimitError
+	if errors.As(err, &le) {
+		ae := errorf(http.StatusTooManyRequests, "rate_limited", le.Error())
+		ae.retryAfter = le.RetryAfter
+		return ae
+	}
 	if eb, ok := engine.IsEntityBusy(err); ok {
 		return errorf(http.StatusConflict, "entity_busy", eb.Error())
 	}
@@ -146,6 +156,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	ae, hidden := withoutSQL(toAPIError(err))
 	if ae.Status >= 500 || hidden {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "status", ae.Status, "error", err)
+	}
+	if ae.retryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(ae.retryAfter)))
 	}
 	_ = c.JSON(ae.Status, map[string]any{"error": ae})
 }

@@ -46,7 +46,7 @@ func (s *Server) postEvent(c echo.Context) error {
 	case b.TTLSeconds != nil && (*b.TTLSeconds < 0 || *b.TTLSeconds > maxEventTTLSecond):
 		return badRequest("ttlSeconds must be from 0 to 2592000 (30 days)")
 	}
-	ev := store.NewEvent{ID: b.ID, Name: b.Name, Key: *b.Key, Payload: nullJSON(b.Payload), TTLSeconds: defaultEventTTL}
+	ev := store.NewEvent{Workspace: workspaceOf(c), ID: b.ID, Name: b.Name, Key: *b.Key, Payload: nullJSON(b.Payload), TTLSeconds: defaultEventTTL}
 	if ev.ID == "" {
 		ev.ID = uuid.NewString()
 	}
@@ -62,7 +62,7 @@ func (s *Server) postEvent(c echo.Context) error {
 		// Delivered now; one that fails, or that the process does not get
 		// to (it stops), is delivered by a sweeper from its stored row.
 		if err := s.cfg.Engine.DeliverEvent(ctx, engine.DeliverEventParams{RunID: w.RunID, Key: w.Key, Attempt: w.Attempt,
-			EventID: ev.ID, Name: ev.Name, On: ev.Key, Payload: ev.Payload}); err != nil {
+			EventID: w.EventID, Name: ev.Name, On: ev.Key, Payload: ev.Payload}); err != nil {
 			s.cfg.Logger.Warn("error delivering an event; a sweeper will", "event_id", ev.ID, "run_id", w.RunID,
 				"node_key", w.Key, "error", err)
 		}
@@ -81,7 +81,7 @@ func (s *Server) postEvent(c echo.Context) error {
 // starts what a first one could not, and nothing twice.
 func (s *Server) startEventRuns(c echo.Context, ev store.NewEvent) ([]string, error) {
 	ctx := c.Request().Context()
-	trigs, err := s.cfg.Store.EventTriggersFor(ctx, ev.Name)
+	trigs, err := s.cfg.Store.EventTriggersFor(ctx, ev.Workspace, ev.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 // store.DefaultPageSize) and ?cursor= (a next_cursor given out; the store
 // refuses any other with a 400).
 func pageParams(c echo.Context) (store.PageParams, error) {
-	p := store.PageParams{Cursor: c.QueryParam("cursor")}
+	p := store.PageParams{Cursor: c.QueryParam("cursor"), Workspace: workspaceOf(c)}
 	if l := c.QueryParam("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > store.MaxPageSize {

@@ -445,7 +445,7 @@ func (s *Server) listAudit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := store.AuditFilter{Actor: c.QueryParam("actor"), Target: c.QueryParam("target"), PageParams: pp}
+	f := store.AuditFilter{Actor: c.QueryParam("actor"), Target: c.QueryParam("target"), PageParams: pp, WithServer: principalOf(c).ServerAdmin()}
 	for _, v := range []string{f.Actor, f.Target} {
 		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) || len(v) > 1000 {
 			return badRequest("actor and target must be text (UTF-8, no NUL, at most 1000 bytes)")

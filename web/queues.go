@@ -90,7 +90,7 @@ func (s *Server) pollTasks(c echo.Context) error {
 	}
 	until := time.Now().Add(time.Duration(wait) * time.Second)
 	for {
-		got, more, err := s.cfg.Store.PollTasks(ctx, store.PollTasksParams{Queue: b.Queue, Worker: b.Worker, Max: limit})
+		got, more, err := s.cfg.Store.PollTasks(ctx, store.PollTasksParams{Workspace: workspaceOf(c), Queue: b.Queue, Worker: b.Worker, Max: limit})
 		if err != nil {
 			return err
 		}
@@ -136,7 +136,7 @@ func (s *Server) pollTasks(c echo.Context) error {
 // waits and is leased, and who polls it (a JSON array, as the contract
 // says).
 func (s *Server) queues(c echo.Context) error {
-	qs, err := s.cfg.Store.Queues(c.Request().Context())
+	qs, err := s.cfg.Store.Queues(c.Request().Context(), workspaceOf(c))
 	if err != nil {
 		return err
 	}

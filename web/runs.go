@@ -186,7 +186,7 @@ func (s *Server) listRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := store.RunFilter{FlowID: c.QueryParam("flow_id"), Status: status, Cursor: c.QueryParam("cursor"),
+	f := store.RunFilter{Workspace: workspaceOf(c), FlowID: c.QueryParam("flow_id"), Status: status, Cursor: c.QueryParam("cursor"),
 		Node: c.QueryParam("node"), ErrorContains: c.QueryParam("error")}
 	if len(f.Node) > 256 || len(f.ErrorContains) > 1024 {
 		return badRequest("node is at most 256 and error at most 1,024 bytes")

@@ -736,7 +736,7 @@ func nodeTypes(builtin, added []engine.NodeTypeSpec) ([]engine.NodeTypeSpec, err
 
 // queueGauges reads the task queues for the metrics.
 func (a *App) queueGauges(ctx context.Context) ([]metrics.QueueGauge, error) {
-	qs, err := a.Store.Queues(ctx)
+	qs, err := a.Store.Queues(ctx, store.DefaultWorkspace)
 	if err != nil {
 		return nil, err
 	}

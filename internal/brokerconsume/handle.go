@@ -66,7 +66,12 @@ func (s *Service) postEvent(ctx context.Context, m broker.Message) error {
 	if err != nil {
 		return broker.Permanent(err)
 	}
-	ev := store.NewEvent{ID: m.DedupeKey(), Name: cfg.Name, Key: key, Payload: m.Body, TTLSeconds: defaultEventTTL}
+	// The event is posted in the workspace of the trigger's flow.
+	owner, err := s.p.Store.GetFlow(ctx, m.Trigger.FlowID)
+	if err != nil {
+		return fmt.Errorf("error loading flow %s of broker trigger %s: %w", m.Trigger.FlowID, m.Trigger.ID, err)
+	}
+	ev := store.NewEvent{Workspace: owner.Workspace, ID: m.DedupeKey(), Name: cfg.Name, Key: key, Payload: m.Body, TTLSeconds: defaultEventTTL}
 	if cfg.TTLSeconds > 0 {
 		ev.TTLSeconds = cfg.TTLSeconds
 	}
@@ -78,12 +83,12 @@ func (s *Service) postEvent(ctx context.Context, m broker.Message) error {
 		// Delivered now; one that fails is delivered by the sweeper from
 		// its stored row.
 		if err := s.p.Engine.DeliverEvent(ctx, engine.DeliverEventParams{RunID: w.RunID, Key: w.Key, Attempt: w.Attempt,
-			EventID: ev.ID, Name: ev.Name, On: ev.Key, Payload: ev.Payload}); err != nil {
+			EventID: w.EventID, Name: ev.Name, On: ev.Key, Payload: ev.Payload}); err != nil {
 			s.p.Logger.Warn("error delivering an event; a sweeper will", "event_id", ev.ID, "run_id", w.RunID,
 				"node_key", w.Key, "error", err)
 		}
 	}
-	trigs, err := s.p.Store.EventTriggersFor(ctx, ev.Name)
+	trigs, err := s.p.Store.EventTriggersFor(ctx, ev.Workspace, ev.Name)
 	if err != nil {
 		return fmt.Errorf("error listing the event triggers of %s: %w", ev.Name, err)
 	}

@@ -23,7 +23,7 @@ type Store interface {
 	DeleteBrokerConsumers(ctx context.Context, instanceID string) error
 	GetFlow(ctx context.Context, id string) (*store.Flow, error)
 	PostEvent(ctx context.Context, ev store.NewEvent) (duplicate bool, waiters []store.Waiter, err error)
-	EventTriggersFor(ctx context.Context, name string) ([]store.EventTrigger, error)
+	EventTriggersFor(ctx context.Context, ws, name string) ([]store.EventTrigger, error)
 }
 
 // Engine starts the messages' runs and delivers their events
