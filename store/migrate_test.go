@@ -19,7 +19,7 @@ import (
 // schemaTables are the tables the migrations create.
 var schemaTables = []string{
 	"api_tokens", "audit_log", "boards", "dispatch_rate_buckets", "dispatches", "entities", "flow_versions", "flows", "journey_events", "login_failures",
-	"broker_consumers", "broker_triggers", "credentials", "event_deliveries", "event_triggers", "events", "node_states", "notifications", "run_events", "run_tree_deltas", "run_trees", "runs", "schedules", "secrets", "sections", "sessions", "signing_keys", "task_workers", "tasks", "triggers", "used_action_links", "users", "ux_decisions", "webhook_secrets",
+	"broker_consumers", "broker_triggers", "credentials", "event_deliveries", "event_triggers", "events", "node_states", "notifications", "run_events", "run_tree_deltas", "run_trees", "runs", "schedules", "secrets", "sections", "sessions", "signing_keys", "task_workers", "tasks", "triggers", "used_action_links", "users", "ux_decisions", "webhook_secrets", "workspace_members", "workspaces",
 }
 
 // latestVersion is the highest migration in migrations/.

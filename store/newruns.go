@@ -221,7 +221,7 @@ func (t *pgTx) queueRuns(part []newRun) {
 			CASE WHEN u.secs > 0 THEN now() + make_interval(secs => u.secs) END,
 			CASE WHEN u.st IN ('running', 'paused', 'queued') THEN NULL ELSE now() END,
 			nullif(u.pr, '')::uuid, CASE WHEN u.pr <> '' THEN u.pk END, CASE WHEN u.pr <> '' THEN u.pa END, nullif(u.sb, ''),
-			(SELECT fl.workspace FROM flows fl WHERE fl.id = u.f::uuid)
+			coalesce((SELECT fl.workspace FROM flows fl WHERE fl.id = u.f::uuid), 'default')
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
 			?::bool[], ?::text[], ?::int[], ?::int[], ?::int[], ?::bigint[], ?::int[], ?::text[], ?::text[], ?::int[], ?::text[])
 			AS u(id, f, v, ent, st, tr, inp, o, e, he, ik, an, fn, tl, es, secs, pr, pk, pa, sb)

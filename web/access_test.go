@@ -50,6 +50,14 @@ var permissions = map[string]string{
 	"DELETE /api/v1/users/:id":     "a",
 	"GET /api/v1/audit":            "a",
 
+	"GET /api/v1/workspaces":                         "aeopv",
+	"POST /api/v1/workspaces":                        "a",
+	"GET /api/v1/workspaces/:slug":                   "aeopv",
+	"PATCH /api/v1/workspaces/:slug":                 "a",
+	"GET /api/v1/workspaces/:slug/members":           "a",
+	"PUT /api/v1/workspaces/:slug/members/:email":    "a",
+	"DELETE /api/v1/workspaces/:slug/members/:email": "a",
+
 	"GET /api/v1/auth/providers":     "*",
 	"GET /api/v1/auth/oidc/login":    "*",
 	"GET /api/v1/auth/oidc/callback": "*",
@@ -245,5 +253,5 @@ func TestAdminTokenIsBootstrap(t *testing.T) {
 	h := newServer(t, storetest.TestTx(t)).Handler()
 	rec := do(t, h, req{method: http.MethodGet, path: "/api/v1/me"})
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
-	require.JSONEq(t, `{"role": "admin", "bootstrap": true}`, rec.Body.String())
+	require.JSONEq(t, `{"role": "admin", "bootstrap": true, "workspace": "default", "server_admin": true}`, rec.Body.String())
 }

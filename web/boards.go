@@ -2,7 +2,6 @@ package web
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -209,10 +208,7 @@ func (s *Server) createEntity(c echo.Context) error {
 		b.Metadata = nil
 	}
 	ctx := c.Request().Context()
-	if _, err := s.cfg.Store.GetBoard(ctx, b.BoardID); err != nil {
-		if errors.Is(err, engine.ErrNotFound) {
-			return badRequest("board " + b.BoardID + " does not exist")
-		}
+	if err := s.boardHere(c, b.BoardID); err != nil {
 		return err
 	}
 	e, err := s.cfg.Store.CreateEntity(ctx, store.NewEntity{ID: uuid.NewString(), BoardID: b.BoardID, Type: b.Type,

@@ -26,6 +26,8 @@ type entityBoardCheck struct {
 	FlowBoardID *string
 	// EntityBoardID is the board the entity is (or will be) on.
 	EntityBoardID string
+	// Workspace is the flow's: the entity's board must be of it.
+	Workspace string
 	// Execution is the execution graph of the version the run is pinned to.
 	Execution json.RawMessage
 }
@@ -37,6 +39,14 @@ type entityBoardCheck struct {
 // never changes board and sections are never removed, so what holds here
 // holds when the nodes move it.
 func (s *Server) checkEntityBoard(ctx context.Context, p entityBoardCheck) error {
+	owner, err := s.cfg.Store.WorkspaceOf(ctx, store.OwnerBoard, p.EntityBoardID)
+	if err != nil {
+		return err
+	}
+	if owner != p.Workspace {
+		return &apiError{Status: http.StatusUnprocessableEntity, Code: codeEntityBoard,
+			Message: "board " + p.EntityBoardID + " is not in the flow's workspace"}
+	}
 	if p.FlowBoardID != nil && *p.FlowBoardID != p.EntityBoardID {
 		return &apiError{Status: http.StatusUnprocessableEntity, Code: codeEntityBoard,
 			Message: "the entity is on board " + p.EntityBoardID + ", the flow's board is " + *p.FlowBoardID}

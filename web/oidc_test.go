@@ -227,7 +227,7 @@ func TestOIDCSignIn(t *testing.T) {
 	wresp.Body.Close()
 	require.Equal(t, http.StatusCreated, wresp.StatusCode)
 
-	es, _, err := st.AuditPage(ctx, store.AuditFilter{Actor: "ana@example.com"})
+	es, _, err := st.AuditPage(ctx, store.AuditFilter{Actor: "ana@example.com", WithServer: true})
 	require.NoError(t, err)
 	var signIns []store.AuditEntry
 	for _, e := range es {

@@ -8,17 +8,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stitchd/stitchd/web"
+	"github.com/stitchd/stitchd/store/storetest"
 )
 
 // TestEmptyEnumQueryIs400: every query parameter with a fixed set of
 // values (openapi.yaml: an enum or a boolean) refuses an empty value as it
 // refuses one outside the set — 400 invalid_request naming the parameter
-// — instead of taking it for absent. Each is refused before the store is
-// read (the server here has none).
+// — instead of taking it for absent. Each is refused before the handler
+// reads anything (the flow and board here do not exist: only the
+// workspace check of their ids reads the store).
 func TestEmptyEnumQueryIs400(t *testing.T) {
 	t.Parallel()
-	srv := web.New(web.Config{AuthToken: "tok"})
+	srv := newServer(t, storetest.TestTx(t))
 	const id = "0b6e2f43-2f1c-4c55-9d0b-6f0e8b0a8c11"
 	cases := []struct{ method, path, param string }{
 		{http.MethodGet, "/api/v1/runs", "status"},
@@ -32,7 +33,7 @@ func TestEmptyEnumQueryIs400(t *testing.T) {
 	for _, c := range cases {
 		for _, v := range []string{"", "bogus"} {
 			rq := httptest.NewRequestWithContext(t.Context(), c.method, c.path+"?"+c.param+"="+v, nil)
-			rq.Header.Set("Authorization", "Bearer tok")
+			rq.Header.Set("Authorization", "Bearer "+token)
 			rec := httptest.NewRecorder()
 			srv.Handler().ServeHTTP(rec, rq)
 			require.Equal(t, http.StatusBadRequest, rec.Code, "%s %s?%s=%s: %s", c.method, c.path, c.param, v, rec.Body)

@@ -122,7 +122,7 @@ func (s *Server) startRun(c echo.Context) error {
 		} else if err != nil {
 			return err
 		}
-		if err := s.checkEntityBoard(ctx, entityBoardCheck{FlowBoardID: f.BoardID, EntityBoardID: e.BoardID, Execution: exec}); err != nil {
+		if err := s.checkEntityBoard(ctx, entityBoardCheck{Workspace: f.Workspace, FlowBoardID: f.BoardID, EntityBoardID: e.BoardID, Execution: exec}); err != nil {
 			return err
 		}
 	}

@@ -169,6 +169,8 @@ func concretePath(p string) string {
 		switch {
 		case s == ":id":
 			parts[i] = uuid.NewString()
+		case s == ":slug" && i > 0 && parts[i-1] == "workspaces":
+			parts[i] = "default" // every server has it
 		case strings.HasPrefix(s, ":"), s == "*":
 			parts[i] = "x"
 		}

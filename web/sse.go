@@ -262,9 +262,15 @@ func (s *Server) allEvents(c echo.Context) error {
 	// lastID is the SSE id of the last event written: where a client
 	// resumes from (Last-Event-ID).
 	lastID := start
+	here := s.workspaceFilter(c)
 	send := func(evs []engine.Event) error {
 		s.arm(c)
 		for _, e := range evs {
+			if ok, err := here(ctx, e); err != nil {
+				return err
+			} else if !ok {
+				continue // another workspace's
+			}
 			if e.RunID == "" { // a manual move: no run, no id
 				if err := writeManualMove(c, e); err != nil {
 					return err

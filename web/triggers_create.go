@@ -89,7 +89,7 @@ func (s *Server) createTrigger(c echo.Context) error {
 			}
 			return err
 		}
-		if err := s.checkEntityBoard(ctx, entityBoardCheck{FlowBoardID: f.BoardID, EntityBoardID: b.Entity.BoardID,
+		if err := s.checkEntityBoard(ctx, entityBoardCheck{Workspace: f.Workspace, FlowBoardID: f.BoardID, EntityBoardID: b.Entity.BoardID,
 			Execution: f.Execution}); err != nil {
 			return err
 		}

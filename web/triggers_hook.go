@@ -98,7 +98,7 @@ func (s *Server) hook(c echo.Context) error {
 		if up.Name == "" {
 			up.Name = m.Type
 		}
-		if err := s.checkEntityBoard(ctx, entityBoardCheck{FlowBoardID: f.BoardID, EntityBoardID: m.BoardID,
+		if err := s.checkEntityBoard(ctx, entityBoardCheck{Workspace: f.Workspace, FlowBoardID: f.BoardID, EntityBoardID: m.BoardID,
 			Execution: f.Execution}); err != nil {
 			return err
 		}

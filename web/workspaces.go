@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -345,6 +346,49 @@ func (s *Server) mayBind(c echo.Context, p *Principal, ws string) error {
 			return workspaceNotFound(ws)
 		}
 		return err
+	}
+	return nil
+}
+
+// workspaceFilter tells, for the stream of every run's events, which are
+// of the request's workspace: a run's (or a manually moved entity's)
+// workspace is looked up once per stream.
+func (s *Server) workspaceFilter(c echo.Context) func(ctx context.Context, e engine.Event) (bool, error) {
+	ws := workspaceOf(c)
+	seen := map[string]bool{}
+	return func(ctx context.Context, e engine.Event) (bool, error) {
+		kind, id := store.OwnerRun, e.RunID
+		if id == "" {
+			var m struct {
+				EntityID string `json:"entity_id"`
+			}
+			_ = json.Unmarshal(e.Payload, &m) // a move without an entity is no one's
+			kind, id = store.OwnerEntity, m.EntityID
+		}
+		if ok, known := seen[id]; known {
+			return ok, nil
+		}
+		owner, err := s.cfg.Store.WorkspaceOf(ctx, kind, id)
+		if err != nil {
+			return false, err
+		}
+		// Bounded like the stream's runs: past it, looked up again.
+		if len(seen) < 100_000 {
+			seen[id] = owner == ws
+		}
+		return owner == ws, nil
+	}
+}
+
+// boardHere refuses (400) a board named in a body that does not exist in
+// the request's workspace.
+func (s *Server) boardHere(c echo.Context, id string) error {
+	owner, err := s.cfg.Store.WorkspaceOf(c.Request().Context(), store.OwnerBoard, id)
+	if err != nil {
+		return err
+	}
+	if owner != workspaceOf(c) {
+		return badRequest("board " + id + " does not exist")
 	}
 	return nil
 }
