@@ -70,18 +70,19 @@ ALTER TABLE api_tokens ADD COLUMN workspace text REFERENCES workspaces(slug) ON 
 -- Admits one start of a run of flow f against its workspace's limits
 -- (docs/workspaces.md#limits), in the start's own transaction: the
 -- workspace's row stays locked until the start commits, so starts from
--- every process are counted one at a time. retry_after is 0 when the start
--- is admitted, else the seconds to wait; only a workspace with a limit is
--- locked.
+-- every process are counted one at a time. A start past a limit raises
+-- SQLSTATE SD429 (message: the workspace; detail: the limit; hint: the
+-- seconds to wait), which aborts the transaction; only a workspace with a
+-- limit is locked.
 -- +goose StatementBegin
-CREATE FUNCTION stitchd_admit_run(f uuid, OUT workspace_slug text, OUT reason text, OUT retry_after double precision) AS $$
+CREATE FUNCTION stitchd_admit_run(f uuid) RETURNS void AS $$
 DECLARE
+    workspace_slug text;
     w workspaces%ROWTYPE;
     running bigint;
     cap double precision;
     avail double precision;
 BEGIN
-    retry_after := 0;
     SELECT k.slug INTO workspace_slug FROM flows fl JOIN workspaces k ON k.slug = fl.workspace
         WHERE fl.id = f AND (k.max_running_runs IS NOT NULL OR k.max_starts_per_second IS NOT NULL);
     IF workspace_slug IS NULL THEN
@@ -92,9 +93,7 @@ BEGIN
         SELECT count(*) INTO running FROM runs
             WHERE flow_id IN (SELECT fl.id FROM flows fl WHERE fl.workspace = w.slug) AND status = 'running' AND parent_run_id IS NULL;
         IF running >= w.max_running_runs THEN
-            reason := 'max_running_runs';
-            retry_after := 1;
-            RETURN;
+            RAISE EXCEPTION USING ERRCODE = 'SD429', MESSAGE = w.slug, DETAIL = 'max_running_runs', HINT = '1';
         END IF;
     END IF;
     IF w.max_starts_per_second IS NOT NULL THEN
@@ -102,9 +101,8 @@ BEGIN
         avail := CASE WHEN w.tokens_at IS NULL THEN cap
             ELSE least(cap, w.start_tokens + w.max_starts_per_second * greatest(0, extract(epoch FROM clock_timestamp() - w.tokens_at))) END;
         IF avail < 1 THEN
-            reason := 'max_starts_per_second';
-            retry_after := (1 - avail) / w.max_starts_per_second;
-            RETURN;
+            RAISE EXCEPTION USING ERRCODE = 'SD429', MESSAGE = w.slug, DETAIL = 'max_starts_per_second',
+                HINT = ((1 - avail) / w.max_starts_per_second)::text;
         END IF;
         UPDATE workspaces k SET start_tokens = avail - 1, tokens_at = clock_timestamp() WHERE k.slug = w.slug;
     END IF;

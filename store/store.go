@@ -279,6 +279,10 @@ func (e *clientError) Unwrap() []error { return []error{e.sentinel, e.cause} }
 
 // interpretError maps database errors onto engine sentinels. It is the one
 // place that knows Postgres error codes.
+// limitSQLState is stitchd_admit_run's refusal of a start past its
+// workspace's limits (migration 45).
+const limitSQLState = "SD429"
+
 func interpretError(err error) error {
 	if err == nil {
 		return nil
@@ -293,6 +297,9 @@ func interpretError(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
+		case pgErr.Code == limitSQLState:
+			after, _ := strconv.ParseFloat(pgErr.Hint, 64)
+			return &engine.LimitError{Workspace: pgErr.Message, Limit: pgErr.Detail, RetryAfter: time.Duration(after * float64(time.Second))}
 		case pgErr.Code == "23505":
 			return &clientError{sentinel: engine.ErrConflict, what: "it already exists", cause: err}
 		case pgErr.Code == "22P02": // invalid input syntax (a malformed uuid)

@@ -390,18 +390,9 @@ func (t *pgTx) AdmitRun(_ context.Context, flowID string) {
 	// stitchd_admit_run (migration 45) locks the workspace's row only when
 	// it has a limit: a workspace without one pays this statement alone,
 	// sent with the run's insert.
-	t.queue(`SELECT coalesce(workspace_slug, ''), coalesce(reason, ''), retry_after FROM stitchd_admit_run(?::uuid)`,
-		func(row scanner) error {
-			var ws, reason string
-			var after float64
-			if err := row.Scan(&ws, &reason, &after); err != nil {
-				return interpretError(err)
-			}
-			if reason == "" {
-				return nil
-			}
-			return &engine.LimitError{Workspace: ws, Limit: reason, RetryAfter: time.Duration(after * float64(time.Second))}
-		}, flowID)
+	// A refusal is an error in the database (interpretError reads it), so
+	// the transaction is aborted there whatever travels with it.
+	t.later(`SELECT stitchd_admit_run(?::uuid)`, nil, flowID)
 }
 
 func (t *pgTx) RunByIdempotencyKey(ctx context.Context, flowID, key string) (*engine.Run, error) {
