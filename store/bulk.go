@@ -16,7 +16,7 @@ type BulkFilter struct {
 	// DefaultWorkspace).
 	Workspace string
 	FlowID    string
-	Status string
+	Status    string
 	// Node: the run has a failed (unhandled) node with this key or node id.
 	Node string
 	// ErrorContains: the run's error contains this text.

@@ -68,7 +68,7 @@ type RunFilter struct {
 	// DefaultWorkspace).
 	Workspace string
 	FlowID    string
-	Status string
+	Status    string
 	// Node: a node (key or id) of the run failed, not handled by a failure
 	// edge; ErrorContains: the run's error contains this text.
 	Node, ErrorContains string

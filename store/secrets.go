@@ -51,7 +51,7 @@ type PutSecretParams struct {
 	// Workspace owns the secret ("": DefaultWorkspace).
 	Workspace string
 	Name      string
-	Value []byte
+	Value     []byte
 	// Box seals the value (nil: secretbox.ErrNoKey).
 	Box *secretbox.Box
 	// AllowedHosts replaces the secret's allowed hosts; nil keeps them

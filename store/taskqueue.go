@@ -70,8 +70,8 @@ type PollTasksParams struct {
 	// Workspace is the queue's ("": DefaultWorkspace).
 	Workspace string
 	Queue     string
-	Worker string
-	Max    int
+	Worker    string
+	Max       int
 }
 
 // PollTasks leases up to Max of the queue's oldest due tasks to Worker,

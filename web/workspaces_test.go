@@ -96,8 +96,8 @@ func TestWorkspaceIsolation(t *testing.T) {
 
 	// Every route with a path parameter, given finance's objects.
 	bodies := map[string]string{
-		"PUT /api/v1/secrets/:name":     `{"value":"x"}`,
-		"PUT /api/v1/credentials/:name": `{"type":"bearer","data":{"token":"x"},"allowed_hosts":["crm.example.com"]}`,
+		"PUT /api/v1/secrets/:name":                   `{"value":"x"}`,
+		"PUT /api/v1/credentials/:name":               `{"type":"bearer","data":{"token":"x"},"allowed_hosts":["crm.example.com"]}`,
 		"PUT /api/v1/workspaces/:slug/members/:email": `{"role":"viewer"}`,
 	}
 	notWorkspaced := map[string]string{
