@@ -1,5 +1,5 @@
 import { lazy, Suspense, useEffect, useState } from "react";
-import { can, currentMe, restore, signOut, stream, type Me } from "./api";
+import { api, can, currentMe, getWorkspace, restore, setWorkspace, signOut, stream, type Me, type Workspace } from "./api";
 import { Link, match, navigate, usePath } from "./router";
 import { SignIn } from "./pages/SignIn";
 import { FlowList } from "./pages/FlowList";
@@ -38,7 +38,7 @@ export function useMe(): { me: Me | null; known: boolean } {
 // the server has no stream.
 function useInboxCount(me: Me | null): number | null {
   const [count, setCount] = useState<number | null>(null);
-  const who = me ? `${me.email}/${me.role}` : "";
+  const who = me ? `${me.email}/${me.role}/${me.workspace}` : "";
   useEffect(() => {
     setCount(null);
     if (!who) return;
@@ -53,6 +53,38 @@ function useInboxCount(me: Me | null): number | null {
     );
   }, [who]);
   return count;
+}
+
+// WorkspaceSwitcher chooses the workspace the UI acts in, among those the
+// caller belongs to; with only one there is nothing to choose and nothing
+// shows.
+function WorkspaceSwitcher({ me }: { me: Me }) {
+  const [spaces, setSpaces] = useState<Workspace[]>([]);
+  useEffect(() => {
+    api<{ workspaces: Workspace[] }>("GET", "/workspaces")
+      .then((r) => setSpaces(r.workspaces))
+      .catch(() => setSpaces([]));
+  }, [me.email]);
+  if (spaces.length < 2) return null;
+  return (
+    <label className="workspace-switch">
+      <span className="sr-only">Workspace</span>
+      <select
+        aria-label="Workspace"
+        value={getWorkspace()}
+        onChange={(e) => {
+          // Another workspace's objects are not there: start at home.
+          void setWorkspace(e.target.value).then(() => navigate("/"));
+        }}
+      >
+        {spaces.map((w) => (
+          <option key={w.slug} value={w.slug}>
+            {w.name}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
 }
 
 // The main navigation, each item with what the role must be able to do.
@@ -164,9 +196,11 @@ export function App() {
           )}
           {can(me, "admin") && (
             <>
-              <Link to="/users" aria-current={path === "/users" ? "page" : undefined}>
-                Users
-              </Link>
+              {(me.server_admin || me.bootstrap) && (
+                <Link to="/users" aria-current={path === "/users" ? "page" : undefined}>
+                  Users
+                </Link>
+              )}
               <Link to="/audit" aria-current={path === "/audit" ? "page" : undefined}>
                 Audit
               </Link>
@@ -177,6 +211,7 @@ export function App() {
               My tokens
             </Link>
           )}
+          <WorkspaceSwitcher me={me} />
           <span className="whoami" data-role={me.role} title={me.name || undefined}>
             <span className="whoami-email">{me.bootstrap ? "admin token" : me.email}</span>
             <span className="role-chip">{me.role}</span>
@@ -186,7 +221,8 @@ export function App() {
           </button>
         </nav>
       </header>
-      <main id="main" tabIndex={-1}>
+      {/* Keyed by workspace: a switch shows every page afresh. */}
+      <main id="main" tabIndex={-1} key={me.workspace ?? "default"}>
         {page}
       </main>
     </div>

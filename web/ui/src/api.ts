@@ -27,6 +27,44 @@ export function setToken(token: string | null) {
   window.dispatchEvent(new Event("stitchd:auth"));
 }
 
+// The workspace the UI acts in (docs/workspaces.md), kept per browser; sent
+// as the Stitchd-Workspace header on every call. "default" is sent as no
+// header, as a server with one workspace always was.
+const WORKSPACE_KEY = "stitchd.workspace";
+
+export function getWorkspace(): string {
+  try {
+    return localStorage.getItem(WORKSPACE_KEY) || "default";
+  } catch {
+    return "default";
+  }
+}
+
+// setWorkspace switches workspace and reads the caller again (their role
+// is the workspace's); the app then shows its pages afresh.
+export async function setWorkspace(slug: string) {
+  try {
+    if (slug === "default") localStorage.removeItem(WORKSPACE_KEY);
+    else localStorage.setItem(WORKSPACE_KEY, slug);
+  } catch {
+    /* storage refused */
+  }
+  await restore();
+}
+
+function workspaceHeader(headers: Record<string, string>) {
+  const ws = getWorkspace();
+  if (ws !== "default") headers["Stitchd-Workspace"] = ws;
+}
+
+export interface Workspace {
+  slug: string;
+  name: string;
+  role?: Role;
+  max_running_runs: number | null;
+  max_starts_per_second: number | null;
+}
+
 // Another tab signing in or out with a token: this one follows.
 if (typeof window !== "undefined") {
   window.addEventListener("storage", (e) => {
@@ -48,6 +86,10 @@ export interface Me {
   disabled?: boolean;
   bootstrap?: boolean;
   csrf_token?: string;
+  // workspace is the one the caller acts in (role is theirs there);
+  // server_admin whether they are admin of every workspace.
+  workspace?: string;
+  server_admin?: boolean;
 }
 
 // The signed-in caller and the session's CSRF token, kept in memory only:
@@ -95,6 +137,11 @@ export function signedOut() {
 export async function restore() {
   try {
     const m = await api<Me>("GET", "/me", undefined, getToken(), { quiet: true });
+    if (!m.role && getWorkspace() !== "default") {
+      // No longer a member of the workspace this browser last used.
+      await setWorkspace("default");
+      return;
+    }
     signedIn(m, m.csrf_token ?? null);
   } catch (err) {
     if (err instanceof ApiError && (err.status === 401 || err.status === 403)) signedOut();
@@ -217,6 +264,7 @@ export async function api<T>(method: string, path: string, body?: unknown, token
   if (token) headers.Authorization = `Bearer ${token}`;
   else if (csrf && method !== "GET" && method !== "HEAD") headers["X-CSRF-Token"] = csrf;
   if (body !== undefined) headers["Content-Type"] = "application/json";
+  workspaceHeader(headers);
   const res = await fetch(`/api/v1${path}`, {
     method,
     headers,
@@ -291,6 +339,7 @@ export function stream(path: string, onEvent: (e: StreamEvent) => void, onState?
         const token = getToken();
         if (token) headers.Authorization = `Bearer ${token}`;
         if (lastId) headers["Last-Event-ID"] = lastId;
+        workspaceHeader(headers);
         const res = await fetch(`/api/v1${path}`, { headers, signal: ctrl.signal, credentials: "same-origin" });
         if (res.status === 401) {
           if (token === getToken()) signedOut();
@@ -772,6 +821,7 @@ export async function download(path: string, name: string): Promise<void> {
   const headers: Record<string, string> = { Accept: "text/csv" };
   const token = getToken();
   if (token) headers.Authorization = `Bearer ${token}`;
+  workspaceHeader(headers);
   const res = await fetch(`/api/v1${path}`, { headers });
   if (!res.ok) throw new ApiError(res.status, "download_failed", `The export failed (${res.status}).`);
   const url = URL.createObjectURL(await res.blob());

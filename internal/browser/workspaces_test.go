@@ -1,0 +1,48 @@
+package browser_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// TestUIWorkspaces: a person in two workspaces switches between them in
+// the top bar; each shows its own flows and the person's role there, and
+// the choice holds across a reload.
+func TestUIWorkspaces(t *testing.T) {
+	s := newStack(t)
+	const pw = "correct horse battery"
+	s.api("POST", "/workspaces", map[string]any{"slug": "sales", "name": "Sales team"}, nil)
+	s.api("POST", "/users", map[string]any{"email": "sam@example.com", "name": "Sam", "role": "viewer", "password": pw}, nil)
+	s.api("PUT", "/workspaces/sales/members/sam@example.com", map[string]any{"role": "editor"}, nil)
+	graph := map[string]any{"nodes": []map[string]any{{"id": "ok", "type": "UX", "data": map[string]any{"label": "OK?"}}}, "edges": []any{}}
+	s.api("POST", "/flows", map[string]any{"name": "Default onboarding", "graph": graph}, nil)
+	b, err := json.Marshal(map[string]any{"name": "Sales pipeline", "graph": graph})
+	require.NoError(t, err)
+	rq, err := http.NewRequestWithContext(t.Context(), "POST", s.url+"/api/v1/flows", bytes.NewReader(b))
+	require.NoError(t, err)
+	rq.Header.Set("Authorization", "Bearer "+token)
+	rq.Header.Set("Content-Type", "application/json")
+	rq.Header.Set("Stitchd-Workspace", "sales")
+	resp, err := http.DefaultClient.Do(rq)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+
+	s.run("sign in", chromedp.Navigate(s.url+"/flows"), passwordSignIn("sam@example.com", pw))
+	s.waitJS("default's flows", `document.body.innerText.includes("Default onboarding") && !document.body.innerText.includes("Sales pipeline")`)
+	s.waitJS("the switcher", `document.querySelector('select[aria-label="Workspace"]')?.options.length === 2`)
+	require.Equal(t, "viewer", s.text(".whoami .role-chip"))
+	s.run("switch", setValue(`select[aria-label="Workspace"]`, "sales"))
+	s.waitJS("sales' flows", `document.body.innerText.includes("Sales pipeline") && !document.body.innerText.includes("Default onboarding")`)
+	s.waitJS("role in sales", `document.querySelector(".whoami .role-chip")?.innerText === "editor"`)
+	s.shot("workspaces-sales")
+	s.run("reload", chromedp.Reload())
+	s.waitJS("still sales", `document.body.innerText.includes("Sales pipeline") && document.querySelector('select[aria-label="Workspace"]')?.value === "sales"`)
+	s.run("back", setValue(`select[aria-label="Workspace"]`, "default"))
+	s.waitJS("default again", `document.body.innerText.includes("Default onboarding") && !document.body.innerText.includes("Sales pipeline")`)
+}
