@@ -61,6 +61,13 @@ CREATE INDEX tasks_waiting_idx ON tasks (workspace, queue, created_at) WHERE lea
 ALTER TABLE task_workers ADD COLUMN workspace text NOT NULL DEFAULT 'default';
 ALTER TABLE task_workers DROP CONSTRAINT task_workers_pkey, ADD PRIMARY KEY (workspace, queue, worker);
 
+-- Deliveries are claimed fairly between workspaces (ClaimDue takes the
+-- oldest due rows of each workspace in turn): a row carries its run's
+-- workspace, and the due index leads with it.
+ALTER TABLE dispatches ADD COLUMN workspace text NOT NULL DEFAULT 'default';
+DROP INDEX dispatches_due_idx;
+CREATE INDEX dispatches_due_idx ON dispatches (workspace, next_attempt_at) WHERE status IN ('pending', 'sending');
+
 ALTER TABLE audit_log ADD COLUMN workspace text;
 UPDATE audit_log SET workspace = 'default';
 CREATE INDEX audit_log_workspace_idx ON audit_log (workspace, id);
@@ -115,6 +122,9 @@ DROP FUNCTION stitchd_admit_run(uuid);
 ALTER TABLE api_tokens DROP COLUMN workspace;
 DROP INDEX audit_log_workspace_idx;
 ALTER TABLE audit_log DROP COLUMN workspace;
+DROP INDEX dispatches_due_idx;
+ALTER TABLE dispatches DROP COLUMN workspace;
+CREATE INDEX dispatches_due_idx ON dispatches (next_attempt_at) WHERE status IN ('pending', 'sending');
 DROP INDEX tasks_waiting_idx;
 DELETE FROM task_workers WHERE workspace <> 'default';
 ALTER TABLE task_workers DROP CONSTRAINT task_workers_pkey, ADD PRIMARY KEY (queue, worker);

@@ -14,7 +14,10 @@ import (
 // picked row whose attempt is over (the node moved on: completed, failed,
 // cancelled or retried) is retired instead of delivered. Only the rows
 // picked are looked at, so a poll costs the same with 100 or 100,000 rows
-// waiting.
+// waiting. Workspaces take turns (docs/workspaces.md#fairness): the
+// oldest due rows of each are ranked first, second, … and the claim takes
+// them rank by rank, so a backlog in one does not hold another's rows
+// back; with one workspace it is the oldest rows, as before.
 func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]engine.ClaimedDispatch, error) {
 	// next_attempt_at moves to the lease's end too, so the row is not due
 	// again before another process may take it over. OFFSET 0 keeps the
@@ -22,13 +25,18 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 	// planner may turn it into a hash of every running node (a sequential
 	// scan of node_states per poll, growing with a fan-out's running items:
 	// docs/performance.md#measurements-behind-the-code).
-	rows, err := s.db.WithContext(ctx).Raw(`WITH picked AS (
+	rows, err := s.db.WithContext(ctx).Raw(`WITH due AS (
+			SELECT d.id, d.run_id, d.key, d.attempt,
+				row_number() OVER (PARTITION BY w.slug ORDER BY d.next_attempt_at) AS turn, d.next_attempt_at
+			FROM workspaces w CROSS JOIN LATERAL (
+				SELECT d.id, d.run_id, d.key, d.attempt, d.next_attempt_at FROM dispatches d
+				WHERE d.workspace = w.slug AND d.status IN ('pending', 'sending') AND d.next_attempt_at <= now()
+					AND (d.status = 'pending' OR d.locked_until < now())
+				ORDER BY d.next_attempt_at LIMIT ? FOR UPDATE OF d SKIP LOCKED) d),
+		picked AS (
 			SELECT d.id, EXISTS (SELECT 1 FROM node_states n WHERE n.run_id = d.run_id AND n.key = d.key
 				AND n.attempt = d.attempt AND n.status = 'running' OFFSET 0) AS live
-			FROM dispatches d
-			WHERE d.status IN ('pending', 'sending') AND d.next_attempt_at <= now()
-				AND (d.status = 'pending' OR d.locked_until < now())
-			ORDER BY d.next_attempt_at LIMIT ? FOR UPDATE OF d SKIP LOCKED),
+			FROM (SELECT * FROM due ORDER BY turn, next_attempt_at LIMIT ?) d),
 		retired AS (
 			UPDATE dispatches d SET status = 'cancelled', locked_until = NULL, updated_at = now()
 			FROM picked p WHERE d.id = p.id AND NOT p.live)
@@ -37,7 +45,7 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 			updated_at = now()
 		FROM picked p WHERE d.id = p.id AND p.live
 		RETURNING d.id::text, d.run_id::text, d.key, d.attempt, d.url, d.payload, d.tries, d.max_tries, d.request, d.body, d.sent_tries`,
-		limit, lease.Seconds(), lease.Seconds()).Rows()
+		limit, limit, lease.Seconds(), lease.Seconds()).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error claiming dispatches: %w", interpretError(err))
 	}

@@ -1541,16 +1541,17 @@ func (t *pgTx) insertWithRequests(ctx context.Context, ds []*engine.Dispatch, fi
 		tries[i], delays[i], claims[i] = int64(max(d.MaxTries, 1)), d.DelayMs, d.ClaimSeconds
 	}
 	return t.write(ctx, len(reqs), `INSERT INTO dispatches (id, run_id, key, attempt, url, payload, kind, request, body,
-		status, max_tries, tries, locked_until, next_attempt_at)
+		status, max_tries, tries, locked_until, next_attempt_at, workspace)
 		SELECT u.id::uuid, ?, u.k, u.a, u.url, 'null'::jsonb, 'request', u.r::jsonb, u.b,
 			CASE WHEN u.c > 0 THEN 'sending' ELSE 'pending' END, u.mt,
 			CASE WHEN u.c > 0 THEN 1 ELSE 0 END,
 			CASE WHEN u.c > 0 THEN clk.at + make_interval(secs => u.c) END,
 			CASE WHEN u.c > 0 THEN clk.at + make_interval(secs => u.c)
-				ELSE now() + make_interval(secs => u.ms::float8 / 1000) END
+				ELSE now() + make_interval(secs => u.ms::float8 / 1000) END,
+			(SELECT rw.workspace FROM runs rw WHERE rw.id = ?::uuid)
 		FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::bytea[], ?::int[], ?::bigint[], ?::float8[])
 			AS u(id, k, a, url, r, b, mt, ms, c), (SELECT clock_timestamp() AS at) clk`,
-		reqs[0].RunID, ids, keys, attempts, urls, requests, bodies, tries, delays, claims)
+		reqs[0].RunID, reqs[0].RunID, ids, keys, attempts, urls, requests, bodies, tries, delays, claims)
 }
 
 // insertCallbacks writes worker dispatches.
@@ -1582,10 +1583,14 @@ func callbacksInsert(ds []*engine.Dispatch) (string, []any) {
 			}
 		}
 	}
-	run, runArray, runCol := "?", "", ""
-	args := []any{ds[0].RunID, ids, keys, attempts, urls, payloads, tries, delays, claims}
+	// A row carries its run's workspace (ClaimDue's fairness): read once
+	// for the hot path's one run (an uncorrelated subquery), per row for
+	// several.
+	run, ws, runArray, runCol := "?", "(SELECT rw.workspace FROM runs rw WHERE rw.id = ?::uuid)", "", ""
+	args := []any{ds[0].RunID, ds[0].RunID, ids, keys, attempts, urls, payloads, tries, delays, claims}
 	if runs != nil {
-		run, runArray, runCol, args = "u.r::uuid", ", ?::text[]", ", r", append(args[1:], runs)
+		run, ws, runArray, runCol = "u.r::uuid", "(SELECT rw.workspace FROM runs rw WHERE rw.id = u.r::uuid)", ", ?::text[]", ", r"
+		args = append(args[2:], runs)
 	}
 	// A claimed row is written as being sent (first try) by this process
 	// until its lease ends; others wait for the next poll. The lease runs
@@ -1594,12 +1599,13 @@ func callbacksInsert(ds []*engine.Dispatch) (string, []any) {
 	// writing a large fan-out, may have begun before the engine noted the
 	// time its claims' leases start from (ClaimedDispatch.LeasedAt).
 	return `INSERT INTO dispatches (id, run_id, key, attempt, url, payload, status,
-		max_tries, tries, locked_until, next_attempt_at)
+		max_tries, tries, locked_until, next_attempt_at, workspace)
 		SELECT u.id::uuid, ` + run + `, u.k, u.a, u.url, u.p::jsonb, CASE WHEN u.c > 0 THEN 'sending' ELSE 'pending' END, u.mt,
 			CASE WHEN u.c > 0 THEN 1 ELSE 0 END,
 			CASE WHEN u.c > 0 THEN clk.at + make_interval(secs => u.c) END,
 			CASE WHEN u.c > 0 THEN clk.at + make_interval(secs => u.c)
-				ELSE now() + make_interval(secs => u.ms::float8 / 1000) END
+				ELSE now() + make_interval(secs => u.ms::float8 / 1000) END,
+			coalesce(` + ws + `, 'default')
 		FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::int[], ?::bigint[], ?::float8[]` + runArray + `)
 			AS u(id, k, a, url, p, mt, ms, c` + runCol + `), (SELECT clock_timestamp() AS at) clk`, args
 }
