@@ -736,13 +736,21 @@ func nodeTypes(builtin, added []engine.NodeTypeSpec) ([]engine.NodeTypeSpec, err
 
 // queueGauges reads the task queues for the metrics.
 func (a *App) queueGauges(ctx context.Context) ([]metrics.QueueGauge, error) {
-	qs, err := a.Store.Queues(ctx, store.DefaultWorkspace)
+	// Every workspace's queues (a scrape is cached: GaugeMaxAge).
+	spaces, err := a.Store.WorkspacesOf(ctx, "", true)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]metrics.QueueGauge, len(qs))
-	for i, q := range qs {
-		out[i] = metrics.QueueGauge{Name: q.Name, Pending: q.Pending, Leased: q.Leased, OldestPendingSeconds: q.OldestPendingSeconds}
+	var out []metrics.QueueGauge
+	for _, w := range spaces {
+		qs, err := a.Store.Queues(ctx, w.Slug)
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range qs {
+			out = append(out, metrics.QueueGauge{Workspace: w.Slug, Name: q.Name, Pending: q.Pending, Leased: q.Leased,
+				OldestPendingSeconds: q.OldestPendingSeconds})
+		}
 	}
 	return out, nil
 }

@@ -82,7 +82,7 @@ func TestPullWorker(t *testing.T) {
 	require.Equal(t, 1, q[0].Pending)
 
 	_, _, metrics := h.metricsRequest("GET", "/metrics", "")
-	require.Contains(t, metrics, `stitchd_queue_pending{queue="billing"} 1`, "the queue's gauge")
+	require.Contains(t, metrics, `stitchd_queue_pending{queue="billing",workspace="default"} 1`, "the queue's gauge")
 
 	tasks := other.poll(wt, "billing", "host-1/v2.3", 10, 0)
 	require.Len(t, tasks, 1)

@@ -25,7 +25,7 @@ type OutboxDepthFunc func(ctx context.Context) (map[string]int64, error)
 
 // QueueGauge is one task queue's state (store.Store.Queues).
 type QueueGauge struct {
-	Name                 string
+	Workspace, Name      string
 	Pending, Leased      int
 	OldestPendingSeconds float64
 }
@@ -124,11 +124,12 @@ func New(cfg Config) *Metrics {
 	}
 	if cfg.Queues != nil {
 		m.Registry.MustRegister(&queueCollector{queues: &cached[[]QueueGauge]{read: cfg.Queues, maxAge: cfg.GaugeMaxAge, clock: cfg.Clock}, log: log,
-			pending: prometheus.NewDesc("stitchd_queue_pending", "Pulled tasks due and waiting for a worker's poll, by queue.", []string{"queue"}, nil),
-			leased: prometheus.NewDesc("stitchd_queue_leased", "Pulled tasks leased to a worker whose attempt still runs, by queue.",
-				[]string{"queue"}, nil),
+			pending: prometheus.NewDesc("stitchd_queue_pending", "Pulled tasks due and waiting for a worker's poll, by workspace and queue.",
+				[]string{"workspace", "queue"}, nil),
+			leased: prometheus.NewDesc("stitchd_queue_leased", "Pulled tasks leased to a worker whose attempt still runs, by workspace and queue.",
+				[]string{"workspace", "queue"}, nil),
 			oldest: prometheus.NewDesc("stitchd_queue_oldest_pending_seconds", "How long the oldest waiting task of a queue has waited.",
-				[]string{"queue"}, nil)})
+				[]string{"workspace", "queue"}, nil)})
 	}
 	// Every label value known up front shows as 0 rather than missing.
 	for _, s := range []engine.RunStatus{engine.RunCompleted, engine.RunFailed, engine.RunCancelled} {
@@ -412,8 +413,8 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, q := range qs {
-		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(q.Pending), q.Name)
-		ch <- prometheus.MustNewConstMetric(c.leased, prometheus.GaugeValue, float64(q.Leased), q.Name)
-		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, q.OldestPendingSeconds, q.Name)
+		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(q.Pending), q.Workspace, q.Name)
+		ch <- prometheus.MustNewConstMetric(c.leased, prometheus.GaugeValue, float64(q.Leased), q.Workspace, q.Name)
+		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, q.OldestPendingSeconds, q.Workspace, q.Name)
 	}
 }
