@@ -316,12 +316,18 @@ func TestWorkspaceMembershipAndTokens(t *testing.T) {
 
 // TestWorkspaceLimits: a workspace's max_running_runs and
 // max_starts_per_second refuse starts past them with 429 and Retry-After,
-// counted in the database, so two servers on one database share them;
+// counted in the database, so two servers on one database (each with its
+// own connections) share them;
 // another workspace is not limited; removing a limit lifts it.
 func TestWorkspaceLimits(t *testing.T) {
 	t.Parallel()
-	st, _ := storetest.IsolatedDB(t)
-	one, two := workspaceServer(t, st).Handler(), workspaceServer(t, st).Handler()
+	st, url := storetest.IsolatedDB(t)
+	// Two servers, each with its own engine and connection pool, as two
+	// processes have.
+	st2, err := store.Open(context.Background(), url, store.Options{MaxOpenConns: 8})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st2.Close() })
+	one, two := workspaceServer(t, st).Handler(), workspaceServer(t, st2).Handler()
 	call(t, one, http.StatusCreated, req{method: "POST", path: "/api/v1/workspaces", body: `{"slug":"sales","name":"Sales","max_running_runs":3}`})
 	hd := inWorkspace("sales", "")
 	flow := decode[flowResp](t, call(t, one, http.StatusCreated, req{method: "POST", path: "/api/v1/flows", header: hd,
