@@ -130,8 +130,19 @@ func (s *Server) approveSubmit(c echo.Context) error {
 			u = nil
 		}
 	}
-	// The link decides as its person, as if they had signed in: a user who
-	// may decide approvals (an approver or an admin), enabled.
+	// The link decides as its person, as if they had signed in to the
+	// run's workspace: a user who may decide approvals there (an approver
+	// or an admin), enabled.
+	ws, err := s.cfg.Store.WorkspaceOf(ctx, store.OwnerRun, cl.RunID)
+	if err != nil {
+		return err
+	}
+	role := ""
+	if u != nil {
+		if role, err = s.roleIn(ctx, u, ws); err != nil {
+			return err
+		}
+	}
 	switch {
 	case u == nil:
 		return s.renderApprove(c, http.StatusForbidden, approveView{Title: "No such account", Failed: true,
@@ -139,11 +150,11 @@ func (s *Server) approveSubmit(c echo.Context) error {
 	case u.Disabled:
 		return s.renderApprove(c, http.StatusForbidden, approveView{Title: "Account disabled", Failed: true,
 			Message: "The account this link was made for is disabled."})
-	case u.Role != store.RoleApprover && u.Role != store.RoleAdmin:
+	case role != store.RoleApprover && role != store.RoleAdmin:
 		return s.renderApprove(c, http.StatusForbidden, approveView{Title: "Not an approver", Failed: true,
-			Message: "The account this link was made for (role " + u.Role + ") may not decide approvals."})
+			Message: "The account this link was made for (role " + orNone(role) + " in the run's workspace) may not decide approvals."})
 	}
-	actor := &engine.Actor{Email: u.Email, Groups: u.Groups, Override: u.Role == store.RoleAdmin}
+	actor := &engine.Actor{Email: u.Email, Groups: u.Groups, Override: role == store.RoleAdmin}
 	now := s.cfg.Clock.Now()
 	fresh, err := s.cfg.Store.UseActionLink(ctx, cl.Nonce, now)
 	if err != nil {
@@ -173,7 +184,7 @@ func (s *Server) approveSubmit(c echo.Context) error {
 		}
 		return s.renderApprove(c, ae.Status, approveView{Title: "Not decided", Failed: true, Message: ae.Message})
 	}
-	if aerr := s.cfg.Store.InsertAudit(ctx, store.AuditEntry{At: now, Actor: cl.Email, Action: "POST /approve/:token",
+	if aerr := s.cfg.Store.InsertAudit(ctx, store.AuditEntry{Workspace: &ws, At: now, Actor: cl.Email, Action: "POST /approve/:token",
 		Target: "run:" + cl.RunID, RequestID: c.Response().Header().Get(echo.HeaderXRequestID), Status: http.StatusOK,
 		Details: map[string]any{"key": cl.Key, "outcome": cl.Outcome, "via": "link"},
 		Summary: cl.Email + " " + decisionPhrase(cl.Outcome, "", s.stepLabel(ctx, cl.RunID, cl.Key), cl.RunID, false) + " (by email link)"}); aerr != nil {

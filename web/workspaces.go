@@ -392,3 +392,23 @@ func (s *Server) boardHere(c echo.Context, id string) error {
 	}
 	return nil
 }
+
+// roleIn is user u's role in workspace ws: admin for a server admin, else
+// their membership's ("" for none).
+func (s *Server) roleIn(ctx context.Context, u *store.User, ws string) (string, error) {
+	if u.Role == store.RoleAdmin {
+		return store.RoleAdmin, nil
+	}
+	role, err := s.cfg.Store.MemberRole(ctx, ws, u.ID)
+	if errors.Is(err, engine.ErrNotFound) {
+		return "", nil
+	}
+	return role, err
+}
+
+func orNone(role string) string {
+	if role == "" {
+		return "none"
+	}
+	return role
+}
