@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -66,6 +65,10 @@ type Options struct {
 	// HistoryWindow is how long each turn of the history's last phase
 	// lasts, retention on or off (default 30 s).
 	HistoryWindow time.Duration
+	// FairnessBacklog is the fan-out one workspace queues in the fairness
+	// scenario (default 10,000), while FairnessRuns one-step runs of
+	// another start one every 20 ms (default 200).
+	FairnessBacklog, FairnessRuns int
 	// SleepingRuns sleep in a Wait node (30 days) while CPU is sampled for
 	// IdleWindow in the sleeping scenario (default 100,000).
 	SleepingRuns int
@@ -114,6 +117,10 @@ type Result struct {
 	// CollectorLagMs is the database time from the last item's completion
 	// to the collector's (fan-out scenarios).
 	CollectorLagMs *float64 `json:"collector_lag_ms,omitempty"`
+	// QuietRunMs is the fairness scenario's: how long the quiet
+	// workspace's one-step runs took, start to end (database times),
+	// while the busy one's backlog was delivered.
+	QuietRunMs *Latency `json:"quiet_workspace_run_ms,omitempty"`
 	// WakeLagMs is the database time from the moment the timers scenario's
 	// Wait nodes fell due to the last one's wake.
 	WakeLagMs *float64 `json:"timers_last_wake_after_due_ms,omitempty"`
@@ -175,7 +182,7 @@ var allScenarios = []string{"chain", "floor", "http", "chains", "pull", "branche
 
 // optInScenarios run only when named: history loads a million runs and
 // runs chain and chains three times.
-var optInScenarios = []string{"history"}
+var optInScenarios = []string{"history", "fairness"}
 
 // serveFlagsFor returns the serve flags that let the biggest fan-out
 // through: the default body limit (1 MiB) holds the run input of
@@ -282,6 +289,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	def(&opts.SubFlows, 10000)
 	def(&opts.SleepingRuns, 100000)
 	def(&opts.HistoryRuns, 1_000_000)
+	def(&opts.FairnessBacklog, 10_000)
+	def(&opts.FairnessRuns, 200)
 	switch opts.HistoryLoader {
 	case "":
 		opts.HistoryLoader = "sql"
@@ -555,40 +564,17 @@ func (r *runner) scenario(ctx context.Context, name string) (*Result, error) {
 			map[string]any{"id": "nap", "type": "Wait", "data": map[string]any{"duration": "720h"}}, "sleeping")
 	case "subflow-10k":
 		return r.subFlows(ctx, r.opts.SubFlows)
+	case "fairness":
+		return r.fairness(ctx)
 	default:
 		n, _ := r.opts.fanOutSize(name)
 		return r.fanOut(ctx, name, n)
 	}
 }
 
-// api calls stitchd's API.
+// api calls stitchd's API (in the default workspace).
 func (r *runner) api(ctx context.Context, method, path string, body, out any) error {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, method, r.proc.url+"/api/v1"+path, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	// The bench reads a started run's id only: its node states (100,000
-	// of them in the largest fan-out) are left out.
-	req.Header.Set("Prefer", "return=minimal")
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("error calling %s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	rb, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s answered %d: %s", method, path, resp.StatusCode, rb)
-	}
-	if out != nil {
-		return json.Unmarshal(rb, out)
-	}
-	return nil
+	return r.apiIn(ctx, "", method, path, body, out)
 }
 
 func (r *runner) createFlow(ctx context.Context, name string, nodes, edges []map[string]any) (string, error) {

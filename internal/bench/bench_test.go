@@ -213,3 +213,27 @@ func TestBenchHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchFairness runs the fairness scenario small: the quiet
+// workspace's runs all completed and their times are reported, with the
+// busy workspace's fan-out delivered too.
+func TestBenchFairness(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "stitchd")
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/stitchd/stitchd/cmd/stitchd").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	var progress bytes.Buffer
+	rep, err := bench.Run(context.Background(), bench.Options{
+		Binary: bin, DatabaseURL: storetest.ServerURL(t), WorkDir: t.TempDir(), Progress: &progress,
+		Scenarios: []string{"fairness"}, FairnessBacklog: 300, FairnessRuns: 10,
+	})
+	require.NoError(t, err, progress.String())
+	require.Len(t, rep.Results, 1)
+	r := rep.Results[0]
+	require.NotNil(t, r.QuietRunMs)
+	require.Equal(t, 10, r.QuietRunMs.Samples)
+	require.Positive(t, r.QuietRunMs.P50)
+	require.GreaterOrEqual(t, r.QuietRunMs.P99, r.QuietRunMs.P50)
+	// 300 items and the splitter and collector, and the ten runs' steps.
+	require.EqualValues(t, 300+2+10, r.Completions)
+	require.Zero(t, r.WorkerFailures)
+}

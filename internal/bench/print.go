@@ -36,6 +36,12 @@ func Print(w io.Writer, rep *Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, r := range rep.Results {
+		if q := r.QuietRunMs; q != nil {
+			fmt.Fprintf(w, "\n%s: the quiet workspace's runs took p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d runs)\n",
+				r.Name, q.P50, q.P99, q.Max, q.Samples)
+		}
+	}
 	return printHistory(w, rep.History)
 }
 

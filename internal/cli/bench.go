@@ -31,7 +31,8 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 			"Scenarios: chain, floor (the machine's least durable step, no stitchd), http, chains, pull (chains of pulled workers, 8 long-polling pollers), branches, fanout-1k, fanout-10k, fanout-100k, subflow-10k, timers, idle, sleeping (the default: all, in this order);\n" +
 			"fanout-<n> runs a fan-out of any size (fanout-300k, fanout-1m); history (only when named) runs chain and chains\n" +
 			"on the empty database, loads --history-runs finished runs, runs them again, then chains while retention deletes\n" +
-			"the loaded runs, on and off in turns of --history-window. The database is dropped afterwards.",
+			"the loaded runs, on and off in turns of --history-window; fairness (only when named) times a quiet workspace's runs while\n" +
+			"a busy one's --fairness-backlog deliveries wait. The database is dropped afterwards.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.DatabaseURL == "" {
@@ -80,6 +81,8 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 	f.StringVar(&o.ProfileDir, "profile-dir", "", "save stitchd's pprof CPU and allocation profiles of each scenario here")
 	f.IntVar(&o.IdleRuns, "idle-runs", 1000, "runs waiting on a person in the idle scenario")
 	f.IntVar(&o.SleepingRuns, "sleeping-runs", 100000, "runs sleeping in a Wait node in the sleeping scenario")
+	f.IntVar(&o.FairnessBacklog, "fairness-backlog", 10_000, "the fan-out a busy workspace queues in the fairness scenario")
+	f.IntVar(&o.FairnessRuns, "fairness-runs", 200, "one-step runs a quiet workspace starts (one every 20 ms) during the fairness scenario's backlog")
 	f.IntVar(&o.HistoryRuns, "history-runs", 1_000_000, "finished runs the history scenario loads (about 11 rows each)")
 	f.StringVar(&o.HistoryLoader, "history-loader", "sql", "how the history scenario loads: sql (INSERT … SELECT generate_series) or copy (COPY from the bench)")
 	f.DurationVar(&o.HistoryWindow, "history-window", 30*time.Second, "while retention deletes the history's runs, chains run with it on and off in turns this long")
