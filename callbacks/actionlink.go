@@ -75,11 +75,11 @@ func (k *Keyring) VerifyAction(token string, now time.Time) (ActionClaims, error
 }
 
 // People is what links are made from (store.Store): the emails of the
-// enabled users who may decide approvals (approvers and admins) in any of
-// groups, and the ids of the accounts emails name (those without one left
-// out).
+// enabled users who may decide approvals (approvers and admins) in run
+// runID's workspace in any of groups, and the ids of the accounts emails
+// name (those without one left out).
 type People interface {
-	UserEmailsInGroups(ctx context.Context, groups []string) ([]string, error)
+	UserEmailsInGroups(ctx context.Context, runID string, groups []string) ([]string, error)
 	UserIDsByEmail(ctx context.Context, emails []string) (map[string]string, error)
 }
 
@@ -138,7 +138,7 @@ func (l *ActionLinker) AddLinks(ctx context.Context, runID string, payload json.
 		add(u)
 	}
 	if len(p.Assignees.Groups) > 0 && l.Members != nil {
-		ms, err := l.Members.UserEmailsInGroups(ctx, p.Assignees.Groups)
+		ms, err := l.Members.UserEmailsInGroups(ctx, runID, p.Assignees.Groups)
 		if err != nil {
 			return nil, err
 		}

@@ -19,7 +19,7 @@ func (c fixedNow) Now() time.Time { return c.t }
 
 type members map[string][]string
 
-func (m members) UserEmailsInGroups(_ context.Context, groups []string) ([]string, error) {
+func (m members) UserEmailsInGroups(_ context.Context, _ string, groups []string) ([]string, error) {
 	var out []string
 	for _, g := range groups {
 		out = append(out, m[g]...)

@@ -573,13 +573,16 @@ func (s *Store) IsParticipant(ctx context.Context, runID, email string, groups [
 	return ok, nil
 }
 
-// UserEmailsInGroups lists the emails of enabled users who may decide
-// approvals (approvers and admins) in any of groups.
-func (s *Store) UserEmailsInGroups(ctx context.Context, groups []string) ([]string, error) {
+// UserEmailsInGroups lists the emails of enabled users in any of groups
+// who may decide approvals in run runID's workspace: its approvers and
+// admins, and server admins.
+func (s *Store) UserEmailsInGroups(ctx context.Context, runID string, groups []string) ([]string, error) {
 	var out []string
-	err := s.db.WithContext(ctx).Raw(`SELECT email FROM users WHERE NOT disabled AND role IN ('approver', 'admin')
-		AND groups && ?::text[] ORDER BY email`,
-		pq.StringArray(groups)).Scan(&out).Error
+	err := s.db.WithContext(ctx).Raw(`SELECT u.email FROM users u WHERE NOT u.disabled AND u.groups && ?::text[]
+		AND (u.role = 'admin' OR EXISTS (SELECT 1 FROM workspace_members m JOIN runs r ON r.workspace = m.workspace
+			WHERE r.id = ? AND m.user_id = u.id AND m.role IN ('approver', 'admin')))
+		ORDER BY u.email`,
+		pq.StringArray(groups), runID).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("error listing the members of groups %v: %w", groups, interpretError(err))
 	}

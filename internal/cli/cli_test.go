@@ -22,6 +22,7 @@ import (
 	"github.com/stitchd/stitchd/internal/client"
 	"github.com/stitchd/stitchd/internal/demo"
 	"github.com/stitchd/stitchd/internal/testkit"
+	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
@@ -641,4 +642,27 @@ func TestCLIRunGetSummariesTriggersRerun(t *testing.T) {
 	_, stderr, err := s.cli(t, "run", "rerun", rid, "nowhere")
 	require.Error(t, err)
 	require.Contains(t, stderr+err.Error(), "nowhere")
+}
+
+// TestCLIWorkspace: --workspace (or STITCHD_WORKSPACE) makes the verbs act
+// in a workspace: a flow applied there is listed there only.
+func TestCLIWorkspace(t *testing.T) {
+	t.Parallel()
+	s := startLive(t)
+	_, err := s.app.Store.CreateWorkspace(context.Background(), store.Workspace{Slug: "sales", Name: "Sales", CreatedAt: time.Now(), UpdatedAt: time.Now()})
+	require.NoError(t, err)
+	good := writeFile(t, "flow.json", `{"name":"sales-only","graph":`+uxGraph+`}`)
+	_, _, err = s.cli(t, "flow", "apply", good, "--workspace", "sales")
+	require.NoError(t, err)
+	out, _, err := s.cli(t, "flow", "list", "--workspace", "sales")
+	require.NoError(t, err)
+	require.Contains(t, out, "sales-only")
+	require.NotContains(t, out, "Lead qualification")
+	out, _, err = runRoot(t, map[string]string{"STITCHD_URL": s.app.URL, "STITCHD_AUTH_TOKEN": cliToken, "STITCHD_WORKSPACE": "sales"}, "flow", "list")
+	require.NoError(t, err)
+	require.Contains(t, out, "sales-only")
+	out, _, err = s.cli(t, "flow", "list")
+	require.NoError(t, err)
+	require.NotContains(t, out, "sales-only")
+	require.Contains(t, out, "Lead qualification")
 }

@@ -26,21 +26,23 @@ import (
 var clientSettings = []setting{
 	{"server", "STITCHD_URL"},
 	{"token", "STITCHD_AUTH_TOKEN"},
+	{"workspace", "STITCHD_WORKSPACE"},
 }
 
 type clientOptions struct {
-	server, token string
-	json          bool
+	server, token, workspace string
+	json                     bool
 }
 
 func addClientFlags(fs *pflag.FlagSet, o *clientOptions) {
 	fs.StringVar(&o.server, "server", client.DefaultURL, "URL of the stitchd server (env STITCHD_URL)")
 	fs.StringVar(&o.token, "token", "", "API token (env STITCHD_AUTH_TOKEN)")
+	fs.StringVar(&o.workspace, "workspace", "", "the workspace to act in (env STITCHD_WORKSPACE; default: default, or a bound token's)")
 	fs.BoolVar(&o.json, "json", false, "print the API's JSON answer instead of a summary")
 }
 
 func (o *clientOptions) client() *client.Client {
-	return &client.Client{BaseURL: o.server, Token: o.token}
+	return &client.Client{BaseURL: o.server, Token: o.token, Workspace: o.workspace}
 }
 
 // clientCmd builds a verb that talks to a server: flags, environment, then

@@ -24,6 +24,9 @@ type Client struct {
 	BaseURL string
 	// Token is the API token (Authorization: Bearer).
 	Token string
+	// Workspace is the workspace to act in (the Stitchd-Workspace header;
+	// "": the default one, or a bound token's).
+	Workspace string
 	// HTTP sends requests (default: a client with a 30 s timeout; streams
 	// use a copy without the timeout).
 	HTTP *http.Client
@@ -97,6 +100,9 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body any) 
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	if c.Workspace != "" {
+		req.Header.Set("Stitchd-Workspace", c.Workspace)
 	}
 	return req, nil
 }
