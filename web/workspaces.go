@@ -50,27 +50,27 @@ func (s *Server) enterWorkspace(c echo.Context, p *Principal) error {
 	}
 	p.Workspace = ws
 	ctx := c.Request().Context()
-	if p.User == nil || p.User.Role == store.RoleAdmin {
-		if ws != store.DefaultWorkspace {
-			ok, err := s.cfg.Store.WorkspaceExists(ctx, ws)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return s.outsideWorkspace(c, p, ws)
-			}
+	role := store.RoleAdmin // the admin token's
+	if p.User != nil {
+		var err error
+		if role, err = s.roleIn(ctx, p.User, ws); err != nil {
+			return err
 		}
-		p.role = store.RoleAdmin
-	} else {
-		role, err := s.cfg.Store.MemberRole(ctx, ws, p.User.ID)
-		if errors.Is(err, engine.ErrNotFound) {
-			return s.outsideWorkspace(c, p, ws)
-		}
+	}
+	if role == store.RoleAdmin && ws != store.DefaultWorkspace && (p.User == nil || p.User.Role == store.RoleAdmin) {
+		// A server admin is admin of every workspace there is.
+		ok, err := s.cfg.Store.WorkspaceExists(ctx, ws)
 		if err != nil {
 			return err
 		}
-		p.role = role
+		if !ok {
+			role = ""
+		}
 	}
+	if role == "" {
+		return s.outsideWorkspace(c, p, ws)
+	}
+	p.role = role
 	if p.tokenRole != "" {
 		p.role = p.tokenRole // narrower: a worker's token polls, nothing else
 	}
