@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -288,7 +289,7 @@ func (s *Server) putMember(c echo.Context) error {
 		return badRequest("role must be one of " + strings.Join(store.Roles, ", "))
 	}
 	ctx := c.Request().Context()
-	u, err := s.cfg.Store.UserByEmail(ctx, c.Param("email"))
+	u, err := s.memberUser(c)
 	if err != nil {
 		return err
 	}
@@ -311,7 +312,7 @@ func (s *Server) putMember(c echo.Context) error {
 // admins).
 func (s *Server) deleteMember(c echo.Context) error {
 	ctx := c.Request().Context()
-	u, err := s.cfg.Store.UserByEmail(ctx, c.Param("email"))
+	u, err := s.memberUser(c)
 	if err != nil {
 		return err
 	}
@@ -411,4 +412,14 @@ func orNone(role string) string {
 		return "none"
 	}
 	return role
+}
+
+// memberUser is the user the path's {email} names (escaped or not: a
+// client escapes the @).
+func (s *Server) memberUser(c echo.Context) (*store.User, error) {
+	email, err := url.PathUnescape(c.Param("email"))
+	if err != nil {
+		return nil, badRequest("the email in the path is not escaped right")
+	}
+	return s.cfg.Store.UserByEmail(c.Request().Context(), email)
 }

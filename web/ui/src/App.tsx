@@ -17,6 +17,7 @@ import { Queues } from "./pages/Queues";
 // The analytics page carries the chart library: a chunk of its own.
 const BoardAnalytics = lazy(() => import("./pages/BoardAnalytics").then((m) => ({ default: m.BoardAnalytics })));
 import { Audit } from "./pages/Audit";
+import { Members } from "./pages/Members";
 import { Empty, NotFound, Spinner } from "./components/common";
 
 // useMe is the signed-in caller, asked of the server once when the page
@@ -104,7 +105,8 @@ function home(me: Me): string {
 // allowed says whether the role may open a page at all (an approver: the
 // inbox, a run they are part of, their tokens).
 function allowed(me: Me, path: string): boolean {
-  if (path === "/users" || path === "/audit") return can(me, "admin");
+  if (path === "/users") return !!(me.server_admin || me.bootstrap);
+  if (path === "/audit" || path === "/members") return can(me, "admin");
   if (path === "/credentials") return can(me, "edit");
   if (can(me, "read")) return true;
   return path === "/approvals" || path === "/tokens" || !!match("/runs/:id", path) || !!match("/approvals/:run/:key", path);
@@ -151,6 +153,7 @@ export function App() {
   else if ((m = match("/boards/:id", path))) page = <BoardView key={m.id} boardId={m.id} entityId={query.get("entity")} />;
   else if (path === "/users") page = <Users />;
   else if (path === "/tokens") page = <Tokens />;
+  else if (path === "/members") page = <Members />;
   else if (path === "/credentials") page = <Credentials />;
   else if (path === "/queues") page = <Queues />;
   else if (path === "/audit")
@@ -201,6 +204,9 @@ export function App() {
                   Users
                 </Link>
               )}
+              <Link to="/members" aria-current={path === "/members" ? "page" : undefined}>
+                Members
+              </Link>
               <Link to="/audit" aria-current={path === "/audit" ? "page" : undefined}>
                 Audit
               </Link>
