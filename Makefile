@@ -28,12 +28,14 @@ web/ui/node_modules/.package-lock.json: web/ui/package.json web/ui/package-lock.
 	cd web/ui && npm ci --no-audit --no-fund
 
 ## ui-check: type-check the web UI (tsc --noEmit, the check `npm run build`
-## starts with) when Node is installed; dependencies from npm ci when
+## starts with), lint it (ESLint, no warning allowed) and run its unit
+## tests (Vitest) when Node is installed; dependencies from npm ci when
 ## package-lock.json is newer than node_modules.
 ui-check:
 	@if command -v node >/dev/null 2>&1; then \
 	  $(MAKE) --no-print-directory web/ui/node_modules/.package-lock.json && \
-	  echo "tsc --noEmit (web/ui)" && cd web/ui && ./node_modules/.bin/tsc --noEmit; \
+	  echo "tsc --noEmit, eslint, vitest (web/ui)" && cd web/ui && ./node_modules/.bin/tsc --noEmit && \
+	  ./node_modules/.bin/eslint --max-warnings 0 src && ./node_modules/.bin/vitest run; \
 	else \
 	  echo "node not found: the web UI is not type-checked"; \
 	fi

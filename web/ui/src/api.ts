@@ -377,7 +377,7 @@ export function stream(path: string, onEvent: (e: StreamEvent) => void, onState?
             }
           }
         }
-      } catch (err) {
+      } catch {
         if (stopped || g !== gen) return;
       }
       onState?.(false);

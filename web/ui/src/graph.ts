@@ -201,7 +201,12 @@ export function pathBetween(succ: Record<string, string[]>, a: string, b: string
       for (let x: string | null = v; x !== null; x = prev[x]) path.unshift(x);
       return path;
     }
-    for (const w of succ[v] ?? []) if (!(w in prev)) (prev[w] = v), queue.push(w);
+    for (const w of succ[v] ?? []) {
+      if (!(w in prev)) {
+        prev[w] = v;
+        queue.push(w);
+      }
+    }
   }
   return null;
 }
@@ -231,7 +236,14 @@ export function loopsOf(g: FlowGraph): LoopInfo[] {
   const reach = (from: string, next: Record<string, string[]>) => {
     const seen = new Set([from]);
     const stack = [from];
-    while (stack.length) for (const w of next[stack.pop()!] ?? []) if (!seen.has(w)) seen.add(w), stack.push(w);
+    while (stack.length) {
+      for (const w of next[stack.pop()!] ?? []) {
+        if (!seen.has(w)) {
+          seen.add(w);
+          stack.push(w);
+        }
+      }
+    }
     return seen;
   };
   return g.edges

@@ -59,26 +59,26 @@ function message(e: OutputUnit): string {
     case "required":
       return "is required";
     case "format":
-      return (r = /match format "([^"]+)"/.exec(m)) ? `must be a valid ${r[1]}` : m;
+      return (r = /match format "([^"]+)"/.exec(m)) !== null ? `must be a valid ${r[1]}` : m;
     case "type":
-      return (r = /Expected "([^"]+)"/.exec(m)) ? `must be ${/^[aeiou]/.test(r[1]) ? "an" : "a"} ${r[1]}` : m;
+      return (r = /Expected "([^"]+)"/.exec(m)) !== null ? `must be ${/^[aeiou]/.test(r[1]) ? "an" : "a"} ${r[1]}` : m;
     case "minimum":
-      return (r = /is less than (\S+?)\.?$/.exec(m)) ? `must be at least ${r[1]}` : m;
+      return (r = /is less than (\S+?)\.?$/.exec(m)) !== null ? `must be at least ${r[1]}` : m;
     case "exclusiveMinimum":
-      return (r = /than (\S+?)\.?$/.exec(m)) ? `must be more than ${r[1]}` : m;
+      return (r = /than (\S+?)\.?$/.exec(m)) !== null ? `must be more than ${r[1]}` : m;
     case "maximum":
-      return (r = /is greater than (\S+?)\.?$/.exec(m)) ? `must be at most ${r[1]}` : m;
+      return (r = /is greater than (\S+?)\.?$/.exec(m)) !== null ? `must be at most ${r[1]}` : m;
     case "exclusiveMaximum":
-      return (r = /than (\S+?)\.?$/.exec(m)) ? `must be less than ${r[1]}` : m;
+      return (r = /than (\S+?)\.?$/.exec(m)) !== null ? `must be less than ${r[1]}` : m;
     case "minLength":
-      return (r = /\(\d+ < (\d+)\)/.exec(m)) ? (r[1] === "1" ? "must not be empty" : `must have at least ${r[1]} characters`) : m;
+      return (r = /\(\d+ < (\d+)\)/.exec(m)) !== null ? (r[1] === "1" ? "must not be empty" : `must have at least ${r[1]} characters`) : m;
     case "maxLength":
-      return (r = /\(\d+ > (\d+)\)/.exec(m)) ? `must have at most ${r[1]} characters` : m;
+      return (r = /\(\d+ > (\d+)\)/.exec(m)) !== null ? `must have at most ${r[1]} characters` : m;
     case "enum":
     case "const":
       return "is not one of the allowed values";
     case "pattern":
-      return (r = /pattern "(.*)"\.?$/.exec(m)) ? `must match ${r[1]}` : m;
+      return (r = /pattern "(.*)"\.?$/.exec(m)) !== null ? `must match ${r[1]}` : m;
   }
   return m.replace(/\.$/, "");
 }

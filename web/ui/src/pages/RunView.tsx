@@ -328,6 +328,8 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
       };
     });
     return { nodes, edges };
+    // flowNodeTypes: built again once the node types have loaded.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [shownGraph, byNode, history, selected, run, byHand, flowNames, flowNodeTypes]);
 
   // act runs an action on the run and reads the run again; a refusal (a
