@@ -395,7 +395,7 @@ func notify(ch chan struct{}) {
 
 // hostQueue is one destination host's share of the queue.
 type hostQueue struct {
-	rows     []queued
+	rows     lanes
 	inFlight int
 }
 
@@ -424,10 +424,10 @@ func (d *Dispatcher) push(q queued) {
 		hq = &hostQueue{}
 		d.hosts[h] = hq
 	}
-	if len(hq.rows) == 0 {
+	if hq.rows.len() == 0 {
 		d.ring = append(d.ring, h)
 	}
-	hq.rows = append(hq.rows, q)
+	hq.rows.push(q)
 	d.queued++
 }
 
@@ -444,15 +444,12 @@ func (d *Dispatcher) next() (queued, string, bool) {
 		if hq.inFlight >= d.cfg.HostWorkers {
 			continue
 		}
-		q := hq.rows[0]
-		hq.rows[0] = queued{}
-		hq.rows = hq.rows[1:]
+		q := hq.rows.pop()
 		hq.inFlight++
 		d.queued--
 		d.queuedBytes -= max(len(q.c.Payload), 1)
 		d.roomChanged()
-		if len(hq.rows) == 0 {
-			hq.rows = nil
+		if hq.rows.len() == 0 {
 			d.ring = append(d.ring[:at], d.ring[at+1:]...)
 			d.turn = at
 		} else {
@@ -482,7 +479,7 @@ func (d *Dispatcher) done(host string) {
 	d.mu.Lock()
 	hq := d.hosts[host]
 	hq.inFlight--
-	if hq.inFlight == 0 && len(hq.rows) == 0 {
+	if hq.inFlight == 0 && hq.rows.len() == 0 {
 		delete(d.hosts, host)
 	}
 	waiting := d.queued > 0
@@ -498,7 +495,7 @@ func (d *Dispatcher) Backlog() []HostBacklog {
 	d.mu.Lock()
 	out := make([]HostBacklog, 0, len(d.hosts))
 	for h, hq := range d.hosts {
-		out = append(out, HostBacklog{Host: h, Queued: len(hq.rows), InFlight: hq.inFlight})
+		out = append(out, HostBacklog{Host: h, Queued: hq.rows.len(), InFlight: hq.inFlight})
 	}
 	d.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
@@ -524,11 +521,11 @@ func (d *Dispatcher) renewQueued(ctx context.Context) {
 	d.mu.Lock()
 	var due []engine.ClaimedDispatch
 	for _, hq := range d.hosts {
-		for _, q := range hq.rows {
+		hq.rows.each(func(q *queued) {
 			if now.Sub(q.at) >= d.cfg.Lease/4 {
 				due = append(due, q.c)
 			}
-		}
+		})
 	}
 	d.mu.Unlock()
 	if len(due) == 0 {
@@ -550,24 +547,20 @@ func (d *Dispatcher) renewQueued(ctx context.Context) {
 	}
 	d.mu.Lock()
 	for h, hq := range d.hosts {
-		kept := hq.rows[:0]
-		for _, q := range hq.rows {
+		hq.rows.keep(func(q *queued) bool {
 			lost, was := asked[q.c.ID]
 			switch {
 			case was && lost:
 				d.queuedBytes -= max(len(q.c.Payload), 1)
 				d.queued--
 				d.roomChanged()
-				continue
+				return false
 			case was:
 				q.at = now
 			}
-			kept = append(kept, q)
-		}
-		clear(hq.rows[len(kept):])
-		hq.rows = kept
-		if len(kept) == 0 {
-			hq.rows = nil
+			return true
+		})
+		if hq.rows.len() == 0 {
 			if i := slices.Index(d.ring, h); i >= 0 {
 				d.ring = slices.Delete(d.ring, i, i+1)
 				if d.turn > i {

@@ -142,7 +142,7 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 		req.DelayMs = f.delayMs
 	}
 	if f.bulkable() && req.DelayMs == 0 {
-		d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Key: f.key, Attempt: 1, URL: req.URL,
+		d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Workspace: t.graph.Workspace, Key: f.key, Attempt: 1, URL: req.URL,
 			Payload: payload, MaxTries: req.MaxTries, Request: hr, Queue: req.Queue, LeaseSeconds: req.LeaseSeconds}
 		t.claim(d)
 		t.bulk.add(f, StatusRunning, req.TimeoutSeconds, d)
@@ -162,7 +162,7 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 	if err := t.transitionLater(tr, f.node.ID, f.attempt-1); err != nil {
 		return err
 	}
-	d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Key: f.key, Attempt: f.attempt, URL: req.URL,
+	d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Workspace: t.graph.Workspace, Key: f.key, Attempt: f.attempt, URL: req.URL,
 		Payload: payload, MaxTries: req.MaxTries, DelayMs: req.DelayMs, Request: hr, Queue: req.Queue, LeaseSeconds: req.LeaseSeconds}
 	t.claim(d)
 	if err := t.tx.InsertDispatch(t.ctx, d); err != nil {

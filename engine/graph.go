@@ -46,6 +46,10 @@ const (
 // engine walks. It is produced by compiler.Compile, stored as JSON beside the
 // visual graph in an immutable flow version, and never mutated afterwards.
 type ExecutionGraph struct {
+	// Workspace is the workspace of the flow the version is of (set as it
+	// is loaded, not stored in the graph): its runs' deliveries are shared
+	// out by it (docs/workspaces.md#fairness).
+	Workspace string `json:"-"`
 	// Nodes by id: id, type and config (no positions or styles).
 	Nodes map[string]*Node `json:"nodes"`
 	// Adjacency maps a node id to its downstream node ids, in edge order.

@@ -396,13 +396,15 @@ func (e *TransitionError) Unwrap() error {
 
 // Dispatch is one outbox row: deliver Payload to URL for (run, key, attempt).
 type Dispatch struct {
-	ID       string
-	RunID    string
-	Key      string
-	Attempt  int
-	URL      string
-	Payload  json.RawMessage
-	MaxTries int
+	ID    string
+	RunID string
+	// Workspace is the run's (its graph's; "": the store finds it).
+	Workspace string
+	Key       string
+	Attempt   int
+	URL       string
+	Payload   json.RawMessage
+	MaxTries  int
 	// DelayMs postpones the first delivery (retry backoff).
 	DelayMs int64
 	// ClaimSeconds, when > 0 (and DelayMs is 0), writes the row already
@@ -465,14 +467,16 @@ type DispatchUpdate struct {
 
 // ClaimedDispatch is an outbox row claimed for delivery.
 type ClaimedDispatch struct {
-	ID       string
-	RunID    string
-	Key      string
-	Attempt  int
-	URL      string
-	Payload  json.RawMessage
-	Tries    int // including this one
-	MaxTries int
+	ID    string
+	RunID string
+	// Workspace is the run's: the dispatcher takes workspaces in turns.
+	Workspace string
+	Key       string
+	Attempt   int
+	URL       string
+	Payload   json.RawMessage
+	Tries     int // including this one
+	MaxTries  int
 	// SentTries is the last try of a request/response delivery that was
 	// sent (0: none was), for a row claimed again.
 	SentTries int

@@ -152,7 +152,7 @@ func (t *txn) claim(d *Dispatch) {
 // noteDispatch records a written outbox row for after the commit.
 func (t *txn) noteDispatch(d *Dispatch) {
 	if d.ClaimSeconds > 0 {
-		t.claimed = append(t.claimed, ClaimedDispatch{ID: d.ID, RunID: d.RunID, Key: d.Key, Attempt: d.Attempt,
+		t.claimed = append(t.claimed, ClaimedDispatch{ID: d.ID, RunID: d.RunID, Workspace: d.Workspace, Key: d.Key, Attempt: d.Attempt,
 			URL: d.URL, Payload: d.Payload, Tries: 1, MaxTries: max(d.MaxTries, 1), LeasedAt: t.began, Request: d.Request})
 	}
 }

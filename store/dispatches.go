@@ -44,7 +44,7 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 			locked_until = now() + make_interval(secs => ?), next_attempt_at = now() + make_interval(secs => ?),
 			updated_at = now()
 		FROM picked p WHERE d.id = p.id AND p.live
-		RETURNING d.id::text, d.run_id::text, d.key, d.attempt, d.url, d.payload, d.tries, d.max_tries, d.request, d.body, d.sent_tries`,
+		RETURNING d.id::text, d.run_id::text, d.workspace, d.key, d.attempt, d.url, d.payload, d.tries, d.max_tries, d.request, d.body, d.sent_tries`,
 		limit, limit, lease.Seconds(), lease.Seconds()).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error claiming dispatches: %w", interpretError(err))
@@ -54,7 +54,7 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 	for rows.Next() {
 		var d engine.ClaimedDispatch
 		var p, req, body []byte
-		if err := rows.Scan(&d.ID, &d.RunID, &d.Key, &d.Attempt, &d.URL, &p, &d.Tries, &d.MaxTries, &req, &body, &d.SentTries); err != nil {
+		if err := rows.Scan(&d.ID, &d.RunID, &d.Workspace, &d.Key, &d.Attempt, &d.URL, &p, &d.Tries, &d.MaxTries, &req, &body, &d.SentTries); err != nil {
 			return nil, interpretError(err)
 		}
 		d.Payload = p

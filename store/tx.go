@@ -1548,10 +1548,10 @@ func (t *pgTx) insertWithRequests(ctx context.Context, ds []*engine.Dispatch, fi
 			CASE WHEN u.c > 0 THEN clk.at + make_interval(secs => u.c) END,
 			CASE WHEN u.c > 0 THEN clk.at + make_interval(secs => u.c)
 				ELSE now() + make_interval(secs => u.ms::float8 / 1000) END,
-			(SELECT rw.workspace FROM runs rw WHERE rw.id = ?::uuid)
+			coalesce(nullif(?, ''), (SELECT rw.workspace FROM runs rw WHERE rw.id = ?::uuid))
 		FROM unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::bytea[], ?::int[], ?::bigint[], ?::float8[])
 			AS u(id, k, a, url, r, b, mt, ms, c), (SELECT clock_timestamp() AS at) clk`,
-		reqs[0].RunID, reqs[0].RunID, ids, keys, attempts, urls, requests, bodies, tries, delays, claims)
+		reqs[0].RunID, reqs[0].Workspace, reqs[0].RunID, ids, keys, attempts, urls, requests, bodies, tries, delays, claims)
 }
 
 // insertCallbacks writes worker dispatches.
@@ -1583,14 +1583,14 @@ func callbacksInsert(ds []*engine.Dispatch) (string, []any) {
 			}
 		}
 	}
-	// A row carries its run's workspace (ClaimDue's fairness): read once
-	// for the hot path's one run (an uncorrelated subquery), per row for
-	// several.
-	run, ws, runArray, runCol := "?", "(SELECT rw.workspace FROM runs rw WHERE rw.id = ?::uuid)", "", ""
-	args := []any{ds[0].RunID, ds[0].RunID, ids, keys, attempts, urls, payloads, tries, delays, claims}
+	// A row carries its run's workspace (ClaimDue's fairness): the
+	// engine's (its graph's) for the hot path's one run, read from the
+	// run when it is not known, and per row for several runs.
+	run, ws, runArray, runCol := "?", "coalesce(nullif(?, ''), (SELECT rw.workspace FROM runs rw WHERE rw.id = ?::uuid))", "", ""
+	args := []any{ds[0].RunID, ds[0].Workspace, ds[0].RunID, ids, keys, attempts, urls, payloads, tries, delays, claims}
 	if runs != nil {
 		run, ws, runArray, runCol = "u.r::uuid", "(SELECT rw.workspace FROM runs rw WHERE rw.id = u.r::uuid)", ", ?::text[]", ", r"
-		args = append(args[2:], runs)
+		args = append(args[3:], runs)
 	}
 	// A claimed row is written as being sent (first try) by this process
 	// until its lease ends; others wait for the next poll. The lease runs

@@ -67,8 +67,11 @@ type Options struct {
 	HistoryWindow time.Duration
 	// FairnessBacklog is the fan-out one workspace queues in the fairness
 	// scenario (default 10,000), while FairnessRuns one-step runs of
-	// another start one every 20 ms (default 200).
+	// another start one every 20 ms (default 100).
 	FairnessBacklog, FairnessRuns int
+	// FairnessOneWorkspace runs the quiet runs in the busy workspace: the
+	// comparison, with nothing to share out between workspaces.
+	FairnessOneWorkspace bool
 	// SleepingRuns sleep in a Wait node (30 days) while CPU is sampled for
 	// IdleWindow in the sleeping scenario (default 100,000).
 	SleepingRuns int
@@ -290,7 +293,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	def(&opts.SleepingRuns, 100000)
 	def(&opts.HistoryRuns, 1_000_000)
 	def(&opts.FairnessBacklog, 10_000)
-	def(&opts.FairnessRuns, 200)
+	def(&opts.FairnessRuns, 100)
 	switch opts.HistoryLoader {
 	case "":
 		opts.HistoryLoader = "sql"

@@ -69,6 +69,11 @@ func (w *worker) serve(rw http.ResponseWriter, r *http.Request) {
 		w.serveHTTP(rw, r, key, now)
 		return
 	}
+	if r.URL.Path == "/slow" {
+		// A worker that takes its time to accept (the fairness scenario):
+		// deliveries are bound by the dispatcher's workers per host.
+		time.Sleep(slowAccept)
+	}
 	var p struct {
 		RunID       string `json:"runId"`
 		NodeID      string `json:"nodeId"`
