@@ -22,9 +22,7 @@ func TestMain(m *testing.M) { storetest.Main(m) }
 // TestBenchSmall runs every scenario at a tiny size against a real stitchd
 // process: the harness must count exactly, and measure something.
 func TestBenchSmall(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "stitchd")
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/stitchd/stitchd/cmd/stitchd").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := buildStitchd(t)
 
 	var progress bytes.Buffer
 	rep, err := bench.Run(context.Background(), bench.Options{
@@ -154,9 +152,7 @@ func TestBenchSmall(t *testing.T) {
 // loader writes the rows finished runs have, the chains run on, and
 // stitchd's retention deletes every loaded run while they do.
 func TestBenchHistory(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "stitchd")
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/stitchd/stitchd/cmd/stitchd").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := buildStitchd(t)
 
 	for _, loader := range []string{"sql", "copy"} {
 		t.Run(loader, func(t *testing.T) {
@@ -218,9 +214,7 @@ func TestBenchHistory(t *testing.T) {
 // workspace's runs all completed and their times are reported, with the
 // busy workspace's fan-out delivered too.
 func TestBenchFairness(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "stitchd")
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/stitchd/stitchd/cmd/stitchd").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := buildStitchd(t)
 	var progress bytes.Buffer
 	rep, err := bench.Run(context.Background(), bench.Options{
 		Binary: bin, DatabaseURL: storetest.ServerURL(t), WorkDir: t.TempDir(), Progress: &progress,
@@ -236,4 +230,13 @@ func TestBenchFairness(t *testing.T) {
 	// 300 items and the splitter and collector, and the ten runs' steps.
 	require.EqualValues(t, 300+2+10, r.Completions)
 	require.Zero(t, r.WorkerFailures)
+}
+
+// buildStitchd builds the stitchd binary the bench runs.
+func buildStitchd(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "stitchd")
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/stitchd/stitchd/cmd/stitchd").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
 }
