@@ -28,14 +28,19 @@ web/ui/node_modules/.package-lock.json: web/ui/package.json web/ui/package-lock.
 	cd web/ui && npm ci --no-audit --no-fund
 
 ## ui-check: type-check the web UI (tsc --noEmit, the check `npm run build`
-## starts with), lint it (ESLint, no warning allowed) and run its unit
-## tests (Vitest) when Node is installed; dependencies from npm ci when
-## package-lock.json is newer than node_modules.
+## starts with), lint it (ESLint, no warning allowed), run its unit tests
+## (Vitest) and check its contract types (src/api.gen.ts) are what
+## openapi.yaml gives, when Node is installed; dependencies from npm ci
+## when package-lock.json is newer than node_modules.
 ui-check:
 	@if command -v node >/dev/null 2>&1; then \
 	  $(MAKE) --no-print-directory web/ui/node_modules/.package-lock.json && \
-	  echo "tsc --noEmit, eslint, vitest (web/ui)" && cd web/ui && ./node_modules/.bin/tsc --noEmit && \
-	  ./node_modules/.bin/eslint --max-warnings 0 src && ./node_modules/.bin/vitest run; \
+	  echo "tsc --noEmit, eslint, vitest, api.gen.ts against openapi.yaml (web/ui)" && cd web/ui && ./node_modules/.bin/tsc --noEmit && \
+	  ./node_modules/.bin/eslint --max-warnings 0 src && ./node_modules/.bin/vitest run && \
+	  tmp=$$(mktemp -d) && ./node_modules/.bin/openapi-typescript ../../openapi.yaml -o "$$tmp/api.gen.ts" >/dev/null && \
+	  if ! cmp -s "$$tmp/api.gen.ts" src/api.gen.ts; then \
+	    echo "web/ui/src/api.gen.ts is not what openapi.yaml gives: run npm run gen-api in web/ui"; rm -rf "$$tmp"; exit 1; \
+	  fi; rm -rf "$$tmp"; \
 	else \
 	  echo "node not found: the web UI is not type-checked"; \
 	fi

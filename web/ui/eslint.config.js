@@ -8,7 +8,7 @@ import tseslint from "typescript-eslint";
 import reactHooks from "eslint-plugin-react-hooks";
 
 export default tseslint.config(
-  { ignores: ["node_modules", "../dist", "scripts"] },
+  { ignores: ["node_modules", "../dist", "scripts", "src/api.gen.ts"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

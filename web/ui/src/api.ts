@@ -5,6 +5,8 @@
 // forgets it — and sent as a Bearer header (never in a URL). Errors
 // arrive in the contract's shape.
 
+import type { components } from "./api.gen";
+
 const TOKEN_KEY = "stitchd.token";
 
 export function getToken(): string | null {
@@ -57,13 +59,12 @@ function workspaceHeader(headers: Record<string, string>) {
   if (ws !== "default") headers["Stitchd-Workspace"] = ws;
 }
 
-export interface Workspace {
-  slug: string;
-  name: string;
-  role?: Role;
-  max_running_runs: number | null;
-  max_starts_per_second: number | null;
-}
+// The contract's types, generated from openapi.yaml (npm run gen-api;
+// make test checks api.gen.ts is what the spec gives).
+type Schemas = components["schemas"];
+
+export type Workspace = Schemas["Workspace"];
+export type WorkspaceMember = Schemas["WorkspaceMember"];
 
 // Another tab signing in or out with a token: this one follows.
 if (typeof window !== "undefined") {

@@ -1,13 +1,6 @@
 import { useState, type FormEvent } from "react";
-import { api, currentMe, describe, ROLES, type Role } from "../api";
+import { api, currentMe, describe, ROLES, type Role, type WorkspaceMember as Member } from "../api";
 import { Empty, ErrorBox, Spinner, useLoad } from "../components/common";
-
-interface Member {
-  user_id: string;
-  email: string;
-  name: string;
-  role: Role;
-}
 
 // Members is a workspace admin's page of the people of the workspace
 // (docs/workspaces.md): their role here, given, changed or taken away.
