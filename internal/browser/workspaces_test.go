@@ -23,17 +23,22 @@ func TestUIWorkspaces(t *testing.T) {
 	s.api("POST", "/users", map[string]any{"email": "ria@example.com", "name": "Ria", "role": "viewer", "password": pw}, nil)
 	graph := map[string]any{"nodes": []map[string]any{{"id": "ok", "type": "UX", "data": map[string]any{"label": "OK?"}}}, "edges": []any{}}
 	s.api("POST", "/flows", map[string]any{"name": "Default onboarding", "graph": graph}, nil)
-	b, err := json.Marshal(map[string]any{"name": "Sales pipeline", "graph": graph})
-	require.NoError(t, err)
-	rq, err := http.NewRequestWithContext(t.Context(), "POST", s.url+"/api/v1/flows", bytes.NewReader(b))
-	require.NoError(t, err)
-	rq.Header.Set("Authorization", "Bearer "+token)
-	rq.Header.Set("Content-Type", "application/json")
-	rq.Header.Set("Stitchd-Workspace", "sales")
-	resp, err := http.DefaultClient.Do(rq)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	inSales := func(path string, body any) {
+		b, err := json.Marshal(body)
+		require.NoError(t, err)
+		rq, err := http.NewRequestWithContext(t.Context(), "POST", s.url+"/api/v1"+path, bytes.NewReader(b))
+		require.NoError(t, err)
+		rq.Header.Set("Authorization", "Bearer "+token)
+		rq.Header.Set("Content-Type", "application/json")
+		rq.Header.Set("Stitchd-Workspace", "sales")
+		resp, err := http.DefaultClient.Do(rq)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusCreated, resp.StatusCode, path)
+	}
+	inSales("/flows", map[string]any{"name": "Sales pipeline", "graph": graph})
+	// Una is a member of sales only.
+	inSales("/users", map[string]any{"email": "una@example.com", "name": "Una", "role": "operator", "password": pw})
 
 	s.run("sign in", chromedp.Navigate(s.url+"/flows"), passwordSignIn("sam@example.com", pw))
 	s.waitJS("default's flows", `document.body.innerText.includes("Default onboarding") && !document.body.innerText.includes("Sales pipeline")`)
@@ -57,7 +62,7 @@ func TestUIWorkspaces(t *testing.T) {
 		Members []struct{ Email, Role string } `json:"members"`
 	}
 	s.api("GET", "/workspaces/sales/members", nil, &members)
-	require.Len(t, members.Members, 2)
+	require.Len(t, members.Members, 3) // ria, sam and una
 	require.Equal(t, "ria@example.com", members.Members[0].Email)
 	require.Equal(t, "operator", members.Members[0].Role)
 	s.shot("workspaces-members")
@@ -65,4 +70,10 @@ func TestUIWorkspaces(t *testing.T) {
 	s.waitJS("ria gone", `!document.querySelector('tr[data-member="ria@example.com"]') && !!document.querySelector('tr[data-member="sam@example.com"]')`)
 	s.run("back", setValue(`select[aria-label="Workspace"]`, "default"))
 	s.waitJS("default again", `document.body.innerText.includes("Default onboarding") && !document.body.innerText.includes("Sales pipeline")`)
+
+	// A person of one workspace only lands in it, whatever this browser
+	// used last.
+	s.run("sign out", chromedp.Click(`//button[normalize-space()="Sign out"]`, chromedp.BySearch), passwordSignIn("una@example.com", pw))
+	s.waitJS("una in sales", `document.body.innerText.includes("Sales pipeline") && document.querySelector(".whoami .role-chip")?.innerText === "operator"`)
+	s.waitJS("no switcher for one workspace", `!document.querySelector('select[aria-label="Workspace"]')`)
 }

@@ -138,10 +138,15 @@ export function signedOut() {
 export async function restore() {
   try {
     const m = await api<Me>("GET", "/me", undefined, getToken(), { quiet: true });
-    if (!m.role && getWorkspace() !== "default") {
-      // No longer a member of the workspace this browser last used.
-      await setWorkspace("default");
-      return;
+    if (!m.role && !m.bootstrap) {
+      // No member of the workspace this browser last used (or of the
+      // default one): the first they belong to, if any.
+      const ws = await api<{ workspaces: Workspace[] }>("GET", "/workspaces", undefined, getToken(), { quiet: true });
+      const first = ws.workspaces[0]?.slug;
+      if (first && first !== getWorkspace()) {
+        await setWorkspace(first);
+        return;
+      }
     }
     signedIn(m, m.csrf_token ?? null);
   } catch (err) {

@@ -1,5 +1,5 @@
 import { useEffect, useState, type FormEvent } from "react";
-import { api, ApiError, describe, setToken, signedIn, type Me } from "../api";
+import { api, ApiError, describe, restore, setToken, type Me } from "../api";
 
 // SignIn signs a person in with their email and password (a session
 // cookie the page cannot read, and a CSRF token kept in memory), or, as a
@@ -58,8 +58,10 @@ function PasswordForm({ onToken }: { onToken: () => void }) {
     setBusy(true);
     setError(null);
     try {
-      const r = await api<{ user: Me; csrf_token: string }>("POST", "/auth/login", { email: email.trim(), password }, null, { quiet: true });
-      signedIn(r.user, r.csrf_token);
+      await api<{ user: Me; csrf_token: string }>("POST", "/auth/login", { email: email.trim(), password }, null, { quiet: true });
+      // The caller as the workspace this browser acts in sees them (their
+      // role is the workspace's).
+      await restore();
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) setError("Wrong email or password.");
       else if (err instanceof ApiError && err.code === "account_disabled") setError("This account is disabled. Ask an admin to enable it.");
@@ -131,9 +133,9 @@ function TokenForm({ onPassword }: { onPassword: () => void }) {
     setBusy(true);
     setError(null);
     try {
-      const m = await api<Me>("GET", "/me", undefined, t, { quiet: true });
+      await api<Me>("GET", "/me", undefined, t, { quiet: true });
       setToken(t);
-      signedIn(m, null);
+      await restore();
     } catch (err) {
       setError(err instanceof ApiError && err.status === 401 ? "That token was not accepted: it is wrong, revoked, or its user is disabled." : describe(err));
     } finally {
