@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stitchd/stitchd/internal/contracttest"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/storetest"
 )
@@ -176,6 +177,8 @@ func TestRoleRouteTable(t *testing.T) {
 		_, tokens[r] = addUser(t, st, r)
 	}
 	tokens[store.RoleWorker] = addWorkerToken(t, st)
+	// Every answer, each role's refusal included, is one its operation lists.
+	client := contracttest.Client(t, ts.Client())
 	send := func(method, path, auth string) (int, []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -191,7 +194,7 @@ func TestRoleRouteTable(t *testing.T) {
 		if auth != "" {
 			hr.Header.Set("Authorization", "Bearer "+auth)
 		}
-		resp, err := ts.Client().Do(hr)
+		resp, err := client.Do(hr)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {

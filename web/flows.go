@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -109,6 +110,9 @@ func (s *Server) compileGraph(ctx context.Context, ws string, raw json.RawMessag
 		return nil, err
 	}
 	g.Warnings = append(g.Warnings, warn...)
+	if raw, err = graphLists(raw); err != nil {
+		return nil, badRequest("graph: " + err.Error())
+	}
 	canon, err := compiler.Canonical(raw)
 	if err != nil {
 		return nil, badRequest("graph: " + err.Error())
@@ -127,6 +131,46 @@ func (s *Server) compileGraph(ctx context.Context, ws string, raw json.RawMessag
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	return &store.NewVersion{ID: uuid.NewString(), Graph: canon, Execution: exec, Hash: hex.EncodeToString(sum[:]), Message: message}, nil
+}
+
+// graphLists gives a graph its nodes and edges as lists: absent or null,
+// which are taken as none, are stored (and answered) as [], as the
+// contract's Graph has them.
+func graphLists(raw json.RawMessage) (json.RawMessage, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, err
+	}
+	changed := false
+	for _, list := range []string{"nodes", "edges"} {
+		present := false
+		for k, v := range top {
+			// encoding/json matches keys in any case (ParseVisual read
+			// "Edges" as the edges).
+			if strings.EqualFold(k, list) && string(bytes.TrimSpace(v)) != "null" {
+				present = true
+			}
+		}
+		if !present {
+			for k := range top {
+				if strings.EqualFold(k, list) {
+					delete(top, k)
+				}
+			}
+			top[list] = json.RawMessage("[]")
+			changed = true
+		}
+	}
+	if !changed {
+		return raw, nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(top); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSpace(buf.Bytes()), nil
 }
 
 func (s *Server) createFlow(c echo.Context) error {

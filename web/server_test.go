@@ -26,6 +26,7 @@ import (
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/handlers"
+	"github.com/stitchd/stitchd/internal/contracttest"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/localpg"
 	"github.com/stitchd/stitchd/store/storetest"
@@ -60,6 +61,9 @@ func newServer(t *testing.T, st *store.Store, mod ...func(*web.Config)) *web.Ser
 }
 
 // req describes one request; Auth defaults to the right bearer token.
+// Each request do sends, and its answer, is checked against openapi.yaml
+// (internal/contracttest): a request the contract refuses sent on purpose,
+// and accepted, sets contracttest.InvalidRequestHeader.
 type req struct {
 	method, path, body string
 	header             map[string]string
@@ -86,6 +90,8 @@ func do(t *testing.T, h http.Handler, r req) *httptest.ResponseRecorder {
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, hr)
+	contracttest.Check(t, contracttest.Exchange{Request: hr, RequestBody: []byte(r.body), Status: rec.Code,
+		Header: rec.Header(), Body: rec.Body.Bytes(), Partial: strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream")})
 	return rec
 }
 

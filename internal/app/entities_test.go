@@ -87,6 +87,9 @@ func movement(success, failure string, extra map[string]any) map[string]any {
 
 func (h *harness) createBoardFlow(board string, nodes []map[string]any, edges []map[string]any) string {
 	h.t.Helper()
+	if edges == nil {
+		edges = []map[string]any{}
+	}
 	var raw map[string]any
 	code := h.do("POST", "/api/v1/flows", map[string]any{"name": "board flow", "board_id": board,
 		"graph": map[string]any{"nodes": nodes, "edges": edges}}, &raw)

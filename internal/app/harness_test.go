@@ -16,6 +16,7 @@ import (
 
 	"github.com/stitchd/stitchd/callbacks"
 	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/contracttest"
 	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/internal/testsignal"
 	"github.com/stitchd/stitchd/store/storetest"
@@ -32,6 +33,9 @@ type harness struct {
 	app    *app.App
 	dbURL  string
 	worker *testkit.Worker
+	// client checks every exchange with the API against openapi.yaml
+	// (internal/contracttest); a request refused by the contract but
+	// meant to be accepted sets contracttest.InvalidRequestHeader.
 	client *http.Client
 	// clock is the process's clock (app.Config.Clock), unless an option
 	// set another.
@@ -94,7 +98,7 @@ func newHarnessOn(t *testing.T, dbURL string, opts ...func(*app.Config)) *harnes
 	// A minute: a 1,000-item run answered whole takes seconds alone and,
 	// with the suite on both cores, once took more than thirty.
 	return &harness{t: t, app: a, dbURL: dbURL, worker: testkit.NewWorker(t, testkit.WorkerOptions{}),
-		client: &http.Client{Timeout: time.Minute}, clock: clock}
+		client: contracttest.Client(t, &http.Client{Timeout: time.Minute}), clock: clock}
 }
 
 // waitLimit is how long the harness waits for what a test expects.

@@ -142,7 +142,7 @@ func TestLayerDirection(t *testing.T) {
 				pkg != "internal/broker" && !strings.HasPrefix(pkg, "internal/broker/") {
 				t.Errorf("%s imports %s: only internal/broker may import the broker clients", pkg, imp)
 			}
-			if imp == mod+"/internal/testkit" {
+			if imp == mod+"/internal/testkit" || imp == mod+"/internal/contracttest" {
 				t.Errorf("%s imports %s: tests' helpers stay out of the program (test hooks: internal/testsignal)", pkg, imp)
 			}
 			if slices.Contains(stdlibOnly, pkg) && strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {

@@ -29,7 +29,7 @@ func (s *stack) status(path string) int {
 	req, err := http.NewRequestWithContext(s.t.Context(), http.MethodGet, s.url+"/api/v1"+path, nil)
 	require.NoError(s.t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	require.NoError(s.t, err)
 	_ = resp.Body.Close()
 	return resp.StatusCode

@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/contracttest"
 	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store/storetest"
 )
@@ -41,6 +42,9 @@ type stack struct {
 	worker *worker
 	ctx    context.Context // the tab
 	shots  string
+	// client makes the test's own API calls, each checked against
+	// openapi.yaml (internal/contracttest).
+	client *http.Client
 }
 
 // worker answers every dispatch with 202 and calls back after delay with
@@ -147,7 +151,8 @@ func newStack(t *testing.T, mods ...func(*app.Config)) *stack {
 
 	shots := filepath.Join("..", "..", "test-artifacts", "browser")
 	require.NoError(t, os.MkdirAll(shots, 0o755))
-	return &stack{t: t, app: a, url: a.URL, worker: newWorker(t, 300*time.Millisecond), ctx: tab, shots: shots}
+	return &stack{t: t, app: a, url: a.URL, worker: newWorker(t, 300*time.Millisecond), ctx: tab, shots: shots,
+		client: contracttest.Client(t, http.DefaultClient)}
 }
 
 // run runs browser actions with a deadline, failing the test on error.
@@ -291,7 +296,7 @@ func (s *stack) api(method, path string, body any, out any) {
 	require.NoError(s.t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	require.NoError(s.t, err)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -338,7 +343,7 @@ func (s *stack) login(email, password string) *person {
 	s.t.Helper()
 	jar, err := cookiejar.New(nil)
 	require.NoError(s.t, err)
-	p := &person{t: s.t, url: s.url, email: email, client: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+	p := &person{t: s.t, url: s.url, email: email, client: contracttest.Client(s.t, &http.Client{Jar: jar, Timeout: 30 * time.Second})}
 	var out struct {
 		CSRFToken string `json:"csrf_token"`
 	}

@@ -90,7 +90,7 @@ func TestUIOperatorTools(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(m.Sum(nil)))
 		req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("d-%d", time.Now().UnixNano()))
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := s.client.Do(req)
 		require.NoError(t, err)
 		_ = resp.Body.Close()
 		return resp.StatusCode

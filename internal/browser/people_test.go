@@ -21,7 +21,7 @@ func TestUIPeople(t *testing.T) {
 	s := newStack(t)
 	const pw = "correct horse battery"
 	mk := func(email, name, role string, groups ...string) {
-		s.api("POST", "/users", map[string]any{"email": email, "name": name, "role": role, "groups": groups, "password": pw}, nil)
+		s.api("POST", "/users", map[string]any{"email": email, "name": name, "role": role, "groups": append([]string{}, groups...), "password": pw}, nil)
 	}
 	mk("ann@example.com", "Ann", "approver", "finance")
 	mk("bob@example.com", "Bob", "approver")
@@ -287,7 +287,7 @@ func TestUIPeople(t *testing.T) {
 			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url+"/api/v1/me", nil)
 			require.NoError(t, err)
 			req.Header.Set("Authorization", "Bearer "+tok)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := s.client.Do(req)
 			require.NoError(t, err)
 			resp.Body.Close()
 			return resp.StatusCode

@@ -145,7 +145,7 @@ func TestUIPurchaseRequest(t *testing.T) {
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url+"/hooks/purchase", strings.NewReader(`{"amount": 1500, "item": "laptop"}`))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	require.NoError(t, err)
 	raw, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/internal/broker/brokertest"
+	"github.com/stitchd/stitchd/internal/contracttest"
 	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store/storetest"
 )
@@ -41,12 +42,13 @@ func TestBrokerTriggersSurviveSIGKILL(t *testing.T) {
 				t.Cleanup(in.kill)
 				ins = append(ins, in)
 			}
+			client := contracttest.Client(t, http.DefaultClient)
 			api := func(method, path string, body, out any) int {
 				b, _ := json.Marshal(body)
 				req, _ := http.NewRequestWithContext(t.Context(), method, ins[1].url()+path, bytes.NewReader(b))
 				req.Header.Set("Authorization", "Bearer "+token)
 				req.Header.Set("Content-Type", "application/json")
-				resp, err := http.DefaultClient.Do(req)
+				resp, err := client.Do(req)
 				require.NoError(t, err)
 				defer resp.Body.Close()
 				if out != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stitchd/stitchd/internal/contracttest"
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
@@ -47,7 +48,7 @@ func TestHostileFlowsOnARealProcess(t *testing.T) {
 		extra: []string{"--max-run-nodes", "8000"}}
 	require.NoError(t, in.start(ctx))
 	t.Cleanup(in.kill)
-	c := &hostileClient{t: t, ctx: ctx, in: in}
+	c := &hostileClient{t: t, ctx: ctx, in: in, client: contracttest.Client(t, http.DefaultClient)}
 	var peak int64
 	watch := func(what string) {
 		t.Helper()
@@ -95,7 +96,7 @@ func TestHostileFlowsOnARealProcess(t *testing.T) {
 	var hooked struct {
 		RunID string `json:"run_id"`
 	}
-	require.Equal(t, 202, c.do(http.DefaultClient, "POST", "/hooks/loop1", "", map[string]any{"x": 1}, &hooked))
+	require.Equal(t, 202, c.do(c.client, "POST", "/hooks/loop1", "", map[string]any{"x": 1}, &hooked))
 	t.Logf("the loop's hook answered in %s", time.Since(began).Round(time.Millisecond))
 	hangUp := &http.Client{Timeout: 200 * time.Millisecond}
 	resp, err := hangUp.Post(in.url()+"/hooks/loop1", "application/json", strings.NewReader(`{"x": 2}`)) //nolint:noctx // the client's timeout is the point
@@ -182,6 +183,8 @@ type hostileClient struct {
 	t   *testing.T
 	ctx context.Context
 	in  *instance
+	// client checks each exchange against openapi.yaml (internal/contracttest).
+	client *http.Client
 }
 
 func (c *hostileClient) do(cl *http.Client, method, path, tok string, body, out any) int {
@@ -207,7 +210,7 @@ func (c *hostileClient) do(cl *http.Client, method, path, tok string, body, out 
 
 func (c *hostileClient) api(method, path string, body, out any) int {
 	c.t.Helper()
-	return c.do(http.DefaultClient, method, path, token, body, out)
+	return c.do(c.client, method, path, token, body, out)
 }
 
 func (c *hostileClient) flow(name string, nodes, edges []map[string]any) string {

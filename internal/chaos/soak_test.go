@@ -22,6 +22,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stitchd/stitchd/internal/contracttest"
 	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store/localpg"
 )
@@ -146,7 +147,8 @@ func TestChaosSoak(t *testing.T) {
 // newSoak is a soak of the flags' size.
 func newSoak(t *testing.T) *soak {
 	s := &soak{t: t, runs: *flagRuns, items: *flagItems, kills: *flagKills, flight: *flagInFlight,
-		client:  &http.Client{Timeout: 20 * time.Second},
+		// Every API answer is checked against openapi.yaml (internal/contracttest).
+		client:  contracttest.Client(t, &http.Client{Timeout: 20 * time.Second}),
 		retried: map[[2]string]int{}, reasons: map[string]int{}}
 	require.Less(t, s.items, 1000, "items are numbered run*1000+i")
 	return s
@@ -191,7 +193,7 @@ func (s *soak) run(ctx context.Context, disrupt func(ctx context.Context, stop <
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	var err error
-	s.worker, err = newChaosWorker(wctx, s.cl, nodeTimeout)
+	s.worker, err = newChaosWorker(wctx, s.t, s.cl, nodeTimeout)
 	require.NoError(t, err)
 	defer s.worker.close()
 	go s.worker.outages(wctx, func() time.Duration { return 15*time.Second + rand.N(20*time.Second) }, time.Second)
@@ -200,7 +202,7 @@ func (s *soak) run(ctx context.Context, disrupt func(ctx context.Context, stop <
 	defer fcancel()
 	s.followCtx = fctx
 	for i := range s.cl.instances {
-		s.follow(newFollower(s.cl, i, ""))
+		s.follow(newFollower(s.t, s.cl, i, ""))
 	}
 
 	s.createFlow(ctx)
@@ -398,7 +400,7 @@ func (s *soak) startRun(ctx context.Context, r int) {
 	require.NoError(s.t, json.Unmarshal(b, &run))
 	s.runIDs = append(s.runIDs, run.ID)
 	if r%10 == 3 {
-		s.follow(newFollower(s.cl, r%len(s.cl.instances), run.ID))
+		s.follow(newFollower(s.t, s.cl, r%len(s.cl.instances), run.ID))
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/internal/contracttest"
 )
 
 // streamEvent is one event an event stream delivered (engine.Event's JSON),
@@ -64,9 +66,11 @@ type streamConn struct {
 	events   int    // complete events received
 }
 
-func newFollower(cl *cluster, prefer int, runID string) *follower {
+// newFollower's streams are checked against openapi.yaml, failing tb
+// (internal/contracttest): their status and content type.
+func newFollower(tb testing.TB, cl *cluster, prefer int, runID string) *follower {
 	f := &follower{cl: cl, prefer: prefer, runID: runID, lastID: "0",
-		client: &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 20 * time.Second}}}
+		client: contracttest.Client(tb, &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 20 * time.Second}})}
 	if runID == "" {
 		f.name, f.path = fmt.Sprintf("every run's events (instance %d first)", prefer), "/api/v1/events"
 	} else {

@@ -12,9 +12,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/stitchd/stitchd/internal/contracttest"
 )
 
 // Behaviour of the misbehaving worker, per delivery and per callback.
@@ -101,9 +104,11 @@ type chaosWorker struct {
 	unexpected   []string
 }
 
-func newChaosWorker(ctx context.Context, cl *cluster, deadline time.Duration) (*chaosWorker, error) {
+// Its callbacks' answers are checked against openapi.yaml, failing tb
+// (internal/contracttest).
+func newChaosWorker(ctx context.Context, tb testing.TB, cl *cluster, deadline time.Duration) (*chaosWorker, error) {
 	w := &chaosWorker{cl: cl, deadline: deadline, ctx: ctx, conns: map[net.Conn]struct{}{},
-		client: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+		client: contracttest.Client(tb, &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}})}
 	w.srv = &http.Server{Handler: w, ReadHeaderTimeout: 10 * time.Second, ConnState: w.connState}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {

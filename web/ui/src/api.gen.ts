@@ -1762,7 +1762,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_request" | "unauthorized" | "forbidden" | "csrf" | "account_disabled" | "session_required" | "not_found" | "method_not_allowed" | "conflict" | "claimed" | "entity_busy" | "entity_exists" | "idempotency_key_reused" | "gone" | "payload_too_large" | "invalid_graph" | "invalid_trigger" | "invalid_schedule" | "invalid_schema" | "not_testable" | "rate_limited" | "internal" | "unavailable" | "flow_busy";
+                code: "invalid_request" | "unauthorized" | "forbidden" | "csrf" | "account_disabled" | "session_required" | "not_found" | "method_not_allowed" | "conflict" | "claimed" | "entity_busy" | "entity_exists" | "idempotency_key_reused" | "gone" | "payload_too_large" | "invalid_graph" | "invalid_trigger" | "invalid_schedule" | "invalid_schema" | "not_testable" | "rate_limited" | "internal" | "unavailable" | "flow_busy" | "entity_board_mismatch" | "unknown_section" | "workspace_mismatch";
                 message: string;
                 /** @description a list of problems; for some codes an object (flow_busy: {running, paused, queued}) */
                 details?: components["schemas"]["Problem"][] | Record<string, never>;
@@ -1777,7 +1777,7 @@ export interface components {
             path: string;
             message: string;
         };
-        /** @description React Flow graph. Unknown fields are kept and ignored by the compiler. */
+        /** @description React Flow graph. Unknown fields are kept and ignored by the compiler. nodes or edges absent or null are taken as none, and answered as []. */
         Graph: {
             /** @description the flow's settings */
             settings?: {
@@ -1792,8 +1792,8 @@ export interface components {
                 /** @description Worker, UX, Splitter, Collector, Condition, Transform, Wait, HTTP, Event or SubFlow (case-insensitive). A Transform's data.expression (expr-lang over input, run, entity) gives its output. An HTTP node sends data.method (default GET), data.url, data.headers and data.body (strings may hold {{ expr }} templates over input, run, entity; compile errors are 422 invalid_expression at e.g. nodes[i].data.url, nodes[i].data.body.items[1]) with data.timeoutSeconds (default 30), data.retry (the Worker's policy: maxAttempts, backoff exponential|linear|fixed, initialDelayMs, maxDelayMs, multiplier (exponential factor 1–100, default 2), jitter (0–1, "full" or "none"; default full for exponential backoff), nonRetryable (error substrings that fail the node at once); see docs/workers.md) and data.successCodes (default ["2xx"]); its output is {status, headers, body} (body: JSON when the response is JSON, else text, at most 1 MiB), see docs/http.md; {{ secret "NAME" }} (the name in quotes, alone in its {{ }}; url path or query, headers, body — not method) fills in a stored secret (POST /api/v1/secrets) as the request is sent, never stored: a name no secret has is a warning unknown_secret when the flow is saved (secrets_off on a server without STITCHD_SECRET_KEY) and fails the node when it runs. A node whose url takes its scheme, host or port from a template may use only secrets with allowed_hosts (else 422 secret_host at the secret's path), and a request carrying a secret to a host its allowed_hosts do not list fails the node with secret_host_refused, nothing sent. A Splitter's data.maxConcurrency (an integer from 1 to 100000) keeps at most that many of its items in flight, the next starting when one finishes. A Collector's data.toleratedFailures (an integer count ≥ 0 or a percent string such as "5%") lets it fire although items failed: its output is then {items (null at each failed index), errors: [{index, key, error}]} instead of the array; more failed items than tolerated fail it. Bad values are 422 invalid_config at nodes[i].data.retry.multiplier, .jitter, .nonRetryable, nodes[i].data.maxConcurrency, nodes[i].data.toleratedFailures. A UX node's data.outcomes (default [approve, reject]) names the answers a person can give; data.remindAfterSeconds (at least 1) reminds about it (a node.reminder event and an approval.reminder notification) every so many seconds while it waits; entityMovement.onOutcome maps an outcome to a movement; data.form, a JSON Schema (draft 2020-12: $schema absent or https://json-schema.org/draft/2020-12/schema) object, describes the answer a person gives (decision.answer): it must compile (formats asserted, patterns Go RE2, no $ref or $id to a URL: stitchd never loads a schema), else 422 invalid_form at e.g. nodes[i].data.form.properties.amount.minimum; see POST /api/v1/runs/{id}/nodes/{key}/complete and docs/forms.md. data.assignees ({users: [emails], groups: [names]}, or an expr-lang expression over input, run and entity giving an email, a list of emails or {users, groups}, worked out when the node starts waiting; one that fails or names no one fails the node) says who may decide it (anyone when absent), data.requiredApprovals (an integer from 1 to 1000, default 1) how many distinct people must choose the same outcome, data.rejectPolicy (any, the default: one vote for an outcome that does not complete the node decides; majority: it needs requiredApprovals votes too), data.separationOfDuties (boolean) refuses the person who started the run (see docs/approvals.md); data.formOutcomes (a list of the node's outcomes; default every outcome but reject) names the outcomes the form applies to (422 invalid_config at nodes[i].data.formOutcomes["j"] for another); a form's properties keep the order saved (recorded as x-order beside each properties, which readers follow); data.escalation ([{afterSeconds, assignees: {users, groups}}], afterSeconds rising) reassigns the node, without deciding it, as each step falls due (a node.escalated event; 422 invalid_config at nodes[i].data.escalation["j"]… for a bad step); bad values are 422 invalid_config (invalid_expression for the expression) at nodes[i].data.assignees…. A Wait sleeps for data.duration or until data.until. An Event waits for an event data.event with the key data.key (an expression) and completes with its payload; data.timeoutSeconds fails it when none comes. A SubFlow runs the flow data.flow (its id or name) at data.version (a number, or "latest", the default, pinned when this flow is saved) as a child run with the node's input (data.passEntity, default true, attaches the run's entity) and completes with the child's output; an unknown flow or version, an ambiguous name or a flow that would contain itself is 422 invalid_subflow at nodes[i].data.flow or .version. A Respond node answers the webhook request waiting for the run (a trigger's respond.mode wait) with data.status (100–599, default 200) and data.body (rendered as an HTTP node's body; a secret is refused at save) at once, then passes its input on. Any node's data.join is all (the default: it fires once every inbound edge was decided, at least one taken) or any (it fires on the first inbound edge taken, with that node's output as input, and cancels the other branches leading to it: docs/state_machine.md, Joins); another value, or any on a Collector, is 422 invalid_join at nodes[i].data.join. */
                 type: string;
                 position?: Record<string, never>;
-                /** @description data.label, if a string, is at most 200 characters (422 too_long) */
-                data?: Record<string, never>;
+                /** @description the node's settings (absent or null: none). data.label, if a string, is at most 200 characters (422 too_long) */
+                data?: Record<string, never> | null;
             }[];
             edges: {
                 /** @description no control characters; otherwise 422 invalid_id */
@@ -2043,6 +2043,23 @@ export interface components {
             state?: "compensating" | "compensated" | "failed" | "interrupted";
             failed_node?: string;
         };
+        /** @description a flow's trigger of any kind, told apart by kind */
+        Trigger: components["schemas"]["WebhookTrigger"] | components["schemas"]["ScheduleTrigger"] | components["schemas"]["EventTrigger"] | components["schemas"]["BrokerTrigger"];
+        /** @description Each event of this name (POST /api/v1/events) starts a run of the flow with the event's payload as input, once per event id. */
+        EventTrigger: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            kind: "event";
+            /** Format: uuid */
+            flow_id: string;
+            name: string;
+            enabled: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
         ScheduleTrigger: {
             /** Format: uuid */
             id: string;
@@ -2217,7 +2234,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description code forbidden: the caller's role may not do this (README, People and access; a worker token may only poll); csrf: a session's write without its X-CSRF-Token; account_disabled: the credential's user is disabled */
+        /** @description code forbidden: the caller's role may not do this (README, People and access; a worker token may only poll); csrf: a session's write without its X-CSRF-Token; account_disabled: the credential's user is disabled; workspace_mismatch: a token bound to a workspace asked to act in another */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -2226,8 +2243,35 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description no such object (an id of the wrong form is not found too; an approver asking for a run they are not part of is answered the same): code not_found */
+        /** @description no such object (an id of the wrong form is not found too; an approver asking for a run they are not part of, or anyone for another workspace's object, is answered the same), or the request's workspace is not one the caller belongs to: code not_found */
         NotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description code invalid_request: a parameter, header or body this operation refuses, or a path parameter, query parameter (name or value) or stored header that is not UTF-8 text without NUL (on every route) */
+        BadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description code payload_too_large: the request body is larger than the server's --body-limit (on every route) */
+        PayloadTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description code unavailable: the database is unreachable or failing over; try again (a run start or hook with an Idempotency-Key is safe to repeat) */
+        Unavailable: {
             headers: {
                 [name: string]: unknown;
             };
@@ -2279,6 +2323,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
         };
     };
     getReadiness: {
@@ -2297,6 +2342,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             503: components["responses"]["Error"];
         };
     };
@@ -2317,6 +2363,8 @@ export interface operations {
                     output?: unknown;
                     error?: string;
                     progress?: unknown;
+                    /** @description only with status failed (else 400): false fails the node at once, whatever its retry policy */
+                    retryable?: boolean;
                 };
             };
         };
@@ -2326,12 +2374,43 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "accepted";
+                    };
+                };
             };
-            400: components["responses"]["Error"];
-            401: components["responses"]["Error"];
-            409: components["responses"]["Error"];
-            413: components["responses"]["Error"];
+            400: components["responses"]["BadRequest"];
+            /** @description the token is not valid or expired (code unauthorized) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the run or its node no longer exists (the run was deleted, by retention or with its flow): code not_found; stop calling back */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the attempt was already decided otherwise, or the node moved on (code conflict) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listFlows: {
@@ -2374,6 +2453,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createFlow: {
@@ -2407,7 +2488,10 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getFlowAnalytics: {
@@ -2478,6 +2562,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getFlow: {
@@ -2500,9 +2585,11 @@ export interface operations {
                     "application/json": components["schemas"]["Flow"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     updateFlow: {
@@ -2539,7 +2626,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     deleteFlow: {
@@ -2592,6 +2681,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            503: components["responses"]["Unavailable"];
         };
     };
     listFlowVersions: {
@@ -2621,6 +2711,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getFlowVersion: {
@@ -2642,9 +2733,11 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createRun: {
@@ -2696,6 +2789,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             /**
              * @description the entity is on another board than the flow's (entity_board_mismatch), or the version's nodes
              *     move entities to sections the entity's board does not have (unknown_section, each in details
@@ -2718,6 +2812,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            503: components["responses"]["Unavailable"];
         };
     };
     testFlowNode: {
@@ -2795,7 +2890,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listRuns: {
@@ -2839,6 +2936,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getRun: {
@@ -2864,9 +2963,11 @@ export interface operations {
                     "application/json": components["schemas"]["Run"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     cancelRun: {
@@ -2907,6 +3008,8 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     retryNode: {
@@ -2934,10 +3037,13 @@ export interface operations {
                     "application/json": components["schemas"]["Run"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     completeNode: {
@@ -3007,6 +3113,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     claimTask: {
@@ -3060,6 +3168,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     unclaimTask: {
@@ -3086,6 +3196,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             /** @description claimed by someone else, and the caller is no operator or admin */
             403: {
@@ -3106,6 +3217,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     reassignTask: {
@@ -3173,6 +3286,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getTask: {
@@ -3223,9 +3338,11 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     delegateTask: {
@@ -3286,6 +3403,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     bulkRuns: {
@@ -3349,6 +3468,9 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     pauseRun: {
@@ -3371,10 +3493,13 @@ export interface operations {
                     "application/json": components["schemas"]["Run"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     resumeRun: {
@@ -3397,10 +3522,13 @@ export interface operations {
                     "application/json": components["schemas"]["Run"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     skipNode: {
@@ -3437,6 +3565,8 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     migrateRun: {
@@ -3470,6 +3600,8 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     rerunNode: {
@@ -3506,6 +3638,8 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     streamRunEvents: {
@@ -3530,9 +3664,11 @@ export interface operations {
                     "text/event-stream": unknown;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     streamEvents: {
@@ -3555,8 +3691,11 @@ export interface operations {
                     "text/event-stream": unknown;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     postEvent: {
@@ -3606,6 +3745,7 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["Error"];
             /** @description the workspace is at its max_running_runs or max_starts_per_second (code rate_limited); Retry-After says when to try again */
             429: {
@@ -3616,6 +3756,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            503: components["responses"]["Unavailable"];
         };
     };
     listApprovals: {
@@ -3768,6 +3909,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listBoards: {
@@ -3807,6 +3950,8 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createBoard: {
@@ -3840,6 +3985,9 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getBoard: {
@@ -3883,6 +4031,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     deleteBoard: {
@@ -3903,10 +4052,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     updateBoard: {
@@ -3941,6 +4092,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createSection: {
@@ -3988,6 +4141,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getBoardAnalytics: {
@@ -4043,6 +4198,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     deleteSection: {
@@ -4082,6 +4238,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     updateSection: {
@@ -4118,6 +4275,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createEntity: {
@@ -4153,6 +4312,9 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getEntity: {
@@ -4184,6 +4346,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     deleteEntity: {
@@ -4204,10 +4367,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     updateEntity: {
@@ -4254,6 +4419,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     moveEntity: {
@@ -4286,6 +4453,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listTriggers: {
@@ -4311,7 +4480,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        triggers?: (components["schemas"]["WebhookTrigger"] | components["schemas"]["ScheduleTrigger"] | components["schemas"]["BrokerTrigger"])[];
+                        triggers?: components["schemas"]["Trigger"][];
                         next_cursor?: string | null;
                     };
                 };
@@ -4320,6 +4489,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createTrigger: {
@@ -4431,13 +4601,16 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Trigger"];
+                };
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
             /** @description the entity board does not fit the flow (entity_board_mismatch, unknown_section); a schedule's problems (invalid_schedule); a broker trigger's problems (invalid_trigger, details with each path); an input_schema that is not a usable JSON Schema (invalid_schema, each problem at its path input_schema.…) */
             422: {
                 headers: {
@@ -4447,6 +4620,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            503: components["responses"]["Unavailable"];
         };
     };
     getTrigger: {
@@ -4466,12 +4640,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookTrigger"] | components["schemas"]["ScheduleTrigger"] | components["schemas"]["BrokerTrigger"];
+                    "application/json": components["schemas"]["Trigger"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     deleteTrigger: {
@@ -4492,9 +4668,11 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     updateTrigger: {
@@ -4518,7 +4696,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ScheduleTrigger"] | components["schemas"]["BrokerTrigger"] | components["schemas"]["WebhookTrigger"];
+                    "application/json": components["schemas"]["Trigger"];
                 };
             };
             400: components["responses"]["Error"];
@@ -4580,6 +4758,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getWebhookSecret: {
@@ -4603,8 +4783,11 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Error"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     rotateWebhookSecret: {
@@ -4632,6 +4815,9 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getFlowWebhookSecret: {
@@ -4658,9 +4844,11 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     deleteFlowWebhookSecret: {
@@ -4695,6 +4883,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            503: components["responses"]["Unavailable"];
         };
     };
     rotateFlowWebhookSecret: {
@@ -4725,6 +4914,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listNodeTypes: {
@@ -4747,8 +4938,10 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Error"];
             403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getOpenAPI: {
@@ -4769,6 +4962,7 @@ export interface operations {
                     "application/yaml": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
         };
     };
     getOpenAPIAtRoot: {
@@ -4789,6 +4983,7 @@ export interface operations {
                     "application/yaml": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
         };
     };
     getMetrics: {
@@ -4846,9 +5041,11 @@ export interface operations {
             };
             cookie?: never;
         };
+        /** @description JSON, whatever the Content-Type header says (a sender that labels it otherwise, or not at all, is read the same); anything else is 400 */
         requestBody: {
             content: {
                 "application/json": unknown;
+                "*/*": unknown;
             };
         };
         responses: {
@@ -4904,6 +5101,7 @@ export interface operations {
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Error"];
             /** @description the trigger's rate is spent; retry after Retry-After seconds */
             429: {
@@ -4914,6 +5112,19 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+            /** @description respond wait: a Respond node's answer, with its data.status (100–599) and rendered data.body, and the header Stitchd-Run-Id */
+            default: {
+                headers: {
+                    /** @description the run answering */
+                    "Stitchd-Run-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                    "text/plain": string;
                 };
             };
         };
@@ -4960,6 +5171,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description the body is not sent as application/json (code invalid_request): a form post from another site cannot sign in */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description too many failed sign-ins, or more at once than --login-concurrency checks with none free within a second (code rate_limited); Retry-After says when to try again */
             429: {
                 headers: {
@@ -4969,6 +5190,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            503: components["responses"]["Unavailable"];
         };
     };
     listAuthProviders: {
@@ -5000,6 +5222,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
         };
     };
     startOIDCLogin: {
@@ -5049,6 +5272,7 @@ export interface operations {
                     "text/html": unknown;
                 };
             };
+            503: components["responses"]["Unavailable"];
         };
     };
     finishOIDCLogin: {
@@ -5111,6 +5335,7 @@ export interface operations {
                     "text/html": unknown;
                 };
             };
+            503: components["responses"]["Unavailable"];
         };
     };
     logout: {
@@ -5129,8 +5354,11 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getMe: {
@@ -5176,8 +5404,10 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listTokens: {
@@ -5200,8 +5430,10 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createToken: {
@@ -5245,6 +5477,8 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     revokeToken: {
@@ -5265,9 +5499,11 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listUsers: {
@@ -5299,6 +5535,8 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createUser: {
@@ -5334,7 +5572,10 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getUser: {
@@ -5357,9 +5598,11 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     deleteUser: {
@@ -5380,10 +5623,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     updateUser: {
@@ -5414,6 +5659,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     pollTasks: {
@@ -5462,6 +5709,9 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listQueues: {
@@ -5495,8 +5745,11 @@ export interface operations {
                     }[];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listCredentials: {
@@ -5519,8 +5772,11 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createCredential: {
@@ -5563,6 +5819,8 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             503: components["responses"]["Error"];
         };
     };
@@ -5586,9 +5844,11 @@ export interface operations {
                     "application/json": components["schemas"]["Credential"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     updateCredential: {
@@ -5624,6 +5884,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
             503: components["responses"]["Error"];
         };
     };
@@ -5645,9 +5906,11 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listSecrets: {
@@ -5679,6 +5942,8 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createSecret: {
@@ -5728,6 +5993,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             /** @description the server has no STITCHD_SECRET_KEY (or the database is down) */
             503: {
                 headers: {
@@ -5779,6 +6046,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
             /** @description a value, and the server has no STITCHD_SECRET_KEY */
             503: {
                 headers: {
@@ -5808,9 +6076,11 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listAudit: {
@@ -5847,6 +6117,8 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listWorkspaces: {
@@ -5869,8 +6141,10 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createWorkspace: {
@@ -5912,6 +6186,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getWorkspace: {
@@ -5934,9 +6210,11 @@ export interface operations {
                     "application/json": components["schemas"]["Workspace"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     patchWorkspace: {
@@ -5971,6 +6249,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listWorkspaceMembers: {
@@ -5995,9 +6275,11 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     putWorkspaceMember: {
@@ -6042,6 +6324,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     deleteWorkspaceMember: {
@@ -6064,9 +6348,11 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getApprovalForm: {
@@ -6090,6 +6376,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             /** @description the link is not valid (tampered, or its key retired) */
             404: {
                 headers: {
@@ -6117,6 +6404,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            503: components["responses"]["Unavailable"];
         };
     };
     submitApprovalForm: {
@@ -6144,6 +6432,16 @@ export interface operations {
                 };
                 content: {
                     "text/html": string;
+                };
+            };
+            /** @description a page: the comment is not text (UTF-8, no NUL) or longer than 4,096 bytes; or, as on every route, an Error for a path parameter that is not text */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description not assigned, separation of duties, or the account is disabled */
@@ -6182,6 +6480,8 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     streamApprovals: {
@@ -6207,6 +6507,8 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }
