@@ -142,14 +142,60 @@ func TestUIPurchaseRequest(t *testing.T) {
 		chromedp.Click(`//button[text()="Create webhook"]`, chromedp.BySearch))
 	s.waitJS("webhook made", `!!document.querySelector("li.trigger.webhook")`)
 
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url+"/hooks/purchase", strings.NewReader(`{"amount": 1500, "item": "laptop"}`))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	raw, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", raw)
+	// Back on the canvas, the webhook is its start: opened there, it is
+	// given an input schema requiring amount (a slip of JSON first, shown
+	// at once and not saved).
+	var hooks struct {
+		Triggers []struct {
+			ID string `json:"id"`
+		} `json:"triggers"`
+	}
+	s.api("GET", "/flows/"+flowID+"/triggers", nil, &hooks)
+	require.Len(t, hooks.Triggers, 1)
+	hookID := hooks.Triggers[0].ID
+	start := fmt.Sprintf(`.react-flow__node[data-id="trigger:%s"]`, hookID)
+	schemaField := fmt.Sprintf("#hook-%s-schema", hookID[:8])
+	s.run("editor", chromedp.Click(`//a[text()="Editor"]`, chromedp.BySearch))
+	s.waitJS("start node", fmt.Sprintf(`!!document.querySelector(%q)`, start))
+	s.settleInCanvas(start)
+	s.run("open the webhook", chromedp.Click(start, chromedp.ByQuery),
+		chromedp.WaitVisible(fmt.Sprintf(`[data-trigger-settings=%q] li.trigger.webhook`, hookID), chromedp.ByQuery),
+		chromedp.Click(`[data-trigger-settings] [data-action="edit"]`, chromedp.ByQuery), chromedp.WaitVisible(schemaField, chromedp.ByQuery),
+		setValue(schemaField, `{"type": "object", "required": ["amount"]`))
+	s.waitJS("a slip shown", `!!document.querySelector("[data-trigger-settings] [data-schema-error]")`)
+	require.Contains(t, s.text("[data-trigger-settings] [data-schema-error]"), "Not valid JSON")
+	require.True(t, s.exists(`[data-trigger-settings] [data-action="save-webhook"]:disabled`), "invalid JSON is not saved")
+	s.run("the schema", setValue(schemaField, `{"type": "object", "required": ["amount"], "properties": {"amount": {"type": "number", "title": "Amount"}}}`))
+	s.waitJS("no slip", `!document.querySelector("[data-trigger-settings] [data-schema-error]")`)
+	s.shot("pr01a-webhook-edit-on-canvas")
+	s.run("save the webhook", chromedp.Click(`[data-trigger-settings] [data-action="save-webhook"]`, chromedp.ByQuery))
+	s.waitJS("webhook saved", `document.querySelector("[data-trigger-settings] [data-input-schema]")?.innerText.includes("requires amount")`)
+	require.Contains(t, s.text(start), "POST /hooks/purchase", "the slug stays")
+	require.NotContains(t, s.text("body"), "Unsaved changes.", "a trigger's edit is no change to the graph")
+	s.shot("pr01b-webhook-schema-on-canvas")
+
+	hook := func(body string) (int, []byte) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url+"/hooks/purchase", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		raw, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode, raw
+	}
+	code, raw := hook(`{"item": "laptop"}`)
+	require.Equal(t, http.StatusBadRequest, code, "%s", raw)
+	require.Contains(t, string(raw), "input_schema")
+	require.Contains(t, string(raw), "amount")
+	var runs struct {
+		Runs []struct{ ID string } `json:"runs"`
+	}
+	s.api("GET", "/runs?flow_id="+flowID, nil, &runs)
+	require.Empty(t, runs.Runs, "a body without amount starts no run")
+
+	code, raw = hook(`{"amount": 1500, "item": "laptop"}`)
+	require.Equal(t, http.StatusAccepted, code, "%s", raw)
 	var fired struct {
 		RunID string `json:"run_id"`
 	}
