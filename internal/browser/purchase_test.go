@@ -56,7 +56,14 @@ func TestUIPurchaseRequest(t *testing.T) {
 		s.waitJS("target listed "+to, fmt.Sprintf(`[...document.querySelectorAll("#node-connect option")].some(o => o.value === %q)`, to))
 		s.run("connect to "+to, setValue("#node-connect", to))
 		s.waitJS("target chosen "+to, fmt.Sprintf(`document.querySelector("#node-connect")?.value === %q`, to))
-		s.run("add edge", chromedp.Click(`//button[text()="Add edge"]`, chromedp.BySearch))
+		// The button is enabled once the choice is the panel's state, and
+		// clicked once the panel above it has stopped moving: a click whose
+		// press and release land on different places is no click (the
+		// panel settles a moment after typing, as its preview comes).
+		s.waitJS("add edge enabled", `document.querySelector("#node-connect + button")?.disabled === false`)
+		s.run("scroll to add edge", chromedp.ScrollIntoView("#node-connect + button", chromedp.ByQuery))
+		s.settle("#node-connect + button")
+		s.run("add edge", chromedp.Click("#node-connect + button", chromedp.ByQuery))
 		s.waitJS("edge added", fmt.Sprintf(`document.querySelectorAll(".react-flow__edge").length === %d`, edges))
 	}
 	selectNode := func(typ, id string) {
