@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -18,16 +19,24 @@ import (
 // from an empty canvas, typing nothing but expressions and field values:
 // request (the webhook's body) → budget (an HTTP check, sent for real) →
 // a Condition whose edge reads steps.request.output.amount → an approval
-// with a form → a sub-flow → done; the else edge to auto. The condition
-// is tried with Test step, the flow saved, its webhook made on the
-// Triggers page, fired, the approval answered in the run view, and the
-// run completes.
+// with a form → a sub-flow → done; the else edge to auto; the approval's
+// timeout (a failure edge) → escalate → a Wait → the sub-flow; the budget
+// check's failure edge → fallback. The condition is tried with Test step,
+// the flow saved, its webhook made on the Triggers page and given an
+// input_schema on the canvas, fired: the approval answered in the run
+// view completes one run; one left unanswered times out and is escalated,
+// waits and completes; one the budget service refuses ends in fallback.
 func TestUIPurchaseRequest(t *testing.T) {
 	s := newStack(t)
 	var budgetHits atomic.Int32
 	budget := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		budgetHits.Add(1)
 		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("amount") == "7" { // a cost center with no budget: refused, not retried
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = fmt.Fprint(w, `{"ok": false}`)
+			return
+		}
 		_, _ = fmt.Fprintf(w, `{"ok": true, "asked": %q}`, r.URL.Query().Get("amount"))
 	}))
 	t.Cleanup(budget.Close)
@@ -78,7 +87,7 @@ func TestUIPurchaseRequest(t *testing.T) {
 	// From the end back: each new node is selected, wired to the one after.
 	add("Transform", "transform1")
 	rename("Transform", "done")
-	s.run("done's expression", typeInEditor("node-expression", `{"amount": steps.request.output.amount, "budget": steps.budget.output.body.ok, "cost_center": steps.approval1.output.decision.answer.costCenter}`))
+	s.run("done's expression", typeInEditor("node-expression", `{"amount": steps.request.output.amount, "budget": steps.budget.output.body.ok, "cost_center": steps.approval1?.output?.decision?.answer?.costCenter ?? "escalated"}`))
 
 	add("SubFlow", "sub1")
 	s.waitJS("flows listed", fmt.Sprintf(`!!document.querySelector('#node-subflow option[value="%s"]')`, child.ID))
@@ -86,14 +95,32 @@ func TestUIPurchaseRequest(t *testing.T) {
 	s.run("no entity", chromedp.Click("#node-pass-entity", chromedp.ByQuery))
 	connect("done")
 
+	// An approval nobody answers in time is escalated, then waits a moment.
+	add("Wait", "wait1")
+	s.run("wait a second", setValue("#node-duration", "1s"))
+	connect("sub1")
+	add("Transform", "transform1")
+	rename("Transform", "escalate")
+	s.run("escalate's expression", typeInEditor("node-expression", `{"escalated_to": "finance-lead", "amount": steps.request.output.amount}`))
+	connect("wait1")
+
 	add("UX", "approval1")
 	s.run("ask", setValue("#node-prompt", "Approve this purchase?"),
 		setValue("#node-form", `{"type": "object", "required": ["costCenter"], "properties": {"costCenter": {"type": "string", "title": "Cost center"}}}`))
+	// Long enough for the person answering the first run; the unanswered
+	// one's wait is spent while they do.
+	s.run("timeout", setValue("#node-timeout", fmt.Sprint(approvalTimeout)))
+	s.waitJS("fails on timeout", `document.querySelector("#node-ontimeout")?.value === "fail"`)
 	connect("sub1")
+	connect("escalate")
 
 	add("Transform", "transform1")
 	rename("Transform", "auto")
 	s.run("auto's expression", typeInEditor("node-expression", `"approved without asking"`))
+
+	add("Transform", "transform1")
+	rename("Transform", "fallback")
+	s.run("fallback's expression", typeInEditor("node-expression", `{"fallback": "no budget answer", "amount": steps.request.output.amount}`))
 
 	add("Condition", "branch1")
 	connect("approval1")
@@ -103,23 +130,33 @@ func TestUIPurchaseRequest(t *testing.T) {
 	rename("HTTP", "budget")
 	s.run("budget url", setValue("#node-http-url", budget.URL+"/budget?amount={{ steps.request.output.amount }}"))
 	connect("branch1")
+	connect("fallback")
 
 	add("Transform", "transform1")
 	rename("Transform", "request")
 	s.run("request's expression", typeInEditor("node-expression", `{"amount": input.amount, "item": input.item}`))
 	connect("budget")
 
+	// An edge is opened from its source's panel (the button naming its
+	// target) and given its kind.
+	edgeKind := func(to, kind string) {
+		s.run("edge to "+to, chromedp.Click(fmt.Sprintf(`button[aria-label^="Edit edge "][aria-label$=" to %s"]`, to), chromedp.ByQuery),
+			chromedp.WaitVisible(`form.edge-settings`, chromedp.ByQuery),
+			chromedp.Click(fmt.Sprintf(`input[name="edge-kind"][value=%q]`, kind), chromedp.ByQuery))
+		s.waitJS(to+" is "+kind, fmt.Sprintf(`document.querySelector('input[name="edge-kind"][value=%q]')?.checked === true`, kind))
+	}
 	// The Condition's edges: over 1000 to the approval, else auto.
 	selectNode("Condition", "branch1")
-	s.run("edge to approval", chromedp.Click(`button[aria-label="Edit edge e3 to approval1"]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`form[aria-label="Edge e3 settings"]`, chromedp.ByQuery),
-		chromedp.Click(`input[name="edge-kind"][value="condition"]`, chromedp.ByQuery), chromedp.WaitVisible("#edge-condition", chromedp.ByQuery))
-	s.run("condition", typeInEditor("edge-condition", "steps.request.output.amount > 1000"))
+	edgeKind("approval1", "condition")
+	s.run("condition", chromedp.WaitVisible("#edge-condition", chromedp.ByQuery), typeInEditor("edge-condition", "steps.request.output.amount > 1000"))
 	s.waitJS("typed", `document.querySelector("#edge-condition").value === "steps.request.output.amount > 1000"`)
 	selectNode("Condition", "branch1")
-	s.run("edge to auto", chromedp.Click(`button[aria-label="Edit edge e4 to auto"]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`form[aria-label="Edge e4 settings"]`, chromedp.ByQuery),
-		chromedp.Click(`input[name="edge-kind"][value="default"]`, chromedp.ByQuery))
+	edgeKind("auto", "default")
+	// The failures: the approval's timeout to escalate, the budget check's to fallback.
+	selectNode("UX", "approval1")
+	edgeKind("escalate", "failure")
+	selectNode("HTTP", "budget")
+	edgeKind("fallback", "failure")
 
 	s.run("name and save", setValue("#flow-name", "Purchase request"), chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
 	s.waitJS("saved", `document.body.innerText.includes("saved as version 1")`)
@@ -201,12 +238,22 @@ func TestUIPurchaseRequest(t *testing.T) {
 	s.api("GET", "/runs?flow_id="+flowID, nil, &runs)
 	require.Empty(t, runs.Runs, "a body without amount starts no run")
 
-	code, raw = hook(`{"amount": 1500, "item": "laptop"}`)
-	require.Equal(t, http.StatusAccepted, code, "%s", raw)
-	var fired struct {
-		RunID string `json:"run_id"`
+	fire := func(body string) string {
+		t.Helper()
+		code, raw := hook(body)
+		require.Equal(t, http.StatusAccepted, code, "%s", raw)
+		var fired struct {
+			RunID string `json:"run_id"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &fired))
+		return fired.RunID
 	}
-	require.NoError(t, json.Unmarshal(raw, &fired))
+	// One nobody will answer (fired first: its timeout runs out while the
+	// person answers the next), the one answered, one the budget service refuses.
+	unanswered := fire(`{"amount": 2000, "item": "server"}`)
+	firedAt := time.Now()
+	answered := fire(`{"amount": 1500, "item": "laptop"}`)
+	refused := fire(`{"amount": 7, "item": "pen"}`)
 
 	// The approval, answered with its form in the run view.
 	status := func(id, st string) string {
@@ -214,24 +261,74 @@ func TestUIPurchaseRequest(t *testing.T) {
 	}
 	// Opened as the inbox's link opens it: the run with the step in focus
 	// (a live run's canvas may still move under a click).
-	s.run("run view", chromedp.Navigate(s.url+"/runs/"+fired.RunID+"?key=approval1"))
+	s.run("run view", chromedp.Navigate(s.url+"/runs/"+answered+"?key=approval1"))
 	s.waitJS("approval waiting", status("approval1", "waiting_for_user"))
 	s.run("open approval", chromedp.WaitVisible(`.node-detail input[id$="_costCenter"]`, chromedp.ByQuery),
 		setValue(`.node-detail input[id$="_costCenter"]`, "CC-42"),
 		chromedp.Click(`.node-detail button[data-outcome="approve"]`, chromedp.ByQuery))
 	s.waitJS("done", status("done", "completed"))
 	s.waitJS("auto skipped", status("auto", "skipped"))
+	s.waitJS("no escalation", status("escalate", "skipped"))
 	s.shot("pr02-purchase-run")
+	require.Less(t, time.Since(firedAt), approvalTimeout*time.Second, "answered before the unanswered one timed out: the test is too slow for its timeout")
 
-	var run struct {
+	type runJSON struct {
 		Status string         `json:"status"`
 		FlowID string         `json:"flow_id"`
 		Output map[string]any `json:"output"`
+		Nodes  map[string]struct {
+			Status string `json:"status"`
+			Error  string `json:"error"`
+		} `json:"nodes"`
 	}
-	s.api("GET", "/runs/"+fired.RunID, nil, &run)
+	// ended waits for a run to end (the sweeper times the approval out).
+	ended := func(id string, within time.Duration) runJSON {
+		t.Helper()
+		var run runJSON
+		for deadline := time.Now().Add(within); ; {
+			s.api("GET", "/runs/"+id, nil, &run)
+			if run.Status == "completed" || run.Status == "failed" || run.Status == "cancelled" || time.Now().After(deadline) {
+				return run
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	nodes := func(r runJSON) map[string]string {
+		m := map[string]string{}
+		for k, n := range r.Nodes {
+			m[k] = n.Status
+		}
+		return m
+	}
+	run := ended(answered, 10*time.Second)
 	require.Equal(t, "completed", run.Status)
 	require.Equal(t, flowID, run.FlowID)
-	// Two ends (done, auto): the output is keyed by the end that ran.
+	// Three ends (done, auto, fallback): the output is keyed by the end that ran.
 	require.Equal(t, map[string]any{"done": map[string]any{"amount": 1500.0, "budget": true, "cost_center": "CC-42"}}, run.Output)
-	require.EqualValues(t, 1, budgetHits.Load(), "the budget check ran once, for real")
+
+	// The unanswered approval timed out: escalated, a second's wait, the sub-flow, done.
+	run = ended(unanswered, approvalTimeout*time.Second+30*time.Second)
+	require.Equal(t, "completed", run.Status, "%+v", run.Nodes)
+	require.Equal(t, map[string]any{"done": map[string]any{"amount": 2000.0, "budget": true, "cost_center": "escalated"}}, run.Output)
+	require.Equal(t, map[string]string{"request": "completed", "budget": "completed", "branch1": "completed", "auto": "skipped",
+		"approval1": "failed", "escalate": "completed", "wait1": "completed", "sub1": "completed", "done": "completed", "fallback": "skipped"}, nodes(run))
+	require.Contains(t, run.Nodes["approval1"].Error, "no answer within")
+	s.run("escalated run", chromedp.Navigate(s.url+"/runs/"+unanswered))
+	s.waitJS("escalated", status("escalate", "completed"))
+	s.waitJS("waited", status("wait1", "completed"))
+	s.shot("pr03-purchase-escalated")
+
+	// The budget service refused: the failure edge to fallback, nothing after the check.
+	run = ended(refused, 10*time.Second)
+	require.Equal(t, "completed", run.Status, "%+v", run.Nodes)
+	require.Equal(t, map[string]any{"fallback": map[string]any{"fallback": "no budget answer", "amount": 7.0}}, run.Output)
+	require.Equal(t, map[string]string{"request": "completed", "budget": "failed", "fallback": "completed", "branch1": "skipped",
+		"auto": "skipped", "approval1": "skipped", "escalate": "skipped", "wait1": "skipped", "sub1": "skipped", "done": "skipped"}, nodes(run))
+	require.Contains(t, run.Nodes["budget"].Error, "403")
+	require.EqualValues(t, 3, budgetHits.Load(), "the budget check ran once a run, for real (a 403 is not retried)")
 }
+
+// approvalTimeout is the purchase approval's timeout, in seconds: long
+// enough for the test's person to answer one run, short enough to wait
+// out in another.
+const approvalTimeout = 15
