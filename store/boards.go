@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -559,22 +560,55 @@ func (s *Store) CreateTrigger(ctx context.Context, t Trigger) (*Trigger, error) 
 	return &t, nil
 }
 
-// SetTriggerRespond changes a webhook trigger's respond setting (nil:
-// none).
-func (s *Store) SetTriggerRespond(ctx context.Context, id string, r *TriggerRespond) error {
-	var b any
-	if r != nil {
-		raw, _ := json.Marshal(r) // plain fields always encode
-		b = string(raw)
+// TriggerSettings are the settings of a webhook trigger a PATCH may
+// change: each Set* says whether its field is written (a nil or empty
+// value then clears it).
+type TriggerSettings struct {
+	SetEntity      bool
+	Entity         json.RawMessage
+	SetInputSchema bool
+	InputSchema    json.RawMessage
+	SetRespond     bool
+	Respond        *TriggerRespond
+}
+
+// UpdateTriggerSettings writes the settings u sets of webhook trigger id
+// in one statement (its slug and secret stay), and returns the trigger as
+// saved.
+func (s *Store) UpdateTriggerSettings(ctx context.Context, id string, u TriggerSettings) (*Trigger, error) {
+	var sets []string
+	var args []any
+	col := func(name string, v json.RawMessage) {
+		sets = append(sets, name+" = ?::jsonb")
+		if len(v) == 0 || string(v) == "null" {
+			args = append(args, nil)
+		} else {
+			args = append(args, string(v))
+		}
 	}
-	res := s.db.WithContext(ctx).Exec(`UPDATE triggers SET respond = ?::jsonb WHERE id = ?`, b, id)
-	if res.Error != nil {
-		return fmt.Errorf("error saving trigger %s: %w", id, interpretError(res.Error))
+	if u.SetEntity {
+		col("entity", u.Entity)
 	}
-	if res.RowsAffected == 0 {
-		return fmt.Errorf("trigger %s: %w", id, engine.ErrNotFound)
+	if u.SetInputSchema {
+		col("input_schema", u.InputSchema)
 	}
-	return nil
+	if u.SetRespond {
+		var raw json.RawMessage
+		if u.Respond != nil {
+			raw, _ = json.Marshal(u.Respond) // plain fields always encode
+		}
+		col("respond", raw)
+	}
+	if len(sets) > 0 {
+		res := s.db.WithContext(ctx).Exec(`UPDATE triggers SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, id)...)
+		if res.Error != nil {
+			return nil, fmt.Errorf("error saving trigger %s: %w", id, interpretError(res.Error))
+		}
+		if res.RowsAffected == 0 {
+			return nil, fmt.Errorf("trigger %s: %w", id, engine.ErrNotFound)
+		}
+	}
+	return s.TriggerByID(ctx, id)
 }
 
 // TriggerBySlug loads a trigger whose flow is not deleted.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -308,27 +309,66 @@ func webhookJSON(t *store.Trigger) map[string]any {
 		"url": "/hooks/" + t.Slug, "created_at": t.CreatedAt, "input_schema": orEmpty(t.InputSchema), "respond": t.Respond}
 }
 
-// patchWebhook changes what a webhook trigger may change: its respond
-// setting ({"respond": {...}}, or null for none). The rest is its
-// identity: delete it and create another.
+// webhookPatchFields are what a PATCH of a webhook trigger may change;
+// its slug is its address and its secret changes by rotation.
+var webhookPatchFields = []string{"entity", "input_schema", "respond"}
+
+// patchWebhook changes a webhook trigger's settings: its entity mapping
+// (an object as at create, or null for none), its input_schema (a JSON
+// Schema checked as at create, or null for none) and its respond setting
+// (an object, or null for none) — each optional, at least one. Every
+// field is checked before any is written: a bad one changes nothing.
 func (s *Server) patchWebhook(c echo.Context, t *store.Trigger) error {
 	var b map[string]json.RawMessage
 	if err := bind(c, &b); err != nil {
 		return err
 	}
-	raw, ok := b["respond"]
-	if !ok || len(b) != 1 {
-		return badRequest("a webhook trigger changes only respond: delete it and create another for the rest")
+	const which = "a webhook trigger changes its entity, input_schema and respond: its slug stays " +
+		"(delete it and create another for a new one) and its secret changes with POST /api/v1/triggers/{id}/rotate-secret"
+	if len(b) == 0 {
+		return badRequest("nothing to change: " + which)
 	}
-	r, err := triggerRespond(raw)
+	for k := range b {
+		if !slices.Contains(webhookPatchFields, k) {
+			return badRequest(k + " cannot be changed: " + which)
+		}
+	}
+	ctx := c.Request().Context()
+	var u store.TriggerSettings
+	var err error
+	if raw, ok := b["respond"]; ok {
+		u.SetRespond = true
+		if u.Respond, err = triggerRespond(raw); err != nil {
+			return err
+		}
+	}
+	if raw, ok := b["input_schema"]; ok {
+		u.SetInputSchema = true
+		if u.InputSchema, err = webhookInputSchema(raw); err != nil {
+			return err
+		}
+	}
+	if raw, ok := b["entity"]; ok {
+		u.SetEntity = true
+		if string(raw) != "null" {
+			var e webhookEntity
+			if strings.TrimSpace(string(raw))[0] != '{' || json.Unmarshal(raw, &e) != nil {
+				return badRequest(`entity must be {"board_id", "type", "name_path", "email_path"} or null`)
+			}
+			f, err := s.cfg.Store.GetFlow(ctx, t.FlowID)
+			if err != nil {
+				return err
+			}
+			if u.Entity, err = s.checkWebhookEntity(ctx, f, e); err != nil {
+				return err
+			}
+		}
+	}
+	saved, err := s.cfg.Store.UpdateTriggerSettings(ctx, t.ID, u)
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Store.SetTriggerRespond(c.Request().Context(), t.ID, r); err != nil {
-		return err
-	}
-	t.Respond = r
-	return c.JSON(http.StatusOK, webhookJSON(t))
+	return c.JSON(http.StatusOK, webhookJSON(saved))
 }
 
 func scheduleJSON(sc *store.Schedule) map[string]any {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -26,16 +27,11 @@ func (s *Server) createTrigger(c echo.Context) error {
 		return err
 	}
 	var b struct {
-		Kind   string `json:"kind"`
-		Name   string `json:"name"`
-		Slug   string `json:"slug"`
-		Secret string `json:"secret"`
-		Entity *struct {
-			BoardID   string `json:"board_id"`
-			Type      string `json:"type"`
-			NamePath  string `json:"name_path"`
-			EmailPath string `json:"email_path"`
-		} `json:"entity"`
+		Kind        string          `json:"kind"`
+		Name        string          `json:"name"`
+		Slug        string          `json:"slug"`
+		Secret      string          `json:"secret"`
+		Entity      *webhookEntity  `json:"entity"`
 		InputSchema json.RawMessage `json:"input_schema"`
 		Respond     json.RawMessage `json:"respond"`
 		scheduleBody
@@ -64,11 +60,8 @@ func (s *Server) createTrigger(c echo.Context) error {
 		return err
 	}
 	t := store.Trigger{ID: uuid.NewString(), FlowID: flowID, Slug: b.Slug}
-	if len(b.InputSchema) > 0 && string(b.InputSchema) != "null" {
-		if _, err := engine.CompileForm(b.InputSchema); err != nil {
-			return schemaError("input_schema", err)
-		}
-		t.InputSchema = b.InputSchema
+	if t.InputSchema, err = webhookInputSchema(b.InputSchema); err != nil {
+		return err
 	}
 	if b.Secret != "" {
 		t.Secret = &b.Secret
@@ -77,29 +70,61 @@ func (s *Server) createTrigger(c echo.Context) error {
 		return err
 	}
 	if b.Entity != nil {
-		if !validUUID(b.Entity.BoardID) {
-			return badRequest("entity.board_id must be a UUID")
-		}
-		if strings.TrimSpace(b.Entity.Type) == "" {
-			return badRequest("entity.type is required")
-		}
-		if _, err := s.cfg.Store.GetBoard(ctx, b.Entity.BoardID); err != nil {
-			if errors.Is(err, engine.ErrNotFound) {
-				return badRequest("board " + b.Entity.BoardID + " does not exist")
-			}
+		if t.Entity, err = s.checkWebhookEntity(ctx, f, *b.Entity); err != nil {
 			return err
 		}
-		if err := s.checkEntityBoard(ctx, entityBoardCheck{Workspace: f.Workspace, FlowBoardID: f.BoardID, EntityBoardID: b.Entity.BoardID,
-			Execution: f.Execution}); err != nil {
-			return err
-		}
-		t.Entity, _ = json.Marshal(b.Entity)
 	}
 	created, err := s.cfg.Store.CreateTrigger(ctx, t)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, webhookJSON(created))
+}
+
+// webhookEntity is a webhook trigger's entity mapping: each request's
+// body creates or updates an entity of type Type on board BoardID, named
+// and found by email at the gjson paths NamePath and EmailPath.
+type webhookEntity struct {
+	BoardID   string `json:"board_id"`
+	Type      string `json:"type"`
+	NamePath  string `json:"name_path"`
+	EmailPath string `json:"email_path"`
+}
+
+// checkWebhookEntity checks a webhook trigger's entity mapping for flow f
+// (a 400 for a missing or unknown board or type; a 422 for a board the
+// flow cannot move entities on) and returns it as stored.
+func (s *Server) checkWebhookEntity(ctx context.Context, f *store.Flow, e webhookEntity) (json.RawMessage, error) {
+	if !validUUID(e.BoardID) {
+		return nil, badRequest("entity.board_id must be a UUID")
+	}
+	if strings.TrimSpace(e.Type) == "" {
+		return nil, badRequest("entity.type is required")
+	}
+	if _, err := s.cfg.Store.GetBoard(ctx, e.BoardID); err != nil {
+		if errors.Is(err, engine.ErrNotFound) {
+			return nil, badRequest("board " + e.BoardID + " does not exist")
+		}
+		return nil, err
+	}
+	if err := s.checkEntityBoard(ctx, entityBoardCheck{Workspace: f.Workspace, FlowBoardID: f.BoardID, EntityBoardID: e.BoardID,
+		Execution: f.Execution}); err != nil {
+		return nil, err
+	}
+	return json.Marshal(e)
+}
+
+// webhookInputSchema checks a webhook trigger's input_schema as given
+// (absent or null: none) — a 422 listing every problem, a schema too
+// costly to check a body against among them — and returns it as stored.
+func webhookInputSchema(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if _, err := engine.CompileForm(raw); err != nil {
+		return nil, schemaError("input_schema", err)
+	}
+	return raw, nil
 }
 
 func orEmpty(b json.RawMessage) json.RawMessage {

@@ -142,7 +142,7 @@ func newStack(t *testing.T, mods ...func(*app.Config)) *stack {
 		case *runtime.EventConsoleAPICalled:
 			var parts []string
 			for _, a := range e.Args {
-				parts = append(parts, string(a.Value))
+				parts = append(parts, string(a.Value)+a.Description)
 			}
 			t.Logf("browser console.%s: %s", e.Type, strings.Join(parts, " "))
 		}

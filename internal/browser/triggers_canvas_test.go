@@ -11,7 +11,8 @@ import (
 // TestUITriggersOnCanvas: a flow's triggers are drawn as start nodes left
 // of its first step; a click opens one's settings in the side panel, with
 // the Triggers page's forms (a schedule enabled and its cron edited there,
-// saved at once; the webhook keeps its slug); they are never part of the
+// a webhook's entity mapping and wait; saved at once; the webhook keeps its
+// slug); they are never part of the
 // graph the editor saves, and clicking them is no unsaved change.
 func TestUITriggersOnCanvas(t *testing.T) {
 	s := newStack(t)
@@ -28,6 +29,8 @@ func TestUITriggersOnCanvas(t *testing.T) {
 	}
 	s.api("POST", "/flows/"+flow.ID+"/triggers", map[string]any{"slug": "canvas-hook"}, &hook)
 	s.api("POST", "/flows/"+flow.ID+"/triggers", map[string]any{"kind": "schedule", "cron": "0 9 * * *", "timezone": "UTC", "enabled": false}, &sched)
+	var board struct{ ID string }
+	s.api("POST", "/boards", map[string]any{"name": "Leads", "sections": []map[string]string{{"id": "new", "name": "New"}, {"id": "won", "name": "Won"}}}, &board)
 	start := func(id string) string { return fmt.Sprintf(`.react-flow__node[data-id="trigger:%s"]`, id) }
 
 	s.run("open", chromedp.Navigate(s.url+"/flows/"+flow.ID), tokenSignIn(token))
@@ -66,8 +69,31 @@ func TestUITriggersOnCanvas(t *testing.T) {
 	s.run("open the webhook", chromedp.Click(start(hook.ID), chromedp.ByQuery),
 		chromedp.WaitVisible(fmt.Sprintf(`[data-trigger-settings=%q] li.trigger.webhook`, hook.ID), chromedp.ByQuery))
 	require.Contains(t, s.text(`[data-trigger-settings]`), "/hooks/canvas-hook")
-	s.api("GET", "/triggers/"+hook.ID, nil, &got)
-	require.Equal(t, "canvas-hook", got.Slug)
+
+	// Its entity mapping and respond, edited there: a board chosen from the
+	// list, the type and paths typed, the wait set; saved at once.
+	p := "#hook-" + hook.ID[:8]
+	s.run("edit the webhook", chromedp.Click(`[data-trigger-settings] [data-action="edit"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(p+"-entity", chromedp.ByQuery), chromedp.Click(p+"-entity", chromedp.ByQuery),
+		chromedp.WaitVisible(p+"-board", chromedp.ByQuery))
+	s.waitJS("boards listed", fmt.Sprintf(`!!document.querySelector('%s-board option[value="%s"]')`, p, board.ID))
+	s.run("the mapping", setValue(p+"-board", board.ID), setValue(p+"-entity-type", "lead"),
+		setValue(p+"-name-path", "customer.name"), setValue(p+"-email-path", "customer.email"),
+		chromedp.Click(p+"-wait", chromedp.ByQuery), chromedp.WaitVisible(p+"-wait-seconds", chromedp.ByQuery), setValue(p+"-wait-seconds", "12"))
+	s.waitJS("sections shown", `document.querySelector("[data-trigger-settings] .hook-entity")?.innerText.includes("New → Won")`)
+	s.run("save the webhook", chromedp.Click(`[data-trigger-settings] [data-action="save-webhook"]`, chromedp.ByQuery))
+	s.waitJS("saved", `!!document.querySelector("[data-trigger-settings] [data-respond-wait='12']")`)
+	var hooked struct {
+		Slug    string            `json:"slug"`
+		Entity  map[string]string `json:"entity"`
+		Respond map[string]any    `json:"respond"`
+	}
+	s.api("GET", "/triggers/"+hook.ID, nil, &hooked)
+	require.Equal(t, "canvas-hook", hooked.Slug)
+	require.Equal(t, map[string]string{"board_id": board.ID, "type": "lead", "name_path": "customer.name", "email_path": "customer.email"}, hooked.Entity)
+	require.Equal(t, map[string]any{"mode": "wait", "timeout_seconds": 12.0}, hooked.Respond)
+	require.Contains(t, s.text(`[data-trigger-settings] li.trigger.webhook`), "creates or updates a lead")
+	s.shot("tc02-webhook-on-canvas")
 
 	// A step still selects as before; the triggers are no edit to the graph.
 	s.run("select request", chromedp.Click(`.react-flow__node[data-id="request"]`, chromedp.ByQuery),

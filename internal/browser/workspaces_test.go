@@ -31,7 +31,7 @@ func TestUIWorkspaces(t *testing.T) {
 		rq.Header.Set("Authorization", "Bearer "+token)
 		rq.Header.Set("Content-Type", "application/json")
 		rq.Header.Set("Stitchd-Workspace", "sales")
-		resp, err := http.DefaultClient.Do(rq)
+		resp, err := s.client.Do(rq)
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusCreated, resp.StatusCode, path)

@@ -873,7 +873,10 @@ export interface paths {
         delete: operations["deleteTrigger"];
         options?: never;
         head?: never;
-        /** Change a schedule (cron, timezone, input, overlap, catch_up, enabled; a new cron or re-enabling counts the next tick from now), an event trigger (enabled), a broker trigger (any of its fields but kind; its consumers restart with the new config) or a webhook (respond only: an object, or null to remove it) */
+        /**
+         * Change a schedule (cron, timezone, input, overlap, catch_up, enabled; a new cron or re-enabling counts the next tick from now), an event trigger (enabled), a broker trigger (any of its fields but kind; its consumers restart with the new config) or a webhook (entity, input_schema, respond; its slug stays)
+         * @description Only the fields sent change; at least one is required (400 otherwise). A webhook changes its entity mapping, input_schema and respond, each checked as at create and each null to remove it; its slug and secret (POST /api/v1/triggers/{id}/rotate-secret) are not changed here: any other field is a 400. Every field is checked before any is written: a refused PATCH changes nothing. The next POST /hooks/{slug} meets the new settings.
+         */
         patch: operations["updateTrigger"];
         trace?: never;
     };
@@ -2002,7 +2005,8 @@ export interface components {
             flow_id: string;
             slug: string;
             has_secret: boolean;
-            entity: Record<string, never> | null;
+            /** @description null: requests make no entity */
+            entity: components["schemas"]["WebhookEntity"] | null;
             /** @example /hooks/lead */
             url: string;
             /** @description the JSON Schema (draft 2020-12) request bodies must meet */
@@ -2011,6 +2015,16 @@ export interface components {
             respond: components["schemas"]["Respond"] | null;
             /** Format: date-time */
             created_at: string;
+        };
+        /** @description A webhook trigger's entity mapping: each request's body creates or updates an entity of this type on this board (a 400 for an unknown board or a missing type; a 422 entity_board_mismatch for a board the flow's is not, unknown_section for one lacking a section the flow moves entities to). */
+        WebhookEntity: {
+            /** Format: uuid */
+            board_id: string;
+            type: string;
+            /** @description gjson path into the body */
+            name_path?: string;
+            /** @description gjson path into the body; the entity is updated by email (with a secret; without one, only created) */
+            email_path?: string;
         };
         /** @description A webhook trigger's answer to its caller: with mode wait, POST /hooks/{slug} waits up to timeout_seconds for the run (or a Respond node) to answer (docs/triggers.md, Webhooks: answering the caller). */
         Respond: {
@@ -4579,15 +4593,7 @@ export interface operations {
                     slug?: string;
                     /** @description when set, deliveries must be signed */
                     secret?: string;
-                    entity?: {
-                        /** Format: uuid */
-                        board_id: string;
-                        type: string;
-                        /** @description gjson path into the body */
-                        name_path?: string;
-                        /** @description gjson path into the body; the entity is updated by email (with a secret; without one, only created) */
-                        email_path?: string;
-                    };
+                    entity?: components["schemas"]["WebhookEntity"];
                     /** @description webhook: a JSON Schema (draft 2020-12; formats asserted, no $ref to URLs) every request body must meet; a body that does not gets 400 with each problem (code input_invalid, path $.field) and starts nothing */
                     input_schema?: Record<string, never>;
                     /** @description webhook: with mode wait, POST /hooks/{slug} waits for the run's answer (400 for another mode or a timeout_seconds outside 1–60) */
@@ -4686,7 +4692,34 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": {
+                    /** @description webhook: the entity mapping, or null for none */
+                    entity?: components["schemas"]["WebhookEntity"] | null;
+                    /** @description webhook: a JSON Schema (draft 2020-12) request bodies must meet, checked as at create (422 invalid_schema with each problem at input_schema.…, a schema whose $refs write out to more than 10,000 subschemas among them), or null for none */
+                    input_schema?: Record<string, never> | null;
+                    /** @description webhook: how the hook answers its caller, or null for 202 at once */
+                    respond?: components["schemas"]["Respond"] | null;
+                    /** @description schedule */
+                    cron?: string;
+                    /** @description schedule */
+                    timezone?: string;
+                    /** @description schedule */
+                    input?: Record<string, never>;
+                    /**
+                     * @description schedule
+                     * @enum {string}
+                     */
+                    overlap?: "skip" | "allow";
+                    /**
+                     * @description schedule
+                     * @enum {string}
+                     */
+                    catch_up?: "one" | "none";
+                    /** @description schedule, event or broker trigger */
+                    enabled?: boolean;
+                } & {
+                    [key: string]: unknown;
+                };
             };
         };
         responses: {

@@ -706,6 +706,8 @@ export interface WebhookTrigger {
   url: string;
   has_secret: boolean;
   entity: { board_id?: string; type?: string; name_path?: string; email_path?: string } | null;
+  // input_schema: the JSON Schema every request body must meet (null: any).
+  input_schema?: Record<string, any> | null;
   created_at: string;
   // respond: {mode: "wait", timeout_seconds}: the hook waits for the
   // run (or a Respond step) to answer its caller; null: 202 at once.

@@ -32,15 +32,18 @@ export function useFitFlow(): () => boolean {
 }
 
 // FitOnOpen, inside a ReactFlow, fits the view once, when its first nodes
-// have been measured: the flow just opened is seen from its start.
-export function FitOnOpen() {
+// have been measured: the flow just opened is seen from its start. With
+// expect, it waits until the canvas holds that many nodes (Infinity: not
+// yet known) — the editor's trigger nodes arrive after the steps, and a
+// view fitted without them leaves them out of sight, under the palette.
+export function FitOnOpen({ expect = 0 }: { expect?: number }) {
   const ready = useNodesInitialized();
   const fit = useFitFlow();
   const done = useRef(false);
   const count = useStore((s) => s.nodeLookup.size);
   useEffect(() => {
-    if (done.current || !ready || !count) return;
+    if (done.current || !ready || !count || count < expect) return;
     done.current = fit();
-  }, [ready, count, fit]);
+  }, [ready, count, expect, fit]);
   return null;
 }

@@ -245,6 +245,9 @@ function Editor({ flowId, version }: Props) {
   const [triggers, setTriggers] = useState<Trigger[]>([]);
   const [triggerNotice, setTriggerNotice] = useState<string | null>(null);
   const [selectedTriggerId, setSelectedTrigger] = useState<string | null>(null);
+  // triggersLoaded: the first answer (or refusal) came; the view is fitted
+  // once their start nodes are drawn.
+  const [triggersLoaded, setTriggersLoaded] = useState(false);
   const loadTriggers = useCallback(async () => {
     if (!flowId) return setTriggers([]);
     try {
@@ -252,6 +255,7 @@ function Editor({ flowId, version }: Props) {
     } catch {
       setTriggers([]); // a reader without access to triggers sees the steps alone
     }
+    setTriggersLoaded(true);
   }, [flowId]);
   useEffect(() => {
     void loadTriggers();
@@ -680,7 +684,7 @@ function Editor({ flowId, version }: Props) {
             minZoom={0.1}
             proOptions={{ hideAttribution: true }}
           >
-            {flowId && <FitOnOpen />}
+            {flowId && <FitOnOpen expect={triggersLoaded ? shownNodes.length + triggerNodes.length : Infinity} />}
             <Background gap={16} />
             <Controls />
             <MiniMap pannable zoomable className="minimap" />
