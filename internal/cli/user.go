@@ -12,6 +12,7 @@ import (
 
 	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/internal/password"
+	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/web"
 )
@@ -21,7 +22,7 @@ import (
 func newUserCmd(env envLookup, stderr io.Writer) *cobra.Command {
 	user := &cobra.Command{Use: "user", Short: "Manage users in the database (the first admin, a lost password)"}
 	var o options
-	var email, name, role string
+	var email, name, role, workspace string
 	var groups []string
 	var pwStdin bool
 	create := &cobra.Command{
@@ -60,8 +61,11 @@ func newUserCmd(env envLookup, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			p.Now = time.Now()
+			p.Now, p.Workspace = time.Now(), workspace
 			u, err := st.CreateUser(cmd.Context(), p)
+			if errors.Is(err, engine.ErrInvalidRequest) && workspace != store.DefaultWorkspace {
+				return fmt.Errorf("workspace %s does not exist: %w", workspace, err)
+			}
 			if err != nil {
 				return err
 			}
@@ -75,6 +79,7 @@ func newUserCmd(env envLookup, stderr io.Writer) *cobra.Command {
 	f.StringVar(&role, "role", "", "admin, editor, operator, approver or viewer (required)")
 	f.StringSliceVar(&groups, "groups", nil, "groups, comma-separated")
 	f.BoolVar(&pwStdin, "password-stdin", false, "read the password from the first line of standard input")
+	f.StringVar(&workspace, "workspace", store.DefaultWorkspace, "the workspace the role is in (role admin: a server admin, of every workspace)")
 	addServerFlags(f, &o)
 	user.AddCommand(create)
 	return user

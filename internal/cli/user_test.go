@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/internal/password"
+	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
@@ -52,4 +54,17 @@ func TestUserCreate(t *testing.T) {
 	n, err := st.CountUsers(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+
+	// A role in another workspace; one that does not exist is said so.
+	_, err = run("", "user", "create", "--email", "sam@example.com", "--role", "editor", "--workspace", "sales")
+	require.ErrorContains(t, err, "workspace sales does not exist")
+	_, err = st.CreateWorkspace(t.Context(), store.Workspace{Slug: "sales", Name: "Sales", CreatedAt: time.Now(), UpdatedAt: time.Now()})
+	require.NoError(t, err)
+	out, err = run("", "user", "create", "--email", "sam@example.com", "--role", "editor", "--workspace", "sales")
+	require.NoError(t, err)
+	role, err := st.MemberRole(t.Context(), "sales", strings.TrimSpace(out))
+	require.NoError(t, err)
+	require.Equal(t, "editor", role)
+	_, err = st.MemberRole(t.Context(), store.DefaultWorkspace, strings.TrimSpace(out))
+	require.ErrorIs(t, err, engine.ErrNotFound, "no role in default")
 }
