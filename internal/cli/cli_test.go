@@ -665,4 +665,9 @@ func TestCLIWorkspace(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, out, "sales-only")
 	require.Contains(t, out, "Lead qualification")
+	// The admin token belongs to every workspace.
+	out, _, err = s.cli(t, "workspace", "list")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^default\s+Default\s+admin$`, out)
+	require.Regexp(t, `(?m)^sales\s+Sales\s+admin$`, out)
 }

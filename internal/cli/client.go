@@ -853,3 +853,31 @@ func newSecretCmd(env envLookup) *cobra.Command {
 	secret.AddCommand(set, list, del)
 	return secret
 }
+
+// newWorkspaceCmd is `stitchd workspace list`: the workspaces the caller
+// belongs to (--workspace on the other verbs chooses one).
+func newWorkspaceCmd(env envLookup) *cobra.Command {
+	ws := &cobra.Command{Use: "workspace", Short: "Workspaces (docs/workspaces.md)"}
+	list := clientCmd(env, &cobra.Command{Use: "list", Short: "List the workspaces you belong to, with your role in each", Args: cobra.NoArgs},
+		func(cmd *cobra.Command, c *client.Client, o *clientOptions, _ []string) error {
+			spaces, err := c.Workspaces(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"workspaces": spaces})
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SLUG\tNAME\tROLE")
+			for _, w := range spaces {
+				role := ""
+				if w.Role != nil {
+					role = *w.Role
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", w.Slug, w.Name, role)
+			}
+			return tw.Flush()
+		})
+	ws.AddCommand(list)
+	return ws
+}

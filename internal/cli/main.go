@@ -351,7 +351,7 @@ func newRoot(env envLookup, stdout, stderr io.Writer, p Params) *cobra.Command {
 	}
 	root.AddCommand(serve, migrate, ver, newKeysCmd(env, stderr), newFlowCmd(env), newRunCmd(env), newTriggerCmd(env), newApproveCmd(env),
 		newWebhookSecretCmd(env), newWorkerCmd(env, stderr), newBenchCmd(env, stderr), newUserCmd(env, stderr),
-		newApprovalsCmd(env), newSecretCmd(env))
+		newApprovalsCmd(env), newSecretCmd(env), newWorkspaceCmd(env))
 	return root
 }
 

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stitchd/stitchd/internal/client/api"
 )
 
 // DefaultURL is the server a client talks to unless told otherwise.
@@ -674,4 +676,16 @@ func (c *Client) ListApprovals(ctx context.Context, assigned string) ([]Approval
 		return nil, err
 	}
 	return out.Approvals, nil
+}
+
+// Workspaces lists the workspaces the caller belongs to, with their role
+// in each (every one for a server admin).
+func (c *Client) Workspaces(ctx context.Context) ([]api.Workspace, error) {
+	var out struct {
+		Workspaces []api.Workspace `json:"workspaces"`
+	}
+	if err := c.Do(ctx, http.MethodGet, "/api/v1/workspaces", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Workspaces, nil
 }
