@@ -3,6 +3,7 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -180,4 +181,88 @@ func TestGraphListsAnsweredAsLists(t *testing.T) {
 	require.JSONEq(t, `[]`, string(u.Graph["edges"]))
 	g := decode[graphOnly](t, call(t, h, http.StatusOK, req{method: http.MethodGet, path: "/api/v1/flows/" + f.ID}))
 	require.JSONEq(t, `[]`, string(g.Graph["edges"]))
+}
+
+// TestContractStatesServerRefusals: what the server refuses as a bad
+// request (400) for its shape — an empty or blank name, a PATCH naming no
+// field, a repeated card field, a dispatch secret that is no whsec_ key, a
+// trigger secret under 16 bytes, a bulk action on every run without
+// "all": true, a user's email changed — openapi.yaml refuses too (JSON
+// Schema: minLength, pattern, anyOf, uniqueItems, not), so a client that
+// validates against the contract is not surprised. What the contract
+// allows of the same operations the server takes.
+func TestContractStatesServerRefusals(t *testing.T) {
+	t.Parallel()
+	st, _ := storetest.IsolatedDB(t)
+	h := newServer(t, st).Handler()
+	// The requests below are refused on purpose: the harness's check is
+	// told so, and the test checks the contract itself.
+	onPurpose := map[string]string{contracttest.InvalidRequestHeader: "1"}
+
+	graph := `{"nodes":[{"id":"ask","type":"UX","position":{"x":0,"y":0},"data":{}}],"edges":[]}`
+	flow := createFlow(t, h, graph)
+	run := startRun(t, h, flow.ID, `{"input":{}}`, nil)
+	board := decode[struct{ ID string }](t, call(t, h, http.StatusCreated, req{method: http.MethodPost, path: "/api/v1/boards",
+		body: `{"name":"Leads","sections":[{"id":"new"},{"id":"won"}]}`}))
+	entity := decode[struct{ ID string }](t, call(t, h, http.StatusCreated, req{method: http.MethodPost, path: "/api/v1/entities",
+		body: `{"board_id":"` + board.ID + `","type":"lead","name":"Ada"}`}))
+	trigger := decode[struct{ ID string }](t, call(t, h, http.StatusCreated, req{method: http.MethodPost,
+		path: "/api/v1/flows/" + flow.ID + "/triggers", body: `{"slug":"signed","secret":"0123456789abcdef0123"}`}))
+	user := decode[struct{ ID string }](t, call(t, h, http.StatusCreated, req{method: http.MethodPost, path: "/api/v1/users",
+		body: `{"email":"ann@example.com","name":"Ann","role":"viewer"}`}))
+
+	for _, c := range []struct {
+		what, method, path, body string
+		noAuth                   bool
+	}{
+		{"a board's blank name", http.MethodPost, "/api/v1/boards", `{"name":"   ","sections":[]}`, false},
+		{"a section id of the wrong form", http.MethodPost, "/api/v1/boards", `{"name":"B","sections":[{"id":"-x"}]}`, false},
+		{"a board PATCH naming nothing", http.MethodPatch, "/api/v1/boards/" + board.ID, `{}`, false},
+		{"a repeated card field", http.MethodPatch, "/api/v1/boards/" + board.ID, `{"card_fields":["tier","tier"]}`, false},
+		{"a section PATCH naming nothing", http.MethodPatch, "/api/v1/boards/" + board.ID + "/sections/new", `{}`, false},
+		{"an entity PATCH naming nothing", http.MethodPatch, "/api/v1/entities/" + entity.ID, `{}`, false},
+		{"an entity's empty type", http.MethodPost, "/api/v1/entities", `{"board_id":"` + board.ID + `","type":"","name":"x"}`, false},
+		{"a move to no section", http.MethodPost, "/api/v1/entities/" + entity.ID + "/move", `{"section_id":""}`, false},
+		{"a flow's empty name", http.MethodPost, "/api/v1/flows", `{"name":"","graph":` + graph + `}`, false},
+		{"a flow renamed blank", http.MethodPut, "/api/v1/flows/" + flow.ID, `{"name":"  "}`, false},
+		{"a decision without outcome or status", http.MethodPost, "/api/v1/runs/" + run.ID + "/nodes/ask/complete", `{}`, false},
+		{"a dispatch secret that is no whsec_ key", http.MethodPost, "/api/v1/webhook-secret/rotate", `{"secret":"hunter2hunter2hunter2"}`, false},
+		{"a whsec_ key under 16 bytes", http.MethodPost, "/api/v1/webhook-secret/rotate", `{"secret":"whsec_AAAAAAAAAAAAAAAAAAAA"}`, false},
+		{"a flow's empty secret", http.MethodPost, "/api/v1/flows/" + flow.ID + "/webhook-secret/rotate", `{"secret":""}`, false},
+		{"a trigger secret under 16 bytes", http.MethodPost, "/api/v1/triggers/" + trigger.ID + "/rotate-secret", `{"secret":"short"}`, false},
+		{"a bulk action on every run", http.MethodPost, "/api/v1/runs/bulk", `{"action":"cancel"}`, false},
+		{"a bulk action with an empty filter", http.MethodPost, "/api/v1/runs/bulk", `{"action":"cancel","filter":{"flow_id":""}}`, false},
+		{"a new user disabled", http.MethodPost, "/api/v1/users", `{"email":"bo@example.com","name":"Bo","role":"viewer","disabled":true}`, false},
+		{"a user's blank name", http.MethodPost, "/api/v1/users", `{"email":"bo@example.com","name":"  ","role":"viewer"}`, false},
+		{"a user's blank group", http.MethodPost, "/api/v1/users", `{"email":"bo@example.com","name":"Bo","role":"viewer","groups":[" "]}`, false},
+		{"a user's email changed", http.MethodPatch, "/api/v1/users/" + user.ID, `{"email":"ann2@example.com"}`, false},
+		{"a sign-in without a password", http.MethodPost, "/api/v1/auth/login", `{"email":"ann@example.com","password":""}`, true},
+	} {
+		rq := httptest.NewRequestWithContext(t.Context(), c.method, c.path, strings.NewReader(c.body))
+		rq.Header.Set("Content-Type", "application/json")
+		require.Error(t, contracttest.RequestProblems(rq, []byte(c.body)), "openapi.yaml allows %s", c.what)
+		requireError(t, http.StatusBadRequest, "invalid_request",
+			do(t, h, req{method: c.method, path: c.path, body: c.body, header: onPurpose, noAuth: c.noAuth}))
+	}
+
+	// The same operations, as the contract allows them: taken.
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 16))
+	for _, c := range []struct{ method, path, body string }{
+		{http.MethodPost, "/api/v1/webhook-secret/rotate", `{"secret":"whsec_` + key + `","grace_seconds":0}`},
+		{http.MethodPost, "/api/v1/triggers/" + trigger.ID + "/rotate-secret", `{"secret":"0123456789abcdef"}`},
+		{http.MethodPost, "/api/v1/runs/bulk", `{"action":"pause","dry_run":true}`},
+		{http.MethodPost, "/api/v1/runs/bulk", `{"action":"pause","all":true,"dry_run":true}`},
+		{http.MethodPost, "/api/v1/runs/bulk", `{"action":"pause","filter":{"flow_id":"` + flow.ID + `"}}`},
+		{http.MethodPatch, "/api/v1/boards/" + board.ID, `{"card_fields":["tier","owner"]}`},
+		{http.MethodPatch, "/api/v1/boards/" + board.ID + "/sections/won", `{"sla_seconds":3600}`},
+		{http.MethodPatch, "/api/v1/entities/" + entity.ID, `{"email":""}`},
+		{http.MethodPatch, "/api/v1/users/" + user.ID, `{"disabled":true}`},
+		{http.MethodPost, "/api/v1/runs/" + run.ID + "/nodes/ask/complete", `{"outcome":"approve"}`},
+	} {
+		rq := httptest.NewRequestWithContext(t.Context(), c.method, c.path, strings.NewReader(c.body))
+		rq.Header.Set("Content-Type", "application/json")
+		require.NoError(t, contracttest.RequestProblems(rq, []byte(c.body)), "%s %s %s", c.method, c.path, c.body)
+		rec := do(t, h, req{method: c.method, path: c.path, body: c.body})
+		require.Less(t, rec.Code, 300, "%s %s %s: %s", c.method, c.path, c.body, rec.Body.String())
+	}
 }

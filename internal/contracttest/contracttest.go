@@ -153,6 +153,27 @@ func Problems(ex Exchange) error {
 		what, route.Operation.OperationID, errors.Join(errs...), reqBody, body)
 }
 
+// RequestProblems says how a request (its body apart) does not fit the
+// contract: nil when the contract allows it. For a test that checks the
+// contract states a refusal the server makes.
+func RequestProblems(r *http.Request, body []byte) error {
+	router, err := contract()
+	if err != nil {
+		return err
+	}
+	rq := r.Clone(context.Background())
+	rq.Body = io.NopCloser(bytes.NewReader(body))
+	rq.ContentLength = int64(len(body))
+	route, params, err := router.FindRoute(rq)
+	if err != nil {
+		return fmt.Errorf("%s %s is not in openapi.yaml: %w", r.Method, r.URL.Path, err)
+	}
+	opts := &openapi3filter.Options{MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+		SkipSettingDefaults: true}
+	return openapi3filter.ValidateRequest(context.Background(),
+		&openapi3filter.RequestValidationInput{Request: rq, PathParams: params, Route: route, Options: opts})
+}
+
 // reporter fails tb until its test ends; a check finishing later (a
 // goroutine reading a body after the test) is printed instead, since a
 // finished test cannot fail.

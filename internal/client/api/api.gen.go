@@ -12,6 +12,21 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for APITokenRole.
+const (
+	APITokenRoleWorker APITokenRole = "worker"
+)
+
+// Valid indicates whether the value is a known member of the APITokenRole enum.
+func (e APITokenRole) Valid() bool {
+	switch e {
+	case APITokenRoleWorker:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BrokerTriggerAs.
 const (
 	BrokerTriggerAsEvent BrokerTriggerAs = "event"
@@ -243,21 +258,21 @@ func (e EventTriggerKind) Valid() bool {
 	}
 }
 
-// Defines values for GraphEdgesDataOn.
+// Defines values for GraphEdgeDataOn.
 const (
-	GraphEdgesDataOnCompensate GraphEdgesDataOn = "compensate"
-	GraphEdgesDataOnFailure    GraphEdgesDataOn = "failure"
-	GraphEdgesDataOnSuccess    GraphEdgesDataOn = "success"
+	GraphEdgeDataOnCompensate GraphEdgeDataOn = "compensate"
+	GraphEdgeDataOnFailure    GraphEdgeDataOn = "failure"
+	GraphEdgeDataOnSuccess    GraphEdgeDataOn = "success"
 )
 
-// Valid indicates whether the value is a known member of the GraphEdgesDataOn enum.
-func (e GraphEdgesDataOn) Valid() bool {
+// Valid indicates whether the value is a known member of the GraphEdgeDataOn enum.
+func (e GraphEdgeDataOn) Valid() bool {
 	switch e {
-	case GraphEdgesDataOnCompensate:
+	case GraphEdgeDataOnCompensate:
 		return true
-	case GraphEdgesDataOnFailure:
+	case GraphEdgeDataOnFailure:
 		return true
-	case GraphEdgesDataOnSuccess:
+	case GraphEdgeDataOnSuccess:
 		return true
 	default:
 		return false
@@ -540,6 +555,60 @@ func (e UserBodyRole) Valid() bool {
 	case UserBodyRoleOperator:
 		return true
 	case UserBodyRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UserCreateRole.
+const (
+	UserCreateRoleAdmin    UserCreateRole = "admin"
+	UserCreateRoleApprover UserCreateRole = "approver"
+	UserCreateRoleEditor   UserCreateRole = "editor"
+	UserCreateRoleOperator UserCreateRole = "operator"
+	UserCreateRoleViewer   UserCreateRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the UserCreateRole enum.
+func (e UserCreateRole) Valid() bool {
+	switch e {
+	case UserCreateRoleAdmin:
+		return true
+	case UserCreateRoleApprover:
+		return true
+	case UserCreateRoleEditor:
+		return true
+	case UserCreateRoleOperator:
+		return true
+	case UserCreateRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UserPatchRole.
+const (
+	UserPatchRoleAdmin    UserPatchRole = "admin"
+	UserPatchRoleApprover UserPatchRole = "approver"
+	UserPatchRoleEditor   UserPatchRole = "editor"
+	UserPatchRoleOperator UserPatchRole = "operator"
+	UserPatchRoleViewer   UserPatchRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the UserPatchRole enum.
+func (e UserPatchRole) Valid() bool {
+	switch e {
+	case UserPatchRoleAdmin:
+		return true
+	case UserPatchRoleApprover:
+		return true
+	case UserPatchRoleEditor:
+		return true
+	case UserPatchRoleOperator:
+		return true
+	case UserPatchRoleViewer:
 		return true
 	default:
 		return false
@@ -1238,42 +1307,48 @@ func (e PostHook202JSONResponseBodyStatus) Valid() bool {
 
 // APIToken defines model for APIToken.
 type APIToken struct {
-	CreatedAt *time.Time          `json:"created_at,omitempty"`
-	Id        *openapi_types.UUID `json:"id,omitempty"`
+	CreatedAt time.Time          `json:"created_at"`
+	Id        openapi_types.UUID `json:"id"`
 
 	// LastUsedAt to the minute
-	LastUsedAt *time.Time          `json:"last_used_at,omitempty"`
-	Name       *string             `json:"name,omitempty"`
-	UserId     *openapi_types.UUID `json:"user_id,omitempty"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	Name       string     `json:"name"`
+
+	// Role worker: the token only polls task queues (absent: its person's role)
+	Role   *APITokenRole      `json:"role,omitempty"`
+	UserId openapi_types.UUID `json:"user_id"`
 }
+
+// APITokenRole worker: the token only polls task queues (absent: its person's role)
+type APITokenRole string
 
 // AllowedHosts The only hosts a request carrying the secret may go to, checked as it is sent (secret_host_refused otherwise, nothing sent). Empty: any host written into a flow's url, but not a url whose scheme, host or port comes from a template. Omitted on POST: unchanged (none for a new secret); [] clears them.
 type AllowedHosts = []string
 
 // AuditEntry defines model for AuditEntry.
 type AuditEntry struct {
-	Action *string `json:"action,omitempty"`
+	Action string `json:"action"`
 
 	// Actor the user's email, or admin for the admin token
-	Actor *string    `json:"actor,omitempty"`
-	At    *time.Time `json:"at,omitempty"`
+	Actor string    `json:"actor"`
+	At    time.Time `json:"at"`
 
 	// Details the node key, the token used, fields changed
 	Details *map[string]interface{} `json:"details,omitempty"`
-	Id      *string                 `json:"id,omitempty"`
+	Id      string                  `json:"id"`
 
 	// RequestId the X-Request-Id of the request (given or made)
-	RequestId *string `json:"request_id,omitempty"`
-	Status    *int    `json:"status,omitempty"`
+	RequestId string `json:"request_id"`
+	Status    int    `json:"status"`
 
 	// Summary the change in business language: who did what to which step of which run (the run's id as its head … its distinguishing tail); absent for entries written before it was kept
 	Summary *string `json:"summary,omitempty"`
 
 	// Target kind:id of the object changed (a started run's own id)
-	Target *string `json:"target,omitempty"`
+	Target string `json:"target"`
 
 	// Time the same as at
-	Time *time.Time `json:"time,omitempty"`
+	Time time.Time `json:"time"`
 
 	// Workspace the workspace the change was made in; null for a change to the server (users, workspaces, its webhook secret) and sign-ins, which only server admins see
 	Workspace *string `json:"workspace,omitempty"`
@@ -1320,38 +1395,38 @@ type BrokerTrigger struct {
 	As *BrokerTriggerAs `json:"as,omitempty"`
 
 	// Connected a stitchd process is connected and consuming
-	Connected *bool `json:"connected,omitempty"`
+	Connected bool `json:"connected"`
 
 	// Consumers each live stitchd process's state (seen in the last 30 s)
-	Consumers *[]struct {
-		Connected   *bool               `json:"connected,omitempty"`
-		ConnectedAt *time.Time          `json:"connected_at,omitempty"`
-		InstanceId  *openapi_types.UUID `json:"instance_id,omitempty"`
-		LastError   *string             `json:"last_error,omitempty"`
-		LastErrorAt *time.Time          `json:"last_error_at,omitempty"`
-		SeenAt      *time.Time          `json:"seen_at,omitempty"`
-	} `json:"consumers,omitempty"`
-	CreatedAt *time.Time `json:"created_at,omitempty"`
+	Consumers []struct {
+		Connected   bool               `json:"connected"`
+		ConnectedAt *time.Time         `json:"connected_at"`
+		InstanceId  openapi_types.UUID `json:"instance_id"`
+		LastError   *string            `json:"last_error"`
+		LastErrorAt *time.Time         `json:"last_error_at"`
+		SeenAt      time.Time          `json:"seen_at"`
+	} `json:"consumers"`
+	CreatedAt time.Time `json:"created_at"`
 
 	// Deliver nats: where a new durable consumer starts: what the stream holds (all) or new messages
 	Deliver *BrokerTriggerDeliver `json:"deliver,omitempty"`
 
 	// Durable nats: the durable consumer's name (absent: stitchd-<trigger id>), shared by every stitchd process
-	Durable *string             `json:"durable,omitempty"`
-	Enabled *bool               `json:"enabled,omitempty"`
-	FlowId  *openapi_types.UUID `json:"flow_id,omitempty"`
-	Id      *openapi_types.UUID `json:"id,omitempty"`
+	Durable *string            `json:"durable,omitempty"`
+	Enabled bool               `json:"enabled"`
+	FlowId  openapi_types.UUID `json:"flow_id"`
+	Id      openapi_types.UUID `json:"id"`
 
 	// Key as event: expression over input (the body) giving the event key, e.g. input.order_id
 	Key *string `json:"key,omitempty"`
 
 	// KeyHeader as event: the header holding the event key (instead of key)
-	KeyHeader *string            `json:"key_header,omitempty"`
-	Kind      *BrokerTriggerKind `json:"kind,omitempty"`
+	KeyHeader *string           `json:"key_header,omitempty"`
+	Kind      BrokerTriggerKind `json:"kind"`
 
 	// LastError the latest error of any process: a failed or lost connection (retried with backoff), or a message dropped or to be redelivered
-	LastError   *string    `json:"last_error,omitempty"`
-	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+	LastError   *string    `json:"last_error"`
+	LastErrorAt *time.Time `json:"last_error_at"`
 
 	// Name as event: the event's name
 	Name *string `json:"name,omitempty"`
@@ -1369,8 +1444,8 @@ type BrokerTrigger struct {
 	Subject *string `json:"subject,omitempty"`
 
 	// TtlSeconds as event: how long an event no run waits for is kept (default 24 h)
-	TtlSeconds *int       `json:"ttl_seconds,omitempty"`
-	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
+	TtlSeconds *int      `json:"ttl_seconds,omitempty"`
+	UpdatedAt  time.Time `json:"updated_at"`
 
 	// Url the broker's URL, its password shown as xxxxx (sent back unchanged in a PATCH, the stored one is kept)
 	Url *string `json:"url,omitempty"`
@@ -1399,20 +1474,20 @@ type Claim struct {
 // Compensation A run's compensation, once it began (docs/state_machine.md, Compensation): the undo nodes of its completed steps, run one at a time in reverse order of completion.
 type Compensation struct {
 	// Error what the undo nodes are given as error: the run's failure, or cancelled
-	Error      *string `json:"error,omitempty"`
+	Error      string  `json:"error"`
 	FailedNode *string `json:"failed_node,omitempty"`
 
 	// Reason failed: a node failed for good; cancelled: POST /runs/{id}/cancel with compensate
-	Reason *CompensationReason `json:"reason,omitempty"`
+	Reason CompensationReason `json:"reason"`
 
 	// State compensating: under way (the run is running); compensated: every undo node completed; failed: failed_node failed for good (retry it to go on); interrupted: the run was cancelled or passed its deadline first
-	State *CompensationState `json:"state,omitempty"`
+	State CompensationState `json:"state"`
 
 	// Steps in the order their undo nodes run
-	Steps *[]struct {
-		Step *string `json:"step,omitempty"`
-		Undo *string `json:"undo,omitempty"`
-	} `json:"steps,omitempty"`
+	Steps []struct {
+		Step string `json:"step"`
+		Undo string `json:"undo"`
+	} `json:"steps"`
 }
 
 // CompensationReason failed: a node failed for good; cancelled: POST /runs/{id}/cancel with compensate
@@ -1509,8 +1584,8 @@ type Flow struct {
 	Name      string             `json:"name"`
 	UpdatedAt time.Time          `json:"updated_at"`
 	Version   struct {
-		Id     *openapi_types.UUID `json:"id,omitempty"`
-		Number *int                `json:"number,omitempty"`
+		Id     openapi_types.UUID `json:"id"`
+		Number int                `json:"number"`
 	} `json:"version"`
 
 	// VersionCreated on update, whether a new version was made
@@ -1530,12 +1605,12 @@ type FlowListed struct {
 
 	// RunCounts the flow's runs by status (every status present, 0 when none)
 	RunCounts *struct {
-		Cancelled *int `json:"cancelled,omitempty"`
-		Completed *int `json:"completed,omitempty"`
-		Failed    *int `json:"failed,omitempty"`
-		Paused    *int `json:"paused,omitempty"`
-		Queued    *int `json:"queued,omitempty"`
-		Running   *int `json:"running,omitempty"`
+		Cancelled int `json:"cancelled"`
+		Completed int `json:"completed"`
+		Failed    int `json:"failed"`
+		Paused    int `json:"paused"`
+		Queued    int `json:"queued"`
+		Running   int `json:"running"`
 	} `json:"run_counts,omitempty"`
 
 	// RunCountsCapped statuses whose count reached 10000 (there may be more)
@@ -1551,8 +1626,8 @@ type FlowListed struct {
 	} `json:"triggers,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Version   struct {
-		Id     *openapi_types.UUID `json:"id,omitempty"`
-		Number *int                `json:"number,omitempty"`
+		Id     openapi_types.UUID `json:"id"`
+		Number int                `json:"number"`
 	} `json:"version"`
 
 	// VersionCreated on update, whether a new version was made
@@ -1562,44 +1637,8 @@ type FlowListed struct {
 
 // Graph React Flow graph. Unknown fields are kept and ignored by the compiler. nodes or edges absent or null are taken as none, and answered as [].
 type Graph struct {
-	Edges []struct {
-		// Data At most one of condition, default, on and outcome (docs/state_machine.md, Branches). An edge without any is taken whenever its source completes. An edge with on compensate links a step to its undo node (docs/state_machine.md, Compensation): the undo node has no other edge, the step one undo node and lies outside parallel regions and loops, the edge no mapping — else 422 invalid_compensation.
-		Data *struct {
-			// Condition expr-lang expression over output, input, run {id, input} and entity; taken when true after the source completes. Compiled at save (422 invalid_condition with edges[i].data.condition).
-			Condition *string `json:"condition,omitempty"`
-
-			// Default taken when no condition or outcome edge of the same source was; one per source
-			Default *bool `json:"default,omitempty"`
-
-			// Loop marks a back edge (with a condition or an outcome): taking it starts a new iteration of the nodes from its target to its source
-			Loop *struct {
-				MaxIterations *int `json:"maxIterations,omitempty"`
-			} `json:"loop,omitempty"`
-			Mapping *map[string]string `json:"mapping,omitempty"`
-
-			// On failure: taken only when the source fails for good; the failure is handled and the target's input is {error, node, input}. compensate: the target is the source's undo node, run only when the run is compensated (it fails, or is cancelled with compensate), in reverse order of completion, with input {output, input, error} of the source
-			On *GraphEdgesDataOn `json:"on,omitempty"`
-
-			// Outcome taken when a person chose this outcome at the source UX node
-			Outcome *string `json:"outcome,omitempty"`
-		} `json:"data,omitempty"`
-
-		// Id no control characters; otherwise 422 invalid_id
-		Id     string `json:"id"`
-		Source string `json:"source"`
-		Target string `json:"target"`
-	} `json:"edges"`
-	Nodes []struct {
-		// Data the node's settings (absent or null: none). data.label, if a string, is at most 200 characters (422 too_long)
-		Data *map[string]interface{} `json:"data,omitempty"`
-
-		// Id otherwise 422 invalid_id at nodes[i].id
-		Id       string                  `json:"id"`
-		Position *map[string]interface{} `json:"position,omitempty"`
-
-		// Type Worker, UX, Splitter, Collector, Condition, Transform, Wait, HTTP, Event or SubFlow (case-insensitive). A Transform's data.expression (expr-lang over input, run, entity) gives its output. An HTTP node sends data.method (default GET), data.url, data.headers and data.body (strings may hold {{ expr }} templates over input, run, entity; compile errors are 422 invalid_expression at e.g. nodes[i].data.url, nodes[i].data.body.items[1]) with data.timeoutSeconds (default 30), data.retry (the Worker's policy: maxAttempts, backoff exponential|linear|fixed, initialDelayMs, maxDelayMs, multiplier (exponential factor 1–100, default 2), jitter (0–1, "full" or "none"; default full for exponential backoff), nonRetryable (error substrings that fail the node at once); see docs/workers.md) and data.successCodes (default ["2xx"]); its output is {status, headers, body} (body: JSON when the response is JSON, else text, at most 1 MiB), see docs/http.md; {{ secret "NAME" }} (the name in quotes, alone in its {{ }}; url path or query, headers, body — not method) fills in a stored secret (POST /api/v1/secrets) as the request is sent, never stored: a name no secret has is a warning unknown_secret when the flow is saved (secrets_off on a server without STITCHD_SECRET_KEY) and fails the node when it runs. A node whose url takes its scheme, host or port from a template may use only secrets with allowed_hosts (else 422 secret_host at the secret's path), and a request carrying a secret to a host its allowed_hosts do not list fails the node with secret_host_refused, nothing sent. A Splitter's data.maxConcurrency (an integer from 1 to 100000) keeps at most that many of its items in flight, the next starting when one finishes. A Collector's data.toleratedFailures (an integer count ≥ 0 or a percent string such as "5%") lets it fire although items failed: its output is then {items (null at each failed index), errors: [{index, key, error}]} instead of the array; more failed items than tolerated fail it. Bad values are 422 invalid_config at nodes[i].data.retry.multiplier, .jitter, .nonRetryable, nodes[i].data.maxConcurrency, nodes[i].data.toleratedFailures. A UX node's data.outcomes (default [approve, reject]) names the answers a person can give; data.remindAfterSeconds (at least 1) reminds about it (a node.reminder event and an approval.reminder notification) every so many seconds while it waits; entityMovement.onOutcome maps an outcome to a movement; data.form, a JSON Schema (draft 2020-12: $schema absent or https://json-schema.org/draft/2020-12/schema) object, describes the answer a person gives (decision.answer): it must compile (formats asserted, patterns Go RE2, no $ref or $id to a URL: stitchd never loads a schema), else 422 invalid_form at e.g. nodes[i].data.form.properties.amount.minimum; see POST /api/v1/runs/{id}/nodes/{key}/complete and docs/forms.md. data.assignees ({users: [emails], groups: [names]}, or an expr-lang expression over input, run and entity giving an email, a list of emails or {users, groups}, worked out when the node starts waiting; one that fails or names no one fails the node) says who may decide it (anyone when absent), data.requiredApprovals (an integer from 1 to 1000, default 1) how many distinct people must choose the same outcome, data.rejectPolicy (any, the default: one vote for an outcome that does not complete the node decides; majority: it needs requiredApprovals votes too), data.separationOfDuties (boolean) refuses the person who started the run (see docs/approvals.md); data.formOutcomes (a list of the node's outcomes; default every outcome but reject) names the outcomes the form applies to (422 invalid_config at nodes[i].data.formOutcomes["j"] for another); a form's properties keep the order saved (recorded as x-order beside each properties, which readers follow); data.escalation ([{afterSeconds, assignees: {users, groups}}], afterSeconds rising) reassigns the node, without deciding it, as each step falls due (a node.escalated event; 422 invalid_config at nodes[i].data.escalation["j"]… for a bad step); bad values are 422 invalid_config (invalid_expression for the expression) at nodes[i].data.assignees…. A Wait sleeps for data.duration or until data.until. An Event waits for an event data.event with the key data.key (an expression) and completes with its payload; data.timeoutSeconds fails it when none comes. A SubFlow runs the flow data.flow (its id or name) at data.version (a number, or "latest", the default, pinned when this flow is saved) as a child run with the node's input (data.passEntity, default true, attaches the run's entity) and completes with the child's output; an unknown flow or version, an ambiguous name or a flow that would contain itself is 422 invalid_subflow at nodes[i].data.flow or .version. A Respond node answers the webhook request waiting for the run (a trigger's respond.mode wait) with data.status (100–599, default 200) and data.body (rendered as an HTTP node's body; a secret is refused at save) at once, then passes its input on. Any node's data.join is all (the default: it fires once every inbound edge was decided, at least one taken) or any (it fires on the first inbound edge taken, with that node's output as input, and cancels the other branches leading to it: docs/state_machine.md, Joins); another value, or any on a Collector, is 422 invalid_join at nodes[i].data.join.
-		Type string `json:"type"`
-	} `json:"nodes"`
+	Edges []GraphEdge `json:"edges"`
+	Nodes []GraphNode `json:"nodes"`
 
 	// Settings the flow's settings
 	Settings *struct {
@@ -1611,8 +1650,50 @@ type Graph struct {
 	} `json:"settings,omitempty"`
 }
 
-// GraphEdgesDataOn failure: taken only when the source fails for good; the failure is handled and the target's input is {error, node, input}. compensate: the target is the source's undo node, run only when the run is compensated (it fails, or is cancelled with compensate), in reverse order of completion, with input {output, input, error} of the source
-type GraphEdgesDataOn string
+// GraphEdge a link of the graph from one step to the next
+type GraphEdge struct {
+	// Data At most one of condition, default, on and outcome (docs/state_machine.md, Branches). An edge without any is taken whenever its source completes. An edge with on compensate links a step to its undo node (docs/state_machine.md, Compensation): the undo node has no other edge, the step one undo node and lies outside parallel regions and loops, the edge no mapping — else 422 invalid_compensation.
+	Data *struct {
+		// Condition expr-lang expression over output, input, run {id, input} and entity; taken when true after the source completes. Compiled at save (422 invalid_condition with edges[i].data.condition).
+		Condition *string `json:"condition,omitempty"`
+
+		// Default taken when no condition or outcome edge of the same source was; one per source
+		Default *bool `json:"default,omitempty"`
+
+		// Loop marks a back edge (with a condition or an outcome): taking it starts a new iteration of the nodes from its target to its source
+		Loop *struct {
+			MaxIterations *int `json:"maxIterations,omitempty"`
+		} `json:"loop,omitempty"`
+		Mapping *map[string]string `json:"mapping,omitempty"`
+
+		// On failure: taken only when the source fails for good; the failure is handled and the target's input is {error, node, input}. compensate: the target is the source's undo node, run only when the run is compensated (it fails, or is cancelled with compensate), in reverse order of completion, with input {output, input, error} of the source
+		On *GraphEdgeDataOn `json:"on,omitempty"`
+
+		// Outcome taken when a person chose this outcome at the source UX node
+		Outcome *string `json:"outcome,omitempty"`
+	} `json:"data,omitempty"`
+
+	// Id no control characters; otherwise 422 invalid_id
+	Id     string `json:"id"`
+	Source string `json:"source"`
+	Target string `json:"target"`
+}
+
+// GraphEdgeDataOn failure: taken only when the source fails for good; the failure is handled and the target's input is {error, node, input}. compensate: the target is the source's undo node, run only when the run is compensated (it fails, or is cancelled with compensate), in reverse order of completion, with input {output, input, error} of the source
+type GraphEdgeDataOn string
+
+// GraphNode a step of the graph
+type GraphNode struct {
+	// Data the node's settings (absent or null: none). data.label, if a string, is at most 200 characters (422 too_long)
+	Data *map[string]interface{} `json:"data,omitempty"`
+
+	// Id otherwise 422 invalid_id at nodes[i].id
+	Id       string                  `json:"id"`
+	Position *map[string]interface{} `json:"position,omitempty"`
+
+	// Type Worker, UX, Splitter, Collector, Condition, Transform, Wait, HTTP, Event or SubFlow (case-insensitive). A Transform's data.expression (expr-lang over input, run, entity) gives its output. An HTTP node sends data.method (default GET), data.url, data.headers and data.body (strings may hold {{ expr }} templates over input, run, entity; compile errors are 422 invalid_expression at e.g. nodes[i].data.url, nodes[i].data.body.items[1]) with data.timeoutSeconds (default 30), data.retry (the Worker's policy: maxAttempts, backoff exponential|linear|fixed, initialDelayMs, maxDelayMs, multiplier (exponential factor 1–100, default 2), jitter (0–1, "full" or "none"; default full for exponential backoff), nonRetryable (error substrings that fail the node at once); see docs/workers.md) and data.successCodes (default ["2xx"]); its output is {status, headers, body} (body: JSON when the response is JSON, else text, at most 1 MiB), see docs/http.md; {{ secret "NAME" }} (the name in quotes, alone in its {{ }}; url path or query, headers, body — not method) fills in a stored secret (POST /api/v1/secrets) as the request is sent, never stored: a name no secret has is a warning unknown_secret when the flow is saved (secrets_off on a server without STITCHD_SECRET_KEY) and fails the node when it runs. A node whose url takes its scheme, host or port from a template may use only secrets with allowed_hosts (else 422 secret_host at the secret's path), and a request carrying a secret to a host its allowed_hosts do not list fails the node with secret_host_refused, nothing sent. A Splitter's data.maxConcurrency (an integer from 1 to 100000) keeps at most that many of its items in flight, the next starting when one finishes. A Collector's data.toleratedFailures (an integer count ≥ 0 or a percent string such as "5%") lets it fire although items failed: its output is then {items (null at each failed index), errors: [{index, key, error}]} instead of the array; more failed items than tolerated fail it. Bad values are 422 invalid_config at nodes[i].data.retry.multiplier, .jitter, .nonRetryable, nodes[i].data.maxConcurrency, nodes[i].data.toleratedFailures. A UX node's data.outcomes (default [approve, reject]) names the answers a person can give; data.remindAfterSeconds (at least 1) reminds about it (a node.reminder event and an approval.reminder notification) every so many seconds while it waits; entityMovement.onOutcome maps an outcome to a movement; data.form, a JSON Schema (draft 2020-12: $schema absent or https://json-schema.org/draft/2020-12/schema) object, describes the answer a person gives (decision.answer): it must compile (formats asserted, patterns Go RE2, no $ref or $id to a URL: stitchd never loads a schema), else 422 invalid_form at e.g. nodes[i].data.form.properties.amount.minimum; see POST /api/v1/runs/{id}/nodes/{key}/complete and docs/forms.md. data.assignees ({users: [emails], groups: [names]}, or an expr-lang expression over input, run and entity giving an email, a list of emails or {users, groups}, worked out when the node starts waiting; one that fails or names no one fails the node) says who may decide it (anyone when absent), data.requiredApprovals (an integer from 1 to 1000, default 1) how many distinct people must choose the same outcome, data.rejectPolicy (any, the default: one vote for an outcome that does not complete the node decides; majority: it needs requiredApprovals votes too), data.separationOfDuties (boolean) refuses the person who started the run (see docs/approvals.md); data.formOutcomes (a list of the node's outcomes; default every outcome but reject) names the outcomes the form applies to (422 invalid_config at nodes[i].data.formOutcomes["j"] for another); a form's properties keep the order saved (recorded as x-order beside each properties, which readers follow); data.escalation ([{afterSeconds, assignees: {users, groups}}], afterSeconds rising) reassigns the node, without deciding it, as each step falls due (a node.escalated event; 422 invalid_config at nodes[i].data.escalation["j"]… for a bad step); bad values are 422 invalid_config (invalid_expression for the expression) at nodes[i].data.assignees…. A Wait sleeps for data.duration or until data.until. An Event waits for an event data.event with the key data.key (an expression) and completes with its payload; data.timeoutSeconds fails it when none comes. A SubFlow runs the flow data.flow (its id or name) at data.version (a number, or "latest", the default, pinned when this flow is saved) as a child run with the node's input (data.passEntity, default true, attaches the run's entity) and completes with the child's output; an unknown flow or version, an ambiguous name or a flow that would contain itself is 422 invalid_subflow at nodes[i].data.flow or .version. A Respond node answers the webhook request waiting for the run (a trigger's respond.mode wait) with data.status (100–599, default 200) and data.body (rendered as an HTTP node's body; a secret is refused at save) at once, then passes its input on. Any node's data.join is all (the default: it fires once every inbound edge was decided, at least one taken) or any (it fires on the first inbound edge taken, with that node's output as input, and cancels the other branches leading to it: docs/state_machine.md, Joins); another value, or any on a Collector, is 422 invalid_join at nodes[i].data.join.
+	Type string `json:"type"`
+}
 
 // JourneyEvent defines model for JourneyEvent.
 type JourneyEvent struct {
@@ -1644,6 +1725,9 @@ type JourneyEventCompleteAs string
 
 // JourneyEventKind reassigned, delegated and escalated: a task of the run (node_key) moved between people; the entity stays where it is
 type JourneyEventKind string
+
+// Name a name as lists and cards show it: not only spaces (it is trimmed), at most 200 characters
+type Name = string
 
 // NodeState defines model for NodeState.
 type NodeState struct {
@@ -1763,12 +1847,12 @@ type RotatedSecret struct {
 // RotatedSecretScope defines model for RotatedSecret.Scope.
 type RotatedSecretScope string
 
-// Rotation a secret rotation's optional body
+// Rotation a dispatch secret rotation's optional body
 type Rotation struct {
 	// GraceSeconds how long the secret replaced keeps working (0: it stops at once)
 	GraceSeconds *int `json:"grace_seconds,omitempty"`
 
-	// Secret the new secret (whsec_<base64> for dispatch secrets; 16-256 characters for a trigger's); default generated
+	// Secret the new secret, whsec_ and the standard base64 (padded) of at least 16 bytes; default generated
 	Secret *string `json:"secret,omitempty"`
 }
 
@@ -1870,6 +1954,15 @@ type Trigger struct {
 	union json.RawMessage
 }
 
+// TriggerRotation a webhook trigger's secret rotation's optional body
+type TriggerRotation struct {
+	// GraceSeconds how long the secret replaced keeps working (0: it stops at once)
+	GraceSeconds *int `json:"grace_seconds,omitempty"`
+
+	// Secret the new secret, 16 to 256 bytes; default generated (64 hex characters)
+	Secret *string `json:"secret,omitempty"`
+}
+
 // User defines model for User.
 type User struct {
 	CreatedAt *time.Time `json:"created_at,omitempty"`
@@ -1889,19 +1982,19 @@ type User struct {
 // UserRole defines model for User.Role.
 type UserRole string
 
-// UserBody defines model for UserBody.
+// UserBody A user's fields: every problem is a 400 invalid_request whose details list each (code invalid_user, path the field).
 type UserBody struct {
-	// Disabled PATCH only; disabling ends the user's sessions
+	// Disabled PATCH only (refused on create); disabling ends the user's sessions
 	Disabled *bool `json:"disabled,omitempty"`
 
-	// Email required on create; cannot change
-	Email  *string   `json:"email,omitempty"`
-	Groups *[]string `json:"groups,omitempty"`
+	// Email a plain address (ana@example.com), kept in lower case; required on create, refused on PATCH (it cannot change)
+	Email  *openapi_types.Email `json:"email,omitempty"`
+	Groups *[]string            `json:"groups,omitempty"`
 
-	// Name required on create, at most 200 bytes
+	// Name required on create; not only spaces (it is trimmed), at most 200 bytes
 	Name *string `json:"name,omitempty"`
 
-	// Password optional: without one the user signs in by tokens only; a new password ends the user's sessions
+	// Password at least 8 characters, at most 256 bytes; optional: without one the user signs in by tokens only; a new password ends the user's sessions
 	Password *string `json:"password,omitempty"`
 
 	// Role required on create
@@ -1910,6 +2003,50 @@ type UserBody struct {
 
 // UserBodyRole required on create
 type UserBodyRole string
+
+// UserCreate a new user (enabled; disable it with PATCH)
+type UserCreate struct {
+	// Disabled PATCH only (refused on create); disabling ends the user's sessions
+	Disabled *bool `json:"disabled,omitempty"`
+
+	// Email a plain address (ana@example.com), kept in lower case; required on create, refused on PATCH (it cannot change)
+	Email  openapi_types.Email `json:"email"`
+	Groups *[]string           `json:"groups,omitempty"`
+
+	// Name required on create; not only spaces (it is trimmed), at most 200 bytes
+	Name string `json:"name"`
+
+	// Password at least 8 characters, at most 256 bytes; optional: without one the user signs in by tokens only; a new password ends the user's sessions
+	Password *string `json:"password,omitempty"`
+
+	// Role required on create
+	Role UserCreateRole `json:"role"`
+}
+
+// UserCreateRole required on create
+type UserCreateRole string
+
+// UserPatch the fields to change (none: nothing changes); the email cannot change
+type UserPatch struct {
+	// Disabled PATCH only (refused on create); disabling ends the user's sessions
+	Disabled *bool `json:"disabled,omitempty"`
+
+	// Email a plain address (ana@example.com), kept in lower case; required on create, refused on PATCH (it cannot change)
+	Email  *openapi_types.Email `json:"email,omitempty"`
+	Groups *[]string            `json:"groups,omitempty"`
+
+	// Name required on create; not only spaces (it is trimmed), at most 200 bytes
+	Name *string `json:"name,omitempty"`
+
+	// Password at least 8 characters, at most 256 bytes; optional: without one the user signs in by tokens only; a new password ends the user's sessions
+	Password *string `json:"password,omitempty"`
+
+	// Role required on create
+	Role *UserPatchRole `json:"role,omitempty"`
+}
+
+// UserPatchRole required on create
+type UserPatchRole string
 
 // WebhookEntity A webhook trigger's entity mapping: each request's body creates or updates an entity of this type on this board (a 400 for an unknown board or a missing type; a 422 entity_board_mismatch for a board the flow's is not, unknown_section for one lacking a section the flow moves entities to).
 type WebhookEntity struct {
@@ -2108,9 +2245,14 @@ type ListBoardsParams struct {
 
 // CreateBoardJSONBody defines parameters for CreateBoard.
 type CreateBoardJSONBody struct {
-	Name     string `json:"name"`
+	// Name a name as lists and cards show it: not only spaces (it is trimmed), at most 200 characters
+	Name Name `json:"name"`
+
+	// Sections in order; each id once (a repeated id is 400)
 	Sections []struct {
-		Id   string  `json:"id"`
+		Id string `json:"id"`
+
+		// Name defaults to the id
 		Name *string `json:"name,omitempty"`
 	} `json:"sections"`
 }
@@ -2132,10 +2274,19 @@ type GetBoardParams struct {
 
 // UpdateBoardJSONBody defines parameters for UpdateBoard.
 type UpdateBoardJSONBody struct {
-	// CardFields metadata keys, shown in this order on each card (empty: the first three keys)
+	// CardFields metadata keys, each once, shown in this order on each card (empty: the first three keys)
 	CardFields *[]string `json:"card_fields,omitempty"`
-	Name       *string   `json:"name,omitempty"`
+
+	// Name a name as lists and cards show it: not only spaces (it is trimmed), at most 200 characters
+	Name  *Name `json:"name,omitempty"`
+	union json.RawMessage
 }
+
+// UpdateBoardJSONBody0 defines parameters for UpdateBoard.
+type UpdateBoardJSONBody0 = interface{}
+
+// UpdateBoardJSONBody1 defines parameters for UpdateBoard.
+type UpdateBoardJSONBody1 = interface{}
 
 // GetBoardAnalyticsParams defines parameters for GetBoardAnalytics.
 type GetBoardAnalyticsParams struct {
@@ -2154,7 +2305,7 @@ type CreateSectionJSONBody struct {
 	Id string `json:"id"`
 
 	// Name defaults to the id
-	Name *string `json:"name,omitempty"`
+	Name *Name `json:"name,omitempty"`
 
 	// Position 0-based place among the sections (default: last)
 	Position *int `json:"position,omitempty"`
@@ -2171,12 +2322,23 @@ type DeleteSectionParams struct {
 
 // UpdateSectionJSONBody defines parameters for UpdateSection.
 type UpdateSectionJSONBody struct {
-	Name     *string `json:"name,omitempty"`
-	Position *int    `json:"position,omitempty"`
+	// Name a name as lists and cards show it: not only spaces (it is trimmed), at most 200 characters
+	Name     *Name `json:"name,omitempty"`
+	Position *int  `json:"position,omitempty"`
 
 	// SlaSeconds how long an entity may stay before it is overdue (flagged on its card, counted in analytics, notified once a stay as entity.sla_breached); 0 removes it
 	SlaSeconds *int `json:"sla_seconds,omitempty"`
+	union      json.RawMessage
 }
+
+// UpdateSectionJSONBody0 defines parameters for UpdateSection.
+type UpdateSectionJSONBody0 = interface{}
+
+// UpdateSectionJSONBody1 defines parameters for UpdateSection.
+type UpdateSectionJSONBody1 = interface{}
+
+// UpdateSectionJSONBody2 defines parameters for UpdateSection.
+type UpdateSectionJSONBody2 = interface{}
 
 // CreateCredentialJSONBody defines parameters for CreateCredential.
 type CreateCredentialJSONBody struct {
@@ -2203,12 +2365,18 @@ type UpdateCredentialJSONBodyType string
 
 // CreateEntityJSONBody defines parameters for CreateEntity.
 type CreateEntityJSONBody struct {
-	BoardId   openapi_types.UUID      `json:"board_id"`
-	Email     *string                 `json:"email,omitempty"`
-	Metadata  *map[string]interface{} `json:"metadata,omitempty"`
-	Name      string                  `json:"name"`
-	SectionId *string                 `json:"section_id,omitempty"`
-	Type      string                  `json:"type"`
+	BoardId  openapi_types.UUID      `json:"board_id"`
+	Email    *string                 `json:"email,omitempty"`
+	Metadata *map[string]interface{} `json:"metadata,omitempty"`
+
+	// Name a name as lists and cards show it: not only spaces (it is trimmed), at most 200 characters
+	Name Name `json:"name"`
+
+	// SectionId default: the board's first section
+	SectionId *string `json:"section_id,omitempty"`
+
+	// Type a name as lists and cards show it: not only spaces (it is trimmed), at most 200 characters
+	Type Name `json:"type"`
 }
 
 // GetEntityParams defines parameters for GetEntity.
@@ -2227,9 +2395,26 @@ type UpdateEntityJSONBody struct {
 
 	// Metadata replaces the metadata whole
 	Metadata *map[string]interface{} `json:"metadata,omitempty"`
-	Name     *string                 `json:"name,omitempty"`
-	Type     *string                 `json:"type,omitempty"`
+
+	// Name a name as lists and cards show it: not only spaces (it is trimmed), at most 200 characters
+	Name *Name `json:"name,omitempty"`
+
+	// Type a name as lists and cards show it: not only spaces (it is trimmed), at most 200 characters
+	Type  *Name `json:"type,omitempty"`
+	union json.RawMessage
 }
+
+// UpdateEntityJSONBody0 defines parameters for UpdateEntity.
+type UpdateEntityJSONBody0 = interface{}
+
+// UpdateEntityJSONBody1 defines parameters for UpdateEntity.
+type UpdateEntityJSONBody1 = interface{}
+
+// UpdateEntityJSONBody2 defines parameters for UpdateEntity.
+type UpdateEntityJSONBody2 = interface{}
+
+// UpdateEntityJSONBody3 defines parameters for UpdateEntity.
+type UpdateEntityJSONBody3 = interface{}
 
 // MoveEntityJSONBody defines parameters for MoveEntity.
 type MoveEntityJSONBody struct {
@@ -2277,7 +2462,9 @@ type CreateFlowJSONBody struct {
 	// Graph React Flow graph. Unknown fields are kept and ignored by the compiler. nodes or edges absent or null are taken as none, and answered as [].
 	Graph   Graph   `json:"graph"`
 	Message *string `json:"message,omitempty"`
-	Name    string  `json:"name"`
+
+	// Name a name as lists and cards show it: not only spaces (it is trimmed), at most 200 characters
+	Name Name `json:"name"`
 }
 
 // DeleteFlowParams defines parameters for DeleteFlow.
@@ -2293,7 +2480,9 @@ type UpdateFlowJSONBody struct {
 	// Graph React Flow graph. Unknown fields are kept and ignored by the compiler. nodes or edges absent or null are taken as none, and answered as [].
 	Graph   *Graph  `json:"graph,omitempty"`
 	Message *string `json:"message,omitempty"`
-	Name    *string `json:"name,omitempty"`
+
+	// Name a name as lists and cards show it: not only spaces (it is trimmed), at most 200 characters
+	Name *Name `json:"name,omitempty"`
 }
 
 // GetFlowAnalyticsParams defines parameters for GetFlowAnalytics.
@@ -2543,6 +2732,7 @@ type BulkRunsJSONBody struct {
 		StartedBefore *time.Time                    `json:"started_before,omitempty"`
 		Status        *BulkRunsJSONBodyFilterStatus `json:"status,omitempty"`
 	} `json:"filter,omitempty"`
+	union json.RawMessage
 }
 
 // BulkRunsJSONBodyAction defines parameters for BulkRuns.
@@ -2550,6 +2740,56 @@ type BulkRunsJSONBodyAction string
 
 // BulkRunsJSONBodyFilterStatus defines parameters for BulkRuns.
 type BulkRunsJSONBodyFilterStatus string
+
+// BulkRunsJSONBody0 defines parameters for BulkRuns.
+type BulkRunsJSONBody0 struct {
+	All interface{} `json:"all"`
+}
+
+// BulkRunsJSONBody1 defines parameters for BulkRuns.
+type BulkRunsJSONBody1 struct {
+	DryRun interface{} `json:"dry_run"`
+}
+
+// BulkRunsJSONBody2 defines parameters for BulkRuns.
+type BulkRunsJSONBody2 struct {
+	Filter BulkRunsJSONBody_2_Filter `json:"filter"`
+}
+
+// BulkRunsJSONBody2Filter0 defines parameters for BulkRuns.
+type BulkRunsJSONBody2Filter0 struct {
+	FlowId interface{} `json:"flow_id"`
+}
+
+// BulkRunsJSONBody2Filter1 defines parameters for BulkRuns.
+type BulkRunsJSONBody2Filter1 struct {
+	Status interface{} `json:"status"`
+}
+
+// BulkRunsJSONBody2Filter2 defines parameters for BulkRuns.
+type BulkRunsJSONBody2Filter2 struct {
+	Node interface{} `json:"node"`
+}
+
+// BulkRunsJSONBody2Filter3 defines parameters for BulkRuns.
+type BulkRunsJSONBody2Filter3 struct {
+	ErrorContains interface{} `json:"error_contains"`
+}
+
+// BulkRunsJSONBody2Filter4 defines parameters for BulkRuns.
+type BulkRunsJSONBody2Filter4 struct {
+	StartedAfter interface{} `json:"started_after"`
+}
+
+// BulkRunsJSONBody2Filter5 defines parameters for BulkRuns.
+type BulkRunsJSONBody2Filter5 struct {
+	StartedBefore interface{} `json:"started_before"`
+}
+
+// BulkRunsJSONBody_2_Filter defines parameters for BulkRuns.
+type BulkRunsJSONBody_2_Filter struct {
+	union json.RawMessage
+}
 
 // GetRunParams defines parameters for GetRun.
 type GetRunParams struct {
@@ -2590,6 +2830,7 @@ type CompleteNodeJSONBody struct {
 	// Output the person's answer (decision.answer); checked against the node's form, if any, when the outcome completes the node
 	Output interface{}                 `json:"output,omitempty"`
 	Status *CompleteNodeJSONBodyStatus `json:"status,omitempty"`
+	union  json.RawMessage
 }
 
 // CompleteNodeParams defines parameters for CompleteNode.
@@ -2600,6 +2841,14 @@ type CompleteNodeParams struct {
 
 // CompleteNodeJSONBodyStatus defines parameters for CompleteNode.
 type CompleteNodeJSONBodyStatus string
+
+// CompleteNodeJSONBody0 defines parameters for CompleteNode.
+type CompleteNodeJSONBody0 struct {
+	Outcome interface{} `json:"outcome"`
+}
+
+// CompleteNodeJSONBody1 defines parameters for CompleteNode.
+type CompleteNodeJSONBody1 = interface{}
 
 // DelegateTaskJSONBody defines parameters for DelegateTask.
 type DelegateTaskJSONBody struct {
@@ -2786,12 +3035,12 @@ type PostHookJSONBody = interface{}
 
 // PostHook200JSONResponseBody0 defines parameters for PostHook.
 type PostHook200JSONResponseBody0 struct {
-	EntityId *openapi_types.UUID `json:"entity_id,omitempty"`
-	Reason   *string             `json:"reason,omitempty"`
+	EntityId openapi_types.UUID `json:"entity_id"`
+	Reason   string             `json:"reason"`
 
 	// RunId the run going
-	RunId   *openapi_types.UUID                  `json:"run_id,omitempty"`
-	Skipped *PostHook200JSONResponseBody0Skipped `json:"skipped,omitempty"`
+	RunId   openapi_types.UUID                  `json:"run_id"`
+	Skipped PostHook200JSONResponseBody0Skipped `json:"skipped"`
 }
 
 // PostHook200JSONResponseBody0Skipped defines parameters for PostHook.
@@ -2919,13 +3168,13 @@ type CreateTokenJSONRequestBody CreateTokenJSONBody
 type UpdateTriggerJSONRequestBody UpdateTriggerJSONBody
 
 // RotateTriggerSecretJSONRequestBody defines body for RotateTriggerSecret for application/json ContentType.
-type RotateTriggerSecretJSONRequestBody = Rotation
+type RotateTriggerSecretJSONRequestBody = TriggerRotation
 
 // CreateUserJSONRequestBody defines body for CreateUser for application/json ContentType.
-type CreateUserJSONRequestBody = UserBody
+type CreateUserJSONRequestBody = UserCreate
 
 // UpdateUserJSONRequestBody defines body for UpdateUser for application/json ContentType.
-type UpdateUserJSONRequestBody = UserBody
+type UpdateUserJSONRequestBody = UserPatch
 
 // RotateWebhookSecretJSONRequestBody defines body for RotateWebhookSecret for application/json ContentType.
 type RotateWebhookSecretJSONRequestBody = Rotation
@@ -3312,6 +3561,456 @@ func (t *Trigger) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsUpdateBoardJSONBody0 returns the union data inside the UpdateBoardJSONBody as a UpdateBoardJSONBody0
+func (t UpdateBoardJSONBody) AsUpdateBoardJSONBody0() (UpdateBoardJSONBody0, error) {
+	var body UpdateBoardJSONBody0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUpdateBoardJSONBody0 overwrites any union data inside the UpdateBoardJSONBody as the provided UpdateBoardJSONBody0
+func (t *UpdateBoardJSONBody) FromUpdateBoardJSONBody0(v UpdateBoardJSONBody0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeUpdateBoardJSONBody0 performs a merge with any union data inside the UpdateBoardJSONBody, using the provided UpdateBoardJSONBody0
+func (t *UpdateBoardJSONBody) MergeUpdateBoardJSONBody0(v UpdateBoardJSONBody0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsUpdateBoardJSONBody1 returns the union data inside the UpdateBoardJSONBody as a UpdateBoardJSONBody1
+func (t UpdateBoardJSONBody) AsUpdateBoardJSONBody1() (UpdateBoardJSONBody1, error) {
+	var body UpdateBoardJSONBody1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUpdateBoardJSONBody1 overwrites any union data inside the UpdateBoardJSONBody as the provided UpdateBoardJSONBody1
+func (t *UpdateBoardJSONBody) FromUpdateBoardJSONBody1(v UpdateBoardJSONBody1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeUpdateBoardJSONBody1 performs a merge with any union data inside the UpdateBoardJSONBody, using the provided UpdateBoardJSONBody1
+func (t *UpdateBoardJSONBody) MergeUpdateBoardJSONBody1(v UpdateBoardJSONBody1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t UpdateBoardJSONBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.CardFields != nil {
+		object["card_fields"], err = json.Marshal(t.CardFields)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'card_fields': %w", err)
+		}
+	}
+
+	if t.Name != nil {
+		object["name"], err = json.Marshal(t.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *UpdateBoardJSONBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["card_fields"]; found {
+		err = json.Unmarshal(raw, &t.CardFields)
+		if err != nil {
+			return fmt.Errorf("error reading 'card_fields': %w", err)
+		}
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &t.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsUpdateSectionJSONBody0 returns the union data inside the UpdateSectionJSONBody as a UpdateSectionJSONBody0
+func (t UpdateSectionJSONBody) AsUpdateSectionJSONBody0() (UpdateSectionJSONBody0, error) {
+	var body UpdateSectionJSONBody0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUpdateSectionJSONBody0 overwrites any union data inside the UpdateSectionJSONBody as the provided UpdateSectionJSONBody0
+func (t *UpdateSectionJSONBody) FromUpdateSectionJSONBody0(v UpdateSectionJSONBody0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeUpdateSectionJSONBody0 performs a merge with any union data inside the UpdateSectionJSONBody, using the provided UpdateSectionJSONBody0
+func (t *UpdateSectionJSONBody) MergeUpdateSectionJSONBody0(v UpdateSectionJSONBody0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsUpdateSectionJSONBody1 returns the union data inside the UpdateSectionJSONBody as a UpdateSectionJSONBody1
+func (t UpdateSectionJSONBody) AsUpdateSectionJSONBody1() (UpdateSectionJSONBody1, error) {
+	var body UpdateSectionJSONBody1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUpdateSectionJSONBody1 overwrites any union data inside the UpdateSectionJSONBody as the provided UpdateSectionJSONBody1
+func (t *UpdateSectionJSONBody) FromUpdateSectionJSONBody1(v UpdateSectionJSONBody1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeUpdateSectionJSONBody1 performs a merge with any union data inside the UpdateSectionJSONBody, using the provided UpdateSectionJSONBody1
+func (t *UpdateSectionJSONBody) MergeUpdateSectionJSONBody1(v UpdateSectionJSONBody1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsUpdateSectionJSONBody2 returns the union data inside the UpdateSectionJSONBody as a UpdateSectionJSONBody2
+func (t UpdateSectionJSONBody) AsUpdateSectionJSONBody2() (UpdateSectionJSONBody2, error) {
+	var body UpdateSectionJSONBody2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUpdateSectionJSONBody2 overwrites any union data inside the UpdateSectionJSONBody as the provided UpdateSectionJSONBody2
+func (t *UpdateSectionJSONBody) FromUpdateSectionJSONBody2(v UpdateSectionJSONBody2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeUpdateSectionJSONBody2 performs a merge with any union data inside the UpdateSectionJSONBody, using the provided UpdateSectionJSONBody2
+func (t *UpdateSectionJSONBody) MergeUpdateSectionJSONBody2(v UpdateSectionJSONBody2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t UpdateSectionJSONBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Name != nil {
+		object["name"], err = json.Marshal(t.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if t.Position != nil {
+		object["position"], err = json.Marshal(t.Position)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'position': %w", err)
+		}
+	}
+
+	if t.SlaSeconds != nil {
+		object["sla_seconds"], err = json.Marshal(t.SlaSeconds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sla_seconds': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *UpdateSectionJSONBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &t.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+	}
+
+	if raw, found := object["position"]; found {
+		err = json.Unmarshal(raw, &t.Position)
+		if err != nil {
+			return fmt.Errorf("error reading 'position': %w", err)
+		}
+	}
+
+	if raw, found := object["sla_seconds"]; found {
+		err = json.Unmarshal(raw, &t.SlaSeconds)
+		if err != nil {
+			return fmt.Errorf("error reading 'sla_seconds': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsUpdateEntityJSONBody0 returns the union data inside the UpdateEntityJSONBody as a UpdateEntityJSONBody0
+func (t UpdateEntityJSONBody) AsUpdateEntityJSONBody0() (UpdateEntityJSONBody0, error) {
+	var body UpdateEntityJSONBody0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUpdateEntityJSONBody0 overwrites any union data inside the UpdateEntityJSONBody as the provided UpdateEntityJSONBody0
+func (t *UpdateEntityJSONBody) FromUpdateEntityJSONBody0(v UpdateEntityJSONBody0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeUpdateEntityJSONBody0 performs a merge with any union data inside the UpdateEntityJSONBody, using the provided UpdateEntityJSONBody0
+func (t *UpdateEntityJSONBody) MergeUpdateEntityJSONBody0(v UpdateEntityJSONBody0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsUpdateEntityJSONBody1 returns the union data inside the UpdateEntityJSONBody as a UpdateEntityJSONBody1
+func (t UpdateEntityJSONBody) AsUpdateEntityJSONBody1() (UpdateEntityJSONBody1, error) {
+	var body UpdateEntityJSONBody1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUpdateEntityJSONBody1 overwrites any union data inside the UpdateEntityJSONBody as the provided UpdateEntityJSONBody1
+func (t *UpdateEntityJSONBody) FromUpdateEntityJSONBody1(v UpdateEntityJSONBody1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeUpdateEntityJSONBody1 performs a merge with any union data inside the UpdateEntityJSONBody, using the provided UpdateEntityJSONBody1
+func (t *UpdateEntityJSONBody) MergeUpdateEntityJSONBody1(v UpdateEntityJSONBody1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsUpdateEntityJSONBody2 returns the union data inside the UpdateEntityJSONBody as a UpdateEntityJSONBody2
+func (t UpdateEntityJSONBody) AsUpdateEntityJSONBody2() (UpdateEntityJSONBody2, error) {
+	var body UpdateEntityJSONBody2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUpdateEntityJSONBody2 overwrites any union data inside the UpdateEntityJSONBody as the provided UpdateEntityJSONBody2
+func (t *UpdateEntityJSONBody) FromUpdateEntityJSONBody2(v UpdateEntityJSONBody2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeUpdateEntityJSONBody2 performs a merge with any union data inside the UpdateEntityJSONBody, using the provided UpdateEntityJSONBody2
+func (t *UpdateEntityJSONBody) MergeUpdateEntityJSONBody2(v UpdateEntityJSONBody2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsUpdateEntityJSONBody3 returns the union data inside the UpdateEntityJSONBody as a UpdateEntityJSONBody3
+func (t UpdateEntityJSONBody) AsUpdateEntityJSONBody3() (UpdateEntityJSONBody3, error) {
+	var body UpdateEntityJSONBody3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUpdateEntityJSONBody3 overwrites any union data inside the UpdateEntityJSONBody as the provided UpdateEntityJSONBody3
+func (t *UpdateEntityJSONBody) FromUpdateEntityJSONBody3(v UpdateEntityJSONBody3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeUpdateEntityJSONBody3 performs a merge with any union data inside the UpdateEntityJSONBody, using the provided UpdateEntityJSONBody3
+func (t *UpdateEntityJSONBody) MergeUpdateEntityJSONBody3(v UpdateEntityJSONBody3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t UpdateEntityJSONBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Email != nil {
+		object["email"], err = json.Marshal(t.Email)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'email': %w", err)
+		}
+	}
+
+	if t.Metadata != nil {
+		object["metadata"], err = json.Marshal(t.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata': %w", err)
+		}
+	}
+
+	if t.Name != nil {
+		object["name"], err = json.Marshal(t.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if t.Type != nil {
+		object["type"], err = json.Marshal(t.Type)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'type': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *UpdateEntityJSONBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["email"]; found {
+		err = json.Unmarshal(raw, &t.Email)
+		if err != nil {
+			return fmt.Errorf("error reading 'email': %w", err)
+		}
+	}
+
+	if raw, found := object["metadata"]; found {
+		err = json.Unmarshal(raw, &t.Metadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata': %w", err)
+		}
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &t.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &t.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+	}
+
+	return err
+}
+
 // AsGetMe200JSONResponseBody0 returns the union data inside the GetMe200JSONResponseBody as a GetMe200JSONResponseBody0
 func (t GetMe200JSONResponseBody) AsGetMe200JSONResponseBody0() (GetMe200JSONResponseBody0, error) {
 	var body GetMe200JSONResponseBody0
@@ -3371,6 +4070,484 @@ func (t GetMe200JSONResponseBody) MarshalJSON() ([]byte, error) {
 
 func (t *GetMe200JSONResponseBody) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsBulkRunsJSONBody0 returns the union data inside the BulkRunsJSONBody as a BulkRunsJSONBody0
+func (t BulkRunsJSONBody) AsBulkRunsJSONBody0() (BulkRunsJSONBody0, error) {
+	var body BulkRunsJSONBody0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBulkRunsJSONBody0 overwrites any union data inside the BulkRunsJSONBody as the provided BulkRunsJSONBody0
+func (t *BulkRunsJSONBody) FromBulkRunsJSONBody0(v BulkRunsJSONBody0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBulkRunsJSONBody0 performs a merge with any union data inside the BulkRunsJSONBody, using the provided BulkRunsJSONBody0
+func (t *BulkRunsJSONBody) MergeBulkRunsJSONBody0(v BulkRunsJSONBody0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBulkRunsJSONBody1 returns the union data inside the BulkRunsJSONBody as a BulkRunsJSONBody1
+func (t BulkRunsJSONBody) AsBulkRunsJSONBody1() (BulkRunsJSONBody1, error) {
+	var body BulkRunsJSONBody1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBulkRunsJSONBody1 overwrites any union data inside the BulkRunsJSONBody as the provided BulkRunsJSONBody1
+func (t *BulkRunsJSONBody) FromBulkRunsJSONBody1(v BulkRunsJSONBody1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBulkRunsJSONBody1 performs a merge with any union data inside the BulkRunsJSONBody, using the provided BulkRunsJSONBody1
+func (t *BulkRunsJSONBody) MergeBulkRunsJSONBody1(v BulkRunsJSONBody1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBulkRunsJSONBody2 returns the union data inside the BulkRunsJSONBody as a BulkRunsJSONBody2
+func (t BulkRunsJSONBody) AsBulkRunsJSONBody2() (BulkRunsJSONBody2, error) {
+	var body BulkRunsJSONBody2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBulkRunsJSONBody2 overwrites any union data inside the BulkRunsJSONBody as the provided BulkRunsJSONBody2
+func (t *BulkRunsJSONBody) FromBulkRunsJSONBody2(v BulkRunsJSONBody2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBulkRunsJSONBody2 performs a merge with any union data inside the BulkRunsJSONBody, using the provided BulkRunsJSONBody2
+func (t *BulkRunsJSONBody) MergeBulkRunsJSONBody2(v BulkRunsJSONBody2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t BulkRunsJSONBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	object["action"], err = json.Marshal(t.Action)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'action': %w", err)
+	}
+
+	if t.All != nil {
+		object["all"], err = json.Marshal(t.All)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'all': %w", err)
+		}
+	}
+
+	if t.DryRun != nil {
+		object["dry_run"], err = json.Marshal(t.DryRun)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'dry_run': %w", err)
+		}
+	}
+
+	if t.Filter != nil {
+		object["filter"], err = json.Marshal(t.Filter)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'filter': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *BulkRunsJSONBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["action"]; found {
+		err = json.Unmarshal(raw, &t.Action)
+		if err != nil {
+			return fmt.Errorf("error reading 'action': %w", err)
+		}
+	}
+
+	if raw, found := object["all"]; found {
+		err = json.Unmarshal(raw, &t.All)
+		if err != nil {
+			return fmt.Errorf("error reading 'all': %w", err)
+		}
+	}
+
+	if raw, found := object["dry_run"]; found {
+		err = json.Unmarshal(raw, &t.DryRun)
+		if err != nil {
+			return fmt.Errorf("error reading 'dry_run': %w", err)
+		}
+	}
+
+	if raw, found := object["filter"]; found {
+		err = json.Unmarshal(raw, &t.Filter)
+		if err != nil {
+			return fmt.Errorf("error reading 'filter': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsBulkRunsJSONBody2Filter0 returns the union data inside the BulkRunsJSONBody_2_Filter as a BulkRunsJSONBody2Filter0
+func (t BulkRunsJSONBody_2_Filter) AsBulkRunsJSONBody2Filter0() (BulkRunsJSONBody2Filter0, error) {
+	var body BulkRunsJSONBody2Filter0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBulkRunsJSONBody2Filter0 overwrites any union data inside the BulkRunsJSONBody_2_Filter as the provided BulkRunsJSONBody2Filter0
+func (t *BulkRunsJSONBody_2_Filter) FromBulkRunsJSONBody2Filter0(v BulkRunsJSONBody2Filter0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBulkRunsJSONBody2Filter0 performs a merge with any union data inside the BulkRunsJSONBody_2_Filter, using the provided BulkRunsJSONBody2Filter0
+func (t *BulkRunsJSONBody_2_Filter) MergeBulkRunsJSONBody2Filter0(v BulkRunsJSONBody2Filter0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBulkRunsJSONBody2Filter1 returns the union data inside the BulkRunsJSONBody_2_Filter as a BulkRunsJSONBody2Filter1
+func (t BulkRunsJSONBody_2_Filter) AsBulkRunsJSONBody2Filter1() (BulkRunsJSONBody2Filter1, error) {
+	var body BulkRunsJSONBody2Filter1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBulkRunsJSONBody2Filter1 overwrites any union data inside the BulkRunsJSONBody_2_Filter as the provided BulkRunsJSONBody2Filter1
+func (t *BulkRunsJSONBody_2_Filter) FromBulkRunsJSONBody2Filter1(v BulkRunsJSONBody2Filter1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBulkRunsJSONBody2Filter1 performs a merge with any union data inside the BulkRunsJSONBody_2_Filter, using the provided BulkRunsJSONBody2Filter1
+func (t *BulkRunsJSONBody_2_Filter) MergeBulkRunsJSONBody2Filter1(v BulkRunsJSONBody2Filter1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBulkRunsJSONBody2Filter2 returns the union data inside the BulkRunsJSONBody_2_Filter as a BulkRunsJSONBody2Filter2
+func (t BulkRunsJSONBody_2_Filter) AsBulkRunsJSONBody2Filter2() (BulkRunsJSONBody2Filter2, error) {
+	var body BulkRunsJSONBody2Filter2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBulkRunsJSONBody2Filter2 overwrites any union data inside the BulkRunsJSONBody_2_Filter as the provided BulkRunsJSONBody2Filter2
+func (t *BulkRunsJSONBody_2_Filter) FromBulkRunsJSONBody2Filter2(v BulkRunsJSONBody2Filter2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBulkRunsJSONBody2Filter2 performs a merge with any union data inside the BulkRunsJSONBody_2_Filter, using the provided BulkRunsJSONBody2Filter2
+func (t *BulkRunsJSONBody_2_Filter) MergeBulkRunsJSONBody2Filter2(v BulkRunsJSONBody2Filter2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBulkRunsJSONBody2Filter3 returns the union data inside the BulkRunsJSONBody_2_Filter as a BulkRunsJSONBody2Filter3
+func (t BulkRunsJSONBody_2_Filter) AsBulkRunsJSONBody2Filter3() (BulkRunsJSONBody2Filter3, error) {
+	var body BulkRunsJSONBody2Filter3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBulkRunsJSONBody2Filter3 overwrites any union data inside the BulkRunsJSONBody_2_Filter as the provided BulkRunsJSONBody2Filter3
+func (t *BulkRunsJSONBody_2_Filter) FromBulkRunsJSONBody2Filter3(v BulkRunsJSONBody2Filter3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBulkRunsJSONBody2Filter3 performs a merge with any union data inside the BulkRunsJSONBody_2_Filter, using the provided BulkRunsJSONBody2Filter3
+func (t *BulkRunsJSONBody_2_Filter) MergeBulkRunsJSONBody2Filter3(v BulkRunsJSONBody2Filter3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBulkRunsJSONBody2Filter4 returns the union data inside the BulkRunsJSONBody_2_Filter as a BulkRunsJSONBody2Filter4
+func (t BulkRunsJSONBody_2_Filter) AsBulkRunsJSONBody2Filter4() (BulkRunsJSONBody2Filter4, error) {
+	var body BulkRunsJSONBody2Filter4
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBulkRunsJSONBody2Filter4 overwrites any union data inside the BulkRunsJSONBody_2_Filter as the provided BulkRunsJSONBody2Filter4
+func (t *BulkRunsJSONBody_2_Filter) FromBulkRunsJSONBody2Filter4(v BulkRunsJSONBody2Filter4) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBulkRunsJSONBody2Filter4 performs a merge with any union data inside the BulkRunsJSONBody_2_Filter, using the provided BulkRunsJSONBody2Filter4
+func (t *BulkRunsJSONBody_2_Filter) MergeBulkRunsJSONBody2Filter4(v BulkRunsJSONBody2Filter4) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBulkRunsJSONBody2Filter5 returns the union data inside the BulkRunsJSONBody_2_Filter as a BulkRunsJSONBody2Filter5
+func (t BulkRunsJSONBody_2_Filter) AsBulkRunsJSONBody2Filter5() (BulkRunsJSONBody2Filter5, error) {
+	var body BulkRunsJSONBody2Filter5
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBulkRunsJSONBody2Filter5 overwrites any union data inside the BulkRunsJSONBody_2_Filter as the provided BulkRunsJSONBody2Filter5
+func (t *BulkRunsJSONBody_2_Filter) FromBulkRunsJSONBody2Filter5(v BulkRunsJSONBody2Filter5) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBulkRunsJSONBody2Filter5 performs a merge with any union data inside the BulkRunsJSONBody_2_Filter, using the provided BulkRunsJSONBody2Filter5
+func (t *BulkRunsJSONBody_2_Filter) MergeBulkRunsJSONBody2Filter5(v BulkRunsJSONBody2Filter5) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t BulkRunsJSONBody_2_Filter) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *BulkRunsJSONBody_2_Filter) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsCompleteNodeJSONBody0 returns the union data inside the CompleteNodeJSONBody as a CompleteNodeJSONBody0
+func (t CompleteNodeJSONBody) AsCompleteNodeJSONBody0() (CompleteNodeJSONBody0, error) {
+	var body CompleteNodeJSONBody0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCompleteNodeJSONBody0 overwrites any union data inside the CompleteNodeJSONBody as the provided CompleteNodeJSONBody0
+func (t *CompleteNodeJSONBody) FromCompleteNodeJSONBody0(v CompleteNodeJSONBody0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCompleteNodeJSONBody0 performs a merge with any union data inside the CompleteNodeJSONBody, using the provided CompleteNodeJSONBody0
+func (t *CompleteNodeJSONBody) MergeCompleteNodeJSONBody0(v CompleteNodeJSONBody0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCompleteNodeJSONBody1 returns the union data inside the CompleteNodeJSONBody as a CompleteNodeJSONBody1
+func (t CompleteNodeJSONBody) AsCompleteNodeJSONBody1() (CompleteNodeJSONBody1, error) {
+	var body CompleteNodeJSONBody1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCompleteNodeJSONBody1 overwrites any union data inside the CompleteNodeJSONBody as the provided CompleteNodeJSONBody1
+func (t *CompleteNodeJSONBody) FromCompleteNodeJSONBody1(v CompleteNodeJSONBody1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCompleteNodeJSONBody1 performs a merge with any union data inside the CompleteNodeJSONBody, using the provided CompleteNodeJSONBody1
+func (t *CompleteNodeJSONBody) MergeCompleteNodeJSONBody1(v CompleteNodeJSONBody1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CompleteNodeJSONBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Comment != nil {
+		object["comment"], err = json.Marshal(t.Comment)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'comment': %w", err)
+		}
+	}
+
+	if t.Error != nil {
+		object["error"], err = json.Marshal(t.Error)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'error': %w", err)
+		}
+	}
+
+	if t.Outcome != nil {
+		object["outcome"], err = json.Marshal(t.Outcome)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'outcome': %w", err)
+		}
+	}
+
+	object["output"], err = json.Marshal(t.Output)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'output': %w", err)
+	}
+
+	if t.Status != nil {
+		object["status"], err = json.Marshal(t.Status)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'status': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *CompleteNodeJSONBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["comment"]; found {
+		err = json.Unmarshal(raw, &t.Comment)
+		if err != nil {
+			return fmt.Errorf("error reading 'comment': %w", err)
+		}
+	}
+
+	if raw, found := object["error"]; found {
+		err = json.Unmarshal(raw, &t.Error)
+		if err != nil {
+			return fmt.Errorf("error reading 'error': %w", err)
+		}
+	}
+
+	if raw, found := object["outcome"]; found {
+		err = json.Unmarshal(raw, &t.Outcome)
+		if err != nil {
+			return fmt.Errorf("error reading 'outcome': %w", err)
+		}
+	}
+
+	if raw, found := object["output"]; found {
+		err = json.Unmarshal(raw, &t.Output)
+		if err != nil {
+			return fmt.Errorf("error reading 'output': %w", err)
+		}
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &t.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+	}
+
 	return err
 }
 

@@ -1624,10 +1624,16 @@ export interface components {
             /** Format: date-time */
             updated_at?: string;
         };
+        /** @description a name as lists and cards show it: not only spaces (it is trimmed), at most 200 characters */
+        Name: string;
+        /** @description A user's fields: every problem is a 400 invalid_request whose details list each (code invalid_user, path the field). */
         UserBody: {
-            /** @description required on create; cannot change */
+            /**
+             * Format: email
+             * @description a plain address (ana@example.com), kept in lower case; required on create, refused on PATCH (it cannot change)
+             */
             email?: string;
-            /** @description required on create, at most 200 bytes */
+            /** @description required on create; not only spaces (it is trimmed), at most 200 bytes */
             name?: string;
             /**
              * @description required on create
@@ -1635,11 +1641,15 @@ export interface components {
              */
             role?: "admin" | "editor" | "operator" | "approver" | "viewer";
             groups?: string[];
-            /** @description optional: without one the user signs in by tokens only; a new password ends the user's sessions */
+            /** @description at least 8 characters, at most 256 bytes; optional: without one the user signs in by tokens only; a new password ends the user's sessions */
             password?: string;
-            /** @description PATCH only; disabling ends the user's sessions */
+            /** @description PATCH only (refused on create); disabling ends the user's sessions */
             disabled?: boolean;
         };
+        /** @description a new user (enabled; disable it with PATCH) */
+        UserCreate: components["schemas"]["UserBody"] & Record<string, never>;
+        /** @description the fields to change (none: nothing changes); the email cannot change */
+        UserPatch: components["schemas"]["UserBody"] & Record<string, never>;
         NodeType: {
             /** @description the name a node's type field takes (matched in any case) */
             type: string;
@@ -1701,39 +1711,44 @@ export interface components {
         AllowedHosts: string[];
         APIToken: {
             /** Format: uuid */
-            id?: string;
+            id: string;
             /** Format: uuid */
-            user_id?: string;
-            name?: string;
+            user_id: string;
+            name: string;
             /** Format: date-time */
-            created_at?: string;
+            created_at: string;
             /**
              * Format: date-time
              * @description to the minute
              */
-            last_used_at?: string | null;
+            last_used_at: string | null;
+            /**
+             * @description worker: the token only polls task queues (absent: its person's role)
+             * @enum {string}
+             */
+            role?: "worker";
         };
         AuditEntry: {
-            id?: string;
+            id: string;
             /** Format: date-time */
-            at?: string;
+            at: string;
             /**
              * Format: date-time
              * @description the same as at
              */
-            time?: string;
+            time: string;
             /** @description the user's email, or admin for the admin token */
-            actor?: string;
+            actor: string;
             /** @example POST /api/v1/runs/:id/cancel */
-            action?: string;
+            action: string;
             /**
              * @description kind:id of the object changed (a started run's own id)
              * @example run:7d0c…
              */
-            target?: string;
+            target: string;
             /** @description the X-Request-Id of the request (given or made) */
-            request_id?: string;
-            status?: number;
+            request_id: string;
+            status: number;
             /** @description the node key, the token used, fields changed */
             details?: Record<string, never>;
             /**
@@ -1744,9 +1759,22 @@ export interface components {
             /** @description the workspace the change was made in; null for a change to the server (users, workspaces, its webhook secret) and sign-ins, which only server admins see */
             workspace?: string | null;
         };
-        /** @description a secret rotation's optional body */
+        /** @description a dispatch secret rotation's optional body */
         Rotation: {
-            /** @description the new secret (whsec_<base64> for dispatch secrets; 16-256 characters for a trigger's); default generated */
+            /**
+             * @description the new secret, whsec_ and the standard base64 (padded) of at least 16 bytes; default generated
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret?: string;
+            /**
+             * @description how long the secret replaced keeps working (0: it stops at once)
+             * @default 86400
+             */
+            grace_seconds: number;
+        };
+        /** @description a webhook trigger's secret rotation's optional body */
+        TriggerRotation: {
+            /** @description the new secret, 16 to 256 bytes; default generated (64 hex characters) */
             secret?: string;
             /**
              * @description how long the secret replaced keeps working (0: it stops at once)
@@ -1789,42 +1817,46 @@ export interface components {
                 /** @description finished runs of this flow are deleted this many days after they finished, whatever --retention says (422 at settings.retentionDays when not a whole number in range) */
                 retentionDays?: number;
             };
-            nodes: {
-                /** @description otherwise 422 invalid_id at nodes[i].id */
-                id: string;
-                /** @description Worker, UX, Splitter, Collector, Condition, Transform, Wait, HTTP, Event or SubFlow (case-insensitive). A Transform's data.expression (expr-lang over input, run, entity) gives its output. An HTTP node sends data.method (default GET), data.url, data.headers and data.body (strings may hold {{ expr }} templates over input, run, entity; compile errors are 422 invalid_expression at e.g. nodes[i].data.url, nodes[i].data.body.items[1]) with data.timeoutSeconds (default 30), data.retry (the Worker's policy: maxAttempts, backoff exponential|linear|fixed, initialDelayMs, maxDelayMs, multiplier (exponential factor 1–100, default 2), jitter (0–1, "full" or "none"; default full for exponential backoff), nonRetryable (error substrings that fail the node at once); see docs/workers.md) and data.successCodes (default ["2xx"]); its output is {status, headers, body} (body: JSON when the response is JSON, else text, at most 1 MiB), see docs/http.md; {{ secret "NAME" }} (the name in quotes, alone in its {{ }}; url path or query, headers, body — not method) fills in a stored secret (POST /api/v1/secrets) as the request is sent, never stored: a name no secret has is a warning unknown_secret when the flow is saved (secrets_off on a server without STITCHD_SECRET_KEY) and fails the node when it runs. A node whose url takes its scheme, host or port from a template may use only secrets with allowed_hosts (else 422 secret_host at the secret's path), and a request carrying a secret to a host its allowed_hosts do not list fails the node with secret_host_refused, nothing sent. A Splitter's data.maxConcurrency (an integer from 1 to 100000) keeps at most that many of its items in flight, the next starting when one finishes. A Collector's data.toleratedFailures (an integer count ≥ 0 or a percent string such as "5%") lets it fire although items failed: its output is then {items (null at each failed index), errors: [{index, key, error}]} instead of the array; more failed items than tolerated fail it. Bad values are 422 invalid_config at nodes[i].data.retry.multiplier, .jitter, .nonRetryable, nodes[i].data.maxConcurrency, nodes[i].data.toleratedFailures. A UX node's data.outcomes (default [approve, reject]) names the answers a person can give; data.remindAfterSeconds (at least 1) reminds about it (a node.reminder event and an approval.reminder notification) every so many seconds while it waits; entityMovement.onOutcome maps an outcome to a movement; data.form, a JSON Schema (draft 2020-12: $schema absent or https://json-schema.org/draft/2020-12/schema) object, describes the answer a person gives (decision.answer): it must compile (formats asserted, patterns Go RE2, no $ref or $id to a URL: stitchd never loads a schema), else 422 invalid_form at e.g. nodes[i].data.form.properties.amount.minimum; see POST /api/v1/runs/{id}/nodes/{key}/complete and docs/forms.md. data.assignees ({users: [emails], groups: [names]}, or an expr-lang expression over input, run and entity giving an email, a list of emails or {users, groups}, worked out when the node starts waiting; one that fails or names no one fails the node) says who may decide it (anyone when absent), data.requiredApprovals (an integer from 1 to 1000, default 1) how many distinct people must choose the same outcome, data.rejectPolicy (any, the default: one vote for an outcome that does not complete the node decides; majority: it needs requiredApprovals votes too), data.separationOfDuties (boolean) refuses the person who started the run (see docs/approvals.md); data.formOutcomes (a list of the node's outcomes; default every outcome but reject) names the outcomes the form applies to (422 invalid_config at nodes[i].data.formOutcomes["j"] for another); a form's properties keep the order saved (recorded as x-order beside each properties, which readers follow); data.escalation ([{afterSeconds, assignees: {users, groups}}], afterSeconds rising) reassigns the node, without deciding it, as each step falls due (a node.escalated event; 422 invalid_config at nodes[i].data.escalation["j"]… for a bad step); bad values are 422 invalid_config (invalid_expression for the expression) at nodes[i].data.assignees…. A Wait sleeps for data.duration or until data.until. An Event waits for an event data.event with the key data.key (an expression) and completes with its payload; data.timeoutSeconds fails it when none comes. A SubFlow runs the flow data.flow (its id or name) at data.version (a number, or "latest", the default, pinned when this flow is saved) as a child run with the node's input (data.passEntity, default true, attaches the run's entity) and completes with the child's output; an unknown flow or version, an ambiguous name or a flow that would contain itself is 422 invalid_subflow at nodes[i].data.flow or .version. A Respond node answers the webhook request waiting for the run (a trigger's respond.mode wait) with data.status (100–599, default 200) and data.body (rendered as an HTTP node's body; a secret is refused at save) at once, then passes its input on. Any node's data.join is all (the default: it fires once every inbound edge was decided, at least one taken) or any (it fires on the first inbound edge taken, with that node's output as input, and cancels the other branches leading to it: docs/state_machine.md, Joins); another value, or any on a Collector, is 422 invalid_join at nodes[i].data.join. */
-                type: string;
-                position?: Record<string, never>;
-                /** @description the node's settings (absent or null: none). data.label, if a string, is at most 200 characters (422 too_long) */
-                data?: Record<string, never> | null;
-            }[];
-            edges: {
-                /** @description no control characters; otherwise 422 invalid_id */
-                id: string;
-                source: string;
-                target: string;
-                /** @description At most one of condition, default, on and outcome (docs/state_machine.md, Branches). An edge without any is taken whenever its source completes. An edge with on compensate links a step to its undo node (docs/state_machine.md, Compensation): the undo node has no other edge, the step one undo node and lies outside parallel regions and loops, the edge no mapping — else 422 invalid_compensation. */
-                data?: {
-                    mapping?: {
-                        [key: string]: string;
-                    };
-                    /** @description expr-lang expression over output, input, run {id, input} and entity; taken when true after the source completes. Compiled at save (422 invalid_condition with edges[i].data.condition). */
-                    condition?: string;
-                    /** @description taken when no condition or outcome edge of the same source was; one per source */
-                    default?: boolean;
-                    /**
-                     * @description failure: taken only when the source fails for good; the failure is handled and the target's input is {error, node, input}. compensate: the target is the source's undo node, run only when the run is compensated (it fails, or is cancelled with compensate), in reverse order of completion, with input {output, input, error} of the source
-                     * @enum {string}
-                     */
-                    on?: "failure" | "compensate" | "success";
-                    /** @description taken when a person chose this outcome at the source UX node */
-                    outcome?: string;
-                    /** @description marks a back edge (with a condition or an outcome): taking it starts a new iteration of the nodes from its target to its source */
-                    loop?: {
-                        maxIterations?: number;
-                    };
+            nodes: components["schemas"]["GraphNode"][];
+            edges: components["schemas"]["GraphEdge"][];
+        };
+        /** @description a step of the graph */
+        GraphNode: {
+            /** @description otherwise 422 invalid_id at nodes[i].id */
+            id: string;
+            /** @description Worker, UX, Splitter, Collector, Condition, Transform, Wait, HTTP, Event or SubFlow (case-insensitive). A Transform's data.expression (expr-lang over input, run, entity) gives its output. An HTTP node sends data.method (default GET), data.url, data.headers and data.body (strings may hold {{ expr }} templates over input, run, entity; compile errors are 422 invalid_expression at e.g. nodes[i].data.url, nodes[i].data.body.items[1]) with data.timeoutSeconds (default 30), data.retry (the Worker's policy: maxAttempts, backoff exponential|linear|fixed, initialDelayMs, maxDelayMs, multiplier (exponential factor 1–100, default 2), jitter (0–1, "full" or "none"; default full for exponential backoff), nonRetryable (error substrings that fail the node at once); see docs/workers.md) and data.successCodes (default ["2xx"]); its output is {status, headers, body} (body: JSON when the response is JSON, else text, at most 1 MiB), see docs/http.md; {{ secret "NAME" }} (the name in quotes, alone in its {{ }}; url path or query, headers, body — not method) fills in a stored secret (POST /api/v1/secrets) as the request is sent, never stored: a name no secret has is a warning unknown_secret when the flow is saved (secrets_off on a server without STITCHD_SECRET_KEY) and fails the node when it runs. A node whose url takes its scheme, host or port from a template may use only secrets with allowed_hosts (else 422 secret_host at the secret's path), and a request carrying a secret to a host its allowed_hosts do not list fails the node with secret_host_refused, nothing sent. A Splitter's data.maxConcurrency (an integer from 1 to 100000) keeps at most that many of its items in flight, the next starting when one finishes. A Collector's data.toleratedFailures (an integer count ≥ 0 or a percent string such as "5%") lets it fire although items failed: its output is then {items (null at each failed index), errors: [{index, key, error}]} instead of the array; more failed items than tolerated fail it. Bad values are 422 invalid_config at nodes[i].data.retry.multiplier, .jitter, .nonRetryable, nodes[i].data.maxConcurrency, nodes[i].data.toleratedFailures. A UX node's data.outcomes (default [approve, reject]) names the answers a person can give; data.remindAfterSeconds (at least 1) reminds about it (a node.reminder event and an approval.reminder notification) every so many seconds while it waits; entityMovement.onOutcome maps an outcome to a movement; data.form, a JSON Schema (draft 2020-12: $schema absent or https://json-schema.org/draft/2020-12/schema) object, describes the answer a person gives (decision.answer): it must compile (formats asserted, patterns Go RE2, no $ref or $id to a URL: stitchd never loads a schema), else 422 invalid_form at e.g. nodes[i].data.form.properties.amount.minimum; see POST /api/v1/runs/{id}/nodes/{key}/complete and docs/forms.md. data.assignees ({users: [emails], groups: [names]}, or an expr-lang expression over input, run and entity giving an email, a list of emails or {users, groups}, worked out when the node starts waiting; one that fails or names no one fails the node) says who may decide it (anyone when absent), data.requiredApprovals (an integer from 1 to 1000, default 1) how many distinct people must choose the same outcome, data.rejectPolicy (any, the default: one vote for an outcome that does not complete the node decides; majority: it needs requiredApprovals votes too), data.separationOfDuties (boolean) refuses the person who started the run (see docs/approvals.md); data.formOutcomes (a list of the node's outcomes; default every outcome but reject) names the outcomes the form applies to (422 invalid_config at nodes[i].data.formOutcomes["j"] for another); a form's properties keep the order saved (recorded as x-order beside each properties, which readers follow); data.escalation ([{afterSeconds, assignees: {users, groups}}], afterSeconds rising) reassigns the node, without deciding it, as each step falls due (a node.escalated event; 422 invalid_config at nodes[i].data.escalation["j"]… for a bad step); bad values are 422 invalid_config (invalid_expression for the expression) at nodes[i].data.assignees…. A Wait sleeps for data.duration or until data.until. An Event waits for an event data.event with the key data.key (an expression) and completes with its payload; data.timeoutSeconds fails it when none comes. A SubFlow runs the flow data.flow (its id or name) at data.version (a number, or "latest", the default, pinned when this flow is saved) as a child run with the node's input (data.passEntity, default true, attaches the run's entity) and completes with the child's output; an unknown flow or version, an ambiguous name or a flow that would contain itself is 422 invalid_subflow at nodes[i].data.flow or .version. A Respond node answers the webhook request waiting for the run (a trigger's respond.mode wait) with data.status (100–599, default 200) and data.body (rendered as an HTTP node's body; a secret is refused at save) at once, then passes its input on. Any node's data.join is all (the default: it fires once every inbound edge was decided, at least one taken) or any (it fires on the first inbound edge taken, with that node's output as input, and cancels the other branches leading to it: docs/state_machine.md, Joins); another value, or any on a Collector, is 422 invalid_join at nodes[i].data.join. */
+            type: string;
+            position?: Record<string, never>;
+            /** @description the node's settings (absent or null: none). data.label, if a string, is at most 200 characters (422 too_long) */
+            data?: Record<string, never> | null;
+        };
+        /** @description a link of the graph from one step to the next */
+        GraphEdge: {
+            /** @description no control characters; otherwise 422 invalid_id */
+            id: string;
+            source: string;
+            target: string;
+            /** @description At most one of condition, default, on and outcome (docs/state_machine.md, Branches). An edge without any is taken whenever its source completes. An edge with on compensate links a step to its undo node (docs/state_machine.md, Compensation): the undo node has no other edge, the step one undo node and lies outside parallel regions and loops, the edge no mapping — else 422 invalid_compensation. */
+            data?: {
+                mapping?: {
+                    [key: string]: string;
                 };
-            }[];
+                /** @description expr-lang expression over output, input, run {id, input} and entity; taken when true after the source completes. Compiled at save (422 invalid_condition with edges[i].data.condition). */
+                condition?: string;
+                /** @description taken when no condition or outcome edge of the same source was; one per source */
+                default?: boolean;
+                /**
+                 * @description failure: taken only when the source fails for good; the failure is handled and the target's input is {error, node, input}. compensate: the target is the source's undo node, run only when the run is compensated (it fails, or is cancelled with compensate), in reverse order of completion, with input {output, input, error} of the source
+                 * @enum {string}
+                 */
+                on?: "failure" | "compensate" | "success";
+                /** @description taken when a person chose this outcome at the source UX node */
+                outcome?: string;
+                /** @description marks a back edge (with a condition or an outcome): taking it starts a new iteration of the nodes from its target to its source */
+                loop?: {
+                    maxIterations?: number;
+                };
+            };
         };
         Claim: {
             /** @description the claimer's email */
@@ -1842,8 +1874,8 @@ export interface components {
             board_id: string | null;
             version: {
                 /** Format: uuid */
-                id?: string;
-                number?: number;
+                id: string;
+                number: number;
             };
             warnings: components["schemas"]["Problem"][];
             graph?: components["schemas"]["Graph"];
@@ -1858,12 +1890,12 @@ export interface components {
         FlowListed: components["schemas"]["Flow"] & {
             /** @description the flow's runs by status (every status present, 0 when none) */
             run_counts?: {
-                running?: number;
-                queued?: number;
-                paused?: number;
-                failed?: number;
-                completed?: number;
-                cancelled?: number;
+                running: number;
+                queued: number;
+                paused: number;
+                failed: number;
+                completed: number;
+                cancelled: number;
             };
             /** @description statuses whose count reached 10000 (there may be more) */
             run_counts_capped?: string[];
@@ -2042,19 +2074,19 @@ export interface components {
              * @description failed: a node failed for good; cancelled: POST /runs/{id}/cancel with compensate
              * @enum {string}
              */
-            reason?: "failed" | "cancelled";
+            reason: "failed" | "cancelled";
             /** @description what the undo nodes are given as error: the run's failure, or cancelled */
-            error?: string;
+            error: string;
             /** @description in the order their undo nodes run */
-            steps?: {
-                step?: string;
-                undo?: string;
+            steps: {
+                step: string;
+                undo: string;
             }[];
             /**
              * @description compensating: under way (the run is running); compensated: every undo node completed; failed: failed_node failed for good (retry it to go on); interrupted: the run was cancelled or passed its deadline first
              * @enum {string}
              */
-            state?: "compensating" | "compensated" | "failed" | "interrupted";
+            state: "compensating" | "compensated" | "failed" | "interrupted";
             failed_node?: string;
         };
         /** @description a flow's trigger of any kind, told apart by kind */
@@ -2111,11 +2143,11 @@ export interface components {
         /** @description A NATS JetStream subject (kind nats) or a RabbitMQ queue (kind amqp) consumed by every stitchd process; each message starts a run (input: its body) or is posted as an event (as: event). Ids, acknowledgement and redelivery: docs/triggers.md. */
         BrokerTrigger: {
             /** Format: uuid */
-            id?: string;
+            id: string;
             /** @enum {string} */
-            kind?: "nats" | "amqp";
+            kind: "nats" | "amqp";
             /** Format: uuid */
-            flow_id?: string;
+            flow_id: string;
             /**
              * @description the broker's URL, its password shown as xxxxx (sent back unchanged in a PATCH, the stored one is kept)
              * @example amqp://guest:xxxxx@127.0.0.1:5672/
@@ -2154,30 +2186,30 @@ export interface components {
             key_header?: string;
             /** @description as event: how long an event no run waits for is kept (default 24 h) */
             ttl_seconds?: number;
-            enabled?: boolean;
+            enabled: boolean;
             /** @description a stitchd process is connected and consuming */
-            connected?: boolean;
+            connected: boolean;
             /** @description the latest error of any process: a failed or lost connection (retried with backoff), or a message dropped or to be redelivered */
-            last_error?: string | null;
+            last_error: string | null;
             /** Format: date-time */
-            last_error_at?: string | null;
+            last_error_at: string | null;
             /** @description each live stitchd process's state (seen in the last 30 s) */
-            consumers?: {
+            consumers: {
                 /** Format: uuid */
-                instance_id?: string;
-                connected?: boolean;
+                instance_id: string;
+                connected: boolean;
                 /** Format: date-time */
-                connected_at?: string | null;
-                last_error?: string | null;
+                connected_at: string | null;
+                last_error: string | null;
                 /** Format: date-time */
-                last_error_at?: string | null;
+                last_error_at: string | null;
                 /** Format: date-time */
-                seen_at?: string;
+                seen_at: string;
             }[];
             /** Format: date-time */
-            created_at?: string;
+            created_at: string;
             /** Format: date-time */
-            updated_at?: string;
+            updated_at: string;
         };
         Run: {
             /** Format: uuid */
@@ -2450,9 +2482,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        flows?: components["schemas"]["FlowListed"][];
+                        flows: components["schemas"]["FlowListed"][];
                         /** @description null on the last page */
-                        next_cursor?: string | null;
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -2481,7 +2513,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name: string;
+                    name: components["schemas"]["Name"];
                     graph: components["schemas"]["Graph"];
                     message?: string;
                     /** Format: uuid */
@@ -2618,7 +2650,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name?: string;
+                    name?: components["schemas"]["Name"];
                     graph?: components["schemas"]["Graph"];
                     message?: string;
                     /** Format: uuid */
@@ -2885,7 +2917,7 @@ export interface operations {
                             error?: string;
                         }[];
                         logs?: {
-                            message?: string;
+                            message: string;
                             data?: unknown;
                         }[];
                         duration_ms: number;
@@ -2934,8 +2966,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        runs?: components["schemas"]["Run"][];
-                        next_cursor?: string | null;
+                        runs: components["schemas"]["Run"][];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -3085,7 +3117,9 @@ export interface operations {
                     comment?: string;
                     /** @description the failure's reason when the answer fails the node */
                     error?: string;
-                };
+                } | {
+                    outcome: unknown;
+                } | unknown;
             };
         };
         responses: {
@@ -3206,7 +3240,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        claimed_by?: null;
+                        claimed_by: null;
                     };
                 };
             };
@@ -3264,9 +3298,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        assignees?: {
-                            users?: string[];
-                            groups?: string[];
+                        assignees: {
+                            users: string[];
+                            groups: string[];
                         };
                     };
                 };
@@ -3325,30 +3359,30 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** Format: uuid */
-                        run_id?: string;
-                        key?: string;
-                        label?: string;
-                        prompt?: string;
+                        run_id: string;
+                        key: string;
+                        label: string;
+                        prompt: string;
                         /** @description the step's status */
-                        status?: string;
-                        attempt?: number;
-                        run_status?: string;
+                        status: string;
+                        attempt: number;
+                        run_status: string;
                         /** Format: uuid */
-                        flow_id?: string;
-                        flow_name?: string;
+                        flow_id: string;
+                        flow_name: string;
                         /** @description the run's input */
-                        run_input?: unknown;
+                        run_input: unknown;
                         /** @description {id, name, type, section_id, board_id} */
-                        entity?: Record<string, never> | null;
+                        entity: Record<string, never> | null;
                         /** @description the approval as GET /api/v1/approvals lists it, while the step waits */
-                        approval?: Record<string, never> | null;
+                        approval: Record<string, never> | null;
                         /** @description {nodes: [{id, type, position, data: {label, outcomes, …}}], edges} */
-                        graph?: Record<string, never>;
+                        graph: Record<string, never>;
                         /** @description the step's events, oldest first (as GET /api/v1/runs/{id}/events streams them) */
-                        history?: Record<string, never>[];
+                        history: Record<string, never>[];
                         /** @description {attempt, by, for, outcome, comment, answer, at}, oldest first */
-                        decisions?: Record<string, never>[];
-                        journey?: components["schemas"]["JourneyEvent"][];
+                        decisions: Record<string, never>[];
+                        journey: components["schemas"]["JourneyEvent"][];
                     };
                 };
             };
@@ -3454,6 +3488,26 @@ export interface operations {
                         /** Format: date-time */
                         started_before?: string;
                     };
+                } | {
+                    /** @constant */
+                    all: true;
+                } | {
+                    /** @constant */
+                    dry_run: true;
+                } | {
+                    filter: {
+                        flow_id: unknown;
+                    } | {
+                        status: unknown;
+                    } | {
+                        node: unknown;
+                    } | {
+                        error_contains: unknown;
+                    } | {
+                        started_after: unknown;
+                    } | {
+                        started_before: unknown;
+                    };
                 };
             };
         };
@@ -3465,16 +3519,16 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        action?: string;
-                        dry_run?: boolean;
-                        matched?: number;
-                        applied?: number;
+                        action: string;
+                        dry_run: boolean;
+                        matched: number;
+                        applied: number;
                         /** @description runs the action did not fit (already cancelled, not paused, nothing to retry) */
-                        skipped?: number;
+                        skipped: number;
                         /** @description at most 100 */
-                        errors?: {
-                            run_id?: string;
-                            error?: string;
+                        errors: {
+                            run_id: string;
+                            error: string;
                         }[];
                     };
                 };
@@ -3745,14 +3799,14 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        id?: string;
+                        id: string;
                         /** @description nodes woken */
-                        delivered?: number;
-                        duplicate?: boolean;
+                        delivered: number;
+                        duplicate: boolean;
                         /** @description no node waited; kept for a wait to come */
-                        kept?: boolean;
+                        kept: boolean;
                         /** @description the runs event triggers started for it (the same runs again for a repeated id) */
-                        started?: string[];
+                        started: string[];
                     };
                 };
             };
@@ -3760,7 +3814,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            413: components["responses"]["Error"];
+            413: components["responses"]["PayloadTooLarge"];
             /** @description the workspace is at its max_running_runs or max_starts_per_second (code rate_limited); Retry-After says when to try again */
             429: {
                 headers: {
@@ -3827,8 +3881,8 @@ export interface operations {
                             /** @description whom the node is assigned to (worked out when it started waiting); null: anyone who may decide approvals */
                             assignees?: {
                                 /** @description emails, lower case */
-                                users?: string[];
-                                groups?: string[];
+                                users: string[];
+                                groups: string[];
                             } | null;
                             /** @description how many people must choose the same outcome (data.requiredApprovals) */
                             required_approvals?: number;
@@ -3836,24 +3890,24 @@ export interface operations {
                             reject_policy?: "any" | "majority";
                             /** @description the votes of the node's current attempt so far, oldest first */
                             votes?: {
-                                by?: string;
+                                by: string;
                                 /** @description the claimer a delegate (by) voted for; absent for one's own vote */
                                 for?: string;
-                                outcome?: string;
-                                comment?: string;
+                                outcome: string;
+                                comment: string;
                                 /** @description the voter's answer (any JSON) */
-                                answer?: unknown;
+                                answer: unknown;
                                 /** Format: date-time */
-                                at?: string;
+                                at: string;
                             }[];
                             /** @description the node's data.summary read from its input: labelled values to decide by (empty when it has none: show run_input instead) */
                             summary?: {
                                 /** @description the summary item's label, else its path */
-                                label?: string;
+                                label: string;
                                 /** @description a gjson path into the input */
-                                path?: string;
+                                path: string;
                                 /** @description the value at path (null when the input has none) */
-                                value?: unknown;
+                                value: unknown;
                             }[];
                             /** Format: uuid */
                             run_id: string;
@@ -3877,9 +3931,9 @@ export interface operations {
                             /** @description how the node's data.escalation went so far (absent without one) */
                             escalation?: {
                                 /** @description the steps data.escalation has */
-                                steps?: number;
+                                steps: number;
                                 /** @description how many were applied */
-                                step?: number;
+                                step: number;
                                 /** @description {users, groups} of the last step applied (absent before the first) */
                                 escalated_to?: Record<string, never>;
                                 /** @description after how long it was applied */
@@ -3896,15 +3950,15 @@ export interface operations {
                             /** @description the run's entity, or null */
                             entity: {
                                 /** Format: uuid */
-                                id?: string;
-                                name?: string;
-                                type?: string;
+                                id: string;
+                                name: string;
+                                type: string;
                                 /** @description the name of the section the entity is in */
-                                section?: string;
-                                section_id?: string;
-                                email?: string | null;
+                                section: string;
+                                section_id: string;
+                                email: string | null;
                                 /** Format: uuid */
-                                board_id?: string;
+                                board_id: string;
                             } | null;
                             /** Format: date-time */
                             waiting_since: string;
@@ -3978,9 +4032,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name: string;
+                    name: components["schemas"]["Name"];
+                    /** @description in order; each id once (a repeated id is 400) */
                     sections: {
                         id: string;
+                        /** @description defaults to the id */
                         name?: string;
                     }[];
                 };
@@ -4086,10 +4142,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name?: string;
-                    /** @description metadata keys, shown in this order on each card (empty: the first three keys) */
+                    name?: components["schemas"]["Name"];
+                    /** @description metadata keys, each once, shown in this order on each card (empty: the first three keys) */
                     card_fields?: string[];
-                };
+                } | unknown | unknown;
             };
         };
         responses: {
@@ -4124,7 +4180,7 @@ export interface operations {
                 "application/json": {
                     id: string;
                     /** @description defaults to the id */
-                    name?: string;
+                    name?: components["schemas"]["Name"];
                     /** @description 0-based place among the sections (default: last) */
                     position?: number;
                     /** @description how long an entity may stay before it is overdue (0 or absent: no SLA) */
@@ -4268,11 +4324,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name?: string;
+                    name?: components["schemas"]["Name"];
                     position?: number;
                     /** @description how long an entity may stay before it is overdue (flagged on its card, counted in analytics, notified once a stay as entity.sla_breached); 0 removes it */
                     sla_seconds?: number;
-                };
+                } | unknown | unknown | unknown;
             };
         };
         responses: {
@@ -4305,10 +4361,11 @@ export interface operations {
                 "application/json": {
                     /** Format: uuid */
                     board_id: string;
-                    type: string;
-                    name: string;
+                    type: components["schemas"]["Name"];
+                    name: components["schemas"]["Name"];
                     email?: string;
                     metadata?: Record<string, never>;
+                    /** @description default: the board's first section */
                     section_id?: string;
                 };
             };
@@ -4401,13 +4458,13 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    type?: string;
-                    name?: string;
+                    type?: components["schemas"]["Name"];
+                    name?: components["schemas"]["Name"];
                     /** @description an empty string clears it */
                     email?: string;
                     /** @description replaces the metadata whole */
                     metadata?: Record<string, never>;
-                };
+                } | unknown | unknown | unknown | unknown;
             };
         };
         responses: {
@@ -4494,8 +4551,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        triggers?: components["schemas"]["Trigger"][];
-                        next_cursor?: string | null;
+                        triggers: components["schemas"]["Trigger"][];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -4750,7 +4807,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["Rotation"];
+                "application/json": components["schemas"]["TriggerRotation"];
             };
         };
         responses: {
@@ -4761,12 +4818,12 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookTrigger"] & {
-                        secret?: string;
+                        secret: string;
                         /**
                          * Format: date-time
                          * @description null with grace_seconds 0
                          */
-                        previous_secret_expires_at?: string | null;
+                        previous_secret_expires_at: string | null;
                     };
                 };
             };
@@ -5090,15 +5147,15 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @constant */
-                        skipped?: true;
+                        skipped: true;
                         /**
                          * Format: uuid
                          * @description the run going
                          */
-                        run_id?: string;
+                        run_id: string;
                         /** Format: uuid */
-                        entity_id?: string;
-                        reason?: string;
+                        entity_id: string;
+                        reason: string;
                     } | {
                         /** Format: uuid */
                         run_id: string;
@@ -5122,11 +5179,14 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** Format: uuid */
-                        run_id?: string;
-                        /** Format: uuid */
+                        run_id: string;
+                        /**
+                         * Format: uuid
+                         * @description absent past respond's timeout
+                         */
                         entity_id?: string | null;
                         /** @enum {string} */
-                        status?: "running" | "queued" | "paused" | "completed" | "failed";
+                        status: "running" | "queued" | "paused" | "completed" | "failed";
                     };
                 };
             };
@@ -5185,11 +5245,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        user?: components["schemas"]["User"];
+                        user: components["schemas"]["User"];
                         /** @description send as X-CSRF-Token on every write of this session */
-                        csrf_token?: string;
+                        csrf_token: string;
                         /** Format: date-time */
-                        expires_at?: string;
+                        expires_at: string;
                     };
                 };
             };
@@ -5459,7 +5519,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        tokens?: components["schemas"]["APIToken"][];
+                        tokens: components["schemas"]["APIToken"][];
                     };
                 };
             };
@@ -5496,11 +5556,11 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** Format: uuid */
-                        id?: string;
-                        name?: string;
-                        token?: string;
+                        id: string;
+                        name: string;
+                        token: string;
                         /** Format: date-time */
-                        created_at?: string;
+                        created_at: string;
                         /** @enum {string} */
                         role?: "worker";
                         workspace?: string;
@@ -5560,8 +5620,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        users?: components["schemas"]["User"][];
-                        next_cursor?: string | null;
+                        users: components["schemas"]["User"][];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -5581,7 +5641,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["UserBody"];
+                "application/json": components["schemas"]["UserCreate"];
             };
         };
         responses: {
@@ -5675,7 +5735,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["UserBody"];
+                "application/json": components["schemas"]["UserPatch"];
             };
         };
         responses: {
@@ -5967,8 +6027,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        secrets?: components["schemas"]["Secret"][];
-                        next_cursor?: string | null;
+                        secrets: components["schemas"]["Secret"][];
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -6142,8 +6202,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        entries?: components["schemas"]["AuditEntry"][];
-                        next_cursor?: string | null;
+                        entries: components["schemas"]["AuditEntry"][];
+                        next_cursor: string | null;
                     };
                 };
             };
