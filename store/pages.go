@@ -119,22 +119,30 @@ func (s *Store) ApprovalsPageFor(ctx context.Context, p PageParams, f ApprovalFi
 
 // ListFlowsPage lists flows by name, one page at a time.
 func (s *Store) ListFlowsPage(ctx context.Context, p PageParams) (out []Flow, next string, err error) {
+	return namedPage(s.db.WithContext(ctx), p, "flows", listFlows, func(f Flow) (string, string) { return f.Name, f.ID })
+}
+
+// namedPage is a page of a workspace's objects of table listed by (name,
+// id), list reading them: the flows' or the boards'.
+func namedPage[T any](q *gorm.DB, p PageParams, table string, list func(*gorm.DB) ([]T, error), key func(T) (string, string)) ([]T, string, error) {
 	limit := pageLimit(p.Limit)
-	q := s.db.WithContext(ctx).Where("flows.workspace = ?", workspaceOr(p.Workspace))
+	q = q.Where(table+".workspace = ?", workspaceOr(p.Workspace))
 	if p.Cursor != "" {
 		_, keys, err := decodePageCursor(p.Cursor, 2, 1)
 		if err != nil {
 			return nil, "", err
 		}
-		q = q.Where("(flows.name, flows.id) > (?, ?::uuid)", keys[0], keys[1])
+		q = q.Where("("+table+".name, "+table+".id) > (?, ?::uuid)", keys[0], keys[1])
 	}
-	out, err = listFlows(q.Limit(limit + 1))
+	out, err := list(q.Limit(limit + 1))
 	if err != nil {
-		return nil, "", fmt.Errorf("error listing flows: %w", err)
+		return nil, "", fmt.Errorf("error listing %s: %w", table, err)
 	}
+	next := ""
 	if len(out) > limit {
 		out = out[:limit]
-		next = encodePageCursor(time.Time{}, out[limit-1].Name, out[limit-1].ID)
+		name, id := key(out[limit-1])
+		next = encodePageCursor(time.Time{}, name, id)
 	}
 	return out, next, nil
 }
@@ -171,24 +179,7 @@ func (s *Store) ListVersionsPage(ctx context.Context, flowID string, p PageParam
 // ListBoardsPage lists boards by name with their sections, one page at a
 // time.
 func (s *Store) ListBoardsPage(ctx context.Context, p PageParams) (out []Board, next string, err error) {
-	limit := pageLimit(p.Limit)
-	q := s.db.WithContext(ctx).Where("workspace = ?", workspaceOr(p.Workspace))
-	if p.Cursor != "" {
-		_, keys, err := decodePageCursor(p.Cursor, 2, 1)
-		if err != nil {
-			return nil, "", err
-		}
-		q = q.Where("(name, id) > (?, ?::uuid)", keys[0], keys[1])
-	}
-	out, err = listBoards(q.Limit(limit + 1))
-	if err != nil {
-		return nil, "", fmt.Errorf("error listing boards: %w", err)
-	}
-	if len(out) > limit {
-		out = out[:limit]
-		next = encodePageCursor(time.Time{}, out[limit-1].Name, out[limit-1].ID)
-	}
-	return out, next, nil
+	return namedPage(s.db.WithContext(ctx), p, "boards", listBoards, func(b Board) (string, string) { return b.Name, b.ID })
 }
 
 // SectionPage is one page of a board section's entities.

@@ -26,7 +26,7 @@ func TestUIWorkspaces(t *testing.T) {
 	inSales := func(path string, body any) {
 		b, err := json.Marshal(body)
 		require.NoError(t, err)
-		rq, err := http.NewRequestWithContext(t.Context(), "POST", s.url+"/api/v1"+path, bytes.NewReader(b))
+		rq, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url+"/api/v1"+path, bytes.NewReader(b))
 		require.NoError(t, err)
 		rq.Header.Set("Authorization", "Bearer "+token)
 		rq.Header.Set("Content-Type", "application/json")

@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/internal/password"
-	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/web"
 )
