@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -147,7 +148,9 @@ func newStack(t *testing.T, mods ...func(*app.Config)) *stack {
 			t.Logf("browser console.%s: %s", e.Type, strings.Join(parts, " "))
 		}
 	})
-	require.NoError(t, chromedp.Run(tab, chromedp.EmulateViewport(1280, 800)), "starting Chromium")
+	// The web UI's own API calls are held to openapi.yaml as the test's are.
+	watchUITraffic(tab, t, a.URL)
+	require.NoError(t, chromedp.Run(tab, chromedp.EmulateViewport(1280, 800), network.Enable()), "starting Chromium")
 
 	shots := filepath.Join("..", "..", "test-artifacts", "browser")
 	require.NoError(t, os.MkdirAll(shots, 0o755))
