@@ -2457,6 +2457,7 @@ type ListFlowsParams struct {
 
 // CreateFlowJSONBody defines parameters for CreateFlow.
 type CreateFlowJSONBody struct {
+	// BoardId the board its runs' entities live on (null or absent: none)
 	BoardId *openapi_types.UUID `json:"board_id,omitempty"`
 
 	// Graph React Flow graph. Unknown fields are kept and ignored by the compiler. nodes or edges absent or null are taken as none, and answered as [].

@@ -2516,8 +2516,11 @@ export interface operations {
                     name: components["schemas"]["Name"];
                     graph: components["schemas"]["Graph"];
                     message?: string;
-                    /** Format: uuid */
-                    board_id?: string;
+                    /**
+                     * Format: uuid
+                     * @description the board its runs' entities live on (null or absent: none)
+                     */
+                    board_id?: string | null;
                 };
             };
         };
