@@ -371,7 +371,23 @@ func TestSubFlowEndsCompletedTogether(t *testing.T) {
 	// Item 0's callback is for an attempt the node is not at.
 	stale := h.mint(byItem[0].Payload.RunID, byItem[0].Payload.NodeID, 2, time.Now().Add(time.Hour))
 	go send(0, stale, `{"status":"completed","output":{"i":-1}}`)
-	for i := 1; i < n; i++ {
+	// The callbacks go one at a time until every shared transaction is
+	// taken (each waits for the parent's row), then all the rest: those
+	// queue. All at once, a burst may be taken by the shared
+	// transactions whole, and none would queue.
+	lockWaits := func() int {
+		var w int
+		require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Row().Scan(&w))
+		return w
+	}
+	i := 1
+	for ; i < n && h.app.Engine.Waiting() == 0; i++ {
+		held := lockWaits()
+		go send(i, byItem[i].Payload.CallbackURL, fmt.Sprintf(`{"status":"completed","output":{"i":%d}}`, i))
+		h.eventually(func() bool { return lockWaits() > held || h.app.Engine.Waiting() > 0 }, "callback %d held by the parent's lock", i)
+	}
+	for ; i < n; i++ {
 		go send(i, byItem[i].Payload.CallbackURL, fmt.Sprintf(`{"status":"completed","output":{"i":%d}}`, i))
 	}
 	h.eventually(func() bool { return h.app.Engine.Waiting() >= 8 }, "callbacks queued behind the parent's lock")
