@@ -182,25 +182,37 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
   const seen = useRef(new Set<number>());
   const [eventCount, setEventCount] = useState(0);
 
-  const fetchRun = useCallback(async () => {
-    try {
-      setRun(await api<Run>("GET", `/runs/${runId}`));
-      setError(null);
-    } catch (err) {
-      setError(err);
-    }
-  }, [runId]);
+  // Reads of the run may answer out of order (the first read and the
+  // refresh an event asks for, under load): an answer to a read older than
+  // the one shown is dropped, or the view would stay a step behind (a Wait
+  // never seen sleeping) until the next event.
+  const asked = useRef(0);
+  const answered = useRef(0);
+  const readRun = useCallback(
+    async (current: () => boolean) => {
+      const n = ++asked.current;
+      try {
+        const r = await api<Run>("GET", `/runs/${runId}`);
+        if (!current() || n < answered.current) return;
+        answered.current = n;
+        setRun(r);
+        setError(null);
+      } catch (err) {
+        if (!current() || n < answered.current) return;
+        setError(err);
+      }
+    },
+    [runId],
+  );
+  const fetchRun = useCallback(() => readRun(() => true), [readRun]);
 
   useEffect(() => {
     let cancelled = false;
-    api<Run>("GET", `/runs/${runId}`).then(
-      (r) => !cancelled && setRun(r),
-      (err) => !cancelled && setError(err),
-    );
+    void readRun(() => !cancelled);
     return () => {
       cancelled = true;
     };
-  }, [runId]);
+  }, [readRun]);
 
   // The flow and the run's version of it, read again when the run moves
   // to another version (a migration).
