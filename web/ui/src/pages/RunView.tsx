@@ -1,4 +1,4 @@
-import { Background, Controls, ReactFlow, ReactFlowProvider, type Edge, type NodeChange } from "@xyflow/react";
+import { Background, Controls, ReactFlow, ReactFlowProvider, useStore, useUpdateNodeInternals, type Edge, type NodeChange } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
 import { api, ApiError, can, currentMe, describe, listAll, stream, type Compensation, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
 import { ago, Countdown, ErrorBox, isNotFound, Json, NotFound, span, Spinner, Status, useThrottled } from "../components/common";
@@ -562,6 +562,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               proOptions={{ hideAttribution: true }}
             >
               <FitOnOpen />
+              <MeasureUnsized />
               <Background gap={16} />
               <Controls showInteractive={false} />
             </ReactFlow>
@@ -1647,6 +1648,25 @@ function useRunLabel(runId: string, refresh = ""): { run: Run | null; flowName: 
     };
   }, [runId, refresh]);
   return { run, flowName };
+}
+
+// MeasureUnsized, inside a ReactFlow, has React Flow measure again the
+// nodes it holds without a size. A node is hidden until measured, and its
+// ResizeObserver reports only a change of size: a node rebuilt without its
+// size (the canvas is rebuilt as the run moves) could stay hidden for good,
+// the view never fitted and a click on it falling through to the pane
+// (seen in the sub-flow test: every node hidden 30 s on).
+function MeasureUnsized() {
+  const unsized = useStore((s) => {
+    const ids: string[] = [];
+    for (const n of s.nodeLookup.values()) if (!n.hidden && (n.measured.width === undefined || n.measured.height === undefined)) ids.push(n.id);
+    return ids.join("\n");
+  });
+  const measure = useUpdateNodeInternals();
+  useEffect(() => {
+    if (unsized) measure(unsized.split("\n"));
+  }, [unsized, measure]);
+  return null;
 }
 
 // ChildRun links to the run a SubFlow step started, with its flow and
