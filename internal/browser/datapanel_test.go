@@ -71,6 +71,24 @@ var enter = chromedp.Tasks{
 	input.DispatchKeyEvent(input.KeyUp).WithKey("Enter").WithCode("Enter").WithWindowsVirtualKeyCode(13),
 }
 
+// answered waits until the expression field id holds text and what its
+// form shows under it is done changing: the preview worked out for that
+// text (aria-busy off) and the check made a moment after typing, check
+// (or none). The data panel is below both: a click in it sent before
+// they change can land where a field was (seen 3 runs in 8).
+func answered(s *stack, id, text, check string) {
+	s.t.Helper()
+	form := fmt.Sprintf(`document.querySelector('[data-expr-input=%q]').closest("form")`, id)
+	s.waitJS("typed "+id, fmt.Sprintf(`document.querySelector("#%s").value === %q`, id, text))
+	s.waitJS("previewed "+id, form+`.querySelector("[data-preview]").getAttribute("aria-busy") === "false"`)
+	local := form + `.querySelector('[data-check="local"]')`
+	if check == "" {
+		s.waitJS("no check "+id, "!"+local)
+	} else {
+		s.waitJS("checked "+id, fmt.Sprintf(`!!%s?.innerText.includes(%q)`, local, check))
+	}
+}
+
 // completions is the JS listing the autocomplete popup's options.
 const completions = `[...document.querySelectorAll(".cm-tooltip-autocomplete li")].map(li => li.querySelector(".cm-completionLabel").innerText)`
 
@@ -126,6 +144,7 @@ func TestUIDataPanel(t *testing.T) {
 	s.run("am + Enter", chromedp.KeyEvent("am"))
 	s.waitJS("filtered", completions+`.join() === "amount"`)
 	s.run("accept field", enter, chromedp.KeyEvent(" > "))
+	answered(s, "node-expression", "steps.request.output.amount > ", "ends with an operator")
 	// A click in the panel inserts at the cursor.
 	s.run("insert vars.limit", chromedp.Click(`[data-data-panel] [data-path="vars.limit"]`, chromedp.ByQuery))
 	s.waitJS("inserted", `document.querySelector("#node-expression").value === "steps.request.output.amount > vars.limit"`)
@@ -138,6 +157,7 @@ func TestUIDataPanel(t *testing.T) {
 	s.run("type up", typeInEditor("node-expression", "upp"))
 	s.waitJS("upper offered", completions+`.includes("upper")`)
 	s.run("accept upper", enter, chromedp.KeyEvent("("))
+	answered(s, "node-expression", "upper()", "")
 	s.run("insert email", chromedp.Click(`[data-data-panel] [data-path="input.buyer.email"]`, chromedp.ByQuery))
 	s.waitJS("preview upper", `document.querySelector('.settings [data-preview="value"] [data-preview-value]')?.innerText === '"ADA@EXAMPLE.COM"'`)
 	require.Equal(t, "upper(input.buyer.email)", s.value("#node-expression"))
@@ -161,6 +181,7 @@ func TestUIDataPanel(t *testing.T) {
 		chromedp.WaitVisible(`form[aria-label="Edge big settings"]`, chromedp.ByQuery))
 	s.waitJS("taken", `document.querySelector('.edge-settings [data-preview]')?.dataset.taken === "true"`)
 	s.run("condition", typeInEditor("edge-condition", ""))
+	answered(s, "edge-condition", "", "Write an expression")
 	s.run("insert output.over", chromedp.Click(`[data-data-panel] [data-path="output.over"]`, chromedp.ByQuery), chromedp.KeyEvent(" > 1000"))
 	s.waitJS("condition typed", `document.querySelector("#edge-condition").value === "output.over > 1000"`)
 	s.waitJS("not taken", `document.querySelector('.edge-settings [data-preview]')?.dataset.taken === "false"`)

@@ -201,9 +201,11 @@ func (s *stack) shot(name string) {
 // size over three polls (150 ms): a canvas node moves when React Flow fits
 // the view after measuring its nodes, and a click computed before that
 // lands on the pane (seen once in CI, under the load of the whole suite).
+// A node React Flow has not measured is hidden, and a click falls through
+// it: it settles once shown.
 func (s *stack) settle(sel string) {
 	s.t.Helper()
-	s.waitJS("settle "+sel, fmt.Sprintf(`(() => { const el = document.querySelector(%[1]q); if (!el) return false;
+	s.waitJS("settle "+sel, fmt.Sprintf(`(() => { const el = document.querySelector(%[1]q); if (!el || getComputedStyle(el).visibility === "hidden") return false;
 		const b = el.getBoundingClientRect(), k = [b.x, b.y, b.width, b.height].join(",");
 		const w = (window.__settle ??= {}), n = w[%[1]q]?.k === k ? w[%[1]q].n + 1 : 0;
 		w[%[1]q] = {k, n}; return n >= 3; })()`, sel))

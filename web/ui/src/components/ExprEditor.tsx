@@ -2,7 +2,7 @@
 // names an expression may use and of the fields its sample data has.
 // Loaded on first use (ExpressionInput), in a chunk of its own.
 import { useEffect, useRef } from "react";
-import { EditorState } from "@codemirror/state";
+import { Annotation, EditorState } from "@codemirror/state";
 import { EditorView, keymap, placeholder as cmPlaceholder } from "@codemirror/view";
 import { defaultKeymap, history, historyKeymap } from "@codemirror/commands";
 import { autocompletion, closeBrackets, closeBracketsKeymap, completionKeymap, type CompletionContext } from "@codemirror/autocomplete";
@@ -10,6 +10,10 @@ import { javascript } from "@codemirror/lang-javascript";
 import { defaultHighlightStyle, syntaxHighlighting } from "@codemirror/language";
 import { complete, type Scope } from "./scope";
 import { setExprTarget, exprTarget, type ExprTarget } from "./exprTarget";
+
+// fromValue marks the transaction that puts a value set from outside into
+// the editor: it is not handed back up as a change.
+const fromValue = Annotation.define<boolean>();
 
 export interface ExprEditorProps {
   value: string;
@@ -72,7 +76,11 @@ export default function ExprEditor({ value, onChange, scope, label, placeholder,
           EditorView.contentAttributes.of({ "aria-label": label, spellcheck: "false", ...(describedBy ? { "aria-describedby": describedBy } : {}) }),
           EditorView.theme({ "&": { minHeight: `${rows * 1.45 + 0.6}em` } }),
           EditorView.updateListener.of((u) => {
-            if (u.docChanged) {
+            // The value prop put in is not a change of the editor's: handed
+            // back, it would set the parent's state again from the effect
+            // that applied it (another render, another effect), and mark
+            // the flow edited by a rename.
+            if (u.docChanged && !u.transactions.some((tr) => tr.annotation(fromValue))) {
               const text = u.state.doc.toString();
               sent.current.push(text);
               change.current(text);
@@ -102,7 +110,7 @@ export default function ExprEditor({ value, onChange, scope, label, placeholder,
       return;
     }
     sent.current = [];
-    if (v && v.state.doc.toString() !== value) v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: value } });
+    if (v && v.state.doc.toString() !== value) v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: value }, annotations: fromValue.of(true) });
   }, [value]);
 
   useEffect(() => {

@@ -36,10 +36,19 @@ export function ExprPreview({
   const graphRef = useRef(graph);
   graphRef.current = graph;
   const sampleKey = JSON.stringify(sample);
+  // What the preview shown was worked out for: until it is for the text and
+  // sample as they stand, the region is busy (aria-busy) — its text is
+  // about to change, and what is under it to move.
+  const key = JSON.stringify([text, sampleKey, flowId, nodeId, edgeId ?? null]);
+  const [shownFor, setShownFor] = useState<string | null>(null);
 
   const run = async () => {
-    if (!flowId) return setShown({ state: "off", why: "Save the flow once to see a preview." });
-    if (!text.trim()) return setShown(null);
+    const show = (s: Shown | null) => {
+      setShown(s);
+      setShownFor(key);
+    };
+    if (!flowId) return show({ state: "off", why: "Save the flow once to see a preview." });
+    if (!text.trim()) return show(null);
     const n = ++seq.current;
     setShown({ state: "pending" });
     try {
@@ -47,19 +56,19 @@ export function ExprPreview({
       if (n !== seq.current) return;
       if (edgeId) {
         const e = a.edges.find((x) => x.id === edgeId);
-        if (a.error) setShown({ state: "error", message: `${nodeId} failed: ${a.error}` });
-        else if (!e) setShown({ state: "off", why: "This edge is not among the step's edges yet." });
-        else if (e.error) setShown({ state: "error", message: e.error });
-        else setShown({ state: "taken", taken: e.taken });
-      } else if (a.error) setShown({ state: "error", message: a.error });
-      else setShown({ state: "value", value: a.output });
+        if (a.error) show({ state: "error", message: `${nodeId} failed: ${a.error}` });
+        else if (!e) show({ state: "off", why: "This edge is not among the step's edges yet." });
+        else if (e.error) show({ state: "error", message: e.error });
+        else show({ state: "taken", taken: e.taken });
+      } else if (a.error) show({ state: "error", message: a.error });
+      else show({ state: "value", value: a.output });
     } catch (err) {
       if (n !== seq.current) return;
-      if (err instanceof ApiError && err.code === "not_testable") setShown({ state: "off", why: `No preview: ${err.message.replace(/^not_testable: /, "")}` });
+      if (err instanceof ApiError && err.code === "not_testable") show({ state: "off", why: `No preview: ${err.message.replace(/^not_testable: /, "")}` });
       else if (err instanceof ApiError && err.details?.length) {
         const mine = err.details.find((p) => (edgeId ? p.edge_id === edgeId : p.node_id === nodeId)) ?? err.details[0];
-        setShown({ state: "error", message: mine.message.replace(/^(node|edge) "[^"]*": /, ""), path: mine.path });
-      } else setShown({ state: "error", message: (err as Error).message });
+        show({ state: "error", message: mine.message.replace(/^(node|edge) "[^"]*": /, ""), path: mine.path });
+      } else show({ state: "error", message: (err as Error).message });
     }
   };
 
@@ -70,8 +79,16 @@ export function ExprPreview({
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [text, sampleKey, flowId, nodeId, edgeId, manual]);
 
+  const busy = shown?.state === "pending" || (!manual && shownFor !== key);
+
   return (
-    <div className="expr-preview" data-preview={shown?.state ?? "none"} data-taken={shown?.state === "taken" ? String(shown.taken) : undefined} aria-live="polite">
+    <div
+      className="expr-preview"
+      data-preview={shown?.state ?? "none"}
+      aria-busy={busy}
+      data-taken={shown?.state === "taken" ? String(shown.taken) : undefined}
+      aria-live="polite"
+    >
       {manual && (
         <button type="button" className="linklike small" onClick={run}>
           Preview ({manual})

@@ -1,4 +1,4 @@
-import { Background, Controls, ReactFlow, ReactFlowProvider, type Edge, type NodeChange } from "@xyflow/react";
+import { Background, Controls, ReactFlow, ReactFlowProvider, useStore, useUpdateNodeInternals, type Edge, type NodeChange } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from "react";
 import { api, ApiError, can, currentMe, describe, listAll, stream, type Compensation, type Flow, type FlowGraph, type NodeState, type Run, type StreamEvent, type Version } from "../api";
 import { ago, Countdown, ErrorBox, isNotFound, Json, NotFound, span, Spinner, Status, useThrottled } from "../components/common";
@@ -182,25 +182,37 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
   const seen = useRef(new Set<number>());
   const [eventCount, setEventCount] = useState(0);
 
-  const fetchRun = useCallback(async () => {
-    try {
-      setRun(await api<Run>("GET", `/runs/${runId}`));
-      setError(null);
-    } catch (err) {
-      setError(err);
-    }
-  }, [runId]);
+  // Reads of the run may answer out of order (the first read and the
+  // refresh an event asks for, under load): an answer to a read older than
+  // the one shown is dropped, or the view would stay a step behind (a Wait
+  // never seen sleeping) until the next event.
+  const asked = useRef(0);
+  const answered = useRef(0);
+  const readRun = useCallback(
+    async (current: () => boolean) => {
+      const n = ++asked.current;
+      try {
+        const r = await api<Run>("GET", `/runs/${runId}`);
+        if (!current() || n < answered.current) return;
+        answered.current = n;
+        setRun(r);
+        setError(null);
+      } catch (err) {
+        if (!current() || n < answered.current) return;
+        setError(err);
+      }
+    },
+    [runId],
+  );
+  const fetchRun = useCallback(() => readRun(() => true), [readRun]);
 
   useEffect(() => {
     let cancelled = false;
-    api<Run>("GET", `/runs/${runId}`).then(
-      (r) => !cancelled && setRun(r),
-      (err) => !cancelled && setError(err),
-    );
+    void readRun(() => !cancelled);
     return () => {
       cancelled = true;
     };
-  }, [runId]);
+  }, [readRun]);
 
   // The flow and the run's version of it, read again when the run moves
   // to another version (a migration).
@@ -550,6 +562,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
               proOptions={{ hideAttribution: true }}
             >
               <FitOnOpen />
+              <MeasureUnsized />
               <Background gap={16} />
               <Controls showInteractive={false} />
             </ReactFlow>
@@ -1635,6 +1648,25 @@ function useRunLabel(runId: string, refresh = ""): { run: Run | null; flowName: 
     };
   }, [runId, refresh]);
   return { run, flowName };
+}
+
+// MeasureUnsized, inside a ReactFlow, has React Flow measure again the
+// nodes it holds without a size. A node is hidden until measured, and its
+// ResizeObserver reports only a change of size: a node rebuilt without its
+// size (the canvas is rebuilt as the run moves) could stay hidden for good,
+// the view never fitted and a click on it falling through to the pane
+// (seen in the sub-flow test: every node hidden 30 s on).
+function MeasureUnsized() {
+  const unsized = useStore((s) => {
+    const ids: string[] = [];
+    for (const n of s.nodeLookup.values()) if (!n.hidden && (n.measured.width === undefined || n.measured.height === undefined)) ids.push(n.id);
+    return ids.join("\n");
+  });
+  const measure = useUpdateNodeInternals();
+  useEffect(() => {
+    if (unsized) measure(unsized.split("\n"));
+  }, [unsized, measure]);
+  return null;
 }
 
 // ChildRun links to the run a SubFlow step started, with its flow and
