@@ -332,21 +332,22 @@ func (s *Server) mayBind(c echo.Context, p *Principal, ws string) error {
 		return badRequest(`"workspace": ` + store.WorkspaceSlugRule)
 	}
 	ctx := c.Request().Context()
-	if p.ServerAdmin() {
+	role, err := s.roleIn(ctx, p.User, ws)
+	if err != nil {
+		return err
+	}
+	if role == store.RoleAdmin && p.ServerAdmin() {
+		// Admin of every workspace there is.
 		ok, err := s.cfg.Store.WorkspaceExists(ctx, ws)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return workspaceNotFound(ws)
+			role = ""
 		}
-		return nil
 	}
-	if _, err := s.cfg.Store.MemberRole(ctx, ws, p.User.ID); err != nil {
-		if errors.Is(err, engine.ErrNotFound) {
-			return workspaceNotFound(ws)
-		}
-		return err
+	if role == "" {
+		return workspaceNotFound(ws)
 	}
 	return nil
 }

@@ -398,3 +398,35 @@ func TestWorkspaceLimits(t *testing.T) {
 		call(t, two, http.StatusCreated, req{method: "POST", path: "/api/v1/flows/" + flow + "/runs", header: hd, body: `{}`})
 	}
 }
+
+// TestBoundTokenMadeThroughTheAPI: a person signed in makes a token bound
+// to a workspace they belong to (and not to one they do not); it acts
+// there without the header.
+func TestBoundTokenMadeThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	st, _ := storetest.IsolatedDB(t)
+	h, _ := peopleServer(t, st)
+	call(t, h, http.StatusCreated, req{method: "POST", path: "/api/v1/workspaces", body: `{"slug":"sales","name":"Sales"}`})
+	call(t, h, http.StatusCreated, req{method: "POST", path: "/api/v1/workspaces", body: `{"slug":"finance","name":"Finance"}`})
+	call(t, h, http.StatusCreated, req{method: "POST", path: "/api/v1/users",
+		body: `{"email":"ana@example.com","name":"Ana","role":"viewer","password":"a long enough password"}`})
+	call(t, h, http.StatusCreated, req{method: "PUT", path: "/api/v1/workspaces/sales/members/ana@example.com", body: `{"role":"editor"}`})
+	call(t, h, http.StatusCreated, req{method: "POST", path: "/api/v1/flows", header: inWorkspace("sales", ""), body: flowBody("s", graphUX, "")})
+	cookie, csrf := signIn(t, h, "ana@example.com", "a long enough password")
+	session := map[string]string{"Cookie": cookie, "X-CSRF-Token": csrf, "Authorization": ""}
+	requireError(t, http.StatusNotFound, "not_found", do(t, h, req{method: "POST", path: "/api/v1/tokens", header: session,
+		body: `{"name":"t","workspace":"finance"}`}))
+	requireError(t, http.StatusNotFound, "not_found", do(t, h, req{method: "POST", path: "/api/v1/tokens", header: session,
+		body: `{"name":"t","workspace":"nowhere"}`}))
+	tok := decode[struct {
+		Token     string `json:"token"`
+		Workspace string `json:"workspace"`
+	}](t, call(t, h, http.StatusCreated, req{method: "POST", path: "/api/v1/tokens", header: session, body: `{"name":"t","workspace":"sales"}`}))
+	require.Equal(t, "sales", tok.Workspace)
+	flows := decode[struct {
+		Flows []flowResp `json:"flows"`
+	}](t, call(t, h, http.StatusOK, req{method: "GET", path: "/api/v1/flows", header: map[string]string{"Authorization": "Bearer " + tok.Token}}))
+	require.Len(t, flows.Flows, 1, "the bound token acts in sales")
+	requireError(t, http.StatusForbidden, "workspace_mismatch", do(t, h, req{method: "GET", path: "/api/v1/flows",
+		header: inWorkspace("default", tok.Token)}))
+}
