@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -67,6 +69,13 @@ func (s *Store) BoardAnalytics(ctx context.Context, boardID string, p AnalyticsP
 	end := p.To
 	if p.Now.Before(end) {
 		end = p.Now
+	}
+	plan, err := s.planRollup(ctx, "board", boardID, p.From, p.To)
+	if err != nil {
+		return nil, err
+	}
+	if plan != nil {
+		return s.boardAnalyticsRolled(ctx, b, p, end, plan)
 	}
 	type secRow struct {
 		Section             string
@@ -223,23 +232,84 @@ func bucketFor(from, to time.Time) (string, string) {
 func (s *Store) FlowAnalytics(ctx context.Context, p FlowAnalyticsParams) (*FlowAnalytics, error) {
 	db := s.db.WithContext(ctx)
 	bucket, stride := bucketFor(p.From, p.To)
+	// Day and week buckets begin at midnight UTC (whole rolled days fit
+	// them); hours at from.
+	origin := p.From
+	if bucket != "hour" {
+		origin = utcDay(p.From)
+	}
 	out := &FlowAnalytics{From: p.From.UTC(), To: p.To.UTC(), Bucket: bucket, Nodes: []NodeAnalytics{}, Timeline: []TimelineBucket{}}
 	version := "" // every version
-	args := []any{p.FlowID, p.From, p.To}
+	var verArgs []any
 	if p.Version > 0 {
 		out.Version = &p.Version
 		version = ` AND r.flow_version_id = (SELECT id FROM flow_versions WHERE flow_id = ? AND number = ?)`
-		args = append(args, p.FlowID, p.Version)
+		verArgs = []any{p.FlowID, p.Version}
 	}
-	runs := `SELECT r.id, r.status, r.created_at FROM runs r WHERE r.flow_id = ? AND r.created_at >= ? AND r.created_at < ?` + version
-	if err := db.Raw(`WITH rs AS (`+runs+`)
+	plan, err := s.planRollup(ctx, "flow", p.FlowID, p.From, p.To)
+	if err != nil {
+		return nil, err
+	}
+	// rs: the runs read raw — every run of the range, or, beside rolled
+	// days, the runs of the rest and the rolled days' runs still going.
+	const runCols = `SELECT r.id, r.status, r.created_at, r.flow_version_id FROM runs r WHERE r.flow_id = ?`
+	rs := runCols + ` AND r.created_at >= ? AND r.created_at < ?` + version
+	args := append([]any{p.FlowID, p.From, p.To}, verArgs...)
+	if plan != nil {
+		where, wargs := plan.rawWhere("r.created_at")
+		rs = runCols + version + ` AND ` + where + `
+			UNION ALL ` + runCols + version + ` AND r.status IN ('running', 'paused', 'queued')
+				AND r.created_at >= ? AND r.created_at < ? AND (r.created_at AT TIME ZONE 'UTC')::date = ANY(?::date[])`
+		args = append(append(append([]any{p.FlowID}, verArgs...), wargs...), p.FlowID)
+		args = append(append(args, verArgs...), plan.days[0], plan.days[len(plan.days)-1].AddDate(0, 0, 1), plan.daysArray())
+	}
+	if err := db.Raw(`WITH rs AS (`+rs+`)
 		SELECT count(*), count(*) FILTER (WHERE status = 'completed'), count(*) FILTER (WHERE status = 'failed'),
 			count(*) FILTER (WHERE status = 'cancelled'), count(*) FILTER (WHERE status IN ('running', 'paused', 'queued'))
 		FROM rs`, args...).Row().Scan(&out.Runs.Started, &out.Runs.Completed, &out.Runs.Failed, &out.Runs.Cancelled,
 		&out.Runs.Running); err != nil {
 		return nil, fmt.Errorf("error counting flow %s's runs: %w", p.FlowID, interpretError(err))
 	}
-	rows, err := db.Raw(`WITH rs AS (`+runs+`),
+	if plan == nil {
+		out.Nodes, err = s.flowNodesExact(ctx, p.FlowID, rs, args)
+	} else {
+		out.Nodes, err = s.flowNodesRolled(ctx, p.FlowID, rs, args, plan, version, verArgs, &out.Runs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	targs := append(append([]any{}, args...), stride, origin)
+	timeline := `SELECT date_bin(?::interval, created_at, ?::timestamptz) AS b, count(*) AS started,
+			count(*) FILTER (WHERE status = 'completed') AS completed, count(*) FILTER (WHERE status = 'failed') AS failed
+		FROM rs GROUP BY b`
+	if plan != nil {
+		timeline = `SELECT b, sum(started)::bigint, sum(completed)::bigint, sum(failed)::bigint FROM (` + timeline + `
+			UNION ALL
+			SELECT date_bin(?::interval, r.day::timestamp AT TIME ZONE 'UTC', ?::timestamptz) AS b,
+				sum(r.completed + r.failed + r.cancelled), sum(r.completed), sum(r.failed)
+			FROM analytics_run_days r WHERE r.flow_id = ? AND r.day = ANY(?::date[])` + version + ` GROUP BY 1) t GROUP BY b`
+		targs = append(append(targs, stride, origin, p.FlowID, plan.daysArray()), verArgs...)
+	}
+	trows, err := db.Raw(`WITH rs AS (`+rs+`) `+timeline+` ORDER BY b`, targs...).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("error reading flow %s's timeline: %w", p.FlowID, interpretError(err))
+	}
+	defer trows.Close()
+	for trows.Next() {
+		var t TimelineBucket
+		if err := trows.Scan(&t.Bucket, &t.Started, &t.Completed, &t.Failed); err != nil {
+			return nil, fmt.Errorf("error reading flow %s's timeline: %w", p.FlowID, err)
+		}
+		t.Bucket = t.Bucket.UTC()
+		out.Timeline = append(out.Timeline, t)
+	}
+	return out, trows.Err()
+}
+
+// flowNodesExact reads each node's figures over the runs rs, durations
+// as exact percentiles.
+func (s *Store) flowNodesExact(ctx context.Context, flowID, rs string, args []any) ([]NodeAnalytics, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`WITH rs AS (`+rs+`),
 		ns AS (SELECT n.node_id, n.status, n.started_at, n.finished_at, n.taken,
 				n.output -> 'decision' ->> 'outcome' AS outcome
 			FROM node_states n JOIN rs ON rs.id = n.run_id),
@@ -259,41 +329,100 @@ func (s *Store) FlowAnalytics(ctx context.Context, p FlowAnalyticsParams) (*Flow
 			COALESCE(max(oc.outcomes::text), '{}')
 		FROM ns LEFT JOIN oc ON oc.node_id = ns.node_id GROUP BY ns.node_id ORDER BY ns.node_id`, args...).Rows()
 	if err != nil {
-		return nil, fmt.Errorf("error reading flow %s's node figures: %w", p.FlowID, interpretError(err))
+		return nil, fmt.Errorf("error reading flow %s's node figures: %w", flowID, interpretError(err))
 	}
 	defer rows.Close()
+	nodes := []NodeAnalytics{}
 	for rows.Next() {
 		var n NodeAnalytics
 		var outcomes string
 		if err := rows.Scan(&n.Key, &n.Fired, &n.Completed, &n.Failed, &n.Skipped, &n.WaitingNow, &n.DurationMs.P50, &n.DurationMs.P95,
 			&outcomes); err != nil {
-			return nil, fmt.Errorf("error reading flow %s's node figures: %w", p.FlowID, err)
+			return nil, fmt.Errorf("error reading flow %s's node figures: %w", flowID, err)
 		}
 		if err := json.Unmarshal([]byte(outcomes), &n.Outcomes); err != nil {
 			return nil, fmt.Errorf("error reading node %s's outcomes: %w", n.Key, err)
 		}
-		out.Nodes = append(out.Nodes, n)
+		nodes = append(nodes, n)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error reading flow %s's node figures: %w", p.FlowID, interpretError(err))
+		return nil, fmt.Errorf("error reading flow %s's node figures: %w", flowID, interpretError(err))
 	}
-	targs := append([]any{stride, p.From}, args...)
-	trows, err := db.Raw(`SELECT date_bin(?::interval, r.created_at, ?::timestamptz) AS b, count(*),
-			count(*) FILTER (WHERE r.status = 'completed'), count(*) FILTER (WHERE r.status = 'failed')
-		FROM runs r WHERE r.flow_id = ? AND r.created_at >= ? AND r.created_at < ?`+version+` GROUP BY b ORDER BY b`, targs...).Rows()
+	return nodes, nil
+}
+
+// flowNodesRolled reads each node's figures over the runs rs and the
+// plan's rolled days (and adds the rolled days' runs to counts), the
+// durations' percentiles from their merged histograms.
+func (s *Store) flowNodesRolled(ctx context.Context, flowID, rs string, args []any, plan *rollupPlan, version string,
+	verArgs []any, counts *FlowRunCounts,
+) ([]NodeAnalytics, error) {
+	db := s.db.WithContext(ctx)
+	var done struct{ Completed, Failed, Cancelled int }
+	if err := db.Raw(`SELECT COALESCE(sum(r.completed), 0) AS completed, COALESCE(sum(r.failed), 0) AS failed,
+			COALESCE(sum(r.cancelled), 0) AS cancelled
+		FROM analytics_run_days r WHERE r.flow_id = ? AND r.day = ANY(?::date[])`+version,
+		append([]any{flowID, plan.daysArray()}, verArgs...)...).Scan(&done).Error; err != nil {
+		return nil, fmt.Errorf("error reading flow %s's rolled-up runs: %w", flowID, interpretError(err))
+	}
+	counts.Completed += done.Completed
+	counts.Failed += done.Failed
+	counts.Cancelled += done.Cancelled
+	counts.Started += done.Completed + done.Failed + done.Cancelled
+	rows, err := db.Raw(`WITH rs AS (`+rs+`), `+nodeAggSQL()+`
+		SELECT node_id, fired, completed, failed, skipped, waiting, outcomes, durations FROM agg
+		UNION ALL
+		SELECT r.node_id, r.fired, r.completed, r.failed, r.skipped, r.waiting, r.outcomes, r.durations
+		FROM analytics_node_days r WHERE r.flow_id = ? AND r.day = ANY(?::date[])`+version,
+		append(append(args, flowID, plan.daysArray()), verArgs...)...).Rows()
 	if err != nil {
-		return nil, fmt.Errorf("error reading flow %s's timeline: %w", p.FlowID, interpretError(err))
+		return nil, fmt.Errorf("error reading flow %s's node figures: %w", flowID, interpretError(err))
 	}
-	defer trows.Close()
-	for trows.Next() {
-		var t TimelineBucket
-		if err := trows.Scan(&t.Bucket, &t.Started, &t.Completed, &t.Failed); err != nil {
-			return nil, fmt.Errorf("error reading flow %s's timeline: %w", p.FlowID, err)
+	defer rows.Close()
+	type acc struct {
+		n    NodeAnalytics
+		hist histogram
+	}
+	by := map[string]*acc{}
+	for rows.Next() {
+		var key string
+		var f, c, fl, sk, w int
+		var outcomes, durations []byte
+		if err := rows.Scan(&key, &f, &c, &fl, &sk, &w, &outcomes, &durations); err != nil {
+			return nil, fmt.Errorf("error reading flow %s's node figures: %w", flowID, err)
 		}
-		t.Bucket = t.Bucket.UTC()
-		out.Timeline = append(out.Timeline, t)
+		a := by[key]
+		if a == nil {
+			a = &acc{n: NodeAnalytics{Key: key, Outcomes: map[string]int{}}, hist: histogram{}}
+			by[key] = a
+		}
+		a.n.Fired += f
+		a.n.Completed += c
+		a.n.Failed += fl
+		a.n.Skipped += sk
+		a.n.WaitingNow += w
+		var oc map[string]int
+		if err := json.Unmarshal(outcomes, &oc); err != nil {
+			return nil, fmt.Errorf("error reading node %s's outcomes: %w", key, err)
+		}
+		for k, v := range oc {
+			a.n.Outcomes[k] += v
+		}
+		if err := a.hist.addJSON(durations); err != nil {
+			return nil, err
+		}
 	}
-	return out, trows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error reading flow %s's node figures: %w", flowID, interpretError(err))
+	}
+	nodes := make([]NodeAnalytics, 0, len(by))
+	for _, a := range by {
+		q := a.hist.quantiles(0.5, 0.95)
+		a.n.DurationMs.P50, a.n.DurationMs.P95 = q[0], q[1]
+		nodes = append(nodes, a.n)
+	}
+	slices.SortFunc(nodes, func(a, b NodeAnalytics) int { return strings.Compare(a.Key, b.Key) })
+	return nodes, nil
 }
 
 // NotifySLABreaches writes an entity.sla_breached notification for each

@@ -18,12 +18,13 @@ import (
 
 // schemaTables are the tables the migrations create.
 var schemaTables = []string{
+	"analytics_entity_days", "analytics_move_days", "analytics_node_days", "analytics_rolled", "analytics_run_days", "analytics_stale", "analytics_stay_days",
 	"api_tokens", "audit_log", "boards", "dispatch_rate_buckets", "dispatches", "entities", "flow_versions", "flows", "journey_events", "login_failures",
 	"broker_consumers", "broker_triggers", "credentials", "event_deliveries", "event_triggers", "events", "node_states", "notifications", "run_events", "run_tree_deltas", "run_trees", "runs", "schedules", "secrets", "sections", "sessions", "signing_keys", "task_workers", "tasks", "triggers", "used_action_links", "users", "ux_decisions", "webhook_secrets", "workspace_members", "workspaces",
 }
 
 // latestVersion is the highest migration in migrations/.
-const latestVersion = 45
+const latestVersion = 46
 
 func openSQL(t *testing.T, url string) *sql.DB {
 	t.Helper()

@@ -135,6 +135,10 @@ type Config struct {
 	// Retention deletes finished runs that long after they finished (0:
 	// keep them, unless their flow sets settings.retentionDays).
 	Retention time.Duration
+	// AnalyticsRollInterval is the analytics Roller's pause between passes
+	// once caught up (0: its default, 30s; negative: no Roller, so that a
+	// test rolls with store.RollAnalytics when it means to).
+	AnalyticsRollInterval time.Duration
 	// ArchiveURL, when set, gets every batch of runs retention deletes —
 	// each run with its node states, events and journey — as signed JSON
 	// before they are deleted; a batch it does not take (2xx) is kept and
@@ -245,6 +249,7 @@ type App struct {
 	sweeper   *maintenance.Sweeper
 	deferred  *maintenance.DeferredFirer
 	retainer  *maintenance.Retainer
+	roller    *maintenance.Roller
 	scheduler *scheduler.Scheduler
 	brokers   *brokerconsume.Service
 }
@@ -441,6 +446,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.retainer = maintenance.NewRetainer(maintenance.RetainerParams{Store: a.Store, Retention: cfg.Retention,
 		ArchiveURL: cfg.ArchiveURL, ArchiveClient: callbacks.NewHTTPClient(30*time.Second, guard), Clock: clock,
 		Metrics: a.Metrics, Logger: cfg.Logger, PollInterval: cfg.PollInterval})
+	if cfg.AnalyticsRollInterval >= 0 {
+		a.roller = maintenance.NewRoller(maintenance.RollerParams{Store: a.Store, Metrics: a.Metrics, Logger: cfg.Logger,
+			Interval: cfg.AnalyticsRollInterval})
+	}
 	a.scheduler = scheduler.New(scheduler.Params{Store: a.Store, Engine: a.Engine, Metrics: a.Metrics, Clock: clock,
 		Logger: cfg.Logger, PollInterval: cfg.PollInterval, Done: &a.TestSignals.ScheduleDone})
 	// Always: without a notification webhook the outbox still carries the
@@ -628,6 +637,9 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	a.services = append(a.services, a.scheduler, startstop.NewLoop(a.notifier.Run),
 		startstop.NewLoop(a.refreshKeys), a.sweeper, a.retainer, a.deferred)
+	if a.roller != nil {
+		a.services = append(a.services, a.roller)
+	}
 	for _, svc := range a.services {
 		if err := svc.Start(ctx); err != nil {
 			return fmt.Errorf("error starting services: %w", err)

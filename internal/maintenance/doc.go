@@ -11,7 +11,9 @@
 //   - DeferredFirer: the nodes a transaction left to fire later
 //     (engine.Config.MaxFirings), as soon as it commits;
 //   - Retainer: finished runs past their retention, deleted in paced
-//     batches, each sent to the archive first when there is one.
+//     batches, each sent to the archive first when there is one;
+//   - Roller: the analytics' daily rollups of flows and boards, and the
+//     days a change made stale.
 //
 // Any number of processes run them: what is due is claimed in the
 // database (store), so each item is applied once. Their actions are
