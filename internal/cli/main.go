@@ -80,6 +80,7 @@ var settings = []setting{
 	{"notify-url", "STITCHD_NOTIFY_URL"},
 	{"retention", "STITCHD_RETENTION"},
 	{"archive-url", "STITCHD_ARCHIVE_URL"},
+	{"analytics-roll-interval", "STITCHD_ANALYTICS_ROLL_INTERVAL"},
 	{"dispatch-rate", "STITCHD_DISPATCH_RATE"},
 	{"session-ttl", "STITCHD_SESSION_TTL"},
 	{"trust-proxy", "STITCHD_TRUST_PROXY"},
@@ -132,6 +133,7 @@ type options struct {
 	pprofAddr                                   string
 	notifyURL, archiveURL                       string
 	retention                                   string
+	analyticsRollInterval                       time.Duration
 	retentionPeriod                             time.Duration // retention, parsed by runServe
 	dispatchRate                                string
 	dispatchRates                               map[string]float64 // dispatchRate, parsed by runServe
@@ -178,6 +180,7 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.IntVar(&o.loginConcurrency, "login-concurrency", 0, "password checks of sign-ins run at once in this process (19 MiB each); "+
 		"past it a sign-in waits a second, then gets 429 with Retry-After; 0 = twice GOMAXPROCS (env STITCHD_LOGIN_CONCURRENCY)")
 	fs.StringVar(&o.archiveURL, "archive-url", "", "retention sends each batch of runs it deletes there first (signed JSON: runs with their node states, events and journey); a batch not taken (2xx) is kept and sent again; empty = none (env STITCHD_ARCHIVE_URL)")
+	fs.DurationVar(&o.analyticsRollInterval, "analytics-roll-interval", 30*time.Second, "pause between the analytics roller's passes once caught up (whole days rolled two days after they end); 0 = no roller, analytics read raw rows (env STITCHD_ANALYTICS_ROLL_INTERVAL)")
 	fs.StringVar(&o.retention, "retention", "", "delete finished runs this long after they finished: 30d, 720h, P30D; empty = keep (a flow's settings.retentionDays still applies) (env STITCHD_RETENTION)")
 	fs.StringVar(&o.notifyURL, "notify-url", "", "notification webhook: approvals requested, reminders, timed out, runs failed are POSTed there, signed; empty = none (env STITCHD_NOTIFY_URL)")
 	fs.StringVar(&o.dispatchRate, "dispatch-rate", "", "limit deliveries to hosts, across every process: HOST=RPS[,HOST=RPS…], HOST a host:port or a host name for every port, e.g. api.example.com=50 (env STITCHD_DISPATCH_RATE)")
@@ -246,6 +249,15 @@ func parseDispatchRates(s string) (map[string]float64, error) {
 		out[host] = r
 	}
 	return out, nil
+}
+
+// rollInterval is --analytics-roll-interval as app.Config takes it: 0 (or
+// less) is no roller.
+func rollInterval(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // parseRetention reads --retention: whole days ("30d"), a Go duration
@@ -360,7 +372,7 @@ func (o options) config(log *slog.Logger) app.Config {
 		AuthToken: o.authToken, MetricsToken: o.metricsToken, BodyLimit: o.bodyLimit, MaxFanOutItems: o.maxFanOutItems,
 		ExprLimits: engine.ExprLimits{MemoryBytes: o.exprMemory, Time: o.exprTimeout}, MaxRunNodes: o.maxRunNodes, CodeMemory: o.codeMemory, CodeConcurrency: o.codeConcurrency, Logger: log, DataDir: o.dataDir, LocalPostgres: o.localPostgres,
 		DispatchTimeout: o.dispatchTimeout, PollInterval: o.pollInterval, TriggerRate: o.triggerRate, LoginConcurrency: o.loginConcurrency, OTLPEndpoint: o.otlpEndpoint, Version: o.build.Version, NodeTypes: o.build.NodeTypes,
-		NotifyURL: o.notifyURL, ArchiveURL: o.archiveURL, Retention: o.retentionPeriod, SessionTTL: o.sessionTTL, TrustProxy: o.trustProxy,
+		NotifyURL: o.notifyURL, ArchiveURL: o.archiveURL, Retention: o.retentionPeriod, AnalyticsRollInterval: rollInterval(o.analyticsRollInterval), SessionTTL: o.sessionTTL, TrustProxy: o.trustProxy,
 		DispatchRates: o.dispatchRates, OIDC: o.oidc(), SecretKey: o.secretKeyBytes, DevSecrets: o.devSecrets}
 }
 

@@ -71,6 +71,7 @@ var configSettings = []struct {
 	{"pprof-addr", "STITCHD_PPROF_ADDR", "", "127.0.0.1:6060", "127.0.0.1:6061", func(o *options) string { return o.pprofAddr }},
 	{"notify-url", "STITCHD_NOTIFY_URL", "", "https://env.example/n", "https://flag.example/n", func(o *options) string { return o.notifyURL }},
 	{"retention", "STITCHD_RETENTION", "", "30d", "P7D", func(o *options) string { return o.retention }},
+	{"analytics-roll-interval", "STITCHD_ANALYTICS_ROLL_INTERVAL", "30s", "1m0s", "0s", func(o *options) string { return o.analyticsRollInterval.String() }},
 	{"archive-url", "STITCHD_ARCHIVE_URL", "", "https://env.example/a", "https://flag.example/a", func(o *options) string { return o.archiveURL }},
 	{"dispatch-rate", "STITCHD_DISPATCH_RATE", "", "a.example=5", "b.example:8080=0.5", func(o *options) string { return o.dispatchRate }},
 	{"session-ttl", "STITCHD_SESSION_TTL", "12h0m0s", "1h0m0s", "30m0s", func(o *options) string { return o.sessionTTL.String() }},
