@@ -62,6 +62,9 @@ type Options struct {
 	// the bench).
 	HistoryRuns   int
 	HistoryLoader string
+	// AnalyticsRuns finished runs are loaded over 400 days in the
+	// analytics scenario (default 1,000,000; the sql loader).
+	AnalyticsRuns int
 	// HistoryWindow is how long each turn of the history's last phase
 	// lasts, retention on or off (default 30 s).
 	HistoryWindow time.Duration
@@ -91,6 +94,8 @@ type Report struct {
 	Results   []Result  `json:"results"`
 	// History is the history scenario's comparison (when it ran).
 	History *History `json:"history,omitempty"`
+	// Analytics is the analytics scenario's timings (when it ran).
+	Analytics *Analytics `json:"analytics,omitempty"`
 }
 
 // Machine describes where the figures were taken.
@@ -185,7 +190,7 @@ var allScenarios = []string{"chain", "floor", "http", "chains", "pull", "branche
 
 // optInScenarios run only when named: history loads a million runs and
 // runs chain and chains three times.
-var optInScenarios = []string{"history", "fairness"}
+var optInScenarios = []string{"history", "fairness", "analytics"}
 
 // serveFlagsFor returns the serve flags that let the biggest fan-out
 // through: the default body limit (1 MiB) holds the run input of
@@ -205,6 +210,10 @@ func serveFlagsFor(opts Options) []string {
 	}
 	if most > handlers.DefaultMaxItems {
 		flags = append(flags, "--max-fanout-items", strconv.Itoa(most))
+	}
+	if slices.Contains(opts.Scenarios, "analytics") {
+		// The scenario times raw reads, then rolls the days itself.
+		flags = append(flags, "--analytics-roll-interval", "0")
 	}
 	return flags
 }
@@ -251,6 +260,7 @@ type runner struct {
 	proc   *proc
 	worker *worker
 	db     *sql.DB
+	dbURL  string
 	watch  *watcher
 	// pg is the Postgres server when it runs on this machine (its CPU is
 	// measured), else nil.
@@ -292,6 +302,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	def(&opts.SubFlows, 10000)
 	def(&opts.SleepingRuns, 100000)
 	def(&opts.HistoryRuns, 1_000_000)
+	def(&opts.AnalyticsRuns, 1_000_000)
 	def(&opts.FairnessBacklog, 10_000)
 	def(&opts.FairnessRuns, 100)
 	switch opts.HistoryLoader {
@@ -335,6 +346,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	defer dropDatabase(dbURL, name)
 	r.logf("database %s", name)
 
+	r.dbURL = dbURL
 	if r.db, err = sql.Open("pgx", dbURL); err != nil {
 		return nil, fmt.Errorf("error opening the bench database: %w", err)
 	}
@@ -391,6 +403,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if s == "history" {
 			// Several results, each measured on its own.
 			if err := r.history(ctx, rep); err != nil {
+				return rep, fmt.Errorf("scenario %s: %w", s, err)
+			}
+			continue
+		}
+		if s == "analytics" {
+			if err := r.analytics(ctx, rep); err != nil {
 				return rep, fmt.Errorf("scenario %s: %w", s, err)
 			}
 			continue

@@ -171,10 +171,6 @@ func TestBenchHistory(t *testing.T) {
 			// of them with an entity (2 journey entries).
 			require.EqualValues(t, 1000*8+1000*13+500*2, h.Rows)
 			require.Positive(t, h.LoadSeconds)
-			require.Len(t, h.AnalyticsMs, 4, "both analytics endpoints, two ranges each")
-			for name, ms := range h.AnalyticsMs {
-				require.Positive(t, ms, name)
-			}
 			require.Positive(t, h.DeleteSeconds, "retention deleted the loaded runs")
 			require.GreaterOrEqual(t, h.DeleteWallSeconds, h.DeleteSeconds)
 			// Turns off and on, off first and last.
@@ -239,4 +235,34 @@ func buildStitchd(t *testing.T) string {
 	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/stitchd/stitchd/cmd/stitchd").CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	return bin
+}
+
+// TestBenchAnalytics runs the analytics scenario small: the runs load over
+// 400 days, the endpoints answer on raw rows, the days roll up, and the
+// rolled answers keep every count (the scenario fails otherwise).
+func TestBenchAnalytics(t *testing.T) {
+	bin := buildStitchd(t)
+	var progress bytes.Buffer
+	rep, err := bench.Run(context.Background(), bench.Options{
+		Binary: bin, DatabaseURL: storetest.ServerURL(t), WorkDir: t.TempDir(), Progress: &progress,
+		Scenarios: []string{"analytics"}, AnalyticsRuns: 2000,
+	})
+	require.NoError(t, err, progress.String())
+	a := rep.Analytics
+	require.NotNil(t, a)
+	require.Equal(t, 2000, a.Runs)
+	require.EqualValues(t, 1000*8+1000*13+500*2, a.Rows)
+	// 2,000 runs over 400 days: every day has runs of each flow, and the
+	// board's entities move on one day in four or more; all but the
+	// last day (not two days old) roll.
+	require.Greater(t, a.DaysRolled, 2*398)
+	for _, ms := range []map[string]float64{a.RawMs, a.RolledMs} {
+		require.Len(t, ms, 8, "both endpoints, four ranges each")
+		for name, v := range ms {
+			require.Positive(t, v, name)
+		}
+	}
+	var table bytes.Buffer
+	require.NoError(t, bench.Print(&table, rep))
+	require.Contains(t, table.String(), "days rolled")
 }

@@ -30,10 +30,6 @@ type History struct {
 	// FlowsPageMs is one GET /api/v1/flows (the flows page, with its run
 	// counts), empty and loaded.
 	FlowsPageMs [2]float64 `json:"flows_page_ms"`
-	// AnalyticsMs times the analytics endpoints on the loaded database:
-	// the board's and the two-worker flow's, over the default range (the
-	// last 30 days) and over every loaded run (the last 500 days).
-	AnalyticsMs map[string]float64 `json:"analytics_ms"`
 	// Compared are the figures the targets are judged on.
 	Compared []Comparison `json:"compared"`
 	// DeleteSeconds is how long stitchd's retention took to delete the
@@ -141,10 +137,6 @@ func (r *runner) history(ctx context.Context, rep *Report) error {
 	if h.FlowsPageMs[1], err = r.flowsPageMs(ctx); err != nil {
 		return err
 	}
-	if h.AnalyticsMs, err = r.analyticsMs(ctx, flows[1]); err != nil {
-		return err
-	}
-	r.logf("history: analytics %v ms", h.AnalyticsMs)
 
 	loaded, err := r.chainAndChains(ctx)
 	if err != nil {
@@ -219,29 +211,6 @@ func (r *runner) flowsPageMs(ctx context.Context) (float64, error) {
 	return float64(time.Since(start).Microseconds()) / 1000, nil
 }
 
-// analyticsMs times the analytics endpoints of a loaded flow and its
-// board: the best of three calls each (the first warms the cache).
-func (r *runner) analyticsMs(ctx context.Context, f historyFlow) (map[string]float64, error) {
-	all := "?from=" + time.Now().Add(-500*24*time.Hour).UTC().Format(time.RFC3339)
-	out := map[string]float64{}
-	for name, path := range map[string]string{"board, 30 days": "/boards/" + f.board + "/analytics",
-		"board, 500 days": "/boards/" + f.board + "/analytics" + all, "flow, 30 days": "/flows/" + f.id + "/analytics",
-		"flow, 500 days": "/flows/" + f.id + "/analytics" + all} {
-		best := 0.0
-		for i := range 3 {
-			start := time.Now()
-			if err := r.api(ctx, "GET", path, nil, nil); err != nil {
-				return nil, err
-			}
-			if ms := float64(time.Since(start).Microseconds()) / 1000; i == 0 || ms < best {
-				best = ms
-			}
-		}
-		out[name] = best
-	}
-	return out, nil
-}
-
 // historyFlows creates the flows the loaded runs belong to: a one-worker
 // flow and a two-worker chain on a board (half of its runs carry an
 // entity).
@@ -305,10 +274,18 @@ const historyBatch = 50_000
 // entity with its two journey entries (run_started, moved): 11 rows a run
 // on average.
 func (r *runner) loadHistory(ctx context.Context, flows [2]historyFlow, runs int) (int64, error) {
+	return r.loadRuns(ctx, flows, runs, `now() - interval '400 days' + i * interval '10 ms'`)
+}
+
+// loadRuns is loadHistory with run i started at the SQL time t0 (of i);
+// the copy loader's runs start as loadHistory's.
+func (r *runner) loadRuns(ctx context.Context, flows [2]historyFlow, runs int, t0 string) (int64, error) {
 	var total int64
 	for lo := 0; lo < runs; lo += historyBatch {
 		hi := min(lo+historyBatch, runs) - 1
-		load := r.loadHistoryBatch
+		load := func(ctx context.Context, flows [2]historyFlow, lo, hi, entities int) (int64, error) {
+			return r.loadHistoryBatch(ctx, flows, lo, hi, entities, t0)
+		}
 		if r.opts.HistoryLoader == "copy" {
 			load = r.loadHistoryBatchCopy
 		}
@@ -324,15 +301,14 @@ func (r *runner) loadHistory(ctx context.Context, flows [2]historyFlow, runs int
 	return total, nil
 }
 
-func (r *runner) loadHistoryBatch(ctx context.Context, flows [2]historyFlow, lo, hi, entities int) (int64, error) {
+func (r *runner) loadHistoryBatch(ctx context.Context, flows [2]historyFlow, lo, hi, entities int, t0 string) (int64, error) {
 	tx, err := r.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	// Per run i: its id, when it started (400 days ago, 10 ms apart), its
-	// workers.
-	gen := `SELECT i, ` + historyUUID("8000", "i") + ` AS id, now() - interval '400 days' + i * interval '10 ms' AS t0, 1 + i % 2 AS workers
+	// Per run i: its id, when it started (t0), its workers.
+	gen := `SELECT i, ` + historyUUID("8000", "i") + ` AS id, ` + t0 + ` AS t0, 1 + i % 2 AS workers
 		FROM generate_series($1::int, $2::int) i`
 	callback := r.worker.url
 	statements := []struct {

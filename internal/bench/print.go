@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 )
 
@@ -40,6 +41,18 @@ func Print(w io.Writer, rep *Report) error {
 		if q := r.QuietRunMs; q != nil {
 			fmt.Fprintf(w, "\n%s: the quiet workspace's runs took p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d runs)\n",
 				r.Name, q.P50, q.P99, q.Max, q.Samples)
+		}
+	}
+	if a := rep.Analytics; a != nil {
+		fmt.Fprintf(w, "\nanalytics: %d finished runs over 400 days, %d rows loaded in %.1f s; %d days rolled in %.1f s\n",
+			a.Runs, a.Rows, a.LoadSeconds, a.DaysRolled, a.RollSeconds)
+		names := make([]string, 0, len(a.RawMs))
+		for n := range a.RawMs {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			fmt.Fprintf(w, "  %-16s raw %8.1f ms   rolled %8.1f ms\n", n, a.RawMs[n], a.RolledMs[n])
 		}
 	}
 	return printHistory(w, rep.History)

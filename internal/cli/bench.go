@@ -32,7 +32,8 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 			"fanout-<n> runs a fan-out of any size (fanout-300k, fanout-1m); history (only when named) runs chain and chains\n" +
 			"on the empty database, loads --history-runs finished runs, runs them again, then chains while retention deletes\n" +
 			"the loaded runs, on and off in turns of --history-window; fairness (only when named) times a quiet workspace's runs while\n" +
-			"a busy one's --fairness-backlog deliveries wait. The database is dropped afterwards.",
+			"a busy one's --fairness-backlog deliveries wait; analytics (only when named) loads --analytics-runs finished runs over 400 days and\n" +
+			"times the analytics endpoints before and after rolling them up. The database is dropped afterwards.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.DatabaseURL == "" {
@@ -84,6 +85,7 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 	f.IntVar(&o.FairnessBacklog, "fairness-backlog", 10_000, "the fan-out a busy workspace queues in the fairness scenario")
 	f.IntVar(&o.FairnessRuns, "fairness-runs", 100, "one-step runs a quiet workspace starts (one every 20 ms) during the fairness scenario's backlog")
 	f.BoolVar(&o.FairnessOneWorkspace, "fairness-one-workspace", false, "run the fairness scenario's quiet runs in the busy workspace (the comparison)")
+	f.IntVar(&o.AnalyticsRuns, "analytics-runs", 1_000_000, "finished runs the analytics scenario loads over 400 days")
 	f.IntVar(&o.HistoryRuns, "history-runs", 1_000_000, "finished runs the history scenario loads (about 11 rows each)")
 	f.StringVar(&o.HistoryLoader, "history-loader", "sql", "how the history scenario loads: sql (INSERT … SELECT generate_series) or copy (COPY from the bench)")
 	f.DurationVar(&o.HistoryWindow, "history-window", 30*time.Second, "while retention deletes the history's runs, chains run with it on and off in turns this long")
