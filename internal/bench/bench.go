@@ -83,6 +83,9 @@ type Options struct {
 	// ProfileDir, when set, receives stitchd's pprof CPU and allocation
 	// profiles of each scenario.
 	ProfileDir string
+	// KeepDatabase leaves the bench's database behind (its name is in the
+	// progress log), to look into afterwards.
+	KeepDatabase bool
 	// Progress, if set, receives one line per step.
 	Progress io.Writer
 }
@@ -343,7 +346,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if cluster != nil {
 		defer func() { _ = cluster.Stop() }()
 	}
-	defer dropDatabase(dbURL, name)
+	if !opts.KeepDatabase {
+		defer dropDatabase(dbURL, name)
+	}
 	r.logf("database %s", name)
 
 	r.dbURL = dbURL

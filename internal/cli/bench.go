@@ -79,6 +79,7 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 	f.IntVar(&o.ChainsRunLength, "chains-length", 100, "workers per concurrent chain run")
 	f.IntVar(&o.Timers, "timers", 10000, "Wait nodes due at the same moment in the timers scenario")
 	f.DurationVar(&o.ChainsDuration, "chains-duration", 60*time.Second, "how long the concurrent chains run")
+	f.BoolVar(&o.KeepDatabase, "keep-database", false, "leave the bench's database behind (its name is logged) to look into")
 	f.StringVar(&o.ProfileDir, "profile-dir", "", "save stitchd's pprof CPU and allocation profiles of each scenario here")
 	f.IntVar(&o.IdleRuns, "idle-runs", 1000, "runs waiting on a person in the idle scenario")
 	f.IntVar(&o.SleepingRuns, "sleeping-runs", 100000, "runs sleeping in a Wait node in the sleeping scenario")
