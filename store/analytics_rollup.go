@@ -42,6 +42,19 @@ func (p *rollupPlan) daysArray() string {
 	return "{" + strings.Join(s, ",") + "}"
 }
 
+// gapsArray is the days between the plan's first and last rolled days
+// that it reads raw (stale), as a Postgres date[] literal: an entity's
+// rolled days are probed as a range, less these.
+func (p *rollupPlan) gapsArray() string {
+	var gaps []string
+	for i := 1; i < len(p.days); i++ {
+		for d := p.days[i-1].AddDate(0, 0, 1); d.Before(p.days[i]); d = d.AddDate(0, 0, 1) {
+			gaps = append(gaps, d.Format(time.DateOnly))
+		}
+	}
+	return "{" + strings.Join(gaps, ",") + "}"
+}
+
 // rawWhere is the SQL condition (col in one of the raw intervals) and its
 // arguments; "false" when there is none.
 func (p *rollupPlan) rawWhere(col string) (string, []any) {
@@ -404,7 +417,9 @@ func (s *Store) boardAnalyticsRolled(ctx context.Context, b *Board, p AnalyticsP
 	db := s.db.WithContext(ctx)
 	where, wargs := plan.rawWhere("j.created_at")
 	days := plan.daysArray()
-	args := append(append([]any{b.ID}, wargs...), end, p.To, b.ID, days, b.ID, days, b.ID, days)
+	first, last := plan.days[0], plan.days[len(plan.days)-1]
+	args := append(append([]any{b.ID}, wargs...), end, p.To, b.ID, days, b.ID, days,
+		b.ID, first.Format(time.DateOnly), last.Format(time.DateOnly), plan.gapsArray())
 	rows, err := db.Raw(`WITH ents AS (SELECT id FROM entities WHERE board_id = ?),
 		mv AS (
 			SELECT j.entity_id, j.entity_seq, j.from_section_id AS f, j.to_section_id AS t, j.created_at
@@ -427,9 +442,12 @@ func (s *Store) boardAnalyticsRolled(ctx context.Context, b *Board, p AnalyticsP
 		UNION ALL
 		SELECT 'stay', section, NULL, max_secs, durations FROM analytics_stay_days WHERE board_id = ? AND day = ANY(?::date[])
 		UNION ALL
-		SELECT 'entities', NULL, NULL, count(DISTINCT entity_id)::float8, NULL FROM (
-			SELECT entity_id FROM mv UNION ALL
-			SELECT entity_id FROM analytics_entity_days WHERE board_id = ? AND day = ANY(?::date[])) x`, args...).Rows()
+		SELECT 'entities', NULL, NULL, count(*)::float8, NULL FROM (
+			SELECT e.id FROM entities e WHERE e.board_id = ? AND EXISTS (
+				SELECT 1 FROM analytics_entity_days d WHERE d.board_id = e.board_id AND d.entity_id = e.id
+					AND d.day >= ?::date AND d.day <= ?::date AND d.day <> ALL(?::date[]))
+			UNION
+			SELECT entity_id FROM mv) x`, args...).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error reading board %s's analytics: %w", b.ID, interpretError(err))
 	}
