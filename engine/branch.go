@@ -190,9 +190,18 @@ func (t *txn) readyDecided(tg target, status Status, from string, taken []string
 // to skipped, and decides its own edges as not taken (dead-path
 // elimination). A skipped Splitter skips its Collector: its region has no
 // instances.
+//
+// The node is known pending (read under the run's lock, or its one
+// upstream node completing now), so its compare-and-set is queued to
+// travel with the next statement — the count-down of its successors —
+// rather than waited for: a switch's branches not taken cost a round
+// trip each, not two. A row not pending after all fails the transaction.
 func (t *txn) skip(tg target) error {
-	st, err := t.transition(&NodeTransition{Key: tg.key, From: StatusPending, Steps: []Status{StatusSkipped}})
+	prev, err := t.pendingAttempt(tg)
 	if err != nil {
+		return err
+	}
+	if err := t.transitionLater(&NodeTransition{Key: tg.key, From: StatusPending, Steps: []Status{StatusSkipped}}, tg.node.ID, prev); err != nil {
 		return fmt.Errorf("error skipping node %s: %w", tg.key, err)
 	}
 	n := tg.node
@@ -207,7 +216,7 @@ func (t *txn) skip(tg target) error {
 		coll := t.graph.Nodes[region.Collector]
 		return t.skip(target{node: coll, idx: tg.idx, key: InstanceKey(coll.ID, tg.idx)})
 	}
-	return t.walk(n, st.Key, tg.idx, nil, []string{})
+	return t.walk(n, tg.key, tg.idx, nil, []string{})
 }
 
 // handleFailure hands the failure of node n on along its failure edges:
@@ -278,16 +287,41 @@ func (t *txn) mayBranch(runID, key string) bool {
 
 // completeDeciding completes a worker's node whose edges are decided
 // first, in the completion's compare-and-set (tr).
+//
+// When the run is not locked yet, its lock, the node's row and (when a
+// condition reads run.input) the run's input are read in one round trip.
 func (t *txn) completeDeciding(p CallbackParams, tr *NodeTransition) error {
-	if err := t.load(p.RunID); err != nil {
-		return err
+	var cur *NodeState
+	var nodeErr error
+	read := false
+	if t.run == nil || t.run.ID != p.RunID {
+		locked := t.tx.LockRunLater(t.ctx, p.RunID)
+		var input func() (json.RawMessage, error)
+		if t.decisionReadsRun(p.RunID, p.Key) {
+			input = t.tx.RunInputLater(t.ctx, p.RunID)
+		}
+		cur, nodeErr = t.tx.Node(t.ctx, p.RunID, p.Key)
+		if err := t.lockAnswered(p.RunID, locked, nodeErr); err != nil {
+			return err
+		}
+		if nodeErr != nil && !errors.Is(nodeErr, ErrNotFound) {
+			return nodeErr
+		}
+		if input != nil {
+			if in, err := input(); err == nil && in != nil {
+				t.run.Input = in
+			}
+		}
+		read = true
 	}
 	n, _, ok := t.graph.parseKey(p.Key)
 	if !ok || t.graph.hasBranches(n.ID) {
 		// The row names its node; a key with no row fails the
 		// compare-and-set below, answered as a conflict like any other.
-		cur, err := t.tx.Node(t.ctx, p.RunID, p.Key)
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if !read {
+			cur, nodeErr = t.tx.Node(t.ctx, p.RunID, p.Key)
+		}
+		if err := nodeErr; err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
 		if cur != nil {
@@ -308,6 +342,29 @@ func (t *txn) completeDeciding(p CallbackParams, tr *NodeTransition) error {
 		return t.duplicateOr(err, p)
 	}
 	return t.completed(st)
+}
+
+// decisionReadsRun reports whether deciding the edges of node key of run
+// runID reads the run's input (a condition names run), as far as this
+// process knows the run's graph.
+func (t *txn) decisionReadsRun(runID, key string) bool {
+	_, g, ok := t.e.cachedGraph(runID)
+	if !ok {
+		return false
+	}
+	n, _, ok := g.parseKey(key)
+	if !ok {
+		return false
+	}
+	for _, r := range g.Branches[n.ID] {
+		if r.Condition == "" {
+			continue
+		}
+		if c, err := t.e.conds.get(r.Condition); err == nil && c.UsesRun {
+			return true
+		}
+	}
+	return false
 }
 
 // decideUX applies a person's answer p to UX node n (cur: its state).

@@ -53,6 +53,10 @@ type Tx interface {
 	SaveRunWithEvents(ctx context.Context, s RunSave) error
 	// RunInput loads a run's input.
 	RunInput(ctx context.Context, runID string) (json.RawMessage, error)
+	// RunInputLater queues RunInput, to travel with the next statement;
+	// the returned function gives its result once that statement was
+	// answered (nil and no error if it never was).
+	RunInputLater(ctx context.Context, runID string) func() (json.RawMessage, error)
 	// RunByIdempotencyKey finds a run of flowID started with key.
 	RunByIdempotencyKey(ctx context.Context, flowID, key string) (*Run, error)
 	// AdmitRun counts a start of a run of flowID against its workspace's

@@ -386,6 +386,20 @@ func (t *pgTx) RunInput(ctx context.Context, runID string) (json.RawMessage, err
 	return in, nil
 }
 
+func (t *pgTx) RunInputLater(_ context.Context, runID string) func() (json.RawMessage, error) {
+	var in []byte
+	var err error
+	t.later(`SELECT input FROM runs WHERE id = ?`, func(row scanner) error {
+		if serr := row.Scan(&in); serr != nil {
+			// No row is no failure of the transaction: the lock queued
+			// before it says the run is missing.
+			err = fmt.Errorf("run %s: %w", runID, interpretError(serr))
+		}
+		return nil
+	}, runID)
+	return func() (json.RawMessage, error) { return in, err }
+}
+
 func (t *pgTx) AdmitRun(_ context.Context, flowID string) {
 	// stitchd_admit_run (migration 45) locks the workspace's row only when
 	// it has a limit: a workspace without one pays this statement alone,
