@@ -246,8 +246,12 @@ func (s *Store) RollAnalytics(ctx context.Context, p RollParams) (int, error) {
 			if day.IsZero() || day.After(p.Through) {
 				break
 			}
-			if err := s.rollDay(ctx, k.Kind, k.Key, day, nil); err != nil {
+			done, err := s.rollDay(ctx, k.Kind, k.Key, day, nil)
+			if err != nil {
 				return rolled, err
+			}
+			if !done {
+				break // another process is rolling it: its turn
 			}
 			rolled++
 			next = day.AddDate(0, 0, 1)
@@ -287,10 +291,13 @@ func (s *Store) rollStale(ctx context.Context, p RollParams) (int, error) {
 			}
 			continue
 		}
-		if err := s.rollDay(ctx, m.Kind, m.Key, utcDay(m.Day.Time), &m.Ids); err != nil {
+		done, err := s.rollDay(ctx, m.Kind, m.Key, utcDay(m.Day.Time), &m.Ids)
+		if err != nil {
 			return rolled, err
 		}
-		rolled++
+		if done {
+			rolled++
+		}
 	}
 	return rolled, nil
 }
@@ -323,9 +330,10 @@ func (s *Store) nextActiveDay(ctx context.Context, kind, key string, from time.T
 // (a Postgres bigint[] literal) are the stale marks it answers, deleted
 // with it — a mark made after the transaction's snapshot stays. A day
 // past the watermark that is only stale is not rolled: its mark goes.
-func (s *Store) rollDay(ctx context.Context, kind, key string, day time.Time, marks *string) error {
+// It reports false, doing nothing, while another process rolls the key.
+func (s *Store) rollDay(ctx context.Context, kind, key string, day time.Time, marks *string) (bool, error) {
+	var got bool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var got bool
 		if err := tx.Raw(`SELECT pg_try_advisory_xact_lock(hashtextextended('analytics:' || ? || ':' || ?, 0))`, kind, key).
 			Row().Scan(&got); err != nil {
 			return err
@@ -355,9 +363,9 @@ func (s *Store) rollDay(ctx context.Context, kind, key string, day time.Time, ma
 		return nil
 	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
 	if err != nil {
-		return fmt.Errorf("error rolling %s %s's analytics of %s: %w", kind, key, day.Format(time.DateOnly), interpretError(err))
+		return false, fmt.Errorf("error rolling %s %s's analytics of %s: %w", kind, key, day.Format(time.DateOnly), interpretError(err))
 	}
-	return nil
+	return got, nil
 }
 
 // rollSums replaces a day's rollup rows of a flow or board.

@@ -3,9 +3,12 @@ package app_test
 import (
 	"context"
 	"net/url"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/internal/app"
@@ -161,9 +164,30 @@ func TestAnalyticsRollupsReadAsRawRows(t *testing.T) {
 	require.Equal(t, 6, rawB.Entities)
 	require.Zero(t, rolledRows())
 
-	days, err := h.app.Store.RollAnalytics(ctx, store.RollParams{})
-	require.NoError(t, err)
-	require.Equal(t, 6+8, days, "the flow's six days and the board's eight")
+	// Four rollers at once (processes share the work, a flow or board
+	// one at a time): every day rolled, some maybe twice.
+	var wg sync.WaitGroup
+	var total atomic.Int64
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n, err := h.app.Store.RollAnalytics(ctx, store.RollParams{})
+				assert.NoError(t, err)
+				total.Add(int64(n))
+				if n == 0 || err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.GreaterOrEqual(t, total.Load(), int64(6+8), "the flow's six days and the board's eight")
+	var rolledDays int
+	require.NoError(t, db.Raw(`SELECT (SELECT count(DISTINCT day) FROM analytics_run_days WHERE flow_id = ?)
+		+ (SELECT count(DISTINCT day) FROM analytics_entity_days WHERE board_id = ?)`, flow, board).Row().Scan(&rolledDays))
+	require.Equal(t, 6+8, rolledDays)
 	require.Positive(t, rolledRows())
 	requireSame(rawF, rawB)
 	again, err := h.app.Store.RollAnalytics(ctx, store.RollParams{})
@@ -178,7 +202,7 @@ func TestAnalyticsRollupsReadAsRawRows(t *testing.T) {
 	rawF.Runs.Completed++
 	f, _ := read()
 	require.Equal(t, rawF.Runs, f.Runs)
-	days, err = h.app.Store.RollAnalytics(ctx, store.RollParams{})
+	days, err := h.app.Store.RollAnalytics(ctx, store.RollParams{})
 	require.NoError(t, err)
 	require.Equal(t, 1, days, "the stale day rolled again")
 	f, _ = read()
