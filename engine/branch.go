@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -197,17 +198,10 @@ func (t *txn) readyDecided(tg target, status Status, from string, taken []string
 // rather than waited for: a switch's branches not taken cost a round
 // trip each, not two. A row not pending after all fails the transaction.
 func (t *txn) skip(tg target) error {
-	prev, err := t.pendingAttempt(tg)
-	if err != nil {
+	if err := t.skipOnly(tg); err != nil {
 		return err
 	}
-	if err := t.transitionLater(&NodeTransition{Key: tg.key, From: StatusPending, Steps: []Status{StatusSkipped}}, tg.node.ID, prev); err != nil {
-		return fmt.Errorf("error skipping node %s: %w", tg.key, err)
-	}
 	n := tg.node
-	if n.Depth == 0 && len(t.graph.Adjacency[n.ID]) == 0 {
-		t.run.TerminalsLeft--
-	}
 	if n.Caps.FansOut {
 		region := t.graph.Regions[n.ID]
 		if region == nil {
@@ -217,6 +211,98 @@ func (t *txn) skip(tg target) error {
 		return t.skip(target{node: coll, idx: tg.idx, key: InstanceKey(coll.ID, tg.idx)})
 	}
 	return t.walk(n, tg.key, tg.idx, nil, []string{})
+}
+
+// skipAll skips the pending nodes tgs, which their one upstream node
+// decided not to take (a switch's branches not taken), and counts their
+// successors down together: one statement for a switch's branches that
+// join again, not one each. A node whose successors are not all counted
+// down (a sole child, a Collector's arrival, a Splitter's region) or a
+// paused run's is skipped on its own (skip).
+func (t *txn) skipAll(tgs []target) error {
+	var alone []target
+	if len(tgs) < 2 || t.run.Status == RunPaused {
+		alone, tgs = tgs, nil
+	}
+	counts := map[string]int{}
+	var succ []target // the skipped nodes' successors, in first-seen order
+	for _, tg := range tgs {
+		targets, arrivals := successors(t.graph, tg.node, tg.idx)
+		if tg.node.Caps.FansOut || len(arrivals) > 0 || slices.ContainsFunc(targets, func(s target) bool {
+			return soleParent(t.graph, s.node)
+		}) {
+			alone = append(alone, tg)
+			continue
+		}
+		if err := t.skipOnly(tg); err != nil {
+			return err
+		}
+		for _, s := range targets {
+			if counts[s.key] == 0 {
+				succ = append(succ, s)
+			}
+			counts[s.key]++
+		}
+	}
+	// One count-down for each number of skipped parents (one, for the
+	// branches of one switch).
+	byDelta := map[int][]string{}
+	var deltas []int
+	for _, s := range succ {
+		d := counts[s.key]
+		if byDelta[d] == nil {
+			deltas = append(deltas, d)
+		}
+		byDelta[d] = append(byDelta[d], s.key)
+	}
+	remaining := map[string]Pending{}
+	for _, d := range deltas {
+		got, err := t.tx.AddPending(t.ctx, t.run.ID, byDelta[d], -d)
+		if err != nil {
+			return fmt.Errorf("error counting down the successors of skipped nodes: %w", err)
+		}
+		maps.Copy(remaining, got)
+	}
+	outputs := map[string]json.RawMessage{}
+	for _, s := range succ {
+		p, ok := remaining[s.key]
+		if !ok || p.Remaining != 0 {
+			continue
+		}
+		// Every inbound edge decided: which were taken is read from the
+		// upstream rows (the skips, queued, travel first).
+		var err error
+		if t.graph.MaySkip[s.node.ID] {
+			err = t.readyDecided(s, p.Status, "", nil, outputs)
+		} else {
+			err = t.fireReady(s, p.Status, outputs)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, tg := range alone {
+		if err := t.skip(tg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// skipOnly moves pending node tg to skipped (queued: see skip) and keeps
+// the run's count of terminal nodes; its edges are decided by the caller.
+func (t *txn) skipOnly(tg target) error {
+	prev, err := t.pendingAttempt(tg)
+	if err != nil {
+		return err
+	}
+	if err := t.transitionLater(&NodeTransition{Key: tg.key, From: StatusPending, Steps: []Status{StatusSkipped}}, tg.node.ID, prev); err != nil {
+		return fmt.Errorf("error skipping node %s: %w", tg.key, err)
+	}
+	if tg.node.Depth == 0 && len(t.graph.Adjacency[tg.node.ID]) == 0 {
+		t.run.TerminalsLeft--
+	}
+	return nil
 }
 
 // handleFailure hands the failure of node n on along its failure edges:

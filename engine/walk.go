@@ -45,6 +45,7 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 	}
 	outputs := map[string]json.RawMessage{key: output}
 	joins := len(t.graph.JoinAny) > 0
+	var notTaken []target // branches skipped together after the loop
 	for _, tg := range targets {
 		if joins {
 			if t.cancelledByJoin(tg.key) {
@@ -75,6 +76,10 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 			continue
 		}
 		if t.graph.MaySkip[tg.node.ID] {
+			if !joins && taken != nil && soleParent(t.graph, tg.node) && !slices.Contains(taken, tg.node.ID) {
+				notTaken = append(notTaken, tg) // n alone decides it: skipped
+				continue
+			}
 			if err := t.readyDecided(tg, p.Status, key, taken, outputs); err != nil {
 				return err
 			}
@@ -84,7 +89,7 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 			return err
 		}
 	}
-	return nil
+	return t.skipAll(notTaken)
 }
 
 // soleParent reports whether node n fires as soon as its one upstream node
