@@ -1814,6 +1814,11 @@ export interface components {
             settings?: {
                 /** @description each run fails with the error deadline this long after it starts, unless started with its own (422 at settings.deadlineSeconds when not a whole number in range) */
                 deadlineSeconds?: number;
+                /**
+                 * @description what starting a run for an entity whose run of this flow still goes does: queue (the default) waits its turn, skip starts nothing, allow runs both
+                 * @enum {string}
+                 */
+                entityConcurrency?: "allow" | "skip" | "queue";
                 /** @description finished runs of this flow are deleted this many days after they finished, whatever --retention says (422 at settings.retentionDays when not a whole number in range) */
                 retentionDays?: number;
             };
@@ -1826,9 +1831,17 @@ export interface components {
             id: string;
             /** @description Worker, UX, Splitter, Collector, Condition, Transform, Wait, HTTP, Event or SubFlow (case-insensitive). A Transform's data.expression (expr-lang over input, run, entity) gives its output. An HTTP node sends data.method (default GET), data.url, data.headers and data.body (strings may hold {{ expr }} templates over input, run, entity; compile errors are 422 invalid_expression at e.g. nodes[i].data.url, nodes[i].data.body.items[1]) with data.timeoutSeconds (default 30), data.retry (the Worker's policy: maxAttempts, backoff exponential|linear|fixed, initialDelayMs, maxDelayMs, multiplier (exponential factor 1–100, default 2), jitter (0–1, "full" or "none"; default full for exponential backoff), nonRetryable (error substrings that fail the node at once); see docs/workers.md) and data.successCodes (default ["2xx"]); its output is {status, headers, body} (body: JSON when the response is JSON, else text, at most 1 MiB), see docs/http.md; {{ secret "NAME" }} (the name in quotes, alone in its {{ }}; url path or query, headers, body — not method) fills in a stored secret (POST /api/v1/secrets) as the request is sent, never stored: a name no secret has is a warning unknown_secret when the flow is saved (secrets_off on a server without STITCHD_SECRET_KEY) and fails the node when it runs. A node whose url takes its scheme, host or port from a template may use only secrets with allowed_hosts (else 422 secret_host at the secret's path), and a request carrying a secret to a host its allowed_hosts do not list fails the node with secret_host_refused, nothing sent. A Splitter's data.maxConcurrency (an integer from 1 to 100000) keeps at most that many of its items in flight, the next starting when one finishes. A Collector's data.toleratedFailures (an integer count ≥ 0 or a percent string such as "5%") lets it fire although items failed: its output is then {items (null at each failed index), errors: [{index, key, error}]} instead of the array; more failed items than tolerated fail it. Bad values are 422 invalid_config at nodes[i].data.retry.multiplier, .jitter, .nonRetryable, nodes[i].data.maxConcurrency, nodes[i].data.toleratedFailures. A UX node's data.outcomes (default [approve, reject]) names the answers a person can give; data.remindAfterSeconds (at least 1) reminds about it (a node.reminder event and an approval.reminder notification) every so many seconds while it waits; entityMovement.onOutcome maps an outcome to a movement; data.form, a JSON Schema (draft 2020-12: $schema absent or https://json-schema.org/draft/2020-12/schema) object, describes the answer a person gives (decision.answer): it must compile (formats asserted, patterns Go RE2, no $ref or $id to a URL: stitchd never loads a schema), else 422 invalid_form at e.g. nodes[i].data.form.properties.amount.minimum; see POST /api/v1/runs/{id}/nodes/{key}/complete and docs/forms.md. data.assignees ({users: [emails], groups: [names]}, or an expr-lang expression over input, run and entity giving an email, a list of emails or {users, groups}, worked out when the node starts waiting; one that fails or names no one fails the node) says who may decide it (anyone when absent), data.requiredApprovals (an integer from 1 to 1000, default 1) how many distinct people must choose the same outcome, data.rejectPolicy (any, the default: one vote for an outcome that does not complete the node decides; majority: it needs requiredApprovals votes too), data.separationOfDuties (boolean) refuses the person who started the run (see docs/approvals.md); data.formOutcomes (a list of the node's outcomes; default every outcome but reject) names the outcomes the form applies to (422 invalid_config at nodes[i].data.formOutcomes["j"] for another); a form's properties keep the order saved (recorded as x-order beside each properties, which readers follow); data.escalation ([{afterSeconds, assignees: {users, groups}}], afterSeconds rising) reassigns the node, without deciding it, as each step falls due (a node.escalated event; 422 invalid_config at nodes[i].data.escalation["j"]… for a bad step); bad values are 422 invalid_config (invalid_expression for the expression) at nodes[i].data.assignees…. A Wait sleeps for data.duration or until data.until. An Event waits for an event data.event with the key data.key (an expression) and completes with its payload; data.timeoutSeconds fails it when none comes. A SubFlow runs the flow data.flow (its id or name) at data.version (a number, or "latest", the default, pinned when this flow is saved) as a child run with the node's input (data.passEntity, default true, attaches the run's entity) and completes with the child's output; an unknown flow or version, an ambiguous name or a flow that would contain itself is 422 invalid_subflow at nodes[i].data.flow or .version. A Respond node answers the webhook request waiting for the run (a trigger's respond.mode wait) with data.status (100–599, default 200) and data.body (rendered as an HTTP node's body; a secret is refused at save) at once, then passes its input on. Any node's data.join is all (the default: it fires once every inbound edge was decided, at least one taken) or any (it fires on the first inbound edge taken, with that node's output as input, and cancels the other branches leading to it: docs/state_machine.md, Joins); another value, or any on a Collector, is 422 invalid_join at nodes[i].data.join. */
             type: string;
-            position?: Record<string, unknown>;
+            /** @description where the editor draws it */
+            position?: {
+                x?: number;
+                y?: number;
+            };
             /** @description the node's settings (absent or null: none). data.label, if a string, is at most 200 characters (422 too_long) */
             data?: Record<string, unknown> | null;
+            /** @description a sample output pinned to the step in the editor: layout, which the compiler ignores */
+            pinned?: unknown;
+        } & {
+            [key: string]: unknown;
         };
         /** @description a link of the graph from one step to the next */
         GraphEdge: {
@@ -1857,6 +1870,8 @@ export interface components {
                     maxIterations?: number;
                 };
             };
+        } & {
+            [key: string]: unknown;
         };
         Claim: {
             /** @description the claimer's email */
@@ -1901,11 +1916,11 @@ export interface components {
             run_counts_capped?: string[];
             /** @description the flow's triggers by kind, enabled or not (every kind present) */
             triggers?: {
-                webhook?: number;
-                schedule?: number;
-                event?: number;
-                nats?: number;
-                amqp?: number;
+                webhook: number;
+                schedule: number;
+                event: number;
+                nats: number;
+                amqp: number;
             };
         };
         NodeState: {
@@ -1936,6 +1951,8 @@ export interface components {
             output: unknown;
             error: string | null;
             attempt: number;
+            /** @description in the answer of one run: the worker that leased this attempt of a pulled Worker step (POST /api/v1/tasks/poll); absent otherwise */
+            worker?: string;
             /** Format: date-time */
             deadline?: string;
             /** Format: date-time */
@@ -2210,6 +2227,158 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        /** @description a step waiting for a person, as GET /api/v1/approvals lists it */
+        Approval: {
+            /** @description the answers the person can give (the node's data.outcomes) */
+            outcomes: string[];
+            /**
+             * Format: date-time
+             * @description when the node times out (its timeoutSeconds, then onTimeout), or null
+             */
+            deadline?: string | null;
+            /** @description what the deadline does: an outcome, or fail (null without a deadline) */
+            on_timeout?: string | null;
+            /** @description the node is reminded about this often while it waits (remindAfterSeconds of the run's version; absent: never) */
+            remind_after_seconds?: number;
+            /** @description the JSON Schema (draft 2020-12) of the answer to give as output (data.form of the run's version, as saved, its properties in the order saved: x-order); absent when the node has none */
+            form?: Record<string, unknown>;
+            /** @description the outcomes the form applies to (data.formOutcomes; default every outcome but reject): another outcome needs no form filled in; absent without a form */
+            form_outcomes?: string[];
+            /** @description who claimed the node's current attempt (POST …/claim), or null */
+            claimed_by?: string | null;
+            /**
+             * Format: date-time
+             * @description when it was claimed, or null
+             */
+            claimed_at?: string | null;
+            /** @description whom the claimer let decide on their behalf (POST …/delegate); absent when none */
+            delegate?: string;
+            /** @description the node's loop iteration (0: the first pass) */
+            iteration?: number;
+            /** @description whom the node is assigned to (worked out when it started waiting); null: anyone who may decide approvals */
+            assignees?: {
+                /** @description emails, lower case */
+                users: string[];
+                groups: string[];
+            } | null;
+            /** @description how many people must choose the same outcome (data.requiredApprovals) */
+            required_approvals?: number;
+            /** @enum {string} */
+            reject_policy?: "any" | "majority";
+            /** @description the votes of the node's current attempt so far, oldest first */
+            votes?: components["schemas"]["Vote"][];
+            /** @description the node's data.summary read from its input: labelled values to decide by (empty when it has none: show run_input instead) */
+            summary?: {
+                /** @description the summary item's label, else its path */
+                label: string;
+                /** @description a gjson path into the input */
+                path: string;
+                /** @description the value at path (null when the input has none) */
+                value: unknown;
+            }[];
+            /** Format: uuid */
+            run_id: string;
+            key: string;
+            node_id: string;
+            /** Format: uuid */
+            flow_id: string;
+            /** @description the node's label, else its id */
+            label: string;
+            prompt: string;
+            /** @description what the task is about: the entity's name and the step's label ("Ada Lovelace · Send to sales?"), or the label alone */
+            title?: string;
+            flow_name?: string;
+            attempt?: number;
+            /** @description the node's input (any JSON) */
+            input: unknown;
+            /** @description the run's input (any JSON): what started it; a card without a summary shows it as labelled values */
+            run_input?: unknown;
+            /** @description the form defines a comment field: it is the decision's comment (no other comment box) */
+            form_comment?: boolean;
+            /** @description how the node's data.escalation went so far (absent without one) */
+            escalation?: {
+                /** @description the steps data.escalation has */
+                steps: number;
+                /** @description how many were applied */
+                step: number;
+                /** @description whom the last step applied assigned it to (absent before the first) */
+                escalated_to?: components["schemas"]["EscalationAssignees"];
+                /** @description after how long it was applied */
+                escalated_after_seconds?: number;
+                /**
+                 * Format: date-time
+                 * @description when the next step falls due (absent when none is left)
+                 */
+                next_at?: string;
+                next_after_seconds?: number;
+                /** @description whom the next step assigns it to */
+                next_to?: components["schemas"]["EscalationAssignees"];
+            };
+            /** @description the run's entity, or null */
+            entity: {
+                /** Format: uuid */
+                id: string;
+                name: string;
+                type: string;
+                /** @description the name of the section the entity is in */
+                section: string;
+                section_id: string;
+                email: string | null;
+                /** Format: uuid */
+                board_id: string;
+            } | null;
+            /** Format: date-time */
+            waiting_since: string;
+        };
+        /** @description a person's vote on a step (a decision) */
+        Vote: {
+            by: string;
+            /** @description the claimer a delegate (by) voted for; absent for one's own vote */
+            for?: string;
+            outcome: string;
+            comment: string;
+            /** @description the voter's answer (any JSON) */
+            answer: unknown;
+            /** Format: date-time */
+            at: string;
+        };
+        /** @description whom an escalation step assigns a task to (its data.escalation step's assignees) */
+        EscalationAssignees: {
+            users?: string[] | null;
+            groups?: string[] | null;
+        };
+        /** @description one entry of a run's append-only event log, as GET /api/v1/runs/{id}/events streams it (the SSE id is its seq) */
+        Event: {
+            /** Format: int64 */
+            id: number;
+            /** Format: uuid */
+            run_id: string;
+            /**
+             * Format: int64
+             * @description the event's place in its run's log, from 1
+             */
+            seq: number;
+            /** @example node.status */
+            type: string;
+            /** @description the node instance it concerns; absent for the run's own events */
+            key?: string;
+            /** @description what happened (any JSON, by type) */
+            payload: unknown;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** @description a version of a flow's graph; the list has no graphs */
+        Version: {
+            /** Format: uuid */
+            id: string;
+            number: number;
+            message: string;
+            /** Format: date-time */
+            created_at: string;
+            graph?: components["schemas"]["Graph"];
+            /** @description the compiled graph the engine runs */
+            execution_graph?: Record<string, unknown>;
         };
         Run: {
             /** Format: uuid */
@@ -2749,12 +2918,18 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description versions: {versions: [...], next_cursor: string or null} */
+            /** @description a page of versions (without their graphs) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        versions: components["schemas"]["Version"][];
+                        /** @description the next page's cursor; null on the last page */
+                        next_cursor: string | null;
+                    };
+                };
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
@@ -2780,7 +2955,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Version"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
@@ -3375,16 +3552,26 @@ export interface operations {
                         flow_name: string;
                         /** @description the run's input */
                         run_input: unknown;
-                        /** @description {id, name, type, section_id, board_id} */
-                        entity: Record<string, unknown> | null;
+                        /** @description the run's entity, or null */
+                        entity: {
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            type: string;
+                            section_id: string | null;
+                            /** Format: uuid */
+                            board_id: string;
+                        } | null;
                         /** @description the approval as GET /api/v1/approvals lists it, while the step waits */
-                        approval: Record<string, unknown> | null;
+                        approval: components["schemas"]["Approval"] | null;
                         /** @description {nodes: [{id, type, position, data: {label, outcomes, …}}], edges} */
                         graph: Record<string, unknown>;
                         /** @description the step's events, oldest first (as GET /api/v1/runs/{id}/events streams them) */
-                        history: Record<string, unknown>[];
-                        /** @description {attempt, by, for, outcome, comment, answer, at}, oldest first */
-                        decisions: Record<string, unknown>[];
+                        history: components["schemas"]["Event"][];
+                        /** @description the votes of every attempt, oldest first */
+                        decisions: (components["schemas"]["Vote"] & {
+                            attempt: number;
+                        })[];
                         journey: components["schemas"]["JourneyEvent"][];
                     };
                 };
@@ -3854,118 +4041,7 @@ export interface operations {
                     "application/json": {
                         /** @description the next page's cursor; null on the last page */
                         next_cursor: string | null;
-                        approvals: {
-                            /** @description the answers the person can give (the node's data.outcomes) */
-                            outcomes: string[];
-                            /**
-                             * Format: date-time
-                             * @description when the node times out (its timeoutSeconds, then onTimeout), or null
-                             */
-                            deadline?: string | null;
-                            /** @description what the deadline does: an outcome, or fail (null without a deadline) */
-                            on_timeout?: string | null;
-                            /** @description the node is reminded about this often while it waits (remindAfterSeconds of the run's version; absent: never) */
-                            remind_after_seconds?: number;
-                            /** @description the JSON Schema (draft 2020-12) of the answer to give as output (data.form of the run's version, as saved, its properties in the order saved: x-order); absent when the node has none */
-                            form?: Record<string, unknown>;
-                            /** @description the outcomes the form applies to (data.formOutcomes; default every outcome but reject): another outcome needs no form filled in; absent without a form */
-                            form_outcomes?: string[];
-                            /** @description who claimed the node's current attempt (POST …/claim), or null */
-                            claimed_by?: string | null;
-                            /**
-                             * Format: date-time
-                             * @description when it was claimed, or null
-                             */
-                            claimed_at?: string | null;
-                            /** @description whom the claimer let decide on their behalf (POST …/delegate); absent when none */
-                            delegate?: string;
-                            /** @description the node's loop iteration (0: the first pass) */
-                            iteration?: number;
-                            /** @description whom the node is assigned to (worked out when it started waiting); null: anyone who may decide approvals */
-                            assignees?: {
-                                /** @description emails, lower case */
-                                users: string[];
-                                groups: string[];
-                            } | null;
-                            /** @description how many people must choose the same outcome (data.requiredApprovals) */
-                            required_approvals?: number;
-                            /** @enum {string} */
-                            reject_policy?: "any" | "majority";
-                            /** @description the votes of the node's current attempt so far, oldest first */
-                            votes?: {
-                                by: string;
-                                /** @description the claimer a delegate (by) voted for; absent for one's own vote */
-                                for?: string;
-                                outcome: string;
-                                comment: string;
-                                /** @description the voter's answer (any JSON) */
-                                answer: unknown;
-                                /** Format: date-time */
-                                at: string;
-                            }[];
-                            /** @description the node's data.summary read from its input: labelled values to decide by (empty when it has none: show run_input instead) */
-                            summary?: {
-                                /** @description the summary item's label, else its path */
-                                label: string;
-                                /** @description a gjson path into the input */
-                                path: string;
-                                /** @description the value at path (null when the input has none) */
-                                value: unknown;
-                            }[];
-                            /** Format: uuid */
-                            run_id: string;
-                            key: string;
-                            node_id: string;
-                            /** Format: uuid */
-                            flow_id: string;
-                            /** @description the node's label, else its id */
-                            label: string;
-                            prompt: string;
-                            /** @description what the task is about: the entity's name and the step's label ("Ada Lovelace · Send to sales?"), or the label alone */
-                            title?: string;
-                            flow_name?: string;
-                            attempt?: number;
-                            /** @description the node's input (any JSON) */
-                            input: unknown;
-                            /** @description the run's input (any JSON): what started it; a card without a summary shows it as labelled values */
-                            run_input?: unknown;
-                            /** @description the form defines a comment field: it is the decision's comment (no other comment box) */
-                            form_comment?: boolean;
-                            /** @description how the node's data.escalation went so far (absent without one) */
-                            escalation?: {
-                                /** @description the steps data.escalation has */
-                                steps: number;
-                                /** @description how many were applied */
-                                step: number;
-                                /** @description {users, groups} of the last step applied (absent before the first) */
-                                escalated_to?: Record<string, unknown>;
-                                /** @description after how long it was applied */
-                                escalated_after_seconds?: number;
-                                /**
-                                 * Format: date-time
-                                 * @description when the next step falls due (absent when none is left)
-                                 */
-                                next_at?: string;
-                                next_after_seconds?: number;
-                                /** @description {users, groups} of the next step */
-                                next_to?: Record<string, unknown>;
-                            };
-                            /** @description the run's entity, or null */
-                            entity: {
-                                /** Format: uuid */
-                                id: string;
-                                name: string;
-                                type: string;
-                                /** @description the name of the section the entity is in */
-                                section: string;
-                                section_id: string;
-                                email: string | null;
-                                /** Format: uuid */
-                                board_id: string;
-                            } | null;
-                            /** Format: date-time */
-                            waiting_since: string;
-                        }[];
+                        approvals: components["schemas"]["Approval"][];
                     };
                 };
             };
