@@ -82,7 +82,7 @@ if (typeof window !== "undefined") {
   });
 }
 
-export type Role = "admin" | "editor" | "operator" | "approver" | "viewer";
+export type Role = Schemas["User"]["role"];
 export const ROLES: Role[] = ["admin", "editor", "operator", "approver", "viewer"];
 
 // Me is the signed-in caller (GET /api/v1/me): a user, whose role is
@@ -419,12 +419,14 @@ export type RunStatus = Schemas["Run"]["status"];
 export type Run = Schemas["Run"];
 export type Compensation = Schemas["Compensation"];
 export type Approval = Schemas["Approval"];
+export type ApprovalsPage = Answer<"listApprovals">;
 export type Escalation = NonNullable<Approval["escalation"]>;
 export type Assignees = Schemas["EscalationAssignees"];
 export type Vote = Schemas["Vote"];
 export type User = Schemas["User"];
 export type ApiToken = Schemas["APIToken"];
 export type AuditEntry = Schemas["AuditEntry"];
+export type AuditPage = Answer<"listAudit">;
 export type Entity = Schemas["Entity"];
 export type JourneyEvent = Schemas["JourneyEvent"];
 // Task is a task page (GET /runs/{id}/nodes/{key}/task).
@@ -443,6 +445,16 @@ export type EventTrigger = Schemas["EventTrigger"];
 export type BrokerTrigger = Schemas["BrokerTrigger"];
 export type BrokerConsumer = BrokerTrigger["consumers"][number];
 export type Trigger = Schemas["Trigger"];
+export type NodeType = Schemas["NodeType"];
+export type Credential = Schemas["Credential"];
+export type Secret = Schemas["Secret"];
+// Queue is a pull queue as GET /queues lists it.
+export type Queue = Answer<"listQueues">[number];
+// BoardListed is a board as GET /boards lists it (its sections' ids and names).
+export type BoardListed = Answer<"listBoards">["boards"][number];
+export type BulkRunsAnswer = Answer<"bulkRuns">;
+// NodeTestAnswer: what POST /flows/{id}/nodes/{key}/test gives.
+export type NodeTestAnswer = Answer<"testFlowNode">;
 // Percentiles of a duration (analytics).
 export type Percentiles = Schemas["Percentiles"];
 // GET /boards/{id}/analytics.
