@@ -1810,7 +1810,7 @@ export interface components {
         };
         /** @description React Flow graph. Unknown fields are kept and ignored by the compiler. nodes or edges absent or null are taken as none, and answered as []. */
         Graph: {
-            /** @description the flow's settings */
+            /** @description the flow's settings (others are kept as they are) */
             settings?: {
                 /** @description each run fails with the error deadline this long after it starts, unless started with its own (422 at settings.deadlineSeconds when not a whole number in range) */
                 deadlineSeconds?: number;
@@ -1821,9 +1821,13 @@ export interface components {
                 entityConcurrency?: "allow" | "skip" | "queue";
                 /** @description finished runs of this flow are deleted this many days after they finished, whatever --retention says (422 at settings.retentionDays when not a whole number in range) */
                 retentionDays?: number;
+            } & {
+                [key: string]: unknown;
             };
             nodes: components["schemas"]["GraphNode"][];
             edges: components["schemas"]["GraphEdge"][];
+        } & {
+            [key: string]: unknown;
         };
         /** @description a step of the graph */
         GraphNode: {
@@ -1833,7 +1837,9 @@ export interface components {
             type: string;
             /** @description where the editor draws it */
             position?: {
+                /** Format: double */
                 x?: number;
+                /** Format: double */
                 y?: number;
             };
             /** @description the node's settings (absent or null: none). data.label, if a string, is at most 200 characters (422 too_long) */
@@ -1869,6 +1875,8 @@ export interface components {
                 loop?: {
                     maxIterations?: number;
                 };
+            } & {
+                [key: string]: unknown;
             };
         } & {
             [key: string]: unknown;
