@@ -2257,7 +2257,7 @@ type Version struct {
 
 // Vote a person's vote on a step (a decision)
 type Vote struct {
-	// Answer the voter's answer (any JSON)
+	// Answer the voter's answer (any JSON; null when none was given)
 	Answer  interface{} `json:"answer"`
 	At      time.Time   `json:"at"`
 	By      string      `json:"by"`

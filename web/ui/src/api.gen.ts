@@ -2283,7 +2283,7 @@ export interface components {
                 /** @description a gjson path into the input */
                 path: string;
                 /** @description the value at path (null when the input has none) */
-                value: unknown;
+                value: Record<string, unknown> | unknown[] | string | number | boolean | null;
             }[];
             /** Format: uuid */
             run_id: string;
@@ -2299,9 +2299,9 @@ export interface components {
             flow_name?: string;
             attempt?: number;
             /** @description the node's input (any JSON) */
-            input: unknown;
+            input: Record<string, unknown> | unknown[] | string | number | boolean | null;
             /** @description the run's input (any JSON): what started it; a card without a summary shows it as labelled values */
-            run_input?: unknown;
+            run_input?: Record<string, unknown> | unknown[] | string | number | boolean | null;
             /** @description the form defines a comment field: it is the decision's comment (no other comment box) */
             form_comment?: boolean;
             /** @description how the node's data.escalation went so far (absent without one) */
@@ -2346,8 +2346,8 @@ export interface components {
             for?: string;
             outcome: string;
             comment: string;
-            /** @description the voter's answer (any JSON) */
-            answer: unknown;
+            /** @description the voter's answer (any JSON; null when none was given) */
+            answer: Record<string, unknown> | unknown[] | string | number | boolean | null;
             /** Format: date-time */
             at: string;
         };
@@ -2372,7 +2372,7 @@ export interface components {
             /** @description the node instance it concerns; absent for the run's own events */
             key?: string;
             /** @description what happened (any JSON, by type) */
-            payload: unknown;
+            payload: Record<string, unknown> | unknown[] | string | number | boolean | null;
             /** Format: date-time */
             created_at: string;
         };
@@ -3558,8 +3558,8 @@ export interface operations {
                         /** Format: uuid */
                         flow_id: string;
                         flow_name: string;
-                        /** @description the run's input */
-                        run_input: unknown;
+                        /** @description the run's input (any JSON) */
+                        run_input: Record<string, unknown> | unknown[] | string | number | boolean | null;
                         /** @description the run's entity, or null */
                         entity: {
                             /** Format: uuid */
