@@ -3572,8 +3572,8 @@ export interface operations {
                         } | null;
                         /** @description the approval as GET /api/v1/approvals lists it, while the step waits */
                         approval: components["schemas"]["Approval"] | null;
-                        /** @description {nodes: [{id, type, position, data: {label, outcomes, …}}], edges} */
-                        graph: Record<string, unknown>;
+                        /** @description the run's flow as drawn: its nodes with id, type, position and of their data only label and outcomes; its edges */
+                        graph: components["schemas"]["Graph"];
                         /** @description the step's events, oldest first (as GET /api/v1/runs/{id}/events streams them) */
                         history: components["schemas"]["Event"][];
                         /** @description the votes of every attempt, oldest first */
