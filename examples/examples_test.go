@@ -128,24 +128,24 @@ func TestExampleWorkers(t *testing.T) {
 			}
 
 			graph := fmt.Sprintf(`{"nodes":[{"id":"greet","type":"Worker","data":{"webhookUrl":%q,"timeoutSeconds":30}}],"edges":[]}`, url+"/greet")
-			f, err := c.CreateFlow(ctx, client.FlowSpec{Name: "example " + lang, Graph: json.RawMessage(graph)})
+			f, err := c.CreateFlow(ctx, client.FlowSpec{Name: "example " + lang, Graph: instance.Graph(t, graph)})
 			require.NoError(t, err)
 			for i, name := range []string{"Ada", "Grace"} {
-				r, err := c.StartRun(ctx, f.ID, json.RawMessage(`{"name":"`+name+`"}`))
+				r, err := c.StartRun(ctx, f.Id.String(), json.RawMessage(`{"name":"`+name+`"}`))
 				require.NoError(t, err)
 				testkit.Eventually(t, 30*time.Second, func() bool {
-					r, err = c.GetRun(ctx, r.ID)
+					r, err = c.GetRun(ctx, r.Id.String())
 					require.NoError(t, err)
-					return r.Finished()
+					return client.Finished(r)
 				}, "run %d to finish; worker log:\n%s", i, logs)
-				require.Equal(t, "completed", r.Status, "worker log:\n%s", logs)
+				require.Equal(t, "completed", string(r.Status), "worker log:\n%s", logs)
 				var out struct {
 					Worker   string `json:"worker"`
 					Greeting string `json:"greeting"`
 					Node     string `json:"node"`
 					Attempt  int    `json:"attempt"`
 				}
-				require.NoError(t, json.Unmarshal(r.Output, &out), string(r.Output))
+				require.NoError(t, json.Unmarshal([]byte(instance.JSON(t, r.Output)), &out), instance.JSON(t, r.Output))
 				require.Equal(t, lang, out.Worker)
 				require.Equal(t, "Hello, "+name+"!", out.Greeting)
 				require.Equal(t, "greet", out.Node)
@@ -156,9 +156,9 @@ func TestExampleWorkers(t *testing.T) {
 			runs := struct {
 				Runs []client.Run `json:"runs"`
 			}{}
-			require.NoError(t, c.Do(ctx, "GET", "/api/v1/runs?flow_id="+f.ID, nil, &runs))
+			require.NoError(t, c.Do(ctx, "GET", "/api/v1/runs?flow_id="+f.Id.String(), nil, &runs))
 			require.Len(t, runs.Runs, 2)
-			require.NoError(t, c.RunEvents(ctx, runs.Runs[0].ID, 0, func(e client.Event) error {
+			require.NoError(t, c.RunEvents(ctx, runs.Runs[0].Id.String(), 0, func(e client.Event) error {
 				events = append(events, e)
 				if e.Type == "run.completed" {
 					return client.ErrStop
@@ -213,9 +213,9 @@ func examplePull(t *testing.T, s *instance.Stitchd, token, lang string, args []s
 	for _, name := range []string{"Ada", "Grace"} {
 		id := s.StartRun(flow, map[string]any{"name": name})
 		r := s.WaitRun(id)
-		require.Equal(t, "completed", r.Status, "worker log:\n%s", logs)
+		require.Equal(t, "completed", string(r.Status), "worker log:\n%s", logs)
 		require.JSONEq(t, fmt.Sprintf(`{"worker": %q, "greeting": "Hello, %s!", "node": "work", "attempt": 1}`, lang, name),
-			string(r.Output))
+			instance.JSON(t, r.Output))
 		var raw json.RawMessage
 		require.NoError(t, s.Client.Do(t.Context(), "GET", "/api/v1/runs/"+id, nil, &raw))
 		require.Contains(t, string(raw), `"worker":"`+lang+`-example"`)
@@ -268,22 +268,22 @@ func TestCustomNodeProgram(t *testing.T) {
 	require.True(t, types.Types[0].Builtin)
 
 	_, err = c.CreateFlow(ctx, client.FlowSpec{Name: "bad greet",
-		Graph: json.RawMessage(`{"nodes":[{"id":"g","type":"Greet","data":{"greeting":""}}],"edges":[]}`)})
+		Graph: instance.Graph(t, `{"nodes":[{"id":"g","type":"Greet","data":{"greeting":""}}],"edges":[]}`)})
 	var refused *client.Error
 	require.ErrorAs(t, err, &refused)
 	require.Len(t, refused.Details, 1)
 	require.Equal(t, "nodes[0].data.greeting", refused.Details[0].Path, "the type's schema is checked at save")
 
 	f, err := c.CreateFlow(ctx, client.FlowSpec{Name: "greet",
-		Graph: json.RawMessage(`{"nodes":[{"id":"g","type":"greet","data":{"greeting":"Hello"}}],"edges":[]}`)})
+		Graph: instance.Graph(t, `{"nodes":[{"id":"g","type":"greet","data":{"greeting":"Hello"}}],"edges":[]}`)})
 	require.NoError(t, err)
-	r, err := c.StartRun(ctx, f.ID, json.RawMessage(`{"name":"Ada"}`))
+	r, err := c.StartRun(ctx, f.Id.String(), json.RawMessage(`{"name":"Ada"}`))
 	require.NoError(t, err)
 	testkit.Eventually(t, 30*time.Second, func() bool {
-		r, err = c.GetRun(ctx, r.ID)
+		r, err = c.GetRun(ctx, r.Id.String())
 		require.NoError(t, err)
-		return r.Finished()
+		return client.Finished(r)
 	}, "the run to finish; log:\n%s", logs)
-	require.Equal(t, "completed", r.Status, "log:\n%s", logs)
-	require.JSONEq(t, `{"message":"Hello, Ada"}`, string(r.Output))
+	require.Equal(t, "completed", string(r.Status), "log:\n%s", logs)
+	require.JSONEq(t, `{"message":"Hello, Ada"}`, instance.JSON(t, r.Output))
 }

@@ -57,8 +57,8 @@ func testPullCompletes(t *testing.T, s *instance.Stitchd) {
 	card := s.StartRun(flow, map[string]any{"fail": "invalid card", "permanent": true})
 
 	r := s.WaitRun(ada)
-	require.Equal(t, "completed", r.Status)
-	require.JSONEq(t, `{"greeting": "Hello, Ada!", "node": "work", "attempt": 1}`, string(r.Output))
+	require.Equal(t, "completed", string(r.Status))
+	require.JSONEq(t, `{"greeting": "Hello, Ada!", "node": "work", "attempt": 1}`, instance.JSON(t, r.Output))
 	lease, ok := leases.Load(ada)
 	require.True(t, ok)
 	at, ok := lease.(time.Time)
@@ -69,13 +69,13 @@ func testPullCompletes(t *testing.T, s *instance.Stitchd) {
 	require.Contains(t, string(raw), `"worker":"test-host/1"`, "the attempt names its worker")
 
 	r = s.WaitRun(grace)
-	require.Equal(t, "completed", r.Status)
-	require.JSONEq(t, `{"greeting": "Hello, Grace!", "node": "work", "attempt": 3}`, string(r.Output))
+	require.Equal(t, "completed", string(r.Status))
+	require.JSONEq(t, `{"greeting": "Hello, Grace!", "node": "work", "attempt": 3}`, instance.JSON(t, r.Output))
 
 	r = s.WaitRun(card)
-	require.Equal(t, "failed", r.Status)
-	require.Equal(t, 1, r.Nodes["work"].Attempt)
-	require.Contains(t, *r.Nodes["work"].Error, "invalid card")
+	require.Equal(t, "failed", string(r.Status))
+	require.Equal(t, 1, (*r.Nodes)["work"].Attempt)
+	require.Contains(t, *(*r.Nodes)["work"].Error, "invalid card")
 }
 
 // testPullConcurrencyLimit: a Puller of concurrency 3 never runs more
@@ -162,10 +162,10 @@ func testPullHeartbeatKeepsLease(t *testing.T, s *instance.Stitchd) {
 				"retry": map[string]any{"maxAttempts": 1}})
 			startPuller(t, s, worker.PullParams{Queue: queue, HeartbeatInterval: c.every, Handler: greet})
 			r := s.WaitRun(s.StartRun(flow, map[string]any{"name": "Ada", "sleepMs": 4500}))
-			require.Equal(t, c.want, r.Status)
-			require.Equal(t, 1, r.Nodes["work"].Attempt)
+			require.Equal(t, c.want, string(r.Status))
+			require.Equal(t, 1, (*r.Nodes)["work"].Attempt)
 			if c.want == "failed" {
-				require.Contains(t, *r.Nodes["work"].Error, "deadline exceeded")
+				require.Contains(t, *(*r.Nodes)["work"].Error, "deadline exceeded")
 			}
 		})
 	}
@@ -248,8 +248,8 @@ func testPullGracefulShutdown(t *testing.T, s *instance.Stitchd) {
 	require.Equal(t, 0, p.InFlight())
 
 	r := s.WaitRun(quick)
-	require.Equal(t, "completed", r.Status, "finished within the grace period")
-	require.JSONEq(t, `{"by":"first"}`, string(r.Output))
+	require.Equal(t, "completed", string(r.Status), "finished within the grace period")
+	require.JSONEq(t, `{"by":"first"}`, instance.JSON(t, r.Output))
 
 	// Polling stopped: the stuck run's attempt 2 and a new run wait.
 	later := s.StartRun(flow, map[string]any{"mode": "later"})
@@ -264,14 +264,14 @@ func testPullGracefulShutdown(t *testing.T, s *instance.Stitchd) {
 		return map[string]any{"by": "second", "attempt": tk.Attempt}, nil
 	}})
 	r = s.WaitRun(stuck)
-	require.Equal(t, "completed", r.Status)
-	require.JSONEq(t, `{"by":"second","attempt":2}`, string(r.Output), "the shutdown's failure was retried")
+	require.Equal(t, "completed", string(r.Status))
+	require.JSONEq(t, `{"by":"second","attempt":2}`, instance.JSON(t, r.Output), "the shutdown's failure was retried")
 	var events []string
 	for _, e := range s.Events(stuck) {
-		events = append(events, e.Type+" "+string(e.Payload))
+		events = append(events, e.Type+" "+instance.JSON(t, e.Payload))
 	}
 	require.Contains(t, strings.Join(events, "\n"), "worker shutting down", "attempt 1's failure")
-	require.Equal(t, "completed", s.WaitRun(later).Status)
+	require.Equal(t, "completed", string(s.WaitRun(later).Status))
 }
 
 // testPullStopIdle: Stop of an idle Puller (its long poll waiting) ends

@@ -84,22 +84,22 @@ func testPushHandler(t *testing.T, s *instance.Stitchd) {
 		"retry": map[string]any{"maxAttempts": 3, "initialDelayMs": 10}})
 
 	r := s.WaitRun(s.StartRun(flow, map[string]any{"name": "Ada"}))
-	require.Equal(t, "completed", r.Status)
-	require.JSONEq(t, `{"greeting": "Hello, Ada!", "node": "work", "attempt": 1}`, string(r.Output))
+	require.Equal(t, "completed", string(r.Status))
+	require.JSONEq(t, `{"greeting": "Hello, Ada!", "node": "work", "attempt": 1}`, instance.JSON(t, r.Output))
 
 	r = s.WaitRun(s.StartRun(flow, map[string]any{"name": "Grace", "fail": "flaky", "failUntil": 1}))
-	require.Equal(t, "completed", r.Status, "a handler's error is retried")
-	require.JSONEq(t, `{"greeting": "Hello, Grace!", "node": "work", "attempt": 2}`, string(r.Output))
+	require.Equal(t, "completed", string(r.Status), "a handler's error is retried")
+	require.JSONEq(t, `{"greeting": "Hello, Grace!", "node": "work", "attempt": 2}`, instance.JSON(t, r.Output))
 
 	r = s.WaitRun(s.StartRun(flow, map[string]any{"fail": "invalid card", "permanent": true}))
-	require.Equal(t, "failed", r.Status)
-	require.Equal(t, 1, r.Nodes["work"].Attempt, "NonRetryable: no retry")
-	require.Contains(t, *r.Nodes["work"].Error, "invalid card")
+	require.Equal(t, "failed", string(r.Status))
+	require.Equal(t, 1, (*r.Nodes)["work"].Attempt, "NonRetryable: no retry")
+	require.Contains(t, *(*r.Nodes)["work"].Error, "invalid card")
 
 	r = s.WaitRun(s.StartRun(flow, map[string]any{"panic": true}))
-	require.Equal(t, "failed", r.Status)
-	require.Equal(t, 3, r.Nodes["work"].Attempt, "a panic is an ordinary (retryable) failure")
-	require.Contains(t, *r.Nodes["work"].Error, "the handler panicked: the job broke")
+	require.Equal(t, "failed", string(r.Status))
+	require.Equal(t, 3, (*r.Nodes)["work"].Attempt, "a panic is an ordinary (retryable) failure")
+	require.Contains(t, *(*r.Nodes)["work"].Error, "the handler panicked: the job broke")
 
 	key, err := worker.SecretKey(s.WebhookSecret)
 	require.NoError(t, err)
@@ -215,10 +215,10 @@ func testPushHeartbeats(t *testing.T, s *instance.Stitchd) {
 			flow := s.Flow("push heartbeats "+c.name, map[string]any{"webhookUrl": url, "timeoutSeconds": 3,
 				"retry": map[string]any{"maxAttempts": 1}})
 			r := s.WaitRun(s.StartRun(flow, map[string]any{"name": "Ada", "sleepMs": 4500}))
-			require.Equal(t, c.want, r.Status)
-			require.Equal(t, 1, r.Nodes["work"].Attempt)
+			require.Equal(t, c.want, string(r.Status))
+			require.Equal(t, 1, (*r.Nodes)["work"].Attempt)
 			if c.want == "failed" {
-				require.Contains(t, *r.Nodes["work"].Error, "deadline exceeded")
+				require.Contains(t, *(*r.Nodes)["work"].Error, "deadline exceeded")
 			}
 		})
 	}
@@ -276,18 +276,18 @@ func testPushShutdown(t *testing.T, s *instance.Stitchd) {
 	require.Equal(t, 0, h.InFlight())
 
 	r := s.WaitRun(quick)
-	require.Equal(t, "completed", r.Status, "finished within the grace period")
-	require.JSONEq(t, `{"mode":"quick"}`, string(r.Output))
+	require.Equal(t, "completed", string(r.Status), "finished within the grace period")
+	require.JSONEq(t, `{"mode":"quick"}`, instance.JSON(t, r.Output))
 	// The stuck one failed as "worker shutting down", retryably: its second
 	// attempt's dispatch met the shut handler (503) and, with one delivery
 	// try, failed the node.
 	r = s.WaitRun(stuck)
-	require.Equal(t, "failed", r.Status)
-	require.Equal(t, 2, r.Nodes["work"].Attempt, "the shutdown's failure was retried")
-	require.Contains(t, *r.Nodes["work"].Error, "503")
+	require.Equal(t, "failed", string(r.Status))
+	require.Equal(t, 2, (*r.Nodes)["work"].Attempt, "the shutdown's failure was retried")
+	require.Contains(t, *(*r.Nodes)["work"].Error, "503")
 	var all []string
 	for _, e := range s.Events(stuck) {
-		all = append(all, e.Type+" "+string(e.Payload))
+		all = append(all, e.Type+" "+instance.JSON(t, e.Payload))
 	}
 	require.Contains(t, strings.Join(all, "\n"), "worker shutting down", "attempt 1's failure")
 }

@@ -104,7 +104,7 @@ func TestCLIFlowApplyAndList(t *testing.T) {
 	require.NoError(t, err)
 	var f client.Flow
 	require.NoError(t, json.Unmarshal([]byte(out), &f))
-	require.Equal(t, id, f.ID)
+	require.Equal(t, id, f.Id.String())
 	require.Equal(t, 2, f.Version.Number)
 
 	out, _, err = s.cli(t, "flow", "list")
@@ -200,7 +200,7 @@ func TestCLIRunWatchApprove(t *testing.T) {
 			waitFor(t, "the approval", func() bool {
 				r, err := (&client.Client{BaseURL: s.app.URL, Token: cliToken}).GetRun(context.Background(), runID)
 				require.NoError(t, err)
-				return r.Nodes["approve"].Status == "waiting_for_user"
+				return (*r.Nodes)["approve"].Status == "waiting_for_user"
 			})
 			if c.name == "commented" {
 				_, stderr, err := s.cli(t, "approve", runID, "approve", "--outcome", "maybe")
@@ -266,7 +266,7 @@ func TestCLIWatchDemoRun(t *testing.T) {
 		require.NoError(t, err)
 		var r client.Run
 		require.NoError(t, json.Unmarshal([]byte(o), &r))
-		return r.Nodes["approve"].Status == "waiting_for_user"
+		return (*r.Nodes)["approve"].Status == "waiting_for_user"
 	})
 	_, _, err := s.cli(t, "approve", runID, "approve")
 	require.NoError(t, err)
@@ -382,7 +382,7 @@ func TestBinaryServeDemo(t *testing.T) {
 	waitFor(t, "the approval", func() bool {
 		r, err := c.GetRun(context.Background(), hook.RunID)
 		require.NoError(t, err)
-		return r.Nodes["approve"].Status == "waiting_for_user"
+		return (*r.Nodes)["approve"].Status == "waiting_for_user"
 	})
 	require.Contains(t, s.log(), "demo worker: called back")
 	s.stop(t)
@@ -472,10 +472,10 @@ func TestWorkerDemoCommand(t *testing.T) {
 	r, err := c.StartRun(context.Background(), loaded.FlowID, json.RawMessage(`{"name":"Ada","email":"ada@example.com"}`))
 	require.NoError(t, err)
 	waitFor(t, "the approval", func() bool {
-		r, err = c.GetRun(context.Background(), r.ID)
+		r, err = c.GetRun(context.Background(), r.Id.String())
 		require.NoError(t, err)
-		require.NotEqual(t, "failed", r.Status)
-		return r.Nodes["approve"].Status == "waiting_for_user"
+		require.NotEqual(t, "failed", string(r.Status))
+		return (*r.Nodes)["approve"].Status == "waiting_for_user"
 	})
 	cancel()
 	select {
@@ -568,8 +568,8 @@ func TestCLIRunStartWithEntity(t *testing.T) {
 	require.NoError(t, err)
 	r, err := c.GetRun(context.Background(), strings.TrimSpace(out))
 	require.NoError(t, err)
-	require.NotNil(t, r.EntityID)
-	require.Equal(t, ent.ID, *r.EntityID)
+	require.NotNil(t, r.EntityId)
+	require.Equal(t, ent.ID, r.EntityId.String())
 	_, stderr, err := s.cli(t, "run", "start", "cli-entity", "--entity", "not-a-uuid")
 	require.Error(t, err)
 	require.Contains(t, stderr+err.Error(), "entity_id must be a UUID")

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stitchd/stitchd/internal/client"
+	"github.com/stitchd/stitchd/internal/client/api"
 	"github.com/stitchd/stitchd/internal/jsonlimit"
 )
 
@@ -116,7 +117,14 @@ func newFlowCmd(env envLookup) *cobra.Command {
 			return err
 		}
 		var spec client.FlowSpec
-		if err := json.Unmarshal(raw, &spec); err != nil {
+		var given struct {
+			Graph json.RawMessage `json:"graph"`
+		}
+		err = json.Unmarshal(raw, &given)
+		if err == nil {
+			err = json.Unmarshal(raw, &spec)
+		}
+		if err != nil {
 			if line, col, ok := jsonlimit.Position(raw, err); ok {
 				return fmt.Errorf("%s: line %d, column %d: %w", args[0], line, col, err)
 			}
@@ -125,7 +133,7 @@ func newFlowCmd(env envLookup) *cobra.Command {
 		if strings.TrimSpace(spec.Name) == "" {
 			return fmt.Errorf("%s: name is required", args[0])
 		}
-		if len(spec.Graph) == 0 {
+		if len(given.Graph) == 0 || string(given.Graph) == "null" {
 			return fmt.Errorf("%s: graph is required", args[0])
 		}
 		f, created, err := c.ApplyFlow(cmd.Context(), spec)
@@ -143,7 +151,7 @@ func newFlowCmd(env envLookup) *cobra.Command {
 		default:
 			what = "unchanged"
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s\tversion %d\t%s\t%s\n", f.ID, f.Version.Number, what, f.Name)
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\tversion %d\t%s\t%s\n", f.Id, f.Version.Number, what, f.Name)
 		for _, w := range f.Warnings {
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", problemLine(w))
 		}
@@ -161,7 +169,7 @@ func newFlowCmd(env envLookup) *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tNAME\tVERSION\tUPDATED")
 			for _, f := range flows {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", f.ID, f.Name, f.Version.Number, f.UpdatedAt.Local().Format(time.DateTime))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", f.Id, f.Name, f.Version.Number, f.UpdatedAt.Local().Format(time.DateTime))
 			}
 			return tw.Flush()
 		})
@@ -175,11 +183,11 @@ func problemLine(p client.Problem) string {
 	if p.Path != "" {
 		where = append(where, p.Path)
 	}
-	if p.NodeID != "" {
-		where = append(where, "node "+p.NodeID)
+	if p.NodeId != nil && *p.NodeId != "" {
+		where = append(where, "node "+*p.NodeId)
 	}
-	if p.EdgeID != "" {
-		where = append(where, "edge "+p.EdgeID)
+	if p.EdgeId != nil && *p.EdgeId != "" {
+		where = append(where, "edge "+*p.EdgeId)
 	}
 	if len(where) == 0 {
 		return p.Message
@@ -219,14 +227,14 @@ func newRunCmd(env envLookup) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		r, err := c.StartRun(cmd.Context(), f.ID, in, entity)
+		r, err := c.StartRun(cmd.Context(), f.Id.String(), in, entity)
 		if err != nil {
 			return err
 		}
 		if o.json {
 			return printJSON(cmd.OutOrStdout(), r)
 		}
-		fmt.Fprintln(cmd.OutOrStdout(), r.ID)
+		fmt.Fprintln(cmd.OutOrStdout(), r.Id)
 		return nil
 	})
 	start.Flags().StringVar(&input, "input", "", "the run's input: JSON, @file or - for standard input (default {})")
@@ -265,7 +273,7 @@ func newRunCmd(env envLookup) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				p.FlowID = f.ID
+				p.FlowID = f.Id.String()
 			}
 			runs, err := c.ListRuns(cmd.Context(), p)
 			if err != nil {
@@ -281,7 +289,7 @@ func newRunCmd(env envLookup) *cobra.Command {
 				if r.Error != nil {
 					e = *r.Error
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.FlowID, r.CreatedAt.Format(time.RFC3339), e)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Id, r.Status, r.FlowId, r.CreatedAt.Format(time.RFC3339), e)
 			}
 			return tw.Flush()
 		})
@@ -303,7 +311,7 @@ func newRunCmd(env envLookup) *cobra.Command {
 			if o.json {
 				return printJSON(cmd.OutOrStdout(), r)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s is %s\n", r.ID, r.Status)
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s is %s\n", r.Id, r.Status)
 			return nil
 		})
 	cancel.Flags().BoolVar(&compensate, "compensate", false,
@@ -318,7 +326,7 @@ func newRunCmd(env envLookup) *cobra.Command {
 			if o.json {
 				return printJSON(cmd.OutOrStdout(), r)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "retried %s; run %s is %s\n", args[1], r.ID, r.Status)
+			fmt.Fprintf(cmd.OutOrStdout(), "retried %s; run %s is %s\n", args[1], r.Id, r.Status)
 			return nil
 		})
 	rerun := clientCmd(env, &cobra.Command{Use: "rerun ID KEY", Short: "Run a finished node again, and everything downstream of it",
@@ -331,7 +339,7 @@ func newRunCmd(env envLookup) *cobra.Command {
 			if o.json {
 				return printJSON(cmd.OutOrStdout(), r)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "reran %s; run %s is %s\n", args[1], r.ID, r.Status)
+			fmt.Fprintf(cmd.OutOrStdout(), "reran %s; run %s is %s\n", args[1], r.Id, r.Status)
 			return nil
 		})
 	run.AddCommand(start, get, watch, list, cancel, retry, rerun)
@@ -348,7 +356,7 @@ func newTriggerCmd(env envLookup) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ts, err := c.ListTriggers(cmd.Context(), f.ID)
+			ts, err := c.ListTriggers(cmd.Context(), f.Id.String())
 			if err != nil {
 				return err
 			}
@@ -358,7 +366,8 @@ func newTriggerCmd(env envLookup) *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tKIND\tWHAT\tENABLED")
 			for _, t := range ts {
-				fmt.Fprintf(tw, "%v\t%v\t%s\t%v\n", t["id"], t["kind"], triggerWhat(t), t["enabled"] != false)
+				id, what, enabled := triggerWhat(t)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", id, client.TriggerKind(t), what, enabled)
 			}
 			return tw.Flush()
 		})
@@ -366,31 +375,43 @@ func newTriggerCmd(env envLookup) *cobra.Command {
 	return trigger
 }
 
-// triggerWhat is what sets a trigger off, by kind.
-func triggerWhat(t client.Trigger) string {
-	str := func(k string) string {
-		if v, ok := t[k].(string); ok {
-			return v
-		}
-		return ""
-	}
-	switch t["kind"] {
+// triggerWhat is a trigger's id, what sets it off (by kind) and whether
+// it is enabled (a webhook always is).
+func triggerWhat(t client.Trigger) (id, what string, enabled bool) {
+	switch client.TriggerKind(t) {
 	case "webhook":
-		return "POST /hooks/" + str("slug")
-	case "schedule":
-		if tz := str("timezone"); tz != "" {
-			return str("cron") + " (" + tz + ")"
+		w, err := t.AsWebhookTrigger()
+		if err != nil {
+			return "", "", false
 		}
-		return str("cron")
+		return w.Id.String(), "POST /hooks/" + w.Slug, true
+	case "schedule":
+		sc, err := t.AsScheduleTrigger()
+		if err != nil {
+			return "", "", false
+		}
+		what = sc.Cron
+		if sc.Timezone != "" {
+			what += " (" + sc.Timezone + ")"
+		}
+		return sc.Id.String(), what, sc.Enabled
 	case "event":
-		return "event " + str("name")
+		e, err := t.AsEventTrigger()
+		if err != nil {
+			return "", "", false
+		}
+		return e.Id.String(), "event " + e.Name, e.Enabled
 	default:
-		for _, k := range []string{"subject", "queue", "name"} {
-			if v := str(k); v != "" {
-				return v
+		b, err := t.AsBrokerTrigger()
+		if err != nil {
+			return "", "", false
+		}
+		for _, v := range []*string{b.Subject, b.Queue, b.Name} {
+			if v != nil && *v != "" {
+				return b.Id.String(), *v, b.Enabled
 			}
 		}
-		return ""
+		return b.Id.String(), "", b.Enabled
 	}
 }
 
@@ -416,10 +437,14 @@ func newApprovalsCmd(env envLookup) *cobra.Command {
 					who = strings.Join(append(append([]string{}, a.Assignees.Users...), prefixed("@", a.Assignees.Groups)...), ",")
 				}
 				votes := ""
-				if a.RequiredApprovals > 1 {
-					votes = fmt.Sprintf("%d/%d", len(a.Votes), a.RequiredApprovals)
+				if a.RequiredApprovals != nil && *a.RequiredApprovals > 1 {
+					n := 0
+					if a.Votes != nil {
+						n = len(*a.Votes)
+					}
+					votes = fmt.Sprintf("%d/%d", n, *a.RequiredApprovals)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.RunID, a.Key, a.Label, strings.Join(a.Outcomes, "|"),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.RunId, a.Key, a.Label, strings.Join(a.Outcomes, "|"),
 					a.WaitingSince.Format(time.RFC3339), who, votes)
 			}
 			return tw.Flush()
@@ -438,20 +463,24 @@ func prefixed(p string, xs []string) []string {
 }
 
 func printRun(w io.Writer, r *client.Run, all bool) error {
-	fmt.Fprintf(w, "run      %s\nflow     %s\nstatus   %s\n", r.ID, r.FlowID, r.Status)
+	fmt.Fprintf(w, "run      %s\nflow     %s\nstatus   %s\n", r.Id, r.FlowId, r.Status)
 	if r.Error != nil {
 		fmt.Fprintf(w, "error    %s\n", *r.Error)
 	}
 	fmt.Fprintf(w, "input    %s\n", compact(r.Input))
-	if r.Finished() {
+	if client.Finished(r) {
 		fmt.Fprintf(w, "output   %s\n", compact(r.Output))
 	}
-	keys := make([]string, 0, len(r.Nodes))
-	for k := range r.Nodes {
+	var nodes map[string]client.Node
+	if r.Nodes != nil {
+		nodes = *r.Nodes
+	}
+	keys := make([]string, 0, len(nodes))
+	for k := range nodes {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		a, b := r.Nodes[keys[i]], r.Nodes[keys[j]]
+		a, b := nodes[keys[i]], nodes[keys[j]]
 		if (a.StartedAt == nil) != (b.StartedAt == nil) {
 			return a.StartedAt != nil
 		}
@@ -468,18 +497,18 @@ func printRun(w io.Writer, r *client.Run, all bool) error {
 	fanned := map[string][]*client.Node{}
 	if !all {
 		for _, k := range keys {
-			if n := r.Nodes[k]; len(n.Index) > 0 {
-				fanned[n.NodeID] = append(fanned[n.NodeID], &n)
+			if n := nodes[k]; len(n.Index) > 0 {
+				fanned[n.NodeId] = append(fanned[n.NodeId], &n)
 			}
 		}
 	}
 	done := map[string]bool{}
 	for _, k := range keys {
-		n := r.Nodes[k]
-		if insts := fanned[n.NodeID]; len(n.Index) > 0 && insts != nil {
-			if !done[n.NodeID] {
-				done[n.NodeID] = true
-				printFanOut(tw, n.NodeID, insts)
+		n := nodes[k]
+		if insts := fanned[n.NodeId]; len(n.Index) > 0 && insts != nil {
+			if !done[n.NodeId] {
+				done[n.NodeId] = true
+				printFanOut(tw, n.NodeId, insts)
 			}
 			continue
 		}
@@ -503,7 +532,7 @@ func printFanOut(w io.Writer, nodeID string, insts []*client.Node) {
 	counts := map[string]int{}
 	var failed []*client.Node
 	for _, n := range insts {
-		counts[n.Status]++
+		counts[string(n.Status)]++
 		if n.Status == "failed" {
 			failed = append(failed, n)
 		}
@@ -531,17 +560,11 @@ func printFanOut(w io.Writer, nodeID string, insts []*client.Node) {
 	}
 }
 
-func compact(b json.RawMessage) string {
-	if len(b) == 0 {
-		return "null"
-	}
-	var v any
-	if json.Unmarshal(b, &v) != nil {
-		return string(b)
-	}
+// compact is a JSON value on one line, cut at 300 bytes.
+func compact(v any) string {
 	out, err := json.Marshal(v)
 	if err != nil {
-		return string(b)
+		return fmt.Sprint(v)
 	}
 	s := string(out)
 	if len(s) > 300 {
@@ -582,11 +605,9 @@ func watchRun(ctx context.Context, c *client.Client, id string, w io.Writer, asJ
 			}
 			return client.ErrStop
 		case "run.failed", "run.cancelled":
-			var p struct {
-				Error string `json:"error"`
-			}
-			_ = json.Unmarshal(e.Payload, &p)
-			end = &errRunNotCompleted{id: id, status: strings.TrimPrefix(e.Type, "run."), reason: p.Error}
+			p, _ := e.Payload.(map[string]any)
+			reason, _ := p["error"].(string)
+			end = &errRunNotCompleted{id: id, status: strings.TrimPrefix(e.Type, "run."), reason: reason}
 			return client.ErrStop
 		}
 		return nil
@@ -612,16 +633,11 @@ func (s *sectionNames) name(boardID, sectionID string) string {
 	}
 	names, ok := s.boards[boardID]
 	if !ok {
-		var b struct {
-			Sections []struct {
-				ID   string `json:"id"`
-				Name string `json:"name"`
-			} `json:"sections"`
-		}
+		var b api.Board
 		names = map[string]string{}
 		if s.c.Do(s.ctx, http.MethodGet, "/api/v1/boards/"+url.PathEscape(boardID)+"?limit=1", nil, &b) == nil {
 			for _, sec := range b.Sections {
-				names[sec.ID] = sec.Name
+				names[sec.Id] = sec.Name
 			}
 		}
 		s.boards[boardID] = names
@@ -647,8 +663,11 @@ func compensationNote(p map[string]any) string {
 
 // section names a board's section.
 func eventLine(runID string, e client.Event, section func(boardID, sectionID string) string) string {
-	var p map[string]any
-	_ = json.Unmarshal(e.Payload, &p)
+	p, _ := e.Payload.(map[string]any)
+	key := ""
+	if e.Key != nil {
+		key = *e.Key
+	}
 	str := func(k string) string {
 		if v, ok := p[k]; ok && v != nil {
 			return fmt.Sprint(v)
@@ -668,16 +687,16 @@ func eventLine(runID string, e client.Event, section func(boardID, sectionID str
 		steps, _ := p["steps"].([]any)
 		return fmt.Sprintf("run compensating: %d completed step(s) to undo, the last completed first", len(steps))
 	case "node.compensated":
-		return fmt.Sprintf("%-16s undone by %s", e.Key, str("undo"))
+		return fmt.Sprintf("%-16s undone by %s", key, str("undo"))
 	case "node.joined":
-		return fmt.Sprintf("%-16s fired on the first arrival (%s)", e.Key, str("arrival"))
+		return fmt.Sprintf("%-16s fired on the first arrival (%s)", key, str("arrival"))
 	case "run.responded":
-		return fmt.Sprintf("%-16s answered the caller %s", e.Key, str("status"))
+		return fmt.Sprintf("%-16s answered the caller %s", key, str("status"))
 	case "run.resumed":
 		return "run resumed"
 	case "node.status":
 		s := str("status")
-		line := fmt.Sprintf("%-16s %s", e.Key, s)
+		line := fmt.Sprintf("%-16s %s", key, s)
 		switch s {
 		case "running":
 			if a := str("attempt"); a != "" && a != "1" {
@@ -686,31 +705,31 @@ func eventLine(runID string, e client.Event, section func(boardID, sectionID str
 		case "failed":
 			line += ": " + str("error")
 		case "waiting_for_user":
-			line += fmt.Sprintf(" — approve with: stitchd approve %s %s", runID, e.Key)
+			line += fmt.Sprintf(" — approve with: stitchd approve %s %s", runID, key)
 		}
 		return line
 	case "node.fanout":
-		return fmt.Sprintf("%-16s split into %s items", e.Key, str("items"))
+		return fmt.Sprintf("%-16s split into %s items", key, str("items"))
 	case "node.heartbeat":
-		return fmt.Sprintf("%-16s heartbeat", e.Key)
+		return fmt.Sprintf("%-16s heartbeat", key)
 	case "dispatch.attempt":
 		if p["delivered"] == true {
 			return ""
 		}
-		line := fmt.Sprintf("%-16s delivery failed: %s", e.Key, str("error"))
+		line := fmt.Sprintf("%-16s delivery failed: %s", key, str("error"))
 		if r := str("retry_in_ms"); r != "" {
 			line += " (retrying in " + r + " ms)"
 		}
 		return line
 	case "entity.moved":
 		if to := str("to_section_id"); to != "" {
-			return fmt.Sprintf("%-16s entity moved to %s", e.Key, section(str("board_id"), to))
+			return fmt.Sprintf("%-16s entity moved to %s", key, section(str("board_id"), to))
 		}
 		return ""
 	case "callback.rejected":
-		return fmt.Sprintf("%-16s callback rejected", e.Key)
+		return fmt.Sprintf("%-16s callback rejected", key)
 	}
-	return fmt.Sprintf("%-16s %s", e.Key, e.Type)
+	return fmt.Sprintf("%-16s %s", key, e.Type)
 }
 
 func newApproveCmd(env envLookup) *cobra.Command {
@@ -744,7 +763,7 @@ func newApproveCmd(env envLookup) *cobra.Command {
 		case outcome != "":
 			verb = "answered " + outcome + ":"
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s %s; run %s is %s\n", verb, args[1], r.ID, r.Status)
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %s; run %s is %s\n", verb, args[1], r.Id, r.Status)
 		return nil
 	})
 	cmd.Flags().StringVar(&output, "output", "", `the person's answer: JSON, @file or - (default {"approved": true} when approving)`)
@@ -785,8 +804,8 @@ func newWebhookSecretCmd(env envLookup) *cobra.Command {
 			return printJSON(cmd.OutOrStdout(), r)
 		}
 		fmt.Fprintln(cmd.OutOrStdout(), r.Secret)
-		if r.PreviousExpiresAt != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "the old secret signs too until %s\n", r.PreviousExpiresAt.Format(time.RFC3339))
+		if r.PreviousSecretExpiresAt != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "the old secret signs too until %s\n", r.PreviousSecretExpiresAt.Format(time.RFC3339))
 		}
 		return nil
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stitchd/stitchd/internal/app"
 	"github.com/stitchd/stitchd/internal/client"
+	"github.com/stitchd/stitchd/internal/testkit/instance"
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
@@ -125,18 +126,18 @@ func TestBinaryServeDemoKeepsSecretKey(t *testing.T) {
 	c := &client.Client{BaseURL: again.url, Token: "x"}
 	graph := `{"nodes": [{"id": "call", "type": "HTTP", "data": {"url": "` + api.URL + `/x",
 		"headers": {"Authorization": "Bearer {{ secret \"API_TOKEN\" }}"}}}], "edges": []}`
-	f, err := c.CreateFlow(context.Background(), client.FlowSpec{Name: "dev secret", Graph: json.RawMessage(graph)})
+	f, err := c.CreateFlow(context.Background(), client.FlowSpec{Name: "dev secret", Graph: instance.Graph(t, graph)})
 	require.NoError(t, err)
-	r, err := c.StartRun(context.Background(), f.ID, json.RawMessage(`{}`))
+	r, err := c.StartRun(context.Background(), f.Id.String(), json.RawMessage(`{}`))
 	require.NoError(t, err)
 	waitFor(t, "the run", func() bool {
-		got, err := c.GetRun(context.Background(), r.ID)
+		got, err := c.GetRun(context.Background(), r.Id.String())
 		require.NoError(t, err)
-		return got.Finished()
+		return client.Finished(got)
 	})
-	got, err := c.GetRun(context.Background(), r.ID)
+	got, err := c.GetRun(context.Background(), r.Id.String())
 	require.NoError(t, err)
-	require.Equal(t, "completed", got.Status, "%+v", got)
+	require.Equal(t, "completed", string(got.Status), "%+v", got)
 	mu.Lock()
 	require.Equal(t, []string{"Bearer dev-value-1"}, auth)
 	mu.Unlock()

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/stitchd/stitchd/internal/client/api"
 )
 
@@ -34,21 +36,45 @@ type Client struct {
 	HTTP *http.Client
 }
 
-// Problem is one problem of a refused graph (invalid_graph details).
-type Problem struct {
-	Code    string `json:"code"`
-	NodeID  string `json:"node_id,omitempty"`
-	EdgeID  string `json:"edge_id,omitempty"`
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
+// The contract's types: generated from openapi.yaml (internal/client/api),
+// so what the client reads and sends cannot drift from the spec.
+type (
+	// Problem is one problem of a refused graph (invalid_graph details).
+	Problem = api.Problem
+	// Flow is a flow as the API returns it.
+	Flow = api.Flow
+	// FlowSpec is a flow to create or update.
+	FlowSpec = api.CreateFlowJSONBody
+	// Graph is a flow's graph (ParseGraph reads one).
+	Graph = api.Graph
+	// Node is one node state of a run.
+	Node = api.NodeState
+	// Run is a run as the API returns it.
+	Run = api.Run
+	// Event is one event of a run's stream.
+	Event = api.Event
+	// RotatedSecret is a webhook secret rotation's answer.
+	RotatedSecret = api.RotatedSecret
+	// SecretInfo is what the API shows of a secret: its name, hosts and
+	// times, never its value.
+	SecretInfo = api.Secret
+	// Trigger is a flow's trigger of any kind (webhook, schedule, event,
+	// nats, amqp): TriggerKind tells which, its As… methods give the
+	// fields of that kind.
+	Trigger = api.Trigger
+	// Approval is a step waiting for a person.
+	Approval = api.Approval
+)
 
-// Error is an API error answer.
+// Error is an API error answer (the contract's Error, read by
+// decodeError), or a non-JSON one (Code http_<status>).
 type Error struct {
-	Status  int       `json:"-"`
-	Code    string    `json:"code"`
-	Message string    `json:"message"`
-	Details []Problem `json:"details,omitempty"`
+	Status  int
+	Code    string
+	Message string
+	// Details lists the problems of a refused graph (nil when the answer
+	// gave none, or gave an object).
+	Details []Problem
 }
 
 func (e *Error) Error() string {
@@ -129,20 +155,40 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 		return decodeError(resp.StatusCode, b)
 	}
 	if out != nil && len(b) > 0 {
-		if err := json.Unmarshal(b, out); err != nil {
+		if err := decodeJSON(b, out); err != nil {
 			return fmt.Errorf("error decoding the answer to %s %s: %w", method, path, err)
 		}
 	}
 	return nil
 }
 
-func decodeError(status int, b []byte) error {
-	var env struct {
-		Error *Error `json:"error"`
+// decodeJSON decodes b into out keeping numbers as written (json.Number)
+// where out holds any JSON (a run's input and output, an event's
+// payload): a float64 would round an integer past 2^53.
+func decodeJSON(b []byte, out any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	return d.Decode(out)
+}
+
+// ParseGraph reads a flow's graph from JSON (what FlowSpec.Graph takes).
+// Fields the contract does not name are kept as written.
+func ParseGraph(b []byte) (Graph, error) {
+	var g Graph
+	if err := json.Unmarshal(b, &g); err != nil {
+		return Graph{}, fmt.Errorf("error reading a graph: %w", err)
 	}
-	if json.Unmarshal(b, &env) == nil && env.Error != nil {
-		env.Error.Status = status
-		return env.Error
+	return g, nil
+}
+
+func decodeError(status int, b []byte) error {
+	var env api.Error
+	if json.Unmarshal(b, &env) == nil && (env.Error.Code != "" || env.Error.Message != "") {
+		e := &Error{Status: status, Code: string(env.Error.Code), Message: env.Error.Message}
+		if env.Error.Details != nil {
+			e.Details, _ = env.Error.Details.AsErrorErrorDetails0() // an object: no problems
+		}
+		return e
 	}
 	msg := strings.TrimSpace(string(b))
 	if len(msg) > 200 {
@@ -152,33 +198,6 @@ func decodeError(status int, b []byte) error {
 		msg = http.StatusText(status)
 	}
 	return &Error{Status: status, Code: "http_" + strconv.Itoa(status), Message: msg}
-}
-
-// VersionRef names a flow version.
-type VersionRef struct {
-	ID     string `json:"id"`
-	Number int    `json:"number"`
-}
-
-// Flow is a flow as the API returns it.
-type Flow struct {
-	ID             string          `json:"id"`
-	Name           string          `json:"name"`
-	BoardID        *string         `json:"board_id"`
-	Version        VersionRef      `json:"version"`
-	Warnings       []Problem       `json:"warnings"`
-	Graph          json.RawMessage `json:"graph,omitempty"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
-	VersionCreated *bool           `json:"version_created,omitempty"`
-}
-
-// FlowSpec is a flow to create or update.
-type FlowSpec struct {
-	Name    string          `json:"name"`
-	Graph   json.RawMessage `json:"graph"`
-	BoardID *string         `json:"board_id,omitempty"`
-	Message string          `json:"message,omitempty"`
 }
 
 // ListFlows lists every flow by name (following next_cursor through the
@@ -233,7 +252,7 @@ func (c *Client) ApplyFlow(ctx context.Context, f FlowSpec) (flow *Flow, created
 	}
 	for _, existing := range flows {
 		if existing.Name == f.Name {
-			flow, err = c.UpdateFlow(ctx, existing.ID, f)
+			flow, err = c.UpdateFlow(ctx, existing.Id.String(), f)
 			return flow, false, err
 		}
 	}
@@ -248,7 +267,7 @@ func (c *Client) FindFlow(ctx context.Context, ref string) (*Flow, error) {
 		return nil, err
 	}
 	for i := range flows {
-		if flows[i].ID == ref {
+		if flows[i].Id.String() == ref {
 			return &flows[i], nil
 		}
 	}
@@ -267,51 +286,26 @@ func (c *Client) FindFlow(ctx context.Context, ref string) (*Flow, error) {
 	return found, nil
 }
 
-// Node is one node state of a run.
-type Node struct {
-	Key        string          `json:"key"`
-	NodeID     string          `json:"node_id"`
-	Type       string          `json:"type"`
-	Index      []int           `json:"index"`
-	Status     string          `json:"status"`
-	Input      json.RawMessage `json:"input"`
-	Output     json.RawMessage `json:"output"`
-	Error      *string         `json:"error"`
-	Attempt    int             `json:"attempt"`
-	StartedAt  *time.Time      `json:"started_at"`
-	FinishedAt *time.Time      `json:"finished_at"`
-}
-
-// Run is a run as the API returns it.
-type Run struct {
-	ID            string          `json:"id"`
-	FlowID        string          `json:"flow_id"`
-	FlowVersionID string          `json:"flow_version_id"`
-	Status        string          `json:"status"`
-	Input         json.RawMessage `json:"input"`
-	Output        json.RawMessage `json:"output"`
-	Error         *string         `json:"error"`
-	EntityID      *string         `json:"entity_id"`
-	CreatedAt     time.Time       `json:"created_at"`
-	FinishedAt    *time.Time      `json:"finished_at"`
-	Nodes         map[string]Node `json:"nodes,omitempty"`
-}
-
 // Finished reports whether the run reached completed, failed or cancelled.
 // (A failed run may still be resumed by a retry.)
-func (r *Run) Finished() bool {
-	return r.Status == "completed" || r.Status == "failed" || r.Status == "cancelled"
+func Finished(r *Run) bool {
+	return r.Status == api.RunStatusCompleted || r.Status == api.RunStatusFailed || r.Status == api.RunStatusCancelled
 }
 
 // StartRun starts a run of a flow with input (nil = {}), on entity
 // entityID when given.
 func (c *Client) StartRun(ctx context.Context, flowID string, input json.RawMessage, entityID ...string) (*Run, error) {
-	body := map[string]any{}
+	var body api.CreateRunJSONRequestBody
 	if len(input) > 0 {
-		body["input"] = input
+		body.Input = input
 	}
 	if len(entityID) > 0 && entityID[0] != "" {
-		body["entity_id"] = entityID[0]
+		id, err := uuid.Parse(entityID[0])
+		if err != nil {
+			// As the server words it (the contract's entity_id is a uuid).
+			return nil, fmt.Errorf("entity_id must be a UUID, not %q", entityID[0])
+		}
+		body.EntityId = &id
 	}
 	var out Run
 	if err := c.Do(ctx, http.MethodPost, "/api/v1/flows/"+url.PathEscape(flowID)+"/runs", body, &out); err != nil {
@@ -332,23 +326,24 @@ func (c *Client) GetRun(ctx context.Context, id string) (*Run, error) {
 // CompleteNode answers a UX node: approve with output, or reject with a
 // reason (reject != "").
 func (c *Client) CompleteNode(ctx context.Context, runID, key string, p CompleteParams) (*Run, error) {
-	body := map[string]any{}
+	var body api.CompleteNodeJSONRequestBody
 	switch {
 	case p.Reject != "":
 		// The old way, which every UX node understands: reject, with the
 		// reason kept as the decision's comment when a reject edge routes it.
-		body = map[string]any{"status": "failed", "error": p.Reject, "comment": p.Reject}
+		status := api.CompleteNodeJSONBodyStatusFailed
+		body.Status, body.Error, body.Comment = &status, &p.Reject, &p.Reject
 	case p.Outcome != "":
-		body["outcome"] = p.Outcome
+		body.Outcome = &p.Outcome
 	default:
-		body["status"] = "completed"
-		body["output"] = map[string]any{"approved": true}
+		status := api.CompleteNodeJSONBodyStatusCompleted
+		body.Status, body.Output = &status, map[string]any{"approved": true}
 	}
 	if len(p.Output) > 0 {
-		body["output"] = p.Output
+		body.Output = p.Output
 	}
 	if p.Comment != "" {
-		body["comment"] = p.Comment
+		body.Comment = &p.Comment
 	}
 	var out Run
 	if err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(runID)+"/nodes/"+url.PathEscape(key)+"/complete",
@@ -378,13 +373,6 @@ func (c *Client) WebhookSecret(ctx context.Context) (string, error) {
 	return out.Secret, nil
 }
 
-// RotatedSecret is a webhook secret rotation's answer.
-type RotatedSecret struct {
-	Secret            string     `json:"secret"`
-	Scope             string     `json:"scope"`
-	PreviousExpiresAt *time.Time `json:"previous_secret_expires_at"`
-}
-
 // RotateWebhookSecret rotates the secret that signs dispatches: the
 // server's, or flowID's own when flowID is set; the old one signs beside
 // it for grace.
@@ -393,27 +381,18 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, flowID string, grace t
 	if flowID != "" {
 		path = "/api/v1/flows/" + url.PathEscape(flowID) + "/webhook-secret/rotate"
 	}
+	graceSeconds := int(grace / time.Second)
 	var out RotatedSecret
-	if err := c.Do(ctx, http.MethodPost, path, map[string]any{"grace_seconds": int64(grace / time.Second)}, &out); err != nil {
+	if err := c.Do(ctx, http.MethodPost, path, api.RotateWebhookSecretJSONRequestBody{GraceSeconds: &graceSeconds}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
-// SecretInfo is what the API shows of a secret: its name and times,
-// never its value.
-type SecretInfo struct {
-	Name      string    `json:"name"`
-	CreatedBy string    `json:"created_by"`
-	UpdatedBy string    `json:"updated_by"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
 // SetSecret creates or replaces the secret name (POST /api/v1/secrets).
 func (c *Client) SetSecret(ctx context.Context, name, value string) (*SecretInfo, error) {
 	var out SecretInfo
-	if err := c.Do(ctx, http.MethodPost, "/api/v1/secrets", map[string]string{"name": name, "value": value}, &out); err != nil {
+	if err := c.Do(ctx, http.MethodPost, "/api/v1/secrets", api.CreateSecretJSONRequestBody{Name: name, Value: value}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -446,17 +425,6 @@ func (c *Client) ListSecrets(ctx context.Context) ([]SecretInfo, error) {
 // DeleteSecret deletes the secret name.
 func (c *Client) DeleteSecret(ctx context.Context, name string) error {
 	return c.Do(ctx, http.MethodDelete, "/api/v1/secrets/"+url.PathEscape(name), nil, nil)
-}
-
-// Event is one event of a run's stream.
-type Event struct {
-	ID        int64           `json:"id"`
-	RunID     string          `json:"run_id"`
-	Seq       int64           `json:"seq"`
-	Type      string          `json:"type"`
-	Key       string          `json:"key,omitempty"`
-	Payload   json.RawMessage `json:"payload"`
-	CreatedAt time.Time       `json:"created_at"`
 }
 
 // ErrStop ends the stream without error when a RunEvents callback
@@ -527,7 +495,7 @@ func (c *Client) streamOnce(ctx context.Context, runID string, after *int64, fn 
 				continue
 			}
 			var e Event
-			if err := json.Unmarshal([]byte(data.String()), &e); err != nil {
+			if err := decodeJSON([]byte(data.String()), &e); err != nil {
 				return fmt.Errorf("error decoding an event of run %s: %w", runID, err)
 			}
 			data.Reset()
@@ -585,9 +553,9 @@ func (c *Client) CancelRun(ctx context.Context, id string) (*Run, error) {
 // completed steps run first (the run answers running, and ends cancelled).
 func (c *Client) CancelRunWith(ctx context.Context, id string, compensate bool) (*Run, error) {
 	var out Run
-	body := map[string]any{}
+	var body api.CancelRunJSONRequestBody
 	if compensate {
-		body["compensate"] = true
+		body.Compensate = &compensate
 	}
 	if err := c.Do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/cancel", body, &out); err != nil {
 		return nil, err
@@ -615,9 +583,17 @@ func (c *Client) RerunNode(ctx context.Context, runID, key string) (*Run, error)
 	return &out, nil
 }
 
-// Trigger is a flow's trigger as the API lists it: its kind (webhook,
-// schedule, event, nats, amqp) and the fields of that kind.
-type Trigger map[string]any
+// TriggerKind is a trigger's kind: webhook, schedule, event, nats or amqp.
+func TriggerKind(t Trigger) string {
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	b, err := t.MarshalJSON()
+	if err != nil || json.Unmarshal(b, &k) != nil {
+		return ""
+	}
+	return k.Kind
+}
 
 // ListTriggers lists every trigger of a flow, oldest first (all pages).
 func (c *Client) ListTriggers(ctx context.Context, flowID string) ([]Trigger, error) {
@@ -641,25 +617,6 @@ func (c *Client) ListTriggers(ctx context.Context, flowID string) ([]Trigger, er
 		}
 		cursor = *page.NextCursor
 	}
-}
-
-// Approval is a step waiting for a person.
-type Approval struct {
-	RunID        string    `json:"run_id"`
-	Key          string    `json:"key"`
-	Label        string    `json:"label"`
-	Prompt       string    `json:"prompt"`
-	Outcomes     []string  `json:"outcomes"`
-	WaitingSince time.Time `json:"waiting_since"`
-	Assignees    *struct {
-		Users  []string `json:"users"`
-		Groups []string `json:"groups"`
-	} `json:"assignees"`
-	RequiredApprovals int `json:"required_approvals"`
-	Votes             []struct {
-		By      string `json:"by"`
-		Outcome string `json:"outcome"`
-	} `json:"votes"`
 }
 
 // ListApprovals lists the steps waiting for a person (assigned: me,

@@ -27,6 +27,24 @@ func (e APITokenRole) Valid() bool {
 	}
 }
 
+// Defines values for ApprovalRejectPolicy.
+const (
+	Any      ApprovalRejectPolicy = "any"
+	Majority ApprovalRejectPolicy = "majority"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalRejectPolicy enum.
+func (e ApprovalRejectPolicy) Valid() bool {
+	switch e {
+	case Any:
+		return true
+	case Majority:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BrokerTriggerAs.
 const (
 	BrokerTriggerAsEvent BrokerTriggerAs = "event"
@@ -252,6 +270,27 @@ const (
 func (e EventTriggerKind) Valid() bool {
 	switch e {
 	case EventTriggerKindEvent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GraphSettingsEntityConcurrency.
+const (
+	GraphSettingsEntityConcurrencyAllow GraphSettingsEntityConcurrency = "allow"
+	GraphSettingsEntityConcurrencyQueue GraphSettingsEntityConcurrency = "queue"
+	GraphSettingsEntityConcurrencySkip  GraphSettingsEntityConcurrency = "skip"
+)
+
+// Valid indicates whether the value is a known member of the GraphSettingsEntityConcurrency enum.
+func (e GraphSettingsEntityConcurrency) Valid() bool {
+	switch e {
+	case GraphSettingsEntityConcurrencyAllow:
+		return true
+	case GraphSettingsEntityConcurrencyQueue:
+		return true
+	case GraphSettingsEntityConcurrencySkip:
 		return true
 	default:
 		return false
@@ -687,24 +726,6 @@ func (e ListApprovalsParamsAssigned) Valid() bool {
 	case ListApprovalsParamsAssignedGroups:
 		return true
 	case ListApprovalsParamsAssignedMe:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ListApprovals200JSONResponseBodyApprovalsRejectPolicy.
-const (
-	Any      ListApprovals200JSONResponseBodyApprovalsRejectPolicy = "any"
-	Majority ListApprovals200JSONResponseBodyApprovalsRejectPolicy = "majority"
-)
-
-// Valid indicates whether the value is a known member of the ListApprovals200JSONResponseBodyApprovalsRejectPolicy enum.
-func (e ListApprovals200JSONResponseBodyApprovalsRejectPolicy) Valid() bool {
-	switch e {
-	case Any:
-		return true
-	case Majority:
 		return true
 	default:
 		return false
@@ -1325,6 +1346,127 @@ type APITokenRole string
 // AllowedHosts The only hosts a request carrying the secret may go to, checked as it is sent (secret_host_refused otherwise, nothing sent). Empty: any host written into a flow's url, but not a url whose scheme, host or port comes from a template. Omitted on POST: unchanged (none for a new secret); [] clears them.
 type AllowedHosts = []string
 
+// Approval a step waiting for a person, as GET /api/v1/approvals lists it
+type Approval struct {
+	// Assignees whom the node is assigned to (worked out when it started waiting); null: anyone who may decide approvals
+	Assignees *struct {
+		Groups []string `json:"groups"`
+
+		// Users emails, lower case
+		Users []string `json:"users"`
+	} `json:"assignees,omitempty"`
+	Attempt *int `json:"attempt,omitempty"`
+
+	// ClaimedAt when it was claimed, or null
+	ClaimedAt *time.Time `json:"claimed_at,omitempty"`
+
+	// ClaimedBy who claimed the node's current attempt (POST …/claim), or null
+	ClaimedBy *string `json:"claimed_by,omitempty"`
+
+	// Deadline when the node times out (its timeoutSeconds, then onTimeout), or null
+	Deadline *time.Time `json:"deadline,omitempty"`
+
+	// Delegate whom the claimer let decide on their behalf (POST …/delegate); absent when none
+	Delegate *string `json:"delegate,omitempty"`
+
+	// Entity the run's entity, or null
+	Entity *struct {
+		BoardId openapi_types.UUID `json:"board_id"`
+		Email   *string            `json:"email"`
+		Id      openapi_types.UUID `json:"id"`
+		Name    string             `json:"name"`
+
+		// Section the name of the section the entity is in
+		Section   string `json:"section"`
+		SectionId string `json:"section_id"`
+		Type      string `json:"type"`
+	} `json:"entity"`
+
+	// Escalation how the node's data.escalation went so far (absent without one)
+	Escalation *struct {
+		// EscalatedAfterSeconds after how long it was applied
+		EscalatedAfterSeconds *int `json:"escalated_after_seconds,omitempty"`
+
+		// EscalatedTo whom the last step applied assigned it to (absent before the first)
+		EscalatedTo      *EscalationAssignees `json:"escalated_to,omitempty"`
+		NextAfterSeconds *int                 `json:"next_after_seconds,omitempty"`
+
+		// NextAt when the next step falls due (absent when none is left)
+		NextAt *time.Time `json:"next_at,omitempty"`
+
+		// NextTo whom the next step assigns it to
+		NextTo *EscalationAssignees `json:"next_to,omitempty"`
+
+		// Step how many were applied
+		Step int `json:"step"`
+
+		// Steps the steps data.escalation has
+		Steps int `json:"steps"`
+	} `json:"escalation,omitempty"`
+	FlowId   openapi_types.UUID `json:"flow_id"`
+	FlowName *string            `json:"flow_name,omitempty"`
+
+	// Form the JSON Schema (draft 2020-12) of the answer to give as output (data.form of the run's version, as saved, its properties in the order saved: x-order); absent when the node has none
+	Form *map[string]interface{} `json:"form,omitempty"`
+
+	// FormComment the form defines a comment field: it is the decision's comment (no other comment box)
+	FormComment *bool `json:"form_comment,omitempty"`
+
+	// FormOutcomes the outcomes the form applies to (data.formOutcomes; default every outcome but reject): another outcome needs no form filled in; absent without a form
+	FormOutcomes *[]string `json:"form_outcomes,omitempty"`
+
+	// Input the node's input (any JSON)
+	Input interface{} `json:"input"`
+
+	// Iteration the node's loop iteration (0: the first pass)
+	Iteration *int   `json:"iteration,omitempty"`
+	Key       string `json:"key"`
+
+	// Label the node's label, else its id
+	Label  string `json:"label"`
+	NodeId string `json:"node_id"`
+
+	// OnTimeout what the deadline does: an outcome, or fail (null without a deadline)
+	OnTimeout *string `json:"on_timeout,omitempty"`
+
+	// Outcomes the answers the person can give (the node's data.outcomes)
+	Outcomes     []string              `json:"outcomes"`
+	Prompt       string                `json:"prompt"`
+	RejectPolicy *ApprovalRejectPolicy `json:"reject_policy,omitempty"`
+
+	// RemindAfterSeconds the node is reminded about this often while it waits (remindAfterSeconds of the run's version; absent: never)
+	RemindAfterSeconds *float32 `json:"remind_after_seconds,omitempty"`
+
+	// RequiredApprovals how many people must choose the same outcome (data.requiredApprovals)
+	RequiredApprovals *int               `json:"required_approvals,omitempty"`
+	RunId             openapi_types.UUID `json:"run_id"`
+
+	// RunInput the run's input (any JSON): what started it; a card without a summary shows it as labelled values
+	RunInput interface{} `json:"run_input,omitempty"`
+
+	// Summary the node's data.summary read from its input: labelled values to decide by (empty when it has none: show run_input instead)
+	Summary *[]struct {
+		// Label the summary item's label, else its path
+		Label string `json:"label"`
+
+		// Path a gjson path into the input
+		Path string `json:"path"`
+
+		// Value the value at path (null when the input has none)
+		Value interface{} `json:"value"`
+	} `json:"summary,omitempty"`
+
+	// Title what the task is about: the entity's name and the step's label ("Ada Lovelace · Send to sales?"), or the label alone
+	Title *string `json:"title,omitempty"`
+
+	// Votes the votes of the node's current attempt so far, oldest first
+	Votes        *[]Vote   `json:"votes,omitempty"`
+	WaitingSince time.Time `json:"waiting_since"`
+}
+
+// ApprovalRejectPolicy defines model for Approval.RejectPolicy.
+type ApprovalRejectPolicy string
+
 // AuditEntry defines model for AuditEntry.
 type AuditEntry struct {
 	Action string `json:"action"`
@@ -1559,6 +1701,29 @@ type Error_Error_Details struct {
 	union json.RawMessage
 }
 
+// EscalationAssignees whom an escalation step assigns a task to (its data.escalation step's assignees)
+type EscalationAssignees struct {
+	Groups *[]string `json:"groups,omitempty"`
+	Users  *[]string `json:"users,omitempty"`
+}
+
+// Event one entry of a run's append-only event log, as GET /api/v1/runs/{id}/events streams it (the SSE id is its seq)
+type Event struct {
+	CreatedAt time.Time `json:"created_at"`
+	Id        int64     `json:"id"`
+
+	// Key the node instance it concerns; absent for the run's own events
+	Key *string `json:"key,omitempty"`
+
+	// Payload what happened (any JSON, by type)
+	Payload interface{}        `json:"payload"`
+	RunId   openapi_types.UUID `json:"run_id"`
+
+	// Seq the event's place in its run's log, from 1
+	Seq  int64  `json:"seq"`
+	Type string `json:"type"`
+}
+
 // EventTrigger Each event of this name (POST /api/v1/events) starts a run of the flow with the event's payload as input, once per event id.
 type EventTrigger struct {
 	CreatedAt time.Time          `json:"created_at"`
@@ -1618,11 +1783,11 @@ type FlowListed struct {
 
 	// Triggers the flow's triggers by kind, enabled or not (every kind present)
 	Triggers *struct {
-		Amqp     *int `json:"amqp,omitempty"`
-		Event    *int `json:"event,omitempty"`
-		Nats     *int `json:"nats,omitempty"`
-		Schedule *int `json:"schedule,omitempty"`
-		Webhook  *int `json:"webhook,omitempty"`
+		Amqp     int `json:"amqp"`
+		Event    int `json:"event"`
+		Nats     int `json:"nats"`
+		Schedule int `json:"schedule"`
+		Webhook  int `json:"webhook"`
 	} `json:"triggers,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Version   struct {
@@ -1640,59 +1805,84 @@ type Graph struct {
 	Edges []GraphEdge `json:"edges"`
 	Nodes []GraphNode `json:"nodes"`
 
-	// Settings the flow's settings
-	Settings *struct {
-		// DeadlineSeconds each run fails with the error deadline this long after it starts, unless started with its own (422 at settings.deadlineSeconds when not a whole number in range)
-		DeadlineSeconds *int `json:"deadlineSeconds,omitempty"`
+	// Settings the flow's settings (others are kept as they are)
+	Settings             *Graph_Settings            `json:"settings,omitempty"`
+	AdditionalProperties map[string]json.RawMessage `json:"-"`
+}
 
-		// RetentionDays finished runs of this flow are deleted this many days after they finished, whatever --retention says (422 at settings.retentionDays when not a whole number in range)
-		RetentionDays *int `json:"retentionDays,omitempty"`
-	} `json:"settings,omitempty"`
+// GraphSettingsEntityConcurrency what starting a run for an entity whose run of this flow still goes does: queue (the default) waits its turn, skip starts nothing, allow runs both
+type GraphSettingsEntityConcurrency string
+
+// Graph_Settings the flow's settings (others are kept as they are)
+type Graph_Settings struct {
+	// DeadlineSeconds each run fails with the error deadline this long after it starts, unless started with its own (422 at settings.deadlineSeconds when not a whole number in range)
+	DeadlineSeconds *int `json:"deadlineSeconds,omitempty"`
+
+	// EntityConcurrency what starting a run for an entity whose run of this flow still goes does: queue (the default) waits its turn, skip starts nothing, allow runs both
+	EntityConcurrency *GraphSettingsEntityConcurrency `json:"entityConcurrency,omitempty"`
+
+	// RetentionDays finished runs of this flow are deleted this many days after they finished, whatever --retention says (422 at settings.retentionDays when not a whole number in range)
+	RetentionDays        *int                       `json:"retentionDays,omitempty"`
+	AdditionalProperties map[string]json.RawMessage `json:"-"`
 }
 
 // GraphEdge a link of the graph from one step to the next
 type GraphEdge struct {
 	// Data At most one of condition, default, on and outcome (docs/state_machine.md, Branches). An edge without any is taken whenever its source completes. An edge with on compensate links a step to its undo node (docs/state_machine.md, Compensation): the undo node has no other edge, the step one undo node and lies outside parallel regions and loops, the edge no mapping — else 422 invalid_compensation.
-	Data *struct {
-		// Condition expr-lang expression over output, input, run {id, input} and entity; taken when true after the source completes. Compiled at save (422 invalid_condition with edges[i].data.condition).
-		Condition *string `json:"condition,omitempty"`
-
-		// Default taken when no condition or outcome edge of the same source was; one per source
-		Default *bool `json:"default,omitempty"`
-
-		// Loop marks a back edge (with a condition or an outcome): taking it starts a new iteration of the nodes from its target to its source
-		Loop *struct {
-			MaxIterations *int `json:"maxIterations,omitempty"`
-		} `json:"loop,omitempty"`
-		Mapping *map[string]string `json:"mapping,omitempty"`
-
-		// On failure: taken only when the source fails for good; the failure is handled and the target's input is {error, node, input}. compensate: the target is the source's undo node, run only when the run is compensated (it fails, or is cancelled with compensate), in reverse order of completion, with input {output, input, error} of the source
-		On *GraphEdgeDataOn `json:"on,omitempty"`
-
-		// Outcome taken when a person chose this outcome at the source UX node
-		Outcome *string `json:"outcome,omitempty"`
-	} `json:"data,omitempty"`
+	Data *GraphEdge_Data `json:"data,omitempty"`
 
 	// Id no control characters; otherwise 422 invalid_id
-	Id     string `json:"id"`
-	Source string `json:"source"`
-	Target string `json:"target"`
+	Id                   string                     `json:"id"`
+	Source               string                     `json:"source"`
+	Target               string                     `json:"target"`
+	AdditionalProperties map[string]json.RawMessage `json:"-"`
 }
 
 // GraphEdgeDataOn failure: taken only when the source fails for good; the failure is handled and the target's input is {error, node, input}. compensate: the target is the source's undo node, run only when the run is compensated (it fails, or is cancelled with compensate), in reverse order of completion, with input {output, input, error} of the source
 type GraphEdgeDataOn string
 
+// GraphEdge_Data At most one of condition, default, on and outcome (docs/state_machine.md, Branches). An edge without any is taken whenever its source completes. An edge with on compensate links a step to its undo node (docs/state_machine.md, Compensation): the undo node has no other edge, the step one undo node and lies outside parallel regions and loops, the edge no mapping — else 422 invalid_compensation.
+type GraphEdge_Data struct {
+	// Condition expr-lang expression over output, input, run {id, input} and entity; taken when true after the source completes. Compiled at save (422 invalid_condition with edges[i].data.condition).
+	Condition *string `json:"condition,omitempty"`
+
+	// Default taken when no condition or outcome edge of the same source was; one per source
+	Default *bool `json:"default,omitempty"`
+
+	// Loop marks a back edge (with a condition or an outcome): taking it starts a new iteration of the nodes from its target to its source
+	Loop *struct {
+		MaxIterations *int `json:"maxIterations,omitempty"`
+	} `json:"loop,omitempty"`
+	Mapping *map[string]string `json:"mapping,omitempty"`
+
+	// On failure: taken only when the source fails for good; the failure is handled and the target's input is {error, node, input}. compensate: the target is the source's undo node, run only when the run is compensated (it fails, or is cancelled with compensate), in reverse order of completion, with input {output, input, error} of the source
+	On *GraphEdgeDataOn `json:"on,omitempty"`
+
+	// Outcome taken when a person chose this outcome at the source UX node
+	Outcome              *string                    `json:"outcome,omitempty"`
+	AdditionalProperties map[string]json.RawMessage `json:"-"`
+}
+
 // GraphNode a step of the graph
 type GraphNode struct {
 	// Data the node's settings (absent or null: none). data.label, if a string, is at most 200 characters (422 too_long)
-	Data *map[string]interface{} `json:"data,omitempty"`
+	Data *json.RawMessage `json:"data,omitempty"`
 
 	// Id otherwise 422 invalid_id at nodes[i].id
-	Id       string                  `json:"id"`
-	Position *map[string]interface{} `json:"position,omitempty"`
+	Id string `json:"id"`
+
+	// Pinned a sample output pinned to the step in the editor: layout, which the compiler ignores
+	Pinned *json.RawMessage `json:"pinned,omitempty"`
+
+	// Position where the editor draws it
+	Position *struct {
+		X *float64 `json:"x,omitempty"`
+		Y *float64 `json:"y,omitempty"`
+	} `json:"position,omitempty"`
 
 	// Type Worker, UX, Splitter, Collector, Condition, Transform, Wait, HTTP, Event or SubFlow (case-insensitive). A Transform's data.expression (expr-lang over input, run, entity) gives its output. An HTTP node sends data.method (default GET), data.url, data.headers and data.body (strings may hold {{ expr }} templates over input, run, entity; compile errors are 422 invalid_expression at e.g. nodes[i].data.url, nodes[i].data.body.items[1]) with data.timeoutSeconds (default 30), data.retry (the Worker's policy: maxAttempts, backoff exponential|linear|fixed, initialDelayMs, maxDelayMs, multiplier (exponential factor 1–100, default 2), jitter (0–1, "full" or "none"; default full for exponential backoff), nonRetryable (error substrings that fail the node at once); see docs/workers.md) and data.successCodes (default ["2xx"]); its output is {status, headers, body} (body: JSON when the response is JSON, else text, at most 1 MiB), see docs/http.md; {{ secret "NAME" }} (the name in quotes, alone in its {{ }}; url path or query, headers, body — not method) fills in a stored secret (POST /api/v1/secrets) as the request is sent, never stored: a name no secret has is a warning unknown_secret when the flow is saved (secrets_off on a server without STITCHD_SECRET_KEY) and fails the node when it runs. A node whose url takes its scheme, host or port from a template may use only secrets with allowed_hosts (else 422 secret_host at the secret's path), and a request carrying a secret to a host its allowed_hosts do not list fails the node with secret_host_refused, nothing sent. A Splitter's data.maxConcurrency (an integer from 1 to 100000) keeps at most that many of its items in flight, the next starting when one finishes. A Collector's data.toleratedFailures (an integer count ≥ 0 or a percent string such as "5%") lets it fire although items failed: its output is then {items (null at each failed index), errors: [{index, key, error}]} instead of the array; more failed items than tolerated fail it. Bad values are 422 invalid_config at nodes[i].data.retry.multiplier, .jitter, .nonRetryable, nodes[i].data.maxConcurrency, nodes[i].data.toleratedFailures. A UX node's data.outcomes (default [approve, reject]) names the answers a person can give; data.remindAfterSeconds (at least 1) reminds about it (a node.reminder event and an approval.reminder notification) every so many seconds while it waits; entityMovement.onOutcome maps an outcome to a movement; data.form, a JSON Schema (draft 2020-12: $schema absent or https://json-schema.org/draft/2020-12/schema) object, describes the answer a person gives (decision.answer): it must compile (formats asserted, patterns Go RE2, no $ref or $id to a URL: stitchd never loads a schema), else 422 invalid_form at e.g. nodes[i].data.form.properties.amount.minimum; see POST /api/v1/runs/{id}/nodes/{key}/complete and docs/forms.md. data.assignees ({users: [emails], groups: [names]}, or an expr-lang expression over input, run and entity giving an email, a list of emails or {users, groups}, worked out when the node starts waiting; one that fails or names no one fails the node) says who may decide it (anyone when absent), data.requiredApprovals (an integer from 1 to 1000, default 1) how many distinct people must choose the same outcome, data.rejectPolicy (any, the default: one vote for an outcome that does not complete the node decides; majority: it needs requiredApprovals votes too), data.separationOfDuties (boolean) refuses the person who started the run (see docs/approvals.md); data.formOutcomes (a list of the node's outcomes; default every outcome but reject) names the outcomes the form applies to (422 invalid_config at nodes[i].data.formOutcomes["j"] for another); a form's properties keep the order saved (recorded as x-order beside each properties, which readers follow); data.escalation ([{afterSeconds, assignees: {users, groups}}], afterSeconds rising) reassigns the node, without deciding it, as each step falls due (a node.escalated event; 422 invalid_config at nodes[i].data.escalation["j"]… for a bad step); bad values are 422 invalid_config (invalid_expression for the expression) at nodes[i].data.assignees…. A Wait sleeps for data.duration or until data.until. An Event waits for an event data.event with the key data.key (an expression) and completes with its payload; data.timeoutSeconds fails it when none comes. A SubFlow runs the flow data.flow (its id or name) at data.version (a number, or "latest", the default, pinned when this flow is saved) as a child run with the node's input (data.passEntity, default true, attaches the run's entity) and completes with the child's output; an unknown flow or version, an ambiguous name or a flow that would contain itself is 422 invalid_subflow at nodes[i].data.flow or .version. A Respond node answers the webhook request waiting for the run (a trigger's respond.mode wait) with data.status (100–599, default 200) and data.body (rendered as an HTTP node's body; a secret is refused at save) at once, then passes its input on. Any node's data.join is all (the default: it fires once every inbound edge was decided, at least one taken) or any (it fires on the first inbound edge taken, with that node's output as input, and cancels the other branches leading to it: docs/state_machine.md, Joins); another value, or any on a Collector, is 422 invalid_join at nodes[i].data.join.
-	Type string `json:"type"`
+	Type                 string                     `json:"type"`
+	AdditionalProperties map[string]json.RawMessage `json:"-"`
 }
 
 // JourneyEvent defines model for JourneyEvent.
@@ -1760,6 +1950,9 @@ type NodeState struct {
 
 	// WakeAt when a sleeping Wait node wakes (database time)
 	WakeAt *time.Time `json:"wake_at,omitempty"`
+
+	// Worker in the answer of one run: the worker that leased this attempt of a pulled Worker step (POST /api/v1/tasks/poll); absent otherwise
+	Worker *string `json:"worker,omitempty"`
 }
 
 // NodeStateStatus defines model for NodeState.Status.
@@ -2048,6 +2241,33 @@ type UserPatch struct {
 // UserPatchRole required on create
 type UserPatchRole string
 
+// Version a version of a flow's graph; the list has no graphs
+type Version struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// ExecutionGraph the compiled graph the engine runs
+	ExecutionGraph *map[string]interface{} `json:"execution_graph,omitempty"`
+
+	// Graph React Flow graph. Unknown fields are kept and ignored by the compiler. nodes or edges absent or null are taken as none, and answered as [].
+	Graph   *Graph             `json:"graph,omitempty"`
+	Id      openapi_types.UUID `json:"id"`
+	Message string             `json:"message"`
+	Number  int                `json:"number"`
+}
+
+// Vote a person's vote on a step (a decision)
+type Vote struct {
+	// Answer the voter's answer (any JSON; null when none was given)
+	Answer  interface{} `json:"answer"`
+	At      time.Time   `json:"at"`
+	By      string      `json:"by"`
+	Comment string      `json:"comment"`
+
+	// For the claimer a delegate (by) voted for; absent for one's own vote
+	For     *string `json:"for,omitempty"`
+	Outcome string  `json:"outcome"`
+}
+
 // WebhookEntity A webhook trigger's entity mapping: each request's body creates or updates an entity of this type on this board (a 400 for an unknown board or a missing type; a 422 entity_board_mismatch for a board the flow's is not, unknown_section for one lacking a section the flow moves entities to).
 type WebhookEntity struct {
 	BoardId openapi_types.UUID `json:"board_id"`
@@ -2179,9 +2399,6 @@ type ListApprovalsParams struct {
 
 // ListApprovalsParamsAssigned defines parameters for ListApprovals.
 type ListApprovalsParamsAssigned string
-
-// ListApprovals200JSONResponseBodyApprovalsRejectPolicy defines parameters for ListApprovals.
-type ListApprovals200JSONResponseBodyApprovalsRejectPolicy string
 
 // StreamApprovalsParams defines parameters for StreamApprovals.
 type StreamApprovalsParams struct {
@@ -3197,6 +3414,576 @@ type PostCallbackJSONRequestBody PostCallbackJSONBody
 
 // PostHookJSONRequestBody defines body for PostHook for application/json ContentType.
 type PostHookJSONRequestBody = PostHookJSONBody
+
+// Getter for additional properties for Graph. Returns the specified
+// element and whether it was found
+func (a Graph) Get(fieldName string) (value json.RawMessage, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for Graph
+func (a *Graph) Set(fieldName string, value json.RawMessage) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]json.RawMessage)
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for Graph to handle AdditionalProperties
+func (a *Graph) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["edges"]; found {
+		err = json.Unmarshal(raw, &a.Edges)
+		if err != nil {
+			return fmt.Errorf("error reading 'edges': %w", err)
+		}
+		delete(object, "edges")
+	}
+
+	if raw, found := object["nodes"]; found {
+		err = json.Unmarshal(raw, &a.Nodes)
+		if err != nil {
+			return fmt.Errorf("error reading 'nodes': %w", err)
+		}
+		delete(object, "nodes")
+	}
+
+	if raw, found := object["settings"]; found {
+		err = json.Unmarshal(raw, &a.Settings)
+		if err != nil {
+			return fmt.Errorf("error reading 'settings': %w", err)
+		}
+		delete(object, "settings")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]json.RawMessage)
+		for fieldName, fieldBuf := range object {
+			var fieldVal json.RawMessage
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for Graph to handle AdditionalProperties
+func (a Graph) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Edges != nil {
+		object["edges"], err = json.Marshal(a.Edges)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'edges': %w", err)
+		}
+	}
+
+	if a.Nodes != nil {
+		object["nodes"], err = json.Marshal(a.Nodes)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'nodes': %w", err)
+		}
+	}
+
+	if a.Settings != nil {
+		object["settings"], err = json.Marshal(a.Settings)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'settings': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for Graph_Settings. Returns the specified
+// element and whether it was found
+func (a Graph_Settings) Get(fieldName string) (value json.RawMessage, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for Graph_Settings
+func (a *Graph_Settings) Set(fieldName string, value json.RawMessage) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]json.RawMessage)
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for Graph_Settings to handle AdditionalProperties
+func (a *Graph_Settings) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["deadlineSeconds"]; found {
+		err = json.Unmarshal(raw, &a.DeadlineSeconds)
+		if err != nil {
+			return fmt.Errorf("error reading 'deadlineSeconds': %w", err)
+		}
+		delete(object, "deadlineSeconds")
+	}
+
+	if raw, found := object["entityConcurrency"]; found {
+		err = json.Unmarshal(raw, &a.EntityConcurrency)
+		if err != nil {
+			return fmt.Errorf("error reading 'entityConcurrency': %w", err)
+		}
+		delete(object, "entityConcurrency")
+	}
+
+	if raw, found := object["retentionDays"]; found {
+		err = json.Unmarshal(raw, &a.RetentionDays)
+		if err != nil {
+			return fmt.Errorf("error reading 'retentionDays': %w", err)
+		}
+		delete(object, "retentionDays")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]json.RawMessage)
+		for fieldName, fieldBuf := range object {
+			var fieldVal json.RawMessage
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for Graph_Settings to handle AdditionalProperties
+func (a Graph_Settings) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DeadlineSeconds != nil {
+		object["deadlineSeconds"], err = json.Marshal(a.DeadlineSeconds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'deadlineSeconds': %w", err)
+		}
+	}
+
+	if a.EntityConcurrency != nil {
+		object["entityConcurrency"], err = json.Marshal(a.EntityConcurrency)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'entityConcurrency': %w", err)
+		}
+	}
+
+	if a.RetentionDays != nil {
+		object["retentionDays"], err = json.Marshal(a.RetentionDays)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'retentionDays': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GraphEdge. Returns the specified
+// element and whether it was found
+func (a GraphEdge) Get(fieldName string) (value json.RawMessage, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphEdge
+func (a *GraphEdge) Set(fieldName string, value json.RawMessage) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]json.RawMessage)
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphEdge to handle AdditionalProperties
+func (a *GraphEdge) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["data"]; found {
+		err = json.Unmarshal(raw, &a.Data)
+		if err != nil {
+			return fmt.Errorf("error reading 'data': %w", err)
+		}
+		delete(object, "data")
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["source"]; found {
+		err = json.Unmarshal(raw, &a.Source)
+		if err != nil {
+			return fmt.Errorf("error reading 'source': %w", err)
+		}
+		delete(object, "source")
+	}
+
+	if raw, found := object["target"]; found {
+		err = json.Unmarshal(raw, &a.Target)
+		if err != nil {
+			return fmt.Errorf("error reading 'target': %w", err)
+		}
+		delete(object, "target")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]json.RawMessage)
+		for fieldName, fieldBuf := range object {
+			var fieldVal json.RawMessage
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphEdge to handle AdditionalProperties
+func (a GraphEdge) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Data != nil {
+		object["data"], err = json.Marshal(a.Data)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'data': %w", err)
+		}
+	}
+
+	object["id"], err = json.Marshal(a.Id)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'id': %w", err)
+	}
+
+	object["source"], err = json.Marshal(a.Source)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'source': %w", err)
+	}
+
+	object["target"], err = json.Marshal(a.Target)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'target': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GraphEdge_Data. Returns the specified
+// element and whether it was found
+func (a GraphEdge_Data) Get(fieldName string) (value json.RawMessage, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphEdge_Data
+func (a *GraphEdge_Data) Set(fieldName string, value json.RawMessage) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]json.RawMessage)
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphEdge_Data to handle AdditionalProperties
+func (a *GraphEdge_Data) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["condition"]; found {
+		err = json.Unmarshal(raw, &a.Condition)
+		if err != nil {
+			return fmt.Errorf("error reading 'condition': %w", err)
+		}
+		delete(object, "condition")
+	}
+
+	if raw, found := object["default"]; found {
+		err = json.Unmarshal(raw, &a.Default)
+		if err != nil {
+			return fmt.Errorf("error reading 'default': %w", err)
+		}
+		delete(object, "default")
+	}
+
+	if raw, found := object["loop"]; found {
+		err = json.Unmarshal(raw, &a.Loop)
+		if err != nil {
+			return fmt.Errorf("error reading 'loop': %w", err)
+		}
+		delete(object, "loop")
+	}
+
+	if raw, found := object["mapping"]; found {
+		err = json.Unmarshal(raw, &a.Mapping)
+		if err != nil {
+			return fmt.Errorf("error reading 'mapping': %w", err)
+		}
+		delete(object, "mapping")
+	}
+
+	if raw, found := object["on"]; found {
+		err = json.Unmarshal(raw, &a.On)
+		if err != nil {
+			return fmt.Errorf("error reading 'on': %w", err)
+		}
+		delete(object, "on")
+	}
+
+	if raw, found := object["outcome"]; found {
+		err = json.Unmarshal(raw, &a.Outcome)
+		if err != nil {
+			return fmt.Errorf("error reading 'outcome': %w", err)
+		}
+		delete(object, "outcome")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]json.RawMessage)
+		for fieldName, fieldBuf := range object {
+			var fieldVal json.RawMessage
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphEdge_Data to handle AdditionalProperties
+func (a GraphEdge_Data) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Condition != nil {
+		object["condition"], err = json.Marshal(a.Condition)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'condition': %w", err)
+		}
+	}
+
+	if a.Default != nil {
+		object["default"], err = json.Marshal(a.Default)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'default': %w", err)
+		}
+	}
+
+	if a.Loop != nil {
+		object["loop"], err = json.Marshal(a.Loop)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'loop': %w", err)
+		}
+	}
+
+	if a.Mapping != nil {
+		object["mapping"], err = json.Marshal(a.Mapping)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'mapping': %w", err)
+		}
+	}
+
+	if a.On != nil {
+		object["on"], err = json.Marshal(a.On)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'on': %w", err)
+		}
+	}
+
+	if a.Outcome != nil {
+		object["outcome"], err = json.Marshal(a.Outcome)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'outcome': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GraphNode. Returns the specified
+// element and whether it was found
+func (a GraphNode) Get(fieldName string) (value json.RawMessage, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphNode
+func (a *GraphNode) Set(fieldName string, value json.RawMessage) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]json.RawMessage)
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphNode to handle AdditionalProperties
+func (a *GraphNode) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["data"]; found {
+		err = json.Unmarshal(raw, &a.Data)
+		if err != nil {
+			return fmt.Errorf("error reading 'data': %w", err)
+		}
+		delete(object, "data")
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["pinned"]; found {
+		err = json.Unmarshal(raw, &a.Pinned)
+		if err != nil {
+			return fmt.Errorf("error reading 'pinned': %w", err)
+		}
+		delete(object, "pinned")
+	}
+
+	if raw, found := object["position"]; found {
+		err = json.Unmarshal(raw, &a.Position)
+		if err != nil {
+			return fmt.Errorf("error reading 'position': %w", err)
+		}
+		delete(object, "position")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]json.RawMessage)
+		for fieldName, fieldBuf := range object {
+			var fieldVal json.RawMessage
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphNode to handle AdditionalProperties
+func (a GraphNode) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Data != nil {
+		object["data"], err = json.Marshal(a.Data)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'data': %w", err)
+		}
+	}
+
+	object["id"], err = json.Marshal(a.Id)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'id': %w", err)
+	}
+
+	if a.Pinned != nil {
+		object["pinned"], err = json.Marshal(a.Pinned)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'pinned': %w", err)
+		}
+	}
+
+	if a.Position != nil {
+		object["position"], err = json.Marshal(a.Position)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'position': %w", err)
+		}
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // Getter for additional properties for UpdateTriggerJSONBody. Returns the specified
 // element and whether it was found

@@ -77,12 +77,14 @@ func (s *Stitchd) WorkerToken(name string) string {
 // returns its id.
 func (s *Stitchd) Flow(name string, data map[string]any) string {
 	s.t.Helper()
-	graph, err := json.Marshal(map[string]any{"nodes": []map[string]any{{"id": "work", "type": "Worker", "data": data}},
+	raw, err := json.Marshal(map[string]any{"nodes": []map[string]any{{"id": "work", "type": "Worker", "data": data}},
 		"edges": []any{}})
+	require.NoError(s.t, err)
+	graph, err := client.ParseGraph(raw)
 	require.NoError(s.t, err)
 	f, err := s.Client.CreateFlow(context.Background(), client.FlowSpec{Name: name, Graph: graph})
 	require.NoError(s.t, err)
-	return f.ID
+	return f.Id.String()
 }
 
 // StartRun starts a run of flow with input (a JSON-encodable value).
@@ -92,7 +94,7 @@ func (s *Stitchd) StartRun(flow string, input any) string {
 	require.NoError(s.t, err)
 	r, err := s.Client.StartRun(context.Background(), flow, b)
 	require.NoError(s.t, err)
-	return r.ID
+	return r.Id.String()
 }
 
 // Run reads a run with its nodes.
@@ -108,7 +110,7 @@ func (s *Stitchd) WaitRun(id string) *client.Run {
 	s.t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; {
 		r := s.Run(id)
-		if r.Finished() {
+		if client.Finished(r) {
 			return r
 		}
 		if time.Now().After(deadline) {
@@ -147,4 +149,21 @@ func (s *Stitchd) Events(runID string) []client.Event {
 		return nil
 	}))
 	return out
+}
+
+// JSON is v (a run's output, an event's payload: any JSON the client
+// read) encoded again, for require.JSONEq and substring checks.
+func JSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// Graph reads a flow's graph from JSON (client.FlowSpec's Graph).
+func Graph(t testing.TB, raw string) client.Graph {
+	t.Helper()
+	g, err := client.ParseGraph([]byte(raw))
+	require.NoError(t, err)
+	return g
 }

@@ -1647,9 +1647,9 @@ export interface components {
             disabled?: boolean;
         };
         /** @description a new user (enabled; disable it with PATCH) */
-        UserCreate: components["schemas"]["UserBody"] & Record<string, never>;
+        UserCreate: components["schemas"]["UserBody"] & Record<string, unknown>;
         /** @description the fields to change (none: nothing changes); the email cannot change */
-        UserPatch: components["schemas"]["UserBody"] & Record<string, never>;
+        UserPatch: components["schemas"]["UserBody"] & Record<string, unknown>;
         NodeType: {
             /** @description the name a node's type field takes (matched in any case) */
             type: string;
@@ -1663,9 +1663,9 @@ export interface components {
             /** @description a glyph shown beside the label */
             icon: string;
             /** @description the data of a node just added from the palette */
-            defaultConfig: Record<string, never>;
+            defaultConfig: Record<string, unknown>;
             /** @description the JSON Schema (2020-12) of a node's data */
-            configSchema: Record<string, never>;
+            configSchema: Record<string, unknown>;
             /** @description the statuses its nodes can take */
             statuses: string[];
             /** @description the editor has a settings panel made for it (else it renders configSchema) */
@@ -1750,7 +1750,7 @@ export interface components {
             request_id: string;
             status: number;
             /** @description the node key, the token used, fields changed */
-            details?: Record<string, never>;
+            details?: Record<string, unknown>;
             /**
              * @description the change in business language: who did what to which step of which run (the run's id as its head … its distinguishing tail); absent for entries written before it was kept
              * @example fiona@example.com approved Finance approval — run 01a2…c3f9e1
@@ -1796,7 +1796,7 @@ export interface components {
                 code: "invalid_request" | "unauthorized" | "forbidden" | "csrf" | "account_disabled" | "session_required" | "not_found" | "method_not_allowed" | "conflict" | "claimed" | "entity_busy" | "entity_exists" | "idempotency_key_reused" | "gone" | "payload_too_large" | "invalid_graph" | "invalid_trigger" | "invalid_schedule" | "invalid_schema" | "not_testable" | "rate_limited" | "internal" | "unavailable" | "flow_busy" | "entity_board_mismatch" | "unknown_section" | "workspace_mismatch";
                 message: string;
                 /** @description a list of problems; for some codes an object (flow_busy: {running, paused, queued}) */
-                details?: components["schemas"]["Problem"][] | Record<string, never>;
+                details?: components["schemas"]["Problem"][] | Record<string, unknown>;
             };
         };
         /** @description A graph problem (422), or on a 400 a number whose stored form would be longer than 64 characters: code `number_out_of_range`, path its JSON path in the body (`$.items[3].x`), or on a 400 a string with a lone UTF-16 surrogate escape (`"\ud800"`, a high surrogate not followed by a low one): code `lone_surrogate`, path the string's JSON path (`$.name`), or on a 400 to a UX node's answer one way it does not fit the node's form: code `form_invalid`, node_id the node, path its JSON path in the body (`$.output.amount`, `$.output` for the whole answer) */
@@ -1810,15 +1810,24 @@ export interface components {
         };
         /** @description React Flow graph. Unknown fields are kept and ignored by the compiler. nodes or edges absent or null are taken as none, and answered as []. */
         Graph: {
-            /** @description the flow's settings */
+            /** @description the flow's settings (others are kept as they are) */
             settings?: {
                 /** @description each run fails with the error deadline this long after it starts, unless started with its own (422 at settings.deadlineSeconds when not a whole number in range) */
                 deadlineSeconds?: number;
+                /**
+                 * @description what starting a run for an entity whose run of this flow still goes does: queue (the default) waits its turn, skip starts nothing, allow runs both
+                 * @enum {string}
+                 */
+                entityConcurrency?: "allow" | "skip" | "queue";
                 /** @description finished runs of this flow are deleted this many days after they finished, whatever --retention says (422 at settings.retentionDays when not a whole number in range) */
                 retentionDays?: number;
+            } & {
+                [key: string]: unknown;
             };
             nodes: components["schemas"]["GraphNode"][];
             edges: components["schemas"]["GraphEdge"][];
+        } & {
+            [key: string]: unknown;
         };
         /** @description a step of the graph */
         GraphNode: {
@@ -1826,9 +1835,19 @@ export interface components {
             id: string;
             /** @description Worker, UX, Splitter, Collector, Condition, Transform, Wait, HTTP, Event or SubFlow (case-insensitive). A Transform's data.expression (expr-lang over input, run, entity) gives its output. An HTTP node sends data.method (default GET), data.url, data.headers and data.body (strings may hold {{ expr }} templates over input, run, entity; compile errors are 422 invalid_expression at e.g. nodes[i].data.url, nodes[i].data.body.items[1]) with data.timeoutSeconds (default 30), data.retry (the Worker's policy: maxAttempts, backoff exponential|linear|fixed, initialDelayMs, maxDelayMs, multiplier (exponential factor 1–100, default 2), jitter (0–1, "full" or "none"; default full for exponential backoff), nonRetryable (error substrings that fail the node at once); see docs/workers.md) and data.successCodes (default ["2xx"]); its output is {status, headers, body} (body: JSON when the response is JSON, else text, at most 1 MiB), see docs/http.md; {{ secret "NAME" }} (the name in quotes, alone in its {{ }}; url path or query, headers, body — not method) fills in a stored secret (POST /api/v1/secrets) as the request is sent, never stored: a name no secret has is a warning unknown_secret when the flow is saved (secrets_off on a server without STITCHD_SECRET_KEY) and fails the node when it runs. A node whose url takes its scheme, host or port from a template may use only secrets with allowed_hosts (else 422 secret_host at the secret's path), and a request carrying a secret to a host its allowed_hosts do not list fails the node with secret_host_refused, nothing sent. A Splitter's data.maxConcurrency (an integer from 1 to 100000) keeps at most that many of its items in flight, the next starting when one finishes. A Collector's data.toleratedFailures (an integer count ≥ 0 or a percent string such as "5%") lets it fire although items failed: its output is then {items (null at each failed index), errors: [{index, key, error}]} instead of the array; more failed items than tolerated fail it. Bad values are 422 invalid_config at nodes[i].data.retry.multiplier, .jitter, .nonRetryable, nodes[i].data.maxConcurrency, nodes[i].data.toleratedFailures. A UX node's data.outcomes (default [approve, reject]) names the answers a person can give; data.remindAfterSeconds (at least 1) reminds about it (a node.reminder event and an approval.reminder notification) every so many seconds while it waits; entityMovement.onOutcome maps an outcome to a movement; data.form, a JSON Schema (draft 2020-12: $schema absent or https://json-schema.org/draft/2020-12/schema) object, describes the answer a person gives (decision.answer): it must compile (formats asserted, patterns Go RE2, no $ref or $id to a URL: stitchd never loads a schema), else 422 invalid_form at e.g. nodes[i].data.form.properties.amount.minimum; see POST /api/v1/runs/{id}/nodes/{key}/complete and docs/forms.md. data.assignees ({users: [emails], groups: [names]}, or an expr-lang expression over input, run and entity giving an email, a list of emails or {users, groups}, worked out when the node starts waiting; one that fails or names no one fails the node) says who may decide it (anyone when absent), data.requiredApprovals (an integer from 1 to 1000, default 1) how many distinct people must choose the same outcome, data.rejectPolicy (any, the default: one vote for an outcome that does not complete the node decides; majority: it needs requiredApprovals votes too), data.separationOfDuties (boolean) refuses the person who started the run (see docs/approvals.md); data.formOutcomes (a list of the node's outcomes; default every outcome but reject) names the outcomes the form applies to (422 invalid_config at nodes[i].data.formOutcomes["j"] for another); a form's properties keep the order saved (recorded as x-order beside each properties, which readers follow); data.escalation ([{afterSeconds, assignees: {users, groups}}], afterSeconds rising) reassigns the node, without deciding it, as each step falls due (a node.escalated event; 422 invalid_config at nodes[i].data.escalation["j"]… for a bad step); bad values are 422 invalid_config (invalid_expression for the expression) at nodes[i].data.assignees…. A Wait sleeps for data.duration or until data.until. An Event waits for an event data.event with the key data.key (an expression) and completes with its payload; data.timeoutSeconds fails it when none comes. A SubFlow runs the flow data.flow (its id or name) at data.version (a number, or "latest", the default, pinned when this flow is saved) as a child run with the node's input (data.passEntity, default true, attaches the run's entity) and completes with the child's output; an unknown flow or version, an ambiguous name or a flow that would contain itself is 422 invalid_subflow at nodes[i].data.flow or .version. A Respond node answers the webhook request waiting for the run (a trigger's respond.mode wait) with data.status (100–599, default 200) and data.body (rendered as an HTTP node's body; a secret is refused at save) at once, then passes its input on. Any node's data.join is all (the default: it fires once every inbound edge was decided, at least one taken) or any (it fires on the first inbound edge taken, with that node's output as input, and cancels the other branches leading to it: docs/state_machine.md, Joins); another value, or any on a Collector, is 422 invalid_join at nodes[i].data.join. */
             type: string;
-            position?: Record<string, never>;
+            /** @description where the editor draws it */
+            position?: {
+                /** Format: double */
+                x?: number;
+                /** Format: double */
+                y?: number;
+            };
             /** @description the node's settings (absent or null: none). data.label, if a string, is at most 200 characters (422 too_long) */
-            data?: Record<string, never> | null;
+            data?: Record<string, unknown> | null;
+            /** @description a sample output pinned to the step in the editor: layout, which the compiler ignores */
+            pinned?: unknown;
+        } & {
+            [key: string]: unknown;
         };
         /** @description a link of the graph from one step to the next */
         GraphEdge: {
@@ -1856,7 +1875,11 @@ export interface components {
                 loop?: {
                     maxIterations?: number;
                 };
+            } & {
+                [key: string]: unknown;
             };
+        } & {
+            [key: string]: unknown;
         };
         Claim: {
             /** @description the claimer's email */
@@ -1901,11 +1924,11 @@ export interface components {
             run_counts_capped?: string[];
             /** @description the flow's triggers by kind, enabled or not (every kind present) */
             triggers?: {
-                webhook?: number;
-                schedule?: number;
-                event?: number;
-                nats?: number;
-                amqp?: number;
+                webhook: number;
+                schedule: number;
+                event: number;
+                nats: number;
+                amqp: number;
             };
         };
         NodeState: {
@@ -1936,6 +1959,8 @@ export interface components {
             output: unknown;
             error: string | null;
             attempt: number;
+            /** @description in the answer of one run: the worker that leased this attempt of a pulled Worker step (POST /api/v1/tasks/poll); absent otherwise */
+            worker?: string;
             /** Format: date-time */
             deadline?: string;
             /** Format: date-time */
@@ -1953,7 +1978,7 @@ export interface components {
             type: string;
             name: string;
             email: string | null;
-            metadata: Record<string, never>;
+            metadata: Record<string, unknown>;
             section_id: string | null;
             /** Format: date-time */
             section_since: string | null;
@@ -1996,7 +2021,7 @@ export interface components {
             /** @description the comment of the decision that moved it (a rejection's reason), or of a reassignment; absent when none was given */
             comment?: string;
             /** @description of reassigned and escalated: {assignees: {users, groups}} (escalated: and after_seconds); of delegated: {to: email}; absent otherwise */
-            details?: Record<string, never>;
+            details?: Record<string, unknown>;
             /** Format: date-time */
             created_at: string;
         };
@@ -2042,7 +2067,7 @@ export interface components {
             /** @example /hooks/lead */
             url: string;
             /** @description the JSON Schema (draft 2020-12) request bodies must meet */
-            input_schema: Record<string, never> | null;
+            input_schema: Record<string, unknown> | null;
             /** @description null: POST /hooks/{slug} answers 202 as soon as the run started */
             respond: components["schemas"]["Respond"] | null;
             /** Format: date-time */
@@ -2115,7 +2140,7 @@ export interface components {
             flow_id: string;
             cron: string;
             timezone: string;
-            input: Record<string, never>;
+            input: Record<string, unknown>;
             /** @enum {string} */
             overlap: "skip" | "allow";
             /** @enum {string} */
@@ -2211,6 +2236,158 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        /** @description a step waiting for a person, as GET /api/v1/approvals lists it */
+        Approval: {
+            /** @description the answers the person can give (the node's data.outcomes) */
+            outcomes: string[];
+            /**
+             * Format: date-time
+             * @description when the node times out (its timeoutSeconds, then onTimeout), or null
+             */
+            deadline?: string | null;
+            /** @description what the deadline does: an outcome, or fail (null without a deadline) */
+            on_timeout?: string | null;
+            /** @description the node is reminded about this often while it waits (remindAfterSeconds of the run's version; absent: never) */
+            remind_after_seconds?: number;
+            /** @description the JSON Schema (draft 2020-12) of the answer to give as output (data.form of the run's version, as saved, its properties in the order saved: x-order); absent when the node has none */
+            form?: Record<string, unknown>;
+            /** @description the outcomes the form applies to (data.formOutcomes; default every outcome but reject): another outcome needs no form filled in; absent without a form */
+            form_outcomes?: string[];
+            /** @description who claimed the node's current attempt (POST …/claim), or null */
+            claimed_by?: string | null;
+            /**
+             * Format: date-time
+             * @description when it was claimed, or null
+             */
+            claimed_at?: string | null;
+            /** @description whom the claimer let decide on their behalf (POST …/delegate); absent when none */
+            delegate?: string;
+            /** @description the node's loop iteration (0: the first pass) */
+            iteration?: number;
+            /** @description whom the node is assigned to (worked out when it started waiting); null: anyone who may decide approvals */
+            assignees?: {
+                /** @description emails, lower case */
+                users: string[];
+                groups: string[];
+            } | null;
+            /** @description how many people must choose the same outcome (data.requiredApprovals) */
+            required_approvals?: number;
+            /** @enum {string} */
+            reject_policy?: "any" | "majority";
+            /** @description the votes of the node's current attempt so far, oldest first */
+            votes?: components["schemas"]["Vote"][];
+            /** @description the node's data.summary read from its input: labelled values to decide by (empty when it has none: show run_input instead) */
+            summary?: {
+                /** @description the summary item's label, else its path */
+                label: string;
+                /** @description a gjson path into the input */
+                path: string;
+                /** @description the value at path (null when the input has none) */
+                value: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            }[];
+            /** Format: uuid */
+            run_id: string;
+            key: string;
+            node_id: string;
+            /** Format: uuid */
+            flow_id: string;
+            /** @description the node's label, else its id */
+            label: string;
+            prompt: string;
+            /** @description what the task is about: the entity's name and the step's label ("Ada Lovelace · Send to sales?"), or the label alone */
+            title?: string;
+            flow_name?: string;
+            attempt?: number;
+            /** @description the node's input (any JSON) */
+            input: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            /** @description the run's input (any JSON): what started it; a card without a summary shows it as labelled values */
+            run_input?: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            /** @description the form defines a comment field: it is the decision's comment (no other comment box) */
+            form_comment?: boolean;
+            /** @description how the node's data.escalation went so far (absent without one) */
+            escalation?: {
+                /** @description the steps data.escalation has */
+                steps: number;
+                /** @description how many were applied */
+                step: number;
+                /** @description whom the last step applied assigned it to (absent before the first) */
+                escalated_to?: components["schemas"]["EscalationAssignees"];
+                /** @description after how long it was applied */
+                escalated_after_seconds?: number;
+                /**
+                 * Format: date-time
+                 * @description when the next step falls due (absent when none is left)
+                 */
+                next_at?: string;
+                next_after_seconds?: number;
+                /** @description whom the next step assigns it to */
+                next_to?: components["schemas"]["EscalationAssignees"];
+            };
+            /** @description the run's entity, or null */
+            entity: {
+                /** Format: uuid */
+                id: string;
+                name: string;
+                type: string;
+                /** @description the name of the section the entity is in */
+                section: string;
+                section_id: string;
+                email: string | null;
+                /** Format: uuid */
+                board_id: string;
+            } | null;
+            /** Format: date-time */
+            waiting_since: string;
+        };
+        /** @description a person's vote on a step (a decision) */
+        Vote: {
+            by: string;
+            /** @description the claimer a delegate (by) voted for; absent for one's own vote */
+            for?: string;
+            outcome: string;
+            comment: string;
+            /** @description the voter's answer (any JSON; null when none was given) */
+            answer: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            /** Format: date-time */
+            at: string;
+        };
+        /** @description whom an escalation step assigns a task to (its data.escalation step's assignees) */
+        EscalationAssignees: {
+            users?: string[] | null;
+            groups?: string[] | null;
+        };
+        /** @description one entry of a run's append-only event log, as GET /api/v1/runs/{id}/events streams it (the SSE id is its seq) */
+        Event: {
+            /** Format: int64 */
+            id: number;
+            /** Format: uuid */
+            run_id: string;
+            /**
+             * Format: int64
+             * @description the event's place in its run's log, from 1
+             */
+            seq: number;
+            /** @example node.status */
+            type: string;
+            /** @description the node instance it concerns; absent for the run's own events */
+            key?: string;
+            /** @description what happened (any JSON, by type) */
+            payload: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** @description a version of a flow's graph; the list has no graphs */
+        Version: {
+            /** Format: uuid */
+            id: string;
+            number: number;
+            message: string;
+            /** Format: date-time */
+            created_at: string;
+            graph?: components["schemas"]["Graph"];
+            /** @description the compiled graph the engine runs */
+            execution_graph?: Record<string, unknown>;
+        };
         Run: {
             /** Format: uuid */
             id: string;
@@ -2225,7 +2402,7 @@ export interface components {
             error: string | null;
             /** Format: uuid */
             entity_id: string | null;
-            trigger?: Record<string, never>;
+            trigger?: Record<string, unknown>;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2247,7 +2424,7 @@ export interface components {
             /** @description the person who started the run through the API (a user's email; a sub-flow run has its parent's); absent for a trigger, a schedule, an event or the admin token. A UX node with separationOfDuties refuses their decision */
             started_by?: string;
             /** @description the run's variables, set by nodes' data.setVariables as they complete and read by expressions as vars.<name> (docs/authoring.md); in the answer of one run (GET /runs/{id}), not in lists */
-            variables?: Record<string, never>;
+            variables?: Record<string, unknown>;
             compensation?: components["schemas"]["Compensation"];
             /**
              * @description present when the run's compensation ended with every undo node completed (run.failed or run.cancelled says so too)
@@ -2749,12 +2926,18 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description versions: {versions: [...], next_cursor: string or null} */
+            /** @description a page of versions (without their graphs) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        versions: components["schemas"]["Version"][];
+                        /** @description the next page's cursor; null on the last page */
+                        next_cursor: string | null;
+                    };
+                };
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
@@ -2780,7 +2963,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Version"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
@@ -2892,9 +3077,9 @@ export interface operations {
                         input?: unknown;
                     };
                     /** @description the run's variables, read as vars.<name> */
-                    vars?: Record<string, never>;
+                    vars?: Record<string, unknown>;
                     /** @description the editor's unsaved visual graph (FlowGraph) */
-                    graph?: Record<string, never>;
+                    graph?: Record<string, unknown>;
                 };
             };
         };
@@ -3373,18 +3558,28 @@ export interface operations {
                         /** Format: uuid */
                         flow_id: string;
                         flow_name: string;
-                        /** @description the run's input */
-                        run_input: unknown;
-                        /** @description {id, name, type, section_id, board_id} */
-                        entity: Record<string, never> | null;
+                        /** @description the run's input (any JSON) */
+                        run_input: Record<string, unknown> | unknown[] | string | number | boolean | null;
+                        /** @description the run's entity, or null */
+                        entity: {
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            type: string;
+                            section_id: string | null;
+                            /** Format: uuid */
+                            board_id: string;
+                        } | null;
                         /** @description the approval as GET /api/v1/approvals lists it, while the step waits */
-                        approval: Record<string, never> | null;
-                        /** @description {nodes: [{id, type, position, data: {label, outcomes, …}}], edges} */
-                        graph: Record<string, never>;
+                        approval: components["schemas"]["Approval"] | null;
+                        /** @description the run's flow as drawn: its nodes with id, type, position and of their data only label and outcomes; its edges */
+                        graph: components["schemas"]["Graph"];
                         /** @description the step's events, oldest first (as GET /api/v1/runs/{id}/events streams them) */
-                        history: Record<string, never>[];
-                        /** @description {attempt, by, for, outcome, comment, answer, at}, oldest first */
-                        decisions: Record<string, never>[];
+                        history: components["schemas"]["Event"][];
+                        /** @description the votes of every attempt, oldest first */
+                        decisions: (components["schemas"]["Vote"] & {
+                            attempt: number;
+                        })[];
                         journey: components["schemas"]["JourneyEvent"][];
                     };
                 };
@@ -3854,118 +4049,7 @@ export interface operations {
                     "application/json": {
                         /** @description the next page's cursor; null on the last page */
                         next_cursor: string | null;
-                        approvals: {
-                            /** @description the answers the person can give (the node's data.outcomes) */
-                            outcomes: string[];
-                            /**
-                             * Format: date-time
-                             * @description when the node times out (its timeoutSeconds, then onTimeout), or null
-                             */
-                            deadline?: string | null;
-                            /** @description what the deadline does: an outcome, or fail (null without a deadline) */
-                            on_timeout?: string | null;
-                            /** @description the node is reminded about this often while it waits (remindAfterSeconds of the run's version; absent: never) */
-                            remind_after_seconds?: number;
-                            /** @description the JSON Schema (draft 2020-12) of the answer to give as output (data.form of the run's version, as saved, its properties in the order saved: x-order); absent when the node has none */
-                            form?: Record<string, never>;
-                            /** @description the outcomes the form applies to (data.formOutcomes; default every outcome but reject): another outcome needs no form filled in; absent without a form */
-                            form_outcomes?: string[];
-                            /** @description who claimed the node's current attempt (POST …/claim), or null */
-                            claimed_by?: string | null;
-                            /**
-                             * Format: date-time
-                             * @description when it was claimed, or null
-                             */
-                            claimed_at?: string | null;
-                            /** @description whom the claimer let decide on their behalf (POST …/delegate); absent when none */
-                            delegate?: string;
-                            /** @description the node's loop iteration (0: the first pass) */
-                            iteration?: number;
-                            /** @description whom the node is assigned to (worked out when it started waiting); null: anyone who may decide approvals */
-                            assignees?: {
-                                /** @description emails, lower case */
-                                users: string[];
-                                groups: string[];
-                            } | null;
-                            /** @description how many people must choose the same outcome (data.requiredApprovals) */
-                            required_approvals?: number;
-                            /** @enum {string} */
-                            reject_policy?: "any" | "majority";
-                            /** @description the votes of the node's current attempt so far, oldest first */
-                            votes?: {
-                                by: string;
-                                /** @description the claimer a delegate (by) voted for; absent for one's own vote */
-                                for?: string;
-                                outcome: string;
-                                comment: string;
-                                /** @description the voter's answer (any JSON) */
-                                answer: unknown;
-                                /** Format: date-time */
-                                at: string;
-                            }[];
-                            /** @description the node's data.summary read from its input: labelled values to decide by (empty when it has none: show run_input instead) */
-                            summary?: {
-                                /** @description the summary item's label, else its path */
-                                label: string;
-                                /** @description a gjson path into the input */
-                                path: string;
-                                /** @description the value at path (null when the input has none) */
-                                value: unknown;
-                            }[];
-                            /** Format: uuid */
-                            run_id: string;
-                            key: string;
-                            node_id: string;
-                            /** Format: uuid */
-                            flow_id: string;
-                            /** @description the node's label, else its id */
-                            label: string;
-                            prompt: string;
-                            /** @description what the task is about: the entity's name and the step's label ("Ada Lovelace · Send to sales?"), or the label alone */
-                            title?: string;
-                            flow_name?: string;
-                            attempt?: number;
-                            /** @description the node's input (any JSON) */
-                            input: unknown;
-                            /** @description the run's input (any JSON): what started it; a card without a summary shows it as labelled values */
-                            run_input?: unknown;
-                            /** @description the form defines a comment field: it is the decision's comment (no other comment box) */
-                            form_comment?: boolean;
-                            /** @description how the node's data.escalation went so far (absent without one) */
-                            escalation?: {
-                                /** @description the steps data.escalation has */
-                                steps: number;
-                                /** @description how many were applied */
-                                step: number;
-                                /** @description {users, groups} of the last step applied (absent before the first) */
-                                escalated_to?: Record<string, never>;
-                                /** @description after how long it was applied */
-                                escalated_after_seconds?: number;
-                                /**
-                                 * Format: date-time
-                                 * @description when the next step falls due (absent when none is left)
-                                 */
-                                next_at?: string;
-                                next_after_seconds?: number;
-                                /** @description {users, groups} of the next step */
-                                next_to?: Record<string, never>;
-                            };
-                            /** @description the run's entity, or null */
-                            entity: {
-                                /** Format: uuid */
-                                id: string;
-                                name: string;
-                                type: string;
-                                /** @description the name of the section the entity is in */
-                                section: string;
-                                section_id: string;
-                                email: string | null;
-                                /** Format: uuid */
-                                board_id: string;
-                            } | null;
-                            /** Format: date-time */
-                            waiting_since: string;
-                        }[];
+                        approvals: components["schemas"]["Approval"][];
                     };
                 };
             };
@@ -4367,7 +4451,7 @@ export interface operations {
                     type: components["schemas"]["Name"];
                     name: components["schemas"]["Name"];
                     email?: string;
-                    metadata?: Record<string, never>;
+                    metadata?: Record<string, unknown>;
                     /** @description default: the board's first section */
                     section_id?: string;
                 };
@@ -4466,7 +4550,7 @@ export interface operations {
                     /** @description an empty string clears it */
                     email?: string;
                     /** @description replaces the metadata whole */
-                    metadata?: Record<string, never>;
+                    metadata?: Record<string, unknown>;
                 } | unknown | unknown | unknown | unknown;
             };
         };
@@ -4634,7 +4718,7 @@ export interface operations {
                      */
                     timezone?: string;
                     /** @description schedule: each run's input (default {}) */
-                    input?: Record<string, never>;
+                    input?: Record<string, unknown>;
                     /**
                      * @description schedule: skip a tick while the previous run is still running or paused
                      * @default skip
@@ -4655,7 +4739,7 @@ export interface operations {
                     secret?: string;
                     entity?: components["schemas"]["WebhookEntity"];
                     /** @description webhook: a JSON Schema (draft 2020-12; formats asserted, no $ref to URLs) every request body must meet; a body that does not gets 400 with each problem (code input_invalid, path $.field) and starts nothing */
-                    input_schema?: Record<string, never>;
+                    input_schema?: Record<string, unknown>;
                     /** @description webhook: with mode wait, POST /hooks/{slug} waits for the run's answer (400 for another mode or a timeout_seconds outside 1–60) */
                     respond?: components["schemas"]["Respond"];
                 };
@@ -4756,7 +4840,7 @@ export interface operations {
                     /** @description webhook: the entity mapping, or null for none */
                     entity?: components["schemas"]["WebhookEntity"] | null;
                     /** @description webhook: a JSON Schema (draft 2020-12) request bodies must meet, checked as at create (422 invalid_schema with each problem at input_schema.…, a schema whose $refs write out to more than 10,000 subschemas among them), or null for none */
-                    input_schema?: Record<string, never> | null;
+                    input_schema?: Record<string, unknown> | null;
                     /** @description webhook: how the hook answers its caller, or null for 202 at once */
                     respond?: components["schemas"]["Respond"] | null;
                     /** @description schedule */
@@ -4764,7 +4848,7 @@ export interface operations {
                     /** @description schedule */
                     timezone?: string;
                     /** @description schedule */
-                    input?: Record<string, never>;
+                    input?: Record<string, unknown>;
                     /**
                      * @description schedule
                      * @enum {string}
@@ -5802,7 +5886,7 @@ export interface operations {
                             node_id: string;
                             attempt: number;
                             input: unknown;
-                            config: Record<string, never>;
+                            config: Record<string, unknown>;
                             /** Format: uri */
                             callback_url: string;
                             /** Format: date-time */
@@ -5897,7 +5981,7 @@ export interface operations {
                     name: string;
                     /** @enum {string} */
                     type: "bearer" | "basic" | "api_key" | "oauth2_client_credentials" | "smtp";
-                    data: Record<string, never>;
+                    data: Record<string, unknown>;
                     allowed_hosts: components["schemas"]["AllowedHosts"];
                 };
             };
@@ -5970,7 +6054,7 @@ export interface operations {
                 "application/json": {
                     /** @enum {string} */
                     type: "bearer" | "basic" | "api_key" | "oauth2_client_credentials" | "smtp";
-                    data: Record<string, never>;
+                    data: Record<string, unknown>;
                     allowed_hosts: components["schemas"]["AllowedHosts"];
                 };
             };

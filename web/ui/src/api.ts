@@ -5,7 +5,7 @@
 // forgets it — and sent as a Bearer header (never in a URL). Errors
 // arrive in the contract's shape.
 
-import type { components } from "./api.gen";
+import type { components, operations } from "./api.gen";
 
 const TOKEN_KEY = "stitchd.token";
 
@@ -62,6 +62,15 @@ function workspaceHeader(headers: Record<string, string>) {
 // The contract's types, generated from openapi.yaml (npm run gen-api;
 // make test checks api.gen.ts is what the spec gives).
 type Schemas = components["schemas"];
+// Answer is the JSON an operation answers 200 (or 201) with.
+type Answer<Op extends keyof operations> = operations[Op]["responses"] extends { 200: { content: { "application/json": infer T } } }
+  ? T
+  : operations[Op]["responses"] extends { 201: { content: { "application/json": infer T } } }
+    ? T
+    : never;
+// Either is A or B, each with the other's own fields as absent, so that
+// any field of either may be read.
+type Either<A, B> = (A & { [K in Exclude<keyof B, keyof A>]?: undefined }) | (B & { [K in Exclude<keyof A, keyof B>]?: undefined });
 
 export type Workspace = Schemas["Workspace"];
 export type WorkspaceMember = Schemas["WorkspaceMember"];
@@ -73,25 +82,15 @@ if (typeof window !== "undefined") {
   });
 }
 
-export type Role = "admin" | "editor" | "operator" | "approver" | "viewer";
+export type Role = Schemas["User"]["role"];
 export const ROLES: Role[] = ["admin", "editor", "operator", "approver", "viewer"];
 
-// Me is the signed-in caller (GET /api/v1/me): a user, or the admin token
-// ({role: "admin", bootstrap: true}).
-export interface Me {
-  id?: string;
-  email?: string;
-  name?: string;
-  role: Role;
-  groups?: string[];
-  disabled?: boolean;
-  bootstrap?: boolean;
-  csrf_token?: string;
-  // workspace is the one the caller acts in (role is theirs there);
-  // server_admin whether they are admin of every workspace.
-  workspace?: string;
-  server_admin?: boolean;
-}
+// Me is the signed-in caller (GET /api/v1/me): a user, whose role is
+// theirs in the workspace the request acts in ("": no member of it), or
+// the admin token ({role: "admin", bootstrap: true}); either's fields
+// read, absent on the other.
+type MeAnswer = Answer<"getMe">;
+export type Me = Either<Extract<MeAnswer, { bootstrap: true }>, Exclude<MeAnswer, { bootstrap: true }>>;
 
 // The signed-in caller and the session's CSRF token, kept in memory only:
 // a reloaded page reads both again from GET /me.
@@ -196,13 +195,7 @@ export function can(m: Me | null, what: Ability): boolean {
   }
 }
 
-export interface Problem {
-  code?: string;
-  node_id?: string;
-  edge_id?: string;
-  path: string;
-  message: string;
-}
+export type Problem = Schemas["Problem"];
 
 export class ApiError extends Error {
   status: number;
@@ -314,15 +307,10 @@ export async function listAll<T>(path: string, field: string, maxPages = 50): Pr
   return out;
 }
 
-export interface StreamEvent {
-  id: number;
-  run_id: string;
-  seq: number;
-  type: string;
-  key?: string;
-  payload: any;
-  created_at: string;
-}
+// StreamEvent is one event of a run's stream (and of a task's history).
+// Its payload's shape depends on its type, which the contract leaves
+// open: it is read loosely.
+export type StreamEvent = Omit<Schemas["Event"], "payload"> & { payload: any };
 
 // stream reads a server-sent event stream with fetch (EventSource cannot
 // send an Authorization header) and reconnects with Last-Event-ID.
@@ -412,416 +400,67 @@ export function stream(path: string, onEvent: (e: StreamEvent) => void, onState?
   };
 }
 
-// Types of the public contract (openapi.yaml).
-export interface FlowGraph {
-  nodes: GraphNode[];
-  edges: GraphEdge[];
-  // settings: the flow's own (deadlineSeconds, retentionDays,
-  // entityConcurrency), kept as they are when not edited.
-  settings?: Record<string, any>;
-}
-export interface GraphNode {
-  id: string;
-  type: string;
-  position?: { x: number; y: number };
-  data: Record<string, any>;
-  [k: string]: any;
-}
-export interface GraphEdge {
-  id: string;
-  source: string;
-  target: string;
-  data?: Record<string, any>;
-  [k: string]: any;
-}
-export interface Flow {
-  id: string;
-  name: string;
-  board_id: string | null;
-  version: { id: string; number: number };
-  warnings?: Problem[] | null;
-  graph?: FlowGraph;
-  created_at: string;
-  updated_at: string;
-  // In the flows list: runs by status (a status in run_counts_capped has
-  // that many or more) and triggers by kind.
-  run_counts?: Record<RunStatus, number>;
-  run_counts_capped?: string[];
-  triggers?: Record<TriggerKind, number>;
-}
-export type TriggerKind = "webhook" | "schedule" | "event" | "nats" | "amqp";
-export interface Version {
-  id: string;
-  number: number;
-  message: string;
-  created_at: string;
-  graph?: FlowGraph;
-}
-export type NodeStatus = "pending" | "running" | "completed" | "failed" | "waiting_for_user" | "cancelled" | "skipped" | "sleeping" | "waiting_for_event";
-export interface NodeState {
-  key: string;
-  node_id: string;
-  type: string;
-  index: number[];
-  status: NodeStatus;
-  input: any;
-  output: any;
-  error: string | null;
-  attempt: number;
-  // worker: who polled this attempt (a pulled Worker's task).
-  worker?: string;
-  // taken: the target node ids of the edges this node took once it decided
-  // them; null when it took all of them (a plain completed node) or has
-  // not decided yet.
-  taken?: string[] | null;
-  // iteration: the loop iteration of this row (0: the first pass). The
-  // current row keeps the node's key; earlier iterations are kept as
-  // <key>@<iteration>.
-  iteration?: number;
-  // wake_at: when a sleeping Wait node wakes (database time).
-  wake_at?: string | null;
-  // event_name, event_key: what a waiting_for_event Event node waits for.
-  event_name?: string | null;
-  event_key?: string | null;
-  // deadline: when a running Worker attempt, a waiting UX node or an
-  // Event node's wait times out.
-  deadline?: string | null;
-  // child_run_id: the run a SubFlow node started (its latest attempt's).
-  child_run_id?: string | null;
-  started_at: string | null;
-  finished_at: string | null;
-}
+// Types of the public contract: every one is the generated type of
+// openapi.yaml (api.gen.ts), named or read off an operation's answer, so
+// the UI cannot drift from the spec.
+export type FlowGraph = Schemas["Graph"];
+export type GraphNode = Schemas["GraphNode"];
+export type GraphEdge = Schemas["GraphEdge"];
+// Flow: as one flow is read, or as the list shows it (with run_counts,
+// run_counts_capped and triggers by kind).
+export type Flow = Schemas["FlowListed"];
+export type TriggerKind = keyof NonNullable<Flow["triggers"]>;
+export type Version = Schemas["Version"];
+export type NodeStatus = Schemas["NodeState"]["status"];
+export type NodeState = Schemas["NodeState"];
 // queued: started for an entity whose run of the flow still goes; it
 // waits its turn (settings.entityConcurrency "queue").
-export type RunStatus = "running" | "queued" | "paused" | "completed" | "failed" | "cancelled";
-export interface Run {
-  id: string;
-  flow_id: string;
-  flow_version_id: string;
-  status: RunStatus;
-  input: any;
-  output: any;
-  error: string | null;
-  entity_id: string | null;
-  created_at: string;
-  finished_at: string | null;
-  // parent_run_id, parent_key: the run and the SubFlow node instance that
-  // started this run (a sub-flow run).
-  parent_run_id?: string | null;
-  parent_key?: string | null;
-  // started_by: the person who started the run (absent: a trigger, a
-  // schedule or the admin token).
-  started_by?: string;
-  // variables: the run's variables (data.setVariables), in the answer of
-  // one run.
-  variables?: Record<string, any>;
-  // compensation: the run's compensation once it began (its undo steps,
-  // in the order they run); compensated / compensation_failed say how it
-  // ended.
-  compensation?: Compensation | null;
-  compensated?: boolean;
-  compensation_failed?: string;
-  nodes?: Record<string, NodeState>;
-}
-export interface Compensation {
-  reason: "failed" | "cancelled";
-  error: string;
-  steps: { step: string; undo: string }[];
-  state: "compensating" | "compensated" | "failed" | "interrupted";
-  failed_node?: string;
-}
-export interface Approval {
-  run_id: string;
-  key: string;
-  node_id: string;
-  flow_id: string;
-  label: string;
-  prompt: string;
-  input: any;
-  entity: { id: string; name: string; type: string; section?: string; section_id?: string; email: string | null; board_id: string } | null;
-  // title: the entity's name and the step's label, or the label alone.
-  title?: string;
-  flow_name?: string;
-  // run_input: the run's input (shown as labelled values without a summary).
-  run_input?: any;
-  // form_comment: the form's comment field is the decision's comment.
-  form_comment?: boolean;
-  form_outcomes?: string[];
-  claimed_by?: string | null;
-  claimed_at?: string | null;
-  delegate?: string;
-  remind_after_seconds?: number;
-  escalation?: Escalation | null;
-  outcomes?: string[] | null;
-  waiting_since: string;
-  // deadline: when the node times out (its timeoutSeconds), or null.
-  deadline?: string | null;
-  // on_timeout: what the deadline does: one of the outcomes, or "fail".
-  on_timeout?: string | null;
-  // iteration: the loop iteration the node waits in (0: the first pass).
-  iteration?: number;
-  // form: the JSON Schema (2020-12) of the answer, when the node has one.
-  form?: Record<string, any> | null;
-  // assignees: whom the node is assigned to (null: any approver).
-  assignees?: { users?: string[] | null; groups?: string[] | null } | null;
-  // required_approvals: how many people must choose the same outcome.
-  required_approvals?: number;
-  // votes: the decisions so far of this attempt.
-  votes?: Vote[] | null;
-  attempt?: number;
-  // summary: the step's data.summary read from its input, labelled.
-  summary?: { label: string; path: string; value: unknown }[];
-}
-// Escalation: how a step's data.escalation went so far.
-export interface Escalation {
-  steps: number;
-  step: number;
-  escalated_to?: Assignees | null;
-  escalated_after_seconds?: number;
-  next_at?: string;
-  next_after_seconds?: number;
-  next_to?: Assignees | null;
-}
-export interface Assignees {
-  users?: string[] | null;
-  groups?: string[] | null;
-}
-export interface Vote {
-  by: string;
-  for?: string;
-  outcome: string;
-  comment?: string;
-  answer?: any;
-  at: string;
-}
-export interface User {
-  id: string;
-  email: string;
-  name: string;
-  role: Role;
-  groups: string[] | null;
-  disabled: boolean;
-  created_at?: string;
-  updated_at?: string;
-}
-export interface ApiToken {
-  id: string;
-  name: string;
-  created_at: string;
-  last_used_at: string | null;
-  user_id?: string;
-  // role "worker": a token that only polls task queues.
-  role?: string;
-}
-export interface AuditEntry {
-  id: string;
-  at: string;
-  actor: string;
-  action: string;
-  target: string;
-  request_id: string;
-  status: number;
-  details: any;
-  // summary: the change in business language ("fiona@example.com
-  // approved Finance approval — run 01a2…c3f9e1").
-  summary?: string;
-}
-export interface Entity {
-  id: string;
-  board_id: string;
-  type: string;
-  name: string;
-  email: string | null;
-  metadata: any;
-  section_id: string | null;
-  current_run_id: string | null;
-  current_node_key: string | null;
-  updated_at: string;
-  time_in_section_seconds?: number;
-  // overdue: longer in its section than the section's sla_seconds.
-  overdue?: boolean;
-  journey?: JourneyEvent[];
-}
-export interface JourneyEvent {
-  id: string;
-  kind: string;
-  from_section_id: string | null;
-  to_section_id: string | null;
-  run_id: string | null;
-  node_key: string | null;
-  complete_as: string | null;
-  // actor: who moved it by hand or decided the step that moved it.
-  actor?: string;
-  // comment: the comment of that decision (a rejection's reason).
-  comment?: string;
-  // details: of a task reassigned or escalated {assignees}, delegated {to}.
-  details?: { assignees?: Assignees; to?: string; after_seconds?: number };
-  created_at: string;
-}
-
+export type RunStatus = Schemas["Run"]["status"];
+export type Run = Schemas["Run"];
+export type Compensation = Schemas["Compensation"];
+export type Approval = Schemas["Approval"];
+export type ApprovalsPage = Answer<"listApprovals">;
+export type Escalation = NonNullable<Approval["escalation"]>;
+export type Assignees = Schemas["EscalationAssignees"];
+export type Vote = Schemas["Vote"];
+export type User = Schemas["User"];
+export type ApiToken = Schemas["APIToken"];
+export type AuditEntry = Schemas["AuditEntry"];
+export type AuditPage = Answer<"listAudit">;
+export type Entity = Schemas["Entity"];
+export type JourneyEvent = Schemas["JourneyEvent"];
 // Task is a task page (GET /runs/{id}/nodes/{key}/task).
-export interface Task {
-  run_id: string;
-  key: string;
-  label: string;
-  prompt: string;
-  status: string;
-  attempt: number;
-  run_status: string;
-  flow_id: string;
-  flow_name: string;
-  run_input: any;
-  entity: { id: string; name: string; type: string; section_id: string | null; board_id: string } | null;
-  approval: Approval | null;
-  graph: { nodes: any[]; edges: any[] };
-  history: StreamEvent[];
-  decisions: (Vote & { attempt: number })[];
-  journey: JourneyEvent[];
-}
-export interface Section {
-  id: string;
-  name: string;
-  // sla_seconds: how long an entity may stay before it is overdue.
-  sla_seconds?: number | null;
-  entities: Entity[];
-  count: number;
-  stats: { exits: number; avg_seconds_before_exit: number; avg_current_seconds: number };
-  // The section's next page of entities (GET /boards/{id}?section_id=&cursor=); null on the last.
-  next_cursor?: string | null;
-}
-export interface Board {
-  id: string;
-  name: string;
-  sections: Section[];
-  // card_fields: the metadata keys its cards show (empty: the first three).
-  card_fields?: string[];
-}
-
-// Triggers of a flow (GET /flows/{id}/triggers).
-export interface WebhookTrigger {
-  id: string;
-  kind: "webhook";
-  flow_id: string;
-  slug: string;
-  url: string;
-  has_secret: boolean;
-  entity: { board_id?: string; type?: string; name_path?: string; email_path?: string } | null;
-  // input_schema: the JSON Schema every request body must meet (null: any).
-  input_schema?: Record<string, any> | null;
-  created_at: string;
-  // respond: {mode: "wait", timeout_seconds}: the hook waits for the
-  // run (or a Respond step) to answer its caller; null: 202 at once.
-  respond?: { mode: "wait"; timeout_seconds: number } | null;
-}
+export type Task = Answer<"getTask">;
+export type Board = Schemas["Board"];
+export type Section = Board["sections"][number];
+export type WebhookTrigger = Schemas["WebhookTrigger"];
 // A webhook trigger's secret rotation (POST /triggers/{id}/rotate-secret):
 // the new secret, shown this once, and when the one it replaced stops
 // being accepted.
-export interface RotatedTriggerSecret extends WebhookTrigger {
-  secret: string;
-  previous_secret_expires_at: string | null;
-}
-export interface ScheduleTrigger {
-  id: string;
-  kind: "schedule";
-  flow_id: string;
-  cron: string;
-  timezone: string;
-  input: any;
-  overlap: "skip" | "allow";
-  catch_up: "one" | "none";
-  enabled: boolean;
-  // next_fire_at: null while disabled.
-  next_fire_at: string | null;
-  last_fired_at: string | null;
-  last_run_id: string | null;
-  // last_error: why the last due tick started no run.
-  last_error: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export type RotatedTriggerSecret = Answer<"rotateTriggerSecret">;
+export type ScheduleTrigger = Schemas["ScheduleTrigger"];
+export type EventTrigger = Schemas["EventTrigger"];
 // A broker trigger: a NATS JetStream subject or a RabbitMQ queue consumed
 // by every stitchd process (docs/triggers.md).
-export interface BrokerConsumer {
-  instance_id: string;
-  connected: boolean;
-  connected_at: string | null;
-  last_error: string | null;
-  last_error_at: string | null;
-  seen_at: string;
-}
-export interface BrokerTrigger {
-  id: string;
-  kind: "nats" | "amqp";
-  flow_id: string;
-  // url: the password shown as xxxxx.
-  url: string;
-  subject?: string;
-  stream?: string;
-  durable?: string;
-  deliver?: "all" | "new";
-  ack_wait_seconds?: number;
-  queue?: string;
-  prefetch?: number;
-  as: "run" | "event";
-  name?: string;
-  key?: string;
-  key_header?: string;
-  ttl_seconds?: number;
-  enabled: boolean;
-  // connected: a stitchd process consumes it now.
-  connected: boolean;
-  last_error: string | null;
-  last_error_at: string | null;
-  consumers: BrokerConsumer[];
-  created_at: string;
-  updated_at: string;
-}
-export type Trigger = WebhookTrigger | ScheduleTrigger | BrokerTrigger;
-
+export type BrokerTrigger = Schemas["BrokerTrigger"];
+export type BrokerConsumer = BrokerTrigger["consumers"][number];
+export type Trigger = Schemas["Trigger"];
+export type NodeType = Schemas["NodeType"];
+export type Credential = Schemas["Credential"];
+export type Secret = Schemas["Secret"];
+// Queue is a pull queue as GET /queues lists it.
+export type Queue = Answer<"listQueues">[number];
+// BoardListed is a board as GET /boards lists it (its sections' ids and names).
+export type BoardListed = Answer<"listBoards">["boards"][number];
+export type BulkRunsAnswer = Answer<"bulkRuns">;
+// NodeTestAnswer: what POST /flows/{id}/nodes/{key}/test gives.
+export type NodeTestAnswer = Answer<"testFlowNode">;
 // Percentiles of a duration (analytics).
-export interface Percentiles {
-  p50: number | null;
-  p90?: number | null;
-  p95?: number | null;
-  max?: number | null;
-}
-
+export type Percentiles = Schemas["Percentiles"];
 // GET /boards/{id}/analytics.
-export interface BoardAnalytics {
-  from: string;
-  to: string;
-  entities: number;
-  sections: {
-    id: string;
-    name: string;
-    sla_seconds: number | null;
-    entered: number;
-    left: number;
-    current: number;
-    time_in_section_seconds: Percentiles;
-    next: { section_id: string; count: number }[];
-    overdue: number;
-  }[];
-}
-
+export type BoardAnalytics = Answer<"getBoardAnalytics">;
 // GET /flows/{id}/analytics.
-export interface FlowAnalytics {
-  from: string;
-  to: string;
-  bucket: string;
-  runs: { started: number; completed: number; failed: number; cancelled: number; running: number };
-  nodes: {
-    key: string;
-    fired: number;
-    completed: number;
-    failed: number;
-    skipped: number;
-    waiting_now: number;
-    duration_ms: Percentiles;
-    outcomes: Record<string, number>;
-  }[];
-  timeline: { bucket: string; started: number; completed: number; failed: number }[];
-}
+export type FlowAnalytics = Answer<"getFlowAnalytics">;
 
 // download fetches an API answer (with the caller's credential) and saves
 // it as a file: a CSV export.

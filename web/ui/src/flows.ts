@@ -2,13 +2,10 @@
 // that name flows by id: the SubFlow form picks from it, the canvas shows
 // the names of the flows SubFlow nodes run.
 import { useCallback, useEffect, useMemo, useState } from "react";
-import { listAll } from "./api";
+import { listAll, type Flow } from "./api";
 
-export interface FlowSummary {
-  id: string;
-  name: string;
-  version: { id: string; number: number };
-}
+// FlowSummary: what the flow pickers read of a listed flow.
+export type FlowSummary = Pick<Flow, "id" | "name" | "version">;
 
 let cache: FlowSummary[] | null = null;
 let lastError: unknown = null;

@@ -50,7 +50,7 @@ export function layout(g: FlowGraph): Record<string, { x: number; y: number }> {
 export function toCanvas(g: FlowGraph): { nodes: CanvasNode[]; edges: Edge[] } {
   const auto = layout(g);
   const nodes: CanvasNode[] = g.nodes.map((n) => {
-    const pos = n.position && typeof n.position.x === "number" ? n.position : auto[n.id];
+    const pos = typeof n.position?.x === "number" && typeof n.position.y === "number" ? { x: n.position.x, y: n.position.y } : auto[n.id];
     // A pinned sample rides in the canvas node's data as _pinned (kept out
     // of the saved data, which is the step's config) and is saved beside it.
     const data: Record<string, any> = { ...(n.data ?? {}) };

@@ -4,22 +4,9 @@
 // for a type without a panel of its own, its settings form are built from
 // this list. Pages that draw a graph wait for it (loadNodeTypes).
 import { useEffect, useState } from "react";
-import { api } from "./api";
+import { api, type NodeType } from "./api";
 
-export interface NodeTypeInfo {
-  type: string;
-  label: string;
-  idPrefix: string;
-  help: string;
-  color: string;
-  icon: string;
-  defaultConfig: Record<string, any>;
-  configSchema: Record<string, any>;
-  statuses: string[];
-  panel: boolean;
-  builtin: boolean;
-  capabilities: { fansOut?: boolean; collects?: boolean; waitsForPerson?: boolean };
-}
+export type NodeTypeInfo = NodeType;
 
 let known: NodeTypeInfo[] | null = null;
 let loading: Promise<NodeTypeInfo[]> | null = null;
@@ -43,7 +30,8 @@ export function loadNodeTypes(): Promise<NodeTypeInfo[]> {
 // movesEntity reports whether a type's nodes may move the run's entity
 // (its schema has entityMovement).
 export function movesEntity(t: NodeTypeInfo | undefined): boolean {
-  return !!t?.configSchema?.properties?.entityMovement;
+  const props = t?.configSchema.properties;
+  return !!props && typeof props === "object" && "entityMovement" in props && !!(props as Record<string, unknown>).entityMovement;
 }
 
 // useNodeTypes is the node types: empty until the list came.

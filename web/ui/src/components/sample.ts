@@ -5,7 +5,7 @@
 // never sees it and real runs never use it), else the flow's last run; a
 // step's output is its last test's, else the pin's, else the run's.
 import { useEffect, useState } from "react";
-import { api, type Run } from "../api";
+import { api, type Run, type NodeTestAnswer } from "../api";
 
 // Sample is what a step tried alone sees (POST …/nodes/{key}/test).
 export interface Sample {
@@ -15,19 +15,11 @@ export interface Sample {
   vars: Record<string, any>;
 }
 
-export interface TestAnswer {
-  output: any;
-  error: string | null;
-  edges: { id?: string; target: string; label: string; taken: boolean; error?: string }[];
-  logs?: { message: string; data?: any }[];
-  duration_ms: number;
-}
-
-type RunWithVars = Run & { variables?: Record<string, any> };
+export type TestAnswer = NodeTestAnswer;
 
 // fromRun is the sample a run gives node nodeId: its input there, every
 // step's input and output, the run's input and variables.
-export function fromRun(r: RunWithVars, nodeId: string): Sample {
+export function fromRun(r: Run, nodeId: string): Sample {
   const steps: Sample["steps"] = {};
   let input: any = {};
   for (const n of Object.values(r.nodes ?? {})) {
@@ -40,21 +32,21 @@ export function fromRun(r: RunWithVars, nodeId: string): Sample {
 
 // Per flow: its last run (null: none, or not readable). Per flow/step:
 // the Test tab's draft (text) and its last answer. Kept while the page lives.
-const lastRuns = new Map<string, RunWithVars | null>();
+const lastRuns = new Map<string, Run | null>();
 const loadingRuns = new Map<string, Promise<void>>();
 export const drafts = new Map<string, string>();
 const answers = new Map<string, TestAnswer>();
 const listeners = new Set<() => void>();
 const notify = () => listeners.forEach((f) => f());
 
-export function loadLastRun(flowId: string, again = false): Promise<RunWithVars | null> {
+export function loadLastRun(flowId: string, again = false): Promise<Run | null> {
   if (again) loadingRuns.delete(flowId);
   let p = loadingRuns.get(flowId);
   if (!p) {
     p = (async () => {
       try {
         const list = await api<{ runs: Run[] }>("GET", `/runs?flow_id=${flowId}&limit=1`, undefined, undefined, { quiet: true });
-        lastRuns.set(flowId, list.runs[0] ? await api<RunWithVars>("GET", `/runs/${list.runs[0].id}`, undefined, undefined, { quiet: true }) : null);
+        lastRuns.set(flowId, list.runs[0] ? await api<Run>("GET", `/runs/${list.runs[0].id}`, undefined, undefined, { quiet: true }) : null);
       } catch {
         lastRuns.set(flowId, null);
       }

@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useRef, useState, type FormEvent } from "react";
-import { api, ApiError, can, currentMe, describe, stream, type Approval, type Escalation, type Me, type Problem, type Run, type Vote } from "../api";
+import { api, ApiError, can, currentMe, describe, stream, type Approval, type ApprovalsPage, type Escalation, type Me, type Problem, type Run, type Vote } from "../api";
 import { ago, Countdown, Empty, ErrorBox, Json, span, Spinner, useNow, useThrottled } from "../components/common";
 import { after, assigneesText, whomText } from "../components/taskwords";
 import { TaskForm, type TaskFormHandle } from "../components/LazyTaskForm";
@@ -8,7 +8,7 @@ import { Link, navigate } from "../router";
 
 type Tab = "me" | "groups" | "all";
 const TAB_LABEL: Record<Tab, string> = { me: "Assigned to me", groups: "My groups", all: "All" };
-type Page = { approvals: Approval[]; next_cursor?: string | null };
+type Page = ApprovalsPage;
 
 // tabsFor: an approver sees only what they may decide, so "All" is for
 // the other roles.

@@ -1,9 +1,9 @@
 import { useState, type FormEvent } from "react";
-import { api, describe, type AuditEntry } from "../api";
+import { api, describe, type AuditPage } from "../api";
 import { ErrorBox, Empty, Spinner, useLoad } from "../components/common";
 import { Link, navigate } from "../router";
 
-type Page = { entries: AuditEntry[]; next_cursor: string | null };
+type Page = AuditPage;
 
 // Audit is the admin's audit trail: every change a person or token made
 // through the API, newest first, filtered by actor, target (run:<id>,

@@ -1,14 +1,10 @@
 import { useEffect, useRef, useState, type FormEvent } from "react";
-import { api, can, currentMe, describe, stream, type Board, type Entity } from "../api";
+import { api, can, currentMe, describe, stream, type Board, type Entity, type BoardListed } from "../api";
 import { ago, duration, Empty, ErrorBox, isNotFound, Json, Modal, NotFound, Spinner, useLoad, useThrottled } from "../components/common";
 import { journeyKindText } from "../components/taskwords";
 import { Link, navigate } from "../router";
 
-interface BoardSummary {
-  id: string;
-  name: string;
-  sections: { id: string; name: string }[];
-}
+type BoardSummary = BoardListed;
 
 // sectionID makes a section id from its name: "Follow up" → "follow-up".
 export function sectionID(name: string, taken: string[]): string {

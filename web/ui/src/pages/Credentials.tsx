@@ -1,15 +1,9 @@
 import { useState, type FormEvent } from "react";
-import { api, ApiError, describe } from "../api";
+import { api, ApiError, describe, type Credential } from "../api";
 import { ago, Empty, ErrorBox, Spinner, useLoad } from "../components/common";
 
 // A stored credential as the API shows it: never its data.
-export interface CredentialInfo {
-  name: string;
-  type: string;
-  allowed_hosts: string[];
-  created_at: string;
-  updated_at: string;
-}
+export type CredentialInfo = Credential;
 
 // FIELDS are each type's data fields, in the order a person fills them
 // in; secret ones are typed into password boxes.

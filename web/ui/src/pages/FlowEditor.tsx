@@ -12,7 +12,7 @@ import {
   type Edge,
 } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type CSSProperties, type PointerEvent as RPointerEvent } from "react";
-import { api, ApiError, can, currentMe, describe, download, type Flow, type FlowAnalytics, type Problem, type Trigger, type Version } from "../api";
+import { api, ApiError, can, currentMe, describe, download, type Flow, type FlowAnalytics, type Problem, type Trigger, type Version, type BoardListed } from "../api";
 import { TRIGGER_PREFIX, TRIGGER_SIZE, TriggerNode } from "../components/TriggerNode";
 import { ErrorBox, isNotFound, NotFound, Spinner } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
@@ -61,11 +61,7 @@ export function FlowEditor(props: Props) {
 // panels counts the node panels opened, for their keys.
 let panels = 0;
 
-interface BoardSummary {
-  id: string;
-  name: string;
-  sections: { id: string; name: string }[];
-}
+type BoardSummary = BoardListed;
 
 function Editor({ flowId, version }: Props) {
   const rf = useReactFlow();

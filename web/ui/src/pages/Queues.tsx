@@ -1,15 +1,9 @@
 import { useEffect } from "react";
-import { api } from "../api";
+import { api, type Queue } from "../api";
 import { ago, duration, Empty, ErrorBox, Spinner, useLoad } from "../components/common";
 
 // A task queue as GET /api/v1/queues answers it.
-interface QueueInfo {
-  name: string;
-  pending: number;
-  leased: number;
-  oldest_pending_seconds: number;
-  workers: { id: string; last_poll_at: string; leased: number }[];
-}
+type QueueInfo = Queue;
 
 // Queues shows the pull queues: what waits in each, what is leased, how
 // long the oldest task has waited, and the workers that poll them —

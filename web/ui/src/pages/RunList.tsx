@@ -1,5 +1,5 @@
 import { useEffect, useState, type FormEvent } from "react";
-import { api, can, currentMe, describe, stream, type Flow, type Run } from "../api";
+import { api, can, currentMe, describe, stream, type Flow, type Run, type BulkRunsAnswer } from "../api";
 import { ago, duration, Empty, ErrorBox, Spinner, Status, useLoad, useThrottled } from "../components/common";
 import { Link, navigate } from "../router";
 
@@ -221,14 +221,7 @@ export function RunList({ flowId, status, node, errorText }: { flowId: string | 
   );
 }
 
-interface BulkAnswer {
-  action: string;
-  dry_run: boolean;
-  matched: number;
-  applied: number;
-  skipped: number;
-  errors: { run_id: string; error: string }[];
-}
+type BulkAnswer = BulkRunsAnswer;
 
 const BULK_ACTIONS: { value: string; label: string; effect: string }[] = [
   { value: "retry", label: "Retry", effect: "Retries every failed step of each run (failures a failure edge took on stay)." },

@@ -39,6 +39,13 @@ export function isHistory(s: NodeState): boolean {
   return s.key.includes("@");
 }
 
+// outputOf is a node's output when it is an object (an HTTP step's
+// {status, headers, body}, a decision's {decision}, a Collector's {items,
+// errors}), read loosely: its shape depends on the node's type.
+function outputOf(n: NodeState): Record<string, any> | undefined {
+  return n.output && typeof n.output === "object" && !Array.isArray(n.output) ? (n.output as Record<string, any>) : undefined;
+}
+
 function baseKey(key: string): string {
   const i = key.indexOf("@");
   return i < 0 ? key : key.slice(0, i);
@@ -71,7 +78,7 @@ function aggregate(states: NodeState[], byHand?: Set<string>): Agg {
   const eventName = one?.status === "waiting_for_event" ? (one.event_name ?? null) : null;
   const eventKey = one?.status === "waiting_for_event" ? (one.event_key ?? null) : null;
   const httpStatus =
-    one?.status === "completed" && String(one.type).toLowerCase() === "http" && typeof one.output?.status === "number" ? (one.output.status as number) : null;
+    one?.status === "completed" && String(one.type).toLowerCase() === "http" && typeof outputOf(one)?.status === "number" ? (outputOf(one)?.status as number) : null;
   let status = "pending";
   const done = (counts.completed ?? 0) + (counts.skipped ?? 0);
   if (counts.failed) status = "failed";
@@ -580,7 +587,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
             <NodeDetail
               key={selected}
               nodeId={selected}
-              outcomes={outcomesOf(graph?.nodes.find((n) => n.id === selected)?.data)}
+              outcomes={outcomesOf(graph?.nodes.find((n) => n.id === selected)?.data ?? undefined)}
               form={graph?.nodes.find((n) => n.id === selected)?.data?.form ?? null}
               decideHere={!flowHidden && can(me, "decide")}
               operate={can(me, "operate")}
@@ -963,10 +970,10 @@ function NodeDetail(props: {
                 </dd>
               </>
             )}
-            {current.status === "completed" && String(current.type).toLowerCase() === "http" && typeof current.output?.status === "number" && (
+            {current.status === "completed" && String(current.type).toLowerCase() === "http" && typeof outputOf(current)?.status === "number" && (
               <>
                 <dt>Response</dt>
-                <dd data-http-response>HTTP {current.output.status}</dd>
+                <dd data-http-response>HTTP {outputOf(current)?.status}</dd>
               </>
             )}
             {current.status === "waiting_for_user" && current.deadline && (
@@ -998,13 +1005,13 @@ function NodeDetail(props: {
                 </dd>
               </>
             )}
-            {current.output?.decision?.outcome && (
+            {outputOf(current)?.decision?.outcome && (
               <>
                 <dt>Decision</dt>
                 <dd>
-                  <strong>{String(current.output.decision.outcome)}</strong>
-                  {who(current.output.decision.by) ? ` by ${who(current.output.decision.by)}` : ""}
-                  {current.output.decision.comment ? ` — “${current.output.decision.comment}”` : ""}
+                  <strong>{String(outputOf(current)?.decision.outcome)}</strong>
+                  {who(outputOf(current)?.decision.by) ? ` by ${who(outputOf(current)?.decision.by)}` : ""}
+                  {outputOf(current)?.decision.comment ? ` — “${outputOf(current)?.decision.comment}”` : ""}
                 </dd>
               </>
             )}
@@ -1044,8 +1051,8 @@ function NodeDetail(props: {
               Decide this step in the <Link to="/approvals">approvals inbox</Link>.
             </p>
           )}
-          {(props.nodeType === "Collector" || current.type === "Collector") && Array.isArray(current.output?.errors) && current.output.errors.length > 0 && (
-            <ToleratedFailures errors={current.output.errors} total={Array.isArray(current.output.items) ? current.output.items.length : null} />
+          {(props.nodeType === "Collector" || current.type === "Collector") && Array.isArray(outputOf(current)?.errors) && outputOf(current)?.errors.length > 0 && (
+            <ToleratedFailures errors={outputOf(current)?.errors} total={Array.isArray(outputOf(current)?.items) ? outputOf(current)?.items.length : null} />
           )}
           {current.error && (
             <>

@@ -84,7 +84,7 @@ export function TaskPage({ runId, nodeKey }: { runId: string; nodeKey: string })
       <div className="task-grid">
         <div className="task-flow">
           <h2>Where it stands</h2>
-          {graph && <RunCanvas graph={graph as any} run={run} mark={run.nodes?.[nodeKey]?.node_id ?? nodeKey} />}
+          {graph && <RunCanvas graph={graph} run={run} mark={run.nodes?.[nodeKey]?.node_id ?? nodeKey} />}
         </div>
         <aside className="task-side">
           <h2>History</h2>

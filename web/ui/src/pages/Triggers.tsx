@@ -6,7 +6,7 @@
 // and deleted. A broker trigger shows whether stitchd is connected and its
 // last error.
 import { useEffect, useState, type FormEvent } from "react";
-import { api, ApiError, can, currentMe, describe, type BrokerTrigger, type Flow, type Problem, type RotatedTriggerSecret, type ScheduleTrigger, type Trigger, type WebhookTrigger } from "../api";
+import { api, ApiError, can, currentMe, describe, type BrokerTrigger, type Flow, type Problem, type RotatedTriggerSecret, type ScheduleTrigger, type Trigger, type WebhookTrigger, type EventTrigger } from "../api";
 import { ago, Countdown, Empty, ErrorBox, Json, Spinner, useLoad } from "../components/common";
 import { TaskForm } from "../components/LazyTaskForm";
 import { PlainProblem } from "../components/PlainProblem";
@@ -30,9 +30,9 @@ export function Triggers({ flowId }: { flowId: string }) {
   }, [reload, every]);
   const schedules = triggers.filter((t): t is ScheduleTrigger => t.kind === "schedule");
   const hooks = triggers.filter((t): t is WebhookTrigger => t.kind === "webhook");
-  // Kinds this page does not know in detail yet (e.g. event triggers) are
-  // listed all the same, so none is hidden.
-  const others = triggers.filter((t) => !["schedule", "webhook", "nats", "amqp"].includes(t.kind)) as unknown as OtherTrigger[];
+  // Kinds this page does not show in detail (event triggers) are listed
+  // all the same, so none is hidden.
+  const others = triggers.filter((t): t is OtherTrigger => !["schedule", "webhook", "nats", "amqp"].includes(t.kind));
   const done = (msg: string) => {
     setAdding(null);
     setNotice(msg);
@@ -149,13 +149,7 @@ export function Triggers({ flowId }: { flowId: string }) {
   );
 }
 
-interface OtherTrigger {
-  id: string;
-  kind: string;
-  name?: string;
-  enabled?: boolean;
-  created_at?: string;
-}
+type OtherTrigger = EventTrigger;
 
 function OtherCard({ t, onChanged, onNotice }: { t: OtherTrigger; onChanged: () => void; onNotice: (m: string | null) => void }) {
   const [error, setError] = useState<string | null>(null);
@@ -1271,17 +1265,16 @@ function BrokerForm({ flowId, initial, onDone, onCancel }: { flowId: string; ini
 // editor shows it in its side panel when the trigger's start node is
 // clicked.
 export function TriggerCard({ t, onChanged, onNotice }: { t: Trigger; onChanged: () => void; onNotice: (m: string | null) => void }) {
-  const kind = (t as { kind: string }).kind;
   return (
     <ul className="trigger-list" aria-label="Trigger">
-      {kind === "schedule" ? (
-        <ScheduleCard sc={t as ScheduleTrigger} onChanged={onChanged} onNotice={onNotice} />
-      ) : kind === "webhook" ? (
-        <WebhookCard hook={t as WebhookTrigger} onChanged={onChanged} onNotice={onNotice} />
-      ) : kind === "nats" || kind === "amqp" ? (
-        <BrokerCard t={t as BrokerTrigger} onChanged={onChanged} onNotice={onNotice} />
+      {t.kind === "schedule" ? (
+        <ScheduleCard sc={t} onChanged={onChanged} onNotice={onNotice} />
+      ) : t.kind === "webhook" ? (
+        <WebhookCard hook={t} onChanged={onChanged} onNotice={onNotice} />
+      ) : t.kind === "event" ? (
+        <OtherCard t={t} onChanged={onChanged} onNotice={onNotice} />
       ) : (
-        <OtherCard t={t as unknown as OtherTrigger} onChanged={onChanged} onNotice={onNotice} />
+        <BrokerCard t={t} onChanged={onChanged} onNotice={onNotice} />
       )}
     </ul>
   );
