@@ -96,7 +96,7 @@ export interface paths {
         };
         /**
          * A flow's runs over a range, per node and over time
-         * @description The runs started in [from, to) by status now; per node: fired (attempts started), completed, failed, skipped, waiting now, durations of completed attempts (p50, p95) and outcomes (a decision's outcome, or "to:<node>" for each edge a branching node took); a timeline in buckets sized to the range (hour up to two days, day up to 90, week beyond). ?format=csv answers the nodes as CSV.
+         * @description The runs started in [from, to) by status now; per node: fired (attempts started), completed, failed, skipped, waiting now, durations of completed attempts (p50, p95) and outcomes (a decision's outcome, or "to:<node>" for each edge a branching node took); a timeline in buckets sized to the range (hour up to two days, day up to 90, week beyond; days and weeks begin at midnight UTC). A range longer than 48 hours reads its whole past days from daily rollups: counts stay exact, duration percentiles are then within 1 % (docs/analytics.md#rollups). ?format=csv answers the nodes as CSV.
          */
         get: operations["getFlowAnalytics"];
         put?: never;
@@ -732,7 +732,7 @@ export interface paths {
         };
         /**
          * A board's funnel over a range, from the journey ledger
-         * @description Each section's moves in (entered) and out (left) within [from, to), where entities went next, how long they stayed (stays that ended in the range and those still open at its end, measured to the end or to now when sooner), and the entities in it now and overdue past its sla_seconds. A move is a journey entry into another section (docs/analytics.md). ?format=csv (or Accept text/csv) answers CSV.
+         * @description Each section's moves in (entered) and out (left) within [from, to), where entities went next, how long they stayed (stays that ended in the range and those still open at its end, measured to the end or to now when sooner), and the entities in it now and overdue past its sla_seconds. A move is a journey entry into another section (docs/analytics.md). A range longer than 48 hours reads its whole past days from daily rollups: counts stay exact, time-in-section percentiles are then within 1 % (max exact; docs/analytics.md#rollups). ?format=csv (or Accept text/csv) answers CSV.
          */
         get: operations["getBoardAnalytics"];
         put?: never;
