@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -281,7 +282,7 @@ func fits(ctx context.Context, ex Exchange, rq *http.Request, route *routers.Rou
 	}
 	reqIn := &openapi3filter.RequestValidationInput{Request: rq, PathParams: params, Route: route, Options: opts}
 	if !deliberate(ex.Request) && (ex.Status < 400 || ex.Status >= 500) {
-		if openapi3filter.ValidateRequest(ctx, reqIn) != nil || !requestBodyFits(route, rq.Header, ex.RequestBody) {
+		if !paramsFit(ctx, reqIn) || !requestBodyFits(route, rq.Header, ex.RequestBody) {
 			return false
 		}
 	}
@@ -314,6 +315,104 @@ func fits(ctx context.Context, ex Exchange, rq *http.Request, route *routers.Rou
 	}
 	media := resp.Value.Content.Get(ct)
 	return media != nil && bodyFits(route.Spec, ct, media, ex.Body, true)
+}
+
+// paramsFit is ValidateRequest's verdict on in's security and
+// parameters (its body apart), a parameter's remembered for the values it
+// is given (see paramFits).
+func paramsFit(ctx context.Context, in *openapi3filter.RequestValidationInput) bool {
+	op := in.Route.Operation
+	security := op.Security
+	if security == nil {
+		security = &in.Route.Spec.Security
+	}
+	if openapi3filter.ValidateSecurityRequirements(ctx, in, *security) != nil {
+		return false
+	}
+	for _, pr := range in.Route.PathItem.Parameters {
+		p := pr.Value
+		if op.Parameters != nil && op.Parameters.GetByInAndName(p.In, p.Name) != nil {
+			continue
+		}
+		if !paramFits(ctx, in, p) {
+			return false
+		}
+	}
+	for _, pr := range op.Parameters {
+		if !paramFits(ctx, in, pr.Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// paramFits is ValidateParameter's verdict. For a parameter of one
+// primitive type in the path, query or a header, the verdict depends on
+// nothing but the values given under its name (kin-openapi compiles its
+// schema for each check), so it is remembered, up to maxVerdicts.
+func paramFits(ctx context.Context, in *openapi3filter.RequestValidationInput, p *openapi3.Parameter) bool {
+	key, ok := paramKey(in, p)
+	if !ok {
+		return openapi3filter.ValidateParameter(ctx, in, p) == nil
+	}
+	if v, ok := paramVerdicts.Load(key); ok {
+		return v.(bool)
+	}
+	fits := openapi3filter.ValidateParameter(ctx, in, p) == nil
+	if paramVerdictCount.Add(1) <= maxVerdicts {
+		paramVerdicts.Store(key, fits)
+	}
+	return fits
+}
+
+const maxVerdicts = 1 << 16
+
+var (
+	paramVerdicts     sync.Map // verdictKey → bool
+	paramVerdictCount atomic.Int64
+)
+
+type verdictKey struct {
+	p *openapi3.Parameter
+	// values are what the request gives under the parameter's name, none
+	// its path or query having no parameter at all.
+	values string
+	given  bool
+	none   bool
+}
+
+func paramKey(in *openapi3filter.RequestValidationInput, p *openapi3.Parameter) (verdictKey, bool) {
+	if p.Content != nil || p.Schema == nil || p.Schema.Value == nil {
+		return verdictKey{}, false
+	}
+	s := p.Schema.Value
+	if s.Type == nil || len(*s.Type) != 1 || len(s.OneOf) != 0 || len(s.AnyOf) != 0 || len(s.AllOf) != 0 || s.Not != nil {
+		return verdictKey{}, false
+	}
+	switch (*s.Type)[0] {
+	case openapi3.TypeString, openapi3.TypeInteger, openapi3.TypeNumber, openapi3.TypeBoolean:
+	default:
+		return verdictKey{}, false
+	}
+	k := verdictKey{p: p}
+	var values []string
+	switch p.In {
+	case openapi3.ParameterInPath:
+		k.none = len(in.PathParams) == 0
+		var v string
+		v, k.given = in.PathParams[p.Name]
+		values = []string{v}
+	case openapi3.ParameterInQuery:
+		q := in.GetQueryParams()
+		k.none = len(q) == 0
+		values, k.given = q[p.Name]
+	case openapi3.ParameterInHeader:
+		values, k.given = in.Request.Header[http.CanonicalHeaderKey(p.Name)]
+	default:
+		return verdictKey{}, false
+	}
+	k.values = fmt.Sprintf("%q", values)
+	return k, true
 }
 
 // requestBodyFits is ValidateRequestBody's verdict, compiled schemas
