@@ -3,6 +3,7 @@ package contracttest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -451,12 +452,32 @@ func bodyFits(doc *openapi3.T, ct string, media *openapi3.MediaType, body []byte
 	if val.compiled == nil && !val.legacy {
 		return false
 	}
+	// A test polling a resource is given the same answer many times.
+	key := bodyKey{v: val, asResponse: asResponse, sum: sha256.Sum256(body)}
+	if _, ok := bodiesFitting.Load(key); ok {
+		return true
+	}
 	// As kin-openapi decodes a JSON body.
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
-	if dec.Decode(&v) != nil {
+	if dec.Decode(&v) != nil || !val.fits(v, asResponse) {
 		return false
 	}
-	return val.fits(v, asResponse)
+	if bodiesFittingCount.Add(1) <= maxVerdicts {
+		bodiesFitting.Store(key, true)
+	}
+	return true
 }
+
+// bodyKey is a body (its SHA-256) checked by a validator.
+type bodyKey struct {
+	v          *validator
+	asResponse bool
+	sum        [sha256.Size]byte
+}
+
+var (
+	bodiesFitting      sync.Map // bodyKey → true: the body fits
+	bodiesFittingCount atomic.Int64
+)
