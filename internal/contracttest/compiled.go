@@ -24,11 +24,13 @@ import (
 // kin-openapi validates a value against an OpenAPI 3.1 schema (VisitJSON
 // with EnableJSONSchema2020) by turning the schema into a JSON Schema
 // document and compiling it, on every call: for a run answered whole,
-// most of the check's time. compiledSchemas keeps, per schema of the
-// contract, the same document compiled once, so a body that fits is
-// known to fit without kin-openapi. A body it refuses, and a schema it
-// has no compiled form for, go through kin-openapi as before: the
-// verdict and its message are kin-openapi's.
+// most of the check's time; with a reference and no 2020-12 keyword, it
+// then throws the document away and uses its own validator. validators
+// keeps, per schema of the contract, what kin-openapi would use, the
+// document compiled once, so that a body that fits is known to fit
+// without kin-openapi. A body found not to fit, and a schema for which
+// neither applies, go through kin-openapi as before: every refusal and
+// its message are kin-openapi's.
 //
 // The document is built as kin-openapi v0.153.0 builds it
 // (newJSONSchemaValidator): the schema marshalled, each
