@@ -272,11 +272,11 @@ func numberFormat(format string, v float64) error {
 	return nil
 }
 
-// fits says ex fits the contract as Problems's checks would find, with
-// each body validated by its compiled schema; false when it does not or
-// when a body has no compiled schema: Problems then checks ex with
-// kin-openapi alone. rq is ex's request, cloned, route and params where
-// the router put it.
+// fits says ex fits the contract as kin-openapi would find, each body
+// checked by its schema's validator; false when it does not, or when
+// only kin-openapi can say: Problems then checks ex with kin-openapi
+// alone. rq is ex's request, cloned, route and params where the router
+// put it.
 func fits(ctx context.Context, ex Exchange, rq *http.Request, route *routers.Route, params map[string]string) bool {
 	opts := &openapi3filter.Options{
 		MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
