@@ -87,7 +87,7 @@ func BenchmarkProblems(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			ex := contracttest.Exchange{Status: c.status, RequestBody: []byte(c.reqBody),
 				Header: http.Header{"Content-Type": {"application/json"}}, Body: answer}
-			ex.Request = httptest.NewRequest(c.method, c.path, strings.NewReader(c.reqBody))
+			ex.Request = httptest.NewRequestWithContext(b.Context(), c.method, c.path, strings.NewReader(c.reqBody))
 			ex.Request.Header.Set("Content-Type", "application/json")
 			if err := contracttest.Problems(ex); err != nil {
 				b.Fatal(err)

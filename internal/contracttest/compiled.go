@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -70,14 +69,42 @@ func (v *validator) fits(value any, asResponse bool) bool {
 
 // validatorOf is schema's validator, made once.
 func validatorOf(doc *openapi3.T, schema *openapi3.Schema) *validator {
-	if v, ok := validators.Load(schema); ok {
-		return v.(*validator)
+	if v, ok := validators.get(schema); ok {
+		return v
 	}
-	v, _ := validators.LoadOrStore(schema, newValidator(doc, schema))
-	return v.(*validator)
+	v := newValidator(doc, schema)
+	validators.put(schema, v)
+	return v
 }
 
-var validators sync.Map // *openapi3.Schema → *validator
+var validators memo[*openapi3.Schema, *validator]
+
+// memo remembers at most maxVerdicts results of a function without side
+// effects, safe for concurrent use.
+type memo[K comparable, V any] struct {
+	mu sync.RWMutex
+	m  map[K]V
+}
+
+const maxVerdicts = 1 << 16
+
+func (c *memo[K, V]) get(k K) (V, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *memo[K, V]) put(k K, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[K]V{}
+	}
+	if len(c.m) < maxVerdicts {
+		c.m[k] = v
+	}
+}
 
 func newValidator(doc *openapi3.T, schema *openapi3.Schema) *validator {
 	v := &validator{schema: schema}
@@ -358,22 +385,15 @@ func paramFits(ctx context.Context, in *openapi3filter.RequestValidationInput, p
 	if !ok {
 		return openapi3filter.ValidateParameter(ctx, in, p) == nil
 	}
-	if v, ok := paramVerdicts.Load(key); ok {
-		return v.(bool)
+	if fits, ok := paramVerdicts.get(key); ok {
+		return fits
 	}
 	fits := openapi3filter.ValidateParameter(ctx, in, p) == nil
-	if paramVerdictCount.Add(1) <= maxVerdicts {
-		paramVerdicts.Store(key, fits)
-	}
+	paramVerdicts.put(key, fits)
 	return fits
 }
 
-const maxVerdicts = 1 << 16
-
-var (
-	paramVerdicts     sync.Map // verdictKey → bool
-	paramVerdictCount atomic.Int64
-)
+var paramVerdicts memo[verdictKey, bool]
 
 type verdictKey struct {
 	p *openapi3.Parameter
@@ -456,7 +476,7 @@ func bodyFits(doc *openapi3.T, ct string, media *openapi3.MediaType, body []byte
 	}
 	// A test polling a resource is given the same answer many times.
 	key := bodyKey{v: val, asResponse: asResponse, sum: sha256.Sum256(body)}
-	if _, ok := bodiesFitting.Load(key); ok {
+	if _, ok := bodiesFitting.get(key); ok {
 		return true
 	}
 	// As kin-openapi decodes a JSON body.
@@ -466,9 +486,7 @@ func bodyFits(doc *openapi3.T, ct string, media *openapi3.MediaType, body []byte
 	if dec.Decode(&v) != nil || !val.fits(v, asResponse) {
 		return false
 	}
-	if bodiesFittingCount.Add(1) <= maxVerdicts {
-		bodiesFitting.Store(key, true)
-	}
+	bodiesFitting.put(key, true)
 	return true
 }
 
@@ -479,7 +497,4 @@ type bodyKey struct {
 	sum        [sha256.Size]byte
 }
 
-var (
-	bodiesFitting      sync.Map // bodyKey → true: the body fits
-	bodiesFittingCount atomic.Int64
-)
+var bodiesFitting memo[bodyKey, bool] // the bodies found fitting

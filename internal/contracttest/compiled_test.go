@@ -120,7 +120,7 @@ func TestFitsAgreesWithKinOpenAPI(t *testing.T) {
 	}
 	// Twice: the second time, parameters' verdicts are remembered ones.
 	for _, c := range append(cases, cases...) {
-		r := httptest.NewRequest(c.method, c.path, strings.NewReader(c.reqBody))
+		r := httptest.NewRequestWithContext(t.Context(), c.method, c.path, strings.NewReader(c.reqBody))
 		if c.reqBody != "" {
 			r.Header.Set("Content-Type", "application/json")
 		}
