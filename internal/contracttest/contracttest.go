@@ -91,19 +91,28 @@ func Problems(ex Exchange) error {
 		return err
 	}
 	ctx := context.Background()
-	rq := r.Clone(ctx)
-	rq.Body = io.NopCloser(bytes.NewReader(ex.RequestBody))
-	rq.ContentLength = int64(len(ex.RequestBody))
-	rq.Header.Del(InvalidRequestHeader)
-	what := fmt.Sprintf("%s %s answered %d", r.Method, r.URL.RequestURI(), ex.Status)
+	rq := clone(r, ex.RequestBody)
 	route, params, err := router.FindRoute(rq)
 	if err != nil {
 		if ex.Status == http.StatusNotFound || ex.Status == http.StatusMethodNotAllowed ||
 			!strings.HasPrefix(r.URL.Path, "/api/") {
 			return nil
 		}
-		return fmt.Errorf("contract: %s, but openapi.yaml has no such operation (%v)", what, err)
+		return fmt.Errorf("contract: %s %s answered %d, but openapi.yaml has no such operation (%v)",
+			r.Method, r.URL.RequestURI(), ex.Status, err)
 	}
+	if fits(ctx, ex, rq, route, params) {
+		return nil
+	}
+	return kinProblems(ctx, ex, route, params)
+}
+
+// kinProblems is Problems's verdict with kin-openapi alone, for an
+// exchange with an operation (route, its path's params).
+func kinProblems(ctx context.Context, ex Exchange, route *routers.Route, params map[string]string) error {
+	r := ex.Request
+	rq := clone(r, ex.RequestBody)
+	what := fmt.Sprintf("%s %s answered %d", r.Method, r.URL.RequestURI(), ex.Status)
 	opts := &openapi3filter.Options{
 		MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
 		SkipSettingDefaults: true, IncludeResponseStatus: true,
@@ -151,6 +160,15 @@ func Problems(ex Exchange) error {
 	}
 	return fmt.Errorf("contract: %s (operation %s): %w\nrequest body: %s\nanswer: %s",
 		what, route.Operation.OperationID, errors.Join(errs...), reqBody, body)
+}
+
+// clone is r with body, without InvalidRequestHeader, for a check.
+func clone(r *http.Request, body []byte) *http.Request {
+	rq := r.Clone(context.Background())
+	rq.Body = io.NopCloser(bytes.NewReader(body))
+	rq.ContentLength = int64(len(body))
+	rq.Header.Del(InvalidRequestHeader)
+	return rq
 }
 
 // RequestProblems says how a request (its body apart) does not fit the
