@@ -164,8 +164,9 @@ func nodeAggSQL() string {
 const isMove = `j.to_section_id IS NOT NULL AND j.from_section_id IS DISTINCT FROM j.to_section_id`
 
 // moveAggSQL sums the moves mv(entity_id, entity_seq, f, t, created_at):
-// per (from, to) (mvs), the stays they end in seconds by section (sts:
-// section, secs), as a board day's rollup rows or a range's raw part.
+// per (from, to) (mvs: f, t, n), and the stays they end, in seconds, by
+// section (closed: section, secs) — a board day's rollup rows or a
+// range's raw part.
 func moveAggSQL() string {
 	return `closed AS (
 			SELECT m.f AS section, EXTRACT(EPOCH FROM m.created_at - p.created_at)::float8 AS secs
@@ -177,7 +178,8 @@ func moveAggSQL() string {
 		mvs AS (SELECT COALESCE(f, '') AS f, t, count(*) AS n FROM mv GROUP BY 1, 2)`
 }
 
-// rollSQL is the SQL of mv for board ? (after the ents CTE) in [?, ?).
+// boardMovesSQL is the CTEs ents (board ?'s entities) and mv (their
+// moves in [?, ?)).
 const boardMovesSQL = `ents AS (SELECT id FROM entities WHERE board_id = ?),
 		mv AS (
 			SELECT j.entity_id, j.entity_seq, j.from_section_id AS f, j.to_section_id AS t, j.created_at
