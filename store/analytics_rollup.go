@@ -269,7 +269,7 @@ func (s *Store) rollStale(ctx context.Context, p RollParams) (int, error) {
 	type mark struct {
 		Kind, Key string
 		Day       sql.NullTime
-		Ids       string
+		IDs       string `gorm:"column:ids"`
 	}
 	var marks []mark
 	if err := s.db.WithContext(ctx).Raw(`SELECT kind, key::text, day, array_agg(id)::text AS ids FROM analytics_stale
@@ -287,13 +287,13 @@ func (s *Store) rollStale(ctx context.Context, p RollParams) (int, error) {
 						return err
 					}
 				}
-				return tx.Exec(`DELETE FROM analytics_stale WHERE id = ANY(?::bigint[])`, m.Ids).Error
+				return tx.Exec(`DELETE FROM analytics_stale WHERE id = ANY(?::bigint[])`, m.IDs).Error
 			}); err != nil {
 				return rolled, fmt.Errorf("error dropping board %s's rollups: %w", m.Key, interpretError(err))
 			}
 			continue
 		}
-		done, err := s.rollDay(ctx, m.Kind, m.Key, utcDay(m.Day.Time), &m.Ids)
+		done, err := s.rollDay(ctx, m.Kind, m.Key, utcDay(m.Day.Time), &m.IDs)
 		if err != nil {
 			return rolled, err
 		}
