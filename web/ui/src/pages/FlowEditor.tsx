@@ -36,7 +36,8 @@ import { UnsavedGuard } from "../components/UnsavedGuard";
 import { FitOnOpen, useFitFlow } from "../components/FitOnOpen";
 import { matchTypes, PaletteSearch } from "../components/PaletteSearch";
 import { tidy } from "../tidy";
-import { EdgeSettings, NodeSettings } from "./NodeSettings";
+import { EdgeSettings } from "./EdgeSettings";
+import { NodeSettings } from "./NodeSettings";
 import { StartRunDialog } from "./StartRun";
 import { TriggerCard, triggerTitle } from "./Triggers";
 

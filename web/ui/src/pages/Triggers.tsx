@@ -11,8 +11,8 @@ import { ago, Countdown, Empty, ErrorBox, Json, Spinner, useLoad } from "../comp
 import { TaskForm } from "../components/LazyTaskForm";
 import { PlainProblem } from "../components/PlainProblem";
 import { Link } from "../router";
-import { checkJSON } from "./IntegrationSettings";
-import { knownZone, zones } from "./NodeSettings";
+import { checkJSON } from "./nodesettings/body";
+import { knownZone, zones } from "./nodesettings/zones";
 
 export function Triggers({ flowId }: { flowId: string }) {
   const flow = useLoad(() => api<Flow>("GET", `/flows/${flowId}`), [flowId]);

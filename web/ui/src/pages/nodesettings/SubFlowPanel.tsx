@@ -3,11 +3,11 @@
 // version (a number, or "latest", pinned when this flow is saved) and
 // whether the run's entity goes along (passEntity, default true).
 import { useEffect, useState } from "react";
-import { describe, listAll, type Problem, type Version } from "../api";
-import { useFlowList } from "../flows";
-import { subflowVersion } from "../graph";
-import { Link } from "../router";
-import { Field, ServerProblems } from "./NodeSettings";
+import { describe, listAll, type Problem, type Version } from "../../api";
+import { useFlowList } from "../../flows";
+import { subflowVersion } from "../../graph";
+import { Link } from "../../router";
+import { Field, ServerProblems, type PanelProps } from "./shared";
 
 type Problems = (Problem & { stale?: boolean })[];
 
@@ -147,4 +147,8 @@ export function SubFlowFields({
       <ServerProblems problems={problemsAt("passEntity")} id={nodeId} />
     </fieldset>
   );
+}
+
+export function SubFlowPanel({ node, data, onChange, problemsAt, flowId }: PanelProps) {
+  return <SubFlowFields data={data} onChange={onChange} problemsAt={problemsAt} nodeId={node.id} selfId={flowId} />;
 }
