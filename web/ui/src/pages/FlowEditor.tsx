@@ -39,7 +39,7 @@ import { tidy } from "../tidy";
 import { EdgeSettings } from "./EdgeSettings";
 import { NodeSettings } from "./NodeSettings";
 import { StartRunDialog } from "./StartRun";
-import { TriggerCard, triggerTitle } from "./Triggers";
+import { TriggerPanel, triggerTitle } from "./Triggers";
 
 interface Props {
   flowId: string | null;
@@ -766,7 +766,7 @@ function Editor({ flowId, version }: Props) {
                   {triggerNotice}
                 </div>
               )}
-              <TriggerCard
+              <TriggerPanel
                 key={selectedTrigger.id}
                 t={selectedTrigger}
                 onChanged={() => void loadTriggers()}
