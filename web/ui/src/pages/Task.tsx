@@ -4,7 +4,7 @@ import { ErrorBox, isNotFound, NotFound, Spinner, Status, useThrottled } from ".
 import { journeyKindText, taskEventText } from "../components/taskwords";
 import { Link } from "../router";
 import { Age, ApprovalCard, labelledValues, runTail, Summary } from "./Approvals";
-import { RunCanvas } from "./RunView";
+import { RunCanvas } from "./runview/RunCanvas";
 
 // TaskPage is one task — a step a person decides — on a page of its own
 // (/approvals/{run}/{key}): its card while it waits (claim, reassign,
