@@ -7,7 +7,7 @@ import { ago, Countdown, Json, span, Status } from "../../components/common";
 import { eventWaitText } from "../../components/StitchNode";
 import type { LoopInfo } from "../../graph";
 import { Link } from "../../router";
-import { Answer } from "../Approvals";
+import { Answer } from "../approvals/Answer";
 import { EventItem, who } from "./events";
 import { CompleteByHand, PostEvent, Rerun, RERUNNABLE, SKIPPABLE, ToleratedFailures } from "./NodeActions";
 import { ChildRun } from "./RunLinks";
