@@ -4,11 +4,10 @@
 import { useState, type FormEvent } from "react";
 import { api, ApiError, describe, type BrokerTrigger, type Problem } from "../../api";
 import { ago } from "../../components/common";
-import { EditButton, ToggleButton, TriggerCard, useTriggerAct, type TriggerCardProps } from "./TriggerCard";
+import { EditButton, ToggleButton, TriggerCard, useTriggerAct, useTriggerEdit, type TriggerCardProps } from "./TriggerCard";
 
 export function BrokerCard({ t, ...props }: { t: BrokerTrigger } & TriggerCardProps) {
-  const { onChanged, onNotice } = props;
-  const [editing, setEditing] = useState(false);
+  const { editing, setEditing, saved } = useTriggerEdit(props);
   const act = useTriggerAct(props);
   const source = t.kind === "nats" ? t.subject : t.queue;
   const state = !t.enabled ? "disabled" : t.connected ? "connected" : "not connected";
@@ -38,16 +37,7 @@ export function BrokerCard({ t, ...props }: { t: BrokerTrigger } & TriggerCardPr
       }
       actions={
         <>
-          <ToggleButton
-            enabled={t.enabled}
-            busy={act.busy}
-            onToggle={() =>
-              void act.act(
-                () => api("PATCH", `/triggers/${t.id}`, { enabled: !t.enabled }),
-                t.enabled ? "Broker trigger disabled: its messages wait in the broker." : "Broker trigger enabled.",
-              )
-            }
-          />
+          <ToggleButton id={t.id} enabled={t.enabled} act={act} said={{ on: "Broker trigger enabled.", off: "Broker trigger disabled: its messages wait in the broker." }} />
           <EditButton editing={editing} setEditing={setEditing} busy={act.busy} />
         </>
       }
@@ -56,11 +46,7 @@ export function BrokerCard({ t, ...props }: { t: BrokerTrigger } & TriggerCardPr
           <BrokerForm
             flowId={t.flow_id}
             initial={t}
-            onDone={() => {
-              setEditing(false);
-              onNotice("Broker trigger saved: its consumers restart with the new settings.");
-              onChanged();
-            }}
+            onDone={() => saved("Broker trigger saved: its consumers restart with the new settings.")}
             onCancel={() => setEditing(false)}
           />
         )

@@ -5,11 +5,10 @@ import { ago, Countdown, Json } from "../../components/common";
 import { Link } from "../../router";
 import { checkJSON } from "../nodesettings/body";
 import { knownZone, zones } from "../nodesettings/zones";
-import { EditButton, ToggleButton, TriggerCard, useTriggerAct, type TriggerCardProps } from "./TriggerCard";
+import { EditButton, ToggleButton, TriggerCard, useTriggerAct, useTriggerEdit, type TriggerCardProps } from "./TriggerCard";
 
 export function ScheduleCard({ sc, ...props }: { sc: ScheduleTrigger } & TriggerCardProps) {
-  const { onChanged, onNotice } = props;
-  const [editing, setEditing] = useState(false);
+  const { editing, setEditing, saved } = useTriggerEdit(props);
   const act = useTriggerAct(props);
   return (
     <TriggerCard
@@ -35,16 +34,7 @@ export function ScheduleCard({ sc, ...props }: { sc: ScheduleTrigger } & Trigger
       }
       actions={
         <>
-          <ToggleButton
-            enabled={sc.enabled}
-            busy={act.busy}
-            onToggle={() =>
-              void act.act(
-                () => api("PATCH", `/triggers/${sc.id}`, { enabled: !sc.enabled }),
-                sc.enabled ? "Schedule disabled: it starts no runs until enabled again." : "Schedule enabled: it counts from now.",
-              )
-            }
-          />
+          <ToggleButton id={sc.id} enabled={sc.enabled} act={act} said={{ on: "Schedule enabled: it counts from now.", off: "Schedule disabled: it starts no runs until enabled again." }} />
           <EditButton editing={editing} setEditing={setEditing} busy={act.busy} />
         </>
       }
@@ -53,11 +43,7 @@ export function ScheduleCard({ sc, ...props }: { sc: ScheduleTrigger } & Trigger
           <ScheduleForm
             flowId={sc.flow_id}
             initial={sc}
-            onDone={() => {
-              setEditing(false);
-              onNotice("Schedule saved.");
-              onChanged();
-            }}
+            onDone={() => saved("Schedule saved.")}
             onCancel={() => setEditing(false)}
           />
         )

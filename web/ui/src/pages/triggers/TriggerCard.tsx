@@ -96,10 +96,29 @@ export function TriggerCard({
   );
 }
 
-// ToggleButton enables or disables a trigger.
-export function ToggleButton({ enabled, busy, onToggle }: { enabled: boolean; busy: boolean; onToggle: () => void }) {
+// useTriggerEdit is a card's edit form, open or not; saved closes it,
+// says msg and reloads.
+export function useTriggerEdit({ onChanged, onNotice }: TriggerCardProps) {
+  const [editing, setEditing] = useState(false);
+  const saved = (msg: string) => {
+    setEditing(false);
+    onNotice(msg);
+    onChanged();
+  };
+  return { editing, setEditing, saved };
+}
+
+// ToggleButton enables or disables a trigger (PATCH /triggers/{id}
+// {enabled}), saying said.on or said.off.
+export function ToggleButton({ id, enabled, act, said }: { id: string; enabled: boolean; act: TriggerAct; said: { on: string; off: string } }) {
   return (
-    <button type="button" className="btn small" data-action={enabled ? "disable" : "enable"} disabled={busy} onClick={onToggle}>
+    <button
+      type="button"
+      className="btn small"
+      data-action={enabled ? "disable" : "enable"}
+      disabled={act.busy}
+      onClick={() => void act.act(() => api("PATCH", `/triggers/${id}`, { enabled: !enabled }), enabled ? said.off : said.on)}
+    >
       {enabled ? "Disable" : "Enable"}
     </button>
   );

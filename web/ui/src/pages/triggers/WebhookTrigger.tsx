@@ -6,16 +6,16 @@ import { api, ApiError, can, currentMe, describe, type Flow, type Problem, type 
 import { ago, Countdown, useLoad } from "../../components/common";
 import { TaskForm } from "../../components/LazyTaskForm";
 import { PlainProblem } from "../../components/PlainProblem";
-import { EditButton, TriggerCard, useTriggerAct, type TriggerCardProps } from "./TriggerCard";
+import { EditButton, TriggerCard, useTriggerAct, useTriggerEdit, type TriggerCardProps } from "./TriggerCard";
 
 export function WebhookCard({ hook, ...props }: { hook: WebhookTrigger } & TriggerCardProps) {
-  const { onChanged, onNotice } = props;
+  const { onNotice } = props;
   const act = useTriggerAct(props);
   const [rotating, setRotating] = useState(false);
   // The last rotation's answer: its secret is shown this once (the API
   // never gives it again).
   const [rotated, setRotated] = useState<RotatedTriggerSecret | null>(null);
-  const [editing, setEditing] = useState(false);
+  const { editing, setEditing, saved } = useTriggerEdit(props);
   const url = `${location.origin}${hook.url}`;
   const required = Array.isArray(hook.input_schema?.required) ? (hook.input_schema!.required as string[]) : [];
   return (
@@ -62,11 +62,7 @@ export function WebhookCard({ hook, ...props }: { hook: WebhookTrigger } & Trigg
         <WebhookForm
           flowId={hook.flow_id}
           initial={hook}
-          onDone={() => {
-            setEditing(false);
-            onNotice(`Webhook saved: the next request to /hooks/${hook.slug} meets its new settings.`);
-            onChanged();
-          }}
+          onDone={() => saved(`Webhook saved: the next request to /hooks/${hook.slug} meets its new settings.`)}
           onCancel={() => setEditing(false)}
         />
       )}
