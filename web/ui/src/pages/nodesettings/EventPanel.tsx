@@ -1,7 +1,7 @@
 // The settings of an Event node (waits for an event posted to
 // /api/v1/events).
 import { span } from "../../components/common";
-import { Field, num, put, ServerProblems, type PanelProps, type Problems } from "./shared";
+import { Field, num, put, ServerProblems, type PanelProps, type FieldsProps } from "./shared";
 
 export const EVENT_FIELDS = ["event", "key", "timeoutSeconds", "onTimeout"];
 
@@ -12,12 +12,7 @@ export function EventFields({
   onChange,
   problemsAt,
   nodeId,
-}: {
-  data: Record<string, any>;
-  onChange: (d: Record<string, any>) => void;
-  problemsAt: (field: string) => Problems;
-  nodeId: string;
-}) {
+}: FieldsProps) {
   const set = (k: string) => (v: any) => onChange(put(data, k, v));
   const name = typeof data.event === "string" ? data.event : "";
   const key = typeof data.key === "string" ? data.key : "";

@@ -3,7 +3,7 @@ import { useTemplateTarget } from "../../components/exprTarget";
 import { useState } from "react";
 import { HTTP_METHODS, parseSuccessCodes } from "../../graph";
 import { useBodyDraft } from "./body";
-import { Field, num, put, RetryFields, ServerProblems, type PanelProps, type Problems } from "./shared";
+import { Field, num, put, RetryFields, ServerProblems, type PanelProps, type FieldsProps } from "./shared";
 
 export const HTTP_FIELDS = ["method", "url", "headers", "body", "timeoutSeconds", "retry", "successCodes"];
 
@@ -30,12 +30,7 @@ export function HTTPFields({
   onChange,
   problemsAt,
   nodeId,
-}: {
-  data: Record<string, any>;
-  onChange: (d: Record<string, any>) => void;
-  problemsAt: (field: string) => Problems;
-  nodeId: string;
-}) {
+}: FieldsProps) {
   const set = (k: string) => (v: any) => onChange(put(data, k, v));
   // Headers are edited as rows (a name may be half typed or repeated).
   const [rows, setRows] = useState<[string, string][]>(() =>

@@ -1,7 +1,7 @@
 // The settings of a Respond node (what a webhook's caller is answered).
 import { useTemplateTarget } from "../../components/exprTarget";
 import { useBodyDraft } from "./body";
-import { Field, num, put, ServerProblems, type PanelProps, type Problems } from "./shared";
+import { Field, num, put, ServerProblems, type PanelProps, type FieldsProps } from "./shared";
 
 export const RESPOND_FIELDS = ["status", "body"];
 
@@ -13,12 +13,7 @@ export function RespondFields({
   onChange,
   problemsAt,
   nodeId,
-}: {
-  data: Record<string, any>;
-  onChange: (d: Record<string, any>) => void;
-  problemsAt: (field: string) => Problems;
-  nodeId: string;
-}) {
+}: FieldsProps) {
   const { mode, draft, jsonError, switchBody, typeBody } = useBodyDraft(data, onChange);
   const bodyTarget = useTemplateTarget<HTMLTextAreaElement>((v) => typeBody(v));
   const status = typeof data.status === "number" ? data.status : 200;

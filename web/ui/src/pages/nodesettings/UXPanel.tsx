@@ -8,7 +8,7 @@ import { outcomesOf } from "../../graph";
 import { Movement } from "./Movement";
 import { OutcomesEditor } from "./UXOutcomes";
 import { UXPeople } from "./UXPeople";
-import { Field, num, ServerProblems, type PanelProps, type Problems } from "./shared";
+import { Field, num, ServerProblems, type PanelProps, type Problems, type FieldsProps } from "./shared";
 
 export function UXPanel({ node, data, set, onChange, problemsAt, outgoing, onRenameOutcome }: PanelProps) {
   return (
@@ -80,11 +80,7 @@ function UXTimeout({
   data,
   onChange,
   problemsAt,
-}: {
-  data: Record<string, any>;
-  onChange: (d: Record<string, any>) => void;
-  problemsAt: (field: string) => Problems;
-}) {
+}: Omit<FieldsProps, "nodeId">) {
   const outcomes = outcomesOf(data);
   const secs = typeof data.timeoutSeconds === "number" ? data.timeoutSeconds : undefined;
   const on = typeof data.onTimeout === "string" ? data.onTimeout : "fail";

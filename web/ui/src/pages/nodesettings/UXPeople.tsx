@@ -1,6 +1,6 @@
 // Who may decide a UX step.
 import { useState } from "react";
-import { num, ServerProblems, type Problems } from "./shared";
+import { num, ServerProblems, type FieldsProps } from "./shared";
 
 // The UX settings of who decides and what they answer.
 export const UX_PEOPLE_FIELDS = ["assignees", "requiredApprovals", "rejectPolicy", "separationOfDuties", "form"];
@@ -21,11 +21,7 @@ export function UXPeople({
   data,
   onChange,
   problemsAt,
-}: {
-  data: Record<string, any>;
-  onChange: (d: Record<string, any>) => void;
-  problemsAt: (field: string) => Problems;
-}) {
+}: Omit<FieldsProps, "nodeId">) {
   const a = data.assignees;
   const initial: "anyone" | "list" | "expr" = typeof a === "string" ? "expr" : a && typeof a === "object" ? "list" : "anyone";
   const [mode, setMode] = useState(initial);

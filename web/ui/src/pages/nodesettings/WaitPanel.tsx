@@ -3,7 +3,7 @@ import { useRef, useState } from "react";
 import { span } from "../../components/common";
 import { parseDuration, parseTime } from "../../graph";
 import { knownZone, zones } from "./zones";
-import { ServerProblems, type PanelProps, type Problems } from "./shared";
+import { ServerProblems, type PanelProps, type FieldsProps } from "./shared";
 
 // WaitFields edits a Wait node: it waits for a duration, or until a time
 // (an RFC 3339 time, or an expression giving one) read in a timezone when
@@ -12,11 +12,7 @@ function WaitFields({
   data,
   onChange,
   problemsAt,
-}: {
-  data: Record<string, any>;
-  onChange: (d: Record<string, any>) => void;
-  problemsAt: (field: string) => Problems;
-}) {
+}: Omit<FieldsProps, "nodeId">) {
   const [mode, setMode] = useState<"duration" | "until">(() => (data.until !== undefined && data.duration === undefined ? "until" : "duration"));
   // What was typed in the other mode comes back when you switch back.
   const kept = useRef<Record<string, any>>({});

@@ -12,6 +12,15 @@ import { problemText } from "../../graph";
 
 export type Problems = (Problem & { stale?: boolean })[];
 
+// FieldsProps is what a type's fields are given: the node's data, how to
+// replace it, the server's messages by field and the node's id.
+export interface FieldsProps {
+  data: Record<string, any>;
+  onChange: (d: Record<string, any>) => void;
+  problemsAt: (field: string) => Problems;
+  nodeId: string;
+}
+
 // PanelProps is what a node type's panel is given: the node, its data and
 // how to change it, the server's messages by field, and the step's data.
 export interface PanelProps {
