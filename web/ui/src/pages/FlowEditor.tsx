@@ -1,44 +1,29 @@
-import {
-  addEdge,
-  Background,
-  Controls,
-  MiniMap,
-  ReactFlow,
-  ReactFlowProvider,
-  useEdgesState,
-  useNodesState,
-  useReactFlow,
-  type Connection,
-  type Edge,
-} from "@xyflow/react";
-import { useCallback, useEffect, useMemo, useRef, useState, type CSSProperties, type PointerEvent as RPointerEvent } from "react";
-import { api, ApiError, can, currentMe, describe, download, type Flow, type FlowAnalytics, type Problem, type Trigger, type Version, type BoardListed } from "../api";
-import { TRIGGER_PREFIX, TRIGGER_SIZE, TriggerNode } from "../components/TriggerNode";
+import { addEdge, Background, Controls, MiniMap, ReactFlow, ReactFlowProvider, useEdgesState, useNodesState, useReactFlow, type Connection, type Edge } from "@xyflow/react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { api, ApiError, describe, type Flow, type Problem, type Version, type BoardListed } from "../api";
+import { TRIGGER_PREFIX, TriggerNode } from "../components/TriggerNode";
 import { ErrorBox, isNotFound, NotFound, Spinner } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
 import { useFlowNames } from "../flows";
 import { useFlowNodeTypes } from "../components/StitchNode";
-import { loadNodeTypes, typeInfo, useNodeTypes, type NodeTypeInfo } from "../nodetypes";
-import {
-  decorateEdge,
-  isCompensation,
-  isLoop,
-  fromCanvas,
-  nextId,
-  problemText,
-  toCanvas,
-  truncate,
-  unmarkedCycles,
-  type CanvasNode,
-} from "../graph";
+import { loadNodeTypes, typeInfo, useNodeTypes } from "../nodetypes";
+import { decorateEdge, fromCanvas, nextId, problemText, toCanvas, truncate, unmarkedCycles, type CanvasNode } from "../graph";
 import { Link, navigate } from "../router";
 import { UnsavedGuard } from "../components/UnsavedGuard";
 import { FitOnOpen, useFitFlow } from "../components/FitOnOpen";
-import { matchTypes, PaletteSearch } from "../components/PaletteSearch";
 import { tidy } from "../tidy";
-import { EdgeSettings, NodeSettings } from "./NodeSettings";
+import { EdgeSettings } from "./EdgeSettings";
+import { NodeSettings } from "./NodeSettings";
 import { StartRunDialog } from "./StartRun";
-import { TriggerCard, triggerTitle } from "./Triggers";
+import { freeSpot } from "./flowEditor/freeSpot";
+import { FlowSettings } from "./flowEditor/FlowSettings";
+import { Palette } from "./flowEditor/Palette";
+import { ProblemList } from "./flowEditor/ProblemList";
+import { TriggerSettings } from "./flowEditor/TriggerSettings";
+import { useFlowTriggers } from "./flowEditor/useFlowTriggers";
+import { useHeat } from "./flowEditor/useHeat";
+import { EditorBar } from "./flowEditor/EditorBar";
+import { EditorMessages } from "./flowEditor/EditorMessages";
 
 interface Props {
   flowId: string | null;
@@ -171,26 +156,7 @@ function Editor({ flowId, version }: Props) {
   // SubFlow nodes show the name of the flow they run (data.flow is its id).
   const hasSubFlow = nodes.some((n) => n.type === "SubFlow");
   const flowNames = useFlowNames(hasSubFlow);
-  // The heat map: the last 30 days' figures of each node over the canvas
-  // (GET /flows/{id}/analytics), and how often each branch was taken.
-  const [heatOn, setHeatOn] = useState(false);
-  const [heat, setHeat] = useState<FlowAnalytics | null>(null);
-  const [heatError, setHeatError] = useState<string | null>(null);
-  useEffect(() => {
-    if (!heatOn || !flowId) return;
-    let live = true;
-    api<FlowAnalytics>("GET", `/flows/${flowId}/analytics`)
-      .then((a) => live && setHeat(a))
-      .catch((e) => live && setHeatError(describe(e)));
-    return () => {
-      live = false;
-    };
-  }, [heatOn, flowId]);
-  const heatOf = useMemo(() => {
-    const out: Record<string, FlowAnalytics["nodes"][number]> = {};
-    if (heatOn && heat) for (const n of heat.nodes) out[n.key] = n;
-    return out;
-  }, [heatOn, heat]);
+  const { heatOn, setHeatOn, heat, heatError, setHeatError, heatOf } = useHeat(flowId);
   const shownNodes = useMemo(
     () =>
       nodes.map((n) => {
@@ -236,67 +202,12 @@ function Editor({ flowId, version }: Props) {
 
   const selectedNode = nodes.find((n) => n.selected);
   const selectedEdge = selectedNode ? undefined : edges.find((e) => e.selected);
-  // The flow's triggers, drawn as start nodes left of its first steps
-  // (not part of the graph: never saved); a click opens one's settings.
-  const [triggers, setTriggers] = useState<Trigger[]>([]);
-  const [triggerNotice, setTriggerNotice] = useState<string | null>(null);
-  const [selectedTriggerId, setSelectedTrigger] = useState<string | null>(null);
-  // triggersLoaded: the first answer (or refusal) came; the view is fitted
-  // once their start nodes are drawn.
-  const [triggersLoaded, setTriggersLoaded] = useState(false);
-  const loadTriggers = useCallback(async () => {
-    if (!flowId) return setTriggers([]);
-    try {
-      setTriggers((await api<{ triggers: Trigger[] }>("GET", `/flows/${flowId}/triggers`, undefined, undefined, { quiet: true })).triggers);
-    } catch {
-      setTriggers([]); // a reader without access to triggers sees the steps alone
-    }
-    setTriggersLoaded(true);
-  }, [flowId]);
-  useEffect(() => {
-    void loadTriggers();
-  }, [loadTriggers]);
-  const selectedTrigger = selectedNode || selectedEdge ? undefined : triggers.find((t) => t.id === selectedTriggerId);
-  const roots = useMemo(() => {
-    const fed = new Set(edges.filter((e) => !isLoop(e.data as any) && !isCompensation(e.data as any)).map((e) => e.target));
-    return nodes.filter((n) => !fed.has(n.id));
-  }, [nodes, edges]);
-  const triggerNodes = useMemo<CanvasNode[]>(() => {
-    if (!triggers.length) return [];
-    const first = roots.length ? roots : nodes;
-    const x = Math.min(0, ...nodes.map((n) => n.position.x)) - TRIGGER_SIZE.width - 90;
-    const y0 = first.length ? Math.min(...first.map((n) => n.position.y)) : 0;
-    return triggers.map((t, i) => ({
-      id: TRIGGER_PREFIX + t.id,
-      type: "trigger",
-      position: { x, y: y0 + i * (TRIGGER_SIZE.height + 30) },
-      // Its size is fixed: given as measured, so React Flow keeps the
-      // handle it measured (its changes are not kept in the graph's state).
-      ...TRIGGER_SIZE,
-      measured: TRIGGER_SIZE,
-      data: { ...triggerTitle(t), enabled: (t as { enabled?: boolean }).enabled, triggerId: t.id },
-      draggable: false,
-      connectable: false,
-      deletable: false,
-      selectable: false,
-      className: t.id === selectedTrigger?.id ? "selected-trigger" : undefined,
-    }));
-  }, [triggers, roots, nodes, selectedTrigger]);
-  const triggerEdges = useMemo<Edge[]>(
-    () =>
-      triggers.flatMap((t) =>
-        roots.map((r) => ({
-          id: `${TRIGGER_PREFIX}${t.id}>${r.id}`,
-          source: TRIGGER_PREFIX + t.id,
-          target: r.id,
-          selectable: false,
-          deletable: false,
-          focusable: false,
-          className: "trigger-edge",
-        })),
-      ),
-    [triggers, roots],
-  );
+  const { triggerNotice, setTriggerNotice, selectedTriggerId, setSelectedTrigger, triggersLoaded, loadTriggers, selectedTrigger, triggerNodes, triggerEdges } = useFlowTriggers({
+    flowId,
+    nodes,
+    edges,
+    selected: !!(selectedNode || selectedEdge),
+  });
   const canvasNodeTypes = useMemo(() => ({ ...flowNodeTypes, trigger: TriggerNode }), [flowNodeTypes]);
 
   const addNode = useCallback(
@@ -496,154 +407,31 @@ function Editor({ flowId, version }: Props) {
 
   return (
     <section className="editor" aria-label="Flow editor">
-      <div className="editor-bar">
-        <div className="field inline">
-          <label htmlFor="flow-name">Name</label>
-          <input
-            id="flow-name"
-            value={name}
-            onChange={(e) => {
-              setName(e.target.value);
-              markDirty();
-            }}
-          />
-        </div>
-        {boards && (
-          <div className="field inline">
-            <label htmlFor="flow-board">Board</label>
-            <select
-              id="flow-board"
-              value={boardId}
-              onChange={(e) => {
-                setBoardId(e.target.value);
-                markDirty();
-              }}
-            >
-              <option value="">No board</option>
-              {boards.map((b) => (
-                <option key={b.id} value={b.id}>
-                  {b.name}
-                </option>
-              ))}
-            </select>
-          </div>
-        )}
-        <div className="field inline grow">
-          <label htmlFor="flow-message">Change note</label>
-          <input id="flow-message" placeholder="What changed (optional)" value={message} onChange={(e) => setMessage(e.target.value)} />
-        </div>
-        {flowId && versions.length > 0 && (
-          <div className="field inline">
-            <label htmlFor="flow-version">Version</label>
-            <select
-              id="flow-version"
-              value={String(viewing)}
-              onChange={(e) => navigate(Number(e.target.value) === current ? `/flows/${flowId}` : `/flows/${flowId}?version=${e.target.value}`)}
-            >
-              {versions.map((v) => (
-                <option key={v.id} value={v.number}>
-                  v{v.number}
-                  {v.number === current ? " (latest)" : ""}
-                  {v.message ? ` — ${v.message}` : ""}
-                </option>
-              ))}
-            </select>
-          </div>
-        )}
-        <div className="bar-actions">
-          {flowId && (
-            <button
-              type="button"
-              className={`btn ghost ${heatOn ? "active" : ""}`}
-              data-action="heatmap"
-              aria-pressed={heatOn}
-              onClick={() => {
-                setHeatOn(!heatOn);
-                setHeatError(null);
-              }}
-              title="The last 30 days of runs over the canvas: each step's times, failures and waits, each branch's share"
-            >
-              Heat map
-            </button>
-          )}
-          {heatOn && flowId && (
-            <button
-              type="button"
-              className="btn ghost"
-              data-action="heatmap-csv"
-              onClick={() => void download(`/flows/${flowId}/analytics?format=csv`, `${name || "flow"}-analytics.csv`).catch((e) => setHeatError(describe(e)))}
-            >
-              Export CSV
-            </button>
-          )}
-          <button type="button" className="btn ghost" data-action="tidy" onClick={tidyUp} disabled={nodes.length === 0} title="Lay the steps out left to right">
-            Tidy up
-          </button>
-          {untidy.length > 0 && (
-            <button type="button" className="btn ghost" data-action="undo-tidy" onClick={undoTidy} title="Put the steps back where they were before Tidy up">
-              Undo tidy
-            </button>
-          )}
-          <button
-            type="button"
-            className="btn primary"
-            onClick={() => void save()}
-            disabled={saving || !can(currentMe().me, "edit")}
-            title={can(currentMe().me, "edit") ? undefined : `Your role (${currentMe().me?.role}) may not change flows`}
-            aria-keyshortcuts="Control+S"
-          >
-            {saving ? "Saving…" : "Save"}
-          </button>
-          {flowId && (
-            <>
-              {can(currentMe().me, "operate") && (
-                <button type="button" className="btn" onClick={() => setStartOpen(true)}>
-                  Start run
-                </button>
-              )}
-              <Link className="btn ghost" to={`/runs?flow_id=${flowId}`}>
-                Runs
-              </Link>
-              <Link className="btn ghost" to={`/flows/${flowId}/triggers`} data-link="triggers">
-                Triggers
-              </Link>
-            </>
-          )}
-        </div>
-      </div>
-      <div className="editor-msgs" aria-live="polite">
-        {heatOn && heat && (
-          <div className="banner" data-heat-summary>
-            Heat map, last 30 days: {heat.runs.started} runs, {heat.runs.completed} completed, {heat.runs.failed} failed, {heat.runs.running} still
-            going. Rings mark steps that fail (yellow under 5 %, orange under 20 %, red above); edges show the share of runs each branch took.
-          </div>
-        )}
-        {heatError && (
-          <div className="error-box" role="alert">
-            {heatError}
-          </div>
-        )}
-        {viewing !== current && flowId && (
-          <div className="banner">
-            Viewing version {viewing} of {current}. Saving makes this graph the newest version.{" "}
-            <Link to={`/flows/${flowId}`}>Back to the latest</Link>
-          </div>
-        )}
-        {dirty && !saveError && <div className="banner subtle">Unsaved changes.</div>}
-        {notice && <div className="banner ok">{notice}</div>}
-        {saveError && (
-          <div className="error-box" role="alert">
-            {saveError}
-          </div>
-        )}
-        {(flow?.warnings?.length ?? 0) > 0 && !dirty && (
-          <div className="banner warn">
-            {flow!.warnings!.map((w, i) => (
-              <div key={i}>⚠ {w.message}</div>
-            ))}
-          </div>
-        )}
-      </div>
+      <EditorBar
+        name={name}
+        setName={setName}
+        boards={boards}
+        boardId={boardId}
+        setBoardId={setBoardId}
+        message={message}
+        setMessage={setMessage}
+        markDirty={markDirty}
+        flowId={flowId}
+        versions={versions}
+        viewing={viewing}
+        current={current}
+        heatOn={heatOn}
+        setHeatOn={setHeatOn}
+        setHeatError={setHeatError}
+        canTidy={nodes.length > 0}
+        tidyUp={tidyUp}
+        canUndoTidy={untidy.length > 0}
+        undoTidy={undoTidy}
+        save={save}
+        saving={saving}
+        onStart={() => setStartOpen(true)}
+      />
+      <EditorMessages heatOn={heatOn} heat={heat} heatError={heatError} viewing={viewing} current={current} flowId={flowId} dirty={dirty} notice={notice} saveError={saveError} flow={flow} />
       <div className="editor-body">
         <Palette types={types} onAdd={addNode} />
         <div className="canvas" ref={wrapper} aria-label="Canvas">
@@ -693,28 +481,7 @@ function Editor({ flowId, version }: Props) {
           )}
         </div>
         <aside className="side" aria-label="Settings">
-          {problems.length > 0 && (
-            <div className="problems" aria-label="Compile problems">
-              <h2>Problems ({problems.length})</h2>
-              <ul>
-                {problems.map((p, i) => (
-                  <li key={i}>
-                    {p.node_id ? (
-                      <button type="button" className="linklike" onClick={() => selectNode(p.node_id!)}>
-                        {p.node_id}
-                      </button>
-                    ) : p.edge_id ? (
-                      <button type="button" className="linklike mono" onClick={() => selectEdge(p.edge_id!)}>
-                        {p.edge_id}
-                      </button>
-                    ) : null}
-                    {p.path && <span className="mono muted"> {p.path}</span>} — {problemText(p.message, p.edge_id ?? p.node_id ?? "")}
-                    {p.stale && <span className="muted"> (edited since)</span>}
-                  </li>
-                ))}
-              </ul>
-            </div>
-          )}
+          <ProblemList problems={problems} selectNode={selectNode} selectEdge={selectEdge} />
           {selectedNode ? (
             <NodeSettings
               key={(panelKeys.current[selectedNode.id] ??= `${selectedNode.id}#${++panels}`)}
@@ -749,29 +516,7 @@ function Editor({ flowId, version }: Props) {
               graph={() => withSettings(fromCanvas(nodes, edges), settings)}
             />
           ) : selectedTrigger ? (
-            <div className="settings trigger-settings" aria-label="Trigger settings" data-trigger-settings={selectedTrigger.id}>
-              <h2>
-                <span className="type-chip" style={{ "--c": "#64748b" } as CSSProperties}>
-                  ⚡ {triggerTitle(selectedTrigger).kind}
-                </span>{" "}
-                trigger
-              </h2>
-              <p className="muted small">
-                Starts this flow: its settings are saved at once, apart from the flow's Save.{" "}
-                <Link to={`/flows/${flowId}/triggers`}>All triggers</Link>
-              </p>
-              {triggerNotice && (
-                <div className="banner ok" role="status">
-                  {triggerNotice}
-                </div>
-              )}
-              <TriggerCard
-                key={selectedTrigger.id}
-                t={selectedTrigger}
-                onChanged={() => void loadTriggers()}
-                onNotice={setTriggerNotice}
-              />
-            </div>
+            <TriggerSettings trigger={selectedTrigger} flowId={flowId} notice={triggerNotice} setNotice={setTriggerNotice} onChanged={() => void loadTriggers()} />
           ) : (
             <>
               <div className="side-empty">
@@ -794,167 +539,4 @@ function Editor({ flowId, version }: Props) {
       {startOpen && flowId && <StartRunDialog flowId={flowId} dirty={dirty} boardId={flow?.board_id ?? null} onClose={() => setStartOpen(false)} />}
     </section>
   );
-}
-
-// The ways a flow may treat a second run for an entity whose run of it is
-// still going (settings.entityConcurrency), with what each does.
-const CONCURRENCY: { value: string; label: string; help: string }[] = [
-  { value: "queue", label: "Queue (default)", help: "The new run waits, queued, and begins by itself when the entity's run before it ends." },
-  { value: "skip", label: "Skip", help: "The new run is refused (409 entity_busy; a webhook answers 200 skipped): one run per entity at a time." },
-  { value: "allow", label: "Allow", help: "Every run starts at once, beside the entity's runs already going." },
-];
-
-// FlowSettings edits the flow's own settings: how runs for one entity
-// overlap, the run deadline and how long finished runs are kept. A field
-// left empty is not set (the server's default applies).
-function FlowSettings({ settings, problems, onChange }: { settings: Record<string, any>; problems: Problem[]; onChange: (s: Record<string, any>) => void }) {
-  const set = (k: string, v: unknown) => {
-    const next = { ...settings };
-    if (v === undefined || v === "") delete next[k];
-    else next[k] = v;
-    onChange(next);
-  };
-  const mode = typeof settings.entityConcurrency === "string" ? settings.entityConcurrency : "queue";
-  const num = (k: string) => (settings[k] === undefined ? "" : String(settings[k]));
-  const toNum = (v: string) => (v.trim() === "" ? undefined : Number.isFinite(Number(v)) ? Number(v) : v);
-  const problem = (path: string) => problems.find((p) => p.path === path)?.message;
-  return (
-    <section className="flow-settings" aria-label="Flow settings" data-flow-settings>
-      <h2>Flow settings</h2>
-      <fieldset className="field">
-        <legend>A run for an entity that already has a run of this flow going</legend>
-        {CONCURRENCY.map((c) => (
-          <label key={c.value} className="radio">
-            <input type="radio" name="entity-concurrency" value={c.value} checked={mode === c.value} data-concurrency={c.value} onChange={() => set("entityConcurrency", c.value)} />
-            <span>
-              <strong>{c.label}</strong> <span className="muted small">{c.help}</span>
-            </span>
-          </label>
-        ))}
-        {problem("settings.entityConcurrency") && <p className="field-error">{problem("settings.entityConcurrency")}</p>}
-      </fieldset>
-      <div className="field">
-        <label htmlFor="flow-deadline">Run deadline (seconds)</label>
-        <input id="flow-deadline" inputMode="numeric" placeholder="none" value={num("deadlineSeconds")} onChange={(e) => set("deadlineSeconds", toNum(e.target.value))} />
-        <p className="muted small">A run still going after this long fails. Empty: no deadline.</p>
-        {problem("settings.deadlineSeconds") && <p className="field-error">{problem("settings.deadlineSeconds")}</p>}
-      </div>
-      <div className="field">
-        <label htmlFor="flow-retention">Keep finished runs (days)</label>
-        <input id="flow-retention" inputMode="numeric" placeholder="server default" value={num("retentionDays")} onChange={(e) => set("retentionDays", toNum(e.target.value))} />
-        <p className="muted small">Finished runs older than this are deleted. Empty: the server's --retention.</p>
-        {problem("settings.retentionDays") && <p className="field-error">{problem("settings.retentionDays")}</p>}
-      </div>
-    </section>
-  );
-}
-
-// Palette: drag a step onto the canvas with the mouse, touch or pen
-// (pointer events), or press it (click, Enter, Space) to add it in the
-// middle of the view.
-function Palette({ types, onAdd }: { types: NodeTypeInfo[]; onAdd: (t: string, at: { x: number; y: number } | null) => void }) {
-  const [ghost, setGhost] = useState<{ type: string; x: number; y: number } | null>(null);
-  const drag = useRef<{ type: string; x: number; y: number; moved: boolean } | null>(null);
-  const suppressClick = useRef(false);
-  const [query, setQuery] = useState("");
-  const shown = matchTypes(types, query);
-
-  const down = (type: string) => (e: RPointerEvent<HTMLButtonElement>) => {
-    if (e.button !== 0) return;
-    drag.current = { type, x: e.clientX, y: e.clientY, moved: false };
-    e.currentTarget.setPointerCapture(e.pointerId);
-  };
-  const move = (e: RPointerEvent<HTMLButtonElement>) => {
-    const d = drag.current;
-    if (!d) return;
-    if (!d.moved && Math.hypot(e.clientX - d.x, e.clientY - d.y) < 5) return;
-    d.moved = true;
-    setGhost({ type: d.type, x: e.clientX, y: e.clientY });
-  };
-  const up = (e: RPointerEvent<HTMLButtonElement>) => {
-    const d = drag.current;
-    drag.current = null;
-    setGhost(null);
-    if (!d || !d.moved) return;
-    suppressClick.current = true;
-    const el = document.elementFromPoint(e.clientX, e.clientY);
-    if (el?.closest(".react-flow")) onAdd(d.type, { x: e.clientX, y: e.clientY });
-  };
-
-  return (
-    <div className="palette" aria-label="Palette">
-      <h2>Steps</h2>
-      <PaletteSearch value={query} onChange={setQuery} first={shown[0]?.type ?? null} onAdd={(t) => onAdd(t, null)} />
-      {query && shown.length === 0 && <p className="muted small" data-palette-none>No step matches “{query}”.</p>}
-      {shown.map(({ type: t, label, help, color }) => (
-        <button
-          key={t}
-          type="button"
-          className={`palette-item snode-${t.toLowerCase()}`}
-          style={color ? ({ "--c": color } as CSSProperties) : undefined}
-          data-palette={t}
-          onPointerDown={down(t)}
-          onPointerMove={move}
-          onPointerUp={up}
-          onPointerCancel={() => {
-            drag.current = null;
-            setGhost(null);
-          }}
-          onClick={() => {
-            if (suppressClick.current) {
-              suppressClick.current = false;
-              return;
-            }
-            onAdd(t, null);
-          }}
-          title={help}
-          aria-label={`Add ${label} step: ${help}`}
-        >
-          <strong>{label}</strong>
-          <span>{help}</span>
-        </button>
-      ))}
-      {ghost && (
-        <div className={`palette-ghost snode-${ghost.type.toLowerCase()}`} style={{ left: ghost.x, top: ghost.y, ...(typeInfo(ghost.type)?.color ? { "--c": typeInfo(ghost.type)!.color } : {}) } as CSSProperties} aria-hidden="true">
-          {ghost.type}
-        </div>
-      )}
-    </div>
-  );
-}
-
-
-// freeSpot is the centre nearest want, in flow coordinates, where a new
-// node (about 180 by 70) overlaps none of nodes, looked for in rings of
-// places around want that stay inside the visible pane (lo to hi); want
-// itself when the pane has no free place.
-function freeSpot(want: { x: number; y: number }, nodes: CanvasNode[], lo: { x: number; y: number }, hi: { x: number; y: number }): { x: number; y: number } {
-  const W = 180;
-  const H = 70;
-  const gap = 16;
-  const boxes = nodes.map((n) => ({ x: n.position.x, y: n.position.y, w: n.measured?.width ?? W, h: n.measured?.height ?? H }));
-  const free = (c: { x: number; y: number }) => {
-    const x = c.x - 80;
-    const y = c.y - 30;
-    if (x < lo.x || y < lo.y || x + W > hi.x || y + H > hi.y) return false;
-    return boxes.every((b) => x + W + gap <= b.x || b.x + b.w + gap <= x || y + H + gap <= b.y || b.y + b.h + gap <= y);
-  };
-  const dx = W + gap;
-  const dy = H + gap;
-  for (let ring = 0; ring <= 8; ring++) {
-    let best: { x: number; y: number } | null = null;
-    let bestD = Infinity;
-    for (let i = -ring; i <= ring; i++)
-      for (let j = -ring; j <= ring; j++) {
-        if (Math.max(Math.abs(i), Math.abs(j)) !== ring) continue;
-        const c = { x: want.x + i * dx, y: want.y + j * dy };
-        const d = (i * dx) ** 2 + (j * dy) ** 2;
-        if (d < bestD && free(c)) {
-          best = c;
-          bestD = d;
-        }
-      }
-    if (best) return best;
-  }
-  return want;
 }

@@ -3,8 +3,8 @@ import { api, can, currentMe, stream, type Run, type StreamEvent, type Task } fr
 import { ErrorBox, isNotFound, NotFound, Spinner, Status, useThrottled } from "../components/common";
 import { journeyKindText, taskEventText } from "../components/taskwords";
 import { Link } from "../router";
-import { Age, ApprovalCard, labelledValues, runTail, Summary } from "./Approvals";
-import { RunCanvas } from "./RunView";
+import { Age, ApprovalCard, labelledValues, runTail, Summary } from "./approvals/ApprovalCard";
+import { RunCanvas } from "./runview/RunCanvas";
 
 // TaskPage is one task — a step a person decides — on a page of its own
 // (/approvals/{run}/{key}): its card while it waits (claim, reassign,

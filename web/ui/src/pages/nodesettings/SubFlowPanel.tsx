@@ -3,13 +3,11 @@
 // version (a number, or "latest", pinned when this flow is saved) and
 // whether the run's entity goes along (passEntity, default true).
 import { useEffect, useState } from "react";
-import { describe, listAll, type Problem, type Version } from "../api";
-import { useFlowList } from "../flows";
-import { subflowVersion } from "../graph";
-import { Link } from "../router";
-import { Field, ServerProblems } from "./NodeSettings";
-
-type Problems = (Problem & { stale?: boolean })[];
+import { describe, listAll, type Version } from "../../api";
+import { useFlowList } from "../../flows";
+import { subflowVersion } from "../../graph";
+import { Link } from "../../router";
+import { Field, ServerProblems, type FieldsProps, type PanelProps } from "./shared";
 
 export const SUBFLOW_FIELDS = ["flow", "version", "passEntity"];
 
@@ -19,11 +17,7 @@ export function SubFlowFields({
   problemsAt,
   nodeId,
   selfId,
-}: {
-  data: Record<string, any>;
-  onChange: (d: Record<string, any>) => void;
-  problemsAt: (field: string) => Problems;
-  nodeId: string;
+}: FieldsProps & {
   // selfId: the flow being edited (null for a new one): a flow cannot run itself.
   selfId: string | null;
 }) {
@@ -147,4 +141,8 @@ export function SubFlowFields({
       <ServerProblems problems={problemsAt("passEntity")} id={nodeId} />
     </fieldset>
   );
+}
+
+export function SubFlowPanel({ node, data, onChange, problemsAt, flowId }: PanelProps) {
+  return <SubFlowFields data={data} onChange={onChange} problemsAt={problemsAt} nodeId={node.id} selfId={flowId} />;
 }

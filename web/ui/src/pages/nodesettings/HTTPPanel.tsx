@@ -1,26 +1,11 @@
-// Settings of the steps that talk to the outside world: an HTTP node
-// (calls an existing REST API) and an Event node (waits for an event
-// posted to /api/v1/events).
+// The settings of an HTTP node (calls an existing REST API).
+import { useTemplateTarget } from "../../components/exprTarget";
 import { useState } from "react";
-import { useTemplateTarget } from "../components/exprTarget";
-import type { Problem } from "../api";
-import { span } from "../components/common";
-import { HTTP_METHODS, parseSuccessCodes } from "../graph";
-import { Field, RetryFields, ServerProblems } from "./NodeSettings";
-
-type Problems = (Problem & { stale?: boolean })[];
+import { HTTP_METHODS, parseSuccessCodes } from "../../graph";
+import { useBodyDraft } from "./body";
+import { Field, num, put, RetryFields, ServerProblems, type PanelProps, type FieldsProps } from "./shared";
 
 export const HTTP_FIELDS = ["method", "url", "headers", "body", "timeoutSeconds", "retry", "successCodes"];
-export const EVENT_FIELDS = ["event", "key", "timeoutSeconds", "onTimeout"];
-
-const num = (s: string) => (s.trim() === "" ? undefined : Number(s));
-
-function put(data: Record<string, any>, k: string, v: any): Record<string, any> {
-  const next = { ...data };
-  if (v === undefined || v === "" || (typeof v === "number" && isNaN(v))) delete next[k];
-  else next[k] = v;
-  return next;
-}
 
 // headerOf reads the header name a problem's path names:
 // nodes[0].data.headers["X-A"] or nodes[0].data.headers.X-A.
@@ -37,48 +22,6 @@ function headerOf(path: string | undefined): string | null {
   return m[2];
 }
 
-type BodyMode = "none" | "json" | "text";
-
-function bodyMode(body: unknown): BodyMode {
-  if (body === undefined) return "none";
-  return typeof body === "string" ? "text" : "json";
-}
-
-// checkJSON says what is wrong with a JSON text, or null.
-// useBodyDraft is a body field's state (an HTTP node's request body, a
-// Respond node's answer): none, JSON (checked as it is typed; the saved
-// body changes only while it parses) or text (may hold templates).
-function useBodyDraft(data: Record<string, any>, onChange: (d: Record<string, any>) => void) {
-  const [mode, setMode] = useState<BodyMode>(() => bodyMode(data.body));
-  const [draft, setDraft] = useState<string>(() =>
-    data.body === undefined ? "" : typeof data.body === "string" ? data.body : JSON.stringify(data.body, null, 2),
-  );
-  const jsonError = mode === "json" && draft.trim() ? checkJSON(draft) : null;
-  const switchBody = (m: BodyMode) => {
-    setMode(m);
-    if (m === "none") return onChange(put(data, "body", undefined));
-    if (m === "text") return onChange(put(data, "body", draft));
-    if (draft.trim() && !checkJSON(draft)) onChange(put(data, "body", JSON.parse(draft)));
-    else onChange(put(data, "body", undefined));
-  };
-  const typeBody = (t: string) => {
-    setDraft(t);
-    if (mode === "text") onChange({ ...data, body: t });
-    else if (!t.trim()) onChange(put(data, "body", undefined));
-    else if (!checkJSON(t)) onChange({ ...data, body: JSON.parse(t) });
-  };
-  return { mode, draft, jsonError, switchBody, typeBody };
-}
-
-export function checkJSON(text: string): string | null {
-  try {
-    JSON.parse(text);
-    return null;
-  } catch (err) {
-    return err instanceof Error ? err.message : String(err);
-  }
-}
-
 // HTTPFields edits an HTTP node: method, url, headers, body, timeout,
 // retry and success codes. Templates ({{ expr }}) are compiled by the
 // server when the flow is saved; its messages are shown under the field.
@@ -87,12 +30,7 @@ export function HTTPFields({
   onChange,
   problemsAt,
   nodeId,
-}: {
-  data: Record<string, any>;
-  onChange: (d: Record<string, any>) => void;
-  problemsAt: (field: string) => Problems;
-  nodeId: string;
-}) {
+}: FieldsProps) {
   const set = (k: string) => (v: any) => onChange(put(data, k, v));
   // Headers are edited as rows (a name may be half typed or repeated).
   const [rows, setRows] = useState<[string, string][]>(() =>
@@ -283,145 +221,6 @@ function putRetry(data: Record<string, any>, k: string, v: any): Record<string, 
   return put(data, "retry", Object.keys(r).length ? r : undefined);
 }
 
-// EventFields edits an Event node: the event's name, the key expression
-// (which run's wait an event completes) and an optional timeout.
-export function EventFields({
-  data,
-  onChange,
-  problemsAt,
-  nodeId,
-}: {
-  data: Record<string, any>;
-  onChange: (d: Record<string, any>) => void;
-  problemsAt: (field: string) => Problems;
-  nodeId: string;
-}) {
-  const set = (k: string) => (v: any) => onChange(put(data, k, v));
-  const name = typeof data.event === "string" ? data.event : "";
-  const key = typeof data.key === "string" ? data.key : "";
-  const t = typeof data.timeoutSeconds === "number" ? data.timeoutSeconds : null;
-  return (
-    <fieldset className="event-fields" aria-label="Event">
-      <legend>Event</legend>
-      <Field label="Event name" id="node-event" hint="The name events are posted with, e.g. payment.received.">
-        <input
-          id="node-event"
-          className="mono"
-          placeholder="payment.received"
-          value={name}
-          maxLength={200}
-          aria-invalid={problemsAt("event").some((p) => !p.stale)}
-          onChange={(e) => set("event")(e.target.value)}
-        />
-      </Field>
-      <ServerProblems problems={problemsAt("event")} id={nodeId} />
-      <Field label="Key" id="node-event-key" hint="An expression over input, run and entity whose value picks this run's event, e.g. input.order_id.">
-        <input
-          id="node-event-key"
-          className="mono"
-          placeholder="input.order_id"
-          spellCheck={false}
-          value={key}
-          aria-invalid={problemsAt("key").some((p) => !p.stale)}
-          onChange={(e) => set("key")(e.target.value)}
-        />
-      </Field>
-      <ServerProblems problems={problemsAt("key")} id={nodeId} />
-      <Field
-        label="Timeout (seconds, optional)"
-        id="node-event-timeout"
-        hint={t && t > 0 ? `Without the event within ${span(t * 1000)}, the step fails (a failure edge can take it on).` : "Without a timeout the step waits as long as it takes."}
-      >
-        <input id="node-event-timeout" type="number" min={1} value={data.timeoutSeconds ?? ""} onChange={(e) => set("timeoutSeconds")(num(e.target.value))} />
-      </Field>
-      <ServerProblems problems={[...problemsAt("timeoutSeconds"), ...problemsAt("onTimeout")]} id={nodeId} />
-      {name.trim() && (
-        <p className="hint" data-event-how>
-          Completed by <code>POST /api/v1/events</code> <code>{`{"name": "${name.trim()}", "key": "…", "payload": {…}}`}</code>; the payload becomes this step's
-          output. An event posted before the wait begins is kept (24 h by default).
-        </p>
-      )}
-    </fieldset>
-  );
-}
-
-export const RESPOND_FIELDS = ["status", "body"];
-
-// RespondFields edits a Respond node: the status and the body it answers
-// the webhook request waiting for the run with (a trigger with respond
-// "wait"); the body is rendered as an HTTP node's.
-export function RespondFields({
-  data,
-  onChange,
-  problemsAt,
-  nodeId,
-}: {
-  data: Record<string, any>;
-  onChange: (d: Record<string, any>) => void;
-  problemsAt: (field: string) => Problems;
-  nodeId: string;
-}) {
-  const { mode, draft, jsonError, switchBody, typeBody } = useBodyDraft(data, onChange);
-  const bodyTarget = useTemplateTarget<HTMLTextAreaElement>((v) => typeBody(v));
-  const status = typeof data.status === "number" ? data.status : 200;
-  const badStatus = !Number.isInteger(status) || status < 100 || status > 599;
-  return (
-    <fieldset className="respond-fields" aria-label="Answer to the caller">
-      <legend>Answer</legend>
-      <p className="hint">
-        Answers the webhook request waiting for this run (a trigger with “wait for the run”) now; the run goes on. Without a caller waiting, the
-        step just passes its input on.
-      </p>
-      <Field label="HTTP status" id="node-respond-status" error={badStatus ? "A status from 100 to 599." : null}>
-        <input
-          id="node-respond-status"
-          type="number"
-          min={100}
-          max={599}
-          value={data.status ?? ""}
-          placeholder="200"
-          onChange={(e) => onChange(put(data, "status", num(e.target.value)))}
-        />
-      </Field>
-      <ServerProblems problems={problemsAt("status")} id={nodeId} />
-      <div className="field body-field">
-        <label htmlFor="node-respond-body">Body</label>
-        <div className="tabs" role="radiogroup" aria-label="Body kind">
-          {(["none", "json", "text"] as const).map((m) => (
-            <label key={m} className={mode === m ? "active" : ""}>
-              <input type="radio" name="respond-body-mode" value={m} checked={mode === m} onChange={() => switchBody(m)} />{" "}
-              {m === "none" ? "none" : m === "json" ? "JSON" : "text"}
-            </label>
-          ))}
-        </div>
-        {mode !== "none" && (
-          <textarea
-            id="node-respond-body"
-            ref={bodyTarget.ref}
-            onFocus={bodyTarget.onFocus}
-            className="mono"
-            rows={5}
-            spellCheck={false}
-            placeholder={mode === "json" ? '{"accepted": "{{ input.order_id }}"}' : "Thanks, {{ input.name }}"}
-            value={draft}
-            aria-invalid={!!jsonError || problemsAt("body").some((p) => !p.stale)}
-            onChange={(e) => typeBody(e.target.value)}
-          />
-        )}
-        <p className="hint">
-          {mode === "json"
-            ? "Answered as JSON; {{ expr }} templates over input, run, steps and vars are filled in (a string that is exactly one {{ expr }} takes the value with its type)."
-            : mode === "text"
-              ? "Answered as text; {{ expr }} templates are filled in."
-              : "No body."}
-        </p>
-        {jsonError && (
-          <p className="field-error" role="alert" data-check="local">
-            Not valid JSON: {jsonError}. The saved body is the last valid one until this parses.
-          </p>
-        )}
-        <ServerProblems problems={problemsAt("body")} id={nodeId} />
-      </div>
-    </fieldset>
-  );
+export function HTTPPanel({ node, data, onChange, problemsAt }: PanelProps) {
+  return <HTTPFields data={data} onChange={onChange} problemsAt={problemsAt} nodeId={node.id} />;
 }

@@ -1,0 +1,206 @@
+// An entity's card opened: its fields edited, and its journey through the
+// board's sections.
+import { useState, type FormEvent } from "react";
+import { api, can, currentMe, describe, type Entity } from "../../api";
+import { ago, ErrorBox, Json, Modal, Spinner, useLoad } from "../../components/common";
+import { journeyKindText } from "../../components/taskwords";
+import { Link } from "../../router";
+
+// EntityEdit edits an entity's name, email, type and metadata, or deletes it.
+export function EntityEdit({ entity, onSaved, onDeleted }: { entity: Entity; onSaved: () => void; onDeleted: () => void }) {
+  const [name, setName] = useState(entity.name);
+  const [email, setEmail] = useState(entity.email ?? "");
+  const [type, setType] = useState(entity.type);
+  const [meta, setMeta] = useState(JSON.stringify(entity.metadata ?? {}, null, 2));
+  const [err, setErr] = useState<string | null>(null);
+  async function save(e: FormEvent) {
+    e.preventDefault();
+    setErr(null);
+    let metadata: unknown;
+    try {
+      metadata = JSON.parse(meta || "{}");
+    } catch {
+      setErr("Metadata must be a JSON object");
+      return;
+    }
+    try {
+      await api("PATCH", `/entities/${entity.id}`, { name, email, type, metadata });
+      onSaved();
+    } catch (x) {
+      setErr(describe(x));
+    }
+  }
+  async function remove() {
+    if (!confirm(`Delete “${entity.name}” and its journey?`)) return;
+    setErr(null);
+    try {
+      await api("DELETE", `/entities/${entity.id}`);
+      onDeleted();
+    } catch (x) {
+      setErr(describe(x));
+    }
+  }
+  return (
+    <details className="entity-edit">
+      <summary>Edit or delete</summary>
+      <form onSubmit={(e) => void save(e)}>
+        <div className="field">
+          <label htmlFor="entity-name">Name</label>
+          <input id="entity-name" value={name} required maxLength={200} onChange={(e) => setName(e.target.value)} />
+        </div>
+        <div className="field">
+          <label htmlFor="entity-email">Email</label>
+          <input id="entity-email" type="email" value={email} maxLength={200} onChange={(e) => setEmail(e.target.value)} />
+        </div>
+        <div className="field">
+          <label htmlFor="entity-type">Type</label>
+          <input id="entity-type" value={type} required maxLength={200} onChange={(e) => setType(e.target.value)} />
+        </div>
+        <div className="field">
+          <label htmlFor="entity-metadata">Metadata (JSON)</label>
+          <textarea id="entity-metadata" rows={4} className="mono" value={meta} onChange={(e) => setMeta(e.target.value)} />
+        </div>
+        <div className="row-buttons">
+          <button type="submit" className="btn primary small" data-action="save-entity">
+            Save
+          </button>
+          <button type="button" className="btn danger small" data-action="delete-entity" onClick={() => void remove()}>
+            Delete entity
+          </button>
+        </div>
+        {err && (
+          <p className="field-error" role="alert" data-entity-error>
+            {err}
+          </p>
+        )}
+      </form>
+    </details>
+  );
+}
+
+export function Journey({
+  entityId,
+  sections,
+  sectionName,
+  onClose,
+  onMoved,
+}: {
+  entityId: string;
+  sections: { id: string; name: string }[];
+  sectionName: Record<string, string>;
+  onClose: () => void;
+  onMoved: () => void;
+}) {
+  const { data, error, loading, reload } = useLoad(() => api<Entity>("GET", `/entities/${entityId}`), [entityId]);
+  const [target, setTarget] = useState("");
+  const [moveError, setMoveError] = useState<string | null>(null);
+  const name = (id: string | null) => (id ? sectionName[id] ?? id : "—");
+  async function move() {
+    setMoveError(null);
+    try {
+      await api("POST", `/entities/${entityId}/move`, { section_id: target });
+      setTarget("");
+      reload();
+      onMoved();
+    } catch (err) {
+      setMoveError(describe(err));
+    }
+  }
+  return (
+    <Modal title={data ? `${data.name} — journey` : "Journey"} onClose={onClose}>
+      {loading && <Spinner />}
+      <ErrorBox error={error} onRetry={reload} />
+      {data && (
+        <div className="journey">
+          <p>
+            <strong>{data.type}</strong>
+            {data.email ? ` · ${data.email}` : ""} · now in <strong>{name(data.section_id)}</strong>
+            {data.current_run_id && (
+              <>
+                {" "}
+                · <Link to={`/runs/${data.current_run_id}`}>current run</Link>
+              </>
+            )}
+          </p>
+          <ol className="timeline" aria-label="Journey">
+            {(data.journey ?? []).map((j) => (
+              <li key={j.id}>
+                <span className="muted small" title={j.created_at}>
+                  {new Date(j.created_at).toLocaleString()} ({ago(j.created_at)})
+                </span>
+                <div>
+                  <strong data-journey-kind={j.kind}>{journeyKindText(j) || j.kind.replace(/_/g, " ")}</strong>
+                  {j.to_section_id && !journeyKindText(j) && (j.from_section_id && j.from_section_id !== j.to_section_id ? (
+                    <>
+                      {" "}
+                      {name(j.from_section_id)} → {name(j.to_section_id)}
+                    </>
+                  ) : (
+                    <> in {name(j.to_section_id)}</>
+                  ))}
+                  {j.complete_as && <span className={`tag tag-${j.complete_as}`}>{j.complete_as}</span>}
+                  {j.actor && <span className="muted small"> by {j.actor}</span>}
+                  {j.comment && (
+                    <q className="journey-comment" data-journey-comment>
+                      {j.comment}
+                    </q>
+                  )}
+                  {j.run_id && (
+                    <>
+                      {" "}
+                      · <Link to={`/runs/${j.run_id}`}>run</Link>
+                      {j.node_key ? <span className="mono"> {j.node_key}</span> : null}
+                    </>
+                  )}
+                </div>
+              </li>
+            ))}
+          </ol>
+          {data.metadata && Object.keys(data.metadata).length > 0 && (
+            <details>
+              <summary>Metadata</summary>
+              <Json value={data.metadata} />
+            </details>
+          )}
+          {can(currentMe().me, "board") && (
+          <div className="row">
+            <label htmlFor="move-to">Move to</label>
+            <select id="move-to" value={target} onChange={(e) => setTarget(e.target.value)}>
+              <option value="">Choose a section…</option>
+              {sections
+                .filter((s) => s.id !== data.section_id)
+                .map((s) => (
+                  <option key={s.id} value={s.id}>
+                    {s.name}
+                  </option>
+                ))}
+            </select>
+            <button type="button" className="btn small" disabled={!target} onClick={() => void move()}>
+              Move
+            </button>
+          </div>
+          )}
+          {moveError && (
+            <p className="field-error" role="alert">
+              {moveError}
+            </p>
+          )}
+          {can(currentMe().me, "board") && (
+            <EntityEdit
+              key={data.updated_at}
+              entity={data}
+              onSaved={() => {
+                reload();
+                onMoved();
+              }}
+              onDeleted={() => {
+                onMoved();
+                onClose();
+              }}
+            />
+          )}
+        </div>
+      )}
+    </Modal>
+  );
+}
