@@ -333,37 +333,43 @@ func (s *Store) nextActiveDay(ctx context.Context, kind, key string, from time.T
 // with it — a mark made after the transaction's snapshot stays. A day
 // past the watermark that is only stale is not rolled: its mark goes.
 // It reports false, doing nothing, while another process rolls the key.
+//
+// The key's lock is a session lock taken on the transaction's connection
+// before the transaction begins: its snapshot then sees whatever the
+// lock's last holder committed (a lock taken by the transaction's first
+// statement would come after its snapshot, and a roll committed in
+// between would be invisible to it).
 func (s *Store) rollDay(ctx context.Context, kind, key string, day time.Time, marks *string) (bool, error) {
 	var got bool
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Raw(`SELECT pg_try_advisory_xact_lock(hashtextextended('analytics:' || ? || ':' || ?, 0))`, kind, key).
-			Row().Scan(&got); err != nil {
-			return err
+	lock := "analytics:" + kind + ":" + key
+	err := s.db.WithContext(ctx).Connection(func(conn *gorm.DB) error {
+		if err := conn.Raw(`SELECT pg_try_advisory_lock(hashtextextended(?, 0))`, lock).Row().Scan(&got); err != nil || !got {
+			return err // not got: another process is rolling it
 		}
-		if !got {
-			return nil // another process is rolling it
-		}
-		var through []time.Time
-		if err := tx.Raw(`SELECT rolled_through FROM analytics_rolled WHERE kind = ? AND key = ?`, kind, key).Scan(&through).Error; err != nil {
-			return err
-		}
-		if marks != nil {
-			if err := tx.Exec(`DELETE FROM analytics_stale WHERE id = ANY(?::bigint[])`, *marks).Error; err != nil {
+		defer conn.Exec(`SELECT pg_advisory_unlock(hashtextextended(?, 0))`, lock)
+		return conn.Transaction(func(tx *gorm.DB) error {
+			var through []time.Time
+			if err := tx.Raw(`SELECT rolled_through FROM analytics_rolled WHERE kind = ? AND key = ?`, kind, key).Scan(&through).Error; err != nil {
+				return err
+			}
+			if marks != nil {
+				if err := tx.Exec(`DELETE FROM analytics_stale WHERE id = ANY(?::bigint[])`, *marks).Error; err != nil {
+					return err
+				}
+				if len(through) == 0 || utcDay(through[0]).Before(day) {
+					return nil // not rolled yet: the roll to come reads it
+				}
+			}
+			if err := rollSums(tx, kind, key, day); err != nil {
 				return err
 			}
 			if len(through) == 0 || utcDay(through[0]).Before(day) {
-				return nil // not rolled yet: the roll to come reads it
+				return tx.Exec(`INSERT INTO analytics_rolled (kind, key, rolled_through) VALUES (?, ?, ?::date)
+					ON CONFLICT (kind, key) DO UPDATE SET rolled_through = excluded.rolled_through`, kind, key, day.Format(time.DateOnly)).Error
 			}
-		}
-		if err := rollSums(tx, kind, key, day); err != nil {
-			return err
-		}
-		if len(through) == 0 || utcDay(through[0]).Before(day) {
-			return tx.Exec(`INSERT INTO analytics_rolled (kind, key, rolled_through) VALUES (?, ?, ?::date)
-				ON CONFLICT (kind, key) DO UPDATE SET rolled_through = excluded.rolled_through`, kind, key, day.Format(time.DateOnly)).Error
-		}
-		return nil
-	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+			return nil
+		}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	})
 	if err != nil {
 		return false, fmt.Errorf("error rolling %s %s's analytics of %s: %w", kind, key, day.Format(time.DateOnly), interpretError(err))
 	}
