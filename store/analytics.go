@@ -104,13 +104,7 @@ func (s *Store) BoardAnalytics(ctx context.Context, boardID string, p AnalyticsP
 					AND p.to_section_id IS NOT NULL AND p.from_section_id IS DISTINCT FROM p.to_section_id
 				ORDER BY p.entity_seq DESC LIMIT 1) p
 			WHERE m.f IS NOT NULL),
-		open AS (
-			SELECT l.t AS section, EXTRACT(EPOCH FROM ?::timestamptz - l.created_at)::float8 AS secs
-			FROM ents e CROSS JOIN LATERAL (
-				SELECT j.to_section_id AS t, j.created_at FROM journey_events j
-				WHERE j.entity_id = e.id AND j.created_at < ?
-					AND j.to_section_id IS NOT NULL AND j.from_section_id IS DISTINCT FROM j.to_section_id
-				ORDER BY j.entity_seq DESC LIMIT 1) l),
+		`+openStaysSQL+`,
 		st AS (
 			SELECT section, percentile_cont(0.5) WITHIN GROUP (ORDER BY secs) AS p50,
 				percentile_cont(0.9) WITHIN GROUP (ORDER BY secs) AS p90, max(secs) AS mx
@@ -119,11 +113,7 @@ func (s *Store) BoardAnalytics(ctx context.Context, boardID string, p AnalyticsP
 		outs AS (SELECT f AS section, count(*) AS n FROM mv WHERE f IS NOT NULL GROUP BY f),
 		nxt AS (SELECT f AS section, jsonb_agg(jsonb_build_object('section_id', t, 'count', n) ORDER BY n DESC, t) AS next
 			FROM (SELECT f, t, count(*) AS n FROM mv WHERE f IS NOT NULL GROUP BY f, t) x GROUP BY f),
-		cur AS (
-			SELECT e.section_id AS section, count(*) AS n,
-				count(*) FILTER (WHERE s.sla_seconds IS NOT NULL AND e.section_since + make_interval(secs => s.sla_seconds) <= ?) AS overdue
-			FROM entities e LEFT JOIN sections s ON s.board_id = e.board_id AND s.id = e.section_id
-			WHERE e.board_id = ? AND e.section_id IS NOT NULL GROUP BY e.section_id),
+		cur AS (`+entitiesNowSQL+`),
 		ent AS (SELECT count(DISTINCT entity_id) AS n FROM mv)
 		SELECT s.id AS section, COALESCE(ins.n, 0) AS entered, COALESCE(outs.n, 0) AS "left",
 			st.p50, st.p90, st.mx AS max, COALESCE(cur.n, 0) AS current, COALESCE(cur.overdue, 0) AS overdue,

@@ -178,6 +178,24 @@ func moveAggSQL() string {
 		mvs AS (SELECT COALESCE(f, '') AS f, t, count(*) AS n FROM mv GROUP BY 1, 2)`
 }
 
+// openStaysSQL is the CTE open (section, secs) of the stays of the
+// entities ents still open at a range's end: each entity's last move
+// before ? (the range's end), measured to ? (the end, or now when
+// sooner) — arguments in that order: measured-to, then end.
+const openStaysSQL = `open AS (
+			SELECT l.t AS section, EXTRACT(EPOCH FROM ?::timestamptz - l.created_at)::float8 AS secs
+			FROM ents e CROSS JOIN LATERAL (
+				SELECT j.to_section_id AS t, j.created_at FROM journey_events j
+				WHERE j.entity_id = e.id AND j.created_at < ? AND ` + isMove + `
+				ORDER BY j.entity_seq DESC LIMIT 1) l)`
+
+// entitiesNowSQL counts board ?'s entities in each section now, and those
+// overdue at ? (arguments: now, board).
+const entitiesNowSQL = `SELECT e.section_id AS section, count(*) AS n,
+			count(*) FILTER (WHERE s.sla_seconds IS NOT NULL AND e.section_since + make_interval(secs => s.sla_seconds) <= ?) AS overdue
+		FROM entities e LEFT JOIN sections s ON s.board_id = e.board_id AND s.id = e.section_id
+		WHERE e.board_id = ? AND e.section_id IS NOT NULL GROUP BY e.section_id`
+
 // boardMovesSQL is the CTEs ents (board ?'s entities) and mv (their
 // moves in [?, ?)).
 const boardMovesSQL = `ents AS (SELECT id FROM entities WHERE board_id = ?),
@@ -441,12 +459,7 @@ func (s *Store) boardAnalyticsRolled(ctx context.Context, b *Board, p AnalyticsP
 			SELECT j.entity_id, j.entity_seq, j.from_section_id AS f, j.to_section_id AS t, j.created_at
 			FROM journey_events j JOIN ents e ON e.id = j.entity_id WHERE `+where+` AND `+isMove+`),
 		`+moveAggSQL()+`,
-		open AS (
-			SELECT l.t AS section, EXTRACT(EPOCH FROM ?::timestamptz - l.created_at)::float8 AS secs
-			FROM ents e CROSS JOIN LATERAL (
-				SELECT j.to_section_id AS t, j.created_at FROM journey_events j
-				WHERE j.entity_id = e.id AND j.created_at < ? AND `+isMove+`
-				ORDER BY j.entity_seq DESC LIMIT 1) l),
+		`+openStaysSQL+`,
 		st AS (SELECT section, `+histBucketSQL("secs")+` AS b, count(*) AS c, max(secs) AS mx
 			FROM (SELECT * FROM closed UNION ALL SELECT * FROM open) x WHERE secs >= 0 GROUP BY 1, 2)
 		SELECT 'move' AS kind, f AS a, t AS b, n::float8 AS n, NULL::jsonb AS j FROM mvs
@@ -518,10 +531,7 @@ func (s *Store) boardAnalyticsRolled(ctx context.Context, b *Board, p AnalyticsP
 		N, Overdue int
 	}
 	var cur []curRow
-	if err := db.Raw(`SELECT e.section_id AS section, count(*) AS n,
-			count(*) FILTER (WHERE s.sla_seconds IS NOT NULL AND e.section_since + make_interval(secs => s.sla_seconds) <= ?) AS overdue
-		FROM entities e LEFT JOIN sections s ON s.board_id = e.board_id AND s.id = e.section_id
-		WHERE e.board_id = ? AND e.section_id IS NOT NULL GROUP BY e.section_id`, p.Now, b.ID).Scan(&cur).Error; err != nil {
+	if err := db.Raw(entitiesNowSQL, p.Now, b.ID).Scan(&cur).Error; err != nil {
 		return nil, fmt.Errorf("error reading board %s's entities now: %w", b.ID, interpretError(err))
 	}
 	now := map[string]curRow{}
