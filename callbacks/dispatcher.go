@@ -289,6 +289,15 @@ func (d *Dispatcher) space() (room, capacity int) {
 	return max(capacity-d.queued, 0), capacity
 }
 
+// Pace is the moving average of the time a worker spends delivering one
+// row (zero before the first delivery): the pace the queue's capacity
+// follows.
+func (d *Dispatcher) Pace() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.perRow
+}
+
 // paceSamples is how many deliveries set the pace before the queue grows
 // past QueueSize.
 const paceSamples = 16

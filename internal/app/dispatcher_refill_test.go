@@ -89,15 +89,19 @@ func TestQueueFollowsThePaceOfDeliveries(t *testing.T) {
 		max         int
 		bytesRows   int // QueueBytes, in payloads of this test's rows (0: the default)
 		least, most int
+		// byPace: the queue is what the workers deliver in a quarter
+		// lease at the pace the dispatcher measured (real time, so the
+		// figure moves with the machine's load; the formula does not).
+		byPace bool
 	}{
 		// 4 workers × 15 s / a few ms a row: far past the ceiling.
 		{name: "quick deliveries grow it to QueueMax", max: 64, least: 64, most: 64},
 		// QueueBytes holds 24 of these payloads.
 		{name: "QueueBytes bounds it", max: 64, bytesRows: 24, least: 24, most: 24},
-		// 4 workers × 15 s / 150–240 ms a row: 250–400 rows (without the
-		// workers' count it would be 100 at most).
+		// 4 workers × 15 s / 150 ms or more a row: 400 rows at most, and
+		// four times what one worker would take (100 at most).
 		{name: "slow deliveries keep it small", workerTakes: 150 * time.Millisecond, max: 16384,
-			least: 250, most: 400},
+			byPace: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,6 +133,16 @@ func TestQueueFollowsThePaceOfDeliveries(t *testing.T) {
 				return left == 0
 			}, 10*time.Second, 10*time.Millisecond)
 			room := d.Room()
+			if tc.byPace {
+				pace := d.Pace()
+				require.GreaterOrEqual(t, pace, tc.workerTakes, "a delivery takes at least what the worker takes")
+				lease := time.Minute
+				require.Equal(t, int(int64(workers)*int64(lease/4)/int64(pace)), room,
+					"the queue holds what %d workers deliver in a quarter lease at %v a row", workers, pace)
+				require.LessOrEqual(t, room, int(int64(workers)*int64(lease/4)/int64(tc.workerTakes)))
+				t.Logf("pace %v a row: room %d", pace, room)
+				return
+			}
 			require.GreaterOrEqual(t, room, tc.least)
 			require.LessOrEqual(t, room, tc.most)
 		})
