@@ -171,12 +171,18 @@ func (e *Engine) CompletedTogether() int64 { return e.commit.completedTogether()
 // speculating (txn.speculate) when what speculation assumed did not hold
 // — or from the start when noSpeculation is set.
 func (e *Engine) transact(ctx context.Context, runID string, fn func(t *txn) error, noSpeculation bool) error {
+	return e.transactTraced(ctx, TransactionTrace{Runs: 1, Operations: 1}, runID, fn, noSpeculation)
+}
+
+// transactTraced is transact of a batch that trace describes.
+func (e *Engine) transactTraced(ctx context.Context, trace TransactionTrace, runID string, fn func(t *txn) error,
+	noSpeculation bool) error {
 	var t *txn
 	var ends *childEnds
 	moved := false // applied again once, after errVersionMoved
 	for {
 		room := e.claimRoom()
-		err := e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		err := e.inTx(ctx, trace, func(ctx context.Context, tx Tx) error {
 			ends = &childEnds{}
 			t = e.newTxn(ctx, tx, noSpeculation, ends, room)
 			if err := t.apply(runID, fn); err != nil {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Group commit. Every operation on a run locks the run's row, so concurrent
@@ -27,6 +26,8 @@ import (
 const maxBatch = 512
 
 type opItem struct {
+	// ctx is the submitter's: its values (a trace) reach the transaction.
+	ctx  context.Context
 	op   func(t *txn) error
 	done chan error
 	// cb is set for worker callbacks: completions in a batch are applied
@@ -70,7 +71,7 @@ func (g *grouped) submit(ctx context.Context, o op) error {
 	if o.alone {
 		return g.e.transact(ctx, o.runID, o.fn, false)
 	}
-	return g.enqueue(ctx, o.runID, &opItem{op: o.fn, done: make(chan error, 1), cb: o.cb})
+	return g.enqueue(ctx, o.runID, &opItem{ctx: ctx, op: o.fn, done: make(chan error, 1), cb: o.cb})
 }
 
 func (g *grouped) wait() { g.wg.Wait() }
@@ -132,14 +133,31 @@ func itemError(err error) bool {
 }
 
 func (g *grouped) runBatch(runID string, items []*opItem) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// An operation whose caller hung up before its batch began is not
+	// applied: the caller was answered with its context's error, and
+	// retries (a worker's callback) or does not.
+	items = slices.DeleteFunc(items, func(it *opItem) bool {
+		if err := it.ctx.Err(); err != nil {
+			it.done <- err
+			return true
+		}
+		return false
+	})
+	if len(items) == 0 {
+		return
+	}
+	ctx, cancel := detached(items[0].ctx)
 	defer cancel()
+	trace := TransactionTrace{Runs: 1, Operations: len(items)}
+	for _, it := range items[1:] {
+		trace.Others = append(trace.Others, it.ctx)
+	}
 	if len(items) == 1 {
-		items[0].done <- g.sharedCallback(ctx, runID, items[0].op, items[0].cb)
+		items[0].done <- g.sharedCallback(ctx, trace, runID, items[0].op, items[0].cb)
 		return
 	}
 	results := make([]error, len(items))
-	err := g.shared(ctx, runID, func(t *txn) error {
+	err := g.sharedCallback(ctx, trace, runID, func(t *txn) error {
 		clear(results) // of an attempt in a group that failed
 		if err := t.loadAndBulkComplete(runID, items); err != nil {
 			return err
@@ -162,11 +180,13 @@ func (g *grouped) runBatch(runID string, items []*opItem) {
 			}
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		// The shared transaction failed: give each operation its own.
 		for i, it := range items {
-			results[i] = g.e.transact(ctx, runID, it.op, false)
+			ictx, icancel := detached(it.ctx)
+			results[i] = g.e.transact(ictx, runID, it.op, false)
+			icancel()
 		}
 	}
 	for i, it := range items {
@@ -213,6 +233,10 @@ const maxGroup = 32
 const defaultGroups = 4
 
 type member struct {
+	// ctx is the batch's (detached from its first operation's caller);
+	// trace describes the batch.
+	ctx   context.Context
+	trace TransactionTrace
 	runID string
 	fn    func(t *txn) error
 	done  chan error
@@ -233,17 +257,14 @@ type grouper struct {
 	alone chan struct{}
 }
 
-// shared applies fn to run runID in a transaction it may share with other
-// runs' batches, and returns once that transaction committed (or fn was
-// rejected, or failed alone).
-func (g *grouped) shared(ctx context.Context, runID string, fn func(t *txn) error) error {
-	return g.sharedCallback(ctx, runID, fn, nil)
-}
-
-// sharedCallback is shared for a batch that is the one worker callback cb
-// (nil: any other batch).
-func (g *grouped) sharedCallback(ctx context.Context, runID string, fn func(t *txn) error, cb *CallbackParams) error {
-	m := &member{runID: runID, fn: fn, done: make(chan error, 1), cb: cb, version: g.mayCompleteTogether(cb)}
+// sharedCallback applies fn, a batch that trace describes, to run runID
+// in a transaction it may share with other runs' batches, and returns once
+// that transaction committed (or fn was rejected, or failed alone). cb is
+// set when the batch is the one worker callback cb.
+func (g *grouped) sharedCallback(ctx context.Context, trace TransactionTrace, runID string, fn func(t *txn) error,
+	cb *CallbackParams) error {
+	m := &member{ctx: ctx, trace: trace, runID: runID, fn: fn, done: make(chan error, 1), cb: cb,
+		version: g.mayCompleteTogether(cb)}
 	gr := &g.groups
 	gr.mu.Lock()
 	gr.pending = append(gr.pending, m)
@@ -316,17 +337,34 @@ func (g *grouped) runGroups() {
 }
 
 func (g *grouped) runGroup(ms []*member) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// The first batch's context (its first caller's trace) is the
+	// group's; the others' are linked.
+	lead := ms[0].ctx
+	ctx, cancel := detached(lead)
 	defer cancel()
 	slices.SortFunc(ms, func(a, b *member) int { return strings.Compare(a.runID, b.runID) })
-	g.applyGroup(ctx, ms)
+	g.applyGroup(ctx, lead, ms)
+}
+
+// groupTrace describes the transaction of ms's batches, whose context
+// comes from lead's.
+func groupTrace(lead context.Context, ms []*member) TransactionTrace {
+	trace := TransactionTrace{Runs: len(ms)}
+	for _, m := range ms {
+		trace.Operations += m.trace.Operations
+		if m.ctx != lead {
+			trace.Others = append(trace.Others, m.ctx)
+		}
+		trace.Others = append(trace.Others, m.trace.Others...)
+	}
+	return trace
 }
 
 // applyGroup applies the batches of ms (in run-id order) in one
 // transaction and answers each.
-func (g *grouped) applyGroup(ctx context.Context, ms []*member) {
+func (g *grouped) applyGroup(ctx, lead context.Context, ms []*member) {
 	if len(ms) == 1 {
-		ms[0].done <- g.e.transact(ctx, ms[0].runID, ms[0].fn, false)
+		ms[0].done <- g.e.transactTraced(ctx, groupTrace(lead, ms), ms[0].runID, ms[0].fn, false)
 		return
 	}
 	ts := make([]*txn, len(ms))
@@ -335,7 +373,7 @@ func (g *grouped) applyGroup(ctx context.Context, ms []*member) {
 	var ends *childEnds
 	var together *together
 	room := g.e.claimRoom() // shared by the group's batches
-	err := g.e.cfg.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+	err := g.e.inTx(ctx, groupTrace(lead, ms), func(ctx context.Context, tx Tx) error {
 		ends = &childEnds{}
 		var err error
 		together, err = g.completeTogether(ctx, tx, ms)
@@ -377,7 +415,7 @@ func (g *grouped) applyGroup(ctx context.Context, ms []*member) {
 		// That batch on its own (without speculating: its assumption
 		// failed), the others again together.
 		ms[bad].done <- errAssumptionFailed
-		g.applyGroup(ctx, slices.Delete(ms, bad, bad+1))
+		g.applyGroup(ctx, lead, slices.Delete(ms, bad, bad+1))
 		return
 	}
 	for i, m := range ms {

@@ -61,6 +61,9 @@ type Config struct {
 	// OnCommit, if set, is called after every committed transaction with
 	// what it did (metrics, tests).
 	OnCommit func(CommitInfo)
+	// Tracer, if set, sees each transaction the commit service runs
+	// (trace.go).
+	Tracer Tracer
 }
 
 // CommitInfo summarises one committed engine transaction.

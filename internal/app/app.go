@@ -381,7 +381,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, a.closeEarly(err)
 	}
+	var tracer engine.Tracer
+	if a.tracing != nil { // a nil *Tracing in the interface would not be nil
+		tracer = a.tracing
+	}
 	a.Engine, err = engine.New(engine.Config{
+		Tracer:      tracer,
 		Store:       a.Store,
 		Types:       types,
 		Minter:      &callbacks.Minter{Keys: ring, BaseURL: cfg.BaseURL, Clock: clock},

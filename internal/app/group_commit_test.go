@@ -144,3 +144,31 @@ func startRuns(t *testing.T, st *store.Store, eng *engine.Engine, graph string, 
 	}
 	return ids
 }
+
+// TestHungUpCallerNotApplied: an operation whose caller hung up before
+// its batch began is not applied (the caller was answered with its
+// context's error, and a worker retries), and its retry is.
+func TestHungUpCallerNotApplied(t *testing.T) {
+	t.Parallel()
+	const graph = `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/a"}}],"edges":[]}`
+	st, _ := storetest.IsolatedDB(t)
+	eng := engineOn(t, st)
+	id := startRuns(t, st, eng, graph, 1)[0]
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	cb := engine.CallbackParams{RunID: id, Key: "a", Attempt: 1, Status: engine.StatusCompleted, Output: json.RawMessage(`{}`)}
+	require.ErrorIs(t, eng.HandleCallback(gone, cb), context.Canceled)
+	// Stop returns once every submitted operation was answered and the
+	// committer's goroutines ended: nothing of the callback is pending.
+	eng.Stop()
+	_, nodes, err := st.GetRun(context.Background(), id, true)
+	require.NoError(t, err)
+	require.Len(t, nodes, 1)
+	require.Equal(t, engine.StatusRunning, nodes[0].Status, "the hung-up caller's callback was not applied")
+
+	require.NoError(t, eng.Start(context.Background()))
+	require.NoError(t, eng.HandleCallback(context.Background(), cb))
+	r, _, err := st.GetRun(context.Background(), id, true)
+	require.NoError(t, err)
+	require.Equal(t, engine.RunCompleted, r.Status, "its retry was")
+}

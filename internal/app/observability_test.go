@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stitchd/stitchd/internal/app"
 )
@@ -156,6 +160,24 @@ func (c *otlpCollector) all() []byte {
 	return bytes.Join(c.bodies, nil)
 }
 
+// spans decodes every span the exporter sent.
+func (c *otlpCollector) spans(t *testing.T) []*tracepb.Span {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var all []*tracepb.Span
+	for _, b := range c.bodies {
+		var req coltracepb.ExportTraceServiceRequest
+		require.NoError(t, proto.Unmarshal(b, &req))
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				all = append(all, ss.GetSpans()...)
+			}
+		}
+	}
+	return all
+}
+
 func TestTracesExportedWhenConfigured(t *testing.T) {
 	t.Parallel()
 	col := &otlpCollector{}
@@ -177,6 +199,27 @@ func TestTracesExportedWhenConfigured(t *testing.T) {
 	}
 	token := d.Payload.CallbackURL[strings.LastIndex(d.Payload.CallbackURL, "/")+1:]
 	require.False(t, bytes.Contains(got, []byte(token)), "a callback token leaked into a span")
+
+	// The request's trace reaches the transaction that applies its
+	// operation: the run's start and the worker's callback each have an
+	// engine.transaction span as a child, in their trace.
+	spans := col.spans(t)
+	for _, route := range []string{"POST /api/v1/flows/{id}/runs", "POST /callbacks/{token}"} {
+		i := slices.IndexFunc(spans, func(s *tracepb.Span) bool { return s.GetName() == route })
+		require.GreaterOrEqual(t, i, 0, "no %s span", route)
+		req := spans[i]
+		j := slices.IndexFunc(spans, func(s *tracepb.Span) bool {
+			return s.GetName() == "engine.transaction" && bytes.Equal(s.GetParentSpanId(), req.GetSpanId()) &&
+				bytes.Equal(s.GetTraceId(), req.GetTraceId())
+		})
+		require.GreaterOrEqual(t, j, 0, "no engine.transaction span is a child of %s", route)
+		attrs := map[string]int64{}
+		for _, a := range spans[j].GetAttributes() {
+			attrs[a.GetKey()] = a.GetValue().GetIntValue()
+		}
+		require.Equal(t, int64(1), attrs["stitchd.runs"], route)
+		require.GreaterOrEqual(t, attrs["stitchd.operations"], int64(1), route)
+	}
 }
 
 // TestMetricsToken: with a metrics token, GET /metrics answers 401 in the

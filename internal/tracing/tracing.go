@@ -16,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/stitchd/stitchd/engine"
 	"github.com/stitchd/stitchd/internal/httpstatus"
 )
 
@@ -149,4 +150,34 @@ func Route(path string) string {
 		}
 	}
 	return strings.Join(segs, "/")
+}
+
+// maxLinks bounds the links of a transaction's span (OpenTelemetry's
+// default limit too).
+const maxLinks = 128
+
+// StartTransaction starts a span for one transaction of the engine's
+// commit service (engine.Tracer): a child of the request whose operation
+// the transaction serves first, linked to the other requests it serves.
+func (t *Tracing) StartTransaction(ctx context.Context, p engine.TransactionTrace) (context.Context, func(error)) {
+	links := make([]trace.Link, 0, min(len(p.Others), maxLinks))
+	own := trace.SpanContextFromContext(ctx)
+	for _, o := range p.Others {
+		sc := trace.SpanContextFromContext(o)
+		if !sc.IsValid() || sc.Equal(own) || len(links) == maxLinks {
+			continue
+		}
+		links = append(links, trace.Link{SpanContext: sc})
+	}
+	//nolint:spancheck // ended by the func returned, once the transaction ended
+	ctx, span := t.tracer.Start(ctx, "engine.transaction", trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithLinks(links...),
+		trace.WithAttributes(attribute.Int("stitchd.runs", p.Runs), attribute.Int("stitchd.operations", p.Operations)))
+	return ctx, func(err error) { //nolint:spancheck // as above
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
 }
