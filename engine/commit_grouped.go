@@ -149,8 +149,10 @@ func (g *grouped) runBatch(runID string, items []*opItem) {
 	ctx, cancel := detached(items[0].ctx)
 	defer cancel()
 	trace := TransactionTrace{Runs: 1, Operations: len(items)}
-	for _, it := range items[1:] {
-		trace.Others = append(trace.Others, it.ctx)
+	if g.e.cfg.Tracer != nil {
+		for _, it := range items[1:] {
+			trace.Others = append(trace.Others, it.ctx)
+		}
 	}
 	if len(items) == 1 {
 		items[0].done <- g.sharedCallback(ctx, trace, runID, items[0].op, items[0].cb)
@@ -347,8 +349,11 @@ func (g *grouped) runGroup(ms []*member) {
 }
 
 // groupTrace describes the transaction of ms's batches, whose context
-// comes from lead's.
-func groupTrace(lead context.Context, ms []*member) TransactionTrace {
+// comes from lead's, for the Tracer (none: nothing).
+func (g *grouped) groupTrace(lead context.Context, ms []*member) TransactionTrace {
+	if g.e.cfg.Tracer == nil {
+		return TransactionTrace{}
+	}
 	trace := TransactionTrace{Runs: len(ms)}
 	for _, m := range ms {
 		trace.Operations += m.trace.Operations
@@ -364,7 +369,7 @@ func groupTrace(lead context.Context, ms []*member) TransactionTrace {
 // transaction and answers each.
 func (g *grouped) applyGroup(ctx, lead context.Context, ms []*member) {
 	if len(ms) == 1 {
-		ms[0].done <- g.e.transactTraced(ctx, groupTrace(lead, ms), ms[0].runID, ms[0].fn, false)
+		ms[0].done <- g.e.transactTraced(ctx, g.groupTrace(lead, ms), ms[0].runID, ms[0].fn, false)
 		return
 	}
 	ts := make([]*txn, len(ms))
@@ -373,7 +378,7 @@ func (g *grouped) applyGroup(ctx, lead context.Context, ms []*member) {
 	var ends *childEnds
 	var together *together
 	room := g.e.claimRoom() // shared by the group's batches
-	err := g.e.inTx(ctx, groupTrace(lead, ms), func(ctx context.Context, tx Tx) error {
+	err := g.e.inTx(ctx, g.groupTrace(lead, ms), func(ctx context.Context, tx Tx) error {
 		ends = &childEnds{}
 		var err error
 		together, err = g.completeTogether(ctx, tx, ms)
