@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +107,11 @@ func TestTriggerSecretRotation(t *testing.T) {
 	requireError(t, http.StatusBadRequest, "invalid_request", do(t, h, rot(trig.ID, `{"grace_seconds":604801}`)))
 	requireError(t, http.StatusBadRequest, "invalid_request", do(t, h, rot(trig.ID, `{"secret":"short"}`)))
 	requireError(t, http.StatusNotFound, "not_found", do(t, h, rot(uuid.NewString(), "")))
+	// A trigger is created with a secret of the same bounds, or none.
+	for _, secret := range []string{"short", strings.Repeat("s", 257)} {
+		requireError(t, http.StatusBadRequest, "invalid_request", do(t, h, req{method: "POST",
+			path: "/api/v1/flows/" + f.ID + "/triggers", body: `{"slug":"bounds","secret":"` + secret + `"}`}))
+	}
 	public := decode[struct {
 		ID string `json:"id"`
 	}](t, call(t, h, http.StatusCreated, req{method: "POST", path: "/api/v1/flows/" + f.ID + "/triggers", body: `{"slug":"pub"}`}))

@@ -64,6 +64,11 @@ func (s *Server) createTrigger(c echo.Context) error {
 		return err
 	}
 	if b.Secret != "" {
+		// As a rotation's: a short secret is guessed, a long one is a
+		// body mistaken for it.
+		if len(b.Secret) < 16 || len(b.Secret) > 256 {
+			return badRequest("secret must be 16 to 256 characters")
+		}
 		t.Secret = &b.Secret
 	}
 	if t.Respond, err = triggerRespond(b.Respond); err != nil {

@@ -249,7 +249,7 @@ func TestTriggerSignatures(t *testing.T) {
 	h := newHarness(t)
 	board := h.createBoard("new", "done")
 	flow := h.createBoardFlow(board, []map[string]any{node("u", "UX", nil)}, nil)
-	secret := "s3cr3t-hook"
+	secret := "s3cr3t-hook-signing"
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"slug": "leads", "secret": secret,
 		"entity": map[string]any{"board_id": board, "type": "lead", "name_path": "person.name", "email_path": "person.email"}}, nil))
 	require.Equal(t, 409, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"slug": "leads"}, nil), "slug taken")

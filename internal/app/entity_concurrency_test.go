@@ -139,8 +139,8 @@ func TestEntityRunsSkip(t *testing.T) {
 	// Through a hook: the first lead starts, the second for the same
 	// email is skipped.
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"slug": "skip-hook",
-		"secret": "skip-secret", "entity": map[string]any{"board_id": board, "type": "lead", "name_path": "name", "email_path": "email"}}, nil))
-	const secret = "skip-secret"
+		"secret": "skip-secret-signing", "entity": map[string]any{"board_id": board, "type": "lead", "name_path": "name", "email_path": "email"}}, nil))
+	const secret = "skip-secret-signing"
 	hook := func(id string) (int, string) {
 		body := []byte(`{"name":"Cy","email":"cy@example.com"}`)
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.app.URL+"/hooks/skip-hook", bytes.NewReader(body))

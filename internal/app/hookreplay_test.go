@@ -23,7 +23,7 @@ func TestHookReplays(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	flow := h.createFlow([]map[string]any{node("u", "UX", nil)}, nil)
-	secret := "hook-secret"
+	secret := "hook-secret-signing"
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"slug": "signed", "secret": secret}, nil))
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"slug": "public"}, nil))
 	now := time.Now()

@@ -23,7 +23,7 @@ func TestPublicTriggerOnlyCreatesEntities(t *testing.T) {
 	flow := h.createBoardFlow(board, []map[string]any{node("u", "UX", nil)}, nil)
 	mapping := map[string]any{"board_id": board, "type": "lead", "name_path": "name", "email_path": "email"}
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"slug": "pub", "entity": mapping}, nil))
-	const secret = "hook-secret"
+	const secret = "hook-secret-signing"
 	require.Equal(t, 201, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"slug": "signed", "secret": secret,
 		"entity": mapping}, nil))
 

@@ -2823,7 +2823,7 @@ type CreateTriggerJSONBody struct {
 	// Respond webhook: with mode wait, POST /hooks/{slug} waits for the run's answer (400 for another mode or a timeout_seconds outside 1–60)
 	Respond *Respond `json:"respond,omitempty"`
 
-	// Secret when set, deliveries must be signed
+	// Secret when set (16 to 256 characters; 400 otherwise), deliveries must be signed
 	Secret *string `json:"secret,omitempty"`
 
 	// Slug webhook: required

@@ -4735,7 +4735,7 @@ export interface operations {
                     enabled?: boolean;
                     /** @description webhook: required */
                     slug?: string;
-                    /** @description when set, deliveries must be signed */
+                    /** @description when set (16 to 256 characters; 400 otherwise), deliveries must be signed */
                     secret?: string;
                     entity?: components["schemas"]["WebhookEntity"];
                     /** @description webhook: a JSON Schema (draft 2020-12; formats asserted, no $ref to URLs) every request body must meet; a body that does not gets 400 with each problem (code input_invalid, path $.field) and starts nothing */
