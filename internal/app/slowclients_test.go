@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"runtime"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/internal/app"
+	"github.com/stitchd/stitchd/internal/syncbuf"
 	"github.com/stitchd/stitchd/internal/testkit"
 )
 
@@ -190,7 +192,12 @@ func TestManySlowClientsKeepMemoryBounded(t *testing.T) {
 // it does not hold the database connection the answer is read on.
 func TestStalledReaderOfARunIsCutOff(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *app.Config) { c.StreamWriteTimeout = 300 * time.Millisecond })
+	var logs syncbuf.Buffer
+	h := newHarness(t, func(c *app.Config) {
+		c.StreamWriteTimeout = 300 * time.Millisecond
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	cutOff := func() int { return strings.Count(logs.String(), `"error streaming a run"`) }
 	flow := h.createFlow(
 		[]map[string]any{splitter("split", "items"), node("ask", "UX", nil), node("merge", "Collector", nil)},
 		[]map[string]any{edge("split", "ask", nil), edge("ask", "merge", nil)})
@@ -223,6 +230,7 @@ func TestStalledReaderOfARunIsCutOff(t *testing.T) {
 		require.Less(t, try, 5, "a reader that reads gets the whole run: %v", err)
 	}
 	require.Len(t, full.Nodes, items+2)
+	before := cutOff()
 
 	c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", strings.TrimPrefix(h.app.URL, "http://"))
 	require.NoError(t, err)
@@ -238,12 +246,12 @@ func TestStalledReaderOfARunIsCutOff(t *testing.T) {
 	_, err = fmt.Fprintf(c, "GET /api/v1/runs/%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer %s\r\n\r\n",
 		r.ID, token)
 	require.NoError(t, err)
-	// Not reading, long enough for the server to fill the buffers and be
-	// cut off even when the suite loads the machine (3 s was too short
-	// at -parallel 4 once). Real time: the stall is the kernel's (full
-	// TCP buffers) and the cut-off a real write deadline; nothing the
-	// client can see tells it apart before it reads.
-	time.Sleep(6 * time.Second)
+	// Not reading until the server says it cut the answer off: the stall
+	// is the kernel's (full TCP buffers) and the cut-off a real write
+	// deadline, which nothing the client sees tells apart before it
+	// reads; a fixed wait (6 s) was too short once the whole suite loaded
+	// the machine and the answer took longer to read from Postgres.
+	h.eventually(func() bool { return cutOff() > before }, "the server cut the stalled reader off")
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
 	got, err := io.ReadAll(c)
 	require.NoError(t, err, "the server closed the connection (EOF), it did not leave it hanging")
