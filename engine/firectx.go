@@ -21,7 +21,8 @@ type fireCtx struct {
 	acted   bool
 	// logs are Log's events, written once the action is (fire.go).
 	logs []NewEvent
-	// answer is Answer's, recorded once the action is (fire.go).
+	// answer is Answer's, recorded as the action begins (act), or after
+	// it when Answer came later (fire.go).
 	answer *CallerAnswer
 }
 
@@ -113,6 +114,13 @@ func (f *fireCtx) act() error {
 		return errors.New("a node handler may take only one action per fire")
 	}
 	f.acted = true
+	if a := f.answer; a != nil {
+		// Recorded before the action walks on: a Respond node further on
+		// in this transaction fires inside the action, and the first to
+		// fire counts.
+		f.answer = nil
+		return f.t.answerCaller(a)
+	}
 	return nil
 }
 
