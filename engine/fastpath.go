@@ -64,7 +64,7 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 // decides no edges, whose successors are Worker or unassigned UX nodes
 // at its depth that it alone starts.
 func speculable(g *ExecutionGraph, n *Node, idx []int, output json.RawMessage) bool {
-	if n.Type != NodeTypeWorker || movementOf(n, true) != nil || g.hasBranches(n.ID) || g.SetVariables[n.ID] != nil {
+	if !n.Caps.CallsBack || movementOf(n, true) != nil || g.hasBranches(n.ID) || g.SetVariables[n.ID] != nil {
 		return false
 	}
 	targets, arrivals := successors(g, n, idx)
@@ -73,7 +73,7 @@ func speculable(g *ExecutionGraph, n *Node, idx []int, output json.RawMessage) b
 	}
 	for _, tg := range targets {
 		if !soleParent(g, tg.node) || tg.node.Depth != n.Depth || g.loopOf(tg.node.ID) != nil ||
-			(tg.node.Type != NodeTypeWorker && !tg.node.Caps.WaitsForPerson) {
+			(!tg.node.Caps.CallsBack && !tg.node.Caps.WaitsForPerson) {
 			return false
 		}
 		// An assigned UX node's assignees may need the run's entity, and

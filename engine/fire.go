@@ -24,7 +24,7 @@ func (t *txn) mayDefer(n *Node, from Status, delayMs int64) bool {
 	if from != StatusPending || delayMs != 0 {
 		return false
 	}
-	return t.bulk == nil || (n.Type == NodeTypeSubFlow && !t.bulk.unwritten)
+	return t.bulk == nil || (n.Caps.StartsRuns && !t.bulk.unwritten)
 }
 
 // answerCaller records a Respond node's answer to the run's caller,

@@ -61,6 +61,16 @@ type Capabilities struct {
 	// outcomes may label its out-edges, it appears among approvals, and
 	// its entity movement may name outcomes.
 	WaitsForPerson bool `json:"waitsForPerson,omitempty"`
+	// CallsBack: a worker calls the node back — it fires by Dispatch
+	// alone and completes by its worker's callback — so a chain of such
+	// steps may be speculated (one round trip a step, fastpath.go), and
+	// a worker.cancel notice goes to its data.cancelUrl when its work is
+	// cancelled.
+	CallsBack bool `json:"callsBack,omitempty"`
+	// StartsRuns: the node starts a child run (a sub-flow), which may hold
+	// a fan-out of its own, so its first fire may wait for a later
+	// transaction even while a fan-out starts it with its siblings.
+	StartsRuns bool `json:"startsRuns,omitempty"`
 }
 
 // CapsOf maps each type of specs to its capabilities.

@@ -76,7 +76,7 @@ const NotifyWorkerCancel = "worker.cancel"
 // notification webhook is configured.
 func (t *txn) tellWorkerCancelled(c CancelledNode, reason string) {
 	n := t.graph.Nodes[c.NodeID]
-	if c.Was != StatusRunning || n == nil || n.Type != NodeTypeWorker {
+	if c.Was != StatusRunning || n == nil || !n.Caps.CallsBack {
 		return
 	}
 	var cfg struct {

@@ -34,6 +34,7 @@ func (SubFlow) Fire(_ context.Context, fc engine.FireContext) error {
 // subFlowType is the SubFlow type's registration (handlers.Types).
 func subFlowType() engine.NodeTypeSpec {
 	return engine.NodeTypeSpec{Type: engine.NodeTypeSubFlow, IDPrefix: "sub", Panel: true,
+		Caps:  engine.Capabilities{StartsRuns: true},
 		Label: "SubFlow", Color: "#4338ca", Icon: "↳",
 		Help:          "Runs another flow as one step: its input starts a child run, whose output is this step's output.",
 		DefaultConfig: raw(`{"flow":""}`), Handler: SubFlow{},

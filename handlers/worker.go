@@ -201,6 +201,7 @@ func (Worker) TimeoutSeconds(n *engine.Node) int {
 // workerType is the Worker type's registration (handlers.Types).
 func workerType() engine.NodeTypeSpec {
 	return engine.NodeTypeSpec{Type: engine.NodeTypeWorker, IDPrefix: "worker", Panel: true,
+		Caps:  engine.Capabilities{CallsBack: true},
 		Label: "Worker", Color: "#4f46e5", Icon: "⚙",
 		Help:          "Hands work to your service — POSTed to its webhook, or waiting in a queue it polls — and waits for its callback.",
 		DefaultConfig: raw(`{"webhookUrl":""}`), Handler: Worker{},

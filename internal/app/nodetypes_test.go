@@ -119,3 +119,32 @@ func TestAddedNodeTypeIsChecked(t *testing.T) {
 		require.ErrorContains(t, err, "error adding node type", name)
 	}
 }
+
+// TestAddedTypeCallsBack: the engine reads a type's capabilities, not its
+// name. Two types added with the Worker's handler and schema: Job, which
+// says it callsBack, gets a worker.cancel notice when its run is
+// cancelled, as a Worker would; Quiet, which does not, gets none.
+func TestAddedTypeCallsBack(t *testing.T) {
+	t.Parallel()
+	worker := handlers.Types(handlers.Options{})[0]
+	require.Equal(t, engine.NodeTypeWorker, worker.Type)
+	require.True(t, worker.Caps.CallsBack)
+	job, quiet := worker, worker
+	job.Type, job.Builtin, job.IDPrefix, job.Panel = "Job", false, "job", false
+	quiet.Type, quiet.Builtin, quiet.IDPrefix, quiet.Panel = "Quiet", false, "quiet", false
+	quiet.Caps = engine.Capabilities{}
+	rcv := newReceiver(t, 0)
+	h := newHarness(t, func(c *app.Config) { c.NodeTypes = []engine.NodeTypeSpec{job, quiet} })
+	j, q := wnode(h, "j", "cancelUrl", rcv.srv.URL+"/cancel"), wnode(h, "q", "cancelUrl", rcv.srv.URL+"/cancel")
+	j["type"], q["type"] = "Job", "Quiet"
+	r := h.startRun(h.createFlow([]map[string]any{j, q}, nil), map[string]any{})
+	h.waitDispatch(r.ID, "j", 1)
+	h.waitDispatch(r.ID, "q", 1)
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+r.ID+"/cancel", nil, nil))
+	var rows []struct{ Type, Payload string }
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT type, payload::text AS payload FROM notifications WHERE run_id = ?`, r.ID).
+		Scan(&rows).Error)
+	require.Len(t, rows, 1, "a notice for the type that calls back only: %+v", rows)
+	require.Equal(t, "worker.cancel", rows[0].Type)
+	require.Contains(t, rows[0].Payload, `"nodeId": "j"`)
+}

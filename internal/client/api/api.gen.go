@@ -1964,11 +1964,17 @@ type NodeType struct {
 
 	// Capabilities what the engine and the compiler treat its nodes as (docs/node-types.md); absent ones are false
 	Capabilities struct {
+		// CallsBack a worker calls it back: it fires by dispatching to a worker and completes by the worker's callback (a Worker)
+		CallsBack *bool `json:"callsBack,omitempty"`
+
 		// Collects closes the innermost parallel region, gathering its items in order (a Collector)
 		Collects *bool `json:"collects,omitempty"`
 
 		// FansOut opens a parallel region, one path per item (a Splitter)
 		FansOut *bool `json:"fansOut,omitempty"`
+
+		// StartsRuns it starts a child run, which may hold a fan-out of its own (a SubFlow)
+		StartsRuns *bool `json:"startsRuns,omitempty"`
 
 		// WaitsForPerson a person decides it: its outcomes may label edges; it is listed among approvals (a UX step)
 		WaitsForPerson *bool `json:"waitsForPerson,omitempty"`

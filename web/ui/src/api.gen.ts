@@ -1679,6 +1679,10 @@ export interface components {
                 collects?: boolean;
                 /** @description a person decides it: its outcomes may label edges; it is listed among approvals (a UX step) */
                 waitsForPerson?: boolean;
+                /** @description a worker calls it back: it fires by dispatching to a worker and completes by the worker's callback (a Worker) */
+                callsBack?: boolean;
+                /** @description it starts a child run, which may hold a fan-out of its own (a SubFlow) */
+                startsRuns?: boolean;
             };
         };
         /** @description A named credential as the API shows it; its data is never returned. */
