@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState, type ReactNode } from "react";
-import { ApiError, describe, serverNow } from "../api";
+import { ApiError, describe, serverNow, type Problem } from "../api";
 import { Link } from "../router";
 
 export function Spinner({ label = "Loading…" }: { label?: string }) {
@@ -220,5 +220,25 @@ export function Modal({ title, onClose, children }: { title: string; onClose: ()
         {children}
       </div>
     </div>
+  );
+}
+
+// FormErrors shows a form's messages that no field shows (with their
+// paths), then the save's error.
+export function FormErrors({ other, error }: { other: Problem[]; error: string | null }) {
+  return (
+    <>
+      {other.map((x, i) => (
+        <p key={i} className="field-error" role="alert">
+          {x.path ? <span className="mono">{x.path}: </span> : null}
+          {x.message}
+        </p>
+      ))}
+      {error && (
+        <p className="field-error" role="alert" data-form-error>
+          {error}
+        </p>
+      )}
+    </>
   );
 }

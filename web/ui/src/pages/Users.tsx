@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from "react";
 import { api, ApiError, currentMe, describe, ROLES, type Problem, type Role, type User } from "../api";
-import { Empty, ErrorBox, Spinner, useLoad } from "../components/common";
+import { Empty, ErrorBox, FormErrors, Spinner, useLoad } from "../components/common";
 
 const ROLE_HELP: Record<Role, string> = {
   admin: "everything: users, the audit trail, every decision",
@@ -231,17 +231,7 @@ function UserForm({ user, onCancel, onSaved }: { user?: User; onCancel: () => vo
           </div>
         )}
       </div>
-      {other.map((p, i) => (
-        <p key={i} className="field-error" role="alert">
-          {p.path ? <span className="mono">{p.path}: </span> : null}
-          {p.message}
-        </p>
-      ))}
-      {error && (
-        <p className="field-error" role="alert">
-          {error}
-        </p>
-      )}
+      <FormErrors other={other} error={error} />
       <div className="row-buttons">
         <button type="submit" className="btn primary" disabled={busy}>
           {busy ? "Saving…" : user ? "Save" : "Create user"}

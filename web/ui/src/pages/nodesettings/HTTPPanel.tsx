@@ -2,7 +2,7 @@
 import { useTemplateTarget } from "../../components/exprTarget";
 import { useState } from "react";
 import { HTTP_METHODS, parseSuccessCodes } from "../../graph";
-import { useBodyDraft } from "./body";
+import { BodyField } from "./BodyField";
 import { Field, num, put, RetryFields, ServerProblems, type PanelProps, type FieldsProps } from "./shared";
 
 export const HTTP_FIELDS = ["method", "url", "headers", "body", "timeoutSeconds", "retry", "successCodes"];
@@ -25,12 +25,8 @@ function headerOf(path: string | undefined): string | null {
 // HTTPFields edits an HTTP node: method, url, headers, body, timeout,
 // retry and success codes. Templates ({{ expr }}) are compiled by the
 // server when the flow is saved; its messages are shown under the field.
-export function HTTPFields({
-  data,
-  onChange,
-  problemsAt,
-  nodeId,
-}: FieldsProps) {
+export function HTTPFields(props: FieldsProps) {
+  const { data, onChange, problemsAt, nodeId } = props;
   const set = (k: string) => (v: any) => onChange(put(data, k, v));
   // Headers are edited as rows (a name may be half typed or repeated).
   const [rows, setRows] = useState<[string, string][]>(() =>
@@ -48,11 +44,8 @@ export function HTTPFields({
   const byRow = (k: string) => headerProblems.filter((p) => headerOf(p.path) === k.trim());
   const loose = headerProblems.filter((p) => !rows.some(([k]) => k.trim() && headerOf(p.path) === k.trim()));
 
-  const { mode, draft, jsonError, switchBody, typeBody } = useBodyDraft(data, onChange);
-
-  // The url and body take a path clicked in the data panel as {{ path }}.
+  // The url takes a path clicked in the data panel as {{ path }}.
   const urlTarget = useTemplateTarget<HTMLInputElement>((v) => set("url")(v));
-  const bodyTarget = useTemplateTarget<HTMLTextAreaElement>((v) => typeBody(v));
   const [codes, setCodes] = useState<string>(() => (Array.isArray(data.successCodes) ? data.successCodes.join(", ") : ""));
   const parsedCodes = parseSuccessCodes(codes);
   const method = typeof data.method === "string" && data.method ? data.method.toUpperCase() : "GET";
@@ -138,50 +131,15 @@ export function HTTPFields({
         <ServerProblems problems={loose} id={nodeId} />
       </div>
 
-      <div className="field body-field">
-        <label htmlFor="node-body">Body</label>
-        <div className="tabs" role="radiogroup" aria-label="Body kind">
-          {(["none", "json", "text"] as const).map((m) => (
-            <label key={m} className={mode === m ? "active" : ""}>
-              <input type="radio" name="body-mode" value={m} checked={mode === m} onChange={() => switchBody(m)} /> {m === "none" ? "none" : m === "json" ? "JSON" : "text"}
-            </label>
-          ))}
-        </div>
-        {mode !== "none" && (
-          <textarea
-            id="node-body"
-            ref={bodyTarget.ref}
-            onFocus={bodyTarget.onFocus}
-            className="mono"
-            rows={5}
-            spellCheck={false}
-            placeholder={mode === "json" ? '{"name": "{{ input.name }}", "employees": "{{ input.employees }}"}' : "lead {{ input.id }}"}
-            value={draft}
-            aria-invalid={!!jsonError || problemsAt("body").some((p) => !p.stale)}
-            aria-describedby="node-body-help"
-            onChange={(e) => typeBody(e.target.value)}
-          />
-        )}
-        <p className="hint" id="node-body-help">
-          {mode === "json"
-            ? "Sent as JSON. A string that is exactly one {{ expr }} takes the value with its type."
-            : mode === "text"
-              ? "Sent as text; {{ expr }} templates are filled in."
-              : "No body."}
-          {mode !== "none" && !sendsBody ? ` A ${method} request usually has no body.` : ""}
-        </p>
-        {jsonError && (
-          <p className="field-error" role="alert" data-check="local" data-json-error>
-            Not valid JSON: {jsonError}. The saved body is the last valid one until this parses.
-          </p>
-        )}
-        {mode === "json" && draft.trim() && !jsonError && (
-          <p className="hint ok-text" data-json-ok>
-            Valid JSON.
-          </p>
-        )}
-        <ServerProblems problems={problemsAt("body")} id={nodeId} />
-      </div>
+      <BodyField
+        {...props}
+        id="node-body"
+        name="body-mode"
+        placeholder={{ json: '{"name": "{{ input.name }}", "employees": "{{ input.employees }}"}', text: "lead {{ input.id }}" }}
+        hint={{ json: "Sent as JSON. A string that is exactly one {{ expr }} takes the value with its type.", text: "Sent as text; {{ expr }} templates are filled in." }}
+        note={sendsBody ? "" : ` A ${method} request usually has no body.`}
+        validHint
+      />
 
       <Field label="Timeout (seconds)" id="node-timeout" hint="How long one request may take, its response body included. Default 30.">
         <input id="node-timeout" type="number" min={1} value={data.timeoutSeconds ?? ""} onChange={(e) => set("timeoutSeconds")(num(e.target.value))} />

@@ -1,6 +1,5 @@
 // The settings of a Respond node (what a webhook's caller is answered).
-import { useTemplateTarget } from "../../components/exprTarget";
-import { useBodyDraft } from "./body";
+import { BodyField } from "./BodyField";
 import { Field, num, put, ServerProblems, type PanelProps, type FieldsProps } from "./shared";
 
 export const RESPOND_FIELDS = ["status", "body"];
@@ -8,14 +7,8 @@ export const RESPOND_FIELDS = ["status", "body"];
 // RespondFields edits a Respond node: the status and the body it answers
 // the webhook request waiting for the run with (a trigger with respond
 // "wait"); the body is rendered as an HTTP node's.
-export function RespondFields({
-  data,
-  onChange,
-  problemsAt,
-  nodeId,
-}: FieldsProps) {
-  const { mode, draft, jsonError, switchBody, typeBody } = useBodyDraft(data, onChange);
-  const bodyTarget = useTemplateTarget<HTMLTextAreaElement>((v) => typeBody(v));
+export function RespondFields(props: FieldsProps) {
+  const { data, onChange, problemsAt, nodeId } = props;
   const status = typeof data.status === "number" ? data.status : 200;
   const badStatus = !Number.isInteger(status) || status < 100 || status > 599;
   return (
@@ -37,44 +30,16 @@ export function RespondFields({
         />
       </Field>
       <ServerProblems problems={problemsAt("status")} id={nodeId} />
-      <div className="field body-field">
-        <label htmlFor="node-respond-body">Body</label>
-        <div className="tabs" role="radiogroup" aria-label="Body kind">
-          {(["none", "json", "text"] as const).map((m) => (
-            <label key={m} className={mode === m ? "active" : ""}>
-              <input type="radio" name="respond-body-mode" value={m} checked={mode === m} onChange={() => switchBody(m)} />{" "}
-              {m === "none" ? "none" : m === "json" ? "JSON" : "text"}
-            </label>
-          ))}
-        </div>
-        {mode !== "none" && (
-          <textarea
-            id="node-respond-body"
-            ref={bodyTarget.ref}
-            onFocus={bodyTarget.onFocus}
-            className="mono"
-            rows={5}
-            spellCheck={false}
-            placeholder={mode === "json" ? '{"accepted": "{{ input.order_id }}"}' : "Thanks, {{ input.name }}"}
-            value={draft}
-            aria-invalid={!!jsonError || problemsAt("body").some((p) => !p.stale)}
-            onChange={(e) => typeBody(e.target.value)}
-          />
-        )}
-        <p className="hint">
-          {mode === "json"
-            ? "Answered as JSON; {{ expr }} templates over input, run, steps and vars are filled in (a string that is exactly one {{ expr }} takes the value with its type)."
-            : mode === "text"
-              ? "Answered as text; {{ expr }} templates are filled in."
-              : "No body."}
-        </p>
-        {jsonError && (
-          <p className="field-error" role="alert" data-check="local">
-            Not valid JSON: {jsonError}. The saved body is the last valid one until this parses.
-          </p>
-        )}
-        <ServerProblems problems={problemsAt("body")} id={nodeId} />
-      </div>
+      <BodyField
+        {...props}
+        id="node-respond-body"
+        name="respond-body-mode"
+        placeholder={{ json: '{"accepted": "{{ input.order_id }}"}', text: "Thanks, {{ input.name }}" }}
+        hint={{
+          json: "Answered as JSON; {{ expr }} templates over input, run, steps and vars are filled in (a string that is exactly one {{ expr }} takes the value with its type).",
+          text: "Answered as text; {{ expr }} templates are filled in.",
+        }}
+      />
     </fieldset>
   );
 }

@@ -2,9 +2,10 @@
 // RabbitMQ queue starts a run (or is posted as an event). It shows
 // whether stitchd is connected and its last error.
 import { useState, type FormEvent } from "react";
-import { api, ApiError, describe, type BrokerTrigger, type Problem } from "../../api";
-import { ago } from "../../components/common";
+import { api, type BrokerTrigger, type Problem } from "../../api";
+import { ago, FormErrors } from "../../components/common";
 import { EditButton, ToggleButton, TriggerCard, useTriggerAct, useTriggerEdit, type TriggerCardProps } from "./TriggerCard";
+import { FormButtons, useTriggerForm } from "./TriggerForm";
 
 export function BrokerCard({ t, ...props }: { t: BrokerTrigger } & TriggerCardProps) {
   const { editing, setEditing, saved } = useTriggerEdit(props);
@@ -123,24 +124,12 @@ export function BrokerForm({ flowId, initial, onDone, onCancel }: { flowId: stri
   const [key, setKey] = useState(initial?.key ?? "");
   const [keyHeader, setKeyHeader] = useState(initial?.key_header ?? "");
   const [enabled, setEnabled] = useState(initial?.enabled ?? true);
-  const [problems, setProblems] = useState<Problem[]>([]);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const at = (field: string) => problems.filter((x) => x.path === field);
+  const { problems, setProblems, error, setError, busy, save, at, msgs, clear } = useTriggerForm();
   const other = problems.filter((x) => !BROKER_FIELDS.includes(x.path));
-  const msgs = (field: string) =>
-    at(field).map((x, i) => (
-      <p key={i} className="field-error" role="alert" data-field-error={field}>
-        {x.message}
-      </p>
-    ));
-  const clear = (field: string) => setProblems((ps) => ps.filter((x) => x.path !== field));
   const whole = (v: string) => (/^\d+$/.test(v.trim()) ? Number(v.trim()) : v.trim() === "" ? 0 : NaN);
 
   async function submit(e: FormEvent) {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
     const body: Record<string, unknown> = { url: url.trim(), as, enabled };
     if (kind === "nats") {
       Object.assign(body, { subject: subject.trim(), stream: stream.trim(), durable: durable.trim(), deliver, ack_wait_seconds: whole(ackWait) });
@@ -154,27 +143,12 @@ export function BrokerForm({ flowId, initial, onDone, onCancel }: { flowId: stri
     }
     for (const [k, v] of Object.entries(body)) {
       if (typeof v === "number" && Number.isNaN(v)) {
+        setError(null);
         setProblems([{ code: "local", path: k, message: "a whole number" } as Problem]);
-        setBusy(false);
         return;
       }
     }
-    try {
-      if (initial) await api("PATCH", `/triggers/${initial.id}`, body);
-      else await api("POST", `/flows/${flowId}/triggers`, { kind, ...body });
-      setProblems([]);
-      onDone();
-    } catch (err) {
-      if (err instanceof ApiError && err.details.length) {
-        setProblems(err.details);
-        setError(`Not saved: ${err.message}.`);
-      } else {
-        setProblems([]);
-        setError(`Not saved: ${describe(err)}`);
-      }
-    } finally {
-      setBusy(false);
-    }
+    await save(() => (initial ? api("PATCH", `/triggers/${initial.id}`, body) : api("POST", `/flows/${flowId}/triggers`, { kind, ...body })), onDone);
   }
 
   const text = (field: string, label: string, value: string, set: (v: string) => void, hint?: string, placeholder?: string) => (
@@ -278,25 +252,8 @@ export function BrokerForm({ flowId, initial, onDone, onCancel }: { flowId: stri
       <label className="choice check">
         <input id={`${p}-enabled`} type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} /> Enabled
       </label>
-      {other.map((x, i) => (
-        <p key={i} className="field-error" role="alert">
-          {x.path ? <span className="mono">{x.path}: </span> : null}
-          {x.message}
-        </p>
-      ))}
-      {error && (
-        <p className="field-error" role="alert" data-form-error>
-          {error}
-        </p>
-      )}
-      <div className="row-buttons">
-        <button type="submit" className="btn primary" data-action="save-broker" disabled={busy}>
-          {busy ? "Saving…" : initial ? "Save broker trigger" : "Create broker trigger"}
-        </button>
-        <button type="button" className="btn" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormErrors other={other} error={error} />
+      <FormButtons action="save-broker" label={initial ? "Save broker trigger" : "Create broker trigger"} busyLabel="Saving…" busy={busy} onCancel={onCancel} />
     </form>
   );
 }

@@ -1,11 +1,12 @@
 // A schedule: a cron in a time zone starts a run at each tick.
 import { useState, type FormEvent } from "react";
-import { api, ApiError, describe, type Problem, type ScheduleTrigger } from "../../api";
-import { ago, Countdown, Json } from "../../components/common";
+import { api, type ScheduleTrigger } from "../../api";
+import { ago, Countdown, FormErrors, Json } from "../../components/common";
 import { Link } from "../../router";
 import { checkJSON } from "../nodesettings/body";
 import { knownZone, zones } from "../nodesettings/zones";
 import { EditButton, ToggleButton, TriggerCard, useTriggerAct, useTriggerEdit, type TriggerCardProps } from "./TriggerCard";
+import { FormButtons, useTriggerForm } from "./TriggerForm";
 
 export function ScheduleCard({ sc, ...props }: { sc: ScheduleTrigger } & TriggerCardProps) {
   const { editing, setEditing, saved } = useTriggerEdit(props);
@@ -108,27 +109,16 @@ export function ScheduleForm({ flowId, initial, onDone, onCancel }: { flowId: st
   const [overlap, setOverlap] = useState<string>(initial?.overlap ?? "skip");
   const [catchUp, setCatchUp] = useState<string>(initial?.catch_up ?? "one");
   const [enabled, setEnabled] = useState(initial?.enabled ?? true);
-  const [problems, setProblems] = useState<Problem[]>([]);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { problems, busy, error, save, at, msgs, clear } = useTriggerForm();
   const [zoneList] = useState(zones);
   const inputError = input.trim() ? checkJSON(input) : null;
   const inputNotObject = !inputError && input.trim() && !/^\s*\{/.test(input) ? "The input must be a JSON object." : null;
   const zoneError = timezone.trim() && !knownZone(timezone.trim()) ? `${timezone.trim()} is not an IANA time zone this browser knows.` : null;
-  const at = (field: string) => problems.filter((x) => x.path === field);
   const other = problems.filter((x) => !["cron", "timezone", "input", "overlap", "catch_up", "enabled"].includes(x.path));
-  const msgs = (field: string) =>
-    at(field).map((x, i) => (
-      <p key={i} className="field-error" role="alert" data-field-error={field}>
-        {x.message}
-      </p>
-    ));
 
   async function submit(e: FormEvent) {
     e.preventDefault();
     if (inputError || inputNotObject) return;
-    setBusy(true);
-    setError(null);
     const body: Record<string, unknown> = {
       cron,
       timezone: timezone.trim() || "UTC",
@@ -137,22 +127,7 @@ export function ScheduleForm({ flowId, initial, onDone, onCancel }: { flowId: st
       catch_up: catchUp,
       enabled,
     };
-    try {
-      if (initial) await api("PATCH", `/triggers/${initial.id}`, body);
-      else await api("POST", `/flows/${flowId}/triggers`, { kind: "schedule", ...body });
-      setProblems([]);
-      onDone();
-    } catch (err) {
-      if (err instanceof ApiError && err.details.length) {
-        setProblems(err.details);
-        setError(`Not saved: ${err.message}.`);
-      } else {
-        setProblems([]);
-        setError(`Not saved: ${describe(err)}`);
-      }
-    } finally {
-      setBusy(false);
-    }
+    await save(() => (initial ? api("PATCH", `/triggers/${initial.id}`, body) : api("POST", `/flows/${flowId}/triggers`, { kind: "schedule", ...body })), onDone);
   }
 
   return (
@@ -169,7 +144,7 @@ export function ScheduleForm({ flowId, initial, onDone, onCancel }: { flowId: st
           aria-describedby={`${p}-cron-help`}
           onChange={(e) => {
             setCron(e.target.value);
-            setProblems((ps) => ps.filter((x) => x.path !== "cron"));
+            clear("cron");
           }}
         />
         <p className="hint" id={`${p}-cron-help`}>
@@ -195,7 +170,7 @@ export function ScheduleForm({ flowId, initial, onDone, onCancel }: { flowId: st
           aria-invalid={!!zoneError || at("timezone").length > 0}
           onChange={(e) => {
             setTimezone(e.target.value);
-            setProblems((ps) => ps.filter((x) => x.path !== "timezone"));
+            clear("timezone");
           }}
         />
         <datalist id={`${p}-zones`}>
@@ -222,7 +197,7 @@ export function ScheduleForm({ flowId, initial, onDone, onCancel }: { flowId: st
           aria-invalid={!!inputError || !!inputNotObject || at("input").length > 0}
           onChange={(e) => {
             setInput(e.target.value);
-            setProblems((ps) => ps.filter((x) => x.path !== "input"));
+            clear("input");
           }}
         />
         {(inputError || inputNotObject) && (
@@ -254,25 +229,15 @@ export function ScheduleForm({ flowId, initial, onDone, onCancel }: { flowId: st
         <input id={`${p}-enabled`} type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} /> Enabled
       </label>
       {msgs("enabled")}
-      {other.map((x, i) => (
-        <p key={i} className="field-error" role="alert">
-          {x.path ? <span className="mono">{x.path}: </span> : null}
-          {x.message}
-        </p>
-      ))}
-      {error && (
-        <p className="field-error" role="alert" data-form-error>
-          {error}
-        </p>
-      )}
-      <div className="row-buttons">
-        <button type="submit" className="btn primary" data-action="save-schedule" disabled={busy || !!inputError || !!inputNotObject}>
-          {busy ? "Saving…" : initial ? "Save schedule" : "Create schedule"}
-        </button>
-        <button type="button" className="btn" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormErrors other={other} error={error} />
+      <FormButtons
+        action="save-schedule"
+        label={initial ? "Save schedule" : "Create schedule"}
+        busyLabel="Saving…"
+        busy={busy}
+        disabled={!!inputError || !!inputNotObject}
+        onCancel={onCancel}
+      />
     </form>
   );
 }

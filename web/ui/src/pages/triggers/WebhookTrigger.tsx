@@ -2,11 +2,12 @@
 // edited (entity mapping, input schema, respond; the slug stays), its
 // secret rotated and deleted.
 import { useEffect, useState, type FormEvent } from "react";
-import { api, ApiError, can, currentMe, describe, type Flow, type Problem, type RotatedTriggerSecret, type WebhookTrigger } from "../../api";
-import { ago, Countdown, useLoad } from "../../components/common";
+import { api, can, currentMe, describe, type Flow, type RotatedTriggerSecret, type WebhookTrigger } from "../../api";
+import { ago, Countdown, FormErrors, useLoad } from "../../components/common";
 import { TaskForm } from "../../components/LazyTaskForm";
 import { PlainProblem } from "../../components/PlainProblem";
 import { EditButton, TriggerCard, useTriggerAct, useTriggerEdit, type TriggerCardProps } from "./TriggerCard";
+import { FormButtons, useTriggerForm } from "./TriggerForm";
 
 export function WebhookCard({ hook, ...props }: { hook: WebhookTrigger } & TriggerCardProps) {
   const { onNotice } = props;
@@ -133,14 +134,7 @@ function RotateSecretForm({ hook, onDone, onCancel }: { hook: WebhookTrigger; on
           {error}
         </p>
       )}
-      <div className="row-buttons">
-        <button type="submit" className="btn primary" data-action="confirm-rotate" disabled={busy}>
-          {busy ? "Rotating…" : "Rotate secret"}
-        </button>
-        <button type="button" className="btn" onClick={onCancel} disabled={busy}>
-          Cancel
-        </button>
-      </div>
+      <FormButtons action="confirm-rotate" label="Rotate secret" busyLabel="Rotating…" busy={busy} onCancel={onCancel} cancelLocked />
     </form>
   );
 }
@@ -212,9 +206,7 @@ export function WebhookForm({ flowId, initial, onDone, onCancel }: { flowId: str
   const [emailPath, setEmailPath] = useState(ent?.email_path ?? "");
   const [schemaText, setSchemaText] = useState(initial?.input_schema ? JSON.stringify(initial.input_schema, null, 2) : "");
   const [preview, setPreview] = useState<any>(undefined);
-  const [problems, setProblems] = useState<Problem[]>([]);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { problems, setProblems, error, busy, save } = useTriggerForm();
   const boards = useLoad(() => api<{ boards: { id: string; name: string; sections: { id: string; name: string }[] }[] }>("GET", "/boards"), []);
   const flow = useLoad(() => api<Flow>("GET", `/flows/${flowId}`), [flowId]);
   const flowBoard = flow.data?.board_id ?? null;
@@ -243,36 +235,19 @@ export function WebhookForm({ flowId, initial, onDone, onCancel }: { flowId: str
   async function submit(e: FormEvent) {
     e.preventDefault();
     if (schemaError || entityMissing) return;
-    setBusy(true);
-    setError(null);
     const entity = makeEntity
       ? { board_id: boardId, type: entityType.trim(), ...(namePath.trim() ? { name_path: namePath.trim() } : {}), ...(emailPath.trim() ? { email_path: emailPath.trim() } : {}) }
       : null;
     const respond = wait ? { mode: "wait", timeout_seconds: Number(waitSeconds) } : null;
-    try {
-      if (initial) {
-        await api("PATCH", `/triggers/${initial.id}`, { entity, input_schema: schema, respond });
-      } else {
-        const body: Record<string, unknown> = { slug: slug.trim() };
-        if (secret) body.secret = secret;
-        if (respond) body.respond = respond;
-        if (entity) body.entity = entity;
-        if (schema) body.input_schema = schema;
-        await api("POST", `/flows/${flowId}/triggers`, body);
-      }
-      setProblems([]);
-      onDone(slug.trim());
-    } catch (err) {
-      if (err instanceof ApiError && err.details.length) {
-        setProblems(err.details);
-        setError(`Not saved: ${err.message}.`);
-      } else {
-        setProblems([]);
-        setError(`Not saved: ${describe(err)}`);
-      }
-    } finally {
-      setBusy(false);
-    }
+    const body: Record<string, unknown> = { slug: slug.trim() };
+    if (secret) body.secret = secret;
+    if (respond) body.respond = respond;
+    if (entity) body.entity = entity;
+    if (schema) body.input_schema = schema;
+    await save(
+      () => (initial ? api("PATCH", `/triggers/${initial.id}`, { entity, input_schema: schema, respond }) : api("POST", `/flows/${flowId}/triggers`, body)),
+      () => onDone(slug.trim()),
+    );
   }
   return (
     <form className="webhook-form" aria-label={initial ? `Edit webhook ${initial.slug}` : "New webhook"} onSubmit={submit} noValidate>
@@ -395,25 +370,15 @@ export function WebhookForm({ flowId, initial, onDone, onCancel }: { flowId: str
             : "The request is answered 202 with the run's id as soon as the run started."}
         </p>
       </div>
-      {other.map((x, i) => (
-        <p key={i} className="field-error" role="alert">
-          {x.path ? <span className="mono">{x.path}: </span> : null}
-          {x.message}
-        </p>
-      ))}
-      {error && (
-        <p className="field-error" role="alert" data-form-error>
-          {error}
-        </p>
-      )}
-      <div className="row-buttons">
-        <button type="submit" className="btn primary" data-action="save-webhook" disabled={busy || (!initial && !slug.trim()) || !!schemaError || !!entityMissing}>
-          {busy ? (initial ? "Saving…" : "Creating…") : initial ? "Save webhook" : "Create webhook"}
-        </button>
-        <button type="button" className="btn" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormErrors other={other} error={error} />
+      <FormButtons
+        action="save-webhook"
+        label={initial ? "Save webhook" : "Create webhook"}
+        busyLabel={initial ? "Saving…" : "Creating…"}
+        busy={busy}
+        disabled={(!initial && !slug.trim()) || !!schemaError || !!entityMissing}
+        onCancel={onCancel}
+      />
     </form>
   );
 }

@@ -1,0 +1,198 @@
+// useGraphEdits is how the editor changes the graph on the canvas: steps
+// added, connected, edited, renamed and deleted, edges edited, selected
+// and deleted, the layout tidied up and that undone. Each change marks the
+// flow edited; a field or edge edited since the last save marks that
+// save's problems about it stale.
+import { addEdge, useReactFlow, type Connection, type Edge } from "@xyflow/react";
+import { useCallback, useRef, type Dispatch, type RefObject, type SetStateAction } from "react";
+import type { Problem } from "../../api";
+import { useFitFlow } from "../../components/FitOnOpen";
+import { decorateEdge, nextId, type CanvasNode } from "../../graph";
+import { typeInfo } from "../../nodetypes";
+import { tidy } from "../../tidy";
+import { freeSpot } from "./freeSpot";
+
+// panels counts the node panels opened, for their keys.
+let panels = 0;
+
+export function useGraphEdits({
+  wrapper,
+  nodes,
+  edges,
+  setNodes,
+  setEdges,
+  setProblems,
+  markDirty,
+  untidy,
+  setUntidy,
+}: {
+  // wrapper: the canvas's element (a node added without a place goes in its middle).
+  wrapper: RefObject<HTMLDivElement | null>;
+  nodes: CanvasNode[];
+  edges: Edge[];
+  setNodes: Dispatch<SetStateAction<CanvasNode[]>>;
+  setEdges: Dispatch<SetStateAction<Edge[]>>;
+  setProblems: Dispatch<SetStateAction<(Problem & { stale?: boolean })[]>>;
+  markDirty: () => void;
+  // untidy: the places each Tidy up moved the nodes from, the latest at
+  // the end (the editor forgets them when it loads a flow).
+  untidy: Record<string, { x: number; y: number }>[];
+  setUntidy: Dispatch<SetStateAction<Record<string, { x: number; y: number }>[]>>;
+}) {
+  const rf = useReactFlow();
+  const nodesRef = useRef<CanvasNode[]>([]);
+  nodesRef.current = nodes;
+  const fitFlow = useFitFlow();
+  // A node's panel has a key of its own, which a renamed node keeps (and
+  // so its fields and the focus): panelKeys maps node ids to those keys.
+  const panelKeys = useRef<Record<string, string>>({});
+
+  const addNode = useCallback(
+    (type: string, screen: { x: number; y: number } | null) => {
+      const r = wrapper.current?.getBoundingClientRect();
+      const at = screen ?? (r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : { x: 200, y: 200 });
+      let pos = rf.screenToFlowPosition(at);
+      // A node added by click or keyboard goes in the visible pane, at the
+      // free place nearest its centre: on top of no other node.
+      if (!screen && r) pos = freeSpot(pos, nodes, rf.screenToFlowPosition({ x: r.left, y: r.top }), rf.screenToFlowPosition({ x: r.right, y: r.bottom }));
+      const id = nextId(typeInfo(type)?.idPrefix || type.toLowerCase(), new Set(nodes.map((n) => n.id)));
+      // The data a new node starts with is its type's (GET /api/v1/node-types).
+      const data: Record<string, any> = structuredClone(typeInfo(type)?.defaultConfig ?? {});
+      setNodes((ns) => [
+        ...ns.map((n) => ({ ...n, selected: false })),
+        { id, type, position: { x: pos.x - 80, y: pos.y - 30 }, data, selected: true },
+      ]);
+      setEdges((es) => es.map((e) => ({ ...e, selected: false })));
+      markDirty();
+    },
+    [nodes, rf, setNodes, setEdges, markDirty, wrapper],
+  );
+
+  const connect = useCallback(
+    (c: Connection) => {
+      if (!c.source || !c.target || c.source === c.target) return;
+      setEdges((es) => {
+        if (es.some((e) => e.source === c.source && e.target === c.target)) return es;
+        const id = nextId("e", new Set(es.map((e) => e.id)));
+        return addEdge(decorateEdge({ ...c, id, data: {} } as Edge), es);
+      });
+      markDirty();
+    },
+    [setEdges, markDirty],
+  );
+
+  const updateNode = useCallback(
+    (id: string, data: Record<string, any>) => {
+      const before = nodesRef.current.find((n) => n.id === id)?.data ?? {};
+      setNodes((ns) => ns.map((n) => (n.id === id ? { ...n, data } : n)));
+      // A message about a field edited since the save is stale: shown in
+      // the settings, no longer painted on the canvas.
+      const edited = (p: Problem) => {
+        const k = /\.data\.([A-Za-z0-9_]+)/.exec(p.path ?? "")?.[1];
+        return !!k && JSON.stringify(before[k]) !== JSON.stringify(data[k]);
+      };
+      setProblems((ps) => (ps.some((p) => p.node_id === id && !p.stale && edited(p)) ? ps.map((p) => (p.node_id === id && edited(p) ? { ...p, stale: true } : p)) : ps));
+      markDirty();
+    },
+    [setNodes, markDirty, setProblems],
+  );
+  const renameNode = useCallback(
+    (from: string, to: string) => {
+      const k = panelKeys.current;
+      if (k[from]) k[to] = k[from];
+      delete k[from];
+      setNodes((ns) => ns.map((n) => (n.id === from ? { ...n, id: to } : n)));
+      setEdges((es) => es.map((e) => ({ ...e, source: e.source === from ? to : e.source, target: e.target === from ? to : e.target })));
+      setProblems((ps) => ps.map((p) => (p.node_id === from ? { ...p, node_id: to } : p)));
+      markDirty();
+    },
+    [setNodes, setEdges, markDirty, setProblems],
+  );
+  const deleteNode = useCallback(
+    (id: string) => {
+      setNodes((ns) => ns.filter((n) => n.id !== id));
+      setEdges((es) => es.filter((e) => e.source !== id && e.target !== id));
+      markDirty();
+    },
+    [setNodes, setEdges, markDirty],
+  );
+  const updateEdge = useCallback(
+    (id: string, data: Record<string, any>) => {
+      setEdges((es) => es.map((e) => (e.id === id ? decorateEdge({ ...e, data }) : e)));
+      setProblems((ps) => (ps.some((p) => p.edge_id === id && !p.stale) ? ps.map((p) => (p.edge_id === id ? { ...p, stale: true } : p)) : ps));
+      markDirty();
+    },
+    [setEdges, markDirty, setProblems],
+  );
+  // Renaming a UX outcome renames it on the node's outcome edges too.
+  const renameOutcome = useCallback(
+    (node: string, from: string, to: string) => {
+      if (from === to) return;
+      setEdges((es) =>
+        es.map((e) => (e.source === node && (e.data as any)?.outcome === from ? decorateEdge({ ...e, data: { ...e.data, outcome: to } }) : e)),
+      );
+    },
+    [setEdges],
+  );
+  const selectEdge = useCallback(
+    (id: string) => {
+      setNodes((ns) => ns.map((n) => (n.selected ? { ...n, selected: false } : n)));
+      setEdges((es) => es.map((e) => ({ ...e, selected: e.id === id })));
+    },
+    [setNodes, setEdges],
+  );
+  const deleteEdge = useCallback(
+    (id: string) => {
+      setEdges((es) => es.filter((e) => e.id !== id));
+      markDirty();
+    },
+    [setEdges, markDirty],
+  );
+  const selectNode = useCallback(
+    (id: string) => {
+      setNodes((ns) => ns.map((n) => ({ ...n, selected: n.id === id })));
+      setEdges((es) => es.map((e) => ({ ...e, selected: false })));
+      const n = rf.getNode(id);
+      if (n) rf.setCenter(n.position.x + 80, n.position.y + 30, { duration: 200, zoom: rf.getZoom() });
+    },
+    [rf, setNodes, setEdges],
+  );
+
+  // Tidy up: lay the graph out left to right (tidy.ts), as one change
+  // that Undo tidy takes back.
+  const tidyUp = useCallback(() => {
+    const ns = nodesRef.current;
+    if (!ns.length) return;
+    const at = tidy(ns, edges);
+    setUntidy((u) => [...u.slice(-9), Object.fromEntries(ns.map((n) => [n.id, n.position]))]);
+    setNodes((cur) => cur.map((n) => (at[n.id] ? { ...n, position: at[n.id] } : n)));
+    markDirty();
+    requestAnimationFrame(() => fitFlow());
+  }, [edges, setNodes, markDirty, fitFlow, setUntidy]);
+  const undoTidy = useCallback(() => {
+    const last = untidy[untidy.length - 1];
+    if (!last) return;
+    setUntidy((u) => u.slice(0, -1));
+    setNodes((cur) => cur.map((n) => (last[n.id] ? { ...n, position: last[n.id] } : n)));
+    markDirty();
+  }, [untidy, setNodes, markDirty, setUntidy]);
+
+  // panelKey is the key of a node's panel.
+  const panelKey = (id: string) => (panelKeys.current[id] ??= `${id}#${++panels}`);
+
+  return {
+    panelKey,
+    addNode,
+    connect,
+    updateNode,
+    renameNode,
+    deleteNode,
+    updateEdge,
+    renameOutcome,
+    selectEdge,
+    deleteEdge,
+    selectNode,
+    tidyUp,
+    undoTidy,
+  };
+}
