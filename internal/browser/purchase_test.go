@@ -183,7 +183,14 @@ func TestUIPurchaseRequest(t *testing.T) {
 	s.run("triggers", chromedp.Click(`[data-link="triggers"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`[data-action="new-webhook"]`, chromedp.ByQuery), chromedp.Click(`[data-action="new-webhook"]`, chromedp.ByQuery),
 		chromedp.WaitVisible("#hook-slug", chromedp.ByQuery), setValue("#hook-slug", "purchase"),
+		// A secret under 16 characters, typed, keeps the form from being
+		// sent (the server would answer 400).
+		chromedp.SendKeys("#hook-secret", "short", chromedp.ByQuery),
 		chromedp.Click(`//button[text()="Create webhook"]`, chromedp.BySearch))
+	var shortRefused bool
+	s.run("a short secret", chromedp.Evaluate(`document.querySelector("#hook-secret").validity.tooShort && !document.querySelector("li.trigger.webhook")`, &shortRefused))
+	require.True(t, shortRefused, "a short secret is refused before it is sent")
+	s.run("no secret", setValue("#hook-secret", ""), chromedp.Click(`//button[text()="Create webhook"]`, chromedp.BySearch))
 	s.waitJS("webhook made", `!!document.querySelector("li.trigger.webhook")`)
 
 	// Back on the canvas, the webhook is its start: opened there, it is

@@ -266,8 +266,8 @@ export function WebhookForm({ flowId, initial, onDone, onCancel }: { flowId: str
           </div>
           <div className="field">
             <label htmlFor={`${p}-secret`}>Secret (optional)</label>
-            <input id={`${p}-secret`} type="password" autoComplete="new-password" value={secret} onChange={(e) => setSecret(e.target.value)} />
-            <p className="hint">With a secret, requests must be signed; without one, the hook only creates entities.</p>
+            <input id={`${p}-secret`} type="password" autoComplete="new-password" minLength={16} maxLength={256} value={secret} onChange={(e) => setSecret(e.target.value)} />
+            <p className="hint">With a secret (16 to 256 characters), requests must be signed; without one, the hook only creates entities.</p>
           </div>
         </>
       )}
