@@ -59,6 +59,10 @@ func (c *countingTx) InsertRun(ctx context.Context, r *Run) error {
 	return c.wrote(c.Tx.InsertRun(ctx, r))
 }
 func (c *countingTx) SaveRun(ctx context.Context, r *Run) error { return c.wrote(c.Tx.SaveRun(ctx, r)) }
+func (c *countingTx) SetRunResponse(ctx context.Context, runID string, a *CallerAnswer) (bool, error) {
+	ok, err := c.Tx.SetRunResponse(ctx, runID, a)
+	return ok, c.wrote(err)
+}
 func (c *countingTx) AddDecision(ctx context.Context, d UXDecision) ([]Vote, bool, error) {
 	all, added, err := c.Tx.AddDecision(ctx, d)
 	if added {

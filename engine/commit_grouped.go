@@ -133,11 +133,13 @@ func itemError(err error) bool {
 }
 
 func (g *grouped) runBatch(runID string, items []*opItem) {
-	// An operation whose caller hung up before its batch began is not
-	// applied: the caller was answered with its context's error, and
-	// retries (a worker's callback) or does not.
+	// A worker's callback whose request was given up before its batch
+	// began is not applied: the worker was answered with no 2xx and calls
+	// back again. Every other operation is applied once submitted (the
+	// dispatcher's record of a request already sent, at shutdown, must not
+	// be lost).
 	items = slices.DeleteFunc(items, func(it *opItem) bool {
-		if err := it.ctx.Err(); err != nil {
+		if err := it.ctx.Err(); err != nil && it.cb != nil {
 			it.done <- err
 			return true
 		}
@@ -184,9 +186,13 @@ func (g *grouped) runBatch(runID string, items []*opItem) {
 		return nil
 	}, nil)
 	if err != nil {
-		// The shared transaction failed: give each operation its own.
+		// The shared transaction failed: give each operation its own, in
+		// its own context, all within one more minute.
+		fctx, fcancel := detached(ctx)
+		defer fcancel()
+		dl, _ := fctx.Deadline()
 		for i, it := range items {
-			ictx, icancel := detached(it.ctx)
+			ictx, icancel := context.WithDeadline(context.WithoutCancel(it.ctx), dl)
 			results[i] = g.e.transact(ictx, runID, it.op, false)
 			icancel()
 		}
@@ -282,9 +288,9 @@ func (g *grouped) sharedCallback(ctx context.Context, trace TransactionTrace, ru
 	err := <-m.done
 	switch {
 	case errors.Is(err, errAssumptionFailed):
-		return g.alone(ctx, runID, fn, true) // on its own, reading as it goes
+		return g.alone(ctx, trace, runID, fn, true) // on its own, reading as it goes
 	case errors.Is(err, errGroupFailed):
-		return g.alone(ctx, runID, fn, false) // on its own
+		return g.alone(ctx, trace, runID, fn, false) // on its own
 	}
 	return err
 }
@@ -292,14 +298,19 @@ func (g *grouped) sharedCallback(ctx context.Context, trace TransactionTrace, ru
 // alone applies fn on its own, once the shared transaction it was in
 // failed: at most GroupTransactions at a time, so that a failed group
 // (up to maxTogether members) does not take every connection at once.
-func (g *grouped) alone(ctx context.Context, runID string, fn func(t *txn) error, noSpeculation bool) error {
+func (g *grouped) alone(ctx context.Context, trace TransactionTrace, runID string, fn func(t *txn) error,
+	noSpeculation bool) error {
 	select {
 	case g.groups.alone <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	defer func() { <-g.groups.alone }()
-	return g.e.transact(ctx, runID, fn, noSpeculation)
+	// A fresh minute: the batch's was partly spent waiting for, and in,
+	// the shared transaction that failed.
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	return g.e.transactTraced(ctx, trace, runID, fn, noSpeculation)
 }
 
 // waiting is how many batches wait for a shared transaction to take
@@ -420,6 +431,14 @@ func (g *grouped) applyGroup(ctx, lead context.Context, ms []*member) {
 		// That batch on its own (without speculating: its assumption
 		// failed), the others again together.
 		ms[bad].done <- errAssumptionFailed
+		if ms[bad].ctx == lead && len(ms) > 1 {
+			// The others' transaction is a child of a request it serves.
+			lead = ms[(bad+1)%len(ms)].ctx
+			dl, _ := ctx.Deadline()
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(context.WithoutCancel(lead), dl)
+			defer cancel()
+		}
 		g.applyGroup(ctx, lead, slices.Delete(ms, bad, bad+1))
 		return
 	}

@@ -114,10 +114,11 @@ func (f *fireCtx) act() error {
 		return errors.New("a node handler may take only one action per fire")
 	}
 	f.acted = true
-	if a := f.answer; a != nil {
+	if a := f.answer; a != nil && !f.unwritten() {
 		// Recorded before the action walks on: a Respond node further on
 		// in this transaction fires inside the action, and the first to
-		// fire counts.
+		// fire counts. (A fire the action will ask to try again once the
+		// node's row exists records it then.)
 		f.answer = nil
 		return f.t.answerCaller(a)
 	}

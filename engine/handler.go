@@ -66,9 +66,10 @@ type FireContext interface {
 	// Answer gives the run's caller — a webhook request waiting for the
 	// run (a trigger's respond.mode "wait") — its answer now, while the
 	// run goes on: the first answer of a run counts, later ones are
-	// ignored. Like Log it is not an action: it is recorded with the
-	// action the handler takes, and not at all when the fire takes none
-	// or is tried again.
+	// ignored. Like Log it is not an action: it is recorded as the
+	// action the handler takes begins (so before a later Respond that
+	// action leads to), and not at all when the fire takes none or is
+	// tried again. Called after the action, it is recorded after it.
 	Answer(a CallerAnswer)
 	// StartChild marks the node running and starts a run of another flow
 	// version (its child) in the same transaction; the child's end

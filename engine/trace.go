@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -34,7 +35,13 @@ func (e *Engine) inTx(ctx context.Context, p TransactionTrace, fn func(ctx conte
 	}
 	ctx, end := e.cfg.Tracer.StartTransaction(ctx, p)
 	err := e.cfg.Store.InTx(ctx, fn)
-	end(err)
+	if itemError(err) || errors.Is(err, errVersionMoved) {
+		// An operation's own answer (a repeated or stale callback, a
+		// speculation tried again, nothing to do), not a failure.
+		end(nil)
+	} else {
+		end(err)
+	}
 	return err
 }
 

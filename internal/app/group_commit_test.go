@@ -172,3 +172,29 @@ func TestHungUpCallerNotApplied(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, engine.RunCompleted, r.Status, "its retry was")
 }
+
+// TestGivenUpOperationOtherThanACallbackApplied: only a worker's callback
+// is left out when its caller gave up; any other operation submitted is
+// applied (at shutdown the dispatcher's context ends while its record of
+// a request already sent may wait in a queue: losing it would send the
+// request again). Here a person's decision, submitted with a context
+// already ended.
+func TestGivenUpOperationOtherThanACallbackApplied(t *testing.T) {
+	t.Parallel()
+	const graph = `{"nodes":[{"id":"ask","type":"UX","data":{}}],"edges":[]}`
+	st, _ := storetest.IsolatedDB(t)
+	eng := engineOn(t, st)
+	id := startRuns(t, st, eng, graph, 1)[0]
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	// Answered with the context's error or nil, whichever comes first: the
+	// caller cannot tell, and the operation is applied either way.
+	err := eng.CompleteUX(gone, engine.CompleteUXParams{RunID: id, Key: "ask", Outcome: "approve", By: "ada@example.com"})
+	if err != nil {
+		require.ErrorIs(t, err, context.Canceled)
+	}
+	eng.Stop()
+	r, _, err := st.GetRun(context.Background(), id, true)
+	require.NoError(t, err)
+	require.Equal(t, engine.RunCompleted, r.Status, "the decision was applied")
+}

@@ -161,12 +161,16 @@ const maxLinks = 128
 // the transaction serves first, linked to the other requests it serves.
 func (t *Tracing) StartTransaction(ctx context.Context, p engine.TransactionTrace) (context.Context, func(error)) {
 	links := make([]trace.Link, 0, min(len(p.Others), maxLinks))
-	own := trace.SpanContextFromContext(ctx)
+	seen := map[trace.SpanID]bool{trace.SpanContextFromContext(ctx).SpanID(): true}
 	for _, o := range p.Others {
+		if len(links) == maxLinks {
+			break
+		}
 		sc := trace.SpanContextFromContext(o)
-		if !sc.IsValid() || sc.Equal(own) || len(links) == maxLinks {
+		if !sc.IsValid() || seen[sc.SpanID()] {
 			continue
 		}
+		seen[sc.SpanID()] = true
 		links = append(links, trace.Link{SpanContext: sc})
 	}
 	//nolint:spancheck // ended by the func returned, once the transaction ended
