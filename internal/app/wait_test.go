@@ -123,7 +123,7 @@ func TestWaitTimersAcrossProcesses(t *testing.T) {
 	wg.Wait()
 	require.False(t, t.Failed())
 	for _, id := range ids {
-		a.waitRun(id, "completed")
+		a.waitStatus(id, "completed")
 	}
 	conn, err := pgx.Connect(context.Background(), dbURL)
 	require.NoError(t, err)

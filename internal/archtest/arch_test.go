@@ -90,6 +90,7 @@ func disallowed(pkg, imp string) string {
 // TestAllowListCatchesAnImport: the allow lists refuse what is not on them
 // (a test of the check itself: it must be able to fail).
 func TestAllowListCatchesAnImport(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ pkg, imp string }{
 		{"engine", "github.com/google/uuid"},
 		{"engine", "net/http"},
@@ -117,6 +118,7 @@ func TestAllowListCatchesAnImport(t *testing.T) {
 }
 
 func TestLayerDirection(t *testing.T) {
+	t.Parallel()
 	out, err := exec.CommandContext(t.Context(), "go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, mod+"/...").CombinedOutput()
 	require.NoError(t, err, string(out))
 	seen := map[string]bool{}

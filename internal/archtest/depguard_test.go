@@ -26,6 +26,7 @@ type depguardRule struct {
 // (stdlib-worker) its stdlibOnly, so the editor's lint and make test
 // refuse the same imports.
 func TestDepguardMirrorsArchtest(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join(repoRoot(t), ".golangci.yml"))
 	require.NoError(t, err)
 	var cfg struct {

@@ -191,6 +191,17 @@ func (w *Worker) All() []Dispatch {
 	return append([]Dispatch(nil), w.got...)
 }
 
+// From returns the dispatches received after the first i, in order of
+// arrival: a test that polls for new ones copies only those.
+func (w *Worker) From(i int) []Dispatch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if i >= len(w.got) {
+		return nil
+	}
+	return append([]Dispatch(nil), w.got[i:]...)
+}
+
 // Received is how many dispatches arrived.
 func (w *Worker) Received() int {
 	w.mu.Lock()
@@ -215,8 +226,12 @@ func (w *Worker) Answers() map[int]int {
 func (w *Worker) Wait(tb testing.TB, timeout time.Duration, what string, match func(Dispatch) bool) Dispatch {
 	tb.Helper()
 	var found Dispatch
+	// Looked through in place, not copied (All): a worker may hold
+	// thousands of dispatches, and this is asked every few milliseconds.
 	Eventually(tb, timeout, func() bool {
-		for _, d := range w.All() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, d := range w.got {
 			if match(d) {
 				found = d
 				return true
