@@ -26,9 +26,10 @@ func TestCompileAPIExample(t *testing.T) {
 				`{"entityMovement":{"onFailure":{"completeAs":"neutral","targetSectionId":"nurture"},` +
 					`"onSuccess":{"completeAs":"success","setEntityType":"customer","targetSectionId":"qualified"}},` +
 					`"label":"Fetch leads","retry":{"backoff":"exponential","initialDelayMs":1000,"maxAttempts":3,"maxDelayMs":60000},` +
-					`"timeoutSeconds":300,"webhookUrl":"http://worker.local/fetch"}`)},
-			"split":   {ID: "split", Type: engine.NodeTypeSplitter, Config: json.RawMessage(`{"arrayPath":"leads"}`), Caps: engine.Capabilities{FansOut: true}},
-			"score":   {ID: "score", Type: engine.NodeTypeWorker, Config: json.RawMessage(`{"webhookUrl":"http://worker.local/score"}`), Region: "split", Depth: 1},
+					`"timeoutSeconds":300,"webhookUrl":"http://worker.local/fetch"}`), Caps: engine.Capabilities{CallsBack: true}},
+			"split": {ID: "split", Type: engine.NodeTypeSplitter, Config: json.RawMessage(`{"arrayPath":"leads"}`), Caps: engine.Capabilities{FansOut: true}},
+			"score": {ID: "score", Type: engine.NodeTypeWorker, Config: json.RawMessage(`{"webhookUrl":"http://worker.local/score"}`), Region: "split", Depth: 1,
+				Caps: engine.Capabilities{CallsBack: true}},
 			"merge":   {ID: "merge", Type: engine.NodeTypeCollector, Config: json.RawMessage(`{}`), Caps: engine.Capabilities{Collects: true}},
 			"approve": {ID: "approve", Type: engine.NodeTypeUX, Config: json.RawMessage(`{"label":"Approve the batch","prompt":"Send these leads to sales?"}`), Caps: engine.Capabilities{WaitsForPerson: true}},
 		},
