@@ -16,7 +16,7 @@ import (
 // a rule and its test are found from either side.
 func TestEveryRuleHasATest(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile("../docs/state_machine.md")
+	doc, err := os.ReadFile(filepath.Join("..", "docs/state_machine.md")) // the repository's root is one up
 	require.NoError(t, err)
 	files, err := filepath.Glob("*_test.go")
 	require.NoError(t, err)
