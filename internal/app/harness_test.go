@@ -152,6 +152,12 @@ func (h *harness) do(method, path string, body any, out any) int {
 // doAs is do with another bearer token (a personal one).
 func (h *harness) doAs(tok, method, path string, body any, out any) int {
 	h.t.Helper()
+	return h.send(tok, nil, method, path, body, out)
+}
+
+// send is doAs with headers added to the request.
+func (h *harness) send(tok string, header http.Header, method, path string, body any, out any) int {
+	h.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -160,6 +166,9 @@ func (h *harness) doAs(tok, method, path string, body any, out any) int {
 	}
 	req, err := http.NewRequestWithContext(context.Background(), method, h.app.URL+path, rd)
 	require.NoError(h.t, err)
+	for k, v := range header {
+		req.Header[k] = v
+	}
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := h.client.Do(req)
@@ -326,20 +335,11 @@ func (h *harness) waitStatus(id, status string) {
 // runStatus is run id's status, from its answer without node states.
 func (h *harness) runStatus(id string) string {
 	h.t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, h.app.URL+"/api/v1/runs/"+id, nil)
-	require.NoError(h.t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Prefer", "return=minimal")
-	resp, err := h.client.Do(req)
-	require.NoError(h.t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(h.t, err)
-	require.Equal(h.t, http.StatusOK, resp.StatusCode, "body: %s", b)
 	var r struct {
 		Status string `json:"status"`
 	}
-	require.NoError(h.t, json.Unmarshal(b, &r), "body: %s", b)
+	code := h.send(token, http.Header{"Prefer": {"return=minimal"}}, http.MethodGet, "/api/v1/runs/"+id, nil, &r)
+	require.Equal(h.t, http.StatusOK, code, "run %s", id)
 	return r.Status
 }
 
