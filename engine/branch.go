@@ -137,12 +137,17 @@ func edgeTaken(u *NodeState, target string) bool {
 }
 
 // readyDecided settles a target that may have an inbound edge not taken,
-// once all its inbound edges are decided: it fires with the outputs of the
-// edges taken, or is skipped when none was. from is the node whose
-// decision made it ready (taken: its edges taken, nil for all) and outputs
-// holds outputs already in hand.
-func (t *txn) readyDecided(tg target, status Status, from string, taken []string, outputs map[string]json.RawMessage) error {
-	if status != StatusPending {
+// once all its inbound edges are decided (p: its count-down's answer): it
+// fires with the outputs of the edges taken, or is skipped when none was.
+// from is the node whose decision made it ready (taken: its edges taken,
+// nil for all) and outputs holds outputs already in hand.
+//
+// Which upstream edges were taken is read from their rows, unless the
+// count of edges decided not taken tells: none was, or only from's was (a
+// switch's join) — counted exactly for a node on no loop in a run never
+// rerun, whose count-down started at its number of upstream nodes.
+func (t *txn) readyDecided(tg target, p Pending, from string, taken []string, outputs map[string]json.RawMessage) error {
+	if p.Status != StatusPending {
 		return nil // cancelled, or already settled
 	}
 	ups := t.graph.Upstream[tg.node.ID]
@@ -155,6 +160,19 @@ func (t *txn) readyDecided(tg target, status Status, from string, taken []string
 			continue
 		}
 		others = append(others, uk)
+	}
+	if len(others) > 0 && t.untakenCounted(tg) {
+		fromTook := 0
+		for _, ok := range takenFrom {
+			if ok {
+				fromTook++
+			}
+		}
+		// Edges decided not taken, and from's if it took its edge: the
+		// others' edges are all not taken when these are all of them.
+		if p.Untaken+fromTook >= len(ups) {
+			others = nil
+		}
 	}
 	if len(others) > 0 {
 		states, err := t.tx.NodeStates(t.ctx, t.run.ID, others)
@@ -178,13 +196,21 @@ func (t *txn) readyDecided(tg target, status Status, from string, taken []string
 		return t.skip(tg)
 	}
 	if tg.node.Caps.Collects {
-		return t.fireCollector(tg.node, tg.idx, status, 0)
+		return t.fireCollector(tg.node, tg.idx, p.Status, 0)
 	}
 	input, err := t.inputFrom(tg.node, tg.idx, outputs, takenFrom)
 	if err != nil {
 		return err
 	}
 	return t.firePending(tg, input)
+}
+
+// untakenCounted reports whether the count of tg's inbound edges decided
+// not taken is exact: its pending count began at its number of upstream
+// nodes and was never reset (a loop's next iteration, a rerun) — no
+// Collector (whose count is of items) and no join's branch.
+func (t *txn) untakenCounted(tg target) bool {
+	return !tg.node.Caps.Collects && !tg.node.joinBranch && t.graph.loopOf(tg.node.ID) == nil && !t.run.Reran
 }
 
 // skip moves a pending node whose inbound edges were all decided not taken
@@ -226,6 +252,7 @@ func (t *txn) skipAll(tgs []target) error {
 	}
 	counts := map[string]int{}
 	var succ []target // the skipped nodes' successors, in first-seen order
+	var together []target
 	for _, tg := range tgs {
 		targets, arrivals := successors(t.graph, tg.node, tg.idx)
 		if tg.node.Caps.FansOut || len(arrivals) > 0 || slices.ContainsFunc(targets, func(s target) bool {
@@ -234,15 +261,16 @@ func (t *txn) skipAll(tgs []target) error {
 			alone = append(alone, tg)
 			continue
 		}
-		if err := t.skipOnly(tg); err != nil {
-			return err
-		}
+		together = append(together, tg)
 		for _, s := range targets {
 			if counts[s.key] == 0 {
 				succ = append(succ, s)
 			}
 			counts[s.key]++
 		}
+	}
+	if err := t.skipOnlyAll(together); err != nil {
+		return err
 	}
 	// One count-down for each number of skipped parents (one, for the
 	// branches of one switch).
@@ -257,7 +285,7 @@ func (t *txn) skipAll(tgs []target) error {
 	}
 	remaining := map[string]Pending{}
 	for _, d := range deltas {
-		got, err := t.tx.AddPending(t.ctx, t.run.ID, byDelta[d], -d)
+		got, err := t.tx.AddPendingUntaken(t.ctx, t.run.ID, byDelta[d], -d)
 		if err != nil {
 			return fmt.Errorf("error counting down the successors of skipped nodes: %w", err)
 		}
@@ -273,7 +301,7 @@ func (t *txn) skipAll(tgs []target) error {
 		// upstream rows (the skips, queued, travel first).
 		var err error
 		if t.graph.MaySkip[s.node.ID] {
-			err = t.readyDecided(s, p.Status, "", nil, outputs)
+			err = t.readyDecided(s, p, "", nil, outputs)
 		} else {
 			err = t.fireReady(s, p.Status, outputs)
 		}
@@ -289,6 +317,40 @@ func (t *txn) skipAll(tgs []target) error {
 	return nil
 }
 
+// skipOnlyAll is skipOnly for several nodes, with one statement for those
+// whose attempt is known without reading their rows (pendingAttempt).
+func (t *txn) skipOnlyAll(tgs []target) error {
+	var known []target
+	for _, tg := range tgs {
+		if t.attemptKnown(tg) {
+			known = append(known, tg)
+			continue
+		}
+		if err := t.skipOnly(tg); err != nil {
+			return err
+		}
+	}
+	switch len(known) {
+	case 0:
+		return nil
+	case 1:
+		return t.skipOnly(known[0])
+	}
+	keys := make([]string, len(known))
+	for i, tg := range known {
+		keys[i] = tg.key
+	}
+	if err := t.tx.SkipLater(t.ctx, t.run.ID, keys); err != nil {
+		return fmt.Errorf("error skipping nodes %v: %w", keys, err)
+	}
+	for _, tg := range known {
+		tr := &NodeTransition{RunID: t.run.ID, Key: tg.key, From: StatusPending, Steps: []Status{StatusSkipped}}
+		t.transitioned(tr, &NodeState{RunID: t.run.ID, Key: tg.key, NodeID: tg.node.ID, Status: StatusSkipped})
+		t.skippedTerminal(tg)
+	}
+	return nil
+}
+
 // skipOnly moves pending node tg to skipped (queued: see skip) and keeps
 // the run's count of terminal nodes; its edges are decided by the caller.
 func (t *txn) skipOnly(tg target) error {
@@ -299,10 +361,16 @@ func (t *txn) skipOnly(tg target) error {
 	if err := t.transitionLater(&NodeTransition{Key: tg.key, From: StatusPending, Steps: []Status{StatusSkipped}}, tg.node.ID, prev); err != nil {
 		return fmt.Errorf("error skipping node %s: %w", tg.key, err)
 	}
+	t.skippedTerminal(tg)
+	return nil
+}
+
+// skippedTerminal keeps the run's count of terminal nodes left when tg
+// was skipped.
+func (t *txn) skippedTerminal(tg target) {
 	if tg.node.Depth == 0 && len(t.graph.Adjacency[tg.node.ID]) == 0 {
 		t.run.TerminalsLeft--
 	}
-	return nil
 }
 
 // handleFailure hands the failure of node n on along its failure edges:
@@ -380,10 +448,16 @@ func (t *txn) completeDeciding(p CallbackParams, tr *NodeTransition) error {
 	var cur *NodeState
 	var nodeErr error
 	read := false
+	if (t.run == nil || t.run.ID != p.RunID) && t.decidesUnread(p.RunID, p.Key) {
+		if err := t.load(p.RunID); err != nil {
+			return err
+		}
+	}
 	if t.run == nil || t.run.ID != p.RunID {
 		locked := t.tx.LockRunLater(t.ctx, p.RunID)
 		var input func() (json.RawMessage, error)
-		if t.decisionReadsRun(p.RunID, p.Key) {
+		cached, ok := t.e.inputs.get(p.RunID)
+		if !ok && t.decisionReadsRun(p.RunID, p.Key) {
 			input = t.tx.RunInputLater(t.ctx, p.RunID)
 		}
 		cur, nodeErr = t.tx.Node(t.ctx, p.RunID, p.Key)
@@ -393,14 +467,33 @@ func (t *txn) completeDeciding(p CallbackParams, tr *NodeTransition) error {
 		if nodeErr != nil && !errors.Is(nodeErr, ErrNotFound) {
 			return nodeErr
 		}
-		if input != nil {
+		switch {
+		case ok:
+			t.run.Input = cached
+		case input != nil:
 			if in, err := input(); err == nil && in != nil {
 				t.run.Input = in
+				t.e.inputs.put(p.RunID, in)
 			}
 		}
 		read = true
 	}
 	n, _, ok := t.graph.parseKey(p.Key)
+	if !read && ok && t.graph.hasBranches(n.ID) && !t.decisionReadsInput(t.graph, n) {
+		// The edges are decided before the row is read, in the hope that
+		// the node is running this attempt: the compare-and-set below
+		// checks it, and a stale callback's decision is thrown away. A
+		// decision that fails is made again on the row (below), so that a
+		// stale callback is answered as one.
+		if taken, err := t.decide(n, p.Key, -1, nil, tr.Output, ""); err == nil {
+			tr.Taken = taken
+			st, err := t.transition(tr)
+			if err != nil {
+				return t.duplicateOr(err, p)
+			}
+			return t.completed(st)
+		}
+	}
 	if !ok || t.graph.hasBranches(n.ID) {
 		// The row names its node; a key with no row fails the
 		// compare-and-set below, answered as a conflict like any other.
@@ -428,6 +521,39 @@ func (t *txn) completeDeciding(p CallbackParams, tr *NodeTransition) error {
 		return t.duplicateOr(err, p)
 	}
 	return t.completed(st)
+}
+
+// decidesUnread reports whether the edges of node key of run runID, not
+// locked yet, are decided without reading its row (completeDeciding), as
+// far as this process knows the run's graph, and without reading the
+// run's input: the run is then locked alone, not with the row.
+func (t *txn) decidesUnread(runID, key string) bool {
+	_, g, ok := t.e.cachedGraph(runID)
+	if !ok {
+		return false
+	}
+	n, _, ok := g.parseKey(key)
+	if !ok || !g.hasBranches(n.ID) || t.decisionReadsInput(g, n) {
+		return false
+	}
+	if _, cached := t.e.inputs.get(runID); cached {
+		return true
+	}
+	return !t.decisionReadsRun(runID, key)
+}
+
+// decisionReadsInput reports whether a condition on node n's edges (of
+// graph g) reads the node's input (its row's).
+func (t *txn) decisionReadsInput(g *ExecutionGraph, n *Node) bool {
+	for _, r := range g.Branches[n.ID] {
+		if r.Condition == "" {
+			continue
+		}
+		if c, err := t.e.conds.get(r.Condition); err != nil || c.UsesInput {
+			return true
+		}
+	}
+	return false
 }
 
 // decisionReadsRun reports whether deciding the edges of node key of run

@@ -11,12 +11,13 @@ import (
 func TestCompileCondition(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		src, err         string
-		usesRun, usesEnt bool
+		src, err                    string
+		usesRun, usesEnt, usesInput bool
 	}{
 		{src: "output.score > 50"},
 		{src: "output.ok"},
-		{src: `input.kind in ["a", "b"] and not output.done`},
+		{src: `input.kind in ["a", "b"] and not output.done`, usesInput: true},
+		{src: `input == nil`, usesInput: true},
 		{src: "run.input.v % 4 == 0", usesRun: true},
 		{src: `entity.email endsWith "@example.com"`, usesEnt: true},
 		{src: "output.score + 1", err: "expected bool"},
@@ -24,6 +25,9 @@ func TestCompileCondition(t *testing.T) {
 		{src: `"yes"`, err: "expected bool"},
 		{src: "lead.score > 1", err: "unknown name lead"},
 		{src: "output.score >", err: "unexpected token"},
+		// What a condition reads is loaded because it is named.
+		{src: "$env.run.input.v == 1", err: "$env is not available"},
+		{src: `$env["input"] == nil`, err: "$env is not available"},
 	} {
 		c, err := CompileCondition(tc.src)
 		if tc.err != "" {
@@ -33,6 +37,7 @@ func TestCompileCondition(t *testing.T) {
 		require.NoError(t, err, tc.src)
 		require.Equal(t, tc.usesRun, c.UsesRun, tc.src)
 		require.Equal(t, tc.usesEnt, c.UsesEntity, tc.src)
+		require.Equal(t, tc.usesInput, c.UsesInput, tc.src)
 	}
 }
 

@@ -92,6 +92,10 @@ func (c *countingTx) Transition(ctx context.Context, t *NodeTransition) (*NodeSt
 	st, err := c.Tx.Transition(ctx, t)
 	return st, c.wrote(err)
 }
+func (c *countingTx) SkipLater(ctx context.Context, runID string, keys []string) error {
+	return c.wrote(c.Tx.SkipLater(ctx, runID, keys))
+}
+
 func (c *countingTx) TransitionLater(ctx context.Context, t *NodeTransition) error {
 	return c.wrote(c.Tx.TransitionLater(ctx, t))
 }
@@ -99,6 +103,11 @@ func (c *countingTx) AddPending(ctx context.Context, runID string, keys []string
 	p, err := c.Tx.AddPending(ctx, runID, keys, d)
 	return p, c.wrote(err)
 }
+func (c *countingTx) AddPendingUntaken(ctx context.Context, runID string, keys []string, d int) (map[string]Pending, error) {
+	p, err := c.Tx.AddPendingUntaken(ctx, runID, keys, d)
+	return p, c.wrote(err)
+}
+
 func (c *countingTx) AddPendingLater(ctx context.Context, runID string, keys []string, d int) func() (map[string]Pending, error) {
 	c.writes++
 	return c.Tx.AddPendingLater(ctx, runID, keys, d)

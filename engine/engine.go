@@ -225,6 +225,7 @@ type Engine struct {
 	// delivered holds and group-commits the marks of successful deliveries.
 	delivered deliveredBatch
 	versions  runVersions
+	inputs    runInputs
 }
 
 // runVersions remembers the flow version of runs this process locked, so
@@ -252,6 +253,44 @@ func (v *runVersions) put(runID, versionID string) {
 		v.m = make(map[string]string)
 	}
 	v.m[runID] = versionID
+}
+
+// runInputs remembers the inputs of runs this process read, so that the
+// conditions of a switch that read run.input do not read the run's row at
+// every decision. A run's input never changes; inputs over
+// maxCachedInput bytes are not kept, and the map is cleared when it holds
+// maxRunInputBytes.
+type runInputs struct {
+	mu    sync.Mutex
+	m     map[string]json.RawMessage
+	bytes int
+}
+
+const (
+	maxCachedInput   = 16 << 10
+	maxRunInputBytes = 8 << 20
+)
+
+func (c *runInputs) get(runID string) (json.RawMessage, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	in, ok := c.m[runID]
+	return in, ok
+}
+
+func (c *runInputs) put(runID string, in json.RawMessage) {
+	if len(in) > maxCachedInput {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || c.bytes+len(in) > maxRunInputBytes {
+		c.m, c.bytes = make(map[string]json.RawMessage), 0
+	}
+	if _, ok := c.m[runID]; !ok {
+		c.m[runID] = in
+		c.bytes += len(in) + len(runID)
+	}
 }
 
 // DefaultMaxFirings is Config.MaxFirings' default: a few hundred

@@ -50,6 +50,9 @@ type ItemEnv struct {
 // only that is loaded.
 type Refs struct {
 	UsesEntity, UsesRun bool
+	// UsesInput: it reads input (the node's input), so deciding a node's
+	// edges needs its row read first.
+	UsesInput bool
 	// Steps are the ids it reads as steps.<id>, sorted, once each.
 	Steps []string
 	// Vars are the run variables it reads as vars.<name>, sorted, once
@@ -113,12 +116,16 @@ func compileCondition(src string, r exprRun) (*Condition, error) {
 // would read a step nobody can check at save.
 func refsOf(root ast.Node) (Refs, error) {
 	var r Refs
-	stepsIdents, named, varsIdents, varsNamed := 0, 0, 0, 0
+	stepsIdents, named, varsIdents, varsNamed, envs := 0, 0, 0, 0, 0
 	seen, seenVar := map[string]bool{}, map[string]bool{}
 	ast.Walk(&root, visitor(func(n ast.Node) {
 		switch n := n.(type) {
 		case *ast.IdentifierNode:
 			switch n.Value {
+			case "$env":
+				envs++
+			case "input":
+				r.UsesInput = true
 			case "entity":
 				r.UsesEntity = true
 			case "run":
@@ -153,6 +160,11 @@ func refsOf(root ast.Node) (Refs, error) {
 			}
 		}
 	}))
+	if envs > 0 {
+		// What an expression reads is loaded because it is named: through
+		// $env, run, entity or a step would be nil.
+		return Refs{}, errors.New("$env is not available: name input, output, run, entity, steps, vars or item directly")
+	}
 	if stepsIdents != named {
 		return Refs{}, errors.New("steps must be followed by a step's id: steps.fetch.output")
 	}

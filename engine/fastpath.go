@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/tidwall/gjson"
 )
@@ -182,6 +184,39 @@ func (t *txn) countDownSuccessors(key string, keys []string) (map[string]Pending
 		return nil, nil
 	}
 	return t.tx.AddPending(t.ctx, t.run.ID, keys, -1)
+}
+
+// countDownDecided is countDownSuccessors for a node that decided its
+// edges (taken: the targets of those it took, nil for all): the targets
+// keys of edges it did not take are also counted as untaken
+// (Pending.Untaken), so that a join learns what was taken without reading
+// its upstream rows (readyDecided).
+func (t *txn) countDownDecided(key string, keys, taken []string) (map[string]Pending, error) {
+	if taken == nil || len(keys) == 0 || (t.countedDown != nil && t.countedDown.key == key) {
+		return t.countDownSuccessors(key, keys)
+	}
+	var took, not []string
+	for _, k := range keys {
+		n, _, _ := t.graph.parseKey(k)
+		if n != nil && slices.Contains(taken, n.ID) {
+			took = append(took, k)
+		} else {
+			not = append(not, k)
+		}
+	}
+	remaining, err := t.countDownSuccessors(key, took)
+	if err != nil || len(not) == 0 {
+		return remaining, err
+	}
+	untaken, err := t.tx.AddPendingUntaken(t.ctx, t.run.ID, not, -1)
+	if err != nil {
+		return nil, err
+	}
+	if remaining == nil {
+		return untaken, nil
+	}
+	maps.Copy(remaining, untaken)
+	return remaining, nil
 }
 
 // checkSpeculation reports errMisspeculated unless a speculated step left

@@ -121,13 +121,20 @@ func (t *txn) nextIteration(l *Loop, st *NodeState) error {
 	return t.fire(t.graph.Nodes[l.Head], st.Index, orNull(st.Output), StatusPending, attempts[keys[0]])
 }
 
+// attemptKnown reports whether pending node tg's row is at attempt 0
+// (any attempt does, for its compare-and-set) without reading it: it is
+// in no loop and its run was never rerun.
+func (t *txn) attemptKnown(tg target) bool {
+	return t.bulk != nil || (t.graph.loopOf(tg.node.ID) == nil && !t.run.Reran)
+}
+
 // pendingAttempt is the attempt of the pending row of target tg: 0, but
 // for a node on a loop, whose rows of a later iteration go on counting
 // from the earlier ones' (nextIteration), and in a run re-run by hand
 // (RerunNode resets rows keeping their attempts). A fan-out's first fires
 // (bulk) are of new rows.
 func (t *txn) pendingAttempt(tg target) (int, error) {
-	if t.bulk != nil || (t.graph.loopOf(tg.node.ID) == nil && !t.run.Reran) {
+	if t.attemptKnown(tg) {
 		return 0, nil
 	}
 	cur, err := t.tx.Node(t.ctx, t.run.ID, tg.key)

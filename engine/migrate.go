@@ -184,7 +184,7 @@ func (t *txn) fireReadyNodes() error {
 		if t.graph.joinAny(n) && st.Status == StatusPending {
 			err = t.joinDecided(tg, outputs)
 		} else if t.graph.MaySkip[n.ID] && !n.Caps.Collects {
-			err = t.readyDecided(tg, StatusPending, "", nil, outputs)
+			err = t.readyDecided(tg, Pending{Status: StatusPending}, "", nil, outputs)
 		} else {
 			// A failed Collector whose items arrived fires again.
 			err = t.fireReady(tg, st.Status, outputs)

@@ -2,10 +2,14 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 
 	"github.com/stitchd/stitchd/engine"
 )
@@ -264,4 +268,122 @@ func TestRuleFailureEdge(t *testing.T) {
 		require.JSONEq(t, `{"handled":"bad input","by":"w"}`, string(ns["handler"].Output))
 		require.Equal(t, []string{"w#1"}, r.outbox(run.ID))
 	})
+}
+
+// rowReads counts the engine's reads of node rows (Tx.Node, Tx.NodeStates)
+// through its Store.
+type rowReads struct {
+	engine.Store
+	n *atomic.Int64
+}
+
+func (s rowReads) InTx(ctx context.Context, fn func(context.Context, engine.Tx) error) error {
+	return s.Store.InTx(ctx, func(ctx context.Context, tx engine.Tx) error { return fn(ctx, rowReadsTx{tx, s.n}) })
+}
+
+type rowReadsTx struct {
+	engine.Tx
+	n *atomic.Int64
+}
+
+func (t rowReadsTx) Node(ctx context.Context, runID, key string) (*engine.NodeState, error) {
+	t.n.Add(1)
+	return t.Tx.Node(ctx, runID, key)
+}
+
+func (t rowReadsTx) NodeStates(ctx context.Context, runID string, keys []string) (map[string]*engine.NodeState, error) {
+	t.n.Add(1)
+	return t.Tx.NodeStates(ctx, runID, keys)
+}
+
+// TestRuleSwitchJoin: docs/state_machine.md, Branches — a switch's
+// branches not taken are skipped together and counted at their join as
+// edges not taken, so that the join fires with the one taken branch's
+// output (or is skipped when none was taken) without reading its
+// upstream rows; a join with more than one branch taken reads them and
+// merges their outputs. A switch whose conditions don't read its node's
+// input decides before its row is read, and a stale callback's decision
+// is thrown away.
+func TestRuleSwitchJoin(t *testing.T) {
+	t.Parallel()
+	graph := func(conds [3]string) string {
+		return fmt.Sprintf(`{"nodes":[
+		{"id":"w","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"b0","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"b1","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"b2","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"j","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}}],
+		"edges":[{"id":"e0","source":"w","target":"b0","data":{"condition":%q}},
+			{"id":"e1","source":"w","target":"b1","data":{"condition":%q}},
+			{"id":"e2","source":"w","target":"b2","data":{"condition":%q}},
+			{"id":"j0","source":"b0","target":"j"},{"id":"j1","source":"b1","target":"j"},
+			{"id":"j2","source":"b2","target":"j"}]}`, conds[0], conds[1], conds[2])
+	}
+	byRun := [3]string{"run.input.v % 3 == 0", "run.input.v % 3 == 1", "run.input.v % 3 == 2"}
+	byOutput := [3]string{"output.a", "output.b", "output.c"}
+	byInput := [3]string{"input.v == 0", "input.v == 1", "input.v == 2"}
+	cases := []struct {
+		name  string
+		conds [3]string
+		// input is the run's, output w's.
+		input, output string
+		// ran are the branches taken, completed in order with {"<b>": true}.
+		ran []string
+		// reads is how many node rows the engine read, at most.
+		reads   int64
+		join    engine.Status
+		joinIn  string
+		runWant engine.RunStatus
+	}{
+		{"one taken by run.input", byRun, `{"v":4}`, `{}`, []string{"b1"}, 0, engine.StatusRunning, `{"b1":true}`, engine.RunRunning},
+		{"one taken by output", byOutput, `{}`, `{"c":true}`, []string{"b2"}, 0, engine.StatusRunning, `{"b2":true}`, engine.RunRunning},
+		{"two taken: the join reads its upstream rows", byOutput, `{}`, `{"a":true,"c":true}`, []string{"b0", "b2"}, 1,
+			engine.StatusRunning, `{"b0":true,"b2":true}`, engine.RunRunning},
+		{"none taken: the join is skipped", byOutput, `{}`, `{}`, nil, 0, engine.StatusSkipped, "", engine.RunCompleted},
+		{"a condition reads the node's input: the row is read", byInput, `{"v":0}`, `{}`, []string{"b0"}, 1,
+			engine.StatusRunning, `{"b0":true}`, engine.RunRunning},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var reads atomic.Int64
+			r := newRig(t, func(c *engine.Config) { c.Store = rowReads{c.Store, &reads} })
+			run := r.start(graph(tc.conds), tc.input)
+			// A stale callback: its decision, made before the row is read,
+			// changes nothing.
+			require.ErrorIs(t, r.callback(run.ID, "w", 2, engine.StatusCompleted, tc.output), engine.ErrConflict)
+			r.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"w": engine.StatusRunning,
+				"b0": engine.StatusPending, "b1": engine.StatusPending, "b2": engine.StatusPending, "j": engine.StatusPending})
+			reads.Store(0)
+			require.NoError(t, r.callback(run.ID, "w", 1, engine.StatusCompleted, tc.output))
+			for _, b := range tc.ran {
+				require.NoError(t, r.callback(run.ID, b, 1, engine.StatusCompleted, fmt.Sprintf(`{%q:true}`, b)))
+			}
+			want := map[string]engine.Status{"w": engine.StatusCompleted, "j": tc.join}
+			for _, b := range []string{"b0", "b1", "b2"} {
+				want[b] = engine.StatusSkipped
+				if slices.Contains(tc.ran, b) {
+					want[b] = engine.StatusCompleted
+				}
+			}
+			_, ns := r.wantStatuses(run.ID, tc.runWant, want)
+			if tc.joinIn != "" {
+				require.JSONEq(t, tc.joinIn, string(ns["j"].Input))
+			}
+			require.LessOrEqual(t, reads.Load(), tc.reads, "node rows read")
+			// Every node skipped has its event, skipped together or not.
+			var skipped, events []string
+			for k, st := range want {
+				if st == engine.StatusSkipped {
+					skipped = append(skipped, k)
+				}
+			}
+			for _, ev := range r.eventsOf(run.ID, engine.EventNodeStatus) {
+				if gjson.GetBytes(ev.Payload, "status").String() == string(engine.StatusSkipped) {
+					events = append(events, ev.Key)
+				}
+			}
+			require.ElementsMatch(t, skipped, events)
+		})
+	}
 }

@@ -87,6 +87,10 @@ type Tx interface {
 	// travels with it, COMMIT included, is not applied — with a
 	// *QueuedTransitionError.
 	TransitionLater(ctx context.Context, t *NodeTransition) error
+	// SkipLater moves the pending nodes keys to skipped, like
+	// TransitionLater (queued; a row not pending fails the transaction),
+	// with one statement for all of them.
+	SkipLater(ctx context.Context, runID string, keys []string) error
 	// Node loads one node state.
 	Node(ctx context.Context, runID, key string) (*NodeState, error)
 	// NodeStates loads the given node states (missing keys are left out).
@@ -147,6 +151,10 @@ type Tx interface {
 	// AddPending adds delta to pending_parents of each key and returns the
 	// new values with each row's status (UPDATE … RETURNING).
 	AddPending(ctx context.Context, runID string, keys []string, delta int) (map[string]Pending, error)
+	// AddPendingUntaken is AddPending for inbound edges decided not taken:
+	// it also adds -delta to each key's count of those (Pending.Untaken),
+	// reset wherever pending_parents is.
+	AddPendingUntaken(ctx context.Context, runID string, keys []string, delta int) (map[string]Pending, error)
 	// AddPendingLater queues AddPending, to travel with the next statement
 	// (see above); the returned function gives its result once that
 	// statement was answered.
@@ -454,7 +462,11 @@ func IsTransitionError(err error) (*TransitionError, bool) {
 // Pending is a node's remaining upstream count after AddPending.
 type Pending struct {
 	Remaining int
-	Status    Status
+	// Untaken counts the inbound edges decided not taken (AddPendingUntaken),
+	// never more than were: some paths count an edge not taken as a plain
+	// count-down.
+	Untaken int
+	Status  Status
 }
 
 // DispatchUpdate records the outcome of one delivery try on an outbox row.

@@ -238,11 +238,16 @@ func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, e
 // leaves it out).
 func (t *txn) runInput() (json.RawMessage, error) {
 	if t.run.Input == nil {
+		if in, ok := t.e.inputs.get(t.run.ID); ok {
+			t.run.Input = in
+			return in, nil
+		}
 		in, err := t.tx.RunInput(t.ctx, t.run.ID)
 		if err != nil {
 			return nil, fmt.Errorf("error loading the input of run %s: %w", t.run.ID, err)
 		}
 		t.run.Input = in
+		t.e.inputs.put(t.run.ID, in)
 	}
 	return t.run.Input, nil
 }

@@ -39,7 +39,7 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 	if t.run.Status == RunPaused {
 		return t.countWhilePaused(key, targets, taken)
 	}
-	remaining, err := t.countDownSuccessors(key, counted(t.graph, targets))
+	remaining, err := t.countDownDecided(key, counted(t.graph, targets), taken)
 	if err != nil {
 		return fmt.Errorf("error counting down successors of %s: %w", key, err)
 	}
@@ -80,7 +80,7 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 				notTaken = append(notTaken, tg) // n alone decides it: skipped
 				continue
 			}
-			if err := t.readyDecided(tg, p.Status, key, taken, outputs); err != nil {
+			if err := t.readyDecided(tg, p, key, taken, outputs); err != nil {
 				return err
 			}
 			continue

@@ -24,7 +24,7 @@ var schemaTables = []string{
 }
 
 // latestVersion is the highest migration in migrations/.
-const latestVersion = 46
+const latestVersion = 47
 
 func openSQL(t *testing.T, url string) *sql.DB {
 	t.Helper()

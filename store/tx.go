@@ -739,9 +739,10 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 		started_at = CASE WHEN ? THEN now() ELSE started_at END,
 		finished_at = CASE WHEN ? IN ('completed', 'failed', 'cancelled', 'skipped') THEN now() ELSE NULL END,
 		pending_parents = CASE WHEN ? THEN 0 ELSE pending_parents END,
+		untaken_parents = CASE WHEN ? THEN 0 ELSE untaken_parents END,
 		updated_at = now()`
 	args := []any{final, inc, jsonArg(tr.Input), setOutput, jsonArg(tr.Output), tr.NewAttempt, tr.Error,
-		tr.DeadlineSeconds, tr.DeadlineSeconds, tr.NewAttempt, final, tr.ClearPending}
+		tr.DeadlineSeconds, tr.DeadlineSeconds, tr.NewAttempt, final, tr.ClearPending, tr.ClearPending}
 	if tr.Taken != nil {
 		q += `, taken = ?::text[]`
 		args = append(args, tr.Taken)
@@ -836,6 +837,27 @@ func (t *pgTx) TransitionLater(_ context.Context, tr *engine.NodeTransition) err
 	return nil
 }
 
+// SkipLater queues the compare-and-set of pending nodes keys to skipped,
+// one statement for all: a switch's branches not taken. Like
+// TransitionLater, a row not pending fails the transaction in the
+// database (count(*) / n is 0 unless every row moved).
+func (t *pgTx) SkipLater(_ context.Context, runID string, keys []string) error {
+	t.later(`WITH moved AS (UPDATE node_states SET status = 'skipped', error = NULL, deadline = NULL,
+			finished_at = now(), updated_at = now()
+		WHERE run_id = ? AND key = ANY(?::text[]) AND status = 'pending' RETURNING 1)
+		SELECT 1 / (count(*) / ?) FROM moved`, func(row scanner) error {
+		var one int
+		err := row.Scan(&one)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division by zero: a row did not move
+			return &engine.QueuedTransitionError{RunID: runID, Key: strings.Join(keys, ","), From: engine.StatusPending,
+				To: engine.StatusSkipped}
+		}
+		return err
+	}, runID, keys, len(keys))
+	return nil
+}
+
 func (t *pgTx) Node(ctx context.Context, runID, key string) (*engine.NodeState, error) {
 	st, err := scanNode(t.raw(ctx, `SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ? AND key = ?`, runID, key).Row(), runID)
 	if err != nil {
@@ -845,9 +867,19 @@ func (t *pgTx) Node(ctx context.Context, runID, key string) (*engine.NodeState, 
 }
 
 func (t *pgTx) AddPending(ctx context.Context, runID string, keys []string, delta int) (map[string]engine.Pending, error) {
-	rows, err := t.raw(ctx, `UPDATE node_states SET pending_parents = pending_parents + ?
-		WHERE run_id = ? AND `+keyMatch(keys)+` RETURNING key, pending_parents, status`,
-		planFor(len(keys), delta, runID, keyArg(keys))...).Rows()
+	return t.addPending(ctx, runID, keys, delta, 0)
+}
+
+func (t *pgTx) AddPendingUntaken(ctx context.Context, runID string, keys []string, delta int) (map[string]engine.Pending, error) {
+	return t.addPending(ctx, runID, keys, delta, -delta)
+}
+
+// addPending adds delta to the pending parents of keys and untaken to
+// their untaken parents.
+func (t *pgTx) addPending(ctx context.Context, runID string, keys []string, delta, untaken int) (map[string]engine.Pending, error) {
+	rows, err := t.raw(ctx, `UPDATE node_states SET pending_parents = pending_parents + ?, untaken_parents = untaken_parents + ?
+		WHERE run_id = ? AND `+keyMatch(keys)+` RETURNING key, pending_parents, untaken_parents, status`,
+		planFor(len(keys), delta, untaken, runID, keyArg(keys))...).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -855,11 +887,11 @@ func (t *pgTx) AddPending(ctx context.Context, runID string, keys []string, delt
 	out := make(map[string]engine.Pending, len(keys))
 	for rows.Next() {
 		var k, s string
-		var n int
-		if err := rows.Scan(&k, &n, &s); err != nil {
+		var n, u int
+		if err := rows.Scan(&k, &n, &u, &s); err != nil {
 			return nil, interpretError(err)
 		}
-		out[k] = engine.Pending{Remaining: n, Status: engine.Status(s)}
+		out[k] = engine.Pending{Remaining: n, Untaken: u, Status: engine.Status(s)}
 	}
 	return out, interpretError(rows.Err())
 }
@@ -871,13 +903,14 @@ func (t *pgTx) AddPendingLater(_ context.Context, runID string, keys []string, d
 	var out map[string]engine.Pending
 	var err error
 	t.later(`WITH u AS (UPDATE node_states SET pending_parents = pending_parents + ?
-		WHERE run_id = ? AND `+keyMatch(keys)+` RETURNING key, pending_parents, status)
-		SELECT coalesce(json_agg(json_build_object('k', key, 'n', pending_parents, 's', status)), '[]')::text FROM u`,
+		WHERE run_id = ? AND `+keyMatch(keys)+` RETURNING key, pending_parents, untaken_parents, status)
+		SELECT coalesce(json_agg(json_build_object('k', key, 'n', pending_parents, 'u', untaken_parents, 's', status)), '[]')::text FROM u`,
 		func(row scanner) error {
 			var raw []byte
 			var got []struct {
 				K string        `json:"k"`
 				N int           `json:"n"`
+				U int           `json:"u"`
 				S engine.Status `json:"s"`
 			}
 			if err = row.Scan(&raw); err != nil {
@@ -890,7 +923,7 @@ func (t *pgTx) AddPendingLater(_ context.Context, runID string, keys []string, d
 			}
 			out = make(map[string]engine.Pending, len(got))
 			for _, g := range got {
-				out[g.K] = engine.Pending{Remaining: g.N, Status: g.S}
+				out[g.K] = engine.Pending{Remaining: g.N, Untaken: g.U, Status: g.S}
 			}
 			return nil
 		}, delta, runID, keyArg(keys))
@@ -919,7 +952,7 @@ func keyArg(keys []string) any {
 }
 
 func (t *pgTx) SetPending(ctx context.Context, runID, key string, n int) error {
-	return t.write(ctx, 1, `UPDATE node_states SET pending_parents = ? WHERE run_id = ? AND key = ?`, n, runID, key)
+	return t.write(ctx, 1, `UPDATE node_states SET pending_parents = ?, untaken_parents = 0 WHERE run_id = ? AND key = ?`, n, runID, key)
 }
 
 func (t *pgTx) Outputs(ctx context.Context, runID string, keys []string) (map[string]json.RawMessage, error) {
@@ -1017,7 +1050,7 @@ func (t *pgTx) ResetNodes(ctx context.Context, runID string, nodes []engine.Rese
 	return interpretError(t.exec(ctx, `WITH r AS (UPDATE runs SET reran = true WHERE id = ? AND NOT reran)
 		UPDATE node_states n SET status = 'pending', output = NULL, error = NULL, taken = NULL,
 			deadline = NULL, wake_at = NULL, remind_at = NULL, escalate_at = NULL, event_name = NULL, event_key = NULL, started_at = NULL,
-			finished_at = NULL, pending_parents = u.p, updated_at = now()
+			finished_at = NULL, pending_parents = u.p, untaken_parents = 0, updated_at = now()
 		FROM unnest(?::text[], ?::int[]) AS u(k, p)
 		WHERE n.run_id = ? AND n.key = u.k`, runID, keys, pend, runID).Error)
 }
