@@ -363,7 +363,7 @@ func (t *txn) vote(cur *NodeState, p CompleteUXParams, people UXPeople, d decide
 	}
 	by := d.by
 	v := Vote{By: by, For: d.forWhom, Outcome: outcome, Comment: p.Comment, Answer: orNull(p.Output), At: t.e.cfg.Clock.Now().UTC()}
-	all, added, err := t.tx.AddDecision(t.ctx, UXDecision{RunID: t.run.ID, Key: cur.Key, Attempt: cur.Attempt, Vote: v})
+	all, added, err := t.w.AddDecision(UXDecision{RunID: t.run.ID, Key: cur.Key, Attempt: cur.Attempt, Vote: v})
 	if err != nil {
 		return nil, false, fmt.Errorf("error recording the decision of %s at %s: %w", by, cur.Key, err)
 	}
@@ -400,7 +400,7 @@ func (t *txn) vote(cur *NodeState, p CompleteUXParams, people UXPeople, d decide
 	}
 	if d.viaClaim && !decided {
 		// The claimer has voted: the claim has served (others vote next).
-		if err := t.tx.SetClaim(t.ctx, t.run.ID, cur.Key, cur.Attempt, nil); err != nil {
+		if err := t.w.SetClaim(t.run.ID, cur.Key, cur.Attempt, nil); err != nil {
 			return nil, false, fmt.Errorf("error ending the claim of %s: %w", cur.Key, err)
 		}
 	}

@@ -285,7 +285,7 @@ func (t *txn) skipAll(tgs []target) error {
 	}
 	remaining := map[string]Pending{}
 	for _, d := range deltas {
-		got, err := t.tx.AddPendingUntaken(t.ctx, t.run.ID, byDelta[d], -d)
+		got, err := t.w.AddPendingUntaken(t.run.ID, byDelta[d], -d)
 		if err != nil {
 			return fmt.Errorf("error counting down the successors of skipped nodes: %w", err)
 		}
@@ -340,7 +340,7 @@ func (t *txn) skipOnlyAll(tgs []target) error {
 	for i, tg := range known {
 		keys[i] = tg.key
 	}
-	if err := t.tx.SkipLater(t.ctx, t.run.ID, keys); err != nil {
+	if err := t.w.SkipLater(t.run.ID, keys); err != nil {
 		return fmt.Errorf("error skipping nodes %v: %w", keys, err)
 	}
 	for _, tg := range known {
@@ -384,7 +384,7 @@ func (t *txn) handleFailure(n *Node, st *NodeState, msg string) error {
 		return fmt.Errorf("error encoding the failure of %s: %w", st.Key, err)
 	}
 	taken := t.graph.failureTargets(n.ID)
-	if err := t.tx.SetTaken(t.ctx, t.run.ID, st.Key, taken, doc); err != nil {
+	if err := t.w.SetTaken(t.run.ID, st.Key, taken, doc); err != nil {
 		return fmt.Errorf("error handing on the failure of %s: %w", st.Key, err)
 	}
 	t.run.FailedNodes--

@@ -24,7 +24,7 @@ func (t *txn) heartbeat(key string, attempt int) error {
 		secs = to.TimeoutSeconds(t.graph.Nodes[cur.NodeID])
 	}
 	if secs > 0 {
-		if _, err := t.tx.ExtendDeadline(t.ctx, t.run.ID, key, attempt, secs); err != nil {
+		if _, err := t.w.ExtendDeadline(t.run.ID, key, attempt, secs); err != nil {
 			return err
 		}
 	}

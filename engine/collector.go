@@ -28,7 +28,7 @@ func (t *txn) countArrivals() error {
 			count[a.key]++
 		}
 		for _, tg := range order {
-			remaining, err := t.tx.AddPending(t.ctx, t.run.ID, []string{tg.key}, -count[tg.key])
+			remaining, err := t.w.AddPending(t.run.ID, []string{tg.key}, -count[tg.key])
 			if err != nil {
 				return fmt.Errorf("error counting items of %s: %w", tg.key, err)
 			}

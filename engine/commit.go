@@ -19,7 +19,7 @@ import (
 //     group commit, completions across runs and their retry paths
 //     (commit_grouped.go, commit_together.go), with the write counting
 //     and snapshots that let a rejected operation be left out of a shared
-//     transaction (commit_counting.go).
+//     transaction (commit_snapshot.go).
 //
 // Both end in transact, the single-transaction path, and hand what a
 // commit did on as values (committed): nothing calls another service from

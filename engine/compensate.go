@@ -87,7 +87,7 @@ func (t *txn) compensation() (*Compensation, error) {
 func (t *txn) saveCompensation(c *Compensation) error {
 	t.comp, t.compLoaded = c, true
 	t.run.Compensation = c
-	if err := t.tx.SetRunCompensation(t.ctx, t.run.ID, c); err != nil {
+	if err := t.w.SetRunCompensation(t.run.ID, c); err != nil {
 		return fmt.Errorf("error saving the compensation of run %s: %w", t.run.ID, err)
 	}
 	return nil
@@ -149,7 +149,7 @@ func (t *txn) compensate(reason, msg string) error {
 			PendingParents: 1}
 	}
 	if len(rows) > 0 {
-		if err := t.tx.InsertNodes(t.ctx, t.run.ID, rows); err != nil {
+		if err := t.w.InsertNodes(t.run.ID, rows); err != nil {
 			return fmt.Errorf("error creating the undo nodes of run %s: %w", t.run.ID, err)
 		}
 		t.addRows(len(rows))

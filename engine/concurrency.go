@@ -83,7 +83,7 @@ func (t *txn) itemFinished(n *Node, idx []int) error {
 // releaseNext lets the next queued item of Splitter s (at sidx) in.
 func (t *txn) releaseNext(region *Region, s *Node, sidx []int) error {
 	skey := InstanceKey(s.ID, sidx)
-	cur, err := t.tx.AddPending(t.ctx, t.run.ID, []string{skey}, 1)
+	cur, err := t.w.AddPending(t.run.ID, []string{skey}, 1)
 	if err != nil {
 		return fmt.Errorf("error moving the queue of %s on: %w", skey, err)
 	}
@@ -106,7 +106,7 @@ func (t *txn) releaseNext(region *Region, s *Node, sidx []int) error {
 	for i, tg := range slots {
 		keys[i] = tg.key
 	}
-	remaining, err := t.tx.AddPending(t.ctx, t.run.ID, keys, -1)
+	remaining, err := t.w.AddPending(t.run.ID, keys, -1)
 	if err != nil {
 		return fmt.Errorf("error letting item %d of %s in: %w", next, skey, err)
 	}

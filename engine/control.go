@@ -28,7 +28,7 @@ func (e *Engine) PauseRun(ctx context.Context, runID string) (*Run, error) {
 		if err := t.refuseCompensated("", "paused"); err != nil {
 			return err
 		}
-		held, err := t.tx.HoldDispatches(t.ctx, runID, true)
+		held, err := t.w.HoldDispatches(runID, true)
 		if err != nil {
 			return fmt.Errorf("error holding the dispatches of run %s: %w", runID, err)
 		}
@@ -70,7 +70,7 @@ func (e *Engine) ResumeRun(ctx context.Context, runID string) (*Run, error) {
 			return fmt.Errorf("%w: run %s is %s, not paused", ErrConflict, runID, t.run.Status)
 		}
 		t.run.Status = RunRunning
-		released, err := t.tx.HoldDispatches(t.ctx, runID, false)
+		released, err := t.w.HoldDispatches(runID, false)
 		if err != nil {
 			return fmt.Errorf("error releasing the dispatches of run %s: %w", runID, err)
 		}
@@ -176,7 +176,7 @@ func (t *txn) countWhilePaused(key string, targets []target, taken []string) err
 		return fmt.Errorf("error counting down successors of %s: %w", key, err)
 	}
 	if len(sole) > 0 {
-		if _, err := t.tx.AddPending(t.ctx, t.run.ID, sole, -1); err != nil {
+		if _, err := t.w.AddPending(t.run.ID, sole, -1); err != nil {
 			return fmt.Errorf("error counting down successors of %s: %w", key, err)
 		}
 	}
@@ -199,7 +199,7 @@ func (t *txn) armJoins(targets []target, remaining map[string]Pending, taken []s
 			continue
 		}
 		if p.Remaining < 0 || taken == nil || slices.Contains(taken, tg.node.ID) {
-			if err := t.tx.SetPending(t.ctx, t.run.ID, tg.key, 0); err != nil {
+			if err := t.w.SetPending(t.run.ID, tg.key, 0); err != nil {
 				return fmt.Errorf("error arming join %s: %w", tg.key, err)
 			}
 		}
@@ -226,7 +226,7 @@ func (e *Engine) FailRunPastDeadline(ctx context.Context, runID string) error {
 			return err
 		}
 		const msg = "the run's deadline passed"
-		keys, err := t.tx.FailActiveNodes(t.ctx, runID, msg)
+		keys, err := t.w.FailActiveNodes(runID, msg)
 		if err != nil {
 			return fmt.Errorf("error failing the nodes of run %s: %w", runID, err)
 		}

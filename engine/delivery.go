@@ -44,7 +44,7 @@ func (e *Engine) RecordDelivery(ctx context.Context, o DeliveryOutcome) error {
 		if o.RetryInMs > 0 {
 			u.Status, u.RetryInMs = "pending", o.RetryInMs
 		}
-		n, err := t.tx.UpdateDispatches(t.ctx, []DispatchUpdate{u})
+		n, err := t.w.UpdateDispatches([]DispatchUpdate{u})
 		if err != nil {
 			return fmt.Errorf("error recording delivery of %s: %w", o.DispatchID, err)
 		}

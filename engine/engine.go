@@ -454,7 +454,7 @@ func (e *Engine) StartRun(ctx context.Context, p StartRunParams) (run *Run, crea
 		}
 		// Counted against the workspace's limits only when a run is made
 		// (a repeated key gets its run back whatever the limits).
-		t.tx.AdmitRun(ctx, p.FlowID)
+		t.w.AdmitRun(p.FlowID)
 		r, err := t.startRun(id, g, p, nil)
 		run = r
 		return err
@@ -693,7 +693,7 @@ func (e *Engine) cancelRun(ctx context.Context, runID string, compensate bool) (
 				return err
 			}
 		}
-		nodes, err := t.tx.CancelNodes(ctx, runID)
+		nodes, err := t.w.CancelNodes(runID)
 		if err != nil {
 			return err
 		}

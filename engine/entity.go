@@ -207,7 +207,7 @@ func (t *txn) applyMovement(n *Node, st *NodeState, success bool) error {
 // moveEntity moves the run's entity and records the journey and run events.
 func (t *txn) moveEntity(m EntityMove) error {
 	m.ID, m.EntityID, m.RunID = t.e.cfg.NewID(), *t.run.EntityID, t.run.ID
-	moved, err := t.tx.MoveEntity(t.ctx, m)
+	moved, err := t.w.MoveEntity(m)
 	if err != nil {
 		return fmt.Errorf("error moving entity %s: %w", m.EntityID, err)
 	}

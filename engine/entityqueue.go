@@ -73,7 +73,7 @@ func (t *txn) entityTurn(r *Run, g *ExecutionGraph) (queued bool, err error) {
 		return false, &EntityBusyError{EntityID: *r.EntityID, RunID: active}
 	}
 	r.Status = RunQueued
-	if err := t.tx.InsertRun(t.ctx, r); err != nil {
+	if err := t.w.InsertRun(r); err != nil {
 		return false, err
 	}
 	t.setRun(r, g)

@@ -20,7 +20,7 @@ func (f *fireCtx) WaitForEvent(w EventWait, timeoutSeconds int) error {
 		return errNeedsRow
 	}
 	t := f.t
-	ev, err := t.tx.TakeEvent(t.ctx, t.run.ID, w)
+	ev, err := t.w.TakeEvent(t.run.ID, w)
 	if err != nil {
 		return fmt.Errorf("error looking for event %s/%s: %w", w.Name, w.Key, err)
 	}
@@ -86,7 +86,7 @@ func (e *Engine) DeliverEvent(ctx context.Context, p DeliverEventParams) error {
 		if err := t.load(p.RunID); err != nil {
 			return err
 		}
-		if err := t.tx.EventDelivered(t.ctx, p.EventID, p.RunID, p.Key); err != nil {
+		if err := t.w.EventDelivered(p.EventID, p.RunID, p.Key); err != nil {
 			return fmt.Errorf("error removing the delivery of event %s: %w", p.EventID, err)
 		}
 		cur, err := t.tx.Node(t.ctx, p.RunID, p.Key)

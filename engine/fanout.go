@@ -23,7 +23,7 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 		return t.fireCollector(coll, sidx, StatusPending, 0)
 	}
 	collKey := InstanceKey(coll.ID, sidx)
-	if err := t.tx.SetPending(t.ctx, t.run.ID, collKey, len(items)*len(t.graph.Upstream[coll.ID])); err != nil {
+	if err := t.w.SetPending(t.run.ID, collKey, len(items)*len(t.graph.Upstream[coll.ID])); err != nil {
 		return fmt.Errorf("error arming collector %s: %w", collKey, err)
 	}
 	pending := make(map[string]int, len(region.Direct))
@@ -49,7 +49,7 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 	if limit >= len(items) {
 		limit = 0
 	} else if limit > 0 {
-		if err := t.tx.SetPending(t.ctx, t.run.ID, skey, limit); err != nil {
+		if err := t.w.SetPending(t.run.ID, skey, limit); err != nil {
 			return fmt.Errorf("error queueing the items of %s: %w", skey, err)
 		}
 	}
@@ -137,7 +137,7 @@ func (t *txn) instantiate(region *Region, pending map[string]int, sidx []int, sk
 		}
 	}
 	t.addRows(len(rows))
-	if err := t.tx.InsertStartedNodes(t.ctx, t.run.ID, rows, starts); err != nil {
+	if err := t.w.InsertStartedNodes(t.run.ID, rows, starts); err != nil {
 		return nil, err
 	}
 	return needRows, t.flushBulk(first)

@@ -51,7 +51,7 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 	}
 	tr.RunID, tr.NodeID, tr.RunVersion = runID, n.ID, v
 	// The compare-and-set checks and locks the run.
-	if err := t.tx.TransitionLater(t.ctx, tr); err != nil {
+	if err := t.w.TransitionLater(tr); err != nil {
 		return nil, true, fmt.Errorf("error moving node %s: %w", tr.Key, err)
 	}
 	t.run, t.graph, t.speculated = &Run{ID: runID, FlowVersionID: v, Status: RunRunning}, g, true
@@ -153,7 +153,7 @@ func (t *txn) queueCountDown(runID string, tr *NodeTransition) *countDown {
 	if len(keys) == 0 || len(keys) > maxFastSuccessors {
 		return nil
 	}
-	return &countDown{key: tr.Key, version: v, nodeID: n.ID, got: t.tx.AddPendingLater(t.ctx, runID, keys, -1)}
+	return &countDown{key: tr.Key, version: v, nodeID: n.ID, got: t.w.AddPendingLater(runID, keys, -1)}
 }
 
 // keepCountDown keeps count-down c (nil: none was queued) for walk once
@@ -183,7 +183,7 @@ func (t *txn) countDownSuccessors(key string, keys []string) (map[string]Pending
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	return t.tx.AddPending(t.ctx, t.run.ID, keys, -1)
+	return t.w.AddPending(t.run.ID, keys, -1)
 }
 
 // countDownDecided is countDownSuccessors for a node that decided its
@@ -208,7 +208,7 @@ func (t *txn) countDownDecided(key string, keys, taken []string) (map[string]Pen
 	if err != nil || len(not) == 0 {
 		return remaining, err
 	}
-	untaken, err := t.tx.AddPendingUntaken(t.ctx, t.run.ID, not, -1)
+	untaken, err := t.w.AddPendingUntaken(t.run.ID, not, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +260,7 @@ func (t *txn) flushBulk(b *bulkFires) error {
 		return nil
 	}
 	if !b.unwritten {
-		n, err := t.tx.BulkStart(t.ctx, t.run.ID, b.starts)
+		n, err := t.w.BulkStart(t.run.ID, b.starts)
 		if err != nil {
 			return fmt.Errorf("error starting %d instances: %w", len(b.starts), err)
 		}
@@ -268,7 +268,7 @@ func (t *txn) flushBulk(b *bulkFires) error {
 			return fmt.Errorf("%w: started %d of %d instances", ErrConflict, n, len(b.starts))
 		}
 	}
-	if err := t.tx.InsertDispatches(t.ctx, b.dispatches); err != nil {
+	if err := t.w.InsertDispatches(b.dispatches); err != nil {
 		return fmt.Errorf("error writing %d dispatches: %w", len(b.dispatches), err)
 	}
 	t.run.ActiveNodes += len(b.starts)
@@ -296,7 +296,7 @@ func (t *txn) spillEvents(listed int) (bool, error) {
 	if t.speculated || len(t.events) < fanOutChunk {
 		return false, nil
 	}
-	if err := t.tx.AppendEvents(t.ctx, t.run.ID, t.run.EventSeq+1, t.events); err != nil {
+	if err := t.w.AppendEvents(t.run.ID, t.run.EventSeq+1, t.events); err != nil {
 		return false, fmt.Errorf("error writing %d events of run %s: %w", len(t.events), t.run.ID, err)
 	}
 	t.run.EventSeq += int64(len(t.events))

@@ -30,7 +30,7 @@ func (t *txn) mayDefer(n *Node, from Status, delayMs int64) bool {
 // answerCaller records a Respond node's answer to the run's caller,
 // unless the run answered before.
 func (t *txn) answerCaller(a *CallerAnswer) error {
-	ok, err := t.tx.SetRunResponse(t.ctx, t.run.ID, a)
+	ok, err := t.w.SetRunResponse(t.run.ID, a)
 	if err != nil {
 		return fmt.Errorf("error recording the answer of %s: %w", a.Node, err)
 	}
@@ -52,7 +52,7 @@ func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status
 	// transactions instead of one long one.
 	if t.mayDefer(n, from, delayMs) {
 		if t.firings >= t.e.maxFirings() || t.rowsMade() >= t.e.maxRows() {
-			if err := t.tx.DeferNode(t.ctx, t.run.ID, key, input); err != nil {
+			if err := t.w.DeferNode(t.run.ID, key, input); err != nil {
 				return err
 			}
 			// A fire left for later is work under way: the run neither

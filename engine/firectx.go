@@ -174,7 +174,7 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 	d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Workspace: t.graph.Workspace, Key: f.key, Attempt: f.attempt, URL: req.URL,
 		Payload: payload, MaxTries: req.MaxTries, DelayMs: req.DelayMs, Request: hr, Queue: req.Queue, LeaseSeconds: req.LeaseSeconds}
 	t.claim(d)
-	if err := t.tx.InsertDispatch(t.ctx, d); err != nil {
+	if err := t.w.InsertDispatch(d); err != nil {
 		return fmt.Errorf("error writing dispatch for %s: %w", f.key, err)
 	}
 	t.noteDispatch(d)

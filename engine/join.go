@@ -130,7 +130,7 @@ func (t *txn) cancelBranches(j target, arrival string) error {
 	if prefix == nil {
 		prefix = []int{}
 	}
-	cs, err := t.tx.CancelBranches(t.ctx, t.run.ID, ids, prefix)
+	cs, err := t.w.CancelBranches(t.run.ID, ids, prefix)
 	if err != nil {
 		return fmt.Errorf("error cancelling the other branches of %s: %w", j.key, err)
 	}

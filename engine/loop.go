@@ -104,7 +104,7 @@ func (t *txn) nextIteration(l *Loop, st *NodeState) error {
 	for i, id := range l.Body {
 		keys[i] = InstanceKey(id, st.Index)
 	}
-	attempts, err := t.tx.ArchiveIteration(t.ctx, t.run.ID, keys)
+	attempts, err := t.w.ArchiveIteration(t.run.ID, keys)
 	if err != nil {
 		return fmt.Errorf("error keeping iteration %d of the loop back to %s: %w", st.Iteration, l.Head, err)
 	}
@@ -114,7 +114,7 @@ func (t *txn) nextIteration(l *Loop, st *NodeState) error {
 			Status: StatusPending, PendingParents: l.Inner[id], Attempt: attempts[keys[i]]}
 	}
 	t.addRows(len(rows))
-	if err := t.tx.InsertIteration(t.ctx, t.run.ID, rows); err != nil {
+	if err := t.w.InsertIteration(t.run.ID, rows); err != nil {
 		return fmt.Errorf("error starting iteration %d of the loop back to %s: %w", iter, l.Head, err)
 	}
 	t.event(EventLoopIteration, st.Key, map[string]any{"loop": l.EdgeID, "head": l.Head, "iteration": iter})

@@ -98,7 +98,7 @@ func (e *Engine) MigrateRun(ctx context.Context, p MigrateParams) error {
 				gone = append(gone, id)
 			}
 		}
-		if err := t.tx.DeletePendingNodes(t.ctx, p.RunID, gone); err != nil {
+		if err := t.w.DeletePendingNodes(p.RunID, gone); err != nil {
 			return fmt.Errorf("error dropping the nodes version %d lacks: %w", p.Version, err)
 		}
 		statics := sortedStatic(g)
@@ -112,10 +112,10 @@ func (e *Engine) MigrateRun(ctx context.Context, p MigrateParams) error {
 				added = append(added, NodeState{Key: id, NodeID: id, Type: g.Nodes[id].Type, Index: []int{}, Status: StatusPending})
 			}
 		}
-		if err := t.tx.InsertNodes(t.ctx, p.RunID, added); err != nil {
+		if err := t.w.InsertNodes(p.RunID, added); err != nil {
 			return fmt.Errorf("error adding the nodes of version %d: %w", p.Version, err)
 		}
-		if err := t.tx.SetRunVersion(t.ctx, p.RunID, p.VersionID); err != nil {
+		if err := t.w.SetRunVersion(p.RunID, p.VersionID); err != nil {
 			return err
 		}
 		t.event(EventRunMigrated, "", map[string]any{"from_version_id": t.run.FlowVersionID, "to_version_id": p.VersionID,
@@ -152,7 +152,7 @@ func (e *Engine) MigrateRun(ctx context.Context, p MigrateParams) error {
 					left = 0 // an upstream node is done: the join settles from its rows
 				}
 			}
-			if err := t.tx.SetPending(t.ctx, p.RunID, id, left); err != nil {
+			if err := t.w.SetPending(p.RunID, id, left); err != nil {
 				return err
 			}
 		}

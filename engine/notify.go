@@ -166,7 +166,7 @@ func (e *Engine) RemindApproval(ctx context.Context, runID, key string, attempt 
 		secs := remindSeconds(n)
 		t.event(EventApprovalReminder, key, map[string]any{"attempt": attempt})
 		t.notifyApproval(NotifyApprovalReminder, n, key, attempt, map[string]any{"waiting_since": cur.StartedAt})
-		if err := t.tx.SetRemindAt(t.ctx, runID, key, secs); err != nil {
+		if err := t.w.SetRemindAt(runID, key, secs); err != nil {
 			return fmt.Errorf("error setting the next reminder of %s: %w", key, err)
 		}
 		return nil

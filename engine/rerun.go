@@ -126,7 +126,7 @@ func (e *Engine) RerunNode(ctx context.Context, p RerunParams) error {
 			}
 		}
 		for _, r := range regions {
-			failed, err := t.tx.DeleteInstances(t.ctx, p.RunID, r.members, r.idx)
+			failed, err := t.w.DeleteInstances(p.RunID, r.members, r.idx)
 			if err != nil {
 				return fmt.Errorf("error removing the instances of %s: %w", r.splitter, err)
 			}
@@ -138,7 +138,7 @@ func (e *Engine) RerunNode(ctx context.Context, p RerunParams) error {
 				resets = append(resets, ResetNode{Key: k, PendingParents: pending[k]})
 			}
 		}
-		if err := t.tx.ResetNodes(t.ctx, p.RunID, resets); err != nil {
+		if err := t.w.ResetNodes(p.RunID, resets); err != nil {
 			return fmt.Errorf("error resetting the nodes after %s: %w", p.Key, err)
 		}
 		t.run.Reran = true // the reset rows fire as later attempts

@@ -92,7 +92,7 @@ func (e *Engine) CompleteFromResponse(ctx context.Context, r Response) error {
 				Steps: []Status{StatusCompleted}, Attempt: r.Attempt, Output: orNull(out)})
 		}
 		u := DispatchUpdate{ID: r.DispatchID, Tries: r.Try, Status: "failed", LastError: failure}
-		if changed, err := t.tx.UpdateDispatches(t.ctx, []DispatchUpdate{u}); err != nil {
+		if changed, err := t.w.UpdateDispatches([]DispatchUpdate{u}); err != nil {
 			return fmt.Errorf("error recording delivery of %s: %w", r.DispatchID, err)
 		} else if changed == 0 {
 			return errNoChange // another claim took the row over, or the run cancelled it

@@ -29,20 +29,20 @@ func (t *txn) flush() error {
 		return err
 	}
 	if len(t.notes) > 0 {
-		if err := t.tx.InsertNotifications(t.ctx, t.notes); err != nil {
+		if err := t.w.InsertNotifications(t.notes); err != nil {
 			return fmt.Errorf("error writing %d notifications of run %s: %w", len(t.notes), t.run.ID, err)
 		}
 	}
 	if t.run.Status == RunPaused {
 		// What work in flight dispatched meanwhile (a retry, a loop's
 		// next iteration) waits for the resume too.
-		if _, err := t.tx.HoldDispatches(t.ctx, t.run.ID, true); err != nil {
+		if _, err := t.w.HoldDispatches(t.run.ID, true); err != nil {
 			return fmt.Errorf("error holding the dispatches of run %s: %w", t.run.ID, err)
 		}
 	}
 	first := t.run.EventSeq + 1
 	t.run.EventSeq += int64(len(t.events))
-	if err := t.tx.SaveRunWithEvents(t.ctx, RunSave{Run: t.run, FirstSeq: first, Events: t.events,
+	if err := t.w.SaveRunWithEvents(RunSave{Run: t.run, FirstSeq: first, Events: t.events,
 		DeliveredKeys: t.deliveredKeys, DeliveredAttempts: t.deliveredAttempts, DeliveredAt: deliveredAt, Relative: t.speculated}); err != nil {
 		return fmt.Errorf("error saving run %s and %d events: %w", t.run.ID, len(t.events), err)
 	}

@@ -32,6 +32,13 @@ type Store interface {
 // the transaction), and the fields they fill in (a run's UpdatedAt and
 // FinishedAt) are set once the transaction has committed.
 type Tx interface {
+	TxReads
+	TxWrites
+}
+
+// TxReads are a transaction's reads (locks among them): what the engine's
+// rules call on the Tx directly.
+type TxReads interface {
 	// LockRun loads a run and locks its row until the transaction ends.
 	// Every transaction touching a run's nodes locks the run first, which
 	// orders concurrent transitions of one run and avoids deadlocks. The
@@ -46,11 +53,6 @@ type Tx interface {
 	// LockRuns is LockRun for many runs with one statement, locking them
 	// in id order; a run that does not exist is left out.
 	LockRuns(ctx context.Context, ids []string) ([]*Run, error)
-	// SaveRunWithEvents ends an engine transaction's writes: it marks the
-	// dispatches of RunSave.DeliveredKeys delivered, appends the events
-	// (with a dispatch.attempt event for each delivery not logged yet) and
-	// saves the run — in one statement when it can.
-	SaveRunWithEvents(ctx context.Context, s RunSave) error
 	// RunInput loads a run's input.
 	RunInput(ctx context.Context, runID string) (json.RawMessage, error)
 	// RunInputLater queues RunInput, to travel with the next statement;
@@ -59,6 +61,86 @@ type Tx interface {
 	RunInputLater(ctx context.Context, runID string) func() (json.RawMessage, error)
 	// RunByIdempotencyKey finds a run of flowID started with key.
 	RunByIdempotencyKey(ctx context.Context, flowID, key string) (*Run, error)
+	// Node loads one node state.
+	Node(ctx context.Context, runID, key string) (*NodeState, error)
+	// NodeStates loads the given node states (missing keys are left out).
+	NodeStates(ctx context.Context, runID string, keys []string) (map[string]*NodeState, error)
+	// ReadyNodes returns the run's current pending nodes with no pending
+	// parents, and its failed Collectors (not handled) whose items all
+	// arrived: those a paused run left unfired.
+	ReadyNodes(ctx context.Context, runID string) ([]NodeState, error)
+	// HasDeferred reports whether the run has fires left for a later
+	// transaction (DeferNode) that have not fired yet.
+	HasDeferred(ctx context.Context, runID string) (bool, error)
+	// EntityOf loads the run's entity as a condition sees it.
+	EntityOf(ctx context.Context, entityID string) (map[string]any, error)
+	// RunVariables loads the run's variables (an object).
+	RunVariables(ctx context.Context, runID string) (json.RawMessage, error)
+	// Outputs loads the outputs of the given keys.
+	Outputs(ctx context.Context, runID string, keys []string) (map[string]json.RawMessage, error)
+	// ItemStates loads every instance of the given nodes whose index starts
+	// with prefix and is one longer, ordered by index.
+	ItemStates(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]NodeState, error)
+	// ItemOutputs returns, as one JSON array in index order, the outputs
+	// (null where none) of the instances of nodeID whose index is prefix
+	// plus one item index: a Collector's output when that node is its only
+	// upstream, built without loading the instances.
+	ItemOutputs(ctx context.Context, runID, nodeID, target string, prefix []int) (json.RawMessage, error)
+	// ItemTally counts the items of a fan-out (prefix plus one item index)
+	// among the instances of nodeIDs, and those with a failed instance
+	// whose failure no failure edge took on.
+	ItemTally(ctx context.Context, runID string, nodeIDs []string, prefix []int) (items, failed int, err error)
+	// ItemFailures lists the failed items of a fan-out, in index order:
+	// for each, its first failed instance (by finish time) among nodeIDs.
+	ItemFailures(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]ItemFailure, error)
+	// ItemAt returns element i of the array output of node key (a
+	// Splitter's item), null when there is none.
+	ItemAt(ctx context.Context, runID, key string, i int) (json.RawMessage, error)
+	// FirstFailure returns the error of some failed node of the run whose
+	// failure was not handled (by a failure edge).
+	FirstFailure(ctx context.Context, runID string) (string, error)
+	// RunCompensation loads the run's compensation (nil when none began).
+	RunCompensation(ctx context.Context, runID string) (*Compensation, error)
+	// CompletionOrder returns, for each of keys that completed, the
+	// sequence number of its last node.status completed event.
+	CompletionOrder(ctx context.Context, runID string, keys []string) (map[string]int64, error)
+	// LockEntityRuns takes, for the rest of the transaction, the lock that
+	// orders starting and ending runs of flowID for entityID (entity
+	// concurrency).
+	LockEntityRuns(ctx context.Context, flowID, entityID string) error
+	// ActiveEntityRun returns the oldest run of flowID for entityID that is
+	// running, paused or queued ("" when none).
+	ActiveEntityRun(ctx context.Context, flowID, entityID string) (string, error)
+	// NextQueuedRun returns the oldest queued run of flowID for entityID
+	// when no run of it for the entity but ending is running or paused (""
+	// otherwise).
+	NextQueuedRun(ctx context.Context, flowID, entityID, ending string) (string, error)
+	// ChildRuns lists the runs SubFlow nodes of run runID started that are
+	// in one of statuses.
+	ChildRuns(ctx context.Context, runID string, statuses ...RunStatus) ([]string, error)
+	// StartedNodeIDs lists the nodes of the run with an instance that is
+	// not pending.
+	StartedNodeIDs(ctx context.Context, runID string) ([]string, error)
+	// Assignment returns whom UX node key of run runID is assigned to
+	// (nil: anyone).
+	Assignment(ctx context.Context, runID, key string) (*Assignees, error)
+	// Claim returns the claim of waiting UX node key's current attempt
+	// (nil: none; a claim of another attempt, or of a node no longer
+	// waiting, is none).
+	Claim(ctx context.Context, runID, key string) (*Claim, error)
+	// EscalationStep returns which escalation of UX node key falls due
+	// next (0: the first).
+	EscalationStep(ctx context.Context, runID, key string) (int, error)
+}
+
+// TxWrites are a transaction's writes: the engine's rules make them
+// through its writer (writer.go), which counts them.
+type TxWrites interface {
+	// SaveRunWithEvents ends an engine transaction's writes: it marks the
+	// dispatches of RunSave.DeliveredKeys delivered, appends the events
+	// (with a dispatch.attempt event for each delivery not logged yet) and
+	// saves the run — in one statement when it can.
+	SaveRunWithEvents(ctx context.Context, s RunSave) error
 	// AdmitRun counts a start of a run of flowID against its workspace's
 	// limits, held until the transaction ends; a start past one fails the
 	// transaction with a *LimitError (may be queued: see above).
@@ -91,10 +173,6 @@ type Tx interface {
 	// TransitionLater (queued; a row not pending fails the transaction),
 	// with one statement for all of them.
 	SkipLater(ctx context.Context, runID string, keys []string) error
-	// Node loads one node state.
-	Node(ctx context.Context, runID, key string) (*NodeState, error)
-	// NodeStates loads the given node states (missing keys are left out).
-	NodeStates(ctx context.Context, runID string, keys []string) (map[string]*NodeState, error)
 	// ArchiveIteration renames the rows of keys to <key>@<iteration> (the
 	// history of a loop iteration that ended) and returns their attempts.
 	ArchiveIteration(ctx context.Context, runID string, keys []string) (map[string]int, error)
@@ -106,10 +184,6 @@ type Tx interface {
 	// Releasing also makes the fires left for a later transaction due at
 	// once.
 	HoldDispatches(ctx context.Context, runID string, hold bool) (int, error)
-	// ReadyNodes returns the run's current pending nodes with no pending
-	// parents, and its failed Collectors (not handled) whose items all
-	// arrived: those a paused run left unfired.
-	ReadyNodes(ctx context.Context, runID string) ([]NodeState, error)
 	// TakeEvent locks the events of (name, key) for the transaction (an
 	// event posted meanwhile waits, and then finds the node waiting) and
 	// consumes the oldest unexpired event of it no node took, if any.
@@ -133,19 +207,12 @@ type Tx interface {
 	// tree (its root run and every sub-flow run under it) unless the
 	// count would pass limit; it reports whether it added them.
 	AddTreeNodes(ctx context.Context, runID string, n, limit int) (bool, error)
-	// HasDeferred reports whether the run has fires left for a later
-	// transaction (DeferNode) that have not fired yet.
-	HasDeferred(ctx context.Context, runID string) (bool, error)
 	// RedeferNodes makes the given fires left for later (still pending)
 	// due again at once.
 	RedeferNodes(ctx context.Context, runID string, keys []string) error
 	// SetTaken records the edges a failed node's failure edges took and
 	// the failure it handed on as its output (a handled failure).
 	SetTaken(ctx context.Context, runID, key string, taken []string, output json.RawMessage) error
-	// EntityOf loads the run's entity as a condition sees it.
-	EntityOf(ctx context.Context, entityID string) (map[string]any, error)
-	// RunVariables loads the run's variables (an object).
-	RunVariables(ctx context.Context, runID string) (json.RawMessage, error)
 	// SetRunVariables merges vars (an object) into the run's variables.
 	SetRunVariables(ctx context.Context, runID string, vars json.RawMessage) error
 	// AddPending adds delta to pending_parents of each key and returns the
@@ -161,29 +228,6 @@ type Tx interface {
 	AddPendingLater(ctx context.Context, runID string, keys []string, delta int) func() (map[string]Pending, error)
 	// SetPending sets pending_parents of one key.
 	SetPending(ctx context.Context, runID, key string, n int) error
-	// Outputs loads the outputs of the given keys.
-	Outputs(ctx context.Context, runID string, keys []string) (map[string]json.RawMessage, error)
-	// ItemStates loads every instance of the given nodes whose index starts
-	// with prefix and is one longer, ordered by index.
-	ItemStates(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]NodeState, error)
-	// ItemOutputs returns, as one JSON array in index order, the outputs
-	// (null where none) of the instances of nodeID whose index is prefix
-	// plus one item index: a Collector's output when that node is its only
-	// upstream, built without loading the instances.
-	ItemOutputs(ctx context.Context, runID, nodeID, target string, prefix []int) (json.RawMessage, error)
-	// ItemTally counts the items of a fan-out (prefix plus one item index)
-	// among the instances of nodeIDs, and those with a failed instance
-	// whose failure no failure edge took on.
-	ItemTally(ctx context.Context, runID string, nodeIDs []string, prefix []int) (items, failed int, err error)
-	// ItemFailures lists the failed items of a fan-out, in index order:
-	// for each, its first failed instance (by finish time) among nodeIDs.
-	ItemFailures(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]ItemFailure, error)
-	// ItemAt returns element i of the array output of node key (a
-	// Splitter's item), null when there is none.
-	ItemAt(ctx context.Context, runID, key string, i int) (json.RawMessage, error)
-	// FirstFailure returns the error of some failed node of the run whose
-	// failure was not handled (by a failure edge).
-	FirstFailure(ctx context.Context, runID string) (string, error)
 	// BulkStart moves many pending nodes to running or waiting_for_user as
 	// their first attempt in one statement (compare-and-set on pending) and
 	// returns how many it moved.
@@ -216,34 +260,12 @@ type Tx interface {
 	// cancelled, and cancels their undelivered dispatches; it returns the
 	// nodes it changed (a join's first arrival, join.go).
 	CancelBranches(ctx context.Context, runID string, nodeIDs []string, prefix []int) ([]CancelledNode, error)
-	// RunCompensation loads the run's compensation (nil when none began).
-	RunCompensation(ctx context.Context, runID string) (*Compensation, error)
 	// SetRunCompensation saves the run's compensation.
 	SetRunCompensation(ctx context.Context, runID string, c *Compensation) error
-	// CompletionOrder returns, for each of keys that completed, the
-	// sequence number of its last node.status completed event.
-	CompletionOrder(ctx context.Context, runID string, keys []string) (map[string]int64, error)
 	// SetRunResponse records the answer a Respond node gave the run's
 	// caller, unless one was recorded before; it reports whether it
 	// recorded this one.
 	SetRunResponse(ctx context.Context, runID string, a *CallerAnswer) (bool, error)
-	// LockEntityRuns takes, for the rest of the transaction, the lock that
-	// orders starting and ending runs of flowID for entityID (entity
-	// concurrency).
-	LockEntityRuns(ctx context.Context, flowID, entityID string) error
-	// ActiveEntityRun returns the oldest run of flowID for entityID that is
-	// running, paused or queued ("" when none).
-	ActiveEntityRun(ctx context.Context, flowID, entityID string) (string, error)
-	// NextQueuedRun returns the oldest queued run of flowID for entityID
-	// when no run of it for the entity but ending is running or paused (""
-	// otherwise).
-	NextQueuedRun(ctx context.Context, flowID, entityID, ending string) (string, error)
-	// ChildRuns lists the runs SubFlow nodes of run runID started that are
-	// in one of statuses.
-	ChildRuns(ctx context.Context, runID string, statuses ...RunStatus) ([]string, error)
-	// StartedNodeIDs lists the nodes of the run with an instance that is
-	// not pending.
-	StartedNodeIDs(ctx context.Context, runID string) ([]string, error)
 	// DeletePendingNodes removes the pending instances of nodes.
 	DeletePendingNodes(ctx context.Context, runID string, nodeIDs []string) error
 	// SetRunVersion moves the run to another flow version.
@@ -271,25 +293,15 @@ type Tx interface {
 	// AppendEvents inserts events with sequence numbers firstSeq, firstSeq+1, …
 	// and notifies listeners once the transaction commits.
 	AppendEvents(ctx context.Context, runID string, firstSeq int64, events []NewEvent) error
-	// Assignment returns whom UX node key of run runID is assigned to
-	// (nil: anyone).
-	Assignment(ctx context.Context, runID, key string) (*Assignees, error)
 	// AddDecision records a person's vote at a UX node's attempt unless
 	// they voted at that attempt already (added false, nothing written),
 	// and returns every vote of the attempt, oldest first.
 	AddDecision(ctx context.Context, d UXDecision) (all []Vote, added bool, err error)
-	// Claim returns the claim of waiting UX node key's current attempt
-	// (nil: none; a claim of another attempt, or of a node no longer
-	// waiting, is none).
-	Claim(ctx context.Context, runID, key string) (*Claim, error)
 	// SetClaim sets the claim of UX node key at attempt (nil clears it).
 	SetClaim(ctx context.Context, runID, key string, attempt int, c *Claim) error
 	// Reassign replaces whom UX node key, waiting at attempt, is assigned
 	// to, and clears its claim.
 	Reassign(ctx context.Context, runID, key string, attempt int, a *Assignees) error
-	// EscalationStep returns which escalation of UX node key falls due
-	// next (0: the first).
-	EscalationStep(ctx context.Context, runID, key string) (int, error)
 	// SetEscalation records that escalation step of UX node key falls due
 	// in seconds (0: none does).
 	SetEscalation(ctx context.Context, runID, key string, step, seconds int) error

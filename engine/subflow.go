@@ -35,7 +35,6 @@ type parentRef struct {
 // startRun creates run id of graph g inside this transaction and fires its
 // entry nodes (parent: the SubFlow node starting it, or nil).
 func (t *txn) startRun(id string, g *ExecutionGraph, p StartRunParams, parent *parentRef) (*Run, error) {
-	ctx := t.ctx
 	r := &Run{ID: id, FlowID: p.FlowID, FlowVersionID: p.VersionID, EntityID: p.EntityID,
 		Status: RunRunning, Trigger: p.Trigger, Input: p.Input, DeadlineSeconds: p.DeadlineSeconds, StartedBy: p.StartedBy}
 	if r.DeadlineSeconds == 0 {
@@ -45,7 +44,7 @@ func (t *txn) startRun(id string, g *ExecutionGraph, p StartRunParams, parent *p
 		r.ParentRunID, r.ParentKey, r.ParentAttempt = &parent.runID, &parent.key, parent.attempt
 	}
 	if p.Entity != nil {
-		eid, err := t.tx.UpsertEntity(ctx, t.e.cfg.NewID(), *p.Entity)
+		eid, err := t.w.UpsertEntity(t.e.cfg.NewID(), *p.Entity)
 		if err != nil {
 			return nil, fmt.Errorf("error saving entity: %w", err)
 		}
@@ -66,7 +65,7 @@ func (t *txn) startRun(id string, g *ExecutionGraph, p StartRunParams, parent *p
 			return r, err
 		}
 	}
-	if err := t.tx.InsertRun(ctx, r); err != nil {
+	if err := t.w.InsertRun(r); err != nil {
 		return nil, err
 	}
 	return r, t.beginRun(r, g, parent)
@@ -78,7 +77,7 @@ func (t *txn) startRun(id string, g *ExecutionGraph, p StartRunParams, parent *p
 // fan-out's instances are (instantiate): one INSERT, no UPDATE of each;
 // the others fire once the rows exist.
 func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
-	ctx, id := t.ctx, r.ID
+	id := r.ID
 	t.setRun(r, g)
 	started := map[string]any{"flow_version_id": r.FlowVersionID, "input": r.Input}
 	if parent != nil {
@@ -115,7 +114,7 @@ func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
 			Status: StatusPending, PendingParents: len(g.Upstream[nid])})
 		rowStarts = append(rowStarts, starts[nid])
 	}
-	if err := t.tx.InsertStartedNodes(ctx, id, rows, rowStarts); err != nil {
+	if err := t.w.InsertStartedNodes(id, rows, rowStarts); err != nil {
 		return err
 	}
 	t.addRows(len(rows))
@@ -135,7 +134,7 @@ func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
 // Config.MaxRunNodes: fan-outs inside sub-flows inside fan-outs multiply,
 // and --max-fanout-items bounds only one of them.
 func (t *txn) growTree(n int) (bool, error) {
-	ok, err := t.tx.AddTreeNodes(t.ctx, t.run.ID, n, t.e.maxRunNodes())
+	ok, err := t.w.AddTreeNodes(t.run.ID, n, t.e.maxRunNodes())
 	if err != nil {
 		return false, fmt.Errorf("error counting the node instances of run %s: %w", t.run.ID, err)
 	}
@@ -154,7 +153,7 @@ func (t *txn) nestedTxn() *txn {
 	if t.work == nil {
 		t.work = &txWork{} // shared with the nested transaction from now on
 	}
-	n := &txn{e: t.e, ctx: t.ctx, tx: t.tx, room: t.room, noSpeculation: true, began: t.began, ends: t.ends, work: t.work}
+	n := &txn{e: t.e, ctx: t.ctx, tx: t.tx, w: t.w, room: t.room, noSpeculation: true, began: t.began, ends: t.ends, work: t.work}
 	t.nested = append(t.nested, n)
 	return n
 }
@@ -290,7 +289,7 @@ func (e *Engine) tellParents(ctx context.Context, tx Tx, ends *childEnds, room *
 			byParent[c.parentRunID] = append(byParent[c.parentRunID], c)
 		}
 		for _, id := range slices.Sorted(maps.Keys(byParent)) {
-			pt := &txn{e: e, ctx: ctx, tx: tx, room: room, noSpeculation: true, began: e.cfg.Clock.Now(), ends: ends}
+			pt := &txn{e: e, ctx: ctx, tx: tx, w: newWriter(ctx, tx), room: room, noSpeculation: true, began: e.cfg.Clock.Now(), ends: ends}
 			ends.parents = append(ends.parents, pt)
 			if err := pt.tellParent(id, byParent[id]); err != nil {
 				return err
@@ -340,7 +339,7 @@ func (t *txn) tellParent(runID string, ends []childEnd) error {
 		if cached {
 			locked = t.tx.LockRunLater(t.ctx, runID)
 		}
-		done, err := t.tx.BulkComplete(t.ctx, runID, bulk)
+		done, err := t.w.BulkComplete(runID, bulk)
 		if cached {
 			if lerr := t.lockAnswered(runID, locked, err); lerr != nil {
 				return fmt.Errorf("error loading the parent of %d sub-flow run(s): %w", len(ends), lerr)

@@ -134,7 +134,7 @@ func (e *Engine) ClaimUX(ctx context.Context, p TaskParams) (*Claim, error) {
 			return err
 		}
 		c := &Claim{By: strings.ToLower(p.Actor.Email), At: t.e.cfg.Clock.Now().UTC()}
-		if err := t.tx.SetClaim(t.ctx, t.run.ID, cur.Key, cur.Attempt, c); err != nil {
+		if err := t.w.SetClaim(t.run.ID, cur.Key, cur.Attempt, c); err != nil {
 			return fmt.Errorf("error claiming %s: %w", cur.Key, err)
 		}
 		t.event(EventNodeClaimed, cur.Key, map[string]any{"attempt": cur.Attempt, "by": c.By})
@@ -160,7 +160,7 @@ func (e *Engine) UnclaimUX(ctx context.Context, p TaskParams) error {
 			return fmt.Errorf("%w: step %s of run %s is claimed by %s; only they, an operator or an admin may unclaim it",
 				ErrForbidden, cur.Key, t.run.ID, claim.By)
 		}
-		if err := t.tx.SetClaim(t.ctx, t.run.ID, cur.Key, cur.Attempt, nil); err != nil {
+		if err := t.w.SetClaim(t.run.ID, cur.Key, cur.Attempt, nil); err != nil {
 			return fmt.Errorf("error unclaiming %s: %w", cur.Key, err)
 		}
 		t.event(EventNodeUnclaimed, cur.Key, map[string]any{"attempt": cur.Attempt, "by": p.Actor.name(),
@@ -190,7 +190,7 @@ func (e *Engine) ReassignUX(ctx context.Context, p ReassignParams) (*Assignees, 
 			return fmt.Errorf("%w: only an operator, an admin or the step's claimer may reassign step %s of run %s",
 				ErrForbidden, cur.Key, t.run.ID)
 		}
-		if err := t.tx.Reassign(t.ctx, t.run.ID, cur.Key, cur.Attempt, a); err != nil {
+		if err := t.w.Reassign(t.run.ID, cur.Key, cur.Attempt, a); err != nil {
 			return fmt.Errorf("error reassigning %s: %w", cur.Key, err)
 		}
 		ev := map[string]any{"attempt": cur.Attempt, "by": p.Actor.name(), "assignees": a, "comment": p.Comment}
@@ -224,7 +224,7 @@ func (e *Engine) DelegateUX(ctx context.Context, p DelegateParams) (*Claim, erro
 		}
 		c := *claim
 		c.Delegate = to
-		if err := t.tx.SetClaim(t.ctx, t.run.ID, cur.Key, cur.Attempt, &c); err != nil {
+		if err := t.w.SetClaim(t.run.ID, cur.Key, cur.Attempt, &c); err != nil {
 			return fmt.Errorf("error delegating %s: %w", cur.Key, err)
 		}
 		t.event(EventNodeDelegated, cur.Key, map[string]any{"attempt": cur.Attempt, "by": claim.By, "to": to})
@@ -310,7 +310,7 @@ func (e *Engine) EscalateApproval(ctx context.Context, runID, key string, attemp
 			return fmt.Errorf("error loading the escalation of %s: %w", key, err)
 		}
 		if step >= len(es) {
-			return t.tx.SetEscalation(t.ctx, runID, key, step, 0)
+			return t.w.SetEscalation(runID, key, step, 0)
 		}
 		v, err := decodeJSON(es[step].Assignees)
 		if err != nil {
@@ -320,7 +320,7 @@ func (e *Engine) EscalateApproval(ctx context.Context, runID, key string, attemp
 		if err != nil {
 			return fmt.Errorf("escalation %d of node %s: %w", step, key, err)
 		}
-		if err := t.tx.Reassign(t.ctx, runID, key, attempt, a); err != nil {
+		if err := t.w.Reassign(runID, key, attempt, a); err != nil {
 			return fmt.Errorf("error escalating %s: %w", key, err)
 		}
 		t.event(EventNodeEscalated, key, map[string]any{"attempt": attempt, "step": step, "assignees": a,
@@ -330,7 +330,7 @@ func (e *Engine) EscalateApproval(ctx context.Context, runID, key string, attemp
 		if step+1 < len(es) {
 			next = max(es[step+1].AfterSeconds-es[step].AfterSeconds, 1)
 		}
-		if err := t.tx.SetEscalation(t.ctx, runID, key, step+1, next); err != nil {
+		if err := t.w.SetEscalation(runID, key, step+1, next); err != nil {
 			return fmt.Errorf("error setting the next escalation of %s: %w", key, err)
 		}
 		return t.taskJourney(JourneyEscalated, key, "", "", map[string]any{"assignees": a,

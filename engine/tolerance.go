@@ -119,7 +119,7 @@ func (t *txn) tolerate(region *Region, coll *Node, cidx []int, st *NodeState, ms
 	credit := t.blockedUps(coll, region, st.Index, states, failedNodes) -
 		t.blockedUps(coll, region, st.Index, states, without(failedNodes, st.NodeID))
 	if credit > 0 {
-		if err := t.tx.SetPending(t.ctx, t.run.ID, st.Key, -credit); err != nil {
+		if err := t.w.SetPending(t.run.ID, st.Key, -credit); err != nil {
 			return false, "", fmt.Errorf("error marking %s tolerated: %w", st.Key, err)
 		}
 		for range credit {
@@ -195,10 +195,10 @@ func (t *txn) untolerate(cur *NodeState) error {
 		return nil
 	}
 	collKey := InstanceKey(region.Collector, cur.Index[:len(cur.Index)-1])
-	if _, err := t.tx.AddPending(t.ctx, t.run.ID, []string{collKey}, -cur.PendingParents); err != nil {
+	if _, err := t.w.AddPending(t.run.ID, []string{collKey}, -cur.PendingParents); err != nil {
 		return fmt.Errorf("error counting %s back into %s: %w", cur.Key, collKey, err)
 	}
-	if err := t.tx.SetPending(t.ctx, t.run.ID, cur.Key, 0); err != nil {
+	if err := t.w.SetPending(t.run.ID, cur.Key, 0); err != nil {
 		return fmt.Errorf("error clearing the tolerance mark of %s: %w", cur.Key, err)
 	}
 	return nil

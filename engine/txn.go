@@ -12,12 +12,12 @@ import (
 type txn struct {
 	e   *Engine
 	ctx context.Context
-	tx  Tx
-	// written counts the writes tx made (the same transaction, counted).
-	written *countingTx
-	run     *Run
-	graph   *ExecutionGraph
-	events  []NewEvent
+	// tx reads (and locks); every write goes through w.
+	tx     TxReads
+	w      *writer
+	run    *Run
+	graph  *ExecutionGraph
+	events []NewEvent
 	// spilled is what the events written before the commit
 	// (spillEvents) did, for the commit hook; spilledEvents counts them.
 	spilled       CommitInfo
@@ -97,8 +97,7 @@ type txn struct {
 // newTxn starts the state of a transaction over one run, before its first
 // statement.
 func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool, ends *childEnds, room *claimRoom) *txn {
-	counted := &countingTx{Tx: tx}
-	return &txn{e: e, ctx: ctx, tx: counted, written: counted, room: room, noSpeculation: noSpeculation, began: e.cfg.Clock.Now(),
+	return &txn{e: e, ctx: ctx, tx: tx, w: newWriter(ctx, tx), room: room, noSpeculation: noSpeculation, began: e.cfg.Clock.Now(),
 		ends: ends}
 }
 
@@ -220,7 +219,7 @@ func (t *txn) lockAndTransition(runID string, tr *NodeTransition) (*NodeState, e
 	}
 	locked := t.tx.LockRunLater(t.ctx, runID)
 	queued := t.queueCountDown(runID, tr)
-	st, err := t.tx.Transition(t.ctx, tr)
+	st, err := t.w.Transition(tr)
 	if lerr := t.lockAnswered(runID, locked, err); lerr != nil {
 		return nil, lerr
 	}
@@ -262,7 +261,7 @@ func (t *txn) transition(tr *NodeTransition) (*NodeState, error) {
 	if _, err := ValidatePath([]Status{tr.From}, tr.Steps); err != nil {
 		return nil, fmt.Errorf("error moving node %s: %w", tr.Key, err)
 	}
-	st, err := t.tx.Transition(t.ctx, tr)
+	st, err := t.w.Transition(tr)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +279,7 @@ func (t *txn) transitionLater(tr *NodeTransition, nodeID string, prevAttempt int
 	if _, err := ValidatePath([]Status{tr.From}, tr.Steps); err != nil {
 		return fmt.Errorf("error moving node %s: %w", tr.Key, err)
 	}
-	if err := t.tx.TransitionLater(t.ctx, tr); err != nil {
+	if err := t.w.TransitionLater(tr); err != nil {
 		return fmt.Errorf("error moving node %s: %w", tr.Key, err)
 	}
 	st := &NodeState{RunID: t.run.ID, Key: tr.Key, NodeID: nodeID, Status: tr.Final(), Attempt: prevAttempt, Error: tr.Error}

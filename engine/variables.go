@@ -65,7 +65,7 @@ func (t *txn) setVariables(n *Node, st *NodeState, sets map[string]string) error
 	if err != nil {
 		return fmt.Errorf("error encoding the variables node %s set: %w", st.Key, err)
 	}
-	if err := t.tx.SetRunVariables(t.ctx, t.run.ID, b); err != nil {
+	if err := t.w.SetRunVariables(t.run.ID, b); err != nil {
 		return err
 	}
 	p := map[string]any{"node_id": n.ID, "set": json.RawMessage(b)}

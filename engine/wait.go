@@ -47,7 +47,7 @@ func (e *Engine) Wake(ctx context.Context, runID string, due []DueNode) error {
 			return fmt.Errorf("error loading the sleeping nodes of run %s: %w", runID, err)
 		}
 		if len(plain) > 0 {
-			woken, err := t.tx.WakeNodes(t.ctx, runID, plain)
+			woken, err := t.w.WakeNodes(runID, plain)
 			if err != nil {
 				return fmt.Errorf("error waking %d nodes of run %s: %w", len(plain), runID, err)
 			}
@@ -97,7 +97,7 @@ func (t *txn) fireDeferred(due []DueNode, states map[string]*NodeState) error {
 			for _, r := range due[i:] {
 				keys = append(keys, r.Key)
 			}
-			if err := t.tx.RedeferNodes(t.ctx, t.run.ID, keys); err != nil {
+			if err := t.w.RedeferNodes(t.run.ID, keys); err != nil {
 				return fmt.Errorf("error leaving %d fires of run %s for later: %w", len(keys), t.run.ID, err)
 			}
 			t.deferred += len(keys)

@@ -1,0 +1,255 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// writer is the one way a transaction's rules write: the engine reads
+// through TxReads (txn.tx) and writes through its writer (txn.w), which
+// owns the transaction's TxWrites and its context and counts every write
+// that succeeded, so that group commit knows whether an operation it
+// rejected left anything behind (commit_grouped.go). A write the writer
+// does not make cannot be made: the rules hold no TxWrites.
+type writer struct {
+	ctx    context.Context
+	tx     TxWrites
+	writes int
+}
+
+func newWriter(ctx context.Context, tx TxWrites) *writer { return &writer{ctx: ctx, tx: tx} }
+
+func (w *writer) wrote(err error) error {
+	if err == nil {
+		w.writes++
+	}
+	return err
+}
+
+func (w *writer) SaveRunWithEvents(s RunSave) error {
+	return w.wrote(w.tx.SaveRunWithEvents(w.ctx, s))
+}
+
+func (w *writer) AdmitRun(flowID string) {
+	w.writes++
+	w.tx.AdmitRun(w.ctx, flowID)
+}
+
+func (w *writer) InsertRun(run *Run) error {
+	return w.wrote(w.tx.InsertRun(w.ctx, run))
+}
+
+func (w *writer) SaveRun(run *Run) error {
+	return w.wrote(w.tx.SaveRun(w.ctx, run))
+}
+
+func (w *writer) InsertNodes(runID string, nodes []NodeState) error {
+	return w.wrote(w.tx.InsertNodes(w.ctx, runID, nodes))
+}
+
+func (w *writer) InsertStartedNodes(runID string, nodes []NodeState, starts []BulkStart) error {
+	return w.wrote(w.tx.InsertStartedNodes(w.ctx, runID, nodes, starts))
+}
+
+func (w *writer) Transition(t *NodeTransition) (*NodeState, error) {
+	r0, err := w.tx.Transition(w.ctx, t)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) TransitionLater(t *NodeTransition) error {
+	return w.wrote(w.tx.TransitionLater(w.ctx, t))
+}
+
+func (w *writer) SkipLater(runID string, keys []string) error {
+	return w.wrote(w.tx.SkipLater(w.ctx, runID, keys))
+}
+
+func (w *writer) ArchiveIteration(runID string, keys []string) (map[string]int, error) {
+	r0, err := w.tx.ArchiveIteration(w.ctx, runID, keys)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) InsertIteration(runID string, nodes []NodeState) error {
+	return w.wrote(w.tx.InsertIteration(w.ctx, runID, nodes))
+}
+
+func (w *writer) HoldDispatches(runID string, hold bool) (int, error) {
+	r0, err := w.tx.HoldDispatches(w.ctx, runID, hold)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) TakeEvent(runID string, wait EventWait) (*TakenEvent, error) {
+	r0, err := w.tx.TakeEvent(w.ctx, runID, wait)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) EventDelivered(eventID, runID, key string) error {
+	return w.wrote(w.tx.EventDelivered(w.ctx, eventID, runID, key))
+}
+
+func (w *writer) FailActiveNodes(runID, msg string) ([]string, error) {
+	r0, err := w.tx.FailActiveNodes(w.ctx, runID, msg)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) WakeNodes(runID string, due []DueNode) ([]NodeState, error) {
+	r0, err := w.tx.WakeNodes(w.ctx, runID, due)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) DeferNode(runID, key string, input json.RawMessage) error {
+	return w.wrote(w.tx.DeferNode(w.ctx, runID, key, input))
+}
+
+func (w *writer) AddTreeNodes(runID string, n, limit int) (bool, error) {
+	added, err := w.tx.AddTreeNodes(w.ctx, runID, n, limit)
+	if added {
+		err = w.wrote(err)
+	}
+	return added, err
+}
+
+func (w *writer) RedeferNodes(runID string, keys []string) error {
+	return w.wrote(w.tx.RedeferNodes(w.ctx, runID, keys))
+}
+
+func (w *writer) SetTaken(runID, key string, taken []string, output json.RawMessage) error {
+	return w.wrote(w.tx.SetTaken(w.ctx, runID, key, taken, output))
+}
+
+func (w *writer) SetRunVariables(runID string, vars json.RawMessage) error {
+	return w.wrote(w.tx.SetRunVariables(w.ctx, runID, vars))
+}
+
+func (w *writer) AddPending(runID string, keys []string, delta int) (map[string]Pending, error) {
+	r0, err := w.tx.AddPending(w.ctx, runID, keys, delta)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) AddPendingUntaken(runID string, keys []string, delta int) (map[string]Pending, error) {
+	r0, err := w.tx.AddPendingUntaken(w.ctx, runID, keys, delta)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) AddPendingLater(runID string, keys []string, delta int) func() (map[string]Pending, error) {
+	w.writes++
+	return w.tx.AddPendingLater(w.ctx, runID, keys, delta)
+}
+
+func (w *writer) SetPending(runID, key string, n int) error {
+	return w.wrote(w.tx.SetPending(w.ctx, runID, key, n))
+}
+
+func (w *writer) BulkStart(runID string, starts []BulkStart) (int, error) {
+	r0, err := w.tx.BulkStart(w.ctx, runID, starts)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) BulkComplete(runID string, cs []BulkComplete) ([]NodeState, error) {
+	r0, err := w.tx.BulkComplete(w.ctx, runID, cs)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) CompleteAcrossRuns(cs []BulkComplete) ([]NodeState, error) {
+	r0, err := w.tx.CompleteAcrossRuns(w.ctx, cs)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) InsertDispatches(ds []*Dispatch) error {
+	return w.wrote(w.tx.InsertDispatches(w.ctx, ds))
+}
+
+func (w *writer) InsertDispatch(d *Dispatch) error {
+	return w.wrote(w.tx.InsertDispatch(w.ctx, d))
+}
+
+func (w *writer) UpdateDispatches(us []DispatchUpdate) (int, error) {
+	n, err := w.tx.UpdateDispatches(w.ctx, us)
+	if n == 0 {
+		return n, err // nothing written
+	}
+	return n, w.wrote(err)
+}
+
+func (w *writer) ExtendDeadline(runID, key string, attempt, seconds int) (bool, error) {
+	r0, err := w.tx.ExtendDeadline(w.ctx, runID, key, attempt, seconds)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) CancelNodes(runID string) ([]CancelledNode, error) {
+	r0, err := w.tx.CancelNodes(w.ctx, runID)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) CancelBranches(runID string, nodeIDs []string, prefix []int) ([]CancelledNode, error) {
+	r0, err := w.tx.CancelBranches(w.ctx, runID, nodeIDs, prefix)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) SetRunCompensation(runID string, c *Compensation) error {
+	return w.wrote(w.tx.SetRunCompensation(w.ctx, runID, c))
+}
+
+func (w *writer) SetRunResponse(runID string, a *CallerAnswer) (bool, error) {
+	r0, err := w.tx.SetRunResponse(w.ctx, runID, a)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) DeletePendingNodes(runID string, nodeIDs []string) error {
+	return w.wrote(w.tx.DeletePendingNodes(w.ctx, runID, nodeIDs))
+}
+
+func (w *writer) SetRunVersion(runID, versionID string) error {
+	return w.wrote(w.tx.SetRunVersion(w.ctx, runID, versionID))
+}
+
+func (w *writer) ResetNodes(runID string, nodes []ResetNode) error {
+	return w.wrote(w.tx.ResetNodes(w.ctx, runID, nodes))
+}
+
+func (w *writer) DeleteInstances(runID string, nodeIDs []string, idx []int) (int, error) {
+	r0, err := w.tx.DeleteInstances(w.ctx, runID, nodeIDs, idx)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) InsertNotifications(ns []Notification) error {
+	return w.wrote(w.tx.InsertNotifications(w.ctx, ns))
+}
+
+func (w *writer) SetRemindAt(runID, key string, seconds int) error {
+	return w.wrote(w.tx.SetRemindAt(w.ctx, runID, key, seconds))
+}
+
+func (w *writer) UpsertEntity(id string, e EntityUpsert) (string, error) {
+	r0, err := w.tx.UpsertEntity(w.ctx, id, e)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) MoveEntity(m EntityMove) (EntityMoved, error) {
+	r0, err := w.tx.MoveEntity(w.ctx, m)
+	return r0, w.wrote(err)
+}
+
+func (w *writer) AppendEvents(runID string, firstSeq int64, events []NewEvent) error {
+	return w.wrote(w.tx.AppendEvents(w.ctx, runID, firstSeq, events))
+}
+
+func (w *writer) AddDecision(d UXDecision) ([]Vote, bool, error) {
+	all, added, err := w.tx.AddDecision(w.ctx, d)
+	if added { // a vote already cast writes nothing
+		err = w.wrote(err)
+	}
+	return all, added, err
+}
+
+func (w *writer) SetClaim(runID, key string, attempt int, c *Claim) error {
+	return w.wrote(w.tx.SetClaim(w.ctx, runID, key, attempt, c))
+}
+
+func (w *writer) Reassign(runID, key string, attempt int, a *Assignees) error {
+	return w.wrote(w.tx.Reassign(w.ctx, runID, key, attempt, a))
+}
+
+func (w *writer) SetEscalation(runID, key string, step, seconds int) error {
+	return w.wrote(w.tx.SetEscalation(w.ctx, runID, key, step, seconds))
+}
