@@ -285,7 +285,7 @@ func (t *txn) skipAll(tgs []target) error {
 	}
 	remaining := map[string]Pending{}
 	for _, d := range deltas {
-		got, err := t.w.AddPendingUntaken(t.run.ID, byDelta[d], -d)
+		got, err := t.w.AddPendingUntaken(t.run.ID, byDelta[d], byDelta[d], -d)
 		if err != nil {
 			return fmt.Errorf("error counting down the successors of skipped nodes: %w", err)
 		}
@@ -449,7 +449,7 @@ func (t *txn) completeDeciding(p CallbackParams, tr *NodeTransition) error {
 	var nodeErr error
 	read := false
 	if (t.run == nil || t.run.ID != p.RunID) && t.decidesUnread(p.RunID, p.Key) {
-		if err := t.load(p.RunID); err != nil {
+		if err := t.lockForDecision(p.RunID, p.Key); err != nil {
 			return err
 		}
 	}
@@ -479,7 +479,7 @@ func (t *txn) completeDeciding(p CallbackParams, tr *NodeTransition) error {
 		read = true
 	}
 	n, _, ok := t.graph.parseKey(p.Key)
-	if !read && ok && t.graph.hasBranches(n.ID) && !t.decisionReadsInput(t.graph, n) {
+	if !read && ok && decidesFirst(t, t.graph, n) {
 		// The edges are decided before the row is read, in the hope that
 		// the node is running this attempt: the compare-and-set below
 		// checks it, and a stale callback's decision is thrown away. A
@@ -524,22 +524,46 @@ func (t *txn) completeDeciding(p CallbackParams, tr *NodeTransition) error {
 }
 
 // decidesUnread reports whether the edges of node key of run runID, not
-// locked yet, are decided without reading its row (completeDeciding), as
-// far as this process knows the run's graph, and without reading the
-// run's input: the run is then locked alone, not with the row.
+// locked yet, are decided without reading its row (decidesFirst), as far
+// as this process knows the run's graph.
 func (t *txn) decidesUnread(runID, key string) bool {
 	_, g, ok := t.e.cachedGraph(runID)
 	if !ok {
 		return false
 	}
 	n, _, ok := g.parseKey(key)
-	if !ok || !g.hasBranches(n.ID) || t.decisionReadsInput(g, n) {
+	return ok && decidesFirst(t, g, n)
+}
+
+// decidesFirst reports whether node n's edges (of graph g) are decided
+// before its row is read: it has branches, no condition reads its input,
+// and it is no loop's source (whose decision needs its iteration).
+func decidesFirst(t *txn, g *ExecutionGraph, n *Node) bool {
+	if !g.hasBranches(n.ID) || t.decisionReadsInput(g, n) {
 		return false
 	}
-	if _, cached := t.e.inputs.get(runID); cached {
-		return true
+	l := g.loopOf(n.ID)
+	return l == nil || l.Source != n.ID
+}
+
+// lockForDecision locks run runID for deciding node key's edges before
+// reading its row: with the run's input in the same round trip when a
+// condition reads it and this process has not kept it.
+func (t *txn) lockForDecision(runID, key string) error {
+	if _, cached := t.e.inputs.get(runID); cached || !t.decisionReadsRun(runID, key) {
+		return t.load(runID)
 	}
-	return !t.decisionReadsRun(runID, key)
+	locked := t.tx.LockRunLater(t.ctx, runID)
+	in, err := t.tx.RunInput(t.ctx, runID)
+	if lerr := t.lockAnswered(runID, locked, err); lerr != nil {
+		return lerr
+	}
+	if err != nil {
+		return fmt.Errorf("error loading the input of run %s: %w", runID, err)
+	}
+	t.run.Input = in
+	t.e.inputs.put(runID, in)
+	return nil
 }
 
 // decisionReadsInput reports whether a condition on node n's edges (of

@@ -25,6 +25,8 @@ func TestCompileCondition(t *testing.T) {
 		{src: `"yes"`, err: "expected bool"},
 		{src: "lead.score > 1", err: "unknown name lead"},
 		{src: "output.score >", err: "unexpected token"},
+		{src: "steps.w.output.input == 1"},
+		{src: "all(output.xs, {# > 0})"},
 		// What a condition reads is loaded because it is named.
 		{src: "$env.run.input.v == 1", err: "$env is not available"},
 		{src: `$env["input"] == nil`, err: "$env is not available"},
@@ -39,6 +41,18 @@ func TestCompileCondition(t *testing.T) {
 		require.Equal(t, tc.usesEnt, c.UsesEntity, tc.src)
 		require.Equal(t, tc.usesInput, c.UsesInput, tc.src)
 	}
+}
+
+// TestConditionWithEnvSavedEarlier: $env is refused at save, but a version
+// saved before that still evaluates, with input, run and entity loaded.
+func TestConditionWithEnvSavedEarlier(t *testing.T) {
+	t.Parallel()
+	c, err := compileCondition("$env.input.v == 1 and $env.run.input.w == 2", newExprRun(ExprLimits{}, nil))
+	require.NoError(t, err)
+	require.True(t, c.UsesEnv && c.UsesInput && c.UsesRun && c.UsesEntity)
+	ok, err := c.Eval(ConditionEnv{Input: map[string]any{"v": 1}, Run: RunEnv{Input: map[string]any{"w": 2}}})
+	require.NoError(t, err)
+	require.True(t, ok)
 }
 
 func TestConditionEvalNumbers(t *testing.T) {

@@ -53,6 +53,11 @@ type Refs struct {
 	// UsesInput: it reads input (the node's input), so deciding a node's
 	// edges needs its row read first.
 	UsesInput bool
+	// UsesEnv: it reads $env, and so may read input, run or entity
+	// (they are loaded); what it reads of steps or vars is not. Refused
+	// at save (the Compile… functions), evaluated as before in versions
+	// saved earlier.
+	UsesEnv bool
 	// Steps are the ids it reads as steps.<id>, sorted, once each.
 	Steps []string
 	// Vars are the run variables it reads as vars.<name>, sorted, once
@@ -85,8 +90,16 @@ type Condition struct {
 // name only output, input, run, entity, steps and item, and give a bool. The message
 // of the error is meant for the person who wrote it.
 func CompileCondition(src string) (*Condition, error) {
-	return compileCondition(src, newExprRun(ExprLimits{}, nil))
+	c, err := compileCondition(src, newExprRun(ExprLimits{}, nil))
+	if err == nil && c.UsesEnv {
+		return nil, errEnv
+	}
+	return c, err
 }
+
+// errEnv refuses $env at save: what an expression reads is loaded because
+// it is named, and through $env a step or a variable would be nil.
+var errEnv = errors.New("$env is not available: name input, output, run, entity, steps, vars or item directly")
 
 func compileCondition(src string, r exprRun) (*Condition, error) {
 	p, budget, err := compileLimited(src, expr.Env(ConditionEnv{}), expr.AsBool())
@@ -161,9 +174,7 @@ func refsOf(root ast.Node) (Refs, error) {
 		}
 	}))
 	if envs > 0 {
-		// What an expression reads is loaded because it is named: through
-		// $env, run, entity or a step would be nil.
-		return Refs{}, errors.New("$env is not available: name input, output, run, entity, steps, vars or item directly")
+		r.UsesEnv, r.UsesInput, r.UsesRun, r.UsesEntity = true, true, true, true
 	}
 	if stepsIdents != named {
 		return Refs{}, errors.New("steps must be followed by a step's id: steps.fetch.output")
@@ -204,7 +215,14 @@ type Value struct {
 // only input, run, entity, steps, vars and item. The message of the error is meant for the
 // person who wrote it.
 func CompileValue(src string) (*Value, error) {
-	return compileValue(src, newExprRun(ExprLimits{}, nil))
+	return refuseEnv(compileValue(src, newExprRun(ExprLimits{}, nil)))
+}
+
+func refuseEnv(v *Value, err error) (*Value, error) {
+	if err == nil && v.UsesEnv {
+		return nil, errEnv
+	}
+	return v, err
 }
 
 func compileValue(src string, r exprRun) (*Value, error) { return compileIn(src, r, ValueEnv{}) }
@@ -227,7 +245,7 @@ func compileIn(src string, r exprRun, env any) (*Value, error) {
 // entity, steps, vars). The message of the error is meant for the person
 // who wrote it.
 func CompileVariable(src string) (*Value, error) {
-	return compileVariable(src, newExprRun(ExprLimits{}, nil))
+	return refuseEnv(compileVariable(src, newExprRun(ExprLimits{}, nil)))
 }
 
 func compileVariable(src string, r exprRun) (*Value, error) { return compileIn(src, r, ConditionEnv{}) }

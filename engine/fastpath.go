@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/tidwall/gjson"
@@ -195,28 +194,16 @@ func (t *txn) countDownDecided(key string, keys, taken []string) (map[string]Pen
 	if taken == nil || len(keys) == 0 || (t.countedDown != nil && t.countedDown.key == key) {
 		return t.countDownSuccessors(key, keys)
 	}
-	var took, not []string
+	var not []string
 	for _, k := range keys {
-		n, _, _ := t.graph.parseKey(k)
-		if n != nil && slices.Contains(taken, n.ID) {
-			took = append(took, k)
-		} else {
+		if n, _, _ := t.graph.parseKey(k); n == nil || !slices.Contains(taken, n.ID) {
 			not = append(not, k)
 		}
 	}
-	remaining, err := t.countDownSuccessors(key, took)
-	if err != nil || len(not) == 0 {
-		return remaining, err
+	if len(not) == 0 {
+		return t.countDownSuccessors(key, keys)
 	}
-	untaken, err := t.w.AddPendingUntaken(t.run.ID, not, -1)
-	if err != nil {
-		return nil, err
-	}
-	if remaining == nil {
-		return untaken, nil
-	}
-	maps.Copy(remaining, untaken)
-	return remaining, nil
+	return t.w.AddPendingUntaken(t.run.ID, keys, not, -1)
 }
 
 // checkSpeculation reports errMisspeculated unless a speculated step left

@@ -118,6 +118,13 @@ func (e *Engine) MigrateRun(ctx context.Context, p MigrateParams) error {
 		if err := t.w.SetRunVersion(p.RunID, p.VersionID); err != nil {
 			return err
 		}
+		// Edges of the old version counted as not taken may not be the new
+		// one's: a region's rows keep their pending count, so the count of
+		// edges not taken starts again from none (an undercount, which
+		// readyDecided reads only as a reason to read the upstream rows).
+		if err := t.w.ResetUntaken(p.RunID); err != nil {
+			return err
+		}
 		t.event(EventRunMigrated, "", map[string]any{"from_version_id": t.run.FlowVersionID, "to_version_id": p.VersionID,
 			"version": p.Version, "by": p.By, "added": len(added), "dropped": len(gone)})
 		t.run.FlowVersionID = p.VersionID

@@ -218,14 +218,18 @@ type TxWrites interface {
 	// AddPending adds delta to pending_parents of each key and returns the
 	// new values with each row's status (UPDATE … RETURNING).
 	AddPending(ctx context.Context, runID string, keys []string, delta int) (map[string]Pending, error)
-	// AddPendingUntaken is AddPending for inbound edges decided not taken:
-	// it also adds -delta to each key's count of those (Pending.Untaken),
-	// reset wherever pending_parents is.
-	AddPendingUntaken(ctx context.Context, runID string, keys []string, delta int) (map[string]Pending, error)
+	// AddPendingUntaken is AddPending where the edges counted for the keys
+	// in untaken (a subset of keys) were decided not taken: it also adds
+	// -delta to their count of those (Pending.Untaken), which is reset
+	// wherever pending_parents is.
+	AddPendingUntaken(ctx context.Context, runID string, keys, untaken []string, delta int) (map[string]Pending, error)
 	// AddPendingLater queues AddPending, to travel with the next statement
 	// (see above); the returned function gives its result once that
 	// statement was answered.
 	AddPendingLater(ctx context.Context, runID string, keys []string, delta int) func() (map[string]Pending, error)
+	// ResetUntaken sets untaken_parents of the run's pending rows to 0
+	// (the run moved to another version).
+	ResetUntaken(ctx context.Context, runID string) error
 	// SetPending sets pending_parents of one key.
 	SetPending(ctx context.Context, runID, key string, n int) error
 	// BulkStart moves many pending nodes to running or waiting_for_user as

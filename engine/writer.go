@@ -126,14 +126,18 @@ func (w *writer) AddPending(runID string, keys []string, delta int) (map[string]
 	return r0, w.wrote(err)
 }
 
-func (w *writer) AddPendingUntaken(runID string, keys []string, delta int) (map[string]Pending, error) {
-	r0, err := w.tx.AddPendingUntaken(w.ctx, runID, keys, delta)
+func (w *writer) AddPendingUntaken(runID string, keys, untaken []string, delta int) (map[string]Pending, error) {
+	r0, err := w.tx.AddPendingUntaken(w.ctx, runID, keys, untaken, delta)
 	return r0, w.wrote(err)
 }
 
 func (w *writer) AddPendingLater(runID string, keys []string, delta int) func() (map[string]Pending, error) {
 	w.writes++
 	return w.tx.AddPendingLater(w.ctx, runID, keys, delta)
+}
+
+func (w *writer) ResetUntaken(runID string) error {
+	return w.wrote(w.tx.ResetUntaken(w.ctx, runID))
 }
 
 func (w *writer) SetPending(runID, key string, n int) error {

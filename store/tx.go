@@ -867,19 +867,20 @@ func (t *pgTx) Node(ctx context.Context, runID, key string) (*engine.NodeState, 
 }
 
 func (t *pgTx) AddPending(ctx context.Context, runID string, keys []string, delta int) (map[string]engine.Pending, error) {
-	return t.addPending(ctx, runID, keys, delta, 0)
+	return t.addPending(ctx, runID, keys, delta, nil)
 }
 
-func (t *pgTx) AddPendingUntaken(ctx context.Context, runID string, keys []string, delta int) (map[string]engine.Pending, error) {
-	return t.addPending(ctx, runID, keys, delta, -delta)
+func (t *pgTx) AddPendingUntaken(ctx context.Context, runID string, keys, untaken []string, delta int) (map[string]engine.Pending, error) {
+	return t.addPending(ctx, runID, keys, delta, untaken)
 }
 
-// addPending adds delta to the pending parents of keys and untaken to
-// their untaken parents.
-func (t *pgTx) addPending(ctx context.Context, runID string, keys []string, delta, untaken int) (map[string]engine.Pending, error) {
-	rows, err := t.raw(ctx, `UPDATE node_states SET pending_parents = pending_parents + ?, untaken_parents = untaken_parents + ?
+// addPending adds delta to the pending parents of keys, and -delta to the
+// untaken parents of those of them in untaken.
+func (t *pgTx) addPending(ctx context.Context, runID string, keys []string, delta int, untaken []string) (map[string]engine.Pending, error) {
+	rows, err := t.raw(ctx, `UPDATE node_states SET pending_parents = pending_parents + ?,
+			untaken_parents = untaken_parents + CASE WHEN key = ANY(?::text[]) THEN ? ELSE 0 END
 		WHERE run_id = ? AND `+keyMatch(keys)+` RETURNING key, pending_parents, untaken_parents, status`,
-		planFor(len(keys), delta, untaken, runID, keyArg(keys))...).Rows()
+		planFor(len(keys), delta, nonNil(untaken), -delta, runID, keyArg(keys))...).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -949,6 +950,11 @@ func keyArg(keys []string) any {
 		return keys[0]
 	}
 	return keys
+}
+
+func (t *pgTx) ResetUntaken(ctx context.Context, runID string) error {
+	return t.write(ctx, 1, `UPDATE node_states SET untaken_parents = 0
+		WHERE run_id = ? AND status = 'pending' AND untaken_parents <> 0`, runID)
 }
 
 func (t *pgTx) SetPending(ctx context.Context, runID, key string, n int) error {
