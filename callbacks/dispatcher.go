@@ -194,8 +194,6 @@ type Dispatcher struct {
 	signal      chan struct{}
 	// refill asks the poller to claim more: the queue fell below half.
 	refill chan struct{}
-	// pollNow asks the poller to claim due rows now (Poll).
-	pollNow chan struct{}
 	// lifecycle: Start and Stop (startstop).
 	lifecycle startstop.Base
 }
@@ -248,7 +246,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	}
 	rc := *cfg.Client
 	rc.Timeout = 0
-	return &Dispatcher{cfg: cfg, reqClient: &rc, hosts: map[string]*hostQueue{}, signal: make(chan struct{}, 1), refill: make(chan struct{}, 1), pollNow: make(chan struct{}, 1),
+	return &Dispatcher{cfg: cfg, reqClient: &rc, hosts: map[string]*hostQueue{}, signal: make(chan struct{}, 1), refill: make(chan struct{}, 1),
 		scripts: make(chan struct{}, cfg.CodeConcurrency),
 		tokens:  &credential.Tokens{Client: cfg.Client, Now: cfg.Clock.Now}}
 }
@@ -396,11 +394,6 @@ type queued struct {
 }
 
 func (d *Dispatcher) poke() { notify(d.signal) }
-
-// Poll makes the dispatcher claim due rows now rather than at its next
-// poll (the clock moved forward: a retry or a lease may have fallen
-// due); it never blocks.
-func (d *Dispatcher) Poll() { notify(d.pollNow) }
 
 func notify(ch chan struct{}) {
 	select {
@@ -668,7 +661,6 @@ func (d *Dispatcher) poll(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		case <-d.pollNow:
 		case <-d.refill:
 			refill = true
 		}

@@ -668,22 +668,6 @@ func (a *App) Start(ctx context.Context) error {
 	return nil
 }
 
-// Wake makes the services that look for due work at each poll interval
-// look now: the sweeper (deadlines, timers, approvals, event waits), the
-// scheduler, the dispatcher's claim of due deliveries, the deferred
-// firings and the notifier. What is due is the database's time: after
-// due times were moved (a test's clock moved forward) a caller need not
-// wait out a poll interval. It never blocks.
-func (a *App) Wake() {
-	a.sweeper.Wake()
-	a.scheduler.Wake()
-	a.Dispatcher.Poll()
-	a.deferred.Poke()
-	if a.Notifications != nil {
-		a.Notifications.Poke()
-	}
-}
-
 // Stop shuts down gracefully: stop accepting requests, finish in-flight
 // ones, stop the dispatcher and sweeper, write the pending delivered
 // marks, close the database. Later calls return the first one's result.

@@ -56,25 +56,6 @@ func TestRefillClaimsHalfAQueue(t *testing.T) {
 	require.LessOrEqual(t, len(spy.limits), 2*(runs-queue)/(queue/2), "claims: %v", spy.limits)
 }
 
-// TestPollClaimsNow: Poll makes the dispatcher claim due rows at once,
-// not at its next poll (an hour here; without a commit handing rows
-// over, only a poll claims).
-func TestPollClaimsNow(t *testing.T) {
-	t.Parallel()
-	st, _ := storetest.IsolatedDB(t)
-	eng := engineOn(t, st)
-	const runs = 5
-	graph, hits := acceptingWorker(t, 0)
-	startRuns(t, st, eng, graph, runs)
-	d := callbacks.NewDispatcher(callbacks.DispatcherConfig{Store: st, Recorder: eng, Secret: []byte("0123456789abcdef"),
-		PollInterval: time.Hour, Lease: time.Minute})
-	require.NoError(t, d.Start(t.Context()))
-	defer d.Stop()
-	d.Poll()
-	require.Eventually(t, func() bool { return hits.Answered() >= runs }, 30*time.Second, 10*time.Millisecond,
-		"every row delivered")
-}
-
 // claimSpy is the store, recording the limit of each claim and returning
 // only once a delivery was made while the claim ran (or after a second).
 type claimSpy struct {

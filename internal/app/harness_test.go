@@ -118,13 +118,11 @@ func (h *harness) eventually(cond func() bool, format string, args ...any) {
 
 // advance moves time forward by d, for the process (its clock) and for
 // the due work in its database (storetest.AdvanceDueTimes): deadlines,
-// timers, retries and leases due within d are due now, and the process's
-// pollers are woken (app.Wake) to find them without waiting a poll.
+// timers, retries and leases due within d are due now.
 func (h *harness) advance(d time.Duration) {
 	h.t.Helper()
 	h.clock.Advance(d)
 	storetest.AdvanceDueTimes(h.t, h.app.Store, d)
-	h.app.Wake()
 }
 
 // sweeps waits until the sweeper has made n whole passes begun after the

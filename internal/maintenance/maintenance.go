@@ -16,8 +16,8 @@ type noCounter struct{}
 
 func (noCounter) SweeperAction(string, int) {}
 
-// everyPoll calls fn every interval, and on a wake, until ctx ends.
-func everyPoll(ctx context.Context, interval time.Duration, wake <-chan struct{}, fn func()) {
+// everyPoll calls fn every interval until ctx ends.
+func everyPoll(ctx context.Context, interval time.Duration, fn func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -25,17 +25,7 @@ func everyPoll(ctx context.Context, interval time.Duration, wake <-chan struct{}
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-wake:
 		}
 		fn()
-	}
-}
-
-// poke sends on a wake channel of capacity 1 without blocking: one wake
-// pending stands for any number.
-func poke(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
 	}
 }

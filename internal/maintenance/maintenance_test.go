@@ -182,21 +182,6 @@ func TestSweeperPass(t *testing.T) {
 	require.NotContains(t, st.asked, "sessions", "once a minute at most")
 }
 
-// TestSweeperWake: a wake makes a pass without waiting for the poll
-// interval (an hour here); wakes never block.
-func TestSweeperWake(t *testing.T) {
-	t.Parallel()
-	var done testsignal.Signal[time.Time]
-	done.Init()
-	s := NewSweeper(SweeperParams{Store: &fakeStore{}, Engine: &fakeEngine{}, PollInterval: time.Hour, Done: &done})
-	require.NoError(t, s.Start(t.Context()))
-	defer s.Stop()
-	for range 3 {
-		s.Wake()
-	}
-	done.Wait(t, 10*time.Second)
-}
-
 // TestDeferredFirer: a poke wakes the due timers; pokes never block, and
 // the service starts and stops cleanly under load.
 func TestDeferredFirer(t *testing.T) {

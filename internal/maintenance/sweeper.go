@@ -67,7 +67,6 @@ type SweeperParams struct {
 type Sweeper struct {
 	p         SweeperParams
 	lifecycle startstop.Base
-	wake      chan struct{}
 	// nextSessionSweep is when the sweeper next drops expired sessions,
 	// nextSLASweep when it next looks for SLA breaches (read and written by
 	// the sweeper's goroutine only).
@@ -92,20 +91,16 @@ func NewSweeper(p SweeperParams) *Sweeper {
 	if p.Done == nil {
 		p.Done = &testsignal.Signal[time.Time]{} // inert
 	}
-	return &Sweeper{p: p, wake: make(chan struct{}, 1)}
+	return &Sweeper{p: p}
 }
 
 // Start sweeps every poll interval until Stop (startstop.Service).
 func (s *Sweeper) Start(ctx context.Context) error {
 	return s.lifecycle.StartWith(ctx, func(ctx context.Context) error {
-		s.lifecycle.Go(ctx, func(ctx context.Context) { everyPoll(ctx, s.p.PollInterval, s.wake, func() { s.pass(ctx) }) })
+		s.lifecycle.Go(ctx, func(ctx context.Context) { everyPoll(ctx, s.p.PollInterval, func() { s.pass(ctx) }) })
 		return nil
 	})
 }
-
-// Wake makes the sweeper pass now rather than at its next poll (the
-// clock moved forward: something may have fallen due); it never blocks.
-func (s *Sweeper) Wake() { poke(s.wake) }
 
 // Stop stops sweeping and returns once a pass under way ended.
 func (s *Sweeper) Stop() { s.lifecycle.Stop() }

@@ -54,7 +54,6 @@ type Params struct {
 type Scheduler struct {
 	p         Params
 	lifecycle startstop.Base
-	wake      chan struct{}
 }
 
 // New returns a Scheduler; Start runs it.
@@ -74,7 +73,7 @@ func New(p Params) *Scheduler {
 	if p.Done == nil {
 		p.Done = &testsignal.Signal[time.Time]{} // inert
 	}
-	return &Scheduler{p: p, wake: make(chan struct{}, 1)}
+	return &Scheduler{p: p}
 }
 
 // noCounter counts nothing.
@@ -94,16 +93,6 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // Stop stops firing and returns once a pass under way ended.
 func (s *Scheduler) Stop() { s.lifecycle.Stop() }
 
-// Wake makes the scheduler pass now rather than at its next poll (the
-// clock moved forward: a schedule may have fallen due); it never blocks
-// (one wake pending stands for any number).
-func (s *Scheduler) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
 func (s *Scheduler) run(ctx context.Context) {
 	t := time.NewTicker(s.p.PollInterval)
 	defer t.Stop()
@@ -112,7 +101,6 @@ func (s *Scheduler) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-s.wake:
 		}
 		s.pass(ctx)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/internal/startstop/startstoptest"
-	"github.com/stitchd/stitchd/internal/testsignal"
 	"github.com/stitchd/stitchd/store"
 )
 
@@ -37,21 +36,6 @@ func TestStartStop(t *testing.T) {
 	t.Parallel()
 	s := New(Params{Store: noSchedules{}, PollInterval: time.Millisecond})
 	startstoptest.Stress(t, s, 50)
-}
-
-// TestWake: a wake makes a pass without waiting for the poll interval
-// (an hour here); wakes never block.
-func TestWake(t *testing.T) {
-	t.Parallel()
-	var done testsignal.Signal[time.Time]
-	done.Init()
-	s := New(Params{Store: noSchedules{}, PollInterval: time.Hour, Done: &done})
-	require.NoError(t, s.Start(t.Context()))
-	defer s.Stop()
-	for range 3 {
-		s.Wake()
-	}
-	done.Wait(t, 10*time.Second)
 }
 
 type noSchedules struct{}

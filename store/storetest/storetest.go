@@ -190,11 +190,7 @@ func (hs *harness) drop(name string) {
 }
 
 // Main runs the package's tests and drops the databases they cloned.
-func Main(m *testing.M) { os.Exit(Run(m)) }
-
-// Run is Main without the exit, for a TestMain with more to close after
-// the tests (internal/browser's Chromium): it returns m.Run's code.
-func Run(m *testing.M) int {
+func Main(m *testing.M) {
 	code := m.Run()
 	if h != nil {
 		if h.pkgStore != nil {
@@ -207,7 +203,7 @@ func Run(m *testing.M) int {
 			h.drop(n)
 		}
 	}
-	return code
+	os.Exit(code)
 }
 
 // Store returns the package's shared store. Tests using it must not assume
