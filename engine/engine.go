@@ -49,6 +49,11 @@ type Config struct {
 	// sub-flow runs it would start wait for later ones (DefaultMaxRows
 	// when 0).
 	MaxRows int
+	// FanOutChunk is how many items of a fan-out are instantiated, and
+	// how many events are written ahead of the commit, at a time
+	// (DefaultFanOutChunk when 0): a big fan-out holds a chunk in memory,
+	// not every instance.
+	FanOutChunk int
 	// MaxRunNodes bounds the node instances of a run and its sub-flow
 	// runs, all levels (DefaultMaxRunNodes when 0): a fan-out or sub-flow
 	// that would pass it fails its node with run_tree_limit.
@@ -309,6 +314,16 @@ func (e *Engine) maxRows() int {
 		return e.cfg.MaxRows
 	}
 	return DefaultMaxRows
+}
+
+// DefaultFanOutChunk is Config.FanOutChunk's default.
+const DefaultFanOutChunk = 2000
+
+func (e *Engine) fanOutChunk() int {
+	if e.cfg.FanOutChunk > 0 {
+		return e.cfg.FanOutChunk
+	}
+	return DefaultFanOutChunk
 }
 
 func (e *Engine) maxRunNodes() int {

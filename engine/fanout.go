@@ -40,7 +40,7 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 	// starts, so that their rows are created already started: one INSERT
 	// instead of an INSERT and an UPDATE of every instance. A fire that
 	// needs its row (a nested Splitter, a delayed dispatch) is taken again
-	// once the rows exist. Items go fanOutChunk at a time, so that a big
+	// once the rows exist. Items go a chunk (Config.FanOutChunk) at a time, so that a big
 	// fan-out does not hold every instance's row and outbox payload in
 	// memory at once.
 	// Under maxConcurrency, the items from limit on are created queued
@@ -57,8 +57,9 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 	defer func() { t.bulk = outer }()
 	var needRows []target
 	listed := len(t.events) // the transaction's own, before the fan-out's
-	for off := 0; off < len(items); off += fanOutChunk {
-		more, err := t.instantiate(region, pending, sidx, skey, items[off:min(off+fanOutChunk, len(items))], off, limit)
+	chunk := t.e.fanOutChunk()
+	for off := 0; off < len(items); off += chunk {
+		more, err := t.instantiate(region, pending, sidx, skey, items[off:min(off+chunk, len(items))], off, limit)
 		if err != nil {
 			return fmt.Errorf("error creating instances of %s: %w", s.ID, err)
 		}
@@ -82,9 +83,6 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 	}
 	return t.flushBulk(t.bulk)
 }
-
-// fanOutChunk is how many items of a fan-out are instantiated at a time.
-const fanOutChunk = 2000
 
 // instantiate creates the region's instances for items (at offset off of
 // the fan-out), those that depend on the Splitter alone already started —

@@ -280,7 +280,7 @@ func (t *txn) flushBulk(b *bulkFires) error {
 // speculated step's events are numbered relative to the run's row, unknown
 // here: they stay for flush. It reports whether it wrote.
 func (t *txn) spillEvents(listed int) (bool, error) {
-	if t.speculated || len(t.events) < fanOutChunk {
+	if t.speculated || len(t.events) < t.e.fanOutChunk() {
 		return false, nil
 	}
 	if err := t.w.AppendEvents(t.run.ID, t.run.EventSeq+1, t.events); err != nil {

@@ -62,6 +62,9 @@ type Config struct {
 	// sub-flow runs it would start wait for later ones
 	// (engine.DefaultMaxRows when 0).
 	MaxRows int
+	// FanOutChunk is how many items of a fan-out are instantiated at a
+	// time (engine.DefaultFanOutChunk when 0; engine.Config.FanOutChunk).
+	FanOutChunk int
 	// MaxRunNodes bounds the node instances of a run and its sub-flow
 	// runs (--max-run-nodes; engine.DefaultMaxRunNodes when 0).
 	MaxRunNodes int
@@ -397,6 +400,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		ExprLimits:  cfg.ExprLimits,
 		MaxFirings:  cfg.MaxFirings,
 		MaxRows:     cfg.MaxRows,
+		FanOutChunk: cfg.FanOutChunk,
 		MaxRunNodes: cfg.MaxRunNodes,
 		Logger:      cfg.Logger,
 		Notify:      cfg.NotifyURL != "",

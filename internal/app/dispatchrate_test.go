@@ -104,6 +104,14 @@ func TestDispatchRatePostpones(t *testing.T) {
 	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT tries FROM dispatches WHERE run_id = ? ORDER BY tries`, r.ID).Scan(&tries).Error)
 	require.Equal(t, []int{1, 1, 1}, tries, "a postponement is not a try")
 	require.Contains(t, logs.String(), "delivery postponed for its rate", "the rows went back to the outbox")
+	// A delivery arrives before its row is marked delivered; a lease
+	// moved past while the mark is still on its way is a redelivery by
+	// design (at least once), not what this test is about.
+	h.eventually(func() bool {
+		var n int64
+		require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM dispatches WHERE run_id = ? AND status = 'delivered'`, r.ID).Scan(&n).Error)
+		return n == 3
+	}, "3 deliveries marked delivered")
 	h.advance(time.Minute) // every postponement and lease due: nothing is sent again
 	h.sweeps(3)            // the dispatcher polls as often
 	require.Len(t, arrived(), 3, "each delivered once")
@@ -143,18 +151,27 @@ func requirePace(t *testing.T, rate, pace float64) {
 	require.GreaterOrEqual(t, pace, rate/2, "not held back far below the limit: %.1f/s", pace)
 }
 
-// arrivalPace is the slope of arrivals per second, fitted by least squares
-// over every arrival: a pace taken from the first and last arrival alone
-// moved by a tenth when the scheduler held up just one of those two sends
-// (22.1/s for a limit of 20 in a loaded suite).
+// arrivalPace is the pace of arrivals per second, the median of the
+// paces between every two arrivals at least a tenth of them apart
+// (Theil–Sen): a least-squares slope moved by a tenth when the scheduler
+// held up a few sends at either end (22.3/s for a limit of 20 in a loaded
+// suite); the median moves only when most pairs do, as they all do under
+// a bucket that lets too much through.
 func arrivalPace(at []time.Time) float64 {
-	n := float64(len(at))
-	var sx, sy, sxx, sxy float64
-	for i, a := range at {
-		x, y := a.Sub(at[0]).Seconds(), float64(i)
-		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+	gap := max(1, len(at)/10)
+	var paces []float64
+	for i := range at {
+		for j := i + gap; j < len(at); j++ {
+			if d := at[j].Sub(at[i]).Seconds(); d > 0 {
+				paces = append(paces, float64(j-i)/d)
+			}
+		}
 	}
-	return (n*sxy - sx*sy) / (n*sxx - sx*sx)
+	if len(paces) == 0 {
+		return 0
+	}
+	sort.Float64s(paces)
+	return paces[len(paces)/2]
 }
 
 // arrivalServer is a worker that accepts every delivery and notes when it
@@ -176,4 +193,24 @@ func arrivalServer(t *testing.T) (*httptest.Server, func() []time.Time) {
 		sort.Slice(got, func(i, j int) bool { return got[i].Before(got[j]) })
 		return got
 	}
+}
+
+// TestArrivalPace: the rate tests' measure reads an even 20/s as 20/s
+// with the first arrivals held up, and a bucket letting 40/s through as
+// 40/s.
+func TestArrivalPace(t *testing.T) {
+	t.Parallel()
+	even := func(rate float64, n int) []time.Time {
+		at := make([]time.Time, n)
+		for i := range at {
+			at[i] = time.Unix(0, 0).Add(time.Duration(float64(i) / rate * float64(time.Second)))
+		}
+		return at
+	}
+	held := even(20, 98)
+	for i := range 5 { // the first five held up, arriving together
+		held[i] = held[5]
+	}
+	require.InDelta(t, 20, arrivalPace(held), 0.5)
+	require.InDelta(t, 40, arrivalPace(even(40, 98)), 0.5)
 }

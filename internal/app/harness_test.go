@@ -315,13 +315,17 @@ func (h *harness) waitRun(id, status string) runJSON {
 	h.t.Helper()
 	var r runJSON
 	finished := status == "completed" || status == "failed" || status == "cancelled"
+	last := ""
 	h.eventually(func() bool {
-		if finished && h.runStatus(id) != status {
-			return false
+		if finished {
+			if last = h.runStatus(id); last != status {
+				return false
+			}
 		}
 		r = h.run(id)
+		last = r.Status
 		return r.Status == status
-	}, "run %s to be %s (is %s)", id, status, r.Status)
+	}, "run %s to be %s (is %s)", id, status, testkit.Later(func() string { return last }))
 	return r
 }
 

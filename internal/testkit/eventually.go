@@ -31,3 +31,9 @@ func Poll(timeout time.Duration, cond func() bool) bool {
 	}
 	return true
 }
+
+// Later is a message argument read when the message is written (a
+// failure), not when the wait begins: the last state a wait saw.
+type Later func() string
+
+func (l Later) String() string { return l() }
