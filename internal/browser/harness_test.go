@@ -14,14 +14,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -31,7 +34,109 @@ import (
 	"github.com/stitchd/stitchd/store/storetest"
 )
 
-func TestMain(m *testing.M) { storetest.Main(m) }
+// TestMain runs the tests on one Chromium, started by the first test
+// that needs it (launching one per test cost about a second each), and
+// closes it after the last.
+func TestMain(m *testing.M) {
+	code := storetest.Run(m)
+	shared.close()
+	os.Exit(code)
+}
+
+// shared is the package's Chromium. Each test has a browser context of
+// its own in it (cookies, storage and cache of its own, as a fresh
+// profile has): tests stay independent, and otherBrowser's person (a
+// second browser context) shares nothing with the test's first.
+var shared sharedBrowser
+
+type sharedBrowser struct {
+	once   sync.Once
+	ctx    context.Context // the browser's first tab: its context owns the process
+	cancel func()
+	err    error
+	// profile is Chromium's user data directory. Its helpers may still
+	// write to it as it exits, so it is removed best-effort rather than
+	// with t.TempDir.
+	profile string
+}
+
+// tab opens a tab in a new browser context, its own window in it, on the
+// shared Chromium (started on first use); the tab is closed and the
+// browser context disposed when the test ends. A tab opened from it
+// (chromedp.NewContext(tab)) is in the same browser context.
+func (b *sharedBrowser) tab(t *testing.T) context.Context {
+	t.Helper()
+	browser := chromedp.FromContext(b.start(t)).Browser
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	exec := cdp.WithExecutor(ctx, browser)
+	id, err := target.CreateBrowserContext().Do(exec)
+	require.NoError(t, err, "creating a browser context")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := target.DisposeBrowserContext(id).Do(cdp.WithExecutor(ctx, browser)); err != nil {
+			t.Logf("disposing the browser context: %v", err)
+		}
+	})
+	// A new window: a browser context without one has nowhere to open a
+	// tab ("Failed to open new tab - no browser is open"), and
+	// chromedp.WithNewBrowserContext asks for none.
+	tid, err := target.CreateTarget("about:blank").WithBrowserContextID(id).WithNewWindow(true).Do(exec)
+	require.NoError(t, err, "opening a window")
+	tab, cancelTab := chromedp.NewContext(b.ctx, chromedp.WithTargetID(tid))
+	t.Cleanup(cancelTab) // before the dispose above: cleanups run last first
+	// Tabs opened from this one go in its browser context (NewContext
+	// copies the field; WithExistingBrowserContext cannot go with
+	// WithTargetID).
+	chromedp.FromContext(tab).BrowserContextID = id
+	return tab
+}
+
+// start starts Chromium on first use and returns its first tab's context.
+func (b *sharedBrowser) start(t *testing.T) context.Context {
+	t.Helper()
+	b.once.Do(func() {
+		path, err := chromiumPath()
+		if err != nil {
+			b.err = err
+			return
+		}
+		if b.profile, err = os.MkdirTemp("", "stitchd-chromium-"); err != nil {
+			b.err = err
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path),
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.UserDataDir(b.profile),
+			chromedp.WindowSize(1280, 800),
+		)
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		// Not a test's Logf: the browser outlives every test.
+		bctx, cancelBrowser := chromedp.NewContext(actx)
+		b.ctx, b.cancel = bctx, func() { cancelBrowser(); cancelAlloc() }
+		// The first run starts the browser, bound to bctx (not a deadline's).
+		if b.err = chromedp.Run(bctx); b.err != nil {
+			b.err = fmt.Errorf("starting Chromium: %w", b.err)
+		}
+	})
+	require.NoError(t, b.err)
+	return b.ctx
+}
+
+func (b *sharedBrowser) close() {
+	if b.cancel != nil {
+		b.cancel()
+	}
+	if b.profile != "" {
+		_ = os.RemoveAll(b.profile)
+	}
+}
 
 const token = "browser-token"
 
@@ -78,19 +183,21 @@ func newWorker(t *testing.T, delay time.Duration) *worker {
 	return w
 }
 
-// chromium finds Debian's Chromium; `make test` installs it. A missing
-// browser fails the test: browser tests never skip.
-func chromium(t *testing.T) string {
+// chromiumPath finds Debian's Chromium; `make test` installs it. A
+// missing browser fails the tests: browser tests never skip.
+func chromiumPath() (string, error) {
 	for _, p := range []string{os.Getenv("CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
 		if p != "" {
 			if _, err := os.Stat(p); err == nil {
-				return p
+				return p, nil
 			}
 		}
 	}
 	p, err := exec.LookPath("chromium")
-	require.NoError(t, err, "Chromium is not installed: `make test` installs it (apt-get install chromium)")
-	return p
+	if err != nil {
+		return "", fmt.Errorf("chromium is not installed: `make test` installs it (apt-get install chromium): %w", err)
+	}
+	return p, nil
 }
 
 func newStack(t *testing.T, mods ...func(*app.Config)) *stack {
@@ -113,25 +220,7 @@ func newStack(t *testing.T, mods ...func(*app.Config)) *stack {
 		_ = a.Stop(sctx)
 	})
 
-	// Chromium's helpers may still write to its profile as it exits, so the
-	// profile is removed best-effort rather than with t.TempDir.
-	profile, err := os.MkdirTemp("", "stitchd-chromium-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(profile) })
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium(t)),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1280, 800),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	tab, cancelTab := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	t.Cleanup(cancelTab)
+	tab := shared.tab(t)
 	// Page errors and console output go to the test log.
 	chromedp.ListenTarget(tab, func(ev any) {
 		switch e := ev.(type) {

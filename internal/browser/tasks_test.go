@@ -149,22 +149,14 @@ func (s *stack) saveShot(name string, png []byte) {
 	}
 }
 
-// otherBrowser starts a second Chromium, with a profile (cookies, storage)
-// of its own: another person at another computer.
+// otherBrowser opens a tab in a browser context of its own (cookies,
+// storage and cache shared with no other, as a fresh profile): another
+// person at another computer.
 func (s *stack) otherBrowser() context.Context {
 	s.t.Helper()
-	profile, err := os.MkdirTemp("", "stitchd-chromium-")
-	require.NoError(s.t, err)
-	s.t.Cleanup(func() { _ = os.RemoveAll(profile) })
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(s.t)), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 800))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	s.t.Cleanup(cancelAlloc)
-	tab, cancelTab := chromedp.NewContext(actx, chromedp.WithLogf(s.t.Logf))
-	s.t.Cleanup(cancelTab)
-	// The first run starts the browser, bound to the context it runs on:
-	// the tab's, not a deadline's.
-	require.NoError(s.t, chromedp.Run(tab, chromedp.EmulateViewport(1280, 800)), "starting a second Chromium")
+	tab := shared.tab(s.t)
+	// The first run opens the tab, bound to the context it runs on: the
+	// tab's, not a deadline's.
+	require.NoError(s.t, chromedp.Run(tab, chromedp.EmulateViewport(1280, 800)), "opening a second browser context")
 	return tab
 }

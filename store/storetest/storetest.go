@@ -190,7 +190,11 @@ func (hs *harness) drop(name string) {
 }
 
 // Main runs the package's tests and drops the databases they cloned.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main without the exit, for a TestMain with more to close after
+// the tests (internal/browser's Chromium): it returns m.Run's code.
+func Run(m *testing.M) int {
 	code := m.Run()
 	if h != nil {
 		if h.pkgStore != nil {
@@ -203,7 +207,7 @@ func Main(m *testing.M) {
 			h.drop(n)
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // Store returns the package's shared store. Tests using it must not assume
