@@ -49,7 +49,7 @@ func TestUIBranches(t *testing.T) {
 	s.run("outcome buttons", chromedp.Evaluate(fmt.Sprintf(`[...document.querySelectorAll(%q)].map(b => b.dataset.outcome + ":" + b.innerText)`,
 		card+" .outcome-buttons button"), &outcomes))
 	require.Equal(t, []string{"approve:Approve", "reject:Reject", "escalate:Escalate"}, outcomes)
-	s.run("comment", chromedp.SendKeys(card+" textarea.comment", "not a fit yet", chromedp.ByQuery))
+	s.run("comment", sendKeys(card+" textarea.comment", "not a fit yet"))
 	s.shot("b01-approvals-outcomes")
 	s.run("reject", chromedp.Click(card+` button[data-outcome="reject"]`, chromedp.ByQuery))
 	s.waitJS("inbox empty", `document.body.innerText.includes("Nothing is waiting for you")`)
@@ -114,7 +114,7 @@ func TestUIBranches(t *testing.T) {
 	var panel []string
 	s.run("panel buttons", chromedp.Evaluate(`[...document.querySelectorAll(".node-detail .outcome-buttons button")].map(b => b.dataset.outcome)`, &panel))
 	require.Equal(t, []string{"approve", "reject", "escalate"}, panel)
-	s.run("approve", chromedp.SendKeys(".node-detail textarea.comment", "call today", chromedp.ByQuery),
+	s.run("approve", sendKeys(".node-detail textarea.comment", "call today"),
 		chromedp.Click(`.node-detail button[data-outcome="approve"]`, chromedp.ByQuery))
 	s.waitJS("approved completed", node("approved", "completed"))
 	s.waitJS("nurture skipped", node("nurture", "skipped"))
@@ -156,7 +156,7 @@ func TestUIBranches(t *testing.T) {
 		chromedp.WaitVisible(`form[aria-label="Edge e2 settings"]`, chromedp.ByQuery))
 	s.run("condition kind", chromedp.Click(`input[name="edge-kind"][value="condition"]`, chromedp.ByQuery), chromedp.WaitVisible("#edge-condition", chromedp.ByQuery))
 	// Checked as you type: a slip shows at once, before any save.
-	s.run("type a slip", chromedp.SendKeys("#edge-condition", "output.score >", chromedp.ByQuery))
+	s.run("type a slip", sendKeys("#edge-condition", "output.score >"))
 	s.waitJS("slip shown", `document.querySelector('[data-check="local"]')?.innerText.includes("ends with an operator")`)
 	// A name the server does not know: saving is refused and the
 	// server's message is painted on the edge and in its editor.
@@ -179,7 +179,7 @@ func TestUIBranches(t *testing.T) {
 	s.settle(`.react-flow__node[data-id="review"]`)
 	s.run("open review", chromedp.Click(`.react-flow__node[data-id="review"]`, chromedp.ByQuery), chromedp.WaitVisible("#outcome-2", chromedp.ByQuery),
 		chromedp.Click(`//fieldset[contains(@class,"outcomes")]//button[text()="Add outcome"]`, chromedp.BySearch),
-		chromedp.WaitVisible("#outcome-3", chromedp.ByQuery), chromedp.SendKeys("#outcome-3", "later", chromedp.ByQuery))
+		chromedp.WaitVisible("#outcome-3", chromedp.ByQuery), sendKeys("#outcome-3", "later"))
 	require.Contains(t, s.text(".outcomes"), "No edge for “escalate”, “later”")
 	s.shot("b05-ux-outcomes")
 	s.run("open e3", chromedp.Click(`button[aria-label="Edit edge e3 to approved"]`, chromedp.ByQuery), chromedp.WaitVisible("#edge-outcome", chromedp.ByQuery))

@@ -72,7 +72,7 @@ func TestUIRunControl(t *testing.T) {
 	require.Contains(t, s.text(form), "marks this failed step completed instead of retrying it")
 
 	// Not JSON: said at once, and nothing can be sent.
-	s.run("typo", chromedp.SendKeys(form+" textarea", `{fixed: true}`, chromedp.ByQuery))
+	s.run("typo", sendKeys(form+" textarea", `{fixed: true}`))
 	s.waitJS("json error", fmt.Sprintf(`document.querySelector(%q)?.innerText.startsWith("Not valid JSON")`, form+" [data-json-error]"))
 	require.Equal(t, "true", s.attr(form+" textarea", "aria-invalid"))
 	var disabled bool

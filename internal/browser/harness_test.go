@@ -369,6 +369,19 @@ func (s *stack) drag(x0, y0, x1, y1 float64) {
 	s.run("drag", acts...)
 }
 
+// sendKeys is chromedp.SendKeys (focus the first element matching sel,
+// once visible, and type v with key events) without its data race: it
+// reads the node's attributes, for a file input's type, unguarded while
+// the page's attribute changes write them (seen under -race).
+func sendKeys(sel, v string) chromedp.QueryAction {
+	return chromedp.QueryAfter(sel, func(ctx context.Context, _ runtime.ExecutionContextID, nodes ...*cdp.Node) error {
+		if len(nodes) < 1 {
+			return fmt.Errorf("selector %q did not return any nodes", sel)
+		}
+		return chromedp.KeyEventNode(nodes[0], v).Do(ctx)
+	}, chromedp.ByQuery, chromedp.NodeVisible)
+}
+
 // setValue replaces a React-controlled field's value the way typing does.
 func setValue(sel, v string) chromedp.Action {
 	return chromedp.Evaluate(fmt.Sprintf(`(() => { const el = document.querySelector(%q);

@@ -69,7 +69,7 @@ func TestUILoops(t *testing.T) {
 	s.run("open", chromedp.Navigate(s.url+"/approvals"), tokenSignIn(token))
 	card := fmt.Sprintf(`li[data-approval="%s/review"]`, run.ID)
 	s.waitJS("approval card", fmt.Sprintf(`!!document.querySelector(%q)`, card+` button[data-outcome="reject"]`))
-	s.run("comment", chromedp.SendKeys(card+" textarea.comment", "too long", chromedp.ByQuery))
+	s.run("comment", sendKeys(card+" textarea.comment", "too long"))
 	s.run("reject", chromedp.Click(card+` button[data-outcome="reject"]`, chromedp.ByQuery))
 	// Iteration 2: the draft is written again (the worker calls back) and
 	// rejected through the API.

@@ -31,7 +31,7 @@ func TestUI(t *testing.T) {
 		s.run("open", chromedp.Navigate(s.url+"/flows"), chromedp.WaitVisible("#email", chromedp.ByQuery))
 		s.shot("01-sign-in")
 		s.run("token form", chromedp.Click(`[data-action="use-token"]`, chromedp.ByQuery), chromedp.WaitVisible("#token", chromedp.ByQuery))
-		s.run("wrong token", chromedp.SendKeys("#token", "not-the-token", chromedp.ByQuery), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery),
+		s.run("wrong token", sendKeys("#token", "not-the-token"), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery),
 			chromedp.WaitVisible("#signin-error", chromedp.ByQuery))
 		require.Contains(t, s.text("#signin-error"), "not accepted")
 		s.run("right token", setValue("#token", token), chromedp.Click(`form button[type="submit"]`, chromedp.ByQuery))
@@ -74,8 +74,8 @@ func TestUI(t *testing.T) {
 
 		s.run("name and prompt", setValue("#flow-name", "Browser flow"),
 			chromedp.Click(`.react-flow__node[data-id="approval1"]`, chromedp.ByQuery), chromedp.WaitVisible("#node-prompt", chromedp.ByQuery),
-			chromedp.SendKeys("#node-prompt", "Ship it?", chromedp.ByQuery),
-			chromedp.SendKeys("#node-label", "Ship approval", chromedp.ByQuery))
+			sendKeys("#node-prompt", "Ship it?"),
+			sendKeys("#node-label", "Ship approval"))
 		// The worker has no webhook URL yet: saving shows the problem on the node.
 		s.run("save with error", chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
 		s.waitJS("error painted", `!!document.querySelector('.react-flow__node[data-id="worker1"] .snode.has-error')`)
@@ -88,8 +88,8 @@ func TestUI(t *testing.T) {
 
 		// Fix it in the side panel and save: version 1.
 		s.run("fix", chromedp.Click(`.react-flow__node[data-id="worker1"]`, chromedp.ByQuery), chromedp.WaitVisible("#node-url", chromedp.ByQuery),
-			chromedp.SendKeys("#node-url", s.worker.URL+"/score", chromedp.ByQuery),
-			chromedp.SendKeys("#node-timeout", "30", chromedp.ByQuery),
+			sendKeys("#node-url", s.worker.URL+"/score"),
+			sendKeys("#node-timeout", "30"),
 			chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
 		s.waitJS("saved", `document.body.innerText.includes("saved as version 1")`)
 		s.waitJS("error cleared", `!document.querySelector(".snode.has-error")`)
@@ -161,7 +161,7 @@ func TestUI(t *testing.T) {
 		var buttons []string
 		s.run("outcome buttons", chromedp.Evaluate(`[...document.querySelectorAll(".approval .outcome-buttons button")].map(b => b.innerText)`, &buttons))
 		require.Equal(t, []string{"Approve", "Reject"}, buttons, "a UX node without outcomes offers approve and reject")
-		s.run("approve", chromedp.SendKeys(".approval textarea.comment", "yes, ship it", chromedp.ByQuery),
+		s.run("approve", sendKeys(".approval textarea.comment", "yes, ship it"),
 			chromedp.Click(`//li[contains(@class,"approval")]//button[text()="Approve"]`, chromedp.BySearch))
 		s.waitJS("inbox empty", `document.body.innerText.includes("Nothing is waiting for you")`)
 
@@ -170,7 +170,7 @@ func TestUI(t *testing.T) {
 		var second struct{ ID string }
 		s.api("POST", "/flows/"+flowID+"/runs", map[string]any{"input": map[string]any{"lead": "bob@example.com"}}, &second)
 		s.waitJS("new card, live", `document.querySelectorAll(".approval").length === 1`)
-		s.run("reject", chromedp.SendKeys(".approval textarea.comment", "not a fit", chromedp.ByQuery),
+		s.run("reject", sendKeys(".approval textarea.comment", "not a fit"),
 			chromedp.Click(`//li[contains(@class,"approval")]//button[text()="Reject"]`, chromedp.BySearch))
 		s.waitJS("inbox empty again", `document.body.innerText.includes("Nothing is waiting for you")`)
 		var rejected struct{ Status, Error string }
