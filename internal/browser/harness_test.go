@@ -205,7 +205,13 @@ func newStack(t *testing.T, mods ...func(*app.Config)) *stack {
 	_, dbURL := storetest.IsolatedDB(t)
 	ctx := context.Background()
 	cfg := app.Config{Addr: "127.0.0.1:0", DatabaseURL: dbURL, AuthToken: token,
-		PollInterval: 50 * time.Millisecond, DispatchTimeout: 5 * time.Second,
+		// Polls every 200 ms, as internal/app's harness does: an idle
+		// process's pollers (sweeper, dispatcher, scheduler, notifier,
+		// retainer, broker consumers) cost three times the CPU at 50 ms.
+		// Commits hand dispatches over and run events are pushed, not
+		// polled; a deadline, timer or retry is noticed at most 150 ms
+		// later.
+		PollInterval: 200 * time.Millisecond, DispatchTimeout: 5 * time.Second,
 		Logger: slog.New(slog.DiscardHandler)}
 	for _, m := range mods {
 		m(&cfg)
