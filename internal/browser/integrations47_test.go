@@ -158,6 +158,8 @@ func TestUIPullWorker(t *testing.T) {
 
 	s.run("back to the run", chromedp.Navigate(runURL))
 	s.waitJS("completed", `!!document.querySelector('.snode[data-node-id="worker1"][data-status="completed"]')`)
-	s.run("select it", chromedp.Click(`.snode[data-node-id="worker1"]`, chromedp.ByQuery))
+	s.settleInCanvas(canvasNode("worker1"))
+	s.run("select it", chromedp.Click(canvasNode("worker1"), chromedp.ByQuery))
+	s.waitJS("its detail", `(document.querySelector('.instance h3')?.textContent || "").includes("worker1")`)
 	s.waitJS("the worker named", `(document.querySelector('[data-attempt-worker]')?.innerText || "").includes("host-7/v1")`)
 }

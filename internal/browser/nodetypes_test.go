@@ -115,7 +115,8 @@ func TestUILogType(t *testing.T) {
 		setValue("#run-input", `{"lead": "ada"}`), chromedp.Click(`.modal button[type="submit"]`, chromedp.ByQuery))
 	s.waitJS("run view", `location.pathname.startsWith("/runs/")`)
 	s.waitJS("completed", `!!document.querySelector('.snode[data-node-id="log1"][data-status="completed"]')`)
-	s.run("open the step", chromedp.Click(`.snode[data-node-id="log1"]`, chromedp.ByQuery))
+	s.settleInCanvas(canvasNode("log1"))
+	s.run("open the step", chromedp.Click(canvasNode("log1"), chromedp.ByQuery))
 	s.waitJS("the log shown", `document.body.innerText.includes("reached the end") && document.body.innerText.includes('{"lead":"ada"}')`)
 	s.shot("nt02-log-run")
 }
