@@ -228,8 +228,8 @@ func (t *txn) apply(runID string, fn func(t *txn) error) error {
 	if err := fn(t); err != nil {
 		return err
 	}
-	if t.countedDown != nil {
-		return fmt.Errorf("error in run %s: successors of %s were counted down but not walked", runID, t.countedDown.key)
+	if err := t.w.Unwalked(); err != nil {
+		return fmt.Errorf("error in run %s: %w", runID, err)
 	}
 	return t.flush()
 }
@@ -237,15 +237,19 @@ func (t *txn) apply(runID string, fn func(t *txn) error) error {
 // committed hands what a committed transaction did to the process: the
 // delivered marks it made unnecessary, the outbox rows it claimed, the
 // commit hook.
-func (e *Engine) committed(t *txn) {
+func (e *Engine) committed(t *txn) { e.committedTxn(t, true) }
+
+// committedTxn is committed, its writer's claims handed over when
+// ownWriter (a nested txn shares its parent's writer).
+func (e *Engine) committedTxn(t *txn, ownWriter bool) {
 	for _, n := range t.nested {
-		e.committed(n)
+		e.committedTxn(n, n.w != t.w)
 	}
 	if len(t.deliveredKeys) > 0 && t.run != nil {
 		e.forget(t.run.ID, t.deliveredKeys, t.deliveredAttempts)
 	}
-	if len(t.claimed) > 0 && e.cfg.Claims != nil {
-		e.cfg.Claims.put(t.claimed)
+	if ownWriter && len(t.w.claimed) > 0 && e.cfg.Claims != nil {
+		e.cfg.Claims.put(t.w.claimed)
 	}
 	if e.cfg.OnCommit != nil && t.run != nil && len(t.events)+t.spilledEvents > 0 {
 		e.cfg.OnCommit(t.commitInfo())

@@ -20,14 +20,14 @@ type txnSnapshot struct {
 }
 
 func (t *txn) snapshot() txnSnapshot {
-	return txnSnapshot{run: *t.run, events: len(t.events), claimed: len(t.claimed), arrivals: len(t.arrivals), delivered: len(t.deliveredKeys),
+	return txnSnapshot{run: *t.run, events: len(t.events), claimed: len(t.w.claimed), arrivals: len(t.arrivals), delivered: len(t.deliveredKeys),
 		nested: len(t.nested), notes: len(t.notes), failMsg: t.failMsg, firings: t.firings, deferred: t.deferred}
 }
 
 func (t *txn) restore(s txnSnapshot) {
 	*t.run = s.run
 	t.events = t.events[:s.events]
-	t.claimed = t.claimed[:s.claimed]
+	t.w.claimed = t.w.claimed[:s.claimed]
 	t.arrivals = t.arrivals[:s.arrivals]
 	t.deliveredKeys, t.deliveredAttempts = t.deliveredKeys[:s.delivered], t.deliveredAttempts[:s.delivered]
 	t.nested = t.nested[:s.nested]

@@ -14,7 +14,8 @@ import (
 // chain step without waiting for the database (speculate, checked at
 // flush by checkSpeculation); the count-down of a completing node's
 // successors travels with its compare-and-set (queueCountDown,
-// keepCountDown) and walk takes its answer (countDownSuccessors); a
+// keepCountDown; the writer queues and keeps it, writer_countdown.go) and
+// walk takes its answer (countDownSuccessors); a
 // fan-out's or a run's first fires are written in bulk (bulkFires); a big
 // fan-out's events are written before the commit (spillEvents). A batch's
 // bulk completion of callbacks is in commit_grouped.go (takeCompletedInBulk),
@@ -123,14 +124,6 @@ var errMisspeculated = fmt.Errorf("%w: a speculated step did not leave its run r
 // fires.
 const maxFastSuccessors = 8
 
-// countDown is a count-down of node key's successors queued with its
-// completion (queueCountDown), assuming the run is on flow version
-// version and key is an instance of node nodeID.
-type countDown struct {
-	key, version, nodeID string
-	got                  func() (map[string]Pending, error)
-}
-
 // queueCountDown queues the count-down of the successors of the node tr
 // completes, when the run's flow version and graph are cached by this
 // process (cachedGraph), and returns it with the version and node it
@@ -152,7 +145,7 @@ func (t *txn) queueCountDown(runID string, tr *NodeTransition) *countDown {
 	if len(keys) == 0 || len(keys) > maxFastSuccessors {
 		return nil
 	}
-	return &countDown{key: tr.Key, version: v, nodeID: n.ID, got: t.w.AddPendingLater(runID, keys, -1)}
+	return t.w.QueueCountDown(countDown{runID: runID, key: tr.Key, version: v, nodeID: n.ID}, keys)
 }
 
 // keepCountDown keeps count-down c (nil: none was queued) for walk once
@@ -166,23 +159,14 @@ func (t *txn) keepCountDown(c *countDown, st *NodeState) error {
 		return fmt.Errorf("error completing %s: counted down successors of node %s of version %s, found node %s of version %s",
 			c.key, c.nodeID, c.version, st.NodeID, t.run.FlowVersionID)
 	}
-	t.countedDown = c
+	t.w.KeepCountDown(c)
 	return nil
 }
 
 // countDownSuccessors counts the pending parents of node key's successors
-// keys down by one and returns what remains of them: the answer of the
-// count-down queued with key's completion (queueCountDown) when there is
-// one, else one UPDATE … RETURNING (nothing for no keys).
+// keys down by one and returns what remains of them (writer.CountDown).
 func (t *txn) countDownSuccessors(key string, keys []string) (map[string]Pending, error) {
-	if c := t.countedDown; c != nil && c.key == key {
-		t.countedDown = nil
-		return c.got()
-	}
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	return t.w.AddPending(t.run.ID, keys, -1)
+	return t.w.CountDown(t.run.ID, key, keys)
 }
 
 // countDownDecided is countDownSuccessors for a node that decided its
@@ -191,7 +175,7 @@ func (t *txn) countDownSuccessors(key string, keys []string) (map[string]Pending
 // (Pending.Untaken), so that a join learns what was taken without reading
 // its upstream rows (readyDecided).
 func (t *txn) countDownDecided(key string, keys, taken []string) (map[string]Pending, error) {
-	if taken == nil || len(keys) == 0 || (t.countedDown != nil && t.countedDown.key == key) {
+	if taken == nil || len(keys) == 0 || t.w.CountedDown(t.run.ID, key) {
 		return t.countDownSuccessors(key, keys)
 	}
 	var not []string
@@ -264,9 +248,6 @@ func (t *txn) flushBulk(b *bulkFires) error {
 		if s.Status == StatusWaitingForUser {
 			t.event(EventNodeStatus, s.Key, &nodeStatus{Status: StatusWaitingForUser, Attempt: 1, NodeID: b.nodeIDs[i]})
 		}
-	}
-	for _, d := range b.dispatches {
-		t.noteDispatch(d)
 	}
 	return nil
 }

@@ -153,7 +153,7 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 	if f.bulkable() && req.DelayMs == 0 {
 		d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Workspace: t.graph.Workspace, Key: f.key, Attempt: 1, URL: req.URL,
 			Payload: payload, MaxTries: req.MaxTries, Request: hr, Queue: req.Queue, LeaseSeconds: req.LeaseSeconds}
-		t.claim(d)
+		t.w.Claim(d, t.run.Status == RunPaused)
 		t.bulk.add(f, StatusRunning, req.TimeoutSeconds, d)
 		return nil
 	}
@@ -173,11 +173,10 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 	}
 	d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Workspace: t.graph.Workspace, Key: f.key, Attempt: f.attempt, URL: req.URL,
 		Payload: payload, MaxTries: req.MaxTries, DelayMs: req.DelayMs, Request: hr, Queue: req.Queue, LeaseSeconds: req.LeaseSeconds}
-	t.claim(d)
+	t.w.Claim(d, t.run.Status == RunPaused)
 	if err := t.w.InsertDispatch(d); err != nil {
 		return fmt.Errorf("error writing dispatch for %s: %w", f.key, err)
 	}
-	t.noteDispatch(d)
 	return nil
 }
 

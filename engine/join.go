@@ -163,7 +163,7 @@ func (t *txn) cancelBranches(j target, arrival string) error {
 	}
 	if len(cs) > 0 {
 		// What this transaction started of them does not go out.
-		t.claimed = slices.DeleteFunc(t.claimed, func(d ClaimedDispatch) bool { return t.branchCancelled[d.Key] })
+		t.w.DropClaims(t.run.ID, t.branchCancelled)
 		if t.bulk != nil {
 			t.bulk.drop(t.branchCancelled)
 		}

@@ -153,7 +153,7 @@ func (t *txn) nestedTxn() *txn {
 	if t.work == nil {
 		t.work = &txWork{} // shared with the nested transaction from now on
 	}
-	n := &txn{e: t.e, ctx: t.ctx, tx: t.tx, w: t.w, room: t.room, noSpeculation: true, began: t.began, ends: t.ends, work: t.work}
+	n := &txn{e: t.e, ctx: t.ctx, tx: t.tx, w: t.w, noSpeculation: true, ends: t.ends, work: t.work}
 	t.nested = append(t.nested, n)
 	return n
 }
@@ -289,7 +289,7 @@ func (e *Engine) tellParents(ctx context.Context, tx Tx, ends *childEnds, room *
 			byParent[c.parentRunID] = append(byParent[c.parentRunID], c)
 		}
 		for _, id := range slices.Sorted(maps.Keys(byParent)) {
-			pt := &txn{e: e, ctx: ctx, tx: tx, w: newWriter(ctx, tx), room: room, noSpeculation: true, began: e.cfg.Clock.Now(), ends: ends}
+			pt := &txn{e: e, ctx: ctx, tx: tx, w: e.newWriter(ctx, tx, room), noSpeculation: true, ends: ends}
 			ends.parents = append(ends.parents, pt)
 			if err := pt.tellParent(id, byParent[id]); err != nil {
 				return err

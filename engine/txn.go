@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // txn is the state of one engine transaction over one run.
@@ -22,7 +21,6 @@ type txn struct {
 	// (spillEvents) did, for the commit hook; spilledEvents counts them.
 	spilled       CommitInfo
 	spilledEvents int
-	claimed       []ClaimedDispatch
 	failMsg       string
 	// deliveredKeys and deliveredAttempts are (key, attempt) pairs a worker
 	// called back for (or whose deadline passed): their dispatches arrived.
@@ -38,16 +36,6 @@ type txn struct {
 	// bulk collects first fires of Worker and UX instances while a
 	// Splitter fans out, written with one statement each at the end.
 	bulk *bulkFires
-	// room is how many more outbox rows the database transaction may
-	// claim for the process, shared by its txns.
-	room *claimRoom
-	// began is the clock's time before the transaction's first statement
-	// (the leases of the rows it claims start later).
-	began time.Time
-	// countedDown is the count-down of a completing node's successors,
-	// queued with the run's lock and the node's compare-and-set
-	// (lockAndTransition, queueCountDown) and consumed by walk.
-	countedDown *countDown
 	// speculated: the run was not read (speculate); run holds changes to
 	// its counters, saved relative to the row.
 	speculated bool
@@ -97,8 +85,7 @@ type txn struct {
 // newTxn starts the state of a transaction over one run, before its first
 // statement.
 func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool, ends *childEnds, room *claimRoom) *txn {
-	return &txn{e: e, ctx: ctx, tx: tx, w: newWriter(ctx, tx), room: room, noSpeculation: noSpeculation, began: e.cfg.Clock.Now(),
-		ends: ends}
+	return &txn{e: e, ctx: ctx, tx: tx, w: e.newWriter(ctx, tx, room), noSpeculation: noSpeculation, ends: ends}
 }
 
 // txWork counts the node rows a database transaction created (runs
@@ -122,38 +109,6 @@ func (t *txn) rowsMade() int {
 		return 0
 	}
 	return t.work.rows
-}
-
-// claimRoom is how many outbox rows a database transaction may still
-// claim for this process: the dispatcher's room (Claims), asked before the transaction
-// began — nothing calls the dispatcher from inside a transaction.
-type claimRoom struct{ left int }
-
-// claimRoom asks for the dispatcher's room, before a transaction begins.
-func (e *Engine) claimRoom() *claimRoom {
-	r := &claimRoom{}
-	if e.cfg.ClaimLease > 0 && e.cfg.Claims != nil {
-		r.left = e.cfg.Claims.Room()
-	}
-	return r
-}
-
-// claim marks an outbox row as claimed by this process when it is due now
-// and the transaction has room left (claimRoom).
-func (t *txn) claim(d *Dispatch) {
-	if t.e.cfg.ClaimLease <= 0 || d.DelayMs != 0 || d.Queue != "" || t.room == nil || t.room.left <= 0 || t.run.Status == RunPaused {
-		return
-	}
-	t.room.left--
-	d.ClaimSeconds = t.e.cfg.ClaimLease.Seconds()
-}
-
-// noteDispatch records a written outbox row for after the commit.
-func (t *txn) noteDispatch(d *Dispatch) {
-	if d.ClaimSeconds > 0 {
-		t.claimed = append(t.claimed, ClaimedDispatch{ID: d.ID, RunID: d.RunID, Workspace: d.Workspace, Key: d.Key, Attempt: d.Attempt,
-			URL: d.URL, Payload: d.Payload, Tries: 1, MaxTries: max(d.MaxTries, 1), LeasedAt: t.began, Request: d.Request})
-	}
 }
 
 var errNoChange = errors.New("no change")

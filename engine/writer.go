@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // writer is the one way a transaction's rules write: the engine reads
@@ -15,9 +16,18 @@ type writer struct {
 	ctx    context.Context
 	tx     TxWrites
 	writes int
+	// countedDown are the count-downs queued with a completion and kept,
+	// not yet taken by the walk (writer_countdown.go).
+	countedDown []*countDown
+	// lease, room and began are what claims take (writer_claims.go):
+	// the lease of a claimed row, how many more rows the database
+	// transaction may claim, and when the leases began; claimed are the
+	// rows written claimed, for the commit.
+	lease   time.Duration
+	room    *claimRoom
+	began   time.Time
+	claimed []ClaimedDispatch
 }
-
-func newWriter(ctx context.Context, tx TxWrites) *writer { return &writer{ctx: ctx, tx: tx} }
 
 func (w *writer) wrote(err error) error {
 	if err == nil {
@@ -160,11 +170,21 @@ func (w *writer) CompleteAcrossRuns(cs []BulkComplete) ([]NodeState, error) {
 }
 
 func (w *writer) InsertDispatches(ds []*Dispatch) error {
-	return w.wrote(w.tx.InsertDispatches(w.ctx, ds))
+	if err := w.wrote(w.tx.InsertDispatches(w.ctx, ds)); err != nil {
+		return err
+	}
+	for _, d := range ds {
+		w.noteClaim(d)
+	}
+	return nil
 }
 
 func (w *writer) InsertDispatch(d *Dispatch) error {
-	return w.wrote(w.tx.InsertDispatch(w.ctx, d))
+	if err := w.wrote(w.tx.InsertDispatch(w.ctx, d)); err != nil {
+		return err
+	}
+	w.noteClaim(d)
+	return nil
 }
 
 func (w *writer) UpdateDispatches(us []DispatchUpdate) (int, error) {
