@@ -19,9 +19,8 @@ const (
 	maxPollTasks   = 100
 	maxPollWait    = 60
 	maxWorkerIDLen = 200
-	// pollRecheck is how often a long poll looks at its queue again
-	// without a notification: a retried task falls due later, with none.
-	pollRecheck = time.Second
+	// defaultPollRecheck is Config.PollRecheck's default.
+	defaultPollRecheck = time.Second
 )
 
 var pollQueueName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$`)
@@ -117,7 +116,7 @@ func (s *Server) pollTasks(c echo.Context) error {
 		if sub == nil || left <= 0 {
 			return c.JSON(http.StatusOK, map[string]any{"tasks": []polledTask{}})
 		}
-		t := time.NewTimer(min(left, pollRecheck))
+		t := time.NewTimer(min(left, s.pollRecheck()))
 		select {
 		case <-sub.wake:
 		case <-t.C:
@@ -144,4 +143,13 @@ func (s *Server) queues(c echo.Context) error {
 		qs = []store.QueueStats{}
 	}
 	return c.JSON(http.StatusOK, qs)
+}
+
+// pollRecheck is how often a long poll looks at its queue again without
+// a notification: a retried task falls due later, with none.
+func (s *Server) pollRecheck() time.Duration {
+	if s.cfg.PollRecheck > 0 {
+		return s.cfg.PollRecheck
+	}
+	return defaultPollRecheck
 }

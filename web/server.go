@@ -39,8 +39,11 @@ type Config struct {
 	Hub     *Hub
 	// Tasks wakes long polls: feed it the queue names NOTIFYed on
 	// store.TasksChannel (nil: a poll does not wait).
-	Tasks     *Hub
-	AuthToken string
+	Tasks *Hub
+	// PollRecheck is how often a long poll looks at its queue again
+	// without a notification (1 s when 0).
+	PollRecheck time.Duration
+	AuthToken   string
 	// BodyLimit bounds request bodies (default 1 MiB).
 	BodyLimit int64
 	// StreamWriteTimeout bounds each write to an event stream or of a

@@ -87,6 +87,9 @@ type Config struct {
 	DispatchHostWorkers int
 	// PollInterval is how often due dispatches and overdue nodes are swept.
 	PollInterval time.Duration
+	// PollRecheck is how often a worker's long poll looks at its queue
+	// again without a notification (web.Config.PollRecheck; 1 s when 0).
+	PollRecheck time.Duration
 	// DispatchTimeout bounds one delivery request.
 	DispatchTimeout time.Duration
 	// DispatchLease is how long a claimed delivery is this process's before
@@ -470,7 +473,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.Metrics.WatchDispatchBacklog(disp.Backlog)
 	a.Hub = web.NewHub()
 	a.TaskHub = web.NewHub()
-	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Secrets: a.SecretBox, Hub: a.Hub, Tasks: a.TaskHub, AuthToken: cfg.AuthToken,
+	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Secrets: a.SecretBox, Hub: a.Hub, Tasks: a.TaskHub, PollRecheck: cfg.PollRecheck, AuthToken: cfg.AuthToken,
 		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, WriteTimeout: cfg.WriteTimeout, Clock: clock, Logger: cfg.Logger,
 		TriggerRate: cfg.TriggerRate, Notify: a.notifier.Notify, SessionTTL: cfg.SessionTTL, TrustProxy: cfg.TrustProxy,
 		BaseURL: cfg.BaseURL, OIDC: cfg.OIDC, NodeTypes: types, LoginConcurrency: cfg.LoginConcurrency, LoginWait: cfg.LoginWait,
