@@ -143,9 +143,9 @@ func TestPullWorker(t *testing.T) {
 
 // TestPullLongPollWakes: a long poll waiting on one process answers when
 // a run started on another queues a task — woken by the database's
-// NOTIFY: the poll's own look again is set past its 60 s wait, so
-// without the notification it would answer only as the wait ends (a last
-// look), not half a minute before.
+// NOTIFY: the poll's own look again is set past its 50 s wait (the
+// harness's client waits a minute), so without the notification it would
+// answer only as the wait ends (a last look), not half a minute before.
 func TestPullLongPollWakes(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -155,7 +155,7 @@ func TestPullLongPollWakes(t *testing.T) {
 	for i := range 5 {
 		got := make(chan []polled, 1)
 		asked := time.Now()
-		go func() { got <- other.poll(wt, "wake", "waiter", 1, 60) }()
+		go func() { got <- other.poll(wt, "wake", "waiter", 1, 50) }()
 		// The poll subscribes before its first look, which records the
 		// worker's poll: once that shows, the poll is waiting.
 		h.eventually(func() bool {
@@ -170,8 +170,8 @@ func TestPullLongPollWakes(t *testing.T) {
 		t.Logf("long poll %d answered %v after the start returned", i, woke)
 		require.Len(t, tasks, 1)
 		require.Equal(t, r.ID, tasks[0].RunID)
-		// Not a speed: unwoken, it answers at the wait's end (60 s).
-		require.Less(t, woke, 30*time.Second, "woken by the notification, not by its wait ending")
+		// Not a speed: unwoken, it answers at the wait's end (50 s).
+		require.Less(t, woke, 25*time.Second, "woken by the notification, not by its wait ending")
 	}
 }
 
