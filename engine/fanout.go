@@ -40,9 +40,9 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 	// starts, so that their rows are created already started: one INSERT
 	// instead of an INSERT and an UPDATE of every instance. A fire that
 	// needs its row (a nested Splitter, a delayed dispatch) is taken again
-	// once the rows exist. Items go a chunk (Config.FanOutChunk) at a time, so that a big
-	// fan-out does not hold every instance's row and outbox payload in
-	// memory at once.
+	// once the rows exist. Items go a chunk (Config.FanOutChunk) at a
+	// time, so that a big fan-out does not hold every instance's row and
+	// outbox payload in memory at once.
 	// Under maxConcurrency, the items from limit on are created queued
 	// (concurrency.go) and the Splitter's row points at the first of them.
 	limit := maxConcurrencyOf(s)

@@ -1,6 +1,9 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // Claims the writer makes. An outbox row due now is written already
 // claimed by this process while the dispatcher has room (Config.ClaimLease,
@@ -52,11 +55,5 @@ func (w *writer) noteClaim(d *Dispatch) {
 // the transaction started of them (a join cancelling its other branches)
 // does not go out.
 func (w *writer) DropClaims(runID string, keys map[string]bool) {
-	kept := w.claimed[:0]
-	for _, d := range w.claimed {
-		if d.RunID != runID || !keys[d.Key] {
-			kept = append(kept, d)
-		}
-	}
-	w.claimed = kept
+	w.claimed = slices.DeleteFunc(w.claimed, func(d ClaimedDispatch) bool { return d.RunID == runID && keys[d.Key] })
 }
