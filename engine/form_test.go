@@ -306,3 +306,22 @@ func TestFormOrder(t *testing.T) {
 	require.JSONEq(t, `[1]`, string(OrderedForm(json.RawMessage(`[1]`))))
 	require.Nil(t, OrderedForm(nil))
 }
+
+// TestGraphForms: a graph's forms are found however the key is spelled
+// (plainly, or escaped as \u0066orm), and a graph without one is handed
+// back as it came, unread.
+func TestGraphForms(t *testing.T) {
+	t.Parallel()
+	form := `{"type":"object","properties":{"b":{},"a":{}}}`
+	for _, key := range []string{`"form"`, `"\u0066orm"`} {
+		graph := json.RawMessage(`{"nodes":[{"id":"x","type":"UX","data":{` + key + `:` + form + `}}],"edges":[]}`)
+		got, err := RecordFormOrders(graph)
+		require.NoError(t, err)
+		require.Contains(t, string(got), `"x-order":["b","a"]`, "key %s", key)
+	}
+	plain := json.RawMessage(`{"nodes":[{"id":"x","type":"UX","data":{"notes":"` + strings.Repeat("x", 1<<10) + `"}}],"edges":[]}`)
+	got, err := RecordFormOrders(plain)
+	require.NoError(t, err)
+	require.Same(t, &plain[0], &got[0], "no form: the graph itself")
+	require.Same(t, &plain[0], &OrderGraphForms(plain)[0])
+}

@@ -191,6 +191,12 @@ func OrderGraphForms(graph json.RawMessage) json.RawMessage {
 // graphForms rewrites the form of each node of a visual graph with fn,
 // keeping everything else as written; unchanged when no node has a form.
 func graphForms(graph json.RawMessage, fn func(json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
+	// A graph that spells no "form" key, plainly or escaped, has none:
+	// taking it apart member by member is for those that might (a 6 MB
+	// graph's read spent 1.4 s of CPU here under the race detector).
+	if !bytes.Contains(graph, []byte(`"form"`)) && !bytes.Contains(graph, []byte(`\u`)) {
+		return graph, nil
+	}
 	gm, ok := jsonMembers(graph)
 	if !ok {
 		return graph, nil
