@@ -106,6 +106,23 @@ func TestStalledEventStreamsAreDropped(t *testing.T) {
 	}
 }
 
+// smallSendBuffers is a ConnState hook that gives each accepted
+// connection a 64 KB send buffer (32 KB, doubled by the kernel) before
+// passing the state on to then (nil: nothing): a client that stops
+// reading stalls the server's writes after kilobytes rather than the
+// kernel's autotuned megabytes (up to 4 MB a connection), which the
+// stalled-reader tests otherwise had to fill under the race detector.
+func smallSendBuffers(then func(net.Conn, http.ConnState)) func(net.Conn, http.ConnState) {
+	return func(c net.Conn, st http.ConnState) {
+		if tc, ok := c.(*net.TCPConn); ok && st == http.StateNew {
+			_ = tc.SetWriteBuffer(32 << 10)
+		}
+		if then != nil {
+			then(c, st)
+		}
+	}
+}
+
 type connSet struct {
 	mu sync.Mutex
 	m  map[net.Conn]bool

@@ -29,7 +29,9 @@ func TestStalledReplaysKeepMemoryBounded(t *testing.T) {
 	st, _ := storetest.IsolatedDB(t)
 	hub := web.NewHub()
 	srv := newServer(t, st, func(c *web.Config) { c.Hub = hub; c.StreamWriteTimeout = 4 * time.Second })
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	ts.Config.ConnState = smallSendBuffers(nil) // each stalls after a page, not 4 MB
+	ts.Start()
 	t.Cleanup(ts.Close)
 	h := srv.Handler()
 	f := createFlow(t, h, graphUX)
@@ -82,8 +84,7 @@ func TestStalledReplaysKeepMemoryBounded(t *testing.T) {
 	// is the kernel's (full TCP buffers), which nothing signals.
 	time.Sleep(time.Second)
 	heapPeak := heap()
-	// Each fills its socket buffers (up to 4 MB) first: slow under -race
-	// with the other packages' tests.
+	// Each fills its socket buffers (about 72 KB) first.
 	testkit.Eventually(t, 2*time.Minute, func() bool { return hub.Subscribers() == 0 }, "the stalled streams to end")
 	heap1 := heap()
 	mib := func(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
@@ -102,7 +103,9 @@ func TestEventStreamEndsPastItsRunsAndResumes(t *testing.T) {
 	t.Parallel()
 	st, _ := storetest.IsolatedDB(t)
 	srv := newServer(t, st, func(c *web.Config) { c.StreamMaxRuns = 10 })
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	ts.Config.ConnState = smallSendBuffers(nil) // each stalls after a page, not 4 MB
+	ts.Start()
 	t.Cleanup(ts.Close)
 	h := srv.Handler()
 	f := createFlow(t, h, graphUX)
