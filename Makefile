@@ -80,7 +80,7 @@ ui-fresh:
 run: build
 	./$(BIN) serve --demo
 
-## test: the linters (lint: gofmt, go vet, golangci-lint), the web UI's
+## test: the linters (lint: gofmt, golangci-lint with go vet's checks), the web UI's
 ## type check, the Node worker library's compiled-output check, every test
 ## (race detector on; the Python and Node worker libraries' suites run from
 ## go test ./sdk/), plus short fuzz runs.
@@ -189,13 +189,13 @@ bench:
 bench-e2e: build
 	./$(BIN) bench --json bench-results/bench.json
 
-## lint: gofmt, go vet, golangci-lint (depguard enforces the layer direction;
-## its allow lists for the core mirror internal/archtest's). Part of make
-## test; golangci-lint's cache (~/.cache/golangci-lint) makes a run after
-## the first take seconds.
+## lint: gofmt, golangci-lint (depguard enforces the layer direction; its
+## allow lists for the core mirror internal/archtest's; its govet runs go
+## vet's analyzers, so go vet is not run again). Part of make test;
+## golangci-lint's cache (~/.cache/golangci-lint) makes a run after the
+## first take seconds.
 lint: tools
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
 	$$($(GO) env GOPATH)/bin/golangci-lint run ./...
 
 ## tools: golangci-lint at GOLANGCI_VERSION, installed from the Go module
