@@ -10,7 +10,7 @@ FUZZTIME ?= 30000x
 FUZZTIME_DB ?= 2000x
 export STITCHD_AUTH_TOKEN ?= dev-token
 
-.PHONY: all build ui ui-fresh ui-check sdk-node sdk-check run test test-go fuzz-short soak ha-soak bench bench-e2e lint deps-test deps-ha tools
+.PHONY: all build ui ui-fresh ui-check sdk-node sdk-check run test test-go fuzz-short soak volume ha-soak bench bench-e2e lint deps-test deps-ha tools
 
 all: build
 
@@ -107,6 +107,12 @@ fuzz-short:
 ## (50 runs, three kills) is part of make test.
 soak: deps-test
 	$(GO) test -count=1 -v -timeout 60m -run '^TestChaosSoak$$' ./internal/chaos -chaos.runs=500 -chaos.kills=-1
+
+## volume: internal/app's volume tests at full size — 20 trials of 1,000
+## items called back from 64 goroutines, the collector firing once each
+## time (make test runs 5).
+volume: deps-test
+	$(GO) test -race -count=1 -v -timeout 30m -run '^Test1000ItemsConcurrentCallbacks$$' ./internal/app -app.trials=20
 
 ## ha-soak: the failover soak (docs/reliability.md, Failover): the chaos
 ## soak's workload, 200 runs on three stitchd processes connected with a

@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"slices"
 	"sort"
@@ -191,13 +192,19 @@ func TestNestedSplitters3x4(t *testing.T) {
 	require.Equal(t, "completed", fin.Nodes["inner_2"].Status)
 }
 
+// flagTrials is how often Test1000ItemsConcurrentCallbacks runs its
+// fan-out: 5 in make test, 20 in make volume.
+var flagTrials = flag.Int("app.trials", 5, "trials of Test1000ItemsConcurrentCallbacks (make volume: 20)")
+
 // Test1000ItemsConcurrentCallbacks: 1,000 items called back from 64
 // goroutines; the collector fires exactly once with every item in order.
-// Repeated 20 times.
+// Repeated -app.trials times (each trial about 3 s of two cores under
+// -race: 20 were the suite's costliest test).
 func Test1000ItemsConcurrentCallbacks(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	const items, trials, workers = 1000, 20, 64
+	const items, workers = 1000, 64
+	trials := *flagTrials
 	// A delivery whose 202 was slow to come back (the suite on both
 	// cores, a thousand at once) is tried again, not failed: this test is
 	// about the callbacks.
@@ -209,7 +216,7 @@ func Test1000ItemsConcurrentCallbacks(t *testing.T) {
 		xs[i] = i
 	}
 	want, _ := json.Marshal(xs)
-	seen := 0 // the worker's dispatches looked at: 20,000 by the last trial
+	seen := 0 // the worker's dispatches looked at so far: a thousand more each trial
 	for trial := 0; trial < trials; trial++ {
 		r := h.startRun(flow, map[string]any{"xs": xs})
 		byKey := map[string]dispatch{}
