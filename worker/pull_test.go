@@ -145,10 +145,12 @@ func testPullConcurrencyLimit(t *testing.T, s *instance.Stitchd) {
 	require.Positive(t, mostLeased.Load())
 }
 
-// testPullHeartbeatKeepsLease: with leaseSeconds 3 and a handler taking
-// 4.5 s, the Puller's heartbeats (every lease/3) keep the attempt alive
+// testPullHeartbeatKeepsLease: with leaseSeconds 6 and a handler taking
+// 9 s, the Puller's heartbeats (every lease/3) keep the attempt alive
 // and it completes; without heartbeats the same job's lease runs out and
-// the attempt fails as a timeout.
+// the attempt fails as a timeout. (With a 3 s lease, a loaded make test
+// once held the task's way to the worker and its first heartbeat past
+// the 2 s a lease/3 beat leaves: the attempt failed at 4.4 s.)
 func testPullHeartbeatKeepsLease(t *testing.T, s *instance.Stitchd) {
 	for _, c := range []struct {
 		name  string
@@ -158,10 +160,10 @@ func testPullHeartbeatKeepsLease(t *testing.T, s *instance.Stitchd) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			queue := "lease-" + c.name
-			flow := s.Flow("lease "+c.name, map[string]any{"queue": queue, "leaseSeconds": 3,
+			flow := s.Flow("lease "+c.name, map[string]any{"queue": queue, "leaseSeconds": 6,
 				"retry": map[string]any{"maxAttempts": 1}})
 			startPuller(t, s, worker.PullParams{Queue: queue, HeartbeatInterval: c.every, Handler: greet})
-			r := s.WaitRun(s.StartRun(flow, map[string]any{"name": "Ada", "sleepMs": 4500}))
+			r := s.WaitRun(s.StartRun(flow, map[string]any{"name": "Ada", "sleepMs": 9000}))
 			require.Equal(t, c.want, string(r.Status))
 			require.Equal(t, 1, (*r.Nodes)["work"].Attempt)
 			if c.want == "failed" {
