@@ -200,20 +200,22 @@ func TestHeartbeatExtendsDeadline(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	n := wnode(h, "a")
-	as[map[string]any](t, n["data"])["timeoutSeconds"] = 4
+	as[map[string]any](t, n["data"])["timeoutSeconds"] = 60
 	flow := h.createFlow([]map[string]any{n}, nil)
 	r := h.startRun(flow, map[string]any{})
 	d := h.waitDispatch(r.ID, "a", 1)
-	// A heartbeat every 2 s (of the clock moved) for 8 s: twice the 4 s
+	// A heartbeat every 30 s (of the clock moved) for 120 s: twice the 60 s
 	// timeout. The sweeps after each step expire the node if its deadline
-	// passed. Real time passes too: each step leaves it 2 s (1.5 of a 2 s
-	// timeout once expired a heartbeated node in the full suite).
+	// passed. Real time passes too, and each step leaves it 30 s: with a
+	// 4 s timeout and 2 s steps, a loaded make test (load 14 on two
+	// cores) once took longer than the 2 s left between a heartbeat and
+	// its sweeps. Without the heartbeats the node expires at the second.
 	for step := range 4 {
-		code, _ := h.post(d.Payload.CallbackURL, `{"status":"running","progress":{"t":`+strconv.Itoa(2000*step)+`}}`)
+		code, _ := h.post(d.Payload.CallbackURL, `{"status":"running","progress":{"t":`+strconv.Itoa(30000*step)+`}}`)
 		require.Equal(t, 200, code)
-		h.advance(2 * time.Second)
+		h.advance(30 * time.Second)
 		h.sweeps(2)
-		require.Equal(t, "running", h.run(r.ID).Nodes["a"].Status)
+		require.Equal(t, "running", h.run(r.ID).Nodes["a"].Status, "step %d", step)
 	}
 	h.complete(d, `{"ok":true}`)
 	h.waitRun(r.ID, "completed")
