@@ -61,7 +61,9 @@ func TestRunStopsAtItsTime(t *testing.T) {
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, "time", le.Limit)
 	require.Contains(t, err.Error(), "code_limit: the script ran longer than its 200ms")
-	require.Less(t, time.Since(began), 5*time.Second, "stopped, not run to the end")
+	// Run to the end, the loop never ends: any bound tells them apart, and
+	// one far above the limit stays clear of a loaded machine.
+	require.Less(t, time.Since(began), 30*time.Second, "stopped, not run to the end")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
