@@ -103,9 +103,7 @@ func TestEventStreamEndsPastItsRunsAndResumes(t *testing.T) {
 	t.Parallel()
 	st, _ := storetest.IsolatedDB(t)
 	srv := newServer(t, st, func(c *web.Config) { c.StreamMaxRuns = 10 })
-	ts := httptest.NewUnstartedServer(srv.Handler())
-	ts.Config.ConnState = smallSendBuffers(nil) // each stalls after a page, not 4 MB
-	ts.Start()
+	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	h := srv.Handler()
 	f := createFlow(t, h, graphUX)
