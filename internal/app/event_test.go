@@ -98,7 +98,7 @@ func TestEventsWake1000RunsOnce(t *testing.T) {
 		require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM runs WHERE id IN ? AND status = 'completed'`,
 			ids).Row().Scan(&done))
 		return done == n
-	}, "%d runs completed (%d are)", n, testkit.Later(func() string { return strconv.Itoa(done) }))
+	}, "%d runs completed (%s are)", n, testkit.Later(func() string { return strconv.Itoa(done) }))
 	var outs []struct {
 		RunID  string
 		Output string
