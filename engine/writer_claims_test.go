@@ -28,8 +28,8 @@ func TestClaimsHandedOverOnce(t *testing.T) {
 		})
 		return r, claims
 	}
-	// taken returns the claimed rows as run:key#attempt, sorted, and the
-	// runs they belong to.
+	// taken empties the handoff and returns its rows as run:key#attempt,
+	// sorted: a row handed over twice shows twice.
 	taken := func(claims *engine.Claims) []string {
 		var out []string
 		for _, d := range claims.Take() {
