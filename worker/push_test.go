@@ -198,9 +198,10 @@ func TestVerifySignature(t *testing.T) {
 	require.Error(t, err, "a secret without whsec_")
 }
 
-// testPushHeartbeats: a pushed handler that takes longer than the node's
-// timeoutSeconds keeps its attempt alive with heartbeats (a third of the
-// timeout); with heartbeats off the same job times out.
+// testPushHeartbeats: a pushed handler taking 9 s beside the node's
+// timeoutSeconds 6 keeps its attempt alive with heartbeats (a third of the
+// timeout: 2 s of room for a loaded machine to deliver each, not the 1 s a
+// 3 s timeout left); with heartbeats off the same job times out.
 func testPushHeartbeats(t *testing.T, s *instance.Stitchd) {
 	for _, c := range []struct {
 		name  string
@@ -212,9 +213,9 @@ func testPushHeartbeats(t *testing.T, s *instance.Stitchd) {
 			h, err := worker.NewPushHandler(worker.PushParams{Secret: s.WebhookSecret, Handler: greet, HeartbeatInterval: c.every})
 			require.NoError(t, err)
 			url := serve(t, h)
-			flow := s.Flow("push heartbeats "+c.name, map[string]any{"webhookUrl": url, "timeoutSeconds": 3,
+			flow := s.Flow("push heartbeats "+c.name, map[string]any{"webhookUrl": url, "timeoutSeconds": 6,
 				"retry": map[string]any{"maxAttempts": 1}})
-			r := s.WaitRun(s.StartRun(flow, map[string]any{"name": "Ada", "sleepMs": 4500}))
+			r := s.WaitRun(s.StartRun(flow, map[string]any{"name": "Ada", "sleepMs": 9000}))
 			require.Equal(t, c.want, string(r.Status))
 			require.Equal(t, 1, (*r.Nodes)["work"].Attempt)
 			if c.want == "failed" {

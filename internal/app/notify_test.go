@@ -88,10 +88,10 @@ func TestNotificationsOfApprovalsAndFailedRuns(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t, 2) // the first two tries fail: retried
 	h := newHarness(t, func(c *app.Config) { c.NotifyURL = rcv.srv.URL + "/notify" })
-	// Reminded every second; five seconds leave room for the two the test
+	// Reminded every second; eight seconds leave room for the two the test
 	// waits for however slow the sweeps are on a loaded machine.
 	flow := h.createFlow([]map[string]any{node("ask", "UX", map[string]any{"prompt": "Send to sales?",
-		"remindAfterSeconds": 1, "timeoutSeconds": 5, "onTimeout": "reject"}), wnode(h, "sales")},
+		"remindAfterSeconds": 1, "timeoutSeconds": 8, "onTimeout": "reject"}), wnode(h, "sales")},
 		[]map[string]any{redge("ask", "sales", map[string]any{"outcome": "approve"})})
 	r := h.startRun(flow, map[string]any{"lead": "ada"})
 

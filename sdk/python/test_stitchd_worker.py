@@ -211,14 +211,14 @@ class PushTest(unittest.TestCase):
         self.assertEqual({"status": "completed", "output": {"n": 1}}, got[0])
 
     def test_heartbeats(self):
-        """A handler taking 4.5 s beside timeoutSeconds 3 completes with
-        heartbeats (every second) and times out without."""
+        """A handler taking 9 s beside timeoutSeconds 6 completes with
+        heartbeats (every 2 s) and times out without."""
         results = {}
 
         def case(name, every):
             server = self.serve(greet, heartbeat_interval=every)
-            flow = make_flow({"webhookUrl": server.url, "timeoutSeconds": 3, "retry": {"maxAttempts": 1}})
-            results[name] = wait_run(start_run(flow, {"name": "Ada", "sleepMs": 4500}))
+            flow = make_flow({"webhookUrl": server.url, "timeoutSeconds": 6, "retry": {"maxAttempts": 1}})
+            results[name] = wait_run(start_run(flow, {"name": "Ada", "sleepMs": 9000}))
 
         threads = [threading.Thread(target=case, args=c) for c in (("heartbeats", None), ("none", 0))]
         for th in threads:
@@ -334,15 +334,15 @@ class PullTest(unittest.TestCase):
         self.assertGreater(leased[0], 0)
 
     def test_heartbeat_keeps_lease(self):
-        """leaseSeconds 3, a handler taking 4.5 s: heartbeats keep the
+        """leaseSeconds 6, a handler taking 9 s: heartbeats keep the
         attempt; without them its lease runs out."""
         results = {}
 
         def case(name, every):
             queue = unique("lease")
-            flow = make_flow({"queue": queue, "leaseSeconds": 3, "retry": {"maxAttempts": 1}})
+            flow = make_flow({"queue": queue, "leaseSeconds": 6, "retry": {"maxAttempts": 1}})
             self.puller(queue, greet, heartbeat_interval=every)
-            results[name] = wait_run(start_run(flow, {"name": "Ada", "sleepMs": 4500}))
+            results[name] = wait_run(start_run(flow, {"name": "Ada", "sleepMs": 9000}))
 
         threads = [threading.Thread(target=case, args=c) for c in (("heartbeats", None), ("none", 0))]
         for th in threads:

@@ -193,10 +193,10 @@ const sign = (key, id, ts, body) => 'v1,' + crypto.createHmac('sha256', key).upd
         ['heartbeats', undefined, 'completed'],
         ['none', 0, 'failed'],
     ]) {
-        (0, node_test_1.test)(`a 4.5 s handler beside timeoutSeconds 3: ${name} → ${want}`, async (t) => {
+        (0, node_test_1.test)(`a 9 s handler beside timeoutSeconds 6: ${name} → ${want}`, async (t) => {
             const { url } = await servePush(t, { handler: greet, heartbeatIntervalMs: every });
-            const flow = await makeFlow({ webhookUrl: url, timeoutSeconds: 3, retry: { maxAttempts: 1 } });
-            const r = await waitRun(await startRun(flow, { name: 'Ada', sleepMs: 4500 }));
+            const flow = await makeFlow({ webhookUrl: url, timeoutSeconds: 6, retry: { maxAttempts: 1 } });
+            const r = await waitRun(await startRun(flow, { name: 'Ada', sleepMs: 9000 }));
             assert.equal(r.status, want);
             assert.equal(r.nodes.work.attempt, 1);
             if (want === 'failed')
@@ -306,11 +306,11 @@ const sign = (key, id, ts, body) => 'v1,' + crypto.createHmac('sha256', key).upd
         ['heartbeats', undefined, 'completed'],
         ['none', 0, 'failed'],
     ]) {
-        (0, node_test_1.test)(`leaseSeconds 3, a 4.5 s handler: ${name} → ${want}`, async (t) => {
+        (0, node_test_1.test)(`leaseSeconds 6, a 9 s handler: ${name} → ${want}`, async (t) => {
             const queue = unique('lease');
-            const flow = await makeFlow({ queue, leaseSeconds: 3, retry: { maxAttempts: 1 } });
+            const flow = await makeFlow({ queue, leaseSeconds: 6, retry: { maxAttempts: 1 } });
             startPuller(t, { queue, handler: greet, heartbeatIntervalMs: every });
-            const r = await waitRun(await startRun(flow, { name: 'Ada', sleepMs: 4500 }));
+            const r = await waitRun(await startRun(flow, { name: 'Ada', sleepMs: 9000 }));
             assert.equal(r.status, want);
             assert.equal(r.nodes.work.attempt, 1);
             if (want === 'failed')
