@@ -167,13 +167,13 @@ func TestFormExpansionBounded(t *testing.T) {
 		require.ErrorAs(t, err, &se, "n=%d", n)
 		require.Contains(t, se.Error(), "more than 10000 subschemas", "n=%d", n)
 	}
-	require.Less(t, time.Since(start), time.Second)
+	require.Less(t, time.Since(start), 10*time.Second) // unbounded: minutes
 
 	f, err := CompileForm(nestedAnyOf(11))
 	require.NoError(t, err)
 	start = time.Now()
 	issues := f.Check(json.RawMessage(`1`))
-	require.Less(t, time.Since(start), time.Second)
+	require.Less(t, time.Since(start), 10*time.Second) // unbounded: minutes
 	require.NotEmpty(t, issues)
 	size := 0
 	for _, is := range issues {
@@ -213,7 +213,7 @@ func TestFormRecursionThatBranchesRefused(t *testing.T) {
 	deep := strings.Repeat(`{"v": 1, "next": `, 60) + `"x"` + strings.Repeat("}", 60)
 	start := time.Now()
 	require.NotEmpty(t, f.Check(json.RawMessage(deep)))
-	require.Less(t, time.Since(start), time.Second)
+	require.Less(t, time.Since(start), 10*time.Second) // unbounded: minutes
 }
 
 // TestFormCheckWorkBounded: a schema within MaxFormExpansion (4,095
