@@ -197,7 +197,7 @@ func (e *Engine) transactTraced(ctx context.Context, trace TransactionTrace, run
 		if errors.Is(err, errNoChange) {
 			return nil
 		}
-		if t != nil && t.speculated && errors.Is(err, ErrConflict) && ctx.Err() == nil {
+		if t != nil && t.w.Speculated(runID) && errors.Is(err, ErrConflict) && ctx.Err() == nil {
 			// What the speculation assumed did not hold (a repeated
 			// callback, say: its compare-and-set moved no row): the
 			// operation again, reading as it goes, to be answered as

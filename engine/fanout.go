@@ -53,8 +53,6 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 			return fmt.Errorf("error queueing the items of %s: %w", skey, err)
 		}
 	}
-	outer := t.bulk
-	defer func() { t.bulk = outer }()
 	var needRows []target
 	listed := len(t.events) // the transaction's own, before the fan-out's
 	chunk := t.e.fanOutChunk()
@@ -75,13 +73,14 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 		i := tg.idx[len(tg.idx)-1]
 		outputs[itemKey(skey, i)] = items[i]
 	}
-	t.bulk = &bulkFires{}
+	end := t.w.CollectBulk(t.run.ID, false)
 	for _, tg := range needRows {
 		if err := t.fireReady(tg, StatusPending, outputs); err != nil {
+			end()
 			return err
 		}
 	}
-	return t.flushBulk(t.bulk)
+	return t.flushBulk(end())
 }
 
 // instantiate creates the region's instances for items (at offset off of
@@ -94,8 +93,7 @@ func (t *txn) instantiate(region *Region, pending map[string]int, sidx []int, sk
 	for i, it := range items {
 		outputs[itemKey(skey, off+i)] = it
 	}
-	first := &bulkFires{unwritten: true}
-	t.bulk = first
+	end := t.w.CollectBulk(t.run.ID, true)
 	var needRows []target
 	for i := range items {
 		if limit > 0 && off+i >= limit {
@@ -110,10 +108,12 @@ func (t *txn) instantiate(region *Region, pending map[string]int, sidx []int, sk
 			if err := t.fireReady(tg, StatusPending, outputs); errors.Is(err, errNeedsRow) {
 				needRows = append(needRows, tg)
 			} else if err != nil {
+				end()
 				return nil, err
 			}
 		}
 	}
+	first := end()
 	started := make(map[string]BulkStart, len(first.starts))
 	for _, st := range first.starts {
 		started[st.Key] = st

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -16,7 +15,8 @@ import (
 // successors travels with its compare-and-set (queueCountDown,
 // keepCountDown; the writer queues and keeps it, writer_countdown.go) and
 // walk takes its answer (countDownSuccessors); a
-// fan-out's or a run's first fires are written in bulk (bulkFires); a big
+// fan-out's or a run's first fires are written in bulk (the writer
+// collects them: writer_bulk.go); a big
 // fan-out's events are written before the commit (spillEvents). A batch's
 // bulk completion of callbacks is in commit_grouped.go (takeCompletedInBulk),
 // completion across runs in commit_together.go.
@@ -51,10 +51,11 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 	}
 	tr.RunID, tr.NodeID, tr.RunVersion = runID, n.ID, v
 	// The compare-and-set checks and locks the run.
-	if err := t.w.TransitionLater(tr); err != nil {
+	if err := t.w.Speculate(tr); err != nil {
 		return nil, true, fmt.Errorf("error moving node %s: %w", tr.Key, err)
 	}
-	t.run, t.graph, t.speculated = &Run{ID: runID, FlowVersionID: v, Status: RunRunning}, g, true
+	// The run was not read: run holds changes to its counters.
+	t.run, t.graph = &Run{ID: runID, FlowVersionID: v, Status: RunRunning}, g
 	st := &NodeState{RunID: runID, Key: tr.Key, NodeID: n.ID, Index: idx, Type: n.Type, Status: StatusCompleted,
 		Output: tr.Output, Attempt: tr.Attempt}
 	t.transitioned(tr, st)
@@ -201,46 +202,11 @@ func (t *txn) checkSpeculation() error {
 	return nil
 }
 
-type bulkFires struct {
-	starts     []BulkStart
-	dispatches []*Dispatch
-	nodeIDs    []string
-	// unwritten: the fired instances' rows do not exist yet — they are
-	// created already started — so an action other than a plain start
-	// (errNeedsRow) is taken again once they exist.
-	unwritten bool
-}
-
-// errNeedsRow: a fire before its instance's row exists took an action that
-// needs the row (not a plain dispatch or a wait for a person).
-var errNeedsRow = errors.New("the instance's row does not exist yet")
-
-func (b *bulkFires) add(f *fireCtx, status Status, secs int, d *Dispatch) {
-	b.starts = append(b.starts, BulkStart{Key: f.key, Input: f.input, Status: status, DeadlineSeconds: secs})
-	b.nodeIDs = append(b.nodeIDs, f.node.ID)
-	if d != nil {
-		b.dispatches = append(b.dispatches, d)
-	}
-}
-
-// flushBulk writes the collected first fires: one UPDATE for the node
-// states (unless they were created started), one INSERT for the outbox
-// rows.
+// flushBulk writes a collection of first fires (WriteBulk) and counts
+// and announces the nodes it started.
 func (t *txn) flushBulk(b *bulkFires) error {
-	if len(b.starts) == 0 {
-		return nil
-	}
-	if !b.unwritten {
-		n, err := t.w.BulkStart(t.run.ID, b.starts)
-		if err != nil {
-			return fmt.Errorf("error starting %d instances: %w", len(b.starts), err)
-		}
-		if n != len(b.starts) {
-			return fmt.Errorf("%w: started %d of %d instances", ErrConflict, n, len(b.starts))
-		}
-	}
-	if err := t.w.InsertDispatches(b.dispatches); err != nil {
-		return fmt.Errorf("error writing %d dispatches: %w", len(b.dispatches), err)
+	if err := t.w.WriteBulk(t.run.ID, b); err != nil {
+		return err
 	}
 	t.run.ActiveNodes += len(b.starts)
 	for i, s := range b.starts {
@@ -261,7 +227,7 @@ func (t *txn) flushBulk(b *bulkFires) error {
 // speculated step's events are numbered relative to the run's row, unknown
 // here: they stay for flush. It reports whether it wrote.
 func (t *txn) spillEvents(listed int) (bool, error) {
-	if t.speculated || len(t.events) < t.e.fanOutChunk() {
+	if t.w.Speculated(t.run.ID) || len(t.events) < t.e.fanOutChunk() {
 		return false, nil
 	}
 	if err := t.w.AppendEvents(t.run.ID, t.run.EventSeq+1, t.events); err != nil {

@@ -24,7 +24,8 @@ func (t *txn) mayDefer(n *Node, from Status, delayMs int64) bool {
 	if from != StatusPending || delayMs != 0 {
 		return false
 	}
-	return t.bulk == nil || (n.Caps.StartsRuns && !t.bulk.unwritten)
+	on, unwritten := t.w.Collecting(t.run.ID)
+	return !on || (n.Caps.StartsRuns && !unwritten)
 }
 
 // answerCaller records a Respond node's answer to the run's caller,

@@ -154,7 +154,7 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 		d := &Dispatch{ID: t.e.cfg.NewID(), RunID: t.run.ID, Workspace: t.graph.Workspace, Key: f.key, Attempt: 1, URL: req.URL,
 			Payload: payload, MaxTries: req.MaxTries, Request: hr, Queue: req.Queue, LeaseSeconds: req.LeaseSeconds}
 		t.w.Claim(d, t.run.Status == RunPaused)
-		t.bulk.add(f, StatusRunning, req.TimeoutSeconds, d)
+		t.w.StartInBulk(t.run.ID, f.node.ID, f.bulkStart(StatusRunning, req.TimeoutSeconds), d)
 		return nil
 	}
 	if f.unwritten() {
@@ -189,7 +189,7 @@ func (f *fireCtx) WaitForUser() error {
 	// A node reminded about, escalated or assigned starts on its own: the
 	// bulk start has no reminder or escalation time and no assignees.
 	if f.bulkable() && remind == 0 && escalate == 0 && !people.Assigned() {
-		f.t.bulk.add(f, StatusWaitingForUser, secs, nil)
+		f.t.w.StartInBulk(f.t.run.ID, f.node.ID, f.bulkStart(StatusWaitingForUser, secs), nil)
 		f.t.notifyApproval(NotifyApprovalRequested, f.node, f.key, f.attempt, nil)
 		return nil
 	}
@@ -299,14 +299,22 @@ func (f *fireCtx) FanOut(items []json.RawMessage) error {
 	return f.t.fanOut(f.node, f.idx, f.key, items)
 }
 
-// bulkable reports whether this fire can join the fan-out's bulk start: a
-// first attempt of a pending instance while a Splitter fans out.
+// bulkable reports whether this fire can join a bulk start (the writer
+// collects first fires: a Splitter fans out, or a run starts): a first
+// attempt of a pending instance.
 func (f *fireCtx) bulkable() bool {
-	return f.t.bulk != nil && f.from == StatusPending && f.attempt == 1
+	on, _ := f.t.w.Collecting(f.t.run.ID)
+	return on && f.from == StatusPending && f.attempt == 1
 }
 
 // unwritten reports whether this fire happens before its instance's row
 // exists (bulkFires.unwritten): only a bulk start can be taken then.
 func (f *fireCtx) unwritten() bool {
-	return f.bulkable() && f.t.bulk.unwritten
+	_, unwritten := f.t.w.Collecting(f.t.run.ID)
+	return unwritten && f.from == StatusPending && f.attempt == 1
+}
+
+// bulkStart is this fire's start as a bulk start takes it.
+func (f *fireCtx) bulkStart(status Status, deadlineSeconds int) BulkStart {
+	return BulkStart{Key: f.key, Input: f.input, Status: status, DeadlineSeconds: deadlineSeconds}
 }

@@ -164,9 +164,7 @@ func (t *txn) cancelBranches(j target, arrival string) error {
 	if len(cs) > 0 {
 		// What this transaction started of them does not go out.
 		t.w.DropClaims(t.run.ID, t.branchCancelled)
-		if t.bulk != nil {
-			t.bulk.drop(t.branchCancelled)
-		}
+		t.w.DropFromBulk(t.run.ID, t.branchCancelled)
 	}
 	t.event(EventJoined, j.key, map[string]any{"node_id": j.node.ID, "arrival": arrival, "cancelled": cancelled, "skipped": skipped})
 	return nil
@@ -177,19 +175,4 @@ func (t *txn) cancelBranches(j target, arrival string) error {
 // read of the node before (a count-down's status) no longer holds.
 func (t *txn) cancelledByJoin(key string) bool {
 	return t.branchCancelled != nil && t.branchCancelled[key]
-}
-
-// drop removes the starts (and their outbox rows) of keys from a bulk
-// start not yet written: their nodes were skipped meanwhile.
-func (b *bulkFires) drop(keys map[string]bool) {
-	kept := 0
-	for i, s := range b.starts {
-		if keys[s.Key] {
-			continue
-		}
-		b.starts[kept], b.nodeIDs[kept] = s, b.nodeIDs[i]
-		kept++
-	}
-	b.starts, b.nodeIDs = b.starts[:kept], b.nodeIDs[:kept]
-	b.dispatches = slices.DeleteFunc(b.dispatches, func(d *Dispatch) bool { return keys[d.Key] })
 }

@@ -125,7 +125,10 @@ func (t *txn) nextIteration(l *Loop, st *NodeState) error {
 // (any attempt does, for its compare-and-set) without reading it: it is
 // in no loop and its run was never rerun.
 func (t *txn) attemptKnown(tg target) bool {
-	return t.bulk != nil || (t.graph.loopOf(tg.node.ID) == nil && !t.run.Reran)
+	if on, _ := t.w.Collecting(t.run.ID); on {
+		return true
+	}
+	return t.graph.loopOf(tg.node.ID) == nil && !t.run.Reran
 }
 
 // pendingAttempt is the attempt of the pending row of target tg: 0, but

@@ -21,7 +21,7 @@ func (t *txn) flush() error {
 	// Deliveries the callbacks proved are logged after the events so far
 	// and before the run's settlement.
 	deliveredAt := len(t.events)
-	if t.speculated {
+	if t.w.Speculated(t.run.ID) {
 		if err := t.checkSpeculation(); err != nil {
 			return err
 		}
@@ -43,7 +43,7 @@ func (t *txn) flush() error {
 	first := t.run.EventSeq + 1
 	t.run.EventSeq += int64(len(t.events))
 	if err := t.w.SaveRunWithEvents(RunSave{Run: t.run, FirstSeq: first, Events: t.events,
-		DeliveredKeys: t.deliveredKeys, DeliveredAttempts: t.deliveredAttempts, DeliveredAt: deliveredAt, Relative: t.speculated}); err != nil {
+		DeliveredKeys: t.deliveredKeys, DeliveredAttempts: t.deliveredAttempts, DeliveredAt: deliveredAt}); err != nil {
 		return fmt.Errorf("error saving run %s and %d events: %w", t.run.ID, len(t.events), err)
 	}
 	if t.ended != "" && !t.starting {

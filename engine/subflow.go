@@ -89,20 +89,18 @@ func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
 			return err
 		}
 	}
-	first := &bulkFires{unwritten: true}
-	outer := t.bulk
-	t.bulk = first
+	end := t.w.CollectBulk(id, true)
 	var needRows []string
 	for _, nid := range g.EntryNodes {
 		err := t.fire(g.Nodes[nid], nil, r.Input, StatusPending, 0)
 		if errors.Is(err, errNeedsRow) {
 			needRows = append(needRows, nid)
 		} else if err != nil {
-			t.bulk = outer
+			end()
 			return err
 		}
 	}
-	t.bulk = outer
+	first := end()
 	starts := make(map[string]BulkStart, len(first.starts))
 	for _, st := range first.starts {
 		starts[st.Key] = st
@@ -218,8 +216,9 @@ func (f *fireCtx) StartChild(c ChildRun) error {
 	}
 	if f.bulkable() {
 		// A fan-out's SubFlow instances start in one UPDATE.
-		t.bulk.add(f, StatusRunning, 0, nil)
-		t.bulk.starts[len(t.bulk.starts)-1].ChildRunID = id
+		s := f.bulkStart(StatusRunning, 0)
+		s.ChildRunID = id
+		t.w.StartInBulk(t.run.ID, f.node.ID, s, nil)
 		return nil
 	}
 	tr := f.start(StatusRunning)

@@ -33,12 +33,6 @@ type txn struct {
 	// (loadAndBulkComplete) or a group's completion across runs
 	// (completeTogether) completed, by key.
 	completedInBulk map[string]*NodeState
-	// bulk collects first fires of Worker and UX instances while a
-	// Splitter fans out, written with one statement each at the end.
-	bulk *bulkFires
-	// speculated: the run was not read (speculate); run holds changes to
-	// its counters, saved relative to the row.
-	speculated bool
 	// outcome is the outcome a person chose at the UX node this
 	// transaction completes ("" otherwise), for its entity movement;
 	// actor is who decided it, for the journey.

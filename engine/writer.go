@@ -11,7 +11,11 @@ import (
 // owns the transaction's TxWrites and its context and counts every write
 // that succeeded, so that group commit knows whether an operation it
 // rejected left anything behind (commit_grouped.go). A write the writer
-// does not make cannot be made: the rules hold no TxWrites.
+// does not make cannot be made: the rules hold no TxWrites. It also owns
+// what makes the writes fewer: count-downs queued with a completion
+// (writer_countdown.go), claimed outbox rows (writer_claims.go), first
+// fires collected in bulk (writer_bulk.go) and a speculated step's save
+// relative to its run's row (Speculate).
 type writer struct {
 	ctx    context.Context
 	tx     TxWrites
@@ -27,6 +31,12 @@ type writer struct {
 	room    *claimRoom
 	began   time.Time
 	claimed []ClaimedDispatch
+	// bulks are the first fires being collected, by run
+	// (writer_bulk.go).
+	bulks map[string]*bulkFires
+	// speculated is the run whose step was speculated (Speculate), "" when
+	// none was.
+	speculated string
 }
 
 func (w *writer) wrote(err error) error {
@@ -36,7 +46,10 @@ func (w *writer) wrote(err error) error {
 	return err
 }
 
+// SaveRunWithEvents saves the run and its events; a speculated run's row
+// was never read, so its counters are saved as changes to the row's.
 func (w *writer) SaveRunWithEvents(s RunSave) error {
+	s.Relative = s.Run.ID == w.speculated
 	return w.wrote(w.tx.SaveRunWithEvents(w.ctx, s))
 }
 
@@ -65,6 +78,19 @@ func (w *writer) Transition(t *NodeTransition) (*NodeState, error) {
 	r0, err := w.tx.Transition(w.ctx, t)
 	return r0, w.wrote(err)
 }
+
+// Speculate queues the compare-and-set of a speculated step (speculate):
+// it checks and locks the run, and the run is saved relative to its row.
+func (w *writer) Speculate(t *NodeTransition) error {
+	if err := w.TransitionLater(t); err != nil {
+		return err
+	}
+	w.speculated = t.RunID
+	return nil
+}
+
+// Speculated reports whether run's step was speculated.
+func (w *writer) Speculated(runID string) bool { return runID != "" && runID == w.speculated }
 
 func (w *writer) TransitionLater(t *NodeTransition) error {
 	return w.wrote(w.tx.TransitionLater(w.ctx, t))
