@@ -244,8 +244,9 @@ func (t *txn) skip(tg target) error {
 // successors down together: one statement for a switch's branches that
 // join again, not one each. A node whose successors are not all counted
 // down (a sole child, a Collector's arrival, a Splitter's region) or a
-// paused run's is skipped on its own (skip).
-func (t *txn) skipAll(tgs []target) error {
+// paused run's is skipped on its own (skip). from is the node that
+// decided, taken the targets it took.
+func (t *txn) skipAll(tgs []target, from *Node, taken []string) error {
 	var alone []target
 	if len(tgs) < 2 || t.run.Status == RunPaused {
 		alone, tgs = tgs, nil
@@ -274,18 +275,36 @@ func (t *txn) skipAll(tgs []target) error {
 	}
 	// One count-down for each number of skipped parents (one, for the
 	// branches of one switch).
-	byDelta := map[int][]string{}
+	byDelta := map[int][]target{}
 	var deltas []int
 	for _, s := range succ {
 		d := counts[s.key]
 		if byDelta[d] == nil {
 			deltas = append(deltas, d)
 		}
-		byDelta[d] = append(byDelta[d], s.key)
+		byDelta[d] = append(byDelta[d], s)
 	}
 	remaining := map[string]Pending{}
 	for _, d := range deltas {
-		got, err := t.w.AddPendingUntaken(t.run.ID, byDelta[d], byDelta[d], -d)
+		// Successors known to keep parents left need no answer: their
+		// count-down is queued, to travel with the next statement.
+		var known, asked []string
+		for _, s := range byDelta[d] {
+			if t.parentsLeft(s, from, taken) {
+				known = append(known, s.key)
+			} else {
+				asked = append(asked, s.key)
+			}
+		}
+		if len(known) > 0 {
+			if err := t.w.CountDownUntakenLater(t.run.ID, known, d); err != nil {
+				return fmt.Errorf("error counting down the successors of skipped nodes: %w", err)
+			}
+		}
+		if len(asked) == 0 {
+			continue
+		}
+		got, err := t.w.AddPendingUntaken(t.run.ID, asked, asked, -d)
 		if err != nil {
 			return fmt.Errorf("error counting down the successors of skipped nodes: %w", err)
 		}
@@ -315,6 +334,32 @@ func (t *txn) skipAll(tgs []target) error {
 		}
 	}
 	return nil
+}
+
+// parentsLeft reports whether successor s of nodes that from's decision
+// skipped (taken: the targets it took) keeps pending parents after their
+// count-down, without asking: its count started at its number of upstream
+// nodes (untakenCounted), each of which is a target of from that from
+// alone starts — pending until now, so none counted s down before — and
+// one that from took waits for a worker or a person, so it did not count
+// s down in this transaction either. The database checks it
+// (CountDownUntakenLater); a transaction applied again after a failed
+// assumption (noSpeculation) asks.
+func (t *txn) parentsLeft(s target, from *Node, taken []string) bool {
+	if t.noSpeculation || from == nil || !t.untakenCounted(s) || from.Depth != s.node.Depth || t.graph.loopOf(from.ID) != nil {
+		return false
+	}
+	waits := false
+	for _, u := range t.graph.Upstream[s.node.ID] {
+		un := t.graph.Nodes[u]
+		if un.Depth != s.node.Depth || !soleParent(t.graph, un) || t.graph.Upstream[u][0] != from.ID || t.graph.loopOf(u) != nil {
+			return false
+		}
+		if slices.Contains(taken, u) && (un.Caps.CallsBack || un.Caps.WaitsForPerson) {
+			waits = true
+		}
+	}
+	return waits
 }
 
 // skipOnlyAll is skipOnly for several nodes, with one statement for those

@@ -197,9 +197,10 @@ func (e *Engine) transactTraced(ctx context.Context, trace TransactionTrace, run
 		if errors.Is(err, errNoChange) {
 			return nil
 		}
-		if t != nil && t.w.Speculated(runID) && errors.Is(err, ErrConflict) && ctx.Err() == nil {
-			// What the speculation assumed did not hold (a repeated
-			// callback, say: its compare-and-set moved no row): the
+		if t != nil && t.w.Assumed() && errors.Is(err, ErrConflict) && ctx.Err() == nil {
+			// What the speculation (or a count-down's known answer)
+			// assumed did not hold (a repeated callback, say: its
+			// compare-and-set moved no row): the
 			// operation again, reading as it goes, to be answered as
 			// usual. Any other failure (the database unreachable) is the
 			// operation's answer, as it would have been unspeculated.

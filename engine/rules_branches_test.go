@@ -387,3 +387,78 @@ func TestRuleSwitchJoin(t *testing.T) {
 		})
 	}
 }
+
+// TestRuleSwitchJoinCountedWithoutAsking: docs/state_machine.md,
+// Branches — when a switch takes a branch that waits for its worker, its
+// join's count-down for the branches not taken needs no answer: it is
+// queued, and the database checks what it assumed (the join pending, with
+// parents left). A transaction whose assumption fails is applied again
+// asking, with the same outcome.
+func TestRuleSwitchJoinCountedWithoutAsking(t *testing.T) {
+	t.Parallel()
+	const graph = `{"nodes":[
+		{"id":"w","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"b0","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"b1","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"b2","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"j","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}}],
+		"edges":[{"id":"e0","source":"w","target":"b0","data":{"condition":"output.k == 0"}},
+			{"id":"e1","source":"w","target":"b1","data":{"condition":"output.k == 1"}},
+			{"id":"e2","source":"w","target":"b2","data":{"default":true}},
+			{"id":"j0","source":"b0","target":"j"},{"id":"j1","source":"b1","target":"j"},
+			{"id":"j2","source":"b2","target":"j"}]}`
+	for _, tc := range []struct {
+		name string
+		// off is added to the queued count-down: not 0, the database's
+		// check fails.
+		off int
+	}{{"assumed", 0}, {"the assumption fails", 5}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var queued, asked atomic.Int64
+			r := newRig(t, func(c *engine.Config) { c.Store = countDowns{c.Store, tc.off, &queued, &asked} })
+			run := r.start(graph, `{}`)
+			require.NoError(t, r.callback(run.ID, "w", 1, engine.StatusCompleted, `{"k":1}`))
+			require.Equal(t, int64(1), queued.Load(), "the join's count-down queued once (not again when asked)")
+			want := int64(0)
+			if tc.off != 0 {
+				want = 1
+			}
+			require.Equal(t, want, asked.Load(), "asked only once the assumption failed")
+			_, ns := r.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"w": engine.StatusCompleted,
+				"b0": engine.StatusSkipped, "b1": engine.StatusRunning, "b2": engine.StatusSkipped, "j": engine.StatusPending})
+			require.Equal(t, 1, ns["j"].PendingParents)
+			require.NoError(t, r.callback(run.ID, "b1", 1, engine.StatusCompleted, `{"b1":true}`))
+			_, ns = r.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"b1": engine.StatusCompleted,
+				"j": engine.StatusRunning})
+			require.JSONEq(t, `{"b1":true}`, string(ns["j"].Input))
+		})
+	}
+}
+
+// countDowns counts the engine's count-downs of edges not taken, queued
+// (CountDownUntakenLater, off added to each) and asked (AddPendingUntaken).
+type countDowns struct {
+	engine.Store
+	off           int
+	queued, asked *atomic.Int64
+}
+
+func (s countDowns) InTx(ctx context.Context, fn func(context.Context, engine.Tx) error) error {
+	return s.Store.InTx(ctx, func(ctx context.Context, tx engine.Tx) error { return fn(ctx, countDownsTx{tx, s}) })
+}
+
+type countDownsTx struct {
+	engine.Tx
+	s countDowns
+}
+
+func (t countDownsTx) CountDownUntakenLater(ctx context.Context, runID string, keys []string, n int) error {
+	t.s.queued.Add(1)
+	return t.Tx.CountDownUntakenLater(ctx, runID, keys, n+t.s.off)
+}
+
+func (t countDownsTx) AddPendingUntaken(ctx context.Context, runID string, keys, untaken []string, delta int) (map[string]engine.Pending, error) {
+	t.s.asked.Add(1)
+	return t.Tx.AddPendingUntaken(ctx, runID, keys, untaken, delta)
+}

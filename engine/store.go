@@ -227,6 +227,13 @@ type TxWrites interface {
 	// (see above); the returned function gives its result once that
 	// statement was answered.
 	AddPendingLater(ctx context.Context, runID string, keys []string, delta int) func() (map[string]Pending, error)
+	// CountDownUntakenLater queues the count-down by n of the pending
+	// parents of keys, all n of each decided not taken (Untaken grows by
+	// n), when the rules know its answer: each stays pending with parents
+	// left. Like SkipLater, a key not pending, or counted down to no
+	// parents left, fails the transaction in the database
+	// (QueuedTransitionError).
+	CountDownUntakenLater(ctx context.Context, runID string, keys []string, n int) error
 	// ResetUntaken sets untaken_parents of the run's pending rows to 0
 	// (the run moved to another version).
 	ResetUntaken(ctx context.Context, runID string) error

@@ -89,7 +89,7 @@ func (t *txn) walk(n *Node, key string, idx []int, output json.RawMessage, taken
 			return err
 		}
 	}
-	return t.skipAll(notTaken)
+	return t.skipAll(notTaken, n, taken)
 }
 
 // soleParent reports whether node n fires as soon as its one upstream node

@@ -37,6 +37,8 @@ type writer struct {
 	// speculated is the run whose step was speculated (Speculate), "" when
 	// none was.
 	speculated string
+	// assumed: a count-down's answer was assumed (CountDownUntakenLater).
+	assumed bool
 }
 
 func (w *writer) wrote(err error) error {
@@ -171,6 +173,19 @@ func (w *writer) AddPendingLater(runID string, keys []string, delta int) func() 
 	w.writes++
 	return w.tx.AddPendingLater(w.ctx, runID, keys, delta)
 }
+
+// CountDownUntakenLater queues a count-down whose answer the rules know
+// (TxWrites.CountDownUntakenLater): an assumption the database checks,
+// so that a transaction failing it is applied again reading as it goes.
+func (w *writer) CountDownUntakenLater(runID string, keys []string, n int) error {
+	w.assumed = true
+	return w.wrote(w.tx.CountDownUntakenLater(w.ctx, runID, keys, n))
+}
+
+// Assumed reports whether the transaction queued a write on an assumption
+// the database checks (a speculated step, a count-down's known answer):
+// failing it, the operation is applied again without assuming.
+func (w *writer) Assumed() bool { return w.assumed || w.speculated != "" }
 
 func (w *writer) ResetUntaken(runID string) error {
 	return w.wrote(w.tx.ResetUntaken(w.ctx, runID))

@@ -228,6 +228,60 @@ func TestAddPendingLater(t *testing.T) {
 	}
 }
 
+// TestCountDownUntakenLater: the queued count-down of edges not taken
+// counts each key down by n and its untaken edges up by n, committed with
+// the transaction; a key it would leave with no parents, or not pending,
+// fails the transaction in the database — traveling with COMMIT too —
+// and nothing of it is kept, over both queriers.
+func TestCountDownUntakenLater(t *testing.T) {
+	t.Parallel()
+	for name, st := range queriers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			f := createFlow(t, st)
+			run := newRun(f)
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				require.NoError(t, tx.InsertRun(ctx, run))
+				return tx.InsertNodes(ctx, run.ID, []engine.NodeState{
+					{Key: "j", NodeID: "j", Type: engine.NodeTypeWorker, Index: []int{}, Status: engine.StatusPending, PendingParents: 4},
+					{Key: "k", NodeID: "k", Type: engine.NodeTypeWorker, Index: []int{}, Status: engine.StatusPending, PendingParents: 3},
+					{Key: "x", NodeID: "x", Type: engine.NodeTypeWorker, Index: []int{}, Status: engine.StatusPending, PendingParents: 4},
+				})
+			})
+			counts := func() map[string][2]int {
+				rows, err := st.Gorm().Raw(`SELECT key, pending_parents, untaken_parents FROM node_states WHERE run_id = ?`, run.ID).Rows()
+				require.NoError(t, err)
+				defer rows.Close()
+				out := map[string][2]int{}
+				for rows.Next() {
+					var k string
+					var p, u int
+					require.NoError(t, rows.Scan(&k, &p, &u))
+					out[k] = [2]int{p, u}
+				}
+				return out
+			}
+			require.NoError(t, st.Gorm().Exec(`UPDATE node_states SET status = 'skipped' WHERE run_id = ? AND key = 'x'`, run.ID).Error)
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				return tx.CountDownUntakenLater(ctx, run.ID, []string{"j", "k"}, 2)
+			})
+			require.Equal(t, map[string][2]int{"j": {2, 2}, "k": {1, 2}, "x": {4, 0}}, counts())
+
+			for name, keys := range map[string][]string{"to no parents left": {"j", "k"}, "not pending": {"j", "x"}} {
+				err := st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
+					require.NoError(t, tx.SetPending(ctx, run.ID, "j", 9))
+					return tx.CountDownUntakenLater(ctx, run.ID, keys, 1) // travels with COMMIT
+				})
+				var qe *engine.QueuedTransitionError
+				require.ErrorAs(t, err, &qe, name)
+				require.Equal(t, run.ID, qe.RunID, name)
+				require.ErrorIs(t, err, engine.ErrConflict, name)
+				require.Equal(t, map[string][2]int{"j": {2, 2}, "k": {1, 2}, "x": {4, 0}}, counts(), "%s: nothing kept", name)
+			}
+		})
+	}
+}
+
 // TestInsertStartedNodes: rows with a start are created started (attempt
 // 1, input, started now, deadline from now when asked), the others
 // pending, over both queriers and across statement chunks.

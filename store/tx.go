@@ -858,6 +858,22 @@ func (t *pgTx) SkipLater(_ context.Context, runID string, keys []string) error {
 	return nil
 }
 
+func (t *pgTx) CountDownUntakenLater(_ context.Context, runID string, keys []string, n int) error {
+	t.later(`WITH counted AS (UPDATE node_states SET pending_parents = pending_parents - ?, untaken_parents = untaken_parents + ?
+		WHERE run_id = ? AND key = ANY(?::text[]) AND status = 'pending' AND pending_parents > ? RETURNING 1)
+		SELECT 1 / (count(*) / ?) FROM counted`, func(row scanner) error {
+		var one int
+		err := row.Scan(&one)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division by zero: a row was not counted down
+			return &engine.QueuedTransitionError{RunID: runID, Key: strings.Join(keys, ","), From: engine.StatusPending,
+				To: engine.StatusPending}
+		}
+		return err
+	}, n, n, runID, keys, n, len(keys))
+	return nil
+}
+
 func (t *pgTx) Node(ctx context.Context, runID, key string) (*engine.NodeState, error) {
 	st, err := scanNode(t.raw(ctx, `SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ? AND key = ?`, runID, key).Row(), runID)
 	if err != nil {
