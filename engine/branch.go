@@ -248,7 +248,7 @@ func (t *txn) skip(tg target) error {
 // decided, taken the targets it took.
 func (t *txn) skipAll(tgs []target, from *Node, taken []string) error {
 	var alone []target
-	if len(tgs) < 2 || t.run.Status == RunPaused {
+	if t.run.Status == RunPaused {
 		alone, tgs = tgs, nil
 	}
 	counts := map[string]int{}
@@ -490,6 +490,13 @@ func (t *txn) mayBranch(runID, key string) bool {
 // When the run is not locked yet, its lock, the node's row and (when a
 // condition reads run.input) the run's input are read in one round trip.
 func (t *txn) completeDeciding(p CallbackParams, tr *NodeTransition) error {
+	if t.run == nil {
+		if st, ok, err := t.speculateDecision(p.RunID, tr); err != nil {
+			return err
+		} else if ok {
+			return t.completed(st)
+		}
+	}
 	var cur *NodeState
 	var nodeErr error
 	read := false

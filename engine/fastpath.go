@@ -62,6 +62,116 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 	return st, true, nil
 }
 
+// speculateDecision is speculate for a worker's node that decides its
+// edges (a switch), completing by tr: the edges are decided first, from
+// the callback's output and the run's input this process keeps, and the
+// step is speculated when what follows cannot depend on what the database
+// would answer (speculableDecider, decisionSpeculable): the branches
+// taken start, those not taken are skipped together, and the joins they
+// lead to keep parents left (parentsLeft). It reports false, having
+// changed nothing, otherwise.
+func (t *txn) speculateDecision(runID string, tr *NodeTransition) (*NodeState, bool, error) {
+	if t.noSpeculation || tr.From != StatusRunning || len(tr.Steps) != 1 || tr.Steps[0] != StatusCompleted ||
+		tr.Attempt <= 0 || tr.NewAttempt {
+		return nil, false, nil
+	}
+	v, g, ok := t.e.cachedGraph(runID)
+	if !ok {
+		return nil, false, nil
+	}
+	n, idx, ok := g.parseKey(tr.Key)
+	if !ok || !speculableDecider(t, g, n, idx) || !distinctKeys(gjson.ParseBytes(tr.Output)) {
+		return nil, false, nil
+	}
+	in, kept := t.e.inputs.get(runID)
+	if !kept && t.decisionReadsRun(runID, tr.Key) {
+		return nil, false, nil
+	}
+	t.run, t.graph = &Run{ID: runID, FlowVersionID: v, Status: RunRunning, Input: in}, g
+	taken, err := t.decide(n, tr.Key, -1, nil, tr.Output, "")
+	if err != nil || !t.decisionSpeculable(n, idx, taken) {
+		t.run, t.graph = nil, nil // decided again the ordinary way
+		return nil, false, nil
+	}
+	tr.Taken = taken
+	tr.RunID, tr.NodeID, tr.RunVersion = runID, n.ID, v
+	// The compare-and-set checks and locks the run.
+	if err := t.w.Speculate(tr); err != nil {
+		return nil, true, fmt.Errorf("error moving node %s: %w", tr.Key, err)
+	}
+	st := &NodeState{RunID: runID, Key: tr.Key, NodeID: n.ID, Index: idx, Type: n.Type, Status: StatusCompleted,
+		Output: tr.Output, Attempt: tr.Attempt, Taken: taken}
+	t.transitioned(tr, st)
+	return st, true, nil
+}
+
+// speculableDecider reports whether the completion of node n (of graph g)
+// may be speculated whatever it decides: a Worker that moves no entity,
+// sets no variables, undoes nothing and is on no loop, whose conditions
+// read only its output and the run's input, and whose edges lead to
+// Worker or unassigned UX nodes at its depth that it alone starts, on no
+// loop and each with successors, which it alone counts down of what the
+// run does next (no join's first arrival, no Collector, no Splitter).
+func speculableDecider(t *txn, g *ExecutionGraph, n *Node, idx []int) bool {
+	if !n.Caps.CallsBack || movementOf(n, true) != nil || g.SetVariables[n.ID] != nil || len(g.JoinAny) > 0 ||
+		g.loopOf(n.ID) != nil || (len(g.Compensation) > 0 && g.UndoStep(n.ID) != "") || !decidesFirst(t, g, n) {
+		return false
+	}
+	for _, r := range g.Branches[n.ID] {
+		if r.Outcome != "" {
+			return false
+		}
+		if r.Condition == "" {
+			continue
+		}
+		c, err := t.e.conds.get(r.Condition)
+		if err != nil || c.UsesEntity || c.UsesInput || c.UsesEnv || c.UsesItem || len(c.Steps) > 0 || len(c.Vars) > 0 {
+			return false
+		}
+	}
+	targets, arrivals := successors(g, n, idx)
+	if len(targets) == 0 || len(targets) > maxFastSuccessors || len(arrivals) > 0 {
+		return false
+	}
+	for _, tg := range targets {
+		b := tg.node
+		if !soleParent(g, b) || b.Depth != n.Depth || g.loopOf(b.ID) != nil || b.Caps.FansOut || len(g.Adjacency[b.ID]) == 0 ||
+			(!b.Caps.CallsBack && !b.Caps.WaitsForPerson) {
+			return false
+		}
+		if b.Caps.WaitsForPerson && (UXPeopleOf(b).Assigned() || firstEscalation(b) > 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// decisionSpeculable reports whether what node n's decision (taken: the
+// targets of its edges taken) does next is known without asking: a
+// branch is taken, and every successor of a branch not taken is counted
+// down together with the others' (skipAll), keeping parents left.
+func (t *txn) decisionSpeculable(n *Node, idx []int, taken []string) bool {
+	if len(taken) == 0 {
+		return false
+	}
+	targets, _ := successors(t.graph, n, idx)
+	for _, tg := range targets {
+		if slices.Contains(taken, tg.node.ID) {
+			continue
+		}
+		next, arrivals := successors(t.graph, tg.node, idx)
+		if len(arrivals) > 0 {
+			return false
+		}
+		for _, s := range next {
+			if soleParent(t.graph, s.node) || !t.parentsLeft(s, n, taken) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // speculable reports whether completing node n at index idx with output
 // may be speculated (speculate): a Worker that moves no entity and
 // decides no edges, whose successors are Worker or unassigned UX nodes

@@ -392,8 +392,9 @@ func TestRuleSwitchJoin(t *testing.T) {
 // Branches — when a switch takes a branch that waits for its worker, its
 // join's count-down for the branches not taken needs no answer: it is
 // queued, and the database checks what it assumed (the join pending, with
-// parents left). A transaction whose assumption fails is applied again
-// asking, with the same outcome.
+// parents left); the switch's step is speculated (the run's row is not
+// read). A transaction whose assumption fails is applied again asking,
+// with the same outcome.
 func TestRuleSwitchJoinCountedWithoutAsking(t *testing.T) {
 	t.Parallel()
 	const graph = `{"nodes":[
@@ -415,9 +416,10 @@ func TestRuleSwitchJoinCountedWithoutAsking(t *testing.T) {
 	}{{"assumed", 0}, {"the assumption fails", 5}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var queued, asked atomic.Int64
-			r := newRig(t, func(c *engine.Config) { c.Store = countDowns{c.Store, tc.off, &queued, &asked} })
+			var queued, asked, locks atomic.Int64
+			r := newRig(t, func(c *engine.Config) { c.Store = countDowns{c.Store, tc.off, &queued, &asked, &locks} })
 			run := r.start(graph, `{}`)
+			locks.Store(0)
 			require.NoError(t, r.callback(run.ID, "w", 1, engine.StatusCompleted, `{"k":1}`))
 			require.Equal(t, int64(1), queued.Load(), "the join's count-down queued once (not again when asked)")
 			want := int64(0)
@@ -425,6 +427,7 @@ func TestRuleSwitchJoinCountedWithoutAsking(t *testing.T) {
 				want = 1
 			}
 			require.Equal(t, want, asked.Load(), "asked only once the assumption failed")
+			require.Equal(t, want, locks.Load(), "the run's row read only when applied again")
 			_, ns := r.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"w": engine.StatusCompleted,
 				"b0": engine.StatusSkipped, "b1": engine.StatusRunning, "b2": engine.StatusSkipped, "j": engine.StatusPending})
 			require.Equal(t, 1, ns["j"].PendingParents)
@@ -437,11 +440,12 @@ func TestRuleSwitchJoinCountedWithoutAsking(t *testing.T) {
 }
 
 // countDowns counts the engine's count-downs of edges not taken, queued
-// (CountDownUntakenLater, off added to each) and asked (AddPendingUntaken).
+// (CountDownUntakenLater, off added to each) and asked (AddPendingUntaken),
+// and its reads of run rows with their lock.
 type countDowns struct {
 	engine.Store
-	off           int
-	queued, asked *atomic.Int64
+	off                  int
+	queued, asked, locks *atomic.Int64
 }
 
 func (s countDowns) InTx(ctx context.Context, fn func(context.Context, engine.Tx) error) error {
@@ -456,6 +460,16 @@ type countDownsTx struct {
 func (t countDownsTx) CountDownUntakenLater(ctx context.Context, runID string, keys []string, n int) error {
 	t.s.queued.Add(1)
 	return t.Tx.CountDownUntakenLater(ctx, runID, keys, n+t.s.off)
+}
+
+func (t countDownsTx) LockRun(ctx context.Context, runID string) (*engine.Run, error) {
+	t.s.locks.Add(1)
+	return t.Tx.LockRun(ctx, runID)
+}
+
+func (t countDownsTx) LockRunLater(ctx context.Context, runID string) func() (*engine.Run, error) {
+	t.s.locks.Add(1)
+	return t.Tx.LockRunLater(ctx, runID)
 }
 
 func (t countDownsTx) AddPendingUntaken(ctx context.Context, runID string, keys, untaken []string, delta int) (map[string]engine.Pending, error) {
