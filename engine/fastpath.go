@@ -88,8 +88,8 @@ func (t *txn) speculateDecision(runID string, tr *NodeTransition) (*NodeState, b
 		return nil, false, nil
 	}
 	t.run, t.graph = &Run{ID: runID, FlowVersionID: v, Status: RunRunning, Input: in}, g
-	taken, err := t.decide(n, tr.Key, -1, nil, tr.Output, "")
-	if err != nil || !t.decisionSpeculable(n, idx, taken) {
+	taken, ok := t.decisionSpeculable(n, idx, tr)
+	if !ok {
 		t.run, t.graph = nil, nil // decided again the ordinary way
 		return nil, false, nil
 	}
@@ -146,13 +146,16 @@ func speculableDecider(t *txn, g *ExecutionGraph, n *Node, idx []int) bool {
 	return true
 }
 
-// decisionSpeculable reports whether what node n's decision (taken: the
-// targets of its edges taken) does next is known without asking: a
+// decisionSpeculable decides node n's edges on its completion tr and
+// reports whether what the decision does next is known without asking: a
 // branch is taken, and every successor of a branch not taken is counted
-// down together with the others' (skipAll), keeping parents left.
-func (t *txn) decisionSpeculable(n *Node, idx []int, taken []string) bool {
-	if len(taken) == 0 {
-		return false
+// down together with the others' (skipAll), keeping parents left. A
+// decision that fails (a condition that cannot be evaluated) is not: it
+// is made again the ordinary way, which fails the node with it.
+func (t *txn) decisionSpeculable(n *Node, idx []int, tr *NodeTransition) ([]string, bool) {
+	taken, err := t.decide(n, tr.Key, -1, nil, tr.Output, "")
+	if err != nil || len(taken) == 0 {
+		return nil, false
 	}
 	targets, _ := successors(t.graph, n, idx)
 	for _, tg := range targets {
@@ -161,15 +164,15 @@ func (t *txn) decisionSpeculable(n *Node, idx []int, taken []string) bool {
 		}
 		next, arrivals := successors(t.graph, tg.node, idx)
 		if len(arrivals) > 0 {
-			return false
+			return nil, false
 		}
 		for _, s := range next {
 			if soleParent(t.graph, s.node) || !t.parentsLeft(s, n, taken) {
-				return false
+				return nil, false
 			}
 		}
 	}
-	return true
+	return taken, true
 }
 
 // speculable reports whether completing node n at index idx with output
