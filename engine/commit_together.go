@@ -105,7 +105,10 @@ func (g *grouped) mayCompleteTogether(p *CallbackParams) string {
 		return ""
 	}
 	n, idx, ok := graph.parseKey(p.Key)
-	if !ok || graph.hasBranches(n.ID) || speculable(graph, n, idx, p.Output) {
+	if !ok || graph.hasBranches(n.ID) {
+		return ""
+	}
+	if join, _ := g.e.knownJoin(p.RunID, graph, n, idx); speculable(graph, n, idx, p.Output, join) {
 		return ""
 	}
 	return v

@@ -231,6 +231,37 @@ type Engine struct {
 	delivered deliveredBatch
 	versions  runVersions
 	inputs    runInputs
+	decisions runDecisions
+}
+
+// runDecisions remembers, for the switches this process decided, the one
+// branch each took ("" when it took another number), so that the step of
+// that branch can be speculated up to its join (knownJoin). The database
+// checks what it assumes; the map is cleared when it reaches
+// maxRunVersions.
+type runDecisions struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (d *runDecisions) get(runID, key string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, ok := d.m[runID+"/"+key]
+	return b, ok
+}
+
+func (d *runDecisions) put(runID, key string, taken []string) {
+	one := ""
+	if len(taken) == 1 {
+		one = taken[0]
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil || len(d.m) >= maxRunVersions {
+		d.m = make(map[string]string)
+	}
+	d.m[runID+"/"+key] = one
 }
 
 // runVersions remembers the flow version of runs this process locked, so

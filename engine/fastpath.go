@@ -46,13 +46,22 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 		return nil, false, nil
 	}
 	n, idx, ok := g.parseKey(tr.Key)
-	if !ok || !speculable(g, n, idx, tr.Output) {
+	if !ok {
+		return nil, false, nil
+	}
+	join, untaken := t.e.knownJoin(runID, g, n, idx)
+	if !speculable(g, n, idx, tr.Output, join) {
 		return nil, false, nil
 	}
 	tr.RunID, tr.NodeID, tr.RunVersion = runID, n.ID, v
 	// The compare-and-set checks and locks the run.
 	if err := t.w.Speculate(tr); err != nil {
 		return nil, true, fmt.Errorf("error moving node %s: %w", tr.Key, err)
+	}
+	if join != "" {
+		if err := t.w.AssumeCountDown(countDown{runID: runID, key: tr.Key, version: v, nodeID: n.ID}, join, untaken); err != nil {
+			return nil, true, fmt.Errorf("error counting down %s: %w", join, err)
+		}
 	}
 	// The run was not read: run holds changes to its counters.
 	t.run, t.graph = &Run{ID: runID, FlowVersionID: v, Status: RunRunning}, g
@@ -175,11 +184,41 @@ func (t *txn) decisionSpeculable(n *Node, idx []int, tr *NodeTransition) ([]stri
 	return taken, true
 }
 
+// knownJoin returns the key of node n's one successor when it is a
+// switch's join that n's completion makes ready, with its count of edges
+// not taken: n is one of the switch's branches, every upstream node of
+// the join is a branch of the same switch (each started by it alone, at
+// the join's depth, on no loop), and the switch took n alone, as this
+// process decided it (runDecisions). "" otherwise.
+func (e *Engine) knownJoin(runID string, g *ExecutionGraph, n *Node, idx []int) (string, int) {
+	next := g.Adjacency[n.ID]
+	ups := g.Upstream[n.ID]
+	if len(next) != 1 || len(ups) != 1 || len(g.JoinAny) > 0 {
+		return "", 0
+	}
+	j, sw := g.Nodes[next[0]], g.Nodes[ups[0]]
+	if soleParent(g, j) || !g.MaySkip[j.ID] || j.Caps.Collects || j.joinBranch || j.Depth != n.Depth ||
+		sw.Depth != n.Depth || g.loopOf(j.ID) != nil || g.loopOf(sw.ID) != nil {
+		return "", 0
+	}
+	for _, u := range g.Upstream[j.ID] {
+		un := g.Nodes[u]
+		if !soleParent(g, un) || g.Upstream[u][0] != sw.ID || un.Depth != n.Depth || g.loopOf(u) != nil {
+			return "", 0
+		}
+	}
+	if one, ok := e.decisions.get(runID, InstanceKey(sw.ID, idx)); !ok || one != n.ID {
+		return "", 0
+	}
+	return InstanceKey(j.ID, idx), len(g.Upstream[j.ID]) - 1
+}
+
 // speculable reports whether completing node n at index idx with output
 // may be speculated (speculate): a Worker that moves no entity and
 // decides no edges, whose successors are Worker or unassigned UX nodes
-// at its depth that it alone starts.
-func speculable(g *ExecutionGraph, n *Node, idx []int, output json.RawMessage) bool {
+// at its depth that it alone starts — or, join (when not ""), its one
+// successor, a switch's join it makes ready (knownJoin).
+func speculable(g *ExecutionGraph, n *Node, idx []int, output json.RawMessage, join string) bool {
 	if !n.Caps.CallsBack || movementOf(n, true) != nil || g.hasBranches(n.ID) || g.SetVariables[n.ID] != nil {
 		return false
 	}
@@ -188,7 +227,7 @@ func speculable(g *ExecutionGraph, n *Node, idx []int, output json.RawMessage) b
 		return false
 	}
 	for _, tg := range targets {
-		if !soleParent(g, tg.node) || tg.node.Depth != n.Depth || g.loopOf(tg.node.ID) != nil ||
+		if (!soleParent(g, tg.node) && tg.key != join) || tg.node.Depth != n.Depth || g.loopOf(tg.node.ID) != nil ||
 			(!tg.node.Caps.CallsBack && !tg.node.Caps.WaitsForPerson) {
 			return false
 		}

@@ -40,6 +40,9 @@ func (t *txn) completed(st *NodeState) error {
 	if st.Taken == nil && t.graph.hasBranches(n.ID) {
 		return fmt.Errorf("node %s completed without deciding its edges", st.Key)
 	}
+	if st.Taken != nil && t.graph.hasBranches(n.ID) {
+		t.e.decisions.put(t.run.ID, st.Key, st.Taken)
+	}
 	return t.walk(n, st.Key, st.Index, st.Output, st.Taken)
 }
 

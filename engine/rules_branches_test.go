@@ -393,8 +393,10 @@ func TestRuleSwitchJoin(t *testing.T) {
 // join's count-down for the branches not taken needs no answer: it is
 // queued, and the database checks what it assumed (the join pending, with
 // parents left); the switch's step is speculated (the run's row is not
-// read). A transaction whose assumption fails is applied again asking,
-// with the same outcome.
+// read), and so is the taken branch's, whose join it makes ready (the
+// database checks the join's last parent and edges not taken). A
+// transaction whose assumption fails is applied again asking, with the
+// same outcome.
 func TestRuleSwitchJoinCountedWithoutAsking(t *testing.T) {
 	t.Parallel()
 	const graph = `{"nodes":[
@@ -416,8 +418,8 @@ func TestRuleSwitchJoinCountedWithoutAsking(t *testing.T) {
 	}{{"assumed", 0}, {"the assumption fails", 5}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var queued, asked, locks atomic.Int64
-			r := newRig(t, func(c *engine.Config) { c.Store = countDowns{c.Store, tc.off, &queued, &asked, &locks} })
+			var queued, asked, locks, readies atomic.Int64
+			r := newRig(t, func(c *engine.Config) { c.Store = countDowns{c.Store, tc.off, &queued, &asked, &locks, &readies} })
 			run := r.start(graph, `{}`)
 			locks.Store(0)
 			require.NoError(t, r.callback(run.ID, "w", 1, engine.StatusCompleted, `{"k":1}`))
@@ -431,7 +433,10 @@ func TestRuleSwitchJoinCountedWithoutAsking(t *testing.T) {
 			_, ns := r.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"w": engine.StatusCompleted,
 				"b0": engine.StatusSkipped, "b1": engine.StatusRunning, "b2": engine.StatusSkipped, "j": engine.StatusPending})
 			require.Equal(t, 1, ns["j"].PendingParents)
+			locks.Store(0)
 			require.NoError(t, r.callback(run.ID, "b1", 1, engine.StatusCompleted, `{"b1":true}`))
+			require.Equal(t, int64(1), readies.Load(), "the join's readiness assumed")
+			require.Equal(t, want, locks.Load(), "the run's row read only when applied again")
 			_, ns = r.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"b1": engine.StatusCompleted,
 				"j": engine.StatusRunning})
 			require.JSONEq(t, `{"b1":true}`, string(ns["j"].Input))
@@ -441,11 +446,12 @@ func TestRuleSwitchJoinCountedWithoutAsking(t *testing.T) {
 
 // countDowns counts the engine's count-downs of edges not taken, queued
 // (CountDownUntakenLater, off added to each) and asked (AddPendingUntaken),
+// its assumed readiness of joins (CountDownToReadyLater, off added too)
 // and its reads of run rows with their lock.
 type countDowns struct {
 	engine.Store
-	off                  int
-	queued, asked, locks *atomic.Int64
+	off                           int
+	queued, asked, locks, readies *atomic.Int64
 }
 
 func (s countDowns) InTx(ctx context.Context, fn func(context.Context, engine.Tx) error) error {
@@ -460,6 +466,11 @@ type countDownsTx struct {
 func (t countDownsTx) CountDownUntakenLater(ctx context.Context, runID string, keys []string, n int) error {
 	t.s.queued.Add(1)
 	return t.Tx.CountDownUntakenLater(ctx, runID, keys, n+t.s.off)
+}
+
+func (t countDownsTx) CountDownToReadyLater(ctx context.Context, runID, key string, untaken int) error {
+	t.s.readies.Add(1)
+	return t.Tx.CountDownToReadyLater(ctx, runID, key, untaken+t.s.off)
 }
 
 func (t countDownsTx) LockRun(ctx context.Context, runID string) (*engine.Run, error) {

@@ -234,6 +234,12 @@ type TxWrites interface {
 	// parents left, fails the transaction in the database
 	// (QueuedTransitionError).
 	CountDownUntakenLater(ctx context.Context, runID string, keys []string, n int) error
+	// CountDownToReadyLater queues the count-down of join key's last
+	// pending parent, when the rules know its answer: it is pending with
+	// one parent left and untaken of its inbound edges decided not taken,
+	// in a run never rerun. Anything else fails the transaction in the
+	// database (QueuedTransitionError).
+	CountDownToReadyLater(ctx context.Context, runID, key string, untaken int) error
 	// ResetUntaken sets untaken_parents of the run's pending rows to 0
 	// (the run moved to another version).
 	ResetUntaken(ctx context.Context, runID string) error

@@ -27,6 +27,21 @@ func (w *writer) QueueCountDown(c countDown, keys []string) *countDown {
 	return &c
 }
 
+// AssumeCountDown queues the count-down of c's node's one successor join,
+// whose answer the rules know (TxWrites.CountDownToReadyLater: its last
+// parent, with untaken edges not taken), and keeps it for the walk with
+// that answer: an assumption the database checks.
+func (w *writer) AssumeCountDown(c countDown, join string, untaken int) error {
+	if err := w.wrote(w.tx.CountDownToReadyLater(w.ctx, c.runID, join, untaken)); err != nil {
+		return err
+	}
+	w.assumed = true
+	answer := map[string]Pending{join: {Remaining: 0, Untaken: untaken, Status: StatusPending}}
+	c.got = func() (map[string]Pending, error) { return answer, nil }
+	w.KeepCountDown(&c)
+	return nil
+}
+
 // KeepCountDown keeps c for the walk's CountDown of its node.
 func (w *writer) KeepCountDown(c *countDown) { w.countedDown = append(w.countedDown, c) }
 

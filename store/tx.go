@@ -874,6 +874,22 @@ func (t *pgTx) CountDownUntakenLater(_ context.Context, runID string, keys []str
 	return nil
 }
 
+func (t *pgTx) CountDownToReadyLater(_ context.Context, runID, key string, untaken int) error {
+	t.later(`WITH counted AS (UPDATE node_states SET pending_parents = 0
+		WHERE run_id = ? AND key = ? AND status = 'pending' AND pending_parents = 1 AND untaken_parents = ?
+			AND NOT (SELECT reran FROM runs WHERE id = ?) RETURNING 1)
+		SELECT 1 / count(*) FROM counted`, func(row scanner) error {
+		var one int
+		err := row.Scan(&one)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division by zero: not as assumed
+			return &engine.QueuedTransitionError{RunID: runID, Key: key, From: engine.StatusPending, To: engine.StatusPending}
+		}
+		return err
+	}, runID, key, untaken, runID)
+	return nil
+}
+
 func (t *pgTx) Node(ctx context.Context, runID, key string) (*engine.NodeState, error) {
 	st, err := scanNode(t.raw(ctx, `SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ? AND key = ?`, runID, key).Row(), runID)
 	if err != nil {
