@@ -193,7 +193,7 @@ func (t *txn) decisionSpeculable(n *Node, idx []int, tr *NodeTransition) ([]stri
 func (e *Engine) knownJoin(runID string, g *ExecutionGraph, n *Node, idx []int) (string, int) {
 	next := g.Adjacency[n.ID]
 	ups := g.Upstream[n.ID]
-	if len(next) != 1 || len(ups) != 1 || len(g.JoinAny) > 0 {
+	if len(next) != 1 || len(ups) != 1 || len(g.JoinAny) > 0 || (len(g.Compensation) > 0 && g.UndoStep(n.ID) != "") {
 		return "", 0
 	}
 	j, sw := g.Nodes[next[0]], g.Nodes[ups[0]]
