@@ -255,10 +255,8 @@ func (t *txn) skipAll(tgs []target, from *Node, taken []string) error {
 	var succ []target // the skipped nodes' successors, in first-seen order
 	var together []target
 	for _, tg := range tgs {
-		targets, arrivals := successors(t.graph, tg.node, tg.idx)
-		if tg.node.Caps.FansOut || len(arrivals) > 0 || slices.ContainsFunc(targets, func(s target) bool {
-			return soleParent(t.graph, s.node)
-		}) {
+		targets, ok := skippedTogether(t.graph, tg)
+		if !ok {
 			alone = append(alone, tg)
 			continue
 		}
@@ -360,6 +358,20 @@ func (t *txn) parentsLeft(s target, from *Node, taken []string) bool {
 		}
 	}
 	return waits
+}
+
+// skippedTogether returns the successors of tg, a node to be skipped, and
+// reports whether skipAll skips it with the others: its successors are all
+// counted down (none a sole child, no Collector's arrival, not a
+// Splitter's region).
+func skippedTogether(g *ExecutionGraph, tg target) ([]target, bool) {
+	targets, arrivals := successors(g, tg.node, tg.idx)
+	if tg.node.Caps.FansOut || len(arrivals) > 0 || slices.ContainsFunc(targets, func(s target) bool {
+		return soleParent(g, s.node)
+	}) {
+		return nil, false
+	}
+	return targets, true
 }
 
 // skipOnlyAll is skipOnly for several nodes, with one statement for those

@@ -218,9 +218,10 @@ func (g *grouped) runBatch(runID string, items []*opItem) {
 // compare-and-set (a repeated completion callback, whose successors'
 // count-down travelled with it), that batch is applied on its own and the
 // others again together; so it is when a queued compare-and-set fails
-// (QueuedTransitionError names its run: a speculated step's, whose
-// failure surfaces at a later batch's statement or at COMMIT), and that
-// batch is then applied without speculating. Any other failure (it may be
+// (QueuedTransitionError names its run: a speculated step's, or a
+// count-down whose answer was assumed, whose failure surfaces at a later
+// batch's statement or at COMMIT), and that batch is then applied without
+// speculating or assuming. Any other failure (it may be
 // an earlier batch's queued write, surfacing at a later statement) or a
 // failed commit has each batch applied on its own. Entity rows are not locked in any order: two
 // groups moving the same two entities may deadlock, which Postgres breaks

@@ -236,8 +236,10 @@ type Engine struct {
 
 // runDecisions remembers, for the switches this process decided, the one
 // branch each took ("" when it took another number), so that the step of
-// that branch can be speculated up to its join (knownJoin). The database
-// checks what it assumes; the map is cleared when it reaches
+// that branch can be speculated up to its join (knownJoin). A decision is
+// noted before its transaction commits, and one rolled back stays: the
+// database checks what the speculation assumes, so a wrong entry costs a
+// retry, never a wrong step. The map is cleared when it reaches
 // maxRunVersions.
 type runDecisions struct {
 	mu sync.Mutex

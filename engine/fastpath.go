@@ -28,7 +28,9 @@ import (
 // depend on what the database would answer: this process knows the run's
 // flow version (and so its graph); the node is a Worker that moves no
 // entity, and every node after it is a Worker or unassigned UX node at its depth
-// whose only upstream node it is (so each is pending and fires now, with
+// whose only upstream node it is — or a switch's join it alone makes
+// ready (knownJoin: its count-down's answer is assumed, checked in the
+// database) — (so each is pending and fires now, with
 // the callback's output as input, and the run stays running: it has work
 // left and a node that just became active). What it assumed travels with
 // the compare-and-set (the row's node, the run running on that version),
@@ -64,7 +66,7 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 		}
 	}
 	// The run was not read: run holds changes to its counters.
-	t.run, t.graph = &Run{ID: runID, FlowVersionID: v, Status: RunRunning}, g
+	t.run, t.graph = &Run{ID: runID, FlowID: g.FlowID, FlowVersionID: v, Status: RunRunning}, g
 	st := &NodeState{RunID: runID, Key: tr.Key, NodeID: n.ID, Index: idx, Type: n.Type, Status: StatusCompleted,
 		Output: tr.Output, Attempt: tr.Attempt}
 	t.transitioned(tr, st)
@@ -96,7 +98,7 @@ func (t *txn) speculateDecision(runID string, tr *NodeTransition) (*NodeState, b
 	if !kept && t.decisionReadsRun(runID, tr.Key) {
 		return nil, false, nil
 	}
-	t.run, t.graph = &Run{ID: runID, FlowVersionID: v, Status: RunRunning, Input: in}, g
+	t.run, t.graph = &Run{ID: runID, FlowID: g.FlowID, FlowVersionID: v, Status: RunRunning, Input: in}, g
 	taken, ok := t.decisionSpeculable(n, idx, tr)
 	if !ok {
 		t.run, t.graph = nil, nil // decided again the ordinary way
@@ -171,12 +173,12 @@ func (t *txn) decisionSpeculable(n *Node, idx []int, tr *NodeTransition) ([]stri
 		if slices.Contains(taken, tg.node.ID) {
 			continue
 		}
-		next, arrivals := successors(t.graph, tg.node, idx)
-		if len(arrivals) > 0 {
+		next, ok := skippedTogether(t.graph, tg)
+		if !ok {
 			return nil, false
 		}
 		for _, s := range next {
-			if soleParent(t.graph, s.node) || !t.parentsLeft(s, n, taken) {
+			if !t.parentsLeft(s, n, taken) {
 				return nil, false
 			}
 		}

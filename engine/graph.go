@@ -50,6 +50,9 @@ type ExecutionGraph struct {
 	// is loaded, not stored in the graph): its runs' deliveries are shared
 	// out by it (docs/workspaces.md#fairness).
 	Workspace string `json:"-"`
+	// FlowID is the flow the version is of (set as it is loaded): a
+	// speculated step's run, not read, names its flow by it.
+	FlowID string `json:"-"`
 	// Nodes by id: id, type and config (no positions or styles).
 	Nodes map[string]*Node `json:"nodes"`
 	// Adjacency maps a node id to its downstream node ids, in edge order.

@@ -487,3 +487,46 @@ func (t countDownsTx) AddPendingUntaken(ctx context.Context, runID string, keys,
 	t.s.asked.Add(1)
 	return t.Tx.AddPendingUntaken(ctx, runID, keys, untaken, delta)
 }
+
+// TestSpeculatedStepsNameTheirFlow: a speculated step reads no run row,
+// yet what it writes names the run's flow as the ordinary path does: the
+// approval.requested notification of a person's step it starts — after a
+// switch's step and after a chain step.
+func TestSpeculatedStepsNameTheirFlow(t *testing.T) {
+	t.Parallel()
+	const graph = `{"nodes":[
+		{"id":"w","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"ask","type":"UX","data":{"prompt":"ok?"}},
+		{"id":"b","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"j","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"c","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"ask2","type":"UX","data":{"prompt":"ok again?"}}],
+		"edges":[{"id":"e0","source":"w","target":"ask","data":{"condition":"output.ask"}},
+			{"id":"e1","source":"w","target":"b","data":{"default":true}},
+			{"id":"j0","source":"ask","target":"j"},{"id":"j1","source":"b","target":"j"},
+			{"id":"jc","source":"j","target":"c"},{"id":"c2","source":"c","target":"ask2"}]}`
+	var locks atomic.Int64
+	var none atomic.Int64
+	r := newRig(t, func(c *engine.Config) {
+		c.Notify = true
+		c.Store = countDowns{c.Store, 0, &none, &none, &locks, &none}
+	})
+	run := r.start(graph, `{}`)
+	flows := func(key string) []string {
+		var got []string
+		require.NoError(t, r.st.Gorm().Raw(`SELECT payload->>'flow_id' FROM notifications
+			WHERE run_id = ? AND payload->>'type' = 'approval.requested' AND payload->>'node_key' = ?`, run.ID, key).Scan(&got).Error)
+		return got
+	}
+	locks.Store(0)
+	require.NoError(t, r.callback(run.ID, "w", 1, engine.StatusCompleted, `{"ask":true}`))
+	require.Zero(t, locks.Load(), "the switch's step speculated")
+	require.Equal(t, []string{run.FlowID}, flows("ask"))
+	require.NoError(t, r.eng.CompleteUX(context.Background(), engine.CompleteUXParams{RunID: run.ID, Key: "ask", Outcome: "approve", By: "ada@example.com"}))
+	r.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"j": engine.StatusRunning})
+	require.NoError(t, r.callback(run.ID, "j", 1, engine.StatusCompleted, `{}`))
+	locks.Store(0)
+	require.NoError(t, r.callback(run.ID, "c", 1, engine.StatusCompleted, `{}`))
+	require.Zero(t, locks.Load(), "the chain step speculated")
+	require.Equal(t, []string{run.FlowID}, flows("ask2"))
+}

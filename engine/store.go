@@ -398,7 +398,10 @@ type Wake struct {
 func (t *NodeTransition) Final() Status { return t.Steps[len(t.Steps)-1] }
 
 // QueuedTransitionError reports a queued compare-and-set
-// (Tx.TransitionLater) that moved no row, which failed its transaction; it
+// (Tx.TransitionLater, SkipLater) that moved no row, or a queued
+// count-down whose assumed answer did not hold (CountDownUntakenLater,
+// CountDownToReadyLater; Key lists its keys), which failed its
+// transaction; it
 // wraps ErrConflict. It names the run, so that a transaction shared by
 // several runs' batches knows whose it was.
 type QueuedTransitionError struct {

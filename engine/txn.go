@@ -39,8 +39,8 @@ type txn struct {
 	outcome, actor string
 	// comment is the person's comment on that decision, for the journey.
 	comment string
-	// noSpeculation forbids speculate (the retry of a transaction whose
-	// speculation failed).
+	// noSpeculation forbids speculating and assuming a count-down's
+	// answer (the retry of a transaction whose assumption failed).
 	noSpeculation bool
 	// nested are transactions over other runs made in this one's database
 	// transaction (a sub-flow's start, a parent told of its child's end).

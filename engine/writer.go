@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -37,7 +38,8 @@ type writer struct {
 	// speculated is the run whose step was speculated (Speculate), "" when
 	// none was.
 	speculated string
-	// assumed: a count-down's answer was assumed (CountDownUntakenLater).
+	// assumed: a count-down's answer was assumed (CountDownUntakenLater,
+	// AssumeCountDown).
 	assumed bool
 }
 
@@ -84,6 +86,10 @@ func (w *writer) Transition(t *NodeTransition) (*NodeState, error) {
 // Speculate queues the compare-and-set of a speculated step (speculate):
 // it checks and locks the run, and the run is saved relative to its row.
 func (w *writer) Speculate(t *NodeTransition) error {
+	if w.speculated != "" && w.speculated != t.RunID {
+		// Its save relative to its row would be taken for the other's.
+		return fmt.Errorf("a step of run %s speculated in the transaction of run %s's", t.RunID, w.speculated)
+	}
 	if err := w.TransitionLater(t); err != nil {
 		return err
 	}
@@ -178,8 +184,11 @@ func (w *writer) AddPendingLater(runID string, keys []string, delta int) func() 
 // (TxWrites.CountDownUntakenLater): an assumption the database checks,
 // so that a transaction failing it is applied again reading as it goes.
 func (w *writer) CountDownUntakenLater(runID string, keys []string, n int) error {
+	if err := w.wrote(w.tx.CountDownUntakenLater(w.ctx, runID, keys, n)); err != nil {
+		return err
+	}
 	w.assumed = true
-	return w.wrote(w.tx.CountDownUntakenLater(w.ctx, runID, keys, n))
+	return nil
 }
 
 // Assumed reports whether the transaction queued a write on an assumption

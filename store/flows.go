@@ -318,9 +318,9 @@ func (s *Store) GetVersion(ctx context.Context, flowID string, number int) (*Flo
 // ExecutionGraph implements engine.Store: the engine's path, left in SQL.
 func (s *Store) ExecutionGraph(ctx context.Context, versionID string) (*engine.ExecutionGraph, error) {
 	var raw []byte
-	var ws string
-	err := s.db.WithContext(ctx).Raw(`SELECT v.execution_graph, f.workspace FROM flow_versions v JOIN flows f ON f.id = v.flow_id
-		WHERE v.id = ?`, versionID).Row().Scan(&raw, &ws)
+	var ws, flowID string
+	err := s.db.WithContext(ctx).Raw(`SELECT v.execution_graph, f.workspace, f.id::text FROM flow_versions v JOIN flows f ON f.id = v.flow_id
+		WHERE v.id = ?`, versionID).Row().Scan(&raw, &ws, &flowID)
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -328,7 +328,7 @@ func (s *Store) ExecutionGraph(ctx context.Context, versionID string) (*engine.E
 	if err := json.Unmarshal(raw, &g); err != nil {
 		return nil, fmt.Errorf("error decoding execution graph %s: %w", versionID, err)
 	}
-	g.Workspace = ws
+	g.Workspace, g.FlowID = ws, flowID
 	return &g, nil
 }
 
