@@ -21,6 +21,24 @@ import (
 // bulk completion of callbacks is in commit_grouped.go (takeCompletedInBulk),
 // completion across runs in commit_together.go.
 
+// speculationOf returns what a speculation of completion tr of run runID
+// starts from — the run's flow version and graph as this process keeps
+// them, the node and its index — and reports false when none may be made:
+// speculation is off, tr is not a worker's first completion of its
+// running attempt, or the graph is not kept.
+func (t *txn) speculationOf(runID string, tr *NodeTransition) (string, *ExecutionGraph, *Node, []int, bool) {
+	if t.noSpeculation || tr.From != StatusRunning || len(tr.Steps) != 1 || tr.Steps[0] != StatusCompleted ||
+		tr.Attempt <= 0 || tr.NewAttempt {
+		return "", nil, nil, nil, false
+	}
+	v, g, ok := t.e.cachedGraph(runID)
+	if !ok {
+		return "", nil, nil, nil, false
+	}
+	n, idx, ok := g.parseKey(tr.Key)
+	return v, g, n, idx, ok
+}
+
 // speculate applies the completion of a chain step without waiting for
 // anything: the node's compare-and-set (which locks the run), its
 // successors' starts and outbox rows and the run's save are all queued,
@@ -39,15 +57,7 @@ import (
 // applies the operation again without speculating. The run's counters are
 // saved as changes to the row's (RunSave.Relative).
 func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, error) {
-	if t.noSpeculation || tr.From != StatusRunning || len(tr.Steps) != 1 || tr.Steps[0] != StatusCompleted ||
-		tr.Attempt <= 0 || tr.NewAttempt {
-		return nil, false, nil
-	}
-	v, g, ok := t.e.cachedGraph(runID)
-	if !ok {
-		return nil, false, nil
-	}
-	n, idx, ok := g.parseKey(tr.Key)
+	v, g, n, idx, ok := t.speculationOf(runID, tr)
 	if !ok {
 		return nil, false, nil
 	}
@@ -82,15 +92,7 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 // lead to keep parents left (parentsLeft). It reports false, having
 // changed nothing, otherwise.
 func (t *txn) speculateDecision(runID string, tr *NodeTransition) (*NodeState, bool, error) {
-	if t.noSpeculation || tr.From != StatusRunning || len(tr.Steps) != 1 || tr.Steps[0] != StatusCompleted ||
-		tr.Attempt <= 0 || tr.NewAttempt {
-		return nil, false, nil
-	}
-	v, g, ok := t.e.cachedGraph(runID)
-	if !ok {
-		return nil, false, nil
-	}
-	n, idx, ok := g.parseKey(tr.Key)
+	v, g, n, idx, ok := t.speculationOf(runID, tr)
 	if !ok || !speculableDecider(t, g, n, idx) || !distinctKeys(gjson.ParseBytes(tr.Output)) {
 		return nil, false, nil
 	}

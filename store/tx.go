@@ -816,6 +816,22 @@ func (t *pgTx) Transition(ctx context.Context, tr *engine.NodeTransition) (*engi
 	return nil, &engine.TransitionError{Key: tr.Key, Want: tr.From, Current: cur}
 }
 
+// checked scans the answer of a queued statement that divides by the rows
+// it changed (count(*) / n): its division by zero, raised in the database
+// so that the transaction fails even when the statement travels with
+// COMMIT, is the error failed gives.
+func checked(failed func() error) func(scanner) error {
+	return func(row scanner) error {
+		var one int
+		err := row.Scan(&one)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division by zero: not every row changed
+			return failed()
+		}
+		return err
+	}
+}
+
 // TransitionLater queues the compare-and-set; a row it does not find in
 // tr.From (with tr.Attempt) fails the transaction — in the database: the
 // statement divides by the number of rows it moved, so that its error
@@ -824,16 +840,10 @@ func (t *pgTx) Transition(ctx context.Context, tr *engine.NodeTransition) (*engi
 // after it, COMMIT included.
 func (t *pgTx) TransitionLater(_ context.Context, tr *engine.NodeTransition) error {
 	q, args := transitionSQL(tr)
-	t.later(`WITH moved AS (`+q+` RETURNING 1) SELECT 1 / count(*) FROM moved`, func(row scanner) error {
-		var one int
-		err := row.Scan(&one)
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division by zero: no row moved
-			return &engine.QueuedTransitionError{RunID: tr.RunID, Key: tr.Key, From: tr.From, To: tr.Final(),
-				Attempt: tr.Attempt}
-		}
-		return err
-	}, args...)
+	t.later(`WITH moved AS (`+q+` RETURNING 1) SELECT 1 / count(*) FROM moved`, checked(func() error {
+		return &engine.QueuedTransitionError{RunID: tr.RunID, Key: tr.Key, From: tr.From, To: tr.Final(),
+			Attempt: tr.Attempt}
+	}), args...)
 	return nil
 }
 
@@ -845,32 +855,20 @@ func (t *pgTx) SkipLater(_ context.Context, runID string, keys []string) error {
 	t.later(`WITH moved AS (UPDATE node_states SET status = 'skipped', error = NULL, deadline = NULL,
 			finished_at = now(), updated_at = now()
 		WHERE run_id = ? AND key = ANY(?::text[]) AND status = 'pending' RETURNING 1)
-		SELECT 1 / (count(*) / ?) FROM moved`, func(row scanner) error {
-		var one int
-		err := row.Scan(&one)
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division by zero: a row did not move
-			return &engine.QueuedTransitionError{RunID: runID, Key: strings.Join(keys, ","), From: engine.StatusPending,
-				To: engine.StatusSkipped}
-		}
-		return err
-	}, runID, keys, len(keys))
+		SELECT 1 / (count(*) / ?) FROM moved`, checked(func() error {
+		return &engine.QueuedTransitionError{RunID: runID, Key: strings.Join(keys, ","), From: engine.StatusPending,
+			To: engine.StatusSkipped}
+	}), runID, keys, len(keys))
 	return nil
 }
 
 func (t *pgTx) CountDownUntakenLater(_ context.Context, runID string, keys []string, n int) error {
 	t.later(`WITH counted AS (UPDATE node_states SET pending_parents = pending_parents - ?, untaken_parents = untaken_parents + ?
 		WHERE run_id = ? AND key = ANY(?::text[]) AND status = 'pending' AND pending_parents > ? RETURNING 1)
-		SELECT 1 / (count(*) / ?) FROM counted`, func(row scanner) error {
-		var one int
-		err := row.Scan(&one)
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division by zero: a row was not counted down
-			return &engine.QueuedTransitionError{RunID: runID, Key: strings.Join(keys, ","), From: engine.StatusPending,
-				To: engine.StatusPending}
-		}
-		return err
-	}, n, n, runID, keys, n, len(keys))
+		SELECT 1 / (count(*) / ?) FROM counted`, checked(func() error {
+		return &engine.QueuedTransitionError{RunID: runID, Key: strings.Join(keys, ","), From: engine.StatusPending,
+			To: engine.StatusPending}
+	}), n, n, runID, keys, n, len(keys))
 	return nil
 }
 
@@ -878,15 +876,9 @@ func (t *pgTx) CountDownToReadyLater(_ context.Context, runID, key string, untak
 	t.later(`WITH counted AS (UPDATE node_states SET pending_parents = 0
 		WHERE run_id = ? AND key = ? AND status = 'pending' AND pending_parents = 1 AND untaken_parents = ?
 			AND NOT (SELECT reran FROM runs WHERE id = ?) RETURNING 1)
-		SELECT 1 / count(*) FROM counted`, func(row scanner) error {
-		var one int
-		err := row.Scan(&one)
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division by zero: not as assumed
-			return &engine.QueuedTransitionError{RunID: runID, Key: key, From: engine.StatusPending, To: engine.StatusPending}
-		}
-		return err
-	}, runID, key, untaken, runID)
+		SELECT 1 / count(*) FROM counted`, checked(func() error {
+		return &engine.QueuedTransitionError{RunID: runID, Key: key, From: engine.StatusPending, To: engine.StatusPending}
+	}), runID, key, untaken, runID)
 	return nil
 }
 
