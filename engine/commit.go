@@ -232,6 +232,9 @@ func (t *txn) apply(runID string, fn func(t *txn) error) error {
 	if err := t.w.Unwalked(); err != nil {
 		return fmt.Errorf("error in run %s: %w", runID, err)
 	}
+	if err := t.w.AssumedReady(); err != nil {
+		return fmt.Errorf("error in run %s: %w", runID, err)
+	}
 	return t.flush()
 }
 

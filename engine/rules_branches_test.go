@@ -446,8 +446,9 @@ func TestRuleSwitchJoinCountedWithoutAsking(t *testing.T) {
 
 // countDowns counts the engine's count-downs of edges not taken, queued
 // (CountDownUntakenLater, off added to each) and asked (AddPendingUntaken),
-// its assumed readiness of joins (CountDownToReadyLater, off added too)
-// and its reads of run rows with their lock.
+// its assumed readiness of joins (carried by the join's move,
+// NodeTransition.Ready, or CountDownToReadyLater; off added too) and its
+// reads of run rows with their lock.
 type countDowns struct {
 	engine.Store
 	off                           int
@@ -471,6 +472,16 @@ func (t countDownsTx) CountDownUntakenLater(ctx context.Context, runID string, k
 func (t countDownsTx) CountDownToReadyLater(ctx context.Context, runID, key string, untaken int) error {
 	t.s.readies.Add(1)
 	return t.Tx.CountDownToReadyLater(ctx, runID, key, untaken+t.s.off)
+}
+
+func (t countDownsTx) TransitionLater(ctx context.Context, tr *engine.NodeTransition) error {
+	if tr.Ready != nil {
+		t.s.readies.Add(1)
+		c := *tr
+		c.Ready = &engine.ReadyCheck{Untaken: tr.Ready.Untaken + t.s.off}
+		tr = &c
+	}
+	return t.Tx.TransitionLater(ctx, tr)
 }
 
 func (t countDownsTx) LockRun(ctx context.Context, runID string) (*engine.Run, error) {

@@ -374,6 +374,17 @@ type NodeTransition struct {
 	// EscalateSeconds, for a transition that ends waiting_for_user, is
 	// when the node's first escalation falls due (0: never).
 	EscalateSeconds int
+	// Ready, when set, is what a join's first fire assumed about its
+	// parents (writer.AssumeCountDown), checked as CountDownToReadyLater
+	// checks it: the row's last parent is left and Ready.Untaken of its
+	// edges were not taken, in a run never rerun. Only TransitionLater
+	// carries it.
+	Ready *ReadyCheck
+}
+
+// ReadyCheck is the assumed readiness of a join (NodeTransition.Ready).
+type ReadyCheck struct {
+	Untaken int
 }
 
 // EventWait is the event an Event node waits for.

@@ -41,6 +41,9 @@ type writer struct {
 	// assumed: a count-down's answer was assumed (CountDownUntakenLater,
 	// AssumeCountDown).
 	assumed bool
+	// ready is a join assumed ready whose check waits for the join's
+	// first fire to carry it (AssumeCountDown).
+	ready *readyJoin
 }
 
 func (w *writer) wrote(err error) error {
@@ -79,6 +82,13 @@ func (w *writer) InsertStartedNodes(runID string, nodes []NodeState, starts []Bu
 }
 
 func (w *writer) Transition(t *NodeTransition) (*NodeState, error) {
+	if w.ready != nil && w.ready.runID == t.RunID && w.ready.key == t.Key {
+		// The check before the row moves (an immediate transition's
+		// failure would not read as a failed assumption).
+		if err := w.AssumedReady(); err != nil {
+			return nil, err
+		}
+	}
 	r0, err := w.tx.Transition(w.ctx, t)
 	return r0, w.wrote(err)
 }
@@ -101,6 +111,7 @@ func (w *writer) Speculate(t *NodeTransition) error {
 func (w *writer) Speculated(runID string) bool { return runID != "" && runID == w.speculated }
 
 func (w *writer) TransitionLater(t *NodeTransition) error {
+	w.carryReady(t)
 	return w.wrote(w.tx.TransitionLater(w.ctx, t))
 }
 

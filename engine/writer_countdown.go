@@ -27,18 +27,57 @@ func (w *writer) QueueCountDown(c countDown, keys []string) *countDown {
 	return &c
 }
 
-// AssumeCountDown queues the count-down of c's node's one successor join,
-// whose answer the rules know (TxWrites.CountDownToReadyLater: its last
-// parent, with untaken edges not taken), and keeps it for the walk with
-// that answer: an assumption the database checks.
+// AssumeCountDown keeps the count-down of c's node's one successor join
+// for the walk with the answer the rules know (its last parent, with
+// untaken edges not taken): an assumption the database checks. The check
+// travels with the join's first fire, the compare-and-set that moves it
+// out of pending (NodeTransition.Ready): the same row, one statement
+// instead of two. Should no such transition come, it is queued on its own
+// (TxWrites.CountDownToReadyLater) when the operation ends (AssumedReady).
 func (w *writer) AssumeCountDown(c countDown, join string, untaken int) error {
-	if err := w.wrote(w.tx.CountDownToReadyLater(w.ctx, c.runID, join, untaken)); err != nil {
-		return err
+	if w.ready != nil {
+		return fmt.Errorf("join %s assumed ready while join %s's check is queued", join, w.ready.key)
 	}
+	w.writes++
 	w.assumed = true
+	w.ready = &readyJoin{runID: c.runID, key: join, untaken: untaken}
 	answer := map[string]Pending{join: {Remaining: 0, Untaken: untaken, Status: StatusPending}}
 	c.got = func() (map[string]Pending, error) { return answer, nil }
 	w.KeepCountDown(&c)
+	return nil
+}
+
+// readyJoin is a join assumed ready (AssumeCountDown) whose check is not
+// yet queued.
+type readyJoin struct {
+	runID, key string
+	untaken    int
+}
+
+// carryReady puts the check of an assumed-ready join on t when t is the
+// join's move out of pending; it reports whether it did.
+func (w *writer) carryReady(t *NodeTransition) bool {
+	r := w.ready
+	if r == nil || r.runID != t.RunID || r.key != t.Key || t.From != StatusPending {
+		return false
+	}
+	t.Ready = &ReadyCheck{Untaken: r.untaken}
+	w.ready = nil
+	return true
+}
+
+// AssumedReady queues the check of an assumed-ready join that no
+// transition carried (AssumeCountDown); it is called once the rules are
+// done, and before any other write of the join's row.
+func (w *writer) AssumedReady() error {
+	r := w.ready
+	if r == nil {
+		return nil
+	}
+	w.ready = nil
+	if err := w.tx.CountDownToReadyLater(w.ctx, r.runID, r.key, r.untaken); err != nil {
+		return fmt.Errorf("error counting down %s: %w", r.key, err)
+	}
 	return nil
 }
 

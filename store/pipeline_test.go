@@ -283,52 +283,72 @@ func TestCountDownUntakenLater(t *testing.T) {
 }
 
 // TestCountDownToReadyLater: the queued count-down of a join's last
-// parent leaves it with none, committed with the transaction; a join with
-// other edges not taken than assumed, with more parents left, not pending,
-// or in a run rerun fails the transaction in the database, and nothing of
-// it is kept.
+// parent leaves it with none, committed with the transaction, whether
+// queued on its own or carried by the join's move out of pending
+// (NodeTransition.Ready, which also starts it); a join with other edges
+// not taken than assumed, with more parents left, not pending, or in a
+// run rerun fails the transaction in the database, and nothing of it is
+// kept.
 func TestCountDownToReadyLater(t *testing.T) {
 	t.Parallel()
 	st := storetest.Store(t)
 	ctx := context.Background()
 	f := createFlow(t, st)
-	run := newRun(f)
-	inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
-		require.NoError(t, tx.InsertRun(ctx, run))
-		return tx.InsertNodes(ctx, run.ID, []engine.NodeState{
-			{Key: "j", NodeID: "j", Type: engine.NodeTypeWorker, Index: []int{}, Status: engine.StatusPending, PendingParents: 3},
+	forms := map[string]func(ctx context.Context, tx engine.Tx, runID string) error{
+		"alone": func(ctx context.Context, tx engine.Tx, runID string) error {
+			return tx.CountDownToReadyLater(ctx, runID, "j", 2)
+		},
+		"carried by the join's move": func(ctx context.Context, tx engine.Tx, runID string) error {
+			return tx.TransitionLater(ctx, &engine.NodeTransition{RunID: runID, Key: "j", From: engine.StatusPending,
+				Steps: []engine.Status{engine.StatusRunning}, NewAttempt: true, ClearPending: true,
+				Ready: &engine.ReadyCheck{Untaken: 2}})
+		},
+	}
+	for name, form := range forms {
+		run := newRun(f)
+		inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+			require.NoError(t, tx.InsertRun(ctx, run))
+			return tx.InsertNodes(ctx, run.ID, []engine.NodeState{
+				{Key: "j", NodeID: "j", Type: engine.NodeTypeWorker, Index: []int{}, Status: engine.StatusPending, PendingParents: 3},
+			})
 		})
-	})
-	set := func(q string) {
-		t.Helper()
-		require.NoError(t, st.Gorm().Exec(q, run.ID).Error)
-	}
-	pending := func() int {
-		var n int
-		require.NoError(t, st.Gorm().Raw(`SELECT pending_parents FROM node_states WHERE run_id = ? AND key = 'j'`, run.ID).Row().Scan(&n))
-		return n
-	}
-	for _, c := range []struct{ name, setup string }{
-		{"other edges not taken", `UPDATE node_states SET pending_parents = 1, untaken_parents = 1 WHERE run_id = ?`},
-		{"parents left", `UPDATE node_states SET pending_parents = 2, untaken_parents = 2 WHERE run_id = ?`},
-		{"not pending", `UPDATE node_states SET pending_parents = 1, untaken_parents = 2, status = 'skipped' WHERE run_id = ?`},
-		{"rerun", `UPDATE runs SET reran = true WHERE id = ?`},
-	} {
+		set := func(q string) {
+			t.Helper()
+			require.NoError(t, st.Gorm().Exec(q, run.ID).Error)
+		}
+		row := func() (pending int, status string) {
+			require.NoError(t, st.Gorm().Raw(`SELECT pending_parents, status FROM node_states WHERE run_id = ? AND key = 'j'`,
+				run.ID).Row().Scan(&pending, &status))
+			return pending, status
+		}
+		for _, c := range []struct{ name, setup string }{
+			{"other edges not taken", `UPDATE node_states SET pending_parents = 1, untaken_parents = 1 WHERE run_id = ?`},
+			{"parents left", `UPDATE node_states SET pending_parents = 2, untaken_parents = 2 WHERE run_id = ?`},
+			{"not pending", `UPDATE node_states SET pending_parents = 1, untaken_parents = 2, status = 'skipped' WHERE run_id = ?`},
+			{"rerun", `UPDATE runs SET reran = true WHERE id = ?`},
+		} {
+			set(`UPDATE node_states SET pending_parents = 1, untaken_parents = 2, status = 'pending' WHERE run_id = ?`)
+			set(`UPDATE runs SET reran = false WHERE id = ?`)
+			set(c.setup)
+			beforePending, beforeStatus := row()
+			err := st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error { return form(ctx, tx, run.ID) })
+			var qe *engine.QueuedTransitionError
+			require.ErrorAs(t, err, &qe, "%s: %s", name, c.name)
+			p, s := row()
+			require.Equal(t, beforePending, p, "%s: %s: nothing kept", name, c.name)
+			require.Equal(t, beforeStatus, s, "%s: %s: nothing kept", name, c.name)
+		}
 		set(`UPDATE node_states SET pending_parents = 1, untaken_parents = 2, status = 'pending' WHERE run_id = ?`)
 		set(`UPDATE runs SET reran = false WHERE id = ?`)
-		set(c.setup)
-		before := pending()
-		err := st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
-			return tx.CountDownToReadyLater(ctx, run.ID, "j", 2)
-		})
-		var qe *engine.QueuedTransitionError
-		require.ErrorAs(t, err, &qe, c.name)
-		require.Equal(t, before, pending(), "%s: nothing kept", c.name)
+		inTx(t, st, func(ctx context.Context, tx engine.Tx) error { return form(ctx, tx, run.ID) })
+		p, s := row()
+		require.Zero(t, p, name)
+		if name == "alone" {
+			require.Equal(t, string(engine.StatusPending), s, name)
+		} else {
+			require.Equal(t, string(engine.StatusRunning), s, name)
+		}
 	}
-	set(`UPDATE node_states SET pending_parents = 1, untaken_parents = 2, status = 'pending' WHERE run_id = ?`)
-	set(`UPDATE runs SET reran = false WHERE id = ?`)
-	inTx(t, st, func(ctx context.Context, tx engine.Tx) error { return tx.CountDownToReadyLater(ctx, run.ID, "j", 2) })
-	require.Zero(t, pending())
 }
 
 // TestInsertStartedNodes: rows with a start are created started (attempt

@@ -789,6 +789,11 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 		q += ` AND node_id = ?`
 		args = append(args, tr.NodeID)
 	}
+	if tr.Ready != nil {
+		// CountDownToReadyLater's check, carried by the join's move.
+		q += ` AND pending_parents = 1 AND untaken_parents = ? AND NOT (SELECT reran FROM runs WHERE id = ?)`
+		args = append(args, tr.Ready.Untaken, tr.RunID)
+	}
 	if tr.RunVersion != "" {
 		// Locks the run (before the node's row: the order of every
 		// engine transaction), so that no other statement is needed.

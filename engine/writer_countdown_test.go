@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// readyWrites records the writes an assumed-ready join's check travels
+// in: the transitions queued (with what they carry), the immediate ones
+// and the checks queued alone, in order.
+type readyWrites struct {
+	TxWrites
+	log []string
+}
+
+func (r *readyWrites) TransitionLater(_ context.Context, t *NodeTransition) error {
+	if t.Ready != nil {
+		r.log = append(r.log, "later "+t.Key+" carrying "+itoa(t.Ready.Untaken))
+	} else {
+		r.log = append(r.log, "later "+t.Key)
+	}
+	return nil
+}
+
+func (r *readyWrites) Transition(_ context.Context, t *NodeTransition) (*NodeState, error) {
+	if t.Ready != nil {
+		r.log = append(r.log, "now "+t.Key+" carrying")
+		return &NodeState{Key: t.Key}, nil
+	}
+	r.log = append(r.log, "now "+t.Key)
+	return &NodeState{Key: t.Key}, nil
+}
+
+func (r *readyWrites) CountDownToReadyLater(_ context.Context, _, key string, untaken int) error {
+	r.log = append(r.log, "check "+key+" "+itoa(untaken))
+	return nil
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestAssumedReadyCheckedOnce: a join assumed ready is checked exactly
+// once — carried by its move out of pending when one is queued, else
+// queued alone before an immediate move of its row or when the operation
+// ends — and a second assumption while one waits is refused.
+func TestAssumedReadyCheckedOnce(t *testing.T) {
+	t.Parallel()
+	pending := func(key string) *NodeTransition {
+		return &NodeTransition{RunID: "r", Key: key, From: StatusPending, Steps: []Status{StatusRunning}}
+	}
+	for name, c := range map[string]struct {
+		then func(w *writer) error
+		want []string
+	}{
+		"carried by the join's move": {
+			then: func(w *writer) error { return w.TransitionLater(pending("j")) },
+			want: []string{"later j carrying 2"},
+		},
+		"no move of the join: alone at the end": {
+			then: func(w *writer) error { return w.TransitionLater(pending("k")) },
+			want: []string{"later k", "check j 2"},
+		},
+		"the join's move not from pending: alone at the end": {
+			then: func(w *writer) error {
+				return w.TransitionLater(&NodeTransition{RunID: "r", Key: "j", From: StatusRunning,
+					Steps: []Status{StatusCompleted}})
+			},
+			want: []string{"later j", "check j 2"},
+		},
+		"another run's node of the same key: alone at the end": {
+			then: func(w *writer) error {
+				return w.TransitionLater(&NodeTransition{RunID: "other", Key: "j", From: StatusPending,
+					Steps: []Status{StatusRunning}})
+			},
+			want: []string{"later j", "check j 2"},
+		},
+		"an immediate move of the join: alone before it": {
+			then: func(w *writer) error {
+				_, err := w.Transition(pending("j"))
+				return err
+			},
+			want: []string{"check j 2", "now j"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rec := &readyWrites{}
+			w := &writer{ctx: context.Background(), tx: rec}
+			require.NoError(t, w.AssumeCountDown(countDown{runID: "r", key: "b"}, "j", 2))
+			require.True(t, w.Assumed())
+			require.Error(t, w.AssumeCountDown(countDown{runID: "r", key: "c"}, "j2", 1), "a second while one waits")
+			got, err := w.CountDown("r", "b", []string{"j"})
+			require.NoError(t, err)
+			require.Equal(t, map[string]Pending{"j": {Remaining: 0, Untaken: 2, Status: StatusPending}}, got)
+			require.NoError(t, c.then(w))
+			require.NoError(t, w.AssumedReady())
+			require.NoError(t, w.AssumedReady(), "checked once")
+			require.Equal(t, c.want, rec.log)
+		})
+	}
+}
