@@ -268,11 +268,10 @@ func (t *txn) skipAll(tgs []target, from *Node, taken []string) error {
 			counts[s.key]++
 		}
 	}
-	if err := t.skipOnlyAll(together); err != nil {
-		return err
-	}
 	// One count-down for each number of skipped parents (one, for the
-	// branches of one switch).
+	// branches of one switch). Successors known to keep parents left need
+	// no answer (parentsLeft): their count-downs travel with the skips'
+	// statement, or queued after it.
 	byDelta := map[int][]target{}
 	var deltas []int
 	for _, s := range succ {
@@ -282,27 +281,38 @@ func (t *txn) skipAll(tgs []target, from *Node, taken []string) error {
 		}
 		byDelta[d] = append(byDelta[d], s)
 	}
-	remaining := map[string]Pending{}
+	var known []UntakenCountDown
+	asked := map[int][]string{}
 	for _, d := range deltas {
-		// Successors known to keep parents left need no answer: their
-		// count-down is queued, to travel with the next statement.
-		var known, asked []string
+		var keys []string
 		for _, s := range byDelta[d] {
 			if t.parentsLeft(s, from, taken) {
-				known = append(known, s.key)
+				keys = append(keys, s.key)
 			} else {
-				asked = append(asked, s.key)
+				asked[d] = append(asked[d], s.key)
 			}
 		}
-		if len(known) > 0 {
-			if err := t.w.CountDownUntakenLater(t.run.ID, known, d); err != nil {
+		if len(keys) > 0 {
+			known = append(known, UntakenCountDown{Keys: keys, N: d})
+		}
+	}
+	carried, err := t.skipOnlyAll(together, known)
+	if err != nil {
+		return err
+	}
+	if !carried {
+		for _, c := range known {
+			if err := t.w.CountDownUntakenLater(t.run.ID, c.Keys, c.N); err != nil {
 				return fmt.Errorf("error counting down the successors of skipped nodes: %w", err)
 			}
 		}
-		if len(asked) == 0 {
+	}
+	remaining := map[string]Pending{}
+	for _, d := range deltas {
+		if len(asked[d]) == 0 {
 			continue
 		}
-		got, err := t.w.AddPendingUntaken(t.run.ID, asked, asked, -d)
+		got, err := t.w.AddPendingUntaken(t.run.ID, asked[d], asked[d], -d)
 		if err != nil {
 			return fmt.Errorf("error counting down the successors of skipped nodes: %w", err)
 		}
@@ -375,8 +385,10 @@ func skippedTogether(g *ExecutionGraph, tg target) ([]target, bool) {
 }
 
 // skipOnlyAll is skipOnly for several nodes, with one statement for those
-// whose attempt is known without reading their rows (pendingAttempt).
-func (t *txn) skipOnlyAll(tgs []target) error {
+// whose attempt is known without reading their rows (pendingAttempt),
+// which carries the count-downs then (SkipLater); it reports whether one
+// did.
+func (t *txn) skipOnlyAll(tgs []target, then []UntakenCountDown) (bool, error) {
 	var known []target
 	for _, tg := range tgs {
 		if t.attemptKnown(tg) {
@@ -384,28 +396,28 @@ func (t *txn) skipOnlyAll(tgs []target) error {
 			continue
 		}
 		if err := t.skipOnly(tg); err != nil {
-			return err
+			return false, err
 		}
 	}
 	switch len(known) {
 	case 0:
-		return nil
+		return false, nil
 	case 1:
-		return t.skipOnly(known[0])
+		return false, t.skipOnly(known[0])
 	}
 	keys := make([]string, len(known))
 	for i, tg := range known {
 		keys[i] = tg.key
 	}
-	if err := t.w.SkipLater(t.run.ID, keys); err != nil {
-		return fmt.Errorf("error skipping nodes %v: %w", keys, err)
+	if err := t.w.SkipLater(t.run.ID, keys, then); err != nil {
+		return false, fmt.Errorf("error skipping nodes %v: %w", keys, err)
 	}
 	for _, tg := range known {
 		tr := &NodeTransition{RunID: t.run.ID, Key: tg.key, From: StatusPending, Steps: []Status{StatusSkipped}}
 		t.transitioned(tr, &NodeState{RunID: t.run.ID, Key: tg.key, NodeID: tg.node.ID, Status: StatusSkipped})
 		t.skippedTerminal(tg)
 	}
-	return nil
+	return true, nil
 }
 
 // skipOnly moves pending node tg to skipped (queued: see skip) and keeps

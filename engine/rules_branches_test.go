@@ -445,7 +445,8 @@ func TestRuleSwitchJoinCountedWithoutAsking(t *testing.T) {
 }
 
 // countDowns counts the engine's count-downs of edges not taken, queued
-// (CountDownUntakenLater, off added to each) and asked (AddPendingUntaken),
+// (carried by SkipLater or alone, CountDownUntakenLater; off added to
+// each) and asked (AddPendingUntaken),
 // its assumed readiness of joins (carried by the join's move,
 // NodeTransition.Ready, or CountDownToReadyLater; off added too) and its
 // reads of run rows with their lock.
@@ -467,6 +468,15 @@ type countDownsTx struct {
 func (t countDownsTx) CountDownUntakenLater(ctx context.Context, runID string, keys []string, n int) error {
 	t.s.queued.Add(1)
 	return t.Tx.CountDownUntakenLater(ctx, runID, keys, n+t.s.off)
+}
+
+func (t countDownsTx) SkipLater(ctx context.Context, runID string, keys []string, then []engine.UntakenCountDown) error {
+	off := make([]engine.UntakenCountDown, len(then))
+	for i, c := range then {
+		t.s.queued.Add(1)
+		off[i] = engine.UntakenCountDown{Keys: c.Keys, N: c.N + t.s.off}
+	}
+	return t.Tx.SkipLater(ctx, runID, keys, off)
 }
 
 func (t countDownsTx) CountDownToReadyLater(ctx context.Context, runID, key string, untaken int) error {

@@ -171,8 +171,9 @@ type TxWrites interface {
 	TransitionLater(ctx context.Context, t *NodeTransition) error
 	// SkipLater moves the pending nodes keys to skipped, like
 	// TransitionLater (queued; a row not pending fails the transaction),
-	// with one statement for all of them.
-	SkipLater(ctx context.Context, runID string, keys []string) error
+	// with one statement for all of them — and for the count-downs then
+	// carries, each as CountDownUntakenLater would queue it.
+	SkipLater(ctx context.Context, runID string, keys []string, then []UntakenCountDown) error
 	// ArchiveIteration renames the rows of keys to <key>@<iteration> (the
 	// history of a loop iteration that ended) and returns their attempts.
 	ArchiveIteration(ctx context.Context, runID string, keys []string) (map[string]int, error)
@@ -380,6 +381,14 @@ type NodeTransition struct {
 	// edges were not taken, in a run never rerun. Only TransitionLater
 	// carries it.
 	Ready *ReadyCheck
+}
+
+// UntakenCountDown is a count-down by N of the pending parents of Keys,
+// all N of each decided not taken, whose answer the rules know
+// (CountDownUntakenLater).
+type UntakenCountDown struct {
+	Keys []string
+	N    int
 }
 
 // ReadyCheck is the assumed readiness of a join (NodeTransition.Ready).

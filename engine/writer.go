@@ -115,8 +115,16 @@ func (w *writer) TransitionLater(t *NodeTransition) error {
 	return w.wrote(w.tx.TransitionLater(w.ctx, t))
 }
 
-func (w *writer) SkipLater(runID string, keys []string) error {
-	return w.wrote(w.tx.SkipLater(w.ctx, runID, keys))
+// SkipLater queues the skip of keys and the count-downs then, whose
+// answers the rules know (CountDownUntakenLater), in one statement.
+func (w *writer) SkipLater(runID string, keys []string, then []UntakenCountDown) error {
+	if err := w.wrote(w.tx.SkipLater(w.ctx, runID, keys, then)); err != nil {
+		return err
+	}
+	if len(then) > 0 {
+		w.assumed = true
+	}
+	return nil
 }
 
 func (w *writer) ArchiveIteration(runID string, keys []string) (map[string]int, error) {

@@ -282,6 +282,86 @@ func TestCountDownUntakenLater(t *testing.T) {
 	}
 }
 
+// TestSkipLater: the queued skip of a switch's branches not taken moves
+// them all to skipped, and the count-downs it carries count their
+// successors down as CountDownUntakenLater does; a branch not pending, or
+// a carried count-down whose assumption fails (any of several), fails the
+// transaction in the database, and nothing of it is kept.
+func TestSkipLater(t *testing.T) {
+	t.Parallel()
+	for name, st := range queriers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			f := createFlow(t, st)
+			nodes := func(pending map[string]int) []engine.NodeState {
+				var out []engine.NodeState
+				for _, k := range []string{"b0", "b1", "b2", "j", "k", "m"} {
+					out = append(out, engine.NodeState{Key: k, NodeID: k, Type: engine.NodeTypeWorker, Index: []int{},
+						Status: engine.StatusPending, PendingParents: pending[k]})
+				}
+				return out
+			}
+			state := func(runID string) map[string]string {
+				rows, err := st.Gorm().Raw(`SELECT key, status, pending_parents, untaken_parents FROM node_states WHERE run_id = ?`, runID).Rows()
+				require.NoError(t, err)
+				defer rows.Close()
+				out := map[string]string{}
+				for rows.Next() {
+					var k, s string
+					var p, u int
+					require.NoError(t, rows.Scan(&k, &s, &p, &u))
+					out[k] = fmt.Sprintf("%s %d/%d", s, p, u)
+				}
+				return out
+			}
+			skip := func(ctx context.Context, tx engine.Tx, runID string, keys []string) error {
+				return tx.SkipLater(ctx, runID, keys, []engine.UntakenCountDown{{Keys: []string{"j", "k"}, N: 2}, {Keys: []string{"m"}, N: 1}})
+			}
+			start := map[string]int{"b0": 1, "b1": 1, "b2": 1, "j": 3, "k": 4, "m": 2}
+			run := newRun(f)
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				require.NoError(t, tx.InsertRun(ctx, run))
+				return tx.InsertNodes(ctx, run.ID, nodes(start))
+			})
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error { return skip(ctx, tx, run.ID, []string{"b0", "b1"}) })
+			require.Equal(t, map[string]string{"b0": "skipped 1/0", "b1": "skipped 1/0", "b2": "pending 1/0",
+				"j": "pending 1/2", "k": "pending 2/2", "m": "pending 1/1"}, state(run.ID))
+			require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
+				return tx.SkipLater(ctx, run.ID, []string{"b2"}, nil)
+			}))
+			require.Equal(t, "skipped 1/0", state(run.ID)["b2"], "nothing carried")
+
+			for name, pending := range map[string]map[string]int{
+				"a count-down to no parents left":         {"b0": 1, "b1": 1, "b2": 1, "j": 3, "k": 4, "m": 1},
+				"the other count-down to no parents left": {"b0": 1, "b1": 1, "b2": 1, "j": 2, "k": 4, "m": 2},
+			} {
+				run := newRun(f)
+				inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+					require.NoError(t, tx.InsertRun(ctx, run))
+					return tx.InsertNodes(ctx, run.ID, nodes(pending))
+				})
+				before := state(run.ID)
+				err := st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error { return skip(ctx, tx, run.ID, []string{"b0", "b1"}) })
+				var qe *engine.QueuedTransitionError
+				require.ErrorAs(t, err, &qe, name)
+				require.ErrorIs(t, err, engine.ErrConflict, name)
+				require.Equal(t, before, state(run.ID), "%s: nothing kept", name)
+			}
+			run = newRun(f)
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				require.NoError(t, tx.InsertRun(ctx, run))
+				return tx.InsertNodes(ctx, run.ID, nodes(start))
+			})
+			require.NoError(t, st.Gorm().Exec(`UPDATE node_states SET status = 'running' WHERE run_id = ? AND key = 'b1'`, run.ID).Error)
+			before := state(run.ID)
+			err := st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error { return skip(ctx, tx, run.ID, []string{"b0", "b1"}) })
+			var qe *engine.QueuedTransitionError
+			require.ErrorAs(t, err, &qe, "a branch not pending")
+			require.Equal(t, before, state(run.ID), "a branch not pending: nothing kept")
+		})
+	}
+}
+
 // TestCountDownToReadyLater: the queued count-down of a join's last
 // parent leaves it with none, committed with the transaction, whether
 // queued on its own or carried by the join's move out of pending

@@ -853,23 +853,38 @@ func (t *pgTx) TransitionLater(_ context.Context, tr *engine.NodeTransition) err
 }
 
 // SkipLater queues the compare-and-set of pending nodes keys to skipped,
-// one statement for all: a switch's branches not taken. Like
-// TransitionLater, a row not pending fails the transaction in the
-// database (count(*) / n is 0 unless every row moved).
-func (t *pgTx) SkipLater(_ context.Context, runID string, keys []string) error {
-	t.later(`WITH moved AS (UPDATE node_states SET status = 'skipped', error = NULL, deadline = NULL,
+// one statement for all: a switch's branches not taken — and the
+// count-downs then of their successors, each as CountDownUntakenLater
+// checks it. Like TransitionLater, a row not pending (or not counted
+// down as assumed) fails the transaction in the database (count(*) / n
+// is 0 unless every row moved).
+func (t *pgTx) SkipLater(_ context.Context, runID string, keys []string, then []engine.UntakenCountDown) error {
+	q := `WITH moved AS (UPDATE node_states SET status = 'skipped', error = NULL, deadline = NULL,
 			finished_at = now(), updated_at = now()
-		WHERE run_id = ? AND key = ANY(?::text[]) AND status = 'pending' RETURNING 1)
-		SELECT 1 / (count(*) / ?) FROM moved`, checked(func() error {
+		WHERE run_id = ? AND key = ANY(?::text[]) AND status = 'pending' RETURNING 1)`
+	args := []any{runID, keys}
+	sel := ` SELECT 1 / ((SELECT count(*) FROM moved) / ?)`
+	tail := []any{len(keys)}
+	for i, c := range then {
+		q += fmt.Sprintf(`, counted%d AS (%s RETURNING 1)`, i, untakenCountDownSQL)
+		args = append(args, c.N, c.N, runID, c.Keys, c.N)
+		sel += fmt.Sprintf(` + 1 / ((SELECT count(*) FROM counted%d) / ?)`, i)
+		tail = append(tail, len(c.Keys))
+	}
+	t.later(q+sel, checked(func() error {
 		return &engine.QueuedTransitionError{RunID: runID, Key: strings.Join(keys, ","), From: engine.StatusPending,
 			To: engine.StatusSkipped}
-	}), runID, keys, len(keys))
+	}), append(args, tail...)...)
 	return nil
 }
 
+// untakenCountDownSQL counts the pending parents of keys down by n, all
+// decided not taken, where parents are left after it.
+const untakenCountDownSQL = `UPDATE node_states SET pending_parents = pending_parents - ?, untaken_parents = untaken_parents + ?
+		WHERE run_id = ? AND key = ANY(?::text[]) AND status = 'pending' AND pending_parents > ?`
+
 func (t *pgTx) CountDownUntakenLater(_ context.Context, runID string, keys []string, n int) error {
-	t.later(`WITH counted AS (UPDATE node_states SET pending_parents = pending_parents - ?, untaken_parents = untaken_parents + ?
-		WHERE run_id = ? AND key = ANY(?::text[]) AND status = 'pending' AND pending_parents > ? RETURNING 1)
+	t.later(`WITH counted AS (`+untakenCountDownSQL+` RETURNING 1)
 		SELECT 1 / (count(*) / ?) FROM counted`, checked(func() error {
 		return &engine.QueuedTransitionError{RunID: runID, Key: strings.Join(keys, ","), From: engine.StatusPending,
 			To: engine.StatusPending}
