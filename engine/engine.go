@@ -268,29 +268,36 @@ func (d *runDecisions) put(runID, key string, taken []string) {
 
 // runVersions remembers the flow version of runs this process locked, so
 // that a callback's transaction can count down the completing node's
-// successors before the run's lock answers. A run's version never
-// changes; the map is cleared when it reaches maxRunVersions.
+// successors before the run's lock answers, and whether the run was
+// rerun, when no step of it is speculated (its compare-and-set would
+// fail). A run's version never changes; the map is cleared when it
+// reaches maxRunVersions.
 type runVersions struct {
 	mu sync.Mutex
-	m  map[string]string
+	m  map[string]runVersion
+}
+
+type runVersion struct {
+	id    string
+	reran bool
 }
 
 const maxRunVersions = 1 << 16
 
-func (v *runVersions) get(runID string) (string, bool) {
+func (v *runVersions) get(runID string) (runVersion, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	id, ok := v.m[runID]
-	return id, ok
+	rv, ok := v.m[runID]
+	return rv, ok
 }
 
-func (v *runVersions) put(runID, versionID string) {
+func (v *runVersions) put(runID string, rv runVersion) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.m == nil || len(v.m) >= maxRunVersions {
-		v.m = make(map[string]string)
+		v.m = make(map[string]runVersion)
 	}
-	v.m[runID] = versionID
+	v.m[runID] = rv
 }
 
 // runInputs remembers the inputs of runs this process read, so that the
@@ -441,11 +448,17 @@ func (e *Engine) cachedGraph(runID string) (string, *ExecutionGraph, bool) {
 	if !ok {
 		return "", nil, false
 	}
-	g, ok := e.loadGraph(v)
+	g, ok := e.loadGraph(v.id)
 	if !ok {
 		return "", nil, false
 	}
-	return v, g, true
+	return v.id, g, true
+}
+
+// knownReran reports whether this process saw run runID rerun.
+func (e *Engine) knownReran(runID string) bool {
+	v, ok := e.versions.get(runID)
+	return ok && v.reran
 }
 
 // loadGraph returns the cached graph of a flow version.

@@ -27,8 +27,9 @@ import (
 // speculation is off, tr is not a worker's first completion of its
 // running attempt, or the graph is not kept.
 func (t *txn) speculationOf(runID string, tr *NodeTransition) (string, *ExecutionGraph, *Node, []int, bool) {
+	// A rerun run's compare-and-set would fail (NOT reran): not tried.
 	if t.noSpeculation || tr.From != StatusRunning || len(tr.Steps) != 1 || tr.Steps[0] != StatusCompleted ||
-		tr.Attempt <= 0 || tr.NewAttempt {
+		tr.Attempt <= 0 || tr.NewAttempt || t.e.knownReran(runID) {
 		return "", nil, nil, nil, false
 	}
 	v, g, ok := t.e.cachedGraph(runID)

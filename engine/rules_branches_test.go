@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/testkit"
 )
 
 // TestRuleBranches: docs/state_machine.md, "Branches: decided edges and
@@ -550,4 +551,86 @@ func TestSpeculatedStepsNameTheirFlow(t *testing.T) {
 	require.NoError(t, r.callback(run.ID, "c", 1, engine.StatusCompleted, `{}`))
 	require.Zero(t, locks.Load(), "the chain step speculated")
 	require.Equal(t, []string{run.FlowID}, flows("ask2"))
+}
+
+// TestRerunRunsAreNotSpeculated: once this process saw a run rerun, its
+// steps are not speculated — the speculation's compare-and-set requires a
+// run never rerun, so it could only fail and be applied again — whether
+// the rerun was made here or only seen when the run was next locked.
+func TestRerunRunsAreNotSpeculated(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const chain = `{"nodes":[{"id":"a","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"b","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
+		{"id":"c","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}}],
+		"edges":[{"id":"e1","source":"a","target":"b"},{"id":"e2","source":"b","target":"c"}]}`
+	var tried, failed atomic.Int64
+	st := func(c *engine.Config) { c.Store = speculations{c.Store, &tried, &failed} }
+	here := newRig(t, st)
+	run := here.start(chain, `{}`)
+	require.NoError(t, here.callback(run.ID, "a", 1, engine.StatusCompleted, `{}`))
+	require.Equal(t, int64(1), tried.Load(), "a chain step is speculated")
+	require.NoError(t, here.callback(run.ID, "b", 1, engine.StatusCompleted, `{}`))
+	require.NoError(t, here.callback(run.ID, "c", 1, engine.StatusCompleted, `{}`))
+	here.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"c": engine.StatusCompleted})
+
+	require.NoError(t, here.eng.RerunNode(ctx, engine.RerunParams{RunID: run.ID, Key: "a"}))
+	tried.Store(0)
+	require.NoError(t, here.callback(run.ID, "a", 2, engine.StatusCompleted, `{}`))
+	require.NoError(t, here.callback(run.ID, "b", 2, engine.StatusCompleted, `{}`))
+	require.Zero(t, tried.Load(), "rerun here: not speculated")
+	require.Zero(t, failed.Load())
+	_, ns := here.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"c": engine.StatusRunning})
+	require.Equal(t, 2, ns["c"].Attempt)
+
+	// Another process (the same database) knew the run before the rerun:
+	// its next callback speculates once, fails, and is applied again;
+	// after that it knows.
+	there := &rig{t: t, st: here.st, eng: testkit.Engine(t, engine.Config{Store: speculations{here.st, &tried, &failed},
+		Clock: &testkit.Clock{}, Committer: engine.CommitInline})}
+	run2 := here.start(chain, `{}`)
+	for _, k := range []string{"a", "b", "c"} {
+		require.NoError(t, there.callback(run2.ID, k, 1, engine.StatusCompleted, `{}`))
+	}
+	there.wantStatuses(run2.ID, engine.RunCompleted, map[string]engine.Status{"c": engine.StatusCompleted})
+	require.NoError(t, here.eng.RerunNode(ctx, engine.RerunParams{RunID: run2.ID, Key: "a"}))
+	tried.Store(0)
+	require.NoError(t, there.callback(run2.ID, "a", 2, engine.StatusCompleted, `{}`))
+	require.Equal(t, int64(1), failed.Load(), "seen only when the run is locked again")
+	require.NoError(t, there.callback(run2.ID, "b", 2, engine.StatusCompleted, `{}`))
+	require.Equal(t, int64(1), tried.Load(), "then not speculated")
+	there.wantStatuses(run2.ID, engine.RunRunning, map[string]engine.Status{"c": engine.StatusRunning})
+}
+
+// speculations counts the speculated compare-and-sets a store is asked
+// for (TransitionLater assuming the run's version) and those that failed.
+type speculations struct {
+	engine.Store
+	tried, failed *atomic.Int64
+}
+
+func (s speculations) InTx(ctx context.Context, fn func(context.Context, engine.Tx) error) error {
+	var spec bool
+	err := s.Store.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
+		spec = false
+		return fn(ctx, speculationsTx{tx, s, &spec})
+	})
+	if err != nil && spec {
+		s.failed.Add(1)
+	}
+	return err
+}
+
+type speculationsTx struct {
+	engine.Tx
+	s    speculations
+	spec *bool
+}
+
+func (t speculationsTx) TransitionLater(ctx context.Context, tr *engine.NodeTransition) error {
+	if tr.RunVersion != "" {
+		t.s.tried.Add(1)
+		*t.spec = true
+	}
+	return t.Tx.TransitionLater(ctx, tr)
 }

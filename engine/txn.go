@@ -146,7 +146,7 @@ func (t *txn) lockAnswered(runID string, locked func() (*Run, error), err error)
 // setRun makes r, locked, the transaction's run.
 func (t *txn) setRun(r *Run, g *ExecutionGraph) {
 	t.run, t.graph = r, g
-	t.e.versions.put(r.ID, r.FlowVersionID)
+	t.e.versions.put(r.ID, runVersion{id: r.FlowVersionID, reran: r.Reran})
 }
 
 // lockAndTransition is load followed by transition, in one round trip
