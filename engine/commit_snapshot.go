@@ -17,11 +17,13 @@ type txnSnapshot struct {
 	failMsg   string
 	firings   int
 	deferred  int
+	ready     *readyJoin
 }
 
 func (t *txn) snapshot() txnSnapshot {
 	return txnSnapshot{run: *t.run, events: len(t.events), claimed: len(t.w.claimed), arrivals: len(t.arrivals), delivered: len(t.deliveredKeys),
-		nested: len(t.nested), notes: len(t.notes), failMsg: t.failMsg, firings: t.firings, deferred: t.deferred}
+		nested: len(t.nested), notes: len(t.notes), failMsg: t.failMsg, firings: t.firings, deferred: t.deferred,
+		ready: t.w.ready}
 }
 
 func (t *txn) restore(s txnSnapshot) {
@@ -34,4 +36,5 @@ func (t *txn) restore(s txnSnapshot) {
 	t.notes = t.notes[:s.notes]
 	t.failMsg = s.failMsg
 	t.firings, t.deferred = s.firings, s.deferred
+	t.w.ready = s.ready
 }

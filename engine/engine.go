@@ -270,8 +270,10 @@ func (d *runDecisions) put(runID, key string, taken []string) {
 // that a callback's transaction can count down the completing node's
 // successors before the run's lock answers, and whether the run was
 // rerun, when no step of it is speculated (its compare-and-set would
-// fail). A run's version never changes; the map is cleared when it
-// reaches maxRunVersions.
+// fail). Only a migration changes a run's version: what assumed the old
+// one fails its check in the database once, and the next lock puts the
+// new one. The map is cleared when it reaches maxRunVersions (a rerun
+// run forgotten costs one failed speculation).
 type runVersions struct {
 	mu sync.Mutex
 	m  map[string]runVersion
@@ -453,12 +455,6 @@ func (e *Engine) cachedGraph(runID string) (string, *ExecutionGraph, bool) {
 		return "", nil, false
 	}
 	return v.id, g, true
-}
-
-// knownReran reports whether this process saw run runID rerun.
-func (e *Engine) knownReran(runID string) bool {
-	v, ok := e.versions.get(runID)
-	return ok && v.reran
 }
 
 // loadGraph returns the cached graph of a flow version.

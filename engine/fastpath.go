@@ -27,17 +27,21 @@ import (
 // speculation is off, tr is not a worker's first completion of its
 // running attempt, or the graph is not kept.
 func (t *txn) speculationOf(runID string, tr *NodeTransition) (string, *ExecutionGraph, *Node, []int, bool) {
-	// A rerun run's compare-and-set would fail (NOT reran): not tried.
 	if t.noSpeculation || tr.From != StatusRunning || len(tr.Steps) != 1 || tr.Steps[0] != StatusCompleted ||
-		tr.Attempt <= 0 || tr.NewAttempt || t.e.knownReran(runID) {
+		tr.Attempt <= 0 || tr.NewAttempt {
 		return "", nil, nil, nil, false
 	}
-	v, g, ok := t.e.cachedGraph(runID)
+	// A rerun run's compare-and-set would fail (NOT reran): not tried.
+	v, ok := t.e.versions.get(runID)
+	if !ok || v.reran {
+		return "", nil, nil, nil, false
+	}
+	g, ok := t.e.loadGraph(v.id)
 	if !ok {
 		return "", nil, nil, nil, false
 	}
 	n, idx, ok := g.parseKey(tr.Key)
-	return v, g, n, idx, ok
+	return v.id, g, n, idx, ok
 }
 
 // speculate applies the completion of a chain step without waiting for

@@ -142,7 +142,9 @@ func (e *Engine) RerunNode(ctx context.Context, p RerunParams) error {
 			return fmt.Errorf("error resetting the nodes after %s: %w", p.Key, err)
 		}
 		t.run.Reran = true // the reset rows fire as later attempts
-		// Its steps are no longer speculated (speculationOf).
+		// Its steps are no longer speculated (speculationOf); kept even
+		// if this transaction rolls back, which costs only speculation
+		// until the run is next locked.
 		t.e.versions.put(t.run.ID, runVersion{id: t.run.FlowVersionID, reran: true})
 		if t.run.Status != RunPaused {
 			if t.run.Status != RunRunning {

@@ -419,8 +419,10 @@ func TestRuleSwitchJoinCountedWithoutAsking(t *testing.T) {
 	}{{"assumed", 0}, {"the assumption fails", 5}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var queued, asked, locks, readies atomic.Int64
-			r := newRig(t, func(c *engine.Config) { c.Store = countDowns{c.Store, tc.off, &queued, &asked, &locks, &readies} })
+			var queued, asked, locks, readies, carried atomic.Int64
+			r := newRig(t, func(c *engine.Config) {
+				c.Store = countDowns{c.Store, tc.off, &queued, &asked, &locks, &readies, &carried}
+			})
 			run := r.start(graph, `{}`)
 			locks.Store(0)
 			require.NoError(t, r.callback(run.ID, "w", 1, engine.StatusCompleted, `{"k":1}`))
@@ -437,10 +439,12 @@ func TestRuleSwitchJoinCountedWithoutAsking(t *testing.T) {
 			locks.Store(0)
 			require.NoError(t, r.callback(run.ID, "b1", 1, engine.StatusCompleted, `{"b1":true}`))
 			require.Equal(t, int64(1), readies.Load(), "the join's readiness assumed")
+			require.Equal(t, int64(1), carried.Load(), "its check carried by the join's move")
 			require.Equal(t, want, locks.Load(), "the run's row read only when applied again")
 			_, ns = r.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"b1": engine.StatusCompleted,
 				"j": engine.StatusRunning})
 			require.JSONEq(t, `{"b1":true}`, string(ns["j"].Input))
+			require.Zero(t, ns["j"].PendingParents, "as the ordinary path leaves it")
 		})
 	}
 }
@@ -455,6 +459,8 @@ type countDowns struct {
 	engine.Store
 	off                           int
 	queued, asked, locks, readies *atomic.Int64
+	// carried counts the readiness checks carried by the join's move.
+	carried *atomic.Int64
 }
 
 func (s countDowns) InTx(ctx context.Context, fn func(context.Context, engine.Tx) error) error {
@@ -488,6 +494,7 @@ func (t countDownsTx) CountDownToReadyLater(ctx context.Context, runID, key stri
 func (t countDownsTx) TransitionLater(ctx context.Context, tr *engine.NodeTransition) error {
 	if tr.Ready != nil {
 		t.s.readies.Add(1)
+		t.s.carried.Add(1)
 		c := *tr
 		c.Ready = &engine.ReadyCheck{Untaken: tr.Ready.Untaken + t.s.off}
 		tr = &c
@@ -531,7 +538,7 @@ func TestSpeculatedStepsNameTheirFlow(t *testing.T) {
 	var none atomic.Int64
 	r := newRig(t, func(c *engine.Config) {
 		c.Notify = true
-		c.Store = countDowns{c.Store, 0, &none, &none, &locks, &none}
+		c.Store = countDowns{c.Store, 0, &none, &none, &locks, &none, &none}
 	})
 	run := r.start(graph, `{}`)
 	flows := func(key string) []string {

@@ -82,12 +82,10 @@ func (w *writer) InsertStartedNodes(runID string, nodes []NodeState, starts []Bu
 }
 
 func (w *writer) Transition(t *NodeTransition) (*NodeState, error) {
-	if w.ready != nil && w.ready.runID == t.RunID && w.ready.key == t.Key {
-		// The check before the row moves (an immediate transition's
-		// failure would not read as a failed assumption).
-		if err := w.AssumedReady(); err != nil {
-			return nil, err
-		}
+	// The check before the row moves (an immediate transition's failure
+	// would not read as a failed assumption).
+	if err := w.readyBefore(t.RunID, []string{t.Key}); err != nil {
+		return nil, err
 	}
 	r0, err := w.tx.Transition(w.ctx, t)
 	return r0, w.wrote(err)
@@ -111,13 +109,20 @@ func (w *writer) Speculate(t *NodeTransition) error {
 func (w *writer) Speculated(runID string) bool { return runID != "" && runID == w.speculated }
 
 func (w *writer) TransitionLater(t *NodeTransition) error {
-	w.carryReady(t)
+	if !w.carryReady(t) {
+		if err := w.readyBefore(t.RunID, []string{t.Key}); err != nil {
+			return err
+		}
+	}
 	return w.wrote(w.tx.TransitionLater(w.ctx, t))
 }
 
 // SkipLater queues the skip of keys and the count-downs then, whose
 // answers the rules know (CountDownUntakenLater), in one statement.
 func (w *writer) SkipLater(runID string, keys []string, then []UntakenCountDown) error {
+	if err := w.readyBefore(runID, keys); err != nil {
+		return err
+	}
 	if err := w.wrote(w.tx.SkipLater(w.ctx, runID, keys, then)); err != nil {
 		return err
 	}
@@ -161,6 +166,9 @@ func (w *writer) WakeNodes(runID string, due []DueNode) ([]NodeState, error) {
 }
 
 func (w *writer) DeferNode(runID, key string, input json.RawMessage) error {
+	if err := w.readyBefore(runID, []string{key}); err != nil {
+		return err
+	}
 	return w.wrote(w.tx.DeferNode(w.ctx, runID, key, input))
 }
 
@@ -173,6 +181,9 @@ func (w *writer) AddTreeNodes(runID string, n, limit int) (bool, error) {
 }
 
 func (w *writer) RedeferNodes(runID string, keys []string) error {
+	if err := w.readyBefore(runID, keys); err != nil {
+		return err
+	}
 	return w.wrote(w.tx.RedeferNodes(w.ctx, runID, keys))
 }
 
@@ -220,10 +231,16 @@ func (w *writer) ResetUntaken(runID string) error {
 }
 
 func (w *writer) SetPending(runID, key string, n int) error {
+	if err := w.readyBefore(runID, []string{key}); err != nil {
+		return err
+	}
 	return w.wrote(w.tx.SetPending(w.ctx, runID, key, n))
 }
 
 func (w *writer) BulkStart(runID string, starts []BulkStart) (int, error) {
+	if err := w.readyBefore(runID, nil); err != nil {
+		return 0, err
+	}
 	r0, err := w.tx.BulkStart(w.ctx, runID, starts)
 	return r0, w.wrote(err)
 }

@@ -55,10 +55,15 @@ type readyJoin struct {
 }
 
 // carryReady puts the check of an assumed-ready join on t when t is the
-// join's move out of pending; it reports whether it did.
+// join's first fire out of pending (which sets pending_parents to 0, as
+// the check alone would); it reports whether it did. Any other write of
+// the join's row queues the check alone first (readyBefore).
 func (w *writer) carryReady(t *NodeTransition) bool {
 	r := w.ready
-	if r == nil || r.runID != t.RunID || r.key != t.Key || t.From != StatusPending {
+	if r == nil || r.runID != t.RunID || r.key != t.Key {
+		return false
+	}
+	if t.From != StatusPending || !t.ClearPending {
 		return false
 	}
 	t.Ready = &ReadyCheck{Untaken: r.untaken}
@@ -66,9 +71,21 @@ func (w *writer) carryReady(t *NodeTransition) bool {
 	return true
 }
 
+// readyBefore queues the check of an assumed-ready join alone before a
+// write of run runID's rows that may change the join's (all of the run's
+// when keys is nil), so that the check sees the row the assumption was
+// made on.
+func (w *writer) readyBefore(runID string, keys []string) error {
+	r := w.ready
+	if r == nil || r.runID != runID || (keys != nil && !slices.Contains(keys, r.key)) {
+		return nil
+	}
+	return w.AssumedReady()
+}
+
 // AssumedReady queues the check of an assumed-ready join that no
 // transition carried (AssumeCountDown); it is called once the rules are
-// done, and before any other write of the join's row.
+// done.
 func (w *writer) AssumedReady() error {
 	r := w.ready
 	if r == nil {

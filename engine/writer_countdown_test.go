@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,6 +36,16 @@ func (r *readyWrites) Transition(_ context.Context, t *NodeTransition) (*NodeSta
 	return &NodeState{Key: t.Key}, nil
 }
 
+func (r *readyWrites) SkipLater(_ context.Context, _ string, keys []string, _ []UntakenCountDown) error {
+	r.log = append(r.log, "skip "+strings.Join(keys, ","))
+	return nil
+}
+
+func (r *readyWrites) DeferNode(_ context.Context, _, key string, _ json.RawMessage) error {
+	r.log = append(r.log, "defer "+key)
+	return nil
+}
+
 func (r *readyWrites) CountDownToReadyLater(_ context.Context, _, key string, untaken int) error {
 	r.log = append(r.log, "check "+key+" "+itoa(untaken))
 	return nil
@@ -42,13 +54,13 @@ func (r *readyWrites) CountDownToReadyLater(_ context.Context, _, key string, un
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestAssumedReadyCheckedOnce: a join assumed ready is checked exactly
-// once — carried by its move out of pending when one is queued, else
-// queued alone before an immediate move of its row or when the operation
-// ends — and a second assumption while one waits is refused.
+// once — carried by its first fire out of pending when one is queued,
+// else queued alone before any other write of its row or when the
+// operation ends — and a second assumption while one waits is refused.
 func TestAssumedReadyCheckedOnce(t *testing.T) {
 	t.Parallel()
 	pending := func(key string) *NodeTransition {
-		return &NodeTransition{RunID: "r", Key: key, From: StatusPending, Steps: []Status{StatusRunning}}
+		return &NodeTransition{RunID: "r", Key: key, From: StatusPending, Steps: []Status{StatusRunning}, ClearPending: true}
 	}
 	for name, c := range map[string]struct {
 		then func(w *writer) error
@@ -62,12 +74,12 @@ func TestAssumedReadyCheckedOnce(t *testing.T) {
 			then: func(w *writer) error { return w.TransitionLater(pending("k")) },
 			want: []string{"later k", "check j 2"},
 		},
-		"the join's move not from pending: alone at the end": {
+		"the join's move not from pending: alone before it": {
 			then: func(w *writer) error {
 				return w.TransitionLater(&NodeTransition{RunID: "r", Key: "j", From: StatusRunning,
 					Steps: []Status{StatusCompleted}})
 			},
-			want: []string{"later j", "check j 2"},
+			want: []string{"check j 2", "later j"},
 		},
 		"another run's node of the same key: alone at the end": {
 			then: func(w *writer) error {
@@ -75,6 +87,25 @@ func TestAssumedReadyCheckedOnce(t *testing.T) {
 					Steps: []Status{StatusRunning}})
 			},
 			want: []string{"later j", "check j 2"},
+		},
+		"the join skipped (pending_parents kept): alone before it": {
+			then: func(w *writer) error {
+				return w.TransitionLater(&NodeTransition{RunID: "r", Key: "j", From: StatusPending,
+					Steps: []Status{StatusSkipped}})
+			},
+			want: []string{"check j 2", "later j"},
+		},
+		"skipped with other nodes: alone before it": {
+			then: func(w *writer) error { return w.SkipLater("r", []string{"k", "j"}, nil) },
+			want: []string{"check j 2", "skip k,j"},
+		},
+		"other nodes skipped: alone at the end": {
+			then: func(w *writer) error { return w.SkipLater("r", []string{"k"}, nil) },
+			want: []string{"skip k", "check j 2"},
+		},
+		"the join deferred: alone before it": {
+			then: func(w *writer) error { return w.DeferNode("r", "j", nil) },
+			want: []string{"check j 2", "defer j"},
 		},
 		"an immediate move of the join: alone before it": {
 			then: func(w *writer) error {

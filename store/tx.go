@@ -872,8 +872,13 @@ func (t *pgTx) SkipLater(_ context.Context, runID string, keys []string, then []
 		tail = append(tail, len(c.Keys))
 	}
 	t.later(q+sel, checked(func() error {
-		return &engine.QueuedTransitionError{RunID: runID, Key: strings.Join(keys, ","), From: engine.StatusPending,
-			To: engine.StatusSkipped}
+		// Which part moved too few rows is not told apart: both name
+		// the rows the statement changes.
+		key := strings.Join(keys, ",")
+		for _, c := range then {
+			key += " (then counted down: " + strings.Join(c.Keys, ",") + ")"
+		}
+		return &engine.QueuedTransitionError{RunID: runID, Key: key, From: engine.StatusPending, To: engine.StatusSkipped}
 	}), append(args, tail...)...)
 	return nil
 }
