@@ -386,8 +386,9 @@ func skippedTogether(g *ExecutionGraph, tg target) ([]target, bool) {
 
 // skipOnlyAll is skipOnly for several nodes, with one statement for those
 // whose attempt is known without reading their rows (pendingAttempt),
-// which carries the count-downs then (SkipLater); it reports whether one
-// did.
+// which carries the count-downs then (SkipLater; their keys are the
+// skipped nodes' successors, never the skipped nodes); it reports whether
+// one did.
 func (t *txn) skipOnlyAll(tgs []target, then []UntakenCountDown) (bool, error) {
 	var known []target
 	for _, tg := range tgs {
@@ -399,10 +400,12 @@ func (t *txn) skipOnlyAll(tgs []target, then []UntakenCountDown) (bool, error) {
 			return false, err
 		}
 	}
-	switch len(known) {
-	case 0:
+	// One node alone is a plain compare-and-set, unless the count-downs
+	// are to travel with it (a two-way switch's branch not taken).
+	switch {
+	case len(known) == 0:
 		return false, nil
-	case 1:
+	case len(known) == 1 && len(then) == 0:
 		return false, t.skipOnly(known[0])
 	}
 	keys := make([]string, len(known))

@@ -400,52 +400,65 @@ func TestRuleSwitchJoin(t *testing.T) {
 // same outcome.
 func TestRuleSwitchJoinCountedWithoutAsking(t *testing.T) {
 	t.Parallel()
-	const graph = `{"nodes":[
-		{"id":"w","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
-		{"id":"b0","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
-		{"id":"b1","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
-		{"id":"b2","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}},
-		{"id":"j","type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}}],
-		"edges":[{"id":"e0","source":"w","target":"b0","data":{"condition":"output.k == 0"}},
-			{"id":"e1","source":"w","target":"b1","data":{"condition":"output.k == 1"}},
-			{"id":"e2","source":"w","target":"b2","data":{"default":true}},
-			{"id":"j0","source":"b0","target":"j"},{"id":"j1","source":"b1","target":"j"},
-			{"id":"j2","source":"b2","target":"j"}]}`
-	for _, tc := range []struct {
-		name string
-		// off is added to the queued count-down: not 0, the database's
-		// check fails.
-		off int
-	}{{"assumed", 0}, {"the assumption fails", 5}} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			var queued, asked, locks, readies, carried atomic.Int64
-			r := newRig(t, func(c *engine.Config) {
-				c.Store = countDowns{c.Store, tc.off, &queued, &asked, &locks, &readies, &carried}
+	const worker = `"type":"Worker","data":{"webhookUrl":"http://worker.invalid/x"}`
+	graphs := map[string]struct {
+		graph   string
+		skipped []string
+	}{
+		"three branches": {`{"nodes":[{"id":"w",` + worker + `},{"id":"b0",` + worker + `},{"id":"b1",` + worker + `},
+			{"id":"b2",` + worker + `},{"id":"j",` + worker + `}],
+			"edges":[{"id":"e0","source":"w","target":"b0","data":{"condition":"output.k == 0"}},
+				{"id":"e1","source":"w","target":"b1","data":{"condition":"output.k == 1"}},
+				{"id":"e2","source":"w","target":"b2","data":{"default":true}},
+				{"id":"j0","source":"b0","target":"j"},{"id":"j1","source":"b1","target":"j"},
+				{"id":"j2","source":"b2","target":"j"}]}`, []string{"b0", "b2"}},
+		"two branches": {`{"nodes":[{"id":"w",` + worker + `},{"id":"b0",` + worker + `},{"id":"b1",` + worker + `},
+			{"id":"j",` + worker + `}],
+			"edges":[{"id":"e0","source":"w","target":"b0","data":{"condition":"output.k == 0"}},
+				{"id":"e1","source":"w","target":"b1","data":{"default":true}},
+				{"id":"j0","source":"b0","target":"j"},{"id":"j1","source":"b1","target":"j"}]}`, []string{"b0"}},
+	}
+	for name, g := range graphs {
+		for _, tc := range []struct {
+			name string
+			// off is added to the queued count-down: not 0, the database's
+			// check fails.
+			off int
+		}{{"assumed", 0}, {"the assumption fails", 5}} {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				var queued, alone, asked, locks, readies, carried atomic.Int64
+				r := newRig(t, func(c *engine.Config) {
+					c.Store = countDowns{c.Store, tc.off, &queued, &asked, &locks, &readies, &carried, &alone}
+				})
+				run := r.start(g.graph, `{}`)
+				locks.Store(0)
+				require.NoError(t, r.callback(run.ID, "w", 1, engine.StatusCompleted, `{"k":1}`))
+				require.Equal(t, int64(1), queued.Load(), "the join's count-down queued once (not again when asked)")
+				require.Zero(t, alone.Load(), "carried by the skip's statement")
+				want := int64(0)
+				if tc.off != 0 {
+					want = 1
+				}
+				require.Equal(t, want, asked.Load(), "asked only once the assumption failed")
+				require.Equal(t, want, locks.Load(), "the run's row read only when applied again")
+				statuses := map[string]engine.Status{"w": engine.StatusCompleted, "b1": engine.StatusRunning, "j": engine.StatusPending}
+				for _, k := range g.skipped {
+					statuses[k] = engine.StatusSkipped
+				}
+				_, ns := r.wantStatuses(run.ID, engine.RunRunning, statuses)
+				require.Equal(t, 1, ns["j"].PendingParents)
+				locks.Store(0)
+				require.NoError(t, r.callback(run.ID, "b1", 1, engine.StatusCompleted, `{"b1":true}`))
+				require.Equal(t, int64(1), readies.Load(), "the join's readiness assumed")
+				require.Equal(t, int64(1), carried.Load(), "its check carried by the join's move")
+				require.Equal(t, want, locks.Load(), "the run's row read only when applied again")
+				_, ns = r.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"b1": engine.StatusCompleted,
+					"j": engine.StatusRunning})
+				require.JSONEq(t, `{"b1":true}`, string(ns["j"].Input))
+				require.Zero(t, ns["j"].PendingParents, "as the ordinary path leaves it")
 			})
-			run := r.start(graph, `{}`)
-			locks.Store(0)
-			require.NoError(t, r.callback(run.ID, "w", 1, engine.StatusCompleted, `{"k":1}`))
-			require.Equal(t, int64(1), queued.Load(), "the join's count-down queued once (not again when asked)")
-			want := int64(0)
-			if tc.off != 0 {
-				want = 1
-			}
-			require.Equal(t, want, asked.Load(), "asked only once the assumption failed")
-			require.Equal(t, want, locks.Load(), "the run's row read only when applied again")
-			_, ns := r.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"w": engine.StatusCompleted,
-				"b0": engine.StatusSkipped, "b1": engine.StatusRunning, "b2": engine.StatusSkipped, "j": engine.StatusPending})
-			require.Equal(t, 1, ns["j"].PendingParents)
-			locks.Store(0)
-			require.NoError(t, r.callback(run.ID, "b1", 1, engine.StatusCompleted, `{"b1":true}`))
-			require.Equal(t, int64(1), readies.Load(), "the join's readiness assumed")
-			require.Equal(t, int64(1), carried.Load(), "its check carried by the join's move")
-			require.Equal(t, want, locks.Load(), "the run's row read only when applied again")
-			_, ns = r.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"b1": engine.StatusCompleted,
-				"j": engine.StatusRunning})
-			require.JSONEq(t, `{"b1":true}`, string(ns["j"].Input))
-			require.Zero(t, ns["j"].PendingParents, "as the ordinary path leaves it")
-		})
+		}
 	}
 }
 
@@ -459,8 +472,9 @@ type countDowns struct {
 	engine.Store
 	off                           int
 	queued, asked, locks, readies *atomic.Int64
-	// carried counts the readiness checks carried by the join's move.
-	carried *atomic.Int64
+	// carried counts the readiness checks carried by the join's move,
+	// alone the count-downs queued on their own (not carried by a skip).
+	carried, alone *atomic.Int64
 }
 
 func (s countDowns) InTx(ctx context.Context, fn func(context.Context, engine.Tx) error) error {
@@ -474,6 +488,7 @@ type countDownsTx struct {
 
 func (t countDownsTx) CountDownUntakenLater(ctx context.Context, runID string, keys []string, n int) error {
 	t.s.queued.Add(1)
+	t.s.alone.Add(1)
 	return t.Tx.CountDownUntakenLater(ctx, runID, keys, n+t.s.off)
 }
 
@@ -538,7 +553,7 @@ func TestSpeculatedStepsNameTheirFlow(t *testing.T) {
 	var none atomic.Int64
 	r := newRig(t, func(c *engine.Config) {
 		c.Notify = true
-		c.Store = countDowns{c.Store, 0, &none, &none, &locks, &none, &none}
+		c.Store = countDowns{c.Store, 0, &none, &none, &locks, &none, &none, &none}
 	})
 	run := r.start(graph, `{}`)
 	flows := func(key string) []string {
