@@ -317,12 +317,17 @@ func TestSkipLater(t *testing.T) {
 			skip := func(ctx context.Context, tx engine.Tx, runID string, keys []string) error {
 				return tx.SkipLater(ctx, runID, keys, []engine.UntakenCountDown{{Keys: []string{"j", "k"}, N: 2}, {Keys: []string{"m"}, N: 1}})
 			}
+			// fresh is a new run whose nodes have pending parents left.
+			fresh := func(pending map[string]int) *engine.Run {
+				run := newRun(f)
+				inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+					require.NoError(t, tx.InsertRun(ctx, run))
+					return tx.InsertNodes(ctx, run.ID, nodes(pending))
+				})
+				return run
+			}
 			start := map[string]int{"b0": 1, "b1": 1, "b2": 1, "j": 3, "k": 4, "m": 2}
-			run := newRun(f)
-			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
-				require.NoError(t, tx.InsertRun(ctx, run))
-				return tx.InsertNodes(ctx, run.ID, nodes(start))
-			})
+			run := fresh(start)
 			inTx(t, st, func(ctx context.Context, tx engine.Tx) error { return skip(ctx, tx, run.ID, []string{"b0", "b1"}) })
 			require.Equal(t, map[string]string{"b0": "skipped 1/0", "b1": "skipped 1/0", "b2": "pending 1/0",
 				"j": "pending 1/2", "k": "pending 2/2", "m": "pending 1/1"}, state(run.ID))
@@ -335,11 +340,7 @@ func TestSkipLater(t *testing.T) {
 				"a count-down to no parents left":         {"b0": 1, "b1": 1, "b2": 1, "j": 3, "k": 4, "m": 1},
 				"the other count-down to no parents left": {"b0": 1, "b1": 1, "b2": 1, "j": 2, "k": 4, "m": 2},
 			} {
-				run := newRun(f)
-				inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
-					require.NoError(t, tx.InsertRun(ctx, run))
-					return tx.InsertNodes(ctx, run.ID, nodes(pending))
-				})
+				run := fresh(pending)
 				before := state(run.ID)
 				err := st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error { return skip(ctx, tx, run.ID, []string{"b0", "b1"}) })
 				var qe *engine.QueuedTransitionError
@@ -347,11 +348,7 @@ func TestSkipLater(t *testing.T) {
 				require.ErrorIs(t, err, engine.ErrConflict, name)
 				require.Equal(t, before, state(run.ID), "%s: nothing kept", name)
 			}
-			run = newRun(f)
-			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
-				require.NoError(t, tx.InsertRun(ctx, run))
-				return tx.InsertNodes(ctx, run.ID, nodes(start))
-			})
+			run = fresh(start)
 			require.NoError(t, st.Gorm().Exec(`UPDATE node_states SET status = 'running' WHERE run_id = ? AND key = 'b1'`, run.ID).Error)
 			before := state(run.ID)
 			err := st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error { return skip(ctx, tx, run.ID, []string{"b0", "b1"}) })

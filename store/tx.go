@@ -791,7 +791,7 @@ func transitionSQL(tr *engine.NodeTransition) (string, []any) {
 	}
 	if tr.Ready != nil {
 		// CountDownToReadyLater's check, carried by the join's move.
-		q += ` AND pending_parents = 1 AND untaken_parents = ? AND NOT (SELECT reran FROM runs WHERE id = ?)`
+		q += ` AND ` + readyCheckSQL
 		args = append(args, tr.Ready.Untaken, tr.RunID)
 	}
 	if tr.RunVersion != "" {
@@ -897,10 +897,14 @@ func (t *pgTx) CountDownUntakenLater(_ context.Context, runID string, keys []str
 	return nil
 }
 
+// readyCheckSQL is what a join assumed ready must be (its untaken edges
+// and run id the arguments): its last parent left, that many edges not
+// taken, in a run never rerun.
+const readyCheckSQL = `pending_parents = 1 AND untaken_parents = ? AND NOT (SELECT reran FROM runs WHERE id = ?)`
+
 func (t *pgTx) CountDownToReadyLater(_ context.Context, runID, key string, untaken int) error {
 	t.later(`WITH counted AS (UPDATE node_states SET pending_parents = 0
-		WHERE run_id = ? AND key = ? AND status = 'pending' AND pending_parents = 1 AND untaken_parents = ?
-			AND NOT (SELECT reran FROM runs WHERE id = ?) RETURNING 1)
+		WHERE run_id = ? AND key = ? AND status = 'pending' AND `+readyCheckSQL+` RETURNING 1)
 		SELECT 1 / count(*) FROM counted`, checked(func() error {
 		return &engine.QueuedTransitionError{RunID: runID, Key: key, From: engine.StatusPending, To: engine.StatusPending}
 	}), runID, key, untaken, runID)
