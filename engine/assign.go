@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 )
 
 // Assignment and decisions (README, Approvals): a UX node may be assigned
@@ -16,63 +15,6 @@ import (
 // a decision by the person who started the run (separationOfDuties). Each
 // person's vote is a row of ux_decisions, keyed by the node's attempt, so
 // a retried node starts with none.
-
-// Actor is a person deciding at a UX node (CompleteUXParams.Actor).
-type Actor struct {
-	Email  string
-	Groups []string
-	// Override: may decide any approval, assigned or not (admins).
-	// Separation of duties still holds.
-	Override bool
-	// Manager: may unclaim and reassign any waiting task (operators and
-	// admins).
-	Manager bool
-}
-
-// Assignees is whom a UX node waiting for a person is assigned to: any of
-// Users (emails, lower case) or any member of one of Groups.
-type Assignees struct {
-	Users  []string `json:"users"`
-	Groups []string `json:"groups"`
-}
-
-// Includes reports whether actor is one of the assignees (nil: anyone is).
-func (a *Assignees) Includes(actor *Actor) bool {
-	if a == nil {
-		return true
-	}
-	for _, u := range a.Users {
-		if strings.EqualFold(u, actor.Email) {
-			return true
-		}
-	}
-	for _, g := range a.Groups {
-		if slices.Contains(actor.Groups, g) {
-			return true
-		}
-	}
-	return false
-}
-
-// Vote is one person's decision at a UX node's attempt: a row of
-// ux_decisions, and an entry of an N-of-M node's output "decisions".
-type Vote struct {
-	By string `json:"by"`
-	// For is the claimer a delegate (By) decided for ("" for one's own).
-	For     string          `json:"for,omitempty"`
-	Outcome string          `json:"outcome"`
-	Comment string          `json:"comment"`
-	Answer  json.RawMessage `json:"answer"`
-	At      time.Time       `json:"at"`
-}
-
-// UXDecision is a vote at attempt Attempt of node Key of run RunID
-// (Tx.AddDecision).
-type UXDecision struct {
-	RunID, Key string
-	Attempt    int
-	Vote
-}
 
 // Reject policies: with "any", one vote for an outcome that does not
 // complete the node (reject) decides it; with "majority" such an outcome

@@ -252,8 +252,8 @@ func (e *Engine) committedTxn(t *txn, ownWriter bool) {
 	if len(t.deliveredKeys) > 0 && t.run != nil {
 		e.forget(t.run.ID, t.deliveredKeys, t.deliveredAttempts)
 	}
-	if ownWriter && len(t.w.claimed) > 0 && e.cfg.Claims != nil {
-		e.cfg.Claims.put(t.w.claimed)
+	if ownWriter && len(t.w.Claimed()) > 0 && e.cfg.Claims != nil {
+		e.cfg.Claims.put(t.w.Claimed())
 	}
 	if e.cfg.OnCommit != nil && t.run != nil && len(t.events)+t.spilledEvents > 0 {
 		e.cfg.OnCommit(t.commitInfo())

@@ -168,14 +168,14 @@ func (g *grouped) runBatch(runID string, items []*opItem) {
 		}
 		for i, it := range items {
 			snap := t.snapshot()
-			before, inBulk := t.w.writes, len(t.completedInBulk)
+			before, inBulk := t.w.Writes(), len(t.completedInBulk)
 			err := it.op(t)
 			if err == nil {
 				continue
 			}
 			// An operation may be left out only if it wrote nothing — and
 			// one whose node the bulk compare-and-set already completed did.
-			if !itemError(err) || t.w.writes != before || len(t.completedInBulk) != inBulk {
+			if !itemError(err) || t.w.Writes() != before || len(t.completedInBulk) != inBulk {
 				return err
 			}
 			t.restore(snap)
@@ -402,7 +402,7 @@ func (g *grouped) applyGroup(ctx, lead context.Context, ms []*member) {
 			together.give(t, m.runID)
 			if err := t.apply(m.runID, m.fn); err != nil {
 				// Left out if it wrote nothing (rejected before it did).
-				if itemError(err) && t.w.writes == 0 {
+				if itemError(err) && t.w.Writes() == 0 {
 					results[i] = err
 					continue
 				}

@@ -1,15 +1,16 @@
 package engine
 
+import "github.com/stitchd/stitchd/engine/internal/writer"
+
 // Leaving an operation out of a shared transaction. A batch or group
 // (commit_grouped.go) applies many operations in one transaction; one
 // rejected before it wrote anything (a stale callback failing its
 // compare-and-set) is left out: its txn is restored to the snapshot taken
-// before it, and its writer's count (writer.go) tells whether it wrote.
+// before it, and its writer's count (Writer.Writes) tells whether it wrote.
 
 type txnSnapshot struct {
 	run       Run
 	events    int
-	claimed   int
 	arrivals  int
 	delivered int
 	nested    int
@@ -17,24 +18,23 @@ type txnSnapshot struct {
 	failMsg   string
 	firings   int
 	deferred  int
-	ready     *readyJoin
+	writer    writer.Mark
 }
 
 func (t *txn) snapshot() txnSnapshot {
-	return txnSnapshot{run: *t.run, events: len(t.events), claimed: len(t.w.claimed), arrivals: len(t.arrivals), delivered: len(t.deliveredKeys),
+	return txnSnapshot{run: *t.run, events: len(t.events), arrivals: len(t.arrivals), delivered: len(t.deliveredKeys),
 		nested: len(t.nested), notes: len(t.notes), failMsg: t.failMsg, firings: t.firings, deferred: t.deferred,
-		ready: t.w.ready}
+		writer: t.w.Mark()}
 }
 
 func (t *txn) restore(s txnSnapshot) {
 	*t.run = s.run
 	t.events = t.events[:s.events]
-	t.w.claimed = t.w.claimed[:s.claimed]
 	t.arrivals = t.arrivals[:s.arrivals]
 	t.deliveredKeys, t.deliveredAttempts = t.deliveredKeys[:s.delivered], t.deliveredAttempts[:s.delivered]
 	t.nested = t.nested[:s.nested]
 	t.notes = t.notes[:s.notes]
 	t.failMsg = s.failMsg
 	t.firings, t.deferred = s.firings, s.deferred
-	t.w.ready = s.ready
+	t.w.Restore(s.writer)
 }

@@ -155,6 +155,6 @@ func (c *together) give(t *txn, runID string) {
 	t.setRun(tr.run, tr.graph)
 	if tr.node != nil {
 		t.completedInBulk = map[string]*NodeState{tr.node.Key: tr.node}
-		t.w.writes++
+		t.w.Wrote()
 	}
 }

@@ -43,32 +43,6 @@ const (
 	CompensateOnCancel  = "cancelled"
 )
 
-// Compensation is a run's compensation, kept on its row from the moment
-// it began.
-type Compensation struct {
-	// Reason is why it began: "failed" (a node failed for good) or
-	// "cancelled" (POST /runs/{id}/cancel with compensate).
-	Reason string `json:"reason"`
-	// Error is the failure the undo nodes are given (the run's error), or
-	// "cancelled".
-	Error string `json:"error"`
-	// Steps are the steps undone, in the order their undo nodes run
-	// (the reverse of the order the steps completed in).
-	Steps []CompensationStep `json:"steps"`
-	// State is compensating, compensated (every undo node completed),
-	// failed (FailedNode failed) or interrupted (the run was cancelled or
-	// passed its deadline first).
-	State string `json:"state"`
-	// FailedNode is the undo node that failed (State failed).
-	FailedNode string `json:"failed_node,omitempty"`
-}
-
-// CompensationStep is one step undone by its undo node.
-type CompensationStep struct {
-	Step string `json:"step"`
-	Undo string `json:"undo"`
-}
-
 // compensation is the run's compensation (nil when none began), read once
 // a transaction; only for a graph with undo nodes.
 func (t *txn) compensation() (*Compensation, error) {

@@ -64,46 +64,6 @@ type JourneyEvent struct {
 	CreatedAt time.Time       `json:"created_at"`
 }
 
-// EntityUpsert creates an entity, or updates the one with the same email on
-// the same board, as part of starting a run (inbound triggers).
-type EntityUpsert struct {
-	BoardID  string
-	Type     string
-	Name     string
-	Email    string
-	Metadata json.RawMessage
-}
-
-// EntityMove moves an entity inside a transaction and records a journey
-// event. Empty ToSection keeps the section (only run/node bookkeeping).
-type EntityMove struct {
-	ID         string // journey event id
-	EntityID   string
-	Kind       string
-	ToSection  string
-	RunID      string
-	NodeKey    string
-	CompleteAs string
-	SetType    string
-	// Actor is who decided the move (journey_events.actor; "" none).
-	Actor string
-	// Comment is the decision's comment (journey_events.comment; "" none).
-	Comment string
-	// Metadata, a JSON object, is merged into the entity's metadata (its
-	// keys replace the entity's; nil changes nothing).
-	Metadata json.RawMessage
-	// Details, a JSON object, says more of a journey entry that moves
-	// nothing (journey_events.details; nil none).
-	Details json.RawMessage
-}
-
-// EntityMoved is what Tx.MoveEntity reports: the entity's board, and its
-// move count after the move (the move's entity_seq when it has a Kind).
-type EntityMoved struct {
-	BoardID string
-	Seq     int64
-}
-
 // Movement is one side (onSuccess/onFailure) of a node's entityMovement.
 type Movement struct {
 	TargetSectionID string `json:"targetSectionId"`

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/stitchd/stitchd/engine/internal/writer"
 )
 
 // Events into running runs (README, Events): an Event node waits for an
@@ -17,7 +19,7 @@ func (f *fireCtx) WaitForEvent(w EventWait, timeoutSeconds int) error {
 		return err
 	}
 	if f.unwritten() {
-		return errNeedsRow
+		return writer.ErrNeedsRow
 	}
 	t := f.t
 	ev, err := t.w.TakeEvent(t.run.ID, w)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/stitchd/stitchd/engine/internal/writer"
 )
 
 // Fan-out: a Splitter's region is instantiated once per item, in bulk
@@ -105,7 +107,7 @@ func (t *txn) instantiate(region *Region, pending map[string]int, sidx []int, sk
 				continue
 			}
 			tg := target{node: t.graph.Nodes[m], idx: idx, key: InstanceKey(m, idx)}
-			if err := t.fireReady(tg, StatusPending, outputs); errors.Is(err, errNeedsRow) {
+			if err := t.fireReady(tg, StatusPending, outputs); errors.Is(err, writer.ErrNeedsRow) {
 				needRows = append(needRows, tg)
 			} else if err != nil {
 				end()
@@ -114,8 +116,8 @@ func (t *txn) instantiate(region *Region, pending map[string]int, sidx []int, sk
 		}
 	}
 	first := end()
-	started := make(map[string]BulkStart, len(first.starts))
-	for _, st := range first.starts {
+	started := make(map[string]BulkStart, len(first.Starts))
+	for _, st := range first.Starts {
 		started[st.Key] = st
 	}
 	rows := make([]NodeState, 0, len(items)*len(region.Direct))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/stitchd/stitchd/engine/internal/writer"
 	"github.com/tidwall/gjson"
 )
 
@@ -13,10 +14,10 @@ import (
 // chain step without waiting for the database (speculate, checked at
 // flush by checkSpeculation); the count-down of a completing node's
 // successors travels with its compare-and-set (queueCountDown,
-// keepCountDown; the writer queues and keeps it, writer_countdown.go) and
+// keepCountDown; the writer queues and keeps it, engine/internal/writer) and
 // walk takes its answer (countDownSuccessors); a
 // fan-out's or a run's first fires are written in bulk (the writer
-// collects them: writer_bulk.go); a big
+// collects them: engine/internal/writer); a big
 // fan-out's events are written before the commit (spillEvents). A batch's
 // bulk completion of callbacks is in commit_grouped.go (takeCompletedInBulk),
 // completion across runs in commit_together.go.
@@ -76,7 +77,7 @@ func (t *txn) speculate(runID string, tr *NodeTransition) (*NodeState, bool, err
 		return nil, true, fmt.Errorf("error moving node %s: %w", tr.Key, err)
 	}
 	if join != "" {
-		if err := t.w.AssumeCountDown(countDown{runID: runID, key: tr.Key, version: v, nodeID: n.ID}, join, untaken); err != nil {
+		if err := t.w.AssumeCountDown(writer.CountDown{RunID: runID, Key: tr.Key, Version: v, NodeID: n.ID}, join, untaken); err != nil {
 			return nil, true, fmt.Errorf("error counting down %s: %w", join, err)
 		}
 	}
@@ -290,7 +291,7 @@ const maxFastSuccessors = 8
 // completes, when the run's flow version and graph are cached by this
 // process (cachedGraph), and returns it with the version and node it
 // assumed.
-func (t *txn) queueCountDown(runID string, tr *NodeTransition) *countDown {
+func (t *txn) queueCountDown(runID string, tr *NodeTransition) *writer.CountDown {
 	if tr.Final() != StatusCompleted {
 		return nil
 	}
@@ -307,19 +308,19 @@ func (t *txn) queueCountDown(runID string, tr *NodeTransition) *countDown {
 	if len(keys) == 0 || len(keys) > maxFastSuccessors {
 		return nil
 	}
-	return t.w.QueueCountDown(countDown{runID: runID, key: tr.Key, version: v, nodeID: n.ID}, keys)
+	return t.w.QueueCountDown(writer.CountDown{RunID: runID, Key: tr.Key, Version: v, NodeID: n.ID}, keys)
 }
 
 // keepCountDown keeps count-down c (nil: none was queued) for walk once
 // the lock and the compare-and-set that completed st answered: what it
 // assumed must be what they found, else the transaction must not commit.
-func (t *txn) keepCountDown(c *countDown, st *NodeState) error {
+func (t *txn) keepCountDown(c *writer.CountDown, st *NodeState) error {
 	if c == nil {
 		return nil
 	}
-	if t.run.FlowVersionID != c.version || st.NodeID != c.nodeID {
+	if t.run.FlowVersionID != c.Version || st.NodeID != c.NodeID {
 		return fmt.Errorf("error completing %s: counted down successors of node %s of version %s, found node %s of version %s",
-			c.key, c.nodeID, c.version, st.NodeID, t.run.FlowVersionID)
+			c.Key, c.NodeID, c.Version, st.NodeID, t.run.FlowVersionID)
 	}
 	t.w.KeepCountDown(c)
 	return nil
@@ -365,15 +366,15 @@ func (t *txn) checkSpeculation() error {
 
 // flushBulk writes a collection of first fires (WriteBulk) and counts
 // and announces the nodes it started.
-func (t *txn) flushBulk(b *bulkFires) error {
+func (t *txn) flushBulk(b *writer.Bulk) error {
 	if err := t.w.WriteBulk(t.run.ID, b); err != nil {
 		return err
 	}
-	t.run.ActiveNodes += len(b.starts)
-	for i, s := range b.starts {
-		t.event(EventNodeStatus, s.Key, &nodeStatus{Status: StatusRunning, Attempt: 1, NodeID: b.nodeIDs[i]})
+	t.run.ActiveNodes += len(b.Starts)
+	for i, s := range b.Starts {
+		t.event(EventNodeStatus, s.Key, &nodeStatus{Status: StatusRunning, Attempt: 1, NodeID: b.NodeIDs[i]})
 		if s.Status == StatusWaitingForUser {
-			t.event(EventNodeStatus, s.Key, &nodeStatus{Status: StatusWaitingForUser, Attempt: 1, NodeID: b.nodeIDs[i]})
+			t.event(EventNodeStatus, s.Key, &nodeStatus{Status: StatusWaitingForUser, Attempt: 1, NodeID: b.NodeIDs[i]})
 		}
 	}
 	return nil

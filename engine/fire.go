@@ -81,7 +81,7 @@ func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status
 	}
 	if len(fc.logs) > 0 {
 		// Logged before the action's own events, as the handler did: a
-		// fire tried again (errNeedsRow) returned above and logs nothing.
+		// fire tried again (writer.ErrNeedsRow) returned above and logs nothing.
 		// When the action wrote the events so far already (a big fan-out
 		// after it spilled them), the logs come first of the rest.
 		t.events = slices.Insert(t.events, min(mark, len(t.events)), fc.logs...)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/stitchd/stitchd/engine/internal/writer"
 )
 
 // fireCtx implements FireContext for one node instance.
@@ -73,7 +75,7 @@ func (f *fireCtx) Eval(src string) (any, error) {
 		// starts that need none; whatever an expression's value is for,
 		// it needs the row (a completion, a failure, a wait), so the
 		// expression is evaluated once, when the node fires again.
-		return nil, errNeedsRow
+		return nil, writer.ErrNeedsRow
 	}
 	v, err := f.t.e.vals.get(src)
 	if err != nil {
@@ -158,7 +160,7 @@ func (f *fireCtx) Dispatch(req DispatchRequest) error {
 		return nil
 	}
 	if f.unwritten() {
-		return errNeedsRow
+		return writer.ErrNeedsRow
 	}
 	tr := f.start(StatusRunning)
 	tr.DeadlineSeconds = req.TimeoutSeconds
@@ -194,7 +196,7 @@ func (f *fireCtx) WaitForUser() error {
 		return nil
 	}
 	if f.unwritten() {
-		return errNeedsRow
+		return writer.ErrNeedsRow
 	}
 	assign, err := f.assignees(people)
 	if err != nil {
@@ -215,7 +217,7 @@ func (f *fireCtx) Sleep(w Wake) error {
 		return err
 	}
 	if f.unwritten() {
-		return errNeedsRow
+		return writer.ErrNeedsRow
 	}
 	tr := f.start(StatusRunning, StatusSleeping)
 	tr.Wake = &w
@@ -227,7 +229,7 @@ func (f *fireCtx) Complete(output json.RawMessage) error {
 		return err
 	}
 	if f.unwritten() {
-		return errNeedsRow
+		return writer.ErrNeedsRow
 	}
 	tr := f.start(StatusRunning, StatusCompleted)
 	tr.Output = orNull(output)
@@ -255,7 +257,7 @@ func (f *fireCtx) Fail(reason string) error {
 // fail fails the node firing, its action taken.
 func (f *fireCtx) fail(reason string) error {
 	if f.unwritten() {
-		return errNeedsRow
+		return writer.ErrNeedsRow
 	}
 	tr := f.start(StatusRunning, StatusFailed)
 	tr.Error = &reason
@@ -274,7 +276,7 @@ func (f *fireCtx) FanOut(items []json.RawMessage) error {
 		return err
 	}
 	if f.unwritten() {
-		return errNeedsRow
+		return writer.ErrNeedsRow
 	}
 	if region := f.t.graph.Regions[f.node.ID]; region != nil && len(items) > 0 {
 		if ok, err := f.t.growTree(len(items) * len(region.Direct)); err != nil {

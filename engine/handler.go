@@ -77,16 +77,6 @@ type FireContext interface {
 	StartChild(c ChildRun) error
 }
 
-// CallerAnswer is the HTTP answer a Respond node gives the run's caller:
-// its status, content type and body.
-type CallerAnswer struct {
-	Status      int    `json:"status"`
-	ContentType string `json:"content_type"`
-	Body        string `json:"body"`
-	// Node is the key of the node that answered (set by the engine).
-	Node string `json:"node"`
-}
-
 // EventRunResponded is recorded when a Respond node answered the run's
 // caller (its payload: the node and the status; not the body).
 const EventRunResponded = "run.responded"

@@ -27,19 +27,6 @@ const (
 // reminded about.
 const EventApprovalReminder = "node.reminder"
 
-// Notification is one outbox row of the notification webhook.
-type Notification struct {
-	ID      string
-	Type    string
-	RunID   string
-	Payload json.RawMessage
-	// URL is where it goes; "" for the notification webhook.
-	URL string
-	// Tries is how many deliveries were tried before this one (claimed
-	// rows).
-	Tries int
-}
-
 // notify writes a notification of type typ about the transaction's run
 // (and node key, if any) with fields added to the common ones.
 func (t *txn) notify(typ, key string, fields map[string]any) {

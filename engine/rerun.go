@@ -20,13 +20,6 @@ type RerunParams struct {
 	By string
 }
 
-// ResetNode is one node state a rerun resets to pending, and the upstream
-// nodes it must wait for again.
-type ResetNode struct {
-	Key            string
-	PendingParents int
-}
-
 // RerunNode resets node key of a run and every node instance downstream
 // of it — a fan-out item's downstream being its own instances, then the
 // Collector at the enclosing index and what follows — to pending, and

@@ -12,7 +12,7 @@ import (
 
 // TestEveryRuleHasATest: each section of docs/state_machine.md (a rule of
 // the engine) names its rule tests in a "Rule tests" line, each one a test
-// of this package; and every TestRule… of this package is named there, so
+// of this package or of engine/enginetype (the status state machines); and every TestRule… of this package is named there, so
 // a rule and its test are found from either side.
 func TestEveryRuleHasATest(t *testing.T) {
 	t.Parallel()
@@ -20,6 +20,9 @@ func TestEveryRuleHasATest(t *testing.T) {
 	require.NoError(t, err)
 	files, err := filepath.Glob("*_test.go")
 	require.NoError(t, err)
+	leaf, err := filepath.Glob("enginetype/*_test.go") // the state machines' own
+	require.NoError(t, err)
+	files = append(files, leaf...)
 	defined := map[string]bool{}
 	funcs := regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`)
 	for _, f := range files {
@@ -49,7 +52,7 @@ func TestEveryRuleHasATest(t *testing.T) {
 		}
 		for _, name := range strings.Split(strings.TrimSuffix(rest, "."), ", ") {
 			name = strings.Trim(name, "`")
-			require.True(t, defined[name], "%q names %s, which is no test of package engine", heading, name)
+			require.True(t, defined[name], "%q names %s, which is no test of package engine (or engine/enginetype)", heading, name)
 			named[name] = true
 			sectionNames = append(sectionNames, name)
 		}

@@ -8,6 +8,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/stitchd/stitchd/engine/internal/writer"
 )
 
 // Sub-flows (README, Sub-flows): a SubFlow node starts a run of another
@@ -93,7 +95,7 @@ func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
 	var needRows []string
 	for _, nid := range g.EntryNodes {
 		err := t.fire(g.Nodes[nid], nil, r.Input, StatusPending, 0)
-		if errors.Is(err, errNeedsRow) {
+		if errors.Is(err, writer.ErrNeedsRow) {
 			needRows = append(needRows, nid)
 		} else if err != nil {
 			end()
@@ -101,8 +103,8 @@ func (t *txn) beginRun(r *Run, g *ExecutionGraph, parent *parentRef) error {
 		}
 	}
 	first := end()
-	starts := make(map[string]BulkStart, len(first.starts))
-	for _, st := range first.starts {
+	starts := make(map[string]BulkStart, len(first.Starts))
+	for _, st := range first.Starts {
 		starts[st.Key] = st
 	}
 	order := sortedStatic(g)
@@ -161,7 +163,7 @@ func (f *fireCtx) StartChild(c ChildRun) error {
 		return err
 	}
 	if f.unwritten() {
-		return errNeedsRow
+		return writer.ErrNeedsRow
 	}
 	t := f.t
 	g, err := t.e.Graph(t.ctx, c.Target.VersionID)
@@ -279,7 +281,7 @@ func (t *txn) childEnded() error {
 // tellParents tells the SubFlow nodes of the sub-flow runs that ended in
 // this database transaction how they ended — and so on up, when telling
 // ends a parent that is itself a sub-flow run — parents in id order.
-func (e *Engine) tellParents(ctx context.Context, tx Tx, ends *childEnds, room *claimRoom) error {
+func (e *Engine) tellParents(ctx context.Context, tx Tx, ends *childEnds, room *writer.ClaimRoom) error {
 	for len(ends.ends) > 0 {
 		batch := ends.ends
 		ends.ends = nil

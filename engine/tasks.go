@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 )
 
 // Human tasks (docs/approvals.md): a UX node waiting for a person may be
@@ -36,14 +35,6 @@ type claimedError struct{}
 
 func (claimedError) Error() string        { return "claimed" }
 func (claimedError) Is(target error) bool { return target == ErrConflict }
-
-// Claim is who took a waiting UX node's current attempt, and since when;
-// Delegate, when set, may decide it on the claimer's behalf.
-type Claim struct {
-	By       string    `json:"claimed_by"`
-	At       time.Time `json:"claimed_at"`
-	Delegate string    `json:"delegate,omitempty"`
-}
 
 // TaskParams names a waiting UX node and who acts on it.
 type TaskParams struct {
@@ -156,14 +147,14 @@ func (e *Engine) UnclaimUX(ctx context.Context, p TaskParams) error {
 		if claim == nil {
 			return nil
 		}
-		if !p.Actor.manages() && !strings.EqualFold(claim.By, p.Actor.Email) {
+		if !p.Actor.Manages() && !strings.EqualFold(claim.By, p.Actor.Email) {
 			return fmt.Errorf("%w: step %s of run %s is claimed by %s; only they, an operator or an admin may unclaim it",
 				ErrForbidden, cur.Key, t.run.ID, claim.By)
 		}
 		if err := t.w.SetClaim(t.run.ID, cur.Key, cur.Attempt, nil); err != nil {
 			return fmt.Errorf("error unclaiming %s: %w", cur.Key, err)
 		}
-		t.event(EventNodeUnclaimed, cur.Key, map[string]any{"attempt": cur.Attempt, "by": p.Actor.name(),
+		t.event(EventNodeUnclaimed, cur.Key, map[string]any{"attempt": cur.Attempt, "by": p.Actor.Name(),
 			"claimed_by": claim.By})
 		return nil
 	})
@@ -186,19 +177,19 @@ func (e *Engine) ReassignUX(ctx context.Context, p ReassignParams) (*Assignees, 
 		return nil, fmt.Errorf("%w: the new assignees %s", ErrInvalidRequest, err)
 	}
 	return a, e.onTask(ctx, p.TaskParams, func(t *txn, _ *Node, cur *NodeState, claim *Claim) error {
-		if !p.Actor.manages() && (claim == nil || !strings.EqualFold(claim.By, p.Actor.Email)) {
+		if !p.Actor.Manages() && (claim == nil || !strings.EqualFold(claim.By, p.Actor.Email)) {
 			return fmt.Errorf("%w: only an operator, an admin or the step's claimer may reassign step %s of run %s",
 				ErrForbidden, cur.Key, t.run.ID)
 		}
 		if err := t.w.Reassign(t.run.ID, cur.Key, cur.Attempt, a); err != nil {
 			return fmt.Errorf("error reassigning %s: %w", cur.Key, err)
 		}
-		ev := map[string]any{"attempt": cur.Attempt, "by": p.Actor.name(), "assignees": a, "comment": p.Comment}
+		ev := map[string]any{"attempt": cur.Attempt, "by": p.Actor.Name(), "assignees": a, "comment": p.Comment}
 		if claim != nil {
 			ev["claimed_by"] = claim.By
 		}
 		t.event(EventNodeReassigned, cur.Key, ev)
-		return t.taskJourney(JourneyReassigned, cur.Key, p.Actor.name(), p.Comment, map[string]any{"assignees": a})
+		return t.taskJourney(JourneyReassigned, cur.Key, p.Actor.Name(), p.Comment, map[string]any{"assignees": a})
 	})
 }
 
@@ -247,18 +238,6 @@ func (t *txn) taskJourney(kind, key, by, comment string, details map[string]any)
 		return fmt.Errorf("error encoding a journey entry: %w", err)
 	}
 	return t.moveEntity(EntityMove{Kind: kind, NodeKey: key, Actor: by, Comment: comment, Details: d})
-}
-
-// manages reports whether a may unclaim and reassign any task: the admin
-// token (nil), an operator or an admin.
-func (a *Actor) manages() bool { return a == nil || a.Manager || a.Override }
-
-// name is who a is in the records ("admin" for the admin token).
-func (a *Actor) name() string {
-	if a == nil {
-		return "admin"
-	}
-	return a.Email
 }
 
 // EventNodeEscalated is recorded when a UX node still waiting was

@@ -69,14 +69,6 @@ func toleranceOf(n *Node) (Tolerance, bool) {
 	return tl, err == nil
 }
 
-// ItemFailure is a failed item of a fan-out: its index, the key of the
-// failed node instance and its error.
-type ItemFailure struct {
-	Index int    `json:"index"`
-	Key   string `json:"key"`
-	Error string `json:"error"`
-}
-
 // tolerate counts failed node st, an item of the region closed by
 // Collector coll (at cidx), as arrived at the Collector when the
 // Collector's toleratedFailures allows: it reports whether it did (false:

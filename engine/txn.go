@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/stitchd/stitchd/engine/internal/writer"
 )
 
 // txn is the state of one engine transaction over one run.
@@ -13,7 +15,7 @@ type txn struct {
 	ctx context.Context
 	// tx reads (and locks); every write goes through w.
 	tx     TxReads
-	w      *writer
+	w      *writer.Writer
 	run    *Run
 	graph  *ExecutionGraph
 	events []NewEvent
@@ -78,7 +80,7 @@ type txn struct {
 
 // newTxn starts the state of a transaction over one run, before its first
 // statement.
-func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool, ends *childEnds, room *claimRoom) *txn {
+func (e *Engine) newTxn(ctx context.Context, tx Tx, noSpeculation bool, ends *childEnds, room *writer.ClaimRoom) *txn {
 	return &txn{e: e, ctx: ctx, tx: tx, w: e.newWriter(ctx, tx, room), noSpeculation: noSpeculation, ends: ends}
 }
 
@@ -279,4 +281,19 @@ func orNull(v json.RawMessage) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return v
+}
+
+// newWriter is the writer of a database transaction, claiming at most
+// what room has left (shared by the txns of one database transaction).
+func (e *Engine) newWriter(ctx context.Context, tx TxWrites, room *writer.ClaimRoom) *writer.Writer {
+	return writer.New(ctx, writer.Params{Tx: tx, Lease: e.cfg.ClaimLease, Room: room, Began: e.cfg.Clock.Now()})
+}
+
+// claimRoom asks for the dispatcher's room (Claims), before a transaction
+// begins: nothing calls the dispatcher from inside one.
+func (e *Engine) claimRoom() *writer.ClaimRoom {
+	if e.cfg.ClaimLease > 0 && e.cfg.Claims != nil {
+		return writer.NewClaimRoom(e.cfg.Claims.Room())
+	}
+	return writer.NewClaimRoom(0)
 }

@@ -137,15 +137,6 @@ func (t *txn) refuseWhileDeferred(what string) error {
 	return fmt.Errorf("%w: run %s has steps waiting to fire (a long chain of steps in progress); try again in a moment", ErrConflict, t.run.ID)
 }
 
-// DueNode is a node whose time came, at the attempt it was due in.
-type DueNode struct {
-	Key     string
-	Attempt int
-	// Deferred: the node is pending, left to fire by a transaction that
-	// fired its most (Config.MaxFirings), not sleeping.
-	Deferred bool
-}
-
 // whileIn applies fn, in a transaction of run runID, to node key when it
 // is still in status at attempt; a node that moved on meanwhile (answered,
 // woken, cancelled) is left alone and nil returned.

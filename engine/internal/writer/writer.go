@@ -1,40 +1,42 @@
-package engine
+package writer
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/stitchd/stitchd/engine/enginetype"
 )
 
-// writer is the one way a transaction's rules write: the engine reads
-// through TxReads (txn.tx) and writes through its writer (txn.w), which
+// Writer is the one way a transaction's rules write: the engine reads
+// through TxReads (txn.tx) and writes through its Writer (txn.w), which
 // owns the transaction's TxWrites and its context and counts every write
 // that succeeded, so that group commit knows whether an operation it
-// rejected left anything behind (commit_grouped.go). A write the writer
+// rejected left anything behind (engine/commit_grouped.go). A write the writer
 // does not make cannot be made: the rules hold no TxWrites. It also owns
 // what makes the writes fewer: count-downs queued with a completion
-// (writer_countdown.go), claimed outbox rows (writer_claims.go), first
-// fires collected in bulk (writer_bulk.go) and a speculated step's save
+// (countdown.go), claimed outbox rows (claims.go), first
+// fires collected in bulk (bulk.go) and a speculated step's save
 // relative to its run's row (Speculate).
-type writer struct {
+type Writer struct {
 	ctx    context.Context
-	tx     TxWrites
+	tx     enginetype.TxWrites
 	writes int
 	// countedDown are the count-downs queued with a completion and kept,
-	// not yet taken by the walk (writer_countdown.go).
-	countedDown []*countDown
-	// lease, room and began are what claims take (writer_claims.go):
+	// not yet taken by the walk (countdown.go).
+	countedDown []*CountDown
+	// lease, room and began are what claims take (claims.go):
 	// the lease of a claimed row, how many more rows the database
 	// transaction may claim, and when the leases began; claimed are the
 	// rows written claimed, for the commit.
 	lease   time.Duration
-	room    *claimRoom
+	room    *ClaimRoom
 	began   time.Time
-	claimed []ClaimedDispatch
+	claimed []enginetype.ClaimedDispatch
 	// bulks are the first fires being collected, by run
-	// (writer_bulk.go).
-	bulks map[string]*bulkFires
+	// (bulk.go).
+	bulks map[string]*Bulk
 	// speculated is the run whose step was speculated (Speculate), "" when
 	// none was.
 	speculated string
@@ -46,7 +48,49 @@ type writer struct {
 	ready *readyJoin
 }
 
-func (w *writer) wrote(err error) error {
+// Params are what a Writer is made of.
+type Params struct {
+	// Tx is the transaction's writes.
+	Tx enginetype.TxWrites
+	// Lease is how long a claimed outbox row is leased for; 0 claims none.
+	Lease time.Duration
+	// Room is how many rows the database transaction may still claim
+	// (shared by its writers); nil claims none.
+	Room *ClaimRoom
+	// Began is when the leases of the rows claimed begin.
+	Began time.Time
+}
+
+// New is the writer of a database transaction's operation.
+func New(ctx context.Context, p Params) *Writer {
+	return &Writer{ctx: ctx, tx: p.Tx, lease: p.Lease, room: p.Room, began: p.Began}
+}
+
+// Writes is how many writes succeeded: an operation that made none can be
+// left out of a shared transaction.
+func (w *Writer) Writes() int { return w.writes }
+
+// Wrote counts a write made for the writer's operation outside it (the
+// completion group commit made for it across runs).
+func (w *Writer) Wrote() { w.writes++ }
+
+// Mark is where a Writer stood (Mark), to leave what came after out
+// (Restore): an operation rejected in a shared transaction.
+type Mark struct {
+	claimed int
+	ready   *readyJoin
+}
+
+// Mark is where the writer stands now.
+func (w *Writer) Mark() Mark { return Mark{claimed: len(w.claimed), ready: w.ready} }
+
+// Restore forgets the claims and the assumed-ready join made since m.
+func (w *Writer) Restore(m Mark) {
+	w.claimed = w.claimed[:m.claimed]
+	w.ready = m.ready
+}
+
+func (w *Writer) wrote(err error) error {
 	if err == nil {
 		w.writes++
 	}
@@ -55,33 +99,33 @@ func (w *writer) wrote(err error) error {
 
 // SaveRunWithEvents saves the run and its events; a speculated run's row
 // was never read, so its counters are saved as changes to the row's.
-func (w *writer) SaveRunWithEvents(s RunSave) error {
+func (w *Writer) SaveRunWithEvents(s enginetype.RunSave) error {
 	s.Relative = s.Run.ID == w.speculated
 	return w.wrote(w.tx.SaveRunWithEvents(w.ctx, s))
 }
 
-func (w *writer) AdmitRun(flowID string) {
+func (w *Writer) AdmitRun(flowID string) {
 	w.writes++
 	w.tx.AdmitRun(w.ctx, flowID)
 }
 
-func (w *writer) InsertRun(run *Run) error {
+func (w *Writer) InsertRun(run *enginetype.Run) error {
 	return w.wrote(w.tx.InsertRun(w.ctx, run))
 }
 
-func (w *writer) SaveRun(run *Run) error {
+func (w *Writer) SaveRun(run *enginetype.Run) error {
 	return w.wrote(w.tx.SaveRun(w.ctx, run))
 }
 
-func (w *writer) InsertNodes(runID string, nodes []NodeState) error {
+func (w *Writer) InsertNodes(runID string, nodes []enginetype.NodeState) error {
 	return w.wrote(w.tx.InsertNodes(w.ctx, runID, nodes))
 }
 
-func (w *writer) InsertStartedNodes(runID string, nodes []NodeState, starts []BulkStart) error {
+func (w *Writer) InsertStartedNodes(runID string, nodes []enginetype.NodeState, starts []enginetype.BulkStart) error {
 	return w.wrote(w.tx.InsertStartedNodes(w.ctx, runID, nodes, starts))
 }
 
-func (w *writer) Transition(t *NodeTransition) (*NodeState, error) {
+func (w *Writer) Transition(t *enginetype.NodeTransition) (*enginetype.NodeState, error) {
 	// The check before the row moves (an immediate transition's failure
 	// would not read as a failed assumption).
 	if err := w.readyBefore(t.RunID, []string{t.Key}); err != nil {
@@ -93,7 +137,7 @@ func (w *writer) Transition(t *NodeTransition) (*NodeState, error) {
 
 // Speculate queues the compare-and-set of a speculated step (speculate):
 // it checks and locks the run, and the run is saved relative to its row.
-func (w *writer) Speculate(t *NodeTransition) error {
+func (w *Writer) Speculate(t *enginetype.NodeTransition) error {
 	if w.speculated != "" && w.speculated != t.RunID {
 		// Its save relative to its row would be taken for the other's.
 		return fmt.Errorf("a step of run %s speculated in the transaction of run %s's", t.RunID, w.speculated)
@@ -106,9 +150,9 @@ func (w *writer) Speculate(t *NodeTransition) error {
 }
 
 // Speculated reports whether run's step was speculated.
-func (w *writer) Speculated(runID string) bool { return runID != "" && runID == w.speculated }
+func (w *Writer) Speculated(runID string) bool { return runID != "" && runID == w.speculated }
 
-func (w *writer) TransitionLater(t *NodeTransition) error {
+func (w *Writer) TransitionLater(t *enginetype.NodeTransition) error {
 	if !w.carryReady(t) {
 		if err := w.readyBefore(t.RunID, []string{t.Key}); err != nil {
 			return err
@@ -119,7 +163,7 @@ func (w *writer) TransitionLater(t *NodeTransition) error {
 
 // SkipLater queues the skip of keys and the count-downs then, whose
 // answers the rules know (CountDownUntakenLater), in one statement.
-func (w *writer) SkipLater(runID string, keys []string, then []UntakenCountDown) error {
+func (w *Writer) SkipLater(runID string, keys []string, then []enginetype.UntakenCountDown) error {
 	if err := w.readyBefore(runID, keys); err != nil {
 		return err
 	}
@@ -132,47 +176,47 @@ func (w *writer) SkipLater(runID string, keys []string, then []UntakenCountDown)
 	return nil
 }
 
-func (w *writer) ArchiveIteration(runID string, keys []string) (map[string]int, error) {
+func (w *Writer) ArchiveIteration(runID string, keys []string) (map[string]int, error) {
 	r0, err := w.tx.ArchiveIteration(w.ctx, runID, keys)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) InsertIteration(runID string, nodes []NodeState) error {
+func (w *Writer) InsertIteration(runID string, nodes []enginetype.NodeState) error {
 	return w.wrote(w.tx.InsertIteration(w.ctx, runID, nodes))
 }
 
-func (w *writer) HoldDispatches(runID string, hold bool) (int, error) {
+func (w *Writer) HoldDispatches(runID string, hold bool) (int, error) {
 	r0, err := w.tx.HoldDispatches(w.ctx, runID, hold)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) TakeEvent(runID string, wait EventWait) (*TakenEvent, error) {
+func (w *Writer) TakeEvent(runID string, wait enginetype.EventWait) (*enginetype.TakenEvent, error) {
 	r0, err := w.tx.TakeEvent(w.ctx, runID, wait)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) EventDelivered(eventID, runID, key string) error {
+func (w *Writer) EventDelivered(eventID, runID, key string) error {
 	return w.wrote(w.tx.EventDelivered(w.ctx, eventID, runID, key))
 }
 
-func (w *writer) FailActiveNodes(runID, msg string) ([]string, error) {
+func (w *Writer) FailActiveNodes(runID, msg string) ([]string, error) {
 	r0, err := w.tx.FailActiveNodes(w.ctx, runID, msg)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) WakeNodes(runID string, due []DueNode) ([]NodeState, error) {
+func (w *Writer) WakeNodes(runID string, due []enginetype.DueNode) ([]enginetype.NodeState, error) {
 	r0, err := w.tx.WakeNodes(w.ctx, runID, due)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) DeferNode(runID, key string, input json.RawMessage) error {
+func (w *Writer) DeferNode(runID, key string, input json.RawMessage) error {
 	if err := w.readyBefore(runID, []string{key}); err != nil {
 		return err
 	}
 	return w.wrote(w.tx.DeferNode(w.ctx, runID, key, input))
 }
 
-func (w *writer) AddTreeNodes(runID string, n, limit int) (bool, error) {
+func (w *Writer) AddTreeNodes(runID string, n, limit int) (bool, error) {
 	added, err := w.tx.AddTreeNodes(w.ctx, runID, n, limit)
 	if added {
 		err = w.wrote(err)
@@ -180,32 +224,32 @@ func (w *writer) AddTreeNodes(runID string, n, limit int) (bool, error) {
 	return added, err
 }
 
-func (w *writer) RedeferNodes(runID string, keys []string) error {
+func (w *Writer) RedeferNodes(runID string, keys []string) error {
 	if err := w.readyBefore(runID, keys); err != nil {
 		return err
 	}
 	return w.wrote(w.tx.RedeferNodes(w.ctx, runID, keys))
 }
 
-func (w *writer) SetTaken(runID, key string, taken []string, output json.RawMessage) error {
+func (w *Writer) SetTaken(runID, key string, taken []string, output json.RawMessage) error {
 	return w.wrote(w.tx.SetTaken(w.ctx, runID, key, taken, output))
 }
 
-func (w *writer) SetRunVariables(runID string, vars json.RawMessage) error {
+func (w *Writer) SetRunVariables(runID string, vars json.RawMessage) error {
 	return w.wrote(w.tx.SetRunVariables(w.ctx, runID, vars))
 }
 
-func (w *writer) AddPending(runID string, keys []string, delta int) (map[string]Pending, error) {
+func (w *Writer) AddPending(runID string, keys []string, delta int) (map[string]enginetype.Pending, error) {
 	r0, err := w.tx.AddPending(w.ctx, runID, keys, delta)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) AddPendingUntaken(runID string, keys, untaken []string, delta int) (map[string]Pending, error) {
+func (w *Writer) AddPendingUntaken(runID string, keys, untaken []string, delta int) (map[string]enginetype.Pending, error) {
 	r0, err := w.tx.AddPendingUntaken(w.ctx, runID, keys, untaken, delta)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) AddPendingLater(runID string, keys []string, delta int) func() (map[string]Pending, error) {
+func (w *Writer) AddPendingLater(runID string, keys []string, delta int) func() (map[string]enginetype.Pending, error) {
 	w.writes++
 	return w.tx.AddPendingLater(w.ctx, runID, keys, delta)
 }
@@ -213,7 +257,7 @@ func (w *writer) AddPendingLater(runID string, keys []string, delta int) func() 
 // CountDownUntakenLater queues a count-down whose answer the rules know
 // (TxWrites.CountDownUntakenLater): an assumption the database checks,
 // so that a transaction failing it is applied again reading as it goes.
-func (w *writer) CountDownUntakenLater(runID string, keys []string, n int) error {
+func (w *Writer) CountDownUntakenLater(runID string, keys []string, n int) error {
 	if err := w.wrote(w.tx.CountDownUntakenLater(w.ctx, runID, keys, n)); err != nil {
 		return err
 	}
@@ -224,20 +268,20 @@ func (w *writer) CountDownUntakenLater(runID string, keys []string, n int) error
 // Assumed reports whether the transaction queued a write on an assumption
 // the database checks (a speculated step, a count-down's known answer):
 // failing it, the operation is applied again without assuming.
-func (w *writer) Assumed() bool { return w.assumed || w.speculated != "" }
+func (w *Writer) Assumed() bool { return w.assumed || w.speculated != "" }
 
-func (w *writer) ResetUntaken(runID string) error {
+func (w *Writer) ResetUntaken(runID string) error {
 	return w.wrote(w.tx.ResetUntaken(w.ctx, runID))
 }
 
-func (w *writer) SetPending(runID, key string, n int) error {
+func (w *Writer) SetPending(runID, key string, n int) error {
 	if err := w.readyBefore(runID, []string{key}); err != nil {
 		return err
 	}
 	return w.wrote(w.tx.SetPending(w.ctx, runID, key, n))
 }
 
-func (w *writer) BulkStart(runID string, starts []BulkStart) (int, error) {
+func (w *Writer) BulkStart(runID string, starts []enginetype.BulkStart) (int, error) {
 	if err := w.readyBefore(runID, nil); err != nil {
 		return 0, err
 	}
@@ -245,17 +289,17 @@ func (w *writer) BulkStart(runID string, starts []BulkStart) (int, error) {
 	return r0, w.wrote(err)
 }
 
-func (w *writer) BulkComplete(runID string, cs []BulkComplete) ([]NodeState, error) {
+func (w *Writer) BulkComplete(runID string, cs []enginetype.BulkComplete) ([]enginetype.NodeState, error) {
 	r0, err := w.tx.BulkComplete(w.ctx, runID, cs)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) CompleteAcrossRuns(cs []BulkComplete) ([]NodeState, error) {
+func (w *Writer) CompleteAcrossRuns(cs []enginetype.BulkComplete) ([]enginetype.NodeState, error) {
 	r0, err := w.tx.CompleteAcrossRuns(w.ctx, cs)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) InsertDispatches(ds []*Dispatch) error {
+func (w *Writer) InsertDispatches(ds []*enginetype.Dispatch) error {
 	if err := w.wrote(w.tx.InsertDispatches(w.ctx, ds)); err != nil {
 		return err
 	}
@@ -265,7 +309,7 @@ func (w *writer) InsertDispatches(ds []*Dispatch) error {
 	return nil
 }
 
-func (w *writer) InsertDispatch(d *Dispatch) error {
+func (w *Writer) InsertDispatch(d *enginetype.Dispatch) error {
 	if err := w.wrote(w.tx.InsertDispatch(w.ctx, d)); err != nil {
 		return err
 	}
@@ -273,7 +317,7 @@ func (w *writer) InsertDispatch(d *Dispatch) error {
 	return nil
 }
 
-func (w *writer) UpdateDispatches(us []DispatchUpdate) (int, error) {
+func (w *Writer) UpdateDispatches(us []enginetype.DispatchUpdate) (int, error) {
 	n, err := w.tx.UpdateDispatches(w.ctx, us)
 	if n == 0 {
 		return n, err // nothing written
@@ -281,70 +325,70 @@ func (w *writer) UpdateDispatches(us []DispatchUpdate) (int, error) {
 	return n, w.wrote(err)
 }
 
-func (w *writer) ExtendDeadline(runID, key string, attempt, seconds int) (bool, error) {
+func (w *Writer) ExtendDeadline(runID, key string, attempt, seconds int) (bool, error) {
 	r0, err := w.tx.ExtendDeadline(w.ctx, runID, key, attempt, seconds)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) CancelNodes(runID string) ([]CancelledNode, error) {
+func (w *Writer) CancelNodes(runID string) ([]enginetype.CancelledNode, error) {
 	r0, err := w.tx.CancelNodes(w.ctx, runID)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) CancelBranches(runID string, nodeIDs []string, prefix []int) ([]CancelledNode, error) {
+func (w *Writer) CancelBranches(runID string, nodeIDs []string, prefix []int) ([]enginetype.CancelledNode, error) {
 	r0, err := w.tx.CancelBranches(w.ctx, runID, nodeIDs, prefix)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) SetRunCompensation(runID string, c *Compensation) error {
+func (w *Writer) SetRunCompensation(runID string, c *enginetype.Compensation) error {
 	return w.wrote(w.tx.SetRunCompensation(w.ctx, runID, c))
 }
 
-func (w *writer) SetRunResponse(runID string, a *CallerAnswer) (bool, error) {
+func (w *Writer) SetRunResponse(runID string, a *enginetype.CallerAnswer) (bool, error) {
 	r0, err := w.tx.SetRunResponse(w.ctx, runID, a)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) DeletePendingNodes(runID string, nodeIDs []string) error {
+func (w *Writer) DeletePendingNodes(runID string, nodeIDs []string) error {
 	return w.wrote(w.tx.DeletePendingNodes(w.ctx, runID, nodeIDs))
 }
 
-func (w *writer) SetRunVersion(runID, versionID string) error {
+func (w *Writer) SetRunVersion(runID, versionID string) error {
 	return w.wrote(w.tx.SetRunVersion(w.ctx, runID, versionID))
 }
 
-func (w *writer) ResetNodes(runID string, nodes []ResetNode) error {
+func (w *Writer) ResetNodes(runID string, nodes []enginetype.ResetNode) error {
 	return w.wrote(w.tx.ResetNodes(w.ctx, runID, nodes))
 }
 
-func (w *writer) DeleteInstances(runID string, nodeIDs []string, idx []int) (int, error) {
+func (w *Writer) DeleteInstances(runID string, nodeIDs []string, idx []int) (int, error) {
 	r0, err := w.tx.DeleteInstances(w.ctx, runID, nodeIDs, idx)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) InsertNotifications(ns []Notification) error {
+func (w *Writer) InsertNotifications(ns []enginetype.Notification) error {
 	return w.wrote(w.tx.InsertNotifications(w.ctx, ns))
 }
 
-func (w *writer) SetRemindAt(runID, key string, seconds int) error {
+func (w *Writer) SetRemindAt(runID, key string, seconds int) error {
 	return w.wrote(w.tx.SetRemindAt(w.ctx, runID, key, seconds))
 }
 
-func (w *writer) UpsertEntity(id string, e EntityUpsert) (string, error) {
+func (w *Writer) UpsertEntity(id string, e enginetype.EntityUpsert) (string, error) {
 	r0, err := w.tx.UpsertEntity(w.ctx, id, e)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) MoveEntity(m EntityMove) (EntityMoved, error) {
+func (w *Writer) MoveEntity(m enginetype.EntityMove) (enginetype.EntityMoved, error) {
 	r0, err := w.tx.MoveEntity(w.ctx, m)
 	return r0, w.wrote(err)
 }
 
-func (w *writer) AppendEvents(runID string, firstSeq int64, events []NewEvent) error {
+func (w *Writer) AppendEvents(runID string, firstSeq int64, events []enginetype.NewEvent) error {
 	return w.wrote(w.tx.AppendEvents(w.ctx, runID, firstSeq, events))
 }
 
-func (w *writer) AddDecision(d UXDecision) ([]Vote, bool, error) {
+func (w *Writer) AddDecision(d enginetype.UXDecision) ([]enginetype.Vote, bool, error) {
 	all, added, err := w.tx.AddDecision(w.ctx, d)
 	if added { // a vote already cast writes nothing
 		err = w.wrote(err)
@@ -352,14 +396,14 @@ func (w *writer) AddDecision(d UXDecision) ([]Vote, bool, error) {
 	return all, added, err
 }
 
-func (w *writer) SetClaim(runID, key string, attempt int, c *Claim) error {
+func (w *Writer) SetClaim(runID, key string, attempt int, c *enginetype.Claim) error {
 	return w.wrote(w.tx.SetClaim(w.ctx, runID, key, attempt, c))
 }
 
-func (w *writer) Reassign(runID, key string, attempt int, a *Assignees) error {
+func (w *Writer) Reassign(runID, key string, attempt int, a *enginetype.Assignees) error {
 	return w.wrote(w.tx.Reassign(w.ctx, runID, key, attempt, a))
 }
 
-func (w *writer) SetEscalation(runID, key string, step, seconds int) error {
+func (w *Writer) SetEscalation(runID, key string, step, seconds int) error {
 	return w.wrote(w.tx.SetEscalation(w.ctx, runID, key, step, seconds))
 }

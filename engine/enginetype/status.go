@@ -1,44 +1,12 @@
-package engine
+package enginetype
 
 import "fmt"
 
 // Status is a node state's status.
 type Status string
 
-// Node statuses.
-const (
-	StatusPending        Status = "pending"
-	StatusRunning        Status = "running"
-	StatusCompleted      Status = "completed"
-	StatusFailed         Status = "failed"
-	StatusWaitingForUser Status = "waiting_for_user"
-	StatusCancelled      Status = "cancelled"
-	// StatusSkipped: every inbound edge was decided and none was taken
-	// (dead-path elimination); terminal.
-	StatusSkipped Status = "skipped"
-	// StatusSleeping: a Wait node waits for its wake_at (database time).
-	StatusSleeping Status = "sleeping"
-	// StatusWaitingForEvent: an Event node waits for an event with its name
-	// and key (POST /api/v1/events).
-	StatusWaitingForEvent Status = "waiting_for_event"
-)
-
 // RunStatus is a run's status.
 type RunStatus string
-
-// Run statuses.
-const (
-	RunRunning   RunStatus = "running"
-	RunCompleted RunStatus = "completed"
-	RunFailed    RunStatus = "failed"
-	RunCancelled RunStatus = "cancelled"
-	// RunPaused: an operator paused the run; nothing new fires until it
-	// resumes.
-	RunPaused RunStatus = "paused"
-	// RunQueued: the run waits for its entity's active run of the flow to
-	// end (settings.entityConcurrency queue); nothing of it has fired.
-	RunQueued RunStatus = "queued"
-)
 
 // AllowedFrom returns the statuses a node may move to dest from. It is the
 // state machine, written as data (sources → destination):
@@ -111,3 +79,35 @@ func (s Status) Active() bool {
 
 // Finished reports whether the run status is final.
 func (s RunStatus) Finished() bool { return s != RunRunning && s != RunPaused && s != RunQueued }
+
+// Node statuses.
+const (
+	StatusPending        Status = "pending"
+	StatusRunning        Status = "running"
+	StatusCompleted      Status = "completed"
+	StatusFailed         Status = "failed"
+	StatusWaitingForUser Status = "waiting_for_user"
+	StatusCancelled      Status = "cancelled"
+	// StatusSkipped: every inbound edge was decided and none was taken
+	// (dead-path elimination); terminal.
+	StatusSkipped Status = "skipped"
+	// StatusSleeping: a Wait node waits for its wake_at (database time).
+	StatusSleeping Status = "sleeping"
+	// StatusWaitingForEvent: an Event node waits for an event with its name
+	// and key (POST /api/v1/events).
+	StatusWaitingForEvent Status = "waiting_for_event"
+)
+
+// Run statuses.
+const (
+	RunRunning   RunStatus = "running"
+	RunCompleted RunStatus = "completed"
+	RunFailed    RunStatus = "failed"
+	RunCancelled RunStatus = "cancelled"
+	// RunPaused: an operator paused the run; nothing new fires until it
+	// resumes.
+	RunPaused RunStatus = "paused"
+	// RunQueued: the run waits for its entity's active run of the flow to
+	// end (settings.entityConcurrency queue); nothing of it has fired.
+	RunQueued RunStatus = "queued"
+)

@@ -1,8 +1,10 @@
-package engine
+package writer
 
 import (
 	"fmt"
 	"slices"
+
+	"github.com/stitchd/stitchd/engine/enginetype"
 )
 
 // Count-downs the writer queues. A completion's compare-and-set can carry
@@ -10,20 +12,20 @@ import (
 // (lockAndTransition): the writer queues it, keeps it once the rules have
 // checked what it assumed, and answers the walk's count-down from it.
 
-// countDown is a count-down of node key's successors in run runID,
-// queued with key's completion (writer.QueueCountDown), assuming the run
-// is on flow version version and key is an instance of node nodeID.
-type countDown struct {
-	runID, key, version, nodeID string
-	got                         func() (map[string]Pending, error)
+// CountDown is a count-down of node Key's successors in run RunID,
+// queued with Key's completion (QueueCountDown), assuming the run is on
+// flow version Version and Key is an instance of node NodeID.
+type CountDown struct {
+	RunID, Key, Version, NodeID string
+	got                         func() (map[string]enginetype.Pending, error)
 }
 
 // QueueCountDown queues c's count-down of keys by one and returns it, not
 // yet kept: until KeepCountDown, CountDown does not answer from it (and
 // the transaction that queued it must not commit without keeping it or
 // failing).
-func (w *writer) QueueCountDown(c countDown, keys []string) *countDown {
-	c.got = w.AddPendingLater(c.runID, keys, -1)
+func (w *Writer) QueueCountDown(c CountDown, keys []string) *CountDown {
+	c.got = w.AddPendingLater(c.RunID, keys, -1)
 	return &c
 }
 
@@ -34,15 +36,15 @@ func (w *writer) QueueCountDown(c countDown, keys []string) *countDown {
 // out of pending (NodeTransition.Ready): the same row, one statement
 // instead of two. Should no such transition come, it is queued on its own
 // (TxWrites.CountDownToReadyLater) when the operation ends (AssumedReady).
-func (w *writer) AssumeCountDown(c countDown, join string, untaken int) error {
+func (w *Writer) AssumeCountDown(c CountDown, join string, untaken int) error {
 	if w.ready != nil {
 		return fmt.Errorf("join %s assumed ready while join %s's check is queued", join, w.ready.key)
 	}
 	w.writes++
 	w.assumed = true
-	w.ready = &readyJoin{runID: c.runID, key: join, untaken: untaken}
-	answer := map[string]Pending{join: {Remaining: 0, Untaken: untaken, Status: StatusPending}}
-	c.got = func() (map[string]Pending, error) { return answer, nil }
+	w.ready = &readyJoin{runID: c.RunID, key: join, untaken: untaken}
+	answer := map[string]enginetype.Pending{join: {Remaining: 0, Untaken: untaken, Status: enginetype.StatusPending}}
+	c.got = func() (map[string]enginetype.Pending, error) { return answer, nil }
 	w.KeepCountDown(&c)
 	return nil
 }
@@ -58,15 +60,15 @@ type readyJoin struct {
 // join's first fire out of pending (which sets pending_parents to 0, as
 // the check alone would); it reports whether it did. Any other write of
 // the join's row queues the check alone first (readyBefore).
-func (w *writer) carryReady(t *NodeTransition) bool {
+func (w *Writer) carryReady(t *enginetype.NodeTransition) bool {
 	r := w.ready
 	if r == nil || r.runID != t.RunID || r.key != t.Key {
 		return false
 	}
-	if t.From != StatusPending || !t.ClearPending {
+	if t.From != enginetype.StatusPending || !t.ClearPending {
 		return false
 	}
-	t.Ready = &ReadyCheck{Untaken: r.untaken}
+	t.Ready = &enginetype.ReadyCheck{Untaken: r.untaken}
 	w.ready = nil
 	return true
 }
@@ -75,7 +77,7 @@ func (w *writer) carryReady(t *NodeTransition) bool {
 // write of run runID's rows that may change the join's (all of the run's
 // when keys is nil), so that the check sees the row the assumption was
 // made on.
-func (w *writer) readyBefore(runID string, keys []string) error {
+func (w *Writer) readyBefore(runID string, keys []string) error {
 	r := w.ready
 	if r == nil || r.runID != runID || (keys != nil && !slices.Contains(keys, r.key)) {
 		return nil
@@ -86,7 +88,7 @@ func (w *writer) readyBefore(runID string, keys []string) error {
 // AssumedReady queues the check of an assumed-ready join that no
 // transition carried (AssumeCountDown); it is called once the rules are
 // done.
-func (w *writer) AssumedReady() error {
+func (w *Writer) AssumedReady() error {
 	r := w.ready
 	if r == nil {
 		return nil
@@ -99,21 +101,21 @@ func (w *writer) AssumedReady() error {
 }
 
 // KeepCountDown keeps c for the walk's CountDown of its node.
-func (w *writer) KeepCountDown(c *countDown) { w.countedDown = append(w.countedDown, c) }
+func (w *Writer) KeepCountDown(c *CountDown) { w.countedDown = append(w.countedDown, c) }
 
 // CountedDown reports whether key's successors in run runID were counted
 // down with its completion, kept and not yet taken.
-func (w *writer) CountedDown(runID, key string) bool { return w.keptAt(runID, key) >= 0 }
+func (w *Writer) CountedDown(runID, key string) bool { return w.keptAt(runID, key) >= 0 }
 
-func (w *writer) keptAt(runID, key string) int {
-	return slices.IndexFunc(w.countedDown, func(c *countDown) bool { return c.runID == runID && c.key == key })
+func (w *Writer) keptAt(runID, key string) int {
+	return slices.IndexFunc(w.countedDown, func(c *CountDown) bool { return c.RunID == runID && c.Key == key })
 }
 
 // CountDown counts the pending parents of node key's successors keys down
 // by one and returns what remains of them: the answer of the count-down
 // queued with key's completion when one was kept, else one UPDATE …
 // RETURNING (nothing for no keys).
-func (w *writer) CountDown(runID, key string, keys []string) (map[string]Pending, error) {
+func (w *Writer) CountDown(runID, key string, keys []string) (map[string]enginetype.Pending, error) {
 	if i := w.keptAt(runID, key); i >= 0 {
 		c := w.countedDown[i]
 		w.countedDown = slices.Delete(w.countedDown, i, i+1)
@@ -127,9 +129,9 @@ func (w *writer) CountDown(runID, key string, keys []string) (map[string]Pending
 
 // Unwalked is an error when a kept count-down was not taken: the
 // successors were counted down, and no walk decided what they do.
-func (w *writer) Unwalked() error {
+func (w *Writer) Unwalked() error {
 	if len(w.countedDown) == 0 {
 		return nil
 	}
-	return fmt.Errorf("successors of %s were counted down but not walked", w.countedDown[0].key)
+	return fmt.Errorf("successors of %s were counted down but not walked", w.countedDown[0].Key)
 }

@@ -1,8 +1,9 @@
-package engine
+package writer
 
 import (
 	"testing"
 
+	"github.com/stitchd/stitchd/engine/enginetype"
 	"github.com/stretchr/testify/require"
 )
 
@@ -14,13 +15,13 @@ import (
 // dropped keys leave a collection with their outbox rows.
 func TestBulkCollectionsByRun(t *testing.T) {
 	t.Parallel()
-	w := &writer{}
+	w := &Writer{}
 	on, unwritten := w.Collecting("parent")
 	require.False(t, on)
 	require.False(t, unwritten)
 
 	endParent := w.CollectBulk("parent", false)
-	w.StartInBulk("parent", "sub", BulkStart{Key: "sub[0]", ChildRunID: "child"}, nil)
+	w.StartInBulk("parent", "sub", enginetype.BulkStart{Key: "sub[0]", ChildRunID: "child"}, nil)
 
 	endChild := w.CollectBulk("child", true)
 	on, unwritten = w.Collecting("child")
@@ -29,33 +30,33 @@ func TestBulkCollectionsByRun(t *testing.T) {
 	on, unwritten = w.Collecting("parent")
 	require.True(t, on)
 	require.False(t, unwritten, "the parent's collection is its own")
-	w.StartInBulk("child", "work", BulkStart{Key: "work"}, &Dispatch{Key: "work"})
+	w.StartInBulk("child", "work", enginetype.BulkStart{Key: "work"}, &enginetype.Dispatch{Key: "work"})
 	child := endChild()
 	on, _ = w.Collecting("child")
 	require.False(t, on, "a child's collection ended is gone")
-	require.Equal(t, []string{"work"}, child.nodeIDs)
-	require.Len(t, child.dispatches, 1)
+	require.Equal(t, []string{"work"}, child.NodeIDs)
+	require.Len(t, child.Dispatches, 1)
 
 	endNested := w.CollectBulk("parent", true)
 	_, unwritten = w.Collecting("parent")
 	require.True(t, unwritten)
-	w.StartInBulk("parent", "inner", BulkStart{Key: "inner[0,0]"}, &Dispatch{Key: "inner[0,0]"})
-	require.Len(t, endNested().starts, 1)
+	w.StartInBulk("parent", "inner", enginetype.BulkStart{Key: "inner[0,0]"}, &enginetype.Dispatch{Key: "inner[0,0]"})
+	require.Len(t, endNested().Starts, 1)
 	_, unwritten = w.Collecting("parent")
 	require.False(t, unwritten, "the outer collection is back")
 
-	w.StartInBulk("parent", "a", BulkStart{Key: "a[1]"}, &Dispatch{Key: "a[1]"})
-	w.StartInBulk("parent", "a", BulkStart{Key: "a[2]"}, &Dispatch{Key: "a[2]"})
+	w.StartInBulk("parent", "a", enginetype.BulkStart{Key: "a[1]"}, &enginetype.Dispatch{Key: "a[1]"})
+	w.StartInBulk("parent", "a", enginetype.BulkStart{Key: "a[2]"}, &enginetype.Dispatch{Key: "a[2]"})
 	w.DropFromBulk("parent", map[string]bool{"a[1]": true})
 	w.DropFromBulk("nobody", map[string]bool{"a[2]": true}) // no collection: nothing
 	parent := endParent()
 	var keys []string
-	for _, s := range parent.starts {
+	for _, s := range parent.Starts {
 		keys = append(keys, s.Key)
 	}
 	require.Equal(t, []string{"sub[0]", "a[2]"}, keys)
-	require.Equal(t, []string{"sub", "a"}, parent.nodeIDs)
-	require.Len(t, parent.dispatches, 1)
-	require.Equal(t, "a[2]", parent.dispatches[0].Key)
+	require.Equal(t, []string{"sub", "a"}, parent.NodeIDs)
+	require.Len(t, parent.Dispatches, 1)
+	require.Equal(t, "a[2]", parent.Dispatches[0].Key)
 	require.Empty(t, w.bulks, "every collection ended")
 }

@@ -1,4 +1,4 @@
-package engine
+package writer
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stitchd/stitchd/engine/enginetype"
 	"github.com/stretchr/testify/require"
 )
 
@@ -14,11 +15,11 @@ import (
 // in: the transitions queued (with what they carry), the immediate ones
 // and the checks queued alone, in order.
 type readyWrites struct {
-	TxWrites
+	enginetype.TxWrites
 	log []string
 }
 
-func (r *readyWrites) TransitionLater(_ context.Context, t *NodeTransition) error {
+func (r *readyWrites) TransitionLater(_ context.Context, t *enginetype.NodeTransition) error {
 	if t.Ready != nil {
 		r.log = append(r.log, "later "+t.Key+" carrying "+itoa(t.Ready.Untaken))
 	} else {
@@ -27,16 +28,16 @@ func (r *readyWrites) TransitionLater(_ context.Context, t *NodeTransition) erro
 	return nil
 }
 
-func (r *readyWrites) Transition(_ context.Context, t *NodeTransition) (*NodeState, error) {
+func (r *readyWrites) Transition(_ context.Context, t *enginetype.NodeTransition) (*enginetype.NodeState, error) {
 	if t.Ready != nil {
 		r.log = append(r.log, "now "+t.Key+" carrying")
-		return &NodeState{Key: t.Key}, nil
+		return &enginetype.NodeState{Key: t.Key}, nil
 	}
 	r.log = append(r.log, "now "+t.Key)
-	return &NodeState{Key: t.Key}, nil
+	return &enginetype.NodeState{Key: t.Key}, nil
 }
 
-func (r *readyWrites) SkipLater(_ context.Context, _ string, keys []string, _ []UntakenCountDown) error {
+func (r *readyWrites) SkipLater(_ context.Context, _ string, keys []string, _ []enginetype.UntakenCountDown) error {
 	r.log = append(r.log, "skip "+strings.Join(keys, ","))
 	return nil
 }
@@ -59,56 +60,56 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // operation ends — and a second assumption while one waits is refused.
 func TestAssumedReadyCheckedOnce(t *testing.T) {
 	t.Parallel()
-	pending := func(key string) *NodeTransition {
-		return &NodeTransition{RunID: "r", Key: key, From: StatusPending, Steps: []Status{StatusRunning}, ClearPending: true}
+	pending := func(key string) *enginetype.NodeTransition {
+		return &enginetype.NodeTransition{RunID: "r", Key: key, From: enginetype.StatusPending, Steps: []enginetype.Status{enginetype.StatusRunning}, ClearPending: true}
 	}
 	for name, c := range map[string]struct {
-		then func(w *writer) error
+		then func(w *Writer) error
 		want []string
 	}{
 		"carried by the join's move": {
-			then: func(w *writer) error { return w.TransitionLater(pending("j")) },
+			then: func(w *Writer) error { return w.TransitionLater(pending("j")) },
 			want: []string{"later j carrying 2"},
 		},
 		"no move of the join: alone at the end": {
-			then: func(w *writer) error { return w.TransitionLater(pending("k")) },
+			then: func(w *Writer) error { return w.TransitionLater(pending("k")) },
 			want: []string{"later k", "check j 2"},
 		},
 		"the join's move not from pending: alone before it": {
-			then: func(w *writer) error {
-				return w.TransitionLater(&NodeTransition{RunID: "r", Key: "j", From: StatusRunning,
-					Steps: []Status{StatusCompleted}})
+			then: func(w *Writer) error {
+				return w.TransitionLater(&enginetype.NodeTransition{RunID: "r", Key: "j", From: enginetype.StatusRunning,
+					Steps: []enginetype.Status{enginetype.StatusCompleted}})
 			},
 			want: []string{"check j 2", "later j"},
 		},
 		"another run's node of the same key: alone at the end": {
-			then: func(w *writer) error {
-				return w.TransitionLater(&NodeTransition{RunID: "other", Key: "j", From: StatusPending,
-					Steps: []Status{StatusRunning}})
+			then: func(w *Writer) error {
+				return w.TransitionLater(&enginetype.NodeTransition{RunID: "other", Key: "j", From: enginetype.StatusPending,
+					Steps: []enginetype.Status{enginetype.StatusRunning}})
 			},
 			want: []string{"later j", "check j 2"},
 		},
 		"the join skipped (pending_parents kept): alone before it": {
-			then: func(w *writer) error {
-				return w.TransitionLater(&NodeTransition{RunID: "r", Key: "j", From: StatusPending,
-					Steps: []Status{StatusSkipped}})
+			then: func(w *Writer) error {
+				return w.TransitionLater(&enginetype.NodeTransition{RunID: "r", Key: "j", From: enginetype.StatusPending,
+					Steps: []enginetype.Status{enginetype.StatusSkipped}})
 			},
 			want: []string{"check j 2", "later j"},
 		},
 		"skipped with other nodes: alone before it": {
-			then: func(w *writer) error { return w.SkipLater("r", []string{"k", "j"}, nil) },
+			then: func(w *Writer) error { return w.SkipLater("r", []string{"k", "j"}, nil) },
 			want: []string{"check j 2", "skip k,j"},
 		},
 		"other nodes skipped: alone at the end": {
-			then: func(w *writer) error { return w.SkipLater("r", []string{"k"}, nil) },
+			then: func(w *Writer) error { return w.SkipLater("r", []string{"k"}, nil) },
 			want: []string{"skip k", "check j 2"},
 		},
 		"the join deferred: alone before it": {
-			then: func(w *writer) error { return w.DeferNode("r", "j", nil) },
+			then: func(w *Writer) error { return w.DeferNode("r", "j", nil) },
 			want: []string{"check j 2", "defer j"},
 		},
 		"an immediate move of the join: alone before it": {
-			then: func(w *writer) error {
+			then: func(w *Writer) error {
 				_, err := w.Transition(pending("j"))
 				return err
 			},
@@ -118,13 +119,13 @@ func TestAssumedReadyCheckedOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			rec := &readyWrites{}
-			w := &writer{ctx: context.Background(), tx: rec}
-			require.NoError(t, w.AssumeCountDown(countDown{runID: "r", key: "b"}, "j", 2))
+			w := &Writer{ctx: context.Background(), tx: rec}
+			require.NoError(t, w.AssumeCountDown(CountDown{RunID: "r", Key: "b"}, "j", 2))
 			require.True(t, w.Assumed())
-			require.Error(t, w.AssumeCountDown(countDown{runID: "r", key: "c"}, "j2", 1), "a second while one waits")
+			require.Error(t, w.AssumeCountDown(CountDown{RunID: "r", Key: "c"}, "j2", 1), "a second while one waits")
 			got, err := w.CountDown("r", "b", []string{"j"})
 			require.NoError(t, err)
-			require.Equal(t, map[string]Pending{"j": {Remaining: 0, Untaken: 2, Status: StatusPending}}, got)
+			require.Equal(t, map[string]enginetype.Pending{"j": {Remaining: 0, Untaken: 2, Status: enginetype.StatusPending}}, got)
 			require.NoError(t, c.then(w))
 			require.NoError(t, w.AssumedReady())
 			require.NoError(t, w.AssumedReady(), "checked once")
