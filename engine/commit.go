@@ -5,25 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/stitchd/stitchd/engine/internal/commit"
 )
 
 // The commit service. The rules (walk.go, fire.go, finished.go, …) say
-// what one operation on a run does inside a transaction: a func(*txn)
-// error. A committer decides which transaction that function runs in and
-// answers once the transaction committed, or the operation was rejected.
-// Two implement it:
+// what one operation on a run does inside a transaction: an opFn. A
+// committer (package engine/internal/commit) decides which transaction
+// that function runs in and answers once the transaction committed, or
+// the operation was rejected. Two implement it:
 //
 //   - Inline (CommitInline): one operation, one transaction — for engine
 //     tests and tools, where what a test sees is what one operation did.
 //   - Grouped (CommitGrouped, the default): per-run batching, cross-run
-//     group commit, completions across runs and their retry paths
-//     (commit_grouped.go, commit_together.go), with the write counting
-//     and snapshots that let a rejected operation be left out of a shared
-//     transaction (commit_snapshot.go).
+//     group commit and their retry paths.
 //
-// Both end in transact, the single-transaction path, and hand what a
-// commit did on as values (committed): nothing calls another service from
-// inside a transaction.
+// The committer owns the scheduling and the failure policy; what a
+// transaction does is the engine's, handed to it as an Applier
+// (commit_apply.go): transact, the single-transaction path; a batch's
+// operations in one transaction, each rejected one left out by its
+// writer's count and snapshot (commit_snapshot.go); a group's batches in
+// one, with completions across runs (commit_together.go). What a commit
+// did is handed on as values (committed): nothing calls another service
+// from inside a transaction.
 
 // Committer names a commit service (Config.Committer).
 type Committer string
@@ -36,40 +40,8 @@ const (
 	CommitInline Committer = "inline"
 )
 
-// op is one operation on a run.
-type op struct {
-	runID string
-	fn    func(t *txn) error
-	// cb is set for a worker callback: completions may be applied in bulk
-	// (a batch's, or across runs).
-	cb *CallbackParams
-	// alone asks for a transaction of its own (operator controls, starting
-	// a run): never batched.
-	alone bool
-}
-
-// committer applies operations and answers each once its transaction
-// committed (or it was rejected).
-type committer interface {
-	submit(ctx context.Context, o op) error
-	// wait returns once the committer's goroutines have ended (after its
-	// submissions have been answered).
-	wait()
-	// waiting is how many batches wait for a transaction.
-	waiting() int
-	// completedTogether counts nodes completed across runs.
-	completedTogether() int64
-}
-
-// inline is the committer of one operation a transaction.
-type inline struct{ e *Engine }
-
-func (c inline) submit(ctx context.Context, o op) error {
-	return c.e.transact(ctx, o.runID, o.fn, false)
-}
-func (inline) wait()                    {}
-func (inline) waiting() int             { return 0 }
-func (inline) completedTogether() int64 { return 0 }
+// opFn is one operation on a run: what it does inside a transaction.
+type opFn = func(t *txn) error
 
 // Start lets the engine take operations (startstop.Service: on a started
 // engine it does nothing). Until then, and after Stop, every operation
@@ -104,7 +76,7 @@ func (e *Engine) Stop() {
 	e.gate.mu.Unlock()
 	// No operation is under way and none is admitted: the committer's
 	// goroutines end as their queues are empty.
-	e.commit.wait()
+	e.commit.Wait()
 }
 
 // gate admits operations while the engine runs.
@@ -120,7 +92,7 @@ type gate struct {
 var errStopped = fmt.Errorf("%w: the engine is not running", ErrUnavailable)
 
 // do submits o to the committer, if the engine runs.
-func (e *Engine) do(ctx context.Context, o op) error {
+func (e *Engine) do(ctx context.Context, o commit.Op[opFn]) error {
 	g := &e.gate
 	g.mu.Lock()
 	if !g.open {
@@ -136,46 +108,41 @@ func (e *Engine) do(ctx context.Context, o op) error {
 		}
 		g.mu.Unlock()
 	}()
-	return e.commit.submit(ctx, o)
+	return e.commit.Submit(ctx, o)
 }
 
 // submit applies fn to run runID, in a transaction it may share.
 func (e *Engine) submit(ctx context.Context, runID string, fn func(t *txn) error) error {
-	return e.do(ctx, op{runID: runID, fn: fn})
+	return e.do(ctx, commit.Op[opFn]{RunID: runID, Fn: fn})
 }
 
 // submitCallback applies worker callback p's operation fn.
 func (e *Engine) submitCallback(ctx context.Context, p CallbackParams, fn func(t *txn) error) error {
-	return e.do(ctx, op{runID: p.RunID, fn: fn, cb: &p})
+	return e.do(ctx, commit.Op[opFn]{RunID: p.RunID, Fn: fn, Callback: &p})
 }
 
 // submitAlone applies fn to run runID in a transaction of its own.
 func (e *Engine) submitAlone(ctx context.Context, runID string, fn func(t *txn) error) error {
-	return e.do(ctx, op{runID: runID, fn: fn, alone: true})
+	return e.do(ctx, commit.Op[opFn]{RunID: runID, Fn: fn, Alone: true})
 }
 
 // Waiting reports how many batches wait for a shared transaction to take
 // them (all GroupTransactions are under way): the engine's backlog
 // (stitchd_engine_waiting_batches).
-func (e *Engine) Waiting() int { return e.commit.waiting() }
+func (e *Engine) Waiting() int { return e.commit.Waiting() }
 
 // CompletedTogether is how many worker callbacks' nodes this process
 // completed with those of other runs in one statement (completeTogether),
 // in committed transactions (stitchd_engine_completed_together_total).
-func (e *Engine) CompletedTogether() int64 { return e.commit.completedTogether() }
+func (e *Engine) CompletedTogether() int64 { return e.together.Load() }
 
-// transact applies fn to run runID in a transaction of its own with a
-// fresh txn, flushes its events and run row, commits, then hands on what
-// the commit did (committed). It is every committer's single-transaction
+// transact applies fn to run runID, a batch that trace describes, in a
+// transaction of its own with a fresh txn, flushes its events and run
+// row, commits, then hands on what the commit did (committed). It is every committer's single-transaction
 // path, with its retries: once after the run moved version, and without
 // speculating (txn.speculate) when what speculation assumed did not hold
 // — or from the start when noSpeculation is set.
-func (e *Engine) transact(ctx context.Context, runID string, fn func(t *txn) error, noSpeculation bool) error {
-	return e.transactTraced(ctx, TransactionTrace{Runs: 1, Operations: 1}, runID, fn, noSpeculation)
-}
-
-// transactTraced is transact of a batch that trace describes.
-func (e *Engine) transactTraced(ctx context.Context, trace TransactionTrace, runID string, fn func(t *txn) error,
+func (e *Engine) transact(ctx context.Context, trace TransactionTrace, runID string, fn opFn,
 	noSpeculation bool) error {
 	var t *txn
 	var ends *childEnds
@@ -225,7 +192,7 @@ func (e *Engine) committedParents(ends *childEnds) {
 }
 
 // apply runs fn on the transaction and ends its writes.
-func (t *txn) apply(runID string, fn func(t *txn) error) error {
+func (t *txn) apply(runID string, fn opFn) error {
 	if err := fn(t); err != nil {
 		return err
 	}

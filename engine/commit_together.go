@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
+
+	"github.com/stitchd/stitchd/engine/internal/commit"
 )
 
-// Completions across runs. A group (applyGroup) of worker callbacks that
+// Completions across runs. A group (applier.Group) of worker callbacks that
 // each complete a node of a different run — the ends of a fan-out's
 // sub-flow runs, each the last step of its run — would lock each run and
 // compare-and-set each node with statements of its own: two statements a
@@ -34,7 +36,7 @@ type togetherRun struct {
 // completes their callbacks' nodes, when every member is one completion
 // callback of a run whose graph this process knows, of a node that decides
 // no edges and would not be speculated; else it does nothing (nil).
-func (g *grouped) completeTogether(ctx context.Context, tx Tx, ms []*member) (*together, error) {
+func (e *Engine) completeTogether(ctx context.Context, tx Tx, ms []*commit.Member[opFn]) (*together, error) {
 	if len(ms) < 2 {
 		return nil, nil
 	}
@@ -42,11 +44,11 @@ func (g *grouped) completeTogether(ctx context.Context, tx Tx, ms []*member) (*t
 	cs := make([]BulkComplete, len(ms))
 	versions := make(map[string]string, len(ms))
 	for i, m := range ms {
-		if m.version == "" {
+		if m.Version == "" {
 			return nil, nil
 		}
-		p := m.cb
-		ids[i], versions[p.RunID] = p.RunID, m.version
+		p := m.Callback
+		ids[i], versions[p.RunID] = p.RunID, m.Version
 		cs[i] = BulkComplete{RunID: p.RunID, Key: p.Key, Attempt: p.Attempt, Output: orNull(p.Output)}
 	}
 	runs, err := tx.LockRuns(ctx, ids)
@@ -56,7 +58,7 @@ func (g *grouped) completeTogether(ctx context.Context, tx Tx, ms []*member) (*t
 	c := &together{runs: make(map[string]togetherRun, len(runs))}
 	moved := false
 	for _, r := range runs {
-		graph, err := g.e.Graph(ctx, r.FlowVersionID)
+		graph, err := e.Graph(ctx, r.FlowVersionID)
 		if err != nil {
 			return nil, err
 		}
@@ -96,11 +98,11 @@ func (c *together) completed() int {
 // not a callback) is a completion of a run whose graph this process knows,
 // of a node that decides no edges and would not be speculated: one that
 // completeTogether may apply; "" otherwise.
-func (g *grouped) mayCompleteTogether(p *CallbackParams) string {
+func (e *Engine) mayCompleteTogether(p *CallbackParams) string {
 	if p == nil || p.Status != StatusCompleted || p.Attempt <= 0 {
 		return ""
 	}
-	v, graph, ok := g.e.cachedGraph(p.RunID)
+	v, graph, ok := e.cachedGraph(p.RunID)
 	if !ok {
 		return ""
 	}
@@ -108,37 +110,10 @@ func (g *grouped) mayCompleteTogether(p *CallbackParams) string {
 	if !ok || graph.hasBranches(n.ID) {
 		return ""
 	}
-	if join, _ := g.e.knownJoin(p.RunID, graph, n, idx); speculable(graph, n, idx, p.Output, join) {
+	if join, _ := e.knownJoin(p.RunID, graph, n, idx); speculable(graph, n, idx, p.Output, join) {
 		return ""
 	}
 	return v
-}
-
-// maxTogether bounds the runs of a group whose members completeTogether
-// may apply, beyond maxGroup: every group of a fan-out's children ending
-// locks the parent run until it commits (tellParents), one group after
-// another, so fewer, bigger groups end them sooner.
-const maxTogether = 512
-
-// takeTogether extends group ms (maxGroup members taken from pending)
-// with the members after it, up to maxTogether, while all are members
-// completeTogether may apply. Called with the grouper's lock held.
-func takeTogether(ms []*member, pending *[]*member) []*member {
-	for _, m := range ms {
-		if m.version == "" {
-			return ms
-		}
-	}
-	n := 0
-	for n < len(*pending) && len(ms)+n < maxTogether && (*pending)[n].version != "" {
-		n++
-	}
-	if n == 0 {
-		return ms
-	}
-	ms = append(ms, (*pending)[:n]...)
-	*pending = (*pending)[n:]
-	return ms
 }
 
 // give hands run runID's part to its operation's transaction: the run,

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/stitchd/stitchd/engine/internal/commit"
 )
 
 // Config wires an Engine.
@@ -223,10 +226,13 @@ type Engine struct {
 	sets *compiled[*Value]
 	// forms caches UX nodes' compiled forms.
 	forms FormCache
-	// commit is the commit service (commit.go); gate admits operations
-	// to it between Start and Stop.
-	commit committer
+	// commit is the commit service (engine/internal/commit; commit.go);
+	// gate admits operations to it between Start and Stop.
+	commit commit.Committer[opFn]
 	gate   gate
+	// together counts nodes completed across runs (completeTogether) in
+	// committed transactions.
+	together atomic.Int64
 	// delivered holds and group-commits the marks of successful deliveries.
 	delivered deliveredBatch
 	versions  runVersions
@@ -418,9 +424,10 @@ func New(cfg Config) (*Engine, error) {
 	e.forms.Now = cfg.Clock.Now
 	switch cfg.Committer {
 	case CommitGrouped, "":
-		e.commit = newGrouped(e)
+		e.commit = commit.NewGrouped(commit.GroupedParams[opFn]{Applier: applier{e}, Groups: cfg.GroupTransactions,
+			Traced: cfg.Tracer != nil})
 	case CommitInline:
-		e.commit = inline{e: e}
+		e.commit = commit.Inline[opFn]{Applier: applier{e}}
 	default:
 		return nil, fmt.Errorf("engine: unknown committer %q", cfg.Committer)
 	}
@@ -534,19 +541,6 @@ func (e *Engine) StartRun(ctx context.Context, p StartRunParams) (run *Run, crea
 }
 
 var errIdempotentHit = errors.New("idempotent hit")
-
-// CallbackParams is a verified worker callback.
-type CallbackParams struct {
-	RunID   string
-	Key     string
-	Attempt int
-	// Status is completed, failed or running (heartbeat).
-	Status Status
-	Output json.RawMessage
-	Error  string
-	// NoRetry: the worker said the failure is not retryable.
-	NoRetry bool
-}
 
 // HandleCallback applies a worker's callback. A repeated identical callback
 // returns nil and changes nothing; a conflicting or stale one returns an

@@ -27,8 +27,9 @@ type Bulk struct {
 	Unwritten bool
 }
 
-// ErrNeedsRow: a fire before its instance's row exists took an action that
-// needs the row (not a plain dispatch or a wait for a person).
+// ErrNeedsRow answers a fire, made before its instance's row exists, that
+// took an action needing the row (not a plain dispatch or a wait for a
+// person): the fire is taken again once the row exists.
 var ErrNeedsRow = errors.New("the instance's row does not exist yet")
 
 // CollectBulk starts collecting run's first fires (unwritten: their rows

@@ -104,27 +104,33 @@ func (w *Writer) SaveRunWithEvents(s enginetype.RunSave) error {
 	return w.wrote(w.tx.SaveRunWithEvents(w.ctx, s))
 }
 
+// AdmitRun is TxWrites.AdmitRun, counted when it wrote.
 func (w *Writer) AdmitRun(flowID string) {
 	w.writes++
 	w.tx.AdmitRun(w.ctx, flowID)
 }
 
+// InsertRun is TxWrites.InsertRun, counted when it wrote.
 func (w *Writer) InsertRun(run *enginetype.Run) error {
 	return w.wrote(w.tx.InsertRun(w.ctx, run))
 }
 
+// SaveRun is TxWrites.SaveRun, counted when it wrote.
 func (w *Writer) SaveRun(run *enginetype.Run) error {
 	return w.wrote(w.tx.SaveRun(w.ctx, run))
 }
 
+// InsertNodes is TxWrites.InsertNodes, counted when it wrote.
 func (w *Writer) InsertNodes(runID string, nodes []enginetype.NodeState) error {
 	return w.wrote(w.tx.InsertNodes(w.ctx, runID, nodes))
 }
 
+// InsertStartedNodes is TxWrites.InsertStartedNodes, counted when it wrote.
 func (w *Writer) InsertStartedNodes(runID string, nodes []enginetype.NodeState, starts []enginetype.BulkStart) error {
 	return w.wrote(w.tx.InsertStartedNodes(w.ctx, runID, nodes, starts))
 }
 
+// Transition is TxWrites.Transition, counted when it wrote.
 func (w *Writer) Transition(t *enginetype.NodeTransition) (*enginetype.NodeState, error) {
 	// The check before the row moves (an immediate transition's failure
 	// would not read as a failed assumption).
@@ -152,6 +158,7 @@ func (w *Writer) Speculate(t *enginetype.NodeTransition) error {
 // Speculated reports whether run's step was speculated.
 func (w *Writer) Speculated(runID string) bool { return runID != "" && runID == w.speculated }
 
+// TransitionLater is TxWrites.TransitionLater, counted when it wrote.
 func (w *Writer) TransitionLater(t *enginetype.NodeTransition) error {
 	if !w.carryReady(t) {
 		if err := w.readyBefore(t.RunID, []string{t.Key}); err != nil {
@@ -176,39 +183,47 @@ func (w *Writer) SkipLater(runID string, keys []string, then []enginetype.Untake
 	return nil
 }
 
+// ArchiveIteration is TxWrites.ArchiveIteration, counted when it wrote.
 func (w *Writer) ArchiveIteration(runID string, keys []string) (map[string]int, error) {
 	r0, err := w.tx.ArchiveIteration(w.ctx, runID, keys)
 	return r0, w.wrote(err)
 }
 
+// InsertIteration is TxWrites.InsertIteration, counted when it wrote.
 func (w *Writer) InsertIteration(runID string, nodes []enginetype.NodeState) error {
 	return w.wrote(w.tx.InsertIteration(w.ctx, runID, nodes))
 }
 
+// HoldDispatches is TxWrites.HoldDispatches, counted when it wrote.
 func (w *Writer) HoldDispatches(runID string, hold bool) (int, error) {
 	r0, err := w.tx.HoldDispatches(w.ctx, runID, hold)
 	return r0, w.wrote(err)
 }
 
+// TakeEvent is TxWrites.TakeEvent, counted when it wrote.
 func (w *Writer) TakeEvent(runID string, wait enginetype.EventWait) (*enginetype.TakenEvent, error) {
 	r0, err := w.tx.TakeEvent(w.ctx, runID, wait)
 	return r0, w.wrote(err)
 }
 
+// EventDelivered is TxWrites.EventDelivered, counted when it wrote.
 func (w *Writer) EventDelivered(eventID, runID, key string) error {
 	return w.wrote(w.tx.EventDelivered(w.ctx, eventID, runID, key))
 }
 
+// FailActiveNodes is TxWrites.FailActiveNodes, counted when it wrote.
 func (w *Writer) FailActiveNodes(runID, msg string) ([]string, error) {
 	r0, err := w.tx.FailActiveNodes(w.ctx, runID, msg)
 	return r0, w.wrote(err)
 }
 
+// WakeNodes is TxWrites.WakeNodes, counted when it wrote.
 func (w *Writer) WakeNodes(runID string, due []enginetype.DueNode) ([]enginetype.NodeState, error) {
 	r0, err := w.tx.WakeNodes(w.ctx, runID, due)
 	return r0, w.wrote(err)
 }
 
+// DeferNode is TxWrites.DeferNode, counted when it wrote.
 func (w *Writer) DeferNode(runID, key string, input json.RawMessage) error {
 	if err := w.readyBefore(runID, []string{key}); err != nil {
 		return err
@@ -216,6 +231,7 @@ func (w *Writer) DeferNode(runID, key string, input json.RawMessage) error {
 	return w.wrote(w.tx.DeferNode(w.ctx, runID, key, input))
 }
 
+// AddTreeNodes is TxWrites.AddTreeNodes, counted when it wrote.
 func (w *Writer) AddTreeNodes(runID string, n, limit int) (bool, error) {
 	added, err := w.tx.AddTreeNodes(w.ctx, runID, n, limit)
 	if added {
@@ -224,6 +240,7 @@ func (w *Writer) AddTreeNodes(runID string, n, limit int) (bool, error) {
 	return added, err
 }
 
+// RedeferNodes is TxWrites.RedeferNodes, counted when it wrote.
 func (w *Writer) RedeferNodes(runID string, keys []string) error {
 	if err := w.readyBefore(runID, keys); err != nil {
 		return err
@@ -231,24 +248,29 @@ func (w *Writer) RedeferNodes(runID string, keys []string) error {
 	return w.wrote(w.tx.RedeferNodes(w.ctx, runID, keys))
 }
 
+// SetTaken is TxWrites.SetTaken, counted when it wrote.
 func (w *Writer) SetTaken(runID, key string, taken []string, output json.RawMessage) error {
 	return w.wrote(w.tx.SetTaken(w.ctx, runID, key, taken, output))
 }
 
+// SetRunVariables is TxWrites.SetRunVariables, counted when it wrote.
 func (w *Writer) SetRunVariables(runID string, vars json.RawMessage) error {
 	return w.wrote(w.tx.SetRunVariables(w.ctx, runID, vars))
 }
 
+// AddPending is TxWrites.AddPending, counted when it wrote.
 func (w *Writer) AddPending(runID string, keys []string, delta int) (map[string]enginetype.Pending, error) {
 	r0, err := w.tx.AddPending(w.ctx, runID, keys, delta)
 	return r0, w.wrote(err)
 }
 
+// AddPendingUntaken is TxWrites.AddPendingUntaken, counted when it wrote.
 func (w *Writer) AddPendingUntaken(runID string, keys, untaken []string, delta int) (map[string]enginetype.Pending, error) {
 	r0, err := w.tx.AddPendingUntaken(w.ctx, runID, keys, untaken, delta)
 	return r0, w.wrote(err)
 }
 
+// AddPendingLater is TxWrites.AddPendingLater, counted when it wrote.
 func (w *Writer) AddPendingLater(runID string, keys []string, delta int) func() (map[string]enginetype.Pending, error) {
 	w.writes++
 	return w.tx.AddPendingLater(w.ctx, runID, keys, delta)
@@ -270,10 +292,12 @@ func (w *Writer) CountDownUntakenLater(runID string, keys []string, n int) error
 // failing it, the operation is applied again without assuming.
 func (w *Writer) Assumed() bool { return w.assumed || w.speculated != "" }
 
+// ResetUntaken is TxWrites.ResetUntaken, counted when it wrote.
 func (w *Writer) ResetUntaken(runID string) error {
 	return w.wrote(w.tx.ResetUntaken(w.ctx, runID))
 }
 
+// SetPending is TxWrites.SetPending, counted when it wrote.
 func (w *Writer) SetPending(runID, key string, n int) error {
 	if err := w.readyBefore(runID, []string{key}); err != nil {
 		return err
@@ -281,6 +305,7 @@ func (w *Writer) SetPending(runID, key string, n int) error {
 	return w.wrote(w.tx.SetPending(w.ctx, runID, key, n))
 }
 
+// BulkStart is TxWrites.BulkStart, counted when it wrote.
 func (w *Writer) BulkStart(runID string, starts []enginetype.BulkStart) (int, error) {
 	if err := w.readyBefore(runID, nil); err != nil {
 		return 0, err
@@ -289,16 +314,19 @@ func (w *Writer) BulkStart(runID string, starts []enginetype.BulkStart) (int, er
 	return r0, w.wrote(err)
 }
 
+// BulkComplete is TxWrites.BulkComplete, counted when it wrote.
 func (w *Writer) BulkComplete(runID string, cs []enginetype.BulkComplete) ([]enginetype.NodeState, error) {
 	r0, err := w.tx.BulkComplete(w.ctx, runID, cs)
 	return r0, w.wrote(err)
 }
 
+// CompleteAcrossRuns is TxWrites.CompleteAcrossRuns, counted when it wrote.
 func (w *Writer) CompleteAcrossRuns(cs []enginetype.BulkComplete) ([]enginetype.NodeState, error) {
 	r0, err := w.tx.CompleteAcrossRuns(w.ctx, cs)
 	return r0, w.wrote(err)
 }
 
+// InsertDispatches is TxWrites.InsertDispatches, counted when it wrote.
 func (w *Writer) InsertDispatches(ds []*enginetype.Dispatch) error {
 	if err := w.wrote(w.tx.InsertDispatches(w.ctx, ds)); err != nil {
 		return err
@@ -309,6 +337,7 @@ func (w *Writer) InsertDispatches(ds []*enginetype.Dispatch) error {
 	return nil
 }
 
+// InsertDispatch is TxWrites.InsertDispatch, counted when it wrote.
 func (w *Writer) InsertDispatch(d *enginetype.Dispatch) error {
 	if err := w.wrote(w.tx.InsertDispatch(w.ctx, d)); err != nil {
 		return err
@@ -317,6 +346,7 @@ func (w *Writer) InsertDispatch(d *enginetype.Dispatch) error {
 	return nil
 }
 
+// UpdateDispatches is TxWrites.UpdateDispatches, counted when it wrote.
 func (w *Writer) UpdateDispatches(us []enginetype.DispatchUpdate) (int, error) {
 	n, err := w.tx.UpdateDispatches(w.ctx, us)
 	if n == 0 {
@@ -325,69 +355,84 @@ func (w *Writer) UpdateDispatches(us []enginetype.DispatchUpdate) (int, error) {
 	return n, w.wrote(err)
 }
 
+// ExtendDeadline is TxWrites.ExtendDeadline, counted when it wrote.
 func (w *Writer) ExtendDeadline(runID, key string, attempt, seconds int) (bool, error) {
 	r0, err := w.tx.ExtendDeadline(w.ctx, runID, key, attempt, seconds)
 	return r0, w.wrote(err)
 }
 
+// CancelNodes is TxWrites.CancelNodes, counted when it wrote.
 func (w *Writer) CancelNodes(runID string) ([]enginetype.CancelledNode, error) {
 	r0, err := w.tx.CancelNodes(w.ctx, runID)
 	return r0, w.wrote(err)
 }
 
+// CancelBranches is TxWrites.CancelBranches, counted when it wrote.
 func (w *Writer) CancelBranches(runID string, nodeIDs []string, prefix []int) ([]enginetype.CancelledNode, error) {
 	r0, err := w.tx.CancelBranches(w.ctx, runID, nodeIDs, prefix)
 	return r0, w.wrote(err)
 }
 
+// SetRunCompensation is TxWrites.SetRunCompensation, counted when it wrote.
 func (w *Writer) SetRunCompensation(runID string, c *enginetype.Compensation) error {
 	return w.wrote(w.tx.SetRunCompensation(w.ctx, runID, c))
 }
 
+// SetRunResponse is TxWrites.SetRunResponse, counted when it wrote.
 func (w *Writer) SetRunResponse(runID string, a *enginetype.CallerAnswer) (bool, error) {
 	r0, err := w.tx.SetRunResponse(w.ctx, runID, a)
 	return r0, w.wrote(err)
 }
 
+// DeletePendingNodes is TxWrites.DeletePendingNodes, counted when it wrote.
 func (w *Writer) DeletePendingNodes(runID string, nodeIDs []string) error {
 	return w.wrote(w.tx.DeletePendingNodes(w.ctx, runID, nodeIDs))
 }
 
+// SetRunVersion is TxWrites.SetRunVersion, counted when it wrote.
 func (w *Writer) SetRunVersion(runID, versionID string) error {
 	return w.wrote(w.tx.SetRunVersion(w.ctx, runID, versionID))
 }
 
+// ResetNodes is TxWrites.ResetNodes, counted when it wrote.
 func (w *Writer) ResetNodes(runID string, nodes []enginetype.ResetNode) error {
 	return w.wrote(w.tx.ResetNodes(w.ctx, runID, nodes))
 }
 
+// DeleteInstances is TxWrites.DeleteInstances, counted when it wrote.
 func (w *Writer) DeleteInstances(runID string, nodeIDs []string, idx []int) (int, error) {
 	r0, err := w.tx.DeleteInstances(w.ctx, runID, nodeIDs, idx)
 	return r0, w.wrote(err)
 }
 
+// InsertNotifications is TxWrites.InsertNotifications, counted when it wrote.
 func (w *Writer) InsertNotifications(ns []enginetype.Notification) error {
 	return w.wrote(w.tx.InsertNotifications(w.ctx, ns))
 }
 
+// SetRemindAt is TxWrites.SetRemindAt, counted when it wrote.
 func (w *Writer) SetRemindAt(runID, key string, seconds int) error {
 	return w.wrote(w.tx.SetRemindAt(w.ctx, runID, key, seconds))
 }
 
+// UpsertEntity is TxWrites.UpsertEntity, counted when it wrote.
 func (w *Writer) UpsertEntity(id string, e enginetype.EntityUpsert) (string, error) {
 	r0, err := w.tx.UpsertEntity(w.ctx, id, e)
 	return r0, w.wrote(err)
 }
 
+// MoveEntity is TxWrites.MoveEntity, counted when it wrote.
 func (w *Writer) MoveEntity(m enginetype.EntityMove) (enginetype.EntityMoved, error) {
 	r0, err := w.tx.MoveEntity(w.ctx, m)
 	return r0, w.wrote(err)
 }
 
+// AppendEvents is TxWrites.AppendEvents, counted when it wrote.
 func (w *Writer) AppendEvents(runID string, firstSeq int64, events []enginetype.NewEvent) error {
 	return w.wrote(w.tx.AppendEvents(w.ctx, runID, firstSeq, events))
 }
 
+// AddDecision is TxWrites.AddDecision, counted when it wrote.
 func (w *Writer) AddDecision(d enginetype.UXDecision) ([]enginetype.Vote, bool, error) {
 	all, added, err := w.tx.AddDecision(w.ctx, d)
 	if added { // a vote already cast writes nothing
@@ -396,14 +441,17 @@ func (w *Writer) AddDecision(d enginetype.UXDecision) ([]enginetype.Vote, bool, 
 	return all, added, err
 }
 
+// SetClaim is TxWrites.SetClaim, counted when it wrote.
 func (w *Writer) SetClaim(runID, key string, attempt int, c *enginetype.Claim) error {
 	return w.wrote(w.tx.SetClaim(w.ctx, runID, key, attempt, c))
 }
 
+// Reassign is TxWrites.Reassign, counted when it wrote.
 func (w *Writer) Reassign(runID, key string, attempt int, a *enginetype.Assignees) error {
 	return w.wrote(w.tx.Reassign(w.ctx, runID, key, attempt, a))
 }
 
+// SetEscalation is TxWrites.SetEscalation, counted when it wrote.
 func (w *Writer) SetEscalation(runID, key string, step, seconds int) error {
 	return w.wrote(w.tx.SetEscalation(w.ctx, runID, key, step, seconds))
 }

@@ -1,4 +1,4 @@
-package engine
+package commit
 
 import (
 	"testing"
@@ -12,10 +12,10 @@ import (
 // it is.
 func TestTakeTogether(t *testing.T) {
 	t.Parallel()
-	members := func(n int, version string) []*member {
-		ms := make([]*member, n)
+	members := func(n int, version string) []*Member[int] {
+		ms := make([]*Member[int], n)
 		for i := range ms {
-			ms[i] = &member{version: version}
+			ms[i] = &Member[int]{Version: version}
 		}
 		return ms
 	}
