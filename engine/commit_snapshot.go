@@ -3,7 +3,8 @@ package engine
 import "github.com/stitchd/stitchd/engine/internal/writer"
 
 // Leaving an operation out of a shared transaction. A batch or group
-// (commit_grouped.go) applies many operations in one transaction; one
+// (engine/internal/commit, applier.Batch and applier.Group in
+// commit_apply.go) applies many operations in one transaction; one
 // rejected before it wrote anything (a stale callback failing its
 // compare-and-set) is left out: its txn is restored to the snapshot taken
 // before it, and its writer's count (Writer.Writes) tells whether it wrote.

@@ -36,9 +36,8 @@ type Config struct {
 	// CommitInline (commit.go).
 	Committer Committer
 	// GroupTransactions bounds the transactions in flight that batches of
-	// different runs share (cross-run group commit, commit_grouped.go): 4
-	// when 0.
-	// Operations beyond it wait and then share one.
+	// different runs share (cross-run group commit, engine/internal/commit):
+	// 4 when 0. Operations beyond it wait and then share one.
 	GroupTransactions int
 	NewID             IDGenerator
 	Clock             Clock

@@ -19,7 +19,7 @@ import (
 // fan-out's or a run's first fires are written in bulk (the writer
 // collects them: engine/internal/writer); a big
 // fan-out's events are written before the commit (spillEvents). A batch's
-// bulk completion of callbacks is in commit_grouped.go (takeCompletedInBulk),
+// bulk completion of callbacks is in commit_apply.go (takeCompletedInBulk),
 // completion across runs in commit_together.go.
 
 // speculationOf returns what a speculation of completion tr of run runID
