@@ -181,7 +181,7 @@ func TestGroupedFailurePolicy(t *testing.T) {
 			t.Parallel()
 			r := newRecorder()
 			failed := false
-			r.group = func(runs []string) (int, error) {
+			r.group = func([]string) (int, error) {
 				if failed {
 					return -1, nil
 				}
