@@ -87,6 +87,8 @@ type (
 	TransactionTrace = enginetype.TransactionTrace
 	// TransitionError is enginetype.TransitionError.
 	TransitionError = enginetype.TransitionError
+	// TreeCount is enginetype.TreeCount.
+	TreeCount = enginetype.TreeCount
 	// Tx is enginetype.Tx.
 	Tx = enginetype.Tx
 	// TxReads is enginetype.TxReads.

@@ -28,6 +28,19 @@ func (t *txn) mayDefer(n *Node, from Status, delayMs int64) bool {
 	return !on || (n.Caps.StartsRuns && !unwritten)
 }
 
+// byRows: a fan-out's sub-flow instance (n, idx) is bounded by the rows a
+// transaction made (MaxRows), not by its firings: the child's nodes and
+// its loops' iterations are rows, which bound what its start fires, and
+// counting each start as a firing too left all but 250 of a 10,000-item
+// fan-out's sub-flow runs to later transactions, one sweep at a time.
+func byRows(n *Node, idx []int) bool { return n.Caps.StartsRuns && len(idx) > 0 }
+
+// atBound reports whether the transaction fired or made all it may before
+// it fires n's instance idx (MaxFirings, MaxRows).
+func (t *txn) atBound(n *Node, idx []int) bool {
+	return t.rowsMade() >= t.e.maxRows() || (!byRows(n, idx) && t.firings >= t.e.maxFirings())
+}
+
 // answerCaller records a Respond node's answer to the run's caller,
 // unless the run answered before.
 func (t *txn) answerCaller(a *CallerAnswer) error {
@@ -52,7 +65,7 @@ func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status
 	// transaction, so a loop of synchronous nodes runs in many short
 	// transactions instead of one long one.
 	if t.mayDefer(n, from, delayMs) {
-		if t.firings >= t.e.maxFirings() || t.rowsMade() >= t.e.maxRows() {
+		if t.atBound(n, idx) {
 			if err := t.w.DeferNode(t.run.ID, key, input); err != nil {
 				return err
 			}
@@ -63,7 +76,9 @@ func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status
 			t.deferred++
 			return nil
 		}
-		t.firings++
+		if !byRows(n, idx) {
+			t.firings++
+		}
 	}
 	fc := &fireCtx{t: t, node: n, key: key, idx: idx, input: input,
 		from: from, attempt: prevAttempt + 1, delayMs: delayMs}

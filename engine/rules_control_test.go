@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -426,5 +427,56 @@ func TestRuleBoundedTransactions(t *testing.T) {
 		require.Len(t, r.sweepTimers(run.ID), 1, "due at once after the resume")
 		require.Len(t, r.sweepTimers(run.ID), 1)
 		r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"n3": C, "n5": C})
+	})
+
+	// A fan-out's sub-flow starts are bounded by the rows the transaction
+	// made (MaxRows), not by its firings; those past it start in later
+	// transactions, collected as the fan-out collects them, and the run
+	// ends as it would have.
+	fanOut := func(r *rig) *engine.Run {
+		childID, _ := r.flow("", workerChild)
+		flowID, versionID := r.linkedFlow(`{"nodes":[
+			{"id":"s","type":"Splitter","data":{"arrayPath":"xs"}},
+			{"id":"sub","type":"SubFlow","data":{"flow":"` + childID + `"}},
+			{"id":"c","type":"Collector","data":{}}],
+			"edges":[{"id":"e1","source":"s","target":"sub"},{"id":"e2","source":"sub","target":"c"}]}`)
+		return r.startIn(flowID, versionID, `{"xs":[0,1,2,3,4,5]}`)
+	}
+	started := func(r *rig, runID string) (n int) {
+		_, ns := r.nodes(runID)
+		for i := range 6 {
+			if ns["sub_"+strconv.Itoa(i)].ChildRunID != nil {
+				n++
+			}
+		}
+		return n
+	}
+	t.Run("a fan-out's sub-flow starts count rows, not firings", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t, bounded)
+		run := fanOut(r)
+		require.Equal(t, 6, started(r, run.ID), "six starts past a bound of two firings")
+		require.Empty(t, r.dueTimers(run.ID))
+	})
+	t.Run("past the rows, the starts follow in later transactions", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t, func(c *engine.Config) { c.MaxRows = 4 })
+		run := fanOut(r)
+		require.Zero(t, started(r, run.ID), "the fan-out's own rows reached the bound")
+		require.Len(t, r.sweepTimers(run.ID), 6)
+		first := started(r, run.ID)
+		require.True(t, first > 0 && first < 6, "%d started in the first later transaction", first)
+		for range 6 { // each later transaction starts one at least
+			if len(r.sweepTimers(run.ID)) == 0 {
+				break
+			}
+		}
+		require.Equal(t, 6, started(r, run.ID))
+		for i := range 6 {
+			child := r.childRun(run.ID, "sub_"+strconv.Itoa(i))
+			require.NoError(t, r.callback(child.ID, "w", 1, C, `{"i":`+strconv.Itoa(i)+`}`))
+		}
+		got, _ := r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"c": C})
+		require.JSONEq(t, `[{"i":0},{"i":1},{"i":2},{"i":3},{"i":4},{"i":5}]`, string(got.Output))
 	})
 }

@@ -12,6 +12,21 @@ import (
 
 // flush settles the run status and writes events and the run row.
 func (t *txn) flush() error {
+	if err := t.flushRun(); err != nil {
+		return err
+	}
+	if t.sharesWriter {
+		return nil
+	}
+	// The run trees' counts decided without asking (a fan-out's sub-flow
+	// starts) are written once, after everything the operation did: a
+	// statement between two children's starts would write each child's
+	// rows on their own, not with the others'.
+	return t.w.GrowTrees()
+}
+
+// flushRun is flush of the txn's run alone.
+func (t *txn) flushRun() error {
 	if t.run == nil {
 		return nil
 	}

@@ -153,7 +153,7 @@ func (t *txn) nestedTxn() *txn {
 	if t.work == nil {
 		t.work = &txWork{} // shared with the nested transaction from now on
 	}
-	n := &txn{e: t.e, ctx: t.ctx, tx: t.tx, w: t.w, noSpeculation: true, ends: t.ends, work: t.work}
+	n := &txn{e: t.e, ctx: t.ctx, tx: t.tx, w: t.w, noSpeculation: true, ends: t.ends, work: t.work, sharesWriter: true}
 	t.nested = append(t.nested, n)
 	return n
 }

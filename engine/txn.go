@@ -50,6 +50,9 @@ type txn struct {
 	// starting: the transaction starts its run as a SubFlow node's child,
 	// and the node learns at once if the run ends in it.
 	starting bool
+	// sharesWriter: a txn over another run, sharing its parent's writer
+	// (nestedTxn); the parent's flush ends what they share.
+	sharesWriter bool
 	// ended is the status the run finished in in this transaction.
 	ended RunStatus
 	// ends collects the sub-flow runs that end in the database

@@ -84,13 +84,50 @@ func (e *Engine) Wake(ctx context.Context, runID string, due []DueNode) error {
 // fireDeferred fires the nodes a transaction left for a later one, with
 // the input they were left with. A node no longer pending (cancelled,
 // skipped, fired by a resume or a retry) is left alone, as are all while
-// the run is paused: the sweeper comes back to them.
+// the run is paused: the sweeper comes back to them. A fan-out's sub-flow
+// instances fire first, collected as the fan-out collects them: their
+// starts go in one statement, and the child runs' rows in one statement a
+// table (not five each).
 func (t *txn) fireDeferred(due []DueNode, states map[string]*NodeState) error {
 	if len(due) == 0 || t.run.Status != RunRunning {
 		return nil
 	}
+	var starts, others []DueNode
+	for _, d := range due {
+		if cur := states[d.Key]; cur != nil {
+			if n := t.graph.Nodes[cur.NodeID]; n != nil && byRows(n, cur.Index) {
+				starts = append(starts, d)
+				continue
+			}
+		}
+		others = append(others, d)
+	}
+	if len(starts) > 0 {
+		end := t.w.CollectBulk(t.run.ID, false)
+		if err := t.fireDue(starts, states); err != nil {
+			end()
+			return err
+		}
+		if err := t.flushBulk(end()); err != nil {
+			return err
+		}
+	}
+	return t.fireDue(others, states)
+}
+
+// fireDue fires due, left for later, up to the transaction's bounds; the
+// rest are due again at once.
+func (t *txn) fireDue(due []DueNode, states map[string]*NodeState) error {
 	for i, d := range due {
-		if t.firings >= t.e.maxFirings() || t.rowsMade() >= t.e.maxRows() {
+		cur := states[d.Key]
+		if cur == nil || cur.Status != StatusPending || cur.Attempt != d.Attempt {
+			continue
+		}
+		n := t.graph.Nodes[cur.NodeID]
+		if n == nil {
+			return fmt.Errorf("node %s is not in the run's graph: %w", cur.NodeID, ErrNotFound)
+		}
+		if t.atBound(n, cur.Index) {
 			// This transaction did its most: the rest are due again at
 			// once, for the next, in one statement.
 			keys := make([]string, 0, len(due)-i)
@@ -102,14 +139,6 @@ func (t *txn) fireDeferred(due []DueNode, states map[string]*NodeState) error {
 			}
 			t.deferred += len(keys)
 			return nil
-		}
-		cur := states[d.Key]
-		if cur == nil || cur.Status != StatusPending || cur.Attempt != d.Attempt {
-			continue
-		}
-		n := t.graph.Nodes[cur.NodeID]
-		if n == nil {
-			return fmt.Errorf("node %s is not in the run's graph: %w", cur.NodeID, ErrNotFound)
 		}
 		t.run.ActiveNodes-- // counted when it was left for later (fireDelayed)
 		if err := t.fire(n, cur.Index, cur.Input, StatusPending, cur.Attempt); err != nil {

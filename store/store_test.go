@@ -1035,7 +1035,9 @@ func TestMarkRequestSent(t *testing.T) {
 // transaction of the tree holds it (a child fanning out, which then
 // locks its parent), another (the parent starting more children) counts
 // beside it and does not block — they would deadlock otherwise; the next
-// holder folds that count in, and the bound holds on the total.
+// holder folds that count in, and the bound holds on the total. Each count
+// says what room its transaction has left, and what a transaction then
+// adds within it (GrowTreeLater) goes where its count went.
 func TestAddTreeNodesNeverWaits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -1047,18 +1049,18 @@ func TestAddTreeNodesNeverWaits(t *testing.T) {
 	child.ParentKey = &key
 	inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
 		require.NoError(t, tx.InsertRun(ctx, root))
-		ok, err := tx.AddTreeNodes(ctx, root.ID, 10, 100)
-		require.True(t, ok)
+		c, err := tx.AddTreeNodes(ctx, root.ID, 10, 100)
 		require.NoError(t, err)
+		require.Equal(t, engine.TreeCount{Added: true, Root: root.ID, Held: true, Room: 90}, c)
 		return tx.InsertRun(ctx, child)
 	})
 	held, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
 		done <- st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
-			ok, err := tx.AddTreeNodes(ctx, child.ID, 20, 100) // holds the row: 30
-			if err != nil || !ok {
-				return fmt.Errorf("child's count: %v %w", ok, err)
+			c, err := tx.AddTreeNodes(ctx, child.ID, 20, 100) // holds the row: 30
+			if err != nil || c != (engine.TreeCount{Added: true, Root: root.ID, Held: true, Room: 70}) {
+				return fmt.Errorf("child's count: %+v %w", c, err)
 			}
 			close(held)
 			<-release
@@ -1071,29 +1073,43 @@ func TestAddTreeNodesNeverWaits(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	inTx(t, st, func(_ context.Context, tx engine.Tx) error {
-		ok, err := tx.AddTreeNodes(wctx, root.ID, 50, 100) // 10 committed + 50
+		c, err := tx.AddTreeNodes(wctx, root.ID, 50, 100) // 10 committed + 50
 		require.NoError(t, err, "it did not wait")
-		require.True(t, ok)
-		ok, err = tx.AddTreeNodes(wctx, root.ID, 50, 100) // 60 + 50 > 100, its own delta seen
+		require.Equal(t, engine.TreeCount{Added: true, Root: root.ID, Room: 40}, c, "beside the row, not holding it")
+		c, err = tx.AddTreeNodes(wctx, root.ID, 50, 100) // 60 + 50 > 100, its own delta seen
 		require.NoError(t, err)
-		require.False(t, ok)
+		require.Equal(t, engine.TreeCount{Root: root.ID, Room: 40}, c)
 		return nil
 	})
 	close(release)
 	require.NoError(t, <-done)
 	// The next holder folds the delta in: 10 + 20 + 50 = 80.
 	inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
-		ok, err := tx.AddTreeNodes(ctx, child.ID, 21, 100)
+		c, err := tx.AddTreeNodes(ctx, child.ID, 21, 100)
 		require.NoError(t, err)
-		require.False(t, ok, "80 + 21 passes 100")
-		ok, err = tx.AddTreeNodes(ctx, child.ID, 20, 100)
+		require.Equal(t, engine.TreeCount{Root: root.ID, Held: true, Room: 20}, c, "80 + 21 passes 100")
+		c, err = tx.AddTreeNodes(ctx, child.ID, 15, 100)
 		require.NoError(t, err)
-		require.True(t, ok)
-		return nil
+		require.Equal(t, engine.TreeCount{Added: true, Root: root.ID, Held: true, Room: 5}, c)
+		// What the transaction then decides within that room, on the row
+		// it holds.
+		return tx.GrowTreeLater(ctx, c, 5)
 	})
 	var nodes, deltas int64
 	require.NoError(t, st.Gorm().Raw(`SELECT nodes, (SELECT count(*) FROM run_tree_deltas) FROM run_trees WHERE root_run_id = ?`, root.ID).
 		Row().Scan(&nodes, &deltas))
 	require.Equal(t, int64(100), nodes)
 	require.Equal(t, int64(0), deltas)
+
+	// Not holding the row, what a transaction decides within its room
+	// goes beside it, and the next holder folds it in.
+	inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+		return tx.GrowTreeLater(ctx, engine.TreeCount{Added: true, Root: root.ID, Room: 7}, 7)
+	})
+	inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+		c, err := tx.AddTreeNodes(ctx, root.ID, 1, 200)
+		require.NoError(t, err)
+		require.Equal(t, engine.TreeCount{Added: true, Root: root.ID, Held: true, Room: 92}, c, "100 + 7 + 1 of 200")
+		return nil
+	})
 }

@@ -1769,9 +1769,9 @@ func (t *pgTx) markDelivered(ctx context.Context, runID string, keys []string, a
 	return out, interpretError(rows.Err())
 }
 
-func (t *pgTx) AddTreeNodes(ctx context.Context, runID string, n, limit int) (bool, error) {
+func (t *pgTx) AddTreeNodes(ctx context.Context, runID string, n, limit int) (engine.TreeCount, error) {
 	if n > limit {
-		return false, nil
+		return engine.TreeCount{}, nil
 	}
 	// The root is found by the parent links (a sub-flow's depth is small).
 	var root string
@@ -1779,7 +1779,7 @@ func (t *pgTx) AddTreeNodes(ctx context.Context, runID string, n, limit int) (bo
 			SELECT id, parent_run_id FROM runs WHERE id = ?
 			UNION ALL SELECT r.id, r.parent_run_id FROM runs r JOIN up ON r.id = up.parent)
 		SELECT id::text FROM up WHERE parent IS NULL`, runID).Row().Scan(&root); err != nil {
-		return false, fmt.Errorf("error finding the root of run %s: %w", runID, interpretError(err))
+		return engine.TreeCount{}, fmt.Errorf("error finding the root of run %s: %w", runID, interpretError(err))
 	}
 	if root == runID {
 		// Only the root's own transactions (one at a time: they hold its
@@ -1788,11 +1788,11 @@ func (t *pgTx) AddTreeNodes(ctx context.Context, runID string, n, limit int) (bo
 		// another transaction updates it would wait for that one.
 		var exists bool
 		if err := t.raw(ctx, `SELECT EXISTS (SELECT 1 FROM run_trees WHERE root_run_id = ?)`, root).Row().Scan(&exists); err != nil {
-			return false, interpretError(err)
+			return engine.TreeCount{}, interpretError(err)
 		}
 		if !exists {
 			if err := t.exec(ctx, `INSERT INTO run_trees (root_run_id, nodes) VALUES (?, 0) ON CONFLICT DO NOTHING`, root).Error; err != nil {
-				return false, interpretError(err)
+				return engine.TreeCount{}, interpretError(err)
 			}
 		}
 	}
@@ -1800,7 +1800,7 @@ func (t *pgTx) AddTreeNodes(ctx context.Context, runID string, n, limit int) (bo
 	// ever waits for it.
 	rows, err := t.raw(ctx, `SELECT nodes FROM run_trees WHERE root_run_id = ? FOR UPDATE SKIP LOCKED`, root).Rows()
 	if err != nil {
-		return false, interpretError(err)
+		return engine.TreeCount{}, interpretError(err)
 	}
 	var nodes int64
 	held := rows.Next()
@@ -1809,13 +1809,13 @@ func (t *pgTx) AddTreeNodes(ctx context.Context, runID string, n, limit int) (bo
 	}
 	rows.Close()
 	if err != nil {
-		return false, interpretError(err)
+		return engine.TreeCount{}, interpretError(err)
 	}
 	if held {
 		var folded int64
 		if err := t.raw(ctx, `WITH d AS (DELETE FROM run_tree_deltas WHERE root_run_id = ? RETURNING n) SELECT coalesce(sum(n), 0)::bigint FROM d`,
 			root).Row().Scan(&folded); err != nil {
-			return false, interpretError(err)
+			return engine.TreeCount{}, interpretError(err)
 		}
 		ok := nodes+folded+int64(n) <= int64(limit)
 		add := folded
@@ -1824,10 +1824,10 @@ func (t *pgTx) AddTreeNodes(ctx context.Context, runID string, n, limit int) (bo
 		}
 		if add != 0 {
 			if err := t.exec(ctx, `UPDATE run_trees SET nodes = nodes + ? WHERE root_run_id = ?`, add, root).Error; err != nil {
-				return false, interpretError(err)
+				return engine.TreeCount{}, interpretError(err)
 			}
 		}
-		return ok, nil
+		return engine.TreeCount{Added: ok, Root: root, Held: true, Room: int64(limit) - nodes - add}, nil
 	}
 	// Another transaction of the tree holds the row: decide on what is
 	// committed (concurrent counts may pass the bound by what they add) and
@@ -1835,15 +1835,27 @@ func (t *pgTx) AddTreeNodes(ctx context.Context, runID string, n, limit int) (bo
 	var committed int64
 	if err := t.raw(ctx, `SELECT coalesce((SELECT nodes FROM run_trees WHERE root_run_id = ?), 0)
 			+ coalesce((SELECT sum(n) FROM run_tree_deltas WHERE root_run_id = ?), 0)`, root, root).Row().Scan(&committed); err != nil {
-		return false, interpretError(err)
+		return engine.TreeCount{}, interpretError(err)
 	}
 	if committed+int64(n) > int64(limit) {
-		return false, nil
+		return engine.TreeCount{Root: root, Room: int64(limit) - committed}, nil
 	}
 	if err := t.exec(ctx, `INSERT INTO run_tree_deltas (root_run_id, n) VALUES (?, ?)`, root, n).Error; err != nil {
-		return false, interpretError(err)
+		return engine.TreeCount{}, interpretError(err)
 	}
-	return true, nil
+	return engine.TreeCount{Added: true, Root: root, Room: int64(limit) - committed - int64(n)}, nil
+}
+
+func (t *pgTx) GrowTreeLater(_ context.Context, c engine.TreeCount, n int64) error {
+	if n == 0 {
+		return nil
+	}
+	if c.Held {
+		t.later(`UPDATE run_trees SET nodes = nodes + ? WHERE root_run_id = ?`, nil, n, c.Root)
+	} else {
+		t.later(`INSERT INTO run_tree_deltas (root_run_id, n) VALUES (?, ?)`, nil, c.Root, n)
+	}
+	return nil
 }
 
 func (t *pgTx) RedeferNodes(ctx context.Context, runID string, keys []string) error {

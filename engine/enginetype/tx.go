@@ -193,8 +193,13 @@ type TxWrites interface {
 	DeferNode(ctx context.Context, runID, key string, input json.RawMessage) error
 	// AddTreeNodes adds n node instances to the count of run runID's run
 	// tree (its root run and every sub-flow run under it) unless the
-	// count would pass limit; it reports whether it added them.
-	AddTreeNodes(ctx context.Context, runID string, n, limit int) (bool, error)
+	// count would pass limit; it reports whether it added them, and what
+	// the transaction may add to the tree after them (TreeCount).
+	AddTreeNodes(ctx context.Context, runID string, n, limit int) (TreeCount, error)
+	// GrowTreeLater queues n more node instances on the count of c's tree,
+	// where AddTreeNodes put its own (c.Held: on the count's row; else
+	// beside it): more instances the transaction decided with c.Room.
+	GrowTreeLater(ctx context.Context, c TreeCount, n int64) error
 	// RedeferNodes makes the given fires left for later (still pending)
 	// due again at once.
 	RedeferNodes(ctx context.Context, runID string, keys []string) error
@@ -607,4 +612,20 @@ type Delivered struct {
 	Key     string
 	Attempt int
 	Tries   int
+}
+
+// TreeCount is what AddTreeNodes decided about a run tree's count.
+type TreeCount struct {
+	// Added: the node instances were counted.
+	Added bool
+	// Root is the tree's root run.
+	Root string
+	// Held: the transaction holds the count's row, so no other changes it
+	// until the transaction ends; else the transaction decided on what
+	// was committed and its count went beside the row.
+	Held bool
+	// Room is how many more node instances the tree may take as the
+	// transaction sees it (exactly, when Held): what it adds within Room
+	// it may queue with GrowTreeLater without asking again.
+	Room int64
 }

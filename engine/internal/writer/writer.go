@@ -46,6 +46,9 @@ type Writer struct {
 	// ready is a join assumed ready whose check waits for the join's
 	// first fire to carry it (AssumeCountDown).
 	ready *readyJoin
+	// trees are what the operation learnt of its runs' trees' counts, by
+	// run, with what it added since (trees.go).
+	trees map[string]*treeGrowth
 }
 
 // Params are what a Writer is made of.
@@ -229,15 +232,6 @@ func (w *Writer) DeferNode(runID, key string, input json.RawMessage) error {
 		return err
 	}
 	return w.wrote(w.tx.DeferNode(w.ctx, runID, key, input))
-}
-
-// AddTreeNodes is TxWrites.AddTreeNodes, counted when it wrote.
-func (w *Writer) AddTreeNodes(runID string, n, limit int) (bool, error) {
-	added, err := w.tx.AddTreeNodes(w.ctx, runID, n, limit)
-	if added {
-		err = w.wrote(err)
-	}
-	return added, err
 }
 
 // RedeferNodes is TxWrites.RedeferNodes, counted when it wrote.
