@@ -19,13 +19,22 @@ func (t *txn) fire(n *Node, idx []int, input json.RawMessage, from Status, prevA
 // mayDefer reports whether a fire may wait for a later transaction: a
 // first fire, not delayed, whose row exists, outside a fan-out's bulk
 // start — but for a SubFlow instance of a fan-out, whose child run may
-// hold a fan-out of its own.
+// hold a fan-out of its own, and for anything the starts of such
+// instances left for later set off (a child ending at once walks on):
+// fireDeferred's bounds hold for it too.
 func (t *txn) mayDefer(n *Node, from Status, delayMs int64) bool {
 	if from != StatusPending || delayMs != 0 {
 		return false
 	}
 	on, unwritten := t.w.Collecting(t.run.ID)
-	return !on || (n.Caps.StartsRuns && !unwritten)
+	switch {
+	case !on:
+		return true
+	case unwritten:
+		return false
+	default:
+		return n.Caps.StartsRuns || t.startingDeferred
+	}
 }
 
 // byRows: a fan-out's sub-flow instance (n, idx) is bounded by the rows a

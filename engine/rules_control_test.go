@@ -479,4 +479,29 @@ func TestRuleBoundedTransactions(t *testing.T) {
 		got, _ := r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"c": C})
 		require.JSONEq(t, `[{"i":0},{"i":1},{"i":2},{"i":3},{"i":4},{"i":5}]`, string(got.Output))
 	})
+	t.Run("what a later start sets off keeps the bounds", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t, func(c *engine.Config) { c.MaxRows, c.MaxFirings = 4, 2 })
+		childID, _ := r.flow("", `{"nodes":[{"id":"t","type":"Transform","data":{"expression":"input"}}],"edges":[]}`)
+		tr := func(id string) string {
+			return `{"id":"` + id + `","type":"Transform","data":{"expression":"{\"n\": (input.n ?? 0) + 1}"}}`
+		}
+		flowID, versionID := r.linkedFlow(`{"nodes":[
+			{"id":"s","type":"Splitter","data":{"arrayPath":"xs"}},
+			{"id":"sub","type":"SubFlow","data":{"flow":"` + childID + `"}},` + tr("t1") + `,` + tr("t2") + `,` + tr("t3") + `,` + tr("t4") + `,
+			{"id":"c","type":"Collector","data":{}}],
+			"edges":[{"id":"e1","source":"s","target":"sub"},{"id":"e2","source":"sub","target":"t1"},{"id":"e3","source":"t1","target":"t2"},
+				{"id":"e4","source":"t2","target":"t3"},{"id":"e5","source":"t3","target":"t4"},{"id":"e6","source":"t4","target":"c"}]}`)
+		run := r.startIn(flowID, versionID, `{"xs":[{"n":0}]}`)
+		require.Equal(t, []engine.DueNode{{Key: "sub_0", Deferred: true}}, r.sweepTimers(run.ID))
+		// The child ended at once and its node walked on: two firings,
+		// then the third waits.
+		r.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"sub_0": C, "t1_0": C, "t2_0": C, "t3_0": P})
+		require.Equal(t, []engine.DueNode{{Key: "t3_0", Deferred: true}}, r.sweepTimers(run.ID))
+		for range 2 {
+			r.sweepTimers(run.ID)
+		}
+		got, _ := r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"c": C})
+		require.JSONEq(t, `[{"n":4}]`, string(got.Output))
+	})
 }

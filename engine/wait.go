@@ -85,7 +85,7 @@ func (e *Engine) Wake(ctx context.Context, runID string, due []DueNode) error {
 // the input they were left with. A node no longer pending (cancelled,
 // skipped, fired by a resume or a retry) is left alone, as are all while
 // the run is paused: the sweeper comes back to them. A fan-out's sub-flow
-// instances fire first, collected as the fan-out collects them: their
+// instances fire last, collected as the fan-out collects them: their
 // starts go in one statement, and the child runs' rows in one statement a
 // table (not five each).
 func (t *txn) fireDeferred(due []DueNode, states map[string]*NodeState) error {
@@ -102,17 +102,20 @@ func (t *txn) fireDeferred(due []DueNode, states map[string]*NodeState) error {
 		}
 		others = append(others, d)
 	}
-	if len(starts) > 0 {
-		end := t.w.CollectBulk(t.run.ID, false)
-		if err := t.fireDue(starts, states); err != nil {
-			end()
-			return err
-		}
-		if err := t.flushBulk(end()); err != nil {
-			return err
-		}
+	// The others first: the starts are bounded by the rows alone, so each
+	// kind moves on at every sweep.
+	if err := t.fireDue(others, states); err != nil || len(starts) == 0 {
+		return err
 	}
-	return t.fireDue(others, states)
+	end := t.w.CollectBulk(t.run.ID, false)
+	t.startingDeferred = true
+	err := t.fireDue(starts, states)
+	t.startingDeferred = false
+	if err != nil {
+		end()
+		return err
+	}
+	return t.flushBulk(end())
 }
 
 // fireDue fires due, left for later, up to the transaction's bounds; the

@@ -625,7 +625,9 @@ type TreeCount struct {
 	// was committed and its count went beside the row.
 	Held bool
 	// Room is how many more node instances the tree may take as the
-	// transaction sees it (exactly, when Held): what it adds within Room
-	// it may queue with GrowTreeLater without asking again.
+	// transaction sees it, as of the ask (when Held, but for what other
+	// transactions count beside the row later, which the row's next ask
+	// folds in): what the holder adds within Room it may queue with
+	// GrowTreeLater without asking again.
 	Room int64
 }

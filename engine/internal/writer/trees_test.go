@@ -37,10 +37,10 @@ func (r *treeWrites) GrowTreeLater(_ context.Context, c enginetype.TreeCount, n 
 	return nil
 }
 
-// TestTreeCountsAskedOnce: an operation asks for its tree's count once and
-// decides what follows within the room it learnt, writing it as one
-// statement; past the room it refuses without asking when it held the
-// count's row, and asks again (having written what it added) when not;
+// TestTreeCountsAskedOnce: an operation holding its tree's count row asks
+// once and decides what follows within the room it learnt (asking again
+// every refoldEvery decisions), writing it as one statement, and past the
+// room refuses without asking; one not holding the row asks each time;
 // runs of one tree share the room.
 func TestTreeCountsAskedOnce(t *testing.T) {
 	t.Parallel()
@@ -63,20 +63,31 @@ func TestTreeCountsAskedOnce(t *testing.T) {
 		require.Equal(t, []string{"ask parent 10", "grow root 80"}, rec.log)
 		require.Equal(t, int64(90), rec.count)
 	})
-	t.Run("not the row's holder: past the room, asks again", func(t *testing.T) {
+	t.Run("not the row's holder: asks each time", func(t *testing.T) {
 		t.Parallel()
 		rec := &treeWrites{}
 		w := New(context.Background(), Params{Tx: rec})
-		_, err := w.AddTreeNodes("parent", 60, limit)
-		require.NoError(t, err)
-		ok, err := w.AddTreeNodes("parent", 30, limit)
-		require.NoError(t, err)
-		require.True(t, ok)
-		ok, err = w.AddTreeNodes("parent", 20, limit)
-		require.NoError(t, err)
-		require.False(t, ok)
-		require.Equal(t, []string{"ask parent 60", "grow root 30", "ask parent 20"}, rec.log,
-			"what it added is written before it asks")
+		for _, n := range []int{60, 30, 20} {
+			_, err := w.AddTreeNodes("parent", n, limit)
+			require.NoError(t, err)
+		}
+		require.NoError(t, w.GrowTrees())
+		require.Equal(t, []string{"ask parent 60", "ask parent 30", "ask parent 20"}, rec.log)
+		require.Equal(t, int64(90), rec.count)
+	})
+	t.Run("the holder asks again every refoldEvery decisions", func(t *testing.T) {
+		t.Parallel()
+		rec := &treeWrites{held: true}
+		w := New(context.Background(), Params{Tx: rec})
+		for range 2*(refoldEvery+1) + 1 { // an ask, refoldEvery decisions, twice; an ask
+			ok, err := w.AddTreeNodes("parent", 1, 10*refoldEvery)
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+		require.NoError(t, w.GrowTrees())
+		require.Equal(t, []string{"ask parent 1", fmt.Sprintf("grow root %d", refoldEvery), "ask parent 1",
+			fmt.Sprintf("grow root %d", refoldEvery), "ask parent 1"}, rec.log)
+		require.Equal(t, int64(2*(refoldEvery+1)+1), rec.count)
 	})
 	t.Run("runs of one tree share the room", func(t *testing.T) {
 		t.Parallel()

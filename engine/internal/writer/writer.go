@@ -13,7 +13,7 @@ import (
 // through TxReads (txn.tx) and writes through its Writer (txn.w), which
 // owns the transaction's TxWrites and its context and counts every write
 // that succeeded, so that group commit knows whether an operation it
-// rejected left anything behind (engine/commit_grouped.go). A write the writer
+// rejected left anything behind (engine/internal/commit). A write the writer
 // does not make cannot be made: the rules hold no TxWrites. It also owns
 // what makes the writes fewer: count-downs queued with a completion
 // (countdown.go), claimed outbox rows (claims.go), first
