@@ -65,12 +65,7 @@ func TestClaimsHandedOverOnce(t *testing.T) {
 		t.Parallel()
 		r, claims := claimed(t)
 		childID, _ := r.flow("", workerChild)
-		flowID, versionID := r.linkedFlow(`{"nodes":[
-			{"id":"s","type":"Splitter","data":{"arrayPath":"xs"}},
-			{"id":"sub","type":"SubFlow","data":{"flow":"` + childID + `"}},
-			{"id":"c","type":"Collector","data":{}}],
-			"edges":[{"id":"e1","source":"s","target":"sub"},{"id":"e2","source":"sub","target":"c"}]}`)
-		run := r.startIn(flowID, versionID, `{"xs":[1,2,3]}`)
+		run := r.subflowFanOut(childID, `{"xs":[1,2,3]}`)
 		var want []string
 		for i := range 3 {
 			want = append(want, r.childRun(run.ID, "sub_"+strconv.Itoa(i)).ID+":w#1")

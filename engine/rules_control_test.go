@@ -435,12 +435,7 @@ func TestRuleBoundedTransactions(t *testing.T) {
 	// ends as it would have.
 	fanOut := func(r *rig) *engine.Run {
 		childID, _ := r.flow("", workerChild)
-		flowID, versionID := r.linkedFlow(`{"nodes":[
-			{"id":"s","type":"Splitter","data":{"arrayPath":"xs"}},
-			{"id":"sub","type":"SubFlow","data":{"flow":"` + childID + `"}},
-			{"id":"c","type":"Collector","data":{}}],
-			"edges":[{"id":"e1","source":"s","target":"sub"},{"id":"e2","source":"sub","target":"c"}]}`)
-		return r.startIn(flowID, versionID, `{"xs":[0,1,2,3,4,5]}`)
+		return r.subflowFanOut(childID, `{"xs":[0,1,2,3,4,5]}`)
 	}
 	started := func(r *rig, runID string) (n int) {
 		_, ns := r.nodes(runID)

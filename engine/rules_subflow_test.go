@@ -35,6 +35,18 @@ func (r *rig) linkedFlow(graph string) (string, string) {
 	return f.ID, f.VersionID
 }
 
+// subflowFanOut starts a run of a fan-out over input's xs whose every item
+// is a sub-flow run of flow child, collected by c.
+func (r *rig) subflowFanOut(child, input string) *engine.Run {
+	r.t.Helper()
+	flowID, versionID := r.linkedFlow(`{"nodes":[
+		{"id":"s","type":"Splitter","data":{"arrayPath":"xs"}},
+		{"id":"sub","type":"SubFlow","data":{"flow":"` + child + `"}},
+		{"id":"c","type":"Collector","data":{}}],
+		"edges":[{"id":"e1","source":"s","target":"sub"},{"id":"e2","source":"sub","target":"c"}]}`)
+	return r.startIn(flowID, versionID, input)
+}
+
 // subflowParent is a SubFlow node running flow child → after, with a
 // failure edge to handled when withFailureEdge.
 func subflowParent(child string, withFailureEdge bool) string {

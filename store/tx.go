@@ -1838,12 +1838,12 @@ func (t *pgTx) AddTreeNodes(ctx context.Context, runID string, n, limit int) (en
 		return engine.TreeCount{}, interpretError(err)
 	}
 	if committed+int64(n) > int64(limit) {
-		return engine.TreeCount{Root: root, Room: int64(limit) - committed}, nil
+		return engine.TreeCount{Root: root}, nil
 	}
 	if err := t.exec(ctx, `INSERT INTO run_tree_deltas (root_run_id, n) VALUES (?, ?)`, root, n).Error; err != nil {
 		return engine.TreeCount{}, interpretError(err)
 	}
-	return engine.TreeCount{Added: true, Root: root, Room: int64(limit) - committed - int64(n)}, nil
+	return engine.TreeCount{Added: true, Root: root}, nil
 }
 
 func (t *pgTx) GrowTreeLater(_ context.Context, c engine.TreeCount, n int64) error {

@@ -624,10 +624,10 @@ type TreeCount struct {
 	// until the transaction ends; else the transaction decided on what
 	// was committed and its count went beside the row.
 	Held bool
-	// Room is how many more node instances the tree may take as the
-	// transaction sees it, as of the ask (when Held, but for what other
-	// transactions count beside the row later, which the row's next ask
-	// folds in): what the holder adds within Room it may queue with
-	// GrowTreeLater without asking again.
+	// Room is, when Held, how many more node instances the tree may take
+	// as of the ask (but for what other transactions count beside the row
+	// later, which the row's next ask folds in): what the holder adds
+	// within it may be queued with GrowTreeLater without asking again. A
+	// transaction that does not hold the row asks each time (0).
 	Room int64
 }

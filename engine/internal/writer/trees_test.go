@@ -27,7 +27,9 @@ func (r *treeWrites) AddTreeNodes(_ context.Context, runID string, n, limit int)
 		r.count += int64(n)
 		c.Added = true
 	}
-	c.Room = int64(limit) - r.count
+	if r.held {
+		c.Room = int64(limit) - r.count
+	}
 	return c, nil
 }
 
