@@ -56,3 +56,18 @@ const (
 	ArchiveExpiredRunsSQL = archiveExpiredRuns
 	DeleteArchivedRunsSQL = deleteArchivedRuns
 )
+
+// Queued reports how many statements engine transaction tx has queued and
+// not sent yet (BEGIN not counted).
+func Queued(tx engine.Tx) int {
+	switch q := tx.(*pgTx).q.(type) {
+	case *pipe:
+		if !q.begun {
+			return len(q.queue) - 1
+		}
+		return len(q.queue)
+	case *sqlQuerier:
+		return len(q.queue)
+	}
+	panic(fmt.Sprintf("a %T querier", tx.(*pgTx).q))
+}

@@ -27,6 +27,10 @@ type querier interface {
 	exec(ctx context.Context, q string, args []any) (int64, error)
 	// later queues a statement; scan, when set, reads its one row.
 	later(q string, args []any, scan func(scanner) error)
+	// last returns the statement queued last while it waits to be sent
+	// (nil: none), for a statement that extends it instead of queueing
+	// another (pgTx.DeferNode).
+	last() *queued
 	// flush runs what is queued.
 	flush(ctx context.Context) error
 }
@@ -43,6 +47,17 @@ type queued struct {
 	q    string
 	args []any
 	scan func(scanner) error
+	// more: what a statement extending this one extends (pgTx.DeferNode's
+	// *deferredFires), nil for others.
+	more any
+}
+
+// lastOf is querier.last over a queue.
+func lastOf(queue []queued) *queued {
+	if len(queue) == 0 {
+		return nil
+	}
+	return &queue[len(queue)-1]
 }
 
 // errDeferred marks the error of a queued statement, which surfaces at a
@@ -91,6 +106,8 @@ func (s *sqlQuerier) exec(ctx context.Context, q string, args []any) (int64, err
 func (s *sqlQuerier) later(q string, args []any, scan func(scanner) error) {
 	s.queue = append(s.queue, queued{q: q, args: args, scan: scan})
 }
+
+func (s *sqlQuerier) last() *queued { return lastOf(s.queue) }
 
 func (s *sqlQuerier) flush(ctx context.Context) error {
 	if s.err != nil {
@@ -294,6 +311,15 @@ func (p *pipe) exec(ctx context.Context, q string, args []any) (int64, error) {
 
 func (p *pipe) later(q string, args []any, scan func(scanner) error) {
 	p.queue = append(p.queue, queued{q: q, args: args, scan: scan})
+}
+
+// last is querier.last; BEGIN, queued when the pipe is made, is never
+// extended.
+func (p *pipe) last() *queued {
+	if !p.begun && len(p.queue) == 1 {
+		return nil
+	}
+	return lastOf(p.queue)
 }
 
 func (p *pipe) flush(ctx context.Context) error {

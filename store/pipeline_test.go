@@ -2,8 +2,10 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -355,6 +357,97 @@ func TestSkipLater(t *testing.T) {
 			var qe *engine.QueuedTransitionError
 			require.ErrorAs(t, err, &qe, "a branch not pending")
 			require.Equal(t, before, state(run.ID), "a branch not pending: nothing kept")
+		})
+	}
+}
+
+// TestDeferNode: consecutive fires of one run left for later share one
+// queued statement (a fan-out past its transaction's bounds defers
+// thousands), sent once it carries 2,000; each row keeps its input — a
+// key deferred twice its last — and is due now; another statement or
+// another run's fire starts a new one; a row not pending fails the
+// transaction in the database, and nothing of it is kept.
+func TestDeferNode(t *testing.T) {
+	t.Parallel()
+	for name, st := range queriers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			f := createFlow(t, st)
+			fresh := func(n int) *engine.Run {
+				run := newRun(f)
+				inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+					require.NoError(t, tx.InsertRun(ctx, run))
+					nodes := make([]engine.NodeState, n)
+					for i := range nodes {
+						nodes[i] = static(fmt.Sprintf("k%04d", i), engine.NodeTypeWorker, 0)
+					}
+					return tx.InsertNodes(ctx, run.ID, nodes)
+				})
+				return run
+			}
+			deferred := func(runID string) map[string]string {
+				rows, err := st.Gorm().Raw(`SELECT key, coalesce(input::text, '') FROM node_states
+					WHERE run_id = ? AND status = 'pending' AND wake_at <= now()`, runID).Rows()
+				require.NoError(t, err)
+				defer rows.Close()
+				out := map[string]string{}
+				for rows.Next() {
+					var k, in string
+					require.NoError(t, rows.Scan(&k, &in))
+					out[k] = in
+				}
+				return out
+			}
+
+			a, b := fresh(3), fresh(1)
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				require.NoError(t, tx.DeferNode(ctx, a.ID, "k0000", json.RawMessage(`{"i": 0}`)))
+				require.NoError(t, tx.DeferNode(ctx, a.ID, "k0001", nil))
+				require.NoError(t, tx.DeferNode(ctx, a.ID, "k0000", json.RawMessage(`{"i": 2}`)))
+				require.Equal(t, 1, store.Queued(tx), "one run's fires in one statement")
+				require.NoError(t, tx.DeferNode(ctx, b.ID, "k0000", json.RawMessage(`{"b": 1}`)))
+				require.Equal(t, 2, store.Queued(tx), "another run's in another")
+				require.NoError(t, tx.DeferNode(ctx, a.ID, "k0002", json.RawMessage(`[3]`)))
+				require.Equal(t, 3, store.Queued(tx), "a statement between: a new one")
+				return nil
+			})
+			require.Equal(t, map[string]string{"k0000": `{"i": 2}`, "k0001": "null", "k0002": "[3]"}, deferred(a.ID))
+			require.Equal(t, map[string]string{"k0000": `{"b": 1}`}, deferred(b.ID))
+
+			big := fresh(2001)
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				for i := range 2001 {
+					require.NoError(t, tx.DeferNode(ctx, big.ID, fmt.Sprintf("k%04d", i), json.RawMessage(strconv.Itoa(i))))
+					if i == 1998 {
+						require.Equal(t, 1, store.Queued(tx), "1,999 fires held in one statement")
+					}
+				}
+				require.Equal(t, 1, store.Queued(tx), "the first 2,000 sent, the last held")
+				return nil
+			})
+			got := deferred(big.ID)
+			require.Len(t, got, 2001)
+			require.Equal(t, "1999", got["k1999"])
+			require.Equal(t, "2000", got["k2000"])
+
+			for what, prepare := range map[string]string{
+				"running": `UPDATE node_states SET status = 'running' WHERE run_id = ? AND key = 'k0001'`,
+				"missing": `DELETE FROM node_states WHERE run_id = ? AND key = 'k0001'`,
+			} {
+				run := fresh(3)
+				require.NoError(t, st.Gorm().Exec(prepare, run.ID).Error)
+				err := st.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
+					for _, k := range []string{"k0000", "k0001", "k0002"} {
+						require.NoError(t, tx.DeferNode(ctx, run.ID, k, nil))
+					}
+					return nil
+				})
+				var qe *engine.QueuedTransitionError
+				require.ErrorAs(t, err, &qe, what)
+				require.ErrorIs(t, err, engine.ErrConflict, what)
+				require.Equal(t, run.ID, qe.RunID, what)
+				require.Empty(t, deferred(run.ID), "%s: nothing kept", what)
+			}
 		})
 	}
 }

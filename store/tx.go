@@ -1870,16 +1870,68 @@ func (t *pgTx) HasDeferred(ctx context.Context, runID string) (bool, error) {
 	return waiting, interpretError(err)
 }
 
+// DeferNode is queued, as TransitionLater is: a fan-out past the
+// transaction's bounds defers thousands of instances, a round trip each
+// when sent at once. Consecutive fires of one run left for later share
+// one statement, sent once it carries bulkChunk of them (so that their
+// inputs are not all held until the next round trip); a row not pending
+// fails the transaction in the database.
 func (t *pgTx) DeferNode(ctx context.Context, runID, key string, input json.RawMessage) error {
-	res := t.exec(ctx, `UPDATE node_states SET input = ?::jsonb, wake_at = now(), updated_at = now()
-		WHERE run_id = ? AND key = ? AND status = 'pending'`, nullJSON(input), runID, key)
-	if res.Error != nil {
-		return fmt.Errorf("error deferring node %s of run %s: %w", key, runID, interpretError(res.Error))
+	t.writeHeld()
+	if it := t.q.last(); it != nil {
+		if d, ok := it.more.(*deferredFires); ok && d.runID == runID {
+			d.add(key, input)
+			it.args = d.args()
+			if len(d.keys) < bulkChunk {
+				return nil
+			}
+			if err := t.q.flush(ctx); err != nil {
+				return fmt.Errorf("error deferring %d nodes of run %s: %w", len(d.keys), runID, interpretError(err))
+			}
+			return nil
+		}
 	}
-	if res.RowsAffected != 1 {
-		return fmt.Errorf("%w: node %s of run %s is not pending", engine.ErrConflict, key, runID)
-	}
+	d := &deferredFires{runID: runID, distinct: map[string]bool{}}
+	d.add(key, input)
+	t.later(deferNodesSQL, checked(d.notPending), d.args()...)
+	t.q.last().more = d
 	return nil
+}
+
+// deferNodesSQL keeps pending nodes (keys, their inputs) of a run (the
+// keys again) with their inputs and a wake_at of now, the last input of a
+// key repeated winning; it divides by zero unless the distinct keys (the
+// last argument) all moved.
+const deferNodesSQL = `WITH moved AS (UPDATE node_states n SET input = u.inp::jsonb, wake_at = now(), updated_at = now()
+		FROM (SELECT DISTINCT ON (k) k, inp FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS x(k, inp, ord)
+			ORDER BY k, ord DESC) u
+		WHERE n.run_id = ? AND n.key = ANY(?::text[]) AND n.key = u.k AND n.status = 'pending' RETURNING 1)
+	SELECT 1 / (count(*) / ?) FROM moved`
+
+// deferredFires are the fires of one run a queued statement defers
+// (DeferNode).
+type deferredFires struct {
+	runID        string
+	keys, inputs []string
+	distinct     map[string]bool
+}
+
+func (d *deferredFires) add(key string, input json.RawMessage) {
+	d.keys = append(d.keys, key)
+	d.inputs = append(d.inputs, nullJSON(input))
+	d.distinct[key] = true
+}
+
+func (d *deferredFires) args() []any {
+	return []any{d.keys, d.inputs, d.runID, d.keys, len(d.distinct)}
+}
+
+func (d *deferredFires) notPending() error {
+	key := strings.Join(d.keys[:min(len(d.keys), 3)], ",")
+	if len(d.keys) > 3 {
+		key += fmt.Sprintf(" and %d more", len(d.keys)-3)
+	}
+	return &engine.QueuedTransitionError{RunID: d.runID, Key: key, From: engine.StatusPending, To: engine.StatusPending}
 }
 
 // nullJSON is JSON text for a jsonb parameter: null for none.

@@ -189,7 +189,9 @@ type TxWrites interface {
 	WakeNodes(ctx context.Context, runID string, due []DueNode) ([]NodeState, error)
 	// DeferNode keeps pending node key of run runID with the input it is
 	// to fire with and a wake_at of now: the sweeper fires it in a later
-	// transaction (MaxFirings).
+	// transaction (MaxFirings). It may be queued, consecutive ones of a
+	// run in one statement: a row not pending fails the transaction in
+	// the database (QueuedTransitionError).
 	DeferNode(ctx context.Context, runID, key string, input json.RawMessage) error
 	// AddTreeNodes adds n node instances to the count of run runID's run
 	// tree (its root run and every sub-flow run under it) unless the
