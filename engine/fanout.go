@@ -77,7 +77,10 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 	}
 	end := t.w.CollectBulk(t.run.ID, false)
 	for _, tg := range needRows {
-		if err := t.fireReady(tg, StatusPending, outputs); err != nil {
+		t.collectedFirst = tg.key
+		err := t.fireReady(tg, StatusPending, outputs)
+		t.collectedFirst = ""
+		if err != nil {
 			end()
 			return err
 		}

@@ -16,13 +16,14 @@ func (t *txn) fire(n *Node, idx []int, input json.RawMessage, from Status, prevA
 	return t.fireDelayed(n, idx, input, from, prevAttempt, 0)
 }
 
-// mayDefer reports whether a fire may wait for a later transaction: a
-// first fire, not delayed, whose row exists, outside a fan-out's bulk
-// start — but for a SubFlow instance of a fan-out, whose child run may
-// hold a fan-out of its own, and for anything the starts of such
-// instances left for later set off (a child ending at once walks on):
-// fireDeferred's bounds hold for it too.
-func (t *txn) mayDefer(n *Node, from Status, delayMs int64) bool {
+// mayDefer reports whether a fire (n, key) may wait for a later
+// transaction: a first fire, not delayed, whose row exists, and in a
+// collection of first fires (a fan-out's, or fireDeferred's sub-flow
+// starts) anything but the fire collected itself (collectedFirst) — a
+// fan-out's own instances fire at once, bar its sub-flow starts (whose
+// child run may hold a fan-out of its own: byRows); what they set off (a
+// synchronous node walking on, a child ending at once) keeps the bounds.
+func (t *txn) mayDefer(n *Node, key string, from Status, delayMs int64) bool {
 	if from != StatusPending || delayMs != 0 {
 		return false
 	}
@@ -33,7 +34,7 @@ func (t *txn) mayDefer(n *Node, from Status, delayMs int64) bool {
 	case unwritten:
 		return false
 	default:
-		return n.Caps.StartsRuns || t.startingDeferred
+		return n.Caps.StartsRuns || key != t.collectedFirst
 	}
 }
 
@@ -73,7 +74,7 @@ func (t *txn) fireDelayed(n *Node, idx []int, input json.RawMessage, from Status
 	// start counts as one): past them, first fires wait for a later
 	// transaction, so a loop of synchronous nodes runs in many short
 	// transactions instead of one long one.
-	if t.mayDefer(n, from, delayMs) {
+	if t.mayDefer(n, key, from, delayMs) {
 		if t.atBound(n, idx) {
 			if err := t.w.DeferNode(t.run.ID, key, input); err != nil {
 				return err

@@ -499,4 +499,32 @@ func TestRuleBoundedTransactions(t *testing.T) {
 		got, _ := r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"c": C})
 		require.JSONEq(t, `[{"n":4}]`, string(got.Output))
 	})
+	t.Run("what a fan-out's own instances set off keeps the bounds", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t, bounded)
+		tr := func(id string) string {
+			return `{"id":"` + id + `","type":"Transform","data":{"expression":"{\"n\": input.n + 1}"}}`
+		}
+		flowID, versionID := r.linkedFlow(`{"nodes":[
+			{"id":"s","type":"Splitter","data":{"arrayPath":"xs"}},` + tr("t1") + `,` + tr("t2") + `,` + tr("t3") + `,` + tr("t4") + `,
+			{"id":"c","type":"Collector","data":{}}],
+			"edges":[{"id":"e1","source":"s","target":"t1"},{"id":"e2","source":"t1","target":"t2"},
+				{"id":"e3","source":"t2","target":"t3"},{"id":"e4","source":"t3","target":"t4"},{"id":"e5","source":"t4","target":"c"}]}`)
+		run := r.startIn(flowID, versionID, `{"xs":[{"n":0},{"n":10},{"n":20}]}`)
+		// The instances fire at once, the fan-out's own; the first walks
+		// on for the second firing (the Splitter was the first), then
+		// everything waits.
+		r.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"t1_0": C, "t1_1": C, "t1_2": C,
+			"t2_0": C, "t3_0": P, "t2_1": P, "t2_2": P})
+		require.ElementsMatch(t, []engine.DueNode{{Key: "t2_1", Deferred: true}, {Key: "t2_2", Deferred: true},
+			{Key: "t3_0", Deferred: true}}, r.sweepTimers(run.ID))
+		sweeps := 1
+		for len(r.sweepTimers(run.ID)) > 0 {
+			sweeps++
+			require.Less(t, sweeps, 10)
+		}
+		require.GreaterOrEqual(t, sweeps, 4, "eight fires left, two a transaction")
+		got, _ := r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"c": C})
+		require.JSONEq(t, `[{"n":4},{"n":14},{"n":24}]`, string(got.Output))
+	})
 }

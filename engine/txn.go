@@ -53,10 +53,10 @@ type txn struct {
 	// sharesWriter: a txn over another run, sharing its parent's writer
 	// (nestedTxn); the parent's flush ends what they share.
 	sharesWriter bool
-	// startingDeferred: fireDeferred is starting a fan-out's sub-flow
-	// instances left for later, whose consequences keep the bounds
-	// (mayDefer).
-	startingDeferred bool
+	// collectedFirst is the key of the instance a fan-out is firing in
+	// its collection of first fires: it fires at once, what it sets off
+	// keeps the bounds (mayDefer).
+	collectedFirst string
 	// ended is the status the run finished in in this transaction.
 	ended RunStatus
 	// ends collects the sub-flow runs that end in the database

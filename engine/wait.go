@@ -108,10 +108,7 @@ func (t *txn) fireDeferred(due []DueNode, states map[string]*NodeState) error {
 		return err
 	}
 	end := t.w.CollectBulk(t.run.ID, false)
-	t.startingDeferred = true
-	err := t.fireDue(starts, states)
-	t.startingDeferred = false
-	if err != nil {
+	if err := t.fireDue(starts, states); err != nil {
 		end()
 		return err
 	}
