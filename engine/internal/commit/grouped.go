@@ -37,9 +37,10 @@ type opItem[F any] struct {
 	done chan error
 }
 
+// runQueue is a busy run's queue: while it is in the batcher's map, a
+// drain applies it.
 type runQueue[F any] struct {
-	items   []*opItem[F]
-	running bool
+	items []*opItem[F]
 }
 
 type batcher[F any] struct {
@@ -94,15 +95,20 @@ func (g *Grouped[F]) enqueue(ctx context.Context, runID string, it *opItem[F]) e
 	g.batch.mu.Lock()
 	q := g.batch.queues[runID]
 	if q == nil {
-		q = &runQueue[F]{}
+		// The run is idle: its caller applies the first batch (its own
+		// operation, and any that queued meanwhile) on its own goroutine,
+		// and hands what queues behind it to a drain of its own — a
+		// chain's step is not handed to a new goroutine and back. It
+		// waits for its transaction then, as the drain would.
+		q = &runQueue[F]{items: []*opItem[F]{it}}
 		g.batch.queues[runID] = q
+		g.wg.Add(1)
+		g.batch.mu.Unlock()
+		g.drainNext(runID, q)
+		g.handOn(runID, q)
+		return <-it.done
 	}
 	q.items = append(q.items, it)
-	if !q.running {
-		q.running = true
-		g.wg.Add(1)
-		go g.drain(runID, q)
-	}
 	g.batch.mu.Unlock()
 	select {
 	case err := <-it.done:
@@ -113,19 +119,41 @@ func (g *Grouped[F]) enqueue(ctx context.Context, runID string, it *opItem[F]) e
 }
 
 func (g *Grouped[F]) drain(runID string, q *runQueue[F]) {
-	defer g.wg.Done()
-	for {
-		g.batch.mu.Lock()
-		items := takeUpTo(&q.items, maxBatch)
-		if len(items) == 0 {
-			q.running = false
-			delete(g.batch.queues, runID)
-			g.batch.mu.Unlock()
-			return
-		}
-		g.batch.mu.Unlock()
-		g.runBatch(runID, items)
+	for g.drainNext(runID, q) {
 	}
+}
+
+// drainNext applies run's next batch, or ends its drain when nothing is
+// queued; it reports whether it applied one.
+func (g *Grouped[F]) drainNext(runID string, q *runQueue[F]) bool {
+	g.batch.mu.Lock()
+	items := takeUpTo(&q.items, maxBatch)
+	if len(items) == 0 {
+		g.endDrain(runID)
+		g.batch.mu.Unlock()
+		return false
+	}
+	g.batch.mu.Unlock()
+	g.runBatch(runID, items)
+	return true
+}
+
+// handOn hands what queued for run while its caller applied the first
+// batch to a drain goroutine, or ends the drain.
+func (g *Grouped[F]) handOn(runID string, q *runQueue[F]) {
+	g.batch.mu.Lock()
+	defer g.batch.mu.Unlock()
+	if len(q.items) > 0 {
+		go g.drain(runID, q)
+		return
+	}
+	g.endDrain(runID)
+}
+
+// endDrain ends run's drain; called with the batcher's lock held.
+func (g *Grouped[F]) endDrain(runID string) {
+	delete(g.batch.queues, runID)
+	g.wg.Done()
 }
 
 // takeUpTo removes and returns the first n items of q (all when fewer).
@@ -246,12 +274,17 @@ func (g *Grouped[F]) shared(ctx context.Context, trace enginetype.TransactionTra
 	gr := &g.groups
 	gr.mu.Lock()
 	gr.pending = append(gr.pending, m)
-	if gr.running < g.limit {
+	runner := gr.running < g.limit
+	if runner {
 		gr.running++
 		g.wg.Add(1)
-		go g.runGroups()
 	}
 	gr.mu.Unlock()
+	if runner {
+		// As with a run's drain: the caller runs groups until its own
+		// batch is answered, then hands the runner on.
+		g.runGroupsFor(m)
+	}
 	// Not abandoned on ctx: the group may be running fn, and the caller's
 	// fallback must not run it at the same time. The group's own timeout
 	// bounds the wait.
@@ -299,22 +332,52 @@ var (
 )
 
 func (g *Grouped[F]) runGroups() {
-	defer g.wg.Done()
-	gr := &g.groups
 	for {
-		gr.mu.Lock()
-		ms := takeUpTo(&gr.pending, maxGroup)
-		if len(ms) == maxGroup {
-			ms = takeTogether(ms, &gr.pending)
-		}
-		if len(ms) == 0 {
-			gr.running--
-			gr.mu.Unlock()
+		ms := g.nextGroup()
+		if ms == nil {
 			return
 		}
-		gr.mu.Unlock()
 		g.runGroup(ms)
 	}
+}
+
+// runGroupsFor runs groups on the caller's goroutine until m is answered,
+// then hands the runner to a goroutine of its own while batches wait.
+func (g *Grouped[F]) runGroupsFor(m *Member[F]) {
+	for len(m.done) == 0 {
+		ms := g.nextGroup()
+		if ms == nil {
+			return // m was taken by another runner
+		}
+		g.runGroup(ms)
+	}
+	gr := &g.groups
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	if len(gr.pending) > 0 {
+		go g.runGroups()
+		return
+	}
+	gr.running--
+	g.wg.Done()
+}
+
+// nextGroup takes the next group of the batches waiting, or ends a runner
+// when none waits (nil then).
+func (g *Grouped[F]) nextGroup() []*Member[F] {
+	gr := &g.groups
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	ms := takeUpTo(&gr.pending, maxGroup)
+	if len(ms) == maxGroup {
+		ms = takeTogether(ms, &gr.pending)
+	}
+	if len(ms) == 0 {
+		gr.running--
+		g.wg.Done()
+		return nil
+	}
+	return ms
 }
 
 // takeTogether extends group ms (maxGroup members taken from pending)

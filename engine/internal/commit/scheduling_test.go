@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -211,4 +212,28 @@ func TestGroupedFailurePolicy(t *testing.T) {
 			require.Equal(t, c.want, log)
 		})
 	}
+}
+
+// TestGroupedLoneOperationOnItsCaller: an operation on an idle run, with a
+// transaction free, is applied on its caller's goroutine — a chain's step
+// is not handed to a new goroutine and back — and leaves no drain or
+// group runner behind.
+func TestGroupedLoneOperationOnItsCaller(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	close(r.release)
+	g := NewGrouped(GroupedParams[op]{Applier: r, Groups: 2})
+	for range 3 {
+		var stack string
+		require.NoError(t, g.Submit(t.Context(), Op[op]{RunID: "a", Fn: func() error {
+			buf := make([]byte, 64<<10)
+			stack = string(buf[:runtime.Stack(buf, false)])
+			return nil
+		}}))
+		require.Contains(t, stack, ").Submit(", "applied on the caller's goroutine:\n%s", stack)
+	}
+	g.Wait()
+	require.Empty(t, g.batch.queues)
+	require.Zero(t, g.groups.running)
+	require.Equal(t, []string{"alone a", "alone a", "alone a"}, r.log)
 }
