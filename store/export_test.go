@@ -58,9 +58,13 @@ const (
 )
 
 // Queued reports how many statements engine transaction tx has queued and
-// not sent yet (BEGIN not counted).
+// not sent yet (BEGIN not counted); -1 for a transaction of another kind.
 func Queued(tx engine.Tx) int {
-	switch q := tx.(*pgTx).q.(type) {
+	ptx, ok := tx.(*pgTx)
+	if !ok {
+		return -1
+	}
+	switch q := ptx.q.(type) {
 	case *pipe:
 		if !q.begun {
 			return len(q.queue) - 1
@@ -69,5 +73,5 @@ func Queued(tx engine.Tx) int {
 	case *sqlQuerier:
 		return len(q.queue)
 	}
-	panic(fmt.Sprintf("a %T querier", tx.(*pgTx).q))
+	return -1
 }

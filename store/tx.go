@@ -1881,7 +1881,7 @@ func (t *pgTx) DeferNode(ctx context.Context, runID, key string, input json.RawM
 	if it := t.q.last(); it != nil {
 		if d, ok := it.more.(*deferredFires); ok && d.runID == runID {
 			d.add(key, input)
-			it.args = d.args()
+			it.args = planFor(len(d.keys), d.args()...)
 			if len(d.keys) < bulkChunk {
 				return nil
 			}

@@ -43,6 +43,8 @@ type Member[F any] struct {
 	Version string
 
 	done chan error
+	// taken: a group runner took it (guarded by the grouper's lock).
+	taken bool
 }
 
 // Applier is what the engine does in transactions for the commit service.

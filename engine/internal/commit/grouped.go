@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -104,8 +105,11 @@ func (g *Grouped[F]) enqueue(ctx context.Context, runID string, it *opItem[F]) e
 		g.batch.queues[runID] = q
 		g.wg.Add(1)
 		g.batch.mu.Unlock()
-		g.drainNext(runID, q)
-		g.handOn(runID, q)
+		func() {
+			defer crashOnPanic()
+			g.drainNext(runID, q)
+			g.handOn(runID, q)
+		}()
 		return <-it.done
 	}
 	q.items = append(q.items, it)
@@ -282,7 +286,7 @@ func (g *Grouped[F]) shared(ctx context.Context, trace enginetype.TransactionTra
 	gr.mu.Unlock()
 	if runner {
 		// As with a run's drain: the caller runs groups until its own
-		// batch is answered, then hands the runner on.
+		// batch is taken, then hands the runner on.
 		g.runGroupsFor(m)
 	}
 	// Not abandoned on ctx: the group may be running fn, and the caller's
@@ -333,7 +337,7 @@ var (
 
 func (g *Grouped[F]) runGroups() {
 	for {
-		ms := g.nextGroup()
+		ms := g.nextGroup(nil)
 		if ms == nil {
 			return
 		}
@@ -341,43 +345,60 @@ func (g *Grouped[F]) runGroups() {
 	}
 }
 
-// runGroupsFor runs groups on the caller's goroutine until m is answered,
-// then hands the runner to a goroutine of its own while batches wait.
+// runGroupsFor runs groups on the caller's goroutine until its own batch
+// m was taken — by this runner, and answered, or by another — then hands
+// the runner to a goroutine of its own while batches wait (nextGroup).
 func (g *Grouped[F]) runGroupsFor(m *Member[F]) {
-	for len(m.done) == 0 {
-		ms := g.nextGroup()
+	defer crashOnPanic()
+	for {
+		ms := g.nextGroup(m)
 		if ms == nil {
-			return // m was taken by another runner
+			return
 		}
 		g.runGroup(ms)
 	}
-	gr := &g.groups
-	gr.mu.Lock()
-	defer gr.mu.Unlock()
-	if len(gr.pending) > 0 {
-		go g.runGroups()
-		return
-	}
-	gr.running--
-	g.wg.Done()
 }
 
 // nextGroup takes the next group of the batches waiting, or ends a runner
-// when none waits (nil then).
-func (g *Grouped[F]) nextGroup() []*Member[F] {
+// when none waits (nil then). A caller's runner (mine: its batch) ends
+// once mine was taken, handing the runner to a goroutine while batches
+// wait: it runs no more groups of others than it must.
+func (g *Grouped[F]) nextGroup(mine *Member[F]) []*Member[F] {
 	gr := &g.groups
 	gr.mu.Lock()
 	defer gr.mu.Unlock()
-	ms := takeUpTo(&gr.pending, maxGroup)
-	if len(ms) == maxGroup {
-		ms = takeTogether(ms, &gr.pending)
+	if mine != nil && mine.taken && len(gr.pending) > 0 {
+		go g.runGroups()
+		return nil
+	}
+	var ms []*Member[F]
+	if mine == nil || !mine.taken {
+		ms = takeUpTo(&gr.pending, maxGroup)
+		if len(ms) == maxGroup {
+			ms = takeTogether(ms, &gr.pending)
+		}
 	}
 	if len(ms) == 0 {
 		gr.running--
 		g.wg.Done()
 		return nil
 	}
+	for _, m := range ms {
+		m.taken = true
+	}
 	return ms
+}
+
+// crashOnPanic keeps a panic in an operation applied on its caller's
+// goroutine what it is on the committer's own: the end of the process. A
+// caller's recover (the HTTP server's) would otherwise leave the run's
+// queue and the runner held, and every later operation waiting.
+func crashOnPanic() {
+	if p := recover(); p != nil {
+		msg := fmt.Sprintf("%v\n\n%s", p, debug.Stack())
+		go func() { panic(msg) }()
+		select {} // what the caller would do next must not happen
+	}
 }
 
 // takeTogether extends group ms (maxGroup members taken from pending)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"regexp"
 	"runtime"
 	"slices"
@@ -236,4 +238,30 @@ func TestGroupedLoneOperationOnItsCaller(t *testing.T) {
 	require.Empty(t, g.batch.queues)
 	require.Zero(t, g.groups.running)
 	require.Equal(t, []string{"alone a", "alone a", "alone a"}, r.log)
+}
+
+// TestGroupedPanicEndsTheProcess: a panic in an operation applied on its
+// caller's goroutine ends the process, as it did on the committer's own,
+// even when the caller recovers (an HTTP server does): recovered, it
+// would leave the run's queue and the group runner held, and every later
+// operation waiting.
+func TestGroupedPanicEndsTheProcess(t *testing.T) {
+	if os.Getenv("STITCHD_COMMIT_PANIC") == "1" {
+		r := newRecorder()
+		close(r.release)
+		g := NewGrouped(GroupedParams[op]{Applier: r, Groups: 1})
+		func() {
+			defer func() { _ = recover() }()
+			_ = g.Submit(context.Background(), Op[op]{RunID: "a", Fn: func() error { panic("an operation's panic") }})
+		}()
+		os.Exit(0) // the caller carried on
+	}
+	t.Parallel()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestGroupedPanicEndsTheProcess$") //nolint:gosec // G702: this test binary, run again
+	cmd.Env = append(os.Environ(), "STITCHD_COMMIT_PANIC=1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "the process ended well:\n%s", out)
+	require.Contains(t, string(out), "panic: an operation's panic")
+	require.Contains(t, string(out), "TestGroupedPanicEndsTheProcess", "the panic's own stack")
 }
