@@ -31,6 +31,8 @@ type querier interface {
 	// (nil: none), for a statement that extends it instead of queueing
 	// another (pgTx.DeferNode).
 	last() *queued
+	// queued is how many statements wait to be sent.
+	queued() int
 	// flush runs what is queued.
 	flush(ctx context.Context) error
 }
@@ -108,6 +110,8 @@ func (s *sqlQuerier) later(q string, args []any, scan func(scanner) error) {
 }
 
 func (s *sqlQuerier) last() *queued { return lastOf(s.queue) }
+
+func (s *sqlQuerier) queued() int { return len(s.queue) }
 
 func (s *sqlQuerier) flush(ctx context.Context) error {
 	if s.err != nil {
@@ -321,6 +325,8 @@ func (p *pipe) last() *queued {
 	}
 	return lastOf(p.queue)
 }
+
+func (p *pipe) queued() int { return len(p.queue) }
 
 func (p *pipe) flush(ctx context.Context) error {
 	if len(p.queue) == 0 {

@@ -843,14 +843,26 @@ func checked(failed func() error) func(scanner) error {
 // aborts the transaction even when it travels with COMMIT (a check of its
 // answer would come after the commit). Postgres then skips what was sent
 // after it, COMMIT included.
-func (t *pgTx) TransitionLater(_ context.Context, tr *engine.NodeTransition) error {
+//
+// Once maxQueued statements wait, they are sent: a fan-out of synchronous
+// steps queues one a step, each with its input and output.
+func (t *pgTx) TransitionLater(ctx context.Context, tr *engine.NodeTransition) error {
 	q, args := transitionSQL(tr)
 	t.later(`WITH moved AS (`+q+` RETURNING 1) SELECT 1 / count(*) FROM moved`, checked(func() error {
 		return &engine.QueuedTransitionError{RunID: tr.RunID, Key: tr.Key, From: tr.From, To: tr.Final(),
 			Attempt: tr.Attempt}
 	}), args...)
+	if t.q.queued() < maxQueued {
+		return nil
+	}
+	if err := t.q.flush(ctx); err != nil {
+		return fmt.Errorf("error sending %d queued statements: %w", maxQueued, interpretError(err))
+	}
 	return nil
 }
+
+// maxQueued bounds the statements a transaction queues (TransitionLater).
+const maxQueued = 1000
 
 // SkipLater queues the compare-and-set of pending nodes keys to skipped,
 // one statement for all: a switch's branches not taken — and the

@@ -56,6 +56,9 @@ type Options struct {
 	// SubFlows is how many sub-flow runs the subflow-10k scenario fans out
 	// (default 10,000).
 	SubFlows int
+	// Steps is how many Transform steps the steps-10k scenario fans out
+	// (default 10,000).
+	Steps int
 	// HistoryRuns finished runs are loaded in the history scenario
 	// (default 1,000,000), by HistoryLoader: "sql" (INSERT … SELECT
 	// generate_series, in the server; the default) or "copy" (COPY from
@@ -189,7 +192,7 @@ type Latency struct {
 	Max     float64 `json:"max"`
 }
 
-var allScenarios = []string{"chain", "floor", "http", "chains", "pull", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "subflow-10k", "timers", "idle", "sleeping"}
+var allScenarios = []string{"chain", "floor", "http", "chains", "pull", "branches", "fanout-1k", "fanout-10k", "fanout-100k", "subflow-10k", "steps-10k", "timers", "idle", "sleeping"}
 
 // optInScenarios run only when named: history loads a million runs and
 // runs chain and chains three times.
@@ -303,6 +306,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	def(&opts.IdleRuns, 1000)
 	def(&opts.Timers, 10000)
 	def(&opts.SubFlows, 10000)
+	def(&opts.Steps, 10000)
 	def(&opts.SleepingRuns, 100000)
 	def(&opts.HistoryRuns, 1_000_000)
 	def(&opts.AnalyticsRuns, 1_000_000)
@@ -590,6 +594,8 @@ func (r *runner) scenario(ctx context.Context, name string) (*Result, error) {
 			map[string]any{"id": "nap", "type": "Wait", "data": map[string]any{"duration": "720h"}}, "sleeping")
 	case "subflow-10k":
 		return r.subFlows(ctx, r.opts.SubFlows)
+	case "steps-10k":
+		return r.steps(ctx, r.opts.Steps)
 	case "fairness":
 		return r.fairness(ctx)
 	default:
@@ -999,6 +1005,34 @@ func (r *runner) subFlows(ctx context.Context, items int) (*Result, error) {
 		return nil, err
 	}
 	res.Phases = &Phases{Started: float64(started.Sub(t0).Microseconds()) / 1000}
+	return res, nil
+}
+
+// steps fans out items Transform steps: synchronous, they all complete in
+// the fan-out's own transaction, and the Collector with them.
+func (r *runner) steps(ctx context.Context, items int) (*Result, error) {
+	flow, err := r.createFlow(ctx, "bench steps", []map[string]any{
+		{"id": "split", "type": "Splitter", "data": map[string]any{"arrayPath": "items"}},
+		{"id": "double", "type": "Transform", "data": map[string]any{"expression": "{\"n\": input * 2}"}},
+		{"id": "merge", "type": "Collector", "data": map[string]any{}},
+	}, []map[string]any{{"id": "e1", "source": "split", "target": "double"}, {"id": "e2", "source": "double", "target": "merge"}})
+	if err != nil {
+		return nil, err
+	}
+	list := make([]int, items)
+	for i := range list {
+		list[i] = i
+	}
+	res := &Result{Name: fmt.Sprintf("fan-out of %d Transform steps", items)}
+	if err := r.measure(ctx, res, func() error {
+		run, err := r.startRun(ctx, flow, map[string]any{"items": list})
+		if err != nil {
+			return err
+		}
+		return r.waitRuns(ctx, []string{run}, 0)
+	}); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 

@@ -29,10 +29,10 @@ func TestBenchSmall(t *testing.T) {
 		Binary: bin, DatabaseURL: storetest.ServerURL(t), WorkDir: t.TempDir(), Progress: &progress,
 		ChainLength: 30, Chains: 3, ChainsRunLength: 10, ChainsDuration: time.Second,
 		FanOutSizes: map[string]int{"fanout-1k": 50, "fanout-10k": 0, "fanout-100k": 1},
-		IdleRuns:    20, IdleWindow: time.Second, Timers: 50, SubFlows: 20, SleepingRuns: 20,
+		IdleRuns:    20, IdleWindow: time.Second, Timers: 50, SubFlows: 20, Steps: 30, SleepingRuns: 20,
 	})
 	require.NoError(t, err, progress.String())
-	require.Len(t, rep.Results, 13)
+	require.Len(t, rep.Results, 14)
 	byName := map[string]bench.Result{}
 	cpu := 0.0
 	for _, r := range rep.Results {
@@ -130,6 +130,7 @@ func TestBenchSmall(t *testing.T) {
 
 	require.EqualValues(t, 42, byName["fan-out of 20 sub-flow runs"].Completions,
 		"splitter, 20 child workers, 20 SubFlow nodes and the collector")
+	require.EqualValues(t, 32, byName["fan-out of 30 Transform steps"].Completions, "splitter, 30 steps and the collector")
 
 	for _, name := range []string{"20 runs waiting on a person", "20 runs sleeping"} {
 		idle := byName[name]

@@ -28,7 +28,7 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 		Long: "Starts this stitchd against a fresh database (DATABASE_URL's server, else the local one, else a\n" +
 			"throwaway cluster) with an instant worker on loopback, runs each scenario and prints throughput,\n" +
 			"callback-to-next-dispatch latency, stitchd's CPU and memory and database work per completion.\n" +
-			"Scenarios: chain, floor (the machine's least durable step, no stitchd), http, chains, pull (chains of pulled workers, 8 long-polling pollers), branches, fanout-1k, fanout-10k, fanout-100k, subflow-10k, timers, idle, sleeping (the default: all, in this order);\n" +
+			"Scenarios: chain, floor (the machine's least durable step, no stitchd), http, chains, pull (chains of pulled workers, 8 long-polling pollers), branches, fanout-1k, fanout-10k, fanout-100k, subflow-10k, steps-10k (a fan-out of Transform steps, all in one transaction), timers, idle, sleeping (the default: all, in this order);\n" +
 			"fanout-<n> runs a fan-out of any size (fanout-300k, fanout-1m); history (only when named) runs chain and chains\n" +
 			"on the empty database, loads --history-runs finished runs, runs them again, then chains while retention deletes\n" +
 			"the loaded runs, on and off in turns of --history-window; fairness (only when named) times a quiet workspace's runs while\n" +
@@ -91,6 +91,7 @@ func newBenchCmd(env envLookup, stderr io.Writer) *cobra.Command {
 	f.StringVar(&o.HistoryLoader, "history-loader", "sql", "how the history scenario loads: sql (INSERT … SELECT generate_series) or copy (COPY from the bench)")
 	f.DurationVar(&o.HistoryWindow, "history-window", 30*time.Second, "while retention deletes the history's runs, chains run with it on and off in turns this long")
 	f.IntVar(&o.SubFlows, "subflows", 10000, "sub-flow runs the subflow-10k scenario fans out")
+	f.IntVar(&o.Steps, "steps", 10000, "Transform steps the steps-10k scenario fans out")
 	f.DurationVar(&o.IdleWindow, "idle-window", 10*time.Second, "how long idle CPU is sampled")
 	return cmd
 }
