@@ -64,14 +64,5 @@ func Queued(tx engine.Tx) int {
 	if !ok {
 		return -1
 	}
-	switch q := ptx.q.(type) {
-	case *pipe:
-		if !q.begun {
-			return len(q.queue) - 1
-		}
-		return len(q.queue)
-	case *sqlQuerier:
-		return len(q.queue)
-	}
-	return -1
+	return ptx.q.queued()
 }

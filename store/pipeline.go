@@ -326,7 +326,14 @@ func (p *pipe) last() *queued {
 	return lastOf(p.queue)
 }
 
-func (p *pipe) queued() int { return len(p.queue) }
+// queued is querier.queued; BEGIN, queued when the pipe is made, is not
+// counted.
+func (p *pipe) queued() int {
+	if !p.begun {
+		return len(p.queue) - 1
+	}
+	return len(p.queue)
+}
 
 func (p *pipe) flush(ctx context.Context) error {
 	if len(p.queue) == 0 {

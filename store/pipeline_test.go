@@ -452,6 +452,45 @@ func TestDeferNode(t *testing.T) {
 	}
 }
 
+// TestTransitionLaterSendsAThousand: a transaction's queued moves are sent
+// once 1,000 wait (a fan-out's synchronous instances queue one each, with
+// their inputs and outputs), and all are applied.
+func TestTransitionLaterSendsAThousand(t *testing.T) {
+	t.Parallel()
+	for name, st := range queriers(t) {
+		t.Run(name, func(t *testing.T) {
+			f := createFlow(t, st)
+			run := newRun(f)
+			nodes := make([]engine.NodeState, 1001)
+			for i := range nodes {
+				nodes[i] = static(fmt.Sprintf("k%04d", i), engine.NodeTypeWorker, 0)
+			}
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				require.NoError(t, tx.InsertRun(ctx, run))
+				return tx.InsertNodes(ctx, run.ID, nodes)
+			})
+			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+				for i, n := range nodes {
+					require.NoError(t, tx.TransitionLater(ctx, &engine.NodeTransition{RunID: run.ID, Key: n.Key,
+						From: engine.StatusPending, Steps: []engine.Status{engine.StatusSkipped}}))
+					switch i {
+					case 998:
+						require.Equal(t, 999, store.Queued(tx))
+					case 999:
+						require.Zero(t, store.Queued(tx), "the thousandth sends them")
+					}
+				}
+				require.Equal(t, 1, store.Queued(tx))
+				return nil
+			})
+			var skipped int
+			require.NoError(t, st.Gorm().Raw(`SELECT count(*) FROM node_states WHERE run_id = ? AND status = 'skipped'`,
+				run.ID).Row().Scan(&skipped))
+			require.Equal(t, 1001, skipped)
+		})
+	}
+}
+
 // TestCountDownToReadyLater: the queued count-down of a join's last
 // parent leaves it with none, committed with the transaction, whether
 // queued on its own or carried by the join's move out of pending
