@@ -77,6 +77,9 @@ func (t *txn) fanOut(s *Node, sidx []int, skey string, items []json.RawMessage) 
 	}
 	end := t.w.CollectBulk(t.run.ID, false)
 	for _, tg := range needRows {
+		if t.cancelledByJoin(tg.key) {
+			continue // a join "any" of its region fired first and skipped it
+		}
 		t.collectedFirst = tg.key
 		err := t.fireReady(tg, StatusPending, outputs)
 		t.collectedFirst = ""

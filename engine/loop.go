@@ -122,10 +122,12 @@ func (t *txn) nextIteration(l *Loop, st *NodeState) error {
 }
 
 // attemptKnown reports whether pending node tg's row is at attempt 0
-// (any attempt does, for its compare-and-set) without reading it: it is
-// in no loop and its run was never rerun.
+// (any attempt does, for its compare-and-set) without reading it: its row
+// is being made in a bulk start (not written yet), or it is in no loop
+// and its run was never rerun — in a collection of first fires too,
+// whose rows may be a rerun run's, reset keeping their attempts.
 func (t *txn) attemptKnown(tg target) bool {
-	if on, _ := t.w.Collecting(t.run.ID); on {
+	if _, unwritten := t.w.Collecting(t.run.ID); unwritten {
 		return true
 	}
 	return t.graph.loopOf(tg.node.ID) == nil && !t.run.Reran

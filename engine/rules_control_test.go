@@ -7,8 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 
 	"github.com/stitchd/stitchd/engine"
 )
@@ -498,6 +500,51 @@ func TestRuleBoundedTransactions(t *testing.T) {
 		}
 		got, _ := r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"c": C})
 		require.JSONEq(t, `[{"n":4}]`, string(got.Output))
+	})
+	t.Run("a rerun run's later starts keep its rows' attempts", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		r := newRig(t, func(c *engine.Config) { c.MaxRows = 3 })
+		tr := func(id string) string { return `{"id":"` + id + `","type":"Transform","data":{"expression":"input"}}` }
+		// sf1's child holds three rows, its worker waiting: its start
+		// reaches the bound, and sf2's waits for the sweep.
+		big, _ := r.flow("", `{"nodes":[{"id":"w",`+worker+`},`+tr("t2")+`,`+tr("t3")+`],
+			"edges":[{"id":"e1","source":"w","target":"t2"},{"id":"e2","source":"t2","target":"t3"}]}`)
+		small, _ := r.flow("", `{"nodes":[`+tr("t")+`],"edges":[]}`)
+		flowID, versionID := r.linkedFlow(`{"nodes":[
+			{"id":"s","type":"Splitter","data":{"arrayPath":"xs"}},` + tr("a") + `,
+			{"id":"sf1","type":"SubFlow","data":{"flow":"` + big + `"}},{"id":"sf2","type":"SubFlow","data":{"flow":"` + small + `"}},` +
+			tr("y1") + `,` + tr("y2") + `,{"id":"c","type":"Collector","data":{}}],
+			"edges":[{"id":"e1","source":"s","target":"a"},{"id":"e2","source":"a","target":"sf1"},{"id":"e3","source":"a","target":"sf2"},
+				{"id":"e4","source":"sf1","target":"y1"},{"id":"e5","source":"sf2","target":"y2"},
+				{"id":"e6","source":"y1","target":"c"},{"id":"e7","source":"y2","target":"c"}]}`)
+		run := r.startIn(flowID, versionID, `{"xs":[{"n":1}]}`)
+		finish := func(attempt int) {
+			for range 10 {
+				if len(r.sweepTimers(run.ID)) == 0 {
+					break
+				}
+			}
+			child := r.childRun(run.ID, "sf1_0")
+			require.NoError(t, r.callback(child.ID, "w", 1, C, `{"n":1}`))
+			_, ns := r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"y2_0": C})
+			require.Equal(t, attempt, ns["y2_0"].Attempt)
+		}
+		finish(1)
+		// The rerun starts sf1's new child, whose rows reach the bound:
+		// sf2's start waits, and its child, ending at once, walks y2_0
+		// (its row at attempt 1) on in the sweep's collection of starts.
+		require.NoError(t, r.eng.RerunNode(ctx, engine.RerunParams{RunID: run.ID, Key: "a_0"}))
+		require.Equal(t, []engine.DueNode{{Key: "sf2_0", Attempt: 1, Deferred: true}}, r.dueTimers(run.ID))
+		r.advanceDue(run.ID, time.Minute)
+		finish(2)
+		var attempts []int
+		for _, ev := range r.eventsOf(run.ID, engine.EventNodeStatus) {
+			if ev.Key == "y2_0" && gjson.GetBytes(ev.Payload, "status").String() == "completed" {
+				attempts = append(attempts, int(gjson.GetBytes(ev.Payload, "attempt").Int()))
+			}
+		}
+		require.Equal(t, []int{1, 2}, attempts, "each completion's event names its attempt")
 	})
 	t.Run("what a fan-out's own instances set off keeps the bounds", func(t *testing.T) {
 		t.Parallel()

@@ -137,3 +137,28 @@ func TestRuleJoinAnyWayAround(t *testing.T) {
 	require.NoError(t, r.callback(run.ID, "side", 1, engine.StatusCompleted, `{}`))
 	r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"b2": engine.StatusSkipped, "side": engine.StatusCompleted})
 }
+
+// TestRuleJoinAnyInAFanOut: a join "any" inside a Splitter's region whose
+// branches start at instances the Splitter fires itself: the first
+// branch's arrival fires the join and skips the other branch's first node
+// before the fan-out gets to fire it, which it then leaves alone; every
+// item reaches the Collector once.
+func TestRuleJoinAnyInAFanOut(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	run := r.start(`{"nodes":[
+		{"id":"s","type":"Splitter","data":{"arrayPath":"xs"}},
+		{"id":"a","type":"Transform","data":{"expression":"{\"via\": \"a\", \"n\": input}"}},
+		{"id":"b","type":"Transform","data":{"expression":"input"}},
+		{"id":"b2","type":"Transform","data":{"expression":"{\"via\": \"b\", \"n\": input}"}},
+		{"id":"j","type":"Transform","data":{"expression":"input","join":"any"}},
+		{"id":"c","type":"Collector","data":{}}],
+		"edges":[{"id":"e1","source":"s","target":"a"},{"id":"e2","source":"s","target":"b"},{"id":"e3","source":"b","target":"b2"},
+			{"id":"e4","source":"a","target":"j"},{"id":"e5","source":"b2","target":"j"},{"id":"e6","source":"j","target":"c"}]}`,
+		`{"xs":[1,2]}`)
+	got, ns := r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"c": engine.StatusCompleted})
+	require.JSONEq(t, `[{"via":"a","n":1},{"via":"a","n":2}]`, string(got.Output))
+	for _, k := range []string{"b_0", "b_1", "b2_0", "b2_1"} {
+		require.Equal(t, engine.StatusSkipped, ns[k].Status, k)
+	}
+}
