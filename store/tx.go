@@ -856,7 +856,7 @@ func (t *pgTx) TransitionLater(ctx context.Context, tr *engine.NodeTransition) e
 		return nil
 	}
 	if err := t.q.flush(ctx); err != nil {
-		return fmt.Errorf("error sending %d queued statements: %w", maxQueued, interpretError(err))
+		return fmt.Errorf("error sending the queued statements: %w", interpretError(err))
 	}
 	return nil
 }
