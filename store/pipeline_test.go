@@ -361,6 +361,22 @@ func TestSkipLater(t *testing.T) {
 	}
 }
 
+// pendingRun inserts a run of flow f with n pending Worker nodes, keys
+// k0000 on, and returns it with its nodes.
+func pendingRun(t *testing.T, st *store.Store, f *store.Flow, n int) (*engine.Run, []engine.NodeState) {
+	t.Helper()
+	run := newRun(f)
+	nodes := make([]engine.NodeState, n)
+	for i := range nodes {
+		nodes[i] = static(fmt.Sprintf("k%04d", i), engine.NodeTypeWorker, 0)
+	}
+	inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
+		require.NoError(t, tx.InsertRun(ctx, run))
+		return tx.InsertNodes(ctx, run.ID, nodes)
+	})
+	return run, nodes
+}
+
 // TestDeferNode: consecutive fires of one run left for later share one
 // queued statement (a fan-out past its transaction's bounds defers
 // thousands), sent once it carries 2,000; each row keeps its input — a
@@ -374,15 +390,7 @@ func TestDeferNode(t *testing.T) {
 			ctx := context.Background()
 			f := createFlow(t, st)
 			fresh := func(n int) *engine.Run {
-				run := newRun(f)
-				inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
-					require.NoError(t, tx.InsertRun(ctx, run))
-					nodes := make([]engine.NodeState, n)
-					for i := range nodes {
-						nodes[i] = static(fmt.Sprintf("k%04d", i), engine.NodeTypeWorker, 0)
-					}
-					return tx.InsertNodes(ctx, run.ID, nodes)
-				})
+				run, _ := pendingRun(t, st, f, n)
 				return run
 			}
 			deferred := func(runID string) map[string]string {
@@ -459,16 +467,7 @@ func TestTransitionLaterSendsAThousand(t *testing.T) {
 	t.Parallel()
 	for name, st := range queriers(t) {
 		t.Run(name, func(t *testing.T) {
-			f := createFlow(t, st)
-			run := newRun(f)
-			nodes := make([]engine.NodeState, 1001)
-			for i := range nodes {
-				nodes[i] = static(fmt.Sprintf("k%04d", i), engine.NodeTypeWorker, 0)
-			}
-			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
-				require.NoError(t, tx.InsertRun(ctx, run))
-				return tx.InsertNodes(ctx, run.ID, nodes)
-			})
+			run, nodes := pendingRun(t, st, createFlow(t, st), 1001)
 			inTx(t, st, func(ctx context.Context, tx engine.Tx) error {
 				for i, n := range nodes {
 					require.NoError(t, tx.TransitionLater(ctx, &engine.NodeTransition{RunID: run.ID, Key: n.Key,

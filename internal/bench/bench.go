@@ -930,18 +930,12 @@ func (r *runner) concurrentRunsUntil(ctx context.Context, flow string, callbacks
 }
 
 func (r *runner) fanOut(ctx context.Context, name string, items int) (*Result, error) {
-	flow, err := r.createFlow(ctx, "bench "+name, []map[string]any{
-		{"id": "split", "type": "Splitter", "data": map[string]any{"arrayPath": "items"}},
-		{"id": "score", "type": "Worker", "data": map[string]any{"webhookUrl": r.worker.url}},
-		{"id": "merge", "type": "Collector", "data": map[string]any{}},
-	}, []map[string]any{{"id": "e1", "source": "split", "target": "score"}, {"id": "e2", "source": "score", "target": "merge"}})
+	flow, err := r.fanOutFlow(ctx, "bench "+name, map[string]any{"id": "score", "type": "Worker",
+		"data": map[string]any{"webhookUrl": r.worker.url}})
 	if err != nil {
 		return nil, err
 	}
-	list := make([]int, items)
-	for i := range list {
-		list[i] = i
-	}
+	list := indices(items)
 	res := &Result{Name: fmt.Sprintf("fan-out of %d items", items)}
 	var run string
 	var t0, started time.Time
@@ -969,6 +963,26 @@ func (r *runner) fanOut(ctx context.Context, name string, items int) (*Result, e
 	return res, nil
 }
 
+// fanOutFlow creates flow name: a Splitter of the input's items, node on
+// each, a Collector ("split" → node → "merge").
+func (r *runner) fanOutFlow(ctx context.Context, name string, node map[string]any) (string, error) {
+	id := node["id"]
+	return r.createFlow(ctx, name, []map[string]any{
+		{"id": "split", "type": "Splitter", "data": map[string]any{"arrayPath": "items"}},
+		node,
+		{"id": "merge", "type": "Collector", "data": map[string]any{}},
+	}, []map[string]any{{"id": "e1", "source": "split", "target": id}, {"id": "e2", "source": id, "target": "merge"}})
+}
+
+// indices is [0, n).
+func indices(n int) []int {
+	list := make([]int, n)
+	for i := range list {
+		list[i] = i
+	}
+	return list
+}
+
 // subFlows fans out items sub-flow runs: each item's SubFlow node starts
 // a child run of a one-worker flow, whose end completes the item; the
 // Collector gathers the children's outputs in order.
@@ -979,18 +993,12 @@ func (r *runner) subFlows(ctx context.Context, items int) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	flow, err := r.createFlow(ctx, "bench sub-flows", []map[string]any{
-		{"id": "split", "type": "Splitter", "data": map[string]any{"arrayPath": "items"}},
-		{"id": "each", "type": "SubFlow", "data": map[string]any{"flow": child}},
-		{"id": "merge", "type": "Collector", "data": map[string]any{}},
-	}, []map[string]any{{"id": "e1", "source": "split", "target": "each"}, {"id": "e2", "source": "each", "target": "merge"}})
+	flow, err := r.fanOutFlow(ctx, "bench sub-flows", map[string]any{"id": "each", "type": "SubFlow",
+		"data": map[string]any{"flow": child}})
 	if err != nil {
 		return nil, err
 	}
-	list := make([]int, items)
-	for i := range list {
-		list[i] = i
-	}
+	list := indices(items)
 	res := &Result{Name: fmt.Sprintf("fan-out of %d sub-flow runs", items)}
 	var t0, started time.Time
 	if err := r.measure(ctx, res, func() error {
@@ -1011,18 +1019,12 @@ func (r *runner) subFlows(ctx context.Context, items int) (*Result, error) {
 // steps fans out items Transform steps: synchronous, they all complete in
 // the fan-out's own transaction, and the Collector with them.
 func (r *runner) steps(ctx context.Context, items int) (*Result, error) {
-	flow, err := r.createFlow(ctx, "bench steps", []map[string]any{
-		{"id": "split", "type": "Splitter", "data": map[string]any{"arrayPath": "items"}},
-		{"id": "double", "type": "Transform", "data": map[string]any{"expression": "{\"n\": input * 2}"}},
-		{"id": "merge", "type": "Collector", "data": map[string]any{}},
-	}, []map[string]any{{"id": "e1", "source": "split", "target": "double"}, {"id": "e2", "source": "double", "target": "merge"}})
+	flow, err := r.fanOutFlow(ctx, "bench steps", map[string]any{"id": "double", "type": "Transform",
+		"data": map[string]any{"expression": "{\"n\": input * 2}"}})
 	if err != nil {
 		return nil, err
 	}
-	list := make([]int, items)
-	for i := range list {
-		list[i] = i
-	}
+	list := indices(items)
 	res := &Result{Name: fmt.Sprintf("fan-out of %d Transform steps", items)}
 	if err := r.measure(ctx, res, func() error {
 		run, err := r.startRun(ctx, flow, map[string]any{"items": list})
@@ -1179,11 +1181,8 @@ func distribution(ds []time.Duration) *Latency {
 // last one woke: due timers are claimed in batches by the sweeper.
 func (r *runner) timers(ctx context.Context) (*Result, error) {
 	n := r.opts.Timers
-	flow, err := r.createFlow(ctx, "bench timers", []map[string]any{
-		{"id": "split", "type": "Splitter", "data": map[string]any{"arrayPath": "items"}},
-		{"id": "wait", "type": "Wait", "data": map[string]any{"until": "input.at"}},
-		{"id": "merge", "type": "Collector", "data": map[string]any{}},
-	}, []map[string]any{{"id": "e1", "source": "split", "target": "wait"}, {"id": "e2", "source": "wait", "target": "merge"}})
+	flow, err := r.fanOutFlow(ctx, "bench timers", map[string]any{"id": "wait", "type": "Wait",
+		"data": map[string]any{"until": "input.at"}})
 	if err != nil {
 		return nil, err
 	}
