@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stitchd/stitchd/engine/enginetype"
@@ -264,4 +265,49 @@ func TestGroupedPanicEndsTheProcess(t *testing.T) {
 	require.ErrorAs(t, err, &exit, "the process ended well:\n%s", out)
 	require.Contains(t, string(out), "panic: an operation's panic")
 	require.Contains(t, string(out), "TestGroupedPanicEndsTheProcess", "the panic's own stack")
+}
+
+// TestGroupedCallerHandsTheRunnerOn: a caller that runs groups (its
+// batch found a transaction free) is answered once the group with its
+// batch committed; the batches that queued meanwhile go to a runner of
+// their own — the caller does not wait on others' transactions.
+func TestGroupedCallerHandsTheRunnerOn(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	othersHeld, othersGo := make(chan struct{}), make(chan struct{})
+	r.group = func(runs []string) (int, error) {
+		if slices.Equal(runs, []string{"b", "c"}) {
+			close(othersHeld)
+			<-othersGo
+		}
+		return -1, nil
+	}
+	g := NewGrouped(GroupedParams[op]{Applier: r, Groups: 1})
+	first := make(chan error, 1)
+	go func() { first <- g.Submit(t.Context(), Op[op]{RunID: "a", Fn: func() error { return nil }}) }()
+	<-r.held // a's caller runs the one transaction
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		got := submitted(t, g, []string{"b", "c"}, func(string) op { return func() error { return nil } })
+		assert.Equal(t, map[string][]error{"b": {nil}, "c": {nil}}, got)
+	}()
+	require.Eventually(t, func() bool { return g.Waiting() == 2 }, timeout, tick)
+	close(r.release)
+	select {
+	case err := <-first:
+		require.NoError(t, err)
+	case <-time.After(timeout):
+		t.Fatal("a's caller was not answered while b's and c's transaction was under way")
+	}
+	select {
+	case <-othersHeld: // b's and c's group began on a goroutine of its own
+	case <-time.After(timeout):
+		t.Fatal("b's and c's batches were left waiting")
+	}
+	close(othersGo)
+	<-done
+	g.Wait()
+	require.Equal(t, []string{"alone a", "group b,c"}, r.log)
+	require.Zero(t, g.groups.running)
 }
