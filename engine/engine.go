@@ -593,19 +593,39 @@ func (e *Engine) HandleCallback(ctx context.Context, p CallbackParams) error {
 	})
 }
 
-// Expire handles a worker node whose deadline passed: it fails attempt and
-// retries it per the node's policy. A node no longer running that attempt
-// is left alone.
-func (e *Engine) Expire(ctx context.Context, runID, key string, attempt int) error {
-	err := e.submit(ctx, runID, func(t *txn) error {
-		if err := t.load(runID); err != nil {
+// ExpireParams name a worker node's attempt whose deadline passed.
+type ExpireParams struct {
+	RunID   string
+	Key     string
+	Attempt int
+	// Deadline is the node's deadline as the sweeper's claim set it
+	// (store.Overdue): a deadline moved since — a heartbeat after the
+	// claim — keeps the attempt alive.
+	Deadline time.Time
+}
+
+// Expire handles a worker node whose deadline passed: it fails the attempt
+// and retries it per the node's policy. A node no longer running that
+// attempt, or whose deadline moved since the claim, is left alone.
+func (e *Engine) Expire(ctx context.Context, p ExpireParams) error {
+	err := e.submit(ctx, p.RunID, func(t *txn) error {
+		if err := t.load(p.RunID); err != nil {
 			return err
 		}
-		t.deliveredKeys = append(t.deliveredKeys, key) // its delivery, if any, goes into the log now
-		t.deliveredAttempts = append(t.deliveredAttempts, attempt)
-		msg := fmt.Sprintf("deadline exceeded on attempt %d", attempt)
-		st, err := t.transition(&NodeTransition{Key: key, From: StatusRunning,
-			Steps: []Status{StatusFailed}, Attempt: attempt, Error: &msg})
+		// Under the run's lock, which a heartbeat takes too: what is read
+		// is what a heartbeat answered.
+		cur, err := t.tx.Node(t.ctx, p.RunID, p.Key)
+		if err != nil {
+			return err
+		}
+		if cur.Status != StatusRunning || cur.Attempt != p.Attempt || cur.Deadline == nil || !cur.Deadline.Equal(p.Deadline) {
+			return nil
+		}
+		t.deliveredKeys = append(t.deliveredKeys, p.Key) // its delivery, if any, goes into the log now
+		t.deliveredAttempts = append(t.deliveredAttempts, p.Attempt)
+		msg := fmt.Sprintf("deadline exceeded on attempt %d", p.Attempt)
+		st, err := t.transition(&NodeTransition{Key: p.Key, From: StatusRunning,
+			Steps: []Status{StatusFailed}, Attempt: p.Attempt, Error: &msg})
 		if err != nil {
 			return err
 		}

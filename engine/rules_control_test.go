@@ -92,6 +92,30 @@ func TestRuleRunStatus(t *testing.T) {
 	}
 }
 
+// TestRuleHeartbeatAfterTheClaim: docs/state_machine.md, Node states — the
+// sweeper fails an overdue attempt only while its deadline is the one the
+// sweeper's claim set: a heartbeat answered between the claim and the
+// expiry (a failover can hold them apart) keeps the attempt, whose
+// result is then taken.
+func TestRuleHeartbeatAfterTheClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const retried = `{"nodes":[{"id":"a",` + retriedWorker + `}],"edges":[]}`
+	r := newRig(t)
+	run := r.start(retried, `{}`)
+	r.advanceDue(run.ID, 24*time.Hour)
+	claimed := r.overdue(run.ID)
+	require.Len(t, claimed, 1)
+	require.NoError(t, r.callback(run.ID, "a", 1, engine.StatusRunning, ""), "the heartbeat is answered")
+	require.NoError(t, r.eng.Expire(ctx, claimed[0]))
+	_, ns := r.wantStatuses(run.ID, engine.RunRunning, map[string]engine.Status{"a": engine.StatusRunning})
+	require.Equal(t, 1, ns["a"].Attempt, "the attempt the heartbeat kept")
+	require.Equal(t, []string{"a#1"}, r.outbox(run.ID))
+	require.Empty(t, r.overdue(run.ID), "its deadline is the heartbeat's")
+	require.NoError(t, r.callback(run.ID, "a", 1, engine.StatusCompleted, `{"v":1}`), "its result is taken")
+	r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"a": engine.StatusCompleted})
+}
+
 // TestRuleRetry: docs/state_machine.md, Node states — failed → running is
 // a new attempt (a new outbox row) whether automatic (retry policy; a
 // worker past its deadline, Engine.Expire) or manual (RetryNode, which
@@ -115,7 +139,7 @@ func TestRuleRetry(t *testing.T) {
 			func(r *rig, id string) error { return r.callback(id, "a", 1, engine.StatusFailed, "") },
 			engine.RunRunning, engine.StatusRunning, 2, []string{"a#1", "a#2"}},
 		{"an automatic retry after the deadline", retried,
-			func(r *rig, id string) error { return r.eng.Expire(ctx, id, "a", 1) },
+			func(r *rig, id string) error { return r.expire(id) },
 			engine.RunRunning, engine.StatusRunning, 2, []string{"a#1", "a#2"}},
 		{"no automatic retry when the worker says so", retried,
 			func(r *rig, id string) error {

@@ -138,3 +138,34 @@ func (r *rig) sweepTimers(runID string) []engine.DueNode {
 	}
 	return due
 }
+
+// overdue is what the sweeper's claim of overdue worker nodes
+// (store.OverdueNodes) finds of the run, as the engine.ExpireParams the
+// sweeper hands to Engine.Expire.
+func (r *rig) overdue(runID string) []engine.ExpireParams {
+	r.t.Helper()
+	claimed, err := r.st.OverdueNodes(context.Background(), 500)
+	require.NoError(r.t, err)
+	var out []engine.ExpireParams
+	for _, o := range claimed {
+		if o.RunID == runID {
+			out = append(out, engine.ExpireParams{RunID: o.RunID, Key: o.Key, Attempt: o.Attempt, Deadline: o.Deadline})
+		}
+	}
+	return out
+}
+
+// expire applies what the sweeper would once the run's deadlines passed:
+// its overdue worker nodes, claimed and expired.
+func (r *rig) expire(runID string) error {
+	r.t.Helper()
+	r.advanceDue(runID, 24*time.Hour)
+	claimed := r.overdue(runID)
+	require.NotEmpty(r.t, claimed, "a worker node of the run is overdue")
+	for _, p := range claimed {
+		if err := r.eng.Expire(context.Background(), p); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -395,20 +395,25 @@ type Overdue struct {
 	RunID   string
 	Key     string
 	Attempt int
+	// Deadline is the one the claim set: the engine expires the attempt
+	// only while it is still the node's (engine.ExpireParams).
+	Deadline time.Time
 }
 
 // OverdueNodes claims up to limit running nodes whose deadline passed
 // (database time) for one sweeper: their deadline moves 30 s ahead, so other
 // instances' sweepers skip them meanwhile (SKIP LOCKED for rows being
 // claimed at the same moment). The engine's compare-and-set on the attempt
-// makes a sweep after a crash harmless. A paused run's nodes wait for its
-// resume.
+// makes a sweep after a crash harmless; it expires an attempt only while
+// the node's deadline is the claim's, so a heartbeat answered between the
+// claim and the expiry keeps the attempt. A paused run's nodes wait for
+// its resume.
 func (s *Store) OverdueNodes(ctx context.Context, limit int) ([]Overdue, error) {
 	rows, err := s.db.WithContext(ctx).Raw(`UPDATE node_states SET deadline = now() + interval '30 seconds'
 		WHERE (run_id, key) IN (SELECT n.run_id, n.key FROM node_states n WHERE n.status = 'running' AND n.deadline < now()
 			AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = n.run_id AND r.status = 'paused')
 			ORDER BY n.deadline LIMIT ? FOR UPDATE OF n SKIP LOCKED)
-		RETURNING run_id::text, key, attempt`, limit).Rows()
+		RETURNING run_id::text, key, attempt, deadline`, limit).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("error claiming overdue nodes: %w", interpretError(err))
 	}
@@ -416,7 +421,7 @@ func (s *Store) OverdueNodes(ctx context.Context, limit int) ([]Overdue, error) 
 	var out []Overdue
 	for rows.Next() {
 		var o Overdue
-		if err := rows.Scan(&o.RunID, &o.Key, &o.Attempt); err != nil {
+		if err := rows.Scan(&o.RunID, &o.Key, &o.Attempt, &o.Deadline); err != nil {
 			return nil, interpretError(err)
 		}
 		out = append(out, o)

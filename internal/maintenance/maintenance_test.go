@@ -106,8 +106,8 @@ func (e *fakeEngine) did(s string) error {
 	return nil
 }
 
-func (e *fakeEngine) Expire(_ context.Context, runID, _ string, _ int) error {
-	return e.did("expire " + runID)
+func (e *fakeEngine) Expire(_ context.Context, p engine.ExpireParams) error {
+	return e.did("expire " + p.RunID)
 }
 
 func (e *fakeEngine) Wake(_ context.Context, runID string, due []engine.DueNode) error {

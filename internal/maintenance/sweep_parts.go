@@ -18,7 +18,8 @@ func (s *Sweeper) expireOverdue(ctx context.Context) {
 		return
 	}
 	for _, o := range overdue {
-		if err := s.p.Engine.Expire(ctx, o.RunID, o.Key, o.Attempt); err != nil {
+		if err := s.p.Engine.Expire(ctx, engine.ExpireParams{RunID: o.RunID, Key: o.Key, Attempt: o.Attempt,
+			Deadline: o.Deadline}); err != nil {
 			if ctx.Err() == nil {
 				s.p.Logger.Warn("sweeper: error expiring node", "run_id", o.RunID, "node_key", o.Key, "error", err)
 			}
