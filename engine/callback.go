@@ -12,12 +12,9 @@ import (
 // nothing.
 
 func (t *txn) heartbeat(key string, attempt int) error {
-	cur, err := t.tx.Node(t.ctx, t.run.ID, key)
+	cur, err := t.runningAttempt(key, attempt)
 	if err != nil {
 		return err
-	}
-	if cur.Status != StatusRunning || cur.Attempt != attempt {
-		return fmt.Errorf("%w: %v", ErrConflict, &TransitionError{Key: key, Want: StatusRunning, Current: cur})
 	}
 	secs := 0
 	if to, ok := t.e.handlers[cur.Type].(Timeouter); ok {
@@ -30,6 +27,19 @@ func (t *txn) heartbeat(key string, attempt int) error {
 	}
 	t.event(EventNodeHeartbeat, key, map[string]any{"attempt": attempt})
 	return nil
+}
+
+// runningAttempt reads node key of the transaction's run (locked), a
+// conflict unless it is running attempt.
+func (t *txn) runningAttempt(key string, attempt int) (*NodeState, error) {
+	cur, err := t.tx.Node(t.ctx, t.run.ID, key)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Status != StatusRunning || cur.Attempt != attempt {
+		return nil, fmt.Errorf("%w: %v", ErrConflict, &TransitionError{Key: key, Want: StatusRunning, Current: cur})
+	}
+	return cur, nil
 }
 
 // duplicateOr turns a failed compare-and-set on a callback into errNoChange

@@ -613,12 +613,13 @@ func (e *Engine) Expire(ctx context.Context, p ExpireParams) error {
 			return err
 		}
 		// Under the run's lock, which a heartbeat takes too: what is read
-		// is what a heartbeat answered.
-		cur, err := t.tx.Node(t.ctx, p.RunID, p.Key)
+		// is what a heartbeat answered. Another attempt is a conflict
+		// (left alone, below).
+		cur, err := t.runningAttempt(p.Key, p.Attempt)
 		if err != nil {
 			return err
 		}
-		if cur.Status != StatusRunning || cur.Attempt != p.Attempt || cur.Deadline == nil || !cur.Deadline.Equal(p.Deadline) {
+		if cur.Deadline == nil || !cur.Deadline.Equal(p.Deadline) {
 			return nil
 		}
 		t.deliveredKeys = append(t.deliveredKeys, p.Key) // its delivery, if any, goes into the log now

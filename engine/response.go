@@ -63,14 +63,11 @@ func (e *Engine) CompleteFromResponse(ctx context.Context, r Response) error {
 		if err := t.load(r.RunID); err != nil {
 			return err
 		}
-		cur, err := t.tx.Node(t.ctx, r.RunID, r.Key)
-		if errors.Is(err, ErrNotFound) {
+		cur, err := t.runningAttempt(r.Key, r.Attempt)
+		if errors.Is(err, ErrNotFound) || errorsIsConflict(err) {
 			return errNoChange
 		} else if err != nil {
 			return err
-		}
-		if cur.Status != StatusRunning || cur.Attempt != r.Attempt {
-			return errNoChange
 		}
 		n := t.graph.Nodes[cur.NodeID]
 		if n == nil {
