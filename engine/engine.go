@@ -605,10 +605,13 @@ type ExpireParams struct {
 }
 
 // Expire handles a worker node whose deadline passed: it fails the attempt
-// and retries it per the node's policy. A node no longer running that
-// attempt, or whose deadline moved since the claim, is left alone.
-func (e *Engine) Expire(ctx context.Context, p ExpireParams) error {
+// and retries it per the node's policy, and reports whether it did. A node
+// no longer running that attempt, or whose deadline moved since the claim,
+// is left alone (false).
+func (e *Engine) Expire(ctx context.Context, p ExpireParams) (bool, error) {
+	expired := false
 	err := e.submit(ctx, p.RunID, func(t *txn) error {
+		expired = false // a transaction applied again decides again
 		if err := t.load(p.RunID); err != nil {
 			return err
 		}
@@ -630,12 +633,13 @@ func (e *Engine) Expire(ctx context.Context, p ExpireParams) error {
 		if err != nil {
 			return err
 		}
+		expired = true
 		return t.failed(st, msg, true)
 	})
 	if errorsIsConflict(err) {
-		return nil
+		return false, nil
 	}
-	return err
+	return expired && err == nil, err
 }
 
 // CompleteUXParams is a person's answer to a UX node.

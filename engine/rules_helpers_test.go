@@ -163,9 +163,11 @@ func (r *rig) expire(runID string) error {
 	claimed := r.overdue(runID)
 	require.NotEmpty(r.t, claimed, "a worker node of the run is overdue")
 	for _, p := range claimed {
-		if err := r.eng.Expire(context.Background(), p); err != nil {
+		expired, err := r.eng.Expire(context.Background(), p)
+		if err != nil {
 			return err
 		}
+		require.True(r.t, expired, "%s's attempt %d expired", p.Key, p.Attempt)
 	}
 	return nil
 }

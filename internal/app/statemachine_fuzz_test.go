@@ -210,7 +210,7 @@ func (m *machine) apply(op int, target byte) string {
 		require.NoError(m.t, oerr)
 		for _, o := range overdue {
 			if o.RunID == m.runID {
-				if e := m.eng.Expire(m.ctx, engine.ExpireParams{RunID: o.RunID, Key: o.Key, Attempt: o.Attempt, Deadline: o.Deadline}); e != nil {
+				if _, e := m.eng.Expire(m.ctx, engine.ExpireParams{RunID: o.RunID, Key: o.Key, Attempt: o.Attempt, Deadline: o.Deadline}); e != nil {
 					err = e
 				}
 			}

@@ -18,15 +18,20 @@ func (s *Sweeper) expireOverdue(ctx context.Context) {
 		return
 	}
 	for _, o := range overdue {
-		if err := s.p.Engine.Expire(ctx, engine.ExpireParams{RunID: o.RunID, Key: o.Key, Attempt: o.Attempt,
-			Deadline: o.Deadline}); err != nil {
+		expired, err := s.p.Engine.Expire(ctx, engine.ExpireParams{RunID: o.RunID, Key: o.Key, Attempt: o.Attempt,
+			Deadline: o.Deadline})
+		switch {
+		case err != nil:
 			if ctx.Err() == nil {
 				s.p.Logger.Warn("sweeper: error expiring node", "run_id", o.RunID, "node_key", o.Key, "error", err)
 			}
-			continue
+		case expired:
+			s.p.Metrics.SweeperAction("expired", 1)
+			s.p.Logger.Info("sweeper: worker node overdue", "run_id", o.RunID, "node_key", o.Key, "attempt", o.Attempt)
+		default:
+			// Its callback, a heartbeat or another attempt came first.
+			s.p.Logger.Debug("sweeper: overdue node answered meanwhile", "run_id", o.RunID, "node_key", o.Key, "attempt", o.Attempt)
 		}
-		s.p.Metrics.SweeperAction("expired", 1)
-		s.p.Logger.Info("sweeper: worker node overdue", "run_id", o.RunID, "node_key", o.Key, "attempt", o.Attempt)
 	}
 }
 

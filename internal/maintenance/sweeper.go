@@ -29,7 +29,7 @@ type SweeperStore interface {
 
 // SweeperEngine applies what fell due (engine.Engine).
 type SweeperEngine interface {
-	Expire(ctx context.Context, p engine.ExpireParams) error
+	Expire(ctx context.Context, p engine.ExpireParams) (bool, error)
 	Wake(ctx context.Context, runID string, due []engine.DueNode) error
 	TimeOutApproval(ctx context.Context, runID, key string, attempt int) error
 	RemindApproval(ctx context.Context, runID, key string, attempt int) error
