@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
@@ -44,14 +45,18 @@ func TestRetryNonRetryableErrorFailsAtOnce(t *testing.T) {
 
 // TestRetryMultiplierAndJitterDelays checks the delay written for a retry:
 // initialDelayMs·multiplier^(n−1), less the jitter fraction derived from
-// the run, key and attempt (handlers.JitterFraction).
+// the run, key and attempt (handlers.JitterFraction). The delays are
+// minutes, moved past on the test's clock: a row whose delay had run out
+// would be claimed, and its next_attempt_at moved to the lease's end,
+// before a test slowed by a loaded machine read it.
 func TestRetryMultiplierAndJitterDelays(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	retry := `{"maxAttempts":3,"initialDelayMs":200,"multiplier":10,"maxDelayMs":100000,"jitter":0.5}`
+	retry := `{"maxAttempts":3,"initialDelayMs":60000,"multiplier":10,"maxDelayMs":1000000,"jitter":0.5}`
 	flow := h.createFlow([]map[string]any{wnode(h, "w", "retry", retry)}, nil)
 	r := h.startRun(flow, map[string]any{})
 	h.failWith(h.waitDispatch(r.ID, "w", 1), "boom 1")
+	h.advance(time.Minute) // attempt 2's delay, at most a minute
 	h.failWith(h.waitDispatch(r.ID, "w", 2), "boom 2")
 	delay := func(attempt int) float64 {
 		var ms float64
@@ -61,8 +66,8 @@ func TestRetryMultiplierAndJitterDelays(t *testing.T) {
 		}, "the dispatch of attempt %d", attempt)
 		return ms
 	}
-	// Attempt 3 waits 200·10 = 2000 ms less up to half of it.
-	want := math.Ceil(2000 * (1 - 0.5*handlers.JitterFraction(r.ID, "w", 2)))
+	// Attempt 3 waits 60,000·10 = 600,000 ms less up to half of it.
+	want := math.Ceil(600000 * (1 - 0.5*handlers.JitterFraction(r.ID, "w", 2)))
 	require.InDelta(t, want, delay(3), 1, "the retry after the second failure")
 	require.Equal(t, "running", h.run(r.ID).Nodes["w"].Status)
 }
