@@ -76,7 +76,7 @@ func (s *Server) login(c echo.Context) error {
 	if err != nil && !errors.Is(err, engine.ErrNotFound) {
 		return err
 	}
-	release, err := s.passwordSlot(c)
+	release, err := s.passwordSlot(c, "sign-ins")
 	if err != nil {
 		return err
 	}
@@ -113,18 +113,19 @@ func (s *Server) login(c echo.Context) error {
 // and wait.
 func DefaultLoginConcurrency() int { return 2 * runtime.GOMAXPROCS(0) }
 
-// passwordSlot waits up to LoginWait for a turn to check a password
-// (LoginConcurrency at once, whatever the addresses: the per-address
-// limits do not bound a crowd of them), then answers 429. release gives
-// the turn back.
-func (s *Server) passwordSlot(c echo.Context) (release func(), err error) {
+// passwordSlot waits up to LoginWait for a turn to check or hash a
+// password (LoginConcurrency at once, whatever the addresses: the
+// per-address limits do not bound a crowd of them), then answers 429,
+// saying there are too many of what (sign-ins, user writes). release
+// gives the turn back.
+func (s *Server) passwordSlot(c echo.Context, what string) (release func(), err error) {
 	t := time.NewTimer(s.cfg.LoginWait)
 	defer t.Stop()
 	select {
 	case s.hashSlots <- struct{}{}:
 	case <-t.C:
 		c.Response().Header().Set("Retry-After", "1")
-		return nil, errorf(http.StatusTooManyRequests, "rate_limited", "too many sign-ins at once; try again in a second")
+		return nil, errorf(http.StatusTooManyRequests, "rate_limited", "too many "+what+" at once; try again in a second")
 	case <-c.Request().Context().Done():
 		return nil, fmt.Errorf("waiting to check a password: %w", c.Request().Context().Err())
 	}
@@ -264,10 +265,18 @@ func (b *userBody) check(create bool) error {
 	return nil
 }
 
-func (s *Server) hashPassword(pw *string) (*string, error) {
+// hashPassword hashes a user's new password (nil: none given) in a
+// password slot: a hash costs what a check does (19 MiB of memory and its
+// CPU time), so user writes share sign-ins' bound.
+func (s *Server) hashPassword(c echo.Context, pw *string) (*string, error) {
 	if pw == nil {
 		return nil, nil
 	}
+	release, err := s.passwordSlot(c, "password changes")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	h, err := password.Hash(*pw, s.cfg.PasswordParams)
 	if err != nil {
 		return nil, err
@@ -283,7 +292,7 @@ func (s *Server) createUser(c echo.Context) error {
 	if err := b.check(true); err != nil {
 		return err
 	}
-	hash, err := s.hashPassword(b.Password)
+	hash, err := s.hashPassword(c, b.Password)
 	if err != nil {
 		return err
 	}
@@ -329,7 +338,7 @@ func (s *Server) patchUser(c echo.Context) error {
 	if err := b.check(false); err != nil {
 		return err
 	}
-	hash, err := s.hashPassword(b.Password)
+	hash, err := s.hashPassword(c, b.Password)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stitchd/stitchd/internal/password"
+	"github.com/stitchd/stitchd/internal/testkit"
 	"github.com/stitchd/stitchd/store"
 	"github.com/stitchd/stitchd/store/storetest"
 	"github.com/stitchd/stitchd/web"
@@ -35,7 +35,7 @@ func peopleServer(t *testing.T, st *store.Store) (http.Handler, *movableClock) {
 	clock := &movableClock{t: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
 	h := newServer(t, st, func(c *web.Config) {
 		c.Clock = clock
-		c.PasswordParams = password.Params{MemoryKiB: 64, Time: 1, Threads: 1}
+		c.PasswordParams = testkit.CheapPasswords()
 	}).Handler()
 	return h, clock
 }

@@ -77,10 +77,11 @@ type Config struct {
 	// PasswordParams is the cost of new password hashes (default
 	// password.Default).
 	PasswordParams password.Params
-	// LoginConcurrency bounds the password checks of sign-ins running at
-	// once in this process (each holds 19 MiB while it runs; default
-	// DefaultLoginConcurrency). A sign-in waits LoginWait (default 1s)
-	// for its turn, then is answered 429 with Retry-After.
+	// LoginConcurrency bounds the password checks of sign-ins, and the
+	// hashes of user writes that set a password, running at once in this
+	// process (each holds 19 MiB while it runs; default
+	// DefaultLoginConcurrency). A request waits LoginWait (default 1s) for
+	// its turn, then is answered 429 with Retry-After.
 	LoginConcurrency int
 	LoginWait        time.Duration
 	// PasswordChecks, a test hook, is sent how many password checks run

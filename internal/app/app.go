@@ -23,6 +23,7 @@ import (
 	"github.com/stitchd/stitchd/internal/brokerconsume"
 	"github.com/stitchd/stitchd/internal/maintenance"
 	"github.com/stitchd/stitchd/internal/metrics"
+	"github.com/stitchd/stitchd/internal/password"
 	"github.com/stitchd/stitchd/internal/scheduler"
 	"github.com/stitchd/stitchd/internal/secretbox"
 	"github.com/stitchd/stitchd/internal/startstop"
@@ -158,6 +159,10 @@ type Config struct {
 	// LoginWait (default 1s), then gets 429.
 	LoginConcurrency int
 	LoginWait        time.Duration
+	// PasswordParams is the argon2id cost of new password hashes (default
+	// password.Default). Tests lower it: the cost is CPU, which the race
+	// detector multiplies.
+	PasswordParams password.Params
 	// TriggerRate bounds the runs one inbound trigger starts a second
 	// (bursts of as many); beyond it a hook is answered 429 with
 	// Retry-After. 0 = no limit.
@@ -476,7 +481,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.Server = web.New(web.Config{Store: a.Store, Engine: a.Engine, Keys: ring, Secrets: a.SecretBox, Hub: a.Hub, Tasks: a.TaskHub, PollRecheck: cfg.PollRecheck, AuthToken: cfg.AuthToken,
 		BodyLimit: cfg.BodyLimit, StreamWriteTimeout: cfg.StreamWriteTimeout, WriteTimeout: cfg.WriteTimeout, Clock: clock, Logger: cfg.Logger,
 		TriggerRate: cfg.TriggerRate, Notify: a.notifier.Notify, SessionTTL: cfg.SessionTTL, TrustProxy: cfg.TrustProxy,
-		BaseURL: cfg.BaseURL, OIDC: cfg.OIDC, NodeTypes: types, LoginConcurrency: cfg.LoginConcurrency, LoginWait: cfg.LoginWait,
+		BaseURL: cfg.BaseURL, OIDC: cfg.OIDC, NodeTypes: types, LoginConcurrency: cfg.LoginConcurrency, LoginWait: cfg.LoginWait, PasswordParams: cfg.PasswordParams,
 		PasswordChecks: &a.TestSignals.PasswordChecks, TryRequest: disp.TryRequest, HookRecheck: cfg.HookRecheck})
 	a.http = &http.Server{Handler: a.handler(), ReadHeaderTimeout: orDefault(cfg.ReadHeaderTimeout, 10*time.Second),
 		ReadTimeout: orDefault(cfg.ReadTimeout, 30*time.Second), IdleTimeout: 120 * time.Second}

@@ -86,7 +86,7 @@ func newHarnessOn(t *testing.T, dbURL string, opts ...func(*app.Config)) *harnes
 		// 10 s (Go and Postgres) at 50 ms, 0.6 s at 200, and four tests
 		// share two cores; what a test waits for comes at most 150 ms later.
 		PollInterval: 200 * time.Millisecond, DispatchTimeout: 10 * time.Second,
-		Logger: slog.New(slog.DiscardHandler)}
+		PasswordParams: testkit.CheapPasswords(), Logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -212,7 +212,7 @@ func newStack(t *testing.T, mods ...func(*app.Config)) *stack {
 		// polled; a deadline, timer or retry is noticed at most 150 ms
 		// later.
 		PollInterval: 200 * time.Millisecond, DispatchTimeout: 5 * time.Second,
-		Logger: slog.New(slog.DiscardHandler)}
+		PasswordParams: testkit.CheapPasswords(), Logger: slog.New(slog.DiscardHandler)}
 	for _, m := range mods {
 		m(&cfg)
 	}

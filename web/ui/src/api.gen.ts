@@ -5768,6 +5768,15 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Error"];
             413: components["responses"]["PayloadTooLarge"];
+            /** @description a password was given and --login-concurrency password checks and hashes are running, with none free within a second (code rate_limited); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             503: components["responses"]["Unavailable"];
         };
     };
@@ -5853,6 +5862,15 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
             413: components["responses"]["PayloadTooLarge"];
+            /** @description a password was given and --login-concurrency password checks and hashes are running, with none free within a second (code rate_limited); Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             503: components["responses"]["Unavailable"];
         };
     };
