@@ -32,12 +32,20 @@ type harness struct {
 	created   []string
 	mu        sync.Mutex
 	seq       atomic.Int64
+	retired   []string // test databases not dropped yet (retire)
+	dropping  sync.WaitGroup
 }
+
+// dropBatch is how many test databases retire drops together.
+const dropBatch = 8
 
 var (
 	once    sync.Once
 	h       *harness
 	initErr error
+	// inRun is set while Run runs the tests: it waits for the drops retire
+	// leaves running, and drops what is left.
+	inRun atomic.Bool
 )
 
 func get(tb testing.TB) *harness {
@@ -179,6 +187,40 @@ func (hs *harness) clone(ctx context.Context, name string) error {
 	return fmt.Errorf("error cloning test database %s: %w", name, lastErr)
 }
 
+// retire drops a finished test's database without the test waiting for
+// it, dropBatch at a time and concurrently: DROP DATABASE makes
+// PostgreSQL take an immediate checkpoint (every dirty buffer of the
+// server written and synced, and each page written after it logged whole
+// in the WAL), and requests that arrive together are served by one. A
+// drop a test made a checkpoint about every second across the suite, with
+// most of the WAL full-page images. Outside Run (a package without
+// TestMain) it drops at once, as nothing would drop the rest.
+func (hs *harness) retire(name string) {
+	if !inRun.Load() {
+		hs.drop(name)
+		return
+	}
+	hs.mu.Lock()
+	hs.retired = append(hs.retired, name)
+	var batch []string
+	if len(hs.retired) >= dropBatch {
+		batch, hs.retired = hs.retired, nil
+	}
+	hs.mu.Unlock()
+	if batch != nil {
+		hs.dropping.Go(func() { hs.dropAll(batch) })
+	}
+}
+
+// dropAll drops the databases names concurrently.
+func (hs *harness) dropAll(names []string) {
+	var wg sync.WaitGroup
+	for _, n := range names {
+		wg.Go(func() { hs.drop(n) })
+	}
+	wg.Wait()
+}
+
 func (hs *harness) drop(name string) {
 	db, err := sql.Open("pgx", hs.serverURL)
 	if err != nil {
@@ -195,14 +237,20 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 // Run is Main without the exit, for a TestMain with more to close after
 // the tests (internal/browser's Chromium): it returns m.Run's code.
 func Run(m *testing.M) int {
+	inRun.Store(true)
 	code := m.Run()
 	if h != nil {
 		if h.pkgStore != nil {
 			h.pkgStore.Close()
 		}
+		h.dropping.Wait()
 		h.mu.Lock()
+		left := append(h.retired, h.pkgDB)
 		names := append([]string(nil), h.created...)
 		h.mu.Unlock()
+		h.dropAll(left) // together, as retire drops
+		// Then any a failed drop left: DROP … IF EXISTS of a database
+		// dropped already is a lookup, without a checkpoint.
 		for _, n := range names {
 			h.drop(n)
 		}
@@ -244,7 +292,7 @@ func IsolatedDB(tb testing.TB) (*store.Store, string) {
 	}
 	tb.Cleanup(func() {
 		st.Close()
-		hs.drop(name)
+		hs.retire(name)
 	})
 	return st, u
 }

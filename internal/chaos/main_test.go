@@ -1,0 +1,10 @@
+package chaos
+
+import (
+	"testing"
+
+	"github.com/stitchd/stitchd/store/storetest"
+)
+
+// TestMain drops the databases the tests cloned (storetest.Main).
+func TestMain(m *testing.M) { storetest.Main(m) }
