@@ -11,5 +11,8 @@
 // 127.0.0.1:5432, else a throwaway cluster started with initdb/pg_ctl.
 // Tests never skip because Postgres is absent.
 //
-// Call Main from the package's TestMain so cloned databases are dropped.
+// Call Main from the package's TestMain so cloned databases are dropped:
+// under it a finished test's database is dropped in the background, a few
+// together (each DROP DATABASE is a checkpoint; requests made together
+// share one), and Main waits for those drops.
 package storetest

@@ -276,7 +276,8 @@ func TestTx(tb testing.TB) *store.Store {
 }
 
 // IsolatedDB clones a fresh migrated database for one test and returns a
-// store on it and its URL; the database is dropped when the test ends.
+// store on it and its URL; the database is dropped after the test ends
+// (retire: in the background under Run).
 func IsolatedDB(tb testing.TB) (*store.Store, string) {
 	tb.Helper()
 	hs := get(tb)
