@@ -127,7 +127,7 @@ func (s *Server) passwordSlot(c echo.Context, what string) (release func(), err 
 		c.Response().Header().Set("Retry-After", "1")
 		return nil, errorf(http.StatusTooManyRequests, "rate_limited", "too many "+what+" at once; try again in a second")
 	case <-c.Request().Context().Done():
-		return nil, fmt.Errorf("waiting to check a password: %w", c.Request().Context().Err())
+		return nil, fmt.Errorf("waiting for a turn to check or hash a password: %w", c.Request().Context().Err())
 	}
 	n := s.hashing.Add(1)
 	if s.cfg.PasswordChecks != nil {
@@ -272,7 +272,7 @@ func (s *Server) hashPassword(c echo.Context, pw *string) (*string, error) {
 	if pw == nil {
 		return nil, nil
 	}
-	release, err := s.passwordSlot(c, "password changes")
+	release, err := s.passwordSlot(c, "user writes with a password")
 	if err != nil {
 		return nil, err
 	}

@@ -84,8 +84,8 @@ type Config struct {
 	// its turn, then is answered 429 with Retry-After.
 	LoginConcurrency int
 	LoginWait        time.Duration
-	// PasswordChecks, a test hook, is sent how many password checks run
-	// each time one starts.
+	// PasswordChecks, a test hook, is sent how many password checks and
+	// hashes run each time one starts.
 	PasswordChecks *testsignal.Signal[int]
 	// BaseURL is the server's public URL: an https one marks the session
 	// cookie Secure even behind a proxy that does not say so.
@@ -124,8 +124,9 @@ type Server struct {
 	inputSchemas engine.FormCache
 	// oidc signs people in through an OIDC provider (nil: off).
 	oidc *oidcAuth
-	// hashSlots holds a token per password check running (sign-in's
-	// global bound); hashing counts them for PasswordChecks.
+	// hashSlots holds a token per password check or hash running (the
+	// bound of sign-ins and user writes together); hashing counts them for
+	// PasswordChecks.
 	hashSlots chan struct{}
 	hashing   atomic.Int32
 	// spec is openapi.yaml with servers naming BaseURL (admin.go).

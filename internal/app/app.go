@@ -154,9 +154,10 @@ type Config struct {
 	// NotifyURL is the notification webhook (approvals requested, reminded
 	// about and timed out; runs failed); empty: none.
 	NotifyURL string
-	// LoginConcurrency bounds the password checks of sign-ins running at
-	// once (default web.DefaultLoginConcurrency); past it a sign-in waits
-	// LoginWait (default 1s), then gets 429.
+	// LoginConcurrency bounds the password checks of sign-ins, and the
+	// hashes of user writes setting a password, running at once (default
+	// web.DefaultLoginConcurrency); past it a request waits LoginWait
+	// (default 1s), then gets 429.
 	LoginConcurrency int
 	LoginWait        time.Duration
 	// PasswordParams is the argon2id cost of new password hashes (default
@@ -203,8 +204,8 @@ type TestSignals struct {
 	// timers, approvals, event waits, run deadlines), and ScheduleDone
 	// after each pass of the scheduler, with the time the pass began.
 	SweepDone, ScheduleDone testsignal.Signal[time.Time]
-	// PasswordChecks is sent, as a sign-in's password check starts, how
-	// many run.
+	// PasswordChecks is sent, as a password check (sign-in) or hash (a
+	// user write) starts, how many run.
 	PasswordChecks testsignal.Signal[int]
 }
 

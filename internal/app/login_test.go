@@ -92,30 +92,42 @@ func TestLoginConcurrencyBounded(t *testing.T) {
 }
 
 // TestUserPasswordHashesShareTheBound: a user write that sets a password
-// (POST and PATCH /api/v1/users) hashes it in a sign-in's turn — a hash
-// costs what a check does — so a crowd of them holds at most
-// LoginConcurrency hashes at once. One that waits past LoginWait is 429
-// with Retry-After and creates or changes nothing.
+// (POST and PATCH /api/v1/users) hashes it in the same turns as sign-ins'
+// password checks — a hash costs what a check does — so with
+// LoginConcurrency 1 a crowd of both runs one at a time. Past LoginWait
+// either is 429 with Retry-After, and a refused write creates or changes
+// nothing.
 func TestUserPasswordHashesShareTheBound(t *testing.T) {
 	t.Parallel()
-	const n = 8
 	h := newHarness(t, func(c *app.Config) {
 		c.LoginConcurrency, c.LoginWait, c.PasswordParams = 1, time.Millisecond, password.Default
 	})
-	codes := make([]int, n)
-	bodies := make([]string, n)
+	var existing struct{ ID string }
+	require.Equal(t, http.StatusCreated, h.do("POST", "/api/v1/users", map[string]any{"email": "ann@example.com",
+		"name": "Ann", "role": "viewer"}, &existing)) // no password: no turn
+	type call struct{ method, path, body, auth string }
+	var calls []call
+	for i := range 4 {
+		calls = append(calls,
+			call{"POST", "/api/v1/users", fmt.Sprintf(`{"email":"crowd%d@example.com","name":"Crowd %d","role":"viewer","password":"a long enough password"}`, i, i), token},
+			call{"PATCH", "/api/v1/users/" + existing.ID, fmt.Sprintf(`{"name":"Ann %d","password":"a long enough password"}`, i), token},
+			call{"POST", "/api/v1/auth/login", fmt.Sprintf(`{"email":"nobody%d@example.com","password":"wrong password"}`, i), ""})
+	}
+	codes := make([]int, len(calls))
+	bodies := make([]string, len(calls))
 	var wg sync.WaitGroup
 	start := make(chan struct{})
-	for i := range n {
+	for i, c := range calls {
 		wg.Go(func() {
 			<-start
-			body := fmt.Sprintf(`{"email":"crowd%d@example.com","name":"Crowd %d","role":"viewer","password":"a long enough password"}`, i, i)
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.app.URL+"/api/v1/users", strings.NewReader(body))
+			req, err := http.NewRequestWithContext(t.Context(), c.method, h.app.URL+c.path, strings.NewReader(c.body))
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			req.Header.Set("Authorization", "Bearer "+token)
+			if c.auth != "" {
+				req.Header.Set("Authorization", "Bearer "+c.auth)
+			}
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := h.client.Do(req)
 			if err != nil {
@@ -126,30 +138,43 @@ func TestUserPasswordHashesShareTheBound(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body)
 			codes[i], bodies[i] = resp.StatusCode, string(b)
 			if ra := resp.Header.Get("Retry-After"); resp.StatusCode == http.StatusTooManyRequests && ra != "1" {
-				t.Errorf("user %d: 429 with Retry-After %q, not 1", i, ra)
+				t.Errorf("%s %s: 429 with Retry-After %q, not 1", c.method, c.path, ra)
 			}
 		})
 	}
 	close(start)
 	wg.Wait()
-	created, busy, peak := 0, 0, 0
-	for i, code := range codes {
-		switch code {
-		case http.StatusCreated:
+	turns, created, patched, busyWrites, peak := 0, 0, 0, 0, 0
+	for i, c := range calls {
+		code, what := codes[i], c.method+" "+c.path
+		switch {
+		case code == http.StatusTooManyRequests:
+			if c.auth != "" {
+				busyWrites++
+				require.Contains(t, bodies[i], "too many user writes with a password at once", what)
+			} else {
+				require.Contains(t, bodies[i], "too many sign-ins at once", what)
+			}
+			continue
+		case c.method == "PATCH":
+			require.Equal(t, http.StatusOK, code, "%s: %s", what, bodies[i])
+			patched++
+		case c.auth != "":
+			require.Equal(t, http.StatusCreated, code, "%s: %s", what, bodies[i])
 			created++
-			peak = max(peak, h.app.TestSignals.PasswordChecks.Wait(t, waitLimit))
-		case http.StatusTooManyRequests:
-			busy++
-			require.Contains(t, bodies[i], "too many password changes at once")
 		default:
-			t.Fatalf("user %d: answered %d: %s", i, code, bodies[i])
+			require.Equal(t, http.StatusUnauthorized, code, "%s: %s", what, bodies[i])
 		}
+		turns++
 	}
-	require.Positive(t, created)
-	require.Positive(t, busy, "past the wait, 429")
-	require.Equal(t, 1, peak, "one hash at a time")
+	// One signal a turn taken, with how many were running as it began.
+	for range turns {
+		peak = max(peak, h.app.TestSignals.PasswordChecks.Wait(t, waitLimit))
+	}
+	require.Equal(t, 1, peak, "one check or hash at a time, sign-ins and user writes together")
+	require.Positive(t, busyWrites, "past the wait, a user write is 429")
 	var list struct {
-		Users []struct{ Email string } `json:"users"`
+		Users []struct{ Email, Name string } `json:"users"`
 	}
 	require.Equal(t, http.StatusOK, h.do("GET", "/api/v1/users?limit=100", nil, &list))
 	crowd := 0
@@ -157,6 +182,9 @@ func TestUserPasswordHashesShareTheBound(t *testing.T) {
 		if strings.HasPrefix(u.Email, "crowd") {
 			crowd++
 		}
+		if u.Email == "ann@example.com" && patched == 0 {
+			require.Equal(t, "Ann", u.Name, "a refused PATCH changed nothing")
+		}
 	}
-	require.Equal(t, created, crowd, "a refused write created no user")
+	require.Equal(t, created, crowd, "a refused POST created no user")
 }

@@ -177,8 +177,8 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.privateAddresses, "worker-private-addresses", "allow", "allow or deny worker URLs resolving to loopback, private or link-local addresses (env STITCHD_WORKER_PRIVATE_ADDRESSES)")
 	fs.StringVar(&o.allowCIDRs, "worker-allow-cidrs", "", "comma-separated CIDRs allowed when private addresses are denied (env STITCHD_WORKER_ALLOW_CIDRS)")
 	fs.Float64Var(&o.triggerRate, "trigger-rate", defaultTriggerRate, "runs one inbound trigger may start a second (bursts of as many); beyond, 429 with Retry-After; 0 = no limit (env STITCHD_TRIGGER_RATE)")
-	fs.IntVar(&o.loginConcurrency, "login-concurrency", 0, "password checks of sign-ins run at once in this process (19 MiB each); "+
-		"past it a sign-in waits a second, then gets 429 with Retry-After; 0 = twice GOMAXPROCS (env STITCHD_LOGIN_CONCURRENCY)")
+	fs.IntVar(&o.loginConcurrency, "login-concurrency", 0, "password checks of sign-ins, and hashes of user writes setting a password, run at once in this process (19 MiB each); "+
+		"past it a request waits a second, then gets 429 with Retry-After; 0 = twice GOMAXPROCS (env STITCHD_LOGIN_CONCURRENCY)")
 	fs.StringVar(&o.archiveURL, "archive-url", "", "retention sends each batch of runs it deletes there first (signed JSON: runs with their node states, events and journey); a batch not taken (2xx) is kept and sent again; empty = none (env STITCHD_ARCHIVE_URL)")
 	fs.DurationVar(&o.analyticsRollInterval, "analytics-roll-interval", 30*time.Second, "pause between the analytics roller's passes once caught up (whole days rolled two days after they end); 0 = no roller, analytics read raw rows (env STITCHD_ANALYTICS_ROLL_INTERVAL)")
 	fs.StringVar(&o.retention, "retention", "", "delete finished runs this long after they finished: 30d, 720h, P30D; empty = keep (a flow's settings.retentionDays still applies) (env STITCHD_RETENTION)")
