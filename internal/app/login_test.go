@@ -25,42 +25,15 @@ import (
 func TestLoginConcurrencyBounded(t *testing.T) {
 	t.Parallel()
 	const slots, n = 2, 10
-	type answer struct {
-		code             int
-		retryAfter, body string
-	}
-	run := func(wait time.Duration) (answers []answer, peak int) {
+	run := func(wait time.Duration) (answers []crowdAnswer, peak int) {
 		h := newHarness(t, func(c *app.Config) {
 			c.LoginConcurrency, c.LoginWait, c.PasswordParams = slots, wait, password.Default
 		})
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				body := fmt.Sprintf(`{"email":"nobody%d@example.com","password":"wrong password"}`, i)
-				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.app.URL+"/api/v1/auth/login", strings.NewReader(body))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := h.client.Do(req)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				defer resp.Body.Close()
-				b, _ := io.ReadAll(resp.Body)
-				mu.Lock()
-				defer mu.Unlock()
-				answers = append(answers, answer{resp.StatusCode, resp.Header.Get("Retry-After"), string(b)})
-			})
+		calls := make([]crowdCall, n)
+		for i := range calls {
+			calls[i] = crowdCall{"POST", "/api/v1/auth/login", fmt.Sprintf(`{"email":"nobody%d@example.com","password":"wrong password"}`, i), ""}
 		}
-		close(start)
-		wg.Wait()
-		require.Len(t, answers, n)
+		answers = sendTogether(t, h, calls)
 		// One signal per password check, with how many ran as it started.
 		for _, a := range answers {
 			if a.code == http.StatusUnauthorized {
@@ -105,65 +78,37 @@ func TestUserPasswordHashesShareTheBound(t *testing.T) {
 	var existing struct{ ID string }
 	require.Equal(t, http.StatusCreated, h.do("POST", "/api/v1/users", map[string]any{"email": "ann@example.com",
 		"name": "Ann", "role": "viewer"}, &existing)) // no password: no turn
-	type call struct{ method, path, body, auth string }
-	var calls []call
+	var calls []crowdCall
 	for i := range 4 {
 		calls = append(calls,
-			call{"POST", "/api/v1/users", fmt.Sprintf(`{"email":"crowd%d@example.com","name":"Crowd %d","role":"viewer","password":"a long enough password"}`, i, i), token},
-			call{"PATCH", "/api/v1/users/" + existing.ID, fmt.Sprintf(`{"name":"Ann %d","password":"a long enough password"}`, i), token},
-			call{"POST", "/api/v1/auth/login", fmt.Sprintf(`{"email":"nobody%d@example.com","password":"wrong password"}`, i), ""})
+			crowdCall{"POST", "/api/v1/users", fmt.Sprintf(`{"email":"crowd%d@example.com","name":"Crowd %d","role":"viewer","password":"a long enough password"}`, i, i), token},
+			crowdCall{"PATCH", "/api/v1/users/" + existing.ID, fmt.Sprintf(`{"name":"Ann %d","password":"a long enough password"}`, i), token},
+			crowdCall{"POST", "/api/v1/auth/login", fmt.Sprintf(`{"email":"nobody%d@example.com","password":"wrong password"}`, i), ""})
 	}
-	codes := make([]int, len(calls))
-	bodies := make([]string, len(calls))
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i, c := range calls {
-		wg.Go(func() {
-			<-start
-			req, err := http.NewRequestWithContext(t.Context(), c.method, h.app.URL+c.path, strings.NewReader(c.body))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if c.auth != "" {
-				req.Header.Set("Authorization", "Bearer "+c.auth)
-			}
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := h.client.Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			codes[i], bodies[i] = resp.StatusCode, string(b)
-			if ra := resp.Header.Get("Retry-After"); resp.StatusCode == http.StatusTooManyRequests && ra != "1" {
-				t.Errorf("%s %s: 429 with Retry-After %q, not 1", c.method, c.path, ra)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
+	answers := sendTogether(t, h, calls)
 	turns, created, patched, busyWrites, peak := 0, 0, 0, 0, 0
 	for i, c := range calls {
-		code, what := codes[i], c.method+" "+c.path
+		code, body, what := answers[i].code, answers[i].body, c.method+" "+c.path
+		if code == http.StatusTooManyRequests {
+			require.Equal(t, "1", answers[i].retryAfter, what)
+		}
 		switch {
 		case code == http.StatusTooManyRequests:
 			if c.auth != "" {
 				busyWrites++
-				require.Contains(t, bodies[i], "too many user writes with a password at once", what)
+				require.Contains(t, body, "too many user writes with a password at once", what)
 			} else {
-				require.Contains(t, bodies[i], "too many sign-ins at once", what)
+				require.Contains(t, body, "too many sign-ins at once", what)
 			}
 			continue
 		case c.method == "PATCH":
-			require.Equal(t, http.StatusOK, code, "%s: %s", what, bodies[i])
+			require.Equal(t, http.StatusOK, code, "%s: %s", what, body)
 			patched++
 		case c.auth != "":
-			require.Equal(t, http.StatusCreated, code, "%s: %s", what, bodies[i])
+			require.Equal(t, http.StatusCreated, code, "%s: %s", what, body)
 			created++
 		default:
-			require.Equal(t, http.StatusUnauthorized, code, "%s: %s", what, bodies[i])
+			require.Equal(t, http.StatusUnauthorized, code, "%s: %s", what, body)
 		}
 		turns++
 	}
@@ -187,4 +132,48 @@ func TestUserPasswordHashesShareTheBound(t *testing.T) {
 		}
 	}
 	require.Equal(t, created, crowd, "a refused POST created no user")
+}
+
+// crowdCall is one request of a crowd sent together (auth: a bearer token,
+// or none).
+type crowdCall struct{ method, path, body, auth string }
+
+// crowdAnswer is what a crowdCall was answered.
+type crowdAnswer struct {
+	code             int
+	retryAfter, body string
+}
+
+// sendTogether sends calls at once, each on its own goroutine, and returns
+// their answers in the calls' order.
+func sendTogether(t *testing.T, h *harness, calls []crowdCall) []crowdAnswer {
+	t.Helper()
+	answers := make([]crowdAnswer, len(calls))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, c := range calls {
+		wg.Go(func() {
+			<-start
+			req, err := http.NewRequestWithContext(t.Context(), c.method, h.app.URL+c.path, strings.NewReader(c.body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if c.auth != "" {
+				req.Header.Set("Authorization", "Bearer "+c.auth)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := h.client.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			answers[i] = crowdAnswer{resp.StatusCode, resp.Header.Get("Retry-After"), string(b)}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return answers
 }

@@ -245,7 +245,7 @@ func Run(m *testing.M) int {
 		}
 		h.dropping.Wait()
 		h.mu.Lock()
-		left := append(h.retired, h.pkgDB)
+		left := append([]string{h.pkgDB}, h.retired...)
 		names := append([]string(nil), h.created...)
 		h.mu.Unlock()
 		h.dropAll(left) // together, as retire drops
