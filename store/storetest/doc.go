@@ -15,4 +15,11 @@
 // under it a finished test's database is dropped in the background, a few
 // together (each DROP DATABASE is a checkpoint; requests made together
 // share one), and Main waits for those drops.
+//
+// A binary that dies (a timeout's panic, a kill) cannot drop its
+// databases. Their names carry a tag of the machine and boot and the
+// binary's pid (stitchd_t_<tag>_<pid>_…), so the next binary to start on
+// the same machine drops those whose process is gone and which nobody is
+// connected to; other machines' databases on a shared server are left
+// alone.
 package storetest

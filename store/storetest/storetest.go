@@ -82,7 +82,7 @@ func setup() (*harness, error) {
 	if err := hs.ensureTemplate(ctx); err != nil {
 		return nil, err
 	}
-	hs.pkgDB = fmt.Sprintf("stitchd_t_%d_%d", os.Getpid(), time.Now().UnixNano()%1_000_000)
+	hs.pkgDB = fmt.Sprintf("%s%s_%d_%d", dbPrefix, hostTag(), os.Getpid(), time.Now().UnixNano()%1_000_000)
 	if err := hs.clone(ctx, hs.pkgDB); err != nil {
 		return nil, err
 	}
@@ -139,6 +139,11 @@ func (hs *harness) ensureTemplate(ctx context.Context) error {
 	defer conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock(74201)`) //nolint:errcheck
 	var exists bool
 	if err := conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, hs.template).Scan(&exists); err != nil {
+		return err
+	}
+	// Under the lock, once a binary: what dead binaries of this machine
+	// left behind goes first.
+	if _, err := dropStale(ctx, db, hostTag()); err != nil {
 		return err
 	}
 	if exists {
