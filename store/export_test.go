@@ -66,3 +66,6 @@ func Queued(tx engine.Tx) int {
 	}
 	return ptx.q.queued()
 }
+
+// ListenAllWithin is ListenAll waiting at most within for its connection.
+var ListenAllWithin = listenAll

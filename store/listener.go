@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lib/pq"
@@ -31,20 +33,61 @@ func Listen(ctx context.Context, url, channel string, log *slog.Logger, fn func(
 // notification handed to its channel's function; after a reconnect every
 // function is called with "".
 func ListenAll(ctx context.Context, url string, log *slog.Logger, fns map[string]func(payload string)) error {
+	return listenAll(ctx, url, log, fns, listenConnectWithin)
+}
+
+// listenConnectWithin bounds how long ListenAll waits for the listening
+// connection's first LISTEN. The pool has connected by then, so a
+// listener that cannot is told something the pool is not (its TLS, say)
+// and would otherwise wait forever, leaving the process half started.
+const listenConnectWithin = 30 * time.Second
+
+func listenAll(ctx context.Context, url string, log *slog.Logger, fns map[string]func(payload string), within time.Duration) error {
 	dsn, err := listenerDSN(url)
 	if err != nil {
 		return err
 	}
+	var mu sync.Mutex
+	var lastErr error
 	l := pq.NewListener(dsn, 100*time.Millisecond, 5*time.Second, func(ev pq.ListenerEventType, err error) {
-		if err != nil && log != nil {
-			log.Warn("database listener", "event", ev, "error", err)
+		if err != nil {
+			mu.Lock()
+			lastErr = err
+			mu.Unlock()
+			if log != nil {
+				log.Warn("database listener", "event", ev, "error", err)
+			}
 		}
 	})
-	for channel := range fns {
-		if err := l.Listen(channel); err != nil {
-			l.Close()
-			return fmt.Errorf("error listening on %s: %w", channel, err)
+	// Listen waits for a connection; Close ends the wait.
+	listened := make(chan error, 1)
+	go func() {
+		for channel := range fns {
+			if err := l.Listen(channel); err != nil {
+				listened <- fmt.Errorf("error listening on %s: %w", channel, err)
+				return
+			}
 		}
+		listened <- nil
+	}()
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	select {
+	case err := <-listened:
+		if err != nil {
+			l.Close()
+			return err
+		}
+	case <-timer.C:
+		l.Close()
+		<-listened
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Errorf("error listening for notifications: no connection within %s (last error: %v)", within, lastErr)
+	case <-ctx.Done():
+		l.Close()
+		<-listened
+		return fmt.Errorf("error listening for notifications: %w", ctx.Err())
 	}
 	go func() {
 		defer l.Close()
@@ -84,7 +127,13 @@ func ListenAll(ctx context.Context, url string, log *slog.Logger, fns map[string
 // host1:port1,host2:port2 (which pgx, the pool's driver, reads as two
 // hosts, as libpq does) as one host name.
 func listenerDSN(dsn string) (string, error) {
-	const name = "fallback_application_name=" + ListenerAppName
+	name := "fallback_application_name=" + ListenerAppName
+	// lib/pq requires TLS unless told otherwise; pgx, the pool's driver,
+	// prefers it, as libpq does. Without this a URL that names no sslmode
+	// served the pool over plain TCP and left the listener refused.
+	if os.Getenv("PGSSLMODE") == "" && !strings.Contains(dsn, "sslmode=") {
+		name = "sslmode='prefer' " + name
+	}
 	scheme, rest, ok := strings.Cut(dsn, "://")
 	if !ok || (scheme != "postgres" && scheme != "postgresql") {
 		return strings.TrimSpace(dsn + " " + name), nil

@@ -62,10 +62,11 @@ func TestListenerDSN(t *testing.T) {
 			"user='postgres' host='127.0.0.1' port='5432' dbname='stitchd' sslmode='disable' fallback_application_name=stitchd-listener"},
 		{"postgresql://u:p%27w@db1:5433,db2:5434,[::1]/d?target_session_attrs=read-write&connect_timeout=5",
 			"user='u' password='p\\'w' host='db1,db2,::1' port='5433,5434,' dbname='d' connect_timeout='5' " +
-				"target_session_attrs='read-write' fallback_application_name=stitchd-listener"},
-		{"postgres://db1,db2/d", "host='db1,db2' dbname='d' fallback_application_name=stitchd-listener"},
+				"target_session_attrs='read-write' sslmode='prefer' fallback_application_name=stitchd-listener"},
+		{"postgres://db1,db2/d", "host='db1,db2' dbname='d' sslmode='prefer' fallback_application_name=stitchd-listener"},
 		{"host=a,b port=1,2 dbname=d target_session_attrs=read-write",
-			"host=a,b port=1,2 dbname=d target_session_attrs=read-write fallback_application_name=stitchd-listener"},
+			"host=a,b port=1,2 dbname=d target_session_attrs=read-write sslmode='prefer' fallback_application_name=stitchd-listener"},
+		{"host=a sslmode=verify-full", "host=a sslmode=verify-full fallback_application_name=stitchd-listener"},
 	} {
 		got, err := listenerDSN(c.in)
 		require.NoError(t, err)

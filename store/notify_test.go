@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	neturl "net/url"
@@ -172,4 +174,82 @@ func TestListenFollowsMultiHostURL(t *testing.T) {
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
 		AND application_name = $1`, store.ListenerAppName).Scan(&named))
 	require.Equal(t, 1, named)
+}
+
+// noTLSProxy serves target's Postgres as a server without TLS would: it
+// answers a client's SSLRequest with 'N' and then passes bytes both ways.
+func noTLSProxy(t *testing.T, target string) string {
+	t.Helper()
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				var first [8]byte
+				if _, err := io.ReadFull(c, first[:]); err != nil {
+					return
+				}
+				up, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				// SSLRequest: length 8, code 80877103.
+				if binary.BigEndian.Uint32(first[4:]) == 80877103 {
+					if _, err := c.Write([]byte{'N'}); err != nil {
+						return
+					}
+				} else if _, err := up.Write(first[:]); err != nil {
+					return
+				}
+				go func() { _, _ = io.Copy(up, c) }()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A database URL naming no sslmode works for the pool (pgx prefers TLS)
+// and, the same, for the listener, on a server without TLS: lib/pq's own
+// default, require, left it refused and the process waiting at start-up.
+// A listener that cannot connect fails ListenAll, saying why, instead of
+// waiting forever.
+func TestListenerOnAServerWithoutTLS(t *testing.T) {
+	t.Parallel()
+	st, u := storetest.IsolatedDB(t)
+	pu, err := neturl.Parse(u)
+	require.NoError(t, err)
+	pu.Host = noTLSProxy(t, pu.Host)
+	q := pu.Query()
+	q.Del("sslmode")
+	pu.RawQuery = q.Encode()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	channel := "stitchd_test_" + uuid.NewString()[:8]
+	got := make(chan string, 100)
+	require.NoError(t, store.ListenAllWithin(ctx, pu.String(), nil, map[string]func(string){channel: func(k string) { got <- k }}, 10*time.Second))
+	db, err := st.SQLDB()
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `SELECT pg_notify($1, 'k')`, channel)
+	require.NoError(t, err)
+	select {
+	case k := <-got:
+		require.Equal(t, "k", k)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification through a listener on a server without TLS")
+	}
+
+	q.Set("sslmode", "require")
+	pu.RawQuery = q.Encode()
+	err = store.ListenAllWithin(ctx, pu.String(), nil, map[string]func(string){channel: func(string) {}}, 300*time.Millisecond)
+	require.ErrorContains(t, err, "no connection within 300ms")
+	require.ErrorContains(t, err, "SSL is not enabled on the server")
 }
