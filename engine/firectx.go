@@ -43,12 +43,16 @@ func (f *fireCtx) Log(message string, data json.RawMessage) {
 	if len(message) > MaxLogMessage {
 		message = strings.ToValidUTF8(message[:MaxLogMessage], "") + "…"
 	}
-	p := map[string]any{"node_id": f.node.ID, "message": message}
+	p := map[string]any{"node_id": f.node.ID, "message": storableText(message)}
 	switch {
 	case len(data) > MaxLogData:
 		p["data"] = map[string]any{"omitted": fmt.Sprintf("%d bytes, more than %d", len(data), MaxLogData)}
 	case len(data) > 0 && json.Valid(data):
-		p["data"] = data
+		if msg := unstorable("the data", data); msg != "" {
+			p["data"] = map[string]any{"omitted": msg}
+		} else {
+			p["data"] = data
+		}
 	}
 	f.logs = append(f.logs, NewEvent{Type: EventNodeLog, Key: f.key, Payload: p})
 }
@@ -228,6 +232,9 @@ func (f *fireCtx) Complete(output json.RawMessage) error {
 	if err := f.act(); err != nil {
 		return err
 	}
+	if msg := unstorable("the output", output); msg != "" {
+		return f.fail(msg)
+	}
 	if f.unwritten() {
 		return writer.ErrNeedsRow
 	}
@@ -284,6 +291,7 @@ func (f *fireCtx) fail(reason string) error {
 	if f.unwritten() {
 		return writer.ErrNeedsRow
 	}
+	reason = storableText(reason)
 	tr := f.start(StatusRunning, StatusFailed)
 	tr.Error = &reason
 	st, err := f.t.transition(tr)

@@ -52,11 +52,21 @@ func (t *txn) setVariables(n *Node, st *NodeState, sets map[string]string) error
 		if err == nil {
 			out, err = v.evalCompleted(env)
 		}
+		// A value that cannot be stored (NaN, a NUL character) sets null
+		// as a failed expression does: it would fail the transaction.
+		var msg string
 		if err != nil {
+			msg = ExprMessage(err)
+		} else if b, err := json.Marshal(out); err != nil {
+			msg = "its value is not JSON: " + err.Error()
+		} else {
+			msg = unstorable("its value", b)
+		}
+		if msg != "" {
 			if failed == nil {
 				failed = map[string]string{}
 			}
-			failed[name] = ExprMessage(err)
+			failed[name] = msg
 			out = nil
 		}
 		vals[name] = out

@@ -41,6 +41,7 @@ var allowed = map[string][]string{
 		"github.com/santhosh-tekuri/jsonschema/v6", // UX forms: JSON Schema 2020-12
 		"github.com/sosodev/duration",              // Wait nodes: ISO 8601 durations
 		"golang.org/x/text",                        // form errors' messages
+		mod + "/internal/jsonlimit",                // what Postgres can store of a value a step made
 		// Its own leaves: the values at its seams, its writer and its
 		// commit service.
 		mod + "/engine/enginetype",
