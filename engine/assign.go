@@ -158,7 +158,7 @@ func names(v any, what string, check func(string) error, lower bool) ([]string, 
 // CheckEmail checks an assignee's email: not empty, with an @, at most 320
 // bytes.
 func CheckEmail(s string) error {
-	if s == "" || len(s) > maxEmailLen || !strings.Contains(s, "@") || strings.ContainsAny(s, " \t\r\n") {
+	if s == "" || len(s) > maxEmailLen || !strings.Contains(s, "@") || strings.ContainsAny(s, " \t\r\n") || storableText(s) != s {
 		return fmt.Errorf("%q is not an email address", s)
 	}
 	return nil
@@ -166,7 +166,7 @@ func CheckEmail(s string) error {
 
 // CheckGroup checks a group's name: not empty, at most 200 bytes.
 func CheckGroup(s string) error {
-	if s == "" || len(s) > maxGroupLen {
+	if s == "" || len(s) > maxGroupLen || storableText(s) != s {
 		return fmt.Errorf("%q is not a group name (1 to %d characters)", s, maxGroupLen)
 	}
 	return nil

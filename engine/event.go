@@ -21,6 +21,9 @@ func (f *fireCtx) WaitForEvent(w EventWait, timeoutSeconds int) error {
 	if f.unwritten() {
 		return writer.ErrNeedsRow
 	}
+	if storableText(w.Key) != w.Key {
+		return f.fail("the key holds a NUL character or is not valid UTF-8, which cannot be stored")
+	}
 	t := f.t
 	ev, err := t.w.TakeEvent(t.run.ID, w)
 	if err != nil {

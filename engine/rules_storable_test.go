@@ -27,6 +27,18 @@ func TestRuleUnstorableValues(t *testing.T) {
 		require.Contains(t, *ns["x"].Error, `the output holds a NUL character (\u0000), which cannot be stored`)
 		require.NotNil(t, got.Error)
 	})
+	// Text columns refuse NUL too: an Event's key, an assignee.
+	for name, g := range map[string]string{
+		"an event key fails its node": `{"nodes":[{"id":"x","type":"Event","data":{"event":"e","key":"\"a\\x00b\"","timeoutSeconds":60}}],"edges":[]}`,
+		"an assignee fails its node":  `{"nodes":[{"id":"x","type":"UX","data":{"assignees":"\"a\\x00b@example.com\""}}],"edges":[]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t)
+			run := r.start(g, `{}`)
+			_, ns := r.wantStatuses(run.ID, engine.RunFailed, map[string]engine.Status{"x": engine.StatusFailed})
+			require.NotNil(t, ns["x"].Error)
+		})
+	}
 	t.Run("a variable is set null", func(t *testing.T) {
 		r := newRig(t)
 		run := r.start(`{"nodes":[
