@@ -114,6 +114,23 @@ func TestCLIFlowApplyAndList(t *testing.T) {
 	require.Regexp(t, `^ID\s+NAME\s+VERSION\s+UPDATED$`, lines[0])
 	require.Regexp(t, "(?m)^"+id+`\s+cli-apply\s+2\s`, out)
 	require.Regexp(t, "(?m)^"+s.loaded.FlowID+`\s+Lead qualification\s+1\s`, out)
+
+	// A second flow of the same name (the API allows it): apply changes
+	// neither, as run start picks neither.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.app.URL+"/api/v1/flows",
+		strings.NewReader(`{"name":"cli-apply","graph":`+uxGraph+`}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+cliToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	_, _, err = s.cli(t, "flow", "apply", good)
+	require.ErrorContains(t, err, `several flows are named "cli-apply"`)
+	out, _, err = s.cli(t, "flow", "list")
+	require.NoError(t, err)
+	require.Regexp(t, "(?m)^"+id+`\s+cli-apply\s+2\s`, out, "unchanged")
 }
 
 func TestCLIFlowApplyErrors(t *testing.T) {

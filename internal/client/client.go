@@ -244,17 +244,25 @@ func (c *Client) UpdateFlow(ctx context.Context, id string, f FlowSpec) (*Flow, 
 }
 
 // ApplyFlow creates the flow named f.Name, or updates it when one exists.
-// created tells which.
+// created tells which. Flow names need not be unique: when several flows
+// share the name it changes none, as FindFlow picks none.
 func (c *Client) ApplyFlow(ctx context.Context, f FlowSpec) (flow *Flow, created bool, err error) {
 	flows, err := c.ListFlows(ctx)
 	if err != nil {
 		return nil, false, err
 	}
-	for _, existing := range flows {
-		if existing.Name == f.Name {
-			flow, err = c.UpdateFlow(ctx, existing.Id.String(), f)
-			return flow, false, err
+	var found *Flow
+	for i := range flows {
+		if flows[i].Name == f.Name {
+			if found != nil {
+				return nil, false, fmt.Errorf("several flows are named %q; rename one, or save by id (PUT /api/v1/flows/{id})", f.Name)
+			}
+			found = &flows[i]
 		}
+	}
+	if found != nil {
+		flow, err = c.UpdateFlow(ctx, found.Id.String(), f)
+		return flow, false, err
 	}
 	flow, err = c.CreateFlow(ctx, f)
 	return flow, true, err
