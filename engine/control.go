@@ -131,7 +131,8 @@ func (e *Engine) SkipNode(ctx context.Context, p SkipNodeParams) error {
 		case StatusFailed, StatusWaitingForUser, StatusSleeping, StatusWaitingForEvent:
 			tr.Steps = []Status{StatusRunning, StatusCompleted}
 		default:
-			return &TransitionError{Key: p.Key, Want: StatusFailed, Current: cur}
+			return fmt.Errorf("%w: node %s is %s; only a running, failed, waiting or sleeping node can be skipped", ErrConflict,
+				p.Key, cur.Status)
 		}
 		if n.Caps.FansOut {
 			return fmt.Errorf("%w: a Splitter cannot be skipped (its region would have no items); retry it", ErrConflict)

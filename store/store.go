@@ -287,6 +287,12 @@ func interpretError(err error) error {
 	if err == nil {
 		return nil
 	}
+	// Interpreted already, on its way out of a transaction: keep what
+	// its wrapping says (which node was not found, say).
+	var ce *clientError
+	if errors.As(err, &ce) {
+		return err
+	}
 	if errors.Is(err, gorm.ErrRecordNotFound) || errors.Is(err, sql.ErrNoRows) {
 		return &clientError{sentinel: engine.ErrNotFound, cause: err}
 	}

@@ -111,7 +111,12 @@ func TestSkipNodeByHand(t *testing.T) {
 	flow := h.createFlow([]map[string]any{wnode(h, "a"), wnode(h, "b"), node("ask", "UX", nil)},
 		[]map[string]any{edge("a", "b", nil), edge("b", "ask", nil)})
 	r := h.startRun(flow, map[string]any{})
-	require.Equal(t, 409, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/b/skip", map[string]any{}, nil), "b is pending")
+	var refused apiErrorJSON
+	require.Equal(t, 409, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/b/skip", map[string]any{}, &refused), "b is pending")
+	require.Contains(t, refused.Error.Message, "node b is pending; only a running, failed, waiting or sleeping node can be skipped")
+	var unknown apiErrorJSON
+	require.Equal(t, 404, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/nope/skip", map[string]any{}, &unknown))
+	require.Contains(t, unknown.Error.Message, "nope")
 	require.Equal(t, 404, h.do("POST", "/api/v1/runs/"+r.ID+"/nodes/nope/skip", map[string]any{}, nil))
 	d := h.waitDispatch(r.ID, "a", 1)
 	code, body := h.post(d.Payload.CallbackURL, `{"status": "failed", "error": "broken"}`)
