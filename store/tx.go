@@ -873,13 +873,13 @@ const maxQueued = 1000
 func (t *pgTx) SkipLater(_ context.Context, runID string, keys []string, then []engine.UntakenCountDown) error {
 	q := `WITH moved AS (UPDATE node_states SET status = 'skipped', error = NULL, deadline = NULL,
 			finished_at = now(), updated_at = now()
-		WHERE run_id = ? AND key = ANY(?::text[]) AND status = 'pending' RETURNING 1)`
-	args := []any{runID, keys}
+		WHERE run_id = ? AND ` + keyMatch(keys) + ` AND status = 'pending' RETURNING 1)`
+	args := append([]any{runID}, keyArgs(keys)...)
 	sel := ` SELECT 1 / ((SELECT count(*) FROM moved) / ?)`
 	tail := []any{len(keys)}
 	for i, c := range then {
-		q += fmt.Sprintf(`, counted%d AS (%s RETURNING 1)`, i, untakenCountDownSQL)
-		args = append(args, c.N, c.N, runID, c.Keys, c.N)
+		q += fmt.Sprintf(`, counted%d AS (%s RETURNING 1)`, i, untakenCountDownSQL(c.Keys))
+		args = append(append(append(args, c.N, c.N, runID), keyArgs(c.Keys)...), c.N)
 		sel += fmt.Sprintf(` + 1 / ((SELECT count(*) FROM counted%d) / ?)`, i)
 		tail = append(tail, len(c.Keys))
 	}
@@ -896,16 +896,20 @@ func (t *pgTx) SkipLater(_ context.Context, runID string, keys []string, then []
 }
 
 // untakenCountDownSQL counts the pending parents of keys down by n, all
-// decided not taken, where parents are left after it.
-const untakenCountDownSQL = `UPDATE node_states SET pending_parents = pending_parents - ?, untaken_parents = untaken_parents + ?
-		WHERE run_id = ? AND key = ANY(?::text[]) AND status = 'pending' AND pending_parents > ?`
+// decided not taken, where parents are left after it (its arguments: n,
+// n, the run, keyArgs(keys), n).
+func untakenCountDownSQL(keys []string) string {
+	return `UPDATE node_states SET pending_parents = pending_parents - ?, untaken_parents = untaken_parents + ?
+		WHERE run_id = ? AND ` + keyMatch(keys) + ` AND status = 'pending' AND pending_parents > ?`
+}
 
 func (t *pgTx) CountDownUntakenLater(_ context.Context, runID string, keys []string, n int) error {
-	t.later(`WITH counted AS (`+untakenCountDownSQL+` RETURNING 1)
+	args := append(append([]any{n, n, runID}, keyArgs(keys)...), n, len(keys))
+	t.later(`WITH counted AS (`+untakenCountDownSQL(keys)+` RETURNING 1)
 		SELECT 1 / (count(*) / ?) FROM counted`, checked(func() error {
 		return &engine.QueuedTransitionError{RunID: runID, Key: strings.Join(keys, ","), From: engine.StatusPending,
 			To: engine.StatusPending}
-	}), n, n, runID, keys, n, len(keys))
+	}), args...)
 	return nil
 }
 
@@ -945,7 +949,7 @@ func (t *pgTx) addPending(ctx context.Context, runID string, keys []string, delt
 	rows, err := t.raw(ctx, `UPDATE node_states SET pending_parents = pending_parents + ?,
 			untaken_parents = untaken_parents + CASE WHEN key = ANY(?::text[]) THEN ? ELSE 0 END
 		WHERE run_id = ? AND `+keyMatch(keys)+` RETURNING key, pending_parents, untaken_parents, status`,
-		planFor(len(keys), delta, nonNil(untaken), -delta, runID, keyArg(keys))...).Rows()
+		planFor(len(keys), append([]any{delta, nonNil(untaken), -delta, runID}, keyArgs(keys)...)...)...).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -992,29 +996,41 @@ func (t *pgTx) AddPendingLater(_ context.Context, runID string, keys []string, d
 				out[g.K] = engine.Pending{Remaining: g.N, Untaken: g.U, Status: g.S}
 			}
 			return nil
-		}, delta, runID, keyArg(keys))
+		}, append([]any{delta, runID}, keyArgs(keys)...)...)
 	return func() (map[string]engine.Pending, error) { return out, err }
 }
 
-// keyMatch matches node_states rows by key: "key = ?" for one key, else
-// "key = ANY(?)"; keyArg is its parameter. Postgres plans "key = ANY($1)"
-// generically for ten keys, a bitmap scan ten times the cost of the custom
-// plan for one key, so it kept planning the statement at every execution,
-// which cost more than the execution itself
-// (docs/performance.md#measurements-behind-the-code); "key = $1" has a
-// generic plan as good as any custom one.
+// keyMatch matches node_states rows by key: "key = ?" for one key, "key
+// IN (?, …)" for up to maxKeyList, else "key = ANY(?)"; keyArgs are its
+// parameters. Postgres plans "key = ANY($1)" generically for ten keys,
+// costlier than the custom plan for one key or a switch's three branches,
+// so it never takes the generic plan and plans the statement at every
+// execution, which cost about as much as the execution itself
+// (docs/performance.md#measurements-behind-the-code); "key = $1" and an
+// IN list of parameters have generic plans as good as any custom one.
 func keyMatch(keys []string) string {
-	if len(keys) == 1 {
+	switch {
+	case len(keys) == 1:
 		return `key = ?`
+	case len(keys) <= maxKeyList:
+		return `key IN (?` + strings.Repeat(`, ?`, len(keys)-1) + `)`
 	}
 	return `key = ANY(?::text[])`
 }
 
-func keyArg(keys []string) any {
-	if len(keys) == 1 {
-		return keys[0]
+// maxKeyList bounds the keys keyMatch lists one parameter each.
+const maxKeyList = 8
+
+// keyArgs are keyMatch's parameters.
+func keyArgs(keys []string) []any {
+	if len(keys) > maxKeyList {
+		return []any{keys}
 	}
-	return keys
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = k
+	}
+	return out
 }
 
 func (t *pgTx) ResetUntaken(ctx context.Context, runID string) error {
@@ -1032,7 +1048,7 @@ func (t *pgTx) Outputs(ctx context.Context, runID string, keys []string) (map[st
 		return out, nil
 	}
 	rows, err := t.raw(ctx, `SELECT key, output FROM node_states WHERE run_id = ? AND `+keyMatch(keys),
-		planFor(len(keys), runID, keyArg(keys))...).Rows()
+		planFor(len(keys), append([]any{runID}, keyArgs(keys)...)...)...).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -1054,7 +1070,7 @@ func (t *pgTx) NodeStates(ctx context.Context, runID string, keys []string) (map
 		return out, nil
 	}
 	rows, err := t.raw(ctx, `SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ? AND `+keyMatch(keys),
-		planFor(len(keys), runID, keyArg(keys))...).Rows()
+		planFor(len(keys), append([]any{runID}, keyArgs(keys)...)...)...).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
