@@ -383,10 +383,11 @@ func bind(c echo.Context, v any) error {
 // decoder stopped, as a line and column (a flow file edited by hand is
 // found at once), and why.
 func malformedJSON(body []byte, err error) *apiError {
+	why := engine.DecodeMessage(err)
 	if line, col, ok := jsonlimit.Position(body, err); ok {
-		return badRequest(fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, err.Error()))
+		return badRequest(fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, why))
 	}
-	return badRequest("malformed JSON: " + err.Error())
+	return badRequest("malformed JSON: " + why)
 }
 
 func validUUID(s string) bool {

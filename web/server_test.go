@@ -1175,6 +1175,20 @@ func TestMalformedJSONSaysWhere(t *testing.T) {
 		require.Equal(t, "invalid_request", p.Error.Code, tc.body)
 		require.Contains(t, p.Error.Message, "malformed JSON at "+tc.where+": ", tc.body)
 	}
+	// A value of the wrong kind is said in JSON's words, not Go's.
+	for body, want := range map[string]string{
+		`{"name": "x", "graph": {"nodes": {}, "edges": []}}`: "graph: error parsing visual graph: nodes must be an array, not an object",
+		`{"name": 7}`: "name must be a string, not a number",
+		`{"name": "x", "graph": {"nodes": [{"id": 5}]}}`: "nodes[0]: id must be a string, not a number",
+	} {
+		var p struct {
+			Error problem `json:"error"`
+		}
+		b := call(t, h, http.StatusBadRequest, req{method: "POST", path: "/api/v1/flows", body: body})
+		require.NoError(t, json.Unmarshal(b, &p), string(b))
+		require.Contains(t, p.Error.Message, want, body)
+		require.NotContains(t, p.Error.Message, "Go ", body)
+	}
 	require.Equal(t, "[]", strings.TrimSpace(string(decode[struct {
 		Flows json.RawMessage `json:"flows"`
 	}](t, call(t, h, http.StatusOK, req{method: "GET", path: "/api/v1/flows"})).Flows)), "no flow was made")
