@@ -3,6 +3,8 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -28,7 +30,10 @@ func (b *credentialBody) check(name string) (store.PutCredentialParams, []engine
 		problems = append(problems, engine.Problem{Code: "invalid", Path: "name", Message: engine.SecretNameRule})
 	}
 	var data credential.Data
-	if len(b.Data) == 0 {
+	if !slices.Contains(credential.Types, b.Type) {
+		problems = append(problems, engine.Problem{Code: "invalid", Path: "type",
+			Message: "type must be one of " + strings.Join(credential.Types, ", ")})
+	} else if len(b.Data) == 0 {
 		problems = append(problems, engine.Problem{Code: "required", Path: "data", Message: "data is required (the type's fields)"})
 	} else {
 		var err error

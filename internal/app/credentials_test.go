@@ -125,6 +125,11 @@ func TestCredentials(t *testing.T) {
 		paths = append(paths, d.Path)
 	}
 	require.ElementsMatch(t, []string{"name", "data", "allowed_hosts"}, paths)
+	bad.Error.Details = nil
+	require.Equal(t, 400, h.do("POST", "/api/v1/credentials", map[string]any{"name": "magic", "type": "magic",
+		"data": map[string]any{"token": "t"}, "allowed_hosts": []string{host}}, &bad))
+	require.Len(t, bad.Error.Details, 1)
+	require.Equal(t, "type", bad.Error.Details[0].Path, "an unknown type is the type's problem, not the data's")
 	require.Equal(t, 404, h.do("PUT", "/api/v1/credentials/ghost", map[string]any{"type": "bearer", "data": map[string]any{"token": "t"},
 		"allowed_hosts": []string{host}}, nil))
 	require.Equal(t, 204, h.do("DELETE", "/api/v1/credentials/elsewhere", nil, nil))
