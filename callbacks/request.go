@@ -169,8 +169,11 @@ func (d *Dispatcher) TryRequest(ctx context.Context, ws, rawURL string, rq *engi
 	if !ok {
 		return r
 	}
-	defer ex.redact(&r)
 	d.exchange(ctx, rctx, ex, timeout, &r)
+	// Redacted before r is returned, not deferred: r is returned by value,
+	// so a deferred redaction would reach only its headers (a map both
+	// copies share), and the answer's body and error kept the values.
+	ex.redact(&r)
 	return r
 }
 

@@ -3,12 +3,15 @@ package app_test
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/engine"
 )
 
 // TestTryNode: POST /api/v1/flows/{id}/nodes/{key}/test runs one step
@@ -114,4 +117,99 @@ func TestTryNode(t *testing.T) {
 	require.Equal(t, 200, h.do("GET", "/api/v1/runs?flow_id="+flow, nil, &runs))
 	require.Empty(t, runs.Runs, "trying steps writes no run")
 	require.EqualValues(t, 1, hits.Load(), "only the HTTP step's try sent a request")
+}
+
+// TestTryNodeRedactsSecrets: an HTTP step tried alone sends its secret and
+// its credential for real, and answers what came back redacted exactly as
+// a run stores it: a server echoing every request header in its body and a
+// header (the output), in a refusal's body (the error), and an error
+// quoting the URL carry [redacted], and neither value is anywhere in the
+// answers' bytes.
+func TestTryNodeRedactsSecrets(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, withSecretKey(t))
+	const token, value = "SUPERSECRET123", "hunter2-very-secret-value"
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		headers, _ := json.Marshal(r.Header)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Echo", r.Header.Get("Authorization")+" "+r.Header.Get("X-Key"))
+		if r.URL.Path == "/deny" {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+		_, _ = w.Write([]byte(`{"headers": ` + string(headers) + `}`))
+	}))
+	t.Cleanup(echo.Close)
+	closed, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	gone := "http://" + closed.Addr().String()
+	require.NoError(t, closed.Close())
+
+	require.Equal(t, http.StatusCreated, h.do("POST", "/api/v1/credentials", map[string]any{"name": "crm", "type": "bearer",
+		"data": map[string]any{"token": token}, "allowed_hosts": []string{"127.0.0.1"}}, nil))
+	require.Equal(t, http.StatusCreated, h.do("POST", "/api/v1/secrets", map[string]any{"name": "TOPSECRET", "value": value,
+		"allowed_hosts": []string{"127.0.0.1"}}, nil))
+	call := func(url string) map[string]any {
+		return map[string]any{"url": url, "credential": "crm", "headers": map[string]any{"X-Key": `{{ secret "TOPSECRET" }}`},
+			"retry": map[string]any{"maxAttempts": 1}}
+	}
+	flow := h.createFlow([]map[string]any{
+		node("echo", "HTTP", call(echo.URL+"/t")),
+		node("deny", "HTTP", call(echo.URL+"/deny")),
+		node("down", "HTTP", call(gone+`/x?k={{ secret "TOPSECRET" }}`)),
+	}, nil)
+
+	// A run of the echo stores it redacted: the try must answer the same.
+	ran := h.waitRun(h.startRun(flow, map[string]any{}).ID, "failed")
+	require.Contains(t, string(ran.Nodes["echo"].Output), "Bearer [redacted]", "%s", ran.Nodes["echo"].Output)
+
+	answers := map[string]string{}
+	for _, key := range []string{"echo", "deny", "down"} {
+		var raw json.RawMessage
+		code := h.do("POST", "/api/v1/flows/"+flow+"/nodes/"+key+"/test", map[string]any{"input": map[string]any{}}, &raw)
+		require.Equal(t, http.StatusOK, code, "%s: %s", key, raw)
+		answers[key] = string(raw)
+	}
+	var echoed struct {
+		Output struct {
+			Status  int               `json:"status"`
+			Headers map[string]string `json:"headers"`
+			Body    struct {
+				Headers map[string][]string `json:"headers"`
+			} `json:"body"`
+		} `json:"output"`
+		Error *string `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(answers["echo"]), &echoed))
+	require.Nil(t, echoed.Error, answers["echo"])
+	require.Equal(t, 200, echoed.Output.Status)
+	require.Equal(t, []string{"Bearer [redacted]"}, echoed.Output.Body.Headers["Authorization"], "the echoed credential")
+	require.Equal(t, []string{"[redacted]"}, echoed.Output.Body.Headers["X-Key"], "the echoed secret")
+	require.Equal(t, "Bearer [redacted] [redacted]", echoed.Output.Headers["x-echo"])
+	var stored struct {
+		Body struct {
+			Headers map[string][]string `json:"headers"`
+		} `json:"body"`
+	}
+	require.NoError(t, json.Unmarshal(ran.Nodes["echo"].Output, &stored))
+	require.Equal(t, stored.Body.Headers["Authorization"], echoed.Output.Body.Headers["Authorization"], "as the run stored it")
+	require.Equal(t, stored.Body.Headers["X-Key"], echoed.Output.Body.Headers["X-Key"], "as the run stored it")
+
+	var failed struct {
+		Error *string `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(answers["deny"]), &failed))
+	require.NotNil(t, failed.Error, answers["deny"])
+	require.Contains(t, *failed.Error, "HTTP 401")
+	require.Contains(t, *failed.Error, "Bearer [redacted]", "the refusal's echo")
+	require.NoError(t, json.Unmarshal([]byte(answers["down"]), &failed))
+	require.NotNil(t, failed.Error, answers["down"])
+	require.Contains(t, *failed.Error, "request failed")
+	require.Contains(t, *failed.Error, "k=[redacted]", "the error quoting the URL")
+
+	for key, raw := range answers {
+		for _, form := range append(secretForms(token), secretForms(value)...) {
+			require.NotContains(t, raw, form, "the value in the answer of %s", key)
+		}
+		require.Contains(t, raw, engine.Redacted, key)
+	}
 }
