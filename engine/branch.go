@@ -40,9 +40,25 @@ func (t *txn) decide(n *Node, key string, iter int, input, output json.RawMessag
 }
 
 func (t *txn) decideEdges(n *Node, key string, input, output json.RawMessage, outcome string) ([]string, error) {
-	rules := t.graph.Branches[n.ID]
-	taken := make([]string, 0, len(rules))
 	var env *ConditionEnv
+	return t.e.decideRules(t.graph.Branches[n.ID], outcome, func(c *Condition) (*ConditionEnv, error) {
+		if env == nil {
+			var err error
+			env, err = t.conditionEnv(c, key, input, output)
+			return env, err
+		}
+		return env, t.completeEnv(env, c, key)
+	})
+}
+
+// decideRules decides a completed node's edge rules (outcome: a person's
+// choice at a UX node, else ""): the targets of the edges taken, never
+// nil. envFor gives what condition c sees. It is the decision both of a
+// run (decideEdges) and of a step tried alone (TryNode), so that a try
+// takes the edges a run would, and fails where a run would: a condition
+// that cannot be evaluated is an *errCondition.
+func (e *Engine) decideRules(rules []EdgeRule, outcome string, envFor func(c *Condition) (*ConditionEnv, error)) ([]string, error) {
+	taken := make([]string, 0, len(rules))
 	chose := false
 	for _, r := range rules {
 		switch {
@@ -54,15 +70,12 @@ func (t *txn) decideEdges(n *Node, key string, input, output json.RawMessage, ou
 			}
 			chose = true
 		case r.Condition != "":
-			c, err := t.e.conds.get(r.Condition)
+			c, err := e.conds.get(r.Condition)
 			if err != nil {
 				return nil, &errCondition{edgeID: r.ID, err: err}
 			}
-			if env == nil {
-				if env, err = t.conditionEnv(c, key, input, output); err != nil {
-					return nil, err
-				}
-			} else if err := t.completeEnv(env, c, key); err != nil {
+			env, err := envFor(c)
+			if err != nil {
 				return nil, err
 			}
 			ok, err := c.Eval(*env)

@@ -86,6 +86,12 @@ func (t *txn) checkLoop(n *Node, key string, iter int, taken []string) error {
 		}
 		iter = cur.Iteration
 	}
+	return l.limit(iter)
+}
+
+// limit refuses going round loop l again from iteration iter when that
+// would pass its maxIterations (a run's decision, and a try's: TryNode).
+func (l *Loop) limit(iter int) error {
 	if iter+1 >= l.MaxIterations {
 		return &errLoopLimit{loop: l}
 	}

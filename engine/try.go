@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -96,7 +97,11 @@ func (e *Engine) TryNode(ctx context.Context, p TryNodeParams) (*TryNodeResult, 
 	if tc.failed != "" {
 		res.Error, res.Output = &tc.failed, nil
 	}
-	res.Edges = tc.edges(res.Error != nil)
+	edges, err := tc.edges(res)
+	if err != nil {
+		return nil, err
+	}
+	res.Edges = edges
 	return res, nil
 }
 
@@ -250,63 +255,84 @@ func (c *tryCtx) FanOut(items []json.RawMessage) error {
 	return nil
 }
 
-// edges says which of the step's out-edges would be taken: its edge rules
-// decided as a run decides them (conditions over the samples; defaults
-// when no condition holds; failure edges when it failed).
-func (c *tryCtx) edges(failed bool) []TriedEdge {
+// edges says which of the step's out-edges a run would take, decided by
+// the run's own code (decideRules) over the samples: every edge of a
+// completed step without rules; a completed step's rules (conditions, the
+// default when none holds); a failed step's failure edges. A decision a
+// run would refuse — a condition that cannot be evaluated, a loop's back
+// edge past its maxIterations (the try being the first iteration) — fails
+// the step, as it fails a run's node: res says so with the run's message,
+// and no output (failDecision).
+func (c *tryCtx) edges(res *TryNodeResult) ([]TriedEdge, error) {
 	g := c.p.Graph
-	rules := map[string]EdgeRule{}
-	for _, r := range g.Branches[c.node.ID] {
-		rules[r.Target] = r
+	rules := g.Branches[c.node.ID]
+	if len(rules) == 0 {
+		out := make([]TriedEdge, 0, len(g.Adjacency[c.node.ID]))
+		for _, target := range g.Adjacency[c.node.ID] {
+			out = append(out, TriedEdge{Target: target, Taken: res.Error == nil})
+		}
+		return out, nil
 	}
-	out := make([]TriedEdge, 0, len(g.Adjacency[c.node.ID]))
-	chose := false
-	for _, target := range g.Adjacency[c.node.ID] {
-		r, ok := rules[target]
-		te := TriedEdge{ID: r.ID, Target: target}
-		switch {
-		case !ok:
-			te.Taken = !failed
-		case r.OnFailure:
-			te.Label, te.Taken = "on failure", failed
-		case r.Default:
-			te.Label = "default"
-		case r.Outcome != "":
-			te.Label = "outcome " + r.Outcome // a person's choice: not made here
-		case r.Condition != "":
-			te.Label = r.Condition
-			if !failed {
-				te.Taken, te.Error = c.condition(r.Condition)
-				chose = chose || te.Taken
+	var taken []string
+	var cerr *errCondition
+	if res.Error == nil {
+		var err error
+		if taken, err = c.e.decideRules(rules, "", c.conditionEnv); err == nil {
+			if l := g.loopTaken(c.node.ID, taken); l != nil {
+				err = l.limit(0)
 			}
+		}
+		var lerr *errLoopLimit
+		switch {
+		case errors.As(err, &cerr) || errors.As(err, &lerr):
+			msg := err.Error()
+			res.Error, res.Output = &msg, nil
+		case err != nil:
+			return nil, fmt.Errorf("error deciding the edges of %s: %w", c.node.ID, err)
+		}
+	}
+	out := make([]TriedEdge, 0, len(rules))
+	for _, r := range rules {
+		te := TriedEdge{ID: r.ID, Target: r.Target, Label: ruleLabel(r)}
+		if res.Error != nil {
+			te.Taken = r.OnFailure
+		} else {
+			te.Taken = slices.Contains(taken, r.Target)
+		}
+		if cerr != nil && r.Condition != "" && r.ID == cerr.edgeID {
+			te.Error = ExprMessage(cerr.err) // the edge that failed the step
 		}
 		out = append(out, te)
 	}
-	if !failed && !chose {
-		for i := range out {
-			if out[i].Label == "default" {
-				out[i].Taken = true
-			}
-		}
-	}
-	return out
+	return out, nil
 }
 
-func (c *tryCtx) condition(src string) (bool, string) {
-	cond, err := c.e.conds.get(src)
-	if err != nil {
-		return false, ExprMessage(err)
+// ruleLabel says what decides an edge: its condition, "default", "on
+// failure", an outcome (a person's choice, never made by a try), or ""
+// for a plain edge.
+func ruleLabel(r EdgeRule) string {
+	switch {
+	case r.OnFailure:
+		return "on failure"
+	case r.Default:
+		return "default"
+	case r.Outcome != "":
+		return "outcome " + r.Outcome
+	default:
+		return r.Condition
 	}
-	env := ConditionEnv{}
+}
+
+// conditionEnv gives what condition cond sees over the samples, the step's
+// output as output.
+func (c *tryCtx) conditionEnv(cond *Condition) (*ConditionEnv, error) {
+	env := &ConditionEnv{}
+	var err error
 	if env.Output, err = decodeJSON(c.output); err != nil {
-		return false, err.Error()
+		return nil, err
 	}
 	if err := c.env(&env.Input, &env.Run, &env.Steps, &env.Vars, &env.Item, cond.Refs); err != nil {
-		return false, err.Error()
+		return nil, err
 	}
-	ok, err := cond.Eval(env)
-	if err != nil {
-		return false, ExprMessage(err)
-	}
-	return ok, ""
+	return env, nil
 }

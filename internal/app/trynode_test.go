@@ -213,3 +213,49 @@ func TestTryNodeRedactsSecrets(t *testing.T) {
 		require.Contains(t, raw, engine.Redacted, key)
 	}
 }
+
+// TestTryConditionFailsAsARun: a Condition whose edge condition cannot be
+// evaluated over its input fails in a run; tried alone over the same
+// input, the answer says so with the run's message — not that the
+// default edge would be taken.
+func TestTryConditionFailsAsARun(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{node("c", "Condition", nil), wnode(h, "big"), wnode(h, "small")},
+		[]map[string]any{redge("c", "big", map[string]any{"condition": "output.n > 10"}), redge("c", "small", map[string]any{"default": true})})
+
+	ran := h.waitRun(h.startRun(flow, map[string]any{}).ID, "failed")
+	require.Equal(t, "failed", ran.Nodes["c"].Status)
+	require.NotNil(t, ran.Nodes["c"].Error)
+	require.Contains(t, *ran.Nodes["c"].Error, "the condition of edge c-big could not be evaluated: invalid operation: <nil> > int")
+
+	var a struct {
+		Output json.RawMessage `json:"output"`
+		Error  *string         `json:"error"`
+		Edges  []struct {
+			ID    string `json:"id"`
+			Taken bool   `json:"taken"`
+			Error string `json:"error"`
+		} `json:"edges"`
+	}
+	var raw json.RawMessage
+	require.Equal(t, http.StatusOK, h.do("POST", "/api/v1/flows/"+flow+"/nodes/c/test", map[string]any{"input": map[string]any{}}, &raw), "%s", raw)
+	require.NoError(t, json.Unmarshal(raw, &a))
+	require.NotNil(t, a.Error, "%s", raw)
+	require.Equal(t, *ran.Nodes["c"].Error, *a.Error, "the run's message")
+	require.Equal(t, "null", string(a.Output))
+	require.Len(t, a.Edges, 2)
+	for _, e := range a.Edges {
+		require.False(t, e.Taken, "%s: a failed step takes no edge but a failure edge", e.ID)
+	}
+	require.Equal(t, "c-big", a.Edges[0].ID)
+	require.Contains(t, a.Edges[0].Error, "invalid operation: <nil> > int")
+
+	// Where the condition holds, both take its edge.
+	require.Equal(t, http.StatusOK, h.do("POST", "/api/v1/flows/"+flow+"/nodes/c/test", map[string]any{"input": map[string]any{"n": 11}}, &raw))
+	a.Error = nil
+	require.NoError(t, json.Unmarshal(raw, &a))
+	require.Nil(t, a.Error)
+	require.True(t, a.Edges[0].Taken)
+	require.False(t, a.Edges[1].Taken)
+}
