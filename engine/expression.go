@@ -34,16 +34,20 @@ type ConditionEnv struct {
 // (steps.<id>): its latest row's input and output, null when it has not
 // run (or was skipped). Inside a fan-out region a step of the same region
 // is the same item's instance.
+//
+// StepEnv, ItemEnv and RunEnv are values an expression can hand on whole
+// ({"item": item}, a Code step's globals), encoded as JSON: their json
+// names are the ones expressions read, never Go's field names.
 type StepEnv struct {
-	Output any `expr:"output"`
-	Input  any `expr:"input"`
+	Output any `expr:"output" json:"output"`
+	Input  any `expr:"input" json:"input"`
 }
 
 // ItemEnv is the fan-out item an expression inside a parallel region runs
 // for: the innermost region's index, and the instance's key.
 type ItemEnv struct {
-	Index int    `expr:"index"`
-	Key   string `expr:"key"`
+	Index int    `expr:"index" json:"index"`
+	Key   string `expr:"key" json:"key"`
 }
 
 // Refs are what an expression reads beyond its input and output, so that
@@ -73,8 +77,8 @@ type Refs struct {
 
 // RunEnv is the run as a condition sees it.
 type RunEnv struct {
-	ID    string `expr:"id"`
-	Input any    `expr:"input"`
+	ID    string `expr:"id" json:"id"`
+	Input any    `expr:"input" json:"input"`
 }
 
 // Condition is a compiled edge condition.

@@ -116,3 +116,36 @@ func TestCodeStep(t *testing.T) {
 	require.Len(t, tried.Logs, 1)
 	require.Equal(t, "summing 1 items", tried.Logs[0].Message)
 }
+
+// TestCodeStepSeesItsItem: inside a Splitter's region a Code step's item is
+// {index, key}, as docs/integrations.md says and an expression reads it —
+// not the engine's Go field names — in a run and tried alone; a
+// Transform's value holding item, run or a step whole has the same names.
+func TestCodeStepSeesItsItem(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{
+		node("split", "Splitter", map[string]any{"arrayPath": "items"}),
+		node("code", "Code", map[string]any{"source": `return {idx: item.index, key: item.key, run: Object.keys(run).sort()};`}),
+		node("whole", "Transform", map[string]any{"expression": `{"code": input, "item": item, "run": run, "prev": steps.code}`}),
+		node("merge", "Collector", nil),
+	}, []map[string]any{edge("split", "code", nil), edge("code", "whole", nil), edge("whole", "merge", nil)})
+	r := h.startRun(flow, map[string]any{"items": []string{"a", "b"}})
+	got := h.waitRun(r.ID, "completed")
+	require.JSONEq(t, `{"idx": 1, "key": "code_1", "run": ["id", "input"]}`, string(got.Nodes["code_1"].Output))
+	require.JSONEq(t, `{"code": {"idx": 1, "key": "code_1", "run": ["id", "input"]}, "item": {"index": 1, "key": "whole_1"},
+		"run": {"id": "`+r.ID+`", "input": {"items": ["a", "b"]}},
+		"prev": {"input": "b", "output": {"idx": 1, "key": "code_1", "run": ["id", "input"]}}}`, string(got.Nodes["whole_1"].Output))
+
+	var tried struct {
+		Output json.RawMessage `json:"output"`
+		Error  *string         `json:"error"`
+	}
+	require.Equal(t, 200, h.do("POST", "/api/v1/flows/"+flow+"/nodes/code/test", map[string]any{"input": "a"}, &tried))
+	require.Nil(t, tried.Error)
+	require.JSONEq(t, `{"idx": 0, "key": "code_0", "run": ["id", "input"]}`, string(tried.Output), "tried alone: item 0")
+	require.Equal(t, 200, h.do("POST", "/api/v1/flows/"+flow+"/nodes/whole/test", map[string]any{"input": 1, "run": map[string]any{"input": 2}}, &tried))
+	require.Nil(t, tried.Error)
+	require.JSONEq(t, `{"code": 1, "item": {"index": 0, "key": "whole_0"}, "run": {"id": "", "input": 2},
+		"prev": {"input": null, "output": null}}`, string(tried.Output))
+}
