@@ -311,11 +311,26 @@ func (c *compiled[T]) get(src string) (T, error) {
 }
 
 // ExprMessage is an expr-lang error's message on one line: expr-lang
-// adds the source with a caret under the error after it.
+// adds the source with a caret under the error after it. The two
+// messages that name Go's internals instead of the expression's words
+// are said in the expression's.
 func ExprMessage(err error) string {
 	msg := err.Error()
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		return msg[:i]
+		msg = msg[:i]
+	}
+	// map, filter, sum … over an object: expr-lang indexes it as a list.
+	if rest, ok := strings.CutPrefix(msg, "reflect: call of reflect.Value.Index on map Value"); ok {
+		return "this function takes an array, not an object" + rest
+	}
+	// A name the environment has no field for (a builtin's name alone).
+	if rest, ok := strings.CutPrefix(msg, "cannot fetch "); ok {
+		if name, env, ok := strings.Cut(rest, " from engine."); ok && !strings.Contains(name, " ") {
+			if _, pos, ok := strings.Cut(env, " "); ok {
+				return "unknown name " + name + " " + pos
+			}
+			return "unknown name " + name
+		}
 	}
 	return msg
 }

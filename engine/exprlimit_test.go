@@ -160,3 +160,22 @@ func TestExprLimitsNamesAreReserved(t *testing.T) {
 	var le *ExprLimitError
 	require.NotErrorAs(t, errors.New("x"), &le)
 }
+
+// TestExprMessageSpeaksExpressions: run-time errors that expr-lang words
+// in Go's terms (reflect, the environment's Go type) are said in the
+// expression's.
+func TestExprMessageSpeaksExpressions(t *testing.T) {
+	t.Parallel()
+	for src, want := range map[string]string{
+		"sum(map(input, #.v))": "this function takes an array, not an object (1:16)",
+		"filter(input, # > 1)": "this function takes an array, not an object (1:15)",
+		"len":                  "unknown name len (1:1)",
+		"input.a.b.c":          "cannot fetch c from <nil> (1:11)", // already the expression's words
+	} {
+		v, err := CompileValue(src)
+		require.NoError(t, err, src)
+		_, err = v.Eval(ValueEnv{Input: map[string]any{"a": map[string]any{"v": 1}}})
+		require.Error(t, err, src)
+		require.Equal(t, want, ExprMessage(err), src)
+	}
+}
