@@ -46,8 +46,9 @@ func jsonKind(t reflect.Type) string {
 		return "a whole number, 0 or more"
 	case reflect.Float32, reflect.Float64:
 		return "a number"
+	default:
+		return "another kind of value"
 	}
-	return "another kind of value"
 }
 
 // aJSON names what encoding/json's UnmarshalTypeError.Value says it found

@@ -81,13 +81,13 @@ func TestTryDecidesALoopAsItsFirstIteration(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
-	graph := func(max int) string {
+	graph := func(maxIter int) string {
 		return fmt.Sprintf(`{"nodes":[{"id":"a","type":"Transform","data":{"expression":"input"}},
 			{"id":"b","type":"Condition","data":{}},
 			{"id":"done","type":"Worker","data":{"webhookUrl":"http://worker.invalid/done"}}],
 			"edges":[{"id":"e1","source":"a","target":"b"},
 			{"id":"back","source":"b","target":"a","data":{"condition":"output.again","loop":{"maxIterations":%d}}},
-			{"id":"out","source":"b","target":"done","data":{"default":true}}]}`, max)
+			{"id":"out","source":"b","target":"done","data":{"default":true}}]}`, maxIter)
 	}
 
 	run := r.start(graph(1), `{"again": true}`)

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"sort"
@@ -80,13 +82,17 @@ func listenAll(ctx context.Context, url string, log *slog.Logger, fns map[string
 		}
 	case <-timer.C:
 		l.Close()
-		<-listened
+		if err := <-listened; err != nil && !errors.Is(err, net.ErrClosed) {
+			return err
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		return fmt.Errorf("error listening for notifications: no connection within %s (last error: %v)", within, lastErr)
 	case <-ctx.Done():
 		l.Close()
-		<-listened
+		if err := <-listened; err != nil && !errors.Is(err, net.ErrClosed) {
+			return err
+		}
 		return fmt.Errorf("error listening for notifications: %w", ctx.Err())
 	}
 	go func() {

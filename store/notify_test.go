@@ -195,7 +195,7 @@ func noTLSProxy(t *testing.T, target string) string {
 				if _, err := io.ReadFull(c, first[:]); err != nil {
 					return
 				}
-				up, err := net.Dial("tcp", target)
+				up, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", target)
 				if err != nil {
 					return
 				}

@@ -45,7 +45,7 @@ func TestDropStaleDropsOnlyDeadBinariesDatabases(t *testing.T) {
 	defer db.Close()
 	ctx := t.Context()
 
-	gone := exec.Command("true")
+	gone := exec.CommandContext(t.Context(), "true")
 	require.NoError(t, gone.Run()) // its pid is no process once reaped
 	dead := gone.Process.Pid
 	tag := hostTag()
