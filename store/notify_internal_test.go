@@ -1,11 +1,14 @@
 package store
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/engine"
 )
 
 func TestJoinPayloads(t *testing.T) {
@@ -72,4 +75,18 @@ func TestListenerDSN(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, c.want, got, c.in)
 	}
+}
+
+// TestInterpretErrorKeepsWhatItNames: an error interpreted already, met
+// again on its way out of a transaction, keeps what it names (which node
+// was not found) and drops its wrapping's text, which may quote a
+// statement.
+func TestInterpretErrorKeepsWhatItNames(t *testing.T) {
+	t.Parallel()
+	ce := &clientError{sentinel: engine.ErrNotFound, what: "no node x in run r", cause: sql.ErrNoRows}
+	got := interpretError(fmt.Errorf("error in a queued statement (WITH moved AS (UPDATE node_states…): %w", ce))
+	require.ErrorIs(t, got, engine.ErrNotFound)
+	require.ErrorIs(t, got, sql.ErrNoRows)
+	require.Equal(t, "not found: no node x in run r", got.Error())
+	require.Equal(t, "not found", interpretError(fmt.Errorf("error loading: %w", sql.ErrNoRows)).Error())
 }

@@ -287,11 +287,12 @@ func interpretError(err error) error {
 	if err == nil {
 		return nil
 	}
-	// Interpreted already, on its way out of a transaction: keep what
-	// its wrapping says (which node was not found, say).
+	// Interpreted already, on its way out of a transaction: keep what it
+	// names (which node was not found), not the wrapping's text, which
+	// may quote a statement.
 	var ce *clientError
 	if errors.As(err, &ce) {
-		return err
+		return &clientError{sentinel: ce.sentinel, what: ce.what, cause: err}
 	}
 	if errors.Is(err, gorm.ErrRecordNotFound) || errors.Is(err, sql.ErrNoRows) {
 		return &clientError{sentinel: engine.ErrNotFound, cause: err}

@@ -930,6 +930,9 @@ func (t *pgTx) CountDownToReadyLater(_ context.Context, runID, key string, untak
 func (t *pgTx) Node(ctx context.Context, runID, key string) (*engine.NodeState, error) {
 	st, err := scanNode(t.raw(ctx, `SELECT `+nodeColsAs("")+` FROM node_states WHERE run_id = ? AND key = ?`, runID, key).Row(), runID)
 	if err != nil {
+		if errors.Is(err, engine.ErrNotFound) {
+			return nil, &clientError{sentinel: engine.ErrNotFound, what: "no node " + key + " in run " + runID, cause: err}
+		}
 		return nil, fmt.Errorf("node %s: %w", key, err)
 	}
 	return st, nil
