@@ -78,9 +78,17 @@ func (e *Engine) CompleteFromResponse(ctx context.Context, r Response) error {
 			return fmt.Errorf("%w: node %s (%s) does not take responses", ErrInvalidRequest, r.Key, n.Type)
 		}
 		for _, l := range r.Logs {
-			t.event(EventNodeLog, r.Key, map[string]any{"node_id": n.ID, "message": l})
+			t.event(EventNodeLog, r.Key, map[string]any{"node_id": n.ID, "message": storableText(l)})
 		}
 		out, failure, retry := h.Respond(n, r)
+		if failure == "" {
+			// What a script made that Postgres cannot store fails the step
+			// (fireCtx.Complete): stored, it would fail the transaction.
+			if msg := unstorable("the output", out); msg != "" {
+				failure, retry = msg, false
+			}
+		}
+		failure = storableText(failure)
 		if failure == "" {
 			// Marks the row delivered and logs its delivery.
 			t.deliveredKeys = append(t.deliveredKeys, r.Key)

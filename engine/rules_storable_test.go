@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -28,22 +29,25 @@ func TestRuleUnstorableValues(t *testing.T) {
 		require.NotNil(t, got.Error)
 	})
 	// Text columns refuse NUL too: an Event's key, an assignee.
-	for name, g := range map[string]string{
-		"an event key fails its node": `{"nodes":[{"id":"x","type":"Event","data":{"event":"e","key":"\"a\\x00b\"","timeoutSeconds":60}}],"edges":[]}`,
-		"an assignee fails its node":  `{"nodes":[{"id":"x","type":"UX","data":{"assignees":"\"a\\x00b@example.com\""}}],"edges":[]}`,
+	for name, c := range map[string]struct{ graph, why string }{
+		"an event key fails its node": {`{"nodes":[{"id":"x","type":"Event","data":{"event":"e","key":"\"a\\x00b\"","timeoutSeconds":60}}],"edges":[]}`,
+			"the key holds a NUL character"},
+		"an assignee fails its node": {`{"nodes":[{"id":"x","type":"UX","data":{"assignees":"\"a\\x00b@example.com\""}}],"edges":[]}`,
+			"is not an email address"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := newRig(t)
-			run := r.start(g, `{}`)
+			run := r.start(c.graph, `{}`)
 			_, ns := r.wantStatuses(run.ID, engine.RunFailed, map[string]engine.Status{"x": engine.StatusFailed})
 			require.NotNil(t, ns["x"].Error)
+			require.Contains(t, *ns["x"].Error, c.why)
 		})
 	}
 	t.Run("a variable is set null", func(t *testing.T) {
 		r := newRig(t)
 		run := r.start(`{"nodes":[
 			{"id":"x","type":"Transform","data":{"expression":"1",
-				"setVariables":{"bad":"\"a\\x00b\"","nan":"0.0 / 0.0","good":"output + 1"}}}],"edges":[]}`, `{}`)
+				"setVariables":{"bad":"\"a\\x00b\"","nan":"0.0 / 0.0","good":"output + 1","big":"1e200"}}}],"edges":[]}`, `{}`)
 		r.wantStatuses(run.ID, engine.RunCompleted, map[string]engine.Status{"x": engine.StatusCompleted})
 		evs := r.eventsOf(run.ID, engine.EventRunVariables)
 		require.Len(t, evs, 1)
@@ -54,9 +58,26 @@ func TestRuleUnstorableValues(t *testing.T) {
 			Errors map[string]string `json:"errors"`
 		}
 		require.NoError(t, json.Unmarshal(b, &p))
-		require.Equal(t, map[string]any{"bad": nil, "nan": nil, "good": 2.0}, p.Set)
+		require.Equal(t, map[string]any{"bad": nil, "nan": nil, "good": 2.0, "big": 1e200}, p.Set, "a big number is stored")
 		require.Contains(t, p.Errors["bad"], `its value holds a NUL character (\u0000), which cannot be stored`)
 		require.Contains(t, p.Errors["nan"], "its value is not JSON")
 		require.NotContains(t, p.Errors, "good")
+		require.NotContains(t, p.Errors, "big")
 	})
+}
+
+// TestTryUnstorableOutputFailsAsARun: a step tried alone whose output a run
+// could not store fails with the run's message (TestRuleUnstorableValues).
+func TestTryUnstorableOutputFailsAsARun(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	run := r.start(`{"nodes":[{"id":"x","type":"Transform","data":{"expression":"{\"v\": \"a\\x00b\"}"}}],"edges":[]}`, `{}`)
+	_, ns := r.wantStatuses(run.ID, engine.RunFailed, map[string]engine.Status{"x": engine.StatusFailed})
+	g, err := r.eng.Graph(context.Background(), run.FlowVersionID)
+	require.NoError(t, err)
+	res, err := r.eng.TryNode(context.Background(), engine.TryNodeParams{Graph: g, NodeID: "x", Input: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	require.NotNil(t, res.Error)
+	require.Equal(t, *ns["x"].Error, *res.Error)
+	require.Nil(t, res.Output)
 }

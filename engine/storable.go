@@ -16,7 +16,11 @@ import (
 // or start that caused it answered 500 at every try — a node nobody could
 // move on.
 func unstorable(what string, v json.RawMessage) string {
-	err := jsonlimit.CheckLimits(v, jsonlimit.ResponseLimits())
+	// Only what Postgres refuses: any number a step can make (a float64
+	// written out, 1e308, is 309 digits) is within numeric's range, and
+	// nesting is bounded by the server's stack, far deeper than an
+	// expression's memory allows.
+	err := jsonlimit.CheckLimits(v, jsonlimit.Limits{MaxDepth: 10_000, MaxNumberLen: 131_072})
 	switch {
 	case err == nil:
 		return ""
@@ -24,6 +28,8 @@ func unstorable(what string, v json.RawMessage) string {
 		return what + ` holds a NUL character (\u0000), which cannot be stored`
 	case errors.Is(err, jsonlimit.ErrInvalidUTF8):
 		return what + " is not valid UTF-8, which cannot be stored"
+	case errors.Is(err, jsonlimit.ErrSurrogate):
+		return what + " holds half of a UTF-16 surrogate pair, which cannot be stored"
 	default:
 		return what + " cannot be stored: " + err.Error()
 	}

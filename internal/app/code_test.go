@@ -84,6 +84,19 @@ func TestCodeStep(t *testing.T) {
 	require.Contains(t, *br.Nodes["alloc"].Error, "code_limit: the script needed more memory than its 16 MiB")
 	require.Less(t, testkit.RSSMiB(t)-before, 300, "the process did not take the gigabyte")
 
+	// What Postgres cannot store — a NUL in the value, a log line, a
+	// thrown error — fails the step, saying why, or is stored with the
+	// NUL replaced; it never fails the transaction (the node stuck).
+	for src, want := range map[string]string{
+		`console.log("a\0b"); return "c\0d";`: `the output holds a NUL character (\u0000), which cannot be stored`,
+		`throw "e\0f";`:                       "e\ufffdf",
+	} {
+		nul := h.createFlow([]map[string]any{code("nul", src)}, nil)
+		nr := h.waitRun(h.startRun(nul, map[string]any{}).ID, "failed")
+		require.NotNil(t, nr.Nodes["nul"].Error, src)
+		require.Contains(t, *nr.Nodes["nul"].Error, want, src)
+	}
+
 	// A syntax error: refused at save, with its line and column.
 	var resp struct {
 		Error struct {

@@ -228,6 +228,14 @@ func scriptError(err error) error {
 // the wrapper are not counted.
 func toScriptError(qe *quickjs.Error, before int) *ScriptError {
 	se := &ScriptError{Message: strings.TrimPrefix(qe.Name+": "+qe.Message, ": ")}
+	if se.Message == "" {
+		// A thrown value that is no Error (throw "no"): it has no name
+		// and no message, and an empty one read as no failure at all.
+		se.Message = "uncaught " + strings.TrimSpace(qe.Error())
+		if strings.TrimSpace(qe.Error()) == "" {
+			se.Message = "the script threw a value with no message"
+		}
+	}
 	if qe.LineNumber > before {
 		se.Line, se.Column = qe.LineNumber-before, qe.ColumnNumber
 	}

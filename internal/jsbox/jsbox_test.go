@@ -130,6 +130,15 @@ func TestScriptErrors(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	require.Contains(t, se.Message, "nope")
 
+	// A thrown value that is no Error fails the script too, saying what
+	// was thrown (it had no message, and an empty one read as success).
+	for src, want := range map[string]string{`throw "nope"`: "uncaught nope", `throw 5`: "uncaught 5", `throw {a: 1}`: "uncaught"} {
+		_, err = run(t, src, `{}`, jsbox.Limits{})
+		require.ErrorAs(t, err, &se, src)
+		require.Contains(t, se.Message, want, src)
+		require.NotEmpty(t, err.Error(), src)
+	}
+
 	_, err = run(t, `function f() { return f() } return f()`, `{}`, jsbox.Limits{})
 	require.Error(t, err, "unbounded recursion is a failure, not a crash")
 }
