@@ -230,6 +230,10 @@ func (c *tryCtx) Complete(output json.RawMessage) error {
 	if err := c.act(); err != nil {
 		return err
 	}
+	if msg := unstorable("the output", output); msg != "" {
+		c.failed = msg // as a run fails it (fireCtx.Complete)
+		return nil
+	}
 	c.output = output
 	return nil
 }
@@ -261,8 +265,8 @@ func (c *tryCtx) FanOut(items []json.RawMessage) error {
 // default when none holds); a failed step's failure edges. A decision a
 // run would refuse — a condition that cannot be evaluated, a loop's back
 // edge past its maxIterations (the try being the first iteration) — fails
-// the step, as it fails a run's node: res says so with the run's message,
-// and no output (failDecision).
+// the step, as it fails a run's node: res says so with the run's message
+// (failDecision), its output still the value the step made.
 func (c *tryCtx) edges(res *TryNodeResult) ([]TriedEdge, error) {
 	g := c.p.Graph
 	rules := g.Branches[c.node.ID]
@@ -285,8 +289,10 @@ func (c *tryCtx) edges(res *TryNodeResult) ([]TriedEdge, error) {
 		var lerr *errLoopLimit
 		switch {
 		case errors.As(err, &cerr) || errors.As(err, &lerr):
+			// The run fails the step; the value it made stays in the
+			// answer, which the editor's preview of its expression shows.
 			msg := err.Error()
-			res.Error, res.Output = &msg, nil
+			res.Error = &msg
 		case err != nil:
 			return nil, fmt.Errorf("error deciding the edges of %s: %w", c.node.ID, err)
 		}

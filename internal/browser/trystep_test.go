@@ -97,6 +97,9 @@ func TestUICodeStep(t *testing.T) {
 	s.run("name and save", setValue("#flow-name", "Counting"), chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
 	s.waitJS("saved", `document.body.innerText.includes("saved as version 1")`)
 	s.waitJS("the node again", `!!document.querySelector('.react-flow__node[data-id="code1"]')`)
+	// The saved flow is drawn again: a click before the canvas settles
+	// can miss the node (seen once in the full suite).
+	s.settleInCanvas(`.react-flow__node[data-id="code1"]`)
 	s.run("select it", chromedp.Click(`.react-flow__node[data-id="code1"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`form[aria-label="Code code1 settings"]`, chromedp.ByQuery))
 	s.run("test tab", chromedp.Click(`[data-tab="test"]`, chromedp.ByQuery), chromedp.WaitVisible(`#node-test-code1`, chromedp.ByQuery),

@@ -3095,7 +3095,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description its output (null when it failed) */
+                        /** @description its output (null when it failed; when an edge's condition cannot be evaluated, the value the step made, with error saying why a run fails the step) */
                         output: unknown;
                         /** @description why it failed */
                         error: string | null;

@@ -56,11 +56,13 @@ export function ExprPreview({
       if (n !== seq.current) return;
       if (edgeId) {
         const e = a.edges.find((x) => x.id === edgeId);
-        if (a.error) show({ state: "error", message: `${nodeId} failed: ${a.error}` });
+        if (e?.error) show({ state: "error", message: e.error });
+        else if (a.error) show({ state: "error", message: `${nodeId} failed: ${a.error}` });
         else if (!e) show({ state: "off", why: "This edge is not among the step's edges yet." });
-        else if (e.error) show({ state: "error", message: e.error });
         else show({ state: "taken", taken: e.taken });
-      } else if (a.error) show({ state: "error", message: a.error });
+      } else if (a.error && !a.edges.some((x) => x.error)) show({ state: "error", message: a.error });
+      // An edge's condition failing fails the step, not its expression:
+      // the value shows here, the failure in that edge's own preview.
       else show({ state: "value", value: a.output });
     } catch (err) {
       if (n !== seq.current) return;
