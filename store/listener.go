@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -133,11 +134,23 @@ func listenAll(ctx context.Context, url string, log *slog.Logger, fns map[string
 // host1:port1,host2:port2 (which pgx, the pool's driver, reads as two
 // hosts, as libpq does) as one host name.
 func listenerDSN(dsn string) (string, error) {
+	return listenerDSNWith(dsn, os.Getenv)
+}
+
+// tlsSettings are the settings of a connection's TLS: one of them set,
+// in the DSN or the environment, and lib/pq's own default stands.
+var tlsSettings = regexp.MustCompile(`(^|[\s?&])(sslmode|sslrootcert|sslnegotiation)\s*=`)
+
+// listenerDSNWith is listenerDSN reading the environment with getenv.
+func listenerDSNWith(dsn string, getenv func(string) string) (string, error) {
 	name := "fallback_application_name=" + ListenerAppName
 	// lib/pq requires TLS unless told otherwise; pgx, the pool's driver,
 	// prefers it, as libpq does. Without this a URL that names no sslmode
-	// served the pool over plain TCP and left the listener refused.
-	if os.Getenv("PGSSLMODE") == "" && !strings.Contains(dsn, "sslmode=") {
+	// served the pool over plain TCP and left the listener refused. Any
+	// TLS setting given (sslrootcert=system makes both verify-full) is
+	// left to the drivers.
+	if getenv("PGSSLMODE") == "" && getenv("PGSSLROOTCERT") == "" && getenv("PGSSLNEGOTIATION") == "" &&
+		!tlsSettings.MatchString(dsn) {
 		name = "sslmode='prefer' " + name
 	}
 	scheme, rest, ok := strings.Cut(dsn, "://")

@@ -70,11 +70,18 @@ func TestListenerDSN(t *testing.T) {
 		{"host=a,b port=1,2 dbname=d target_session_attrs=read-write",
 			"host=a,b port=1,2 dbname=d target_session_attrs=read-write sslmode='prefer' fallback_application_name=stitchd-listener"},
 		{"host=a sslmode=verify-full", "host=a sslmode=verify-full fallback_application_name=stitchd-listener"},
+		{"host=a sslmode = require", "host=a sslmode = require fallback_application_name=stitchd-listener"},
+		{"postgres://h/d?sslrootcert=system", "host='h' dbname='d' sslrootcert='system' fallback_application_name=stitchd-listener"},
+		{"host=a sslnegotiation=direct sslmode=require", "host=a sslnegotiation=direct sslmode=require fallback_application_name=stitchd-listener"},
 	} {
-		got, err := listenerDSN(c.in)
+		got, err := listenerDSNWith(c.in, func(string) string { return "" })
 		require.NoError(t, err)
 		require.Equal(t, c.want, got, c.in)
 	}
+	// A TLS setting in the environment is the drivers' to read.
+	got, err := listenerDSNWith("postgres://h/d", func(k string) string { return map[string]string{"PGSSLROOTCERT": "system"}[k] })
+	require.NoError(t, err)
+	require.Equal(t, "host='h' dbname='d' fallback_application_name=stitchd-listener", got)
 }
 
 // TestInterpretErrorKeepsWhatItNames: an error interpreted already, met

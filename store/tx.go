@@ -1013,6 +1013,8 @@ func (t *pgTx) AddPendingLater(_ context.Context, runID string, keys []string, d
 // IN list of parameters have generic plans as good as any custom one.
 func keyMatch(keys []string) string {
 	switch {
+	case len(keys) == 0:
+		return `false`
 	case len(keys) == 1:
 		return `key = ?`
 	case len(keys) <= maxKeyList:

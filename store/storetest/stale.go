@@ -15,7 +15,7 @@ import (
 	"github.com/stitchd/stitchd/store/localpg"
 )
 
-// hostTag names this machine and boot in a test database's name
+// hostTag names this machine, boot and pid namespace in a test database's name
 // (stitchd_t_<tag>_<pid>_…): a database whose tag is ours and whose pid is
 // no living process here was left by a test binary that died (a timeout's
 // panic, a kill) before it could drop it. Another machine or boot sharing
@@ -23,7 +23,10 @@ import (
 func hostTag() string {
 	host, _ := os.Hostname()
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	sum := sha256.Sum256([]byte(host + "\n" + strings.TrimSpace(string(boot))))
+	// Containers sharing a host name and a kernel see other pids: their
+	// pid namespaces tell them apart.
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	sum := sha256.Sum256([]byte(host + "\n" + strings.TrimSpace(string(boot)) + "\n" + ns))
 	return hex.EncodeToString(sum[:])[:8]
 }
 

@@ -71,7 +71,12 @@ func TestDropStaleDropsOnlyDeadBinariesDatabases(t *testing.T) {
 
 	dropped, err := dropStale(ctx, db, tag)
 	require.NoError(t, err)
-	require.Equal(t, []string{names["dead"]}, dropped)
+	require.Contains(t, dropped, names["dead"]) // and any a dead binary of this machine left
+	for what, n := range names {
+		if what != "dead" {
+			require.NotContains(t, dropped, n, what)
+		}
+	}
 	for what, n := range names {
 		var exists bool
 		require.NoError(t, db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, n).Scan(&exists))
