@@ -12,6 +12,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/vm"
 )
 
@@ -135,9 +136,19 @@ func refsOf(root ast.Node) (Refs, error) {
 	var r Refs
 	stepsIdents, named, varsIdents, varsNamed, envs := 0, 0, 0, 0, 0
 	seen, seenVar := map[string]bool{}, map[string]bool{}
+	// A builtin function's name that nothing calls (len alone).
+	var builtins []*ast.IdentifierNode
+	called := map[*ast.IdentifierNode]bool{}
 	ast.Walk(&root, visitor(func(n ast.Node) {
 		switch n := n.(type) {
+		case *ast.CallNode:
+			if id, ok := n.Callee.(*ast.IdentifierNode); ok {
+				called[id] = true
+			}
 		case *ast.IdentifierNode:
+			if _, ok := builtin.Index[n.Value]; ok {
+				builtins = append(builtins, n)
+			}
 			switch n.Value {
 			case "$env":
 				envs++
@@ -177,6 +188,12 @@ func refsOf(root ast.Node) (Refs, error) {
 			}
 		}
 	}))
+	for _, id := range builtins {
+		if !called[id] {
+			// It compiles, and fails every evaluation ("cannot fetch len").
+			return Refs{}, fmt.Errorf("%s is a function: call it, as %s(…)", id.Value, id.Value)
+		}
+	}
 	if envs > 0 {
 		r.UsesEnv, r.UsesInput, r.UsesRun, r.UsesEntity = true, true, true, true
 	}
@@ -311,9 +328,9 @@ func (c *compiled[T]) get(src string) (T, error) {
 }
 
 // ExprMessage is an expr-lang error's message on one line: expr-lang
-// adds the source with a caret under the error after it. The two
-// messages that name Go's internals instead of the expression's words
-// are said in the expression's.
+// adds the source with a caret under the error after it. A message that
+// names Go's internals instead of the expression's words is said in the
+// expression's.
 func ExprMessage(err error) string {
 	msg := err.Error()
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
@@ -322,15 +339,6 @@ func ExprMessage(err error) string {
 	// map, filter, sum … over an object: expr-lang indexes it as a list.
 	if rest, ok := strings.CutPrefix(msg, "reflect: call of reflect.Value.Index on map Value"); ok {
 		return "this function takes an array, not an object" + rest
-	}
-	// A name the environment has no field for (a builtin's name alone).
-	if rest, ok := strings.CutPrefix(msg, "cannot fetch "); ok {
-		if name, env, ok := strings.Cut(rest, " from engine."); ok && !strings.Contains(name, " ") {
-			if _, pos, ok := strings.Cut(env, " "); ok {
-				return "unknown name " + name + " " + pos
-			}
-			return "unknown name " + name
-		}
 	}
 	return msg
 }
