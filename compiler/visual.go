@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/stitchd/stitchd/engine"
+	"github.com/stitchd/stitchd/internal/jsonlimit"
 )
 
 // VisualGraph is the React Flow JSON the canvas sends.
@@ -50,7 +50,7 @@ func ParseVisual(data []byte) (VisualGraph, error) {
 		Settings json.RawMessage   `json:"settings"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return VisualGraph{}, fmt.Errorf("error parsing visual graph: %s", engine.DecodeMessage(err))
+		return VisualGraph{}, fmt.Errorf("error parsing visual graph: %s", jsonlimit.DecodeMessage(err))
 	}
 	v := VisualGraph{
 		Nodes:    make([]VisualNode, len(raw.Nodes)),
@@ -62,7 +62,7 @@ func ParseVisual(data []byte) (VisualGraph, error) {
 			return VisualGraph{}, fmt.Errorf("error parsing visual graph: nodes[%d] is not an object", i)
 		}
 		if err := json.Unmarshal(r, &v.Nodes[i]); err != nil {
-			return VisualGraph{}, fmt.Errorf("error parsing visual graph: nodes[%d]: %s", i, engine.DecodeMessage(err))
+			return VisualGraph{}, fmt.Errorf("error parsing visual graph: nodes[%d]: %s", i, jsonlimit.DecodeMessage(err))
 		}
 	}
 	for i, r := range raw.Edges {
@@ -70,7 +70,7 @@ func ParseVisual(data []byte) (VisualGraph, error) {
 			return VisualGraph{}, fmt.Errorf("error parsing visual graph: edges[%d] is not an object", i)
 		}
 		if err := json.Unmarshal(r, &v.Edges[i]); err != nil {
-			return VisualGraph{}, fmt.Errorf("error parsing visual graph: edges[%d]: %s", i, engine.DecodeMessage(err))
+			return VisualGraph{}, fmt.Errorf("error parsing visual graph: edges[%d]: %s", i, jsonlimit.DecodeMessage(err))
 		}
 	}
 	return v, nil

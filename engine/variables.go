@@ -41,7 +41,7 @@ func (t *txn) setVariables(n *Node, st *NodeState, sets map[string]string) error
 	if env.Input, err = decodeJSON(st.Input); err != nil {
 		return err
 	}
-	vals := make(map[string]any, len(sets))
+	vals := make(map[string]json.RawMessage, len(sets)) // each encoded once, checked
 	var failed map[string]string
 	for _, name := range slices.Sorted(maps.Keys(sets)) {
 		v, err := t.e.sets.get(sets[name])
@@ -55,9 +55,10 @@ func (t *txn) setVariables(n *Node, st *NodeState, sets map[string]string) error
 		// A value that cannot be stored (NaN, a NUL character) sets null
 		// as a failed expression does: it would fail the transaction.
 		var msg string
+		var b []byte
 		if err != nil {
 			msg = ExprMessage(err)
-		} else if b, err := json.Marshal(out); err != nil {
+		} else if b, err = json.Marshal(out); err != nil {
 			msg = "its value is not JSON: " + err.Error()
 		} else {
 			msg = unstorable("its value", b)
@@ -67,9 +68,9 @@ func (t *txn) setVariables(n *Node, st *NodeState, sets map[string]string) error
 				failed = map[string]string{}
 			}
 			failed[name] = msg
-			out = nil
+			b = []byte("null")
 		}
-		vals[name] = out
+		vals[name] = b
 	}
 	b, err := json.Marshal(vals)
 	if err != nil {

@@ -75,6 +75,7 @@ func listenAll(ctx context.Context, url string, log *slog.Logger, fns map[string
 	}()
 	timer := time.NewTimer(within)
 	defer timer.Stop()
+	var stopped error
 	select {
 	case err := <-listened:
 		if err != nil {
@@ -82,19 +83,18 @@ func listenAll(ctx context.Context, url string, log *slog.Logger, fns map[string
 			return err
 		}
 	case <-timer.C:
+		stopped = fmt.Errorf("no connection within %s", within)
+	case <-ctx.Done():
+		stopped = ctx.Err()
+	}
+	if stopped != nil {
 		l.Close()
 		if err := <-listened; err != nil && !errors.Is(err, net.ErrClosed) {
 			return err
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		return fmt.Errorf("error listening for notifications: no connection within %s (last error: %v)", within, lastErr)
-	case <-ctx.Done():
-		l.Close()
-		if err := <-listened; err != nil && !errors.Is(err, net.ErrClosed) {
-			return err
-		}
-		return fmt.Errorf("error listening for notifications: %w", ctx.Err())
+		return fmt.Errorf("error listening for notifications: %w (last error: %v)", stopped, lastErr)
 	}
 	go func() {
 		defer l.Close()

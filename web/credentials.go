@@ -3,8 +3,6 @@ package web
 import (
 	"encoding/json"
 	"net/http"
-	"slices"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -30,9 +28,8 @@ func (b *credentialBody) check(name string) (store.PutCredentialParams, []engine
 		problems = append(problems, engine.Problem{Code: "invalid", Path: "name", Message: engine.SecretNameRule})
 	}
 	var data credential.Data
-	if !slices.Contains(credential.Types, b.Type) {
-		problems = append(problems, engine.Problem{Code: "invalid", Path: "type",
-			Message: "type must be one of " + strings.Join(credential.Types, ", ")})
+	if err := credential.CheckType(b.Type); err != nil {
+		problems = append(problems, engine.Problem{Code: "invalid", Path: "type", Message: err.Error()})
 	} else if len(b.Data) == 0 {
 		problems = append(problems, engine.Problem{Code: "required", Path: "data", Message: "data is required (the type's fields)"})
 	} else {

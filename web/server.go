@@ -383,7 +383,7 @@ func bind(c echo.Context, v any) error {
 // decoder stopped, as a line and column (a flow file edited by hand is
 // found at once), and why.
 func malformedJSON(body []byte, err error) *apiError {
-	why := engine.DecodeMessage(err)
+	why := jsonlimit.DecodeMessage(err)
 	if line, col, ok := jsonlimit.Position(body, err); ok {
 		return badRequest(fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, why))
 	}

@@ -53,7 +53,7 @@ var allowed = map[string][]string{
 	"engine/enginetype":      {},
 	"engine/internal/writer": {mod + "/engine/enginetype"},
 	"engine/internal/commit": {mod + "/engine/enginetype"},
-	"compiler":               {mod + "/engine", "github.com/tidwall/gjson", "github.com/expr-lang/expr"},
+	"compiler":               {mod + "/engine", "github.com/tidwall/gjson", "github.com/expr-lang/expr", mod + "/internal/jsonlimit"},
 	"handlers": {mod + "/engine", "github.com/tidwall/gjson", "github.com/expr-lang/expr",
 		mod + "/internal/jsonlimit", // what Postgres can store of a response
 		// A node's retry of failed attempts: its backoff lives with the

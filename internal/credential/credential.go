@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,9 +59,20 @@ type Credential struct {
 // maxField bounds one field of a credential's data.
 const maxField = 8 << 10
 
-// Parse reads and checks a credential's data for its type: the error
-// names the field, for the person who wrote it.
+// CheckType refuses a type that is none of Types.
+func CheckType(typ string) error {
+	if !slices.Contains(Types, typ) {
+		return fmt.Errorf("type must be one of %s", strings.Join(Types, ", "))
+	}
+	return nil
+}
+
+// Parse reads and checks a credential's data for its type (CheckType
+// first): the error names the field, for the person who wrote it.
 func Parse(typ string, raw json.RawMessage) (Data, error) {
+	if err := CheckType(typ); err != nil {
+		return Data{}, err
+	}
 	var d Data
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
@@ -109,8 +121,6 @@ func Parse(typ string, raw json.RawMessage) (Data, error) {
 		if err == nil && d.TLS != "starttls" && d.TLS != "tls" && d.TLS != "none" {
 			err = errors.New(`data.tls must be "starttls", "tls" or "none"`)
 		}
-	default:
-		err = fmt.Errorf("type must be one of %s", strings.Join(Types, ", "))
 	}
 	if err != nil {
 		return Data{}, err

@@ -231,9 +231,9 @@ func toScriptError(qe *quickjs.Error, before int) *ScriptError {
 	if se.Message == "" {
 		// A thrown value that is no Error (throw "no"): it has no name
 		// and no message, and an empty one read as no failure at all.
-		se.Message = "uncaught " + strings.TrimSpace(qe.Error())
-		if strings.TrimSpace(qe.Error()) == "" {
-			se.Message = "the script threw a value with no message"
+		se.Message = "the script threw a value with no message"
+		if v := strings.TrimSpace(qe.Error()); v != "" {
+			se.Message = "uncaught " + v
 		}
 	}
 	if qe.LineNumber > before {

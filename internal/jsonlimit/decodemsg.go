@@ -1,4 +1,4 @@
-package engine
+package jsonlimit
 
 import (
 	"encoding/json"
@@ -52,19 +52,19 @@ func jsonKind(t reflect.Type) string {
 }
 
 // aJSON names what encoding/json's UnmarshalTypeError.Value says it found
-// ("object", "number 1.5", "string", …).
+// ("object", "number", "number 1.5" for a fraction where a whole number
+// goes, …).
 func aJSON(v string) string {
-	switch kind, _, _ := strings.Cut(v, " "); kind {
+	switch v {
 	case "object", "array":
-		return "an " + kind
-	case "string", "bool", "number":
-		if kind == "bool" {
-			return "a boolean"
-		}
-		if kind == "number" && v != kind {
-			return v // "number 1.5": which number
-		}
-		return "a " + kind
+		return "an " + v
+	case "bool":
+		return "a boolean"
+	case "string", "number":
+		return "a " + v
+	}
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return "the number " + n
 	}
 	return v
 }
