@@ -175,3 +175,32 @@ func TestEventStreamNeverPassesAnIDThatMayCommit(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+// TestEventStreamsRefuseABadLastEventID: a resume point that is not an
+// event id is a 400 before the stream starts; read as 0 it would replay
+// every event there is. A good one, in the header or the query, streams.
+func TestEventStreamsRefuseABadLastEventID(t *testing.T) {
+	t.Parallel()
+	st, _ := storetest.IsolatedDB(t)
+	srv := newServer(t, st)
+	h := srv.Handler()
+	f := createFlow(t, h, graphUX)
+	run := decode[struct {
+		ID string `json:"id"`
+	}](t, call(t, h, http.StatusCreated, req{method: "POST", path: "/api/v1/flows/" + f.ID + "/runs", body: `{}`}))
+	for _, path := range []string{"/api/v1/events", "/api/v1/runs/" + run.ID + "/events"} {
+		for _, bad := range []string{"abc", "-1", "1.5", "99999999999999999999", "0x10"} {
+			e := requireError(t, http.StatusBadRequest, "invalid_request",
+				do(t, h, req{method: "GET", path: path, header: map[string]string{"Last-Event-ID": bad}}))
+			require.Contains(t, e.Error.Message, "Last-Event-ID must be an event id", path)
+			require.Contains(t, e.Error.Message, strconv.Quote(bad), path)
+			e = requireError(t, http.StatusBadRequest, "invalid_request",
+				do(t, h, req{method: "GET", path: path + "?last_event_id=" + bad}))
+			require.Contains(t, e.Error.Message, "last_event_id must be an event id", path)
+		}
+	}
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	stream := openAllEvents(t, ts.URL, "0") // from the first event
+	require.Equal(t, int64(1), stream.next(t).seq)
+}

@@ -163,16 +163,24 @@ func writeEvent(c echo.Context, id int64, e engine.Event) error {
 	return nil
 }
 
-func lastEventID(c echo.Context) int64 {
-	v := c.Request().Header.Get("Last-Event-ID")
+// lastEventID is where a stream resumes: the Last-Event-ID header, else
+// the last_event_id query parameter (an EventSource cannot set headers on
+// its first connection). given is false when neither is set. Anything but
+// a whole number ≥ 0 is refused: read as 0 it would replay every event.
+func lastEventID(c echo.Context) (n int64, given bool, err error) {
+	what, v := "Last-Event-ID", c.Request().Header.Get("Last-Event-ID")
 	if v == "" {
-		v = c.QueryParam("last_event_id")
+		what, v = "last_event_id", c.QueryParam("last_event_id")
 	}
-	n, _ := strconv.ParseInt(v, 10, 64)
-	if n < 0 {
-		n = 0
+	if v == "" {
+		return 0, false, nil
 	}
-	return n
+	n, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 {
+		return 0, false, errorf(http.StatusBadRequest, "invalid_request",
+			fmt.Sprintf("%s must be an event id, a whole number of 0 or more (got %.40q)", what, v))
+	}
+	return n, true, nil
 }
 
 // runEvents streams one run's events in order; the SSE id is the event's
@@ -188,10 +196,13 @@ func (s *Server) runEvents(c echo.Context) error {
 	}
 	sub := s.cfg.Hub.subscribe(id)
 	defer s.cfg.Hub.unsubscribe(sub)
+	after, _, err := lastEventID(c)
+	if err != nil {
+		return err
+	}
 	if s.sseStart(c) != nil {
 		return nil
 	}
-	after := lastEventID(c)
 	keepalive := time.NewTicker(keepaliveEvery)
 	defer keepalive.Stop()
 	poll := time.NewTicker(5 * time.Second) // safety net if a notification is lost
@@ -242,6 +253,10 @@ func (s *Server) runEvents(c echo.Context) error {
 // their own order.
 func (s *Server) allEvents(c echo.Context) error {
 	ctx := c.Request().Context()
+	start, given, err := lastEventID(c)
+	if err != nil {
+		return err
+	}
 	sub := s.cfg.Hub.subscribe("")
 	defer s.cfg.Hub.unsubscribe(sub)
 	// Read before the stream's 200: a database that is away is a 503, not
@@ -250,8 +265,7 @@ func (s *Server) allEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	start := lastEventID(c)
-	if c.Request().Header.Get("Last-Event-ID") == "" && c.QueryParam("last_event_id") == "" {
+	if !given {
 		start = last
 	}
 	if s.sseStart(c) != nil {

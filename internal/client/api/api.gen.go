@@ -2354,6 +2354,12 @@ type Cursor = string
 // FlowID defines model for FlowID.
 type FlowID = openapi_types.UUID
 
+// LastEventIDHeader defines model for LastEventIDHeader.
+type LastEventIDHeader = int
+
+// LastEventIDQuery defines model for LastEventIDQuery.
+type LastEventIDQuery = int
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -2646,7 +2652,11 @@ type MoveEntityJSONBody struct {
 
 // StreamEventsParams defines parameters for StreamEvents.
 type StreamEventsParams struct {
-	LastEventID *int `json:"Last-Event-ID,omitempty"`
+	// LastEventId Last-Event-ID for a client that cannot set headers (an EventSource's first connection); the header wins when both are set
+	LastEventId *LastEventIDQuery `form:"last_event_id,omitempty" json:"last_event_id,omitempty"`
+
+	// LastEventID resume after this SSE id (anything but a whole number of 0 or more: 400 invalid_request)
+	LastEventID *LastEventIDHeader `json:"Last-Event-ID,omitempty"`
 }
 
 // PostEventJSONBody defines parameters for PostEvent.
@@ -2663,7 +2673,11 @@ type PostEventJSONBody struct {
 
 // PostEventParams defines parameters for PostEvent.
 type PostEventParams struct {
-	LastEventID *int `json:"Last-Event-ID,omitempty"`
+	// LastEventId Last-Event-ID for a client that cannot set headers (an EventSource's first connection); the header wins when both are set
+	LastEventId *LastEventIDQuery `form:"last_event_id,omitempty" json:"last_event_id,omitempty"`
+
+	// LastEventID resume after this SSE id (anything but a whole number of 0 or more: 400 invalid_request)
+	LastEventID *LastEventIDHeader `json:"Last-Event-ID,omitempty"`
 }
 
 // ListFlowsParams defines parameters for ListFlows.
@@ -3035,7 +3049,11 @@ type CancelRunParams struct {
 
 // StreamRunEventsParams defines parameters for StreamRunEvents.
 type StreamRunEventsParams struct {
-	LastEventID *int `json:"Last-Event-ID,omitempty"`
+	// LastEventId Last-Event-ID for a client that cannot set headers (an EventSource's first connection); the header wins when both are set
+	LastEventId *LastEventIDQuery `form:"last_event_id,omitempty" json:"last_event_id,omitempty"`
+
+	// LastEventID resume after this SSE id (anything but a whole number of 0 or more: 400 invalid_request)
+	LastEventID *LastEventIDHeader `json:"Last-Event-ID,omitempty"`
 }
 
 // MigrateRunJSONBody defines parameters for MigrateRun.

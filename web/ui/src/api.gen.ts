@@ -577,9 +577,13 @@ export interface paths {
     };
     "/api/v1/runs/{id}/events": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Last-Event-ID for a client that cannot set headers (an EventSource's first connection); the header wins when both are set */
+                last_event_id?: components["parameters"]["LastEventIDQuery"];
+            };
             header?: {
-                "Last-Event-ID"?: number;
+                /** @description resume after this SSE id (anything but a whole number of 0 or more: 400 invalid_request) */
+                "Last-Event-ID"?: components["parameters"]["LastEventIDHeader"];
             };
             path: {
                 id: components["parameters"]["RunID"];
@@ -598,9 +602,13 @@ export interface paths {
     };
     "/api/v1/events": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Last-Event-ID for a client that cannot set headers (an EventSource's first connection); the header wins when both are set */
+                last_event_id?: components["parameters"]["LastEventIDQuery"];
+            };
             header?: {
-                "Last-Event-ID"?: number;
+                /** @description resume after this SSE id (anything but a whole number of 0 or more: 400 invalid_request) */
+                "Last-Event-ID"?: components["parameters"]["LastEventIDHeader"];
             };
             path?: never;
             cookie?: never;
@@ -2523,6 +2531,10 @@ export interface components {
         WorkspaceSlug: string;
         TokenID: string;
         RunID: string;
+        /** @description resume after this SSE id (anything but a whole number of 0 or more: 400 invalid_request) */
+        LastEventIDHeader: number;
+        /** @description Last-Event-ID for a client that cannot set headers (an EventSource's first connection); the header wins when both are set */
+        LastEventIDQuery: number;
         /** @description node-state key (`score` or `score_2`) */
         NodeKey: string;
         /** @description `return=minimal` (RFC 7240) answers the run without `nodes`, as runs are listed (the answer then carries `Preference-Applied: return=minimal`); useful for a run of many nodes, whose full answer holds every node state */
@@ -3914,9 +3926,13 @@ export interface operations {
     };
     streamRunEvents: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Last-Event-ID for a client that cannot set headers (an EventSource's first connection); the header wins when both are set */
+                last_event_id?: components["parameters"]["LastEventIDQuery"];
+            };
             header?: {
-                "Last-Event-ID"?: number;
+                /** @description resume after this SSE id (anything but a whole number of 0 or more: 400 invalid_request) */
+                "Last-Event-ID"?: components["parameters"]["LastEventIDHeader"];
             };
             path: {
                 id: components["parameters"]["RunID"];
@@ -3943,9 +3959,13 @@ export interface operations {
     };
     streamEvents: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Last-Event-ID for a client that cannot set headers (an EventSource's first connection); the header wins when both are set */
+                last_event_id?: components["parameters"]["LastEventIDQuery"];
+            };
             header?: {
-                "Last-Event-ID"?: number;
+                /** @description resume after this SSE id (anything but a whole number of 0 or more: 400 invalid_request) */
+                "Last-Event-ID"?: components["parameters"]["LastEventIDHeader"];
             };
             path?: never;
             cookie?: never;
@@ -3970,9 +3990,13 @@ export interface operations {
     };
     postEvent: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Last-Event-ID for a client that cannot set headers (an EventSource's first connection); the header wins when both are set */
+                last_event_id?: components["parameters"]["LastEventIDQuery"];
+            };
             header?: {
-                "Last-Event-ID"?: number;
+                /** @description resume after this SSE id (anything but a whole number of 0 or more: 400 invalid_request) */
+                "Last-Event-ID"?: components["parameters"]["LastEventIDHeader"];
             };
             path?: never;
             cookie?: never;
