@@ -163,7 +163,14 @@ func Run(ctx context.Context, source string, env json.RawMessage, lim Limits) (*
 		" return __v === undefined ? 'null' : JSON.stringify(__v); })(globalThis.__log, " + compact.String() + ")"
 	v, err := vm.Eval(script, quickjs.EvalGlobal)
 	if err != nil {
-		return res, classify(ctx, err, lim)
+		err = classify(ctx, err, lim)
+		var se *ScriptError
+		if errors.As(err, &se) && se.Line > strings.Count(source, "\n")+1 {
+			// Past the source: the wrapper's JSON.stringify of the value
+			// (a BigInt, a circular object), no line of the script's.
+			se.Message, se.Line, se.Column = "the script's value cannot be made JSON: "+se.Message, 0, 0
+		}
+		return res, err
 	}
 	s, ok := v.(string)
 	if !ok {

@@ -139,6 +139,21 @@ func TestScriptErrors(t *testing.T) {
 		require.NotEmpty(t, err.Error(), src)
 	}
 
+	// A value JSON cannot hold fails at the script's end, not at a line
+	// after its last; a toJSON that throws names its own line.
+	for src, want := range map[string]string{"return 10n": "BigInt", "const a = {b: 1n}\nreturn a": "BigInt",
+		"const a = {}; a.a = a; return a": "circular"} {
+		_, err = run(t, src, `{}`, jsbox.Limits{})
+		require.ErrorAs(t, err, &se, src)
+		require.Zero(t, se.Line, src)
+		require.Contains(t, se.Message, "the script's value cannot be made JSON: TypeError", src)
+		require.Contains(t, se.Message, want, src)
+		require.NotContains(t, err.Error(), "line", src)
+	}
+	_, err = run(t, "return {toJSON() { throw new Error('x') }}", `{}`, jsbox.Limits{})
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, 1, se.Line)
+
 	_, err = run(t, `function f() { return f() } return f()`, `{}`, jsbox.Limits{})
 	require.Error(t, err, "unbounded recursion is a failure, not a crash")
 }
