@@ -42,8 +42,11 @@ func (b scheduleBody) apply(sc *store.Schedule) error {
 	}
 	if sc.Cron == "" {
 		bad("cron", `cron is required ("0 9 * * MON-FRI", "@daily", or six fields with seconds)`)
-	} else if _, perr := schedule.Parse(sc.Cron, sc.Timezone); perr != nil {
-		bad(perr.Field, perr.Message)
+	} else {
+		_, perrs := schedule.Parse(sc.Cron, sc.Timezone)
+		for _, perr := range perrs {
+			bad(perr.Field, perr.Message)
+		}
 	}
 	if len(b.Input) > 0 && string(b.Input) != "null" {
 		if in := strings.TrimSpace(string(b.Input)); in == "" || in[0] != '{' {

@@ -194,10 +194,18 @@ func TestScheduleBadInputAndTriggerList(t *testing.T) {
 	for _, d := range e.Error.Details {
 		paths[d.Path] = true
 	}
-	require.Equal(t, map[string]bool{"timezone": true, "overlap": true, "input": true}, paths,
-		"the cron is read only in a known zone: fix the zone first")
+	require.Equal(t, map[string]bool{"cron": true, "timezone": true, "overlap": true, "input": true}, paths,
+		"every field at fault at once")
 	require.Equal(t, 422, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"kind": "schedule", "cron": "61 * * * *"}, &e))
 	require.Equal(t, "cron", e.Error.Details[0].Path)
+	// An expression that reads but names no date there is would never
+	// fire: refused, as an unreadable one.
+	for _, never := range []string{"0 0 30 2 *", "0 0 31 4 *", "0 0 0 31 11 *"} {
+		require.Equal(t, 422, h.do("POST", "/api/v1/flows/"+flow+"/triggers", map[string]any{"kind": "schedule", "cron": never}, &e), never)
+		require.Len(t, e.Error.Details, 1, never)
+		require.Equal(t, "cron", e.Error.Details[0].Path, never)
+		require.Contains(t, e.Error.Details[0].Message, "never matches a time", never)
+	}
 	var list struct {
 		Triggers []map[string]any `json:"triggers"`
 	}
@@ -212,6 +220,7 @@ func TestScheduleBadInputAndTriggerList(t *testing.T) {
 	require.Equal(t, "schedule", list.Triggers[1]["kind"])
 	// A bad change is refused and changes nothing.
 	require.Equal(t, 422, h.do("PATCH", "/api/v1/triggers/"+sc.ID, map[string]any{"cron": "nope"}, nil))
+	require.Equal(t, 422, h.do("PATCH", "/api/v1/triggers/"+sc.ID, map[string]any{"cron": "0 0 30 2 *"}, nil))
 	var got scheduleJSON
 	require.Equal(t, 200, h.do("PATCH", "/api/v1/triggers/"+sc.ID, map[string]any{"enabled": true}, &got))
 	require.Equal(t, "0 9 * * MON-FRI", got.Cron)
@@ -222,4 +231,29 @@ func TestScheduleBadInputAndTriggerList(t *testing.T) {
 	require.Equal(t, 204, h.do("DELETE", "/api/v1/triggers/"+as[string](t, list.Triggers[0]["id"]), nil, nil))
 	code, _ := h.post(h.app.URL+"/hooks/list-hook", `{}`)
 	require.Equal(t, 404, code, "a deleted webhook's slug answers 404")
+}
+
+// TestScheduleWithNoNextTimeStallsNothing: a schedule with no next time (a
+// row saved before such expressions were refused) starts nothing and is
+// looked at again in an hour, saying why; the other schedules fire as ever.
+// It was due at the year 1 for ever: the scheduler walked 100,000 ticks
+// of it at every pass and took it again first, and nothing else fired.
+func TestScheduleWithNoNextTimeStallsNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{node("tick", "Condition", nil)}, nil)
+	bad := h.createSchedule(flow, map[string]any{"cron": "@daily"})
+	require.NoError(t, h.app.Store.Gorm().Exec(`UPDATE schedules SET cron = '0 0 30 2 *', next_fire_at = '0001-01-01T00:00:00Z' WHERE id = ?`,
+		bad.ID).Error)
+	good := h.createSchedule(flow, map[string]any{"cron": "* * * * * *", "overlap": "allow"})
+	h.eventually(func() bool { return len(scheduledRuns(t, h, good.ID)) > 0 }, "the good schedule to fire")
+	var got scheduleJSON
+	h.eventually(func() bool {
+		require.Equal(t, 200, h.do("GET", "/api/v1/triggers/"+bad.ID, nil, &got))
+		return got.LastError != nil
+	}, "the schedule with no next time to be looked at")
+	require.Contains(t, *got.LastError, "never matches a time")
+	require.NotNil(t, got.NextFireAt)
+	require.WithinDuration(t, time.Now().Add(time.Hour), *got.NextFireAt, 10*time.Minute)
+	require.Empty(t, scheduledRuns(t, h, bad.ID), "it started nothing")
 }

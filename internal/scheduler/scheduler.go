@@ -121,15 +121,28 @@ func (s *Scheduler) pass(ctx context.Context) {
 // into it (catch_up "one"), or are dropped (catch_up "none") — unless the
 // previous run still runs and overlap is "skip".
 func (s *Scheduler) fire(ctx context.Context, d *store.DueSchedule) error {
-	spec, perr := schedule.Parse(d.Cron, d.Timezone)
-	if perr != nil { // validated when saved; a time zone database may change
-		msg := perr.Error()
+	spec, perrs := schedule.Parse(d.Cron, d.Timezone)
+	if len(perrs) > 0 { // validated when saved; a time zone database may change
+		msg := perrs[0].Error()
 		d.LastError, d.NextFireAt = &msg, d.Now.Add(time.Hour)
 		return nil
 	}
-	due := d.NextFireAt
+	due, next := d.NextFireAt, spec.Next(d.Now)
+	switch {
+	case next.IsZero():
+		// A date that comes once in more than five years (29 February
+		// around 2100): looked at again in a day, starting nothing, rather
+		// than due at the year 1 for ever, in front of every schedule.
+		msg := fmt.Sprintf("%q has no time in the next five years: nothing fires (change the cron expression)", d.Cron)
+		d.LastError, d.NextFireAt = &msg, d.Now.Add(24*time.Hour)
+		return nil
+	case due.IsZero():
+		// Saved when it had no next time: nothing was due; it goes on from now.
+		d.NextFireAt = next
+		return nil
+	}
 	tick, missed := spec.Latest(due, d.Now)
-	d.NextFireAt = spec.Next(d.Now)
+	d.NextFireAt = next
 	// Ticks were missed (no process ran the scheduler), not just noticed a
 	// poll late: several fell due, the first of them well before now.
 	late := missed > 0 && d.Now.Sub(due) > 2*s.p.PollInterval+time.Second
