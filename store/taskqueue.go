@@ -74,7 +74,8 @@ type PollTasksParams struct {
 	Max       int
 }
 
-// PollTasks leases up to Max of the queue's oldest due tasks to Worker,
+// PollTasks leases up to Max of the queue's oldest due tasks to Worker
+// (a paused run's wait: its tasks are held, as its outbox rows are),
 // each handed out once (FOR UPDATE SKIP LOCKED: concurrent polls, on any
 // process, take different rows), and sets each one's node deadline to the
 // lease's end: a lease that runs out times the attempt out. A waiting task
@@ -89,6 +90,7 @@ func (s *Store) PollTasks(ctx context.Context, p PollTasksParams) (tasks []Polle
 			SELECT t.run_id, t.key, t.attempt, (n.status = 'running' AND n.attempt = t.attempt) IS TRUE AS live
 			FROM tasks t LEFT JOIN node_states n ON n.run_id = t.run_id AND n.key = t.key
 			WHERE t.workspace = ? AND t.queue = ? AND t.leased_by IS NULL AND t.created_at <= now()
+				AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = t.run_id AND r.status = 'paused')
 			ORDER BY t.created_at LIMIT ? FOR UPDATE OF t SKIP LOCKED),
 		leased AS (
 			UPDATE tasks t SET leased_by = CASE WHEN p.live THEN ? ELSE '' END, leased_at = now()

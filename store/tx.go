@@ -1093,14 +1093,32 @@ func (t *pgTx) HoldDispatches(ctx context.Context, runID string, hold bool) (int
 	}
 	res := t.exec(ctx, `UPDATE dispatches SET status = '`+to+`', next_attempt_at = `+when+`, updated_at = now()
 		WHERE run_id = ? AND status = '`+from+`'`, runID)
-	if res.Error != nil || hold {
-		return int(res.RowsAffected), interpretError(res.Error)
+	if res.Error != nil {
+		return 0, interpretError(res.Error)
+	}
+	// A pulled task waiting in its queue is held by its run's status (a
+	// poll passes a paused run's tasks); at resume its queues are told, so
+	// that long polls wake.
+	var tasks int
+	var err error
+	if hold {
+		err = t.raw(ctx, `SELECT count(*) FROM tasks WHERE run_id = ? AND leased_by IS NULL`, runID).Row().Scan(&tasks)
+	} else {
+		err = t.raw(ctx, `SELECT count(*), (SELECT count(pg_notify(?, queue)) FROM (SELECT DISTINCT queue FROM tasks
+			WHERE run_id = ? AND leased_by IS NULL) w) FROM tasks WHERE run_id = ? AND leased_by IS NULL`,
+			TasksChannel, runID, runID).Row().Scan(&tasks, new(int))
+	}
+	if err != nil {
+		return 0, fmt.Errorf("error counting the waiting tasks of run %s: %w", runID, interpretError(err))
+	}
+	if hold {
+		return int(res.RowsAffected) + tasks, nil
 	}
 	// Fires the pause kept waiting (left for a later transaction) are due
 	// again at once.
-	err := t.exec(ctx, `UPDATE node_states SET wake_at = now(), updated_at = now()
+	err = t.exec(ctx, `UPDATE node_states SET wake_at = now(), updated_at = now()
 		WHERE run_id = ? AND status = 'pending' AND wake_at IS NOT NULL`, runID).Error
-	return int(res.RowsAffected), interpretError(err)
+	return int(res.RowsAffected) + tasks, interpretError(err)
 }
 
 func (t *pgTx) ChildRuns(ctx context.Context, runID string, statuses ...engine.RunStatus) ([]string, error) {

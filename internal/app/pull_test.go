@@ -269,3 +269,52 @@ func TestPullLease(t *testing.T) {
 	h.waitRun(gone.ID, "cancelled")
 	require.Empty(t, h.poll(wt, "lease", "w3", 5, 0))
 }
+
+// TestPullPausedRunHoldsItsTasks: a paused run's waiting task is held, as
+// its pushed dispatches are: polls pass it (a later run's task is handed
+// out first) and the pause counts it; the resume hands it out again and
+// wakes a long poll waiting on its queue (on another process, its own
+// look again set past the wait).
+func TestPullPausedRunHoldsItsTasks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	other := newHarnessOn(t, h.dbURL, func(c *app.Config) { c.PollRecheck = time.Hour })
+	wt := h.workerToken("pauser@example.com")
+	flow := pullFlow(h, map[string]any{"queue": "held"})
+	paused := h.startRun(flow, map[string]any{"n": 1})
+	var run struct {
+		Status string `json:"status"`
+	}
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+paused.ID+"/pause", nil, &run))
+	require.Equal(t, "paused", run.Status)
+	var held int
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT (payload->>'held_dispatches')::int FROM run_events
+		WHERE run_id = ? AND type = 'run.paused'`, paused.ID).Row().Scan(&held))
+	require.Equal(t, 1, held, "the pause holds the waiting task")
+	later := h.startRun(flow, map[string]any{"n": 2})
+	tasks := other.poll(wt, "held", "w", 10, 0)
+	require.Len(t, tasks, 1, "the paused run's task is not handed out")
+	require.Equal(t, later.ID, tasks[0].RunID)
+	require.Empty(t, other.poll(wt, "held", "w", 10, 0))
+
+	got := make(chan []polled, 1)
+	asked := time.Now()
+	go func() { got <- other.poll(wt, "held", "waiter", 1, 50) }()
+	h.eventually(func() bool {
+		var q []store.QueueStats
+		h.do("GET", "/api/v1/queues", nil, &q)
+		for _, w := range q[0].Workers {
+			if w.ID == "waiter" && !w.LastPollAt.Before(asked.Add(-time.Millisecond)) {
+				return true
+			}
+		}
+		return false
+	}, "the long poll to wait")
+	resumed := time.Now()
+	require.Equal(t, 200, h.do("POST", "/api/v1/runs/"+paused.ID+"/resume", nil, nil))
+	tasks = <-got
+	require.Len(t, tasks, 1)
+	require.Equal(t, paused.ID, tasks[0].RunID)
+	// Not a speed: unwoken, it answers at the wait's end (50 s).
+	require.Less(t, time.Since(resumed), 25*time.Second, "woken by the resume")
+}
