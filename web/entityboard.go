@@ -30,6 +30,10 @@ type entityBoardCheck struct {
 	Workspace string
 	// Execution is the execution graph of the version the run is pinned to.
 	Execution json.RawMessage
+	// NotFound is the 400's message for a board of another workspace: the
+	// same as for an entity or board that does not exist, which it is
+	// here (docs/workspaces.md).
+	NotFound string
 }
 
 // checkEntityBoard refuses (422) a run that would leave its entity in a
@@ -44,8 +48,7 @@ func (s *Server) checkEntityBoard(ctx context.Context, p entityBoardCheck) error
 		return err
 	}
 	if owner != p.Workspace {
-		return &apiError{Status: http.StatusUnprocessableEntity, Code: codeEntityBoard,
-			Message: "board " + p.EntityBoardID + " is not in the flow's workspace"}
+		return badRequest(p.NotFound)
 	}
 	if p.FlowBoardID != nil && *p.FlowBoardID != p.EntityBoardID {
 		return &apiError{Status: http.StatusUnprocessableEntity, Code: codeEntityBoard,

@@ -122,7 +122,8 @@ func (s *Server) startRun(c echo.Context) error {
 		} else if err != nil {
 			return err
 		}
-		if err := s.checkEntityBoard(ctx, entityBoardCheck{Workspace: f.Workspace, FlowBoardID: f.BoardID, EntityBoardID: e.BoardID, Execution: exec}); err != nil {
+		if err := s.checkEntityBoard(ctx, entityBoardCheck{Workspace: f.Workspace, FlowBoardID: f.BoardID, EntityBoardID: e.BoardID, Execution: exec,
+			NotFound: "entity " + *b.EntityID + " does not exist"}); err != nil {
 			return err
 		}
 	}

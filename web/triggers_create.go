@@ -113,7 +113,7 @@ func (s *Server) checkWebhookEntity(ctx context.Context, f *store.Flow, e webhoo
 		return nil, err
 	}
 	if err := s.checkEntityBoard(ctx, entityBoardCheck{Workspace: f.Workspace, FlowBoardID: f.BoardID, EntityBoardID: e.BoardID,
-		Execution: f.Execution}); err != nil {
+		Execution: f.Execution, NotFound: "board " + e.BoardID + " does not exist"}); err != nil {
 		return nil, err
 	}
 	return json.Marshal(e)

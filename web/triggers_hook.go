@@ -99,7 +99,7 @@ func (s *Server) hook(c echo.Context) error {
 			up.Name = m.Type
 		}
 		if err := s.checkEntityBoard(ctx, entityBoardCheck{Workspace: f.Workspace, FlowBoardID: f.BoardID, EntityBoardID: m.BoardID,
-			Execution: f.Execution}); err != nil {
+			Execution: f.Execution, NotFound: "board " + m.BoardID + " does not exist"}); err != nil {
 			return err
 		}
 		p.Entity = &up

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -145,6 +146,27 @@ func TestWorkspaceIsolation(t *testing.T) {
 	// and credential CRM, each distinct from finance's.
 	mine := makeWorkspaceObjects(t, h, "sales")
 	require.NotEqual(t, fin.flow, mine.flow)
+	// Finance's entity or board named in a body answers as an id that
+	// does not exist: the answer tells nothing of finance's (it was a 422
+	// naming the entity's board).
+	unknown := uuid.NewString()
+	for _, c := range []struct{ path, body string }{
+		{"/api/v1/flows/" + mine.flow + "/runs", `{"entity_id":"%s"}`},
+		{"/api/v1/flows/" + mine.flow + "/triggers", `{"slug":"probe-%.8s","entity":{"board_id":"%[1]s","type":"deal"}}`},
+	} {
+		theirs, none := fin.entity, unknown
+		if strings.Contains(c.body, "board_id") {
+			theirs = fin.board
+		}
+		got := requireError(t, http.StatusBadRequest, "invalid_request",
+			do(t, h, req{method: "POST", path: c.path, header: sales, body: fmt.Sprintf(c.body, theirs)}))
+		want := requireError(t, http.StatusBadRequest, "invalid_request",
+			do(t, h, req{method: "POST", path: c.path, header: sales, body: fmt.Sprintf(c.body, none)}))
+		require.Equal(t, strings.ReplaceAll(want.Error.Message, none, "ID"), strings.ReplaceAll(got.Error.Message, theirs, "ID"), c.path)
+		if theirs == fin.entity {
+			require.NotContains(t, got.Error.Message, fin.board, "the entity's board is not told")
+		}
+	}
 	for _, ws := range []string{"sales", "finance"} {
 		flows := decode[struct {
 			Flows []flowResp `json:"flows"`
