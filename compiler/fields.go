@@ -15,8 +15,8 @@ import (
 // outside them is likely a typo: a warning names it, and the nearest
 // known key.
 var knownDataKeys = []string{
-	"arrayPath", "assignees", "body", "cancelUrl", "credential", "delivery", "description", "duration", "entityMovement", "event", "expression", "flow", "form",
-	"headers", "join", "key", "label", "leaseSeconds", "maxConcurrency", "method", "onTimeout", "outcomes", "passEntity", "prompt", "queue",
+	"arrayPath", "assignees", "body", "cancelUrl", "credential", "delivery", "description", "duration", "entityMovement", "escalation", "event", "expression", "flow", "form",
+	"formOutcomes", "headers", "join", "key", "label", "leaseSeconds", "maxConcurrency", "method", "onTimeout", "outcomes", "passEntity", "prompt", "queue",
 	"rateLimit", "rejectPolicy", "remindAfterSeconds", "requiredApprovals", "retry", "separationOfDuties", "setVariables", "successCodes",
 	"summary", "timeoutSeconds", "timezone", "toleratedFailures", "until", "url", "version", "webhookUrl",
 }

@@ -51,3 +51,15 @@ func TestWorkerRateLimit(t *testing.T) {
 		require.Equal(t, "nodes[0].data.rateLimit", ce.Problems[0].Path)
 	}
 }
+
+// TestDocumentedUXFieldsAreKnown: the UX fields docs/approvals.md and
+// docs/forms.md describe warn of nothing (escalation and formOutcomes
+// were said to be ignored, though the engine reads them).
+func TestDocumentedUXFieldsAreKnown(t *testing.T) {
+	eg, err := compiler.Compile(compiler.VisualGraph{Nodes: []compiler.VisualNode{node("a", "UX", `{"prompt": "OK?",
+		"assignees": {"users": ["ann@example.com"]}, "outcomes": ["approve", "reject", "later"], "formOutcomes": ["approve"],
+		"form": {"fields": [{"name": "note", "type": "text"}]}, "requiredApprovals": 1, "remindAfterSeconds": 60,
+		"escalation": [{"afterSeconds": 5, "assignees": {"users": ["bob@example.com"]}}], "timeoutSeconds": 600, "summary": ["amount"]}`)}}, builtins)
+	require.NoError(t, err)
+	require.Empty(t, eg.Warnings)
+}
