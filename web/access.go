@@ -43,10 +43,13 @@ var (
 	// boardHands move and add entities: the board's editors and the
 	// operators who repair runs.
 	boardHands = roles(store.RoleAdmin, store.RoleEditor, store.RoleOperator)
-	deciders   = roles(store.RoleAdmin, store.RoleApprover)
+	// deciders claim, decide and delegate a run's waiting task: admins,
+	// and approvers of the runs they are part of (a run they are not is
+	// 404 to them, as to GET; the engine checks the task's assignees).
+	deciders = rule{roles: []string{store.RoleAdmin, store.RoleApprover}, participant: true}
 	// taskHands unclaim and reassign waiting tasks: operators and admins
 	// any, an approver the one they claimed (the engine checks).
-	taskHands = roles(store.RoleAdmin, store.RoleOperator, store.RoleApprover)
+	taskHands = rule{roles: []string{store.RoleAdmin, store.RoleOperator, store.RoleApprover}, participant: true}
 	admins    = roles(store.RoleAdmin)
 	// mine are the caller's own account, tokens and workspaces.
 	mine = rule{roles: store.Roles, unscoped: true}

@@ -206,9 +206,6 @@ func (s *Server) authorize(c echo.Context, p *Principal) error {
 		}
 		return forbidden("forbidden", "only a server admin may "+c.Request().Method+" "+c.Path())
 	}
-	if rule.allows(role) || rule.unscoped && role == "" {
-		return nil
-	}
 	if rule.participant && role == store.RoleApprover {
 		id := c.Param("id")
 		if validUUID(id) {
@@ -221,6 +218,9 @@ func (s *Server) authorize(c echo.Context, p *Principal) error {
 			}
 		}
 		return errorf(http.StatusNotFound, "not_found", "run "+id+" not found")
+	}
+	if rule.allows(role) || rule.unscoped && role == "" {
+		return nil
 	}
 	return forbidden("forbidden", "role "+role+" may not "+c.Request().Method+" "+c.Path())
 }

@@ -174,7 +174,11 @@ func TestApproverReadsOnlyTheirRuns(t *testing.T) {
 	require.Len(t, inbox.Approvals, 1)
 	require.Equal(t, r1, inbox.Approvals[0].RunID)
 
-	require.Equal(t, http.StatusForbidden, h.doAs(ann, "POST", "/api/v1/runs/"+r2+"/nodes/ask/complete", map[string]any{"outcome": "approve"}, nil))
+	// Deciding, claiming or delegating a step of it: 404, as reading it (a
+	// 403 told her the run and its step exist).
+	for _, verb := range []string{"complete", "claim", "unclaim", "delegate", "reassign"} {
+		require.Equal(t, http.StatusNotFound, h.doAs(ann, "POST", "/api/v1/runs/"+r2+"/nodes/ask/"+verb, map[string]any{"outcome": "approve"}, nil), verb)
+	}
 	require.Equal(t, http.StatusOK, h.doAs(ann, "POST", "/api/v1/runs/"+r1+"/nodes/ask/complete",
 		map[string]any{"outcome": "approve", "comment": "ok"}, nil))
 	require.Equal(t, "ann@example.com", h.askOutput(r1).Decision.By)
