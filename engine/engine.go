@@ -686,6 +686,11 @@ func (e *Engine) CompleteUX(ctx context.Context, p CompleteUXParams) error {
 		if err != nil {
 			return err
 		}
+		if cur.Status != StatusWaitingForUser {
+			// In a person's words: most often someone decided it first.
+			return fmt.Errorf("%w: step %s of run %s is no longer waiting for a decision (it is %s): it was decided, or moved on, before this answer",
+				ErrInvalidTransition, p.Key, p.RunID, cur.Status)
+		}
 		if p.Attempt != 0 && cur.Attempt != p.Attempt {
 			return fmt.Errorf("%w: node %s is at attempt %d, not %d: the decision was for an earlier one", ErrConflict, p.Key,
 				cur.Attempt, p.Attempt)

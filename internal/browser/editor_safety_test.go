@@ -394,7 +394,9 @@ func TestUINodeJSONTab(t *testing.T) {
 	// Invalid: said, and nothing changed.
 	s.run("invalid", setValue("#node-json-ask", `{"prompt": "Changed?",`), chromedp.Click(`[data-action="json-apply"]`, chromedp.ByQuery))
 	s.waitJS("error", `(document.querySelector("[data-json-error]")?.innerText ?? "").includes("Not valid JSON")`)
-	require.False(t, s.exists(`.banner.subtle`), "not marked unsaved")
+	// The node's data is unchanged; the text waiting to be applied is
+	// unsaved work all the same (TestUIJSONTabTextNotAppliedIsUnsaved).
+	require.True(t, s.exists(`.banner.subtle`), "the text not applied is marked unsaved")
 	s.run("an array", setValue("#node-json-ask", `["prompt"]`), chromedp.Click(`[data-action="json-apply"]`, chromedp.ByQuery))
 	s.waitJS("error", `(document.querySelector("[data-json-error]")?.innerText ?? "").includes("JSON object")`)
 	s.shot("es08-json-invalid")

@@ -10,7 +10,20 @@ function nodeJSON(data: Record<string, any>): string {
 // the panel has no field for (a UX step's summary or remindAfterSeconds, an entity
 // movement's setMetadata). Apply replaces the node's data with the JSON
 // when it is a valid object; otherwise it says why and changes nothing.
-export function JsonTab({ nodeId, data, onApply }: { nodeId: string; data: Record<string, any>; onApply: (data: Record<string, any>) => void }) {
+// onPending is told whether text typed here waits to be applied: the
+// editor counts it as unsaved work, and Save refuses until it is applied
+// or reset.
+export function JsonTab({
+  nodeId,
+  data,
+  onApply,
+  onPending,
+}: {
+  nodeId: string;
+  data: Record<string, any>;
+  onApply: (data: Record<string, any>) => void;
+  onPending?: (pending: boolean) => void;
+}) {
   const shown = nodeJSON(data);
   const [draft, setDraft] = useState(shown);
   const [error, setError] = useState<string | null>(null);
@@ -19,6 +32,12 @@ export function JsonTab({ nodeId, data, onApply }: { nodeId: string; data: Recor
     setDraft(shown);
     setError(null);
   }, [shown]);
+  const pending = draft !== shown;
+  useEffect(() => {
+    onPending?.(pending);
+  }, [pending, onPending]);
+  // Gone (another tab, another node): nothing waits here any more.
+  useEffect(() => () => onPending?.(false), [onPending]);
   const apply = () => {
     let v: unknown;
     try {

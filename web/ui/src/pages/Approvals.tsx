@@ -2,7 +2,7 @@ import { useEffect, useMemo, useRef, useState } from "react";
 import { api, can, currentMe, stream, type Approval, type ApprovalsPage, type Me } from "../api";
 import { Empty, ErrorBox, Spinner, useNow, useThrottled } from "../components/common";
 import { navigate } from "../router";
-import { ApprovalCard } from "./approvals/ApprovalCard";
+import { ApprovalCard, Refused } from "./approvals/ApprovalCard";
 import { filtersOn, InboxFilters, matches, NO_FILTERS, type Filters } from "./approvals/InboxFilters";
 
 type Tab = "me" | "groups" | "all";
@@ -49,6 +49,12 @@ export function Approvals({ tab: asked = null }: { tab?: string | null }) {
   );
   useEffect(() => void load(), [load]);
   const refresh = useThrottled(() => void load(), 300);
+  // refused: a person's action on a task that had moved on, said until dismissed.
+  const [refused, setRefused] = useState<string | null>(null);
+  const done = (why?: string) => {
+    setRefused(why ?? null);
+    refresh();
+  };
   // Live: the inbox stream says when the caller's approvals may have
   // changed. Without it (an older server), poll.
   const [live, setLive] = useState<boolean | null>(null);
@@ -132,6 +138,7 @@ export function Approvals({ tab: asked = null }: { tab?: string | null }) {
         ))}
       </div>
       <ErrorBox error={error} onRetry={() => void load()} />
+      <Refused message={refused} onDismiss={() => setRefused(null)} />
       {!loaded && <Spinner label="Loading approvals…" />}
       {!can(me, "decide") && loaded && (
         <p className="banner subtle" data-readonly>
@@ -163,7 +170,7 @@ export function Approvals({ tab: asked = null }: { tab?: string | null }) {
         )}
         <ul className="approvals">
           {approvals.map((a) => (
-            <ApprovalCard key={`${a.run_id}/${a.key}`} a={a} me={me} onDone={refresh} />
+            <ApprovalCard key={`${a.run_id}/${a.key}`} a={a} me={me} onDone={done} />
           ))}
         </ul>
         {next && (

@@ -1,5 +1,5 @@
 import { Background, Controls, MiniMap, ReactFlow, ReactFlowProvider, useEdgesState, useNodesState, type Edge } from "@xyflow/react";
-import { useMemo, useRef, useState } from "react";
+import { useCallback, useMemo, useRef, useState } from "react";
 import { TRIGGER_PREFIX, TriggerNode } from "../components/TriggerNode";
 import { ErrorBox, isNotFound, NotFound, Spinner } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
@@ -56,6 +56,15 @@ function Editor({ flowId, version }: Props) {
   const [startOpen, setStartOpen] = useState(false);
   const edits = useGraphEdits({ wrapper, nodes, edges, setNodes, setEdges, setProblems, markDirty, untidy, setUntidy });
   const { panelKey, addNode, connect, updateNode, renameNode, deleteNode, updateEdge, renameOutcome, selectEdge, deleteEdge, selectNode, tidyUp, undoTidy } = edits;
+  const { setHeldBack } = draft;
+  const selectedId = nodes.find((n) => n.selected)?.id;
+  // Text typed in a node's JSON tab and not applied is unsaved work that a
+  // save would leave out: the draft counts as unsaved, and Save says so.
+  const onJsonPending = useCallback(
+    (pending: boolean) =>
+      setHeldBack(pending ? `The JSON tab of step ${selectedId ?? ""} holds changes not applied: Apply or Reset them, then save.` : null),
+    [setHeldBack, selectedId],
+  );
 
   // Paint compile problems on nodes and edges.
   const byNode = useMemo(() => {
@@ -234,6 +243,7 @@ function Editor({ flowId, version }: Props) {
               problems={problems.filter((p) => p.node_id === selectedNode.id)}
               flowId={flowId}
               graph={() => withSettings(fromCanvas(nodes, edges), settings)}
+              onJsonPending={onJsonPending}
             />
           ) : selectedEdge ? (
             <EdgeSettings

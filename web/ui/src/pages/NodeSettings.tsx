@@ -40,9 +40,11 @@ interface NodeProps {
   onConnect: (target: string) => void;
   onSelectEdge: (id: string) => void;
   onRenameOutcome: (node: string, from: string, to: string) => void;
+  // onJsonPending: the JSON tab holds text not applied (true) or not.
+  onJsonPending?: (pending: boolean) => void;
 }
 
-export function NodeSettings({ node, nodes, edges, sections, problems, flowId = null, graph = () => null, onChange, onRename, onDelete, onConnect, onSelectEdge, onRenameOutcome }: NodeProps) {
+export function NodeSettings({ node, nodes, edges, sections, problems, flowId = null, graph = () => null, onChange, onRename, onDelete, onConnect, onSelectEdge, onRenameOutcome, onJsonPending }: NodeProps) {
   const d = node.data;
   const type = String(node.type);
   const info = typeInfo(type);
@@ -120,7 +122,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
       {tab === "test" ? (
         <TestTab flowId={flowId} nodeId={node.id} graph={graph} pinned={d._pinned} onPin={pin} />
       ) : tab === "json" ? (
-        <JsonTab nodeId={node.id} data={d} onApply={(nd) => onChange(node.id, nd)} />
+        <JsonTab nodeId={node.id} data={d} onApply={(nd) => onChange(node.id, nd)} onPending={onJsonPending} />
       ) : (
         <>
           <NameFields idDraft={idDraft} setIdDraft={setIdDraft} idError={idError} commitId={commitId} label={d.label ?? ""} onLabel={(v) => set(["label"])(v)} />

@@ -3,7 +3,7 @@ import { api, can, currentMe, stream, type Run, type StreamEvent, type Task } fr
 import { ErrorBox, isNotFound, NotFound, Spinner, Status, useThrottled } from "../components/common";
 import { journeyKindText, taskEventText } from "../components/taskwords";
 import { Link } from "../router";
-import { Age, ApprovalCard, labelledValues, runTail, Summary } from "./approvals/ApprovalCard";
+import { Age, ApprovalCard, labelledValues, Refused, runTail, Summary } from "./approvals/ApprovalCard";
 import { RunCanvas } from "./runview/RunCanvas";
 
 // TaskPage is one task — a step a person decides — on a page of its own
@@ -32,6 +32,11 @@ export function TaskPage({ runId, nodeKey }: { runId: string; nodeKey: string })
   }, [runId, nodeKey]);
   useEffect(() => void load(), [load]);
   const refresh = useThrottled(() => void load(), 300);
+  const [refused, setRefused] = useState<string | null>(null);
+  const done = (why?: string) => {
+    setRefused(why ?? null);
+    refresh();
+  };
   const [live, setLive] = useState(false);
   useEffect(() => stream(`/runs/${runId}/events`, () => refresh(), setLive), [runId, refresh]);
   const graph = useMemo(() => task?.graph ?? null, [task]);
@@ -68,9 +73,10 @@ export function TaskPage({ runId, nodeKey }: { runId: string; nodeKey: string })
         </Link>{" "}
         ({run.status}) · step <span className="mono">{nodeKey}</span>
       </p>
+      <Refused message={refused} onDismiss={() => setRefused(null)} />
       {a ? (
         <ul className="approvals">
-          <ApprovalCard a={a} me={me} onDone={refresh} page />
+          <ApprovalCard a={a} me={me} onDone={done} page />
         </ul>
       ) : (
         <div className="card task-done" data-task-done>

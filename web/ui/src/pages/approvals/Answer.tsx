@@ -25,7 +25,10 @@ export function Answer({
   formOutcomes?: string[] | null;
   // formComment: the form has a comment field, the decision's comment.
   formComment?: boolean;
-  onDone: () => void;
+  // onDone: the step moved on (reload it); refused, when the answer was
+  // refused because it had (someone decided it first): the reload takes
+  // this card away, so the page shows the refusal instead.
+  onDone: (refused?: string) => void;
 }) {
   const [comment, setComment] = useState("");
   const [answer, setAnswer] = useState("");
@@ -80,8 +83,9 @@ export function Answer({
       } else if (err instanceof ApiError && err.status === 403 && err.code === "forbidden") {
         setError({ code: "forbidden", message: `Refused: ${err.message.replace(/^forbidden: /, "")}` });
       } else if (err instanceof ApiError && err.status === 409) {
-        setError({ code: "conflict", message: err.message || "Someone decided this step meanwhile." });
-        onDone();
+        const why = err.message || "someone decided this step meanwhile";
+        setError({ code: "conflict", message: why });
+        onDone(`Your “${outcomeLabel(outcome)}” on ${nodeKey} was not recorded: ${why}`);
       } else setError({ code: err instanceof ApiError ? err.code : "error", message: describe(err) });
     } finally {
       setBusy(null);

@@ -104,7 +104,7 @@ function EscalationInfo({ e }: { e: Escalation }) {
 // TaskActions: claim, unclaim and reassign a waiting step, for those who
 // may (the server checks anyway): a decider claims an unclaimed step; its
 // claimer, an operator or an admin unclaims and reassigns it.
-function TaskActions({ a, me, onDone }: { a: Approval; me: Me | null; onDone: () => void }) {
+function TaskActions({ a, me, onDone }: { a: Approval; me: Me | null; onDone: (refused?: string) => void }) {
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [reassigning, setReassigning] = useState(false);
@@ -122,8 +122,9 @@ function TaskActions({ a, me, onDone }: { a: Approval; me: Me | null; onDone: ()
       if (what === "reassign") setReassigning(false);
       onDone();
     } catch (err) {
-      setError(`${what[0].toUpperCase() + what.slice(1)} refused: ${describe(err)}`);
-      if (err instanceof ApiError && err.status === 409) onDone();
+      const refused = `${what[0].toUpperCase() + what.slice(1)} of ${a.key} refused: ${describe(err)}`;
+      setError(refused);
+      if (err instanceof ApiError && err.status === 409) onDone(refused);
     } finally {
       setBusy(null);
     }
@@ -183,7 +184,7 @@ function TaskActions({ a, me, onDone }: { a: Approval; me: Me | null; onDone: ()
   );
 }
 
-export function ApprovalCard({ a, me, onDone, page = false }: { a: Approval; me: Me | null; onDone: () => void; page?: boolean }) {
+export function ApprovalCard({ a, me, onDone, page = false }: { a: Approval; me: Me | null; onDone: (refused?: string) => void; page?: boolean }) {
   const need = a.required_approvals ?? 1;
   const votes = a.votes ?? [];
   const mine = votes.find((v) => me?.email && v.by.toLowerCase() === me.email.toLowerCase());
@@ -384,6 +385,21 @@ function VoteTally({ need, votes }: { need: number; votes: Vote[] }) {
           ))}
         </ul>
       )}
+    </div>
+  );
+}
+
+// Refused is what a person's last action on a task that moved on came to
+// (a decision someone else made first): its card is gone with the reload,
+// so the page keeps the server's words until dismissed.
+export function Refused({ message, onDismiss }: { message: string | null; onDismiss: () => void }) {
+  if (!message) return null;
+  return (
+    <div className="banner error" role="alert" data-refused>
+      <span>{message}</span>{" "}
+      <button type="button" className="btn small ghost" data-action="dismiss-refused" onClick={onDismiss}>
+        Dismiss
+      </button>
     </div>
   );
 }

@@ -13,6 +13,12 @@ import { navigate } from "../../router";
 
 type BoardSummary = BoardListed;
 
+// KeptDraft is a new flow's draft carried to its new address when it
+// changed while its first save was on its way (sessionStorage).
+type KeptDraft = { graph: ReturnType<typeof fromCanvas>; name: string; boardId: string; settings: Record<string, any> };
+
+const draftKey = (flowId: string) => `stitchd.draft.${flowId}`;
+
 export function useFlowDraft({
   flowId,
   version,
@@ -58,6 +64,16 @@ export function useFlowDraft({
   const [dirty, setDirty] = useState(false);
   // The flow's settings (graph.settings), saved with the graph.
   const [settings, setSettings] = useState<Record<string, any>>({});
+  // heldBack says why the draft cannot be saved as it stands (a node's
+  // JSON tab holds text not applied): Save refuses with it, and the draft
+  // counts as unsaved.
+  const [heldBack, setHeldBack] = useState<string | null>(null);
+  // edits counts the changes made (markDirty): a save answered after
+  // another change was made leaves the draft unsaved. latest is the draft
+  // as it stands now, for a save that answers later than it was sent.
+  const edits = useRef(0);
+  const latest = useRef({ nodes, edges, name, boardId, settings });
+  latest.current = { nodes, edges, name, boardId, settings };
 
   // Load the flow (or one of its versions) and the boards.
   const load = useCallback(async () => {
@@ -97,6 +113,20 @@ export function useFlowDraft({
       setProblems([]);
       setDirty(false);
       loaded.current();
+      // A new flow's first save answered after more changes were made:
+      // they came along under the flow's new address, still unsaved.
+      const kept = version ? null : sessionStorage.getItem(draftKey(flowId));
+      if (kept) {
+        sessionStorage.removeItem(draftKey(flowId));
+        const d = JSON.parse(kept) as KeptDraft;
+        const k = toCanvas(d.graph);
+        setNodes(k.nodes);
+        setEdges(k.edges);
+        setName(d.name);
+        setBoardId(d.boardId);
+        setSettings(d.settings);
+        setDirty(true);
+      }
     } catch (err) {
       setLoadError(err);
     } finally {
@@ -108,12 +138,18 @@ export function useFlowDraft({
   }, [load]);
 
   const markDirty = useCallback(() => {
+    edits.current++;
     setDirty(true);
     setNotice(null);
   }, []);
 
   const save = useCallback(async (): Promise<boolean> => {
     if (saving) return false;
+    if (heldBack) {
+      setSaveError(heldBack);
+      return false;
+    }
+    const sent = edits.current;
     setSaving(true);
     setSaveError(null);
     setNotice(null);
@@ -124,13 +160,21 @@ export function useFlowDraft({
     try {
       const f = flowId ? await api<Flow>("PUT", `/flows/${flowId}`, body) : await api<Flow>("POST", "/flows", body);
       setProblems([]);
-      setDirty(false);
+      // Changes made while the save was on its way are not in it.
+      const since = edits.current !== sent;
+      if (!since) setDirty(false);
       setMessage("");
       const changed = !flow || f.version.number !== flow.version.number;
       setFlow(f);
-      setNotice(changed ? `Saved as version ${f.version.number}.` : `No changes to the graph: still version ${f.version.number}.`);
+      const after = since ? " Changes made while it was saving are not saved yet." : "";
+      setNotice((changed ? `Saved as version ${f.version.number}.` : `No changes to the graph: still version ${f.version.number}.`) + after);
       if (!flowId) {
-        sessionStorage.setItem("stitchd.flash", `Created; saved as version ${f.version.number}.`);
+        if (since) {
+          const now = latest.current;
+          const kept: KeptDraft = { graph: fromCanvas(now.nodes, now.edges), name: now.name, boardId: now.boardId, settings: now.settings };
+          sessionStorage.setItem(draftKey(f.id), JSON.stringify(kept));
+        }
+        sessionStorage.setItem("stitchd.flash", `Created; saved as version ${f.version.number}.${after}`);
         navigate(`/flows/${f.id}`, true, true);
       }
       else {
@@ -148,7 +192,7 @@ export function useFlowDraft({
     } finally {
       setSaving(false);
     }
-  }, [saving, nodes, edges, settings, name, boardId, message, flowId, flow, version]);
+  }, [saving, heldBack, nodes, edges, settings, name, boardId, message, flowId, flow, version]);
 
   useEffect(() => {
     const on = (e: KeyboardEvent) => {
@@ -179,7 +223,8 @@ export function useFlowDraft({
     saving,
     notice,
     saveError,
-    dirty,
+    dirty: dirty || heldBack !== null,
+    setHeldBack,
     settings,
     setSettings,
     load,
