@@ -8,7 +8,7 @@ import { defaultKeymap, history, historyKeymap } from "@codemirror/commands";
 import { autocompletion, closeBrackets, closeBracketsKeymap, completionKeymap, type CompletionContext } from "@codemirror/autocomplete";
 import { javascript } from "@codemirror/lang-javascript";
 import { defaultHighlightStyle, syntaxHighlighting } from "@codemirror/language";
-import { complete, type Scope } from "./scope";
+import { BUILTINS, complete, SCRIPT_GLOBALS, type Scope } from "./scope";
 import { setExprTarget, exprTarget, type ExprTarget } from "./exprTarget";
 
 // fromValue marks the transaction that puts a value set from outside into
@@ -47,7 +47,7 @@ export default function ExprEditor({ value, onChange, scope, label, placeholder,
       const sc = scopeRef.current;
       if (!sc) return null;
       const before = ctx.state.sliceDoc(0, ctx.pos);
-      const r = complete(before, sc);
+      const r = complete(before, sc, language === "javascript" ? SCRIPT_GLOBALS : BUILTINS);
       if (!r) return null;
       // Offer fields at once after a dot; names once a letter is typed (or asked for).
       if (r.from === ctx.pos && !before.endsWith(".") && !ctx.explicit) return null;

@@ -68,8 +68,16 @@ export function ExprPreview({
       if (n !== seq.current) return;
       if (err instanceof ApiError && err.code === "not_testable") show({ state: "off", why: `No preview: ${err.message.replace(/^not_testable: /, "")}` });
       else if (err instanceof ApiError && err.details?.length) {
-        const mine = err.details.find((p) => (edgeId ? p.edge_id === edgeId : p.node_id === nodeId)) ?? err.details[0];
-        show({ state: "error", message: mine.message.replace(/^(node|edge) "[^"]*": /, ""), path: mine.path });
+        const mine = err.details.find((p) => (edgeId ? p.edge_id === edgeId : p.node_id === nodeId));
+        const words = (p: { message: string }) => p.message.replace(/^(node|edge) "[^"]*": /, "");
+        if (mine) show({ state: "error", message: words(mine), path: mine.path });
+        else {
+          // Another step's problem stops the try: said as that step's, not
+          // under this field as if it were this expression's.
+          const o = err.details[0];
+          const whose = o.node_id ? `step ${o.node_id}` : o.edge_id ? `edge ${o.edge_id}` : "the flow";
+          show({ state: "off", why: `No preview while ${whose} has a problem: ${words(o)}` });
+        }
       } else show({ state: "error", message: (err as Error).message });
     }
   };

@@ -46,7 +46,25 @@ interface Row {
 // started and finished, how long it took and what it waited for, with a
 // bar on the run's time axis; a step with several instances (a parallel
 // region) or iterations (a loop) is one line summing them up.
-export function Timeline({ run }: { run: Run }) {
+// graphDepth is each node's distance in edges from the flow's first steps
+// (breadth first; a loop's way back is not followed twice).
+function graphDepth(edges: { source: string; target: string }[]): Map<string, number> {
+  const depth = new Map<string, number>();
+  const targets = new Set(edges.map((e) => e.target));
+  let frontier = [...new Set(edges.map((e) => e.source))].filter((id) => !targets.has(id));
+  for (let d = 0; frontier.length > 0; d++) {
+    const next: string[] = [];
+    for (const id of frontier) {
+      if (depth.has(id)) continue;
+      depth.set(id, d);
+      for (const e of edges) if (e.source === id && !depth.has(e.target)) next.push(e.target);
+    }
+    frontier = next;
+  }
+  return depth;
+}
+
+export function Timeline({ run, edges = [] }: { run: Run; edges?: { source: string; target: string }[] }) {
   const now = useNow(1000);
   const rows = new Map<string, Row>();
   for (const st of Object.values(run.nodes ?? {}) as NodeState[]) {
@@ -63,10 +81,14 @@ export function Timeline({ run }: { run: Run }) {
     r.statuses[st.status] = (r.statuses[st.status] ?? 0) + 1;
     rows.set(st.node_id, r);
   }
-  // Steps fired by the same transaction start at the same time: the one
-  // that finished first (it fired the others) comes first.
+  // Steps fired by the same transaction start (and may finish) at the
+  // same time: the one nearer the flow's start (it fired the others) comes
+  // first, then the one that finished first.
+  const depth = graphDepth(edges);
+  const at = (id: string) => depth.get(id) ?? Infinity;
   const list = [...rows.values()].sort(
-    (a, b) => a.start - b.start || (a.end ?? Infinity) - (b.end ?? Infinity) || a.nodeId.localeCompare(b.nodeId),
+    (a, b) =>
+      a.start - b.start || at(a.nodeId) - at(b.nodeId) || (a.end ?? Infinity) - (b.end ?? Infinity) || a.nodeId.localeCompare(b.nodeId),
   );
   if (list.length === 0) return null;
   const t0 = Date.parse(run.created_at);

@@ -102,10 +102,15 @@ function kind(v: any): string {
   return s.length > 24 ? s.slice(0, 23) + "…" : s;
 }
 
+// What a Code step's script has besides its data's names: JavaScript's
+// own, not expr-lang's builtins (abs, all, any are no functions there).
+export const SCRIPT_GLOBALS = ["console", "JSON", "Math", "Object", "Array", "Number", "String", "Boolean", "Date", "parseInt", "parseFloat"];
+
 // complete answers what may follow text (the expression up to the
-// cursor): the names and builtins, or the fields of what the path
-// before the last dot reaches. from is where the word being typed starts.
-export function complete(text: string, scope: Scope): { from: number; options: Completion[] } | null {
+// cursor): the names and builtins (expr-lang's, or those given), or the
+// fields of what the path before the last dot reaches. from is where the
+// word being typed starts.
+export function complete(text: string, scope: Scope, builtins: string[] = BUILTINS): { from: number; options: Completion[] } | null {
   const m = /((?:[A-Za-z_][A-Za-z0-9_]*|\[[^\]]*\])(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[^\]]*\])*\.)?([A-Za-z_][A-Za-z0-9_]*)?$/.exec(text);
   if (!m || (!m[1] && !m[2])) return null;
   const word = m[2] ?? "";
@@ -115,7 +120,7 @@ export function complete(text: string, scope: Scope): { from: number; options: C
     if (/["'`0-9]$/.test(text.slice(0, from))) return null;
     const names: Completion[] = Object.keys(scope).filter((k) => (scope as any)[k] !== undefined).map((k) => ({ label: k, type: "variable" }));
     if (!names.some((n) => n.label === "item")) names.push({ label: "item", type: "variable", detail: "in a fan-out" });
-    return { from, options: [...names, ...BUILTINS.map((b): Completion => ({ label: b, type: "function" }))] };
+    return { from, options: [...names, ...builtins.map((b): Completion => ({ label: b, type: "function" }))] };
   }
   // Walk the path before the dot.
   const path = m[1].slice(0, -1);

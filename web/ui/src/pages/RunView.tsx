@@ -171,7 +171,7 @@ export function RunView({ runId, focus = null }: { runId: string; focus?: string
             />
           ) : (
             <>
-              <Timeline run={run} />
+              <Timeline run={run} edges={graph?.edges} />
               <RunSummary run={run} events={events.current} eventCount={eventCount} />
             </>
           )}

@@ -1,0 +1,76 @@
+package browser_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// TestUIPreviewSaysWhoseProblem: renaming a step that another step reads
+// breaks the other step; the renamed step's own preview says that the
+// other step has a problem, not the problem as its own expression's (it
+// showed "nodes[1].data.expression: steps.t1: no step has the id" under a
+// valid expression).
+func TestUIPreviewSaysWhoseProblem(t *testing.T) {
+	s := newStack(t)
+	id := s.editorFlow("Refs", []map[string]any{
+		{"id": "t1", "type": "Transform", "position": map[string]any{"x": 0, "y": 0}, "data": map[string]any{"expression": `{"x": run.input.x}`}},
+		{"id": "t2", "type": "Transform", "position": map[string]any{"x": 320, "y": 0}, "data": map[string]any{"expression": `{"y": steps.t1.output.x}`}},
+	}, []map[string]any{{"id": "e1", "source": "t1", "target": "t2"}}, nil)
+	s.run("open", chromedp.Navigate(s.url+"/flows/"+id), tokenSignIn(token))
+	s.settleInCanvas(canvasNode("t1"))
+	s.run("select t1", chromedp.Click(canvasNode("t1"), chromedp.ByQuery), chromedp.WaitVisible(`form[aria-label="Transform t1 settings"]`, chromedp.ByQuery))
+	s.run("rename", chromedp.Focus("#node-id", chromedp.ByQuery), setValue("#node-id", "first"), chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(`form[aria-label="Transform first settings"]`, chromedp.ByQuery))
+	s.waitJS("previewed", `!!document.querySelector('.settings [data-preview="off"]') || !!document.querySelector('.settings [data-preview="error"]')`)
+	s.shot("wp01-preview-of-a-renamed-step")
+	require.False(t, s.exists(`.settings [data-preview="error"]`), "first's own expression is fine: %s", s.text(".settings [data-preview]"))
+	got := s.text(`.settings [data-preview="off"]`)
+	require.Contains(t, got, "No preview while step t2 has a problem")
+	require.Contains(t, got, `"t1"`)
+}
+
+// TestUITimelineFollowsTheFlow: steps that ran in one transaction (three
+// Transforms: the same start and end) are listed in the flow's order, not
+// by their ids.
+func TestUITimelineFollowsTheFlow(t *testing.T) {
+	s := newStack(t)
+	id := s.editorFlow("Ordered", []map[string]any{transformNode("zeta", 0, 0), transformNode("alpha", 320, 0), transformNode("mid", 640, 0)},
+		[]map[string]any{{"id": "e1", "source": "zeta", "target": "alpha"}, {"id": "e2", "source": "alpha", "target": "mid"}}, nil)
+	var run struct{ ID string }
+	s.api("POST", "/flows/"+id+"/runs", map[string]any{"input": map[string]any{}}, &run)
+	s.run("open", chromedp.Navigate(s.url+"/runs/"+run.ID), tokenSignIn(token))
+	s.waitJS("timeline", `document.querySelectorAll("[data-timeline-node]").length === 3`)
+	var order []string
+	s.run("order", chromedp.Evaluate(`[...document.querySelectorAll("[data-timeline-node]")].map(li => li.dataset.timelineNode)`, &order))
+	require.Equal(t, []string{"zeta", "alpha", "mid"}, order)
+}
+
+// TestUICodeCompletionIsJavaScripts: a Code step's editor offers the
+// script's names and JavaScript's own, not expr-lang's builtins (abs, all,
+// any are no functions in a script).
+func TestUICodeCompletionIsJavaScripts(t *testing.T) {
+	s := newStack(t)
+	id := s.editorFlow("Script", []map[string]any{{"id": "code1", "type": "Code", "position": map[string]any{"x": 0, "y": 0},
+		"data": map[string]any{"source": "return input"}}}, nil, nil)
+	s.run("open", chromedp.Navigate(s.url+"/flows/"+id), tokenSignIn(token))
+	s.settleInCanvas(canvasNode("code1"))
+	s.run("select", chromedp.Click(canvasNode("code1"), chromedp.ByQuery), chromedp.WaitVisible(`form[aria-label="Code code1 settings"]`, chromedp.ByQuery))
+	s.run("type", typeInEditor("node-code-source", "return a"))
+	var got []string
+	require.Eventually(t, func() bool {
+		s.run("completions", chromedp.Evaluate(completions, &got))
+		return len(got) > 0
+	}, 10*time.Second, 100*time.Millisecond, "the completion list opens")
+	for _, b := range []string{"abs", "all", "any"} {
+		require.NotContains(t, got, b, fmt.Sprintf("%v", got))
+	}
+	s.run("type M", typeInEditor("node-code-source", "return M"))
+	require.Eventually(t, func() bool {
+		s.run("completions", chromedp.Evaluate(completions, &got))
+		return len(got) > 0 && got[0] == "Math"
+	}, 10*time.Second, 100*time.Millisecond, "JavaScript's names: %v", got)
+}
