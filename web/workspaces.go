@@ -37,17 +37,19 @@ func (s *Server) enterWorkspace(c echo.Context, p *Principal) error {
 	if strings.HasPrefix(c.Path(), workspacePath) {
 		ws = c.Param("slug")
 	}
+	if ws != "" && !store.ValidWorkspaceSlug(ws) {
+		return badRequest(WorkspaceHeader + ": " + store.WorkspaceSlugRule)
+	}
 	if p.tokenWorkspace != "" {
-		if ws != "" && ws != p.tokenWorkspace {
+		// The routes about the caller answer in any workspace: a bound
+		// token's in its own, whatever the header names.
+		if ws != "" && ws != p.tokenWorkspace && !ruleOf(c).unscoped {
 			return forbidden("workspace_mismatch", "this token acts only in workspace "+p.tokenWorkspace)
 		}
 		ws = p.tokenWorkspace
 	}
 	if ws == "" {
 		ws = store.DefaultWorkspace
-	}
-	if !store.ValidWorkspaceSlug(ws) {
-		return badRequest(WorkspaceHeader + ": " + store.WorkspaceSlugRule)
 	}
 	p.Workspace = ws
 	ctx := c.Request().Context()

@@ -301,6 +301,15 @@ func TestWorkspaceMembershipAndTokens(t *testing.T) {
 	require.NoError(t, st.CreateToken(context.Background(), store.APIToken{ID: uuid.NewString(), UserID: u.ID, Name: "bound",
 		CreatedAt: time.Now(), Workspace: &sales}, sum[:]))
 	requireError(t, http.StatusForbidden, "workspace_mismatch", do(t, h, req{method: "GET", path: "/api/v1/flows", header: inWorkspace("default", bound)}))
+	// A header that is not a slug is a 400 for every token.
+	requireError(t, http.StatusBadRequest, "invalid_request", do(t, h, req{method: "GET", path: "/api/v1/flows", header: inWorkspace("NOT A SLUG", bound)}))
+	// The routes about the caller answer in any workspace; a bound token's
+	// in its own.
+	boundMe := decode[struct {
+		Workspace string `json:"workspace"`
+	}](t, call(t, h, http.StatusOK, req{method: "GET", path: "/api/v1/me", header: inWorkspace("default", bound)}))
+	require.Equal(t, "sales", boundMe.Workspace)
+	call(t, h, http.StatusOK, req{method: "GET", path: "/api/v1/workspaces", header: inWorkspace("default", bound)})
 	flows := decode[struct {
 		Flows []flowResp `json:"flows"`
 	}](t, call(t, h, http.StatusOK, req{method: "GET", path: "/api/v1/flows", header: map[string]string{"Authorization": "Bearer " + bound}}))
