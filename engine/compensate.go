@@ -268,15 +268,21 @@ func (t *txn) refuseCompensated(id, doing string) error {
 	if err != nil || c == nil {
 		return err
 	}
-	return fmt.Errorf("%w: run %s is %s (its compensation is %s): it cannot be %s", ErrConflict, t.run.ID,
-		compensationWord(c), c.State, doing)
+	return fmt.Errorf("%w: run %s %s: it cannot be %s", ErrConflict, t.run.ID, compensationWords(c), doing)
 }
 
-func compensationWord(c *Compensation) string {
-	if c.State == CompensationRunning {
-		return "compensating"
+// compensationWords says where a run's compensation stands.
+func compensationWords(c *Compensation) string {
+	switch c.State {
+	case CompensationRunning:
+		return "is compensating (undoing its completed steps)"
+	case CompensationDone:
+		return "was compensated (its completed steps were undone)"
+	case CompensationFailed:
+		return "is compensated in part: an undo step failed (retry it or skip it)"
+	default:
+		return "is compensated in part: its compensation was " + c.State
 	}
-	return "compensated"
 }
 
 // resumeCompensation marks a failed compensation under way again when

@@ -174,7 +174,7 @@ func (e *Engine) ReassignUX(ctx context.Context, p ReassignParams) (*Assignees, 
 	}
 	a, err := AssigneesOf(map[string]any{"users": users, "groups": groups})
 	if err != nil {
-		return nil, fmt.Errorf("%w: the new assignees %s", ErrInvalidRequest, err)
+		return nil, fmt.Errorf("%w: the reassignment %s", ErrInvalidRequest, err)
 	}
 	return a, e.onTask(ctx, p.TaskParams, func(t *txn, _ *Node, cur *NodeState, claim *Claim) error {
 		if !p.Actor.Manages() && (claim == nil || !strings.EqualFold(claim.By, p.Actor.Email)) {

@@ -224,7 +224,8 @@ func TestReassignOverTheAPI(t *testing.T) {
 	require.NotContains(t, h.approvalsOf(ann, "groups"), run, "the old group no longer has it")
 	require.NotContains(t, h.approvalsOf(ben, ""), run)
 	code, _ = h.taskCall(ann, run, "complete", map[string]any{"outcome": "approve"})
-	require.Equal(t, 403, code)
+	require.Equal(t, 404, code, "reassigned away, ann is no longer part of the run")
+	require.Equal(t, 404, h.doAs(ann, "GET", "/api/v1/runs/"+run, nil, nil), "nor reads it")
 	require.Equal(t, 1, h.eventCount(run, engine.EventNodeReassigned))
 	require.Equal(t, 1, h.auditCount(run, "POST /api/v1/runs/:id/nodes/:key/reassign"))
 

@@ -3,8 +3,10 @@ package jsonlimit
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
+	"time"
 )
 
 // DecodeMessage is err, from decoding JSON into a Go value, in JSON's
@@ -12,6 +14,12 @@ import (
 // not an object", not "json: cannot unmarshal object into Go struct field
 // .nodes of type []json.RawMessage".
 func DecodeMessage(err error) string {
+	var pe *time.ParseError
+	if errors.As(err, &pe) {
+		// A time field's own decoding: Go's layout string says nothing to a
+		// person.
+		return fmt.Sprintf("%s is not a time: give one in RFC 3339, as 2026-11-28T09:00:00Z", strings.Trim(pe.Value, `"`))
+	}
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) {
 		return err.Error()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -37,4 +38,11 @@ func TestDecodeMessage(t *testing.T) {
 		require.Equal(t, want, jsonlimit.DecodeMessage(err), body)
 	}
 	require.Equal(t, "other", jsonlimit.DecodeMessage(errors.New("other")))
+	// A time that does not parse: not Go's layout string.
+	var at struct {
+		At time.Time `json:"at"`
+	}
+	err := json.Unmarshal([]byte(`{"at": "yesterday"}`), &at)
+	require.Error(t, err)
+	require.Equal(t, "yesterday is not a time: give one in RFC 3339, as 2026-11-28T09:00:00Z", jsonlimit.DecodeMessage(err))
 }
