@@ -80,7 +80,10 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
   const commitId = () => {
     const v = idDraft.trim();
     if (v === node.id) return setIdError(null);
-    if (!/^[A-Za-z][A-Za-z0-9_-]*$/.test(v)) return setIdError("Use letters, digits, _ and -, starting with a letter.");
+    // Stricter than the server's rule (64 of letters, digits, _ . -): an
+    // id is how expressions name the step (steps.<id>).
+    if (!/^[A-Za-z][A-Za-z0-9_-]*$/.test(v) || v.length > 64)
+      return setIdError("Use at most 64 letters, digits, _ and -, starting with a letter: expressions name the step by it (steps.<id>).");
     if (nodes.some((n) => n.id === v)) return setIdError(`Another node is already called ${v}.`);
     setIdError(null);
     onRename(node.id, v);

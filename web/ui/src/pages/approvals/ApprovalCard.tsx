@@ -14,11 +14,26 @@ function assignedTo(a: Approval): string {
   return assigneesText(a.assignees);
 }
 
-// summaryText shows a summary value: text as it is, other JSON compactly.
+// summaryText shows a summary value: text as it is, numbers and true or
+// false as JSON writes them, a list as its items and an object as its
+// labelled fields ("Sku: a; Sku: b"), not as JSON; at most 300
+// characters.
 export function summaryText(v: unknown): string {
+  const t = valueWords(v, 0);
+  return t.length > 300 ? t.slice(0, 299) + "…" : t;
+}
+
+function valueWords(v: unknown, depth: number): string {
   if (v === null || v === undefined) return "—";
   if (typeof v === "string") return v;
-  return JSON.stringify(v);
+  if (typeof v !== "object" || depth > 2) return JSON.stringify(v);
+  if (Array.isArray(v)) {
+    if (v.length === 0) return "none";
+    const objects = v.some((x) => x !== null && typeof x === "object");
+    return v.map((x) => valueWords(x, depth + 1)).join(objects ? "; " : ", ");
+  }
+  const fields = Object.entries(v as Record<string, unknown>).map(([k, x]) => `${fieldLabel(k)}: ${valueWords(x, depth + 1)}`);
+  return fields.length ? (depth > 0 ? fields.join(", ") : fields.join("; ")) : "—";
 }
 
 // Summary is a UX step's data.summary: the values to decide by, labelled.
@@ -333,7 +348,11 @@ export function ApprovalCard({ a, me, onDone, page = false }: { a: Approval; me:
           {hasInput && (
             <details className="step-input">
               <summary>What reached this step</summary>
-              <Json value={a.input} label="input" />
+              <Summary items={labelledValues(a.input, 40)} source="step-input" />
+              <details className="as-json">
+                <summary>As JSON</summary>
+                <Json value={a.input} label="input" />
+              </details>
             </details>
           )}
         </div>
