@@ -74,3 +74,22 @@ func TestUICodeCompletionIsJavaScripts(t *testing.T) {
 		return len(got) > 0 && got[0] == "Math"
 	}, 10*time.Second, 100*time.Millisecond, "JavaScript's names: %v", got)
 }
+
+// TestUIProblemsInPlainWords: a save refused for an expression's syntax
+// says the problem in plain words on the canvas and in the Problems list
+// (the compiler's message in small print beside it), as its field does.
+func TestUIProblemsInPlainWords(t *testing.T) {
+	s := newStack(t)
+	id := s.editorFlow("Broken", []map[string]any{transformNode("t1", 0, 0)}, nil, nil)
+	s.run("open", chromedp.Navigate(s.url+"/flows/"+id), tokenSignIn(token))
+	s.settleInCanvas(canvasNode("t1"))
+	s.run("select", chromedp.Click(canvasNode("t1"), chromedp.ByQuery), chromedp.WaitVisible(`form[aria-label="Transform t1 settings"]`, chromedp.ByQuery))
+	s.run("a broken expression", typeInEditor("node-expression", `1 +`))
+	s.waitJS("typed", `document.querySelector("#node-expression").value === '1 +'`)
+	s.run("save", chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
+	s.waitJS("refused", `!!document.querySelector(".problems li")`)
+	s.shot("wp02-problems-in-plain-words")
+	require.Contains(t, s.text(".problems li [data-plain]"), "ends too early")
+	require.Contains(t, s.text(".problems li [data-technical]"), "unexpected token EOF", "the compiler's words, in small print")
+	require.Contains(t, s.text(canvasNode("t1")), "ends too early")
+}

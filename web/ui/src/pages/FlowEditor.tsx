@@ -1,5 +1,6 @@
 import { Background, Controls, MiniMap, ReactFlow, ReactFlowProvider, useEdgesState, useNodesState, type Edge } from "@xyflow/react";
 import { useCallback, useMemo, useRef, useState } from "react";
+import { plainProblem } from "../plainProblem";
 import { TRIGGER_PREFIX, TriggerNode } from "../components/TriggerNode";
 import { ErrorBox, isNotFound, NotFound, Spinner } from "../components/common";
 import { edgeTypes } from "../components/LoopEdge";
@@ -35,6 +36,10 @@ function withSettings(graph: ReturnType<typeof fromCanvas>, settings: Record<str
   return Object.keys(settings).length ? { ...graph, settings } : graph;
 }
 
+// plainText is a problem's plain words where there are some (on the canvas,
+// where the technical message has no room beside them).
+const plainText = (msg: string) => plainProblem(msg) ?? msg;
+
 export function FlowEditor(props: Props) {
   return (
     <ReactFlowProvider>
@@ -69,12 +74,12 @@ function Editor({ flowId, version }: Props) {
   // Paint compile problems on nodes and edges.
   const byNode = useMemo(() => {
     const m: Record<string, string[]> = {};
-    for (const p of problems) if (p.node_id && !p.stale) (m[p.node_id] ??= []).push(problemText(p.message, p.node_id));
+    for (const p of problems) if (p.node_id && !p.stale) (m[p.node_id] ??= []).push(plainText(problemText(p.message, p.node_id)));
     return m;
   }, [problems]);
   const byEdge = useMemo(() => {
     const m: Record<string, string[]> = {};
-    for (const p of problems) if (p.edge_id && !p.stale) (m[p.edge_id] ??= []).push(p.message);
+    for (const p of problems) if (p.edge_id && !p.stale) (m[p.edge_id] ??= []).push(plainText(problemText(p.message, p.edge_id)));
     return m;
   }, [problems]);
   // SubFlow nodes show the name of the flow they run (data.flow is its id).

@@ -1,6 +1,7 @@
 // ProblemList lists the problems the server found when the flow was last
 // saved; each opens its node's or edge's settings.
 import type { Problem } from "../../api";
+import { PlainProblem } from "../../components/PlainProblem";
 import { problemText } from "../../graph";
 
 export function ProblemList({
@@ -28,7 +29,7 @@ export function ProblemList({
                 {p.edge_id}
               </button>
             ) : null}
-            {p.path && <span className="mono muted"> {p.path}</span>} — {problemText(p.message, p.edge_id ?? p.node_id ?? "")}
+            {p.path && <span className="mono muted"> {p.path}</span>} — <PlainProblem message={problemText(p.message, p.edge_id ?? p.node_id ?? "")} />
             {p.stale && <span className="muted"> (edited since)</span>}
           </li>
         ))}
