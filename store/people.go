@@ -555,15 +555,16 @@ func (s *Store) AuditPage(ctx context.Context, f AuditFilter) ([]AuditEntry, str
 }
 
 // IsParticipant reports whether a person (email, groups) is part of a
-// run: one of its UX nodes is assigned to them or their groups, or waits
-// for anyone, or they claimed one or were delegated one, or they decided
-// one.
+// run: one of its UX nodes is assigned to them or their groups, or was
+// reached assigned to no one (anyone may decide it, and after it is
+// decided a late decider is told so, 409, not that the run is not there),
+// or they claimed one or were delegated one, or they decided one.
 func (s *Store) IsParticipant(ctx context.Context, runID, email string, groups []string) (bool, error) {
 	var ok bool
 	err := s.db.WithContext(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM node_states n WHERE n.run_id = ? AND n.type = 'UX' AND (
 			EXISTS (SELECT 1 FROM unnest(n.assign_users) u WHERE lower(u) = lower(?))
 			OR n.assign_groups && ?::text[]
-			OR (n.status = 'waiting_for_user' AND n.assign_users IS NULL AND n.assign_groups IS NULL)
+			OR (n.attempt > 0 AND n.assign_users IS NULL AND n.assign_groups IS NULL)
 			OR lower(n.claimed_by) = lower(?) OR lower(n.claim_delegate) = lower(?)))
 		OR EXISTS (SELECT 1 FROM ux_decisions d WHERE d.run_id = ? AND lower(d.by_email) = lower(?))`,
 		runID, email, pq.StringArray(groups), email, email, runID, email).Row().Scan(&ok)

@@ -36,7 +36,8 @@ type entityBoardCheck struct {
 	NotFound string
 }
 
-// checkEntityBoard refuses (422) a run that would leave its entity in a
+// checkEntityBoard refuses a board of another workspace as one that does
+// not exist (400 NotFound), and (422) a run that would leave its entity in a
 // section its board does not have: an entity on another board than the
 // flow's, or a flow (without a board, so not checked when saved) whose
 // nodes move entities to sections the entity's board lacks. An entity

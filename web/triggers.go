@@ -42,7 +42,9 @@ func (b scheduleBody) apply(sc *store.Schedule) error {
 	}
 	if sc.Cron == "" {
 		bad("cron", `cron is required ("0 9 * * MON-FRI", "@daily", or six fields with seconds)`)
-	} else {
+	} else if b.Cron != nil || b.Timezone != nil || (b.Enabled != nil && *b.Enabled) {
+		// Checked when given or enabled: another change (disabling it) goes
+		// through for a schedule saved before a rule that refuses it now.
 		_, perrs := schedule.Parse(sc.Cron, sc.Timezone)
 		for _, perr := range perrs {
 			bad(perr.Field, perr.Message)

@@ -167,8 +167,9 @@ type TxWrites interface {
 	// InsertIteration creates the pending rows of a loop's next iteration
 	// (with their Attempt and Iteration).
 	InsertIteration(ctx context.Context, runID string, nodes []NodeState) error
-	// HoldDispatches holds (hold) the run's undelivered dispatches, or
-	// releases them to be delivered now; it returns how many.
+	// HoldDispatches holds (hold) the run's undelivered dispatches and
+	// its pulled tasks waiting in their queues, or releases them to be
+	// delivered (polled) now; it returns how many of both.
 	// Releasing also makes the fires left for a later transaction due at
 	// once.
 	HoldDispatches(ctx context.Context, runID string, hold bool) (int, error)

@@ -185,6 +185,16 @@ func TestApproverReadsOnlyTheirRuns(t *testing.T) {
 	// Having decided, she still reads the run.
 	require.Equal(t, http.StatusOK, h.doAs(ann, "GET", "/api/v1/runs/"+r1, nil, nil))
 
+	// A step assigned to no one: any approver decides it; one who comes
+	// after another decided it is told so (409), not that the run is not
+	// there, and still reads it.
+	bob := h.tokenFor("bob@example.com", "approver")
+	open, v3 := h.askFlow(map[string]any{})
+	r3 := h.startBy(open, v3, "", map[string]any{})
+	require.Equal(t, http.StatusOK, h.doAs(ann, "POST", "/api/v1/runs/"+r3+"/nodes/ask/complete", map[string]any{"outcome": "approve"}, nil))
+	require.Equal(t, http.StatusConflict, h.doAs(bob, "POST", "/api/v1/runs/"+r3+"/nodes/ask/complete", map[string]any{"outcome": "approve"}, nil))
+	require.Equal(t, http.StatusOK, h.doAs(bob, "GET", "/api/v1/runs/"+r3, nil, nil))
+
 	entries, _, err := h.app.Store.AuditPage(context.Background(), store.AuditFilter{Target: "run:" + r1})
 	require.NoError(t, err)
 	require.Len(t, entries, 1)

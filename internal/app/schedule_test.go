@@ -256,4 +256,10 @@ func TestScheduleWithNoNextTimeStallsNothing(t *testing.T) {
 	require.NotNil(t, got.NextFireAt)
 	require.WithinDuration(t, time.Now().Add(time.Hour), *got.NextFireAt, 10*time.Minute)
 	require.Empty(t, scheduledRuns(t, h, bad.ID), "it started nothing")
+	// It can be disabled as it stands, not enabled again.
+	require.Equal(t, 200, h.do("PATCH", "/api/v1/triggers/"+bad.ID, map[string]any{"enabled": false}, &got))
+	require.False(t, got.Enabled)
+	require.Equal(t, 422, h.do("PATCH", "/api/v1/triggers/"+bad.ID, map[string]any{"enabled": true}, nil))
+	require.Equal(t, 200, h.do("PATCH", "/api/v1/triggers/"+bad.ID, map[string]any{"cron": "@daily", "enabled": true}, &got))
+	require.True(t, got.Enabled)
 }

@@ -200,3 +200,29 @@ func TestUIRefusedDecisionIsSaid(t *testing.T) {
 	s.run("dismiss", chromedp.Click(`[data-action="dismiss-refused"]`, chromedp.ByQuery))
 	s.waitJS("dismissed", `!document.querySelector("[data-refused]")`)
 }
+
+// TestUIEditsDuringASaveOfAnOldVersionStay: saving a flow opened at an
+// older version goes to the flow's own address, which loads it again;
+// a label typed while that save was on its way comes along, unsaved.
+func TestUIEditsDuringASaveOfAnOldVersionStay(t *testing.T) {
+	s := newStack(t)
+	id := s.editorFlow("Versions", []map[string]any{transformNode("t1", 0, 0)}, nil, nil)
+	s.api("PUT", "/flows/"+id, map[string]any{"name": "Versions", "graph": map[string]any{
+		"nodes": []map[string]any{transformNode("t1", 0, 0), transformNode("t2", 320, 0)}, "edges": []any{}}}, nil)
+	s.run("open version 1", chromedp.Navigate(s.url+"/flows/"+id+"?version=1"), tokenSignIn(token))
+	s.settleInCanvas(canvasNode("t1"))
+	s.run("select", chromedp.Click(canvasNode("t1"), chromedp.ByQuery), chromedp.WaitVisible(`form[aria-label="Transform t1 settings"]`, chromedp.ByQuery))
+	s.run("expression", typeInEditor("node-expression", `{"back": 1}`))
+	s.waitJS("typed", `document.querySelector("#node-expression").value === '{"back": 1}'`)
+	release, held := s.holdRequests("PUT", "*/api/v1/flows/*")
+	s.run("save", chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
+	require.Eventually(t, func() bool { return held.Load() == 1 }, 10*time.Second, 20*time.Millisecond, "the save's PUT held")
+	s.run("label meanwhile", chromedp.Click("#node-label", chromedp.ByQuery), chromedp.SendKeys("#node-label", "Typed while saving", chromedp.ByQuery))
+	release()
+	s.waitJS("at the flow's address, the label kept", `location.search === "" && document.body.innerText.includes("Typed while saving")`)
+	require.Contains(t, s.text("body"), "Unsaved changes.")
+	v, nodes := s.savedGraph(id)
+	require.Equal(t, 3, v)
+	require.Nil(t, nodes["t1"]["label"])
+	require.True(t, s.beforeUnloadAsks())
+}

@@ -1,7 +1,6 @@
 package browser_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -66,7 +65,7 @@ func TestUICodeCompletionIsJavaScripts(t *testing.T) {
 		return len(got) > 0
 	}, 10*time.Second, 100*time.Millisecond, "the completion list opens")
 	for _, b := range []string{"abs", "all", "any"} {
-		require.NotContains(t, got, b, fmt.Sprintf("%v", got))
+		require.NotContains(t, got, b, "%v", got)
 	}
 	s.run("type M", typeInEditor("node-code-source", "return M"))
 	require.Eventually(t, func() bool {

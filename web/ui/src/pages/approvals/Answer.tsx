@@ -82,8 +82,10 @@ export function Answer({
         setError({ code: "form_invalid", message: `${err instanceof ApiError ? err.message : "The answer does not fit the form"}: see the fields marked above.` });
       } else if (err instanceof ApiError && err.status === 403 && err.code === "forbidden") {
         setError({ code: "forbidden", message: `Refused: ${err.message.replace(/^forbidden: /, "")}` });
-      } else if (err instanceof ApiError && err.status === 409) {
-        const why = err.message || "someone decided this step meanwhile";
+      } else if (err instanceof ApiError && (err.status === 409 || (err.status === 404 && err.code === "not_found"))) {
+        // Moved on: decided first by someone else (409), or the run is no
+        // longer one this person is part of (reassigned away: 404).
+        const why = err.message.replace(/^(invalid transition|conflict|not_found): /, "") || "someone decided this step meanwhile";
         setError({ code: "conflict", message: why });
         onDone(`Your “${outcomeLabel(outcome)}” on ${nodeKey} was not recorded: ${why}`);
       } else setError({ code: err instanceof ApiError ? err.code : "error", message: describe(err) });

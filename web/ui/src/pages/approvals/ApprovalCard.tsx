@@ -139,7 +139,7 @@ function TaskActions({ a, me, onDone }: { a: Approval; me: Me | null; onDone: (r
     } catch (err) {
       const refused = `${what[0].toUpperCase() + what.slice(1)} of ${a.key} refused: ${describe(err)}`;
       setError(refused);
-      if (err instanceof ApiError && err.status === 409) onDone(refused);
+      if (err instanceof ApiError && (err.status === 409 || err.status === 404)) onDone(refused);
     } finally {
       setBusy(null);
     }

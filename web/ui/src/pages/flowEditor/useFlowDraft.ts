@@ -13,8 +13,9 @@ import { navigate } from "../../router";
 
 type BoardSummary = BoardListed;
 
-// KeptDraft is a new flow's draft carried to its new address when it
-// changed while its first save was on its way (sessionStorage).
+// KeptDraft is a draft carried to the flow's own address when it changed
+// while the save that goes there was on its way (sessionStorage): a new
+// flow's first save, or a save of a flow opened at ?version=.
 type KeptDraft = { graph: ReturnType<typeof fromCanvas>; name: string; boardId: string; settings: Record<string, any> };
 
 const draftKey = (flowId: string) => `stitchd.draft.${flowId}`;
@@ -113,8 +114,8 @@ export function useFlowDraft({
       setProblems([]);
       setDirty(false);
       loaded.current();
-      // A new flow's first save answered after more changes were made:
-      // they came along under the flow's new address, still unsaved.
+      // A save that brought the editor here answered after more changes
+      // were made: they came along, still unsaved.
       const kept = version ? null : sessionStorage.getItem(draftKey(flowId));
       if (kept) {
         sessionStorage.removeItem(draftKey(flowId));
@@ -168,12 +169,14 @@ export function useFlowDraft({
       setFlow(f);
       const after = since ? " Changes made while it was saving are not saved yet." : "";
       setNotice((changed ? `Saved as version ${f.version.number}.` : `No changes to the graph: still version ${f.version.number}.`) + after);
+      // Going to the flow's own address loads it again: changes made
+      // meanwhile come along (a new flow's, or one opened at ?version=).
+      if (since && (!flowId || version)) {
+        const now = latest.current;
+        const kept: KeptDraft = { graph: fromCanvas(now.nodes, now.edges), name: now.name, boardId: now.boardId, settings: now.settings };
+        sessionStorage.setItem(draftKey(f.id), JSON.stringify(kept));
+      }
       if (!flowId) {
-        if (since) {
-          const now = latest.current;
-          const kept: KeptDraft = { graph: fromCanvas(now.nodes, now.edges), name: now.name, boardId: now.boardId, settings: now.settings };
-          sessionStorage.setItem(draftKey(f.id), JSON.stringify(kept));
-        }
         sessionStorage.setItem("stitchd.flash", `Created; saved as version ${f.version.number}.${after}`);
         navigate(`/flows/${f.id}`, true, true);
       }
