@@ -125,6 +125,7 @@ var accessRules = map[string]rule{
 
 	"POST /api/v1/flows/:id/runs":               operators,
 	"POST /api/v1/flows/:id/nodes/:key/test":    editors,
+	"POST /api/v1/nodes/:key/test":              editors,
 	"POST /api/v1/tasks/poll":                   pollers,
 	"GET /api/v1/queues":                        readers,
 	"POST /api/v1/credentials":                  editors,

@@ -89,6 +89,7 @@ var permissions = map[string]string{
 
 	"POST /api/v1/flows/:id/runs":               "ao",
 	"POST /api/v1/flows/:id/nodes/:key/test":    "ae",
+	"POST /api/v1/nodes/:key/test":              "ae",
 	"POST /api/v1/tasks/poll":                   "aow",
 	"GET /api/v1/queues":                        "aeov",
 	"POST /api/v1/credentials":                  "ae",

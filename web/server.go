@@ -235,6 +235,7 @@ func New(cfg Config) *Server {
 	api.GET("/flows/:id/versions/:number", s.getVersion)
 	api.POST("/flows/:id/runs", s.startRun)
 	api.POST("/flows/:id/nodes/:key/test", s.tryNode)
+	api.POST("/nodes/:key/test", s.tryDraftNode)
 	api.GET("/runs", s.listRuns)
 	api.GET("/runs/:id", s.getRun)
 	api.POST("/events", s.postEvent)

@@ -13,8 +13,9 @@ import (
 	"github.com/stitchd/stitchd/engine"
 )
 
-// tryNodeBody is POST /api/v1/flows/{id}/nodes/{key}/test: what the step
-// sees, and optionally the editor's unsaved graph.
+// tryNodeBody is POST /api/v1/flows/{id}/nodes/{key}/test (and
+// /api/v1/nodes/{key}/test): what the step sees, and the editor's unsaved
+// graph (optional for a saved flow).
 type tryNodeBody struct {
 	Input json.RawMessage              `json:"input"`
 	Steps map[string]engine.StepSample `json:"steps"`
@@ -23,6 +24,9 @@ type tryNodeBody struct {
 	} `json:"run"`
 	Vars  map[string]any  `json:"vars"`
 	Graph json.RawMessage `json:"graph"`
+	// BoardID is a draft's board (POST /api/v1/nodes/{key}/test): the
+	// sections its steps may move an entity to.
+	BoardID string `json:"board_id"`
 }
 
 // tryNodeAnswer is its answer: engine.TryNodeResult and how long it took.
@@ -40,21 +44,54 @@ func (s *Server) tryNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	key := c.Param("key")
 	var b tryNodeBody
 	if err := bind(c, &b); err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
 	setAuditTarget(c, "flow:"+flowID)
-	flow, err := s.cfg.Store.GetFlow(ctx, flowID)
+	flow, err := s.cfg.Store.GetFlow(c.Request().Context(), flowID)
 	if err != nil {
 		return err
 	}
+	return s.try(c, tryStep{flowID: flowID, boardID: flow.BoardID, versionID: flow.VersionID, body: b})
+}
+
+// tryDraftNode is tryNode for a flow not saved yet (POST
+// /api/v1/nodes/{key}/test): the editor's graph is the flow.
+func (s *Server) tryDraftNode(c echo.Context) error {
+	var b tryNodeBody
+	if err := bind(c, &b); err != nil {
+		return err
+	}
+	if len(b.Graph) == 0 || string(b.Graph) == "null" {
+		return badRequest("graph is required: a flow not saved yet is the graph given")
+	}
+	var boardID *string
+	if b.BoardID != "" {
+		if err := s.boardHere(c, b.BoardID); err != nil {
+			return err
+		}
+		boardID = &b.BoardID
+	}
+	return s.try(c, tryStep{boardID: boardID, body: b})
+}
+
+// tryStep is a step to try: of a saved flow (flowID, its board and
+// current version), or of a draft's graph alone.
+type tryStep struct {
+	flowID, versionID string
+	boardID           *string
+	body              tryNodeBody
+}
+
+func (s *Server) try(c echo.Context, p tryStep) error {
+	ctx := c.Request().Context()
+	key, b := c.Param("key"), p.body
 	var g *engine.ExecutionGraph
+	var err error
 	if len(b.Graph) > 0 && string(b.Graph) != "null" {
 		// The editor's graph as it stands, checked as a save would check it.
-		nv, err := s.compileGraph(ctx, workspaceOf(c), b.Graph, "", flow.BoardID, flowID)
+		nv, err := s.compileGraph(ctx, workspaceOf(c), b.Graph, "", p.boardID, p.flowID)
 		if err != nil {
 			return err
 		}
@@ -63,7 +100,7 @@ func (s *Server) tryNode(c echo.Context) error {
 			return fmt.Errorf("error reading the compiled graph: %w", err)
 		}
 		g.SetCaps(engine.CapsOf(s.cfg.NodeTypes))
-	} else if g, err = s.cfg.Engine.Graph(ctx, flow.VersionID); err != nil {
+	} else if g, err = s.cfg.Engine.Graph(ctx, p.versionID); err != nil {
 		return err
 	}
 	for _, raw := range []json.RawMessage{b.Input, b.Run.Input} {
@@ -77,8 +114,10 @@ func (s *Server) tryNode(c echo.Context) error {
 	switch {
 	case errors.Is(err, engine.ErrNotTestable):
 		return errorf(http.StatusBadRequest, "not_testable", err.Error())
+	case errors.Is(err, engine.ErrNotFound) && p.flowID == "":
+		return errorf(http.StatusNotFound, "not_found", fmt.Sprintf("the graph has no step %q", key))
 	case errors.Is(err, engine.ErrNotFound):
-		return errorf(http.StatusNotFound, "not_found", fmt.Sprintf("flow %s has no step %q", flowID, key))
+		return errorf(http.StatusNotFound, "not_found", fmt.Sprintf("flow %s has no step %q", p.flowID, key))
 	case err != nil:
 		return err
 	}

@@ -17,8 +17,9 @@ import (
 // TestTryNode: POST /api/v1/flows/{id}/nodes/{key}/test runs one step
 // alone — a Transform reading an earlier step's sample and a variable, a
 // Condition's edges, an HTTP step's request sent for real, a step of the
-// editor's unsaved graph — answers its output, edges and time, and writes
-// no run; a Worker is not_testable; an unknown step is 404.
+// editor's unsaved graph, a step of a flow not saved yet (POST
+// /api/v1/nodes/{key}/test) — answers its output, edges and time, and
+// writes no run; a Worker is not_testable; an unknown step is 404.
 func TestTryNode(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -109,6 +110,19 @@ func TestTryNode(t *testing.T) {
 	require.Contains(t, raw, `"not_testable"`)
 	code, _, raw = try("ghost", map[string]any{})
 	require.Equal(t, 404, code, raw)
+
+	// A flow not saved yet (the editor of a new flow): the graph is the
+	// flow; without one, 400; its problems, 422; a step it lacks, 404.
+	draft := map[string]any{"nodes": []map[string]any{node("draft", "Transform", map[string]any{"expression": "input.n * 21"})}, "edges": []any{}}
+	var da struct {
+		Output json.RawMessage `json:"output"`
+	}
+	require.Equal(t, 200, h.do("POST", "/api/v1/nodes/draft/test", map[string]any{"input": map[string]any{"n": 2}, "graph": draft}, &da))
+	require.JSONEq(t, `42`, string(da.Output))
+	require.Equal(t, 400, h.do("POST", "/api/v1/nodes/draft/test", map[string]any{"input": map[string]any{"n": 2}}, nil))
+	require.Equal(t, 404, h.do("POST", "/api/v1/nodes/ghost/test", map[string]any{"graph": draft}, nil))
+	require.Equal(t, 422, h.do("POST", "/api/v1/nodes/draft/test", map[string]any{"graph": map[string]any{
+		"nodes": []map[string]any{node("draft", "Transform", map[string]any{"expression": "1 +"})}, "edges": []any{}}}, nil))
 
 	// Nothing ran.
 	var runs struct {

@@ -92,3 +92,18 @@ func TestUIProblemsInPlainWords(t *testing.T) {
 	require.Contains(t, s.text(".problems li [data-technical]"), "unexpected token EOF", "the compiler's words, in small print")
 	require.Contains(t, s.text(canvasNode("t1")), "ends too early")
 }
+
+// TestUIPreviewBeforeTheFirstSave: a new flow's expression is previewed,
+// and its mistake said, before the flow was ever saved (it said "Save the
+// flow once to see a preview").
+func TestUIPreviewBeforeTheFirstSave(t *testing.T) {
+	s := newStack(t)
+	s.run("new flow", chromedp.Navigate(s.url+"/flows/new"), tokenSignIn(token))
+	s.waitJS("palette", `!!document.querySelector('[data-palette="Transform"]')`)
+	s.run("add Transform", chromedp.Click(`[data-palette="Transform"]`, chromedp.ByQuery), chromedp.WaitVisible(`form[aria-label="Transform transform1 settings"]`, chromedp.ByQuery))
+	s.run("an expression", typeInEditor("node-expression", `20 + 22`))
+	s.waitJS("previewed", `document.querySelector('.settings [data-preview="value"] [data-preview-value]')?.innerText === "42"`)
+	s.run("a mistake", typeInEditor("node-expression", `20 +`))
+	s.waitJS("said", `(document.querySelector('.settings [data-preview="error"] [data-plain]')?.innerText ?? "").includes("ends too early")`)
+	require.Equal(t, "/flows/new", s.path(), "nothing was saved")
+}

@@ -2393,11 +2393,65 @@ type NotFound = Error
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = Error
 
+// TryStepAnswer defines model for TryStepAnswer.
+type TryStepAnswer struct {
+	DurationMs int `json:"duration_ms"`
+	Edges      []struct {
+		// Error why its condition could not be evaluated
+		Error *string `json:"error,omitempty"`
+		Id    *string `json:"id,omitempty"`
+
+		// Label its condition, default, on failure, outcome <name>, or empty for a plain edge
+		Label  string `json:"label"`
+		Taken  bool   `json:"taken"`
+		Target string `json:"target"`
+	} `json:"edges"`
+
+	// Error why it failed
+	Error *string `json:"error"`
+	Logs  *[]struct {
+		Data    interface{} `json:"data,omitempty"`
+		Message string      `json:"message"`
+	} `json:"logs,omitempty"`
+
+	// Output its output (null when it failed; when an edge's condition cannot be evaluated, the value the step made, with error saying why a run fails the step)
+	Output interface{} `json:"output"`
+}
+
+// TryStepNotTestable defines model for TryStepNotTestable.
+type TryStepNotTestable = Error
+
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = Error
 
 // Unavailable defines model for Unavailable.
 type Unavailable = Error
+
+// TryStep defines model for TryStep.
+type TryStep struct {
+	// BoardId a flow not saved yet: its board
+	BoardId *openapi_types.UUID `json:"board_id,omitempty"`
+
+	// Graph the editor's unsaved visual graph (FlowGraph); required for a flow not saved yet
+	Graph *map[string]interface{} `json:"graph,omitempty"`
+
+	// Input the step's input
+	Input interface{} `json:"input,omitempty"`
+
+	// Run read as run.input
+	Run *struct {
+		Input interface{} `json:"input,omitempty"`
+	} `json:"run,omitempty"`
+
+	// Steps earlier steps' samples, read as steps.<id>.output / .input
+	Steps *map[string]struct {
+		Input  interface{} `json:"input,omitempty"`
+		Output interface{} `json:"output,omitempty"`
+	} `json:"steps,omitempty"`
+
+	// Vars the run's variables, read as vars.<name>
+	Vars *map[string]interface{} `json:"vars,omitempty"`
+}
 
 // ListApprovalsParams defines parameters for ListApprovals.
 type ListApprovalsParams struct {
@@ -2743,7 +2797,10 @@ type GetFlowAnalytics200JSONResponseBodyBucket string
 
 // TestFlowNodeJSONBody defines parameters for TestFlowNode.
 type TestFlowNodeJSONBody struct {
-	// Graph the editor's unsaved visual graph (FlowGraph)
+	// BoardId a flow not saved yet: its board
+	BoardId *openapi_types.UUID `json:"board_id,omitempty"`
+
+	// Graph the editor's unsaved visual graph (FlowGraph); required for a flow not saved yet
 	Graph *map[string]interface{} `json:"graph,omitempty"`
 
 	// Input the step's input
@@ -2930,6 +2987,32 @@ type GetMe200JSONResponseBody1 struct {
 // GetMe200JSONResponseBody defines parameters for GetMe.
 type GetMe200JSONResponseBody struct {
 	union json.RawMessage
+}
+
+// TestDraftNodeJSONBody defines parameters for TestDraftNode.
+type TestDraftNodeJSONBody struct {
+	// BoardId a flow not saved yet: its board
+	BoardId *openapi_types.UUID `json:"board_id,omitempty"`
+
+	// Graph the editor's unsaved visual graph (FlowGraph); required for a flow not saved yet
+	Graph *map[string]interface{} `json:"graph,omitempty"`
+
+	// Input the step's input
+	Input interface{} `json:"input,omitempty"`
+
+	// Run read as run.input
+	Run *struct {
+		Input interface{} `json:"input,omitempty"`
+	} `json:"run,omitempty"`
+
+	// Steps earlier steps' samples, read as steps.<id>.output / .input
+	Steps *map[string]struct {
+		Input  interface{} `json:"input,omitempty"`
+		Output interface{} `json:"output,omitempty"`
+	} `json:"steps,omitempty"`
+
+	// Vars the run's variables, read as vars.<name>
+	Vars *map[string]interface{} `json:"vars,omitempty"`
 }
 
 // ListRunsParams defines parameters for ListRuns.
@@ -3369,6 +3452,9 @@ type CreateTriggerJSONRequestBody CreateTriggerJSONBody
 
 // RotateFlowWebhookSecretJSONRequestBody defines body for RotateFlowWebhookSecret for application/json ContentType.
 type RotateFlowWebhookSecretJSONRequestBody = Rotation
+
+// TestDraftNodeJSONRequestBody defines body for TestDraftNode for application/json ContentType.
+type TestDraftNodeJSONRequestBody TestDraftNodeJSONBody
 
 // BulkRunsJSONRequestBody defines body for BulkRuns for application/json ContentType.
 type BulkRunsJSONRequestBody BulkRunsJSONBody

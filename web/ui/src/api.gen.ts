@@ -218,6 +218,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/nodes/{key}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the step's node id */
+                key: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Try one step of a flow not saved yet, with sample data (nothing is written)
+         * @description As POST /api/v1/flows/{id}/nodes/{key}/test, for the editor of a new flow: graph is required (400 without it) and is the flow, checked as a save checks it (422 invalid_graph); board_id, when the draft has a board, is the board its steps move entities on (another workspace's answers as one that does not exist). Editors and admins.
+         */
+        post: operations["testDraftNode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs": {
         parameters: {
             query?: never;
@@ -2451,6 +2474,43 @@ export interface components {
         };
     };
     responses: {
+        /** @description what the step did */
+        TryStepAnswer: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @description its output (null when it failed; when an edge's condition cannot be evaluated, the value the step made, with error saying why a run fails the step) */
+                    output: unknown;
+                    /** @description why it failed */
+                    error: string | null;
+                    edges: {
+                        id?: string;
+                        target: string;
+                        /** @description its condition, default, on failure, outcome <name>, or empty for a plain edge */
+                        label: string;
+                        taken: boolean;
+                        /** @description why its condition could not be evaluated */
+                        error?: string;
+                    }[];
+                    logs?: {
+                        message: string;
+                        data?: unknown;
+                    }[];
+                    duration_ms: number;
+                };
+            };
+        };
+        /** @description not_testable: the step waits (a Worker's callback, a person, an event, a time, a sub-flow); invalid_request: a body that is not JSON */
+        TryStepNotTestable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description error */
         Error: {
             headers: {
@@ -2540,7 +2600,36 @@ export interface components {
         /** @description `return=minimal` (RFC 7240) answers the run without `nodes`, as runs are listed (the answer then carries `Preference-Applied: return=minimal`); useful for a run of many nodes, whose full answer holds every node state */
         PreferMinimal: string;
     };
-    requestBodies: never;
+    requestBodies: {
+        TryStep: {
+            content: {
+                "application/json": {
+                    /** @description the step's input */
+                    input?: unknown;
+                    /** @description earlier steps' samples, read as steps.<id>.output / .input */
+                    steps?: {
+                        [key: string]: {
+                            input?: unknown;
+                            output?: unknown;
+                        };
+                    };
+                    /** @description read as run.input */
+                    run?: {
+                        input?: unknown;
+                    };
+                    /** @description the run's variables, read as vars.<name> */
+                    vars?: Record<string, unknown>;
+                    /** @description the editor's unsaved visual graph (FlowGraph); required for a flow not saved yet */
+                    graph?: Record<string, unknown>;
+                    /**
+                     * Format: uuid
+                     * @description a flow not saved yet: its board
+                     */
+                    board_id?: string;
+                };
+            };
+        };
+    };
     headers: never;
     pathItems: never;
 }
@@ -3076,73 +3165,36 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
-            content: {
-                "application/json": {
-                    /** @description the step's input */
-                    input?: unknown;
-                    /** @description earlier steps' samples, read as steps.<id>.output / .input */
-                    steps?: {
-                        [key: string]: {
-                            input?: unknown;
-                            output?: unknown;
-                        };
-                    };
-                    /** @description read as run.input */
-                    run?: {
-                        input?: unknown;
-                    };
-                    /** @description the run's variables, read as vars.<name> */
-                    vars?: Record<string, unknown>;
-                    /** @description the editor's unsaved visual graph (FlowGraph) */
-                    graph?: Record<string, unknown>;
-                };
-            };
-        };
+        requestBody?: components["requestBodies"]["TryStep"];
         responses: {
-            /** @description what the step did */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description its output (null when it failed; when an edge's condition cannot be evaluated, the value the step made, with error saying why a run fails the step) */
-                        output: unknown;
-                        /** @description why it failed */
-                        error: string | null;
-                        edges: {
-                            id?: string;
-                            target: string;
-                            /** @description its condition, default, on failure, outcome <name>, or empty for a plain edge */
-                            label: string;
-                            taken: boolean;
-                            /** @description why its condition could not be evaluated */
-                            error?: string;
-                        }[];
-                        logs?: {
-                            message: string;
-                            data?: unknown;
-                        }[];
-                        duration_ms: number;
-                    };
-                };
-            };
-            /** @description not_testable: the step waits (a Worker's callback, a person, an event, a time, a sub-flow); invalid_request: a body that is not JSON */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            200: components["responses"]["TryStepAnswer"];
+            400: components["responses"]["TryStepNotTestable"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["Error"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Error"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    testDraftNode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the step's node id */
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["TryStep"];
+        responses: {
+            200: components["responses"]["TryStepAnswer"];
+            400: components["responses"]["TryStepNotTestable"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["Error"];
+            422: components["responses"]["Error"];
         };
     };
     listRuns: {

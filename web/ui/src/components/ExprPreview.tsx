@@ -47,12 +47,13 @@ export function ExprPreview({
       setShown(s);
       setShownFor(key);
     };
-    if (!flowId) return show({ state: "off", why: "Save the flow once to see a preview." });
     if (!text.trim()) return show(null);
     const n = ++seq.current;
     setShown({ state: "pending" });
     try {
-      const a = await api<TestAnswer>("POST", `/flows/${flowId}/nodes/${encodeURIComponent(nodeId)}/test`, { ...sampleRef.current, graph: graphRef.current() }, undefined, { quiet: true });
+      // A flow not saved yet is tried as its graph alone.
+      const path = flowId ? `/flows/${flowId}/nodes/${encodeURIComponent(nodeId)}/test` : `/nodes/${encodeURIComponent(nodeId)}/test`;
+      const a = await api<TestAnswer>("POST", path, { ...sampleRef.current, graph: graphRef.current() }, undefined, { quiet: true });
       if (n !== seq.current) return;
       if (edgeId) {
         const e = a.edges.find((x) => x.id === edgeId);
