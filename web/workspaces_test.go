@@ -101,8 +101,9 @@ func TestWorkspaceIsolation(t *testing.T) {
 		"PUT /api/v1/workspaces/:slug/members/:email": `{"role":"viewer"}`,
 	}
 	notWorkspaced := map[string]string{
-		"/api/v1/tokens/:id": "a person's own tokens",
-		"/api/v1/users/:id":  "users are the server's (server admins only)",
+		"/api/v1/tokens/:id":      "a person's own tokens",
+		"/api/v1/users/:id":       "users are the server's (server admins only)",
+		"/api/v1/nodes/:key/test": "a step of a flow not saved yet: the body is the flow, nothing stored is named",
 	}
 	walked := 0
 	for _, r := range srv.Routes() {
