@@ -94,8 +94,8 @@ func TestUIProblemsInPlainWords(t *testing.T) {
 }
 
 // TestUIPreviewBeforeTheFirstSave: a new flow's expression is previewed,
-// and its mistake said, before the flow was ever saved (it said "Save the
-// flow once to see a preview").
+// its mistake said, and its step tried in the Test tab, before the flow
+// was ever saved (both said "Save the flow once").
 func TestUIPreviewBeforeTheFirstSave(t *testing.T) {
 	s := newStack(t)
 	s.run("new flow", chromedp.Navigate(s.url+"/flows/new"), tokenSignIn(token))
@@ -105,5 +105,10 @@ func TestUIPreviewBeforeTheFirstSave(t *testing.T) {
 	s.waitJS("previewed", `document.querySelector('.settings [data-preview="value"] [data-preview-value]')?.innerText === "42"`)
 	s.run("a mistake", typeInEditor("node-expression", `20 +`))
 	s.waitJS("said", `(document.querySelector('.settings [data-preview="error"] [data-plain]')?.innerText ?? "").includes("ends too early")`)
+	// The Test tab tries it too.
+	s.run("fixed", typeInEditor("node-expression", `input.n * 21`))
+	s.run("Test tab", chromedp.Click(`[data-tab="test"]`, chromedp.ByQuery), chromedp.WaitVisible("#node-test-transform1", chromedp.ByQuery),
+		setValue("#node-test-transform1", `{"input": {"n": 2}}`), chromedp.Click(`[data-test-step]`, chromedp.ByQuery))
+	s.waitJS("tried", `(document.querySelector("[data-test-output]")?.innerText ?? "").trim() === "42"`)
 	require.Equal(t, "/flows/new", s.path(), "nothing was saved")
 }

@@ -33,14 +33,8 @@ export function TestTab({
   const [loading, setLoading] = useState(false);
   const [answer, setAnswer] = useState<TestAnswer | null>(null);
   const [error, setError] = useState<string | null>(null);
-  if (!flowId) {
-    return (
-      <p className="muted small" data-test-tab>
-        Save the flow once to test its steps.
-      </p>
-    );
-  }
   const fromLastRun = async () => {
+    if (!flowId) return; // a flow not saved yet has had no run
     setLoading(true);
     setError(null);
     try {
@@ -66,9 +60,11 @@ export function TestTab({
     setError(null);
     setAnswer(null);
     try {
-      const a = await api<TestAnswer>("POST", `/flows/${flowId}/nodes/${encodeURIComponent(nodeId)}/test`, { ...(sample as object), graph: graph() });
+      // A flow not saved yet is tried as its graph alone.
+      const path = flowId ? `/flows/${flowId}/nodes/${encodeURIComponent(nodeId)}/test` : `/nodes/${encodeURIComponent(nodeId)}/test`;
+      const a = await api<TestAnswer>("POST", path, { ...(sample as object), graph: graph() });
       setAnswer(a);
-      keepAnswer(flowId, nodeId, a);
+      if (flowId) keepAnswer(flowId, nodeId, a);
     } catch (err) {
       setError(err instanceof ApiError && err.code === "not_testable" ? err.message.replace(/^not_testable: /, "") : (err as Error).message);
     } finally {
@@ -93,7 +89,7 @@ export function TestTab({
       <label htmlFor={id}>Sample: the step's input, earlier steps (steps.&lt;id&gt;.output), the run's input and variables</label>
       <textarea id={id} className="mono" rows={10} spellCheck={false} value={draft} placeholder='{"input": {}, "steps": {}, "run": {"input": {}}, "vars": {}}' onChange={(e) => setDraft(e.target.value)} />
       <div className="row">
-        <button type="button" onClick={fromLastRun} disabled={loading}>
+        <button type="button" onClick={fromLastRun} disabled={loading || !flowId} title={flowId ? undefined : "A flow not saved yet has had no run"}>
           From the last run
         </button>
         {onPin && !isPin && (
