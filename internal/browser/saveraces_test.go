@@ -65,23 +65,38 @@ func (s *stack) savedGraph(id string) (int, map[string]map[string]any) {
 	return f.Version.Number, out
 }
 
+// openTransformFlow makes a flow of one Transform, t1, opens it in the
+// editor and selects t1; it returns the flow's id.
+func (s *stack) openTransformFlow(name string) string {
+	s.t.Helper()
+	id := s.editorFlow(name, []map[string]any{transformNode("t1", 0, 0)}, nil, nil)
+	s.run("open", chromedp.Navigate(s.url+"/flows/"+id), tokenSignIn(token))
+	s.settleInCanvas(canvasNode("t1"))
+	s.run("select", chromedp.Click(canvasNode("t1"), chromedp.ByQuery), chromedp.WaitVisible(`form[aria-label="Transform t1 settings"]`, chromedp.ByQuery))
+	return id
+}
+
+// saveTypingMeanwhile sets t1's expression, saves, and types t1's label
+// "Typed while saving" while the save's PUT is held, then lets it go.
+func (s *stack) saveTypingMeanwhile(expression string) {
+	s.t.Helper()
+	s.run("expression", typeInEditor("node-expression", expression))
+	s.waitJS("typed", fmt.Sprintf(`document.querySelector("#node-expression").value === %q`, expression))
+	release, held := s.holdRequests("PUT", "*/api/v1/flows/*")
+	s.run("save", chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
+	require.Eventually(s.t, func() bool { return held.Load() == 1 }, 10*time.Second, 20*time.Millisecond, "the save's PUT held")
+	s.run("label meanwhile", chromedp.Click("#node-label", chromedp.ByQuery), chromedp.SendKeys("#node-label", "Typed while saving", chromedp.ByQuery))
+	release()
+}
+
 // TestUIEditsDuringASaveStayUnsaved: a label typed while the save of an
 // expression is on its way is not in that version, and the editor says so
 // — still unsaved, guarded on leaving — until the next save keeps it. It
 // used to say "Saved" and drop the label on the next navigation.
 func TestUIEditsDuringASaveStayUnsaved(t *testing.T) {
 	s := newStack(t)
-	id := s.editorFlow("Racing", []map[string]any{transformNode("t1", 0, 0)}, nil, nil)
-	s.run("open", chromedp.Navigate(s.url+"/flows/"+id), tokenSignIn(token))
-	s.settleInCanvas(canvasNode("t1"))
-	s.run("select", chromedp.Click(canvasNode("t1"), chromedp.ByQuery), chromedp.WaitVisible(`form[aria-label="Transform t1 settings"]`, chromedp.ByQuery))
-	s.run("expression", typeInEditor("node-expression", `{"v": 1}`))
-	s.waitJS("typed", `document.querySelector("#node-expression").value === '{"v": 1}'`)
-	release, held := s.holdRequests("PUT", "*/api/v1/flows/*")
-	s.run("save", chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
-	require.Eventually(t, func() bool { return held.Load() == 1 }, 10*time.Second, 20*time.Millisecond, "the save's PUT held")
-	s.run("label meanwhile", chromedp.Click("#node-label", chromedp.ByQuery), chromedp.SendKeys("#node-label", "Typed while saving", chromedp.ByQuery))
-	release()
+	id := s.openTransformFlow("Racing")
+	s.saveTypingMeanwhile(`{"v": 1}`)
 	s.waitJS("saved", `document.body.innerText.includes("Saved as version 2.")`)
 	s.shot("sr01-edited-while-saving")
 	body := s.text("body")
@@ -143,10 +158,7 @@ func TestUINewFlowKeepsEditsMadeWhileCreated(t *testing.T) {
 // changes to the graph" and leaving dropped the text).
 func TestUIJSONTabTextNotAppliedIsUnsaved(t *testing.T) {
 	s := newStack(t)
-	id := s.editorFlow("Typed", []map[string]any{transformNode("t1", 0, 0)}, nil, nil)
-	s.run("open", chromedp.Navigate(s.url+"/flows/"+id), tokenSignIn(token))
-	s.settleInCanvas(canvasNode("t1"))
-	s.run("select", chromedp.Click(canvasNode("t1"), chromedp.ByQuery), chromedp.WaitVisible(`form[aria-label="Transform t1 settings"]`, chromedp.ByQuery))
+	id := s.openTransformFlow("Typed")
 	s.run("JSON tab", chromedp.Click(`[data-tab="json"]`, chromedp.ByQuery), chromedp.WaitVisible("#node-json-t1", chromedp.ByQuery),
 		setValue("#node-json-t1", `{"expression": "{\"typed\": true}", "label": "Typed in JSON"}`))
 	s.waitJS("unsaved", `document.body.innerText.includes("Unsaved changes.")`)
@@ -212,13 +224,7 @@ func TestUIEditsDuringASaveOfAnOldVersionStay(t *testing.T) {
 	s.run("open version 1", chromedp.Navigate(s.url+"/flows/"+id+"?version=1"), tokenSignIn(token))
 	s.settleInCanvas(canvasNode("t1"))
 	s.run("select", chromedp.Click(canvasNode("t1"), chromedp.ByQuery), chromedp.WaitVisible(`form[aria-label="Transform t1 settings"]`, chromedp.ByQuery))
-	s.run("expression", typeInEditor("node-expression", `{"back": 1}`))
-	s.waitJS("typed", `document.querySelector("#node-expression").value === '{"back": 1}'`)
-	release, held := s.holdRequests("PUT", "*/api/v1/flows/*")
-	s.run("save", chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
-	require.Eventually(t, func() bool { return held.Load() == 1 }, 10*time.Second, 20*time.Millisecond, "the save's PUT held")
-	s.run("label meanwhile", chromedp.Click("#node-label", chromedp.ByQuery), chromedp.SendKeys("#node-label", "Typed while saving", chromedp.ByQuery))
-	release()
+	s.saveTypingMeanwhile(`{"back": 1}`)
 	s.waitJS("at the flow's address, the label kept", `location.search === "" && document.body.innerText.includes("Typed while saving")`)
 	require.Contains(t, s.text("body"), "Unsaved changes.")
 	v, nodes := s.savedGraph(id)

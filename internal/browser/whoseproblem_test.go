@@ -79,10 +79,7 @@ func TestUICodeCompletionIsJavaScripts(t *testing.T) {
 // (the compiler's message in small print beside it), as its field does.
 func TestUIProblemsInPlainWords(t *testing.T) {
 	s := newStack(t)
-	id := s.editorFlow("Broken", []map[string]any{transformNode("t1", 0, 0)}, nil, nil)
-	s.run("open", chromedp.Navigate(s.url+"/flows/"+id), tokenSignIn(token))
-	s.settleInCanvas(canvasNode("t1"))
-	s.run("select", chromedp.Click(canvasNode("t1"), chromedp.ByQuery), chromedp.WaitVisible(`form[aria-label="Transform t1 settings"]`, chromedp.ByQuery))
+	s.openTransformFlow("Broken")
 	s.run("a broken expression", typeInEditor("node-expression", `1 +`))
 	s.waitJS("typed", `document.querySelector("#node-expression").value === '1 +'`)
 	s.run("save", chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
