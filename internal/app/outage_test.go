@@ -426,6 +426,8 @@ func outageRequests(fx outageFixtures) map[string]outageRequest {
 		"GET /api/v1/flows/:id/versions":                 api(flow+"/versions", ""),
 		"GET /api/v1/flows/:id/versions/:number":         api(flow+"/versions/1", ""),
 		"POST /api/v1/flows/:id/nodes/:key/test":         api(flow+"/nodes/u/test", `{"input":{}}`),
+		"POST /api/v1/nodes/:key/test": api("/api/v1/nodes/t/test",
+			`{"input":{"n":2},"graph":{"nodes":[{"id":"t","type":"Transform","position":{"x":0,"y":0},"data":{"expression":"input.n"}}],"edges":[]}}`),
 		"POST /api/v1/flows/:id/runs": {path: flow + "/runs", body: `{"input":{"xs":[1]}}`, auth: token,
 			header: map[string]string{"Idempotency-Key": "outage-start"}},
 		"GET /api/v1/runs":                             api("/api/v1/runs", ""),
@@ -506,6 +508,7 @@ var withoutDatabase = map[string]int{
 	"GET /api/v1/openapi.yaml":       http.StatusOK,
 	"GET /openapi.yaml":              http.StatusOK,
 	"GET /api/v1/node-types":         http.StatusOK, // the server's own registrations
+	"POST /api/v1/nodes/:key/test":   http.StatusOK, // a draft's Transform: the graph in the body is all it reads
 	"GET /*":                         http.StatusOK, // the UI's files are embedded
 }
 
