@@ -28,7 +28,9 @@ import (
 func TestStalledReplaysKeepMemoryBounded(t *testing.T) {
 	st, _ := storetest.IsolatedDB(t)
 	hub := web.NewHub()
-	srv := newServer(t, st, func(c *web.Config) { c.Hub = hub; c.StreamWriteTimeout = 4 * time.Second })
+	// The write timeout outlasts opening all the streams on a loaded
+	// machine: the first ones must not be dropped before the last opens.
+	srv := newServer(t, st, func(c *web.Config) { c.Hub = hub; c.StreamWriteTimeout = 10 * time.Second })
 	ts := httptest.NewUnstartedServer(srv.Handler())
 	ts.Config.ConnState = smallSendBuffers(nil) // each stalls after a page, not 4 MB
 	ts.Start()
