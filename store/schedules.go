@@ -125,6 +125,17 @@ func (s *Store) fireOne(ctx context.Context, fire func(ctx context.Context, d *D
 		if res.RowsAffected == 0 {
 			return errNoDueSchedule
 		}
+		// The flow's row, shared until the tick's run has begun: a delete
+		// (which locks it for update) waits for that run and counts it
+		// among the flow's runs still going; a flow deleted since the
+		// claim's snapshot starts nothing.
+		var alive []int
+		if err := tx.Raw(`SELECT 1 FROM flows WHERE id = ? AND deleted_at IS NULL FOR SHARE`, d.FlowID).Scan(&alive).Error; err != nil {
+			return err
+		}
+		if len(alive) == 0 {
+			return errNoDueSchedule
+		}
 		if err := tx.Raw(`SELECT now(), coalesce((SELECT status FROM runs WHERE id = ?), '')`, d.LastRunID).
 			Row().Scan(&d.Now, &d.LastRunStatus); err != nil {
 			return err

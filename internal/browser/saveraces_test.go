@@ -225,7 +225,11 @@ func TestUIEditsDuringASaveOfAnOldVersionStay(t *testing.T) {
 	s.settleInCanvas(canvasNode("t1"))
 	s.run("select", chromedp.Click(canvasNode("t1"), chromedp.ByQuery), chromedp.WaitVisible(`form[aria-label="Transform t1 settings"]`, chromedp.ByQuery))
 	s.saveTypingMeanwhile(`{"back": 1}`)
-	s.waitJS("at the flow's address, the label kept", `location.search === "" && document.body.innerText.includes("Typed while saving")`)
+	// Loaded again at the flow's own address, the kept draft taken in.
+	s.waitJS("reloaded at the flow's address", fmt.Sprintf(`location.search === "" && sessionStorage.getItem("stitchd.draft.%s") === null
+		&& !document.body.innerText.includes("Loading flow") && document.body.innerText.includes("Typed while saving")`, id))
+	s.settleInCanvas(canvasNode("t1"))
+	require.Contains(t, s.text(canvasNode("t1")), "Typed while saving", "the label is on the step as loaded")
 	require.Contains(t, s.text("body"), "Unsaved changes.")
 	v, nodes := s.savedGraph(id)
 	require.Equal(t, 3, v)
