@@ -2,6 +2,9 @@ package app_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -183,6 +186,44 @@ func TestBrokerTriggerDedupe(t *testing.T) {
 		runs, _ := h.brokerRuns(flow)
 		require.Equal(t, 3, runs)
 	})
+}
+
+// TestBrokerTriggerLongMessageID: a Nats-Msg-Id longer than an index
+// entry may hold starts its run once, under the sha256 of the header,
+// and a replay of it starts none again (it failed every start, and the
+// message came back every second for ever).
+func TestBrokerTriggerLongMessageID(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	s := brokertest.NewStream(t)
+	flow := h.transformFlow()
+	id := h.createBrokerTrigger(flow, map[string]any{"kind": "nats", "url": brokertest.NATSURL(), "subject": s.Subject + ".>"})
+	h.waitConnected(id, true)
+	// Random, so that Postgres cannot compress it under the index's bound.
+	var b strings.Builder
+	for b.Len() < 6000 {
+		b.WriteString(rand.Text())
+	}
+	long := b.String()
+	s.Publish(t, "a", long, []byte(`{"n": 1}`))
+	h.waitBrokerRuns(flow, 1, 20*time.Second)
+	sum := sha256.Sum256([]byte(long))
+	var got struct{ MessageID, IDFrom string }
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT trigger->>'message_id' AS message_id, trigger->>'id_from' AS id_from
+		FROM runs WHERE flow_id = ?`, flow).Scan(&got).Error)
+	require.Equal(t, "sha256:"+hex.EncodeToString(sum[:]), got.MessageID)
+	require.Equal(t, "header", got.IDFrom)
+	require.Equal(t, 200, h.do("PATCH", "/api/v1/triggers/"+id, map[string]any{"durable": "again"}, nil))
+	h.eventually(func() bool {
+		c, err := s.JS.Consumer(context.Background(), s.Name, "again")
+		if err != nil {
+			return false
+		}
+		ci, err := c.Info(context.Background())
+		return err == nil && ci.AckFloor.Stream == 1
+	}, "the replay to be acknowledged")
+	runs, _ := h.brokerRuns(flow)
+	require.Equal(t, 1, runs)
 }
 
 // requireSettled deletes the trigger, waits until its consumer left the

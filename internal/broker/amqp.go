@@ -125,7 +125,7 @@ func amqpDelivery(ctx context.Context, t Trigger, d amqp.Delivery) delivery {
 		}
 	}
 	if d.MessageId != "" {
-		msg.ID, msg.IDFrom = d.MessageId, IDFromHeader
+		msg.ID, msg.IDFrom = headerID(d.MessageId), IDFromHeader
 	} else {
 		msg.ID, msg.IDFrom = "sha256:"+messageHash(d.RoutingKey, msg.Headers, d.Body), IDFromHash
 	}

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 )
@@ -17,7 +19,8 @@ type Message struct {
 	// Trigger is the trigger that consumed it.
 	Trigger *Trigger
 	// ID identifies the message across redeliveries: the Nats-Msg-Id
-	// header or AMQP message_id property when set; else the JetStream
+	// header or AMQP message_id property when set (its sha256 past
+	// MaxMessageID bytes); else the JetStream
 	// stream sequence ("seq:<n>"), or for AMQP "sha256:<hex>" of the
 	// routing key, headers and body (two identical messages without an id
 	// are one).
@@ -30,6 +33,24 @@ type Message struct {
 	Subject string
 	// Redelivered is set when the broker delivered it before.
 	Redelivered bool
+}
+
+// MaxMessageID bounds a message id taken from a header: a dedupe key
+// (kind, trigger id and id) then stays within an event id's 255 bytes and
+// far within what a Postgres index entry may hold. A Nats-Msg-Id header
+// can be as long as a message; one past the index's 2,704 bytes failed
+// every start of its run, and the message came back every second for ever.
+const MaxMessageID = 200
+
+// headerID is a message id read from a header (Nats-Msg-Id, AMQP
+// message_id): as it is when at most MaxMessageID bytes, else
+// "sha256:<hex>" of it — the same header gives the same id.
+func headerID(id string) string {
+	if len(id) <= MaxMessageID {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // DedupeKey is the message's idempotency key: <kind>:<trigger id>:<id>. A

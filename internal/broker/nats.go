@@ -139,7 +139,7 @@ func natsDelivery(t Trigger, stream string, m jetstream.Msg) delivery {
 		}
 	}
 	if id := m.Headers().Get(jetstream.MsgIDHeader); id != "" {
-		msg.ID, msg.IDFrom = id, IDFromHeader
+		msg.ID, msg.IDFrom = headerID(id), IDFromHeader
 	}
 	if meta, err := m.Metadata(); err == nil {
 		msg.Redelivered = meta.NumDelivered > 1
