@@ -26,10 +26,15 @@ const maxAnalyticsRange = 5 * 366 * 24 * time.Hour
 func (s *Server) analyticsRange(c echo.Context) (store.AnalyticsParams, error) {
 	now := s.cfg.Clock.Now()
 	p := store.AnalyticsParams{To: now, Now: now}
+	// Whether from was given, not whether it is the zero time: an explicit
+	// 0001-01-01T00:00:00Z ("from the beginning") was read as absent and
+	// answered the last 30 days.
+	fromGiven := false
 	for _, f := range []struct {
-		name string
-		into *time.Time
-	}{{"to", &p.To}, {"from", &p.From}} {
+		name  string
+		into  *time.Time
+		given *bool
+	}{{"to", &p.To, nil}, {"from", &p.From, &fromGiven}} {
 		v := c.QueryParam(f.name)
 		if v == "" {
 			continue
@@ -39,8 +44,11 @@ func (s *Server) analyticsRange(c echo.Context) (store.AnalyticsParams, error) {
 			return p, badRequest(f.name + " must be an RFC 3339 time, e.g. 2026-11-01T00:00:00Z")
 		}
 		*f.into = t
+		if f.given != nil {
+			*f.given = true
+		}
 	}
-	if p.From.IsZero() {
+	if !fromGiven {
 		p.From = p.To.Add(-defaultAnalyticsRange)
 	}
 	if !p.From.Before(p.To) {

@@ -249,3 +249,22 @@ func TestFlowAnalytics(t *testing.T) {
 	require.Contains(t, csv, "to:big:3 to:small:2")
 	require.Equal(t, 400, h.do("GET", "/api/v1/flows/"+flow+"/analytics?version=x", nil, nil))
 }
+
+// TestAnalyticsRangeFromTheBeginning: a from of 0001-01-01T00:00:00Z (the
+// zero time, as a client writes "from the beginning") is the range's
+// start as given — refused as longer than five years up to now — not
+// taken as absent, which answered the last 30 days without a word.
+func TestAnalyticsRangeFromTheBeginning(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	board := h.createBoard("lead")
+	flow := h.createFlow([]map[string]any{node("t", "Transform", map[string]any{"expression": "input"})}, nil)
+	for _, path := range []string{"/api/v1/boards/" + board + "/analytics", "/api/v1/flows/" + flow + "/analytics"} {
+		code, _ := h.refused(400, "GET", path+"?from=0001-01-01T00:00:00Z", nil)
+		require.Equal(t, "invalid_request", code, path)
+		var a struct{ From, To time.Time }
+		require.Equal(t, 200, h.do("GET", path+"?from=0001-01-01T00:00:00Z&to=0001-01-02T00:00:00Z", nil, &a), path)
+		require.Equal(t, time.Time{}, a.From, path)
+		require.Equal(t, time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC), a.To, path)
+	}
+}
