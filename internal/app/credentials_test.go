@@ -140,3 +140,46 @@ func strconvQuote(s string) string {
 	b, _ := json.Marshal(s) // a string always marshals
 	return string(b)
 }
+
+// TestCredentialsNoRequestCanCarry: data that no request or message could
+// carry is refused at save, at its path, and nothing is stored — an
+// api_key header that is not a header name or a value with a control
+// character (each send failed, and was retried as a network failure), a
+// basic user with a colon (the server reads another user), an smtp from
+// that is not an address (each message failed).
+func TestCredentialsNoRequestCanCarry(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, withSecretKey(t))
+	hosts := []string{"api.example.com"}
+	for name, c := range map[string]struct {
+		typ  string
+		data map[string]any
+		want string
+	}{
+		"header-space": {"api_key", map[string]any{"header": "X Api Key", "value": "k"}, "not an HTTP header name"},
+		"header-colon": {"api_key", map[string]any{"header": "X-Key:", "value": "k"}, "not an HTTP header name"},
+		"value-del":    {"api_key", map[string]any{"header": "X-Key", "value": "k\u007f"}, "control character"},
+		"user-colon":   {"basic", map[string]any{"username": "a:b", "password": "p"}, "colon"},
+		"smtp-from": {"smtp", map[string]any{"host": "mail.example.com", "port": 587, "from": "not an address", "tls": "starttls"},
+			"not an email address"},
+	} {
+		var bad struct {
+			Error struct {
+				Details []problem `json:"details"`
+			} `json:"error"`
+		}
+		require.Equal(t, 400, h.do("POST", "/api/v1/credentials", map[string]any{"name": name, "type": c.typ, "data": c.data,
+			"allowed_hosts": hosts}, &bad), name)
+		require.Len(t, bad.Error.Details, 1, name)
+		require.Equal(t, "data", bad.Error.Details[0].Path, name)
+		require.Contains(t, bad.Error.Details[0].Message, c.want, name)
+		require.Equal(t, 404, h.do("GET", "/api/v1/credentials/"+name, nil, nil), "%s: nothing stored", name)
+	}
+	// What a request can carry is kept: a tab in a value, a display name
+	// in from.
+	require.Equal(t, 201, h.do("POST", "/api/v1/credentials", map[string]any{"name": "fine", "type": "api_key",
+		"data": map[string]any{"header": "X-Api_Key.v2", "value": "a\tb"}, "allowed_hosts": hosts}, nil))
+	require.Equal(t, 201, h.do("POST", "/api/v1/credentials", map[string]any{"name": "mail", "type": "smtp",
+		"data": map[string]any{"host": "mail.example.com", "port": 587, "from": "Orders <orders@example.com>", "tls": "starttls"},
+		"allowed_hosts": hosts}, nil))
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/mail"
 	"net/url"
 	"slices"
 	"strings"
@@ -101,10 +102,25 @@ func Parse(typ string, raw json.RawMessage) (Data, error) {
 		err = need("token")
 	case TypeBasic:
 		err = need("username", "password")
+		// RFC 7617: the first colon ends the user-id, so a server would
+		// read another user and password.
+		if err == nil && strings.Contains(d.Username, ":") {
+			err = errors.New("data.username of a basic credential cannot hold a colon (it separates the user from the password)")
+		}
 	case TypeAPIKey:
 		err = need("value")
 		if err == nil && (d.Header == "") == (d.Query == "") {
 			err = errors.New("data: an api_key credential names one of header or query")
+		}
+		// A header no request can carry failed every send (retried, as a
+		// network failure) instead of the save.
+		if err == nil && d.Header != "" {
+			switch {
+			case !headerToken(d.Header):
+				err = fmt.Errorf("data.header %q is not an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~)", d.Header)
+			case !headerValue(d.Value):
+				err = errors.New("data.value cannot be sent in a header: it holds a control character")
+			}
 		}
 	case TypeOAuth2:
 		err = need("token_url", "client_id", "client_secret")
@@ -115,6 +131,11 @@ func Parse(typ string, raw json.RawMessage) (Data, error) {
 		}
 	case TypeSMTP:
 		err = need("host", "from")
+		if err == nil {
+			if _, perr := mail.ParseAddress(d.From); perr != nil {
+				err = fmt.Errorf("data.from %q is not an email address: %v", d.From, perr)
+			}
+		}
 		if err == nil && (d.Port < 1 || d.Port > 65535) {
 			err = errors.New("data.port must be a port number")
 		}
@@ -126,6 +147,32 @@ func Parse(typ string, raw json.RawMessage) (Data, error) {
 		return Data{}, err
 	}
 	return d, nil
+}
+
+// headerToken reports whether s is an HTTP header field name (RFC 9110's
+// token).
+func headerToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r >= 0x80 || !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return true
+}
+
+// headerValue reports whether s may be a header's value: no control
+// character but a tab (Go's client refuses the request otherwise).
+func headerValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // Secrets are the values of c that must never appear in what is stored
