@@ -35,7 +35,9 @@ interface NodeProps {
   // trying the step.
   graph?: () => unknown;
   onChange: (id: string, data: Record<string, any>) => void;
-  onRename: (from: string, to: string) => void;
+  // onRename renames the node and answers how many references to it
+  // (steps.<id>) it renamed too.
+  onRename: (from: string, to: string) => number;
   onDelete: (id: string) => void;
   onConnect: (target: string) => void;
   onSelectEdge: (id: string) => void;
@@ -53,6 +55,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
   const set = (path: string[]) => (v: any) => onChange(node.id, setIn(d, path, v));
   const [idDraft, setIdDraft] = useState(node.id);
   const [idError, setIdError] = useState<string | null>(null);
+  const [idNote, setIdNote] = useState<string | null>(null);
   const [target, setTarget] = useState("");
   const [tab, setTab] = useState<PanelTab>("settings");
   const stepData = useStepData(flowId, node.id, d._pinned);
@@ -86,7 +89,9 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
       return setIdError("Use at most 64 letters, digits, _ and -, starting with a letter: expressions name the step by it (steps.<id>).");
     if (nodes.some((n) => n.id === v)) return setIdError(`Another node is already called ${v}.`);
     setIdError(null);
-    onRename(node.id, v);
+    const from = node.id;
+    const n = onRename(from, v);
+    setIdNote(n === 0 ? null : `${n === 1 ? "1 reference" : `${n} references`} to steps.${from} now ${n === 1 ? "names" : "name"} ${v}.`);
   };
   const panelProps: PanelProps = {
     node,
@@ -128,7 +133,7 @@ export function NodeSettings({ node, nodes, edges, sections, problems, flowId = 
         <JsonTab nodeId={node.id} data={d} onApply={(nd) => onChange(node.id, nd)} onPending={onJsonPending} />
       ) : (
         <>
-          <NameFields idDraft={idDraft} setIdDraft={setIdDraft} idError={idError} commitId={commitId} label={d.label ?? ""} onLabel={(v) => set(["label"])(v)} />
+          <NameFields idDraft={idDraft} setIdDraft={setIdDraft} idError={idError} idNote={idNote} commitId={commitId} label={d.label ?? ""} onLabel={(v) => set(["label"])(v)} />
           <CodeFields codeProps={config.codeProps} data={d} set={set} scope={scope} problemsAt={at} />
           {(incoming.length > 1 || d.join !== undefined) && !info?.capabilities?.collects && (
             <JoinField join={d.join} incoming={incoming.length} onJoin={(v) => set(["join"])(v)} />

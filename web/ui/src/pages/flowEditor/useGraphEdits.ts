@@ -9,6 +9,7 @@ import type { Problem } from "../../api";
 import { useFitFlow } from "../../components/FitOnOpen";
 import { decorateEdge, nextId, type CanvasNode } from "../../graph";
 import { typeInfo } from "../../nodetypes";
+import { renameStepRefs } from "../../renameRefs";
 import { tidy } from "../../tidy";
 import { freeSpot } from "./freeSpot";
 
@@ -42,6 +43,8 @@ export function useGraphEdits({
   const rf = useReactFlow();
   const nodesRef = useRef<CanvasNode[]>([]);
   nodesRef.current = nodes;
+  const edgesRef = useRef<Edge[]>([]);
+  edgesRef.current = edges;
   const fitFlow = useFitFlow();
   // A node's panel has a key of its own, which a renamed node keeps (and
   // so its fields and the focus): panelKeys maps node ids to those keys.
@@ -96,15 +99,29 @@ export function useGraphEdits({
     },
     [setNodes, markDirty, setProblems],
   );
+  // A renamed node's references (steps.<id> in every node's and edge's
+  // data) are renamed with it; renameNode answers how many.
   const renameNode = useCallback(
-    (from: string, to: string) => {
+    (from: string, to: string): number => {
       const k = panelKeys.current;
       if (k[from]) k[to] = k[from];
       delete k[from];
-      setNodes((ns) => ns.map((n) => (n.id === from ? { ...n, id: to } : n)));
-      setEdges((es) => es.map((e) => ({ ...e, source: e.source === from ? to : e.source, target: e.target === from ? to : e.target })));
+      const refs = (d: Record<string, any> | undefined) => (d ? renameStepRefs(d, from, to).value : d);
+      const count = [...nodesRef.current.map((n) => n.data), ...edgesRef.current.map((e) => e.data)].reduce(
+        (sum, d) => sum + (d ? renameStepRefs(d, from, to).count : 0),
+        0,
+      );
+      setNodes((ns) => ns.map((n) => ({ ...n, id: n.id === from ? to : n.id, data: refs(n.data)! })));
+      setEdges((es) =>
+        es.map((e) => {
+          const data = refs(e.data);
+          const moved = { ...e, source: e.source === from ? to : e.source, target: e.target === from ? to : e.target };
+          return data === e.data ? moved : decorateEdge({ ...moved, data });
+        }),
+      );
       setProblems((ps) => ps.map((p) => (p.node_id === from ? { ...p, node_id: to } : p)));
       markDirty();
+      return count;
     },
     [setNodes, setEdges, markDirty, setProblems],
   );

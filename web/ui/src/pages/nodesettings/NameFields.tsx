@@ -6,6 +6,7 @@ export function NameFields({
   idDraft,
   setIdDraft,
   idError,
+  idNote,
   commitId,
   label,
   onLabel,
@@ -13,13 +14,15 @@ export function NameFields({
   idDraft: string;
   setIdDraft: (v: string) => void;
   idError: string | null;
+  // idNote: what the last rename changed besides the id.
+  idNote: string | null;
   commitId: () => void;
   label: string;
   onLabel: (v: string) => void;
 }) {
   return (
     <>
-      <Field label="Node id" id="node-id" error={idError}>
+      <Field label="Node id" id="node-id" error={idError} hint={idNote ?? undefined}>
         <input id="node-id" value={idDraft} onChange={(e) => setIdDraft(e.target.value)} onBlur={commitId} onKeyDown={(e) => e.key === "Enter" && commitId()} />
       </Field>
       <Field label="Label" id="node-label">
