@@ -108,7 +108,9 @@ func (Email) Fire(_ context.Context, fc engine.FireContext) error {
 // recipients renders a recipient field: a template of addresses separated
 // by commas, or one {{ expr }} whose value is an address or a list of
 // them. Each address is checked (a display name is allowed:
-// "Fiona <f@x.io>").
+// "Fiona <f@x.io>", "\"Doe, John\" <j@x.io>"). A value from the run's
+// data is one address at most: split at its commas, an input's
+// "me@x.io, 99 others" sent the message to all of them.
 func recipients(src string, eval func(string) (any, error)) ([]string, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, nil
@@ -117,40 +119,83 @@ func recipients(src string, eval func(string) (any, error)) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var vals []any
+	var parts []string
 	if sole, ok := t.Sole(); ok {
 		x, err := eval(sole)
 		if err != nil {
 			return nil, fmt.Errorf("{{%s}}: %w", sole, err)
 		}
-		if vals, ok = x.([]any); !ok {
+		vals, ok := x.([]any)
+		if !ok {
 			vals = []any{x}
 		}
+		for _, v := range vals {
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("a recipient is %T, not an address", v)
+			}
+			parts = append(parts, s)
+		}
 	} else {
-		s, err := t.Render(eval, nil)
+		var several error
+		joined, err := t.Render(eval, func(_, v string) string {
+			if several == nil && len(splitAddresses(v)) > 1 {
+				several = fmt.Errorf("%q is more than one address: a value is one address (a list in a single {{ expr }} is several)", v)
+			}
+			return v
+		})
 		if err != nil {
 			return nil, err
 		}
-		vals = []any{s}
+		if several != nil {
+			return nil, several
+		}
+		parts = splitAddresses(joined)
 	}
 	var out []string
-	for _, x := range vals {
-		s, ok := x.(string)
-		if !ok {
-			return nil, fmt.Errorf("a recipient is %T, not an address", x)
+	for _, part := range parts {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
 		}
-		for part := range strings.SplitSeq(s, ",") {
-			if part = strings.TrimSpace(part); part == "" {
-				continue
-			}
-			a, err := mail.ParseAddress(part)
-			if err != nil {
-				return nil, fmt.Errorf("%q is not an email address: %w", part, err)
-			}
-			out = append(out, a.String())
+		a, err := mail.ParseAddress(part)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an email address: %w", part, err)
 		}
+		out = append(out, a.String())
 	}
 	return out, nil
+}
+
+// splitAddresses splits s at the commas between addresses: not those in a
+// quoted display name, a comment or angle brackets.
+func splitAddresses(s string) []string {
+	var out []string
+	quoted, escaped, depth, angle, start := false, false, 0, false, 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case escaped:
+			escaped = false
+		case c == '\\' && (quoted || depth > 0):
+			escaped = true
+		case c == '"' && depth == 0:
+			quoted = !quoted
+		case quoted:
+		case c == '(':
+			depth++
+		case c == ')' && depth > 0:
+			depth--
+		case depth > 0:
+		case c == '<':
+			angle = true
+		case c == '>':
+			angle = false
+		case c == ',' && !angle:
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
 }
 
 // escapeHTML escapes a value rendered into an HTML body: data a run

@@ -149,3 +149,33 @@ func TestEmailTriedAlone(t *testing.T) {
 	require.Equal(t, 200, h.do("GET", "/api/v1/runs?flow_id="+flow, nil, &runs))
 	require.Empty(t, runs.Runs, "no run was written")
 }
+
+// TestEmailRecipientFromDataIsOne: a value from the run's data is one
+// recipient — an input of "me@example.com, 99 others" fails the step with
+// nothing sent (it was split at its commas and mailed to every one, a
+// public hook's input making stitchd a relay) — while a list is several,
+// and a comma in a quoted display name does not split an address.
+func TestEmailRecipientFromDataIsOne(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, withSecretKey(t))
+	srv := testkit.NewSMTPServer(t, "", "")
+	require.Equal(t, 201, h.do("POST", "/api/v1/credentials", map[string]any{"name": "relay", "type": "smtp",
+		"allowed_hosts": []string{srv.Addr()}, "data": map[string]any{"host": srv.Host, "port": srv.Port,
+			"from": "noreply@example.com", "tls": "none"}}, nil))
+	email := func(to string) string {
+		return h.createFlow([]map[string]any{node("notify", "Email", map[string]any{"credential": "relay", "to": to,
+			"subject": "s", "text": "x", "retry": map[string]any{"maxAttempts": 1}})}, nil)
+	}
+	injected := map[string]any{"email": "me@example.com, other@example.net", "list": []string{`"Doe, Jane" <jane@example.com>`, "ops@example.com"}}
+	for _, to := range []string{"{{ input.email }}", "Audit <audit@example.com>, {{ input.email }}"} {
+		r := h.waitRun(h.startRun(email(to), injected).ID, "failed")
+		require.Contains(t, *r.Nodes["notify"].Error, "other@example.net", to)
+		require.Empty(t, srv.Mails(), "%s: nothing sent", to)
+	}
+	h.waitRun(h.startRun(email("{{ input.list }}"), injected).ID, "completed")
+	h.waitRun(h.startRun(email(`"Doe, John" <john@example.com>, {{ input.list[1] }}`), injected).ID, "completed")
+	mails := srv.Mails()
+	require.Len(t, mails, 2)
+	require.ElementsMatch(t, []string{"jane@example.com", "ops@example.com"}, mails[0].To)
+	require.ElementsMatch(t, []string{"john@example.com", "ops@example.com"}, mails[1].To)
+}
