@@ -551,6 +551,13 @@ func TestCLIRunListCancelRetryApprovals(t *testing.T) {
 	require.Contains(t, stderr+err.Error(), "waiting_for_user")
 	_, _, err = s.cli(t, "run", "list", "--status", "bogus")
 	require.Error(t, err)
+	for _, limit := range []string{"0", "-1", "501"} {
+		_, _, err = s.cli(t, "run", "list", "--limit", limit)
+		require.ErrorContains(t, err, "--limit must be from 1 to 500", limit)
+	}
+	out, _, err = s.cli(t, "run", "list", "--limit", "1")
+	require.NoError(t, err)
+	require.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 2, "a header and one run")
 }
 
 // TestCLIWrongTokenSaysHow: a refused token's error says how to give one.

@@ -268,6 +268,11 @@ func newRunCmd(env envLookup) *cobra.Command {
 		Args: cobra.NoArgs},
 		func(cmd *cobra.Command, c *client.Client, o *clientOptions, _ []string) error {
 			p := lp
+			// The client leaves a limit below 1 out (the server's page
+			// then): --limit 0 or -1 listed 50 runs without a word.
+			if p.Limit < 1 || p.Limit > 500 {
+				return fmt.Errorf("--limit must be from 1 to 500, not %d", p.Limit)
+			}
 			if flowRef != "" {
 				f, err := c.FindFlow(cmd.Context(), flowRef)
 				if err != nil {
@@ -295,7 +300,7 @@ func newRunCmd(env envLookup) *cobra.Command {
 		})
 	lf := list.Flags()
 	lf.StringVar(&flowRef, "flow", "", "only runs of this flow (an id or a name)")
-	lf.StringVar(&lp.Status, "status", "", "only runs in this status: running, paused, completed, failed, cancelled")
+	lf.StringVar(&lp.Status, "status", "", "only runs in this status: running, paused, queued, completed, failed, cancelled")
 	lf.StringVar(&lp.Node, "node", "", "only runs with a failed node of this id")
 	lf.StringVar(&lp.Error, "error", "", "only runs whose failure's text contains this")
 	lf.IntVar(&lp.Limit, "limit", 50, "how many runs at most (1–500)")
