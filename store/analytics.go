@@ -233,7 +233,9 @@ func (s *Store) FlowAnalytics(ctx context.Context, p FlowAnalyticsParams) (*Flow
 	var verArgs []any
 	if p.Version > 0 {
 		out.Version = &p.Version
-		version = ` AND r.flow_version_id = (SELECT id FROM flow_versions WHERE flow_id = ? AND number = ?)`
+		// bigint: a number past int4's range is a version that does not
+		// exist, not a parameter the driver cannot encode (a 500).
+		version = ` AND r.flow_version_id = (SELECT id FROM flow_versions WHERE flow_id = ? AND number = ?::bigint)`
 		verArgs = []any{p.FlowID, p.Version}
 	}
 	plan, err := s.planRollup(ctx, "flow", p.FlowID, p.From, p.To)

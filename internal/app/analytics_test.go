@@ -268,3 +268,22 @@ func TestAnalyticsRangeFromTheBeginning(t *testing.T) {
 		require.Equal(t, time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC), a.To, path)
 	}
 }
+
+// TestFlowAnalyticsVersionPastInt4: a version number past what a version
+// can be is a version with no runs, as any that does not exist (it was a
+// 500: the driver could not encode it for the int4 column).
+func TestFlowAnalyticsVersionPastInt4(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.createFlow([]map[string]any{node("t", "Transform", map[string]any{"expression": "input"})}, nil)
+	h.waitRun(h.startRun(flow, map[string]any{}).ID, "completed")
+	for _, v := range []string{"2", "2147483648", "99999999999"} {
+		var a store.FlowAnalytics
+		require.Equal(t, 200, h.do("GET", "/api/v1/flows/"+flow+"/analytics?version="+v, nil, &a), v)
+		require.Zero(t, a.Runs.Started, v)
+		require.Empty(t, a.Nodes, v)
+	}
+	var a store.FlowAnalytics
+	require.Equal(t, 200, h.do("GET", "/api/v1/flows/"+flow+"/analytics?version=1", nil, &a))
+	require.Equal(t, 1, a.Runs.Started)
+}
