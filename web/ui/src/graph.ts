@@ -19,6 +19,12 @@ export function isCompensation(data: Record<string, any> | undefined): boolean {
   return !!data && data.on === "compensate";
 }
 
+// NODE_MAX is the largest a step's node grows to on the canvas: at most
+// 240 px wide (styles.css, .snode) and, its label, summary and problem
+// clamped to two lines each, about 140 px tall in the editor. Places
+// chosen for nodes keep this much room.
+export const NODE_MAX = { width: 240, height: 140 };
+
 // layout places nodes that have no position in columns by depth.
 export function layout(g: FlowGraph): Record<string, { x: number; y: number }> {
   const depth: Record<string, number> = {};
@@ -42,7 +48,7 @@ export function layout(g: FlowGraph): Record<string, { x: number; y: number }> {
     const col = d(n.id);
     const row = rows[col] ?? 0;
     rows[col] = row + 1;
-    out[n.id] = { x: col * 290, y: row * 120 };
+    out[n.id] = { x: col * (NODE_MAX.width + 50), y: row * (NODE_MAX.height + 20) };
   }
   return out;
 }

@@ -41,8 +41,14 @@ export const StitchNode = memo(function StitchNode({ id, type, data, selected }:
         )}
         {String(type)}
       </div>
-      <div className="snode-title">{title}</div>
-      {title !== id && <div className="snode-id">{id}</div>}
+      <div className="snode-title" title={title}>
+        {title}
+      </div>
+      {title !== id && (
+        <div className="snode-id" title={id}>
+          {id}
+        </div>
+      )}
       <Summary type={String(type)} d={d} />
       {run && <RunBadge run={run} id={id} />}
       {run && run.httpStatus !== undefined && run.httpStatus !== null && (
@@ -98,7 +104,11 @@ function Summary({ type, d }: { type: string; d: Record<string, any> }) {
   if (type === "UX" && typeof d.timeoutSeconds === "number" && d.timeoutSeconds > 0)
     text = `times out after ${span(d.timeoutSeconds * 1000)}${d.onTimeout && d.onTimeout !== "fail" ? ` → ${d.onTimeout}` : ""}`;
   if (!text) return null;
-  return <div className={`snode-summary ${type === "Transform" || type === "HTTP" ? "mono" : ""}`}>{text}</div>;
+  return (
+    <div className={`snode-summary ${type === "Transform" || type === "HTTP" ? "mono" : ""}`} title={text}>
+      {text}
+    </div>
+  );
 }
 
 interface RunLook {

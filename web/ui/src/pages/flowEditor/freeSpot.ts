@@ -1,14 +1,16 @@
-import { type CanvasNode } from "../../graph";
+import { NODE_MAX, type CanvasNode } from "../../graph";
 
 // freeSpot is the centre nearest want, in flow coordinates, where a new
-// node (about 180 by 70) overlaps none of nodes, looked for in rings of
-// places around want that stay inside the visible pane (lo to hi); want
-// itself when the pane has no free place.
+// node overlaps none of nodes, looked for in rings of places around want
+// that stay inside the visible pane (lo to hi); want itself when the pane
+// has no free place. Every node, the new one too, is taken at the largest
+// a node can grow to (NODE_MAX: its words are clamped), not at its size
+// now: a label typed later must not make it cover its neighbour.
 export function freeSpot(want: { x: number; y: number }, nodes: CanvasNode[], lo: { x: number; y: number }, hi: { x: number; y: number }): { x: number; y: number } {
-  const W = 180;
-  const H = 70;
+  const W = NODE_MAX.width;
+  const H = NODE_MAX.height;
   const gap = 16;
-  const boxes = nodes.map((n) => ({ x: n.position.x, y: n.position.y, w: n.measured?.width ?? W, h: n.measured?.height ?? H }));
+  const boxes = nodes.map((n) => ({ x: n.position.x, y: n.position.y, w: Math.max(n.measured?.width ?? 0, W), h: Math.max(n.measured?.height ?? 0, H) }));
   const free = (c: { x: number; y: number }) => {
     const x = c.x - 80;
     const y = c.y - 30;

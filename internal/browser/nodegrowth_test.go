@@ -1,0 +1,53 @@
+package browser_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// TestUINodesStayApartAsTheyGrow: two steps added from the palette, then
+// given the longest label there may be and an expression that fails at
+// save (a problem painted on each), do not cover each other: a node's
+// words are clamped to two lines, and a new node's place keeps the room a
+// node can grow to. Before, the second step went 86 px under the first
+// and a typed label made the first cover it.
+func TestUINodesStayApartAsTheyGrow(t *testing.T) {
+	s := newStack(t)
+	s.run("new flow", chromedp.Navigate(s.url+"/flows/new"), tokenSignIn(token))
+	s.run("name", chromedp.WaitVisible(`[data-palette="Transform"]`, chromedp.ByQuery), setValue("#flow-name", "Growing"))
+	label := strings.Repeat("Check the supplier's quote ", 8)[:200]
+	for _, id := range []string{"transform1", "transform2"} {
+		s.run("add "+id, chromedp.Focus(`[data-palette="Transform"]`, chromedp.ByQuery), chromedp.KeyEvent("\r"),
+			chromedp.WaitVisible(`form[aria-label="Transform `+id+` settings"]`, chromedp.ByQuery))
+		s.run("label "+id, chromedp.Focus("#node-label", chromedp.ByQuery), setValue("#node-label", label))
+		s.run("expression "+id, typeInEditor("node-expression", `{"total": input.amount * (1 + input.tax_rate), "note": "`+strings.Repeat("x", 60)+`" +}`))
+	}
+	s.run("save", chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
+	s.waitJS("refused, painted", `document.querySelectorAll(".react-flow__node .snode-problem").length === 2`)
+	s.settle(canvasNode("transform2"))
+	s.shot("ng01-grown-nodes")
+	var got struct {
+		Overlap string
+		Sizes   [][2]float64
+	}
+	s.run("measure", chromedp.Evaluate(`(() => {
+		const z = new DOMMatrix(getComputedStyle(document.querySelector(".react-flow__viewport")).transform).a;
+		const rs = [...document.querySelectorAll(".react-flow__node")].map(n => [n.dataset.id, n.getBoundingClientRect()]);
+		let overlap = "";
+		for (const [id, r] of rs) for (const [id2, r2] of rs)
+			if (id < id2 && r.left < r2.right && r2.left < r.right && r.top < r2.bottom && r2.top < r.bottom) overlap = id + " covers " + id2;
+		return {Overlap: overlap, Sizes: rs.map(([, r]) => [r.width / z, r.height / z])};
+	})()`, &got))
+	require.Empty(t, got.Overlap)
+	require.Len(t, got.Sizes, 2)
+	for _, sz := range got.Sizes {
+		require.LessOrEqual(t, sz[0], 240.5, "NODE_MAX.width: %v", got.Sizes)
+		require.LessOrEqual(t, sz[1], 140.5, "NODE_MAX.height: %v", got.Sizes)
+	}
+	var title string
+	s.run("tooltip", chromedp.Evaluate(`document.querySelector(".react-flow__node[data-id='transform1'] .snode-title").title`, &title))
+	require.Equal(t, label, title, "the whole label is in the tooltip")
+}

@@ -1,0 +1,20 @@
+import { describe, expect, it } from "vitest";
+import { NODE_MAX, type CanvasNode } from "../../graph";
+import { freeSpot } from "./freeSpot";
+
+const node = (id: string, x: number, y: number, width = 160, height = 60): CanvasNode => ({ id, position: { x, y }, data: {}, measured: { width, height } });
+const lo = { x: -1000, y: -1000 };
+const hi = { x: 1000, y: 1000 };
+
+describe("freeSpot", () => {
+  it("keeps the room a node can grow to, not its size now", () => {
+    const at = freeSpot({ x: 80, y: 30 }, [node("a", 0, 0)], lo, hi);
+    const box = { x: at.x - 80, y: at.y - 30 };
+    // Apart from a's largest box, with the new node at its largest.
+    const apart = box.x >= NODE_MAX.width || box.x + NODE_MAX.width <= 0 || box.y >= NODE_MAX.height || box.y + NODE_MAX.height <= 0;
+    expect(apart).toBe(true);
+  });
+  it("answers the wanted place when it is free", () => {
+    expect(freeSpot({ x: 80, y: 30 }, [], lo, hi)).toEqual({ x: 80, y: 30 });
+  });
+});
