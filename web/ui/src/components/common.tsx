@@ -196,18 +196,24 @@ export function useThrottled(fn: () => void, ms: number) {
 
 export function Modal({ title, onClose, children }: { title: string; onClose: () => void; children: ReactNode }) {
   const ref = useRef<HTMLDivElement>(null);
+  // The latest onClose, read when Escape is pressed: callers pass a new
+  // function at each render, and the focus is taken once, when the dialog
+  // opens — not again at each render of the page behind it (a live board
+  // re-renders at every move, and focus leapt out of the field typed in).
+  const close = useRef(onClose);
+  close.current = onClose;
   useEffect(() => {
     const prev = document.activeElement as HTMLElement | null;
     ref.current?.querySelector<HTMLElement>("textarea, input, select, button")?.focus();
     const on = (e: KeyboardEvent) => {
-      if (e.key === "Escape") onClose();
+      if (e.key === "Escape") close.current();
     };
     window.addEventListener("keydown", on);
     return () => {
       window.removeEventListener("keydown", on);
       prev?.focus();
     };
-  }, [onClose]);
+  }, []);
   return (
     <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
       <div className="modal" role="dialog" aria-modal="true" aria-label={title} ref={ref}>

@@ -118,14 +118,41 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
   // on screen until its answer arrives.
   const query = useRef("");
   const [q, setQ] = useState("");
-  const { data, error, loading, reload } = useLoad(
-    () => api<Board>("GET", `/boards/${boardId}${query.current ? `?q=${encodeURIComponent(query.current)}` : ""}`),
-    [boardId],
-  );
+  // wanted is how many entities a section shows once Show more was
+  // pressed: the board read again (at every move on it) reads that many of
+  // it, so the entities shown stay on screen, and current.
+  const wanted = useRef<Record<string, number>>({});
+  const { data, error, loading, reload } = useLoad(async () => {
+    const search = query.current ? `&q=${encodeURIComponent(query.current)}` : "";
+    const b = await api<Board>("GET", `/boards/${boardId}${search ? `?${search.slice(1)}` : ""}`);
+    await Promise.all(
+      b.sections
+        .filter((s) => s.next_cursor && (wanted.current[s.id] ?? 0) > s.entities.length)
+        .map(async (s) => {
+          const want = wanted.current[s.id];
+          const got: Entity[] = [];
+          let cursor: string | null = null;
+          do {
+            const page: Board = await api<Board>(
+              "GET",
+              `/boards/${boardId}?section_id=${encodeURIComponent(s.id)}&limit=${Math.min(500, want - got.length)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}${search}`,
+            );
+            const ps = page.sections[0];
+            if (!ps) return;
+            got.push(...ps.entities.filter((e) => !got.some((g) => g.id === e.id)));
+            cursor = ps.next_cursor ?? null;
+          } while (cursor && got.length < want);
+          s.entities = got;
+          s.next_cursor = cursor;
+        }),
+    );
+    return b;
+  }, [boardId]);
   useEffect(() => {
     const t = setTimeout(() => {
       if (query.current === q.trim()) return;
       query.current = q.trim();
+      wanted.current = {};
       reload();
     }, 250);
     return () => clearTimeout(t);
@@ -134,22 +161,11 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
   const refresh = useThrottled(reload, 300);
   const [live, setLive] = useState(false);
   const [moved, setMoved] = useState<Record<string, number>>({});
-  // Later pages of sections' entities (oldest in section first), loaded on
-  // demand; a reload starts over.
-  const [extra, setExtra] = useState<Record<string, { entities: Entity[]; next: string | null }>>({});
-  useEffect(() => setExtra({}), [data]);
-  const loadMore = (sectionId: string, cursor: string) => {
-    api<Board>(
-      "GET",
-      `/boards/${boardId}?section_id=${encodeURIComponent(sectionId)}&cursor=${encodeURIComponent(cursor)}${query.current ? `&q=${encodeURIComponent(query.current)}` : ""}`,
-    ).then((b) => {
-      const s = b.sections[0];
-      if (!s) return;
-      setExtra((x) => ({
-        ...x,
-        [sectionId]: { entities: [...(x[sectionId]?.entities ?? []), ...s.entities], next: s.next_cursor ?? null },
-      }));
-    });
+  // Show more: a section's next page (oldest in section first) is read
+  // with the board, and at every reading after.
+  const loadMore = (sectionId: string, shown: number) => {
+    wanted.current = { ...wanted.current, [sectionId]: shown + 100 };
+    reload();
   };
   useEffect(
     () =>
@@ -225,7 +241,7 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
             </p>
             <ul className="cards">
               {s.entities.length === 0 && <li className="muted small empty-col">No entities</li>}
-              {[...s.entities, ...(extra[s.id]?.entities ?? [])].map((e) => (
+              {s.entities.map((e) => (
                 <li key={e.id}>
                   <button
                     type="button"
@@ -249,17 +265,11 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
                 </li>
               ))}
             </ul>
-            {(() => {
-              const next = extra[s.id] ? extra[s.id].next : (s.next_cursor ?? null);
-              const shown = s.entities.length + (extra[s.id]?.entities.length ?? 0);
-              return (
-                next && (
-                  <button type="button" className="btn ghost small" onClick={() => loadMore(s.id, next)}>
-                    Show more ({s.count - shown} not shown)
-                  </button>
-                )
-              );
-            })()}
+            {s.next_cursor && (
+              <button type="button" className="btn ghost small" data-action="section-more" onClick={() => loadMore(s.id, s.entities.length)}>
+                Show more ({s.count - s.entities.length} not shown)
+              </button>
+            )}
           </div>
         ))}
       </div>

@@ -1,5 +1,5 @@
 // A board's settings: its name, sections (with their SLAs) and card fields.
-import { useEffect, useState, type FormEvent } from "react";
+import { useEffect, useRef, useState, type FormEvent } from "react";
 import { api, describe, type Board } from "../../api";
 import { Modal } from "../../components/common";
 import { navigate } from "../../router";
@@ -15,7 +15,14 @@ export function BoardSettings({ board, onClose, onChanged }: { board: Board; onC
   const [newSection, setNewSection] = useState("");
   const [moveTo, setMoveTo] = useState<Record<string, string>>({});
   const [err, setErr] = useState<string | null>(null);
-  useEffect(() => setNames(Object.fromEntries(board.sections.map((s) => [s.id, s.name]))), [board]);
+  // The board is read again at every move on it (a live board): a name
+  // being typed is kept, the others follow the server's.
+  const read = useRef(board.sections);
+  useEffect(() => {
+    const before = read.current;
+    read.current = board.sections;
+    setNames((typed) => sectionNames(board.sections, before, typed));
+  }, [board]);
   async function act(fn: () => Promise<unknown>) {
     setErr(null);
     try {
@@ -171,6 +178,18 @@ export function BoardSettings({ board, onClose, onChanged }: { board: Board; onC
       </p>
     </Modal>
   );
+}
+
+// sectionNames is what the sections' name fields show once the board is
+// read again: the name read, except where the person typed another than
+// the one read before (an edit not yet sent).
+export function sectionNames(
+  sections: { id: string; name: string }[],
+  before: { id: string; name: string }[],
+  typed: Record<string, string>,
+): Record<string, string> {
+  const was: Record<string, string> = Object.fromEntries(before.map((s) => [s.id, s.name]));
+  return Object.fromEntries(sections.map((s) => [s.id, s.id in typed && s.id in was && typed[s.id] !== was[s.id] ? typed[s.id] : s.name]));
 }
 
 // SLAField sets a section's SLA in hours (empty: none).

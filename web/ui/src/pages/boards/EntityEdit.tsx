@@ -1,7 +1,7 @@
 // An entity's card opened: its fields edited, and its journey through the
 // board's sections.
 import { useState, type FormEvent } from "react";
-import { api, can, currentMe, describe, type Entity } from "../../api";
+import { api, can, currentMe, describe, type Entity, type JourneyEvent } from "../../api";
 import { ago, ErrorBox, Json, Modal, Spinner, useLoad } from "../../components/common";
 import { journeyKindText } from "../../components/taskwords";
 import { Link } from "../../router";
@@ -94,6 +94,27 @@ export function Journey({
   const { data, error, loading, reload } = useLoad(() => api<Entity>("GET", `/entities/${entityId}`), [entityId]);
   const [target, setTarget] = useState("");
   const [moveError, setMoveError] = useState<string | null>(null);
+  // The journey's later pages (oldest first: the latest moves are on the
+  // last page), loaded on demand; a reload starts over.
+  const [later, setLater] = useState<{ events: JourneyEvent[]; next: string | null } | null>(null);
+  const [laterError, setLaterError] = useState<string | null>(null);
+  const [shown, setShown] = useState(data);
+  if (shown !== data) {
+    setShown(data);
+    setLater(null);
+    setLaterError(null);
+  }
+  const next = later ? later.next : (data?.journey_next_cursor ?? null);
+  async function showLater() {
+    if (!next) return;
+    setLaterError(null);
+    try {
+      const page = await api<Entity>("GET", `/entities/${entityId}?cursor=${encodeURIComponent(next)}`);
+      setLater((l) => ({ events: [...(l?.events ?? []), ...(page.journey ?? [])], next: page.journey_next_cursor ?? null }));
+    } catch (err) {
+      setLaterError(describe(err));
+    }
+  }
   const name = (id: string | null) => (id ? sectionName[id] ?? id : "—");
   async function move() {
     setMoveError(null);
@@ -123,7 +144,7 @@ export function Journey({
             )}
           </p>
           <ol className="timeline" aria-label="Journey">
-            {(data.journey ?? []).map((j) => (
+            {[...(data.journey ?? []), ...(later?.events ?? [])].map((j) => (
               <li key={j.id}>
                 <span className="muted small" title={j.created_at}>
                   {new Date(j.created_at).toLocaleString()} ({ago(j.created_at)})
@@ -156,6 +177,16 @@ export function Journey({
               </li>
             ))}
           </ol>
+          {next && (
+            <button type="button" className="btn ghost small" data-action="journey-more" onClick={() => void showLater()}>
+              Show later moves
+            </button>
+          )}
+          {laterError && (
+            <p className="field-error" role="alert">
+              {laterError}
+            </p>
+          )}
           {data.metadata && Object.keys(data.metadata).length > 0 && (
             <details>
               <summary>Metadata</summary>

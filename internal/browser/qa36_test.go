@@ -1,0 +1,109 @@
+package browser_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// twoSectionBoard makes a board with the sections New and Won.
+func (s *stack) twoSectionBoard(name string) string {
+	s.t.Helper()
+	var board struct{ ID string }
+	s.api("POST", "/boards", map[string]any{"name": name, "sections": []map[string]string{{"id": "new", "name": "New"}, {"id": "won", "name": "Won"}}}, &board)
+	return board.ID
+}
+
+// TestUIBoardSettingsKeepTyping (QA 36): the board behind the Edit board
+// dialog is read again at every move on it. A section's new name being
+// typed was put back to the saved one, and the focus leapt out of the
+// field to the dialog's first button, at each move: on a busy board a
+// person could not rename a section. Both stay now.
+func TestUIBoardSettingsKeepTyping(t *testing.T) {
+	s := newStack(t)
+	boardID := s.twoSectionBoard("Pipeline")
+	var ada struct{ ID string }
+	s.api("POST", "/entities", map[string]any{"board_id": boardID, "type": "lead", "name": "Ada"}, &ada)
+	s.run("board", chromedp.Navigate(s.url+"/boards/"+boardID), tokenSignIn(token))
+	s.waitJS("Ada in New", fmt.Sprintf(`!!document.querySelector('.column[data-section="new"] .entity-card[data-entity=%q]')`, ada.ID))
+	field := `[data-section-edit="won"] input[aria-label^="Name of section"]`
+	s.run("edit board", chromedp.Click(`[data-action="edit-board"]`, chromedp.ByQuery), chromedp.WaitVisible(field, chromedp.ByQuery),
+		chromedp.Click(field, chromedp.ByQuery), sendKeys(field, " deals"))
+	require.Equal(t, "Won deals", s.value(field))
+
+	// Ada moves (a run's step, or a colleague): the board behind is read again.
+	s.api("POST", "/entities/"+ada.ID+"/move", map[string]any{"section_id": "won"}, nil)
+	s.waitJS("Ada in Won", fmt.Sprintf(`!!document.querySelector('.column[data-section="won"] .entity-card[data-entity=%q]')`, ada.ID))
+	s.waitJS("the dialog's board read again", `/Its 1 entities go to/.test(document.querySelector('[data-section-edit="won"]').innerText)`)
+	require.Equal(t, "Won deals", s.value(field), "the name being typed is kept")
+	var focused bool
+	s.run("focus", chromedp.Evaluate(fmt.Sprintf(`document.activeElement === document.querySelector(%q)`, field), &focused))
+	require.True(t, focused, "the focus stays in the field typed in")
+	s.run("type on", sendKeys(field, "!"))
+	require.Equal(t, "Won deals!", s.value(field))
+	s.run("rename", chromedp.Click(`[data-section-edit="won"] [data-action="rename-section"]`, chromedp.ByQuery))
+	s.waitJS("renamed", `document.querySelector('.column[data-section="won"] h2')?.innerText === "Won deals!"`)
+	s.shot("qa36-board-settings-typing")
+}
+
+// TestUIJourneyShowsLaterMoves (QA 36): an entity's journey is read a
+// page (100 events) at a time, oldest first. The journey dialog showed the
+// first page only, with nothing saying there was more: an entity moved
+// often (a loop, a busy lead) showed its first moves and never its latest.
+// Show later moves reads the next pages.
+func TestUIJourneyShowsLaterMoves(t *testing.T) {
+	s := newStack(t)
+	boardID := s.twoSectionBoard("Busy")
+	var ada struct{ ID string }
+	s.api("POST", "/entities", map[string]any{"board_id": boardID, "type": "lead", "name": "Ada"}, &ada)
+	// 1 creation and 104 moves: the last, back to New, is the 105th event.
+	for i := 0; i < 104; i++ {
+		to := map[bool]string{true: "won", false: "new"}[i%2 == 0]
+		s.api("POST", "/entities/"+ada.ID+"/move", map[string]any{"section_id": to}, nil)
+	}
+	s.run("journey", chromedp.Navigate(s.url+"/boards/"+boardID+"?entity="+ada.ID), tokenSignIn(token))
+	s.waitJS("journey", `document.querySelectorAll('.journey .timeline li').length >= 100`)
+	require.Contains(t, s.text(".journey"), "now in New")
+	s.run("show later", chromedp.Click(`[data-action="journey-more"]`, chromedp.ByQuery))
+	s.waitJS("all 105", `document.querySelectorAll('.journey .timeline li').length === 105`)
+	last := s.text(".journey .timeline li:last-child")
+	require.Contains(t, last, "Won → New", "the latest move is shown last")
+	require.False(t, s.exists(`[data-action="journey-more"]`), "nothing more to show")
+	s.shot("qa36-journey-later")
+}
+
+// TestUIBoardShowMoreStays (QA 36): a section of more than 100 entities
+// shows 100 and Show more; the entities it added vanished at the next
+// move on the board (read again from its first page). They stay.
+func TestUIBoardShowMoreStays(t *testing.T) {
+	s := newStack(t)
+	boardID := s.twoSectionBoard("Crowded")
+	var oldest, mover struct{ ID string }
+	for i := 0; i < 103; i++ {
+		var e struct{ ID string }
+		s.api("POST", "/entities", map[string]any{"board_id": boardID, "type": "lead", "name": fmt.Sprintf("Lead %03d", i)}, &e)
+		switch i {
+		case 0:
+			mover = e
+		case 102:
+			oldest = e // the newest in New: oldest-in-section first, it is on the second page
+		}
+	}
+	card := func(id string) string { return fmt.Sprintf(`.entity-card[data-entity=%q]`, id) }
+	newCards := `document.querySelectorAll('.column[data-section="new"] .entity-card').length`
+	s.run("board", chromedp.Navigate(s.url+"/boards/"+boardID), tokenSignIn(token))
+	s.waitJS("a page", newCards+` === 100`)
+	more := `//div[@data-section="new"]//button[starts-with(normalize-space(), "Show more")]`
+	var label string
+	s.run("show more", chromedp.Text(more, &label, chromedp.BySearch))
+	require.True(t, strings.Contains(label, "3 not shown"), label)
+	s.run("more", chromedp.Click(more, chromedp.BySearch))
+	s.waitJS("all 103", newCards+` === 103 && ![...document.querySelectorAll('.column[data-section="new"] button')].some(b => b.innerText.startsWith("Show more"))`)
+	s.api("POST", "/entities/"+mover.ID+"/move", map[string]any{"section_id": "won"}, nil)
+	s.waitJS("moved", fmt.Sprintf(`!!document.querySelector('.column[data-section="won"] %s')`, card(mover.ID)))
+	s.waitJS("the rest still shown", newCards+` === 102 && !!document.querySelector('.column[data-section="new"] `+card(oldest.ID)+`')`)
+	s.shot("qa36-board-show-more")
+}
