@@ -198,6 +198,20 @@ func TestUIFlowSettings(t *testing.T) {
 	require.True(t, checked, "queue is the default")
 	require.Equal(t, "3600", s.value("#flow-deadline"))
 	require.Contains(t, s.text("[data-flow-settings]"), "begins by itself when the entity's run before it ends")
+	// The three choices line up, each radio button at the start of its
+	// line and its words right after it (a text box's width made each
+	// button a wide box, its dot drawn in the middle of it).
+	var radios []struct{ Left, Width, Gap float64 }
+	s.run("radios", chromedp.Evaluate(`[...document.querySelectorAll("[data-concurrency]")].map(r => {
+		const b = r.getBoundingClientRect(), w = r.nextElementSibling.getBoundingClientRect(), f = r.closest("fieldset").getBoundingClientRect();
+		return {Left: b.left - f.left, Width: b.width, Gap: w.left - b.right}; })`, &radios))
+	require.Len(t, radios, 3)
+	for _, r := range radios {
+		require.Equal(t, radios[0].Left, r.Left, "aligned: %+v", radios)
+		require.Less(t, r.Left, 30.0, "at the start of the line: %+v", radios)
+		require.Less(t, r.Width, 20.0, "a radio button's own size: %+v", radios)
+		require.Less(t, r.Gap, 12.0, "the words right after the button: %+v", radios)
+	}
 	s.run("skip", chromedp.Click(`[data-concurrency="skip"]`, chromedp.ByQuery),
 		chromedp.Click(`.editor-bar .bar-actions .btn.primary`, chromedp.ByQuery))
 	s.waitJS("saved", `/Saved as version 2/.test(document.querySelector(".editor-msgs").innerText)`)
