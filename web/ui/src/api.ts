@@ -221,13 +221,22 @@ export function describe(err: unknown): string {
     switch (err.code) {
       case "unauthorized":
         return "Your session has expired or the token is wrong. Sign in again.";
-      case "forbidden":
+      case "forbidden": {
+        // The server's route refusal names a method and a route pattern
+        // ("role viewer may not DELETE /api/v1/triggers/:id"): said in words.
+        const m = /^role (\S*) may not [A-Z]+ \/\S*$/.exec(err.message);
+        if (m) return `Your role${m[1] ? ` (${m[1]})` : ""} may not do that here.`;
         return err.message || "Your role may not do that.";
+      }
       case "csrf":
         return "This page's session token is stale. Reload the page and try again.";
       case "rate_limited":
         return `Too many attempts. Try again${err.retryAfter ? ` in ${Math.ceil(err.retryAfter / 60)} min` : " later"}.`;
       case "unavailable":
+        // The database, or a feature the server is not set up for (its
+        // message says which setting: "secrets are off on this server: …").
+        if (err.message && !/database/i.test(err.message) && err.message !== "Service Unavailable")
+          return err.message[0].toUpperCase() + err.message.slice(1) + (/[.!?]$/.test(err.message) ? "" : ".");
         return "stitchd cannot reach its database right now. Try again in a moment.";
       case "not_found":
         return err.message || "Not found.";

@@ -4,7 +4,7 @@
 // The kinds' own parts are in ScheduleTrigger, WebhookTrigger,
 // BrokerTrigger and OtherTrigger.
 import { useState, type ReactNode } from "react";
-import { api, describe } from "../../api";
+import { api, can, currentMe, describe } from "../../api";
 
 export interface TriggerCardProps {
   onChanged: () => void;
@@ -70,20 +70,24 @@ export function TriggerCard({
     <li className={disabled === undefined ? `card trigger ${kind}` : `card trigger ${kind} ${disabled ? "disabled" : ""}`} data-trigger={id} {...attrs}>
       <div className="trigger-head">
         {head}
-        <div className="bar-actions">
-          {actions}
-          <button
-            type="button"
-            className="btn small danger"
-            data-action="delete"
-            disabled={remove.lock ? act.busy : undefined}
-            onClick={() => {
-              if (confirm(remove.question)) void act.act(() => api("DELETE", `/triggers/${id}`), remove.notice);
-            }}
-          >
-            Delete
-          </button>
-        </div>
+        {/* Changing a trigger (enable, edit, rotate its secret, delete) is
+            an editor's: another role is not offered what the server refuses. */}
+        {can(currentMe().me, "edit") && (
+          <div className="bar-actions">
+            {actions}
+            <button
+              type="button"
+              className="btn small danger"
+              data-action="delete"
+              disabled={remove.lock ? act.busy : undefined}
+              onClick={() => {
+                if (confirm(remove.question)) void act.act(() => api("DELETE", `/triggers/${id}`), remove.notice);
+              }}
+            >
+              Delete
+            </button>
+          </div>
+        )}
       </div>
       {children}
       {act.error && (
