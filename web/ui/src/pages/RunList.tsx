@@ -1,4 +1,4 @@
-import { useEffect, useState, type FormEvent } from "react";
+import { useEffect, useRef, useState, type FormEvent } from "react";
 import { api, can, currentMe, describe, stream, type Flow, type Run, type BulkRunsAnswer } from "../api";
 import { ago, duration, Empty, ErrorBox, Spinner, Status, useLoad, useThrottled } from "../components/common";
 import { Link, navigate } from "../router";
@@ -20,6 +20,31 @@ export function RunId({ id }: { id: string }) {
   );
 }
 
+type RunsPage = { runs: Run[]; next_cursor: string | null };
+
+// readPages reads the first n pages of a list (get(null) is the first,
+// get(cursor) the one after), as one page: their items and the cursor
+// after the last read.
+export async function readPages<T extends { id: string }>(
+  get: (cursor: string | null) => Promise<{ runs: T[]; next_cursor: string | null }>,
+  n: number,
+): Promise<{ runs: T[]; next_cursor: string | null }> {
+  const runs: T[] = [];
+  const seen = new Set<string>();
+  let cursor: string | null = null;
+  for (let i = 0; i < Math.max(1, n); i++) {
+    const page: { runs: T[]; next_cursor: string | null } = await get(cursor);
+    for (const r of page.runs) {
+      if (seen.has(r.id)) continue; // moved up a page as newer runs came
+      seen.add(r.id);
+      runs.push(r);
+    }
+    cursor = page.next_cursor;
+    if (!cursor) break;
+  }
+  return { runs, next_cursor: cursor };
+}
+
 // runDuration is how long a run took, or has been going.
 function runDuration(r: Run): string {
   const end = r.finished_at && r.status !== "paused" && r.status !== "running" ? new Date(r.finished_at).getTime() : Date.now();
@@ -37,7 +62,16 @@ export function RunList({ flowId, status, node, errorText }: { flowId: string | 
   if (errorText) q.set("error", errorText);
   q.set("limit", "50");
   const flows = useLoad(() => api<{ flows: Flow[] }>("GET", "/flows?counts=false&limit=500"), []);
-  const { data, setData, error, loading, reload } = useLoad(() => api<{ runs: Run[]; next_cursor: string | null }>("GET", `/runs?${q}`), [flowId, status, node, errorText]);
+  // pages is how many pages the list shows (Load more adds one): the list
+  // read again at each run's event reads as many, so the runs loaded with
+  // Load more stay on screen, and current. Another filter starts over.
+  const pages = useRef({ key: "", n: 1 });
+  const { data, setData, error, loading, reload } = useLoad(() => {
+    const key = q.toString();
+    if (pages.current.key !== key) pages.current = { key, n: 1 };
+    return readPages((cursor) => api<RunsPage>("GET", `/runs?${q}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`), pages.current.n);
+  }, [flowId, status, node, errorText]);
+  const [moreError, setMoreError] = useState<string | null>(null);
   // The runs a person is asked something in: the inbox, read with the list
   // (a role that cannot read it sees no marks).
   const waiting = useLoad(
@@ -85,9 +119,13 @@ export function RunList({ flowId, status, node, errorText }: { flowId: string | 
   async function loadMore() {
     if (!data?.next_cursor) return;
     setMore(true);
+    setMoreError(null);
     try {
-      const next = await api<{ runs: Run[]; next_cursor: string | null }>("GET", `/runs?${q}&cursor=${encodeURIComponent(data.next_cursor)}`);
-      setData({ runs: [...data.runs, ...next.runs], next_cursor: next.next_cursor });
+      const next = await api<RunsPage>("GET", `/runs?${q}&cursor=${encodeURIComponent(data.next_cursor)}`);
+      pages.current.n++;
+      setData((d) => (d ? { runs: [...d.runs, ...next.runs.filter((r) => !d.runs.some((x) => x.id === r.id))], next_cursor: next.next_cursor } : d));
+    } catch (err) {
+      setMoreError(`Could not load more runs: ${describe(err)}`);
     } finally {
       setMore(false);
     }
@@ -212,8 +250,13 @@ export function RunList({ flowId, status, node, errorText }: { flowId: string | 
           </table>
         </div>
       )}
+      {moreError && (
+        <p className="field-error" role="alert">
+          {moreError}
+        </p>
+      )}
       {data?.next_cursor && (
-        <button type="button" className="btn" onClick={() => void loadMore()} disabled={more}>
+        <button type="button" className="btn" data-action="runs-more" onClick={() => void loadMore()} disabled={more}>
           {more ? "Loading…" : "Load more"}
         </button>
       )}
