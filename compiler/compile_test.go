@@ -484,6 +484,26 @@ func TestCompileProblems(t *testing.T) {
 			},
 		},
 		{
+			// An added type whose schema has a retry policy gets the
+			// compiler's retry rules, each problem said once (an Email's
+			// retry was any object: maxAttempts 100000 saved).
+			name: "an Email's retry policy",
+			g: graph(nodes(
+				node("a", "Email", `{"credential":"smtp","to":"a@example.com","subject":"s","text":"hi","retry":{"maxAttempts":100000}}`),
+				node("b", "Email", `{"credential":"smtp","to":"a@example.com","subject":"s","text":"hi","retry":{"backoff":"random","maxAttempts":"3"}}`),
+				node("c", "Email", `{"credential":"smtp","to":"a@example.com","subject":"s","text":"hi","retry":{"initialDelayMs":5000,"maxDelayMs":1000}}`),
+				node("d", "Email", `{"credential":"smtp","to":"a@example.com","subject":"s","text":"hi","retry":5}`),
+				node("e", "Email", `{"credential":"smtp","to":"a@example.com","subject":"s","text":"hi","retry":{"maxAttempts":5,"backoff":"linear","jitter":"full","nonRetryable":["550"]}}`),
+			), chain("e", "a", "b", "c", "d", "e")),
+			want: []prob{
+				{compiler.CodeInvalidConfig, "a", "", "nodes[0].data.retry.maxAttempts"},
+				{compiler.CodeInvalidConfig, "b", "", "nodes[1].data.retry.maxAttempts"},
+				{compiler.CodeInvalidConfig, "b", "", "nodes[1].data.retry.backoff"},
+				{compiler.CodeInvalidConfig, "c", "", "nodes[2].data.retry.initialDelayMs"},
+				{compiler.CodeInvalidConfig, "d", "", "nodes[3].data.retry"},
+			},
+		},
+		{
 			name: "entity movement shapes",
 			g: graph(nodes(
 				workerWith("a", `"entityMovement":"qualified"`),

@@ -139,8 +139,17 @@ func (c *compiler) checkAddedType(vi int, id string, spec *engine.NodeTypeSpec, 
 			c.errAt(CodeInvalidConfig, id, "", base, "%s %q: the type's config schema does not compile: %v", spec.Type, id, err)
 			return
 		}
+		// A retry policy is checked by the compiler's own rules, whose
+		// words a person reads better, and once.
+		retries := gjson.GetBytes(spec.ConfigSchema, "properties.retry").Exists()
 		for _, is := range schema.Check(cfg) {
+			if retries && (is.Path == ".retry" || strings.HasPrefix(is.Path, ".retry.") || strings.HasPrefix(is.Path, ".retry[")) {
+				continue
+			}
 			c.errorf(CodeInvalidConfig, id, "", base.String()+is.Path, "%s %q: data%s: %s", spec.Type, id, is.Path, is.Message)
+		}
+		if retries {
+			c.checkRetry(id, base.field("retry"), gjson.GetBytes(cfg, "retry"))
 		}
 	}
 	if spec.Check != nil {

@@ -231,8 +231,8 @@ func emailType() engine.NodeTypeSpec {
 			"subject":{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(MaxEmailSubject) + `,"title":"Subject (a template)"},
 			"text":{"type":"string","maxLength":` + strconv.Itoa(MaxEmailBody) + `,"title":"Text body (a template)"},
 			"html":{"type":"string","maxLength":` + strconv.Itoa(MaxEmailBody) + `,"title":"HTML body (a template; values are escaped)"},
-			"timeoutSeconds":{"type":"number","exclusiveMinimum":0,"maximum":300},
-			"retry":{"type":"object"},` + common + `}`),
+			"timeoutSeconds":{"type":"number","exclusiveMinimum":0,"maximum":300,"title":"Timeout (seconds)","description":"For the whole exchange with the mail server. Default 30."},
+			` + retryField + `,` + common + `}`),
 		Statuses: statuses(engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed),
 		Check:    checkEmail,
 	}

@@ -370,7 +370,7 @@ func httpType() engine.NodeTypeSpec {
 			"body":{"title":"Body (JSON or a template)"},
 			"successCodes":{"type":"array","items":{"type":"integer"}},
 			"credential":{"type":"string","title":"Credential (a stored credential's name)"},
-			"timeoutSeconds":{"type":"number","exclusiveMinimum":0},
-			"retry":{"type":"object"},` + common + `}`),
+			"timeoutSeconds":{"type":"number","exclusiveMinimum":0,"title":"Timeout (seconds)"},
+			` + retryField + `,` + common + `}`),
 		Statuses: statuses(engine.StatusRunning, engine.StatusCompleted, engine.StatusFailed)}
 }

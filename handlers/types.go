@@ -52,6 +52,21 @@ const common = `"label":{"type":"string"},"description":{"type":"string"},
 		"properties":{"onSuccess":{"$ref":"#/properties/entityMovement/$defs/move"},"onFailure":{"$ref":"#/properties/entityMovement/$defs/move"},
 		"onOutcome":{"type":"object","additionalProperties":{"$ref":"#/properties/entityMovement/$defs/move"}}}}`
 
+// retryField is the data field of a step whose failed attempts are
+// retried (Worker, HTTP, Email): its policy, as internal/retrypolicy
+// applies it (docs/workers.md, Retries). The compiler checks it by its own
+// rules for every type whose schema has it; the schema describes it for
+// the editor's form and for readers of the API.
+const retryField = `"retry":{"type":"object","title":"Retry","properties":{
+		"maxAttempts":{"type":"integer","minimum":1,"maximum":100,"title":"Max attempts","description":"Attempts in all, the first one too. Default 3."},
+		"backoff":{"enum":["exponential","fixed","linear"],"title":"Backoff","description":"How the wait between attempts grows. Default exponential."},
+		"initialDelayMs":{"type":"number","minimum":0,"title":"Initial delay (ms)"},
+		"maxDelayMs":{"type":"number","minimum":0,"title":"Max delay (ms)"},
+		"multiplier":{"type":"number","minimum":1,"maximum":100,"title":"Multiplier","description":"Exponential backoff only. Default 2."},
+		"jitter":{"title":"Jitter","description":"Up to this share of each wait is taken off at random. Default full for exponential backoff.",
+			"anyOf":[{"title":"a share from 0 to 1","type":"number","minimum":0,"maximum":1},{"title":"full or none","enum":["full","none"]}]},
+		"nonRetryable":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1},"title":"Errors not retried","description":"An error that contains one of these fails the step at once."}}}`
+
 func object(body string) json.RawMessage {
 	return raw(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",` + body + `}`)
 }

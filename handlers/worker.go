@@ -210,7 +210,7 @@ func workerType() engine.NodeTypeSpec {
 			"queue":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$","title":"Queue","description":"The queue a worker polls (pull: POST /api/v1/tasks/poll); instead of a webhook URL."},
 			"leaseSeconds":{"type":"integer","minimum":1,"maximum":86400,"title":"Lease (seconds)","description":"How long a polled task is the worker's; a heartbeat extends it. Default 300."},
 			"timeoutSeconds":{"type":"number","exclusiveMinimum":0,"title":"Timeout (seconds)"},
-			"retry":{"type":"object","title":"Retry policy"},
+			` + retryField + `,
 			"delivery":{"type":"object","title":"Delivery","properties":{"maxTries":{"type":"integer","minimum":1}}},
 			"rateLimit":{"type":"number","exclusiveMinimum":0,"title":"Deliveries a second"},
 			"cancelUrl":{"type":"string","format":"uri","title":"Cancel URL"},` + common + `}`),

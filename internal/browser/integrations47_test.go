@@ -103,10 +103,27 @@ func TestUIEmailStep(t *testing.T) {
 	}
 	s.waitJS("its fields", fmt.Sprintf(`!!document.querySelector(%q)`, field("subject")))
 	s.shot("email-step-panel")
+	// Every field is named in words, its retry policy's too (they showed
+	// "timeoutSeconds", and "retry" with no field under it).
+	panel := s.text(`[data-type-config="Email"]`)
+	for _, words := range []string{"Timeout (seconds)", "Retry", "Max attempts", "Backoff", "Errors not retried"} {
+		require.Contains(t, panel, words)
+	}
+	require.NotContains(t, panel, "timeoutSeconds")
 	s.run("set it up", setValue(field("credential"), "relay"), setValue(field("to"), "{{ input.email }}"),
 		setValue(field("subject"), "Welcome, {{ input.name }}"), setValue(field("text"), "Hello {{ input.name }}!"),
+		setValue(field("maxAttempts"), "5"),
 		setValue("#flow-name", "Welcome mail"), chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
 	s.waitJS("saved", `document.body.innerText.includes("saved as version 1")`)
+	var flows struct {
+		Flows []struct {
+			ID string `json:"id"`
+		} `json:"flows"`
+	}
+	s.api("GET", "/flows", nil, &flows)
+	require.Len(t, flows.Flows, 1)
+	_, saved := s.savedGraph(flows.Flows[0].ID)
+	require.Equal(t, map[string]any{"maxAttempts": 5.0}, saved["email1"]["retry"])
 	s.run("start run", chromedp.Click(`//button[text()="Start run"]`, chromedp.BySearch), chromedp.WaitVisible("#run-input", chromedp.ByQuery),
 		setValue("#run-input", `{"email": "ada@example.com", "name": "Ada"}`), chromedp.Click(`.modal button[type="submit"]`, chromedp.ByQuery))
 	s.waitJS("run view", `location.pathname.startsWith("/runs/")`)

@@ -120,6 +120,7 @@ export function RetryFields({ retry, set }: { retry: Record<string, any> | undef
         <select id="node-backoff" value={retry?.backoff ?? ""} onChange={(e) => set("backoff")(e.target.value)}>
           <option value="">default (exponential)</option>
           <option value="exponential">exponential</option>
+          <option value="linear">linear</option>
           <option value="fixed">fixed</option>
         </select>
       </Field>
