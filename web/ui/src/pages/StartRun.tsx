@@ -72,7 +72,7 @@ export function StartRunDialog({ flowId, dirty, boardId = null, onClose }: { flo
           {entity === "existing" && (
             <>
               <label htmlFor="run-entity-id">Entity id</label>
-              <input id="run-entity-id" className="mono" value={entityId} onChange={(e) => setEntityId(e.target.value)} placeholder="the entity's id (see its card)" />
+              <input id="run-entity-id" className="mono" value={entityId} onChange={(e) => setEntityId(e.target.value)} placeholder="its id: open its card on the board" />
             </>
           )}
           {entity === "new" && (

@@ -135,7 +135,10 @@ export function Journey({
         <div className="journey">
           <p>
             <strong>{data.type}</strong>
-            {data.email ? ` · ${data.email}` : ""} · now in <strong>{name(data.section_id)}</strong>
+            {data.email ? ` · ${data.email}` : ""} · now in <strong>{name(data.section_id)}</strong> · id{" "}
+            <span className="mono" data-entity-id>
+              {data.id}
+            </span>
             {data.current_run_id && (
               <>
                 {" "}

@@ -88,7 +88,15 @@ export function RunBanners({
         </div>
       )}
       {run.compensation && <CompensationBanner comp={run.compensation} byNode={byNode} />}
-      {run.error && <div className="error-box">Run failed: {run.error}</div>}
+      {run.error &&
+        (() => {
+          const b = runEnd(run.status, run.error);
+          return (
+            <div className={b.failed ? "error-box" : "banner subtle"} data-run-end={run.status}>
+              {b.text}
+            </div>
+          );
+        })()}
       {run.variables && Object.keys(run.variables).length > 0 && (
         <details className="run-variables" data-run-variables>
           <summary>Variables ({Object.keys(run.variables).length})</summary>
@@ -138,3 +146,11 @@ function CompensationBanner({ comp, byNode }: { comp: Compensation; byNode: Reco
   );
 }
 
+// runEnd words a run's error for its banner: a failure says why; a run an
+// operator cancelled did not fail (its error is "cancelled"), nor is a
+// run going again after one.
+export function runEnd(status: string, error: string): { failed: boolean; text: string } {
+  if (status === "cancelled") return { failed: false, text: error === "cancelled" ? "Run cancelled." : `Run cancelled: ${error}` };
+  if (status === "failed") return { failed: true, text: `Run failed: ${error === "deadline" ? "its deadline passed" : error}` };
+  return { failed: false, text: `Last error: ${error}` };
+}
