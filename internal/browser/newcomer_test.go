@@ -130,6 +130,8 @@ func TestUINewcomer(t *testing.T) {
 		s.run("add by keyboard", chromedp.Focus(`[data-palette="Worker"]`, chromedp.ByQuery), chromedp.KeyEvent("\r"))
 	}
 	s.waitJS("three added", `document.querySelectorAll(".react-flow__node").length === 5`)
+	// A node added beyond a full pane refits the view: seen once it settles.
+	s.settle(`.react-flow__node[data-id="worker3"]`)
 	var bad string
 	s.run("placement", chromedp.Evaluate(`(() => {
 		const pane = document.querySelector(".canvas .react-flow").getBoundingClientRect();

@@ -1,6 +1,7 @@
 package browser_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -50,4 +51,31 @@ func TestUINodesStayApartAsTheyGrow(t *testing.T) {
 	var title string
 	s.run("tooltip", chromedp.Evaluate(`document.querySelector(".react-flow__node[data-id='transform1'] .snode-title").title`, &title))
 	require.Equal(t, label, title, "the whole label is in the tooltip")
+}
+
+// TestUIManyStepsAddedStayApart: steps added from the palette after the
+// visible pane is full go beside it, on top of no other, and the view
+// is fitted to show each with the rest (they all went on the pane's
+// centre, one on another).
+func TestUIManyStepsAddedStayApart(t *testing.T) {
+	s := newStack(t)
+	s.run("new flow", chromedp.Navigate(s.url+"/flows/new"), tokenSignIn(token))
+	s.run("palette", chromedp.WaitVisible(`[data-palette="Transform"]`, chromedp.ByQuery))
+	const n = 12
+	for i := 1; i <= n; i++ {
+		s.run("add", chromedp.Focus(`[data-palette="Transform"]`, chromedp.ByQuery), chromedp.KeyEvent("\r"),
+			chromedp.WaitVisible(fmt.Sprintf(`form[aria-label="Transform transform%d settings"]`, i), chromedp.ByQuery))
+		// Settled (the view refitted), not fitted by the test.
+		s.settle(canvasNode(fmt.Sprintf("transform%d", i)))
+		require.True(t, s.inCanvas(canvasNode(fmt.Sprintf("transform%d", i))), "transform%d is in view", i)
+	}
+	s.shot("ng02-many-added")
+	var overlap string
+	s.run("overlap", chromedp.Evaluate(`(() => {
+		const rs = [...document.querySelectorAll(".react-flow__node")].map(n => [n.dataset.id, n.getBoundingClientRect()]);
+		for (const [id, r] of rs) for (const [id2, r2] of rs)
+			if (id < id2 && r.left < r2.right && r2.left < r.right && r.top < r2.bottom && r2.top < r.bottom) return id + " covers " + id2;
+		return rs.length === `+fmt.Sprint(n)+` ? "" : "only " + rs.length + " nodes";
+	})()`, &overlap))
+	require.Empty(t, overlap)
 }

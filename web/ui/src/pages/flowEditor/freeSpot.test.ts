@@ -15,6 +15,14 @@ describe("freeSpot", () => {
     expect(apart).toBe(true);
   });
   it("answers the wanted place when it is free", () => {
-    expect(freeSpot({ x: 80, y: 30 }, [], lo, hi)).toEqual({ x: 80, y: 30 });
+    expect(freeSpot({ x: 80, y: 30 }, [], lo, hi)).toEqual({ x: 80, y: 30, inPane: true });
+  });
+  it("goes beyond a full pane, on top of no node, rather than on the wanted place", () => {
+    // A pane with room for one node, taken.
+    const small = { lo: { x: 0, y: 0 }, hi: { x: NODE_MAX.width + 10, y: NODE_MAX.height + 10 } };
+    const at = freeSpot({ x: 80, y: 30 }, [node("a", 0, 0)], small.lo, small.hi);
+    expect(at.inPane).toBe(false);
+    const box = { x: at.x - 80, y: at.y - 30 };
+    expect(box.x >= NODE_MAX.width || box.x + NODE_MAX.width <= 0 || box.y >= NODE_MAX.height || box.y + NODE_MAX.height <= 0).toBe(true);
   });
 });

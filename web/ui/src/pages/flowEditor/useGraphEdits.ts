@@ -56,8 +56,14 @@ export function useGraphEdits({
       const at = screen ?? (r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : { x: 200, y: 200 });
       let pos = rf.screenToFlowPosition(at);
       // A node added by click or keyboard goes in the visible pane, at the
-      // free place nearest its centre: on top of no other node.
-      if (!screen && r) pos = freeSpot(pos, nodes, rf.screenToFlowPosition({ x: r.left, y: r.top }), rf.screenToFlowPosition({ x: r.right, y: r.bottom }));
+      // free place nearest its centre: on top of no other node. The pane
+      // full, it goes beside it, and the view is fitted to the flow again
+      // (once the node is drawn) to show it with the rest.
+      if (!screen && r) {
+        const spot = freeSpot(pos, nodes, rf.screenToFlowPosition({ x: r.left, y: r.top }), rf.screenToFlowPosition({ x: r.right, y: r.bottom }));
+        pos = spot;
+        if (!spot.inPane) requestAnimationFrame(() => requestAnimationFrame(() => fitFlow()));
+      }
       const id = nextId(typeInfo(type)?.idPrefix || type.toLowerCase(), new Set(nodes.map((n) => n.id)));
       // The data a new node starts with is its type's (GET /api/v1/node-types).
       const data: Record<string, any> = structuredClone(typeInfo(type)?.defaultConfig ?? {});
@@ -68,7 +74,7 @@ export function useGraphEdits({
       setEdges((es) => es.map((e) => ({ ...e, selected: false })));
       markDirty();
     },
-    [nodes, rf, setNodes, setEdges, markDirty, wrapper],
+    [nodes, rf, setNodes, setEdges, markDirty, wrapper, fitFlow],
   );
 
   const connect = useCallback(
