@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { api, describe, download, type Board, type BoardAnalytics as Analytics } from "../api";
-import { duration, ErrorBox, Spinner, useLoad } from "../components/common";
+import { duration, ErrorBox, isNotFound, NotFound, Spinner, useLoad } from "../components/common";
 import { Link, navigate } from "../router";
 
 // RANGES are the windows a person picks from, in days.
@@ -25,6 +25,7 @@ export function BoardAnalytics({ boardId, days }: { boardId: string; days: numbe
   );
   const [exportError, setExportError] = useState<string | null>(null);
   if (loading && !data) return <Spinner label="Loading analytics…" />;
+  if (!data && isNotFound(error)) return <NotFound what="board" id={boardId} back="/boards" backLabel="All boards" />;
   if (error || !data) return <ErrorBox error={error} onRetry={reload} />;
   const [a, board] = data;
   const funnel = a.sections.map((s) => ({ name: s.name, entered: s.entered, left: s.left, now: s.current }));

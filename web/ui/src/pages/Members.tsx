@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from "react";
 import { api, currentMe, describe, ROLES, type Role, type WorkspaceMember as Member } from "../api";
-import { Empty, ErrorBox, Spinner, useLoad } from "../components/common";
+import { Empty, ErrorBox, isNotFound, Spinner, useLoad } from "../components/common";
 
 // Members is a workspace admin's page of the people of the workspace
 // (docs/workspaces.md): their role here, given, changed or taken away.
@@ -22,7 +22,11 @@ export function Members() {
       await api("PUT", `${path}/${encodeURIComponent(who)}`, { role: r });
       return true;
     } catch (err) {
-      setActionError(`Could not give ${who} the role ${r}: ${describe(err)}`);
+      setActionError(
+        isNotFound(err) && !data?.members.some((m) => m.email === who)
+          ? `${who} has no account yet: a server admin makes it on the Users page first, then you give them a role here.`
+          : `Could not give ${who} the role ${r}: ${describe(err)}`,
+      );
       return false;
     } finally {
       setBusy(false);

@@ -1,0 +1,39 @@
+package browser_test
+
+import (
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// TestUIMemberWithoutAccount (QA 36): giving a role on the Members page
+// to an email no account has said "Could not give nobody@example.com the
+// role viewer: not found: user nobody@example.com not found". It says
+// what to do: the account is made on the Users page first.
+func TestUIMemberWithoutAccount(t *testing.T) {
+	s := newStack(t)
+	s.run("members", chromedp.Navigate(s.url+"/members"), tokenSignIn(token))
+	s.run("add", chromedp.WaitVisible("#member-email", chromedp.ByQuery), setValue("#member-email", "nobody@example.com"),
+		chromedp.Click(`[data-action="add-member"]`, chromedp.ByQuery))
+	s.waitJS("refused", `!!document.querySelector("main .error-box[role=alert]")`)
+	msg := s.text("main .error-box[role=alert]")
+	require.NotContains(t, msg, "not found:", "no code in the sentence")
+	require.Contains(t, msg, "nobody@example.com has no account yet")
+	require.Contains(t, msg, "Users page")
+	require.Equal(t, "nobody@example.com", s.value("#member-email"), "the email typed is kept to try again")
+}
+
+// TestUIAnalyticsOfMissingBoard (QA 36): the analytics of a board that
+// is not there (a deleted board's bookmark) said "error loading board
+// <id>: not found" with Try again, which never helps. It is the board's
+// not-found page, with the way back to the boards, as the board's own
+// page is.
+func TestUIAnalyticsOfMissingBoard(t *testing.T) {
+	s := newStack(t)
+	boardID := s.twoSectionBoard("Gone soon")
+	s.api("DELETE", "/boards/"+boardID, nil, nil)
+	s.run("analytics", chromedp.Navigate(s.url+"/boards/"+boardID+"/analytics"), tokenSignIn(token))
+	s.waitJS("not found", `!!document.querySelector('[data-not-found="board"] a.btn[href="/boards"]')`)
+	require.NotContains(t, s.text("main"), "error loading")
+}
