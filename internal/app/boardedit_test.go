@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -322,4 +323,21 @@ func TestApprovalSummaryAndReason(t *testing.T) {
 		require.Equal(t, "invalid_graph", code)
 		require.Contains(t, byPath(ps), c.path, "%v: %v", c.summary, ps)
 	}
+}
+
+// TestBoardWithManySections: a board created with 20,000 sections keeps
+// them all, in order (one INSERT of them passed Postgres's 65,535
+// parameters: a 500).
+func TestBoardWithManySections(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	const n = 20000
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = "s" + strconv.Itoa(n-i) // not in id order
+	}
+	board := h.createBoard(ids...)
+	var got []string
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT id FROM sections WHERE board_id = ? ORDER BY position`, board).Scan(&got).Error)
+	require.Equal(t, ids, got)
 }
