@@ -226,6 +226,32 @@ func TestBrokerTriggerLongMessageID(t *testing.T) {
 	require.Equal(t, 1, runs)
 }
 
+// TestBrokerTriggerTokenHidden: a NATS token in the URL (a user without a
+// password) is hidden in every answer and in last_error, as a password
+// is, and the hidden URL sent back keeps it (it was shown as it was).
+func TestBrokerTriggerTokenHidden(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	flow := h.transformFlow()
+	const token = "s3cr3t-nats-token"
+	id := h.createBrokerTrigger(flow, map[string]any{"kind": "nats", "url": "nats://" + token + "@127.0.0.1:1", "subject": "a.b"})
+	h.eventually(func() bool {
+		var got map[string]any
+		require.Equal(t, 200, h.do("GET", "/api/v1/triggers/"+id, nil, &got))
+		return got["last_error"] != nil
+	}, "the failed connection's error")
+	for _, path := range []string{"/api/v1/triggers/" + id, "/api/v1/flows/" + flow + "/triggers"} {
+		code, body := h.raw("GET", path)
+		require.Equal(t, 200, code)
+		require.NotContains(t, body, token, path)
+		require.Contains(t, body, "nats://xxxxx@127.0.0.1:1", path)
+	}
+	require.Equal(t, 200, h.do("PATCH", "/api/v1/triggers/"+id, map[string]any{"url": "nats://xxxxx@127.0.0.1:1", "enabled": false}, nil))
+	var stored string
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT config->>'url' FROM broker_triggers WHERE id = ?`, id).Row().Scan(&stored))
+	require.Equal(t, "nats://"+token+"@127.0.0.1:1", stored, "the hidden URL sent back keeps the token")
+}
+
 // requireSettled deletes the trigger, waits until its consumer left the
 // queue, and requires the queue empty: every message was acknowledged or
 // dropped, none left unsettled (it would be back, ready).

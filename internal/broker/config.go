@@ -267,11 +267,18 @@ func validName(s string) bool {
 	return len(s) <= 255 && !strings.ContainsAny(s, " \t\r\n.*>/\\")
 }
 
-// Redact returns the URL with its password hidden, as answers show it.
+// Redact returns the URL with its password hidden, as answers show it. A
+// user without a password is hidden too: NATS reads nats://TOKEN@host as
+// a token, which answers, last_error and the log showed as it was.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return raw
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); !ok && u.User.Username() != "" {
+			u.User = url.User("xxxxx")
+		}
 	}
 	return u.Redacted()
 }

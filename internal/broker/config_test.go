@@ -43,6 +43,19 @@ func TestRedactAndPatch(t *testing.T) {
 	require.Equal(t, other, c.URL)
 }
 
+// TestRedactToken: a NATS token (a user without a password) is hidden as
+// a password is, and the hidden URL sent back keeps it.
+func TestRedactToken(t *testing.T) {
+	t.Parallel()
+	c := Config{URL: "nats://s3cr3t-token@h:4222"}
+	require.Equal(t, "nats://xxxxx@h:4222", Redact(c.URL))
+	red := Redact(c.URL)
+	Patch{URL: &red}.Apply(&c)
+	require.Equal(t, "nats://s3cr3t-token@h:4222", c.URL)
+	require.Equal(t, "nats://h:4222", Redact("nats://h:4222"))
+	require.Equal(t, "nats://u:xxxxx@h:4222", Redact("nats://u:p@h:4222"))
+}
+
 // eval evaluates an expression as the engine does (without its cache).
 func eval(src string, env engine.ValueEnv) (any, error) {
 	v, err := engine.CompileValue(src)
