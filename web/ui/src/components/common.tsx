@@ -194,6 +194,9 @@ export function useThrottled(fn: () => void, ms: number) {
   }, []);
 }
 
+// FOCUSABLE is what Tab stops at in a dialog.
+const FOCUSABLE = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), summary, [tabindex]:not([tabindex="-1"])';
+
 export function Modal({ title, onClose, children }: { title: string; onClose: () => void; children: ReactNode }) {
   const ref = useRef<HTMLDivElement>(null);
   // The latest onClose, read when Escape is pressed: callers pass a new
@@ -204,9 +207,27 @@ export function Modal({ title, onClose, children }: { title: string; onClose: ()
   close.current = onClose;
   useEffect(() => {
     const prev = document.activeElement as HTMLElement | null;
-    ref.current?.querySelector<HTMLElement>("textarea, input, select, button")?.focus();
+    // The first field to fill in, else the first button (Close: never an
+    // action a reflexive Enter would take).
+    (ref.current?.querySelector<HTMLElement>(".modal-head ~ * :is(textarea, input, select), .modal-head ~ :is(textarea, input, select)") ??
+      ref.current?.querySelector<HTMLElement>("button"))?.focus();
     const on = (e: KeyboardEvent) => {
       if (e.key === "Escape") close.current();
+      // Tab goes round the dialog's controls, not on to the page behind it.
+      if (e.key === "Tab" && ref.current) {
+        const all = [...ref.current.querySelectorAll<HTMLElement>(FOCUSABLE)].filter((el) => el.offsetParent !== null || el === document.activeElement);
+        if (all.length === 0) return;
+        const first = all[0];
+        const last = all[all.length - 1];
+        const inside = ref.current.contains(document.activeElement);
+        if (!inside || (e.shiftKey && document.activeElement === first)) {
+          e.preventDefault();
+          (e.shiftKey ? last : first).focus();
+        } else if (!e.shiftKey && document.activeElement === last) {
+          e.preventDefault();
+          first.focus();
+        }
+      }
     };
     window.addEventListener("keydown", on);
     return () => {
