@@ -37,3 +37,21 @@ func TestUIAnalyticsOfMissingBoard(t *testing.T) {
 	s.waitJS("not found", `!!document.querySelector('[data-not-found="board"] a.btn[href="/boards"]')`)
 	require.NotContains(t, s.text("main"), "error loading")
 }
+
+// TestUIEmptyPagesForAViewer (QA 36): a viewer's empty Boards page told
+// them to "Create one with New board", a button a viewer is not shown,
+// and the empty run list to "Start a run from a flow's page", which a
+// viewer may not. They say who does.
+func TestUIEmptyPagesForAViewer(t *testing.T) {
+	s := newStack(t)
+	const pw = "correct horse battery"
+	s.api("POST", "/users", map[string]any{"email": "vic@example.com", "name": "Vic", "role": "viewer", "password": pw}, nil)
+	s.run("boards", chromedp.Navigate(s.url+"/boards"), passwordSignIn("vic@example.com", pw))
+	s.waitJS("empty boards", `!!document.querySelector(".empty h3")`)
+	require.False(t, s.exists(`[data-action="new-board"]`))
+	require.NotContains(t, s.text(".empty"), "New board")
+	require.Contains(t, s.text(".empty"), "An editor or admin creates one")
+	s.run("runs", chromedp.Navigate(s.url+"/runs"))
+	s.waitJS("empty runs", `document.querySelector(".empty h3")?.innerText === "No runs here yet"`)
+	require.NotContains(t, s.text(".empty"), "Start a run from")
+}

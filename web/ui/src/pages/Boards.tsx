@@ -90,10 +90,14 @@ export function BoardList() {
       {loading && <Spinner label="Loading boards…" />}
       {data && data.boards.length === 0 && (
         <Empty title="No boards yet">
-          <p>
-            A board shows entities (leads, customers) moving through sections as runs progress. Create one with <strong>New board</strong>{" "}
-            (or <code>POST /api/v1/boards</code>), then choose it on a flow.
-          </p>
+          {can(currentMe().me, "edit") ? (
+            <p>
+              A board shows entities (leads, customers) moving through sections as runs progress. Create one with <strong>New board</strong>{" "}
+              (or <code>POST /api/v1/boards</code>), then choose it on a flow.
+            </p>
+          ) : (
+            <p>A board shows entities (leads, customers) moving through sections as runs progress. An editor or admin creates one and chooses it on a flow.</p>
+          )}
         </Empty>
       )}
       <ul className="board-list">

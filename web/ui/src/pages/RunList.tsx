@@ -191,7 +191,11 @@ export function RunList({ flowId, status, node, errorText }: { flowId: string | 
       {loading && <Spinner label="Loading runs…" />}
       {data && data.runs.length === 0 && (
         <Empty title="No runs here yet">
-          <p>Start a run from a flow's page, or fire one of its triggers.</p>
+          <p>
+            {can(currentMe().me, "operate")
+              ? "Start a run from a flow's page, or fire one of its triggers."
+              : "Runs start from a flow's triggers, or by hand from its page (an operator's or admin's)."}
+          </p>
           <Link to="/flows">Go to flows</Link>
         </Empty>
       )}
