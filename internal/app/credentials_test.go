@@ -180,6 +180,6 @@ func TestCredentialsNoRequestCanCarry(t *testing.T) {
 	require.Equal(t, 201, h.do("POST", "/api/v1/credentials", map[string]any{"name": "fine", "type": "api_key",
 		"data": map[string]any{"header": "X-Api_Key.v2", "value": "a\tb"}, "allowed_hosts": hosts}, nil))
 	require.Equal(t, 201, h.do("POST", "/api/v1/credentials", map[string]any{"name": "mail", "type": "smtp",
-		"data": map[string]any{"host": "mail.example.com", "port": 587, "from": "Orders <orders@example.com>", "tls": "starttls"},
+		"data":          map[string]any{"host": "mail.example.com", "port": 587, "from": "Orders <orders@example.com>", "tls": "starttls"},
 		"allowed_hosts": hosts}, nil))
 }

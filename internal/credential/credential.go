@@ -156,8 +156,8 @@ func headerToken(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if r >= 0x80 || !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
-			strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !alnum && !strings.ContainsRune("!#$%&'*+-.^_`|~", r) {
 			return false
 		}
 	}
