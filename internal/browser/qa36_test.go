@@ -107,3 +107,39 @@ func TestUIBoardShowMoreStays(t *testing.T) {
 	s.waitJS("the rest still shown", newCards+` === 102 && !!document.querySelector('.column[data-section="new"] `+card(oldest.ID)+`')`)
 	s.shot("qa36-board-show-more")
 }
+
+// TestUIJourneyFollowsMoves (QA 36): an entity's journey, open while a
+// run (or a colleague) moved the entity, kept saying where it was when
+// opened ("now in New", and Move offering Won). It follows each move on
+// the board. Its Edit form keeps what is being typed meanwhile, and its
+// Save writes only what the person changed: it wrote back the metadata
+// as it was when the form opened, undoing a run's step's meanwhile.
+func TestUIJourneyFollowsMoves(t *testing.T) {
+	s := newStack(t)
+	boardID := s.twoSectionBoard("Live")
+	var ada struct{ ID string }
+	s.api("POST", "/entities", map[string]any{"board_id": boardID, "type": "lead", "name": "Ada", "metadata": map[string]any{"score": 10}}, &ada)
+	s.run("journey", chromedp.Navigate(s.url+"/boards/"+boardID+"?entity="+ada.ID), tokenSignIn(token))
+	s.waitJS("in New", `/now in New/.test(document.querySelector(".journey")?.innerText ?? "")`)
+	s.run("edit", chromedp.Click(".entity-edit summary", chromedp.ByQuery), chromedp.WaitVisible("#entity-name", chromedp.ByQuery),
+		chromedp.Click("#entity-name", chromedp.ByQuery), sendKeys("#entity-name", " King"))
+
+	// A run's step scores Ada and moves her to Won.
+	s.api("PATCH", "/entities/"+ada.ID, map[string]any{"metadata": map[string]any{"score": 90}}, nil)
+	s.api("POST", "/entities/"+ada.ID+"/move", map[string]any{"section_id": "won"}, nil)
+	s.waitJS("in Won", `/now in Won/.test(document.querySelector(".journey").innerText) && /New → Won/.test(document.querySelector(".journey .timeline li:last-child").innerText)`)
+	var offered []string
+	s.run("move offers", chromedp.Evaluate(`[...document.querySelectorAll("#move-to option")].map(o => o.value).filter(Boolean)`, &offered))
+	require.Equal(t, []string{"new"}, offered, "Move offers the sections Ada is not in")
+	require.Equal(t, "Ada King", s.value("#entity-name"), "the name being typed is kept")
+
+	s.run("save", chromedp.Click(`[data-action="save-entity"]`, chromedp.ByQuery))
+	s.waitJS("saved", `/Ada King — journey/.test(document.querySelector(".modal h2")?.innerText ?? "")`)
+	var got struct {
+		Name     string
+		Metadata map[string]any
+	}
+	s.api("GET", "/entities/"+ada.ID, nil, &got)
+	require.Equal(t, "Ada King", got.Name)
+	require.Equal(t, map[string]any{"score": 90.0}, got.Metadata, "the run's score is not undone")
+}

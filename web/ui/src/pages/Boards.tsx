@@ -284,6 +284,7 @@ export function BoardView({ boardId, entityId }: { boardId: string; entityId: st
           sectionName={sectionName}
           onClose={() => navigate(`/boards/${boardId}`)}
           onMoved={reload}
+          board={data}
         />
       )}
     </section>

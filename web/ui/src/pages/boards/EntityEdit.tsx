@@ -1,7 +1,7 @@
 // An entity's card opened: its fields edited, and its journey through the
 // board's sections.
-import { useState, type FormEvent } from "react";
-import { api, can, currentMe, describe, type Entity, type JourneyEvent } from "../../api";
+import { useEffect, useRef, useState, type FormEvent } from "react";
+import { api, can, currentMe, describe, type Entity } from "../../api";
 import { ago, ErrorBox, Json, Modal, Spinner, useLoad } from "../../components/common";
 import { journeyKindText } from "../../components/taskwords";
 import { Link } from "../../router";
@@ -12,6 +12,13 @@ export function EntityEdit({ entity, onSaved, onDeleted }: { entity: Entity; onS
   const [email, setEmail] = useState(entity.email ?? "");
   const [type, setType] = useState(entity.type);
   const [meta, setMeta] = useState(JSON.stringify(entity.metadata ?? {}, null, 2));
+  // What the form showed when opened (or last saved).
+  const [opened, setOpened] = useState<{ name: string; email: string; type: string; metadata: unknown }>(() => ({
+    name: entity.name,
+    email: entity.email ?? "",
+    type: entity.type,
+    metadata: entity.metadata ?? {},
+  }));
   const [err, setErr] = useState<string | null>(null);
   async function save(e: FormEvent) {
     e.preventDefault();
@@ -23,8 +30,17 @@ export function EntityEdit({ entity, onSaved, onDeleted }: { entity: Entity; onS
       setErr("Metadata must be a JSON object");
       return;
     }
+    // Only what the person changed: the entity may have changed meanwhile
+    // (a run's step sets its metadata), and what they did not touch is
+    // not written back as it was when the form opened.
+    const changed: Record<string, unknown> = {};
+    if (name !== opened.name) changed.name = name;
+    if (email !== opened.email) changed.email = email;
+    if (type !== opened.type) changed.type = type;
+    if (JSON.stringify(metadata) !== JSON.stringify(opened.metadata)) changed.metadata = metadata;
     try {
-      await api("PATCH", `/entities/${entity.id}`, { name, email, type, metadata });
+      if (Object.keys(changed).length > 0) await api("PATCH", `/entities/${entity.id}`, changed);
+      setOpened({ name, email, type, metadata });
       onSaved();
     } catch (x) {
       setErr(describe(x));
@@ -84,36 +100,45 @@ export function Journey({
   sectionName,
   onClose,
   onMoved,
+  board,
 }: {
   entityId: string;
   sections: { id: string; name: string }[];
   sectionName: Record<string, string>;
   onClose: () => void;
   onMoved: () => void;
+  // board: the board as last read (a new object at each reading).
+  board: unknown;
 }) {
-  const { data, error, loading, reload } = useLoad(() => api<Entity>("GET", `/entities/${entityId}`), [entityId]);
+  // pages: how many pages of the journey (oldest first: the latest moves
+  // are on the last) are shown; Show later moves adds one, and the entity
+  // read again reads as many.
+  const pages = useRef(1);
+  const { data, error, loading, reload } = useLoad(async () => {
+    const e = await api<Entity>("GET", `/entities/${entityId}`);
+    const journey = [...(e.journey ?? [])];
+    let next = e.journey_next_cursor ?? null;
+    for (let i = 1; i < pages.current && next; i++) {
+      const page: Entity = await api<Entity>("GET", `/entities/${entityId}?cursor=${encodeURIComponent(next)}`);
+      journey.push(...(page.journey ?? []).filter((j) => !journey.some((k) => k.id === j.id)));
+      next = page.journey_next_cursor ?? null;
+    }
+    return { ...e, journey, journey_next_cursor: next };
+  }, [entityId]);
+  // The board behind is read again at every move on it: the entity is too,
+  // so that where it is now and its journey follow.
+  const seen = useRef(board);
+  useEffect(() => {
+    if (seen.current === board) return;
+    seen.current = board;
+    reload();
+  }, [board, reload]);
   const [target, setTarget] = useState("");
   const [moveError, setMoveError] = useState<string | null>(null);
-  // The journey's later pages (oldest first: the latest moves are on the
-  // last page), loaded on demand; a reload starts over.
-  const [later, setLater] = useState<{ events: JourneyEvent[]; next: string | null } | null>(null);
-  const [laterError, setLaterError] = useState<string | null>(null);
-  const [shown, setShown] = useState(data);
-  if (shown !== data) {
-    setShown(data);
-    setLater(null);
-    setLaterError(null);
-  }
-  const next = later ? later.next : (data?.journey_next_cursor ?? null);
-  async function showLater() {
-    if (!next) return;
-    setLaterError(null);
-    try {
-      const page = await api<Entity>("GET", `/entities/${entityId}?cursor=${encodeURIComponent(next)}`);
-      setLater((l) => ({ events: [...(l?.events ?? []), ...(page.journey ?? [])], next: page.journey_next_cursor ?? null }));
-    } catch (err) {
-      setLaterError(describe(err));
-    }
+  const next = data?.journey_next_cursor ?? null;
+  function showLater() {
+    pages.current++;
+    reload();
   }
   const name = (id: string | null) => (id ? sectionName[id] ?? id : "—");
   async function move() {
@@ -147,7 +172,7 @@ export function Journey({
             )}
           </p>
           <ol className="timeline" aria-label="Journey">
-            {[...(data.journey ?? []), ...(later?.events ?? [])].map((j) => (
+            {(data.journey ?? []).map((j) => (
               <li key={j.id}>
                 <span className="muted small" title={j.created_at}>
                   {new Date(j.created_at).toLocaleString()} ({ago(j.created_at)})
@@ -181,14 +206,9 @@ export function Journey({
             ))}
           </ol>
           {next && (
-            <button type="button" className="btn ghost small" data-action="journey-more" onClick={() => void showLater()}>
+            <button type="button" className="btn ghost small" data-action="journey-more" onClick={showLater}>
               Show later moves
             </button>
-          )}
-          {laterError && (
-            <p className="field-error" role="alert">
-              {laterError}
-            </p>
           )}
           {data.metadata && Object.keys(data.metadata).length > 0 && (
             <details>
@@ -221,7 +241,7 @@ export function Journey({
           )}
           {can(currentMe().me, "board") && (
             <EntityEdit
-              key={data.updated_at}
+              key={data.id}
               entity={data}
               onSaved={() => {
                 reload();
