@@ -274,7 +274,7 @@ func (s *stack) positions() map[string][2]float64 {
 // TestUITidyUp: Tidy up lays a messy flow out left to right — each step
 // right of the one before it, the loop's back edge not counted, no two
 // steps overlapping — as one change that marks the flow unsaved, that
-// Undo tidy takes back, and that Save keeps.
+// Undo takes back, and that Save keeps.
 func TestUITidyUp(t *testing.T) {
 	s := newStack(t)
 	id := s.editorFlow("Messy", []map[string]any{
@@ -289,7 +289,7 @@ func TestUITidyUp(t *testing.T) {
 	s.settle(canvasNode("a"))
 	before := s.positions()
 	require.Equal(t, [2]float64{600, 300}, before["a"])
-	require.False(t, s.exists(`[data-action="undo-tidy"]`))
+	require.True(t, s.exists(`[data-action="undo"]:disabled`), "nothing to undo yet")
 
 	check := func(p map[string][2]float64) {
 		t.Helper()
@@ -310,9 +310,9 @@ func TestUITidyUp(t *testing.T) {
 	check(s.positions())
 	s.shot("es06-tidy")
 
-	s.run("undo", chromedp.Click(`[data-action="undo-tidy"]`, chromedp.ByQuery))
-	s.waitJS("undone", `!document.querySelector('[data-action="undo-tidy"]')`)
-	require.Equal(t, before, s.positions(), "Undo tidy puts every step back")
+	s.run("undo", chromedp.Click(`[data-action="undo"]`, chromedp.ByQuery))
+	s.waitJS("undone", `document.querySelector('[data-action="undo"]').disabled && !document.querySelector('[data-action="redo"]').disabled`)
+	require.Equal(t, before, s.positions(), "Undo puts every step back")
 
 	s.run("tidy and save", chromedp.Click(`[data-action="tidy"]`, chromedp.ByQuery), chromedp.Click(`//button[text()="Save"]`, chromedp.BySearch))
 	s.waitJS("saved", `document.body.innerText.includes("Saved as version 2")`)

@@ -21,6 +21,7 @@ import { TriggerSettings } from "./flowEditor/TriggerSettings";
 import { useFlowDraft } from "./flowEditor/useFlowDraft";
 import { useFlowTriggers } from "./flowEditor/useFlowTriggers";
 import { useGraphEdits } from "./flowEditor/useGraphEdits";
+import { useGraphHistory } from "./flowEditor/useGraphHistory";
 import { useHeat } from "./flowEditor/useHeat";
 import { EditorBar } from "./flowEditor/EditorBar";
 import { EditorMessages } from "./flowEditor/EditorMessages";
@@ -54,13 +55,15 @@ function Editor({ flowId, version }: Props) {
   const wrapper = useRef<HTMLDivElement>(null);
   const [nodes, setNodes, onNodesChange] = useNodesState<CanvasNode>([]);
   const [edges, setEdges, onEdgesChange] = useEdgesState<Edge>([]);
-  // Each Tidy up remembers the places it moved the nodes from.
-  const [untidy, setUntidy] = useState<Record<string, { x: number; y: number }>[]>([]);
-  const draft = useFlowDraft({ flowId, version, nodes, edges, setNodes, setEdges, onLoaded: () => setUntidy([]) });
+  // A flow loaded starts a new history (its Undo goes no further back).
+  const resetHistory = useRef(() => {});
+  const draft = useFlowDraft({ flowId, version, nodes, edges, setNodes, setEdges, onLoaded: () => resetHistory.current() });
   const { flow, boards, boardId, problems, setProblems, loadError, dirty, settings, markDirty, save } = draft;
+  const history = useGraphHistory({ nodes, edges, setNodes, setEdges, markDirty });
+  resetHistory.current = history.reset;
   const [startOpen, setStartOpen] = useState(false);
-  const edits = useGraphEdits({ wrapper, nodes, edges, setNodes, setEdges, setProblems, markDirty, untidy, setUntidy });
-  const { panelKey, addNode, connect, updateNode, renameNode, deleteNode, updateEdge, renameOutcome, selectEdge, deleteEdge, selectNode, tidyUp, undoTidy } = edits;
+  const edits = useGraphEdits({ wrapper, nodes, edges, setNodes, setEdges, setProblems, markDirty });
+  const { panelKey, addNode, connect, updateNode, renameNode, deleteNode, updateEdge, renameOutcome, selectEdge, deleteEdge, selectNode, tidyUp } = edits;
   const { setHeldBack } = draft;
   const selectedId = nodes.find((n) => n.selected)?.id;
   // Text typed in a node's JSON tab and not applied is unsaved work that a
@@ -175,8 +178,10 @@ function Editor({ flowId, version }: Props) {
         setHeatError={setHeatError}
         canTidy={nodes.length > 0}
         tidyUp={tidyUp}
-        canUndoTidy={untidy.length > 0}
-        undoTidy={undoTidy}
+        canUndo={history.canUndo}
+        undo={history.undo}
+        canRedo={history.canRedo}
+        redo={history.redo}
         save={save}
         saving={draft.saving}
         onStart={() => setStartOpen(true)}

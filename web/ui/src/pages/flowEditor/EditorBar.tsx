@@ -22,8 +22,10 @@ export function EditorBar({
   setHeatError,
   canTidy,
   tidyUp,
-  canUndoTidy,
-  undoTidy,
+  canUndo,
+  undo,
+  canRedo,
+  redo,
   save,
   saving,
   onStart,
@@ -45,8 +47,11 @@ export function EditorBar({
   setHeatError: (v: string | null) => void;
   canTidy: boolean;
   tidyUp: () => void;
-  canUndoTidy: boolean;
-  undoTidy: () => void;
+  // canUndo, undo, canRedo, redo: the graph's history (useGraphHistory).
+  canUndo: boolean;
+  undo: () => void;
+  canRedo: boolean;
+  redo: () => void;
   save: () => Promise<boolean>;
   saving: boolean;
   onStart: () => void;
@@ -135,11 +140,12 @@ export function EditorBar({
         <button type="button" className="btn ghost" data-action="tidy" onClick={tidyUp} disabled={!canTidy} title="Lay the steps out left to right">
           Tidy up
         </button>
-        {canUndoTidy && (
-          <button type="button" className="btn ghost" data-action="undo-tidy" onClick={undoTidy} title="Put the steps back where they were before Tidy up">
-            Undo tidy
-          </button>
-        )}
+        <button type="button" className="btn ghost" data-action="undo" onClick={undo} disabled={!canUndo} title="Take back the last change to the steps (Ctrl+Z)" aria-keyshortcuts="Control+Z">
+          Undo
+        </button>
+        <button type="button" className="btn ghost" data-action="redo" onClick={redo} disabled={!canRedo} title="Make the change taken back again (Ctrl+Shift+Z)" aria-keyshortcuts="Control+Shift+Z Control+Y">
+          Redo
+        </button>
         <button
           type="button"
           className="btn primary"

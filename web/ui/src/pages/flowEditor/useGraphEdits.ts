@@ -24,8 +24,6 @@ export function useGraphEdits({
   setEdges,
   setProblems,
   markDirty,
-  untidy,
-  setUntidy,
 }: {
   // wrapper: the canvas's element (a node added without a place goes in its middle).
   wrapper: RefObject<HTMLDivElement | null>;
@@ -35,10 +33,6 @@ export function useGraphEdits({
   setEdges: Dispatch<SetStateAction<Edge[]>>;
   setProblems: Dispatch<SetStateAction<(Problem & { stale?: boolean })[]>>;
   markDirty: () => void;
-  // untidy: the places each Tidy up moved the nodes from, the latest at
-  // the end (the editor forgets them when it loads a flow).
-  untidy: Record<string, { x: number; y: number }>[];
-  setUntidy: Dispatch<SetStateAction<Record<string, { x: number; y: number }>[]>>;
 }) {
   const rf = useReactFlow();
   const nodesRef = useRef<CanvasNode[]>([]);
@@ -182,23 +176,15 @@ export function useGraphEdits({
   );
 
   // Tidy up: lay the graph out left to right (tidy.ts), as one change
-  // that Undo tidy takes back.
+  // (Undo takes it back: useGraphHistory).
   const tidyUp = useCallback(() => {
     const ns = nodesRef.current;
     if (!ns.length) return;
     const at = tidy(ns, edges);
-    setUntidy((u) => [...u.slice(-9), Object.fromEntries(ns.map((n) => [n.id, n.position]))]);
     setNodes((cur) => cur.map((n) => (at[n.id] ? { ...n, position: at[n.id] } : n)));
     markDirty();
     requestAnimationFrame(() => fitFlow());
-  }, [edges, setNodes, markDirty, fitFlow, setUntidy]);
-  const undoTidy = useCallback(() => {
-    const last = untidy[untidy.length - 1];
-    if (!last) return;
-    setUntidy((u) => u.slice(0, -1));
-    setNodes((cur) => cur.map((n) => (last[n.id] ? { ...n, position: last[n.id] } : n)));
-    markDirty();
-  }, [untidy, setNodes, markDirty, setUntidy]);
+  }, [edges, setNodes, markDirty, fitFlow]);
 
   // panelKey is the key of a node's panel.
   const panelKey = (id: string) => (panelKeys.current[id] ??= `${id}#${++panels}`);
@@ -216,6 +202,5 @@ export function useGraphEdits({
     deleteEdge,
     selectNode,
     tidyUp,
-    undoTidy,
   };
 }
