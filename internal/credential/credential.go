@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stitchd/stitchd/internal/jsonlimit"
 )
 
 // The credential types.
@@ -24,6 +26,24 @@ const (
 	TypeOAuth2 = "oauth2_client_credentials"
 	TypeSMTP   = "smtp"
 )
+
+// decodeError says what is wrong with a credential's data in a person's
+// words, not the decoder's ("cannot unmarshal array into Go value of type
+// credential.Data").
+func decodeError(typ string, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		msg := jsonlimit.DecodeMessage(err)
+		if te.Field == "" {
+			return errors.New("data" + strings.TrimPrefix(msg, "the value") + " (the " + typ + " credential's fields)")
+		}
+		return errors.New("data." + msg)
+	}
+	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Errorf("data has no field %s for a %s credential", f, typ)
+	}
+	return fmt.Errorf("data is not valid JSON: %w", err)
+}
 
 // Types lists the credential types, for messages.
 var Types = []string{TypeBearer, TypeBasic, TypeAPIKey, TypeOAuth2, TypeSMTP}
@@ -78,7 +98,7 @@ func Parse(typ string, raw json.RawMessage) (Data, error) {
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
-		return Data{}, fmt.Errorf("data: %w", err)
+		return Data{}, decodeError(typ, err)
 	}
 	need := func(fields ...string) error {
 		vals := map[string]string{"token": d.Token, "username": d.Username, "password": d.Password, "value": d.Value,
