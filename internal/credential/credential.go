@@ -232,6 +232,9 @@ type token struct {
 	until  time.Time
 }
 
+// maxTokenTTL bounds how long a token is kept, whatever its expires_in.
+const maxTokenTTL = 24 * time.Hour
+
 // maxTokenAnswer bounds what is read of a token endpoint's answer.
 const maxTokenAnswer = 64 << 10
 
@@ -286,9 +289,18 @@ func (t *Tokens) Token(ctx context.Context, c *Credential, fresh bool) (string, 
 	if ttl <= 0 {
 		ttl = time.Hour
 	}
+	ttl = min(ttl, maxTokenTTL)
 	// Renewed a little before it expires: a request under way keeps it.
-	until := t.Now().Add(ttl - min(ttl/10, 30*time.Second))
+	now := t.Now()
+	until := now.Add(ttl - min(ttl/10, 30*time.Second))
 	t.mu.Lock()
+	// Expired tokens go as a new one comes: a credential's old data (a
+	// rotated secret is another key) is not kept for ever.
+	for k, old := range t.tokens {
+		if !now.Before(old.until) {
+			delete(t.tokens, k)
+		}
+	}
 	t.tokens[key] = token{access: answer.AccessToken, until: until}
 	t.mu.Unlock()
 	return answer.AccessToken, nil
