@@ -220,9 +220,14 @@ func (s *Store) BoardEntitiesPage(ctx context.Context, p BoardEntitiesParams) (m
 		if p.SectionID == "" {
 			return nil, fmt.Errorf("%w: a cursor is a section's: send section_id with it", engine.ErrInvalidRequest)
 		}
-		t, keys, err := decodePageCursor(p.Cursor, 1, 0)
+		t, keys, err := decodePageCursor(p.Cursor, 2, 0)
 		if err != nil {
 			return nil, err
+		}
+		// A cursor carries its section: another section's would page that
+		// one's entities by this one's place, a wrong page said as right.
+		if keys[1] != p.SectionID {
+			return nil, fmt.Errorf("%w: this cursor is section %q's, not %q's: send it with its own section_id", engine.ErrInvalidRequest, keys[1], p.SectionID)
 		}
 		cond = ` AND (coalesce(e.section_since, ?::timestamptz), e.id) > (?, ?::uuid)`
 		args = append(args, noSince, t, keys[0])
@@ -265,7 +270,7 @@ func (s *Store) BoardEntitiesPage(ctx context.Context, p BoardEntitiesParams) (m
 	if err := rows.Err(); err != nil {
 		return nil, interpretError(err)
 	}
-	for _, pg := range out {
+	for sec, pg := range out {
 		if len(pg.Entities) > limit {
 			pg.Entities = pg.Entities[:limit]
 			last := pg.Entities[limit-1]
@@ -273,7 +278,7 @@ func (s *Store) BoardEntitiesPage(ctx context.Context, p BoardEntitiesParams) (m
 			if last.SectionSince != nil {
 				since = *last.SectionSince
 			}
-			pg.Next = encodePageCursor(since, last.ID)
+			pg.Next = encodePageCursor(since, last.ID, sec)
 		}
 	}
 	// Counts and time in section over every entity, not the page's.

@@ -236,6 +236,11 @@ func TestListsArePaginated(t *testing.T) {
 	}
 	requireError(t, http.StatusBadRequest, "invalid_request", do(t, h, req{method: "GET",
 		path: "/api/v1/boards/" + boardID + "?cursor=" + url.QueryEscape(*a.Next)}))
+	// Section a's cursor for section b: refused, not b's entities after a's
+	// place (a wrong page answered as a right one).
+	e := requireError(t, http.StatusBadRequest, "invalid_request", do(t, h, req{method: "GET",
+		path: "/api/v1/boards/" + boardID + "?section_id=b&cursor=" + url.QueryEscape(*a.Next)}))
+	require.Contains(t, e.Error.Message, `section "a"`)
 	requireError(t, http.StatusBadRequest, "invalid_request", do(t, h, req{method: "GET",
 		path: "/api/v1/boards/" + boardID + "?section_id=nope"}))
 }

@@ -2545,7 +2545,7 @@ type GetBoardParams struct {
 	// Limit page size
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// SectionId only this section (required with cursor)
+	// SectionId only this section (required with cursor, and the section the cursor came from: another is 400 invalid_request)
 	SectionId *string `form:"section_id,omitempty" json:"section_id,omitempty"`
 
 	// Q search: only the entities whose name or email contains it (case-insensitive); counts and time in section are then of those

@@ -4232,7 +4232,7 @@ export interface operations {
             query?: {
                 /** @description page size */
                 limit?: components["parameters"]["Limit"];
-                /** @description only this section (required with cursor) */
+                /** @description only this section (required with cursor, and the section the cursor came from: another is 400 invalid_request) */
                 section_id?: string;
                 /** @description search: only the entities whose name or email contains it (case-insensitive); counts and time in section are then of those */
                 q?: string;
