@@ -38,3 +38,20 @@ func TestKeysRotateTwiceInOneSecond(t *testing.T) {
 	_, err = st.RotateCallbackKey(t.Context(), ids[0])
 	require.ErrorIs(t, err, engine.ErrConflict)
 }
+
+// TestDatabaseCommandsOfferDatabaseFlags: commands that only open the
+// database (keys, user create) offer where it is and the log, not the
+// server's forty flags (--addr, --body-limit…, which they ignore).
+func TestDatabaseCommandsOfferDatabaseFlags(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range [][]string{{"keys", "rotate"}, {"keys", "retire"}, {"user", "create"}} {
+		out, _, err := runRoot(t, nil, append(cmd, "--help")...)
+		require.NoError(t, err)
+		for _, f := range []string{"--database-url", "--local-postgres", "--log-level"} {
+			require.Contains(t, out, f, cmd)
+		}
+		for _, f := range []string{"--addr", "--body-limit", "--notify-url", "--retention"} {
+			require.NotContains(t, out, f, cmd)
+		}
+	}
+}

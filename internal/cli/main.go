@@ -152,16 +152,25 @@ type options struct {
 	devSecrets bool
 }
 
-func addServerFlags(fs *pflag.FlagSet, o *options) {
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (env STITCHD_ADDR)")
+// addDatabaseFlags are the flags of a command that only opens the
+// database (keys, user create): where it is, and the log.
+func addDatabaseFlags(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.databaseURL, "database-url", "", "Postgres URL; empty = local server or a throwaway cluster (env DATABASE_URL)")
 	fs.StringVar(&o.sessionDatabaseURL, "session-database-url", "", "Postgres URL for the LISTEN connection and migrations, direct or through a "+
 		"session-mode pooler, when --database-url goes through PgBouncer in transaction mode; empty = --database-url (env STITCHD_SESSION_DATABASE_URL)")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json (env STITCHD_LOG_FORMAT)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error (env STITCHD_LOG_LEVEL)")
+	fs.StringVar(&o.dataDir, "data-dir", "", "where a throwaway Postgres cluster lives (env STITCHD_DATA_DIR)")
+	fs.StringVar(&o.localPostgres, "local-postgres", "", "without --database-url: the local server to try before starting a throwaway cluster (default "+
+		"postgres://postgres@127.0.0.1:5432/postgres; none: always the throwaway cluster) (env STITCHD_LOCAL_POSTGRES)")
+}
+
+func addServerFlags(fs *pflag.FlagSet, o *options) {
+	addDatabaseFlags(fs, o)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (env STITCHD_ADDR)")
 	fs.StringVar(&o.baseURL, "base-url", "", "public URL workers call back on; default http://<addr> (env STITCHD_BASE_URL)")
 	fs.StringVar(&o.authToken, "auth-token", "", "admin API token; empty = a random one, printed at start-up (env STITCHD_AUTH_TOKEN)")
 	fs.StringVar(&o.metricsToken, "metrics-token", "", "bearer token GET /metrics requires; empty = none (env STITCHD_METRICS_TOKEN)")
-	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json (env STITCHD_LOG_FORMAT)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error (env STITCHD_LOG_LEVEL)")
 	fs.Int64Var(&o.bodyLimit, "body-limit", 1<<20, "request body limit in bytes (env STITCHD_BODY_LIMIT)")
 	fs.Int64Var(&o.codeMemory, "code-memory", jsbox.DefaultMemory, "most bytes of JavaScript heap one Code step's script may use; past it the step fails with code_limit (env STITCHD_CODE_MEMORY)")
 	fs.IntVar(&o.codeConcurrency, "code-concurrency", 2, "Code steps' scripts run at once (each within --code-memory) (env STITCHD_CODE_CONCURRENCY)")
@@ -169,9 +178,6 @@ func addServerFlags(fs *pflag.FlagSet, o *options) {
 	fs.DurationVar(&o.exprTimeout, "expr-timeout", engine.DefaultExprTime, "longest one evaluation of an expression may run; past it the node fails with expression_limit (env STITCHD_EXPR_TIMEOUT)")
 	fs.IntVar(&o.maxRunNodes, "max-run-nodes", engine.DefaultMaxRunNodes, "most node instances a run and its sub-flow runs may hold, all levels; a fan-out or sub-flow past it fails its node with run_tree_limit (env STITCHD_MAX_RUN_NODES)")
 	fs.IntVar(&o.maxFanOutItems, "max-fanout-items", handlers.DefaultMaxItems, "most items a Splitter fans out; a bigger array fails it (env STITCHD_MAX_FANOUT_ITEMS)")
-	fs.StringVar(&o.dataDir, "data-dir", "", "where a throwaway Postgres cluster lives (env STITCHD_DATA_DIR)")
-	fs.StringVar(&o.localPostgres, "local-postgres", "", "without --database-url: the local server to try before starting a throwaway cluster (default "+
-		"postgres://postgres@127.0.0.1:5432/postgres; none: always the throwaway cluster) (env STITCHD_LOCAL_POSTGRES)")
 	fs.DurationVar(&o.dispatchTimeout, "dispatch-timeout", 10*time.Second, "timeout of one delivery to a worker (env STITCHD_DISPATCH_TIMEOUT)")
 	fs.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often due retries and overdue nodes are swept (env STITCHD_POLL_INTERVAL)")
 	fs.StringVar(&o.privateAddresses, "worker-private-addresses", "allow", "allow or deny worker URLs resolving to loopback, private or link-local addresses (env STITCHD_WORKER_PRIVATE_ADDRESSES)")
@@ -553,7 +559,7 @@ func newKeysCmd(env envLookup, stderr io.Writer) *cobra.Command {
 		},
 	}
 	for _, c := range []*cobra.Command{rotate, retire} {
-		addServerFlags(c.Flags(), &o)
+		addDatabaseFlags(c.Flags(), &o)
 	}
 	keys.AddCommand(rotate, retire)
 	return keys

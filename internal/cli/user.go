@@ -80,7 +80,7 @@ func newUserCmd(env envLookup, stderr io.Writer) *cobra.Command {
 	f.StringSliceVar(&groups, "groups", nil, "groups, comma-separated")
 	f.BoolVar(&pwStdin, "password-stdin", false, "read the password from the first line of standard input")
 	f.StringVar(&workspace, "workspace", store.DefaultWorkspace, "the workspace the role is in (role admin: a server admin, of every workspace)")
-	addServerFlags(f, &o)
+	addDatabaseFlags(f, &o)
 	user.AddCommand(create)
 	return user
 }
