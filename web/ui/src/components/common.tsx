@@ -269,3 +269,35 @@ export function FormErrors({ other, error }: { other: Problem[]; error: string |
     </>
   );
 }
+
+// copyText puts text on the clipboard: with navigator.clipboard where the
+// page may use it (HTTPS, localhost), else by copying a selected text box
+// (a server opened over plain HTTP by its name or address has no
+// navigator.clipboard: Copy did nothing there). false: not copied.
+export async function copyText(text: string): Promise<boolean> {
+  try {
+    if (navigator.clipboard) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    /* refused: try the other way */
+  }
+  const prev = document.activeElement as HTMLElement | null;
+  const box = document.createElement("textarea");
+  box.value = text;
+  box.setAttribute("readonly", "");
+  box.style.position = "fixed";
+  box.style.opacity = "0";
+  document.body.appendChild(box);
+  box.select();
+  let ok: boolean;
+  try {
+    ok = document.execCommand("copy");
+  } catch {
+    ok = false;
+  }
+  box.remove();
+  prev?.focus();
+  return ok;
+}

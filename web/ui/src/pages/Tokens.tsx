@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from "react";
 import { api, describe, type ApiToken } from "../api";
-import { ago, Empty, ErrorBox, Spinner, useLoad } from "../components/common";
+import { ago, copyText, Empty, ErrorBox, Spinner, useLoad } from "../components/common";
 
 // Tokens lists the signed-in person's API tokens, makes new ones (the
 // secret is shown once, here) and revokes them.
@@ -12,7 +12,7 @@ export function Tokens() {
   const [busy, setBusy] = useState(false);
   const [formError, setFormError] = useState<string | null>(null);
   const [actionError, setActionError] = useState<string | null>(null);
-  const [copied, setCopied] = useState(false);
+  const [copied, setCopied] = useState<"" | "yes" | "no">("");
 
   async function create(e: FormEvent) {
     e.preventDefault();
@@ -25,7 +25,7 @@ export function Tokens() {
     try {
       const t = await api<{ id: string; name: string; token: string }>("POST", "/tokens", workerOnly ? { name: name.trim(), role: "worker" } : { name: name.trim() });
       setMade(t);
-      setCopied(false);
+      setCopied("");
       setName("");
       reload();
     } catch (err) {
@@ -84,16 +84,19 @@ export function Tokens() {
             <button
               type="button"
               className="btn small"
-              onClick={() => {
-                void navigator.clipboard?.writeText(made.token).then(() => setCopied(true));
-              }}
+              onClick={() => void copyText(made.token).then((ok) => setCopied(ok ? "yes" : "no"))}
             >
-              {copied ? "Copied" : "Copy"}
+              {copied === "yes" ? "Copied" : "Copy"}
             </button>
             <button type="button" className="btn ghost small" onClick={() => setMade(null)}>
               Done
             </button>
           </div>
+          {copied === "no" && (
+            <p className="field-error" role="alert">
+              This browser did not let the page copy it: select the token and copy it yourself (Ctrl+C or ⌘C).
+            </p>
+          )}
         </div>
       )}
       {actionError && (

@@ -3,7 +3,7 @@
 // secret rotated and deleted.
 import { useEffect, useState, type FormEvent } from "react";
 import { api, can, currentMe, describe, type Flow, type RotatedTriggerSecret, type WebhookTrigger } from "../../api";
-import { ago, Countdown, FormErrors, useLoad } from "../../components/common";
+import { ago, copyText, Countdown, FormErrors, useLoad } from "../../components/common";
 import { TaskForm } from "../../components/LazyTaskForm";
 import { PlainProblem } from "../../components/PlainProblem";
 import { EditButton, TriggerCard, useTriggerAct, useTriggerEdit, type TriggerCardProps } from "./TriggerCard";
@@ -142,7 +142,7 @@ function RotateSecretForm({ hook, onDone, onCancel }: { hook: WebhookTrigger; on
 // NewSecret shows a rotation's new secret, this once, and when the old
 // one stops being accepted.
 function NewSecret({ r, onDismiss }: { r: RotatedTriggerSecret; onDismiss: () => void }) {
-  const [copied, setCopied] = useState(false);
+  const [copied, setCopied] = useState<"" | "yes" | "no">("");
   const ends = r.previous_secret_expires_at;
   const endsLater = ends && new Date(ends).getTime() > Date.now();
   return (
@@ -158,16 +158,16 @@ function NewSecret({ r, onDismiss }: { r: RotatedTriggerSecret; onDismiss: () =>
           type="button"
           className="btn small"
           data-action="copy-secret"
-          onClick={() => {
-            void navigator.clipboard?.writeText(r.secret).then(
-              () => setCopied(true),
-              () => setCopied(false),
-            );
-          }}
+          onClick={() => void copyText(r.secret).then((ok) => setCopied(ok ? "yes" : "no"))}
         >
-          {copied ? "Copied" : "Copy"}
+          {copied === "yes" ? "Copied" : "Copy"}
         </button>
       </div>
+      {copied === "no" && (
+        <p className="field-error" role="alert">
+          This browser did not let the page copy it: select the secret and copy it yourself (Ctrl+C or ⌘C).
+        </p>
+      )}
       <p className="small" data-grace-end={ends ?? ""}>
         {ends && endsLater ? (
           <>
