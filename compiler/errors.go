@@ -88,8 +88,9 @@ const (
 	// CodeIsolatedNode (warning): a node has no edges in a graph of several
 	// nodes.
 	CodeIsolatedNode = "isolated_node"
-	// CodeUnknownField (warning): a node's data has a field no node type
-	// reads — likely a typo; the message names the nearest known field.
+	// CodeUnknownField (warning): a node's data, or the flow's settings,
+	// has a field nothing reads — likely a typo; the message names the
+	// nearest known field.
 	CodeUnknownField = "unknown_field"
 	// CodeUnknownPath (warning): an expression reads a field of input or
 	// output that the step that makes it cannot have (after an HTTP step,

@@ -41,6 +41,27 @@ func TestUnknownDataFieldsNamed(t *testing.T) {
 	require.Contains(t, ce.Problems[0].Message, `the data has "webhookURL": did you mean "webhookUrl"?`)
 }
 
+// TestUnknownSettingsNamed: a typo in the flow's settings is a warning
+// naming it and the setting meant (deadline_seconds was saved and ignored,
+// without a word); the settings there are warn of nothing.
+func TestUnknownSettingsNamed(t *testing.T) {
+	g := compiler.VisualGraph{
+		Nodes:    []compiler.VisualNode{node("t", "Transform", `{"expression": "input"}`)},
+		Settings: []byte(`{"deadline_seconds": 60, "retentionDays": 30, "entityConcurrency": "skip", "deadlineSeconds": 60, "colour": "red"}`),
+	}
+	eg, err := compiler.Compile(g, builtins)
+	require.NoError(t, err)
+	byPath := map[string]engine.Problem{}
+	for _, w := range eg.Warnings {
+		require.Equal(t, compiler.CodeUnknownField, w.Code)
+		byPath[w.Path] = w
+	}
+	require.Len(t, byPath, 2, "%v", eg.Warnings)
+	require.Equal(t, `settings has a field "deadline_seconds" that no setting reads (ignored); did you mean "deadlineSeconds"?`,
+		byPath["settings.deadline_seconds"].Message)
+	require.NotContains(t, byPath["settings.colour"].Message, "did you mean")
+}
+
 func TestWorkerRateLimit(t *testing.T) {
 	_, err := compiler.Compile(compiler.VisualGraph{Nodes: []compiler.VisualNode{node("w", "Worker", `{"webhookUrl": "http://w.example/x", "rateLimit": 20}`)}}, builtins)
 	require.NoError(t, err)

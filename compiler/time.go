@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -114,6 +115,9 @@ const maxRunDeadline = 366 * 24 * 3600
 // maxRetentionDays bounds settings.retentionDays (ten years).
 const maxRetentionDays = 3660
 
+// settingKeys are the flow settings there are.
+var settingKeys = []string{"deadlineSeconds", "retentionDays", "entityConcurrency"}
+
 // collectSettings reads the flow's settings: an object with an optional
 // deadlineSeconds (a whole number of seconds, 1 to a year) and an optional
 // retentionDays (a whole number of days, 1 to ten years).
@@ -126,6 +130,20 @@ func (c *compiler) collectSettings() {
 		c.errorf(CodeInvalidConfig, "", "", "settings", "settings must be an object")
 		return
 	}
+	root.ForEach(func(k, _ gjson.Result) bool {
+		if slices.Contains(settingKeys, k.Str) {
+			return true
+		}
+		msg := fmt.Sprintf("settings has a field %q that no setting reads (ignored)", k.Str)
+		for _, want := range settingKeys {
+			if closeKeys(k.Str, want) {
+				msg += fmt.Sprintf("; did you mean %q?", want)
+				break
+			}
+		}
+		c.warnings = append(c.warnings, engine.Problem{Code: CodeUnknownField, Path: "settings." + k.Str, Message: msg})
+		return true
+	})
 	if d := root.Get("deadlineSeconds"); present(d) {
 		if d.Type != gjson.Number || d.Num != float64(int(d.Num)) || d.Num < 1 || d.Num > maxRunDeadline {
 			c.errorf(CodeInvalidConfig, "", "", "settings.deadlineSeconds", "settings.deadlineSeconds must be a whole number of seconds from 1 to %d", maxRunDeadline)
