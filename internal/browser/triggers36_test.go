@@ -65,3 +65,18 @@ func TestUICredentialsSayWhySecretsAreOff(t *testing.T) {
 	require.Equal(t, "crm", s.value("#cred-name"), "the form keeps what was typed")
 	s.shot("qa36-credentials-secrets-off")
 }
+
+// TestUITriggersOfMissingFlow (QA 36): the Triggers page of a flow that
+// is not there (deleted, a bookmark) said "error loading flow <id>: not
+// found" with a Try again that never helps, under New schedule, New
+// webhook and New broker trigger buttons for that flow. It is the flow's
+// not-found page, with the way back to the flows.
+func TestUITriggersOfMissingFlow(t *testing.T) {
+	s := newStack(t)
+	flowID := s.uxFlow("Gone soon", "")
+	s.api("DELETE", "/flows/"+flowID, nil, nil)
+	s.run("triggers", chromedp.Navigate(s.url+"/flows/"+flowID+"/triggers"), tokenSignIn(token))
+	s.waitJS("not found", `!!document.querySelector('[data-not-found="flow"] a.btn[href="/flows"]')`)
+	require.False(t, s.exists(`[data-action="new-schedule"]`), "nothing is offered for a flow that is not there")
+	require.NotContains(t, s.text("main"), "error loading")
+}

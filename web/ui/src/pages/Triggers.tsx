@@ -7,7 +7,7 @@
 // last error.
 import { useEffect, useState } from "react";
 import { api, can, currentMe, type BrokerTrigger, type Flow, type ScheduleTrigger, type Trigger, type WebhookTrigger } from "../api";
-import { Empty, ErrorBox, Spinner, useLoad } from "../components/common";
+import { Empty, ErrorBox, isNotFound, NotFound, Spinner, useLoad } from "../components/common";
 import { Link } from "../router";
 import { BrokerCard, BrokerForm } from "./triggers/BrokerTrigger";
 import { OtherCard, type OtherTrigger } from "./triggers/OtherTrigger";
@@ -40,6 +40,7 @@ export function Triggers({ flowId }: { flowId: string }) {
     reload();
   };
 
+  if (!flow.data && isNotFound(flow.error)) return <NotFound what="flow" id={flowId} back="/flows" backLabel="All flows" />;
   return (
     <section className="page triggers-page" aria-label="Triggers">
       <div className="page-head">
