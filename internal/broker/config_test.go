@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -82,4 +84,14 @@ func TestEventKey(t *testing.T) {
 	k, err = h.EventKey(m, eval)
 	require.NoError(t, err)
 	require.Equal(t, "7", k, "header names match case-insensitively")
+}
+
+// TestLastErrorTextOfInternal: an error marked Internal shows its shown
+// words however it is wrapped; any other error its own.
+func TestLastErrorTextOfInternal(t *testing.T) {
+	t.Parallel()
+	in := Internal(errors.New("ERROR: syntax (SQLSTATE 42601): SELECT …"), "internal error")
+	require.Equal(t, "internal error", LastErrorText(fmt.Errorf("outer: %w", in)))
+	require.Contains(t, in.Error(), "SELECT", "the log's words")
+	require.Equal(t, "plain", LastErrorText(errors.New("plain")))
 }

@@ -86,6 +86,28 @@ func (p permanent) Unwrap() error { return p.err }
 // the trigger. Any other error redelivers the message.
 func Permanent(err error) error { return permanent{err} }
 
+// Internal marks err as the handler's own failure (its database's): the
+// trigger's last_error, which editors read, says shown; the log keeps
+// err's words, which may quote a statement.
+func Internal(err error, shown string) error { return internal{err, shown} }
+
+type internal struct {
+	err   error
+	shown string
+}
+
+func (i internal) Error() string { return i.err.Error() }
+func (i internal) Unwrap() error { return i.err }
+
+// LastErrorText is err as a trigger's last_error says it.
+func LastErrorText(err error) string {
+	var i internal
+	if errors.As(err, &i) {
+		return i.shown
+	}
+	return err.Error()
+}
+
 // IsPermanent reports whether err was marked Permanent.
 func IsPermanent(err error) bool {
 	var p permanent

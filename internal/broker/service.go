@@ -323,9 +323,9 @@ func (c *consumer) disconnected(ctx context.Context, err error) {
 // messageFailed records a message's failure as the last error; the same
 // error again at most once a second (a broken database fails every
 // message).
-func (c *consumer) messageFailed(ctx context.Context, m Message, err error) {
+func (c *consumer) messageFailed(ctx context.Context, m Message, what string, err error) {
 	now := time.Now().UTC()
-	msg := fmt.Sprintf("message %s: %v", m.ID, err)
+	msg := fmt.Sprintf("message %s: %s: %s", m.ID, what, LastErrorText(err))
 	c.mu.Lock()
 	report := msg != c.state.LastError || now.Sub(c.reportedAt) >= time.Second
 	c.state.LastError, c.state.LastErrorAt = msg, &now
@@ -362,13 +362,13 @@ func (c *consumer) handle(ctx context.Context, d delivery) {
 		serr = d.ack()
 	case IsPermanent(err):
 		c.p.Logger.Warn("broker trigger: message dropped", "trigger_id", c.t.ID, "message_id", d.msg.ID, "error", err)
-		c.messageFailed(ctx, d.msg, fmt.Errorf("dropped: %w", err))
+		c.messageFailed(ctx, d.msg, "dropped", err)
 		serr = d.drop()
 	default:
 		if ctx.Err() == nil {
 			c.p.Logger.Warn("broker trigger: message not handled; it will be redelivered", "trigger_id", c.t.ID,
 				"message_id", d.msg.ID, "error", err)
-			c.messageFailed(ctx, d.msg, fmt.Errorf("will be redelivered: %w", err))
+			c.messageFailed(ctx, d.msg, "will be redelivered", err)
 		}
 		serr = d.retry(time.Second)
 	}

@@ -22,6 +22,15 @@ const defaultEventTTL = 24 * 3600
 // (<kind>:<trigger id>:<message id>) is the run's idempotency key, or the
 // event's id: a redelivered message starts nothing twice.
 func (s *Service) handle(ctx context.Context, m broker.Message) error {
+	err := s.start(ctx, m)
+	if err != nil && !broker.IsPermanent(err) {
+		return shown(err)
+	}
+	return err
+}
+
+// start is handle but for the words a failure is shown in.
+func (s *Service) start(ctx context.Context, m broker.Message) error {
 	limit := s.p.BodyLimit
 	switch {
 	case int64(len(m.Body)) > limit:
@@ -54,6 +63,29 @@ func (s *Service) handle(ctx context.Context, m broker.Message) error {
 		return fmt.Errorf("error starting a run of flow %s: %w", f.ID, err)
 	}
 	return nil
+}
+
+// shown marks a failure that redelivery may cure with the words a
+// trigger's last_error gives editors, as an API answer would: a limit, a
+// busy entity or a sentinel's own words as they are; the database
+// unavailable said so; anything else only as an internal error (its text
+// may quote a statement; the log keeps it).
+func shown(err error) error {
+	var le *engine.LimitError
+	if errors.As(err, &le) {
+		return broker.Internal(err, le.Error())
+	}
+	if eb, ok := engine.IsEntityBusy(err); ok {
+		return broker.Internal(err, eb.Error())
+	}
+	switch {
+	case errors.Is(err, engine.ErrUnavailable):
+		return broker.Internal(err, "the database is unavailable")
+	case errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrConflict), errors.Is(err, engine.ErrInvalidTransition),
+		errors.Is(err, engine.ErrForbidden):
+		return err
+	}
+	return broker.Internal(err, "internal error (the server's log has it)")
 }
 
 // postEvent posts a message as an event, as POST /api/v1/events does: it
