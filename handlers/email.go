@@ -137,20 +137,26 @@ func recipients(src string, eval func(string) (any, error)) ([]string, error) {
 			parts = append(parts, s)
 		}
 	} else {
-		var several error
-		joined, err := t.Render(eval, func(_, v string) string {
-			if several == nil && len(splitAddresses(v)) > 1 {
-				several = fmt.Errorf("%q is more than one address: a value is one address (a list in a single {{ expr }} is several)", v)
-			}
-			return v
+		// Where one address ends is the template's to say, never a value's:
+		// the template is split with each value held by a marker, and the
+		// values put back in their parts. A value that carries a comma, a
+		// quote or a bracket (Bob" <victim@x.io>, "Eve) can then make its
+		// part no address, never a part more.
+		var vals []string
+		marked, err := t.Render(eval, func(_, v string) string {
+			vals = append(vals, v)
+			return valueMark + strconv.Itoa(len(vals)-1) + valueMarkEnd
 		})
 		if err != nil {
 			return nil, err
 		}
-		if several != nil {
-			return nil, several
+		for _, part := range splitAddresses(marked) {
+			part = putBack(part, vals)
+			if len(splitAddresses(part)) > 1 {
+				return nil, fmt.Errorf("%q is more than one address: a value is one address (a list in a single {{ expr }} is several)", part)
+			}
+			parts = append(parts, part)
 		}
-		parts = splitAddresses(joined)
 	}
 	var out []string
 	for _, part := range parts {
@@ -164,6 +170,34 @@ func recipients(src string, eval func(string) (any, error)) ([]string, error) {
 		out = append(out, a.String())
 	}
 	return out, nil
+}
+
+// valueMark and valueMarkEnd hold a value's place in a recipient template
+// while it is split (private-use characters: no separator of addresses).
+const (
+	valueMark    = "\ue000"
+	valueMarkEnd = "\ue001"
+)
+
+// putBack replaces the value marks in s with the values.
+func putBack(s string, vals []string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, valueMark)
+		j := strings.Index(s, valueMarkEnd)
+		if i < 0 || j < i {
+			b.WriteString(s)
+			return b.String()
+		}
+		n, err := strconv.Atoi(s[i+len(valueMark) : j])
+		b.WriteString(s[:i])
+		if err == nil && n >= 0 && n < len(vals) {
+			b.WriteString(vals[n])
+		} else {
+			b.WriteString(s[i : j+len(valueMarkEnd)])
+		}
+		s = s[j+len(valueMarkEnd):]
+	}
 }
 
 // splitAddresses splits s at the commas between addresses: not those in a

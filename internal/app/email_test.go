@@ -172,10 +172,19 @@ func TestEmailRecipientFromDataIsOne(t *testing.T) {
 		require.Contains(t, *r.Nodes["notify"].Error, "other@example.net", to)
 		require.Empty(t, srv.Mails(), "%s: nothing sent", to)
 	}
+	// A value inside a quoted display name cannot close the quote and add
+	// an address: where addresses end is the template's to say.
+	named := email(`"{{ input.name }}" <{{ input.email }}>`)
+	r := h.waitRun(h.startRun(named, map[string]any{"name": `Bob" <victim@example.org>, "Eve`, "email": "me@example.com"}).ID, "failed")
+	require.Contains(t, *r.Nodes["notify"].Error, "more than one address")
+	require.Empty(t, srv.Mails(), "nothing sent")
+
 	h.waitRun(h.startRun(email("{{ input.list }}"), injected).ID, "completed")
 	h.waitRun(h.startRun(email(`"Doe, John" <john@example.com>, {{ input.list[1] }}`), injected).ID, "completed")
+	h.waitRun(h.startRun(named, map[string]any{"name": "Doe, Jane", "email": "jane@example.com"}).ID, "completed")
 	mails := srv.Mails()
-	require.Len(t, mails, 2)
+	require.Len(t, mails, 3)
 	require.ElementsMatch(t, []string{"jane@example.com", "ops@example.com"}, mails[0].To)
 	require.ElementsMatch(t, []string{"john@example.com", "ops@example.com"}, mails[1].To)
+	require.Equal(t, []string{"jane@example.com"}, mails[2].To, "a comma in a quoted name is the name's")
 }
