@@ -207,12 +207,23 @@ func TestBrokerTriggerLongMessageID(t *testing.T) {
 	long := b.String()
 	s.Publish(t, "a", long, []byte(`{"n": 1}`))
 	h.waitBrokerRuns(flow, 1, 20*time.Second)
-	sum := sha256.Sum256([]byte(long))
+	hashed := func(id string) string {
+		sum := sha256.Sum256([]byte(id))
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
 	var got struct{ MessageID, IDFrom string }
 	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT trigger->>'message_id' AS message_id, trigger->>'id_from' AS id_from
 		FROM runs WHERE flow_id = ?`, flow).Scan(&got).Error)
-	require.Equal(t, "sha256:"+hex.EncodeToString(sum[:]), got.MessageID)
+	require.Equal(t, hashed(long), got.MessageID)
 	require.Equal(t, "header", got.IDFrom)
+	// Short ids Postgres cannot hold as text in an index are hashed as
+	// well (a control character; internal/broker TestHeaderIDPostgresCanHold
+	// has bytes that are no UTF-8): they failed every start.
+	s.Publish(t, "a", "id-\x01-x", []byte(`{"n": 2}`))
+	h.waitBrokerRuns(flow, 2, 20*time.Second)
+	var ids []string
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT trigger->>'message_id' FROM runs WHERE flow_id = ?`, flow).Scan(&ids).Error)
+	require.ElementsMatch(t, []string{hashed(long), hashed("id-\x01-x")}, ids)
 	require.Equal(t, 200, h.do("PATCH", "/api/v1/triggers/"+id, map[string]any{"durable": "again"}, nil))
 	h.eventually(func() bool {
 		c, err := s.JS.Consumer(context.Background(), s.Name, "again")
@@ -220,10 +231,10 @@ func TestBrokerTriggerLongMessageID(t *testing.T) {
 			return false
 		}
 		ci, err := c.Info(context.Background())
-		return err == nil && ci.AckFloor.Stream == 1
+		return err == nil && ci.AckFloor.Stream == 2
 	}, "the replay to be acknowledged")
 	runs, _ := h.brokerRuns(flow)
-	require.Equal(t, 1, runs)
+	require.Equal(t, 2, runs)
 }
 
 // TestBrokerTriggerTokenHidden: a NATS token in the URL (a user without a

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -94,4 +95,18 @@ func TestLastErrorTextOfInternal(t *testing.T) {
 	require.Equal(t, "internal error", LastErrorText(fmt.Errorf("outer: %w", in)))
 	require.Contains(t, in.Error(), "SELECT", "the log's words")
 	require.Equal(t, "plain", LastErrorText(errors.New("plain")))
+}
+
+// TestHeaderIDPostgresCanHold: a header's id is kept as it is only when
+// Postgres can hold it as text in an index: at most MaxMessageID bytes of
+// UTF-8 without a control character (an AMQP message_id is any bytes).
+func TestHeaderIDPostgresCanHold(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "order-7", headerID("order-7"))
+	require.Equal(t, "café-7", headerID("café-7"))
+	for _, bad := range []string{"id-\xff\xfe", "id\x00x", "id\x01x", strings.Repeat("x", MaxMessageID+1)} {
+		got := headerID(bad)
+		require.True(t, strings.HasPrefix(got, "sha256:") && len(got) == 71, "%q: %q", bad, got)
+		require.Equal(t, got, headerID(bad), "the same id each time")
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Where a message's id came from (Message.IDFrom).
@@ -43,10 +45,12 @@ type Message struct {
 const MaxMessageID = 200
 
 // headerID is a message id read from a header (Nats-Msg-Id, AMQP
-// message_id): as it is when at most MaxMessageID bytes, else
-// "sha256:<hex>" of it — the same header gives the same id.
+// message_id): as it is when at most MaxMessageID bytes of UTF-8 without
+// a control character, else "sha256:<hex>" of it — the same header gives
+// the same id. (An id Postgres cannot hold as text, a NUL or a byte that
+// is no UTF-8, failed every start as a long one did.)
 func headerID(id string) string {
-	if len(id) <= MaxMessageID {
+	if len(id) <= MaxMessageID && utf8.ValidString(id) && !strings.ContainsFunc(id, unicode.IsControl) {
 		return id
 	}
 	sum := sha256.Sum256([]byte(id))
