@@ -139,9 +139,10 @@ func (c *compiler) checkAddedType(vi int, id string, spec *engine.NodeTypeSpec, 
 			c.errAt(CodeInvalidConfig, id, "", base, "%s %q: the type's config schema does not compile: %v", spec.Type, id, err)
 			return
 		}
-		// A retry policy is checked by the compiler's own rules, whose
-		// words a person reads better, and once.
-		retries := gjson.GetBytes(spec.ConfigSchema, "properties.retry").Exists()
+		// A built-in's retry policy (the Worker's: an Email's) is checked
+		// by the compiler's own rules, whose words a person reads better,
+		// and once; an added type's "retry" is its own, and its schema's.
+		retries := spec.Builtin && gjson.GetBytes(spec.ConfigSchema, "properties.retry").Exists()
 		for _, is := range schema.Check(cfg) {
 			if retries && (is.Path == ".retry" || strings.HasPrefix(is.Path, ".retry.") || strings.HasPrefix(is.Path, ".retry[")) {
 				continue

@@ -1,6 +1,7 @@
 package compiler_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -83,4 +84,21 @@ func TestDocumentedUXFieldsAreKnown(t *testing.T) {
 		"escalation": [{"afterSeconds": 5, "assignees": {"users": ["bob@example.com"]}}], "timeoutSeconds": 600, "summary": ["amount"]}`)}}, builtins)
 	require.NoError(t, err)
 	require.Empty(t, eg.Warnings)
+}
+
+// TestAddedTypeRetryIsItsOwn: an added type's "retry" is what its schema
+// says, not the Worker's policy: an integer retry is fine, and its
+// schema's own problem is said (the Worker's rules answered "retry must
+// be an object" to a type that had never meant one).
+func TestAddedTypeRetryIsItsOwn(t *testing.T) {
+	types := append(slices.Clone(builtins), engine.NodeTypeSpec{Type: "Pinger", Label: "Pinger", IDPrefix: "ping",
+		ConfigSchema: []byte(`{"type":"object","properties":{"retry":{"type":"integer","minimum":0,"maximum":5}}}`)})
+	_, err := compiler.Compile(compiler.VisualGraph{Nodes: []compiler.VisualNode{node("p", "Pinger", `{"retry": 3}`)}}, types)
+	require.NoError(t, err)
+	_, err = compiler.Compile(compiler.VisualGraph{Nodes: []compiler.VisualNode{node("p", "Pinger", `{"retry": 9}`)}}, types)
+	var ce *compiler.Error
+	require.ErrorAs(t, err, &ce)
+	require.Len(t, ce.Problems, 1, "%v", ce.Problems)
+	require.Equal(t, "nodes[0].data.retry", ce.Problems[0].Path)
+	require.NotContains(t, ce.Problems[0].Message, "must be an object")
 }
