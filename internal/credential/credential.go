@@ -120,6 +120,9 @@ func Parse(typ string, raw json.RawMessage) (Data, error) {
 	switch typ {
 	case TypeBearer:
 		err = need("token")
+		if err == nil && !headerValue(d.Token) {
+			err = errors.New("data.token cannot be sent in a header: it holds a control character")
+		}
 	case TypeBasic:
 		err = need("username", "password")
 		// RFC 7617: the first colon ends the user-id, so a server would
