@@ -20,8 +20,8 @@ func TestParseSaysWhatIsWrong(t *testing.T) {
 		{credential.TypeBearer, `{"token": "t", "tokn": "t"}`, `data has no field "tokn" for a bearer credential`},
 		// Go refuses such an Authorization header at every send, which was
 		// retried as a network failure.
-		{credential.TypeBearer, `{"token": "abcd"}`, "data.token cannot be sent in a header: it holds a control character"},
-		{credential.TypeBearer, `{"token": "abcd"}`, "data.token cannot be sent in a header: it holds a control character"},
+		{credential.TypeBearer, `{"token": "ab\u0001cd"}`, "data.token cannot be sent in a header: it holds a control character"},
+		{credential.TypeBearer, `{"token": "ab\u007fcd"}`, "data.token cannot be sent in a header: it holds a control character"},
 	} {
 		_, err := credential.Parse(c.typ, json.RawMessage(c.data))
 		require.EqualError(t, err, c.want, c.data)
