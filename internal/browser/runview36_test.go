@@ -72,3 +72,28 @@ func TestUIEntityIdToStartARunWith(t *testing.T) {
 	require.Len(t, runs.Runs, 1)
 	require.Equal(t, ada.ID, runs.Runs[0].EntityID)
 }
+
+// TestUIRunViewFitsOnOpen (QA 36): the run view was never fitted to its
+// flow while the run waited (React Flow counted its nodes unmeasured, as
+// the canvas does not hand their sizes back): it opened at 0,0, zoom 1,
+// and a flow drawn left of or above 0,0 — steps dragged there in the
+// editor — was out of sight, the canvas empty but for the legend. The
+// view is fitted as the editor's is.
+func TestUIRunViewFitsOnOpen(t *testing.T) {
+	s := newStack(t)
+	var flow struct{ ID string }
+	s.api("POST", "/flows", map[string]any{"name": "Up left", "graph": map[string]any{
+		"nodes": []map[string]any{
+			{"id": "prep", "type": "Transform", "position": map[string]any{"x": -900, "y": -600}, "data": map[string]any{"label": "Prepare", "expression": "input"}},
+			{"id": "ask", "type": "UX", "position": map[string]any{"x": -600, "y": -600}, "data": map[string]any{"prompt": "OK?"}}},
+		"edges": []map[string]any{{"id": "e1", "source": "prep", "target": "ask"}}}}, &flow)
+	var run struct{ ID string }
+	s.api("POST", "/flows/"+flow.ID+"/runs", map[string]any{"input": map[string]any{}}, &run)
+	s.run("run", chromedp.Navigate(s.url+"/runs/"+run.ID), tokenSignIn(token))
+	s.waitJS("waiting", `!!document.querySelector('.snode[data-node-id="ask"][data-status="waiting_for_user"]')`)
+	s.settle(`.react-flow__node[data-id="ask"]`)
+	s.settle(".react-flow__viewport")
+	s.shot("qa36-run-fitted")
+	require.True(t, s.inCanvas(`.react-flow__node[data-id="prep"]`), "the first step is in view")
+	require.True(t, s.inCanvas(`.react-flow__node[data-id="ask"]`), "the waiting step is in view")
+}

@@ -1,4 +1,4 @@
-import { useNodesInitialized, useReactFlow, useStore } from "@xyflow/react";
+import { useReactFlow, useStore } from "@xyflow/react";
 import { useEffect, useRef } from "react";
 import { fitViewOptions } from "../graph";
 
@@ -37,7 +37,15 @@ export function useFitFlow(): () => boolean {
 // yet known) — the editor's trigger nodes arrive after the steps, and a
 // view fitted without them leaves them out of sight, under the palette.
 export function FitOnOpen({ expect = 0 }: { expect?: number }) {
-  const ready = useNodesInitialized();
+  // Every node measured, as React Flow holds it: not useNodesInitialized,
+  // which follows the nodes given — a canvas that does not hand the
+  // measured sizes back (the run view, until the run moves) was never
+  // fitted, and a flow drawn left of or above 0,0 was out of sight.
+  const ready = useStore((s) => {
+    if (s.nodeLookup.size === 0) return false;
+    for (const n of s.nodeLookup.values()) if (!n.hidden && (!n.measured?.width || !n.measured?.height)) return false;
+    return true;
+  });
   const fit = useFitFlow();
   const done = useRef(false);
   const count = useStore((s) => s.nodeLookup.size);
