@@ -55,3 +55,23 @@ func TestUIEmptyPagesForAViewer(t *testing.T) {
 	s.waitJS("empty runs", `document.querySelector(".empty h3")?.innerText === "No runs here yet"`)
 	require.NotContains(t, s.text(".empty"), "Start a run from")
 }
+
+// TestUIMemberChangesOwnRole (QA 36): a workspace admin who gave
+// themself another role on the Members page went on being shown as
+// admin, with the admin's pages and controls, until a reload (each use
+// then refused). The header, the menu and the page follow the new role
+// at once.
+func TestUIMemberChangesOwnRole(t *testing.T) {
+	s := newStack(t)
+	const pw = "correct horse battery"
+	s.api("POST", "/users", map[string]any{"email": "sam@example.com", "name": "Sam", "role": "viewer", "password": pw}, nil)
+	s.api("POST", "/users", map[string]any{"email": "ria@example.com", "name": "Ria", "role": "admin", "password": pw}, nil)
+	// Sam is an admin of the default workspace, not a server admin.
+	s.api("PUT", "/workspaces/default/members/sam@example.com", map[string]any{"role": "admin"}, nil)
+	s.run("members", chromedp.Navigate(s.url+"/members"), passwordSignIn("sam@example.com", pw))
+	s.waitJS("Sam's row", `!!document.querySelector('tr[data-member="sam@example.com"] select')`)
+	require.Equal(t, "admin", s.text(".whoami .role-chip"))
+	s.run("operator", setValue(`tr[data-member="sam@example.com"] select`, "operator"))
+	s.waitJS("now an operator", `document.querySelector(".whoami .role-chip")?.innerText === "operator"`)
+	s.waitJS("no admin's page", `/Not for your role/.test(document.querySelector("main").innerText) && !document.querySelector('a[href="/members"]')`)
+}

@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from "react";
-import { api, currentMe, describe, ROLES, type Role, type WorkspaceMember as Member } from "../api";
+import { api, currentMe, describe, restore, ROLES, type Role, type WorkspaceMember as Member } from "../api";
 import { Empty, ErrorBox, isNotFound, Spinner, useLoad } from "../components/common";
 
 // Members is a workspace admin's page of the people of the workspace
@@ -20,6 +20,9 @@ export function Members() {
     setBusy(true);
     try {
       await api("PUT", `${path}/${encodeURIComponent(who)}`, { role: r });
+      // One's own role changed: the page, the menu and what is offered
+      // follow it at once (they went on offering an admin's pages).
+      if (who.toLowerCase() === currentMe().me?.email?.toLowerCase()) await restore();
       return true;
     } catch (err) {
       setActionError(
@@ -44,6 +47,7 @@ export function Members() {
     setActionError(null);
     try {
       await api("DELETE", `${path}/${encodeURIComponent(m.email)}`);
+      if (m.email.toLowerCase() === currentMe().me?.email?.toLowerCase()) await restore();
     } catch (err) {
       setActionError(`Could not remove ${m.email}: ${describe(err)}`);
     }
