@@ -79,3 +79,55 @@ func TestUIManyStepsAddedStayApart(t *testing.T) {
 	})()`, &overlap))
 	require.Empty(t, overlap)
 }
+
+// TestUIStepAddedBesideAFullPaneOfABigFlow: in a flow too big to show
+// whole at a readable zoom, a step added where the pane is full goes
+// beside it and the view moves to it at the same zoom — not back to the
+// flow's start, away from where the person was working.
+func TestUIStepAddedBesideAFullPaneOfABigFlow(t *testing.T) {
+	s := newStack(t)
+	var nodes []map[string]any
+	var edges []map[string]any
+	for c := 0; c < 12; c++ {
+		for r := 0; r < 12; r++ {
+			id := fmt.Sprintf("g%d_%d", c, r)
+			nodes = append(nodes, transformNode(id, c*290, r*160))
+			if c > 0 {
+				edges = append(edges, map[string]any{"id": "e" + id, "source": fmt.Sprintf("g%d_%d", c-1, r), "target": id})
+			}
+		}
+	}
+	id := s.editorFlow("Big", nodes, edges, nil)
+	s.run("open", chromedp.Navigate(s.url+"/flows/"+id), tokenSignIn(token))
+	s.settle(canvasNode("g0_0"))
+	// Away from the start, inside the grid (a pane full of steps): the
+	// view dragged left and up, from a point of the pane no node covers.
+	var at struct{ X, Y float64 }
+	s.run("free point", chromedp.Evaluate(`(() => { const p = document.querySelector(".react-flow__renderer").getBoundingClientRect();
+		for (let y = p.top + 20; y < p.bottom - 20; y += 7) for (let x = p.right - 40; x > p.left + 40; x -= 7) {
+			const el = document.elementFromPoint(x, y); if (el && el.classList.contains("react-flow__pane")) return {X: x, Y: y}; }
+		return {X: 0, Y: 0}; })()`, &at))
+	require.Positive(t, at.X, "a free point of the pane")
+	s.drag(at.X, at.Y, at.X-500, at.Y-300)
+	s.settle(".react-flow__viewport")
+	require.False(t, s.inCanvas(canvasNode("g0_0")), "the view is away from the start")
+	zoom := func() float64 {
+		var z float64
+		s.run("zoom", chromedp.Evaluate(`new DOMMatrix(getComputedStyle(document.querySelector(".react-flow__viewport")).transform).a`, &z))
+		return z
+	}
+	before := zoom()
+
+	s.run("add", chromedp.Focus(`[data-palette="Transform"]`, chromedp.ByQuery), chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(`form[aria-label="Transform transform1 settings"]`, chromedp.ByQuery))
+	s.settle(canvasNode("transform1"))
+	s.shot("ng03-added-in-a-big-flow")
+	require.True(t, s.inCanvas(canvasNode("transform1")), "the new step is in view")
+	var moved bool
+	s.run("beside the pane", chromedp.Evaluate(`(() => { const n = document.querySelector(".react-flow__node[data-id='transform1']");
+		return [...document.querySelectorAll(".react-flow__node")].filter(x => x !== n).every(x => { const a = n.getBoundingClientRect(), b = x.getBoundingClientRect();
+			return a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top; }); })()`, &moved))
+	require.True(t, moved, "on top of no step")
+	require.False(t, s.inCanvas(canvasNode("g0_0")), "the view did not go back to the flow's start")
+	require.InDelta(t, before, zoom(), 0.001, "the same zoom")
+}

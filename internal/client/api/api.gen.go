@@ -1589,7 +1589,7 @@ type BrokerTrigger struct {
 	TtlSeconds *int      `json:"ttl_seconds,omitempty"`
 	UpdatedAt  time.Time `json:"updated_at"`
 
-	// Url the broker's URL, its password shown as xxxxx (sent back unchanged in a PATCH, the stored one is kept)
+	// Url the broker's URL, its password — or a NATS token, a user without a password — shown as xxxxx (sent back unchanged in a PATCH, the stored one is kept)
 	Url *string `json:"url,omitempty"`
 }
 

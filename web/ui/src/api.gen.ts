@@ -2209,7 +2209,7 @@ export interface components {
             /** Format: uuid */
             flow_id: string;
             /**
-             * @description the broker's URL, its password shown as xxxxx (sent back unchanged in a PATCH, the stored one is kept)
+             * @description the broker's URL, its password — or a NATS token, a user without a password — shown as xxxxx (sent back unchanged in a PATCH, the stored one is kept)
              * @example amqp://guest:xxxxx@127.0.0.1:5672/
              */
             url?: string;

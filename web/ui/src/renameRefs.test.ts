@@ -57,3 +57,18 @@ describe("renameStepRefs", () => {
     expect(r.value).toBe(data);
   });
 });
+
+describe("renameInString, the review's cases", () => {
+  it("reads only inside the braces of a template", () => {
+    expect(renameInString("Check steps.fetch: {{ steps.fetch.output.id }}", "fetch", "load")).toEqual({
+      text: "Check steps.fetch: {{ steps.load.output.id }}",
+      count: 1,
+    });
+  });
+  it("renames a backquoted key (a Code script's)", () => {
+    expect(renameInString("return steps[`fetch`].output", "fetch", "load")).toEqual({ text: "return steps[`load`].output", count: 1 });
+  });
+  it("writes a new id that is one of expr's words in brackets", () => {
+    expect(renameInString("steps.fetch.output", "fetch", "in")).toEqual({ text: `steps["in"].output`, count: 1 });
+  });
+});

@@ -9,16 +9,36 @@ function escapeRe(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
+// KEYWORDS are expr-lang's words: a step named so is written steps["in"].
+const KEYWORDS = new Set(["in", "not", "and", "or", "matches", "contains", "startsWith", "endsWith", "let", "nil", "true", "false", "if", "else"]);
+
+// named says whether steps.<id> can name id.
+const named = (id: string) => IDENT.test(id) && !KEYWORDS.has(id);
+
 // renameInString is one string rewritten and how many references it
-// changed.
+// changed. In a template (a string with {{ }}) only what is inside the
+// braces is read: "Check steps.fetch" around them is a message's words.
 export function renameInString(s: string, from: string, to: string): { text: string; count: number } {
   if (!s.includes(from)) return { text: s, count: 0 };
+  if (s.includes("{{")) {
+    let count = 0;
+    const text = s.replace(/\{\{[\s\S]*?\}\}/g, (seg) => {
+      const r = renameRefs(seg, from, to);
+      count += r.count;
+      return r.text;
+    });
+    return { text, count };
+  }
+  return renameRefs(s, from, to);
+}
+
+function renameRefs(s: string, from: string, to: string): { text: string; count: number } {
   let count = 0;
   const f = escapeRe(from);
   // Not a member of something else (x.steps.a) nor part of a longer name.
   const head = "(?<![\\w$.])steps";
-  // steps["a"] and steps['a'], kept in their quotes.
-  let text = s.replace(new RegExp(`${head}(\\s*(?:\\?\\.)?\\s*\\[\\s*)(["'])${f}\\2(\\s*\\])`, "g"), (_m, open, q, close) => {
+  // steps["a"], steps['a'] and steps[`a`], kept in their quotes.
+  let text = s.replace(new RegExp(`${head}(\\s*(?:\\?\\.)?\\s*\\[\\s*)(["'\`])${f}\\2(\\s*\\])`, "g"), (_m, open, q, close) => {
     count++;
     return `steps${open}${q}${to}${q}${close}`;
   });
@@ -27,7 +47,7 @@ export function renameInString(s: string, from: string, to: string): { text: str
   if (IDENT.test(from)) {
     text = text.replace(new RegExp(`${head}(\\s*(\\?)?\\.\\s*)${f}(?![\\w$])`, "g"), (_m, dot, optional) => {
       count++;
-      if (IDENT.test(to)) return `steps${dot}${to}`;
+      if (named(to)) return `steps${dot}${to}`;
       return optional ? `steps?.["${to}"]` : `steps["${to}"]`;
     });
   }

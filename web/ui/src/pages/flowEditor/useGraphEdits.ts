@@ -7,11 +7,15 @@ import { addEdge, useReactFlow, type Connection, type Edge } from "@xyflow/react
 import { useCallback, useRef, type Dispatch, type RefObject, type SetStateAction } from "react";
 import type { Problem } from "../../api";
 import { useFitFlow } from "../../components/FitOnOpen";
-import { decorateEdge, nextId, type CanvasNode } from "../../graph";
+import { decorateEdge, nextId, NODE_MAX, type CanvasNode } from "../../graph";
 import { typeInfo } from "../../nodetypes";
 import { renameStepRefs } from "../../renameRefs";
 import { tidy } from "../../tidy";
 import { freeSpot } from "./freeSpot";
+
+// READABLE_ZOOM: the least zoom the view goes to by itself to show a new
+// node with the rest of the flow.
+const READABLE_ZOOM = 0.5;
 
 // panels counts the node panels opened, for their keys.
 let panels = 0;
@@ -49,16 +53,27 @@ export function useGraphEdits({
       const r = wrapper.current?.getBoundingClientRect();
       const at = screen ?? (r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : { x: 200, y: 200 });
       let pos = rf.screenToFlowPosition(at);
+      const id = nextId(typeInfo(type)?.idPrefix || type.toLowerCase(), new Set(nodes.map((n) => n.id)));
       // A node added by click or keyboard goes in the visible pane, at the
       // free place nearest its centre: on top of no other node. The pane
-      // full, it goes beside it, and the view is fitted to the flow again
-      // (once the node is drawn) to show it with the rest.
+      // full, it goes beside it, and the view follows it once it is drawn:
+      // zoomed out to show the whole flow where that stays readable, else
+      // moved to the new node at the same zoom (not back to the flow's
+      // start, away from where the person was working).
       if (!screen && r) {
         const spot = freeSpot(pos, nodes, rf.screenToFlowPosition({ x: r.left, y: r.top }), rf.screenToFlowPosition({ x: r.right, y: r.bottom }));
         pos = spot;
-        if (!spot.inPane) requestAnimationFrame(() => requestAnimationFrame(() => fitFlow()));
+        if (!spot.inPane)
+          requestAnimationFrame(() =>
+            requestAnimationFrame(() => {
+              const b = rf.getNodesBounds(rf.getNodes());
+              const zoom = rf.getZoom();
+              const fits = Math.min(r.width / (b.width * 1.1), r.height / (b.height * 1.1));
+              if (fits >= READABLE_ZOOM) void rf.fitView({ padding: 0.05, maxZoom: zoom });
+              else void rf.setCenter(spot.x - 80 + NODE_MAX.width / 2, spot.y - 30 + NODE_MAX.height / 2, { zoom });
+            }),
+          );
       }
-      const id = nextId(typeInfo(type)?.idPrefix || type.toLowerCase(), new Set(nodes.map((n) => n.id)));
       // The data a new node starts with is its type's (GET /api/v1/node-types).
       const data: Record<string, any> = structuredClone(typeInfo(type)?.defaultConfig ?? {});
       setNodes((ns) => [
@@ -68,7 +83,7 @@ export function useGraphEdits({
       setEdges((es) => es.map((e) => ({ ...e, selected: false })));
       markDirty();
     },
-    [nodes, rf, setNodes, setEdges, markDirty, wrapper, fitFlow],
+    [nodes, rf, setNodes, setEdges, markDirty, wrapper],
   );
 
   const connect = useCallback(

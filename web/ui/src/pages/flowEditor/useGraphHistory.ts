@@ -138,13 +138,14 @@ export function useGraphHistory({
   // put shows a state of the history, keeping what the canvas knows of
   // each node still there (its selection, its measured size).
   const put = useCallback(
-    (s: Snap | null) => {
-      if (!s) return;
+    (s: Snap | null): boolean => {
+      if (!s) return false;
       const now = new Map(nodesRef.current.map((n) => [n.id, n]));
       setNodes(s.nodes.map((n) => ({ ...n, selected: now.get(n.id)?.selected ?? false, measured: now.get(n.id)?.measured })));
       setEdges(s.edges);
       markDirty();
       changed((n) => n + 1);
+      return true;
     },
     [setNodes, setEdges, markDirty],
   );
@@ -157,12 +158,17 @@ export function useGraphHistory({
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (!(e.ctrlKey || e.metaKey) || e.altKey || typing(e.target)) return;
+      // Not for a field's own undo, nor behind a dialog (Start run, the
+      // unsaved-changes question), nor a key taken already.
+      if (!(e.ctrlKey || e.metaKey) || e.altKey || e.defaultPrevented || typing(e.target)) return;
+      if (document.querySelector('[aria-modal="true"], [role="dialog"], [role="alertdialog"], dialog[open]')) return;
       const k = e.key.toLowerCase();
-      if (k === "z" && !e.shiftKey) undo();
-      else if ((k === "z" && e.shiftKey) || k === "y") redo();
-      else return;
-      e.preventDefault();
+      let did = false;
+      if (k === "z") did = e.shiftKey ? redo() : undo();
+      // Cmd+Y is the browser's (History on macOS): Ctrl+Y only.
+      else if (k === "y" && e.ctrlKey && !e.shiftKey) did = redo();
+      // Nothing to take back: the key is left to the browser.
+      if (did) e.preventDefault();
     };
     document.addEventListener("keydown", onKey);
     return () => document.removeEventListener("keydown", onKey);
