@@ -440,6 +440,9 @@ func (r *runner) chainsWhileDeleting(ctx context.Context, flows [2]historyFlow, 
 type RetentionTurn struct {
 	On      bool    `json:"retention_on"`
 	Seconds float64 `json:"seconds"`
+	// Cut is a turn on that ended before its window, when retention had
+	// deleted the last loaded run.
+	Cut bool `json:"cut,omitempty"`
 	// Completions are the chains' (the dispatches the worker received).
 	Completions       int64   `json:"completions"`
 	CompletionsPerSec float64 `json:"completions_per_sec"`
@@ -545,6 +548,7 @@ func (r *runner) retentionTurns(ctx context.Context, flows [2]historyFlow, befor
 		if err != nil {
 			return err
 		}
+		turn.Cut = done
 		end(&turn, a, b)
 		a = b
 		if done {
