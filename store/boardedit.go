@@ -71,6 +71,9 @@ func (s *Store) AddSection(ctx context.Context, p AddSectionParams) (*Board, err
 		if slices.Contains(ids, p.ID) {
 			return fmt.Errorf("%w: board %s already has a section %q", engine.ErrConflict, p.BoardID, p.ID)
 		}
+		if len(ids) >= MaxSections {
+			return fmt.Errorf("%w: board %s has %d sections, the most a board may have", engine.ErrInvalidRequest, p.BoardID, len(ids))
+		}
 		pos := len(ids)
 		if p.Position != nil && *p.Position >= 0 && *p.Position < pos {
 			pos = *p.Position
@@ -86,6 +89,10 @@ func (s *Store) AddSection(ctx context.Context, p AddSectionParams) (*Board, err
 	}
 	return s.GetBoard(ctx, p.BoardID)
 }
+
+// MaxSections bounds a board's sections: each is a column of the board's
+// page and of every answer that reads it.
+const MaxSections = 500
 
 // UpdateSectionParams renames or moves a section; nil fields are left.
 type UpdateSectionParams struct {

@@ -77,6 +77,9 @@ func (s *Server) createBoard(c echo.Context) error {
 	if err := checkName("name", strings.TrimSpace(b.Name)); err != nil {
 		return err
 	}
+	if len(b.Sections) > store.MaxSections {
+		return badRequest("a board has at most " + itoa(store.MaxSections) + " sections, not " + itoa(len(b.Sections)))
+	}
 	seen := map[string]bool{}
 	secs := make([]store.Section, 0, len(b.Sections))
 	for i, sec := range b.Sections {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stitchd/stitchd/store"
 )
 
 type boardView struct {
@@ -331,7 +333,7 @@ func TestApprovalSummaryAndReason(t *testing.T) {
 func TestBoardWithManySections(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	const n = 20000
+	n := store.MaxSections
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = "s" + strconv.Itoa(n-i) // not in id order
@@ -340,4 +342,18 @@ func TestBoardWithManySections(t *testing.T) {
 	var got []string
 	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT id FROM sections WHERE board_id = ? ORDER BY position`, board).Scan(&got).Error)
 	require.Equal(t, ids, got)
+	// Past the bound: refused, nothing made (a 20,000-section board was
+	// made, every answer reading it a column each).
+	secs := make([]map[string]any, n+1)
+	for i := range secs {
+		secs[i] = map[string]any{"id": "x" + strconv.Itoa(i)}
+	}
+	var e apiErrorJSON
+	require.Equal(t, 400, h.do("POST", "/api/v1/boards", map[string]any{"name": "Too many", "sections": secs}, &e))
+	require.Contains(t, e.Error.Message, "at most 500 sections")
+	require.Equal(t, 400, h.do("POST", "/api/v1/boards/"+board+"/sections", map[string]any{"id": "one-more"}, &e))
+	require.Contains(t, e.Error.Message, "the most a board may have")
+	var boards int
+	require.NoError(t, h.app.Store.Gorm().Raw(`SELECT count(*) FROM boards`).Scan(&boards).Error)
+	require.Equal(t, 1, boards)
 }

@@ -2531,7 +2531,7 @@ type CreateBoardJSONBody struct {
 	// Name a name as lists and cards show it: not only spaces (it is trimmed), at most 200 characters
 	Name Name `json:"name"`
 
-	// Sections in order; each id once (a repeated id is 400)
+	// Sections in order; each id once (a repeated id is 400); at most 500
 	Sections []struct {
 		Id string `json:"id"`
 

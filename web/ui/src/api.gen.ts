@@ -737,7 +737,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add a section to a board (last, or at position) */
+        /** Add a section to a board (last, or at position); a board has at most 500 (400 past it) */
         post: operations["createSection"];
         delete?: never;
         options?: never;
@@ -4200,7 +4200,7 @@ export interface operations {
             content: {
                 "application/json": {
                     name: components["schemas"]["Name"];
-                    /** @description in order; each id once (a repeated id is 400) */
+                    /** @description in order; each id once (a repeated id is 400); at most 500 */
                     sections: {
                         id: string;
                         /** @description defaults to the id */
