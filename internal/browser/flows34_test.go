@@ -207,7 +207,7 @@ func TestUIFlowSettings(t *testing.T) {
 		return {Left: b.left - f.left, Width: b.width, Gap: w.left - b.right}; })`, &radios))
 	require.Len(t, radios, 3)
 	for _, r := range radios {
-		require.Equal(t, radios[0].Left, r.Left, "aligned: %+v", radios)
+		require.InDelta(t, radios[0].Left, r.Left, 0.5, "aligned: %+v", radios)
 		require.Less(t, r.Left, 30.0, "at the start of the line: %+v", radios)
 		require.Less(t, r.Width, 20.0, "a radio button's own size: %+v", radios)
 		require.Less(t, r.Gap, 12.0, "the words right after the button: %+v", radios)
