@@ -66,10 +66,23 @@ export function RunList({ flowId, status, node, errorText }: { flowId: string | 
   // read again at each run's event reads as many, so the runs loaded with
   // Load more stay on screen, and current. Another filter starts over.
   const pages = useRef({ key: "", n: 1 });
-  const { data, setData, error, loading, reload } = useLoad(() => {
+  const { data, setData, error, loading, reload } = useLoad(async () => {
     const key = q.toString();
     if (pages.current.key !== key) pages.current = { key, n: 1 };
-    return readPages((cursor) => api<RunsPage>("GET", `/runs?${q}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`), pages.current.n);
+    // As many runs as the pages shown, in pages of up to 500 (the API's
+    // most): one request for ten pages, not ten.
+    for (;;) {
+      const n = pages.current.n;
+      const big = new URLSearchParams(q);
+      big.set("limit", String(Math.min(500, 50 * n)));
+      const got = await readPages(
+        (cursor) => api<RunsPage>("GET", `/runs?${big}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`),
+        Math.ceil((50 * n) / Math.min(500, 50 * n)),
+      );
+      // A Load more that ended meanwhile added a page this read has not:
+      // read again rather than drop it.
+      if (pages.current.n === n) return got;
+    }
   }, [flowId, status, node, errorText]);
   const [moreError, setMoreError] = useState<string | null>(null);
   // The runs a person is asked something in: the inbox, read with the list
