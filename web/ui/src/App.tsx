@@ -58,14 +58,35 @@ function useInboxCount(me: Me | null): number | null {
 
 // WorkspaceSwitcher chooses the workspace the UI acts in, among those the
 // caller belongs to; with only one there is nothing to choose and nothing
-// shows.
-function WorkspaceSwitcher({ me }: { me: Me }) {
+// shows. The list is read again on each page the person opens and when
+// the window comes back into focus: a workspace an admin has just added
+// them to shows without signing in again, and one they were removed from
+// goes.
+function WorkspaceSwitcher({ me, path }: { me: Me; path: string }) {
   const [spaces, setSpaces] = useState<Workspace[]>([]);
+  const [asked, setAsked] = useState(0);
   useEffect(() => {
+    const again = () => {
+      if (document.visibilityState === "visible") setAsked((n) => n + 1);
+    };
+    window.addEventListener("focus", again);
+    document.addEventListener("visibilitychange", again);
+    return () => {
+      window.removeEventListener("focus", again);
+      document.removeEventListener("visibilitychange", again);
+    };
+  }, []);
+  useEffect(() => {
+    let live = true;
     api<{ workspaces: Workspace[] }>("GET", "/workspaces")
-      .then((r) => setSpaces(r.workspaces))
-      .catch(() => setSpaces([]));
-  }, [me.email]);
+      .then((r) => live && setSpaces(r.workspaces))
+      // A failed read keeps the list it had: the switcher does not vanish
+      // on a passing network error.
+      .catch(() => undefined);
+    return () => {
+      live = false;
+    };
+  }, [me.email, path, asked]);
   if (spaces.length < 2) return null;
   return (
     <label className="workspace-switch">
@@ -217,7 +238,7 @@ export function App() {
               My tokens
             </Link>
           )}
-          <WorkspaceSwitcher me={me} />
+          <WorkspaceSwitcher me={me} path={path} />
           <span className="whoami" data-role={me.role} title={me.name || undefined}>
             <span className="whoami-email">{me.bootstrap ? "admin token" : me.email}</span>
             <span className="role-chip">{me.role}</span>

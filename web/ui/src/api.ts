@@ -228,6 +228,8 @@ export function describe(err: unknown): string {
         if (m) return `Your role${m[1] ? ` (${m[1]})` : ""} may not do that here.`;
         return err.message || "Your role may not do that.";
       }
+      case "account_disabled":
+        return "This account is disabled. Ask an admin to enable it.";
       case "csrf":
         return "This page's session token is stale. Reload the page and try again.";
       case "rate_limited":
@@ -478,8 +480,23 @@ export async function download(path: string, name: string): Promise<void> {
   const token = getToken();
   if (token) headers.Authorization = `Bearer ${token}`;
   workspaceHeader(headers);
-  const res = await fetch(`/api/v1${path}`, { headers });
-  if (!res.ok) throw new ApiError(res.status, "download_failed", `The export failed (${res.status}).`);
+  const res = await fetch(`/api/v1${path}`, { headers, credentials: "same-origin" });
+  noteServerTime(res);
+  if (!res.ok) {
+    // The server's refusal is JSON, as any other answer's: its reason is
+    // said in words ("This account is disabled", "Your session has
+    // expired"), not as a status code.
+    let e: any;
+    try {
+      e = JSON.parse(await res.text())?.error;
+    } catch {
+      e = undefined;
+    }
+    const err = new ApiError(res.status, e?.code ?? "download_failed", e?.message ?? `The export failed (${res.status} ${res.statusText}).`, e?.details ?? []);
+    err.retryAfter = Number(res.headers.get("Retry-After")) || 0;
+    if (res.status === 401 && token === getToken()) signedOut();
+    throw err;
+  }
   const url = URL.createObjectURL(await res.blob());
   const a = document.createElement("a");
   a.href = url;

@@ -20,4 +20,7 @@ group("describe", () => {
     const msg = "role operator may not cancel runs: delete without cancel_runs once they have ended, or ask an operator";
     expect(describe(new ApiError(403, "forbidden", msg))).toBe(msg);
   });
+  it("says a disabled account is disabled, and what to do", () => {
+    expect(describe(new ApiError(403, "account_disabled", "this account is disabled"))).toBe("This account is disabled. Ask an admin to enable it.");
+  });
 });

@@ -2,6 +2,7 @@ import { useState, type FormEvent } from "react";
 import { api, describe, type AuditPage } from "../api";
 import { ErrorBox, Empty, Spinner, useLoad } from "../components/common";
 import { Link, navigate } from "../router";
+import { auditDetails } from "./auditDetails";
 
 type Page = AuditPage;
 
@@ -111,8 +112,8 @@ export function Audit({ actor, target, since }: { actor: string; target: string;
                     <TargetLink target={e.target} />
                   </td>
                   <td>{e.status}</td>
-                  <td className="mono small" title={`request ${e.request_id}`}>
-                    {e.details && Object.keys(e.details).length ? JSON.stringify(e.details) : ""}
+                  <td className="small audit-details" title={`request ${e.request_id}`}>
+                    <AuditDetails details={e.details} />
                   </td>
                 </tr>
               ))}
@@ -131,6 +132,23 @@ export function Audit({ actor, target, since }: { actor: string; target: string;
         </button>
       )}
     </section>
+  );
+}
+
+// AuditDetails shows an entry's details as labelled lines (the step, the
+// token, the fields changed), not as JSON.
+function AuditDetails({ details }: { details: Record<string, unknown> | null | undefined }) {
+  const lines = auditDetails(details);
+  if (!lines.length) return null;
+  return (
+    <dl className="audit-detail-list">
+      {lines.map((l) => (
+        <div key={l.label} data-detail={l.label}>
+          <dt>{l.label}</dt>
+          <dd>{l.value}</dd>
+        </div>
+      ))}
+    </dl>
   );
 }
 

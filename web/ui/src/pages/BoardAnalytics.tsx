@@ -64,7 +64,7 @@ export function BoardAnalytics({ boardId, days }: { boardId: string; days: numbe
           data-action="export-csv"
           onClick={() => {
             setExportError(null);
-            download(`/boards/${boardId}/analytics?format=csv&${range}`, `${board.name}-analytics.csv`).catch((e) => setExportError(describe(e)));
+            download(`/boards/${boardId}/analytics?format=csv&${range}`, `${board.name}-analytics.csv`).catch((e) => setExportError(`The export failed: ${describe(e)}`));
           }}
         >
           Export CSV

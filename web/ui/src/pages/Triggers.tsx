@@ -15,6 +15,9 @@ import { ScheduleCard, ScheduleForm } from "./triggers/ScheduleTrigger";
 import type { TriggerCardProps } from "./triggers/TriggerCard";
 import { WebhookCard, WebhookForm } from "./triggers/WebhookTrigger";
 
+// NOTICE_MS is how long a success message stays.
+const NOTICE_MS = 6000;
+
 export function Triggers({ flowId }: { flowId: string }) {
   const flow = useLoad(() => api<Flow>("GET", `/flows/${flowId}`), [flowId]);
   const { data, error, loading, reload } = useLoad(() => api<{ triggers: Trigger[] }>("GET", `/flows/${flowId}/triggers`), [flowId]);
@@ -34,6 +37,13 @@ export function Triggers({ flowId }: { flowId: string }) {
   // Kinds this page does not show in detail (event triggers) are listed
   // all the same, so none is hidden.
   const others = triggers.filter((t): t is OtherTrigger => !["schedule", "webhook", "nats", "amqp"].includes(t.kind));
+  // A success message says what just happened: it goes after a few
+  // seconds (or when dismissed), not stays over the page for good.
+  useEffect(() => {
+    if (!notice) return;
+    const t = window.setTimeout(() => setNotice(null), NOTICE_MS);
+    return () => window.clearTimeout(t);
+  }, [notice]);
   const done = (msg: string) => {
     setAdding(null);
     setNotice(msg);
@@ -76,8 +86,11 @@ export function Triggers({ flowId }: { flowId: string }) {
       </div>
       <ErrorBox error={flow.error ?? error} onRetry={reload} />
       {notice && (
-        <div className="banner ok" role="status">
-          {notice}
+        <div className="banner ok dismissible" role="status" data-notice>
+          <span>{notice}</span>
+          <button type="button" className="linklike" aria-label="Dismiss" title="Dismiss" onClick={() => setNotice(null)}>
+            ×
+          </button>
         </div>
       )}
       {adding === "schedule" && (

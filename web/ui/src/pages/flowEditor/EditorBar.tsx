@@ -132,7 +132,7 @@ export function EditorBar({
             type="button"
             className="btn ghost"
             data-action="heatmap-csv"
-            onClick={() => void download(`/flows/${flowId}/analytics?format=csv`, `${name || "flow"}-analytics.csv`).catch((e) => setHeatError(describe(e)))}
+            onClick={() => void download(`/flows/${flowId}/analytics?format=csv`, `${name || "flow"}-analytics.csv`).catch((e) => setHeatError(`The export failed: ${describe(e)}`))}
           >
             Export CSV
           </button>
