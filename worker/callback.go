@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -32,6 +33,10 @@ const (
 	maxErrorLen = 4000
 )
 
+// errRefused is a callback answered 400 or 413: stitchd will not take
+// that body, however often it is sent.
+var errRefused = errors.New("stitchd refused the callback's body")
+
 // callBack POSTs body to url, retrying network errors and 5xx answers up
 // to tries times with backoff (a repeat is harmless: stitchd answers an
 // identical repeat 200). 409 is ErrStale; another 4xx is final.
@@ -57,6 +62,8 @@ func (r *runner) callBack(ctx context.Context, url string, body callbackBody, tr
 			return nil
 		case code == http.StatusConflict:
 			return fmt.Errorf("worker: callback (%s) answered 409 %s: %w", body.Status, text, ErrStale)
+		case code == http.StatusBadRequest || code == http.StatusRequestEntityTooLarge:
+			return fmt.Errorf("worker: callback (%s): stitchd answered %d %s: %w", body.Status, code, text, errRefused)
 		case code >= 500 || code == http.StatusTooManyRequests:
 			last = fmt.Errorf("stitchd answered %d %s", code, text)
 			continue
@@ -115,7 +122,19 @@ func (r *runner) report(ctx context.Context, t *Task, output any, err error) err
 			body.Retryable = &no
 		}
 	}
-	return r.callBack(ctx, t.CallbackURL, body, resultTries)
+	rerr := r.callBack(ctx, t.CallbackURL, body, resultTries)
+	if body.Status == "completed" && errors.Is(rerr, errRefused) {
+		// An output stitchd refuses (over its --body-limit, a number too
+		// long) would be refused from every attempt: fail the node now,
+		// saying why, rather than leave it to its deadline and retries.
+		refused := callbackBody{Status: "failed", Retryable: new(bool),
+			Error: truncate("the output was refused: "+rerr.Error(), maxErrorLen)}
+		if ferr := r.callBack(ctx, t.CallbackURL, refused, resultTries); ferr != nil {
+			return fmt.Errorf("%w; reporting the failure: %w", rerr, ferr)
+		}
+		return fmt.Errorf("worker: the node was failed: %w", rerr)
+	}
+	return rerr
 }
 
 // truncate cuts s to at most n bytes on a rune boundary.

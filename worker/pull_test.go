@@ -358,3 +358,35 @@ func raise(a *atomic.Int32, v int32) {
 		}
 	}
 }
+
+// testPullRefusedOutput: an output stitchd refuses — over its body limit
+// (413), or a number too long to store (400) — fails the node at once,
+// saying why, instead of leaving it running until its lease ends and
+// working it again on every attempt.
+func testPullRefusedOutput(t *testing.T, s *instance.Stitchd) {
+	flow := s.Flow("pull refused", map[string]any{"queue": "refused", "leaseSeconds": 120,
+		"retry": map[string]any{"maxAttempts": 3, "initialDelayMs": 10}})
+	var calls atomic.Int32
+	startPuller(t, s, worker.PullParams{Queue: "refused", Concurrency: 2,
+		Handler: func(_ context.Context, tk *worker.Task) (any, error) {
+			calls.Add(1)
+			var in struct {
+				Big bool `json:"big"`
+			}
+			_ = json.Unmarshal(tk.Input, &in)
+			if in.Big {
+				return map[string]any{"blob": strings.Repeat("x", 2<<20)}, nil
+			}
+			return json.RawMessage(`{"n": 1` + strings.Repeat("0", 100) + `}`), nil
+		}})
+	for input, code := range map[string]string{`{"big": true}`: "413", `{"big": false}`: "400"} {
+		began := time.Now()
+		r := s.WaitRun(s.StartRun(flow, json.RawMessage(input)))
+		require.Equal(t, "failed", string(r.Status), input)
+		require.Less(t, time.Since(began), 30*time.Second, "failed at once, not at the lease's end")
+		require.Equal(t, 1, (*r.Nodes)["work"].Attempt, "not retried: every attempt would be refused")
+		require.Contains(t, *(*r.Nodes)["work"].Error, "the output was refused")
+		require.Contains(t, *(*r.Nodes)["work"].Error, "answered "+code)
+	}
+	require.Equal(t, int32(2), calls.Load())
+}

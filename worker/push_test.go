@@ -304,6 +304,7 @@ func TestWorkerLibrary(t *testing.T) {
 		"PullCompletes": testPullCompletes, "PullConcurrencyLimit": testPullConcurrencyLimit,
 		"PullHeartbeatKeepsLease": testPullHeartbeatKeepsLease, "PullStaleCancelsHandler": testPullStaleCancelsHandler,
 		"PullGracefulShutdown": testPullGracefulShutdown, "PullStopIdle": testPullStopIdle, "PullBackoff": testPullBackoff,
+		"PullRefusedOutput": testPullRefusedOutput,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"runtime/debug"
 	"sync"
@@ -186,17 +187,26 @@ func (r *runner) interval(t *Task) time.Duration {
 	if r.heartbeat != 0 {
 		return r.heartbeat
 	}
-	secs := int64(defaultLeaseSeconds)
+	secs := float64(defaultLeaseSeconds)
 	var cfg map[string]json.RawMessage
 	if json.Unmarshal(t.Config, &cfg) == nil {
-		// Whole seconds, as stitchd reads them (1.5 is 1, 0.5 the default).
+		// Whole seconds, as stitchd reads them: a fraction rounds up (0.5
+		// is 1 s, not the default).
 		var v float64
-		if json.Unmarshal(cfg[r.leaseKey], &v) == nil && v >= 1 {
-			secs = int64(v)
+		if json.Unmarshal(cfg[r.leaseKey], &v) == nil && v > 0 {
+			secs = math.Ceil(v)
 		}
 	}
-	return time.Duration(secs) * time.Second / 3
+	// A timeout of centuries must not overflow a Duration (nor, in the
+	// Node library, a timer): a beat every 24 days is often enough.
+	if secs/3 >= maxHeartbeatEvery.Seconds() {
+		return maxHeartbeatEvery
+	}
+	return time.Duration(secs / 3 * float64(time.Second))
 }
+
+// maxHeartbeatEvery bounds the automatic heartbeats' interval.
+const maxHeartbeatEvery = 24 * 24 * time.Hour
 
 // inFlight is the number of tasks being worked.
 func (r *runner) inFlight() int {

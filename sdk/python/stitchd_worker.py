@@ -37,6 +37,7 @@ import hmac
 import http.client
 import json
 import logging
+import math
 import os
 import random
 import socket
@@ -65,6 +66,7 @@ _HEARTBEAT_TRIES = 2
 _CALLBACK_TIMEOUT = 30
 _MAX_ERROR_LEN = 4000
 _SEEN_IDS = 10000
+_MAX_HEARTBEAT_EVERY = 24 * 24 * 3600  # seconds
 
 log = logging.getLogger("stitchd_worker")
 
@@ -146,12 +148,19 @@ def _post_json(url, payload, tries):
             text = _one_line(e.read(300))
             if e.code == 409:
                 raise StaleError(f"callback answered 409: {text}") from None
+            if e.code in (400, 413):
+                raise _RefusedError(f"callback answered {e.code}: {text}") from None
             if e.code < 500 and e.code != 429:
                 raise RuntimeError(f"callback answered {e.code}: {text}") from None
             last = f"stitchd answered {e.code}"
         except OSError as e:
             last = str(e)
     raise RuntimeError(f"callback failed after {tries} tries: {last}")
+
+
+class _RefusedError(RuntimeError):
+    """stitchd answered a callback 400 or 413: it will not take that body,
+    however often it is sent."""
 
 
 class Task:
@@ -230,10 +239,12 @@ class _Runner:
             return self.heartbeat_interval
         secs = DEFAULT_LEASE_SECONDS
         v = task.config.get(self.lease_key)
-        # Whole seconds, as stitchd reads them (1.5 is 1, 0.5 the default).
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1:
-            secs = int(v)
-        return secs / 3
+        # Whole seconds, as stitchd reads them: a fraction rounds up (0.5 is
+        # 1 s, not the default).
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            secs = math.ceil(v)
+        # A beat every 24 days is often enough for a timeout of centuries.
+        return min(secs / 3, _MAX_HEARTBEAT_EVERY)
 
     def _beat(self, f, stop):
         every = self._interval(f.task)
@@ -300,7 +311,17 @@ class _Runner:
             if isinstance(error, NonRetryableError):
                 body["retryable"] = False
         try:
-            _post_json(t.callback_url, body, _RESULT_TRIES)
+            try:
+                _post_json(t.callback_url, body, _RESULT_TRIES)
+            except _RefusedError as e:
+                if error is not None:
+                    raise
+                # An output stitchd refuses (over its --body-limit, a number
+                # too long) would be refused from every attempt: fail the
+                # node now, saying why, rather than at its deadline.
+                error = NonRetryableError(f"the output was refused: {e}")
+                _post_json(t.callback_url, {"status": "failed", "error": str(error)[:_MAX_ERROR_LEN],
+                                            "retryable": False}, _RESULT_TRIES)
             if error is not None:
                 self.log.info("run %s node %s attempt %s failed: %s", t.run_id, t.node_id, t.attempt, error)
         except Exception as e:  # noqa: BLE001 - logged: nothing else to do
@@ -410,7 +431,13 @@ class PushServer:
             protocol_version = "HTTP/1.1"
 
             def _serve(self):
-                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.headers.get("Content-Length") or "0"
+                if not raw.isascii() or not raw.isdigit():
+                    # int() takes "-1", and read(-1) would read (and hold)
+                    # all the client sends, before any signature check.
+                    self.close_connection = True
+                    return self._answer(400, "bad Content-Length")
+                length = int(raw)
                 if length > ph.max_body:
                     return self._answer(413, "body too large")
                 body = self.rfile.read(length) if length else b""

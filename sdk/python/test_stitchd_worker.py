@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import json
 import os
+import socket
 import threading
 import time
 import unittest
@@ -176,6 +177,20 @@ class PushTest(unittest.TestCase):
         self.assertEqual(405, cm.exception.code)
         cm.exception.close()
 
+    def test_bad_content_length(self):
+        """A Content-Length that is not a number (-1: read() would take all
+        the client sends, before any signature check) is answered 400 at
+        once."""
+        server = self.serve(greet)
+        host, port = server.httpd.server_address[:2]
+        for value in ("-1", "abc", "+5"):
+            with self.subTest(value), socket.create_connection((host, port), timeout=5) as s:
+                s.sendall(f"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {value}\r\n\r\n".encode() + b"x" * 1000)
+                answer = b""
+                while chunk := s.recv(4096):  # to the end: the server closes the connection
+                    answer += chunk
+                self.assertTrue(answer.startswith(b"HTTP/1.1 400"), answer)
+
     def test_duplicate_delivery(self):
         """The same webhook-id twice: 202 both times, worked once."""
         got = []
@@ -293,6 +308,38 @@ class PullTest(unittest.TestCase):
         r = wait_run(card)
         self.assertEqual("failed", r["status"])
         self.assertEqual(1, r["nodes"]["work"]["attempt"])
+
+    def test_refused_output(self):
+        """An output stitchd refuses — over its body limit (413), a number
+        too long to store (400) — fails the node at once, saying why, not
+        at the lease's end and again on every attempt."""
+        queue = unique("refused")
+        flow = make_flow({"queue": queue, "leaseSeconds": 120, "retry": {"maxAttempts": 3, "initialDelayMs": 10}})
+        calls = []
+
+        def handler(task):
+            calls.append(task.run_id)
+            return {"blob": "x" * (2 << 20)} if task.input["big"] else {"n": 10 ** 100}
+
+        self.puller(queue, handler, concurrency=2)
+        for big, code in ((True, 413), (False, 400)):
+            began = time.monotonic()
+            r = wait_run(start_run(flow, {"big": big}))
+            self.assertEqual("failed", r["status"])
+            self.assertLess(time.monotonic() - began, 30, "failed at once, not at the lease's end")
+            self.assertEqual(1, r["nodes"]["work"]["attempt"], "not retried: every attempt would be refused")
+            self.assertIn("the output was refused", r["nodes"]["work"]["error"])
+            self.assertIn(f"answered {code}", r["nodes"]["work"]["error"])
+        self.assertEqual(2, len(calls))
+
+    def test_heartbeat_interval(self):
+        """A third of the deadline as stitchd reads it: a fraction rounded up
+        (0.5 s is 1 s, not the 300 s default), at most every 24 days."""
+        runner = sw._Runner(greet, None, "timeoutSeconds", None)
+        for config, want in (({}, 100), ({"timeoutSeconds": 0.5}, 1 / 3), ({"timeoutSeconds": 1.5}, 2 / 3),
+                             ({"timeoutSeconds": 6}, 2), ({"timeoutSeconds": 9223372037}, 24 * 24 * 3600)):
+            with self.subTest(config):
+                self.assertAlmostEqual(want, runner._interval(sw.Task("r", "n", 1, {}, config, "u")))
 
     def test_concurrency_limit(self):
         """Concurrency 3: never more than 3 handlers at once, nor leases as

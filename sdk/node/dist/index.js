@@ -39,6 +39,7 @@ const HEARTBEAT_TRIES = 2;
 const CALLBACK_TIMEOUT_MS = 30_000;
 const MAX_ERROR_LEN = 4000;
 const SEEN_IDS = 10_000;
+const MAX_HEARTBEAT_EVERY_MS = 24 * 24 * 3600 * 1000;
 /** A dispatch not signed with the secret (answer it 401). */
 class SignatureError extends Error {
     name = 'SignatureError';
@@ -154,11 +155,16 @@ async function postCallback(url, body, tries) {
             return;
         if (res.status === 409)
             throw new StaleError(`callback answered 409: ${text}`);
+        if (res.status === 400 || res.status === 413)
+            throw new RefusedError(`callback answered ${res.status}: ${text}`);
         if (res.status < 500 && res.status !== 429)
             throw new Error(`callback answered ${res.status}: ${text}`);
         last = `stitchd answered ${res.status}`;
     }
     throw new Error(`callback failed after ${tries} tries: ${last}`);
+}
+/** stitchd answered a callback 400 or 413: it will not take that body, however often it is sent. */
+class RefusedError extends Error {
 }
 /** One attempt of a Worker node, pushed or pulled. */
 class Task {
@@ -264,9 +270,11 @@ class Runner {
         if (this.heartbeatIntervalMs !== undefined)
             return this.heartbeatIntervalMs;
         const v = task.config[this.leaseKey];
-        // Whole seconds, as stitchd reads them (1.5 is 1, 0.5 the default).
-        const secs = typeof v === 'number' && v >= 1 ? Math.floor(v) : DEFAULT_LEASE_SECONDS;
-        return (secs * 1000) / 3;
+        // Whole seconds, as stitchd reads them: a fraction rounds up (0.5 is 1 s, not the default).
+        const secs = typeof v === 'number' && v > 0 ? Math.ceil(v) : DEFAULT_LEASE_SECONDS;
+        // setTimeout fires at once past 2^31-1 ms (24.8 days), which would
+        // heartbeat without pause: a beat every 24 days is often enough.
+        return Math.min((secs * 1000) / 3, MAX_HEARTBEAT_EVERY_MS);
     }
     async work(f) {
         const t = f.task;
@@ -338,7 +346,19 @@ class Runner {
                 body.retryable = false;
         }
         try {
-            await postCallback(t.callbackUrl, body, RESULT_TRIES);
+            try {
+                await postCallback(t.callbackUrl, body, RESULT_TRIES);
+            }
+            catch (e) {
+                if (!(e instanceof RefusedError) || error !== undefined)
+                    throw e;
+                // An output stitchd refuses (over its --body-limit, a number too
+                // long) would be refused from every attempt: fail the node now,
+                // saying why, rather than at its deadline.
+                error = new NonRetryableError(`the output was refused: ${e.message}`);
+                const failed = { status: 'failed', error: error.message.slice(0, MAX_ERROR_LEN), retryable: false };
+                await postCallback(t.callbackUrl, failed, RESULT_TRIES);
+            }
             if (error !== undefined)
                 this.log.info(`run ${t.runId} node ${t.nodeId} attempt ${t.attempt} failed: ${String(error)}`);
         }

@@ -159,6 +159,39 @@ const sign = (key, id, ts, body) => 'v1,' + crypto.createHmac('sha256', key).upd
         await res.text();
         assert.equal(res.status, 405);
     });
+    (0, node_test_1.test)('heartbeats every third of timeoutSeconds as stitchd reads it: 0.5 is 1 s; 81 days is no timer overflow', async (t) => {
+        // The callbacks go to a loopback server of the test's, which counts them.
+        const beats = new Map();
+        const done = new Map();
+        const cb = await listen(t, (req, res) => {
+            let body = '';
+            req.on('data', (c) => (body += c.toString()));
+            req.on('end', () => {
+                const key = req.url ?? '';
+                if (JSON.parse(body).status === 'running')
+                    beats.set(key, (beats.get(key) ?? 0) + 1);
+                else
+                    done.get(key)?.();
+                res.end('{}');
+            });
+        });
+        const secret = env('STITCHD_WEBHOOK_SECRET');
+        const h = new index_1.PushHandler({ secret, handler: () => sleep(1200).then(() => ({})) });
+        t.after(() => h.shutdown(5000));
+        const key = (0, index_1.secretKey)(secret);
+        for (const [timeoutSeconds, min, max] of [[0.5, 2, 5], [7_000_000, 0, 0]]) {
+            const path = `/cb-${timeoutSeconds}`;
+            const finished = new Promise((r) => done.set(path, r));
+            const body = Buffer.from(JSON.stringify({ runId: 'r', nodeId: 'work', attempt: 1, config: { timeoutSeconds }, input: {}, callbackUrl: cb + path }));
+            const ts = String(Math.floor(Date.now() / 1000));
+            const id = unique('msg');
+            const a = h.handle('POST', { 'webhook-id': id, 'webhook-timestamp': ts, 'webhook-signature': sign(key, id, ts, body) }, body);
+            assert.equal(a.status, 202);
+            await finished;
+            const n = beats.get(path) ?? 0;
+            assert.ok(n >= min && n <= max, `timeoutSeconds ${timeoutSeconds}: ${n} heartbeats in 1.2 s, want ${min} to ${max}`);
+        }
+    });
     (0, node_test_1.test)('the same webhook-id twice: 202 both times, worked once', async (t) => {
         const got = [];
         const cb = await listen(t, (req, res) => {
@@ -264,6 +297,29 @@ const sign = (key, id, ts, body) => 'v1,' + crypto.createHmac('sha256', key).upd
         r = await waitRun(card);
         assert.equal(r.status, 'failed');
         assert.equal(r.nodes.work.attempt, 1);
+    });
+    (0, node_test_1.test)('an output stitchd refuses (413 over its body limit, 400 a number too long) fails the node at once', async (t) => {
+        const queue = unique('refused');
+        const flow = await makeFlow({ queue, leaseSeconds: 120, retry: { maxAttempts: 3, initialDelayMs: 10 } });
+        let calls = 0;
+        startPuller(t, {
+            queue,
+            concurrency: 2,
+            handler: (task) => {
+                calls++;
+                return task.input.big ? { blob: 'x'.repeat(2 << 20) } : { n: 1e100 };
+            },
+        });
+        for (const [big, code] of [[true, 413], [false, 400]]) {
+            const began = Date.now();
+            const r = await waitRun(await startRun(flow, { big }));
+            assert.equal(r.status, 'failed');
+            assert.ok(Date.now() - began < 30_000, "failed at once, not at the lease's end");
+            assert.equal(r.nodes.work.attempt, 1, 'not retried: every attempt would be refused');
+            assert.match(r.nodes.work.error, /the output was refused/);
+            assert.match(r.nodes.work.error, new RegExp(`answered ${code}`));
+        }
+        assert.equal(calls, 2);
     });
     (0, node_test_1.test)('concurrency 3: never more than 3 handlers nor leases at once, yet 3 reached', async (t) => {
         const queue = unique('limit');
