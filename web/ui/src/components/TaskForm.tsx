@@ -6,7 +6,7 @@
 // helper that imports @rjsf/validator-ajv8, which this UI does not use.
 import Form from "@rjsf/core/lib/components/Form.js";
 import type { ErrorSchema, RJSFSchema } from "@rjsf/utils";
-import { forwardRef, useImperativeHandle, useMemo, useRef } from "react";
+import { forwardRef, useEffect, useImperativeHandle, useMemo, useRef } from "react";
 import type { Problem } from "../api";
 import { checkable as canCheck, formValidator } from "./validator";
 
@@ -68,6 +68,12 @@ function uiSchemaOf(schema: Record<string, any>): Record<string, any> {
   return ui;
 }
 
+// firstWrongField is the first field rjsf marks as wrong (its own check's
+// or the server's problems).
+function firstWrongField(box: HTMLElement | null): HTMLElement | null {
+  return box?.querySelector<HTMLElement>(".has-error :is(input, select, textarea)") ?? null;
+}
+
 export interface TaskFormHandle {
   // check runs the form's own checks and shows their messages; false when
   // something is wrong.
@@ -82,9 +88,27 @@ export const TaskForm = forwardRef<
   const checkable = useMemo(() => canCheck(schema), [schema]);
   const { schema: extra, unplaced } = useMemo(() => errorSchemaOf(serverProblems), [serverProblems]);
   const uiSchema = useMemo(() => uiSchemaOf(schema), [schema]);
-  useImperativeHandle(ref, () => ({ check: () => !checkable || (form.current?.validateForm() ?? true) }), [checkable]);
+  const box = useRef<HTMLDivElement>(null);
+  // A refused answer takes the focus to its first wrong field: the
+  // person (the keyboard's and the screen reader's too) lands where to
+  // fix it, not under the form at "see the fields marked above".
+  const focusFirstError = () => window.setTimeout(() => firstWrongField(box.current)?.focus(), 0);
+  useImperativeHandle(
+    ref,
+    () => ({
+      check: () => {
+        const ok = !checkable || (form.current?.validateForm() ?? true);
+        if (!ok) focusFirstError();
+        return ok;
+      },
+    }),
+    [checkable],
+  );
+  useEffect(() => {
+    if (serverProblems.length) focusFirstError();
+  }, [serverProblems]);
   return (
-    <div className="task-form" data-form-checked={checkable ? "client" : "server"}>
+    <div className="task-form" ref={box} data-form-checked={checkable ? "client" : "server"}>
       <Form
         ref={form}
         idPrefix={`f-${id}`}

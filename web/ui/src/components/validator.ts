@@ -51,8 +51,23 @@ function property(loc: string): string {
     .join("");
 }
 
+// at reads the value a JSON pointer (a keyword location, #/properties/code/pattern)
+// names in the schema; undefined when it names nothing there.
+export function at(schema: unknown, pointer: string): unknown {
+  const rest = pointer.replace(/^#/, "");
+  let node: any = schema;
+  for (const raw of rest ? rest.split("/").slice(1) : []) {
+    const k = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (node === null || typeof node !== "object" || !(k in node)) return undefined;
+    node = node[k];
+  }
+  return node;
+}
+
 // message says a validator error the way a person reads it beside a field.
-function message(e: OutputUnit): string {
+// The validator says only "String does not match pattern.": the pattern
+// is read from the schema at the error's place.
+export function message(e: OutputUnit, schema?: unknown): string {
   const m = e.error;
   let r: RegExpExecArray | null;
   switch (e.keyword) {
@@ -77,14 +92,17 @@ function message(e: OutputUnit): string {
     case "enum":
     case "const":
       return "is not one of the allowed values";
-    case "pattern":
-      return (r = /pattern "(.*)"\.?$/.exec(m)) !== null ? `must match ${r[1]}` : m;
+    case "pattern": {
+      if ((r = /pattern "(.*)"\.?$/.exec(m)) !== null) return `must match ${r[1]}`;
+      const p = at(schema, e.keywordLocation);
+      return typeof p === "string" ? `must match the pattern ${p}` : "is not in the expected form";
+    }
   }
   return m.replace(/\.$/, "");
 }
 
 // rjsfErrors turns the validator's output into rjsf's errors.
-function rjsfErrors(errors: OutputUnit[]): RJSFValidationError[] {
+function rjsfErrors(errors: OutputUnit[], schema?: unknown): RJSFValidationError[] {
   const out: RJSFValidationError[] = [];
   for (const e of errors) {
     if (WRAPPERS.has(e.keyword)) continue;
@@ -96,7 +114,7 @@ function rjsfErrors(errors: OutputUnit[]): RJSFValidationError[] {
       const r = /required property "([^"]+)"/.exec(e.error);
       if (r) prop += property(`#/${r[1].replace(/~/g, "~0").replace(/\//g, "~1")}`);
     }
-    const msg = message(e);
+    const msg = message(e, schema);
     out.push({ name: e.keyword, property: prop, message: msg, stack: `${prop || "."} ${msg}`.trim(), schemaPath: e.keywordLocation, params: {} });
   }
   return out;
@@ -122,7 +140,7 @@ export class FormValidator implements ValidatorType<any, RJSFSchema, any> {
     const raw = this.rawValidation<OutputUnit>(schema, formData);
     let errors = raw.validationError
       ? [{ property: "", message: `the form cannot be checked here: ${raw.validationError.message}`, stack: raw.validationError.message }]
-      : rjsfErrors(raw.errors ?? []);
+      : rjsfErrors(raw.errors ?? [], schema);
     if (transformErrors) errors = transformErrors(errors, uiSchema);
     let data: ValidationData<any> = { errors, errorSchema: toErrorSchema(errors) };
     if (customValidate) {
