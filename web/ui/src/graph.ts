@@ -426,3 +426,19 @@ export function fitViewOptions() {
   const narrow = typeof window !== "undefined" && window.innerWidth < 700;
   return { padding: 0.2, maxZoom: 1.2, minZoom: narrow ? 0.1 : READABLE_ZOOM };
 }
+
+// toleranceProblem says what is wrong with a Collector's toleratedFailures
+// as the server reads it (engine.ParseTolerance), or null when it is fine
+// or unset: a whole count of items (0 or more) or a percent from 0% to
+// 100% ("5%", "2.5 %").
+export function toleranceProblem(v: unknown): string | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v === "number") return Number.isInteger(v) && v >= 0 && v <= 2 ** 31 ? null : "A count is a whole number of items, 0 or more.";
+  if (typeof v === "string") {
+    const m = /^\s*(.*?)\s*%\s*$/.exec(v);
+    if (!m) return /^\s*-?\d+\s*$/.test(v) ? "A count is a whole number of items, 0 or more." : "Write a count of items (3) or a percent of them (5%).";
+    const f = m[1] !== "" && /^[0-9.eE+-]+$/.test(m[1]) ? Number(m[1]) : NaN;
+    return !isNaN(f) && f >= 0 && f <= 100 ? null : "A percent is from 0% to 100%.";
+  }
+  return "Write a count of items (3) or a percent of them (5%).";
+}

@@ -1,11 +1,12 @@
 // The settings of an HTTP node (calls an existing REST API).
 import { useTemplateTarget } from "../../components/exprTarget";
-import { useState } from "react";
+import { useEffect, useState } from "react";
+import { api, type Credential } from "../../api";
 import { HTTP_METHODS, parseSuccessCodes } from "../../graph";
 import { BodyField } from "./BodyField";
 import { Field, num, put, RetryFields, ServerProblems, type PanelProps, type FieldsProps } from "./shared";
 
-export const HTTP_FIELDS = ["method", "url", "headers", "body", "timeoutSeconds", "retry", "successCodes"];
+export const HTTP_FIELDS = ["method", "url", "headers", "body", "credential", "timeoutSeconds", "retry", "successCodes"];
 
 // headerOf reads the header name a problem's path names:
 // nodes[0].data.headers["X-A"] or nodes[0].data.headers.X-A.
@@ -141,6 +142,8 @@ export function HTTPFields(props: FieldsProps) {
         validHint
       />
 
+      <CredentialField value={typeof data.credential === "string" ? data.credential : ""} onChange={set("credential")} />
+      <ServerProblems problems={problemsAt("credential")} id={nodeId} />
       <Field label="Timeout (seconds)" id="node-timeout" hint="How long one request may take, its response body included. Default 30.">
         <input id="node-timeout" type="number" min={1} value={data.timeoutSeconds ?? ""} onChange={(e) => set("timeoutSeconds")(num(e.target.value))} />
       </Field>
@@ -181,4 +184,37 @@ function putRetry(data: Record<string, any>, k: string, v: any): Record<string, 
 
 export function HTTPPanel({ node, data, onChange, problemsAt }: PanelProps) {
   return <HTTPFields data={data} onChange={onChange} problemsAt={problemsAt} nodeId={node.id} />;
+}
+
+// CredentialField names the stored credential the request carries (the
+// Credentials page): typed, or picked from the workspace's credentials
+// when the person may list them.
+function CredentialField({ value, onChange }: { value: string; onChange: (v: string) => void }) {
+  const [known, setKnown] = useState<Credential[] | null>(null);
+  useEffect(() => {
+    let live = true;
+    api<{ credentials: Credential[] }>("GET", "/credentials", undefined, undefined, { quiet: true }).then(
+      (r) => live && setKnown(r.credentials ?? []),
+      () => {},
+    );
+    return () => {
+      live = false;
+    };
+  }, []);
+  const missing = !!value.trim() && !!known && !known.some((c) => c.name === value.trim());
+  return (
+    <Field
+      label="Credential (optional)"
+      id="node-credential"
+      hint="A stored credential's name (Credentials page): the request carries its secret, which never shows in the flow or the run."
+      error={missing ? `There is no credential named ${value.trim()}: add it on the Credentials page, or pick one from the list.` : null}
+    >
+      <input id="node-credential" className="mono" list="node-credential-names" value={value} aria-invalid={missing} onChange={(e) => onChange(e.target.value)} />
+      <datalist id="node-credential-names">
+        {(known ?? []).map((c) => (
+          <option key={c.name} value={c.name} />
+        ))}
+      </datalist>
+    </Field>
+  );
 }

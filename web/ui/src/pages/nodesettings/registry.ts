@@ -6,7 +6,7 @@ import type { ComponentType } from "react";
 import { EVENT_FIELDS, EventPanel } from "./EventPanel";
 import { HTTP_FIELDS, HTTPPanel } from "./HTTPPanel";
 import { RESPOND_FIELDS, RespondPanel } from "./RespondPanel";
-import { SplitterPanel } from "./SplitterPanel";
+import { COLLECTOR_FIELDS, CollectorPanel, SPLITTER_FIELDS, SplitterPanel } from "./SplitterPanel";
 import { SUBFLOW_FIELDS, SubFlowPanel } from "./SubFlowPanel";
 import { TransformPanel } from "./TransformPanel";
 import { UXByOutcome, UXPanel } from "./UXPanel";
@@ -30,7 +30,8 @@ export const PANELS: Record<string, NodePanel> = {
   UX: { Panel: UXPanel, fields: ["timeoutSeconds", "onTimeout", ...UX_PEOPLE_FIELDS], AfterMovement: UXByOutcome },
   Transform: { Panel: TransformPanel, fields: ["expression"] },
   Wait: { Panel: WaitPanel, fields: ["duration", "until", "timezone"] },
-  Splitter: { Panel: SplitterPanel, fields: [] },
+  Splitter: { Panel: SplitterPanel, fields: SPLITTER_FIELDS },
+  Collector: { Panel: CollectorPanel, fields: COLLECTOR_FIELDS },
 };
 
 // panelFor is the panel made for type (as the canvas spells it), if any.
