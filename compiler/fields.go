@@ -28,7 +28,7 @@ func (c *compiler) checkUnknownKeys(id string, base loc, root gjson.Result) {
 			return true
 		}
 		msg := fmt.Sprintf("node %q: data has a field %q that no node reads (ignored)", id, k.Str)
-		if near := nearestKey(k.Str); near != "" {
+		if near := nearestKey(k.Str, knownDataKeys); near != "" {
 			msg += fmt.Sprintf("; did you mean %q?", near)
 		}
 		c.warnings = append(c.warnings, engine.Problem{Code: CodeUnknownField, NodeID: id, Path: base.field(k.Str).String(), Message: msg})
@@ -50,9 +50,9 @@ func didYouMean(root gjson.Result, want string) string {
 	return out
 }
 
-// nearestKey is the known key s most likely misspells ("" for none).
-func nearestKey(s string) string {
-	for _, k := range knownDataKeys {
+// nearestKey is the key of keys s most likely misspells ("" for none).
+func nearestKey(s string, keys []string) string {
+	for _, k := range keys {
 		if closeKeys(s, k) {
 			return k
 		}

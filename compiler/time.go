@@ -135,11 +135,8 @@ func (c *compiler) collectSettings() {
 			return true
 		}
 		msg := fmt.Sprintf("settings has a field %q that no setting reads (ignored)", k.Str)
-		for _, want := range settingKeys {
-			if closeKeys(k.Str, want) {
-				msg += fmt.Sprintf("; did you mean %q?", want)
-				break
-			}
+		if near := nearestKey(k.Str, settingKeys); near != "" {
+			msg += fmt.Sprintf("; did you mean %q?", near)
 		}
 		c.warnings = append(c.warnings, engine.Problem{Code: CodeUnknownField, Path: "settings." + k.Str, Message: msg})
 		return true

@@ -13,9 +13,9 @@ import { renameStepRefs } from "../../renameRefs";
 import { tidy } from "../../tidy";
 import { freeSpot } from "./freeSpot";
 
-// READABLE_ZOOM: the least zoom the view goes to by itself to show a new
-// node with the rest of the flow.
-const READABLE_ZOOM = 0.5;
+// ADDED_ZOOM_FLOOR: the least zoom the view goes to by itself to show a
+// new node with the rest of the flow (below it, the view goes to the node).
+const ADDED_ZOOM_FLOOR = 0.5;
 
 // panels counts the node panels opened, for their keys.
 let panels = 0;
@@ -69,7 +69,7 @@ export function useGraphEdits({
               const b = rf.getNodesBounds(rf.getNodes());
               const zoom = rf.getZoom();
               const fits = Math.min(r.width / (b.width * 1.1), r.height / (b.height * 1.1));
-              if (fits >= READABLE_ZOOM) void rf.fitView({ padding: 0.05, maxZoom: zoom });
+              if (fits >= ADDED_ZOOM_FLOOR) void rf.fitView({ padding: 0.05, maxZoom: zoom });
               else void rf.setCenter(spot.x - 80 + NODE_MAX.width / 2, spot.y - 30 + NODE_MAX.height / 2, { zoom });
             }),
           );
@@ -121,14 +121,18 @@ export function useGraphEdits({
       const k = panelKeys.current;
       if (k[from]) k[to] = k[from];
       delete k[from];
-      const refs = (d: Record<string, any> | undefined) => (d ? renameStepRefs(d, from, to).value : d);
-      const count = [...nodesRef.current.map((n) => n.data), ...edgesRef.current.map((e) => e.data)].reduce(
-        (sum, d) => sum + (d ? renameStepRefs(d, from, to).count : 0),
-        0,
-      );
-      setNodes((ns) => ns.map((n) => ({ ...n, id: n.id === from ? to : n.id, data: refs(n.data)! })));
-      setEdges((es) =>
-        es.map((e) => {
+      // Rewritten once, from the graph as shown: the count said is of
+      // what was rewritten.
+      let count = 0;
+      const refs = <T,>(d: T): T => {
+        if (!d) return d;
+        const r = renameStepRefs(d, from, to);
+        count += r.count;
+        return r.value;
+      };
+      setNodes(nodesRef.current.map((n) => ({ ...n, id: n.id === from ? to : n.id, data: refs(n.data) })));
+      setEdges(
+        edgesRef.current.map((e) => {
           const data = refs(e.data);
           const moved = { ...e, source: e.source === from ? to : e.source, target: e.target === from ? to : e.target };
           return data === e.data ? moved : decorateEdge({ ...moved, data });
